@@ -1,0 +1,73 @@
+// Command idemcheck certifies that an HTTP API's Idempotency-Key support
+// really works: conformance suite, chaos harness, load runner and the
+// reference implementation they are measured against.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes, documented in README.
+const (
+	exitOK          = 0
+	exitFail        = 1 // conformance or exactly-once failure
+	exitUsage       = 2 // usage or config error
+	exitThreshold   = 3 // load threshold breached
+	exitUnreachable = 4 // target unreachable
+)
+
+// exitError carries a documented exit code out of a subcommand.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// withCode tags err with an exit code; a nil err stays nil.
+func withCode(code int, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &exitError{code: code, err: err}
+}
+
+// usageErrorf is a one-line usage/config error (exit 2).
+func usageErrorf(format string, args ...any) error {
+	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
+}
+
+var rootCmd = &cobra.Command{
+	Use:           "idemcheck",
+	Short:         "Prove an API's Idempotency-Key support: conformance, chaos, load, reference",
+	SilenceUsage:  true,
+	SilenceErrors: true,
+}
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+// run executes the CLI and maps errors to exit codes: flag errors and
+// unknown commands are usage errors (2).
+func run(args []string) int {
+	rootCmd.SetArgs(args)
+	rootCmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &exitError{code: exitUsage, err: err}
+	})
+	err := rootCmd.Execute()
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintln(os.Stderr, "idemcheck:", err)
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	return exitUsage // cobra's own errors: unknown command, bad args
+}

@@ -1,0 +1,100 @@
+package reference
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+)
+
+// Scope identifies one idempotency record. Keys are only unique within a
+// scope, so one user can never read or block another user's record.
+type Scope struct {
+	Principal string
+	Method    string
+	Path      string
+	Key       string
+}
+
+// State is the lifecycle stage of a record.
+type State int
+
+const (
+	// InFlight: claimed by a request whose handler has not finished.
+	InFlight State = iota + 1
+	// Completed: the handler finished and its response is stored.
+	Completed
+)
+
+// Response is what a completed record replays.
+type Response struct {
+	Status int
+	Header http.Header // allow-listed headers only
+	Body   []byte
+}
+
+// Record is the stored state of one scope.
+type Record struct {
+	State       State
+	Fingerprint string
+	Token       string // owner of an in-flight claim; fences Complete and Release
+	Response    Response
+	CreatedAt   time.Time
+	LockedUntil time.Time // lease end of an in-flight record
+	ExpiresAt   time.Time // TTL end
+}
+
+// ClaimOutcome says what Claim did.
+type ClaimOutcome int
+
+const (
+	// Claimed: the caller owns a fresh in-flight record and must run the
+	// handler, then Complete or Release it.
+	Claimed ClaimOutcome = iota + 1
+	// Existing: a live record (in flight with an unexpired lease, or
+	// completed and unexpired) already holds the scope; it is returned.
+	Existing
+)
+
+// Claim is the result of Store.Claim.
+type Claim struct {
+	Outcome ClaimOutcome
+	Token   string  // set when Claimed
+	Record  *Record // set when Existing
+}
+
+// ClaimRequest carries what a claim needs.
+type ClaimRequest struct {
+	Scope       Scope
+	Fingerprint string
+	Lease       time.Duration // how long an in-flight claim stays exclusive
+	TTL         time.Duration // how long the record lives (from the claim)
+}
+
+// ErrNotOwner is returned by Complete and Release when the token no longer
+// owns the record (its lease expired and someone else reclaimed it).
+var ErrNotOwner = errors.New("idempotency record is not owned by this token")
+
+// ErrUnavailable wraps store failures (connection lost, timeout). The
+// middleware answers 503 for it, never 500.
+var ErrUnavailable = errors.New("idempotency store unavailable")
+
+// Store keeps idempotency records. Every method must be atomic with respect
+// to the others for the same scope; implementations must be safe for
+// concurrent use.
+type Store interface {
+	// Claim atomically creates an in-flight record when the scope has no
+	// live record (none, expired, or in flight with its lease ended), and
+	// otherwise returns the live record untouched.
+	Claim(ctx context.Context, req ClaimRequest) (Claim, error)
+	// Complete stores the response of the claim owned by token and marks
+	// the record Completed, keeping its expiry.
+	Complete(ctx context.Context, scope Scope, token string, resp Response) error
+	// Release deletes the in-flight record owned by token so that a retry
+	// executes afresh.
+	Release(ctx context.Context, scope Scope, token string) error
+	// Lookup returns the live record of a scope, or nil when there is none.
+	Lookup(ctx context.Context, scope Scope) (*Record, error)
+	// Close releases the store's resources.
+	Close() error
+}

@@ -1,0 +1,51 @@
+package scenarios
+
+import (
+	"net"
+	"net/http"
+	"time"
+)
+
+// NoReplay wraps a RoundTripper so that net/http never re-sends a request
+// on its own. The standard Transport silently retries a request carrying
+// Idempotency-Key when a reused connection dies (its body is rewindable
+// through GetBody); that hides exactly the lost-response faults idemcheck
+// exists to expose and can double-execute without the caller noticing.
+type NoReplay struct{ Base http.RoundTripper }
+
+// RoundTrip sends r once.
+func (t NoReplay) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.GetBody != nil {
+		r = r.Clone(r.Context())
+		r.GetBody = nil
+	}
+	return t.Base.RoundTrip(r)
+}
+
+// NewTransport returns a loopback-tuned Transport wrapped in NoReplay.
+// maxConns bounds idle connections per host (0 means 64).
+func NewTransport(maxConns int) http.RoundTripper {
+	if maxConns <= 0 {
+		maxConns = 64
+	}
+	return NoReplay{Base: &http.Transport{
+		Proxy:                 nil, // never route test traffic through an environment proxy
+		DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:          maxConns,
+		MaxIdleConnsPerHost:   maxConns,
+		IdleConnTimeout:       90 * time.Second,
+		ResponseHeaderTimeout: 60 * time.Second,
+		ForceAttemptHTTP2:     false,
+	}}
+}
+
+// NewClient returns an http.Client that never re-sends a request, never
+// follows redirects (a 303 to the created resource is evidence, not noise),
+// and gives up after timeout.
+func NewClient(timeout time.Duration) *http.Client {
+	return &http.Client{
+		Transport:     NewTransport(0),
+		Timeout:       timeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}

@@ -1,0 +1,145 @@
+package scenarios
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// KeySyntax is how the key is written in its header.
+type KeySyntax string
+
+const (
+	// SFString writes the key as an RFC 9651 sf-string ("abc"), as the
+	// draft requires.
+	SFString KeySyntax = "sf-string"
+	// Raw writes the bare key (abc), as Stripe and most vendors document.
+	Raw KeySyntax = "raw"
+)
+
+// Target is what the suite, the chaos harness and the load runner talk to.
+// It is loaded from YAML (LoadConfig) or derived from a URL that serves the
+// reference app's contract (FromURL).
+type Target struct {
+	BaseURL    string        `yaml:"base_url" json:"base_url"`
+	KeyHeader  string        `yaml:"key_header" json:"key_header"`
+	KeySyntax  KeySyntax     `yaml:"key_syntax" json:"key_syntax"`
+	Timeout    time.Duration `yaml:"timeout" json:"timeout"` // per HTTP exchange
+	Principals []Principal   `yaml:"principals" json:"principals"`
+	Operations []Operation   `yaml:"operations" json:"operations"`
+	Oracle     *Oracle       `yaml:"oracle,omitempty" json:"oracle,omitempty"`
+	// TTL and Lease are what the deployment under test declares; zero
+	// means "not declared" and the cases that need them skip.
+	TTL   time.Duration `yaml:"ttl" json:"ttl"`
+	Lease time.Duration `yaml:"lease" json:"lease"`
+}
+
+// Principal is one user of the API: the headers that authenticate it.
+type Principal struct {
+	Name    string            `yaml:"name" json:"name"`
+	Headers map[string]string `yaml:"headers" json:"headers"`
+}
+
+// Operation is one key-accepting endpoint.
+type Operation struct {
+	Name    string            `yaml:"name" json:"name"`
+	Method  string            `yaml:"method" json:"method"`
+	Path    string            `yaml:"path" json:"path"`
+	Headers map[string]string `yaml:"headers,omitempty" json:"headers,omitempty"`
+	// Body is the JSON request body of a normal, successful call.
+	Body json.RawMessage `yaml:"-" json:"body"`
+	// IDPointer is the RFC 6901 pointer to the created resource's id in a
+	// success response (e.g. /id). Empty: identity oracle unavailable.
+	IDPointer string `yaml:"id_pointer" json:"id_pointer"`
+	// Mutations are materially different bodies: each is a JSON merge
+	// patch (RFC 7386) applied to Body.
+	Mutations []Mutation `yaml:"mutations" json:"mutations"`
+	// Variants are JSON merge patches that make the call behave a given
+	// way: "slow", "business_error", "transient_error", "invalid".
+	Variants map[string]Variant `yaml:"variants" json:"variants"`
+}
+
+// Mutation is a named materially different body.
+type Mutation struct {
+	Name  string          `yaml:"name" json:"name"`
+	Patch json.RawMessage `yaml:"-" json:"patch"`
+}
+
+// Variant names understood by the catalog.
+const (
+	VariantSlow           = "slow"            // stays in flight for at least Variant.Duration
+	VariantBusinessError  = "business_error"  // a deterministic 4xx outcome (e.g. 402 decline)
+	VariantTransientError = "transient_error" // a deterministic 5xx outcome (e.g. 503)
+	VariantInvalid        = "invalid"         // fails validation (400/422)
+)
+
+// Variant is a merge patch plus what the variant promises.
+type Variant struct {
+	Patch json.RawMessage `yaml:"-" json:"patch"`
+	// Duration: for "slow", how long the request stays in flight.
+	Duration time.Duration `yaml:"duration,omitempty" json:"duration,omitempty"`
+	// Status: the status the variant's first execution returns, when known.
+	Status int `yaml:"status,omitempty" json:"status,omitempty"`
+}
+
+// Oracle counts handler executions from outside.
+type Oracle struct {
+	// URL is absolute or relative to BaseURL; "{key}" is replaced by the
+	// (unquoted, URL-escaped) idempotency key of the case.
+	URL string `yaml:"url" json:"url"`
+	// Pointer is the RFC 6901 pointer to an integer execution count.
+	Pointer string `yaml:"pointer" json:"pointer"`
+	// Principal (index into Principals) whose headers the probe sends.
+	Principal int `yaml:"principal" json:"principal"`
+}
+
+// ReferenceSlow is how long the reference contract's slow variant stays in
+// flight: long enough to open a same-key burst inside it.
+const ReferenceSlow = 1500 * time.Millisecond
+
+// FromURL returns the Target of a server that follows the reference app's
+// contract (idemcheck serve) at base.
+func FromURL(base string, ttl, lease time.Duration) (*Target, error) {
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("--target %q: want an absolute http(s) URL", base)
+	}
+	slow := Variant{Patch: json.RawMessage(fmt.Sprintf(`{"delay_ms":%d}`, ReferenceSlow.Milliseconds())), Duration: ReferenceSlow}
+	op := func(name string) Operation {
+		return Operation{
+			Name:      name,
+			Method:    "POST",
+			Path:      "/v1/" + name,
+			Headers:   map[string]string{"Content-Type": "application/json"},
+			Body:      json.RawMessage(`{"amount":1000,"currency":"usd","description":"idemcheck"}`),
+			IDPointer: "/id",
+			Mutations: []Mutation{
+				{Name: "changed-amount", Patch: json.RawMessage(`{"amount":1001}`)},
+				{Name: "added-field", Patch: json.RawMessage(`{"metadata":{"order":"idemcheck-2"}}`)},
+				{Name: "changed-currency", Patch: json.RawMessage(`{"currency":"eur"}`)},
+			},
+			Variants: map[string]Variant{
+				VariantSlow:           slow,
+				VariantBusinessError:  {Patch: json.RawMessage(`{"fail":"decline"}`), Status: 402},
+				VariantTransientError: {Patch: json.RawMessage(`{"fail":"transient"}`), Status: 503},
+				VariantInvalid:        {Patch: json.RawMessage(`{"amount":"not-a-number"}`), Status: 400},
+			},
+		}
+	}
+	return &Target{
+		BaseURL:   strings.TrimRight(base, "/"),
+		KeyHeader: "Idempotency-Key",
+		KeySyntax: SFString,
+		Timeout:   10 * time.Second,
+		Principals: []Principal{
+			{Name: "alice", Headers: map[string]string{"Authorization": "Bearer alice"}},
+			{Name: "bob", Headers: map[string]string{"Authorization": "Bearer bob"}},
+		},
+		Operations: []Operation{op("charges"), op("refunds")},
+		Oracle:     &Oracle{URL: "/v1/effects?key={key}", Pointer: "/executions"},
+		TTL:        ttl,
+		Lease:      lease,
+	}, nil
+}
