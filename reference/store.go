@@ -98,3 +98,23 @@ type Store interface {
 	// Close releases the store's resources.
 	Close() error
 }
+
+// Atomic is implemented by stores that can commit the handler's side
+// effects together with the completed record (PostgreSQL): no crash can
+// then leave an effect without its record or a record without its effect.
+type Atomic interface {
+	// Begin opens a unit of work for the claim owned by token. The handler
+	// runs with the returned context; effect writers that share the store's
+	// database find the unit in it.
+	Begin(ctx context.Context, scope Scope, token string) (Unit, context.Context, error)
+}
+
+// Unit is one open unit of work of an Atomic store.
+type Unit interface {
+	// Commit stores resp as the record's outcome and commits the handler's
+	// effects with it.
+	Commit(ctx context.Context, resp Response) error
+	// Rollback discards the handler's effects; the caller then releases the
+	// claim.
+	Rollback(ctx context.Context) error
+}
