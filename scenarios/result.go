@@ -87,12 +87,12 @@ func (r Result) Name() string {
 
 // Exchange is one HTTP request and what came back, kept as evidence.
 type Exchange struct {
-	Label    string           `json:"label,omitempty"`
-	Request  ExchangeRequest  `json:"request"`
+	Label    string            `json:"label,omitempty"`
+	Request  ExchangeRequest   `json:"request"`
 	Response *ExchangeResponse `json:"response,omitempty"`
-	Error    string           `json:"error,omitempty"`
-	Start    time.Time        `json:"start"`
-	Duration time.Duration    `json:"duration_ns"`
+	Error    string            `json:"error,omitempty"`
+	Start    time.Time         `json:"start"`
+	Duration time.Duration     `json:"duration_ns"`
 }
 
 // ExchangeRequest is the request half of an Exchange.
