@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/idemcheck/idemcheck/reference/demo"
+)
+
+// Server timeouts. WriteTimeout outlives the demo's longest delay_ms (60 s).
+const (
+	serveReadHeaderTimeout = 5 * time.Second
+	serveReadTimeout       = 30 * time.Second
+	serveWriteTimeout      = 75 * time.Second
+	serveIdleTimeout       = 120 * time.Second
+	serveShutdownTimeout   = 10 * time.Second
+)
+
+type serveFlags struct {
+	addr        string
+	ttl, lease  time.Duration
+	defects     []string
+	keyOptional bool
+	store       string
+	maxBody     int64
+	stores      storeFlags
+}
+
+func init() {
+	var f serveFlags
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the reference implementation (demo payments API) with optional defects",
+		Long: "Serve the reference Idempotency-Key implementation: POST /v1/charges and /v1/refunds\n" +
+			"(Authorization: Bearer <user>), GET /v1/effects?key=K (execution oracle), GET /healthz.\n" +
+			"Defects: " + strings.Join(demo.DefectNames(), ", "),
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runServe(cmd.Context(), cmd.OutOrStdout(), f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.addr, "addr", "127.0.0.1:8080", "listen address (port 0 picks a free port)")
+	fl.DurationVar(&f.ttl, "ttl", 24*time.Hour, "how long idempotency records live")
+	fl.DurationVar(&f.lease, "lease", 30*time.Second, "how long an in-flight record stays locked")
+	fl.StringSliceVar(&f.defects, "defect", nil, "switch on defects (comma-separated or repeated)")
+	fl.BoolVar(&f.keyOptional, "key-optional", false, "let requests without Idempotency-Key run unprotected instead of 400")
+	fl.StringVar(&f.store, "store", "memory", "idempotency store: memory")
+	fl.Int64Var(&f.maxBody, "max-body", 1<<20, "request body limit in bytes (413 beyond)")
+	fl.StringVar(&f.stores.DSN, "dsn", "", "PostgreSQL connection string (--store postgres)")
+	fl.StringVar(&f.stores.RedisURL, "redis-url", "", "Redis URL (--store redis)")
+	rootCmd.AddCommand(cmd)
+}
+
+// runServe validates the flags, serves until SIGINT/SIGTERM (or ctx ends)
+// and shuts down gracefully.
+func runServe(ctx context.Context, stdout io.Writer, f serveFlags) error {
+	if f.ttl <= 0 {
+		return usageErrorf("--ttl %s: must be positive", f.ttl)
+	}
+	if f.lease <= 0 {
+		return usageErrorf("--lease %s: must be positive", f.lease)
+	}
+	if f.maxBody <= 0 {
+		return usageErrorf("--max-body %d: must be positive", f.maxBody)
+	}
+	for _, d := range f.defects {
+		if _, _, ok := demo.DefectDoc(strings.TrimSpace(d)); !ok {
+			return usageErrorf("--defect %q: unknown defect (known: %s)", d, strings.Join(demo.DefectNames(), ", "))
+		}
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	store, ledger, closeStore, err := openStore(ctx, f.store, &f.stores)
+	if err != nil {
+		return withCode(exitUsage, err)
+	}
+	defer func() { _ = closeStore() }()
+	app, err := demo.New(demo.Options{
+		Store: store, Ledger: ledger, TTL: f.ttl, Lease: f.lease,
+		Defects: f.defects, KeyOptional: f.keyOptional, MaxBody: f.maxBody,
+	})
+	if err != nil {
+		return withCode(exitUsage, err)
+	}
+	defer func() { _ = app.Close() }()
+
+	ln, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		return usageErrorf("--addr %s: cannot listen: %v", f.addr, err)
+	}
+	reqCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelRequests()
+	srv := &http.Server{
+		Handler:           app,
+		ReadHeaderTimeout: serveReadHeaderTimeout,
+		ReadTimeout:       serveReadTimeout,
+		WriteTimeout:      serveWriteTimeout,
+		IdleTimeout:       serveIdleTimeout,
+		MaxHeaderBytes:    64 << 10,
+		// Requests keep running through a graceful shutdown and are only
+		// cancelled when it times out.
+		BaseContext: func(net.Listener) context.Context { return reqCtx },
+	}
+	fmt.Fprintf(stdout, "idemcheck: listening on http://%s\n", ln.Addr())
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), serveShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		cancelRequests()
+		_ = srv.Close()
+	}
+	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,137 @@
+package reference
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Defect is a named, deliberate bug the middleware can be built with, so
+// that a conformance suite can prove it catches it. Defects combine.
+type Defect string
+
+// The defect catalog. Each constant's comment says what the bug does.
+const (
+	// NoFingerprint: the payload is never compared; a changed body under a
+	// used key replays the old response.
+	NoFingerprint Defect = "no-fingerprint"
+	// CheckThenInsert: Lookup, then (after the work a real service does in
+	// between) an insert that overwrites whatever got there first; a
+	// same-key burst executes many times.
+	CheckThenInsert Defect = "check-then-insert"
+	// NoInflightLock: in-flight records are treated as absent; a retry
+	// during the first execution runs the handler again.
+	NoInflightLock Defect = "no-inflight-lock"
+	// BlockInflight: a retry during the first execution waits for it and
+	// then replays instead of answering 409.
+	BlockInflight Defect = "block-inflight"
+	// NoUserScope: the principal is left out of the scope; another user's
+	// request with the same key gets the first user's response.
+	NoUserScope Defect = "no-user-scope"
+	// NoEndpointScope: method and path are left out of the scope; the same
+	// key on another endpoint replays (or conflicts with) the first one.
+	NoEndpointScope Defect = "no-endpoint-scope"
+	// NoExpiry: records never expire; a key is never fresh again.
+	NoExpiry Defect = "no-expiry"
+	// EarlyExpiry: records expire after a tenth of the declared TTL.
+	EarlyExpiry Defect = "early-expiry"
+	// Cache5xx: 5xx outcomes are stored and replayed, so a transient
+	// failure is never retried.
+	Cache5xx Defect = "cache-5xx"
+	// NoCache4xx: 4xx outcomes release the key; a declined (402) request
+	// executes again on retry.
+	NoCache4xx Defect = "no-cache-4xx"
+	// ReplayAs200: replays answer 200 whatever status was stored.
+	ReplayAs200 Defect = "replay-as-200"
+	// ReplayDropsHeaders: replays carry the body but none of the stored
+	// headers (no Content-Type, no Location).
+	ReplayDropsHeaders Defect = "replay-drops-headers"
+	// MismatchAs409: a payload mismatch answers 409 instead of 422.
+	MismatchAs409 Defect = "mismatch-as-409"
+	// StoreConflicts: the middleware's own 409/422 answers are saved as
+	// the key's outcome and replayed to every later retry.
+	StoreConflicts Defect = "store-conflicts"
+	// MissingKeyPassthrough: a mutating request without a key runs with no
+	// idempotency at all instead of 400.
+	MissingKeyPassthrough Defect = "missing-key-passthrough"
+	// UnvalidatedKey: the field is used as-is: repeated lines, empty,
+	// overlong or control-character keys are accepted.
+	UnvalidatedKey Defect = "unvalidated-key"
+	// LeaseNeverExpires: an in-flight record stays locked until its TTL, so
+	// a crashed request blocks its key with 409s.
+	LeaseNeverExpires Defect = "lease-never-expires"
+)
+
+// DefectInfo documents one defect: what it breaks, and the requirement
+// (spec.md IK-* ids) it violates.
+type DefectInfo struct {
+	Defect      Defect
+	Breaks      string
+	Requirement string
+}
+
+var defectCatalog = []DefectInfo{
+	{NoFingerprint, "same key + changed body replays the old response instead of 422", "IK-MISMATCH-1, IK-MISMATCH-5"},
+	{CheckThenInsert, "non-atomic claim: a same-key burst executes more than once", "IK-CONCURRENT-2, IK-LOST-3"},
+	{NoInflightLock, "a retry while the first runs executes again instead of 409", "IK-CONCURRENT-1, IK-CONCURRENT-2"},
+	{BlockInflight, "a retry while the first runs waits and replays instead of 409", "IK-CONCURRENT-1 (fails unless block_ok)"},
+	{NoUserScope, "another user with the same key receives the first user's response", "IK-SCOPE-1, IK-SECURITY-3"},
+	{NoEndpointScope, "the same key on another endpoint replays the first endpoint's response", "IK-SCOPE-2"},
+	{NoExpiry, "keys never become fresh after the TTL", "IK-EXPIRY-2"},
+	{EarlyExpiry, "records vanish at TTL/10: a retry inside the TTL executes again", "IK-EXPIRY-1, IK-REPLAY-3"},
+	{Cache5xx, "a transient 5xx is stored and replayed instead of re-executed", "IK-ERRORS-1 (seeds profile)"},
+	{NoCache4xx, "a business 4xx (402) is not stored; the retry executes again", "IK-REPLAY-5, IK-ERRORS-2"},
+	{ReplayAs200, "replays answer 200 instead of the stored status (201, 402)", "IK-REPLAY-1"},
+	{ReplayDropsHeaders, "replays lose Content-Type and Location", "IK-REPLAY-2, IK-REPLAY-6"},
+	{MismatchAs409, "a payload mismatch answers 409 instead of 422", "IK-MISMATCH-1 (ietf profile)"},
+	{StoreConflicts, "a 409/422 answer is stored as the key's outcome and replayed", "IK-ERRORS-6, IK-CONCURRENT-3, IK-MISMATCH-3"},
+	{MissingKeyPassthrough, "a mutating request without a key executes instead of 400", "IK-MISSING-1"},
+	{UnvalidatedKey, "malformed keys (empty, >255 chars, repeated field) are accepted", "IK-SECURITY-1, IK-SECURITY-2"},
+	{LeaseNeverExpires, "an in-flight record of a dead request blocks its key until the TTL", "IK-LEASE-1"},
+}
+
+// Defects returns the catalog sorted by name.
+func Defects() []DefectInfo {
+	out := slices.Clone(defectCatalog)
+	slices.SortFunc(out, func(a, b DefectInfo) int { return strings.Compare(string(a.Defect), string(b.Defect)) })
+	return out
+}
+
+// LookupDefect returns the catalog entry of name.
+func LookupDefect(name string) (DefectInfo, bool) {
+	for _, d := range defectCatalog {
+		if string(d.Defect) == name {
+			return d, true
+		}
+	}
+	return DefectInfo{}, false
+}
+
+// ParseDefects turns names into Defects, rejecting unknown names.
+func ParseDefects(names []string) ([]Defect, error) {
+	out := make([]Defect, 0, len(names))
+	for _, n := range names {
+		n = strings.TrimSpace(n)
+		if n == "" {
+			continue
+		}
+		d, ok := LookupDefect(n)
+		if !ok {
+			return nil, fmt.Errorf("unknown defect %q (known: %s)", n, strings.Join(defectNames(), ", "))
+		}
+		out = append(out, d.Defect)
+	}
+	return out, nil
+}
+
+func defectNames() []string {
+	names := make([]string, 0, len(defectCatalog))
+	for _, d := range Defects() {
+		names = append(names, string(d.Defect))
+	}
+	return names
+}
+
+type defectSet map[Defect]bool
+
+func (s defectSet) has(d Defect) bool { return s[d] }

@@ -1,0 +1,166 @@
+// Package demo is the reference app idemcheck serves: a tiny payments API
+// (charges and refunds) behind the reference idempotency middleware, with
+// an effects oracle that counts handler executions per key.
+package demo
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/idemcheck/idemcheck/reference"
+	"github.com/idemcheck/idemcheck/reference/memstore"
+)
+
+// Options configures the demo app. Zero values pick the defaults.
+type Options struct {
+	Store       reference.Store // nil: a new memory store, closed by Close
+	Ledger      Ledger          // nil: a memory ledger
+	TTL, Lease  time.Duration   // 0: 24h, 30s
+	Defects     []string        // defect names (DefectNames)
+	KeyOptional bool            // requests without a key run unprotected
+	MaxBody     int64           // 0: 1 MiB
+}
+
+// App is the demo API; it implements http.Handler.
+type App struct {
+	handler   http.Handler
+	store     reference.Store
+	ownsStore bool
+	ledger    Ledger
+	effects   *effects
+	maxBody   int64
+}
+
+const (
+	opCharges = "charges"
+	opRefunds = "refunds"
+)
+
+// New builds the app. The error names an unknown defect.
+func New(o Options) (*App, error) {
+	defects, err := reference.ParseDefects(o.Defects)
+	if err != nil {
+		return nil, err
+	}
+	if o.TTL < 0 || o.Lease < 0 || o.MaxBody < 0 {
+		return nil, errors.New("demo: TTL, lease and max body must not be negative")
+	}
+	a := &App{store: o.Store, ledger: o.Ledger, effects: newEffects(), maxBody: o.MaxBody}
+	if a.maxBody == 0 {
+		a.maxBody = reference.DefaultMaxBody
+	}
+	if a.store == nil {
+		a.store = memstore.New()
+		a.ownsStore = true
+	}
+	if a.ledger == nil {
+		a.ledger = NewMemoryLedger()
+	}
+	opts := []reference.Option{
+		reference.WithPrincipal(bearerUser),
+		reference.WithMaxBody(a.maxBody),
+		reference.WithDefects(defects...),
+	}
+	if o.TTL > 0 {
+		opts = append(opts, reference.WithTTL(o.TTL))
+	}
+	if o.Lease > 0 {
+		opts = append(opts, reference.WithLease(o.Lease))
+	}
+	if o.KeyOptional {
+		opts = append(opts, reference.WithKeyOptional())
+	}
+
+	api := http.NewServeMux()
+	api.HandleFunc("POST /v1/charges", a.create(opCharges, "ch_", "charge"))
+	api.HandleFunc("POST /v1/refunds", a.create(opRefunds, "re_", "refund"))
+	api.HandleFunc("GET /v1/charges/{id}", a.get("charge"))
+	api.HandleFunc("GET /v1/refunds/{id}", a.get("refund"))
+	// Authentication runs before any idempotency work: a 401 never
+	// touches, reads or stores a record.
+	protected := requireBearer(reference.Middleware(a.store, opts...)(api))
+
+	mux := http.NewServeMux()
+	for _, p := range []string{"/v1/charges", "/v1/charges/", "/v1/refunds", "/v1/refunds/"} {
+		mux.Handle(p, protected)
+	}
+	mux.Handle("GET /v1/effects", a.effects)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	a.handler = mux
+	return a, nil
+}
+
+// ServeHTTP bounds the request body, then routes.
+func (a *App) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength > a.maxBody {
+		writeProblem(w, http.StatusRequestEntityTooLarge, "request-too-large", "Request body too large", "The request body exceeds the size limit.")
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, a.maxBody)
+	a.handler.ServeHTTP(w, r)
+}
+
+// Close releases what New created (the memory store's sweeper).
+func (a *App) Close() error {
+	if a.ownsStore {
+		return a.store.Close()
+	}
+	return nil
+}
+
+// DefectNames lists the defect catalog, sorted.
+func DefectNames() []string {
+	infos := reference.Defects()
+	names := make([]string, len(infos))
+	for i, d := range infos {
+		names[i] = string(d.Defect)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// DefectDoc returns what a defect breaks and the requirement it violates.
+func DefectDoc(name string) (breaks string, requirement string, ok bool) {
+	d, ok := reference.LookupDefect(name)
+	return d.Breaks, d.Requirement, ok
+}
+
+// bearerUser is the principal: the user named by "Authorization: Bearer <user>".
+func bearerUser(r *http.Request) string {
+	v := r.Header.Get("Authorization")
+	user, ok := strings.CutPrefix(v, "Bearer ")
+	if !ok || user == "" || strings.ContainsAny(user, " \t") {
+		return ""
+	}
+	return user
+}
+
+func requireBearer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if bearerUser(r) == "" {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="idemcheck"`)
+			writeProblem(w, http.StatusUnauthorized, "unauthorized", "Authentication required", "Send Authorization: Bearer <user>.")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// DocsURL is where the demo's problem types are documented.
+const DocsURL = "https://github.com/idemcheck/idemcheck/blob/main/docs/reference.md"
+
+func writeProblem(w http.ResponseWriter, status int, slug, title, detail string) {
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"type": DocsURL + "#" + slug, "title": title, "status": status, "detail": detail,
+	})
+}

@@ -1,0 +1,457 @@
+// Package reference is an Idempotency-Key middleware for net/http that
+// follows draft-ietf-httpapi-idempotency-key-header-07 and the common
+// vendor practice: the baseline idemcheck measures other APIs against, and
+// a small example of doing it right. The demo subpackage serves it.
+package reference
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+)
+
+const headerKey = "Idempotency-Key"
+
+// Middleware protects mutating requests (POST, PUT, PATCH, DELETE) with
+// idempotency records kept in store. Other methods pass straight through.
+// Unknown defects panic, like regexp.MustCompile: validate user input with
+// ParseDefects first.
+func Middleware(store Store, opts ...Option) func(http.Handler) http.Handler {
+	c := defaultConfig()
+	for _, o := range opts {
+		o(&c)
+	}
+	for d := range c.defects {
+		if _, ok := LookupDefect(string(d)); !ok {
+			panic(fmt.Sprintf("reference: unknown defect %q", d))
+		}
+	}
+	if c.ttl <= 0 || c.lease <= 0 || c.maxBody <= 0 {
+		panic("reference: TTL, lease and max body must be positive")
+	}
+	atomic, _ := store.(Atomic)
+	probs := newProblems(c.docsURL)
+	return func(next http.Handler) http.Handler {
+		return &middleware{config: c, store: store, atomic: atomic, next: next, problems: probs, poisoned: newPoisonCache()}
+	}
+}
+
+type middleware struct {
+	config
+	store    Store
+	atomic   Atomic
+	next     http.Handler
+	problems *problems
+	poisoned *poisonCache // store-conflicts defect only
+}
+
+// requestState travels in the handler's context.
+type requestState struct {
+	key     string
+	noStore bool
+}
+
+type ctxKey struct{}
+
+// KeyFromContext returns the idempotency key the middleware parsed for the
+// request being handled (quotes removed).
+func KeyFromContext(ctx context.Context) (string, bool) {
+	st, ok := ctx.Value(ctxKey{}).(*requestState)
+	if !ok {
+		return "", false
+	}
+	return st.key, true
+}
+
+// DoNotStore tells the middleware not to store this request's outcome: use
+// it for answers given before any effect (validation errors), so that a
+// corrected request with the same key executes instead of meeting a 422.
+func DoNotStore(r *http.Request) {
+	if st, ok := r.Context().Value(ctxKey{}).(*requestState); ok {
+		st.noStore = true
+	}
+}
+
+func mutating(method string) bool {
+	switch method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		return true
+	}
+	return false
+}
+
+var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !mutating(r.Method) {
+		m.next.ServeHTTP(w, r)
+		return
+	}
+	key, present, valid := m.key(r.Header)
+	if !present {
+		if m.keyOptional || m.defects.has(MissingKeyPassthrough) {
+			m.next.ServeHTTP(w, r)
+			return
+		}
+		m.problems.write(w, probMissingKey)
+		return
+	}
+	if !valid {
+		m.problems.write(w, probInvalidKey)
+		return
+	}
+
+	buf := bufPool.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer bufPool.Put(buf)
+	if r.ContentLength > m.maxBody {
+		m.problems.write(w, probTooLarge)
+		return
+	}
+	if _, err := buf.ReadFrom(io.LimitReader(r.Body, m.maxBody+1)); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			m.problems.write(w, probTooLarge)
+		}
+		return // the client went away mid-body: nothing to answer
+	}
+	if int64(buf.Len()) > m.maxBody {
+		m.problems.write(w, probTooLarge)
+		return
+	}
+	body := buf.Bytes()
+
+	x := exchange{m: m, w: w, r: r, body: body, key: key}
+	if !m.defects.has(NoFingerprint) {
+		x.fp = fingerprint(body, m.ignore)
+	}
+	x.scope = Scope{Principal: m.principal(r), Method: r.Method, Path: r.URL.Path, Key: key}
+	if m.defects.has(NoUserScope) {
+		x.scope.Principal = ""
+	}
+	if m.defects.has(NoEndpointScope) {
+		x.scope.Method, x.scope.Path = "", ""
+	}
+	if m.defects.has(StoreConflicts) {
+		if resp, ok := m.poisoned.get(x.scope); ok {
+			m.replay(w, resp)
+			return
+		}
+	}
+	if m.defects.has(CheckThenInsert) {
+		x.checkThenInsert()
+		return
+	}
+	x.claim()
+}
+
+// key reads the Idempotency-Key field.
+func (m *middleware) key(h http.Header) (key string, present, valid bool) {
+	if m.defects.has(UnvalidatedKey) {
+		k, ok := rawKey(h)
+		return k, ok, true
+	}
+	k, err := parseKey(h[headerKey], m.rawKeys)
+	if errors.Is(err, errKeyMissing) {
+		return "", false, false
+	}
+	return k, true, err == nil
+}
+
+func (m *middleware) ttlAndLease() (ttl, lease time.Duration) {
+	ttl, lease = m.ttl, m.lease
+	switch {
+	case m.defects.has(NoExpiry):
+		ttl = 100 * 365 * 24 * time.Hour
+	case m.defects.has(EarlyExpiry):
+		ttl /= 10
+	}
+	if m.defects.has(LeaseNeverExpires) {
+		lease = ttl
+	}
+	return ttl, lease
+}
+
+// exchange is one keyed request on its way through the middleware.
+type exchange struct {
+	m     *middleware
+	w     http.ResponseWriter
+	r     *http.Request
+	body  []byte
+	key   string
+	fp    string
+	scope Scope
+}
+
+// claim is the correct path: one atomic Claim decides who executes.
+func (x *exchange) claim() {
+	ttl, lease := x.m.ttlAndLease()
+	req := ClaimRequest{Scope: x.scope, Fingerprint: x.fp, Lease: lease, TTL: ttl}
+	deadline := time.Now().Add(lease)
+	for {
+		c, err := x.m.store.Claim(x.r.Context(), req)
+		if err != nil {
+			x.m.problems.write(x.w, probUnavailable)
+			return
+		}
+		if c.Outcome == Claimed {
+			x.execute(c.Token, true)
+			return
+		}
+		switch x.existing(c.Record) {
+		case runUnowned:
+			x.execute("", false)
+			return
+		case wait:
+			// block-inflight defect: poll until the owner finishes.
+			if time.Now().After(deadline) || sleepCtx(x.r.Context(), 20*time.Millisecond) != nil {
+				x.m.problems.write(x.w, probInFlight)
+				return
+			}
+			continue
+		}
+		return
+	}
+}
+
+// checkThenInsert is the check-then-insert defect: a lookup, the work a
+// real service does between its SELECT and its INSERT (here a fixed gap),
+// then an insert that wins whether or not someone else got there first.
+func (x *exchange) checkThenInsert() {
+	rec, err := x.m.store.Lookup(x.r.Context(), x.scope)
+	if err != nil {
+		x.m.problems.write(x.w, probUnavailable)
+		return
+	}
+	if rec != nil {
+		if x.existing(rec) == runUnowned {
+			x.execute("", false)
+		}
+		return
+	}
+	if sleepCtx(x.r.Context(), x.m.checkThenInsertGap) != nil {
+		return
+	}
+	ttl, lease := x.m.ttlAndLease()
+	c, err := x.m.store.Claim(x.r.Context(), ClaimRequest{Scope: x.scope, Fingerprint: x.fp, Lease: lease, TTL: ttl})
+	if err != nil {
+		x.m.problems.write(x.w, probUnavailable)
+		return
+	}
+	x.execute(c.Token, c.Outcome == Claimed)
+}
+
+type verdict int
+
+const (
+	answered   verdict = iota // a replay or an error was written
+	runUnowned                // defects: run the handler without owning the record
+	wait                      // block-inflight: poll again
+)
+
+// existing answers a request whose scope already holds a live record. The
+// fingerprint is checked first, so a changed body is a 422 even while the
+// original is still in flight.
+func (x *exchange) existing(rec *Record) verdict {
+	if rec.Fingerprint != x.fp {
+		k := probMismatch
+		if x.m.defects.has(MismatchAs409) {
+			k = probMismatch409
+		}
+		x.conflict(k, rec)
+		return answered
+	}
+	if rec.State == InFlight {
+		switch {
+		case x.m.defects.has(NoInflightLock):
+			return runUnowned
+		case x.m.defects.has(BlockInflight):
+			return wait
+		}
+		x.conflict(probInFlight, rec)
+		return answered
+	}
+	x.m.replay(x.w, rec.Response)
+	return answered
+}
+
+func (x *exchange) conflict(k problemKind, rec *Record) {
+	if x.m.defects.has(StoreConflicts) {
+		x.m.poisoned.put(x.scope, Response{
+			Status: problemSpecs[k].status,
+			Header: http.Header{"Content-Type": hvProblemJSON},
+			Body:   x.m.problems[k],
+		}, rec.ExpiresAt)
+	}
+	x.m.problems.write(x.w, k)
+}
+
+// execute runs the handler. When owned, the outcome is stored (2xx, 4xx)
+// or the claim released (5xx, panic, DoNotStore) before the client sees it,
+// so a retry after the response always finds the record.
+func (x *exchange) execute(token string, owned bool) {
+	m := x.m
+	st := &requestState{key: x.key}
+	ctx := context.WithValue(x.r.Context(), ctxKey{}, st)
+	// Completion must survive a client that hangs up after the handler ran.
+	bg := context.WithoutCancel(x.r.Context())
+	var unit Unit
+	if owned && m.atomic != nil {
+		var err error
+		unit, ctx, err = m.atomic.Begin(ctx, x.scope, token)
+		if err != nil {
+			_ = m.store.Release(bg, x.scope, token)
+			m.problems.write(x.w, probUnavailable)
+			return
+		}
+	}
+	r := x.r.WithContext(ctx)
+	r.Body = io.NopCloser(bytes.NewReader(x.body))
+	r.ContentLength = int64(len(x.body))
+
+	rec := &recorder{header: make(http.Header)}
+	if panicked := runHandler(m.next, rec, r); panicked {
+		if unit != nil {
+			_ = unit.Rollback(bg)
+		}
+		if owned {
+			_ = m.store.Release(bg, x.scope, token)
+		}
+		m.problems.write(x.w, probPanic)
+		return
+	}
+	status := rec.statusCode()
+	if owned {
+		if m.keeps(status) && !st.noStore {
+			resp := Response{Status: status, Header: m.storedHeader(rec.header), Body: slices.Clone(rec.body.Bytes())}
+			if unit != nil {
+				if err := unit.Commit(bg, resp); err != nil {
+					// The effects were rolled back with the record: a retry is safe.
+					_ = m.store.Release(bg, x.scope, token)
+					m.problems.write(x.w, probUnavailable)
+					return
+				}
+			} else {
+				// An error here (lease lost, store down) cannot undo the
+				// effect; the client still gets the real outcome.
+				_ = m.store.Complete(bg, x.scope, token, resp)
+			}
+		} else {
+			if unit != nil {
+				_ = unit.Rollback(bg)
+			}
+			_ = m.store.Release(bg, x.scope, token)
+		}
+	}
+	rec.flush(x.w)
+}
+
+// keeps reports whether an outcome with status is stored.
+func (m *middleware) keeps(status int) bool {
+	switch {
+	case status >= 500:
+		return m.storeAll || m.defects.has(Cache5xx)
+	case status >= 400:
+		return !m.defects.has(NoCache4xx)
+	}
+	return true
+}
+
+func (m *middleware) storedHeader(h http.Header) http.Header {
+	out := make(http.Header, len(m.replayHeaders))
+	for _, name := range m.replayHeaders {
+		if v := h[name]; len(v) > 0 {
+			out[name] = slices.Clip(slices.Clone(v))
+		}
+	}
+	return out
+}
+
+// replay writes a stored response. Header slices are shared with the
+// record; they are clipped so that an append never writes into them.
+func (m *middleware) replay(w http.ResponseWriter, resp Response) {
+	h := w.Header()
+	if !m.defects.has(ReplayDropsHeaders) {
+		for k, v := range resp.Header {
+			h[k] = slices.Clip(v)
+		}
+	}
+	h["Idempotent-Replayed"] = hvTrue
+	status := resp.Status
+	if m.defects.has(ReplayAs200) {
+		status = http.StatusOK
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(resp.Body)
+}
+
+// runHandler calls h and reports a panic instead of propagating it, except
+// http.ErrAbortHandler, which is net/http's way to abort a response.
+func runHandler(h http.Handler, w http.ResponseWriter, r *http.Request) (panicked bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler { //nolint:errorlint // sentinel panic value
+				panic(v)
+			}
+			panicked = true
+		}
+	}()
+	h.ServeHTTP(w, r)
+	return false
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// recorder buffers the handler's response so it can be stored before the
+// client sees it.
+type recorder struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (r *recorder) Header() http.Header { return r.header }
+
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+}
+
+func (r *recorder) Write(p []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.body.Write(p)
+}
+
+func (r *recorder) statusCode() int {
+	if r.status == 0 {
+		return http.StatusOK
+	}
+	return r.status
+}
+
+func (r *recorder) flush(w http.ResponseWriter) {
+	h := w.Header()
+	for k, v := range r.header {
+		h[k] = v
+	}
+	w.WriteHeader(r.statusCode())
+	_, _ = w.Write(r.body.Bytes())
+}
