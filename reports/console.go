@@ -1,0 +1,164 @@
+package reports
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/idemcheck/idemcheck/scenarios"
+)
+
+// ConsoleOptions tune the console tree.
+type ConsoleOptions struct {
+	// Color adds ANSI colours; set it only when writing to a terminal.
+	Color bool
+	// Verbose also prints the reason of skipped, unverifiable and
+	// inconclusive results in the tree.
+	Verbose bool
+}
+
+// Markers of the console tree, one per effective status.
+var markers = map[scenarios.Status]string{
+	scenarios.Pass:         "✓",
+	scenarios.Fail:         "✗",
+	scenarios.Warn:         "!",
+	scenarios.Skip:         "-",
+	scenarios.Unverifiable: "?",
+	scenarios.Inconclusive: "?",
+}
+
+const (
+	ansiRed    = "\x1b[31m"
+	ansiGreen  = "\x1b[32m"
+	ansiYellow = "\x1b[33m"
+	ansiGrey   = "\x1b[90m"
+	ansiBold   = "\x1b[1m"
+	ansiReset  = "\x1b[0m"
+)
+
+var colours = map[scenarios.Status]string{
+	scenarios.Pass:         ansiGreen,
+	scenarios.Fail:         ansiRed,
+	scenarios.Warn:         ansiYellow,
+	scenarios.Skip:         ansiGrey,
+	scenarios.Unverifiable: ansiGrey,
+	scenarios.Inconclusive: ansiYellow,
+}
+
+// severity orders statuses so a case line shows its worst operation.
+var severity = map[scenarios.Status]int{
+	scenarios.Pass: 0, scenarios.Skip: 1, scenarios.Unverifiable: 2,
+	scenarios.Inconclusive: 3, scenarios.Warn: 4, scenarios.Fail: 5,
+}
+
+// rank is a verdict's severity; an expected failure ranks like a skip.
+func rank(v Verdict) int {
+	if v.Expected {
+		return severity[scenarios.Skip]
+	}
+	return severity[v.Status]
+}
+
+// Console writes the h2spec-like tree: families, then cases with their
+// per-operation lines, then a recap of every failure with its evidence,
+// then the summary line "N passed, N failed, N warned, N skipped".
+func Console(w io.Writer, rep *scenarios.Report, opt ConsoleOptions) error {
+	var b strings.Builder
+	paint := func(code, s string) string {
+		if !opt.Color {
+			return s
+		}
+		return code + s + ansiReset
+	}
+	mark := func(v Verdict) string {
+		m := markers[v.Status]
+		if v.Expected {
+			m = "x" // failed as expected: not a failure of the run
+		}
+		return paint(colours[v.Status], m)
+	}
+
+	fmt.Fprintf(&b, "idemcheck conformance: target %s, profile %s, strict %t, seed %d\n",
+		rep.Target, rep.Profile, rep.Strict, rep.Seed)
+	for _, fam := range byFamily(rep) {
+		fmt.Fprintf(&b, "\n%s\n", paint(ansiBold, fam.Name))
+		for _, c := range groupCases(fam.Results) {
+			worst := Verdict{Status: scenarios.Pass}
+			for _, r := range c {
+				if v := Effective(rep, r); rank(v) > rank(worst) {
+					worst = v
+				}
+			}
+			first := c[0]
+			fmt.Fprintf(&b, "  %s %s [%s] %s\n", mark(worst), first.ID, first.Level, strings.Join(first.Requirements, ", "))
+			for _, r := range c {
+				v := Effective(rep, r)
+				op := r.Operation
+				if op == "" {
+					op = "(target)"
+				}
+				fmt.Fprintf(&b, "      %s %s", mark(v), op)
+				if d := r.Duration.Round(time.Millisecond); d > 0 {
+					fmt.Fprintf(&b, " %s", paint(ansiGrey, d.String()))
+				}
+				if detail := treeDetail(r, v, opt.Verbose); detail != "" {
+					fmt.Fprintf(&b, ": %s", detail)
+				}
+				b.WriteString("\n")
+			}
+		}
+	}
+
+	if fails := Failures(rep); len(fails) > 0 {
+		fmt.Fprintf(&b, "\n%s\n", paint(ansiRed+ansiBold, "Failures:"))
+		for i, r := range fails {
+			fmt.Fprintf(&b, "\n%d) ", i+1)
+			text := FailureText(r, "   ")
+			b.WriteString(strings.TrimPrefix(text, "   "))
+			if note := Effective(rep, r).Note; note != "" {
+				fmt.Fprintf(&b, "   note:        %s\n", note)
+			}
+		}
+	}
+
+	c := Tally(rep)
+	fmt.Fprintf(&b, "\n%d passed, %d failed, %d warned, %d skipped\n", c.Passed, c.Failed, c.Warned, c.Skipped)
+	fmt.Fprintf(&b, "%d unverifiable, %d inconclusive, %d failed as expected; %d results in %s\n",
+		c.Unverifiable, c.Inconclusive, c.ExpectedFailures, c.Total(), rep.Duration.Round(time.Millisecond))
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// treeDetail is the short text after an operation line: the failure in
+// one line, or (verbose) why a case could not decide.
+func treeDetail(r scenarios.Result, v Verdict, verbose bool) string {
+	switch {
+	case v.Note != "" && (v.Expected || r.Status != v.Status):
+		return v.Note
+	case v.Status == scenarios.Fail || v.Status == scenarios.Warn:
+		if r.Reason != "" {
+			return r.Reason
+		}
+		return fmt.Sprintf("expected %s, observed %s", r.Expected, r.Observed)
+	case verbose || v.Status == scenarios.Inconclusive:
+		return r.Reason
+	}
+	return ""
+}
+
+// groupCases splits a family's results into runs of the same case ID.
+func groupCases(rs []scenarios.Result) [][]scenarios.Result {
+	var out [][]scenarios.Result
+	idx := map[string]int{}
+	for _, r := range rs {
+		i, ok := idx[r.ID]
+		if !ok {
+			i = len(out)
+			idx[r.ID] = i
+			out = append(out, nil)
+		}
+		out[i] = append(out[i], r)
+	}
+	return out
+}

@@ -1,0 +1,149 @@
+package reports
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"net/http"
+	"time"
+	"unicode/utf8"
+
+	"github.com/idemcheck/idemcheck/scenarios"
+)
+
+// SchemaV1 names the JSON report format documented in docs/conformance.md.
+// Fields may be added within v1; renaming or removing one makes v2.
+const SchemaV1 = "idemcheck.report/v1"
+
+type jsonReport struct {
+	Schema     string       `json:"schema"`
+	Target     string       `json:"target"`
+	Profile    string       `json:"profile"`
+	Strict     bool         `json:"strict"`
+	Seed       int64        `json:"seed"`
+	Started    time.Time    `json:"started"`
+	DurationMS float64      `json:"duration_ms"`
+	Outcome    string       `json:"outcome"` // "pass" | "fail"
+	Counts     Counts       `json:"counts"`
+	Results    []jsonResult `json:"results"`
+}
+
+type jsonResult struct {
+	Name         string           `json:"name"`
+	ID           string           `json:"id"`
+	Family       string           `json:"family"`
+	Operation    string           `json:"operation"`
+	Level        scenarios.Level  `json:"level"`
+	Requirements []string         `json:"requirements"`
+	Requirement  string           `json:"requirement"`
+	Explanation  string           `json:"explanation"`
+	Needs        []scenarios.Need `json:"needs"`
+	Status       scenarios.Status `json:"status"`
+	Verdict      scenarios.Status `json:"verdict"`
+	Expected     string           `json:"expected"`
+	Observed     string           `json:"observed"`
+	Reason       string           `json:"reason"`
+	Note         string           `json:"note,omitempty"`
+	KnownFailing bool             `json:"known_failing"`
+	DurationMS   float64          `json:"duration_ms"`
+	Exchanges    []jsonExchange   `json:"exchanges"`
+}
+
+type jsonExchange struct {
+	Label      string       `json:"label"`
+	Request    jsonMessage  `json:"request"`
+	Response   *jsonMessage `json:"response"`
+	Error      string       `json:"error,omitempty"`
+	Start      time.Time    `json:"start"`
+	DurationMS float64      `json:"duration_ms"`
+	Curl       string       `json:"curl"`
+}
+
+type jsonMessage struct {
+	Method     string      `json:"method,omitempty"`
+	URL        string      `json:"url,omitempty"`
+	Status     int         `json:"status,omitempty"`
+	Header     http.Header `json:"header"`
+	Body       *string     `json:"body,omitempty"`
+	BodyBase64 *string     `json:"body_base64,omitempty"`
+}
+
+// JSON writes the report in the idemcheck.report/v1 schema.
+func JSON(w io.Writer, rep *scenarios.Report) error {
+	out := jsonReport{
+		Schema:     SchemaV1,
+		Target:     rep.Target,
+		Profile:    rep.Profile,
+		Strict:     rep.Strict,
+		Seed:       rep.Seed,
+		Started:    rep.Started.UTC(),
+		DurationMS: ms(rep.Duration),
+		Outcome:    "pass",
+		Counts:     Tally(rep),
+		Results:    []jsonResult{},
+	}
+	if !Passed(rep) {
+		out.Outcome = "fail"
+	}
+	for _, r := range rep.Results {
+		v := Effective(rep, r)
+		jr := jsonResult{
+			Name: r.Name(), ID: r.ID, Family: r.Family, Operation: r.Operation,
+			Level: r.Level, Requirements: nonNil(r.Requirements), Requirement: r.Requirement,
+			Explanation: r.Explanation, Needs: nonNil(r.Needs), Status: r.Status, Verdict: v.Status,
+			Expected: r.Expected, Observed: r.Observed, Reason: r.Reason, Note: v.Note,
+			KnownFailing: r.KnownFailing, DurationMS: ms(r.Duration), Exchanges: []jsonExchange{},
+		}
+		for _, ex := range r.Exchanges {
+			je := jsonExchange{
+				Label:      ex.Label,
+				Request:    jsonMessage{Method: ex.Request.Method, URL: ex.Request.URL, Header: nonNilHeader(ex.Request.Header)},
+				Error:      ex.Error,
+				Start:      ex.Start.UTC(),
+				DurationMS: ms(ex.Duration),
+				Curl:       Curl(ex.Request),
+			}
+			je.Request.Body, je.Request.BodyBase64 = jsonBody(ex.Request.Body)
+			if ex.Response != nil {
+				resp := jsonMessage{Status: ex.Response.Status, Header: nonNilHeader(ex.Response.Header)}
+				resp.Body, resp.BodyBase64 = jsonBody(ex.Response.Body)
+				je.Response = &resp
+			}
+			jr.Exchanges = append(jr.Exchanges, je)
+		}
+		out.Results = append(out.Results, jr)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(out)
+}
+
+// jsonBody keeps a UTF-8 body as text and anything else as base64.
+func jsonBody(b []byte) (text, b64 *string) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	if utf8.Valid(b) {
+		s := string(b)
+		return &s, nil
+	}
+	s := base64.StdEncoding.EncodeToString(b)
+	return nil, &s
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+func nonNilHeader(h http.Header) http.Header {
+	if h == nil {
+		return http.Header{}
+	}
+	return h
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

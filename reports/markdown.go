@@ -1,0 +1,78 @@
+package reports
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/idemcheck/idemcheck/scenarios"
+)
+
+// Markdown writes a CI step summary (e.g. $GITHUB_STEP_SUMMARY): outcome,
+// a counts table, a per-family table, then each failure folded in a
+// <details> block with its requirement, expected vs observed and curl.
+func Markdown(w io.Writer, rep *scenarios.Report) error {
+	var b strings.Builder
+	outcome := "✅ pass"
+	if !Passed(rep) {
+		outcome = "❌ fail"
+	}
+	fmt.Fprintf(&b, "## idemcheck conformance: %s\n\n", outcome)
+	fmt.Fprintf(&b, "Target `%s` · profile `%s` · strict `%t` · seed `%d` · %s\n\n",
+		rep.Target, rep.Profile, rep.Strict, rep.Seed, rep.Duration.Round(time.Millisecond))
+
+	c := Tally(rep)
+	b.WriteString("| passed | failed | warned | skipped | unverifiable | inconclusive | failed as expected |\n")
+	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(&b, "| %d | %d | %d | %d | %d | %d | %d |\n\n",
+		c.Passed, c.Failed, c.Warned, c.Skipped, c.Unverifiable, c.Inconclusive, c.ExpectedFailures)
+
+	b.WriteString("| family | ✓ | ✗ | ! | - | ? |\n|---|---:|---:|---:|---:|---:|\n")
+	for _, fam := range byFamily(rep) {
+		sub := *rep
+		sub.Results = fam.Results
+		fc := Tally(&sub)
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d |\n", fam.Name,
+			fc.Passed, fc.Failed, fc.Warned, fc.Skipped+fc.ExpectedFailures, fc.Unverifiable+fc.Inconclusive)
+	}
+
+	if fails := Failures(rep); len(fails) > 0 {
+		b.WriteString("\n### Failures\n\n")
+		for _, r := range fails {
+			fmt.Fprintf(&b, "<details><summary>✗ <code>%s</code> — %s %s</summary>\n\n",
+				mdEscape(r.Name()), r.Level, mdEscape(strings.Join(r.Requirements, ", ")))
+			b.WriteString("```text\n" + fenceSafe(FailureText(r, "")))
+			if note := Effective(rep, r).Note; note != "" {
+				b.WriteString("note:        " + note + "\n")
+			}
+			b.WriteString("```\n\n</details>\n\n")
+		}
+	}
+	if warns := warnings(rep); len(warns) > 0 {
+		b.WriteString("\n### Warnings (SHOULD unmet)\n\n")
+		for _, r := range warns {
+			fmt.Fprintf(&b, "- `%s`: %s\n", r.Name(), mdEscape(oneLine(summary(r))))
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func warnings(rep *scenarios.Report) []scenarios.Result {
+	var out []scenarios.Result
+	for _, r := range rep.Results {
+		if Effective(rep, r).Status == scenarios.Warn {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// mdEscape keeps HTML and table syntax in text from breaking the summary.
+func mdEscape(s string) string {
+	return strings.NewReplacer("<", "&lt;", ">", "&gt;", "|", `\|`).Replace(s)
+}
+
+// fenceSafe stops evidence from closing the code fence it sits in.
+func fenceSafe(s string) string { return strings.ReplaceAll(s, "```", "`\u200b``") }

@@ -1,0 +1,332 @@
+package reports
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idemcheck/idemcheck/scenarios"
+)
+
+// sample is a hand-built report with one result of every kind.
+func sample(strict bool) *scenarios.Report {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	meta := func(id, level string) scenarios.Meta {
+		fam, _, _ := strings.Cut(id, "/")
+		return scenarios.Meta{ID: id, Family: fam, Level: scenarios.Level(level),
+			Requirements: []string{"IK-" + strings.ToUpper(fam) + "-1"},
+			Requirement:  "The server SHOULD do the " + fam + " thing.",
+			Explanation:  "plain words for " + id}
+	}
+	charge := scenarios.ExchangeRequest{Method: "POST", URL: "http://127.0.0.1:9/v1/charges",
+		Header: http.Header{"Idempotency-Key": {`"k'1"`}, "Content-Type": {"application/json"}, "Content-Length": {"16"}},
+		Body:   []byte(`{"amount":1000}`)}
+	failing := scenarios.Result{Meta: meta("replay/one-execution", "MUST"), Operation: "charges",
+		Status: scenarios.Fail, Expected: "1 execution", Observed: "2 executions", Reason: "the replay re-executed",
+		Duration: 30 * time.Millisecond,
+		Exchanges: []scenarios.Exchange{
+			{Label: "first", Request: charge, Start: t0, Duration: 5 * time.Millisecond,
+				Response: &scenarios.ExchangeResponse{Status: 201, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte("{\"id\":\"ch_1\"}\x00")}},
+			{Label: "replay", Request: charge, Start: t0, Duration: 4 * time.Millisecond,
+				Response: &scenarios.ExchangeResponse{Status: 201, Body: []byte{0xff, 0xfe}}},
+		}}
+	return &scenarios.Report{
+		Target: "http://127.0.0.1:9", Profile: "ietf", Strict: strict, Seed: 7, Started: t0, Duration: 2 * time.Second,
+		Results: []scenarios.Result{
+			{Meta: meta("replay/same-status", "SHOULD"), Operation: "charges", Status: scenarios.Pass, Duration: time.Millisecond},
+			{Meta: meta("replay/same-status", "SHOULD"), Operation: "refunds", Status: scenarios.Pass},
+			failing,
+			{Meta: meta("missing/rejected", "SHOULD"), Operation: "charges", Status: scenarios.Warn, Expected: "400", Observed: "201"},
+			{Meta: meta("expiry/fresh-after-ttl", "MAY"), Operation: "charges", Status: scenarios.Skip, Reason: "no ttl declared"},
+			{Meta: meta("concurrent/burst", "MUST"), Operation: "charges", Status: scenarios.Unverifiable, Reason: "no oracle"},
+			{Meta: meta("concurrent/in-flight", "SHOULD"), Operation: "charges", Status: scenarios.Inconclusive, Reason: "no overlap"},
+			{Meta: meta("scope/other-endpoint", "MAY"), Operation: "charges", Status: scenarios.Fail, KnownFailing: true, Expected: "a", Observed: "b"},
+			{Meta: meta("scope/other-user", "MUST"), Operation: "charges", Status: scenarios.Pass, KnownFailing: true},
+		},
+	}
+}
+
+func render(t *testing.T, write func(*bytes.Buffer) error) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := write(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+func TestConsole(t *testing.T) {
+	for _, tc := range []struct {
+		name, rule string
+		strict     bool
+		opt        ConsoleOptions
+		check      func(out string) bool
+	}{
+		{"summary-line", "the first summary line is exactly N passed, N failed, N warned, N skipped, in that order",
+			false, ConsoleOptions{}, func(out string) bool {
+				return regexp.MustCompile(`(?m)^2 passed, 2 failed, 1 warned, 1 skipped$`).MatchString(out)
+			}},
+		{"second-line", "unverifiable, inconclusive and expected failures follow on their own line",
+			false, ConsoleOptions{}, func(out string) bool {
+				return strings.Contains(out, "1 unverifiable, 1 inconclusive, 1 failed as expected; 9 results")
+			}},
+		{"strict-warn", "under --strict a warning counts as a failure",
+			true, ConsoleOptions{}, func(out string) bool { return strings.Contains(out, "2 passed, 3 failed, 0 warned, 1 skipped") }},
+		{"family-tree", "families head the tree and each case lists its operations",
+			false, ConsoleOptions{}, func(out string) bool {
+				return regexp.MustCompile(`(?m)^replay\n  ✓ replay/same-status \[SHOULD\] IK-REPLAY-1\n      ✓ charges 1ms\n      ✓ refunds\n  ✗ replay/one-execution`).MatchString(out)
+			}},
+		{"markers", "each status has its marker: ! warn, - skip, ? unverifiable and inconclusive, x expected failure",
+			false, ConsoleOptions{}, func(out string) bool {
+				return strings.Contains(out, "  ! missing/rejected") && strings.Contains(out, "  - expiry/fresh-after-ttl") &&
+					strings.Contains(out, "  ? concurrent/burst") && strings.Contains(out, "  ? concurrent/in-flight") &&
+					strings.Contains(out, "  x scope/other-endpoint")
+			}},
+		{"recap", "the failure recap names requirement, expected, observed and a curl reproduction",
+			false, ConsoleOptions{}, func(out string) bool {
+				_, recap, ok := strings.Cut(out, "Failures:")
+				return ok && strings.Contains(recap, "1) replay/one-execution@charges fail [MUST]") &&
+					strings.Contains(recap, "requirement: The server SHOULD do the replay thing.") &&
+					strings.Contains(recap, "expected:    1 execution") && strings.Contains(recap, "observed:    2 executions") &&
+					strings.Contains(recap, `reproduce: curl -sS -i -X POST 'http://127.0.0.1:9/v1/charges' -H 'Content-Type: application/json' -H 'Idempotency-Key: "k'\''1"' --data-binary '{"amount":1000}'`)
+			}},
+		{"stale-known-failing", "a known-failing case that passes is in the recap and says to remove it",
+			false, ConsoleOptions{}, func(out string) bool {
+				return strings.Contains(out, "2) scope/other-user@charges") && strings.Contains(out, "remove it from the list")
+			}},
+		{"binary-body", "a non-UTF-8 body is described, not dumped",
+			false, ConsoleOptions{}, func(out string) bool { return strings.Contains(out, "< (2 bytes, not UTF-8)") }},
+		{"no-colour", "without Color there is no escape sequence",
+			false, ConsoleOptions{}, func(out string) bool { return !strings.Contains(out, "\x1b[") }},
+		{"colour", "with Color the fail marker is red",
+			false, ConsoleOptions{Color: true}, func(out string) bool { return strings.Contains(out, ansiRed+"✗"+ansiReset) }},
+		{"verbose-reason", "verbose prints why a case was skipped",
+			false, ConsoleOptions{Verbose: true}, func(out string) bool {
+				return strings.Contains(out, "✗ charges 30ms: the replay re-executed") && strings.Contains(out, "- charges: no ttl declared")
+			}},
+		{"quiet-skip", "without verbose a skip line carries no reason",
+			false, ConsoleOptions{}, func(out string) bool { return !strings.Contains(out, "no ttl declared") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := render(t, func(b *bytes.Buffer) error { return Console(b, sample(tc.strict), tc.opt) })
+			if !tc.check(out) {
+				t.Errorf("rule: %s\noutput:\n%s", tc.rule, out)
+			}
+		})
+	}
+}
+
+func TestCurlQuoting(t *testing.T) {
+	for _, tc := range []struct {
+		name, rule string
+		req        scenarios.ExchangeRequest
+		want       string
+	}{
+		{"get", "GET needs no -X and no body", scenarios.ExchangeRequest{Method: "GET", URL: "http://h/x?a=1&b=2"}, `curl -sS -i 'http://h/x?a=1&b=2'`},
+		{"quote", "a single quote in a value survives the shell",
+			scenarios.ExchangeRequest{Method: "POST", URL: "http://h/", Body: []byte(`{"a":"it's"}`)},
+			`curl -sS -i -X POST 'http://h/' --data-binary '{"a":"it'\''s"}'`},
+		{"repeated-header", "repeated header lines are all kept, computed ones dropped",
+			scenarios.ExchangeRequest{Method: "POST", URL: "http://h/", Header: http.Header{"Idempotency-Key": {`"a"`, `"b"`}, "Host": {"h"}}},
+			`curl -sS -i -X POST 'http://h/' -H 'Idempotency-Key: "a"' -H 'Idempotency-Key: "b"'`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Curl(tc.req); got != tc.want {
+				t.Errorf("rule: %s\n got %s\nwant %s", tc.rule, got, tc.want)
+			}
+		})
+	}
+	// The quoting must round-trip through a real shell when one exists.
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		return
+	}
+	value := `{"a":"it's \"x\" $HOME ` + "`id`" + `"}`
+	out, err := exec.Command(sh, "-c", "printf %s "+shellQuote(value)).Output()
+	if err != nil || string(out) != value {
+		t.Errorf("shellQuote does not round-trip through sh: %q, %v", out, err)
+	}
+}
+
+// junitDoc mirrors the JUnit XSD elements the CI readers need.
+type junitDoc struct {
+	XMLName  xml.Name `xml:"testsuites"`
+	Tests    *int     `xml:"tests,attr"`
+	Failures *int     `xml:"failures,attr"`
+	Suites   []struct {
+		Name     *string `xml:"name,attr"`
+		Tests    *int    `xml:"tests,attr"`
+		Failures *int    `xml:"failures,attr"`
+		Errors   *int    `xml:"errors,attr"`
+		Skipped  *int    `xml:"skipped,attr"`
+		Cases    []struct {
+			Name      *string `xml:"name,attr"`
+			Classname *string `xml:"classname,attr"`
+			Time      *string `xml:"time,attr"`
+			Failure   *struct {
+				Message *string `xml:"message,attr"`
+				Text    string  `xml:",chardata"`
+			} `xml:"failure"`
+			Skipped *struct {
+				Message *string `xml:"message,attr"`
+			} `xml:"skipped"`
+			SystemOut string `xml:"system-out"`
+		} `xml:"testcase"`
+	} `xml:"testsuite"`
+}
+
+func TestJUnit(t *testing.T) {
+	out := render(t, func(b *bytes.Buffer) error { return JUnit(b, sample(false)) })
+	var doc junitDoc
+	if err := xml.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("JUnit output does not parse: %v\n%s", err, out)
+	}
+	cases := map[string]int{} // name -> suite index
+	totalTests, totalFail := 0, 0
+	for si, s := range doc.Suites {
+		if s.Name == nil || s.Tests == nil || s.Failures == nil || s.Errors == nil || s.Skipped == nil {
+			t.Fatalf("rule: a testsuite has name, tests, failures, errors, skipped attributes (suite %d)", si)
+		}
+		if *s.Tests != len(s.Cases) {
+			t.Errorf("rule: testsuite tests= equals its testcase count: %s has %d, says %d", *s.Name, len(s.Cases), *s.Tests)
+		}
+		fails, skips := 0, 0
+		for _, c := range s.Cases {
+			if c.Name == nil || *c.Name == "" || c.Classname == nil || *c.Classname == "" || c.Time == nil {
+				t.Fatalf("rule: every testcase has name, classname and time (h2spec#123): %+v", c)
+			}
+			if *c.Classname != *s.Name {
+				t.Errorf("rule: classname is the family: %s in suite %s", *c.Classname, *s.Name)
+			}
+			if c.Failure != nil {
+				fails++
+				if c.Failure.Message == nil || *c.Failure.Message == "" || c.Failure.Text == "" {
+					t.Errorf("rule: a failure has a message and evidence: %s", *c.Name)
+				}
+			}
+			if c.Skipped != nil {
+				skips++
+				if c.Skipped.Message == nil || *c.Skipped.Message == "" {
+					t.Errorf("rule: a skipped testcase says why: %s", *c.Name)
+				}
+			}
+			cases[*c.Name] = si
+		}
+		if fails != *s.Failures || skips != *s.Skipped {
+			t.Errorf("rule: suite counters match its testcases: %s", *s.Name)
+		}
+		totalTests += *s.Tests
+		totalFail += *s.Failures
+	}
+	if doc.Tests == nil || *doc.Tests != totalTests || doc.Failures == nil || *doc.Failures != totalFail {
+		t.Errorf("rule: testsuites totals equal the sum of the suites")
+	}
+	for _, tc := range []struct{ name, rule, want string }{
+		{"replay/one-execution@charges", "a failure names case@operation and carries curl", "failure"},
+		{"scope/other-user@charges", "a stale known-failing pass is a failure", "failure"},
+		{"scope/other-endpoint@charges", "an expected failure is skipped, not failed", "skipped"},
+		{"concurrent/burst@charges", "unverifiable is skipped with its reason", "skipped"},
+		{"concurrent/in-flight@charges", "inconclusive is skipped with its reason", "skipped"},
+		{"missing/rejected@charges", "a warning without --strict passes, evidence in system-out", "pass"},
+		{"replay/same-status@refunds", "a pass has neither failure nor skipped", "pass"},
+	} {
+		si, ok := cases[tc.name]
+		if !ok {
+			t.Errorf("rule: every result is a testcase: %s missing", tc.name)
+			continue
+		}
+		for _, c := range doc.Suites[si].Cases {
+			if *c.Name != tc.name {
+				continue
+			}
+			got := "pass"
+			switch {
+			case c.Failure != nil:
+				got = "failure"
+				if tc.name == "replay/one-execution@charges" && !strings.Contains(c.Failure.Text, "reproduce: curl") {
+					t.Errorf("rule: %s", tc.rule)
+				}
+			case c.Skipped != nil:
+				got = "skipped"
+			}
+			if got != tc.want {
+				t.Errorf("rule: %s: got %s", tc.rule, got)
+			}
+			if tc.name == "missing/rejected@charges" && !strings.Contains(c.SystemOut, "WARN") {
+				t.Errorf("rule: %s", tc.rule)
+			}
+		}
+	}
+	// Validate with xmllint when the machine has it (the structure checks
+	// above run everywhere).
+	if xmllint, err := exec.LookPath("xmllint"); err == nil {
+		path := filepath.Join(t.TempDir(), "junit.xml")
+		if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := exec.Command(xmllint, "--noout", path).CombinedOutput(); err != nil {
+			t.Errorf("xmllint: %v\n%s", err, b)
+		}
+	}
+}
+
+func TestJSON(t *testing.T) {
+	out := render(t, func(b *bytes.Buffer) error { return JSON(b, sample(false)) })
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("JSON output does not parse: %v", err)
+	}
+	results := doc["results"].([]any)
+	failing := results[2].(map[string]any)
+	firstEx := failing["exchanges"].([]any)[0].(map[string]any)
+	binaryResp := failing["exchanges"].([]any)[1].(map[string]any)["response"].(map[string]any)
+	counts := doc["counts"].(map[string]any)
+	for _, tc := range []struct {
+		name, rule string
+		ok         bool
+	}{
+		{"schema", "the document names its schema version", doc["schema"] == "idemcheck.report/v1"},
+		{"outcome", "outcome is fail when anything fails the run", doc["outcome"] == "fail"},
+		{"counts", "counts match the console summary", counts["passed"] == 2.0 && counts["failed"] == 2.0 && counts["warned"] == 1.0 && counts["skipped"] == 1.0 && counts["expected_failures"] == 1.0},
+		{"name", "a result's name is case@operation", failing["name"] == "replay/one-execution@charges"},
+		{"verdict", "verdict applies the run rules: a stale known-failing pass is fail", results[8].(map[string]any)["verdict"] == "fail" && results[8].(map[string]any)["status"] == "pass"},
+		{"text-body", "a UTF-8 body is kept as text", firstEx["request"].(map[string]any)["body"] == `{"amount":1000}`},
+		{"binary-body", "a non-UTF-8 body is base64", binaryResp["body_base64"] == "//4=" && binaryResp["body"] == nil},
+		{"curl", "each exchange carries its curl", strings.HasPrefix(firstEx["curl"].(string), "curl -sS -i -X POST")},
+		{"durations", "durations are milliseconds", failing["duration_ms"] == 30.0 && doc["duration_ms"] == 2000.0},
+		{"arrays", "list fields are [] not null", results[0].(map[string]any)["exchanges"] != nil && results[0].(map[string]any)["needs"] != nil},
+	} {
+		if !tc.ok {
+			t.Errorf("%s: rule: %s", tc.name, tc.rule)
+		}
+	}
+}
+
+func TestMarkdown(t *testing.T) {
+	out := render(t, func(b *bytes.Buffer) error { return Markdown(b, sample(false)) })
+	for _, tc := range []struct{ rule, want string }{
+		{"the heading states the outcome", "## idemcheck conformance: ❌ fail"},
+		{"a counts table leads", "| 2 | 2 | 1 | 1 | 1 | 1 | 1 |"},
+		{"a row per family", "| replay | 2 | 1 | 0 | 0 | 0 |"},
+		{"each failure folds its evidence", "<details><summary>✗ <code>replay/one-execution@charges</code> — MUST IK-REPLAY-1</summary>"},
+		{"the curl is in the folded evidence", "reproduce: curl -sS -i -X POST"},
+		{"warnings are listed", "- `missing/rejected@charges`: expected 400, observed 201"},
+	} {
+		if !strings.Contains(out, tc.want) {
+			t.Errorf("rule: %s: missing %q\n%s", tc.rule, tc.want, out)
+		}
+	}
+	pass := sample(false)
+	pass.Results = pass.Results[:2]
+	if out := render(t, func(b *bytes.Buffer) error { return Markdown(b, pass) }); !strings.Contains(out, "✅ pass") || strings.Contains(out, "### Failures") {
+		t.Errorf("rule: a passing run says pass and has no failures section\n%s", out)
+	}
+}
