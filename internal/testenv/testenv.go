@@ -1,0 +1,113 @@
+// Package testenv starts real PostgreSQL and Redis servers for tests, in this
+// order: an explicit address from the environment (IDEMCHECK_PG_DSN,
+// IDEMCHECK_REDIS_URL), Docker through testcontainers-go (probed once, with a
+// timeout), local server binaries in a temp dir, and otherwise reports why
+// none was available so the caller can skip. Under IDEMCHECK_REQUIRE_STORES=1
+// (CI) a missing server is a test failure, never a skip.
+//
+// Test binaries share one server per kind: Main starts nothing itself but
+// stops whatever RequirePostgres/RequireRedis started, and each test gets its
+// own schema (PostgreSQL) or key prefix (Redis) so tests stay independent.
+package testenv
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// ErrUnavailable says no server of the wanted kind could be provided.
+var ErrUnavailable = errors.New("testenv: server unavailable")
+
+// How a server was provided.
+const (
+	HowEnv    = "env"
+	HowDocker = "docker"
+	HowLocal  = "local-binaries"
+)
+
+// startTimeout bounds one attempt to bring a server up (Docker pulls
+// included); every network step inside has its own shorter timeout.
+const startTimeout = 3 * time.Minute
+
+// Main runs the package's tests and then stops the shared servers started
+// for them. Call it from TestMain.
+func Main(m *testing.M) {
+	code := m.Run()
+	stopShared()
+	os.Exit(code)
+}
+
+// required reports whether a missing server must fail the test (CI).
+func required() bool { return os.Getenv("IDEMCHECK_REQUIRE_STORES") == "1" }
+
+// unavailable skips t, or fails it when stores are required.
+func unavailable(t testing.TB, kind string, err error) {
+	t.Helper()
+	if required() {
+		t.Fatalf("%s required (IDEMCHECK_REQUIRE_STORES=1) but unavailable: %v", kind, err)
+	}
+	t.Skipf("%s unavailable, skipping: %v", kind, err)
+}
+
+// ownerFile names the file holding the pid of the process that owns a temp
+// dir, so a later run can sweep dirs left behind by a killed test binary.
+const ownerFile = "idemcheck-owner.pid"
+
+// makeTempDir creates a temp dir named prefix* and stamps it with our pid.
+func makeTempDir(prefix string) (string, error) {
+	sweepStale(prefix)
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		os.RemoveAll(dir)
+		return "", err
+	}
+	return dir, nil
+}
+
+// sweepStale removes temp dirs of ours whose owning process is gone (a test
+// binary killed before its cleanup ran), or that are a day old.
+func sweepStale(prefix string) {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), prefix+"*"))
+	for _, d := range dirs {
+		info, err := os.Stat(d)
+		if err != nil || !info.IsDir() {
+			continue
+		}
+		if time.Since(info.ModTime()) > 24*time.Hour {
+			os.RemoveAll(d)
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(d, ownerFile))
+		if err != nil {
+			// Being created right now by another process, or not ours.
+			if time.Since(info.ModTime()) > time.Hour {
+				os.RemoveAll(d)
+			}
+			continue
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || !processAlive(pid) {
+			os.RemoveAll(d)
+		}
+	}
+}
+
+func processAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// joinReasons renders why each way of getting a server failed.
+func joinReasons(reasons []string) string { return strings.Join(reasons, "; ") }
