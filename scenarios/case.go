@@ -1,0 +1,123 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+)
+
+// NeedEffects: a way to count executions, the oracle or created-id
+// identity (trap C2). Without it effect-counting cases are unverifiable.
+const NeedEffects Need = "effects"
+
+// Case is one conformance check. PerOperation cases run once per
+// configured operation (Env.Op set); the others once per run with the
+// first operation as their subject.
+type Case struct {
+	Meta
+	PerOperation bool
+	Run          func(ctx context.Context, e *Env) Verdict
+}
+
+// Verdict is what a case concluded.
+type Verdict struct {
+	Status   Status
+	Expected string
+	Observed string
+	Reason   string
+}
+
+var (
+	catalogMu sync.Mutex
+	catalog   = map[string]Case{}
+)
+
+// register adds cases to the catalog; each family file calls it from init.
+// A duplicate ID or a case without its metadata is a programming error.
+func register(cs ...Case) {
+	catalogMu.Lock()
+	defer catalogMu.Unlock()
+	for _, c := range cs {
+		if c.ID == "" || c.Family == "" || c.Level == "" || c.Requirement == "" || c.Explanation == "" || len(c.Requirements) == 0 || c.Run == nil {
+			panic(fmt.Sprintf("scenarios: case %q lacks metadata", c.ID))
+		}
+		if _, dup := catalog[c.ID]; dup {
+			panic("scenarios: duplicate case " + c.ID)
+		}
+		catalog[c.ID] = c
+	}
+}
+
+// Catalog returns every registered case sorted by ID.
+func Catalog() []Case {
+	catalogMu.Lock()
+	defer catalogMu.Unlock()
+	out := make([]Case, 0, len(catalog))
+	for _, c := range catalog {
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// Pass concludes the case passed; observed (optional) says what was seen.
+func (e *Env) Pass(observed ...string) Verdict {
+	return Verdict{Status: Pass, Observed: join(observed)}
+}
+
+// Fail concludes a hard violation whatever the case's level (e.g. a second
+// execution).
+func (e *Env) Fail(expected, observed string) Verdict {
+	return Verdict{Status: Fail, Expected: expected, Observed: observed}
+}
+
+// Unmet concludes the case's requirement is not met: Fail for MUST, Warn
+// for SHOULD and MAY, and for INFO a finding that never fails.
+func (e *Env) Unmet(expected, observed string) Verdict {
+	switch e.Case.Level {
+	case Must:
+		return Verdict{Status: Fail, Expected: expected, Observed: observed}
+	case Info:
+		return Verdict{Status: Pass, Expected: expected, Observed: observed, Reason: "finding (informational)"}
+	}
+	return Verdict{Status: Warn, Expected: expected, Observed: observed}
+}
+
+// Warn concludes a SHOULD is unmet (Fail under --strict).
+func (e *Env) Warn(expected, observed string) Verdict {
+	return Verdict{Status: Warn, Expected: expected, Observed: observed}
+}
+
+// Finding reports what was observed where the profile leaves the behaviour
+// open ("?"): recorded, never judged.
+func (e *Env) Finding(field, observed string) Verdict {
+	return Verdict{Status: Skip, Observed: observed, Reason: "profile leaves " + field + " unspecified; finding recorded"}
+}
+
+// Inconclusive: the condition the case needs (e.g. an overlap) could not be
+// created.
+func (e *Env) Inconclusive(reason string) Verdict {
+	return Verdict{Status: Inconclusive, Reason: reason}
+}
+
+// Unverifiable: the case cannot decide without an oracle.
+func (e *Env) Unverifiable(reason string) Verdict {
+	return Verdict{Status: Unverifiable, Reason: reason}
+}
+
+// Skip: not applicable under this config or profile.
+func (e *Env) Skip(reason string) Verdict {
+	return Verdict{Status: Skip, Reason: reason}
+}
+
+func join(s []string) string {
+	out := ""
+	for i, v := range s {
+		if i > 0 {
+			out += "; "
+		}
+		out += v
+	}
+	return out
+}

@@ -1,0 +1,258 @@
+package scenarios
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// REPLAY: a completed request retried with the same key and payload gets
+// the original result and causes no new effect (draft §2.6).
+func init() {
+	register(
+		Case{Meta: Meta{ID: "replay/same-status", Family: "replay", Requirements: []string{"IK-REPLAY-1"}, Level: Should,
+			Requirement: "draft §2.6: for a retried request whose original completed, the resource SHOULD respond with the result of the previously completed operation.",
+			Explanation: "A retry after completion gets the same status code as the original (201 stays 201)."},
+			PerOperation: true, Run: replaySameStatus},
+		Case{Meta: Meta{ID: "replay/same-body", Family: "replay", Requirements: []string{"IK-REPLAY-2"}, Level: Should,
+			Requirement: "draft §2.6: the resource SHOULD respond with the result of the previously completed operation (compared per profile: bytes, JSON or status).",
+			Explanation: "The replayed body equals the original body under the profile's comparison mode."},
+			PerOperation: true, Run: replaySameBody},
+		Case{Meta: Meta{ID: "replay/single-execution", Family: "replay", Requirements: []string{"IK-REPLAY-3"}, Level: Must,
+			Requirement: "Idempotency (core of every source): any number of retries with the same key and payload has the effect of one request.",
+			Explanation: "Three sequential retries of a completed request cause exactly one execution and one created resource.",
+			Needs:       []Need{NeedEffects}},
+			PerOperation: true, Run: replaySingleExecution},
+		Case{Meta: Meta{ID: "replay/marker-header", Family: "replay", Requirements: []string{"IK-REPLAY-4"}, Level: Should,
+			Requirement: "Profile: replays carry the profile's replay marker (Stripe: Idempotent-Replayed: true) and the first response does not; the IETF draft defines none (issue #46).",
+			Explanation: "The replay marker, where the profile defines one, tells a replay from a first execution."},
+			PerOperation: true, Run: replayMarkerHeader},
+		Case{Meta: Meta{ID: "replay/business-error", Family: "replay", Requirements: []string{"IK-REPLAY-5", "IK-ERRORS-2"}, Level: Should,
+			Requirement: "draft §2.6: respond with the result of the previously completed operation, \"success or an error\"; a business 4xx (e.g. 402 declined) is a completed outcome.",
+			Explanation: "A request that completed with a business error replays that error and does not execute again.",
+			Needs:       []Need{NeedBusinessError, NeedEffects}},
+			PerOperation: true, Run: replayBusinessError},
+		Case{Meta: Meta{ID: "replay/same-headers", Family: "replay", Requirements: []string{"IK-REPLAY-6"}, Level: Should,
+			Requirement: "draft §2.6: the result of the previously completed operation includes its representation headers (Content-Type, Location, ETag...); Date, request ids, rate-limit and Set-Cookie may differ.",
+			Explanation: "A replay carries the original's representation headers with the same values."},
+			PerOperation: true, Run: replaySameHeaders},
+		Case{Meta: Meta{ID: "replay/canonical-json", Family: "replay", Requirements: []string{"IK-REPLAY-7"}, Level: Should,
+			Requirement: "draft §2.4 (MAY fingerprint) and profile canonical_json: a semantically equal JSON body (member order, whitespace) is the same payload.",
+			Explanation: "The same key with the same JSON document spelled differently replays rather than mismatching, and never executes again."},
+			PerOperation: true, Run: replayCanonicalJSON},
+		Case{Meta: Meta{ID: "replay/volatile-fields", Family: "replay", Requirements: []string{"IK-REPLAY-8"}, Level: Should,
+			Requirement: "Profile volatile_fields (seeds: fingerprint excludes volatile fields): a body differing only in those fields is the same payload.",
+			Explanation: "Changing only a configured volatile field under the same key replays the original."},
+			PerOperation: true, Run: replayVolatileFields},
+	)
+}
+
+// original sends the normal call under key; ok is false (with the verdict
+// to return) when it did not succeed, since nothing can be replayed then.
+func (e *Env) original(ctx context.Context, key string, body []byte) (Resp, *Verdict) {
+	r := e.Send(ctx, Req{Label: "original", Key: key, Body: body})
+	if !r.OK() {
+		v := e.Inconclusive("the normal call did not succeed, nothing to replay: " + r.String())
+		return r, &v
+	}
+	return r, nil
+}
+
+func replaySameStatus(ctx context.Context, e *Env) Verdict {
+	k := e.NewKey()
+	first, bad := e.original(ctx, k, nil)
+	if bad != nil {
+		return *bad
+	}
+	replay := e.Send(ctx, Req{Label: "retry", Key: k})
+	if replay.Status != first.Status {
+		return e.Unmet(fmt.Sprintf("status %d again", first.Status), replay.String())
+	}
+	return e.Pass(fmt.Sprintf("%d then %d", first.Status, replay.Status))
+}
+
+func replaySameBody(ctx context.Context, e *Env) Verdict {
+	if e.Profile.ReplayCompare == CompareStatus {
+		return e.Skip("profile replay_compare is status: bodies are not compared")
+	}
+	k := e.NewKey()
+	first, bad := e.original(ctx, k, nil)
+	if bad != nil {
+		return *bad
+	}
+	replay := e.Send(ctx, Req{Label: "retry", Key: k})
+	if same, diff := e.SameResponse(first, replay); !same {
+		return e.Unmet("the original response ("+e.Profile.ReplayCompare+" comparison)", diff)
+	}
+	return e.Pass("replay equals the original (" + e.Profile.ReplayCompare + ")")
+}
+
+func replaySingleExecution(ctx context.Context, e *Env) Verdict {
+	k := e.NewKey()
+	first, bad := e.original(ctx, k, nil)
+	if bad != nil {
+		return *bad
+	}
+	rs := []Resp{first}
+	for i := 1; i <= 3; i++ {
+		rs = append(rs, e.Send(ctx, Req{Label: fmt.Sprintf("retry %d", i), Key: k}))
+	}
+	if ids := e.DistinctIDs(rs...); len(ids) > 1 {
+		return e.Fail("one created resource", fmt.Sprintf("%d distinct ids: %s", len(ids), strings.Join(ids, ", ")))
+	}
+	n, how, _, err := e.Effects(ctx, k, rs...)
+	if err != nil {
+		return e.Inconclusive(err.Error())
+	}
+	if n != 1 {
+		return e.Fail("exactly 1 execution", fmt.Sprintf("%d executions (%s)", n, how))
+	}
+	return e.Pass(fmt.Sprintf("1 execution over 4 requests (%s)", how))
+}
+
+func replayMarkerHeader(ctx context.Context, e *Env) Verdict {
+	k := e.NewKey()
+	first, bad := e.original(ctx, k, nil)
+	if bad != nil {
+		return *bad
+	}
+	replay := e.Send(ctx, Req{Label: "retry", Key: k})
+	name, want := e.Profile.ReplayHeader, e.Profile.ReplayHeaderValue
+	if name == "" {
+		seen := fmt.Sprintf("first response markers %v, replay markers %v", markers(first.Header), markers(replay.Header))
+		for _, m := range knownReplayMarkers {
+			if strings.EqualFold(first.Header.Get(m), "true") {
+				return e.Finding("replay_header", "a first execution claims to be a replay: "+seen)
+			}
+		}
+		return e.Finding("replay_header", seen)
+	}
+	got := replay.Header.Get(name)
+	if got == "" || (want != "" && got != want) {
+		return e.Unmet(fmt.Sprintf("replay carries %s: %s", name, want), fmt.Sprintf("%s: %q", name, got))
+	}
+	if v := first.Header.Get(name); v != "" && (want == "" || v == want) {
+		return e.Unmet(fmt.Sprintf("first response without %s (or not %q)", name, want), fmt.Sprintf("first response %s: %q", name, v))
+	}
+	return e.Pass(fmt.Sprintf("replay %s: %s; first response without it", name, got))
+}
+
+func replayBusinessError(ctx context.Context, e *Env) Verdict {
+	body, v, _ := e.Variant(VariantBusinessError)
+	k := e.NewKey()
+	first := e.Send(ctx, Req{Label: "original (business error)", Key: k, Body: body})
+	if !first.Is4xx() || (v.Status != 0 && first.Status != v.Status) {
+		return e.Inconclusive("the business_error variant did not produce its 4xx: " + first.String())
+	}
+	retry := e.Send(ctx, Req{Label: "retry", Key: k, Body: body})
+	n, how, _, err := e.Effects(ctx, k, first, retry)
+	if err != nil {
+		return e.Inconclusive(err.Error())
+	}
+	if how != "oracle" {
+		// Created ids do not exist for an error outcome: only the oracle can
+		// tell a cached error from a re-executed one.
+		return e.Unverifiable("a business error creates no resource; only an oracle can count its executions")
+	}
+	observed := fmt.Sprintf("%d then %s, %d executions", first.Status, retry.String(), n)
+	switch e.Profile.Cache4xxBusiness {
+	case Unknown:
+		return e.Finding("cache_4xx_business", observed)
+	case No:
+		if n < 2 {
+			return e.Unmet("the retry executes again (profile: business errors not cached)", observed)
+		}
+		return e.Pass(observed)
+	}
+	if n != 1 {
+		return e.Unmet("the error replayed with no new execution", observed)
+	}
+	if same, diff := e.SameResponse(first, retry); !same {
+		return e.Unmet("the original error response", diff)
+	}
+	return e.Pass(observed)
+}
+
+func replaySameHeaders(ctx context.Context, e *Env) Verdict {
+	k := e.NewKey()
+	first, bad := e.original(ctx, k, nil)
+	if bad != nil {
+		return *bad
+	}
+	replay := e.Send(ctx, Req{Label: "retry", Key: k})
+	if replay.Status != first.Status {
+		return e.Inconclusive(fmt.Sprintf("the retry was not a replay (status %d, then %s); see replay/same-status", first.Status, replay.String()))
+	}
+	if d := HeaderDiff(first, replay); len(d) > 0 {
+		return e.Unmet("the original's representation headers", strings.Join(d, "; "))
+	}
+	return e.Pass()
+}
+
+func replayCanonicalJSON(ctx context.Context, e *Env) Verdict {
+	k := e.NewKey()
+	first, bad := e.original(ctx, k, nil)
+	if bad != nil {
+		return *bad
+	}
+	alt, err := reorderedJSON(e.Body())
+	if err != nil {
+		return e.Skip("the operation body is not a JSON object")
+	}
+	retry := e.Send(ctx, Req{Label: "retry (same JSON, other spelling)", Key: k, Body: alt})
+	return e.judgeSamePayload(ctx, k, first, retry, e.Profile.CanonicalJSON, "canonical_json")
+}
+
+func replayVolatileFields(ctx context.Context, e *Env) Verdict {
+	if len(e.Profile.VolatileFields) == 0 {
+		return e.Skip("profile volatile_fields is empty")
+	}
+	k := e.NewKey()
+	first, bad := e.original(ctx, k, nil)
+	if bad != nil {
+		return *bad
+	}
+	var patches []json.RawMessage
+	for _, f := range e.Profile.VolatileFields {
+		p, err := patchAt(f, "idemcheck-"+e.NewKey())
+		if err != nil {
+			return e.Skip(err.Error())
+		}
+		patches = append(patches, p)
+	}
+	retry := e.Send(ctx, Req{Label: "retry (volatile fields changed)", Key: k, Body: e.Body(patches...)})
+	return e.judgeSamePayload(ctx, k, first, retry, Yes, "volatile_fields")
+}
+
+// judgeSamePayload judges a retry whose payload the profile may consider
+// equal to the original: a replay is expected when expect is Yes; an error
+// is acceptable otherwise; a new execution is never acceptable.
+func (e *Env) judgeSamePayload(ctx context.Context, k string, first, retry Resp, expect Tri, field string) Verdict {
+	if retry.OK() && !e.Reproduced(first, retry) {
+		return e.Fail("a replay or an idempotency error, never a second execution", "new execution: "+retry.String())
+	}
+	if e.HasOracle() {
+		n, err := e.Executions(ctx, k)
+		if err != nil {
+			return e.Inconclusive(err.Error())
+		}
+		if n != 1 {
+			return e.Fail("exactly 1 execution", fmt.Sprintf("%d executions (oracle)", n))
+		}
+	}
+	observed := "replayed"
+	if !retry.OK() {
+		observed = "answered " + retry.String()
+	}
+	switch expect {
+	case Unknown:
+		return e.Finding(field, observed)
+	case No:
+		return e.Pass(observed)
+	}
+	if !retry.OK() {
+		return e.Unmet("a replay of the original", observed)
+	}
+	return e.Pass(observed)
+}

@@ -1,0 +1,132 @@
+package scenarios
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+)
+
+// replayedHeaders are the representation headers a replay is expected to
+// carry as the original did (IK-REPLAY-6). Date, request ids, rate-limit
+// headers and Set-Cookie legitimately differ (trap C4) and are not compared.
+var replayedHeaders = []string{"Content-Type", "Location", "Content-Location", "ETag", "Last-Modified", "Link", "Content-Language", "Content-Encoding"}
+
+// knownReplayMarkers are replay-marker headers used in the wild (spec.md
+// B: Stripe's Idempotent-Replayed and look-alikes).
+var knownReplayMarkers = []string{"Idempotent-Replayed", "Idempotency-Replayed", "X-Idempotent-Replayed", "X-Idempotency-Replayed", "Idempotency-Replay"}
+
+// SameResponse reports whether replay reproduces first under the profile's
+// comparison mode (IK-REPLAY-2); diff says how it differs.
+func (e *Env) SameResponse(first, replay Resp) (bool, string) {
+	if first.Status != replay.Status {
+		return false, fmt.Sprintf("status %d, replay %d", first.Status, replay.Status)
+	}
+	switch e.Profile.ReplayCompare {
+	case CompareStatus:
+		return true, ""
+	case CompareBytes:
+		if !bytes.Equal(first.Body, replay.Body) {
+			return false, "body bytes differ: " + bodyDiff(first.Body, replay.Body)
+		}
+	default:
+		if !jsonEqual(first.Body, replay.Body) {
+			return false, "bodies are not JSON-equal: " + bodyDiff(first.Body, replay.Body)
+		}
+	}
+	return true, ""
+}
+
+// HeaderDiff lists the representation headers of first that replay lacks
+// or changes.
+func HeaderDiff(first, replay Resp) []string {
+	var diffs []string
+	for _, h := range replayedHeaders {
+		want := first.Header.Values(h)
+		if len(want) == 0 {
+			continue
+		}
+		got := replay.Header.Values(h)
+		if strings.Join(want, ", ") != strings.Join(got, ", ") {
+			diffs = append(diffs, fmt.Sprintf("%s: original %q, replay %q", h, strings.Join(want, ", "), strings.Join(got, ", ")))
+		}
+	}
+	return diffs
+}
+
+// Reproduced reports whether second is the first response again rather
+// than a new execution: both 2xx, and the same created id when the
+// operation has an id pointer, else JSON-equal bodies.
+func (e *Env) Reproduced(first, second Resp) bool {
+	if !first.OK() || !second.OK() {
+		return false
+	}
+	if e.Op.IDPointer != "" {
+		id := e.CreatedID(first)
+		return id != "" && id == e.CreatedID(second)
+	}
+	return jsonEqual(first.Body, second.Body)
+}
+
+// markers returns the known replay-marker headers present in h.
+func markers(h http.Header) []string {
+	var out []string
+	for _, m := range knownReplayMarkers {
+		if v := h.Get(m); v != "" {
+			out = append(out, m+": "+v)
+		}
+	}
+	return out
+}
+
+func bodyDiff(a, b []byte) string {
+	short := func(x []byte) string {
+		if len(x) > 120 {
+			return string(x[:120]) + "..."
+		}
+		return string(x)
+	}
+	return fmt.Sprintf("original %q, replay %q", short(a), short(b))
+}
+
+// reorderedJSON re-encodes an object with its members in reverse order and
+// extra whitespace: the same JSON document, different bytes (IK-REPLAY-7).
+func reorderedJSON(b json.RawMessage) (json.RawMessage, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(keys)))
+	var out bytes.Buffer
+	out.WriteString("{\n  ")
+	for i, k := range keys {
+		if i > 0 {
+			out.WriteString(" ,\n  ")
+		}
+		kb, _ := json.Marshal(k)
+		out.Write(kb)
+		out.WriteString(" : ")
+		out.Write(m[k])
+	}
+	out.WriteString("\n}\n")
+	return out.Bytes(), nil
+}
+
+// patchAt builds a merge patch setting the member at pointer p to v.
+func patchAt(p string, v any) (json.RawMessage, error) {
+	toks, err := parsePointer(p)
+	if err != nil || len(toks) == 0 {
+		return nil, fmt.Errorf("pointer %q: cannot build a patch", p)
+	}
+	var cur any = v
+	for i := len(toks) - 1; i >= 0; i-- {
+		cur = map[string]any{toks[i]: cur}
+	}
+	return json.Marshal(cur)
+}

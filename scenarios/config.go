@@ -1,0 +1,353 @@
+package scenarios
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"reflect"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// configFile mirrors Target for YAML: bodies and patches are YAML maps
+// that become JSON, and the profile is a preset plus overrides.
+type configFile struct {
+	BaseURL    string            `yaml:"base_url"`
+	KeyHeader  string            `yaml:"key_header"`
+	KeySyntax  KeySyntax         `yaml:"key_syntax"`
+	Timeout    time.Duration     `yaml:"timeout"`
+	Principals []Principal       `yaml:"principals"`
+	Operations []operationConfig `yaml:"operations"`
+	Oracle     *Oracle           `yaml:"oracle"`
+	TTL        time.Duration     `yaml:"ttl"`
+	Lease      time.Duration     `yaml:"lease"`
+	Profile    profileConfig     `yaml:"profile"`
+}
+
+type operationConfig struct {
+	Name      string                   `yaml:"name"`
+	Method    string                   `yaml:"method"`
+	Path      string                   `yaml:"path"`
+	Headers   map[string]string        `yaml:"headers"`
+	Body      any                      `yaml:"body"`
+	IDPointer string                   `yaml:"id_pointer"`
+	Mutations []mutationConfig         `yaml:"mutations"`
+	Variants  map[string]variantConfig `yaml:"variants"`
+}
+
+type mutationConfig struct {
+	Name  string `yaml:"name"`
+	Patch any    `yaml:"patch"`
+}
+
+type variantConfig struct {
+	Patch    any           `yaml:"patch"`
+	Duration time.Duration `yaml:"duration"`
+	Status   int           `yaml:"status"`
+}
+
+type profileConfig struct {
+	Preset    string    `yaml:"preset"`
+	Overrides yaml.Node `yaml:"overrides"`
+}
+
+// knownVariants are the variant names the catalog understands.
+var knownVariants = map[string]bool{
+	VariantSlow: true, VariantBusinessError: true, VariantTransientError: true, VariantInvalid: true,
+}
+
+// LoadConfig reads a YAML config: the target plus its profile. Every error
+// is one line naming the file and the field.
+func LoadConfig(path string) (*Target, *Profile, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("config: %v", err)
+	}
+	t, p, err := ParseConfig(raw)
+	if err != nil {
+		return nil, nil, fmt.Errorf("config %s: %v", path, err)
+	}
+	return t, p, nil
+}
+
+// ParseConfig is LoadConfig on bytes.
+func ParseConfig(raw []byte) (*Target, *Profile, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true)
+	var cf configFile
+	if err := dec.Decode(&cf); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, nil, errors.New("empty config")
+		}
+		return nil, nil, yamlError(err)
+	}
+	p, err := ProfileByName(cf.Profile.Preset)
+	if err != nil {
+		return nil, nil, fmt.Errorf("profile.preset: %v", err)
+	}
+	if err := applyOverrides(p, &cf.Profile.Overrides); err != nil {
+		return nil, nil, err
+	}
+	if err := p.Validate(); err != nil {
+		return nil, nil, err
+	}
+	t, err := cf.target()
+	if err != nil {
+		return nil, nil, err
+	}
+	if t.KeySyntax == "" {
+		t.KeySyntax = p.KeySyntax
+	}
+	if err := t.Validate(); err != nil {
+		return nil, nil, err
+	}
+	return t, p, nil
+}
+
+// yamlError turns the YAML library's multi-line errors into one line.
+func yamlError(err error) error {
+	var te *yaml.TypeError
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		msg := te.Errors[0]
+		if i := strings.Index(msg, ": field "); i >= 0 && strings.Contains(msg, " not found in type ") {
+			field := msg[i+len(": field "):]
+			field = field[:strings.Index(field, " not found in type ")]
+			return fmt.Errorf("%s: unknown field %q", msg[:i], field)
+		}
+		return errors.New(msg)
+	}
+	return errors.New(strings.TrimPrefix(strings.ReplaceAll(err.Error(), "\n", " "), "yaml: "))
+}
+
+// applyOverrides sets the profile fields named in n (a YAML mapping).
+func applyOverrides(p *Profile, n *yaml.Node) error {
+	if n.Kind == 0 {
+		return nil
+	}
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("line %d: profile.overrides: want a mapping of profile fields", n.Line)
+	}
+	known := map[string]bool{}
+	rt := reflect.TypeOf(*p)
+	for i := 0; i < rt.NumField(); i++ {
+		if tag := strings.Split(rt.Field(i).Tag.Get("yaml"), ",")[0]; tag != "" && tag != "-" {
+			known[tag] = true
+		}
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := n.Content[i]
+		if !known[k.Value] {
+			return fmt.Errorf("line %d: profile.overrides: unknown field %q", k.Line, k.Value)
+		}
+	}
+	if err := n.Decode(p); err != nil {
+		return fmt.Errorf("profile.overrides: %v", yamlError(err))
+	}
+	return nil
+}
+
+func (cf *configFile) target() (*Target, error) {
+	t := &Target{
+		BaseURL: strings.TrimRight(cf.BaseURL, "/"), KeyHeader: cf.KeyHeader, KeySyntax: cf.KeySyntax,
+		Timeout: cf.Timeout, Principals: cf.Principals, Oracle: cf.Oracle, TTL: cf.TTL, Lease: cf.Lease,
+	}
+	if t.KeyHeader == "" {
+		t.KeyHeader = "Idempotency-Key"
+	}
+	if t.Timeout == 0 {
+		t.Timeout = 10 * time.Second
+	}
+	for i, oc := range cf.Operations {
+		at := fmt.Sprintf("operations[%d]", i)
+		op := Operation{Name: oc.Name, Method: strings.ToUpper(oc.Method), Path: oc.Path, Headers: oc.Headers, IDPointer: oc.IDPointer}
+		if oc.Body != nil {
+			b, err := toJSON(oc.Body)
+			if err != nil {
+				return nil, fmt.Errorf("%s.body: %v", at, err)
+			}
+			op.Body = b
+		}
+		for j, mc := range oc.Mutations {
+			b, err := toJSON(mc.Patch)
+			if err != nil {
+				return nil, fmt.Errorf("%s.mutations[%d].patch: %v", at, j, err)
+			}
+			op.Mutations = append(op.Mutations, Mutation{Name: mc.Name, Patch: b})
+		}
+		if len(oc.Variants) > 0 {
+			op.Variants = map[string]Variant{}
+		}
+		for name, vc := range oc.Variants {
+			b, err := toJSON(vc.Patch)
+			if err != nil {
+				return nil, fmt.Errorf("%s.variants.%s.patch: %v", at, name, err)
+			}
+			op.Variants[name] = Variant{Patch: b, Duration: vc.Duration, Status: vc.Status}
+		}
+		t.Operations = append(t.Operations, op)
+	}
+	return t, nil
+}
+
+// toJSON converts a decoded YAML value to JSON (YAML maps have string keys
+// here because JSON objects must).
+func toJSON(v any) (json.RawMessage, error) {
+	if v == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("not representable as JSON: %v", err)
+	}
+	return b, nil
+}
+
+var validMethods = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "DELETE": true, "GET": true}
+
+// Validate checks a Target; the error names the field.
+func (t *Target) Validate() error {
+	u, err := url.Parse(t.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("base_url %q: want an absolute http(s) URL", t.BaseURL)
+	}
+	if t.KeyHeader == "" || strings.ContainsAny(t.KeyHeader, " \t:\"(),/;<=>?@[\\]{}") {
+		return fmt.Errorf("key_header %q: want an HTTP header name", t.KeyHeader)
+	}
+	if t.KeySyntax != SFString && t.KeySyntax != Raw {
+		return fmt.Errorf("key_syntax %q: want sf-string or raw", t.KeySyntax)
+	}
+	if t.Timeout <= 0 {
+		return fmt.Errorf("timeout %s: must be positive", t.Timeout)
+	}
+	if t.TTL < 0 || t.Lease < 0 {
+		return fmt.Errorf("ttl %s / lease %s: must not be negative", t.TTL, t.Lease)
+	}
+	if len(t.Principals) == 0 {
+		return errors.New("principals: at least one principal is required (add a second one for the scope cases)")
+	}
+	seen := map[string]bool{}
+	for i, pr := range t.Principals {
+		if pr.Name == "" || seen[pr.Name] {
+			return fmt.Errorf("principals[%d].name %q: want a unique non-empty name", i, pr.Name)
+		}
+		seen[pr.Name] = true
+	}
+	if t.Oracle != nil {
+		if t.Oracle.URL == "" {
+			return errors.New("oracle.url: required when oracle is set")
+		}
+		if _, err := parsePointer(t.Oracle.Pointer); err != nil || t.Oracle.Pointer == "" {
+			return fmt.Errorf("oracle.pointer %q: want an RFC 6901 pointer to an integer (e.g. /executions)", t.Oracle.Pointer)
+		}
+		if t.Oracle.Principal < 0 || t.Oracle.Principal >= len(t.Principals) {
+			return fmt.Errorf("oracle.principal %d: want an index into principals (0..%d)", t.Oracle.Principal, len(t.Principals)-1)
+		}
+	}
+	if len(t.Operations) == 0 {
+		return errors.New("operations: at least one operation is required")
+	}
+	seen = map[string]bool{}
+	for i, op := range t.Operations {
+		at := fmt.Sprintf("operations[%d]", i)
+		if op.Name == "" || seen[op.Name] {
+			return fmt.Errorf("%s.name %q: want a unique non-empty name", at, op.Name)
+		}
+		seen[op.Name] = true
+		if !validMethods[op.Method] {
+			return fmt.Errorf("%s.method %q: want POST, PUT, PATCH, DELETE or GET", at, op.Method)
+		}
+		if !strings.HasPrefix(op.Path, "/") {
+			return fmt.Errorf("%s.path %q: want a path starting with /", at, op.Path)
+		}
+		if len(op.Body) > 0 && !isJSONObject(op.Body) {
+			return fmt.Errorf("%s.body: want a JSON object (mutations and variants are merge patches on it)", at)
+		}
+		if _, err := parsePointer(op.IDPointer); err != nil {
+			return fmt.Errorf("%s.id_pointer %q: %v", at, op.IDPointer, err)
+		}
+		names := map[string]bool{}
+		for j, m := range op.Mutations {
+			if m.Name == "" || names[m.Name] {
+				return fmt.Errorf("%s.mutations[%d].name %q: want a unique non-empty name", at, j, m.Name)
+			}
+			names[m.Name] = true
+			if !isJSONObject(m.Patch) {
+				return fmt.Errorf("%s.mutations[%d].patch: want a JSON object (RFC 7386 merge patch)", at, j)
+			}
+		}
+		for name, v := range op.Variants {
+			if !knownVariants[name] {
+				return fmt.Errorf("%s.variants.%s: unknown variant (valid: business_error, invalid, slow, transient_error)", at, name)
+			}
+			if !isJSONObject(v.Patch) {
+				return fmt.Errorf("%s.variants.%s.patch: want a JSON object (RFC 7386 merge patch)", at, name)
+			}
+			if name == VariantSlow && v.Duration <= 0 {
+				return fmt.Errorf("%s.variants.slow.duration: want how long the slow call stays in flight (e.g. 1500ms)", at)
+			}
+			if v.Status != 0 && (v.Status < 100 || v.Status > 599) {
+				return fmt.Errorf("%s.variants.%s.status %d: not an HTTP status", at, name, v.Status)
+			}
+		}
+		for k := range op.Headers {
+			if http.CanonicalHeaderKey(k) == http.CanonicalHeaderKey(t.KeyHeader) {
+				return fmt.Errorf("%s.headers.%s: the key header is set by the suite", at, k)
+			}
+		}
+	}
+	return nil
+}
+
+// Supplies reports whether t supplies n for at least one operation.
+func Supplies(t *Target, n Need) bool {
+	for i := range t.Operations {
+		if suppliesFor(t, &t.Operations[i], n) {
+			return true
+		}
+	}
+	return len(t.Operations) == 0 && suppliesFor(t, nil, n)
+}
+
+// suppliesFor reports whether t supplies n for op (nil: a case not tied to
+// one operation).
+func suppliesFor(t *Target, op *Operation, n Need) bool {
+	variant := func(name string) bool {
+		if op == nil {
+			return false
+		}
+		_, ok := op.Variants[name]
+		return ok
+	}
+	switch n {
+	case NeedOracle:
+		return t.Oracle != nil
+	case NeedEffects:
+		return t.Oracle != nil || (op != nil && op.IDPointer != "")
+	case NeedIDPointer:
+		return op != nil && op.IDPointer != ""
+	case NeedSecondPrincipal:
+		return len(t.Principals) >= 2
+	case NeedSecondOperation:
+		return len(t.Operations) >= 2
+	case NeedSlow:
+		return variant(VariantSlow)
+	case NeedBusinessError:
+		return variant(VariantBusinessError)
+	case NeedTransientError:
+		return variant(VariantTransientError)
+	case NeedInvalid:
+		return variant(VariantInvalid)
+	case NeedTTL:
+		return t.TTL > 0
+	case NeedLease:
+		return t.Lease > 0
+	}
+	return false
+}

@@ -1,0 +1,67 @@
+package scenarios_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/idemcheck/idemcheck/reference/demo"
+	"github.com/idemcheck/idemcheck/scenarios"
+)
+
+// Reference deployment knobs shared by the engine's tests: a short TTL so
+// the expiry cases finish quickly, a lease longer than the slow variant.
+const (
+	demoTTL   = 2 * time.Second
+	demoLease = 5 * time.Second
+)
+
+// startDemo serves the reference app (with defects) on loopback and returns
+// its Target.
+func startDemo(t testing.TB, defects ...string) *scenarios.Target {
+	t.Helper()
+	app, err := demo.New(demo.Options{TTL: demoTTL, Lease: demoLease, Defects: defects})
+	if err != nil {
+		t.Fatalf("demo.New(%v): %v", defects, err)
+	}
+	srv := httptest.NewServer(app)
+	t.Cleanup(func() {
+		srv.Close()
+		app.Close()
+	})
+	tg, err := scenarios.FromURL(srv.URL, demoTTL, demoLease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tg
+}
+
+// runCatalog runs the whole catalog against tg under profile p.
+func runCatalog(t testing.TB, tg *scenarios.Target, p *scenarios.Profile, strict bool) *scenarios.Report {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rep, err := scenarios.Run(ctx, tg, p, scenarios.RunOptions{Strict: strict})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	return rep
+}
+
+func ietf(t testing.TB) *scenarios.Profile {
+	t.Helper()
+	p, err := scenarios.ProfileByName("ietf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestSmokeReference(t *testing.T) {
+	rep := runCatalog(t, startDemo(t), ietf(t), false)
+	for _, r := range rep.Results {
+		t.Logf("%-45s %-12s exp=%q obs=%q reason=%q", r.Name(), r.Status, r.Expected, r.Observed, r.Reason)
+	}
+	t.Logf("duration %s counts %v", rep.Duration, rep.Counts())
+}

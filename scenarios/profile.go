@@ -1,0 +1,266 @@
+package scenarios
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Tri is a profile expectation that may be unknown. A case whose expectation
+// is Unknown reports what it observed as a finding and never fails.
+type Tri string
+
+const (
+	Yes     Tri = "true"
+	No      Tri = "false"
+	Unknown Tri = "?"
+)
+
+// UnmarshalYAML accepts true, false, "?" and "unknown".
+func (t *Tri) UnmarshalYAML(n *yaml.Node) error {
+	switch strings.ToLower(n.Value) {
+	case "true", "yes":
+		*t = Yes
+	case "false", "no":
+		*t = No
+	case "?", "unknown", "":
+		*t = Unknown
+	default:
+		return fmt.Errorf("line %d: %q is not true, false or \"?\"", n.Line, n.Value)
+	}
+	return nil
+}
+
+// Scope of a key on another endpoint (IK-SCOPE-2).
+const (
+	ScopeIndependent = "independent" // the same key elsewhere is a new key (seeds)
+	ScopeError       = "error"       // reuse elsewhere is an idempotency error (Stripe)
+	ScopeUnknown     = "unknown"
+)
+
+// Expiry modes (IK-EXPIRY-2/3).
+const (
+	ExpiryFresh      = "fresh"       // after TTL + grace the key executes again
+	ExpiryExpired409 = "expired-409" // after retention: 409 "result expired"
+	ExpiryUnknown    = "unknown"
+)
+
+// Replay comparison modes (IK-REPLAY-2).
+const (
+	CompareBytes  = "bytes"
+	CompareJSON   = "json"
+	CompareStatus = "status"
+)
+
+// Profile is what a target is expected to do where sources differ
+// (spec.md B.1). Every field can be overridden in YAML under
+// profile.overrides using its yaml name.
+type Profile struct {
+	Name string `yaml:"-" json:"name"`
+	// KeySyntax is the key form the API documents; the Target's key_syntax
+	// (what the suite sends) defaults to it.
+	KeySyntax KeySyntax `yaml:"key_syntax" json:"key_syntax"`
+	// KeyRequired: the operations are documented as requiring the key.
+	KeyRequired Tri `yaml:"key_required" json:"key_required"`
+	// Statuses the profile prefers; empty means unknown. Another 4xx is a
+	// SHOULD miss (warn), never a fail.
+	MissingStatus  []int `yaml:"missing_status" json:"missing_status"`
+	MismatchStatus []int `yaml:"mismatch_status" json:"mismatch_status"`
+	InFlightStatus []int `yaml:"in_flight_status" json:"in_flight_status"`
+	// BlockOK: a duplicate in flight may wait for the original and then get
+	// the replay (trap C1), answered within MaxBlock.
+	BlockOK  bool          `yaml:"block_ok" json:"block_ok"`
+	MaxBlock time.Duration `yaml:"max_block" json:"max_block"`
+	// ReplayHeader names the replay marker ("" = none is defined);
+	// ReplayHeaderValue is its value on replays.
+	ReplayHeader      string `yaml:"replay_header" json:"replay_header,omitempty"`
+	ReplayHeaderValue string `yaml:"replay_header_value" json:"replay_header_value,omitempty"`
+	ReplayCompare     string `yaml:"replay_compare" json:"replay_compare"`
+	// ProblemJSON: idempotency errors link to docs (problem+json type or
+	// Link rel=describedby), per the draft's §2.7 examples.
+	ProblemJSON      Tri    `yaml:"problem_json" json:"problem_json"`
+	RetryAfterOn409  Tri    `yaml:"retry_after_on_409" json:"retry_after_on_409"`
+	Cache5xx         Tri    `yaml:"cache_5xx" json:"cache_5xx"`
+	Cache4xxBusiness Tri    `yaml:"cache_4xx_business" json:"cache_4xx_business"`
+	CacheValidation  Tri    `yaml:"cache_validation" json:"cache_validation"`
+	ScopeEndpoint    string `yaml:"scope_endpoint" json:"scope_endpoint"`
+	// ScopeUser is "isolated" in every known profile (trap C15).
+	ScopeUser string `yaml:"scope_user" json:"scope_user"`
+	// Key length limits; 0 = not published.
+	KeyMaxLen int `yaml:"key_max_len" json:"key_max_len"`
+	KeyMinLen int `yaml:"key_min_len" json:"key_min_len"`
+	// CanonicalJSON: key order and whitespace do not change the fingerprint.
+	CanonicalJSON Tri `yaml:"canonical_json" json:"canonical_json"`
+	// VolatileFields: RFC 6901 pointers of body fields left out of the
+	// fingerprint.
+	VolatileFields []string `yaml:"volatile_fields" json:"volatile_fields,omitempty"`
+	Expiry         string   `yaml:"expiry" json:"expiry"`
+	// Margin before the TTL where a replay is still asserted; Grace after
+	// it where freshness is asserted (trap C9: expiry is a floor).
+	Margin time.Duration `yaml:"margin" json:"margin"`
+	Grace  time.Duration `yaml:"grace" json:"grace"`
+}
+
+// DefaultProfile is the preset used when none is named.
+const DefaultProfile = "ietf"
+
+var presets = map[string]Profile{
+	// draft-ietf-httpapi-idempotency-key-header-07. Expiry "fresh" applies
+	// only when the deployment declares a TTL (§2.3: keys are purged).
+	"ietf": {
+		KeySyntax: SFString, KeyRequired: Yes,
+		MissingStatus: []int{400}, MismatchStatus: []int{422}, InFlightStatus: []int{409},
+		BlockOK: true, MaxBlock: 10 * time.Second,
+		ReplayCompare: CompareJSON, ProblemJSON: Yes, RetryAfterOn409: Unknown,
+		Cache5xx: Unknown, Cache4xxBusiness: Yes, CacheValidation: Unknown,
+		ScopeEndpoint: ScopeUnknown, ScopeUser: "isolated", CanonicalJSON: Unknown,
+		Expiry: ExpiryFresh, Margin: 500 * time.Millisecond, Grace: time.Second,
+	},
+	// Stripe API v1 (docs.stripe.com/idempotency).
+	"stripe": {
+		KeySyntax: Raw, KeyRequired: No, KeyMaxLen: 255,
+		MismatchStatus: []int{400}, InFlightStatus: []int{409},
+		BlockOK: false, MaxBlock: 10 * time.Second,
+		ReplayHeader: "Idempotent-Replayed", ReplayHeaderValue: "true",
+		ReplayCompare: CompareJSON, ProblemJSON: No, RetryAfterOn409: Unknown,
+		Cache5xx: Yes, Cache4xxBusiness: Yes, CacheValidation: No,
+		ScopeEndpoint: ScopeError, ScopeUser: "isolated", CanonicalJSON: Unknown,
+		Expiry: ExpiryFresh, Margin: 500 * time.Millisecond, Grace: time.Second,
+	},
+	// The classic "seeds" rules: byte-identical replay, canonical hash,
+	// transient 5xx not cached, endpoint in scope.
+	"seeds": {
+		KeySyntax: SFString, KeyRequired: Unknown,
+		MismatchStatus: []int{409, 422}, InFlightStatus: []int{409},
+		BlockOK: true, MaxBlock: 10 * time.Second,
+		ReplayCompare: CompareBytes, ProblemJSON: Unknown, RetryAfterOn409: Unknown,
+		Cache5xx: No, Cache4xxBusiness: Yes, CacheValidation: Unknown,
+		ScopeEndpoint: ScopeIndependent, ScopeUser: "isolated", CanonicalJSON: Yes,
+		Expiry: ExpiryFresh, Margin: 500 * time.Millisecond, Grace: time.Second,
+	},
+	// Only the outcomes every source agrees on are judged.
+	"lenient": {
+		KeySyntax: SFString, KeyRequired: Unknown,
+		MissingStatus: []int{400, 422}, MismatchStatus: []int{400, 409, 422},
+		InFlightStatus: []int{409, 423, 425, 429, 503},
+		BlockOK: true, MaxBlock: 30 * time.Second,
+		ReplayCompare: CompareStatus, ProblemJSON: Unknown, RetryAfterOn409: Unknown,
+		Cache5xx: Unknown, Cache4xxBusiness: Unknown, CacheValidation: Unknown,
+		ScopeEndpoint: ScopeUnknown, ScopeUser: "isolated", CanonicalJSON: Unknown,
+		Expiry: ExpiryUnknown, Margin: time.Second, Grace: 2 * time.Second,
+	},
+}
+
+// ProfileNames lists the presets.
+func ProfileNames() []string {
+	names := make([]string, 0, len(presets))
+	for n := range presets {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// ProfileByName returns a copy of a preset ("" means DefaultProfile).
+func ProfileByName(name string) (*Profile, error) {
+	if name == "" {
+		name = DefaultProfile
+	}
+	p, ok := presets[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown profile %q (valid: %s)", name, strings.Join(ProfileNames(), ", "))
+	}
+	p.Name = name
+	p.MissingStatus = append([]int(nil), p.MissingStatus...)
+	p.MismatchStatus = append([]int(nil), p.MismatchStatus...)
+	p.InFlightStatus = append([]int(nil), p.InFlightStatus...)
+	p.VolatileFields = append([]string(nil), p.VolatileFields...)
+	return &p, nil
+}
+
+// Validate checks the profile's values; the error names the field.
+func (p *Profile) Validate() error {
+	switch p.KeySyntax {
+	case SFString, Raw:
+	default:
+		return fmt.Errorf("profile key_syntax %q: want sf-string or raw", p.KeySyntax)
+	}
+	for _, f := range []struct {
+		name string
+		v    []int
+	}{{"missing_status", p.MissingStatus}, {"mismatch_status", p.MismatchStatus}, {"in_flight_status", p.InFlightStatus}} {
+		for _, s := range f.v {
+			if s < 400 || s > 599 {
+				return fmt.Errorf("profile %s: %d is not an error status (400-599)", f.name, s)
+			}
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    Tri
+	}{{"key_required", p.KeyRequired}, {"problem_json", p.ProblemJSON}, {"retry_after_on_409", p.RetryAfterOn409},
+		{"cache_5xx", p.Cache5xx}, {"cache_4xx_business", p.Cache4xxBusiness}, {"cache_validation", p.CacheValidation},
+		{"canonical_json", p.CanonicalJSON}} {
+		switch f.v {
+		case Yes, No, Unknown:
+		default:
+			return fmt.Errorf("profile %s %q: want true, false or \"?\"", f.name, f.v)
+		}
+	}
+	if p.ReplayHeaderValue != "" && p.ReplayHeader == "" {
+		return fmt.Errorf("profile replay_header_value %q set without replay_header", p.ReplayHeaderValue)
+	}
+	switch p.ReplayCompare {
+	case CompareBytes, CompareJSON, CompareStatus:
+	default:
+		return fmt.Errorf("profile replay_compare %q: want bytes, json or status", p.ReplayCompare)
+	}
+	switch p.ScopeEndpoint {
+	case ScopeIndependent, ScopeError, ScopeUnknown:
+	default:
+		return fmt.Errorf("profile scope_endpoint %q: want independent, error or unknown", p.ScopeEndpoint)
+	}
+	if p.ScopeUser != "isolated" {
+		return fmt.Errorf("profile scope_user %q: only \"isolated\" is supported (a shared key space leaks data, trap C15)", p.ScopeUser)
+	}
+	switch p.Expiry {
+	case ExpiryFresh, ExpiryExpired409, ExpiryUnknown:
+	default:
+		return fmt.Errorf("profile expiry %q: want fresh, expired-409 or unknown", p.Expiry)
+	}
+	if p.KeyMaxLen < 0 || p.KeyMinLen < 0 || (p.KeyMaxLen > 0 && p.KeyMinLen > p.KeyMaxLen) {
+		return fmt.Errorf("profile key_min_len %d / key_max_len %d: want 0 <= min <= max", p.KeyMinLen, p.KeyMaxLen)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"max_block", p.MaxBlock}, {"margin", p.Margin}, {"grace", p.Grace}} {
+		if d.v < 0 {
+			return fmt.Errorf("profile %s %s: must not be negative", d.name, d.v)
+		}
+	}
+	if p.BlockOK && p.MaxBlock <= 0 {
+		return fmt.Errorf("profile max_block: must be positive when block_ok is true")
+	}
+	for _, ptr := range p.VolatileFields {
+		if _, err := parsePointer(ptr); err != nil {
+			return fmt.Errorf("profile volatile_fields %q: %v", ptr, err)
+		}
+	}
+	return nil
+}
+
+// InFlightOK reports whether status is an accepted in-flight answer.
+func (p *Profile) InFlightOK(status int) bool { return hasStatus(p.InFlightStatus, status) }
+
+func hasStatus(set []int, s int) bool {
+	for _, v := range set {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}

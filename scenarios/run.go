@@ -1,0 +1,299 @@
+package scenarios
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ErrUnreachable: the preflight request got no HTTP answer (exit code 4).
+var ErrUnreachable = errors.New("target unreachable")
+
+// RunOptions select and tune a run.
+type RunOptions struct {
+	// Run and Skip are globs over Result.Name() ("family/case@operation")
+	// and the case ID: '*' matches within a segment, '**' across segments.
+	// Empty Run selects everything.
+	Run, Skip []string
+	// Strict turns Warn (an unmet SHOULD) into a run failure.
+	Strict bool
+	// Seed, when not zero, shuffles the start order reproducibly.
+	Seed int64
+	// Parallel bounds concurrently running case instances (0: all).
+	Parallel int
+	// KnownFailing are globs of cases expected to fail; one that passes
+	// fails the run so the list cannot go stale.
+	KnownFailing []string
+	// OnResult is called once per finished case instance, never concurrently.
+	OnResult func(Result)
+}
+
+// Planned is one case instance a run would execute.
+type Planned struct {
+	Meta
+	Operation string `json:"operation,omitempty"`
+	// Supplied: the config supplies everything the case needs; Missing lists
+	// what it lacks.
+	Supplied bool   `json:"supplied"`
+	Missing  []Need `json:"missing,omitempty"`
+}
+
+// Name is the instance's unique name, as Result.Name.
+func (p Planned) Name() string { return Result{Meta: p.Meta, Operation: p.Operation}.Name() }
+
+type instance struct {
+	Planned
+	c  Case
+	op *Operation
+}
+
+// Plan lists the selected case instances in name order.
+func Plan(t *Target, p *Profile, o RunOptions) ([]Planned, error) {
+	ins, err := plan(t, o)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Planned, len(ins))
+	for i, in := range ins {
+		out[i] = in.Planned
+	}
+	return out, nil
+}
+
+func plan(t *Target, o RunOptions) ([]instance, error) {
+	runG, err := compileGlobs("run", o.Run)
+	if err != nil {
+		return nil, err
+	}
+	skipG, err := compileGlobs("skip", o.Skip)
+	if err != nil {
+		return nil, err
+	}
+	var out []instance
+	for _, c := range Catalog() {
+		ops := []*Operation{nil}
+		if c.PerOperation {
+			ops = ops[:0]
+			for i := range t.Operations {
+				ops = append(ops, &t.Operations[i])
+			}
+		}
+		for _, op := range ops {
+			in := instance{c: c, op: op, Planned: Planned{Meta: c.Meta}}
+			subject := op
+			if op != nil {
+				in.Operation = op.Name
+			} else if len(t.Operations) > 0 {
+				subject = &t.Operations[0]
+			}
+			in.op = subject
+			name := in.Name()
+			if (len(runG) > 0 && !matchAny(runG, name, c.ID)) || matchAny(skipG, name, c.ID) {
+				continue
+			}
+			for _, n := range c.Needs {
+				if !suppliesFor(t, subject, n) {
+					in.Missing = append(in.Missing, n)
+				}
+			}
+			in.Supplied = len(in.Missing) == 0
+			out = append(out, in)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
+	return out, nil
+}
+
+// compileGlobs turns '*' (within a segment) and '**' (across) globs into
+// anchored regexps; '?' matches one character of a segment.
+func compileGlobs(flag string, globs []string) ([]*regexp.Regexp, error) {
+	var out []*regexp.Regexp
+	for _, g := range globs {
+		if g == "" {
+			return nil, fmt.Errorf("--%s: empty pattern", flag)
+		}
+		var b strings.Builder
+		b.WriteString("^")
+		for i := 0; i < len(g); i++ {
+			switch {
+			case strings.HasPrefix(g[i:], "**"):
+				b.WriteString(".*")
+				i++
+			case g[i] == '*':
+				b.WriteString("[^/]*")
+			case g[i] == '?':
+				b.WriteString("[^/]")
+			default:
+				b.WriteString(regexp.QuoteMeta(string(g[i])))
+			}
+		}
+		b.WriteString("$")
+		re, err := regexp.Compile(b.String())
+		if err != nil {
+			return nil, fmt.Errorf("--%s %q: %v", flag, g, err)
+		}
+		out = append(out, re)
+	}
+	return out, nil
+}
+
+func matchAny(globs []*regexp.Regexp, names ...string) bool {
+	for _, g := range globs {
+		for _, n := range names {
+			if g.MatchString(n) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Run executes the selected catalog against t. Cases run concurrently: each
+// uses its own fresh keys and per-key oracle counters, so the run takes
+// about as long as its slowest case. A global (not per-key) oracle forces a
+// serial run because concurrent cases would move its counter.
+func Run(ctx context.Context, t *Target, p *Profile, o RunOptions) (*Report, error) {
+	ins, err := plan(t, o)
+	if err != nil {
+		return nil, err
+	}
+	known, err := compileGlobs("known-failing", o.KnownFailing)
+	if err != nil {
+		return nil, err
+	}
+	client := NewClient(t.Timeout + p.MaxBlock)
+	if err := preflight(ctx, t, client); err != nil {
+		return nil, err
+	}
+	if o.Seed != 0 {
+		r := rand.New(rand.NewPCG(uint64(o.Seed), 0x1dc))
+		r.Shuffle(len(ins), func(i, j int) { ins[i], ins[j] = ins[j], ins[i] })
+	}
+	parallel := o.Parallel
+	if parallel <= 0 || parallel > len(ins) {
+		parallel = len(ins)
+	}
+	globalOracle := t.Oracle != nil && !strings.Contains(t.Oracle.URL, "{key}")
+	if globalOracle {
+		parallel = 1
+	}
+	rep := &Report{Target: t.BaseURL, Profile: p.Name, Strict: o.Strict, Seed: o.Seed, Started: time.Now()}
+	results := make([]Result, len(ins))
+	sem := make(chan struct{}, max(parallel, 1))
+	var wg sync.WaitGroup
+	var cbMu sync.Mutex
+	for i := range ins {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			res := runInstance(ctx, t, p, client, ins[i], globalOracle)
+			res.KnownFailing = matchAny(known, res.Name(), res.ID)
+			results[i] = res
+			if o.OnResult != nil {
+				cbMu.Lock()
+				o.OnResult(res)
+				cbMu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	sort.Slice(results, func(i, j int) bool { return results[i].Name() < results[j].Name() })
+	rep.Results = results
+	rep.Duration = time.Since(rep.Started)
+	return rep, nil
+}
+
+// preflight makes sure something answers HTTP at the base URL.
+func preflight(ctx context.Context, t *Target, c *http.Client) error {
+	ctx, cancel := context.WithTimeout(ctx, min(t.Timeout, 5*time.Second))
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.BaseURL+"/", nil)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrUnreachable, t.BaseURL, err)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrUnreachable, t.BaseURL, err)
+	}
+	resp.Body.Close()
+	return nil
+}
+
+// caseBudget bounds one case instance: its longest legitimate wait plus
+// room for its requests.
+func caseBudget(t *Target, p *Profile) time.Duration {
+	return 3*t.Timeout + t.TTL + t.Lease + p.MaxBlock + p.Grace + 10*time.Second
+}
+
+func runInstance(ctx context.Context, t *Target, p *Profile, client *http.Client, in instance, globalOracle bool) (res Result) {
+	res = Result{Meta: in.Meta, Operation: in.Operation}
+	start := time.Now()
+	defer func() { res.Duration = time.Since(start) }()
+	if !in.Supplied {
+		for _, n := range in.Missing {
+			if n == NeedOracle || n == NeedEffects {
+				res.Status, res.Reason = Unverifiable, "needs "+string(n)+": configure an oracle or an id_pointer to tell a replay from a re-execution"
+				return res
+			}
+		}
+		names := make([]string, len(in.Missing))
+		for i, n := range in.Missing {
+			names[i] = string(n)
+		}
+		res.Status, res.Reason = Skip, "config does not supply: "+strings.Join(names, ", ")
+		return res
+	}
+	ctx, cancel := context.WithTimeout(ctx, caseBudget(t, p))
+	defer cancel()
+	e := &Env{Target: t, Profile: p, Op: in.op, Case: in.c, client: client}
+	if globalOracle {
+		n, err := e.sampleOracle(ctx, "")
+		if err != nil {
+			res.Status, res.Reason, res.Exchanges = Inconclusive, "oracle baseline: "+err.Error(), e.Exchanges()
+			return res
+		}
+		e.oracleBase = n
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			res.Status, res.Reason = Inconclusive, fmt.Sprintf("idemcheck bug: case panicked: %v", r)
+			res.Exchanges = e.Exchanges()
+		}
+	}()
+	v := in.c.Run(ctx, e)
+	res.Status, res.Expected, res.Observed, res.Reason = v.Status, v.Expected, v.Observed, v.Reason
+	res.Exchanges = e.Exchanges()
+	return res
+}
+
+// Counts tallies the results by status.
+func (r *Report) Counts() map[Status]int {
+	c := map[Status]int{}
+	for _, res := range r.Results {
+		c[res.Status]++
+	}
+	return c
+}
+
+// Outcome says whether the run passes: a Fail (and a Warn under Strict,
+// except for informational cases) fails it unless the case is known to
+// fail; a known-failing case that passes fails it too.
+func (r *Report) Outcome() (ok bool, problems []string) {
+	for _, res := range r.Results {
+		bad := res.Status == Fail || (r.Strict && res.Status == Warn && res.Level != Info)
+		switch {
+		case res.KnownFailing && res.Status == Pass:
+			problems = append(problems, res.Name()+": listed as known-failing but passed; remove it from the list")
+		case bad && !res.KnownFailing:
+			problems = append(problems, fmt.Sprintf("%s: %s", res.Name(), res.Status))
+		}
+	}
+	return len(problems) == 0, problems
+}
