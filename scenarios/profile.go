@@ -146,7 +146,7 @@ var presets = map[string]Profile{
 		KeySyntax: SFString, KeyRequired: Unknown,
 		MissingStatus: []int{400, 422}, MismatchStatus: []int{400, 409, 422},
 		InFlightStatus: []int{409, 423, 425, 429, 503},
-		BlockOK: true, MaxBlock: 30 * time.Second,
+		BlockOK:        true, MaxBlock: 30 * time.Second,
 		ReplayCompare: CompareStatus, ProblemJSON: Unknown, RetryAfterOn409: Unknown,
 		Cache5xx: Unknown, Cache4xxBusiness: Unknown, CacheValidation: Unknown,
 		ScopeEndpoint: ScopeUnknown, ScopeUser: "isolated", CanonicalJSON: Unknown,
