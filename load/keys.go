@@ -1,0 +1,178 @@
+package load
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+)
+
+// Path is what a request exercises on the server, known from what was sent.
+type Path string
+
+const (
+	Hit        Path = "hit"        // replay of a key completed during warm-up
+	Miss       Path = "miss"       // a fresh key: the handler runs
+	Contention Path = "contention" // one of K hot keys sent concurrently
+	NoKey      Path = "nokey"      // no key header: the baseline
+	warmup     Path = "warmup"     // pool creation, never measured
+)
+
+// Paths lists the measured paths in report order.
+var Paths = []Path{Hit, Miss, Contention, NoKey}
+
+// Mode picks the key strategy of a run.
+type Mode string
+
+const (
+	ModeMiss       Mode = "miss"
+	ModeHit        Mode = "hit"
+	ModeMix        Mode = "mix"
+	ModeContention Mode = "contention"
+	ModeNoKey      Mode = "nokey"
+)
+
+// Modes lists the valid modes.
+var Modes = []Mode{ModeMiss, ModeHit, ModeMix, ModeContention, ModeNoKey}
+
+// ParseMode validates a mode name.
+func ParseMode(s string) (Mode, error) {
+	for _, m := range Modes {
+		if string(m) == s {
+			return m, nil
+		}
+	}
+	return "", fmt.Errorf("mode %q: want one of miss, hit, mix, contention, nokey", s)
+}
+
+// Produces reports the paths a mode sends requests on.
+func (m Mode) Produces() []Path {
+	switch m {
+	case ModeMiss:
+		return []Path{Miss}
+	case ModeHit:
+		return []Path{Hit}
+	case ModeMix:
+		return []Path{Hit, Miss}
+	case ModeContention:
+		return []Path{Contention}
+	case ModeNoKey:
+		return []Path{NoKey}
+	}
+	return nil
+}
+
+// KeyGen makes the n-th idempotency key of a run.
+type KeyGen func(n uint64) string
+
+// RandomKeys returns keys unique to this run: a random run prefix plus a
+// sequence number (cheaper than a UUID per request, equally collision-free).
+func RandomKeys() KeyGen {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	prefix := "ik-" + hex.EncodeToString(b[:]) + "-"
+	return func(n uint64) string { return prefix + strconv.FormatUint(n, 10) }
+}
+
+// HashKeys derives each key from a business id sequence: key n is the
+// SHA-256 of "seed:n", so a run with the same seed sends the same keys
+// (and, against the same server, gets replays instead of misses).
+func HashKeys(seed string) KeyGen {
+	return func(n uint64) string {
+		sum := sha256.Sum256([]byte(seed + ":" + strconv.FormatUint(n, 10)))
+		return hex.EncodeToString(sum[:16])
+	}
+}
+
+// request is the fixed part of every request of a run.
+type request struct {
+	method    string
+	url       string // absolute, no fragment
+	body      []byte
+	header    http.Header // principal + operation headers, no key
+	keyHeader string
+	quote     bool // sf-string syntax: send "key"
+}
+
+// target fills t for path p and key (empty for NoKey). The path and key
+// ride in the URL fragment: net/http never sends a fragment, but vegeta
+// keeps the URL in every Result, so results files stay classifiable after
+// they are merged across machines.
+func (rq *request) target(t *vegeta.Target, p Path, key string) {
+	t.Method = rq.method
+	t.Body = rq.body
+	h := rq.header.Clone()
+	if key != "" {
+		v := key
+		if rq.quote {
+			v = `"` + key + `"`
+		}
+		h[rq.keyHeader] = []string{v}
+	}
+	t.Header = h
+	t.URL = rq.url + "#" + tagOf(p, key)
+}
+
+func tagOf(p Path, key string) string {
+	if key == "" {
+		return "path=" + string(p)
+	}
+	return "path=" + string(p) + "&key=" + url.QueryEscape(key)
+}
+
+// Classify returns the path and key a result was sent with, from its URL
+// fragment; ok is false for results idemcheck did not produce.
+func Classify(r *vegeta.Result) (p Path, key string, ok bool) {
+	_, frag, found := strings.Cut(r.URL, "#")
+	if !found {
+		return "", "", false
+	}
+	q, err := url.ParseQuery(frag)
+	if err != nil || q.Get("path") == "" {
+		return "", "", false
+	}
+	return Path(q.Get("path")), q.Get("key"), true
+}
+
+// targeter builds the vegeta Targeter for a mode. pool holds the warm keys
+// (hit, mix); hot holds the contention keys; next numbers fresh keys and is
+// shared by all phases so keys never repeat within a run.
+func (rq *request) targeter(m Mode, hitRatio float64, pool, hot []string, gen KeyGen, next *atomic.Uint64) vegeta.Targeter {
+	var n atomic.Uint64
+	fresh := func(t *vegeta.Target) {
+		rq.target(t, Miss, gen(next.Add(1)))
+	}
+	fromPool := func(t *vegeta.Target, keys []string, p Path) {
+		rq.target(t, p, keys[(n.Add(1)-1)%uint64(len(keys))])
+	}
+	switch m {
+	case ModeHit:
+		return func(t *vegeta.Target) error { fromPool(t, pool, Hit); return nil }
+	case ModeContention:
+		return func(t *vegeta.Target) error { fromPool(t, hot, Contention); return nil }
+	case ModeNoKey:
+		return func(t *vegeta.Target) error { rq.target(t, NoKey, ""); return nil }
+	case ModeMix:
+		var i atomic.Uint64
+		return func(t *vegeta.Target) error {
+			// Request k is a hit when floor((k+1)r) > floor(kr): exactly
+			// the ratio over any window, deterministic, no shared RNG.
+			k := float64(i.Add(1) - 1)
+			if uint64((k+1)*hitRatio) > uint64(k*hitRatio) {
+				fromPool(t, pool, Hit)
+			} else {
+				fresh(t)
+			}
+			return nil
+		}
+	default:
+		return func(t *vegeta.Target) error { fresh(t); return nil }
+	}
+}

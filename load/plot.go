@@ -1,0 +1,100 @@
+package load
+
+import (
+	"fmt"
+	"html"
+	"io"
+	"math"
+	"strings"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+	"github.com/tsenart/vegeta/v12/lib/plot"
+)
+
+// newTimePlot is vegeta's HTML latency-over-time plot with one series per
+// path (and a separate series for that path's errors).
+func newTimePlot(title string) *plot.Plot {
+	return plot.New(plot.Title(title), plot.Label(func(r *vegeta.Result) string {
+		p, _, _ := Classify(r)
+		if r.Error != "" {
+			return string(p) + ": error"
+		}
+		return string(p)
+	}))
+}
+
+// colours per path in the HDR plot.
+var pathColour = map[Path]string{Hit: "#1b9e77", Miss: "#d95f02", Contention: "#7570b3", NoKey: "#666666"}
+
+// WriteHDRPlot writes a self-contained SVG of the latency percentile
+// spectrum per path (HdrHistogram style: the x axis stretches the tail,
+// 90% 99% 99.9% ... equally spaced), one line per path.
+func (r *Report) WriteHDRPlot(w io.Writer) error {
+	const (
+		width, height = 820.0, 460.0
+		left, right   = 70.0, 140.0
+		top, bottom   = 40.0, 50.0
+		nines         = 5.0 // up to 99.999%
+		steps         = 100
+	)
+	type series struct {
+		path Path
+		pts  [][2]float64 // x in nines, y in ms
+	}
+	var all []series
+	maxY := 0.0
+	for _, p := range Paths {
+		s := r.Paths[p]
+		if s == nil || s.hist == nil || s.Requests == 0 {
+			continue
+		}
+		ser := series{path: p}
+		for i := 0; i <= steps; i++ {
+			x := nines * float64(i) / steps
+			q := 100 * (1 - math.Pow(10, -x))
+			y := ms(s.hist.ValueAtQuantile(q))
+			ser.pts = append(ser.pts, [2]float64{x, y})
+			maxY = math.Max(maxY, y)
+		}
+		all = append(all, ser)
+	}
+	if maxY == 0 {
+		maxY = 1
+	}
+	plotW, plotH := width-left-right, height-top-bottom
+	px := func(x float64) float64 { return left + x/nines*plotW }
+	py := func(y float64) float64 { return top + plotH - y/maxY*plotH }
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" font-family="sans-serif" font-size="12">`+"\n", width, height)
+	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
+	fmt.Fprintf(&b, `<text x="%.0f" y="22" font-size="15">%s</text>`+"\n", left, html.EscapeString("Latency by percentile (HDR) — "+r.Target))
+	for i := 0; i <= int(nines); i++ {
+		x := px(float64(i))
+		label := "0%"
+		if i > 0 {
+			label = strings.TrimSuffix(fmt.Sprintf("%.*f", max(i-2, 0), 100*(1-math.Pow(10, -float64(i)))), ".") + "%"
+		}
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", x, top, x, top+plotH)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", x, top+plotH+18, label)
+	}
+	for i := 0; i <= 4; i++ {
+		y := maxY * float64(i) / 4
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", left, py(y), left+plotW, py(y))
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end">%s</text>`+"\n", left-6, py(y)+4, fmtMs(y))
+	}
+	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">percentile</text>`+"\n", left+plotW/2, height-8)
+	for i, s := range all {
+		var pts []string
+		for _, p := range s.pts {
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", px(p[0]), py(p[1])))
+		}
+		c := pathColour[s.path]
+		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`+"\n", c, strings.Join(pts, " "))
+		ly := top + 10 + float64(i)*20
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="3"/>`+"\n", left+plotW+12, ly, left+plotW+32, ly, c)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f">%s p50 %s</text>`+"\n", left+plotW+38, ly+4, s.path, fmtMs(r.Paths[s.path].LatencyMs.P50))
+	}
+	b.WriteString("</svg>\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}

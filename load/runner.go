@@ -1,0 +1,478 @@
+// Package load drives vegeta attacks that separate an idempotent API's
+// replay (hit) path from its execute (miss) path, hammers hot keys
+// (contention), checks correctness under load and gates on thresholds.
+package load
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+	"github.com/tsenart/vegeta/v12/lib/plot"
+
+	"github.com/idemcheck/idemcheck/scenarios"
+)
+
+// ErrUnreachable wraps a failed preflight: nothing answered at the target.
+var ErrUnreachable = errors.New("target unreachable")
+
+// ErrNotLoopback refuses load against anything but 127.0.0.1 / ::1.
+var ErrNotLoopback = errors.New("load is only sent to 127.0.0.1 or [::1]")
+
+type config struct {
+	mode      Mode
+	plan      Plan
+	hitRatio  float64
+	pool      int
+	hot       int
+	keys      KeyGen
+	keySeed   string
+	workers   uint64
+	maxWork   uint64
+	timeout   time.Duration
+	operation string
+	variant   string
+	patch     json.RawMessage
+	verySlow  time.Duration
+	results   io.Writer
+	timePlot  bool
+	progress  func(Progress)
+}
+
+// Option configures Run.
+type Option func(*config)
+
+// WithMode picks the key strategy (default miss).
+func WithMode(m Mode) Option { return func(c *config) { c.mode = m } }
+
+// WithPlan sets the rate plan (default 100@5s).
+func WithPlan(p Plan) Option { return func(c *config) { c.plan = p } }
+
+// WithHitRatio is the share of hits in mix mode (default 0.9).
+func WithHitRatio(r float64) Option { return func(c *config) { c.hitRatio = r } }
+
+// WithPool sets how many keys are completed during warm-up and replayed
+// as hits (default 100).
+func WithPool(n int) Option { return func(c *config) { c.pool = n } }
+
+// WithHotKeys sets how many keys contention mode hammers (default 4).
+func WithHotKeys(n int) Option { return func(c *config) { c.hot = n } }
+
+// WithHashKeys derives keys from a business id sequence (SHA-256 of
+// "seed:n") instead of random run-unique keys.
+func WithHashKeys(seed string) Option {
+	return func(c *config) { c.keys, c.keySeed = HashKeys(seed), seed }
+}
+
+// WithWorkers bounds vegeta's workers: initial (also the number of
+// connections opened before the measured window) and maximum.
+func WithWorkers(initial, max uint64) Option {
+	return func(c *config) { c.workers, c.maxWork = initial, max }
+}
+
+// WithTimeout bounds each request (default 10s).
+func WithTimeout(d time.Duration) Option { return func(c *config) { c.timeout = d } }
+
+// WithOperation picks the target operation by name (default the first).
+func WithOperation(name string) Option { return func(c *config) { c.operation = name } }
+
+// WithVariant applies a declared variant's patch (e.g. "slow") to every
+// request. Contention mode uses "slow" when the target declares it and no
+// variant or patch was chosen, so same-key requests overlap.
+func WithVariant(name string) Option { return func(c *config) { c.variant = name } }
+
+// WithBodyPatch applies a JSON merge patch to the request body (after the
+// variant), e.g. {"delay_ms":50} for a slow miss path on the reference.
+func WithBodyPatch(p json.RawMessage) Option { return func(c *config) { c.patch = p } }
+
+// WithVerySlow sets the latency counted as very slow (default 1s).
+func WithVerySlow(d time.Duration) Option { return func(c *config) { c.verySlow = d } }
+
+// WithResults streams every result (warm-up included, so replays can be
+// re-checked offline) to w as vegeta gob, mergeable by ReadResults.
+func WithResults(w io.Writer) Option { return func(c *config) { c.results = w } }
+
+// WithTimePlot collects vegeta's latency-over-time plot (Report.WriteHTMLPlot).
+func WithTimePlot() Option { return func(c *config) { c.timePlot = true } }
+
+// WithProgress is called about once a second during each phase.
+func WithProgress(f func(Progress)) Option { return func(c *config) { c.progress = f } }
+
+// Progress is a live snapshot of the running phase.
+type Progress struct {
+	Phase    string
+	Index    int // 1-based
+	Phases   int
+	Sent     uint64
+	Planned  uint64 // 0 for max phases
+	Errors   uint64
+	Elapsed  time.Duration
+	Duration time.Duration
+}
+
+// Limits keep every loop and buffer bounded.
+const (
+	maxPool    = 100_000
+	maxHot     = 10_000
+	maxWorkers = 10_000
+)
+
+func defaults() config {
+	plan, _ := ParsePlan("100@5s")
+	return config{mode: ModeMiss, plan: plan, hitRatio: 0.9, pool: 100, hot: 4,
+		workers: 32, maxWork: 512, timeout: 10 * time.Second, verySlow: time.Second}
+}
+
+func (c *config) validate() error {
+	switch {
+	case c.hitRatio < 0 || c.hitRatio > 1:
+		return fmt.Errorf("hit ratio %v: want 0..1", c.hitRatio)
+	case c.pool < 1 || c.pool > maxPool:
+		return fmt.Errorf("pool %d: want 1..%d", c.pool, maxPool)
+	case c.hot < 1 || c.hot > maxHot:
+		return fmt.Errorf("hot keys %d: want 1..%d", c.hot, maxHot)
+	case c.workers < 1 || c.maxWork < c.workers || c.maxWork > maxWorkers:
+		return fmt.Errorf("workers %d/max %d: want 1 <= workers <= max-workers <= %d", c.workers, c.maxWork, maxWorkers)
+	case c.timeout <= 0:
+		return fmt.Errorf("timeout %s: want > 0", c.timeout)
+	case len(c.plan) == 0:
+		return fmt.Errorf("empty plan")
+	}
+	return nil
+}
+
+// CheckLoopback returns ErrNotLoopback unless base's host is a loopback
+// literal (127.0.0.1, localhost resolves differently per machine).
+func CheckLoopback(base string) error {
+	u, err := url.Parse(base)
+	if err != nil {
+		return fmt.Errorf("%w: %q is not a URL", ErrNotLoopback, base)
+	}
+	if ip := net.ParseIP(u.Hostname()); ip == nil || !(ip.Equal(net.IPv4(127, 0, 0, 1)) || ip.Equal(net.IPv6loopback)) {
+		return fmt.Errorf("%w: refusing %q", ErrNotLoopback, u.Host)
+	}
+	return nil
+}
+
+// Preflight checks that something answers HTTP at the target.
+func Preflight(ctx context.Context, t *scenarios.Target) error {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.BaseURL+"/", nil)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUnreachable, err)
+	}
+	resp, err := (&http.Client{Transport: scenarios.NewTransport(1)}).Do(req)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrUnreachable, t.BaseURL, err)
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+	return resp.Body.Close()
+}
+
+// buildRequest resolves the operation, principal and body of the run.
+func buildRequest(t *scenarios.Target, c *config) (*request, error) {
+	if len(t.Operations) == 0 {
+		return nil, fmt.Errorf("target declares no operations")
+	}
+	op := t.Operations[0]
+	if c.operation != "" {
+		found := false
+		for _, o := range t.Operations {
+			if o.Name == c.operation {
+				op, found = o, true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("operation %q: not declared by the target", c.operation)
+		}
+	}
+	variant := c.variant
+	if variant == "" && c.patch == nil && c.mode == ModeContention {
+		if _, ok := op.Variants[scenarios.VariantSlow]; ok {
+			variant = scenarios.VariantSlow
+		}
+	}
+	body := []byte(op.Body)
+	var err error
+	if variant != "" {
+		v, ok := op.Variants[variant]
+		if !ok {
+			return nil, fmt.Errorf("variant %q: not declared by operation %q", variant, op.Name)
+		}
+		if body, err = mergePatch(body, v.Patch); err != nil {
+			return nil, fmt.Errorf("variant %q: %w", variant, err)
+		}
+	}
+	if c.patch != nil {
+		if body, err = mergePatch(body, c.patch); err != nil {
+			return nil, fmt.Errorf("body patch: %w", err)
+		}
+	}
+	h := http.Header{}
+	for k, v := range op.Headers {
+		h.Set(k, v)
+	}
+	if len(t.Principals) > 0 {
+		for k, v := range t.Principals[0].Headers {
+			h.Set(k, v)
+		}
+	}
+	keyHeader := t.KeyHeader
+	if keyHeader == "" {
+		keyHeader = "Idempotency-Key"
+	}
+	return &request{
+		method:    op.Method,
+		url:       t.BaseURL + op.Path,
+		body:      body,
+		header:    h,
+		keyHeader: http.CanonicalHeaderKey(keyHeader),
+		quote:     t.KeySyntax != scenarios.Raw,
+	}, nil
+}
+
+// Run warms up (connections, then the hit pool), runs every phase of the
+// plan on a fresh vegeta Attacker, then asks the oracle. Cancelling ctx
+// stops the running phase; the partial report is still returned.
+func Run(ctx context.Context, t *scenarios.Target, opts ...Option) (*Report, error) {
+	c := defaults()
+	for _, o := range opts {
+		o(&c)
+	}
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	if err := CheckLoopback(t.BaseURL); err != nil {
+		return nil, err
+	}
+	if c.keys == nil {
+		c.keys = RandomKeys()
+	}
+	rq, err := buildRequest(t, &c)
+	if err != nil {
+		return nil, err
+	}
+	if err := Preflight(ctx, t); err != nil {
+		return nil, err
+	}
+	client := &http.Client{
+		Transport:     scenarios.NewTransport(int(c.maxWork)),
+		Timeout:       c.timeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	defer client.CloseIdleConnections()
+
+	col := newCollector(c.verySlow)
+	s := &sink{col: col}
+	if c.results != nil {
+		s.enc = vegeta.NewEncoder(c.results)
+	}
+	if c.timePlot {
+		s.plot = newTimePlot("idemcheck load — " + t.BaseURL)
+	}
+
+	warmConnections(ctx, client, t.BaseURL+"/", int(c.workers))
+	var next atomic.Uint64
+	var pool, hot []string
+	if c.mode == ModeHit || c.mode == ModeMix {
+		if pool, err = warmPool(ctx, &c, rq, client, &next, s); err != nil {
+			return nil, err
+		}
+	}
+	if c.mode == ModeContention {
+		for i := 0; i < c.hot; i++ {
+			hot = append(hot, c.keys(next.Add(1)))
+		}
+	}
+	orc := newOracle(t, scenarios.NewClient(5*time.Second))
+	orep := &OracleReport{}
+	if orc != nil {
+		orep.Available = true
+		if orep.TotalsURL = orc.totalsURL(); orep.TotalsURL != "" {
+			if orep.Before, err = orc.count(ctx, orep.TotalsURL); err != nil {
+				orep.Error, orep.TotalsURL = err.Error(), ""
+			}
+		}
+	}
+
+	tr := rq.targeter(c.mode, c.hitRatio, pool, hot, c.keys, &next)
+	interrupted := false
+	for i, ph := range c.plan {
+		if ctx.Err() != nil {
+			interrupted = true
+			break
+		}
+		if runPhase(ctx, &c, client, tr, ph, i, s) {
+			interrupted = true
+			break
+		}
+	}
+	if s.plot != nil {
+		s.plot.Close()
+	}
+
+	rep := col.report()
+	rep.Target, rep.Mode, rep.Plan, rep.KeySeed = t.BaseURL, c.mode, c.plan.String(), c.keySeed
+	if c.mode == ModeMix {
+		rep.HitRatio = c.hitRatio
+	}
+	rep.Interrupted = interrupted
+	rep.plot = s.plot
+	if orc != nil {
+		// The run's ctx may be cancelled (Ctrl-C): the oracle still gets
+		// a short, bounded look so the partial report is checked too.
+		octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+		orc.verify(octx, orep, col.check, pool)
+		cancel()
+		col.refreshViolations(rep)
+	}
+	if orc != nil {
+		rep.Oracle = orep
+	} else {
+		rep.Oracle = &OracleReport{}
+	}
+	return rep, s.err
+}
+
+// sink fans each result out to the collector, the results file and the plot.
+type sink struct {
+	col  *collector
+	enc  vegeta.Encoder
+	plot *plot.Plot
+	err  error // first results-file error
+}
+
+func (s *sink) add(r *vegeta.Result) {
+	s.col.add(r)
+	if s.enc != nil && s.err == nil {
+		if err := s.enc.Encode(r); err != nil {
+			s.err = fmt.Errorf("results file: %w", err)
+		}
+	}
+	if s.plot != nil {
+		if p, _, _ := Classify(r); p != warmup {
+			_ = s.plot.Add(r) // only fails on unlabelled results, which Classify excludes
+		}
+	}
+}
+
+// warmConnections opens n connections before the measured window: n
+// concurrent GETs, answered with anything, leave n idle keep-alive
+// connections in the pool (vegeta otherwise dials hundreds in the first
+// milliseconds of a phase and those requests dominate p99).
+func warmConnections(ctx context.Context, client *http.Client, u string, n int) {
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+			if err != nil {
+				return
+			}
+			resp, err := client.Do(req)
+			if err != nil {
+				return
+			}
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+			_ = resp.Body.Close()
+		}()
+	}
+	close(start)
+	wg.Wait()
+}
+
+// warmPool completes c.pool keys before the window (not measured) and
+// records their responses as the originals hits must replay.
+func warmPool(ctx context.Context, c *config, rq *request, client *http.Client, next *atomic.Uint64, s *sink) ([]string, error) {
+	pool := make([]string, c.pool)
+	for i := range pool {
+		pool[i] = c.keys(next.Add(1))
+	}
+	var i atomic.Int64
+	tr := func(t *vegeta.Target) error {
+		n := i.Add(1) - 1
+		if n >= int64(len(pool)) {
+			return vegeta.ErrNoTargets
+		}
+		rq.target(t, warmup, pool[n])
+		return nil
+	}
+	atk := vegeta.NewAttacker(vegeta.Client(client), vegeta.Workers(c.workers), vegeta.MaxWorkers(c.workers))
+	failed, first := 0, ""
+	done := 0
+	for r := range atk.Attack(tr, vegeta.Rate{Freq: 0}, 0, string(warmup)) {
+		if ctx.Err() != nil {
+			atk.Stop()
+		}
+		if r.URL == "" { // the targeter ran dry
+			continue
+		}
+		done++
+		s.add(r)
+		if r.Code < 200 || r.Code >= 300 {
+			failed++
+			if first == "" {
+				first = fmt.Sprintf("status %d %s %s", r.Code, r.Error, clip(r.Body))
+			}
+		}
+	}
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("warm-up interrupted: %w", ctx.Err())
+	}
+	if failed > 0 || done != len(pool) {
+		return nil, fmt.Errorf("warm-up: %d of %d pool keys did not complete with 2xx (first: %s)", failed+len(pool)-done, len(pool), first)
+	}
+	return pool, nil
+}
+
+// runPhase runs one phase on a new Attacker; it reports whether ctx
+// stopped it.
+func runPhase(ctx context.Context, c *config, client *http.Client, tr vegeta.Targeter, ph Phase, i int, s *sink) bool {
+	maxBody := int64(-1)
+	if c.mode == ModeNoKey && c.results == nil {
+		maxBody = 0 // nothing to compare; keep the baseline cheap
+	}
+	atk := vegeta.NewAttacker(vegeta.Client(client), vegeta.Workers(c.workers),
+		vegeta.MaxWorkers(c.maxWork), vegeta.MaxBody(maxBody))
+	results := atk.Attack(tr, ph.Pacer, ph.Duration, ph.Spec)
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	began := time.Now()
+	pr := Progress{Phase: ph.Spec, Index: i + 1, Phases: len(c.plan), Planned: ph.expectedHits(), Duration: ph.Duration}
+	stopped := false
+	done := ctx.Done()
+	for {
+		select {
+		case r, ok := <-results:
+			if !ok {
+				return stopped
+			}
+			s.add(r)
+			pr.Sent++
+			if r.Error != "" {
+				pr.Errors++
+			}
+		case <-done:
+			atk.Stop()
+			stopped, done = true, nil
+		case <-tick.C:
+			if c.progress != nil {
+				pr.Elapsed = time.Since(began)
+				c.progress(pr)
+			}
+		}
+	}
+}
