@@ -100,9 +100,9 @@ type PathStats struct {
 	Errors      map[string]uint64 `json:"errors,omitempty"`
 	// VerySlow counts requests at or above the very-slow bound
 	// (Report.VerySlowMs); read percentiles beside it.
-	VerySlow   uint64      `json:"very_slow"`
-	LatencyMs  Latency     `json:"latency_ms"`
-	Percentile []Quantile  `json:"percentiles"`
+	VerySlow   uint64     `json:"very_slow"`
+	LatencyMs  Latency    `json:"latency_ms"`
+	Percentile []Quantile `json:"percentiles"`
 	hist       *hdrhistogram.Histogram
 }
 

@@ -37,10 +37,10 @@ type Report struct {
 	ObservedHitRatio float64      `json:"observed_hit_ratio,omitempty"`
 	Phases           []PhaseStats `json:"phases"`
 	// Violations counts broken guarantees; ViolationList shows the first few.
-	Violations    int           `json:"violations"`
-	ViolationList []Violation   `json:"violation_list"`
-	UncheckedHits uint64        `json:"unchecked_hits,omitempty"`
-	Oracle        *OracleReport `json:"oracle"`
+	Violations    int               `json:"violations"`
+	ViolationList []Violation       `json:"violation_list"`
+	UncheckedHits uint64            `json:"unchecked_hits,omitempty"`
+	Oracle        *OracleReport     `json:"oracle"`
 	Thresholds    []ThresholdResult `json:"thresholds"`
 
 	plot *plot.Plot // set when the time plot was collected
