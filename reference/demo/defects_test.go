@@ -1,0 +1,197 @@
+package demo
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/idemcheck/idemcheck/reference"
+	"github.com/idemcheck/idemcheck/reference/memstore"
+)
+
+// defectProbe runs one observation against an app and says whether the
+// app behaved correctly, with what it saw.
+type defectProbe func(t *testing.T, h *harness) (correct bool, saw string)
+
+const changedAmount = `{"amount":1001,"currency":"usd","description":"idemcheck"}`
+
+// slowInFlight starts a slow request with key k, waits until it provably
+// executes, and returns a channel with its reply.
+func slowInFlight(h *harness, k string) <-chan reply {
+	done := make(chan reply, 1)
+	go func() { done <- h.post("/v1/charges", "alice", k, `{"amount":1000,"currency":"usd","delay_ms":700}`) }()
+	h.waitExecutions(k, 1)
+	return done
+}
+
+// TestDefects proves each defect changes exactly the behaviour it names:
+// the probe passes on the correct build and fails with the defect on.
+func TestDefects(t *testing.T) {
+	cases := []struct {
+		defect reference.Defect
+		opts   Options
+		probe  defectProbe
+	}{
+		{reference.NoFingerprint, Options{}, func(t *testing.T, h *harness) (bool, string) {
+			k := newKey()
+			h.post("/v1/charges", "alice", k, chargeBody)
+			r := h.post("/v1/charges", "alice", k, changedAmount)
+			return r.status == 422, fmt.Sprintf("changed amount -> %d", r.status)
+		}},
+		{reference.CheckThenInsert, Options{}, func(t *testing.T, h *harness) (bool, string) {
+			k := newKey()
+			start := make(chan struct{})
+			var wg sync.WaitGroup
+			for range 32 {
+				wg.Go(func() {
+					<-start
+					h.post("/v1/charges", "alice", k, chargeBody)
+				})
+			}
+			close(start)
+			wg.Wait()
+			n, _, _ := h.executions(k)
+			return n == 1, fmt.Sprintf("32-request burst -> %d executions", n)
+		}},
+		{reference.NoInflightLock, Options{}, func(t *testing.T, h *harness) (bool, string) {
+			k := newKey()
+			done := slowInFlight(h, k)
+			r := h.post("/v1/charges", "alice", k, `{"amount":1000,"currency":"usd","delay_ms":700}`)
+			<-done
+			n, _, _ := h.executions(k)
+			return r.status == 409 && n == 1, fmt.Sprintf("retry in flight -> %d, %d executions", r.status, n)
+		}},
+		{reference.BlockInflight, Options{}, func(t *testing.T, h *harness) (bool, string) {
+			k := newKey()
+			done := slowInFlight(h, k)
+			r := h.post("/v1/charges", "alice", k, `{"amount":1000,"currency":"usd","delay_ms":700}`)
+			<-done
+			return r.status == 409, fmt.Sprintf("retry in flight -> %d replayed=%q", r.status, r.header.Get("Idempotent-Replayed"))
+		}},
+		{reference.NoUserScope, Options{}, func(t *testing.T, h *harness) (bool, string) {
+			k := newKey()
+			a := h.post("/v1/charges", "alice", k, chargeBody)
+			b := h.post("/v1/charges", "bob", k, chargeBody)
+			return b.status == 201 && a.body != b.body, fmt.Sprintf("bob same key -> %d, same body as alice: %v", b.status, a.body == b.body)
+		}},
+		{reference.NoEndpointScope, Options{}, func(t *testing.T, h *harness) (bool, string) {
+			k := newKey()
+			h.post("/v1/charges", "alice", k, chargeBody)
+			r := h.post("/v1/refunds", "alice", k, chargeBody)
+			_, _, refunds := h.executions(k)
+			return refunds == 1, fmt.Sprintf("same key on /v1/refunds -> %d, %d refund executions", r.status, refunds)
+		}},
+		{reference.NoExpiry, Options{TTL: 300 * time.Millisecond}, func(t *testing.T, h *harness) (bool, string) {
+			k := newKey()
+			h.post("/v1/charges", "alice", k, chargeBody)
+			time.Sleep(450 * time.Millisecond)
+			r := h.post("/v1/charges", "alice", k, chargeBody)
+			return r.header.Get("Idempotent-Replayed") == "", fmt.Sprintf("after TTL -> %d replayed=%q", r.status, r.header.Get("Idempotent-Replayed"))
+		}},
+		{reference.EarlyExpiry, Options{TTL: 3 * time.Second}, func(t *testing.T, h *harness) (bool, string) {
+			k := newKey()
+			h.post("/v1/charges", "alice", k, chargeBody)
+			time.Sleep(400 * time.Millisecond) // TTL/10 = 300 ms
+			r := h.post("/v1/charges", "alice", k, chargeBody)
+			return r.header.Get("Idempotent-Replayed") == "true", fmt.Sprintf("at TTL/7 -> %d replayed=%q", r.status, r.header.Get("Idempotent-Replayed"))
+		}},
+		{reference.Cache5xx, Options{}, func(t *testing.T, h *harness) (bool, string) {
+			k := newKey()
+			body := `{"amount":1000,"currency":"usd","fail":"transient"}`
+			h.post("/v1/charges", "alice", k, body)
+			h.post("/v1/charges", "alice", k, body)
+			n, _, _ := h.executions(k)
+			return n == 2, fmt.Sprintf("503 then retry -> %d executions", n)
+		}},
+		{reference.NoCache4xx, Options{}, func(t *testing.T, h *harness) (bool, string) {
+			k := newKey()
+			body := `{"amount":1000,"currency":"usd","fail":"decline"}`
+			h.post("/v1/charges", "alice", k, body)
+			h.post("/v1/charges", "alice", k, body)
+			n, _, _ := h.executions(k)
+			return n == 1, fmt.Sprintf("402 then retry -> %d executions", n)
+		}},
+		{reference.ReplayAs200, Options{}, func(t *testing.T, h *harness) (bool, string) {
+			k := newKey()
+			h.post("/v1/charges", "alice", k, chargeBody)
+			r := h.post("/v1/charges", "alice", k, chargeBody)
+			return r.status == 201, fmt.Sprintf("replay status %d", r.status)
+		}},
+		{reference.ReplayDropsHeaders, Options{}, func(t *testing.T, h *harness) (bool, string) {
+			k := newKey()
+			a := h.post("/v1/charges", "alice", k, chargeBody)
+			r := h.post("/v1/charges", "alice", k, chargeBody)
+			ok := r.header.Get("Location") == a.header.Get("Location") && r.header.Get("Content-Type") == "application/json"
+			return ok, fmt.Sprintf("replay Location %q Content-Type %q", r.header.Get("Location"), r.header.Get("Content-Type"))
+		}},
+		{reference.MismatchAs409, Options{}, func(t *testing.T, h *harness) (bool, string) {
+			k := newKey()
+			h.post("/v1/charges", "alice", k, chargeBody)
+			r := h.post("/v1/charges", "alice", k, changedAmount)
+			return r.status == 422, fmt.Sprintf("changed amount -> %d", r.status)
+		}},
+		{reference.StoreConflicts, Options{}, func(t *testing.T, h *harness) (bool, string) {
+			k := newKey()
+			h.post("/v1/charges", "alice", k, chargeBody)
+			h.post("/v1/charges", "alice", k, changedAmount)
+			r := h.post("/v1/charges", "alice", k, chargeBody)
+			return r.status == 201, fmt.Sprintf("original after a 422 -> %d", r.status)
+		}},
+		{reference.MissingKeyPassthrough, Options{}, func(t *testing.T, h *harness) (bool, string) {
+			r := h.post("/v1/charges", "alice", "", chargeBody)
+			return r.status == 400, fmt.Sprintf("no key -> %d", r.status)
+		}},
+		{reference.UnvalidatedKey, Options{}, func(t *testing.T, h *harness) (bool, string) {
+			r := h.post("/v1/charges", "alice", strings.Repeat("k", 300), chargeBody)
+			return r.status == 400, fmt.Sprintf("300-char key -> %d", r.status)
+		}},
+		{reference.LeaseNeverExpires, Options{Lease: 150 * time.Millisecond}, func(t *testing.T, h *harness) (bool, string) {
+			// The owner outlives its lease, as a crashed one would: after the
+			// lease the key must be reclaimable, not locked until the TTL.
+			k := newKey()
+			done := slowInFlight(h, k)
+			time.Sleep(250 * time.Millisecond)
+			r := h.post("/v1/charges", "alice", k, `{"amount":1000,"currency":"usd","delay_ms":700}`)
+			<-done
+			return r.status != 409, fmt.Sprintf("retry after the lease of a stuck claim -> %d", r.status)
+		}},
+	}
+	if len(cases) != len(reference.Defects()) {
+		t.Fatalf("%d probes for %d defects", len(cases), len(reference.Defects()))
+	}
+	for _, c := range cases {
+		info, _ := reference.LookupDefect(string(c.defect))
+		t.Run(string(c.defect), func(t *testing.T) {
+			t.Parallel()
+			correct := c.opts
+			correct.Store = memstore.New(memstore.WithSweepInterval(50 * time.Millisecond))
+			defer correct.Store.Close()
+			if ok, saw := c.probe(t, newHarness(t, correct)); !ok {
+				t.Errorf("correct build failed the probe for %q: %s", info.Breaks, saw)
+			}
+			broken := c.opts
+			broken.Store = memstore.New(memstore.WithSweepInterval(50 * time.Millisecond))
+			defer broken.Store.Close()
+			broken.Defects = []string{string(c.defect)}
+			if ok, saw := c.probe(t, newHarness(t, broken)); ok {
+				t.Errorf("defect %s not observable (%s): %s", c.defect, info.Breaks, saw)
+			} else {
+				t.Logf("%s: %s", c.defect, saw)
+			}
+		})
+	}
+}
+
+// TestDefectsCombine checks that defects stack: both named behaviours show.
+func TestDefectsCombine(t *testing.T) {
+	h := newHarness(t, Options{Defects: []string{"replay-as-200", "replay-drops-headers"}})
+	k := newKey()
+	h.post("/v1/charges", "alice", k, chargeBody)
+	r := h.post("/v1/charges", "alice", k, chargeBody)
+	if r.status != http.StatusOK || r.header.Get("Location") != "" {
+		t.Fatalf("combined defects: status %d Location %q, want 200 and none", r.status, r.header.Get("Location"))
+	}
+}

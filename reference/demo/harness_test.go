@@ -1,0 +1,139 @@
+package demo
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// harness is a demo app behind a real loopback HTTP server.
+type harness struct {
+	t      *testing.T
+	app    *App
+	srv    *httptest.Server
+	client *http.Client
+}
+
+func newHarness(t *testing.T, o Options) *harness {
+	t.Helper()
+	app, err := New(o)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	srv := httptest.NewServer(app)
+	tr := &http.Transport{MaxIdleConnsPerHost: 64}
+	h := &harness{t: t, app: app, srv: srv, client: &http.Client{Transport: tr, Timeout: 20 * time.Second}}
+	t.Cleanup(func() {
+		tr.CloseIdleConnections()
+		srv.Close()
+		if err := app.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return h
+}
+
+type reply struct {
+	status int
+	header http.Header
+	body   string
+}
+
+// json decodes the reply body into a map.
+func (r reply) json(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(r.body), &m); err != nil {
+		t.Fatalf("reply %d body %q is not JSON: %v", r.status, r.body, err)
+	}
+	return m
+}
+
+const chargeBody = `{"amount":1000,"currency":"usd","description":"idemcheck"}`
+
+// post sends POST path as user (empty: no Authorization) with key (empty:
+// no Idempotency-Key; written verbatim, so quote it for sf-string form).
+func (h *harness) post(path, user, key, body string) reply {
+	h.t.Helper()
+	hdr := http.Header{"Content-Type": {"application/json"}}
+	if user != "" {
+		hdr.Set("Authorization", "Bearer "+user)
+	}
+	if key != "" {
+		hdr.Set("Idempotency-Key", key)
+	}
+	return h.do("POST", path, hdr, body)
+}
+
+func (h *harness) do(method, path string, hdr http.Header, body string) reply {
+	h.t.Helper()
+	req, err := http.NewRequest(method, h.srv.URL+path, strings.NewReader(body))
+	if err != nil {
+		h.t.Fatalf("NewRequest: %v", err)
+	}
+	req.Header = hdr
+	resp, err := h.client.Do(req)
+	if err != nil {
+		h.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		h.t.Fatalf("read body: %v", err)
+	}
+	return reply{status: resp.StatusCode, header: resp.Header, body: string(b)}
+}
+
+// executions reads the effects oracle for key (unquoted); an empty key
+// reads the totals.
+func (h *harness) executions(key string) (total, charges, refunds int) {
+	h.t.Helper()
+	path := "/v1/effects"
+	if key != "" {
+		path += "?key=" + url.QueryEscape(key)
+	}
+	r := h.do("GET", path, http.Header{}, "")
+	var rep struct {
+		Executions  int `json:"executions"`
+		ByOperation struct {
+			Charges int `json:"charges"`
+			Refunds int `json:"refunds"`
+		} `json:"by_operation"`
+	}
+	if err := json.Unmarshal([]byte(r.body), &rep); err != nil {
+		h.t.Fatalf("effects: %v (%q)", err, r.body)
+	}
+	return rep.Executions, rep.ByOperation.Charges, rep.ByOperation.Refunds
+}
+
+// waitExecutions polls the oracle until key has n executions: the way to
+// know a slow request is provably in flight.
+func (h *harness) waitExecutions(key string, n int) {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if got, _, _ := h.executions(key); got >= n {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	h.t.Fatalf("key %s never reached %d executions", key, n)
+}
+
+var keySeq atomic.Int64
+
+// newKey returns a key unique within the test binary.
+func newKey() string {
+	return "key-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-" + strconv.FormatInt(keySeq.Add(1), 10)
+}
