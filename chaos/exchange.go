@@ -1,0 +1,168 @@
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// Exchange is one client attempt as a fault sees it: the buffered request
+// body and the operations a fault composes (forward, answer, abort). Each
+// operation records itself in the attempt's history line.
+type Exchange struct {
+	Body []byte
+	w    http.ResponseWriter
+	r    *http.Request
+	p    *Proxy
+	ev   Event
+}
+
+// Request is the client's request (its body is already in Body).
+func (x *Exchange) Request() *http.Request { return x.r }
+
+// Forward sends body upstream once and reads the whole response. The
+// upstream exchange is detached from the client's connection: a client
+// that goes away does not cancel a request the upstream is committing.
+func (x *Exchange) Forward(body []byte) *Upstream {
+	u := x.forward(body)
+	x.ev.Upstream = append(x.ev.Upstream, *u)
+	return u
+}
+
+// forward is Forward without recording, for faults that run copies
+// concurrently and record them in order afterwards.
+func (x *Exchange) forward(body []byte) *Upstream {
+	p := x.p
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(x.r.Context()), p.opts.Timeout)
+	defer cancel()
+	u := &Upstream{}
+	out, err := p.upstreamRequest(ctx, x.r, body)
+	if err == nil {
+		var resp *http.Response
+		resp, err = p.opts.Transport.RoundTrip(out)
+		if err == nil {
+			u.Status, u.header = resp.StatusCode, resp.Header
+			u.body, err = readBody(resp, p.opts.MaxBody)
+		}
+	}
+	p.count(true, err != nil)
+	if err != nil {
+		u.Error = err.Error()
+		return u
+	}
+	sum := sha256.Sum256(u.body)
+	u.SHA256 = hex.EncodeToString(sum[:])
+	if u.Status >= 200 && u.Status < 300 {
+		u.ID = createdID(u.body, p.opts.IDPointer)
+	}
+	return u
+}
+
+func readBody(resp *http.Response, limit int64) ([]byte, error) {
+	defer resp.Body.Close()
+	n := resp.ContentLength
+	if n < 0 || n > limit {
+		n = 512
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, n))
+	if _, err := buf.ReadFrom(io.LimitReader(resp.Body, limit+1)); err != nil {
+		return nil, err
+	}
+	if int64(buf.Len()) > limit {
+		return nil, errUpstreamBody
+	}
+	return buf.Bytes(), nil
+}
+
+// Respond sends the upstream's response to the client, labelled with the
+// fault if one applies. An upstream that failed becomes a 502 naming why.
+func (x *Exchange) Respond(u *Upstream) {
+	if u.Error != "" {
+		x.answer(http.StatusBadGateway, "upstream", "upstream: "+u.Error)
+		return
+	}
+	h := x.w.Header()
+	copyHeader(h, u.header)
+	if x.ev.Fault != "" {
+		h.Set(FaultHeader, x.ev.Fault)
+	}
+	h.Set("Content-Length", strconv.Itoa(len(u.body)))
+	x.w.WriteHeader(u.Status)
+	_, _ = x.w.Write(u.body)
+	x.ev.Client, x.ev.Status = ClientOK, u.Status
+}
+
+// answer sends a problem+json response the proxy made up; the client
+// then knows the attempt did not reach the upstream (unless the label is
+// "upstream", which reports an upstream failure).
+func (x *Exchange) answer(status int, label, detail string) {
+	if label == "" {
+		label = x.ev.Fault
+	}
+	h := x.w.Header()
+	h.Set("Content-Type", "application/problem+json")
+	if label != "" {
+		h.Set(FaultHeader, label)
+	}
+	body, _ := json.Marshal(map[string]any{"title": http.StatusText(status), "status": status, "detail": detail})
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	x.w.WriteHeader(status)
+	_, _ = x.w.Write(body)
+	x.ev.Client, x.ev.Status = ClientFail, status
+	if label == "upstream" {
+		x.ev.Client = ClientUnknown // the upstream may have acted before failing
+	}
+}
+
+// Abort closes the client connection without an (complete) answer: "fin"
+// closes it normally, "rst" resets it (SO_LINGER 0). The client cannot
+// tell whether the upstream acted.
+func (x *Exchange) Abort(mode string) {
+	x.ev.Client = ClientUnknown
+	if hj, ok := x.w.(http.Hijacker); ok {
+		if conn, _, err := hj.Hijack(); err == nil {
+			if tc, ok := conn.(*net.TCPConn); ok && mode == "rst" {
+				_ = tc.SetLinger(0)
+			}
+			_ = conn.Close()
+			return
+		}
+	}
+	// HTTP/2 or a wrapped writer: the server resets the stream.
+	panic(http.ErrAbortHandler)
+}
+
+// createdID returns the string or number at pointer in a JSON body.
+func createdID(body []byte, pointer string) string {
+	var doc any
+	d := json.NewDecoder(bytes.NewReader(body))
+	d.UseNumber()
+	if d.Decode(&doc) != nil {
+		return ""
+	}
+	for _, tok := range strings.Split(strings.TrimPrefix(pointer, "/"), "/") {
+		m, ok := doc.(map[string]any)
+		if !ok {
+			return ""
+		}
+		doc = m[strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")]
+	}
+	switch v := doc.(type) {
+	case string:
+		return v
+	case json.Number:
+		return v.String()
+	case nil:
+		return ""
+	default:
+		return fmt.Sprint(v)
+	}
+}

@@ -1,0 +1,58 @@
+package chaos
+
+import (
+	"errors"
+	"time"
+)
+
+// delay holds the attempt before forwarding (the request reaches the
+// upstream late) and/or before answering (the upstream is done, the
+// client still waits: a client timeout here is a lost response).
+type delay struct{ before, after time.Duration }
+
+func init() {
+	register("delay", func(p params) (Fault, error) {
+		before, err := p.duration("before", 0)
+		if err != nil {
+			return nil, err
+		}
+		after, err := p.duration("after", 0)
+		if err != nil {
+			return nil, err
+		}
+		if before == 0 && after == 0 {
+			return nil, errors.New("delay needs before=D and/or after=D (e.g. before=200ms)")
+		}
+		return delay{before, after}, nil
+	})
+}
+
+func (delay) Kind() string { return "delay" }
+
+func (f delay) Serve(x *Exchange) {
+	if !x.sleep(f.before) {
+		x.Abort("fin")
+		return
+	}
+	u := x.Forward(x.Body)
+	if !x.sleep(f.after) {
+		x.Abort("fin")
+		return
+	}
+	x.Respond(u)
+}
+
+// sleep waits d unless the client goes away first (then false).
+func (x *Exchange) sleep(d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-x.r.Context().Done():
+		return false
+	}
+}

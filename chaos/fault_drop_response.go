@@ -1,0 +1,20 @@
+package chaos
+
+// dropResponse forwards the request, lets the upstream finish and reads
+// its whole response, then closes the client connection: the request
+// committed, the client cannot know. The core fault idemcheck exists for.
+type dropResponse struct{ mode string }
+
+func init() {
+	register("drop-response", func(p params) (Fault, error) {
+		m, err := p.mode("mode", "fin", "rst")
+		return dropResponse{m}, err
+	})
+}
+
+func (dropResponse) Kind() string { return "drop-response" }
+
+func (f dropResponse) Serve(x *Exchange) {
+	x.Forward(x.Body)
+	x.Abort(f.mode)
+}

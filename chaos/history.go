@@ -1,0 +1,178 @@
+package chaos
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+)
+
+// What the client got from an attempt (Jepsen's ok / fail / info).
+const (
+	ClientOK      = "ok"      // a complete response
+	ClientFail    = "fail"    // a definite "not done" (the proxy answered without forwarding)
+	ClientUnknown = "unknown" // no complete answer: it may or may not have happened
+)
+
+// Event is one attempt as the proxy saw it: one JSONL line of type
+// "attempt".
+type Event struct {
+	Type          string     `json:"type"`
+	Time          time.Time  `json:"time"`
+	Key           string     `json:"key,omitempty"`
+	Attempt       int        `json:"attempt"` // per key, 1-based; 0 without a key
+	Method        string     `json:"method"`
+	Path          string     `json:"path"`
+	RequestSHA256 string     `json:"request_sha256"`
+	Fault         string     `json:"fault,omitempty"`
+	Rule          string     `json:"rule,omitempty"`
+	Upstream      []Upstream `json:"upstream,omitempty"` // one per forwarded copy
+	Client        string     `json:"client"`
+	Status        int        `json:"status,omitempty"` // sent to the client
+	Note          string     `json:"note,omitempty"`
+	DurationNS    int64      `json:"duration_ns"`
+}
+
+// Op is a logical operation as the retrying client saw it: one JSONL line
+// of type "op", written by the driver after it finished the key.
+type Op struct {
+	Type      string `json:"type"`
+	Key       string `json:"key"`
+	Operation string `json:"operation"`
+	// Kind is the driver's op shape (see chaos/drive): what the checker
+	// may expect of the key.
+	Kind     string `json:"kind"`
+	Attempts int    `json:"attempts"`
+	Outcome  string `json:"outcome"` // ClientOK / ClientFail / ClientUnknown
+	Status   int    `json:"status,omitempty"`
+	ID       string `json:"id,omitempty"`
+	Error    string `json:"error,omitempty"`
+	// Oracle is the effects probe's execution count; nil when not probed.
+	Oracle     *int  `json:"oracle,omitempty"`
+	DurationNS int64 `json:"duration_ns"`
+}
+
+// Op kinds the checker understands.
+const (
+	KindNormal    = "normal"    // must execute exactly once and answer 2xx
+	KindStorm     = "storm"     // slow, with overlapping same-key retries
+	KindMutated   = "mutated"   // retries carry a materially different body
+	KindBusiness  = "business"  // a 4xx outcome, recorded once and replayed
+	KindTransient = "transient" // a 5xx outcome, which must not be replayed
+)
+
+// History streams lines to a file through a buffer; memory stays bounded
+// whatever the run length. Safe for concurrent use; a nil *History
+// records nothing.
+type History struct {
+	mu  sync.Mutex
+	bw  *bufio.Writer
+	enc *json.Encoder
+	c   io.Closer
+	err error
+}
+
+// CreateHistory creates (truncates) the JSONL file at path.
+func CreateHistory(path string) (*History, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("history: %w", err)
+	}
+	h := NewHistory(f)
+	h.c = f
+	return h, nil
+}
+
+// NewHistory writes lines to w.
+func NewHistory(w io.Writer) *History {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	return &History{bw: bw, enc: json.NewEncoder(bw)}
+}
+
+func (h *History) write(v any) {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.err == nil {
+		h.err = h.enc.Encode(v)
+	}
+}
+
+// WriteOp records a client-side operation.
+func (h *History) WriteOp(op Op) {
+	op.Type = "op"
+	h.write(&op)
+}
+
+// Flush writes buffered lines out.
+func (h *History) Flush() error {
+	if h == nil {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err := h.bw.Flush(); h.err == nil {
+		h.err = err
+	}
+	return h.err
+}
+
+// Close flushes the buffer and closes the file; it returns the first
+// write error, so a full disk is not silent.
+func (h *History) Close() error {
+	if h == nil {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err := h.bw.Flush(); h.err == nil {
+		h.err = err
+	}
+	if h.c != nil {
+		if err := h.c.Close(); h.err == nil {
+			h.err = err
+		}
+		h.c = nil
+	}
+	return h.err
+}
+
+// ReadHistory feeds every line of r to c. Errors name the line.
+func ReadHistory(r io.Reader, c *Checker) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Bytes()
+		if len(line) == 0 {
+			continue
+		}
+		var head struct {
+			Type string `json:"type"`
+		}
+		if err := json.Unmarshal(line, &head); err != nil {
+			return fmt.Errorf("history line %d: %v", n, err)
+		}
+		switch head.Type {
+		case "attempt":
+			var ev Event
+			if err := json.Unmarshal(line, &ev); err != nil {
+				return fmt.Errorf("history line %d: %v", n, err)
+			}
+			c.Attempt(ev)
+		case "op":
+			var op Op
+			if err := json.Unmarshal(line, &op); err != nil {
+				return fmt.Errorf("history line %d: %v", n, err)
+			}
+			c.Op(op)
+		default:
+			return fmt.Errorf("history line %d: unknown type %q (want attempt or op)", n, head.Type)
+		}
+	}
+	return sc.Err()
+}

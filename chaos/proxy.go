@@ -1,0 +1,289 @@
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// FaultHeader labels every response the proxy answers under a fault.
+const FaultHeader = "Idemcheck-Fault"
+
+// Options configure a Proxy.
+type Options struct {
+	// Upstream is the base URL requests are forwarded to.
+	Upstream string
+	// KeyHeader names the idempotency key header (default Idempotency-Key).
+	KeyHeader string
+	// IDPointer is the RFC 6901 pointer to the created id in a response
+	// body (default /id); the history records it for the checker.
+	IDPointer string
+	// Transport sends upstream requests; nil means a loopback-tuned
+	// Transport owned (and closed) by the proxy. Requests are built so
+	// that net/http never replays them, whatever the Transport.
+	Transport http.RoundTripper
+	// History receives one line per attempt; nil records nothing.
+	History *History
+	// Seed makes the probability draws reproducible for a given arrival
+	// order of requests.
+	Seed uint64
+	// MaxBody bounds request and response bodies (default 8 MiB).
+	MaxBody int64
+	// Timeout bounds one upstream exchange (default 60s).
+	Timeout time.Duration
+}
+
+// Proxy is the fault-injecting reverse proxy (an http.Handler).
+type Proxy struct {
+	opts     Options
+	upstream *url.URL
+	owned    *http.Transport // closed by Close when the proxy made it
+
+	mu       sync.Mutex
+	rules    []*Rule
+	nextRule int
+	rng      *rand.Rand
+	attempts map[string]int
+	counters Counters
+}
+
+// Counters are what the proxy has done since start or the last reset.
+type Counters struct {
+	Requests       int64            `json:"requests"`
+	Forwarded      int64            `json:"forwarded"`
+	UpstreamErrors int64            `json:"upstream_errors"`
+	Faults         map[string]int64 `json:"faults"`
+}
+
+// New returns a proxy in front of o.Upstream.
+func New(o Options) (*Proxy, error) {
+	u, err := url.Parse(o.Upstream)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("upstream %q: want an absolute http(s) URL", o.Upstream)
+	}
+	if o.KeyHeader == "" {
+		o.KeyHeader = "Idempotency-Key"
+	}
+	if o.IDPointer == "" {
+		o.IDPointer = "/id"
+	}
+	if o.MaxBody <= 0 {
+		o.MaxBody = 8 << 20
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 60 * time.Second
+	}
+	p := &Proxy{opts: o, upstream: u, attempts: map[string]int{}}
+	if o.Transport == nil {
+		p.owned = &http.Transport{
+			Proxy:               nil,
+			DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			MaxIdleConns:        1024,
+			MaxIdleConnsPerHost: 1024,
+			IdleConnTimeout:     90 * time.Second,
+		}
+		p.opts.Transport = p.owned
+	}
+	p.rng = rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15))
+	p.counters.Faults = map[string]int64{}
+	return p, nil
+}
+
+// Close releases the proxy's idle upstream connections.
+func (p *Proxy) Close() {
+	if p.owned != nil {
+		p.owned.CloseIdleConnections()
+	}
+}
+
+// AddRule parses spec and appends it; rules are tried in order and the
+// first one selected handles the attempt.
+func (p *Proxy) AddRule(spec string) (Rule, error) {
+	r, err := ParseRule(spec)
+	if err != nil {
+		return Rule{}, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.nextRule++
+	r.ID = strconv.Itoa(p.nextRule)
+	p.rules = append(p.rules, r)
+	return *r, nil
+}
+
+// Rules lists the active rules.
+func (p *Proxy) Rules() []Rule {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]Rule, len(p.rules))
+	for i, r := range p.rules {
+		out[i] = *r
+	}
+	return out
+}
+
+// RemoveRule deletes the rule with id; false when there is none.
+func (p *Proxy) RemoveRule(id string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, r := range p.rules {
+		if r.ID == id {
+			p.rules = append(p.rules[:i], p.rules[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// Reset removes every rule and forgets attempt numbers and counters.
+func (p *Proxy) Reset() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.rules = nil
+	p.attempts = map[string]int{}
+	p.counters = Counters{Faults: map[string]int64{}}
+}
+
+// Counters returns a snapshot of the counters.
+func (p *Proxy) Counters() Counters {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := p.counters
+	c.Faults = make(map[string]int64, len(p.counters.Faults))
+	for k, v := range p.counters.Faults {
+		c.Faults[k] = v
+	}
+	return c
+}
+
+// pick numbers the attempt and chooses the fault for it (nil: none).
+func (p *Proxy) pick(r *http.Request, key string) (int, *Rule) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.counters.Requests++
+	attempt := 0
+	if key != "" {
+		p.attempts[key]++
+		attempt = p.attempts[key]
+	}
+	for _, rule := range p.rules {
+		if !rule.Select.matches(r, attempt) {
+			continue
+		}
+		if rule.Select.P >= 1 || p.rng.Float64() < rule.Select.P {
+			p.counters.Faults[rule.Kind]++
+			return attempt, rule
+		}
+	}
+	return attempt, nil
+}
+
+func (p *Proxy) count(forwarded, failed bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if forwarded {
+		p.counters.Forwarded++
+	}
+	if failed {
+		p.counters.UpstreamErrors++
+	}
+}
+
+// ServeHTTP handles one client attempt.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	body, err := io.ReadAll(io.LimitReader(r.Body, p.opts.MaxBody+1))
+	key := unquoteKey(r.Header.Get(p.opts.KeyHeader))
+	attempt, rule := p.pick(r, key)
+	sum := sha256.Sum256(body)
+	x := &Exchange{w: w, r: r, p: p, Body: body, ev: Event{
+		Type: "attempt", Time: start.UTC(), Key: key, Attempt: attempt,
+		Method: r.Method, Path: r.URL.Path, RequestSHA256: hex.EncodeToString(sum[:]),
+	}}
+	// Written even when an abort unwinds the handler with a panic.
+	defer func() {
+		x.ev.DurationNS = time.Since(start).Nanoseconds()
+		p.opts.History.write(&x.ev)
+	}()
+	switch {
+	case err != nil:
+		x.ev.Note = "client body: " + err.Error()
+		x.ev.Client = ClientUnknown
+		return
+	case int64(len(body)) > p.opts.MaxBody:
+		x.answer(http.StatusRequestEntityTooLarge, "", "request body exceeds the proxy's limit")
+		return
+	}
+	if rule == nil {
+		x.Respond(x.Forward(body))
+		return
+	}
+	x.ev.Fault, x.ev.Rule = rule.Kind, rule.ID
+	rule.fault.Serve(x)
+}
+
+// unquoteKey turns an sf-string key ("abc") into its value; raw keys pass.
+func unquoteKey(v string) string {
+	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
+		return strings.NewReplacer(`\\`, `\`, `\"`, `"`).Replace(v[1 : len(v)-1])
+	}
+	return v
+}
+
+// hopHeaders are connection-scoped and never forwarded (RFC 9110 §7.6.1).
+var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization", "Proxy-Connection", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+
+func copyHeader(dst, src http.Header) {
+	for k, vv := range src {
+		dst[k] = append(dst[k][:0:0], vv...)
+	}
+	for _, h := range hopHeaders {
+		dst.Del(h)
+	}
+}
+
+// upstreamRequest builds the forwarded request. Its body is a plain
+// io.ReadCloser with no GetBody, so net/http never re-sends it on its own
+// (it would for a request carrying Idempotency-Key otherwise).
+func (p *Proxy) upstreamRequest(ctx context.Context, r *http.Request, body []byte) (*http.Request, error) {
+	u := *p.upstream
+	u.Path = strings.TrimRight(p.upstream.Path, "/") + r.URL.Path
+	u.RawPath = ""
+	u.RawQuery = r.URL.RawQuery
+	out, err := http.NewRequestWithContext(ctx, r.Method, u.String(), onceBody{bytes.NewReader(body)})
+	if err != nil {
+		return nil, err
+	}
+	out.ContentLength = int64(len(body))
+	copyHeader(out.Header, r.Header)
+	return out, nil
+}
+
+type onceBody struct{ *bytes.Reader }
+
+func (onceBody) Close() error { return nil }
+
+// Upstream is one forwarded copy's result as the proxy saw it.
+type Upstream struct {
+	Status int    `json:"status,omitempty"`
+	SHA256 string `json:"sha256,omitempty"`
+	ID     string `json:"id,omitempty"`
+	Error  string `json:"error,omitempty"`
+	header http.Header
+	body   []byte
+}
+
+// errUpstreamBody marks a response whose body exceeded the limit.
+var errUpstreamBody = errors.New("upstream response body exceeds the proxy's limit")

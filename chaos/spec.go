@@ -1,0 +1,172 @@
+package chaos
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Rule is one active fault: which attempts it selects and what it does.
+// Its textual form is the spec, e.g. "drop-response:p=0.3,mode=rst".
+type Rule struct {
+	ID     string `json:"id"`
+	Spec   string `json:"spec"`
+	Kind   string `json:"kind"`
+	Select Select `json:"select"`
+	fault  Fault
+}
+
+// Select says which attempts a rule applies to. All set conditions must
+// hold; then the rule fires with probability P.
+type Select struct {
+	P       float64 `json:"p"`
+	Attempt int     `json:"attempt,omitempty"` // Nth attempt of a key (1-based); 0 = any
+	Method  string  `json:"method,omitempty"`
+	Path    string  `json:"path,omitempty"` // exact, or a prefix when it ends in '*'
+	Header  string  `json:"header,omitempty"`
+	Value   string  `json:"value,omitempty"` // with Header: required exact value
+}
+
+// matches reports whether the attempt meets the rule's conditions (the
+// probability is drawn by the caller, so the RNG sequence stays seeded).
+func (s Select) matches(r *http.Request, attempt int) bool {
+	if s.Attempt != 0 && s.Attempt != attempt {
+		return false
+	}
+	if s.Method != "" && !strings.EqualFold(s.Method, r.Method) {
+		return false
+	}
+	if s.Path != "" {
+		if prefix, ok := strings.CutSuffix(s.Path, "*"); ok {
+			if !strings.HasPrefix(r.URL.Path, prefix) {
+				return false
+			}
+		} else if r.URL.Path != s.Path {
+			return false
+		}
+	}
+	if s.Header != "" && r.Header.Get(s.Header) != s.Value {
+		return false
+	}
+	return true
+}
+
+// ParseRule parses a fault spec:
+//
+//	kind[:P | :key=value,key=value...]
+//
+// Selection keys: p (probability 0..1), attempt (Nth attempt of a key),
+// method, path (exact, or prefix with a trailing *), header (Name:value).
+// Other keys belong to the fault kind (e.g. mode=rst). Errors name the bad
+// token.
+func ParseRule(spec string) (*Rule, error) {
+	spec = strings.TrimSpace(spec)
+	kind, rest, _ := strings.Cut(spec, ":")
+	mk, ok := kinds[kind]
+	if !ok {
+		return nil, fmt.Errorf("fault %q: unknown kind (want one of %s)", kind, strings.Join(Kinds(), ", "))
+	}
+	p := params{}
+	sel := Select{P: -1}
+	if rest != "" {
+		if f, err := strconv.ParseFloat(rest, 64); err == nil {
+			sel.P = f
+		} else {
+			for _, tok := range strings.Split(rest, ",") {
+				k, v, found := strings.Cut(tok, "=")
+				if !found || k == "" || v == "" {
+					return nil, fmt.Errorf("fault %q: token %q: want key=value", spec, tok)
+				}
+				if _, dup := p[k]; dup {
+					return nil, fmt.Errorf("fault %q: token %q: %s given twice", spec, tok, k)
+				}
+				p[k] = v
+			}
+		}
+	}
+	if err := sel.take(p); err != nil {
+		return nil, fmt.Errorf("fault %q: %w", spec, err)
+	}
+	f, err := mk(p)
+	if err == nil {
+		err = p.leftover(kind)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("fault %q: %w", spec, err)
+	}
+	return &Rule{Spec: spec, Kind: kind, Select: sel, fault: f}, nil
+}
+
+// take moves the selection keys out of p. sel.P is -1 when the shorthand
+// did not set it.
+func (s *Select) take(p params) error {
+	if v, ok := p.take("p"); ok {
+		if s.P >= 0 {
+			return errors.New("token \"p\": probability given twice")
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return fmt.Errorf("token \"p=%s\": not a number", v)
+		}
+		s.P = f
+	}
+	if s.P == -1 {
+		s.P = 1
+	}
+	if s.P < 0 || s.P > 1 {
+		return fmt.Errorf("probability %v: want 0..1", s.P)
+	}
+	if v, ok := p.take("attempt"); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return fmt.Errorf("token \"attempt=%s\": want an integer >= 1", v)
+		}
+		s.Attempt = n
+	}
+	if v, ok := p.take("method"); ok {
+		s.Method = strings.ToUpper(v)
+	}
+	if v, ok := p.take("path"); ok {
+		if !strings.HasPrefix(v, "/") {
+			return fmt.Errorf("token \"path=%s\": want an absolute path", v)
+		}
+		s.Path = v
+	}
+	if v, ok := p.take("header"); ok {
+		name, value, found := strings.Cut(v, ":")
+		if !found || name == "" {
+			return fmt.Errorf("token \"header=%s\": want Name:value", v)
+		}
+		s.Header, s.Value = http.CanonicalHeaderKey(name), value
+	}
+	return nil
+}
+
+// duration takes key as a Go duration (e.g. 200ms); def when absent.
+func (p params) duration(key string, def time.Duration) (time.Duration, error) {
+	v, ok := p.take(key)
+	if !ok {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 || d > time.Hour {
+		return 0, fmt.Errorf("token \"%s=%s\": want a duration such as 200ms (0..1h)", key, v)
+	}
+	return d, nil
+}
+
+// intValue takes key as a non-negative integer; def when absent.
+func (p params) intValue(key string, def int) (int, error) {
+	v, ok := p.take(key)
+	if !ok {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("token \"%s=%s\": want an integer >= 0", key, v)
+	}
+	return n, nil
+}
