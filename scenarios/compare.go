@@ -130,3 +130,24 @@ func patchAt(p string, v any) (json.RawMessage, error) {
 	}
 	return json.Marshal(cur)
 }
+
+// DocLink reports whether an idempotency error links to documentation as
+// the draft's §2.7 examples do: application/problem+json with a "type"
+// member, or a Link header with rel="describedby".
+func DocLink(r Resp) (bool, string) {
+	ct := strings.ToLower(r.Header.Get("Content-Type"))
+	if strings.HasPrefix(ct, "application/problem+json") {
+		doc, err := decodeJSON(r.Body)
+		if m, ok := doc.(map[string]any); err == nil && ok {
+			if t, ok := m["type"].(string); ok && t != "" {
+				return true, "problem+json type " + t
+			}
+		}
+	}
+	for _, l := range r.Header.Values("Link") {
+		if strings.Contains(strings.ToLower(l), `rel="describedby"`) || strings.Contains(strings.ToLower(l), "rel=describedby") {
+			return true, "Link " + l
+		}
+	}
+	return false, fmt.Sprintf("Content-Type %q, no problem type, no Link rel=describedby", r.Header.Get("Content-Type"))
+}

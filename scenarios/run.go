@@ -254,7 +254,7 @@ func runInstance(ctx context.Context, t *Target, p *Profile, client *http.Client
 	defer cancel()
 	e := &Env{Target: t, Profile: p, Op: in.op, Case: in.c, client: client}
 	if globalOracle {
-		n, err := e.sampleOracle(ctx, "")
+		n, err := e.sampleOracle(ctx, "", true)
 		if err != nil {
 			res.Status, res.Reason, res.Exchanges = Inconclusive, "oracle baseline: "+err.Error(), e.Exchanges()
 			return res

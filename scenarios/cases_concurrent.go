@@ -1,0 +1,289 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// burstSize is how many same-key requests the burst case releases at once.
+const burstSize = 32
+
+// CONCURRENT: a duplicate that arrives while the original is still running
+// must not run again (draft §2.6, §2.7). Overlap is created on purpose with
+// the slow variant; without it a fast handler finishes first and every
+// duplicate replays (trap C13).
+func init() {
+	register(
+		Case{Meta: Meta{ID: "concurrent/in-flight-conflict", Family: "concurrent", Requirements: []string{"IK-CONCURRENT-1"}, Level: Should,
+			Requirement: "draft §2.6/§2.7: if the original request is still being processed, the resource SHOULD respond with a resource conflict error (409); a server that waits and then replays is tolerated when the profile allows blocking.",
+			Explanation: "A retry sent while the original is provably in flight gets 409 (or, if blocking is allowed, the replay) and never executes again.",
+			Needs:       []Need{NeedSlow, NeedEffects}},
+			PerOperation: true, Run: concurrentInFlightConflict},
+		Case{Meta: Meta{ID: "concurrent/same-key-burst", Family: "concurrent", Requirements: []string{"IK-CONCURRENT-2"}, Level: Must,
+			Requirement: "All sources: N parallel identical requests with the same key cause exactly one execution; each response is the success (original or replay) or an in-flight conflict.",
+			Explanation: "32 same-key requests released together by a barrier produce one execution and one created resource.",
+			Needs:       []Need{NeedEffects}},
+			PerOperation: true, Run: concurrentSameKeyBurst},
+		Case{Meta: Meta{ID: "concurrent/conflict-not-poisoned", Family: "concurrent", Requirements: []string{"IK-CONCURRENT-3", "IK-ERRORS-6"}, Level: Should,
+			Requirement: "draft §2.7 (clients retry after a 409 unchanged); Stripe: no idempotent result is saved for a concurrent conflict.",
+			Explanation: "After an in-flight 409, the unchanged retry once the original completed gets the original's replay, not the 409.",
+			Needs:       []Need{NeedSlow}},
+			PerOperation: true, Run: concurrentConflictNotPoisoned},
+		Case{Meta: Meta{ID: "concurrent/retry-after", Family: "concurrent", Requirements: []string{"IK-CONCURRENT-4"}, Level: May,
+			Requirement: "Profile retry_after_on_409 (Echo: retry after the Retry-After delay when present): the in-flight 409 carries Retry-After.",
+			Explanation: "The in-flight conflict tells the client when to retry with a valid Retry-After.",
+			Needs:       []Need{NeedSlow}},
+			PerOperation: true, Run: concurrentRetryAfter},
+		Case{Meta: Meta{ID: "concurrent/changed-body-in-flight", Family: "concurrent", Requirements: []string{"IK-CONCURRENT-5"}, Level: Should,
+			Requirement: "Trap C7: a different payload under a key whose original is still in flight gets 409 (lock checked first) or 422 (payload checked first), never a second execution.",
+			Explanation: "A changed body sent while the original is in flight gets an in-flight or mismatch error and executes nothing.",
+			Needs:       []Need{NeedSlow, NeedEffects}},
+			PerOperation: true, Run: concurrentChangedBodyInFlight},
+	)
+}
+
+// duringSlow sends the slow variant under k and, once it is in flight,
+// calls dup. It returns the slow response and dup's. In flight means: the
+// oracle shows its execution started, or a third of the variant's duration
+// passed (servers that count effects at the end).
+func (e *Env) duringSlow(ctx context.Context, k string, dup func() Resp) (slow, d Resp) {
+	body, v, _ := e.Variant(VariantSlow)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		slow = e.Send(ctx, Req{Label: fmt.Sprintf("slow original (%s)", v.Duration), Key: k, Body: body})
+	}()
+	deadline := time.NewTimer(v.Duration / 3)
+	defer deadline.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+wait:
+	for {
+		select {
+		case <-done:
+			break wait
+		case <-deadline.C:
+			break wait
+		case <-ctx.Done():
+			break wait
+		case <-tick.C:
+			if e.HasOracle() {
+				if n, err := e.sampleOracle(ctx, k, false); err == nil && n-e.oracleBase >= 1 {
+					break wait
+				}
+			}
+		}
+	}
+	d = dup()
+	<-done
+	return slow, d
+}
+
+// overlapped reports whether d was sent before the slow original completed.
+func overlapped(slow, d Resp) bool { return slow.Err == nil && d.Start.Before(slow.End) }
+
+func concurrentInFlightConflict(ctx context.Context, e *Env) Verdict {
+	k := e.NewKey()
+	body, _, _ := e.Variant(VariantSlow)
+	slow, dup := e.duringSlow(ctx, k, func() Resp {
+		return e.Send(ctx, Req{Label: "duplicate while in flight", Key: k, Body: body})
+	})
+	if !slow.OK() {
+		return e.Inconclusive("the slow variant did not succeed: " + slow.String())
+	}
+	if !overlapped(slow, dup) {
+		return e.Inconclusive("could not overlap: the duplicate was sent after the slow original completed")
+	}
+	n, how, _, err := e.Effects(ctx, k, slow, dup)
+	if err != nil {
+		return e.Inconclusive(err.Error())
+	}
+	observed := fmt.Sprintf("duplicate answered %s after %s; %d executions (%s)", dup.String(), dup.End.Sub(dup.Start).Round(time.Millisecond), n, how)
+	expected := fmt.Sprintf("%v while in flight", e.Profile.InFlightStatus)
+	if e.Profile.BlockOK {
+		expected += fmt.Sprintf(", or the replay within %s", e.Profile.MaxBlock)
+	}
+	if n != 1 {
+		return e.Fail("exactly 1 execution", observed)
+	}
+	switch {
+	case dup.OK() && !e.Reproduced(slow, dup):
+		return e.Fail(expected, "second execution: "+observed)
+	case dup.OK():
+		if e.Profile.BlockOK && dup.End.Sub(dup.Start) <= e.Profile.MaxBlock {
+			return e.Pass("blocked, then replayed: " + observed)
+		}
+		return e.Unmet(expected, "waited and replayed: "+observed)
+	case e.Profile.InFlightOK(dup.Status):
+		if !dup.End.Before(slow.End) {
+			return e.Inconclusive("the conflict arrived only after the original completed: " + observed)
+		}
+		return e.Pass(observed)
+	}
+	return e.Unmet(expected, observed)
+}
+
+func concurrentSameKeyBurst(ctx context.Context, e *Env) Verdict {
+	body := e.Op.Body
+	if b, _, ok := e.Variant(VariantSlow); ok {
+		body = b // a slow original keeps the whole burst inside its flight
+	}
+	k := e.NewKey()
+	start := make(chan struct{})
+	rs := make([]Resp, burstSize)
+	var wg sync.WaitGroup
+	for i := range rs {
+		wg.Go(func() {
+			<-start
+			rs[i] = e.Send(ctx, Req{Label: fmt.Sprintf("burst %d", i+1), Key: k, Body: body})
+		})
+	}
+	close(start)
+	wg.Wait()
+	statuses := map[string]int{}
+	var okResp *Resp
+	for i := range rs {
+		if rs[i].Err != nil {
+			statuses["error"]++
+			continue
+		}
+		statuses[strconv.Itoa(rs[i].Status)]++
+		if rs[i].OK() && okResp == nil {
+			okResp = &rs[i]
+		}
+	}
+	ids := e.DistinctIDs(rs...)
+	n, how, _, err := e.Effects(ctx, k, rs...)
+	if err != nil {
+		return e.Inconclusive(err.Error())
+	}
+	observed := fmt.Sprintf("%d executions (%s), %d distinct ids, statuses %s", n, how, len(ids), formatCounts(statuses))
+	if n != 1 || len(ids) > 1 {
+		return e.Fail("exactly 1 execution and 1 created resource", observed)
+	}
+	if okResp == nil {
+		return e.Inconclusive("no request of the burst succeeded: " + observed)
+	}
+	for _, r := range rs {
+		if !(r.OK() && e.Reproduced(*okResp, r)) && !(r.Err == nil && e.Profile.InFlightOK(r.Status)) {
+			return e.Fail(fmt.Sprintf("each response the success/replay or an in-flight conflict %v", e.Profile.InFlightStatus), observed+"; e.g. "+r.String())
+		}
+	}
+	return e.Pass(observed)
+}
+
+func formatCounts(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s×%d", k, m[k])
+	}
+	return strings.Join(parts, " ")
+}
+
+// conflict obtains an in-flight conflict under k; v is set when none came.
+func (e *Env) conflict(ctx context.Context, k string) (slow, dup Resp, v *Verdict) {
+	body, _, _ := e.Variant(VariantSlow)
+	slow, dup = e.duringSlow(ctx, k, func() Resp {
+		return e.Send(ctx, Req{Label: "duplicate while in flight", Key: k, Body: body})
+	})
+	switch {
+	case !slow.OK():
+		x := e.Inconclusive("the slow variant did not succeed: " + slow.String())
+		v = &x
+	case !overlapped(slow, dup) || !dup.End.Before(slow.End):
+		x := e.Inconclusive("could not obtain an answer while the original was in flight: " + dup.String())
+		v = &x
+	case !e.Profile.InFlightOK(dup.Status):
+		x := e.Skip(fmt.Sprintf("the duplicate got %s, not an in-flight conflict %v (see concurrent/in-flight-conflict)", dup.String(), e.Profile.InFlightStatus))
+		v = &x
+	}
+	return slow, dup, v
+}
+
+func concurrentConflictNotPoisoned(ctx context.Context, e *Env) Verdict {
+	k := e.NewKey()
+	body, _, _ := e.Variant(VariantSlow)
+	slow, dup, v := e.conflict(ctx, k)
+	if v != nil {
+		return *v
+	}
+	retry := e.Send(ctx, Req{Label: "retry after completion", Key: k, Body: body})
+	observed := fmt.Sprintf("in flight: %d; after completion: %s", dup.Status, retry.String())
+	if !e.Reproduced(slow, retry) || retry.Status != slow.Status {
+		return e.Unmet(fmt.Sprintf("the original's replay (%d, same resource)", slow.Status), observed)
+	}
+	return e.Pass(observed)
+}
+
+func concurrentRetryAfter(ctx context.Context, e *Env) Verdict {
+	if e.Profile.RetryAfterOn409 == No {
+		return e.Skip("profile retry_after_on_409 is false")
+	}
+	_, dup, v := e.conflict(ctx, e.NewKey())
+	if v != nil {
+		return *v
+	}
+	ra := dup.Header.Get("Retry-After")
+	valid := ra != ""
+	if valid {
+		if _, err := strconv.Atoi(ra); err != nil {
+			_, err = http.ParseTime(ra)
+			valid = err == nil
+		}
+	}
+	observed := fmt.Sprintf("%d with Retry-After %q", dup.Status, ra)
+	if e.Profile.RetryAfterOn409 == Unknown {
+		return e.Finding("retry_after_on_409", observed)
+	}
+	if !valid {
+		return e.Unmet("Retry-After: delay-seconds or HTTP-date", observed)
+	}
+	return e.Pass(observed)
+}
+
+func concurrentChangedBodyInFlight(ctx context.Context, e *Env) Verdict {
+	k := e.NewKey()
+	slowBody, _, _ := e.Variant(VariantSlow)
+	pr := e.firstProbe()
+	changed, err := mergePatch(slowBody, pr.patch)
+	if err != nil {
+		return e.Skip(err.Error())
+	}
+	slow, dup := e.duringSlow(ctx, k, func() Resp {
+		return e.Send(ctx, Req{Label: "changed body (" + pr.name + ") while in flight", Key: k, Body: changed})
+	})
+	if !slow.OK() {
+		return e.Inconclusive("the slow variant did not succeed: " + slow.String())
+	}
+	if !overlapped(slow, dup) {
+		return e.Inconclusive("could not overlap: the changed request was sent after the original completed")
+	}
+	n, how, _, err := e.Effects(ctx, k, slow, dup)
+	if err != nil {
+		return e.Inconclusive(err.Error())
+	}
+	observed := fmt.Sprintf("changed body answered %s; %d executions (%s)", dup.String(), n, how)
+	accepted := append(append([]int(nil), e.Profile.InFlightStatus...), e.Profile.MismatchStatus...)
+	switch {
+	case n != 1:
+		return e.Fail("exactly 1 execution", observed)
+	case dup.OK() && e.Reproduced(slow, dup):
+		return e.Fail(fmt.Sprintf("%v", accepted), "the original's response for a different payload: "+observed)
+	case dup.OK():
+		return e.Fail(fmt.Sprintf("%v", accepted), "executed the different payload: "+observed)
+	case hasStatus(accepted, dup.Status):
+		return e.Pass(observed)
+	}
+	return e.Unmet(fmt.Sprintf("%v", accepted), observed)
+}
