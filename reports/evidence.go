@@ -17,41 +17,6 @@ const maxBodyShown = 512
 // case has dozens); JSON keeps them all.
 const maxExchangesShown = 6
 
-// Curl returns a copy-pasteable curl command that sends req again.
-// Headers curl computes itself (Content-Length, Host) are left out.
-func Curl(req scenarios.ExchangeRequest) string {
-	var b strings.Builder
-	b.WriteString("curl -sS -i")
-	if req.Method != "" && req.Method != http.MethodGet {
-		b.WriteString(" -X " + req.Method)
-	}
-	b.WriteString(" " + shellQuote(req.URL))
-	names := make([]string, 0, len(req.Header))
-	for name := range req.Header {
-		switch http.CanonicalHeaderKey(name) {
-		case "Content-Length", "Host", "Accept-Encoding", "User-Agent":
-			continue
-		}
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		for _, v := range req.Header[name] {
-			b.WriteString(" -H " + shellQuote(name+": "+v))
-		}
-	}
-	if len(req.Body) > 0 {
-		b.WriteString(" --data-binary " + shellQuote(string(req.Body)))
-	}
-	return b.String()
-}
-
-// shellQuote quotes s for a POSIX shell: single quotes, with embedded
-// single quotes closed, escaped and reopened.
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
 // FailureText is the evidence for one result as plain text: requirement
 // sentence, expected vs observed, the exchanges and a curl reproduction
 // of each shown request. indent prefixes every line.
@@ -114,7 +79,7 @@ func writeExchange(b *strings.Builder, indent string, n int, ex scenarios.Exchan
 			fmt.Fprintf(b, "%s< %s\n", in, shownBody(ex.Response.Body))
 		}
 	}
-	fmt.Fprintf(b, "%sreproduce: %s\n", in, Curl(ex.Request))
+	fmt.Fprintf(b, "%sreproduce: %s\n", in, ex.Curl())
 }
 
 func writeHeaders(b *strings.Builder, prefix string, h http.Header) {

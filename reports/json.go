@@ -101,7 +101,7 @@ func JSON(w io.Writer, rep *scenarios.Report) error {
 				Error:      ex.Error,
 				Start:      ex.Start.UTC(),
 				DurationMS: ms(ex.Duration),
-				Curl:       Curl(ex.Request),
+				Curl:       ex.Curl(),
 			}
 			je.Request.Body, je.Request.BodyBase64 = jsonBody(ex.Request.Body)
 			if ex.Response != nil {

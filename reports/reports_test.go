@@ -16,6 +16,11 @@ import (
 	"github.com/idemcheck/idemcheck/scenarios"
 )
 
+// charge is the request the failing sample result sends twice.
+var charge = scenarios.ExchangeRequest{Method: "POST", URL: "http://127.0.0.1:9/v1/charges",
+	Header: http.Header{"Idempotency-Key": {`"k'1"`}, "Content-Type": {"application/json"}, "Content-Length": {"16"}},
+	Body:   []byte(`{"amount":1000}`)}
+
 // sample is a hand-built report with one result of every kind.
 func sample(strict bool) *scenarios.Report {
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -26,9 +31,6 @@ func sample(strict bool) *scenarios.Report {
 			Requirement:  "The server SHOULD do the " + fam + " thing.",
 			Explanation:  "plain words for " + id}
 	}
-	charge := scenarios.ExchangeRequest{Method: "POST", URL: "http://127.0.0.1:9/v1/charges",
-		Header: http.Header{"Idempotency-Key": {`"k'1"`}, "Content-Type": {"application/json"}, "Content-Length": {"16"}},
-		Body:   []byte(`{"amount":1000}`)}
 	failing := scenarios.Result{Meta: meta("replay/one-execution", "MUST"), Operation: "charges",
 		Status: scenarios.Fail, Expected: "1 execution", Observed: "2 executions", Reason: "the replay re-executed",
 		Duration: 30 * time.Millisecond,
@@ -96,7 +98,7 @@ func TestConsole(t *testing.T) {
 				return ok && strings.Contains(recap, "1) replay/one-execution@charges fail [MUST]") &&
 					strings.Contains(recap, "requirement: The server SHOULD do the replay thing.") &&
 					strings.Contains(recap, "expected:    1 execution") && strings.Contains(recap, "observed:    2 executions") &&
-					strings.Contains(recap, `reproduce: curl -sS -i -X POST 'http://127.0.0.1:9/v1/charges' -H 'Content-Type: application/json' -H 'Idempotency-Key: "k'\''1"' --data-binary '{"amount":1000}'`)
+					strings.Contains(recap, "reproduce: "+scenarios.Exchange{Request: charge}.Curl())
 			}},
 		{"stale-known-failing", "a known-failing case that passes is in the recap and says to remove it",
 			false, ConsoleOptions{}, func(out string) bool {
@@ -121,38 +123,6 @@ func TestConsole(t *testing.T) {
 				t.Errorf("rule: %s\noutput:\n%s", tc.rule, out)
 			}
 		})
-	}
-}
-
-func TestCurlQuoting(t *testing.T) {
-	for _, tc := range []struct {
-		name, rule string
-		req        scenarios.ExchangeRequest
-		want       string
-	}{
-		{"get", "GET needs no -X and no body", scenarios.ExchangeRequest{Method: "GET", URL: "http://h/x?a=1&b=2"}, `curl -sS -i 'http://h/x?a=1&b=2'`},
-		{"quote", "a single quote in a value survives the shell",
-			scenarios.ExchangeRequest{Method: "POST", URL: "http://h/", Body: []byte(`{"a":"it's"}`)},
-			`curl -sS -i -X POST 'http://h/' --data-binary '{"a":"it'\''s"}'`},
-		{"repeated-header", "repeated header lines are all kept, computed ones dropped",
-			scenarios.ExchangeRequest{Method: "POST", URL: "http://h/", Header: http.Header{"Idempotency-Key": {`"a"`, `"b"`}, "Host": {"h"}}},
-			`curl -sS -i -X POST 'http://h/' -H 'Idempotency-Key: "a"' -H 'Idempotency-Key: "b"'`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := Curl(tc.req); got != tc.want {
-				t.Errorf("rule: %s\n got %s\nwant %s", tc.rule, got, tc.want)
-			}
-		})
-	}
-	// The quoting must round-trip through a real shell when one exists.
-	sh, err := exec.LookPath("sh")
-	if err != nil {
-		return
-	}
-	value := `{"a":"it's \"x\" $HOME ` + "`id`" + `"}`
-	out, err := exec.Command(sh, "-c", "printf %s "+shellQuote(value)).Output()
-	if err != nil || string(out) != value {
-		t.Errorf("shellQuote does not round-trip through sh: %q, %v", out, err)
 	}
 }
 
@@ -300,7 +270,7 @@ func TestJSON(t *testing.T) {
 		{"verdict", "verdict applies the run rules: a stale known-failing pass is fail", results[8].(map[string]any)["verdict"] == "fail" && results[8].(map[string]any)["status"] == "pass"},
 		{"text-body", "a UTF-8 body is kept as text", firstEx["request"].(map[string]any)["body"] == `{"amount":1000}`},
 		{"binary-body", "a non-UTF-8 body is base64", binaryResp["body_base64"] == "//4=" && binaryResp["body"] == nil},
-		{"curl", "each exchange carries its curl", strings.HasPrefix(firstEx["curl"].(string), "curl -sS -i -X POST")},
+		{"curl", "each exchange carries its curl", firstEx["curl"] == scenarios.Exchange{Request: charge}.Curl()},
 		{"durations", "durations are milliseconds", failing["duration_ms"] == 30.0 && doc["duration_ms"] == 2000.0},
 		{"arrays", "list fields are [] not null", results[0].(map[string]any)["exchanges"] != nil && results[0].(map[string]any)["needs"] != nil},
 	} {
@@ -317,7 +287,7 @@ func TestMarkdown(t *testing.T) {
 		{"a counts table leads", "| 2 | 2 | 1 | 1 | 1 | 1 | 1 |"},
 		{"a row per family", "| replay | 2 | 1 | 0 | 0 | 0 |"},
 		{"each failure folds its evidence", "<details><summary>✗ <code>replay/one-execution@charges</code> — MUST IK-REPLAY-1</summary>"},
-		{"the curl is in the folded evidence", "reproduce: curl -sS -i -X POST"},
+		{"the curl is in the folded evidence", "reproduce: curl -i -X POST"},
 		{"warnings are listed", "- `missing/rejected@charges`: expected 400, observed 201"},
 	} {
 		if !strings.Contains(out, tc.want) {

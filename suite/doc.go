@@ -1,0 +1,11 @@
+// Package suite is the Ginkgo v2 face of the conformance catalog: a
+// Describe per family and an It per case instance (case@operation), fed
+// by one concurrent engine run (scenarios.Run) before the specs assert.
+//
+//	go test ./suite                              # against the in-process reference demo app
+//	go test ./suite -args -config=examples/orders.yaml
+//	go tool ginkgo ./suite -- -target=http://127.0.0.1:8080 -strict
+//
+// The package's non-test files hold what the CLI shares with the specs:
+// how a target is selected (Selection) and the Gomega matcher (Conform).
+package suite

@@ -1,0 +1,49 @@
+package suite_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/suite"
+)
+
+// TestConformMatcher checks the matcher's verdicts and that its failure
+// message carries the evidence a reader needs.
+func TestConformMatcher(t *testing.T) {
+	res := func(s scenarios.Status) scenarios.Result {
+		return scenarios.Result{Meta: scenarios.Meta{ID: "replay/one-execution", Family: "replay", Level: scenarios.Must,
+			Requirements: []string{"IK-REPLAY-3"}, Requirement: "N replays cause exactly one side effect."},
+			Operation: "charges", Status: s, Expected: "1 execution", Observed: "2 executions",
+			Exchanges: []scenarios.Exchange{{Label: "first", Request: scenarios.ExchangeRequest{Method: "POST", URL: "http://127.0.0.1:9/v1/charges"}}}}
+	}
+	for _, tc := range []struct {
+		name, rule string
+		status     scenarios.Status
+		strict     bool
+		match      bool
+	}{
+		{"pass", "a pass conforms", scenarios.Pass, false, true},
+		{"fail", "a fail does not conform", scenarios.Fail, false, false},
+		{"warn", "an unmet SHOULD conforms outside strict mode", scenarios.Warn, false, true},
+		{"warn-strict", "an unmet SHOULD fails under -strict", scenarios.Warn, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := suite.Conform(tc.strict)
+			ok, err := m.Match(res(tc.status))
+			if err != nil || ok != tc.match {
+				t.Fatalf("rule: %s: got match=%t err=%v", tc.rule, ok, err)
+			}
+		})
+	}
+	msg := suite.Conform(false).FailureMessage(res(scenarios.Fail))
+	for _, want := range []string{"replay/one-execution@charges", "N replays cause exactly one side effect.",
+		"expected:    1 execution", "observed:    2 executions", "#1 first: POST http://127.0.0.1:9/v1/charges", "reproduce: curl"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("rule: the failure message shows the evidence: missing %q in\n%s", want, msg)
+		}
+	}
+	if _, err := suite.Conform(false).Match("not a result"); err == nil {
+		t.Error("rule: matching something other than a Result is an error, not a verdict")
+	}
+}

@@ -1,0 +1,64 @@
+package suite
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/idemcheck/idemcheck/scenarios"
+)
+
+// ErrNoTarget: neither a config nor a target URL was given.
+var ErrNoTarget = errors.New("give --config FILE or --target URL")
+
+// Selection is how a front end names what to test: a YAML config, or the
+// URL of a server that follows the reference app's contract.
+type Selection struct {
+	Config string // YAML config file
+	Target string // base URL of a reference-contract server
+	// Profile, when set, replaces the config's profile (preset and
+	// overrides) with a preset; with --target it picks the preset. The
+	// key syntax the target was configured with is kept.
+	Profile string
+	// TTL and Lease, when positive, override what the target declares.
+	TTL, Lease time.Duration
+}
+
+// Load resolves the selection. Errors are one line naming the flag, file
+// or field at fault; ErrNoTarget when neither Config nor Target is set.
+func (s Selection) Load() (*scenarios.Target, *scenarios.Profile, error) {
+	var (
+		t   *scenarios.Target
+		p   *scenarios.Profile
+		err error
+	)
+	switch {
+	case s.Config != "" && s.Target != "":
+		return nil, nil, errors.New("give either --config or --target, not both")
+	case s.Config != "":
+		if t, p, err = scenarios.LoadConfig(s.Config); err != nil {
+			return nil, nil, err
+		}
+	case s.Target != "":
+		if t, err = scenarios.FromURL(s.Target, s.TTL, s.Lease); err != nil {
+			return nil, nil, err
+		}
+	default:
+		return nil, nil, ErrNoTarget
+	}
+	if s.Profile != "" || p == nil {
+		if p, err = scenarios.ProfileByName(s.Profile); err != nil {
+			return nil, nil, fmt.Errorf("--profile: %v", err)
+		}
+	}
+	if s.TTL < 0 || s.Lease < 0 {
+		return nil, nil, fmt.Errorf("--ttl %s / --lease %s: must not be negative", s.TTL, s.Lease)
+	}
+	if s.TTL > 0 {
+		t.TTL = s.TTL
+	}
+	if s.Lease > 0 {
+		t.Lease = s.Lease
+	}
+	return t, p, nil
+}

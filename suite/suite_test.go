@@ -1,0 +1,144 @@
+package suite_test
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/idemcheck/idemcheck/reference/demo"
+	"github.com/idemcheck/idemcheck/reports"
+	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/suite"
+)
+
+// Flags after -args (go test) or -- (ginkgo). With neither -config nor
+// -target the suite starts the reference demo app in-process, so a bare
+// `go test ./suite` is self-contained.
+var (
+	configFlag  = flag.String("config", "", "YAML config describing the API under test")
+	targetFlag  = flag.String("target", "", "base URL of a server following the reference contract (idemcheck serve)")
+	profileFlag = flag.String("profile", "", "profile preset (ietf, stripe, seeds, lenient); replaces the config's profile")
+	strictFlag  = flag.Bool("strict", false, "an unmet SHOULD fails instead of warning")
+	jsonFlag    = flag.String("report-json", "", "also write the idemcheck JSON report (idemcheck.report/v1) to this file")
+)
+
+// demoTTL is the reference demo's retention in self-contained runs: short
+// so the expiry cases finish quickly.
+const demoTTL = 2 * time.Second
+
+var (
+	target   *scenarios.Target
+	profile  *scenarios.Profile
+	useDemo  bool
+	planned  []scenarios.Planned
+	report   *scenarios.Report
+	byName   map[string]scenarios.Result
+	setupErr error
+)
+
+func TestConformance(t *testing.T) {
+	sel := suite.Selection{Config: *configFlag, Target: *targetFlag, Profile: *profileFlag}
+	var err error
+	target, profile, err = sel.Load()
+	if err == suite.ErrNoTarget {
+		useDemo = true
+		// The demo's URL is known only once it listens; the plan needs
+		// the operations, which the reference contract fixes.
+		target, err = scenarios.FromURL("http://127.0.0.1:1", demoTTL, 0)
+		if err == nil {
+			profile, err = scenarios.ProfileByName(*profileFlag)
+		}
+	}
+	if err != nil {
+		t.Fatalf("idemcheck: %v", err)
+	}
+	if planned, err = scenarios.Plan(target, profile, scenarios.RunOptions{Strict: *strictFlag}); err != nil {
+		t.Fatalf("idemcheck: %v", err)
+	}
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "idemcheck conformance")
+}
+
+// The engine runs once, on process 1, with every case concurrent inside
+// it; every process then reads the results its specs assert.
+var _ = SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
+	t := *target
+	if useDemo {
+		app, err := demo.New(demo.Options{TTL: demoTTL})
+		Expect(err).NotTo(HaveOccurred())
+		srv := httptest.NewServer(app)
+		DeferCleanup(func() { srv.Close(); _ = app.Close() })
+		demoTarget, err := scenarios.FromURL(srv.URL, demoTTL, 0)
+		Expect(err).NotTo(HaveOccurred())
+		t = *demoTarget
+	}
+	rep, err := scenarios.Run(ctx, &t, profile, scenarios.RunOptions{Strict: *strictFlag})
+	Expect(err).NotTo(HaveOccurred(), "idemcheck run")
+	b, err := json.Marshal(rep)
+	Expect(err).NotTo(HaveOccurred())
+	return b
+}, func(b []byte) {
+	report = &scenarios.Report{}
+	Expect(json.Unmarshal(b, report)).To(Succeed())
+	byName = map[string]scenarios.Result{}
+	for _, r := range report.Results {
+		byName[r.Name()] = r
+	}
+}, NodeTimeout(15*time.Minute))
+
+// One Describe per family, one It per case instance, labelled with the
+// level, the family and what the case needs.
+var _ = Describe("idemcheck", func() {
+	families := map[string][]scenarios.Planned{}
+	var order []string
+	for _, p := range planned {
+		if _, ok := families[p.Family]; !ok {
+			order = append(order, p.Family)
+		}
+		families[p.Family] = append(families[p.Family], p)
+	}
+	for _, fam := range order {
+		Describe(fam, Label("family:"+fam), func() {
+			for _, p := range families[fam] {
+				labels := Labels{string(p.Level)}
+				for _, n := range p.Needs {
+					labels = append(labels, "needs:"+string(n))
+				}
+				It(p.Name(), labels, func() {
+					r, ok := byName[p.Name()]
+					Expect(ok).To(BeTrue(), "the engine returned no result for %s", p.Name())
+					switch r.Status {
+					case scenarios.Skip, scenarios.Unverifiable, scenarios.Inconclusive:
+						Skip(fmt.Sprintf("%s: %s", r.Status, r.Reason))
+					case scenarios.Warn:
+						AddReportEntry("warning: SHOULD unmet", reports.FailureText(r, ""))
+					}
+					Expect(r).To(suite.Conform(*strictFlag))
+				})
+			}
+		})
+	}
+})
+
+// The idemcheck summary line, and the JSON report when asked. Under
+// --dry-run nothing ran, so there is nothing to summarise.
+var _ = ReportAfterSuite("idemcheck summary", func(r Report) {
+	if r.SuiteConfig.DryRun || report == nil {
+		return
+	}
+	c := reports.Tally(report)
+	fmt.Fprintf(os.Stdout, "\nidemcheck: %d passed, %d failed, %d warned, %d skipped\n", c.Passed, c.Failed, c.Warned, c.Skipped)
+	if *jsonFlag != "" {
+		f, err := os.Create(*jsonFlag)
+		Expect(err).NotTo(HaveOccurred())
+		defer f.Close()
+		Expect(reports.JSON(f, report)).To(Succeed())
+	}
+})
