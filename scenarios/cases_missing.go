@@ -1,0 +1,102 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+)
+
+// MISSING: a request without a key on an operation documented as
+// requiring one (draft §2.7), or processed normally where the key is
+// optional (Stripe, Adyen).
+func init() {
+	register(
+		Case{Meta: Meta{ID: "missing/rejected", Family: "missing", Requirements: []string{"IK-MISSING-1"}, Level: Should,
+			Requirement: "draft §2.7: if the Idempotency-Key request header is missing for a documented idempotent operation requiring this header, the resource SHOULD reply with an HTTP 400 status code.",
+			Explanation: "A request without the key on a key-requiring operation gets 400 and does not execute."},
+			PerOperation: true, Run: missingRejected},
+		Case{Meta: Meta{ID: "missing/problem-link", Family: "missing", Requirements: []string{"IK-MISSING-2", "IK-PROBLEM-1", "IK-PROBLEM-2"}, Level: Should,
+			Requirement: "draft §2.7: the 400 response SHOULD carry a body or Link header pointing to relevant documentation (problem+json type, or Link rel=\"describedby\").",
+			Explanation: "The missing-key error links to the idempotency documentation."},
+			PerOperation: true, Run: missingProblemLink},
+		Case{Meta: Meta{ID: "missing/repeat-fails-again", Family: "missing", Requirements: []string{"IK-MISSING-3"}, Level: Must,
+			Requirement: "draft §2.7: clients MUST correct the request before retrying, or the resource MUST fail the request and return one of the above errors.",
+			Explanation: "Repeating the request without a key fails again the same way: nothing was recorded."},
+			PerOperation: true, Run: missingRepeatFailsAgain},
+		Case{Meta: Meta{ID: "missing/optional-executes", Family: "missing", Requirements: []string{"IK-MISSING-4"}, Level: Should,
+			Requirement: "Profile key_required false (Stripe, Adyen, PayPal): a request without a key is processed normally, without idempotency.",
+			Explanation: "Where the key is optional, every keyless request executes on its own.",
+			Needs:       []Need{NeedIDPointer}},
+			PerOperation: true, Run: missingOptionalExecutes},
+	)
+}
+
+func missingRejected(ctx context.Context, e *Env) Verdict {
+	if e.Profile.KeyRequired == No {
+		return e.Skip("profile key_required is false (see missing/optional-executes)")
+	}
+	r := e.Send(ctx, Req{Label: "no key", NoKey: true})
+	if e.Profile.KeyRequired == Unknown {
+		return e.Finding("key_required", r.String())
+	}
+	expected := fmt.Sprintf("%v and no execution", e.Profile.MissingStatus)
+	switch {
+	case hasStatus(e.Profile.MissingStatus, r.Status) && r.Err == nil:
+		return e.Pass(fmt.Sprint(r.Status))
+	case r.OK():
+		return e.Unmet(expected, "executed without a key: "+r.String())
+	}
+	return e.Unmet(expected, r.String())
+}
+
+func missingProblemLink(ctx context.Context, e *Env) Verdict {
+	if e.Profile.KeyRequired != Yes {
+		return e.Skip("profile key_required is not true")
+	}
+	if e.Profile.ProblemJSON == No {
+		return e.Skip("profile problem_json is false")
+	}
+	r := e.Send(ctx, Req{Label: "no key", NoKey: true})
+	if !r.Is4xx() {
+		return e.Inconclusive("the keyless request was not rejected (see missing/rejected): " + r.String())
+	}
+	ok, how := DocLink(r)
+	if e.Profile.ProblemJSON == Unknown {
+		return e.Finding("problem_json", how)
+	}
+	if !ok {
+		return e.Unmet("problem+json with a type, or Link rel=\"describedby\"", how)
+	}
+	return e.Pass(how)
+}
+
+func missingRepeatFailsAgain(ctx context.Context, e *Env) Verdict {
+	if e.Profile.KeyRequired != Yes {
+		return e.Skip("profile key_required is not true")
+	}
+	a := e.Send(ctx, Req{Label: "no key", NoKey: true})
+	if a.OK() || a.Err != nil {
+		return e.Inconclusive("the keyless request was not rejected in the first place (see missing/rejected): " + a.String())
+	}
+	b := e.Send(ctx, Req{Label: "no key again", NoKey: true})
+	observed := fmt.Sprintf("%d then %s", a.Status, b.String())
+	if b.Status != a.Status || b.Err != nil {
+		return e.Fail(fmt.Sprintf("%d again", a.Status), observed)
+	}
+	return e.Pass(observed)
+}
+
+func missingOptionalExecutes(ctx context.Context, e *Env) Verdict {
+	if e.Profile.KeyRequired != No {
+		return e.Skip("profile key_required is not false (see missing/rejected)")
+	}
+	a := e.Send(ctx, Req{Label: "no key", NoKey: true})
+	b := e.Send(ctx, Req{Label: "no key again", NoKey: true})
+	observed := fmt.Sprintf("%s, then %s", a.String(), b.String())
+	if !a.OK() || !b.OK() {
+		return e.Unmet("both keyless requests processed normally", observed)
+	}
+	if ids := e.DistinctIDs(a, b); len(ids) != 2 {
+		return e.Unmet("two executions (two created resources)", observed)
+	}
+	return e.Pass(observed)
+}

@@ -1,0 +1,214 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+)
+
+// SYNTAX: how the key is written (draft §2.1: an RFC 9651 sf-string) and
+// validated (draft §5: "always validate the key").
+func init() {
+	register(
+		Case{Meta: Meta{ID: "syntax/key-accepted", Family: "syntax", Requirements: []string{"IK-SYNTAX-1"}, Level: Must,
+			Requirement: "draft §2.1: the Idempotency-Key field value MUST be an sf-string (RFC 9651 §3.3.3); a server following its profile accepts keys in that form.",
+			Explanation: "A key written in the profile's syntax is accepted, and the retry with it replays."},
+			PerOperation: true, Run: syntaxKeyAccepted},
+		Case{Meta: Meta{ID: "syntax/cross-form", Family: "syntax", Requirements: []string{"IK-SYNTAX-2"}, Level: Info,
+			Requirement: "RFC 9651 §2: a non-String item violates the field's constraints and the field is ignored by default; servers differ (quotes stripped, part of the key, rejected). Trap C5: a finding, unless it executes twice.",
+			Explanation: "The same key in the other spelling (quoted vs bare) is recorded as replayed, rejected or a distinct key; a field silently ignored on every retry fails."},
+			PerOperation: true, Run: syntaxCrossForm},
+		Case{Meta: Meta{ID: "syntax/malformed-sf-string", Family: "syntax", Requirements: []string{"IK-SYNTAX-3", "IK-SECURITY-1"}, Level: Should,
+			Requirement: "draft §5: always validate the key as per its published specification before processing the request; malformed sf-strings get 4xx, never 5xx.",
+			Explanation: "Unterminated, badly escaped, trailing-garbage and non-ASCII sf-strings are rejected with a 4xx, never a 5xx or an execution."},
+			PerOperation: true, Run: syntaxMalformed},
+		Case{Meta: Meta{ID: "syntax/repeated-header", Family: "syntax", Requirements: []string{"IK-SYNTAX-4"}, Level: Should,
+			Requirement: "draft -00..-04: clients MUST NOT include more than one Idempotency-Key field; an Item field given as a list fails parsing (RFC 9651 §4.2). Expected: 400 or deterministic handling, never two executions.",
+			Explanation: "Two key field lines, or two keys in one line, are rejected (or handled deterministically) and never execute on every retry."},
+			PerOperation: true, Run: syntaxRepeatedHeader},
+		Case{Meta: Meta{ID: "syntax/max-length", Family: "syntax", Requirements: []string{"IK-SYNTAX-5"}, Level: Should,
+			Requirement: "Profile key_max_len (Stripe 255, Adyen 64): a key of exactly the maximum length is accepted and replayed; one character more gets a 4xx, never a 5xx and never truncation onto another key.",
+			Explanation: "The longest allowed key works; a longer one is rejected rather than silently truncated."},
+			PerOperation: true, Run: syntaxMaxLength},
+		Case{Meta: Meta{ID: "syntax/empty-key", Family: "syntax", Requirements: []string{"IK-SYNTAX-6", "IK-SECURITY-4"}, Level: Should,
+			Requirement: "draft §5: validate the key against its published format; an empty or blank key (or one below key_min_len) gets 400.",
+			Explanation: "Empty, blank and too-short keys are rejected with a 4xx, never a 5xx or an execution."},
+			PerOperation: true, Run: syntaxEmptyKey},
+	)
+}
+
+func syntaxKeyAccepted(ctx context.Context, e *Env) Verdict {
+	k := e.NewKey()
+	first := e.Send(ctx, Req{Label: "original", Key: k})
+	if first.Is5xx() || first.Err != nil {
+		return e.Inconclusive("the normal call failed: " + first.String())
+	}
+	if !first.OK() {
+		return e.Unmet(fmt.Sprintf("a %s key accepted", e.Target.KeySyntax), "rejected: "+first.String())
+	}
+	retry := e.Send(ctx, Req{Label: "retry", Key: k})
+	if !e.Reproduced(first, retry) {
+		return e.Unmet("the retry replays", retry.String())
+	}
+	return e.Pass(fmt.Sprintf("%s %s accepted and replayed", e.Target.KeyHeader, e.KeyValue(k)))
+}
+
+// otherForm writes k in the syntax the target does not use.
+func (e *Env) otherForm(k string) string {
+	if e.Target.KeySyntax == Raw {
+		return `"` + k + `"`
+	}
+	return k
+}
+
+func syntaxCrossForm(ctx context.Context, e *Env) Verdict {
+	k := e.NewKey()
+	first, bad := e.original(ctx, k, nil)
+	if bad != nil {
+		return *bad
+	}
+	other := e.otherForm(k)
+	a := e.Send(ctx, Req{Label: "other form", KeyLines: []string{other}})
+	b := e.Send(ctx, Req{Label: "other form again", KeyLines: []string{other}})
+	observed := fmt.Sprintf("%s then %s: %s, then %s", e.KeyValue(k), other, a.String(), b.String())
+	switch {
+	case a.OK() && b.OK() && !e.Reproduced(a, b) && !e.Reproduced(first, b):
+		return e.Fail("the other form rejected, replayed, or a distinct key; never an execution on every retry", "field ignored, executed twice: "+observed)
+	case a.Is5xx() || b.Is5xx():
+		return e.Fail("a 4xx or a documented interpretation, never a 5xx", observed)
+	case e.Reproduced(first, a):
+		return e.Pass("same key (the spellings are equivalent): " + observed)
+	case a.OK():
+		return e.Pass("a distinct key (quotes are part of the key): " + observed)
+	}
+	return e.Pass("rejected: " + observed)
+}
+
+// judgeInvalidKeys sends each invalid key field and expects a 4xx. A 5xx
+// fails; an execution is an unmet SHOULD (or a finding when the profile
+// lets the server ignore the field as a missing key).
+func (e *Env) judgeInvalidKeys(ctx context.Context, what string, lines map[string][]string) Verdict {
+	var accepted, errs, seen []string
+	for _, name := range sortedKeys(lines) {
+		r := e.Send(ctx, Req{Label: name, KeyLines: lines[name]})
+		seen = append(seen, fmt.Sprintf("%s: %s", name, statusOf(r)))
+		switch {
+		case r.Is5xx() || r.Err != nil:
+			errs = append(errs, name)
+		case !r.Is4xx():
+			accepted = append(accepted, name)
+		}
+	}
+	observed := strings.Join(seen, "; ")
+	expected := "a 4xx for every " + what
+	switch {
+	case len(errs) > 0:
+		return e.Fail(expected+", never a 5xx", observed)
+	case len(accepted) > 0 && e.Profile.KeyRequired != Yes:
+		return e.Finding("key_required", "accepted or ignored as a missing key: "+observed)
+	case len(accepted) > 0:
+		return e.Unmet(expected, observed)
+	}
+	return e.Pass(observed)
+}
+
+func statusOf(r Resp) string {
+	if r.Err != nil {
+		return "error " + r.Err.Error()
+	}
+	return fmt.Sprint(r.Status)
+}
+
+func sortedKeys(m map[string][]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func syntaxMalformed(ctx context.Context, e *Env) Verdict {
+	if e.Target.KeySyntax != SFString {
+		return e.Skip("the target uses raw keys: sf-string parsing does not apply")
+	}
+	u := e.NewKey()
+	return e.judgeInvalidKeys(ctx, "malformed sf-string", map[string][]string{
+		"unterminated quote": {`"` + u},
+		"bad escape":         {`"` + u + `\a"`},
+		"trailing garbage":   {`"` + u + `" x`},
+		"non-ASCII":          {`"` + u + "\u00e9\""},
+	})
+}
+
+func syntaxRepeatedHeader(ctx context.Context, e *Env) Verdict {
+	forms := map[string][]string{"two field lines": {e.KeyValue(e.NewKey()), e.KeyValue(e.NewKey())}}
+	if e.Target.KeySyntax == SFString {
+		forms["two keys in one line"] = []string{e.KeyValue(e.NewKey()) + ", " + e.KeyValue(e.NewKey())}
+	}
+	var seen []string
+	for _, name := range sortedKeys(forms) {
+		a := e.Send(ctx, Req{Label: name, KeyLines: forms[name]})
+		b := e.Send(ctx, Req{Label: name + " again", KeyLines: forms[name]})
+		seen = append(seen, fmt.Sprintf("%s: %s then %s", name, statusOf(a), statusOf(b)))
+		switch {
+		case a.Is5xx() || b.Is5xx() || a.Err != nil || b.Err != nil:
+			return e.Fail("400 or deterministic handling, never a 5xx", strings.Join(seen, "; "))
+		case a.OK() && b.OK() && !e.Reproduced(a, b):
+			return e.Fail("never an execution on every retry", name+" executed twice: "+strings.Join(seen, "; "))
+		case a.OK() && !b.OK():
+			return e.Unmet("deterministic handling", strings.Join(seen, "; "))
+		}
+	}
+	return e.Pass(strings.Join(seen, "; "))
+}
+
+// keyOfLen returns a random key of n characters from [a-z0-9].
+func keyOfLen(n int) string {
+	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = alphabet[rand.IntN(len(alphabet))]
+	}
+	return string(b)
+}
+
+func syntaxMaxLength(ctx context.Context, e *Env) Verdict {
+	n := e.Profile.KeyMaxLen
+	if n == 0 {
+		return e.Skip("profile key_max_len is not published (0)")
+	}
+	longest := keyOfLen(n)
+	first := e.Send(ctx, Req{Label: fmt.Sprintf("key of %d chars", n), Key: longest})
+	if !first.OK() {
+		return e.Unmet(fmt.Sprintf("a key of %d characters accepted", n), statusOf(first)+" "+first.String())
+	}
+	retry := e.Send(ctx, Req{Label: fmt.Sprintf("key of %d chars again", n), Key: longest})
+	if !e.Reproduced(first, retry) {
+		return e.Unmet(fmt.Sprintf("the %d-character key replays", n), retry.String())
+	}
+	over := e.Send(ctx, Req{Label: fmt.Sprintf("that key plus one char (%d chars)", n+1), Key: longest + "x"})
+	observed := fmt.Sprintf("%d chars accepted and replayed; %d chars: %s", n, n+1, over.String())
+	switch {
+	case over.OK() && e.Reproduced(first, over):
+		return e.Fail(fmt.Sprintf("a 4xx for %d characters", n+1), "truncated onto the shorter key: "+observed)
+	case over.Is5xx() || over.Err != nil:
+		return e.Fail(fmt.Sprintf("a 4xx for %d characters, never a 5xx", n+1), observed)
+	case over.OK():
+		return e.Unmet(fmt.Sprintf("a 4xx for %d characters", n+1), observed)
+	}
+	return e.Pass(observed)
+}
+
+func syntaxEmptyKey(ctx context.Context, e *Env) Verdict {
+	lines := map[string][]string{"empty": {e.KeyValue("")}, "blank": {e.KeyValue("   ")}}
+	if e.Target.KeySyntax == Raw {
+		lines["empty"] = []string{""}
+	}
+	if m := e.Profile.KeyMinLen; m > 1 {
+		lines[fmt.Sprintf("%d chars (below key_min_len %d)", m-1, m)] = []string{e.KeyValue(keyOfLen(m - 1))}
+	}
+	return e.judgeInvalidKeys(ctx, "empty, blank or too short key", lines)
+}
