@@ -1,0 +1,91 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/suite"
+)
+
+// listPlaceholder stands in for --target when list runs with no target:
+// listing sends no traffic, it only needs the reference contract's shape.
+const listPlaceholder = "http://127.0.0.1:8080"
+
+type listFlags struct {
+	sel       suite.Selection
+	run, skip []string
+	format    string
+}
+
+func init() {
+	var f listFlags
+	cmd := &cobra.Command{
+		Use:   "list [--config FILE | --target URL]",
+		Short: "List the case instances a run would execute, and what each needs (no traffic)",
+		Long: "List the selected case instances (case@operation) with their level, requirement IDs and\n" +
+			"spec sentence, and whether the config supplies what each case needs. Sends no request;\n" +
+			"with neither --config nor --target it lists against the reference contract.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runList(cmd.OutOrStdout(), f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.sel.Config, "config", "", "YAML config describing the API")
+	fl.StringVar(&f.sel.Target, "target", "", "base URL of a server following the reference contract")
+	fl.StringVar(&f.sel.Profile, "profile", "", "profile preset (replaces the config's profile)")
+	fl.DurationVar(&f.sel.TTL, "ttl", 0, "declared retention (TTL), overriding the config")
+	fl.DurationVar(&f.sel.Lease, "lease", 0, "declared in-flight lease, overriding the config")
+	fl.StringArrayVar(&f.run, "run", nil, "list only cases matching this glob; repeatable")
+	fl.StringArrayVar(&f.skip, "skip", nil, "leave out cases matching this glob; repeatable")
+	fl.StringVar(&f.format, "format", "text", "output: text or json")
+	rootCmd.AddCommand(cmd)
+}
+
+func runList(w io.Writer, f listFlags) error {
+	if f.format != "text" && f.format != "json" {
+		return usageErrorf("--format %q: want text or json", f.format)
+	}
+	sel := f.sel
+	if sel.Config == "" && sel.Target == "" {
+		sel.Target = listPlaceholder
+	}
+	target, profile, err := sel.Load()
+	if err != nil {
+		return withCode(exitUsage, err)
+	}
+	planned, err := scenarios.Plan(target, profile, scenarios.RunOptions{Run: f.run, Skip: f.skip})
+	if err != nil {
+		return withCode(exitUsage, err)
+	}
+	if f.format == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(planned)
+	}
+	width := len("CASE")
+	for _, p := range planned {
+		width = max(width, len(p.Name()))
+	}
+	fmt.Fprintf(w, "%-*s  %-6s  %-28s  %s\n", width, "CASE", "LEVEL", "REQUIREMENTS", "CONFIG")
+	supplied := 0
+	for _, p := range planned {
+		status := "supplied"
+		if p.Supplied {
+			supplied++
+		} else {
+			missing := make([]string, len(p.Missing))
+			for i, n := range p.Missing {
+				missing[i] = string(n)
+			}
+			status = "lacks " + strings.Join(missing, ", ")
+		}
+		fmt.Fprintf(w, "%-*s  %-6s  %-28s  %s\n", width, p.Name(), p.Level, strings.Join(p.Requirements, ","), status)
+		fmt.Fprintf(w, "    %s\n", p.Requirement)
+	}
+	_, err = fmt.Fprintf(w, "\n%d case instances, %d runnable with this config, profile %s\n", len(planned), supplied, profile.Name)
+	return err
+}

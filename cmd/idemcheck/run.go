@@ -1,0 +1,178 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/idemcheck/idemcheck/reports"
+	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/suite"
+)
+
+type runFlags struct {
+	sel                   suite.Selection
+	strict                bool
+	run, skip             []string
+	knownFailing          string
+	seed                  int64
+	junit, json, markdown string
+	format                string
+	verbose               bool
+}
+
+func init() {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run (--config FILE | --target URL)",
+		Short: "Run the conformance catalog against an API and report per case",
+		Long: "Run every selected case of the conformance catalog against the API described by --config\n" +
+			"(or a server following the reference contract at --target) and print a verdict per\n" +
+			"case@operation. Exit codes: 0 pass, 1 a case fails (or a known-failing case passes),\n" +
+			"2 usage or config error, 4 target unreachable.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runConformance(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.sel.Config, "config", "", "YAML config describing the API under test")
+	fl.StringVar(&f.sel.Target, "target", "", "base URL of a server following the reference contract (idemcheck serve)")
+	fl.StringVar(&f.sel.Profile, "profile", "", "profile preset: "+strings.Join(scenarios.ProfileNames(), ", ")+" (replaces the config's profile)")
+	fl.BoolVar(&f.strict, "strict", false, "an unmet SHOULD fails the run instead of warning")
+	fl.StringArrayVar(&f.run, "run", nil, "run only cases matching this glob (family/case@operation; * within a segment, ** across); repeatable")
+	fl.StringArrayVar(&f.skip, "skip", nil, "skip cases matching this glob; repeatable")
+	fl.StringVar(&f.knownFailing, "known-failing", "", "file of globs (one per line, # comments) of cases expected to fail; one that passes fails the run")
+	fl.Int64Var(&f.seed, "seed", 0, "shuffle the start order with this seed (0: catalog order)")
+	fl.DurationVar(&f.sel.TTL, "ttl", 0, "the target's retention (TTL), overriding the config; enables the expiry cases")
+	fl.DurationVar(&f.sel.Lease, "lease", 0, "the target's in-flight lease, overriding the config")
+	fl.StringVar(&f.junit, "junit", "", "write a JUnit XML report to this file")
+	fl.StringVar(&f.json, "json", "", "write the JSON report (schema idemcheck.report/v1) to this file")
+	fl.StringVar(&f.markdown, "markdown", "", "write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY) to this file")
+	fl.StringVar(&f.format, "format", "console", "stdout format: console or json")
+	fl.BoolVarP(&f.verbose, "verbose", "v", false, "print each result as it finishes and the reasons of skipped cases")
+	rootCmd.AddCommand(cmd)
+}
+
+func runConformance(ctx context.Context, stdout, stderr io.Writer, f runFlags) error {
+	if f.format != "console" && f.format != "json" {
+		return usageErrorf("--format %q: want console or json", f.format)
+	}
+	target, profile, err := f.sel.Load()
+	if err != nil {
+		return withCode(exitUsage, err)
+	}
+	opts := scenarios.RunOptions{Run: f.run, Skip: f.skip, Strict: f.strict, Seed: f.seed}
+	if f.knownFailing != "" {
+		if opts.KnownFailing, err = readGlobFile(f.knownFailing); err != nil {
+			return withCode(exitUsage, err)
+		}
+	}
+	// Plan first: bad globs are a usage error before any traffic.
+	planned, err := scenarios.Plan(target, profile, opts)
+	if err != nil {
+		return withCode(exitUsage, err)
+	}
+	if len(planned) == 0 {
+		return usageErrorf("--run/--skip select no case (try idemcheck list)")
+	}
+	if f.verbose {
+		fmt.Fprintf(stderr, "running %d case instances against %s (profile %s)\n", len(planned), target.BaseURL, profile.Name)
+		opts.OnResult = func(r scenarios.Result) {
+			fmt.Fprintf(stderr, "  %-12s %s (%s)\n", r.Status, r.Name(), r.Duration.Round(time.Millisecond))
+		}
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rep, err := scenarios.Run(ctx, target, profile, opts)
+	if errors.Is(err, scenarios.ErrUnreachable) {
+		return withCode(exitUnreachable, err)
+	}
+	if err != nil {
+		return withCode(exitUsage, err)
+	}
+
+	for _, out := range []struct {
+		path  string
+		write func(io.Writer, *scenarios.Report) error
+	}{{f.junit, reports.JUnit}, {f.json, reports.JSON}, {f.markdown, reports.Markdown}} {
+		if out.path == "" {
+			continue
+		}
+		if err := writeReport(out.path, rep, out.write); err != nil {
+			return withCode(exitUsage, err)
+		}
+	}
+	if f.format == "json" {
+		err = reports.JSON(stdout, rep)
+	} else {
+		err = reports.Console(stdout, rep, reports.ConsoleOptions{Color: colorOK(stdout), Verbose: f.verbose})
+	}
+	if err != nil {
+		return err
+	}
+	if ok, problems := rep.Outcome(); !ok {
+		return withCode(exitFail, fmt.Errorf("%d failing: %s", len(problems), strings.Join(problems, "; ")))
+	}
+	return nil
+}
+
+// writeReport writes one report file; its directory must exist.
+func writeReport(path string, rep *scenarios.Report, write func(io.Writer, *scenarios.Report) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("report: %v", err)
+	}
+	if err := write(f, rep); err != nil {
+		f.Close()
+		return fmt.Errorf("report %s: %v", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("report %s: %v", path, err)
+	}
+	return nil
+}
+
+// readGlobFile reads a known-failing list: one glob per line, blank lines
+// and #-comments ignored.
+func readGlobFile(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("--known-failing: %v", err)
+	}
+	defer f.Close()
+	var globs []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line, _, _ := strings.Cut(sc.Text(), "#")
+		if line = strings.TrimSpace(line); line != "" {
+			globs = append(globs, line)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("--known-failing %s: %v", path, err)
+	}
+	return globs, nil
+}
+
+// colorOK: colour only on a terminal, and never when NO_COLOR is set.
+func colorOK(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok || os.Getenv("NO_COLOR") != "" {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
