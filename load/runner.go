@@ -25,6 +25,10 @@ import (
 // ErrUnreachable wraps a failed preflight: nothing answered at the target.
 var ErrUnreachable = errors.New("target unreachable")
 
+// ErrConfig wraps an invalid option or an operation/variant the target
+// does not declare.
+var ErrConfig = errors.New("load configuration")
+
 // ErrNotLoopback refuses load against anything but 127.0.0.1 / ::1.
 var ErrNotLoopback = errors.New("load is only sent to 127.0.0.1 or [::1]")
 
@@ -250,7 +254,7 @@ func Run(ctx context.Context, t *scenarios.Target, opts ...Option) (*Report, err
 		o(&c)
 	}
 	if err := c.validate(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
 	}
 	if err := CheckLoopback(t.BaseURL); err != nil {
 		return nil, err
@@ -260,7 +264,7 @@ func Run(ctx context.Context, t *scenarios.Target, opts ...Option) (*Report, err
 	}
 	rq, err := buildRequest(t, &c)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
 	}
 	if err := Preflight(ctx, t); err != nil {
 		return nil, err

@@ -1,0 +1,291 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/idemcheck/idemcheck/load"
+	"github.com/idemcheck/idemcheck/scenarios"
+)
+
+type loadFlags struct {
+	target, config     string
+	mode               string
+	rate               int
+	duration           time.Duration
+	plan               string
+	hitRatio           float64
+	pool, hotKeys      int
+	keySeed            string
+	hashKeys           bool
+	workers, maxWork   uint64
+	timeout, verySlow  time.Duration
+	operation, variant string
+	bodyPatch          string
+	results            string
+	thresholds         []string
+	out                loadOutputs
+}
+
+// loadOutputs are the files both `load` and `load report` can write.
+type loadOutputs struct {
+	json, html, hdr string
+}
+
+func (o *loadOutputs) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&o.json, "json", "", "write the JSON summary (schema idemcheck.load/v1) to FILE")
+	fl.StringVar(&o.html, "html", "", "write vegeta's latency-over-time HTML plot (one series per path) to FILE")
+	fl.StringVar(&o.hdr, "hdr", "", "write the HDR percentile plot of the paths (SVG) to FILE")
+}
+
+func init() {
+	var f loadFlags
+	cmd := &cobra.Command{
+		Use:   "load",
+		Short: "Load an idempotent API: hit vs miss vs contention latency, correctness under load, thresholds",
+		Long: "Drive vegeta attacks that separate the replay path (hit) from the execute path (miss),\n" +
+			"hammer hot keys (contention) or send no key (nokey baseline). Checks that replays equal\n" +
+			"their originals and that the effects oracle counts one execution per key.\n\n" +
+			"Plans: RATE@DUR, RATE->RATE@DUR (ramp), sine(MEAN,AMP,PERIOD)@DUR, max@DUR; space-separated.\n" +
+			"Thresholds: PATH.STAT OP VALUE, PATH.STAT/PATH.STAT OP N, violations OP N\n" +
+			"  (paths hit miss contention nokey; stats min mean p50 p90 p99 p99.9 max requests rate throughput success very_slow).\n" +
+			"Exit codes: 0 ok, 1 violations (double execution, wrong replay), 2 usage, 3 threshold breached, 4 unreachable.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runLoad(cmd, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.target, "target", "", "base URL of a server following the reference contract (idemcheck serve); 127.0.0.1 only")
+	fl.StringVar(&f.config, "config", "", "idemcheck.yaml describing the target")
+	fl.StringVar(&f.mode, "mode", "mix", "key strategy: miss, hit, mix, contention, nokey")
+	fl.IntVar(&f.rate, "rate", 100, "requests per second (constant plan)")
+	fl.DurationVar(&f.duration, "duration", 5*time.Second, "measured duration (constant plan)")
+	fl.StringVar(&f.plan, "plan", "", `rate plan, e.g. "100@10s 1000@30s" (overrides --rate/--duration)`)
+	fl.Float64Var(&f.hitRatio, "hit-ratio", 0.9, "share of hits in mix mode (0..1)")
+	fl.IntVar(&f.pool, "pool", 100, "keys completed in warm-up and replayed as hits")
+	fl.IntVar(&f.hotKeys, "hot-keys", 4, "keys contention mode hammers at once")
+	fl.BoolVar(&f.hashKeys, "hash-keys", false, "derive keys from a business id sequence: SHA-256(seed:n)")
+	fl.StringVar(&f.keySeed, "key-seed", "", "seed for --hash-keys (default: random, printed in the report)")
+	fl.Uint64Var(&f.workers, "workers", 32, "initial workers = connections opened before the measured window")
+	fl.Uint64Var(&f.maxWork, "max-workers", 512, "upper bound on vegeta workers (and connections)")
+	fl.DurationVar(&f.timeout, "timeout", 10*time.Second, "per-request timeout")
+	fl.DurationVar(&f.verySlow, "very-slow", time.Second, "latency counted as very slow, printed beside percentiles")
+	fl.StringVar(&f.operation, "operation", "", "operation name (default: the target's first)")
+	fl.StringVar(&f.variant, "variant", "", "apply a declared variant to every request (contention defaults to slow)")
+	fl.StringVar(&f.bodyPatch, "body-patch", "", `JSON merge patch applied to the request body, e.g. '{"delay_ms":50}'`)
+	fl.StringVar(&f.results, "results", "", "write every result as vegeta gob to FILE (merge runs with 'idemcheck load report')")
+	fl.StringArrayVar(&f.thresholds, "threshold", nil, "k6-style pass condition, repeatable, e.g. 'hit.p99<5ms'")
+	f.out.register(cmd)
+	cmd.AddCommand(newLoadReportCmd())
+	rootCmd.AddCommand(cmd)
+}
+
+// loadTarget resolves --target or --config into a Target (usage errors: 2).
+func loadTarget(f *loadFlags) (*scenarios.Target, error) {
+	switch {
+	case f.target != "" && f.config != "":
+		return nil, usageErrorf("--target and --config: give one, not both")
+	case f.target != "":
+		t, err := scenarios.FromURL(f.target, 0, 0)
+		if err != nil {
+			return nil, withCode(exitUsage, err)
+		}
+		return t, nil
+	case f.config != "":
+		t, _, err := scenarios.LoadConfig(f.config)
+		if err != nil {
+			return nil, withCode(exitUsage, err)
+		}
+		return t, nil
+	}
+	return nil, usageErrorf("--target URL or --config FILE is required")
+}
+
+// parseThresholds reads every --threshold and, when mode is known, refuses
+// thresholds on paths the mode never sends.
+func parseThresholds(exprs []string, mode load.Mode) ([]load.Threshold, error) {
+	var out []load.Threshold
+	for _, e := range exprs {
+		th, err := load.ParseThreshold(e)
+		if err != nil {
+			return nil, withCode(exitUsage, fmt.Errorf("--threshold: %w", err))
+		}
+		if mode != "" {
+			for _, p := range th.Paths() {
+				ok := false
+				for _, q := range mode.Produces() {
+					ok = ok || p == q
+				}
+				if !ok {
+					return nil, usageErrorf("--threshold %q: mode %s sends no %s requests", e, mode, p)
+				}
+			}
+		}
+		out = append(out, th)
+	}
+	return out, nil
+}
+
+func loadOptions(cmd *cobra.Command, f *loadFlags) ([]load.Option, load.Mode, error) {
+	mode, err := load.ParseMode(f.mode)
+	if err != nil {
+		return nil, "", withCode(exitUsage, fmt.Errorf("--mode: %w", err))
+	}
+	var plan load.Plan
+	if f.plan != "" {
+		if cmd.Flags().Changed("rate") || cmd.Flags().Changed("duration") {
+			return nil, "", usageErrorf("--plan replaces --rate/--duration: give one or the other")
+		}
+		plan, err = load.ParsePlan(f.plan)
+	} else {
+		plan, err = load.Constant(f.rate, f.duration)
+	}
+	if err != nil {
+		return nil, "", withCode(exitUsage, fmt.Errorf("--plan: %w", err))
+	}
+	opts := []load.Option{
+		load.WithMode(mode), load.WithPlan(plan), load.WithHitRatio(f.hitRatio),
+		load.WithPool(f.pool), load.WithHotKeys(f.hotKeys), load.WithWorkers(f.workers, f.maxWork),
+		load.WithTimeout(f.timeout), load.WithVerySlow(f.verySlow),
+		load.WithOperation(f.operation), load.WithVariant(f.variant),
+	}
+	if f.bodyPatch != "" {
+		if !json.Valid([]byte(f.bodyPatch)) {
+			return nil, "", usageErrorf("--body-patch %q: not valid JSON", f.bodyPatch)
+		}
+		opts = append(opts, load.WithBodyPatch(json.RawMessage(f.bodyPatch)))
+	}
+	if f.hashKeys {
+		seed := f.keySeed
+		if seed == "" {
+			seed = fmt.Sprintf("run-%d", time.Now().UnixNano())
+		}
+		opts = append(opts, load.WithHashKeys(seed))
+	} else if f.keySeed != "" {
+		return nil, "", usageErrorf("--key-seed needs --hash-keys")
+	}
+	return opts, mode, nil
+}
+
+func runLoad(cmd *cobra.Command, f loadFlags) error {
+	t, err := loadTarget(&f)
+	if err != nil {
+		return err
+	}
+	if err := load.CheckLoopback(t.BaseURL); err != nil {
+		return withCode(exitUsage, err)
+	}
+	opts, mode, err := loadOptions(cmd, &f)
+	if err != nil {
+		return err
+	}
+	ths, err := parseThresholds(f.thresholds, mode)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := load.Preflight(ctx, t); err != nil {
+		return withCode(exitUnreachable, err)
+	}
+	if f.results != "" {
+		results, err := os.Create(f.results)
+		if err != nil {
+			return usageErrorf("--results: %v", err)
+		}
+		defer results.Close()
+		opts = append(opts, load.WithResults(results))
+	}
+	if f.out.html != "" {
+		opts = append(opts, load.WithTimePlot())
+	}
+	stderr := cmd.ErrOrStderr()
+	live := isTerminal(stderr)
+	if live {
+		opts = append(opts, load.WithProgress(func(p load.Progress) {
+			planned := ""
+			if p.Planned > 0 {
+				planned = fmt.Sprintf("/%d", p.Planned)
+			}
+			fmt.Fprintf(stderr, "\r\033[K[%d/%d %s] %s/%s  %d%s requests  %d errors",
+				p.Index, p.Phases, p.Phase, p.Elapsed.Round(time.Second), p.Duration, p.Sent, planned, p.Errors)
+		}))
+	}
+	rep, err := load.Run(ctx, t, opts...)
+	if live {
+		fmt.Fprint(stderr, "\r\033[K")
+	}
+	switch {
+	case errors.Is(err, load.ErrUnreachable):
+		return withCode(exitUnreachable, err)
+	case errors.Is(err, load.ErrNotLoopback), errors.Is(err, load.ErrConfig):
+		return withCode(exitUsage, err)
+	case err != nil:
+		return withCode(exitFail, err)
+	}
+	return finishLoad(cmd.OutOrStdout(), rep, ths, f.out)
+}
+
+// finishLoad evaluates thresholds, writes every requested output and maps
+// the verdict to an exit code: 3 if a threshold breached, else 1 if the
+// run saw violations.
+func finishLoad(stdout io.Writer, rep *load.Report, ths []load.Threshold, out loadOutputs) error {
+	rep.ApplyThresholds(ths)
+	if err := rep.WriteText(stdout); err != nil {
+		return err
+	}
+	write := func(name string, fn func(io.Writer) error) error {
+		if name == "" {
+			return nil
+		}
+		fh, err := os.Create(name)
+		if err != nil {
+			return err
+		}
+		if err := fn(fh); err != nil {
+			fh.Close()
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		return fh.Close()
+	}
+	for _, o := range []struct {
+		name string
+		fn   func(io.Writer) error
+	}{{out.json, rep.WriteJSON}, {out.html, rep.WriteHTMLPlot}, {out.hdr, rep.WriteHDRPlot}} {
+		if err := write(o.name, o.fn); err != nil {
+			return withCode(exitFail, err)
+		}
+	}
+	if b := rep.Breached(); len(b) > 0 {
+		var parts []string
+		for _, t := range b {
+			parts = append(parts, fmt.Sprintf("%s (value %s)", t.Expr, t.Value))
+		}
+		return withCode(exitThreshold, fmt.Errorf("threshold breached: %s", strings.Join(parts, "; ")))
+	}
+	if rep.Violations > 0 {
+		return withCode(exitFail, fmt.Errorf("%d idempotency violations under load", rep.Violations))
+	}
+	return nil
+}
+
+// isTerminal reports whether w is a terminal (live progress only there).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
