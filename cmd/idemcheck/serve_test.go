@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+	"go.uber.org/goleak"
+)
+
+// runCaptured runs the CLI in-process and returns its exit code and stderr.
+func runCaptured(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := os.Stderr
+	os.Stderr = w
+	code := run(args)
+	os.Stderr = saved
+	w.Close()
+	out, _ := io.ReadAll(r)
+	r.Close()
+	resetFlags(t, args[0])
+	return code, string(out)
+}
+
+// resetFlags restores a subcommand's flags: cobra keeps parsed values
+// between in-process runs.
+func resetFlags(t *testing.T, name string) {
+	t.Helper()
+	cmd, _, err := rootCmd.Find([]string{name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if s, ok := f.Value.(pflag.SliceValue); ok {
+			_ = s.Replace(nil)
+		} else {
+			_ = f.Value.Set(f.DefValue)
+		}
+		f.Changed = false
+	})
+}
+
+func TestServeBadFlags(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	cases := []struct {
+		name, why string
+		args      []string
+		want      string // substring of the one error line
+	}{
+		{"ttl-not-a-duration", "unparsable --ttl", []string{"--ttl", "abc"}, `"abc"`},
+		{"ttl-zero", "non-positive --ttl", []string{"--ttl", "0s"}, "--ttl 0s"},
+		{"lease-negative", "non-positive --lease", []string{"--lease", "-1s"}, "--lease -1s"},
+		{"unknown-defect", "a defect outside the catalog", []string{"--defect", "no-expiry,bogus"}, `--defect "bogus"`},
+		{"unknown-store", "a store kind nobody implements", []string{"--store", "floppy"}, `--store "floppy"`},
+		{"port-in-use", "the listener cannot bind", []string{"--addr", busy.Addr().String()}, "--addr " + busy.Addr().String()},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, stderr := runCaptured(t, append([]string{"serve"}, c.args...)...)
+			lines := strings.Split(strings.TrimSpace(stderr), "\n")
+			if code != exitUsage || len(lines) != 1 || !strings.Contains(lines[0], c.want) {
+				t.Fatalf("%s: exit %d, stderr %q; want exit 2 and one line containing %q", c.why, code, stderr, c.want)
+			}
+		})
+	}
+}
+
+func TestServeListensAndShutsDown(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pr, pw := io.Pipe()
+	errc := make(chan error, 1)
+	go func() {
+		errc <- runServe(ctx, pw, serveFlags{addr: "127.0.0.1:0", ttl: time.Hour, lease: time.Second, store: "memory", maxBody: 1 << 20})
+		pw.Close()
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatalf("no listening line: %v (serve: %v)", err, <-errc)
+	}
+	base, ok := strings.CutPrefix(strings.TrimSpace(line), "idemcheck: listening on ")
+	if !ok || !strings.HasPrefix(base, "http://127.0.0.1:") || strings.HasSuffix(base, ":0") {
+		t.Fatalf("listening line %q", line)
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr, Timeout: 5 * time.Second}).Get(base + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("healthz %d", resp.StatusCode)
+	}
+	tr.CloseIdleConnections()
+	cancel()
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Fatalf("shutdown: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("serve did not shut down")
+	}
+}
