@@ -1,0 +1,300 @@
+// Package pgstore is the PostgreSQL reference.Store. A record is a row keyed
+// by its scope; the claim is one INSERT ... ON CONFLICT statement that also
+// takes over a row whose TTL or lease has ended, so two claimants can never
+// both win. It implements reference.Atomic: the handler's effects (the demo
+// Ledger's charges) and the completed record commit in one transaction, so
+// a crash leaves either both or neither.
+package pgstore
+
+import (
+	"context"
+	"crypto/rand"
+	_ "embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemcheck/idemcheck/reference"
+)
+
+//go:embed schema.sql
+var schema string
+
+// migrationLock is the advisory lock key serialising schema migrations.
+const migrationLock = 0x1de3c4ec
+
+// Store is a reference.Store and reference.Atomic on PostgreSQL.
+type Store struct {
+	pool *pgxpool.Pool
+	cfg  config
+
+	stop     chan struct{}
+	done     chan struct{}
+	stopOnce sync.Once
+}
+
+// Option configures Open.
+type Option func(*config)
+
+type config struct {
+	connectTimeout time.Duration
+	maxConns       int32
+	cleanupEvery   time.Duration
+	cleanupBatch   int
+}
+
+// WithConnectTimeout bounds each connection attempt (default 5s).
+func WithConnectTimeout(d time.Duration) Option { return func(c *config) { c.connectTimeout = d } }
+
+// WithMaxConns sets the pool size (default 64). Every request running its
+// handler holds a connection for its transaction.
+func WithMaxConns(n int32) Option { return func(c *config) { c.maxConns = n } }
+
+// WithCleanup sets how often expired records are deleted and how many rows
+// one DELETE removes at most (defaults 1 minute, 1000 rows).
+func WithCleanup(every time.Duration, batch int) Option {
+	return func(c *config) { c.cleanupEvery, c.cleanupBatch = every, batch }
+}
+
+// Open connects to dsn, migrates the schema and starts the cleanup. A bad
+// DSN or an unreachable server fails within the connect timeout with one
+// line saying which.
+func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
+	c := config{connectTimeout: 5 * time.Second, maxConns: 64, cleanupEvery: time.Minute, cleanupBatch: 1000}
+	for _, o := range opts {
+		o(&c)
+	}
+	pc, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: invalid DSN: %w", err)
+	}
+	pc.ConnConfig.ConnectTimeout = c.connectTimeout
+	pc.MaxConns = c.maxConns
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	mctx, cancel := context.WithTimeout(ctx, c.connectTimeout+10*time.Second)
+	defer cancel()
+	if err := migrate(mctx, pool); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres %s:%d: %w", pc.ConnConfig.Host, pc.ConnConfig.Port, err)
+	}
+	s := &Store{pool: pool, cfg: c, stop: make(chan struct{}), done: make(chan struct{})}
+	go s.cleanupLoop()
+	return s, nil
+}
+
+func migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", migrationLock); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, schema)
+		return err
+	})
+}
+
+// Pool is the store's connection pool (the ledger and tests share it).
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// unavailable wraps a database error so the middleware answers 503.
+func unavailable(err error) error {
+	return fmt.Errorf("%w: postgres: %w", reference.ErrUnavailable, err)
+}
+
+const claimSQL = `
+INSERT INTO idempotency_records AS r
+    (principal, method, path, key, state, fingerprint, token, created_at, locked_until, expires_at)
+VALUES ($1, $2, $3, $4, 1, $5, $6, now(), now() + $7 * interval '1 microsecond', now() + $8 * interval '1 microsecond')
+ON CONFLICT (principal, method, path, key) DO UPDATE
+SET state = 1, fingerprint = EXCLUDED.fingerprint, token = EXCLUDED.token,
+    status = NULL, header = NULL, body = NULL, created_at = EXCLUDED.created_at,
+    locked_until = EXCLUDED.locked_until, expires_at = EXCLUDED.expires_at
+WHERE r.expires_at <= now() OR (r.state = 1 AND r.locked_until <= now())
+RETURNING token`
+
+const liveCond = `expires_at > now() AND (state = 2 OR locked_until > now())`
+
+const lookupSQL = `
+SELECT state, fingerprint, token, status, header, body, created_at, locked_until, expires_at
+FROM idempotency_records
+WHERE principal = $1 AND method = $2 AND path = $3 AND key = $4 AND ` + liveCond
+
+// Claim implements reference.Store. The upsert takes the scope when it is
+// free, expired or its lease ended; otherwise the live row is read. A row
+// that disappears between the two statements (released, expired) means
+// the scope is free again, so the claim is retried a bounded number of times.
+func (s *Store) Claim(ctx context.Context, req reference.ClaimRequest) (reference.Claim, error) {
+	sc := req.Scope
+	for attempt := 0; attempt < 5; attempt++ {
+		token := newToken()
+		var got string
+		err := s.pool.QueryRow(ctx, claimSQL, sc.Principal, sc.Method, sc.Path, sc.Key,
+			req.Fingerprint, token, req.Lease.Microseconds(), req.TTL.Microseconds()).Scan(&got)
+		if err == nil {
+			return reference.Claim{Outcome: reference.Claimed, Token: got}, nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return reference.Claim{}, unavailable(err)
+		}
+		rec, err := s.Lookup(ctx, sc)
+		if err != nil {
+			return reference.Claim{}, err
+		}
+		if rec != nil {
+			return reference.Claim{Outcome: reference.Existing, Record: rec}, nil
+		}
+	}
+	return reference.Claim{}, unavailable(errors.New("claim kept racing with release or expiry"))
+}
+
+const completeSQL = `
+UPDATE idempotency_records SET state = 2, status = $6, header = $7, body = $8
+WHERE principal = $1 AND method = $2 AND path = $3 AND key = $4 AND token = $5 AND state = 1`
+
+// querier is what both the pool and a transaction can run.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// complete marks the record owned by token completed with resp, on db
+// (the pool, or the unit of work's transaction).
+func complete(ctx context.Context, db querier, sc reference.Scope, token string, resp reference.Response) error {
+	header, err := json.Marshal(resp.Header)
+	if err != nil {
+		return fmt.Errorf("postgres: encode header: %w", err)
+	}
+	tag, err := db.Exec(ctx, completeSQL, sc.Principal, sc.Method, sc.Path, sc.Key, token,
+		resp.Status, header, resp.Body)
+	if err != nil {
+		return unavailable(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return reference.ErrNotOwner
+	}
+	return nil
+}
+
+// Complete implements reference.Store.
+func (s *Store) Complete(ctx context.Context, scope reference.Scope, token string, resp reference.Response) error {
+	return complete(ctx, s.pool, scope, token, resp)
+}
+
+// Release implements reference.Store.
+func (s *Store) Release(ctx context.Context, sc reference.Scope, token string) error {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM idempotency_records
+WHERE principal = $1 AND method = $2 AND path = $3 AND key = $4 AND token = $5 AND state = 1`,
+		sc.Principal, sc.Method, sc.Path, sc.Key, token)
+	if err != nil {
+		return unavailable(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return reference.ErrNotOwner
+	}
+	return nil
+}
+
+// Lookup implements reference.Store.
+func (s *Store) Lookup(ctx context.Context, sc reference.Scope) (*reference.Record, error) {
+	var (
+		rec    reference.Record
+		state  int16
+		status *int32
+		header []byte
+	)
+	err := s.pool.QueryRow(ctx, lookupSQL, sc.Principal, sc.Method, sc.Path, sc.Key).Scan(
+		&state, &rec.Fingerprint, &rec.Token, &status, &header, &rec.Response.Body,
+		&rec.CreatedAt, &rec.LockedUntil, &rec.ExpiresAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	rec.State = reference.State(state)
+	if status != nil {
+		rec.Response.Status = int(*status)
+	}
+	if len(header) > 0 {
+		var h http.Header
+		if err := json.Unmarshal(header, &h); err != nil {
+			return nil, fmt.Errorf("postgres: decode stored header: %w", err)
+		}
+		rec.Response.Header = h
+	}
+	return &rec, nil
+}
+
+// cleanupLoop deletes expired records in bounded batches until Close.
+func (s *Store) cleanupLoop() {
+	defer close(s.done)
+	t := time.NewTicker(s.cfg.cleanupEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			_, _ = s.Cleanup(context.Background())
+		}
+	}
+}
+
+// Cleanup deletes expired records now, at most 100 batches, and says how
+// many it deleted. The background loop calls it; tests may too.
+func (s *Store) Cleanup(ctx context.Context) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	go func() {
+		// Close interrupts a long cleanup.
+		select {
+		case <-s.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	var total int64
+	for i := 0; i < 100; i++ {
+		tag, err := s.pool.Exec(ctx, `DELETE FROM idempotency_records WHERE ctid IN (
+    SELECT ctid FROM idempotency_records WHERE expires_at <= now() LIMIT $1)`, s.cfg.cleanupBatch)
+		if err != nil {
+			return total, unavailable(err)
+		}
+		total += tag.RowsAffected()
+		if tag.RowsAffected() < int64(s.cfg.cleanupBatch) {
+			break
+		}
+	}
+	return total, nil
+}
+
+// Close stops the cleanup and closes the pool. It is safe to call twice.
+func (s *Store) Close() error {
+	s.stopOnce.Do(func() {
+		close(s.stop)
+		<-s.done
+		s.pool.Close()
+	})
+	return nil
+}
+
+func newToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return hex.EncodeToString(b[:])
+}
+
+var (
+	_ reference.Store  = (*Store)(nil)
+	_ reference.Atomic = (*Store)(nil)
+)

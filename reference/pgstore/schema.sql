@@ -1,0 +1,34 @@
+-- idemcheck PostgreSQL store schema. Every statement is idempotent: Open
+-- runs it on each start, under an advisory lock so concurrent starts do
+-- not race on the catalog.
+CREATE TABLE IF NOT EXISTS idempotency_records (
+    principal    text        NOT NULL,
+    method       text        NOT NULL,
+    path         text        NOT NULL,
+    key          text        NOT NULL,
+    state        smallint    NOT NULL,          -- 1 in flight, 2 completed
+    fingerprint  text        NOT NULL,
+    token        text        NOT NULL,          -- owner of the claim; fences completion
+    status       integer,
+    header       bytea,                         -- JSON of the allow-listed headers
+    body         bytea,
+    created_at   timestamptz NOT NULL,
+    locked_until timestamptz NOT NULL,          -- lease end while in flight
+    expires_at   timestamptz NOT NULL,          -- TTL end
+    PRIMARY KEY (principal, method, path, key)
+);
+CREATE INDEX IF NOT EXISTS idempotency_records_expires_at ON idempotency_records (expires_at);
+
+-- The demo app's effects. Written in the same transaction as the record's
+-- completion, so a charge never exists without its stored response.
+CREATE TABLE IF NOT EXISTS charges (
+    id              text        PRIMARY KEY,
+    object          text        NOT NULL,
+    principal       text        NOT NULL,
+    amount          bigint      NOT NULL,
+    currency        text        NOT NULL,
+    description     text        NOT NULL DEFAULT '',
+    idempotency_key text        NOT NULL DEFAULT '',
+    created         timestamptz NOT NULL
+);
+CREATE INDEX IF NOT EXISTS charges_principal_key ON charges (principal, idempotency_key);
