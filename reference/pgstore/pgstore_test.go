@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/idemcheck/idemcheck/internal/testenv"
 	"github.com/idemcheck/idemcheck/reference"
 	"github.com/idemcheck/idemcheck/reference/pgstore"
