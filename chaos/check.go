@@ -99,7 +99,7 @@ type Report struct {
 	Attempts   int            `json:"attempts"`
 	Faults     map[string]int `json:"faults"`
 	Outcomes   map[string]int `json:"outcomes"`   // client outcomes of ops
-	Unresolved int            `json:"unresolved"` // ops that ended without an answer and without an effect
+	Unresolved int            `json:"unresolved"` // ops that ended without an answer and with no effect seen
 	Violations []Violation    `json:"violations"`
 }
 
@@ -125,7 +125,7 @@ func (c *Checker) Report() Report {
 		if s.op != nil {
 			r.Ops++
 			r.Outcomes[s.op.Outcome]++
-			if s.op.Outcome != ClientOK && len(s.ids) == 0 && s.definite == 0 {
+			if s.op.Outcome == ClientUnknown && len(s.ids) == 0 && s.op.Kind != KindTransient {
 				r.Unresolved++
 			}
 		}

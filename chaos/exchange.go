@@ -61,7 +61,7 @@ func (x *Exchange) forward(body []byte) *Upstream {
 	sum := sha256.Sum256(u.body)
 	u.SHA256 = hex.EncodeToString(sum[:])
 	if u.Status >= 200 && u.Status < 300 {
-		u.ID = createdID(u.body, p.opts.IDPointer)
+		u.ID = JSONPointer(u.body, p.opts.IDPointer)
 	}
 	return u
 }
@@ -140,8 +140,9 @@ func (x *Exchange) Abort(mode string) {
 	panic(http.ErrAbortHandler)
 }
 
-// createdID returns the string or number at pointer in a JSON body.
-func createdID(body []byte, pointer string) string {
+// JSONPointer returns the string or number at an RFC 6901 pointer in a
+// JSON body, as text; "" when absent or not JSON.
+func JSONPointer(body []byte, pointer string) string {
 	var doc any
 	d := json.NewDecoder(bytes.NewReader(body))
 	d.UseNumber()

@@ -1,0 +1,252 @@
+package drive
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/idemcheck/idemcheck/chaos"
+	"github.com/idemcheck/idemcheck/scenarios"
+)
+
+// driver is the retrying client: same key on every retry, exponential
+// backoff with full jitter, honours 409/429/503 Retry-After, bounded in
+// attempts and time.
+type driver struct {
+	cfg    Config
+	client *http.Client
+	proxy  string // base URL of the in-process proxy
+	hist   *chaos.History
+	mu     sync.Mutex
+	rng    *rand.Rand
+}
+
+// Backoff bounds.
+const (
+	backoffBase = 5 * time.Millisecond
+	backoffCap  = 500 * time.Millisecond
+	retryAfter  = 2 * time.Second // cap on a server's Retry-After
+	// transientAttempts: a 5xx outcome is retried this many times, enough
+	// to show whether the server re-executes or replays it.
+	transientAttempts = 3
+	stormHedges       = 2 // extra same-key attempts while a slow one is in flight
+)
+
+func newDriver(cfg Config, c *http.Client, proxy string, h *chaos.History) *driver {
+	return &driver{cfg: cfg, client: c, proxy: proxy, hist: h, rng: rand.New(rand.NewPCG(cfg.Seed, 0xbac0ff))}
+}
+
+func (d *driver) jitter(n time.Duration) time.Duration {
+	if n <= 0 {
+		return 0
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return time.Duration(d.rng.Int64N(int64(n)))
+}
+
+// answer is one attempt's outcome.
+type answer struct {
+	status     int
+	id         string
+	err        error
+	retryAfter time.Duration
+	injected   bool // the proxy made the answer up (status fault, 502)
+}
+
+func (a answer) definite() bool {
+	return a.err == nil && a.status != 0 && !a.injected && a.status != http.StatusConflict && a.status != http.StatusTooManyRequests && a.status < 500
+}
+
+// run drives one logical operation to its end and returns the client's record.
+func (d *driver) run(ctx context.Context, s shape) chaos.Op {
+	start := time.Now()
+	key := uuid.NewString()
+	env := &scenarios.Env{Target: d.cfg.Target, Op: s.op}
+	rec := chaos.Op{Key: key, Operation: s.op.Name, Kind: s.kind}
+	first, later := env.Body(), []byte(nil)
+	attempts := d.cfg.MaxAttempts
+	switch s.kind {
+	case chaos.KindStorm:
+		first, _, _ = env.Variant(scenarios.VariantSlow)
+	case chaos.KindMutated:
+		later = env.Body(s.op.Mutations[0].Patch)
+	case chaos.KindBusiness:
+		first, _, _ = env.Variant(scenarios.VariantBusinessError)
+	case chaos.KindTransient:
+		first, _, _ = env.Variant(scenarios.VariantTransientError)
+		attempts = min(attempts, transientAttempts)
+	}
+	var last answer
+	if s.kind == chaos.KindStorm {
+		last = d.storm(ctx, env, key, first, &rec)
+	}
+	for !last.definite() && rec.Attempts < attempts && ctx.Err() == nil {
+		if rec.Attempts > 0 && !d.wait(ctx, rec.Attempts, last) {
+			break
+		}
+		body := first
+		if rec.Attempts > 0 && later != nil {
+			body = later
+		}
+		last = d.send(ctx, env, key, body)
+		rec.Attempts++
+	}
+	switch {
+	case last.err != nil:
+		rec.Outcome, rec.Error = chaos.ClientUnknown, statusText(last.err)
+	case last.status >= 200 && last.status < 300:
+		rec.Outcome, rec.Status, rec.ID = chaos.ClientOK, last.status, last.id
+	case last.injected || last.status == http.StatusConflict:
+		rec.Outcome, rec.Status = chaos.ClientUnknown, last.status
+	default:
+		rec.Outcome, rec.Status = chaos.ClientFail, last.status
+	}
+	if n, ok := d.oracle(ctx, env, key); ok {
+		rec.Oracle = &n
+	}
+	rec.DurationNS = time.Since(start).Nanoseconds()
+	return rec
+}
+
+// storm sends a slow attempt and, while it is in flight, stormHedges more
+// with the same key at jittered moments: the overlapping retries of a
+// client whose timeout is shorter than the server's work. It returns the
+// best answer (a 2xx over anything else).
+func (d *driver) storm(ctx context.Context, env *scenarios.Env, key string, body []byte, rec *chaos.Op) answer {
+	slow := env.Op.Variants[scenarios.VariantSlow].Duration
+	answers := make([]answer, 1+stormHedges)
+	var wg sync.WaitGroup
+	for i := range answers {
+		delay := time.Duration(0)
+		if i > 0 {
+			delay = slow/4 + d.jitter(slow/4)
+		}
+		wg.Go(func() {
+			if delay > 0 {
+				t := time.NewTimer(delay)
+				defer t.Stop()
+				select {
+				case <-t.C:
+				case <-ctx.Done():
+					answers[i] = answer{err: ctx.Err()}
+					return
+				}
+			}
+			answers[i] = d.send(ctx, env, key, body)
+		})
+	}
+	wg.Wait()
+	rec.Attempts += len(answers)
+	best := answers[0]
+	for _, a := range answers {
+		if a.err == nil && a.status >= 200 && a.status < 300 {
+			return a
+		}
+		if best.err != nil && a.err == nil {
+			best = a
+		}
+	}
+	return best
+}
+
+// wait sleeps before attempt n+1: the server's Retry-After when it gave one
+// (capped), else exponential backoff with full jitter. False if ctx ended.
+func (d *driver) wait(ctx context.Context, n int, last answer) bool {
+	delay := last.retryAfter
+	if delay == 0 {
+		delay = d.jitter(min(backoffCap, backoffBase<<min(n, 10)))
+	}
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// send makes one attempt through the proxy.
+func (d *driver) send(ctx context.Context, env *scenarios.Env, key string, body []byte) answer {
+	op := env.Op
+	req, err := http.NewRequestWithContext(ctx, op.Method, d.proxy+op.Path, bytes.NewReader(body))
+	if err != nil {
+		return answer{err: err}
+	}
+	for k, v := range op.Headers {
+		req.Header.Set(k, v)
+	}
+	if req.Header.Get("Content-Type") == "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if len(d.cfg.Target.Principals) > 0 {
+		for k, v := range d.cfg.Target.Principals[0].Headers {
+			req.Header.Set(k, v)
+		}
+	}
+	req.Header.Set(d.cfg.Target.KeyHeader, env.KeyValue(key))
+	resp, err := d.client.Do(req)
+	if err != nil {
+		return answer{err: err}
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if err != nil {
+		// A reset mid-body: the status line arrived, the answer did not.
+		return answer{err: err}
+	}
+	a := answer{status: resp.StatusCode, injected: resp.Header.Get(chaos.FaultHeader) != "" && resp.StatusCode >= 500}
+	if a.status >= 200 && a.status < 300 {
+		a.id = chaos.JSONPointer(b, op.IDPointer)
+	}
+	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s >= 0 {
+		a.retryAfter = min(time.Duration(s)*time.Second, retryAfter)
+	}
+	return a
+}
+
+// oracle reads the effects probe for key directly from the target (not
+// through the proxy); ok is false without an oracle or on any error.
+func (d *driver) oracle(ctx context.Context, env *scenarios.Env, key string) (int, bool) {
+	o := d.cfg.Target.Oracle
+	if o == nil {
+		return 0, false
+	}
+	u := strings.ReplaceAll(o.URL, "{key}", url.QueryEscape(key))
+	if !strings.Contains(u, "://") {
+		u = d.cfg.Target.BaseURL + u
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return 0, false
+	}
+	if o.Principal < len(d.cfg.Target.Principals) {
+		for k, v := range d.cfg.Target.Principals[o.Principal].Headers {
+			req.Header.Set(k, v)
+		}
+	}
+	resp, err := d.client.Do(req)
+	if err != nil {
+		return 0, false
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil || resp.StatusCode != http.StatusOK || !json.Valid(b) {
+		return 0, false
+	}
+	n, err := strconv.Atoi(chaos.JSONPointer(b, o.Pointer))
+	return n, err == nil
+}

@@ -1,0 +1,251 @@
+// Package drive runs the chaos harness: an in-process fault proxy in front
+// of a Target, N logical operations through it with a retrying client,
+// then the exactly-once checker over the recorded history.
+package drive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/idemcheck/idemcheck/chaos"
+	"github.com/idemcheck/idemcheck/scenarios"
+)
+
+// Config is one chaos run.
+type Config struct {
+	Target      *scenarios.Target
+	Ops         int      // logical operations, each a fresh key
+	Concurrency int      // operations in flight at once
+	Faults      []string // fault specs (chaos.ParseRule)
+	Seed        uint64
+	// History is the JSONL file to keep; "" writes a temporary one.
+	History string
+	// MaxAttempts bounds the attempts of one operation (default 20).
+	MaxAttempts int
+	// Deadline bounds the whole run (default 10m); operations not
+	// started by then are not run, and the report says so.
+	Deadline time.Duration
+}
+
+// ErrUnreachable: the target did not answer at all.
+var ErrUnreachable = errors.New("target unreachable")
+
+// Result is a run's report.
+type Result struct {
+	chaos.Report
+	Requested int            `json:"requested_ops"`
+	Proxy     chaos.Counters `json:"proxy"`
+	Elapsed   time.Duration  `json:"elapsed_ns"`
+	History   string         `json:"history,omitempty"`
+}
+
+// Validate checks cfg and fills defaults; errors name the field.
+func (c *Config) Validate() error {
+	switch {
+	case c.Target == nil || len(c.Target.Operations) == 0:
+		return errors.New("target: no operations configured")
+	case c.Ops < 1:
+		return fmt.Errorf("--ops %d: want at least 1", c.Ops)
+	case c.Concurrency < 1:
+		return fmt.Errorf("--concurrency %d: want at least 1", c.Concurrency)
+	case c.MaxAttempts < 0:
+		return fmt.Errorf("--max-attempts %d: want at least 1", c.MaxAttempts)
+	case c.Deadline < 0:
+		return fmt.Errorf("--deadline %v: want a positive duration", c.Deadline)
+	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = 20
+	}
+	if c.Deadline == 0 {
+		c.Deadline = 10 * time.Minute
+	}
+	for _, f := range c.Faults {
+		if _, err := chaos.ParseRule(f); err != nil {
+			return fmt.Errorf("--fault: %w", err)
+		}
+	}
+	return Loopback(c.Target.BaseURL)
+}
+
+// Loopback refuses a URL whose host is not a loopback address: the chaos
+// harness generates storms of same-key retries and must not aim them at
+// anything but a local test deployment.
+func Loopback(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return fmt.Errorf("target %q: want an absolute http(s) URL", raw)
+	}
+	h := u.Hostname()
+	if ip := net.ParseIP(h); (ip != nil && ip.IsLoopback()) || h == "localhost" {
+		return nil
+	}
+	return fmt.Errorf("target %q: the chaos harness only drives loopback targets (127.0.0.1, ::1, localhost)", raw)
+}
+
+// Run executes cfg. The error is ErrUnreachable (wrapped) when the target
+// does not answer, or a setup error; violations are in the Result.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.Deadline)
+	defer cancel()
+	client := scenarios.NewClient(cfg.Target.Timeout)
+	defer client.CloseIdleConnections()
+	if err := preflight(ctx, client, cfg.Target.BaseURL); err != nil {
+		return nil, err
+	}
+
+	path := cfg.History
+	if path == "" {
+		f, err := os.CreateTemp("", "idemcheck-history-*.jsonl")
+		if err != nil {
+			return nil, err
+		}
+		path = f.Name()
+		f.Close()
+		defer os.Remove(path)
+	}
+	hist, err := chaos.CreateHistory(path)
+	if err != nil {
+		return nil, err
+	}
+	idPtr := cfg.Target.Operations[0].IDPointer
+	proxy, err := chaos.New(chaos.Options{
+		Upstream: cfg.Target.BaseURL, KeyHeader: cfg.Target.KeyHeader, IDPointer: idPtr,
+		Transport: scenarios.NewTransport(1024), History: hist, Seed: cfg.Seed, Timeout: cfg.Target.Timeout,
+	})
+	if err != nil {
+		hist.Close()
+		return nil, err
+	}
+	for _, f := range cfg.Faults {
+		if _, err := proxy.AddRule(f); err != nil {
+			hist.Close()
+			return nil, err
+		}
+	}
+	front := httptest.NewUnstartedServer(proxy)
+	front.Config.ReadHeaderTimeout = 10 * time.Second
+	front.Start()
+
+	d := newDriver(cfg, client, front.URL, hist)
+	start := time.Now()
+	d.runAll(ctx)
+	elapsed := time.Since(start)
+
+	front.Close()
+	proxy.Close()
+	counters := proxy.Counters()
+	if err := hist.Close(); err != nil {
+		return nil, err
+	}
+	checker := chaos.NewChecker()
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if err := chaos.ReadHistory(f, checker); err != nil {
+		return nil, err
+	}
+	res := &Result{Report: checker.Report(), Requested: cfg.Ops, Proxy: counters, Elapsed: elapsed}
+	if cfg.History != "" {
+		res.History = cfg.History
+	}
+	return res, nil
+}
+
+// preflight: any HTTP answer from the base URL means reachable.
+func preflight(ctx context.Context, c *http.Client, base string) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrUnreachable, base, err)
+	}
+	resp.Body.Close()
+	return nil
+}
+
+// plan assigns each operation index its shape, reproducibly from the seed.
+func plan(cfg Config) []shape {
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0x51ed))
+	out := make([]shape, cfg.Ops)
+	for i := range out {
+		op := &cfg.Target.Operations[i%len(cfg.Target.Operations)]
+		s := shape{op: op, kind: chaos.KindNormal}
+		// A mix that exercises every defect the harness can see: slow
+		// storms (in-flight locking), changed-body retries (fingerprint),
+		// business errors (4xx caching) and transient errors (5xx not
+		// cached); each only when the target configures it.
+		switch r := rng.IntN(100); {
+		case r < 4 && hasVariant(op, scenarios.VariantSlow):
+			s.kind = chaos.KindStorm
+		case r < 8 && len(op.Mutations) > 0:
+			s.kind = chaos.KindMutated
+		case r < 12 && hasVariant(op, scenarios.VariantBusinessError):
+			s.kind = chaos.KindBusiness
+		case r < 16 && hasVariant(op, scenarios.VariantTransientError):
+			s.kind = chaos.KindTransient
+		}
+		out[i] = s
+	}
+	return out
+}
+
+func hasVariant(op *scenarios.Operation, name string) bool {
+	_, ok := op.Variants[name]
+	return ok
+}
+
+type shape struct {
+	op   *scenarios.Operation
+	kind string
+}
+
+func (d *driver) runAll(ctx context.Context) {
+	shapes := plan(d.cfg)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(d.cfg.Concurrency, d.cfg.Ops) {
+		wg.Go(func() {
+			for i := range next {
+				d.hist.WriteOp(d.run(ctx, shapes[i]))
+			}
+		})
+	}
+feed:
+	for i := range shapes {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+}
+
+// statusText shortens an error for the report.
+func statusText(err error) string {
+	s := err.Error()
+	if i := strings.LastIndex(s, ": "); i >= 0 && len(s) > 120 {
+		s = s[i+2:]
+	}
+	return s
+}

@@ -1,0 +1,118 @@
+package drive_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/idemcheck/idemcheck/chaos"
+	"github.com/idemcheck/idemcheck/chaos/drive"
+	"github.com/idemcheck/idemcheck/reference/demo"
+	"github.com/idemcheck/idemcheck/scenarios"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// reference serves the demo app with defects and returns its Target, with
+// the slow variant shortened so storms stay quick in CI.
+func reference(t *testing.T, defects ...string) *scenarios.Target {
+	t.Helper()
+	app, err := demo.New(demo.Options{Defects: defects, Lease: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(app)
+	t.Cleanup(func() {
+		srv.Close()
+		app.Close()
+	})
+	tg, err := scenarios.FromURL(srv.URL, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range tg.Operations {
+		tg.Operations[i].Variants[scenarios.VariantSlow] = scenarios.Variant{Patch: json.RawMessage(`{"delay_ms":300}`), Duration: 300 * time.Millisecond}
+	}
+	return tg
+}
+
+var standardFaults = []string{"drop-response:0.3", "reset-midbody:0.05", "duplicate:0.1"}
+
+// The harness against the correct reference finds nothing, and against
+// each defect it can see finds that defect under the rule that names it.
+func TestReference(t *testing.T) {
+	cases := []struct {
+		defect      string
+		explanation string
+		rule        string // "" = no violation allowed
+	}{
+		{"", "the correct reference: every key executes once, every client learns its result", ""},
+		{"no-inflight-lock", "storm retries during a slow first attempt execute again", chaos.RuleDoubleExecution},
+		{"check-then-insert", "concurrent same-key copies both pass the check and execute", chaos.RuleDoubleExecution},
+		{"no-fingerprint", "a retry with a changed body after a lost response is answered 2xx", chaos.RuleFingerprintIgnored},
+		{"cache-5xx", "a transient 503 is replayed instead of re-executed", chaos.RuleErrorReplayed},
+	}
+	for _, tc := range cases {
+		t.Run("defect="+tc.defect, func(t *testing.T) {
+			tg := reference(t, defectList(tc.defect)...)
+			res, err := drive.Run(context.Background(), drive.Config{
+				Target: tg, Ops: 1000, Concurrency: 16, Faults: standardFaults, Seed: 7, Deadline: 2 * time.Minute,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Ops != 1000 || res.Faults["drop-response"] == 0 || res.Faults["duplicate"] == 0 || res.Faults["reset-midbody"] == 0 {
+				t.Fatalf("%s: ran %d ops with faults %v: want 1000 and every fault injected", tc.explanation, res.Ops, res.Faults)
+			}
+			byRule := map[string]int{}
+			for _, v := range res.Violations {
+				byRule[v.Rule]++
+			}
+			if tc.rule == "" {
+				for i, v := range res.Violations {
+					if i < 5 {
+						t.Errorf("%s: violation %+v", tc.explanation, v)
+					}
+				}
+				if res.Unresolved > 0 {
+					t.Errorf("%d operations ended without an answer", res.Unresolved)
+				}
+				return
+			}
+			if byRule[tc.rule] == 0 {
+				t.Errorf("%s: no %s violation; violations by rule: %v", tc.explanation, tc.rule, byRule)
+			}
+			t.Logf("violations by rule: %v", byRule)
+		})
+	}
+}
+
+func defectList(d string) []string {
+	if d == "" {
+		return nil
+	}
+	return []string{d}
+}
+
+func TestUnreachable(t *testing.T) {
+	srv := httptest.NewServer(nil)
+	srv.Close()
+	tg, _ := scenarios.FromURL(srv.URL, 0, 0)
+	_, err := drive.Run(context.Background(), drive.Config{Target: tg, Ops: 1, Concurrency: 1})
+	if !errors.Is(err, drive.ErrUnreachable) {
+		t.Errorf("got %v, want ErrUnreachable", err)
+	}
+}
+
+func TestRefusesRemoteTarget(t *testing.T) {
+	tg, _ := scenarios.FromURL("http://example.com", 0, 0)
+	_, err := drive.Run(context.Background(), drive.Config{Target: tg, Ops: 1, Concurrency: 1})
+	if err == nil {
+		t.Fatal("a non-loopback target was accepted")
+	}
+}
