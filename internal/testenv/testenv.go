@@ -35,10 +35,13 @@ const (
 // included); every network step inside has its own shorter timeout.
 const startTimeout = 3 * time.Minute
 
-// Main runs the package's tests and then stops the shared servers started
-// for them. Call it from TestMain.
-func Main(m *testing.M) {
+// Main runs the package's tests, then runs the package's own cleanups and
+// stops the shared servers started for them. Call it from TestMain.
+func Main(m *testing.M, cleanups ...func()) {
 	code := m.Run()
+	for _, c := range cleanups {
+		c()
+	}
 	stopShared()
 	os.Exit(code)
 }

@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -11,7 +12,13 @@ import (
 	"github.com/idemcheck/idemcheck/reference/storetest"
 )
 
-func TestMain(m *testing.M) { testenv.Main(m) }
+func TestMain(m *testing.M) {
+	testenv.Main(m, func() {
+		if binDir != "" {
+			os.RemoveAll(binDir)
+		}
+	})
+}
 
 // open opens a store on a fresh schema, closed when the test ends.
 func open(t testing.TB, opts ...pgstore.Option) *pgstore.Store {

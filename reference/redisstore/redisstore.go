@@ -55,7 +55,7 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 	}
 	ro.DialTimeout, ro.ReadTimeout, ro.WriteTimeout = c.timeout, c.timeout, c.timeout
 	// A dead server must surface as 503 quickly, not after retries.
-	ro.MaxRetries = 1
+	ro.MaxRetries, ro.DialerRetries = 1, 2
 	rdb := redis.NewClient(ro)
 	pctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
