@@ -76,7 +76,10 @@ func runServe(ctx context.Context, stdout io.Writer, f serveFlags) error {
 		return usageErrorf("--max-body %d: must be positive", f.maxBody)
 	}
 	for _, d := range f.defects {
-		if _, _, ok := demo.DefectDoc(strings.TrimSpace(d)); !ok {
+		if d = strings.TrimSpace(d); d == "" {
+			continue
+		}
+		if _, _, ok := demo.DefectDoc(d); !ok {
 			return usageErrorf("--defect %q: unknown defect (known: %s)", d, strings.Join(demo.DefectNames(), ", "))
 		}
 	}
