@@ -135,13 +135,15 @@ func concurrentSameKeyBurst(ctx context.Context, e *Env) Verdict {
 		body = b // a slow original keeps the whole burst inside its flight
 	}
 	k := e.NewKey()
+	client := e.warmClient(ctx, burstSize)
+	defer client.CloseIdleConnections()
 	start := make(chan struct{})
 	rs := make([]Resp, burstSize)
 	var wg sync.WaitGroup
 	for i := range rs {
 		wg.Go(func() {
 			<-start
-			rs[i] = e.Send(ctx, Req{Label: fmt.Sprintf("burst %d", i+1), Key: k, Body: body})
+			rs[i] = e.Send(ctx, Req{Label: fmt.Sprintf("burst %d", i+1), Key: k, Body: body, client: client})
 		})
 	}
 	close(start)
@@ -197,17 +199,22 @@ func (e *Env) conflict(ctx context.Context, k string) (slow, dup Resp, v *Verdic
 	slow, dup = e.duringSlow(ctx, k, func() Resp {
 		return e.Send(ctx, Req{Label: "duplicate while in flight", Key: k, Body: body})
 	})
+	var x Verdict
 	switch {
 	case !slow.OK():
-		x := e.Inconclusive("the slow variant did not succeed: " + slow.String())
-		v = &x
-	case !overlapped(slow, dup) || !dup.End.Before(slow.End):
-		x := e.Inconclusive("could not obtain an answer while the original was in flight: " + dup.String())
-		v = &x
+		x = e.Inconclusive("the slow variant did not succeed: " + slow.String())
+	case !overlapped(slow, dup):
+		x = e.Inconclusive("could not overlap: the duplicate was sent after the slow original completed")
 	case !e.Profile.InFlightOK(dup.Status):
-		x := e.Skip(fmt.Sprintf("the duplicate got %s, not an in-flight conflict %v (see concurrent/in-flight-conflict)", dup.String(), e.Profile.InFlightStatus))
-		v = &x
+		// A blocking server (or a defect) gave no conflict: nothing to test
+		// here; concurrent/in-flight-conflict judges that answer.
+		x = e.Skip(fmt.Sprintf("the duplicate got %s, not an in-flight conflict %v (see concurrent/in-flight-conflict)", dup.String(), e.Profile.InFlightStatus))
+	case !dup.End.Before(slow.End):
+		x = e.Inconclusive("the conflict arrived only after the original completed")
+	default:
+		return slow, dup, nil
 	}
+	v = &x
 	return slow, dup, v
 }
 
@@ -220,8 +227,8 @@ func concurrentConflictNotPoisoned(ctx context.Context, e *Env) Verdict {
 	}
 	retry := e.Send(ctx, Req{Label: "retry after completion", Key: k, Body: body})
 	observed := fmt.Sprintf("in flight: %d; after completion: %s", dup.Status, retry.String())
-	if !e.Reproduced(slow, retry) || retry.Status != slow.Status {
-		return e.Unmet(fmt.Sprintf("the original's replay (%d, same resource)", slow.Status), observed)
+	if !e.Reproduced(slow, retry) { // status fidelity: replay/same-status
+		return e.Unmet("the original's replay (same resource)", observed)
 	}
 	return e.Pass(observed)
 }

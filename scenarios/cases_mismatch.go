@@ -195,8 +195,10 @@ func mismatchOriginalSurvives(ctx context.Context, e *Env) Verdict {
 	if n != 1 {
 		return e.Fail("exactly 1 execution", observed)
 	}
-	if !e.Reproduced(first, again) || again.Status != first.Status {
-		return e.Fail(fmt.Sprintf("the original response again (%d, same resource)", first.Status), observed)
+	// Status fidelity is replay/same-status's concern; here the record must
+	// still be there and name the same resource.
+	if !e.Reproduced(first, again) {
+		return e.Fail("the original response again (same resource)", observed)
 	}
 	return e.Pass(observed)
 }

@@ -58,10 +58,3 @@ func ietf(t testing.TB) *scenarios.Profile {
 	return p
 }
 
-func TestSmokeReference(t *testing.T) {
-	rep := runCatalog(t, startDemo(t), ietf(t), false)
-	for _, r := range rep.Results {
-		t.Logf("%-45s %-12s exp=%q obs=%q reason=%q", r.Name(), r.Status, r.Expected, r.Observed, r.Reason)
-	}
-	t.Logf("duration %s counts %v", rep.Duration, rep.Counts())
-}

@@ -56,6 +56,8 @@ type Req struct {
 	Op     *Operation
 	Method string
 	Path   string
+	// client replaces the run's shared client (bursts use warmed ones).
+	client *http.Client
 }
 
 // Resp is what came back for one Req.
@@ -169,12 +171,19 @@ func (e *Env) Send(ctx context.Context, r Req) Resp {
 	case !r.NoKey:
 		x.Request.Header[hk] = []string{e.KeyValue(r.Key)}
 	}
+	if r.client != nil {
+		return e.doWith(ctx, r.client, x, true)
+	}
 	return e.do(ctx, x, true)
 }
 
 // do sends x.Request, fills in the response and, if record, keeps x as
 // evidence.
 func (e *Env) do(ctx context.Context, x Exchange, record bool) Resp {
+	return e.doWith(ctx, e.client, x, record)
+}
+
+func (e *Env) doWith(ctx context.Context, client *http.Client, x Exchange, record bool) Resp {
 	var rd io.Reader
 	if len(x.Request.Body) > 0 {
 		rd = bytes.NewReader(x.Request.Body)
@@ -186,7 +195,7 @@ func (e *Env) do(ctx context.Context, x Exchange, record bool) Resp {
 		x.Start = time.Now()
 		resp.Start = x.Start
 		var hr *http.Response
-		hr, err = e.client.Do(req)
+		hr, err = client.Do(req)
 		if err == nil {
 			var b []byte
 			b, err = io.ReadAll(io.LimitReader(hr.Body, maxBody))
@@ -207,6 +216,31 @@ func (e *Env) do(ctx context.Context, x Exchange, record bool) Resp {
 		e.mu.Unlock()
 	}
 	return resp
+}
+
+// warmClient returns a client holding up to n open connections to the
+// target, so that a barrier-released burst is not serialised by dialing
+// (trap C13). The caller closes its idle connections when done.
+func (e *Env) warmClient(ctx context.Context, n int) *http.Client {
+	c := &http.Client{Transport: NewTransport(n), Timeout: e.client.Timeout, CheckRedirect: e.client.CheckRedirect}
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			<-start
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.Target.BaseURL+"/", nil)
+			if err != nil {
+				return
+			}
+			if resp, err := c.Do(req); err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	return c
 }
 
 // HasOracle reports whether executions can be counted by the probe.

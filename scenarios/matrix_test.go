@@ -1,0 +1,184 @@
+package scenarios_test
+
+import (
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/idemcheck/idemcheck/reference"
+	"github.com/idemcheck/idemcheck/reference/demo"
+	"github.com/idemcheck/idemcheck/scenarios"
+)
+
+// matrixFamilies are the families whose verdicts this table pins exactly;
+// failures in other families are logged (their owners add rows).
+var matrixFamilies = []string{"concurrent", "missing", "mismatch", "replay", "syntax"}
+
+// defectMatrix: each defect of the reference catalog, the case IDs that
+// must catch it (fail, or warn under strict) and why. A row with pending
+// set is caught by a family that is not in the catalog yet.
+var defectMatrix = []struct {
+	defect string
+	// strict: the defect breaks only a SHOULD, so it shows as warn.
+	strict bool
+	// blockForbidden: judge under block_ok=false (the reference documents
+	// 409 for in-flight duplicates; blocking is legal under plain ietf).
+	blockForbidden bool
+	// want is exactly the set of this table's case IDs that catch it.
+	want []string
+	// anyOf replaces want for a timing-dependent defect: at least one of
+	// these catches it, whichever way the race went.
+	anyOf   []string
+	pending string
+	why            string
+}{
+	{defect: "no-fingerprint", want: []string{"mismatch/added-field", "mismatch/changed-body"},
+		why: "a changed body under a used key replays the old response"},
+	{defect: "check-then-insert", want: []string{"concurrent/same-key-burst"},
+		why: "32 same-key requests all pass the lookup before any insert and execute"},
+	{defect: "no-inflight-lock", want: []string{"concurrent/in-flight-conflict", "concurrent/same-key-burst"},
+		why: "an in-flight record is treated as absent, so the duplicate executes"},
+	{defect: "block-inflight", strict: true, blockForbidden: true, want: []string{"concurrent/in-flight-conflict"},
+		why: "the duplicate waits and replays instead of 409; legal only where blocking is allowed"},
+	{defect: "no-user-scope", pending: "scope family (helper B3)",
+		why: "needs a second principal reusing the key"},
+	{defect: "no-endpoint-scope", pending: "scope family (helper B3)",
+		why: "needs the same key on the second operation"},
+	{defect: "no-expiry", pending: "expiry family (helper B3)",
+		why: "needs a retry after TTL + grace"},
+	{defect: "early-expiry", strict: true, anyOf: []string{"concurrent/conflict-not-poisoned", "concurrent/in-flight-conflict"},
+		why: "the record vanishes TTL/10 = 200 ms after its claim, inside the 1.5 s slow original: a duplicate sent after that executes, one sent before gets 409 and the retry after completion executes (which cases see it depends on load; the expiry family pins it)"},
+	{defect: "cache-5xx", pending: "errors family (helper B3), under cache_5xx: false",
+		why: "needs the transient_error variant retried"},
+	{defect: "no-cache-4xx", strict: true, want: []string{"replay/business-error"},
+		why: "the declined (402) request executes again on retry"},
+	{defect: "replay-as-200", strict: true, want: []string{"replay/business-error", "replay/same-body", "replay/same-status"},
+		why: "replays answer 200 instead of the stored 201/402"},
+	{defect: "replay-drops-headers", strict: true, want: []string{"replay/same-headers"},
+		why: "replays lose Content-Type and Location"},
+	{defect: "mismatch-as-409", strict: true, want: []string{"mismatch/added-field", "mismatch/changed-body"},
+		why: "409 where the ietf profile prefers 422 (a SHOULD)"},
+	{defect: "store-conflicts", strict: true, want: []string{"concurrent/conflict-not-poisoned", "mismatch/original-survives"},
+		why: "the 422/409 answer becomes the key's outcome: the original no longer replays"},
+	{defect: "missing-key-passthrough", strict: true, want: []string{"missing/rejected"},
+		why: "a keyless request executes instead of 400"},
+	{defect: "unvalidated-key", strict: true, want: []string{"syntax/empty-key", "syntax/malformed-sf-string", "syntax/max-length"},
+		why: "empty, malformed and over-long keys are accepted"},
+	{defect: "lease-never-expires", pending: "lease family (chaos helper)",
+		why: "needs a crashed in-flight request"},
+}
+
+// referenceProfile is ietf plus what the reference documents: keys of up
+// to reference.MaxKeyLen characters.
+func referenceProfile(t testing.TB) *scenarios.Profile {
+	p := ietf(t)
+	p.KeyMaxLen = reference.MaxKeyLen
+	return p
+}
+
+func inMatrixFamily(id string) bool {
+	return slices.Contains(matrixFamilies, strings.SplitN(id, "/", 2)[0])
+}
+
+// caught lists the distinct case IDs that fail the run (fail, or warn
+// under strict), split into this table's families and the others.
+func caught(rep *scenarios.Report) (own, other []string) {
+	set := map[string]bool{}
+	for _, r := range rep.Results {
+		if r.Status == scenarios.Fail || (rep.Strict && r.Status == scenarios.Warn) {
+			set[r.ID] = true
+		}
+	}
+	for id := range set {
+		if inMatrixFamily(id) {
+			own = append(own, id)
+		} else {
+			other = append(other, id)
+		}
+	}
+	sort.Strings(own)
+	sort.Strings(other)
+	return own, other
+}
+
+func TestReferencePassesEveryCase(t *testing.T) {
+	for _, p := range []*scenarios.Profile{ietf(t), referenceProfile(t)} {
+		rep := runCatalog(t, startDemo(t), p, true)
+		for _, r := range rep.Results {
+			if r.Status == scenarios.Fail || r.Status == scenarios.Warn || r.Status == scenarios.Inconclusive {
+				t.Errorf("key_max_len=%d %s: %s: expected %q, observed %q %s", p.KeyMaxLen, r.Name(), r.Status, r.Expected, r.Observed, r.Reason)
+			}
+		}
+		if ok, problems := rep.Outcome(); !ok {
+			t.Errorf("correct reference fails the run: %v", problems)
+		}
+	}
+}
+
+func TestDefectMatrix(t *testing.T) {
+	rows := map[string]bool{}
+	for _, row := range defectMatrix {
+		rows[row.defect] = true
+	}
+	for _, d := range demo.DefectNames() {
+		if !rows[d] {
+			t.Errorf("defect %q has no row in defectMatrix", d)
+		}
+	}
+	for _, row := range defectMatrix {
+		t.Run(row.defect, func(t *testing.T) {
+			if row.pending != "" {
+				t.Skipf("caught by the %s: %s", row.pending, row.why)
+			}
+			t.Parallel()
+			p := referenceProfile(t)
+			if row.blockForbidden {
+				p.BlockOK = false
+			}
+			rep := runCatalog(t, startDemo(t, row.defect), p, row.strict)
+			if ok, _ := rep.Outcome(); ok {
+				t.Fatalf("the run passes against defect %s (%s)", row.defect, row.why)
+			}
+			own, other := caught(rep)
+			if row.anyOf != nil {
+				if !slices.ContainsFunc(row.anyOf, func(id string) bool { return slices.Contains(own, id) }) {
+					t.Errorf("caught by %v, want at least one of %v (%s)", own, row.anyOf, row.why)
+				}
+			} else if !slices.Equal(own, row.want) {
+				t.Errorf("caught by %v, want %v (%s)", own, row.want, row.why)
+				for _, r := range rep.Results {
+					if slices.Contains(own, r.ID) || slices.Contains(row.want, r.ID) {
+						t.Logf("%s: %s expected %q observed %q %s", r.Name(), r.Status, r.Expected, r.Observed, r.Reason)
+					}
+				}
+			}
+			if len(other) > 0 {
+				t.Logf("also caught by %v", other)
+			}
+		})
+	}
+}
+
+// TestFlakeGuard runs the catalog against the reference 20 times; no
+// verdict may change between runs.
+func TestFlakeGuard(t *testing.T) {
+	tg := startDemo(t)
+	p := referenceProfile(t)
+	first := map[string]scenarios.Status{}
+	for i := range 20 {
+		rep := runCatalog(t, tg, p, true)
+		for _, r := range rep.Results {
+			if i == 0 {
+				first[r.Name()] = r.Status
+				continue
+			}
+			if first[r.Name()] != r.Status {
+				t.Errorf("run %d: %s changed from %s to %s (%s %s)", i+1, r.Name(), first[r.Name()], r.Status, r.Observed, r.Reason)
+			}
+		}
+		if len(rep.Results) != len(first) {
+			t.Fatalf("run %d: %d results, first run had %d", i+1, len(rep.Results), len(first))
+		}
+	}
+}
