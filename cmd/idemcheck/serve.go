@@ -56,7 +56,7 @@ func init() {
 	fl.DurationVar(&f.lease, "lease", 30*time.Second, "how long an in-flight record stays locked")
 	fl.StringSliceVar(&f.defects, "defect", nil, "switch on defects (comma-separated or repeated)")
 	fl.BoolVar(&f.keyOptional, "key-optional", false, "let requests without Idempotency-Key run unprotected instead of 400")
-	fl.StringVar(&f.store, "store", "memory", "idempotency store: memory")
+	fl.StringVar(&f.store, "store", "memory", "idempotency store: memory, postgres (--dsn) or redis (--redis-url)")
 	fl.Int64Var(&f.maxBody, "max-body", 1<<20, "request body limit in bytes (413 beyond)")
 	fl.StringVar(&f.stores.DSN, "dsn", "", "PostgreSQL connection string (--store postgres)")
 	fl.StringVar(&f.stores.RedisURL, "redis-url", "", "Redis URL (--store redis)")
