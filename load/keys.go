@@ -108,23 +108,23 @@ type request struct {
 func (rq *request) target(t *vegeta.Target, p Path, key string) {
 	t.Method = rq.method
 	t.Body = rq.body
-	h := rq.header.Clone()
-	if key != "" {
-		v := key
-		if rq.quote {
-			v = `"` + key + `"`
-		}
-		h[rq.keyHeader] = []string{v}
-	}
-	t.Header = h
-	t.URL = rq.url + "#" + tagOf(p, key)
-}
-
-func tagOf(p Path, key string) string {
 	if key == "" {
-		return "path=" + string(p)
+		// vegeta copies Target.Header into each request: sharing is safe.
+		t.Header = rq.header
+		t.URL = rq.url + "#path=" + string(p)
+		return
 	}
-	return "path=" + string(p) + "&key=" + url.QueryEscape(key)
+	h := make(http.Header, len(rq.header)+1)
+	for k, v := range rq.header {
+		h[k] = v
+	}
+	v := key
+	if rq.quote {
+		v = `"` + key + `"`
+	}
+	h[rq.keyHeader] = []string{v}
+	t.Header = h
+	t.URL = rq.url + "#path=" + string(p) + "&key=" + url.QueryEscape(key)
 }
 
 // Classify returns the path and key a result was sent with, from its URL
@@ -134,11 +134,21 @@ func Classify(r *vegeta.Result) (p Path, key string, ok bool) {
 	if !found {
 		return "", "", false
 	}
-	q, err := url.ParseQuery(frag)
-	if err != nil || q.Get("path") == "" {
+	rest, found := strings.CutPrefix(frag, "path=")
+	if !found {
 		return "", "", false
 	}
-	return Path(q.Get("path")), q.Get("key"), true
+	path, esc, _ := strings.Cut(rest, "&key=")
+	if path == "" {
+		return "", "", false
+	}
+	if strings.ContainsAny(esc, "%+") {
+		var err error
+		if esc, err = url.QueryUnescape(esc); err != nil {
+			return "", "", false
+		}
+	}
+	return Path(path), esc, true
 }
 
 // targeter builds the vegeta Targeter for a mode. pool holds the warm keys

@@ -22,7 +22,7 @@ type pathMetrics struct {
 	requests    uint64
 	success     uint64
 	verySlow    uint64
-	codes       map[string]uint64
+	codes       map[uint16]uint64
 	errors      map[string]uint64
 	first, last time.Time // first send, last send
 	lastEnd     time.Time
@@ -32,7 +32,7 @@ type pathMetrics struct {
 func newPathMetrics() *pathMetrics {
 	return &pathMetrics{
 		hist:   hdrhistogram.New(hdrMin, hdrMax, hdrDigits),
-		codes:  map[string]uint64{},
+		codes:  map[uint16]uint64{},
 		errors: map[string]uint64{},
 	}
 }
@@ -53,7 +53,7 @@ func (m *pathMetrics) add(r *vegeta.Result, verySlow time.Duration) {
 	if r.Latency >= verySlow {
 		m.verySlow++
 	}
-	m.codes[strconv.Itoa(int(r.Code))]++
+	m.codes[r.Code]++
 	if r.Code >= 200 && r.Code < 400 {
 		m.success++
 	}
@@ -118,7 +118,10 @@ var spectrum = []float64{0, 10, 25, 50, 75, 90, 95, 99, 99.5, 99.9, 99.95, 99.99
 func ms(us int64) float64 { return float64(us) / 1000 }
 
 func (m *pathMetrics) stats() *PathStats {
-	s := &PathStats{Requests: m.requests, StatusCodes: m.codes, VerySlow: m.verySlow, hist: m.hist}
+	s := &PathStats{Requests: m.requests, StatusCodes: map[string]uint64{}, VerySlow: m.verySlow, hist: m.hist}
+	for code, n := range m.codes {
+		s.StatusCodes[strconv.Itoa(int(code))] = n
+	}
 	if len(m.errors) > 0 {
 		s.Errors = m.errors
 	}

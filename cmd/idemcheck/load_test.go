@@ -1,0 +1,207 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/idemcheck/idemcheck/reference/demo"
+)
+
+var (
+	loadBinOnce sync.Once
+	loadBin     string
+	loadBinErr  error
+)
+
+// idemcheckBin builds this command once: the load CLI is tested as a real
+// process so exit codes and SIGINT are the ones a user sees.
+func idemcheckBin(t *testing.T) string {
+	t.Helper()
+	loadBinOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "idemcheck-load-test")
+		if err != nil {
+			loadBinErr = err
+			return
+		}
+		loadBin = filepath.Join(dir, "idemcheck")
+		out, err := exec.Command("go", "build", "-o", loadBin, ".").CombinedOutput()
+		if err != nil {
+			loadBinErr = errors.New(string(out))
+		}
+	})
+	if loadBinErr != nil {
+		t.Fatalf("go build: %v", loadBinErr)
+	}
+	return loadBin
+}
+
+func demoURL(t *testing.T, o demo.Options) string {
+	t.Helper()
+	app, err := demo.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(app)
+	t.Cleanup(func() { srv.Close(); app.Close() })
+	return srv.URL
+}
+
+type cliRun struct {
+	code           int
+	stdout, stderr string
+}
+
+func runCLI(t *testing.T, args ...string) cliRun {
+	t.Helper()
+	cmd := exec.Command(idemcheckBin(t), args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatal(err)
+	}
+	return cliRun{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errb.String()}
+}
+
+func readJSON(t *testing.T, path string) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+// TestLoadCLI: exit codes and messages of `idemcheck load` against the
+// reference app, one case per documented outcome.
+func TestLoadCLI(t *testing.T) {
+	url := demoURL(t, demo.Options{})
+	dir := t.TempDir()
+	short := []string{"--target", url, "--mode", "mix", "--rate", "500", "--duration", "1s"}
+	cases := []struct {
+		name    string
+		args    []string
+		code    int
+		stderr  string // substring the one-line error must contain
+		explain string
+	}{
+		{"threshold-passes", append(short, "--threshold", "violations==0", "--threshold", "hit.success>0.99",
+			"--json", filepath.Join(dir, "pass.json"), "--results", filepath.Join(dir, "pass.bin")),
+			exitOK, "", "a met threshold and a correct server exit 0"},
+		{"threshold-breached", append(short, "--threshold", "violations==0", "--threshold", "hit.p99<1ns"),
+			exitThreshold, "hit.p99<1ns (value", "a breached threshold exits 3 and names itself with its value"},
+		{"bad-plan", []string{"--target", url, "--plan", "100@1s 1000@zz"}, exitUsage, `"1000@zz"`,
+			"an invalid plan token is named"},
+		{"bad-threshold-unit", append(short, "--threshold", "hit.p99<5"), exitUsage, "latency",
+			"a latency threshold without a unit is refused"},
+		{"bad-threshold-syntax", append(short, "--threshold", "hit.p42<5ms"), exitUsage, `"p42"`,
+			"an unknown statistic is named"},
+		{"threshold-on-absent-path", []string{"--target", url, "--mode", "miss", "--threshold", "hit.p99<5ms"}, exitUsage,
+			"sends no hit", "a threshold on a path the mode never sends is refused"},
+		{"not-loopback", []string{"--target", "http://10.255.0.1:8080"}, exitUsage, "127.0.0.1",
+			"load is only sent to loopback"},
+		{"unreachable", []string{"--target", "http://127.0.0.1:1"}, exitUnreachable, "unreachable",
+			"nothing listening fails the preflight"},
+		{"bad-mode", []string{"--target", url, "--mode", "cache"}, exitUsage, `"cache"`, "an unknown mode is named"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runCLI(t, append([]string{"load"}, tc.args...)...)
+			if r.code != tc.code || !strings.Contains(r.stderr, tc.stderr) {
+				t.Fatalf("%s: exit %d (want %d), stderr %q (want it to contain %q)\nstdout:\n%s",
+					tc.explain, r.code, tc.code, r.stderr, tc.stderr, r.stdout)
+			}
+			if tc.code == exitUsage && strings.Count(strings.TrimSpace(r.stderr), "\n") > 0 {
+				t.Fatalf("usage error should be one line, got %q", r.stderr)
+			}
+		})
+	}
+
+	t.Run("json-schema", func(t *testing.T) {
+		doc := readJSON(t, filepath.Join(dir, "pass.json"))
+		if doc["schema"] != "idemcheck.load/v1" || doc["violations"] != 0.0 {
+			t.Fatalf("schema %v violations %v", doc["schema"], doc["violations"])
+		}
+		paths := doc["paths"].(map[string]any)
+		for _, p := range []string{"hit", "miss"} {
+			lat := paths[p].(map[string]any)["latency_ms"].(map[string]any)
+			if lat["p50"] == nil || lat["p99"] == nil || lat["p50"].(float64) <= 0 {
+				t.Fatalf("%s latency %v", p, lat)
+			}
+		}
+	})
+	t.Run("report-merges-results", func(t *testing.T) {
+		bin := filepath.Join(dir, "pass.bin")
+		r := runCLI(t, "load", "report", bin, bin, "--json", filepath.Join(dir, "merged.json"), "--threshold", "violations==0")
+		if r.code != exitOK {
+			t.Fatalf("exit %d: %s", r.code, r.stderr)
+		}
+		one := readJSON(t, filepath.Join(dir, "pass.json"))["paths"].(map[string]any)["hit"].(map[string]any)["requests"].(float64)
+		two := readJSON(t, filepath.Join(dir, "merged.json"))["paths"].(map[string]any)["hit"].(map[string]any)["requests"].(float64)
+		if two != 2*one {
+			t.Fatalf("merged hit requests %v, want 2 x %v", two, one)
+		}
+	})
+}
+
+// TestLoadCLIDefect: contention against a server without an in-flight lock
+// reports violations and exits 1 (exactly-once failure).
+func TestLoadCLIDefect(t *testing.T) {
+	url := demoURL(t, demo.Options{Defects: []string{"no-inflight-lock"}})
+	out := filepath.Join(t.TempDir(), "defect.json")
+	r := runCLI(t, "load", "--target", url, "--mode", "contention", "--rate", "300", "--duration", "1s",
+		"--body-patch", `{"delay_ms":200}`, "--json", out)
+	doc := readJSON(t, out)
+	if r.code != exitFail || doc["violations"].(float64) == 0 {
+		t.Fatalf("exit %d, violations %v: %s\n%s", r.code, doc["violations"], r.stderr, r.stdout)
+	}
+}
+
+// TestLoadCLIInterrupt: SIGINT stops the attack and still writes the
+// partial report.
+func TestLoadCLIInterrupt(t *testing.T) {
+	url := demoURL(t, demo.Options{})
+	out := filepath.Join(t.TempDir(), "partial.json")
+	cmd := exec.Command(idemcheckBin(t), "load", "--target", url, "--mode", "mix", "--rate", "200", "--duration", "60s", "--json", out)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatal("load did not stop within 30s of SIGINT")
+	}
+	if code := cmd.ProcessState.ExitCode(); code != exitOK {
+		t.Fatalf("exit %d after SIGINT: %s", code, stderr.String())
+	}
+	doc := readJSON(t, out)
+	hit := doc["paths"].(map[string]any)["hit"].(map[string]any)["requests"].(float64)
+	if doc["interrupted"] != true || hit == 0 || hit >= 200*60 {
+		t.Fatalf("interrupted %v, hit requests %v", doc["interrupted"], hit)
+	}
+}

@@ -1,0 +1,181 @@
+// Command benchrunner measures the load runner's own ceiling: the highest
+// rate `idemcheck load --mode nokey` sustains against a trivial server,
+// beside a bare vegeta library attack with the same settings, alternated
+// round by round so both see the same machine load. The trivial server runs
+// in a child process so the client CPU per request can be measured too.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/idemcheck/idemcheck/load"
+	"github.com/idemcheck/idemcheck/scenarios"
+)
+
+func main() {
+	dur := flag.Duration("duration", 3*time.Second, "length of each attack")
+	rounds := flag.Int("rounds", 3, "alternating rounds (bare, runner)")
+	workers := flag.Uint64("workers", 32, "workers = max workers for both")
+	serve := flag.Bool("serve", false, "internal: be the trivial server (child process)")
+	flag.Parse()
+	if *serve {
+		serveTrivial()
+		return
+	}
+	if err := run(*dur, *rounds, *workers); err != nil {
+		fmt.Fprintln(os.Stderr, "benchrunner:", err)
+		os.Exit(1)
+	}
+}
+
+func run(dur time.Duration, rounds int, workers uint64) error {
+	if rounds < 1 || rounds > 50 || dur <= 0 || dur > time.Minute {
+		return fmt.Errorf("want 1..50 rounds of up to 1m")
+	}
+	base, stop, err := startServer()
+	if err != nil {
+		return err
+	}
+	defer stop()
+	target := &scenarios.Target{
+		BaseURL: base,
+		Operations: []scenarios.Operation{{Name: "trivial", Method: "POST", Path: "/",
+			Headers: map[string]string{"Content-Type": "application/json"}, Body: json.RawMessage(`{"amount":1000}`)}},
+	}
+	plan, err := load.ParsePlan(fmt.Sprintf("max@%s", dur))
+	if err != nil {
+		return err
+	}
+	runRunner := func() (float64, float64, error) {
+		c0 := cpu()
+		rep, err := load.Run(context.Background(), target, load.WithMode(load.ModeNoKey), load.WithPlan(plan),
+			load.WithWorkers(workers, workers))
+		if err != nil {
+			return 0, 0, err
+		}
+		n := float64(rep.Paths[load.NoKey].Requests)
+		return rep.Phases[0].Rate, float64((cpu() - c0).Microseconds()) / n, nil
+	}
+	runBare := func() (float64, float64, error) {
+		c0 := cpu()
+		rate, n := bareAttack(base+"/", dur, workers)
+		return rate, float64((cpu() - c0).Microseconds()) / float64(n), nil
+	}
+	var rateRatios, cpuRatios []float64
+	fmt.Printf("%-6s %14s %14s %8s %16s %16s\n", "round", "bare vegeta/s", "idemcheck/s", "ratio", "bare cpu µs/req", "idemcheck µs/req")
+	for i := 0; i < rounds; i++ {
+		// Alternate who goes first so drift in machine load cancels out.
+		first, second := runBare, runRunner
+		if i%2 == 1 {
+			first, second = runRunner, runBare
+		}
+		r1, c1, err := first()
+		if err != nil {
+			return err
+		}
+		r2, c2, err := second()
+		if err != nil {
+			return err
+		}
+		bRate, bCPU, rRate, rCPU := r1, c1, r2, c2
+		if i%2 == 1 {
+			bRate, bCPU, rRate, rCPU = r2, c2, r1, c1
+		}
+		rateRatios, cpuRatios = append(rateRatios, rRate/bRate), append(cpuRatios, bCPU/rCPU)
+		fmt.Printf("%-6d %14.0f %14.0f %8.3f %16.1f %16.1f\n", i+1, bRate, rRate, rRate/bRate, bCPU, rCPU)
+	}
+	fmt.Printf("median runner/vegeta rate ratio (per round, paired): %.3f (target >= 0.95)\n", median(rateRatios))
+	fmt.Printf("median vegeta/runner CPU-per-request ratio:         %.3f (1.0 = same client cost)\n", median(cpuRatios))
+	return nil
+}
+
+// cpu is this process's user+system CPU time (the client side only: the
+// server is a child process).
+func cpu() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// startServer runs this binary with -serve and reads the address it prints.
+func startServer() (string, func(), error) {
+	cmd := exec.Command(os.Args[0], "-serve")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return "", nil, err
+	}
+	stop := func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		stop()
+		return "", nil, fmt.Errorf("server child: %w", err)
+	}
+	return strings.TrimSpace(line), stop, nil
+}
+
+// serveTrivial answers every request with a tiny JSON body; it exits when
+// its parent kills it.
+func serveTrivial() {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Println("http://" + ln.Addr().String())
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"ok":true}`))
+	}), ReadHeaderTimeout: 5 * time.Second}
+	_ = srv.Serve(ln)
+}
+
+// bareAttack is what a vegeta library user writes: same client kind,
+// same worker bounds, results into vegeta.Metrics.
+func bareAttack(url string, dur time.Duration, workers uint64) (float64, uint64) {
+	client := &http.Client{Transport: scenarios.NewTransport(int(workers)), Timeout: 10 * time.Second}
+	defer client.CloseIdleConnections()
+	atk := vegeta.NewAttacker(vegeta.Client(client), vegeta.Workers(workers), vegeta.MaxWorkers(workers), vegeta.MaxBody(0))
+	tr := vegeta.NewStaticTargeter(vegeta.Target{Method: "POST", URL: url, Body: []byte(`{"amount":1000}`),
+		Header: http.Header{"Content-Type": {"application/json"}}})
+	var m vegeta.Metrics
+	var first, last time.Time
+	for r := range atk.Attack(tr, vegeta.Rate{Freq: 0}, dur, "bare") {
+		m.Add(r)
+		if first.IsZero() || r.Timestamp.Before(first) {
+			first = r.Timestamp
+		}
+		if r.Timestamp.After(last) {
+			last = r.Timestamp
+		}
+	}
+	m.Close()
+	if m.Requests < 2 {
+		return 0, 1
+	}
+	// The same definition as the runner's achieved rate.
+	return float64(m.Requests-1) / last.Sub(first).Seconds(), m.Requests
+}
+
+func median(xs []float64) float64 {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	return s[len(s)/2]
+}
