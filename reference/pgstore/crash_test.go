@@ -103,31 +103,8 @@ func (s *server) kill() {
 	<-s.done
 }
 
-// client never re-sends a request by itself: every connection is fresh, so
-// net/http's silent retry of requests on reused connections cannot happen.
-var client = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-
-type reply struct {
-	status   int
-	body     string
-	replayed bool
-}
-
-func post(base, key, body string) (reply, error) {
-	req, err := http.NewRequest(http.MethodPost, base+"/v1/charges", strings.NewReader(body))
-	if err != nil {
-		return reply{}, err
-	}
-	req.Header.Set("Authorization", "Bearer alice")
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", `"`+key+`"`)
-	resp, err := client.Do(req)
-	if err != nil {
-		return reply{}, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return reply{resp.StatusCode, string(b), resp.Header.Get("Idempotent-Replayed") == "true"}, err
+func post(base, key, body string) (testenv.Reply, error) {
+	return testenv.Post(base, "/v1/charges", "alice", key, body)
 }
 
 // TestCrashExactlyOnce kills `idemcheck serve --store postgres` with SIGKILL
@@ -147,10 +124,10 @@ func TestCrashExactlyOnce(t *testing.T) {
 	for range 3 {
 		k := uuid.NewString()
 		r, err := post(srv.base, k, fastBody)
-		if err != nil || r.status != http.StatusCreated {
+		if err != nil || r.Status != http.StatusCreated {
 			t.Fatalf("before crash: %+v %v", r, err)
 		}
-		done[k] = r.body
+		done[k] = r.Body
 	}
 	inflight := make([]string, 8)
 	for i := range inflight {
@@ -193,14 +170,14 @@ func TestCrashExactlyOnce(t *testing.T) {
 			deadline := time.Now().Add(30 * time.Second)
 			for time.Now().Before(deadline) {
 				r, err := post(srv.base, k, slowBody)
-				if err == nil && r.status == http.StatusCreated {
+				if err == nil && r.Status == http.StatusCreated {
 					mu.Lock()
-					final[k] = r.body
+					final[k] = r.Body
 					mu.Unlock()
 					return
 				}
-				if err == nil && r.status != http.StatusConflict {
-					t.Errorf("retry of %s: unexpected %d %s", k, r.status, r.body)
+				if err == nil && r.Status != http.StatusConflict {
+					t.Errorf("retry of %s: unexpected %d %s", k, r.Status, r.Body)
 					return
 				}
 				time.Sleep(200 * time.Millisecond)
@@ -229,7 +206,7 @@ func TestCrashExactlyOnce(t *testing.T) {
 			sent = fastBody
 		}
 		r, err := post(srv.base, k, sent)
-		if err != nil || r.status != http.StatusCreated || !r.replayed || r.body != body {
+		if err != nil || r.Status != http.StatusCreated || !r.Replayed() || r.Body != body {
 			t.Errorf("key %s: replay after restart = %+v, %v; want 201 replayed %s", k, r, err, body)
 		}
 		var c struct{ ID string }
@@ -252,19 +229,19 @@ func TestMemoryStoreForgetsOnRestart(t *testing.T) {
 	k := uuid.NewString()
 	srv := startServe(t, bin, "--store", "memory")
 	first, err := post(srv.base, k, body)
-	if err != nil || first.status != http.StatusCreated {
+	if err != nil || first.Status != http.StatusCreated {
 		t.Fatalf("first: %+v %v", first, err)
 	}
-	if again, err := post(srv.base, k, body); err != nil || !again.replayed || again.body != first.body {
+	if again, err := post(srv.base, k, body); err != nil || !again.Replayed() || again.Body != first.Body {
 		t.Fatalf("replay before restart: %+v %v", again, err)
 	}
 	srv.kill()
 	srv = startServe(t, bin, "--store", "memory")
 	after, err := post(srv.base, k, body)
-	if err != nil || after.status != http.StatusCreated {
+	if err != nil || after.Status != http.StatusCreated {
 		t.Fatalf("after restart: %+v %v", after, err)
 	}
-	if after.replayed || after.body == first.body {
+	if after.Replayed() || after.Body == first.Body {
 		t.Fatalf("the memory store replayed across a restart (%+v): its documented loss did not happen", after)
 	}
 }
