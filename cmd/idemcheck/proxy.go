@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/idemcheck/idemcheck/chaos"
+	"github.com/idemcheck/idemcheck/scenarios"
+)
+
+type proxyFlags struct {
+	listen, upstream, control, history string
+	faults                             []string
+	seed                               uint64
+	keyHeader, idPointer               string
+}
+
+func init() {
+	var f proxyFlags
+	cmd := &cobra.Command{
+		Use:   "proxy --listen ADDR --upstream URL [--fault SPEC]...",
+		Short: "Run the per-request fault proxy in front of an API",
+		Long: "Forward HTTP requests to --upstream, injecting faults per request: drop the response after\n" +
+			"the upstream committed, drop the request, delay, reset mid-body, duplicate, answer a status,\n" +
+			"truncate the request. Every attempt is one JSONL line in --history (check it with\n" +
+			"idemcheck analyze). The control API (--control, loopback only) lists, adds and removes faults.\n" +
+			"The proxy forwards to whatever --upstream names: point it at a test deployment.\n\n" +
+			"Fault specs: KIND[:P | :key=value,...], e.g. drop-response:0.3, drop-response:p=0.3,mode=rst,\n" +
+			"delay:p=1,before=200ms, status:p=0.1,code=503, drop-response:attempt=1,\n" +
+			"duplicate:p=0.1,mode=concurrent, ...,path=/v1/charges,method=POST,header=X-Foo:bar.\n" +
+			"Kinds: " + fmt.Sprint(chaos.Kinds()),
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runProxy(ctx, cmd.ErrOrStderr(), f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.listen, "listen", "127.0.0.1:8480", "address the proxy listens on")
+	fl.StringVar(&f.upstream, "upstream", "", "base URL requests are forwarded to (required)")
+	fl.StringArrayVar(&f.faults, "fault", nil, "fault spec; repeatable, tried in order, first selected wins")
+	fl.StringVar(&f.control, "control", "", "address of the JSON control API (loopback only), e.g. 127.0.0.1:8474")
+	fl.StringVar(&f.history, "history", "", "write one JSONL line per attempt to this file (truncated first)")
+	fl.Uint64Var(&f.seed, "seed", 1, "seed of the per-request probability draws")
+	fl.StringVar(&f.keyHeader, "key-header", "Idempotency-Key", "idempotency key header")
+	fl.StringVar(&f.idPointer, "id-pointer", "/id", "JSON pointer to the created id in a 2xx response body")
+	rootCmd.AddCommand(cmd)
+}
+
+func runProxy(ctx context.Context, stderr io.Writer, f proxyFlags) error {
+	if f.upstream == "" {
+		return usageErrorf("--upstream is required")
+	}
+	if f.control != "" {
+		if err := loopbackAddr("--control", f.control); err != nil {
+			return err
+		}
+	}
+	var hist *chaos.History
+	if f.history != "" {
+		var err error
+		if hist, err = chaos.CreateHistory(f.history); err != nil {
+			return withCode(exitUsage, err)
+		}
+	}
+	p, err := chaos.New(chaos.Options{Upstream: f.upstream, KeyHeader: f.keyHeader, IDPointer: f.idPointer,
+		Transport: scenarios.NewTransport(1024), History: hist, Seed: f.seed})
+	if err != nil {
+		hist.Close()
+		return usageErrorf("--upstream: %v", err)
+	}
+	defer p.Close()
+	for _, spec := range f.faults {
+		if _, err := p.AddRule(spec); err != nil {
+			hist.Close()
+			return usageErrorf("--fault: %v", err)
+		}
+	}
+	servers := []*http.Server{{Addr: f.listen, Handler: p, ReadHeaderTimeout: 10 * time.Second}}
+	if f.control != "" {
+		servers = append(servers, &http.Server{Addr: f.control, Handler: chaos.Control(p), ReadHeaderTimeout: 10 * time.Second})
+	}
+	errs := make(chan error, len(servers))
+	for _, s := range servers {
+		ln, err := net.Listen("tcp", s.Addr)
+		if err != nil {
+			for _, started := range servers {
+				_ = started.Close()
+			}
+			hist.Close()
+			return usageErrorf("listen %s: %v", s.Addr, err)
+		}
+		fmt.Fprintf(stderr, "idemcheck proxy: %s -> %s\n", ln.Addr(), f.upstream)
+		go func() { errs <- s.Serve(ln) }()
+	}
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-errs:
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, s := range servers {
+		_ = s.Shutdown(shutdown)
+	}
+	if err := hist.Close(); err != nil && runErr == nil {
+		runErr = err
+	}
+	if errors.Is(runErr, http.ErrServerClosed) {
+		runErr = nil
+	}
+	return runErr
+}
+
+// loopbackAddr refuses a listen address that is not on loopback.
+func loopbackAddr(flag, addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return usageErrorf("%s %q: want host:port", flag, addr)
+	}
+	if ip := net.ParseIP(host); (ip == nil || !ip.IsLoopback()) && host != "localhost" {
+		return usageErrorf("%s %q: the control API listens on loopback only (e.g. 127.0.0.1:8474)", flag, addr)
+	}
+	return nil
+}
