@@ -156,8 +156,10 @@ func TestRealExpiryBoundsMemory(t *testing.T) {
 	for i := range 10_000 {
 		claim(t, s, strconv.Itoa(i), 50*time.Millisecond, 100*time.Millisecond)
 	}
-	if s.Len() != 10_000 {
-		t.Fatalf("Len = %d", s.Len())
+	// The last records were written microseconds ago and are still live
+	// (earlier ones may already be gone on a slow machine).
+	if s.Len() == 0 {
+		t.Fatal("no record held right after writing")
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for s.Len() > 0 {
