@@ -1,6 +1,7 @@
 package scenarios_test
 
 import (
+	"net/http/httptest"
 	"slices"
 	"sort"
 	"strings"
@@ -31,7 +32,7 @@ var defectMatrix = []struct {
 	// these catches it, whichever way the race went.
 	anyOf   []string
 	pending string
-	why            string
+	why     string
 }{
 	{defect: "no-fingerprint", want: []string{"mismatch/added-field", "mismatch/changed-body"},
 		why: "a changed body under a used key replays the old response"},
@@ -181,4 +182,54 @@ func TestFlakeGuard(t *testing.T) {
 			t.Fatalf("run %d: %d results, first run had %d", i+1, len(rep.Results), len(first))
 		}
 	}
+}
+
+// TestOtherLegalChoices: servers that make other choices the profiles
+// allow must not fail. Each row is a reference configuration plus the
+// profile that documents its choice.
+func TestOtherLegalChoices(t *testing.T) {
+	rows := []struct {
+		name    string
+		opts    demo.Options
+		profile func(*scenarios.Profile)
+	}{
+		{"blocks in-flight duplicates (block_ok)", demo.Options{Defects: []string{"block-inflight"}}, func(*scenarios.Profile) {}},
+		{"409 for mismatches (seeds statuses)", demo.Options{Defects: []string{"mismatch-as-409"}}, func(p *scenarios.Profile) { p.MismatchStatus = []int{409, 422} }},
+		{"key optional", demo.Options{KeyOptional: true}, func(p *scenarios.Profile) { p.KeyRequired = scenarios.No }},
+		{"lenient profile", demo.Options{}, func(p *scenarios.Profile) { *p = *mustProfile(t, "lenient") }},
+		{"seeds profile", demo.Options{}, func(p *scenarios.Profile) { *p = *mustProfile(t, "seeds") }},
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			t.Parallel()
+			o := row.opts
+			o.TTL, o.Lease = demoTTL, demoLease
+			app, err := demo.New(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewServer(app)
+			defer func() { srv.Close(); app.Close() }()
+			tg, err := scenarios.FromURL(srv.URL, demoTTL, demoLease)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := referenceProfile(t)
+			row.profile(p)
+			rep := runCatalog(t, tg, p, true)
+			for _, r := range rep.Results {
+				if inMatrixFamily(r.ID) && (r.Status == scenarios.Fail || r.Status == scenarios.Warn || r.Status == scenarios.Inconclusive) {
+					t.Errorf("%s: %s: expected %q, observed %q %s", r.Name(), r.Status, r.Expected, r.Observed, r.Reason)
+				}
+			}
+		})
+	}
+}
+
+func mustProfile(t testing.TB, name string) *scenarios.Profile {
+	p, err := scenarios.ProfileByName(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
