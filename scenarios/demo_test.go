@@ -57,4 +57,3 @@ func ietf(t testing.TB) *scenarios.Profile {
 	}
 	return p
 }
-
