@@ -328,23 +328,23 @@ func TestMiddlewareRules(t *testing.T) {
 		{"lease-reclaim", "an in-flight record whose owner died is reclaimable after the lease", nil, func(t *testing.T, e *env) {
 			_, err := e.store.Claim(context.Background(), reference.ClaimRequest{
 				Scope:       reference.Scope{Principal: "Bearer alice", Method: "POST", Path: "/things", Key: "k"},
-				Fingerprint: reference.Fingerprint([]byte(body1)), Lease: 150 * time.Millisecond, TTL: time.Hour,
+				Fingerprint: reference.Fingerprint([]byte(body1)), Lease: time.Second, TTL: time.Hour,
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
 			e.wantProblem(e.post("k", body1), 409, 0)
-			time.Sleep(200 * time.Millisecond)
+			time.Sleep(1100 * time.Millisecond)
 			if r := e.post("k", body1); r.status != 201 {
 				t.Fatalf("after the lease: %d", r.status)
 			}
 		}},
-		{"ttl", "records live for the TTL from the claim; afterwards the key is fresh", []reference.Option{reference.WithTTL(400 * time.Millisecond)}, func(t *testing.T, e *env) {
+		{"ttl", "records live for the TTL from the claim; afterwards the key is fresh", []reference.Option{reference.WithTTL(time.Second)}, func(t *testing.T, e *env) {
 			e.post("k", body1)
 			if r := e.post("k", body1); !isReplay(r) {
 				t.Fatalf("inside the TTL: not a replay")
 			}
-			time.Sleep(500 * time.Millisecond)
+			time.Sleep(1100 * time.Millisecond)
 			if r := e.post("k", body1); isReplay(r) || r.status != 201 {
 				t.Fatalf("after the TTL: %d replay=%v", r.status, isReplay(r))
 			}

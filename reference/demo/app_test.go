@@ -59,7 +59,7 @@ func TestContract(t *testing.T) {
 		}},
 		{"in-flight-409-then-replay", "a retry while the first runs gets 409 with Retry-After; after it completes, the replay", func(t *testing.T, h *harness) {
 			k := newKey()
-			slow := `{"amount":1000,"currency":"usd","delay_ms":600}`
+			slow := `{"amount":1000,"currency":"usd","delay_ms":1500}`
 			done := make(chan reply, 1)
 			go func() { done <- h.post("/v1/charges", "alice", k, slow) }()
 			h.waitExecutions(k, 1)

@@ -22,7 +22,7 @@ const changedAmount = `{"amount":1001,"currency":"usd","description":"idemcheck"
 // executes, and returns a channel with its reply.
 func slowInFlight(h *harness, k string) <-chan reply {
 	done := make(chan reply, 1)
-	go func() { done <- h.post("/v1/charges", "alice", k, `{"amount":1000,"currency":"usd","delay_ms":700}`) }()
+	go func() { done <- h.post("/v1/charges", "alice", k, `{"amount":1000,"currency":"usd","delay_ms":1500}`) }()
 	h.waitExecutions(k, 1)
 	return done
 }
@@ -59,7 +59,7 @@ func TestDefects(t *testing.T) {
 		{reference.NoInflightLock, Options{}, func(t *testing.T, h *harness) (bool, string) {
 			k := newKey()
 			done := slowInFlight(h, k)
-			r := h.post("/v1/charges", "alice", k, `{"amount":1000,"currency":"usd","delay_ms":700}`)
+			r := h.post("/v1/charges", "alice", k, `{"amount":1000,"currency":"usd","delay_ms":1500}`)
 			<-done
 			n, _, _ := h.executions(k)
 			return r.status == 409 && n == 1, fmt.Sprintf("retry in flight -> %d, %d executions", r.status, n)
@@ -67,7 +67,7 @@ func TestDefects(t *testing.T) {
 		{reference.BlockInflight, Options{}, func(t *testing.T, h *harness) (bool, string) {
 			k := newKey()
 			done := slowInFlight(h, k)
-			r := h.post("/v1/charges", "alice", k, `{"amount":1000,"currency":"usd","delay_ms":700}`)
+			r := h.post("/v1/charges", "alice", k, `{"amount":1000,"currency":"usd","delay_ms":1500}`)
 			<-done
 			return r.status == 409, fmt.Sprintf("retry in flight -> %d replayed=%q", r.status, r.header.Get("Idempotent-Replayed"))
 		}},
@@ -154,7 +154,7 @@ func TestDefects(t *testing.T) {
 			k := newKey()
 			done := slowInFlight(h, k)
 			time.Sleep(250 * time.Millisecond)
-			r := h.post("/v1/charges", "alice", k, `{"amount":1000,"currency":"usd","delay_ms":700}`)
+			r := h.post("/v1/charges", "alice", k, `{"amount":1000,"currency":"usd","delay_ms":1500}`)
 			<-done
 			return r.status != 409, fmt.Sprintf("retry after the lease of a stuck claim -> %d", r.status)
 		}},
