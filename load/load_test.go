@@ -147,3 +147,74 @@ func TestContention(t *testing.T) {
 		})
 	}
 }
+
+// TestModes: each key strategy against the reference, with what the
+// report must show.
+func TestModes(t *testing.T) {
+	cases := []struct {
+		name    string
+		app     demo.Options
+		opts    []load.Option
+		check   func(t *testing.T, rep *load.Report)
+		explain string
+	}{
+		{"nokey-steps", demo.Options{KeyOptional: true},
+			[]load.Option{load.WithMode(load.ModeNoKey), load.WithPlan(plan(t, "200@600ms 400@600ms"))},
+			func(t *testing.T, rep *load.Report) {
+				n := rep.Paths[load.NoKey]
+				if len(rep.Phases) != 2 || rep.Phases[1].Requests <= rep.Phases[0].Requests || n.StatusCodes["201"] != n.Requests {
+					t.Fatalf("phases %+v codes %v", rep.Phases, n.StatusCodes)
+				}
+				if rep.Violations != 0 || rep.Oracle.After-rep.Oracle.Before != int64(n.Requests) {
+					t.Fatalf("violations %d, oracle %+v for %d nokey executions", rep.Violations, rep.Oracle, n.Requests)
+				}
+			}, "every keyless request executes once; a step plan runs one attack per phase"},
+		{"hit-only", demo.Options{},
+			[]load.Option{load.WithMode(load.ModeHit), load.WithPool(20), load.WithPlan(plan(t, "300@1s"))},
+			func(t *testing.T, rep *load.Report) {
+				h := rep.Paths[load.Hit]
+				if rep.Violations != 0 || h.StatusCodes["201"] != h.Requests || rep.Oracle.After != rep.Oracle.Before {
+					t.Fatalf("violations %v codes %v oracle %+v", rep.ViolationList, h.StatusCodes, rep.Oracle)
+				}
+			}, "replays execute nothing: the oracle total does not move"},
+		{"replay-as-200", demo.Options{Defects: []string{"replay-as-200"}},
+			[]load.Option{load.WithMode(load.ModeHit), load.WithPool(20), load.WithPlan(plan(t, "300@500ms"))},
+			func(t *testing.T, rep *load.Report) {
+				if rep.Violations == 0 || rep.ViolationList[0].Kind != load.ReplayDiffers {
+					t.Fatalf("a replay answering 200 for a 201 original went unnoticed: %+v", rep.ViolationList)
+				}
+			}, "hits are compared with their key's original status and body"},
+		{"hash-keys", demo.Options{},
+			[]load.Option{load.WithMode(load.ModeMiss), load.WithHashKeys("orders-42"), load.WithPlan(plan(t, "100->300@600ms"))},
+			func(t *testing.T, rep *load.Report) {
+				m := rep.Paths[load.Miss]
+				if rep.KeySeed != "orders-42" || rep.Violations != 0 || rep.Oracle.After-rep.Oracle.Before != int64(m.Requests) {
+					t.Fatalf("seed %q violations %v oracle %+v for %d misses", rep.KeySeed, rep.ViolationList, rep.Oracle, m.Requests)
+				}
+			}, "deterministic keys are fresh on a fresh server: one execution each"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rep, err := load.Run(context.Background(), startDemo(t, tc.app), tc.opts...)
+			if err != nil {
+				t.Fatalf("%s: %v", tc.explain, err)
+			}
+			tc.check(t, rep)
+		})
+	}
+}
+
+// TestInterrupt: cancelling the context stops the running phase and still
+// returns a checked partial report.
+func TestInterrupt(t *testing.T) {
+	tg := startDemo(t, demo.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 800*time.Millisecond)
+	defer cancel()
+	rep, err := load.Run(ctx, tg, load.WithMode(load.ModeMix), load.WithPlan(plan(t, "200@30s 500@30s")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Interrupted || len(rep.Phases) != 1 || rep.Paths[load.Hit].Requests == 0 || rep.Violations != 0 {
+		t.Fatalf("interrupted %v phases %+v violations %v", rep.Interrupted, rep.Phases, rep.ViolationList)
+	}
+}

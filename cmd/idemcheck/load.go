@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -199,12 +200,14 @@ func runLoad(cmd *cobra.Command, f loadFlags) error {
 	if err := load.Preflight(ctx, t); err != nil {
 		return withCode(exitUnreachable, err)
 	}
+	var results *bufio.Writer
 	if f.results != "" {
-		results, err := os.Create(f.results)
+		file, err := os.Create(f.results)
 		if err != nil {
 			return usageErrorf("--results: %v", err)
 		}
-		defer results.Close()
+		defer file.Close()
+		results = bufio.NewWriterSize(file, 1<<20)
 		opts = append(opts, load.WithResults(results))
 	}
 	if f.out.html != "" {
@@ -225,6 +228,11 @@ func runLoad(cmd *cobra.Command, f loadFlags) error {
 	rep, err := load.Run(ctx, t, opts...)
 	if live {
 		fmt.Fprint(stderr, "\r\033[K")
+	}
+	if results != nil && err == nil {
+		if ferr := results.Flush(); ferr != nil {
+			err = fmt.Errorf("--results: %w", ferr)
+		}
 	}
 	switch {
 	case errors.Is(err, load.ErrUnreachable):

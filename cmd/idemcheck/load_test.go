@@ -132,6 +132,37 @@ func TestLoadCLI(t *testing.T) {
 		})
 	}
 
+	t.Run("config-file", func(t *testing.T) {
+		cfg := filepath.Join(dir, "api.yaml")
+		yaml := "base_url: " + url + `
+key_header: Idempotency-Key
+key_syntax: raw
+principals:
+  - {name: alice, headers: {Authorization: Bearer alice}}
+oracle: {url: "/v1/effects?key={key}", pointer: /executions}
+operations:
+  - name: refunds
+    method: POST
+    path: /v1/refunds
+    headers: {Content-Type: application/json}
+    body: {amount: 5, currency: usd}
+    id_pointer: /id
+`
+		if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, "config.json")
+		r := runCLI(t, "load", "--config", cfg, "--operation", "refunds", "--mode", "hit", "--pool", "10",
+			"--rate", "200", "--duration", "500ms", "--json", out, "--threshold", "violations==0")
+		if r.code != exitOK {
+			t.Fatalf("exit %d: %s\n%s", r.code, r.stderr, r.stdout)
+		}
+		doc := readJSON(t, out)
+		hit := doc["paths"].(map[string]any)["hit"].(map[string]any)
+		if hit["requests"].(float64) < 50 || doc["oracle"].(map[string]any)["keys_probed"].(float64) != 10 {
+			t.Fatalf("hit %v oracle %v", hit["requests"], doc["oracle"])
+		}
+	})
 	t.Run("json-schema", func(t *testing.T) {
 		doc := readJSON(t, filepath.Join(dir, "pass.json"))
 		if doc["schema"] != "idemcheck.load/v1" || doc["violations"] != 0.0 {
