@@ -75,7 +75,8 @@ func Tally(rep *scenarios.Report) Counts {
 	return c
 }
 
-// Failures returns the results that fail the run, in report order.
+// Failures returns the results that fail the run, in report order: the
+// results behind scenarios.Report.Outcome's problems.
 func Failures(rep *scenarios.Report) []scenarios.Result {
 	var out []scenarios.Result
 	for _, r := range rep.Results {
@@ -85,9 +86,6 @@ func Failures(rep *scenarios.Report) []scenarios.Result {
 	}
 	return out
 }
-
-// Passed reports whether the run passes: nothing fails it.
-func Passed(rep *scenarios.Report) bool { return len(Failures(rep)) == 0 }
 
 // family groups results by family in first-seen order, keeping the
 // report's order inside a family.

@@ -82,7 +82,7 @@ func JSON(w io.Writer, rep *scenarios.Report) error {
 		Counts:     Tally(rep),
 		Results:    []jsonResult{},
 	}
-	if !Passed(rep) {
+	if ok, _ := rep.Outcome(); !ok {
 		out.Outcome = "fail"
 	}
 	for _, r := range rep.Results {

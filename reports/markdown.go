@@ -15,7 +15,7 @@ import (
 func Markdown(w io.Writer, rep *scenarios.Report) error {
 	var b strings.Builder
 	outcome := "✅ pass"
-	if !Passed(rep) {
+	if ok, _ := rep.Outcome(); !ok {
 		outcome = "❌ fail"
 	}
 	fmt.Fprintf(&b, "## idemcheck conformance: %s\n\n", outcome)
