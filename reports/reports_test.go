@@ -301,3 +301,21 @@ func TestMarkdown(t *testing.T) {
 		t.Errorf("rule: a passing run says pass and has no failures section\n%s", out)
 	}
 }
+
+// TestFailuresMatchOutcome: the recap lists exactly the results the
+// engine's Outcome counts as failing the run, in and out of strict mode.
+func TestFailuresMatchOutcome(t *testing.T) {
+	for _, strict := range []bool{false, true} {
+		rep := sample(strict)
+		ok, problems := rep.Outcome()
+		fails := Failures(rep)
+		if ok != (len(fails) == 0) || len(problems) != len(fails) {
+			t.Errorf("strict=%t: Outcome ok=%t with %d problems, recap has %d failures", strict, ok, len(problems), len(fails))
+		}
+		for i, r := range fails {
+			if !strings.HasPrefix(problems[i], r.Name()+":") {
+				t.Errorf("strict=%t: recap %d is %s, Outcome says %s", strict, i, r.Name(), problems[i])
+			}
+		}
+	}
+}
