@@ -27,16 +27,16 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 // backend opens one store kind with the ledger serve would pair it with.
 type backend struct {
 	name string
-	open func(t *testing.T) (reference.Store, demo.Ledger)
+	open func(t testing.TB) (reference.Store, demo.Ledger)
 }
 
 var backends = []backend{
-	{"memory", func(t *testing.T) (reference.Store, demo.Ledger) {
+	{"memory", func(t testing.TB) (reference.Store, demo.Ledger) {
 		s := memstore.New()
 		t.Cleanup(func() { _ = s.Close() })
 		return s, demo.NewMemoryLedger()
 	}},
-	{"postgres", func(t *testing.T) (reference.Store, demo.Ledger) {
+	{"postgres", func(t testing.TB) (reference.Store, demo.Ledger) {
 		dsn := testenv.RequirePostgres(t)
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
@@ -47,7 +47,7 @@ var backends = []backend{
 		t.Cleanup(func() { _ = s.Close() })
 		return s, pgstore.NewLedger(s)
 	}},
-	{"redis", func(t *testing.T) (reference.Store, demo.Ledger) {
+	{"redis", func(t testing.TB) (reference.Store, demo.Ledger) {
 		url := testenv.RequireRedis(t)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -70,7 +70,7 @@ func TestMemstore(t *testing.T) {
 }
 
 // serveDemo runs the demo app on a store over loopback HTTP.
-func serveDemo(t *testing.T, b backend, ttl, lease time.Duration) string {
+func serveDemo(t testing.TB, b backend, ttl, lease time.Duration) string {
 	t.Helper()
 	s, l := b.open(t)
 	app, err := demo.New(demo.Options{Store: s, Ledger: l, TTL: ttl, Lease: lease})
