@@ -51,6 +51,8 @@ type Proxy struct {
 	upstream *url.URL
 	owned    *http.Transport // closed by Close when the proxy made it
 
+	inflight sync.WaitGroup // attempts being handled, hijacked ones included
+
 	mu       sync.Mutex
 	rules    []*Rule
 	nextRule int
@@ -101,8 +103,11 @@ func New(o Options) (*Proxy, error) {
 	return p, nil
 }
 
-// Close releases the proxy's idle upstream connections.
+// Close waits for attempts in progress (their history lines included;
+// each is bounded by Options.Timeout) and releases idle upstream
+// connections. Stop the listener first.
 func (p *Proxy) Close() {
+	p.inflight.Wait()
 	if p.owned != nil {
 		p.owned.CloseIdleConnections()
 	}
@@ -203,6 +208,8 @@ func (p *Proxy) count(forwarded, failed bool) {
 
 // ServeHTTP handles one client attempt.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.inflight.Add(1)
+	defer p.inflight.Done()
 	start := time.Now()
 	body, err := io.ReadAll(io.LimitReader(r.Body, p.opts.MaxBody+1))
 	key := unquoteKey(r.Header.Get(p.opts.KeyHeader))

@@ -10,7 +10,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"strings"
@@ -135,9 +134,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			return nil, err
 		}
 	}
-	front := httptest.NewUnstartedServer(proxy)
-	front.Config.ReadHeaderTimeout = 10 * time.Second
-	front.Start()
+	front, err := chaos.Listen(proxy)
+	if err != nil {
+		hist.Close()
+		return nil, err
+	}
 
 	d := newDriver(cfg, client, front.URL, hist)
 	start := time.Now()

@@ -1,0 +1,276 @@
+package scenarios
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/idemcheck/idemcheck/chaos"
+)
+
+// LOST: the request reached the server and the answer was lost on the way
+// back (or the request itself was cut); the client retries with the same
+// key. These cases put an in-process chaos proxy between the suite and the
+// target, because only a per-request proxy can let the upstream commit and
+// then drop the response (draft §1's motivation; feasibility §5).
+func init() {
+	register(
+		Case{Meta: Meta{ID: "lost/dropped-response-retry", Family: "lost", Requirements: []string{"IK-LOST-1"}, Level: Must,
+			Requirement: "draft §1 (motivation), Stripe: a client that lost the response retries with the same key and gets the original outcome; the operation executes once.",
+			Explanation: "The proxy lets the first request commit and drops its response; the retry gets the committed result (same created id) and the oracle shows one execution.",
+			Needs:       []Need{NeedEffects}},
+			PerOperation: true, Run: lostDroppedResponse},
+		Case{Meta: Meta{ID: "lost/truncated-request", Family: "lost", Requirements: []string{"IK-LOST-2"}, Level: Should,
+			Requirement: "Practice: a request aborted mid-body (the server never received it whole) leaves no key record; the retry executes once.",
+			Explanation: "The proxy sends the headers and half the body, then closes; the full retry with the same key succeeds and executes exactly once.",
+			Needs:       []Need{NeedEffects}},
+			PerOperation: true, Run: lostTruncatedRequest},
+		Case{Meta: Meta{ID: "lost/retry-storm", Family: "lost", Requirements: []string{"IK-LOST-3"}, Level: Must,
+			Requirement: "Practice: a retry storm (k jittered retries, some overlapping the original) still gives exactly one execution.",
+			Explanation: "A slow request whose response the proxy drops is retried 3 times while still in flight, then until done: one execution, one created id, and the client ends with it.",
+			Needs:       []Need{NeedSlow, NeedEffects}},
+			PerOperation: true, Run: lostRetryStorm},
+	)
+}
+
+// proxied is an Env whose requests go through a chaos proxy with rules;
+// the oracle is still read from the target directly.
+type proxied struct {
+	*Env
+	outer *Env
+	srv   *chaos.Server
+	proxy *chaos.Proxy
+	hist  *chaos.History
+	buf   bytes.Buffer
+}
+
+func (e *Env) viaProxy(rules ...string) (*proxied, error) {
+	pr := &proxied{outer: e}
+	pr.hist = chaos.NewHistory(&pr.buf)
+	ptr := e.Op.IDPointer
+	if ptr == "" {
+		ptr = "/id"
+	}
+	p, err := chaos.New(chaos.Options{Upstream: e.Target.BaseURL, KeyHeader: e.Target.KeyHeader, IDPointer: ptr,
+		Transport: NewTransport(16), History: pr.hist, Timeout: e.Target.Timeout})
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rules {
+		if _, err := p.AddRule(r); err != nil {
+			return nil, err
+		}
+	}
+	srv, err := chaos.Listen(p)
+	if err != nil {
+		return nil, err
+	}
+	pr.proxy, pr.srv = p, srv
+	t := *e.Target
+	t.BaseURL = srv.URL
+	if o := e.Target.Oracle; o != nil && !strings.Contains(o.URL, "://") {
+		direct := *o
+		direct.URL = e.Target.BaseURL + o.URL
+		t.Oracle = &direct
+	}
+	pr.Env = &Env{Target: &t, Profile: e.Profile, Op: e.Op, Case: e.Case, client: e.client, oracleBase: e.oracleBase}
+	return pr, nil
+}
+
+// close stops the proxy and hands the evidence to the outer Env.
+func (pr *proxied) close() {
+	_ = pr.srv.Close()
+	pr.proxy.Close()
+	_ = pr.hist.Close()
+	pr.outer.mu.Lock()
+	pr.outer.exchanges = append(pr.outer.exchanges, pr.Exchanges()...)
+	pr.outer.mu.Unlock()
+}
+
+// upstream returns what the target answered, as the proxy saw it, to the
+// attempts under key k.
+func (pr *proxied) upstream(k string) []chaos.Upstream {
+	_ = pr.hist.Flush()
+	var out []chaos.Upstream
+	for _, line := range bytes.Split(pr.buf.Bytes(), []byte("\n")) {
+		var ev chaos.Event
+		if json.Unmarshal(line, &ev) == nil && ev.Key == k {
+			out = append(out, ev.Upstream...)
+		}
+	}
+	return out
+}
+
+// ids is the distinct created ids under k seen by the proxy and in rs.
+func (pr *proxied) ids(k string, rs ...Resp) []string {
+	ids := pr.DistinctIDs(rs...)
+	for _, u := range pr.upstream(k) {
+		if u.ID != "" && !slices.Contains(ids, u.ID) {
+			ids = append(ids, u.ID)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// untilDone retries k with body until a final answer (not a transport
+// error, 409, 429 or 5xx), honouring Retry-After (capped at 2s); at most
+// 10 attempts. It returns every response, the last one final if any.
+func (e *Env) untilDone(ctx context.Context, label, k string, body []byte) []Resp {
+	var rs []Resp
+	for i := 1; i <= 10 && ctx.Err() == nil; i++ {
+		r := e.Send(ctx, Req{Label: fmt.Sprintf("%s %d", label, i), Key: k, Body: body})
+		rs = append(rs, r)
+		if r.Err == nil && r.Status != http.StatusConflict && r.Status != http.StatusTooManyRequests && r.Status < 500 {
+			break
+		}
+		wait := 200 * time.Millisecond
+		if r.Err == nil {
+			if s, err := strconv.Atoi(r.Header.Get("Retry-After")); err == nil && s >= 0 {
+				wait = min(time.Duration(s)*time.Second, 2*time.Second)
+			}
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+		}
+	}
+	return rs
+}
+
+// judgeLost decides a lost-response case once the retries are done: one
+// created id (the committed one), the client's last answer is it, and the
+// effects count is one.
+func (pr *proxied) judgeLost(ctx context.Context, k, committed string, rs []Resp) Verdict {
+	e := pr.Env
+	last := rs[len(rs)-1]
+	if ids := pr.ids(k, rs...); len(ids) > 1 {
+		return e.Fail("one created resource ("+committed+")", fmt.Sprintf("%d distinct ids: %s", len(ids), strings.Join(ids, ", ")))
+	}
+	if !last.OK() {
+		return e.Unmet("the committed result "+committed, fmt.Sprintf("after %d retries: %s", len(rs), last.String()))
+	}
+	if id := e.CreatedID(last); committed != "" && id != "" && id != committed {
+		return e.Fail("the committed id "+committed, "retry got "+id)
+	}
+	n, how, _, err := e.Effects(ctx, k, rs...)
+	if err != nil {
+		return e.Inconclusive(err.Error())
+	}
+	if n != 1 {
+		return e.Fail("exactly 1 execution", fmt.Sprintf("%d executions (%s)", n, how))
+	}
+	return e.Pass(fmt.Sprintf("response lost after commit; %d retries; got %s; 1 execution (%s)", len(rs), last.String(), how))
+}
+
+// committedID is the first 2xx the target gave (as the proxy saw it).
+func committedID(up []chaos.Upstream) (string, bool) {
+	for _, u := range up {
+		if u.Error == "" && u.Status >= 200 && u.Status < 300 {
+			return u.ID, true
+		}
+	}
+	return "", false
+}
+
+func lostDroppedResponse(ctx context.Context, e *Env) Verdict {
+	pr, err := e.viaProxy("drop-response:attempt=1")
+	if err != nil {
+		return e.Inconclusive("chaos proxy: " + err.Error())
+	}
+	defer pr.close()
+	k := e.NewKey()
+	first := pr.Send(ctx, Req{Label: "original (the proxy drops the response)", Key: k})
+	if first.Err == nil {
+		return e.Inconclusive("the proxy did not drop the response: " + first.String())
+	}
+	committed, ok := committedID(pr.upstream(k))
+	if !ok {
+		return e.Inconclusive(fmt.Sprintf("the original did not succeed upstream: %+v", pr.upstream(k)))
+	}
+	return pr.judgeLost(ctx, k, committed, pr.untilDone(ctx, "retry", k, nil))
+}
+
+func lostTruncatedRequest(ctx context.Context, e *Env) Verdict {
+	if len(e.Op.Body) < 2 {
+		return e.Skip("the operation has no body to truncate")
+	}
+	pr, err := e.viaProxy("truncate-request:attempt=1")
+	if err != nil {
+		return e.Inconclusive("chaos proxy: " + err.Error())
+	}
+	defer pr.close()
+	k := e.NewKey()
+	first := pr.Send(ctx, Req{Label: "original (the proxy sends half the body, then closes)", Key: k})
+	if first.Err == nil {
+		return e.Inconclusive("the proxy did not cut the request: " + first.String())
+	}
+	rs := pr.untilDone(ctx, "full retry", k, nil)
+	last := rs[len(rs)-1]
+	if !last.OK() {
+		return e.Unmet("the retry executes (the cut request left no record)", fmt.Sprintf("after %d retries: %s", len(rs), last.String()))
+	}
+	n, how, _, err := pr.Effects(ctx, k, rs...)
+	if err != nil {
+		return e.Inconclusive(err.Error())
+	}
+	if n != 1 {
+		return e.Fail("exactly 1 execution", fmt.Sprintf("%d executions (%s)", n, how))
+	}
+	return e.Pass(fmt.Sprintf("cut request, then %s; 1 execution (%s)", last.String(), how))
+}
+
+// stormRetries is how many same-key retries overlap the slow original.
+const stormRetries = 3
+
+func lostRetryStorm(ctx context.Context, e *Env) Verdict {
+	pr, err := e.viaProxy("drop-response:attempt=1")
+	if err != nil {
+		return e.Inconclusive("chaos proxy: " + err.Error())
+	}
+	defer pr.close()
+	k := e.NewKey()
+	body, v, _ := e.Variant(VariantSlow)
+	var first Resp
+	storm := make([]Resp, stormRetries)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		first = pr.Send(ctx, Req{Label: fmt.Sprintf("slow original (%s; the proxy drops the response)", v.Duration), Key: k, Body: body})
+	})
+	for i := range storm {
+		// Spread over the first half of the slow call: all in flight.
+		at := v.Duration / 6 * time.Duration(i+1) / 2
+		wg.Go(func() {
+			select {
+			case <-time.After(at):
+			case <-ctx.Done():
+			}
+			storm[i] = pr.Send(ctx, Req{Label: fmt.Sprintf("storm retry %d at +%s", i+1, at), Key: k, Body: body})
+		})
+	}
+	wg.Wait()
+	if first.Err == nil {
+		return e.Inconclusive("the proxy did not drop the response: " + first.String())
+	}
+	overlap := false
+	for _, r := range storm {
+		overlap = overlap || r.Start.Before(first.End)
+	}
+	if !overlap {
+		return e.Inconclusive("could not overlap: every storm retry was sent after the original completed")
+	}
+	committed, ok := committedID(pr.upstream(k))
+	if !ok {
+		// Nothing committed yet is fine only if a storm retry executed it.
+		committed = ""
+	}
+	rs := append(storm, pr.untilDone(ctx, "retry after the storm", k, body)...)
+	return pr.judgeLost(ctx, k, committed, rs)
+}

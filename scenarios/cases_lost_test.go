@@ -1,0 +1,78 @@
+package scenarios_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/idemcheck/idemcheck/scenarios"
+)
+
+// The LOST family through the in-process chaos proxy: the correct
+// reference passes, and the defects a lost response exposes fail the case
+// that names them.
+func TestLostFamily(t *testing.T) {
+	cases := []struct {
+		defect      string
+		explanation string
+		fail        string // case ID that must fail; "" = all lost/* pass
+	}{
+		{"", "the correct reference replays the committed result after every lost response", ""},
+		{"no-inflight-lock", "the storm retries execute while the dropped original is still running", "lost/retry-storm"},
+	}
+	for _, tc := range cases {
+		t.Run("defect="+tc.defect, func(t *testing.T) {
+			t.Parallel()
+			var defects []string
+			if tc.defect != "" {
+				defects = append(defects, tc.defect)
+			}
+			tg := startDemo(t, defects...)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			rep, err := scenarios.Run(ctx, tg, ietf(t), scenarios.RunOptions{Run: []string{"lost/**"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rep.Results) == 0 {
+				t.Fatal("no lost/* case ran")
+			}
+			failed := false
+			for _, r := range rep.Results {
+				if r.ID == tc.fail && r.Status == scenarios.Fail {
+					failed = true
+					continue
+				}
+				if r.Status != scenarios.Pass {
+					t.Errorf("%s: %s: %s (expected %q, observed %q) %s", tc.explanation, r.Name(), r.Status, r.Expected, r.Observed, r.Reason)
+				}
+			}
+			if tc.fail != "" && !failed {
+				t.Errorf("%s: %s did not fail", tc.explanation, tc.fail)
+			}
+		})
+	}
+}
+
+// LEASE-3 against the reference with a lease shorter than the slow
+// variant: the reference keeps the running request's claim, so the late
+// retry does not execute again. LEASE-1 says why it cannot run.
+func TestLeaseSlowOutlivesLease(t *testing.T) {
+	tg := startDemo(t)
+	tg.Lease = 500 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rep, err := scenarios.Run(ctx, tg, ietf(t), scenarios.RunOptions{Run: []string{"lease/**"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]scenarios.Status{"lease/slow-outlives-lease": scenarios.Pass, "lease/crash-recovers": scenarios.Skip}
+	if len(rep.Results) != 4 {
+		t.Fatalf("%d lease results, want 4 (2 cases x 2 operations)", len(rep.Results))
+	}
+	for _, r := range rep.Results {
+		if r.Status != want[r.ID] {
+			t.Errorf("%s: %s, want %s (observed %q) %s", r.Name(), r.Status, want[r.ID], r.Observed, r.Reason)
+		}
+	}
+}
