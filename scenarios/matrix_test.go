@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/idemcheck/idemcheck/reference"
 	"github.com/idemcheck/idemcheck/reference/demo"
@@ -114,6 +115,7 @@ func TestReferencePassesEveryCase(t *testing.T) {
 		if ok, problems := rep.Outcome(); !ok {
 			t.Errorf("correct reference fails the run: %v", problems)
 		}
+		t.Logf("key_max_len=%d: %d results in %s, counts %v", p.KeyMaxLen, len(rep.Results), rep.Duration.Round(time.Millisecond), rep.Counts())
 	}
 }
 
