@@ -2,9 +2,12 @@ package pgstore_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 
 	"github.com/idemcheck/idemcheck/internal/testenv"
 	"github.com/idemcheck/idemcheck/reference"
@@ -36,4 +39,41 @@ func open(t testing.TB, opts ...pgstore.Option) *pgstore.Store {
 
 func TestContract(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) reference.Store { return open(t) })
+}
+
+// Cleanup deletes expired records in bounded batches and keeps live ones;
+// Close stops the background cleanup and the pool without leaking goroutines.
+func TestCleanupAndClose(t *testing.T) {
+	dsn := testenv.RequirePostgres(t)
+	ignore := goleak.IgnoreCurrent()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s, err := pgstore.Open(ctx, dsn, pgstore.WithCleanup(time.Hour, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 8 {
+		ttl := 10 * time.Millisecond
+		if i == 0 {
+			ttl = time.Hour
+		}
+		_, err := s.Claim(ctx, reference.ClaimRequest{Scope: reference.Scope{Principal: "p", Method: "POST", Path: "/x", Key: fmt.Sprint(i)},
+			Fingerprint: "fp", Lease: time.Second, TTL: ttl})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(50 * time.Millisecond)
+	n, err := s.Cleanup(ctx)
+	if err != nil || n != 7 {
+		t.Fatalf("Cleanup deleted %d (%v), want the 7 expired records (in batches of 3)", n, err)
+	}
+	var left int
+	if err := s.Pool().QueryRow(ctx, "SELECT count(*) FROM idempotency_records").Scan(&left); err != nil || left != 1 {
+		t.Fatalf("%d records left (%v), want the live one", left, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	goleak.VerifyNone(t, ignore)
 }
