@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"hash/maphash"
+	"sort"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
@@ -38,9 +39,11 @@ type original struct {
 
 // keyOutcome is what the responses for one non-pool key showed.
 type keyOutcome struct {
-	body      uint64 // hash of the first 2xx body
-	executed  bool   // some response was 2xx
-	uncertain bool   // some response was 5xx, 409 or a transport error
+	body      uint64          // hash of the first 2xx body
+	others    map[uint64]bool // hashes of further, different 2xx bodies
+	example   []byte          // one of those bodies
+	executed  bool            // some response was 2xx
+	uncertain bool            // some response was 5xx, 409 or a transport error
 }
 
 // checker verifies responses as they stream by; it needs no oracle, so a
@@ -54,6 +57,7 @@ type checker struct {
 	count      int
 	examples   []Violation
 	unchecked  uint64 // hits whose key had no usable warm-up response
+	finished   bool
 }
 
 func newChecker() *checker {
@@ -99,11 +103,14 @@ func (c *checker) add(r *vegeta.Result, p Path, key string) {
 		switch {
 		case r.Code >= 200 && r.Code < 300:
 			h := maphash.Bytes(c.seed, r.Body)
-			if !o.executed {
+			switch {
+			case !o.executed:
 				o.executed, o.body = true, h
-			} else if h != o.body {
-				c.violate(Violation{Kind: SecondExecution, Key: key,
-					Detail: fmt.Sprintf("two different %d bodies for one key, e.g. %s", r.Code, clip(r.Body))})
+			case h != o.body && !o.others[h]:
+				if o.others == nil {
+					o.others, o.example = map[uint64]bool{}, bytes.Clone(r.Body)
+				}
+				o.others[h] = true
 			}
 		case uncertain(r.Code):
 			o.uncertain = true
@@ -115,6 +122,28 @@ func (c *checker) add(r *vegeta.Result, p Path, key string) {
 		case uncertain(r.Code):
 			c.nokeyMaybe++
 		}
+	}
+}
+
+// finish turns per-key findings into violations, one per key; it runs
+// once, after the last result.
+func (c *checker) finish() {
+	if c.finished {
+		return
+	}
+	c.finished = true
+	keys := make([]string, 0, len(c.keys))
+	for k, o := range c.keys {
+		if len(o.others) > 0 {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		o := c.keys[k]
+		c.violate(Violation{Kind: SecondExecution, Key: k, Detail: fmt.Sprintf(
+			"%d different 2xx bodies for one key: the handler ran at least %d times (e.g. %s)",
+			len(o.others)+1, len(o.others)+1, clip(o.example))})
 	}
 }
 

@@ -22,8 +22,8 @@ type OracleReport struct {
 	// Totals: executions before and after the measured window, and the
 	// range the measured requests can explain.
 	TotalsURL   string `json:"totals_url,omitempty"`
-	Before      int64  `json:"before,omitempty"`
-	After       int64  `json:"after,omitempty"`
+	Before      int64  `json:"before"`
+	After       int64  `json:"after"`
 	ExpectedMin uint64 `json:"expected_min"`
 	ExpectedMax uint64 `json:"expected_max"`
 	// KeysProbed is how many keys were asked for their own count.

@@ -130,6 +130,7 @@ func (c *collector) add(r *vegeta.Result) {
 }
 
 func (c *collector) report() *Report {
+	c.check.finish()
 	rep := &Report{
 		Schema:     Schema,
 		VerySlowMs: float64(c.verySlow) / float64(time.Millisecond),
@@ -264,7 +265,11 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "violations: %d\n", r.Violations)
 	for _, v := range r.ViolationList {
-		fmt.Fprintf(w, "  %s key=%s: %s\n", v.Kind, v.Key, v.Detail)
+		if v.Key != "" {
+			fmt.Fprintf(w, "  %s key=%s: %s\n", v.Kind, v.Key, v.Detail)
+		} else {
+			fmt.Fprintf(w, "  %s: %s\n", v.Kind, v.Detail)
+		}
 	}
 	for _, t := range r.Thresholds {
 		verdict := "ok"
