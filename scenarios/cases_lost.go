@@ -170,6 +170,34 @@ func (pr *proxied) judgeLost(ctx context.Context, k, committed string, rs []Resp
 	return e.Pass(fmt.Sprintf("response lost after commit; %d retries; got %s; 1 execution (%s)", len(rs), last.String(), how))
 }
 
+// awaitStarted returns once the attempt under k is executing upstream, as
+// far as can be told, or done is closed, or half of slow has passed.
+func (pr *proxied) awaitStarted(ctx context.Context, k string, slow time.Duration, done <-chan struct{}) {
+	limit := time.NewTimer(slow / 2)
+	defer limit.Stop()
+	settle := time.Now().Add(slow / 6)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-limit.C:
+			return
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			if pr.HasOracle() {
+				if n, err := pr.sampleOracle(ctx, k, false); err == nil && n-pr.oracleBase >= 1 {
+					return
+				}
+			} else if pr.proxy.Counters().Requests >= 1 && time.Now().After(settle) {
+				return
+			}
+		}
+	}
+}
+
 // committedID is the first 2xx the target gave (as the proxy saw it).
 func committedID(up []chaos.Upstream) (string, bool) {
 	for _, u := range up {
@@ -241,18 +269,24 @@ func lostRetryStorm(ctx context.Context, e *Env) Verdict {
 	var first Resp
 	storm := make([]Resp, stormRetries)
 	var wg sync.WaitGroup
+	done := make(chan struct{})
 	wg.Go(func() {
+		defer close(done)
 		first = pr.Send(ctx, Req{Label: fmt.Sprintf("slow original (%s; the proxy drops the response)", v.Duration), Key: k, Body: body})
 	})
+	// The original must be attempt 1 at the proxy and running upstream
+	// before the storm starts: wait for the oracle to count it (or, with
+	// no oracle, for the proxy to have taken it plus a sixth of the slow
+	// duration), at most half the slow duration.
+	pr.awaitStarted(ctx, k, v.Duration, done)
 	for i := range storm {
-		// Spread over the first half of the slow call: all in flight.
-		at := v.Duration / 6 * time.Duration(i+1) / 2
+		at := time.Duration(i) * 20 * time.Millisecond
 		wg.Go(func() {
 			select {
 			case <-time.After(at):
 			case <-ctx.Done():
 			}
-			storm[i] = pr.Send(ctx, Req{Label: fmt.Sprintf("storm retry %d at +%s", i+1, at), Key: k, Body: body})
+			storm[i] = pr.Send(ctx, Req{Label: fmt.Sprintf("storm retry %d", i+1), Key: k, Body: body})
 		})
 	}
 	wg.Wait()
