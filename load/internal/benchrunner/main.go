@@ -75,6 +75,14 @@ func run(dur time.Duration, rounds int, workers uint64) error {
 		rate, n := bareAttack(base+"/", dur, workers)
 		return rate, float64((cpu() - c0).Microseconds()) / float64(n), nil
 	}
+	// One discarded round of each: first runs pay one-off costs (page
+	// faults, the server's first connections) that are not the runner's.
+	if _, _, err := runBare(); err != nil {
+		return err
+	}
+	if _, _, err := runRunner(); err != nil {
+		return err
+	}
 	var rateRatios, cpuRatios []float64
 	fmt.Printf("%-6s %14s %14s %8s %16s %16s\n", "round", "bare vegeta/s", "idemcheck/s", "ratio", "bare cpu µs/req", "idemcheck µs/req")
 	for i := 0; i < rounds; i++ {
