@@ -120,7 +120,10 @@ func startLocalPostgres(ctx context.Context) (*localPostgres, error) {
 	initdb.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: cred}
 	if out, err := initdb.CombinedOutput(); err != nil {
 		os.RemoveAll(dir)
-		return nil, fmt.Errorf("local postgres: initdb: %v: %s", err, lastLine(string(out)))
+		if msg := lastLine(string(out)); msg != "" {
+			err = fmt.Errorf("%v: %s", err, msg)
+		}
+		return nil, fmt.Errorf("local postgres: initdb: %w", err)
 	}
 	// The port is picked then released, so another process may take it
 	// first; postgres then exits and we retry on a new port.
