@@ -86,7 +86,7 @@ func ParseConfig(raw []byte) (*Target, *Profile, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, nil, errors.New("empty config")
 		}
-		return nil, nil, yamlError(err)
+		return nil, nil, withField(raw, yamlError(err))
 	}
 	p, err := ProfileByName(cf.Profile.Preset)
 	if err != nil {
@@ -124,6 +124,71 @@ func yamlError(err error) error {
 		return errors.New(msg)
 	}
 	return errors.New(strings.TrimPrefix(strings.ReplaceAll(err.Error(), "\n", " "), "yaml: "))
+}
+
+// withField names the YAML field at the line an error reports
+// ("line 4: cannot unmarshal..." becomes "line 4: ttl: cannot unmarshal...").
+func withField(raw []byte, err error) error {
+	var line int
+	msg := err.Error()
+	if _, scanErr := fmt.Sscanf(msg, "line %d:", &line); scanErr != nil || strings.Contains(msg, "unknown field") {
+		return err
+	}
+	var root yaml.Node
+	if yaml.Unmarshal(raw, &root) != nil {
+		return err
+	}
+	// The offending scalar is quoted in backticks; it tells keys on one
+	// flow-style line apart.
+	value := ""
+	if i := strings.Index(msg, "`"); i >= 0 {
+		if j := strings.Index(msg[i+1:], "`"); j >= 0 {
+			value = msg[i+1 : i+1+j]
+		}
+	}
+	path := fieldAtLine(&root, line, value, "")
+	if path == "" {
+		path = fieldAtLine(&root, line, "", "")
+	}
+	if path == "" {
+		return err
+	}
+	prefix := fmt.Sprintf("line %d: ", line)
+	return fmt.Errorf("%s%s: %s", prefix, path, strings.TrimPrefix(msg, prefix))
+}
+
+// fieldAtLine returns the dotted path of the innermost mapping key on line
+// (whose scalar value is value, when value is not empty).
+func fieldAtLine(n *yaml.Node, line int, value, path string) string {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			if p := fieldAtLine(c, line, value, path); p != "" {
+				return p
+			}
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			sub := k.Value
+			if path != "" {
+				sub = path + "." + k.Value
+			}
+			if p := fieldAtLine(v, line, value, sub); p != "" {
+				return p
+			}
+			if k.Line == line && (value == "" || (v.Kind == yaml.ScalarNode && v.Value == value)) {
+				return sub
+			}
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			if p := fieldAtLine(c, line, value, fmt.Sprintf("%s[%d]", path, i)); p != "" {
+				return p
+			}
+		}
+	}
+	return ""
 }
 
 // applyOverrides sets the profile fields named in n (a YAML mapping).
