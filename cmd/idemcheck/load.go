@@ -148,12 +148,11 @@ func loadOptions(cmd *cobra.Command, f *loadFlags) ([]load.Option, load.Mode, er
 		if cmd.Flags().Changed("rate") || cmd.Flags().Changed("duration") {
 			return nil, "", usageErrorf("--plan replaces --rate/--duration: give one or the other")
 		}
-		plan, err = load.ParsePlan(f.plan)
-	} else {
-		plan, err = load.Constant(f.rate, f.duration)
-	}
-	if err != nil {
-		return nil, "", withCode(exitUsage, fmt.Errorf("--plan: %w", err))
+		if plan, err = load.ParsePlan(f.plan); err != nil {
+			return nil, "", withCode(exitUsage, fmt.Errorf("--plan: %w", err))
+		}
+	} else if plan, err = load.Constant(f.rate, f.duration); err != nil {
+		return nil, "", withCode(exitUsage, fmt.Errorf("--rate %d --duration %s: %w", f.rate, f.duration, err))
 	}
 	opts := []load.Option{
 		load.WithMode(mode), load.WithPlan(plan), load.WithHitRatio(f.hitRatio),
