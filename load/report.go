@@ -253,8 +253,12 @@ func (r *Report) WriteText(w io.Writer) error {
 	case !r.Oracle.Available:
 		fmt.Fprintln(w, "oracle: none declared — execution counts unverified; replay equality checked")
 	default:
-		fmt.Fprintf(w, "oracle: %d executions in the window (explained: %d..%d), %d keys probed",
-			r.Oracle.After-r.Oracle.Before, r.Oracle.ExpectedMin, r.Oracle.ExpectedMax, r.Oracle.KeysProbed)
+		if r.Oracle.TotalsURL == "" {
+			fmt.Fprintf(w, "oracle: no totals URL, %d keys probed", r.Oracle.KeysProbed)
+		} else {
+			fmt.Fprintf(w, "oracle: %d executions in the window (explained: %d..%d), %d keys probed",
+				r.Oracle.After-r.Oracle.Before, r.Oracle.ExpectedMin, r.Oracle.ExpectedMax, r.Oracle.KeysProbed)
+		}
 		if r.Oracle.Error != "" {
 			fmt.Fprintf(w, " — error: %s", r.Oracle.Error)
 		}

@@ -298,7 +298,9 @@ func Run(ctx context.Context, t *scenarios.Target, opts ...Option) (*Report, err
 			hot = append(hot, c.keys(next.Add(1)))
 		}
 	}
-	orc := newOracle(t, scenarios.NewClient(5*time.Second))
+	oclient := scenarios.NewClient(5 * time.Second)
+	defer oclient.CloseIdleConnections()
+	orc := newOracle(t, oclient)
 	orep := &OracleReport{}
 	if orc != nil {
 		orep.Available = true
@@ -340,11 +342,7 @@ func Run(ctx context.Context, t *scenarios.Target, opts ...Option) (*Report, err
 		cancel()
 		col.refreshViolations(rep)
 	}
-	if orc != nil {
-		rep.Oracle = orep
-	} else {
-		rep.Oracle = &OracleReport{}
-	}
+	rep.Oracle = orep
 	return rep, s.err
 }
 
