@@ -297,15 +297,19 @@ func (e *Env) sampleOracle(ctx context.Context, key string, record bool) (int, e
 }
 
 // CreatedID returns the created resource id in r ("" if none or no pointer).
-func (e *Env) CreatedID(r Resp) string {
-	if e.Op.IDPointer == "" || !r.OK() {
+func (e *Env) CreatedID(r Resp) string { return createdIDOf(e.Op, r) }
+
+// createdIDOf is CreatedID for a response of operation op (scope cases
+// compare responses of two operations).
+func createdIDOf(op *Operation, r Resp) string {
+	if op.IDPointer == "" || !r.OK() {
 		return ""
 	}
 	doc, err := decodeJSON(r.Body)
 	if err != nil {
 		return ""
 	}
-	v, ok := lookupPointer(doc, e.Op.IDPointer)
+	v, ok := lookupPointer(doc, op.IDPointer)
 	if !ok || v == nil {
 		return ""
 	}

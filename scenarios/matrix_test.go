@@ -15,7 +15,7 @@ import (
 
 // matrixFamilies are the families whose verdicts this table pins exactly;
 // failures in other families are logged (their owners add rows).
-var matrixFamilies = []string{"concurrent", "missing", "mismatch", "replay", "syntax"}
+var matrixFamilies = []string{"concurrent", "errors", "expiry", "method", "mismatch", "missing", "problem", "replay", "scope", "security", "syntax"}
 
 // defectMatrix: each defect of the reference catalog, the case IDs that
 // must catch it (fail, or warn under strict) and why. A row with pending
@@ -27,6 +27,9 @@ var defectMatrix = []struct {
 	// blockForbidden: judge under block_ok=false (the reference documents
 	// 409 for in-flight duplicates; blocking is legal under plain ietf).
 	blockForbidden bool
+	// noCache5xx: judge under cache_5xx=false (seeds), where a replayed
+	// transient 5xx is a defect; ietf leaves it open.
+	noCache5xx bool
 	// want is exactly the set of this table's case IDs that catch it.
 	want []string
 	// anyOf replaces want for a timing-dependent defect: at least one of
@@ -43,29 +46,29 @@ var defectMatrix = []struct {
 		why: "an in-flight record is treated as absent, so the duplicate executes"},
 	{defect: "block-inflight", strict: true, blockForbidden: true, want: []string{"concurrent/in-flight-conflict"},
 		why: "the duplicate waits and replays instead of 409; legal only where blocking is allowed"},
-	{defect: "no-user-scope", pending: "scope family (helper B3)",
-		why: "needs a second principal reusing the key"},
-	{defect: "no-endpoint-scope", pending: "scope family (helper B3)",
-		why: "needs the same key on the second operation"},
-	{defect: "no-expiry", pending: "expiry family (helper B3)",
-		why: "needs a retry after TTL + grace"},
-	{defect: "early-expiry", strict: true, anyOf: []string{"concurrent/conflict-not-poisoned", "concurrent/in-flight-conflict"},
-		why: "the record vanishes TTL/10 = 200 ms after its claim, inside the 1.5 s slow original: a duplicate sent after that executes, one sent before gets 409 and the retry after completion executes (which cases see it depends on load; the expiry family pins it)"},
-	{defect: "cache-5xx", pending: "errors family (helper B3), under cache_5xx: false",
-		why: "needs the transient_error variant retried"},
-	{defect: "no-cache-4xx", strict: true, want: []string{"replay/business-error"},
+	{defect: "no-user-scope", want: []string{"scope/other-user-in-flight", "scope/other-user-isolated", "security/cross-principal-guess"},
+		why: "a second principal reusing the key gets the first one's response, its in-flight 409, or a mismatch error"},
+	{defect: "no-endpoint-scope", want: []string{"scope/other-endpoint"},
+		why: "the same key on the other operation replays the first operation's response"},
+	{defect: "no-expiry", strict: true, want: []string{"expiry/fresh-after-ttl"},
+		why: "a retry after TTL + grace still replays instead of executing fresh"},
+	{defect: "early-expiry", strict: true, anyOf: []string{"expiry/replays-before-ttl"},
+		why: "the record vanishes TTL/10 = 200 ms after its claim: the retry at TTL − margin executes again (expiry/replays-before-ttl pins it; concurrent/conflict-not-poisoned and concurrent/in-flight-conflict may see it too, depending on load)"},
+	{defect: "cache-5xx", strict: true, noCache5xx: true, want: []string{"errors/failure-releases-key", "errors/transient-5xx"},
+		why: "the transient 503 is stored and replayed: the retry does not execute again"},
+	{defect: "no-cache-4xx", strict: true, want: []string{"errors/business-error-kept", "replay/business-error"},
 		why: "the declined (402) request executes again on retry"},
-	{defect: "replay-as-200", strict: true, want: []string{"replay/business-error", "replay/same-body", "replay/same-status"},
+	{defect: "replay-as-200", strict: true, want: []string{"errors/business-error-kept", "replay/business-error", "replay/same-body", "replay/same-status"},
 		why: "replays answer 200 instead of the stored 201/402"},
 	{defect: "replay-drops-headers", strict: true, want: []string{"replay/same-headers"},
 		why: "replays lose Content-Type and Location"},
 	{defect: "mismatch-as-409", strict: true, want: []string{"mismatch/added-field", "mismatch/changed-body"},
 		why: "409 where the ietf profile prefers 422 (a SHOULD)"},
-	{defect: "store-conflicts", strict: true, want: []string{"concurrent/conflict-not-poisoned", "mismatch/original-survives"},
+	{defect: "store-conflicts", strict: true, want: []string{"concurrent/conflict-not-poisoned", "errors/idempotency-errors-not-stored", "mismatch/original-survives"},
 		why: "the 422/409 answer becomes the key's outcome: the original no longer replays"},
 	{defect: "missing-key-passthrough", strict: true, want: []string{"missing/rejected"},
 		why: "a keyless request executes instead of 400"},
-	{defect: "unvalidated-key", strict: true, want: []string{"syntax/empty-key", "syntax/malformed-sf-string", "syntax/max-length"},
+	{defect: "unvalidated-key", strict: true, want: []string{"security/invalid-format-rejected", "syntax/empty-key", "syntax/malformed-sf-string", "syntax/max-length"},
 		why: "empty, malformed and over-long keys are accepted"},
 	{defect: "lease-never-expires", pending: "lease family (chaos helper)",
 		why: "needs a crashed in-flight request"},
@@ -138,6 +141,9 @@ func TestDefectMatrix(t *testing.T) {
 			p := referenceProfile(t)
 			if row.blockForbidden {
 				p.BlockOK = false
+			}
+			if row.noCache5xx {
+				p.Cache5xx = scenarios.No
 			}
 			rep := runCatalog(t, startDemo(t, row.defect), p, row.strict)
 			if ok, _ := rep.Outcome(); ok {

@@ -1,0 +1,168 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// EXPIRY: a key lives for the declared TTL and, per profile, is fresh (or
+// answered "result expired") after it (draft §2.3). Expiry is a floor, not
+// a deadline (trap C9): replays are asserted before TTL − margin, counted
+// from the first request's start (a server may count from its claim);
+// freshness after TTL + grace, counted from the first response's end (a
+// server may count from completion). These cases wait the longest; the
+// engine runs them alongside the rest.
+func init() {
+	register(
+		Case{Meta: Meta{ID: "expiry/replays-before-ttl", Family: "expiry", Requirements: []string{"IK-EXPIRY-1"}, Level: Should,
+			Requirement: "draft §2.3 (keys MAY expire under a published policy); profile ttl and margin: a retry before TTL − margin still gets the original result.",
+			Explanation: "A retry sent shortly before the declared TTL runs out replays the original and does not execute again.",
+			Needs:       []Need{NeedTTL, NeedEffects}},
+			PerOperation: true, Run: expiryReplaysBeforeTTL},
+		Case{Meta: Meta{ID: "expiry/fresh-after-ttl", Family: "expiry", Requirements: []string{"IK-EXPIRY-2", "IK-EXPIRY-3"}, Level: Should,
+			Requirement: "Stripe (a key reused after the original is pruned is a new request), seeds (fresh after expiry); Echo alternative: 409 \"result expired\". Profile expiry decides which.",
+			Explanation: "After TTL + grace the same key executes as a new request (expiry fresh) or gets 409 (expiry expired-409), never the stale replay.",
+			Needs:       []Need{NeedTTL, NeedEffects}},
+			PerOperation: true, Run: expiryFreshAfterTTL},
+		Case{Meta: Meta{ID: "expiry/counted-from", Family: "expiry", Requirements: []string{"IK-EXPIRY-4"}, Level: Info,
+			Requirement: "No source defines it: is retention measured from the first request (rocket-rides: created_at) or slid forward by replays?",
+			Explanation: "A replay near the TTL edge, then a retry past the original's expiry, shows whether replays extend a key's life.",
+			Needs:       []Need{NeedTTL, NeedEffects}},
+			PerOperation: true, Run: expiryCountedFrom},
+	)
+}
+
+// waitUntil sleeps until t or the context ends.
+func waitUntil(ctx context.Context, t time.Time) error {
+	timer := time.NewTimer(time.Until(t))
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// replayedOrExecuted says whether retry under k reproduced first or
+// executed again, from created ids and (when present) the oracle count.
+// executed is meaningful only when ok.
+func (e *Env) replayedOrExecuted(ctx context.Context, k string, first, retry Resp) (executed bool, observed string, ok bool, err error) {
+	n, how, have, err := e.Effects(ctx, k, first, retry)
+	if err != nil || !have {
+		return false, "", false, err
+	}
+	observed = fmt.Sprintf("retry answered %s; %d executions (%s)", retry.String(), n, how)
+	switch {
+	case retry.OK() && !e.Reproduced(first, retry):
+		return true, observed, true, nil
+	case n >= 2 && how == "oracle":
+		return true, observed, true, nil
+	}
+	return false, observed, true, nil
+}
+
+func expiryReplaysBeforeTTL(ctx context.Context, e *Env) Verdict {
+	ttl, margin := e.Target.TTL, e.Profile.Margin
+	if ttl <= margin {
+		return e.Skip(fmt.Sprintf("declared ttl %s is not longer than the profile margin %s", ttl, margin))
+	}
+	k := e.NewKey()
+	first, bad := e.original(ctx, k, nil)
+	if bad != nil {
+		return *bad
+	}
+	at := first.Start.Add(ttl - margin)
+	if time.Now().After(at) {
+		return e.Inconclusive(fmt.Sprintf("the original took %s, past TTL − margin: no time left to retry before the TTL", first.End.Sub(first.Start).Round(time.Millisecond)))
+	}
+	if err := waitUntil(ctx, at); err != nil {
+		return e.Inconclusive(err.Error())
+	}
+	retry := e.Send(ctx, Req{Label: fmt.Sprintf("retry at TTL − %s", margin), Key: k})
+	if retry.Start.Sub(first.Start) >= ttl {
+		return e.Inconclusive("the retry left only after the TTL had run out")
+	}
+	executed, observed, ok, err := e.replayedOrExecuted(ctx, k, first, retry)
+	if err != nil || !ok {
+		return e.Inconclusive(fmt.Sprintf("cannot tell a replay from an execution: %v", err))
+	}
+	observed = fmt.Sprintf("%s after the original started; %s", retry.Start.Sub(first.Start).Round(time.Millisecond), observed)
+	switch {
+	case executed:
+		return e.Unmet(fmt.Sprintf("the replay up to TTL − margin (%s)", ttl-margin), "the key expired early and executed again: "+observed)
+	case !e.Reproduced(first, retry):
+		return e.Unmet("the original's replay", observed)
+	}
+	return e.Pass(observed)
+}
+
+func expiryFreshAfterTTL(ctx context.Context, e *Env) Verdict {
+	k := e.NewKey()
+	first, bad := e.original(ctx, k, nil)
+	if bad != nil {
+		return *bad
+	}
+	after := e.Target.TTL + e.Profile.Grace
+	if err := waitUntil(ctx, first.End.Add(after)); err != nil {
+		return e.Inconclusive(err.Error())
+	}
+	retry := e.Send(ctx, Req{Label: fmt.Sprintf("retry at TTL + %s", e.Profile.Grace), Key: k})
+	executed, observed, ok, err := e.replayedOrExecuted(ctx, k, first, retry)
+	if err != nil || !ok {
+		return e.Inconclusive(fmt.Sprintf("cannot tell a replay from an execution: %v", err))
+	}
+	observed = fmt.Sprintf("%s after the original completed; %s", retry.Start.Sub(first.End).Round(time.Millisecond), observed)
+	stale := !executed && e.Reproduced(first, retry)
+	switch {
+	case retry.Is5xx() || retry.Err != nil:
+		return e.Unmet("a new execution or a \"result expired\" error, never a 5xx", observed)
+	case e.Profile.Expiry == ExpiryUnknown:
+		return e.Finding("expiry", observed)
+	case e.Profile.Expiry == ExpiryExpired409:
+		if retry.Status != http.StatusConflict {
+			return e.Unmet("409 \"result expired\" (profile expiry expired-409)", observed)
+		}
+		return e.Pass(observed)
+	case stale:
+		return e.Unmet(fmt.Sprintf("a new execution after TTL + grace (%s)", after), "the stale replay: "+observed)
+	case !executed || !retry.OK():
+		return e.Unmet("a new execution (profile expiry fresh)", observed)
+	}
+	return e.Pass(observed)
+}
+
+func expiryCountedFrom(ctx context.Context, e *Env) Verdict {
+	ttl, margin, grace := e.Target.TTL, e.Profile.Margin, e.Profile.Grace
+	// After the mid-life replay, the last retry must still fall inside a
+	// slid window: grace + margin + slack < TTL.
+	if ttl <= margin+grace+250*time.Millisecond {
+		return e.Skip(fmt.Sprintf("declared ttl %s is too short to tell a slid window apart (needs more than margin %s + grace %s + 250ms)", ttl, margin, grace))
+	}
+	k := e.NewKey()
+	first, bad := e.original(ctx, k, nil)
+	if bad != nil {
+		return *bad
+	}
+	if err := waitUntil(ctx, first.Start.Add(ttl-margin)); err != nil {
+		return e.Inconclusive(err.Error())
+	}
+	mid := e.Send(ctx, Req{Label: fmt.Sprintf("replay at TTL − %s", margin), Key: k})
+	if !e.Reproduced(first, mid) {
+		return e.Inconclusive("the replay near the TTL edge did not replay (see expiry/replays-before-ttl): " + mid.String())
+	}
+	if err := waitUntil(ctx, first.End.Add(ttl+grace)); err != nil {
+		return e.Inconclusive(err.Error())
+	}
+	last := e.Send(ctx, Req{Label: fmt.Sprintf("retry at the original's TTL + %s", grace), Key: k})
+	executed, observed, ok, err := e.replayedOrExecuted(ctx, k, first, last)
+	if err != nil || !ok {
+		return e.Inconclusive(fmt.Sprintf("cannot tell a replay from an execution: %v", err))
+	}
+	if e.Reproduced(first, last) && !executed {
+		return e.Pass("replayed past the original's TTL: retention slid with the replay, or keys do not expire (see expiry/fresh-after-ttl); " + observed)
+	}
+	return e.Pass("counted from the first request: the replay did not extend it; " + observed)
+}

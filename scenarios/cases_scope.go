@@ -1,0 +1,225 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// SCOPE: what a key is unique within. Another principal's key is always a
+// different key (draft §5 composite lookup key; trap C15); another endpoint
+// or method depends on the profile.
+func init() {
+	register(
+		Case{Meta: Meta{ID: "scope/other-user-isolated", Family: "scope", Requirements: []string{"IK-SCOPE-1"}, Level: Must,
+			Requirement: "draft §5: a composite lookup key (the client key plus client attributes) avoids data leaks; every profile isolates principals (trap C15).",
+			Explanation: "A second principal sending a key the first one completed executes on its own and never receives the first principal's response.",
+			Needs:       []Need{NeedSecondPrincipal, NeedEffects}},
+			PerOperation: true, Run: scopeOtherUserIsolated},
+		Case{Meta: Meta{ID: "scope/other-user-in-flight", Family: "scope", Requirements: []string{"IK-SCOPE-1"}, Level: Must,
+			Requirement: "draft §5 composite lookup key; trap C15: the same key from another principal never answers 409 on the first principal's in-flight request.",
+			Explanation: "While the first principal's request is in flight, the second principal's request with the same key executes instead of meeting a conflict.",
+			Needs:       []Need{NeedSecondPrincipal, NeedSlow, NeedEffects}},
+			PerOperation: true, Run: scopeOtherUserInFlight},
+		Case{Meta: Meta{ID: "scope/other-endpoint", Family: "scope", Requirements: []string{"IK-SCOPE-2"}, Level: Should,
+			Requirement: "Profile scope_endpoint: the same key on another endpoint is independent (seeds, ePay) or an idempotency error (Stripe); the IETF draft is silent. Returning the other endpoint's stored response is never acceptable.",
+			Explanation: "A key used on one operation, sent to another operation, executes independently or gets an error per profile, and never replays the first operation's response.",
+			Needs:       []Need{NeedSecondOperation, NeedEffects}},
+			PerOperation: true, Run: scopeOtherEndpoint},
+		Case{Meta: Meta{ID: "scope/other-method", Family: "scope", Requirements: []string{"IK-SCOPE-3"}, Level: Info,
+			Requirement: "ePay-style scope (key + endpoint + verb): the same key on the same path with another method is recorded; a replay of the other method's response is never acceptable.",
+			Explanation: "A key used with one method, sent with another method to the same path, is recorded as independent or rejected, never answered with the other method's response.",
+			Needs:       []Need{NeedSecondOperation}},
+			PerOperation: true, Run: scopeOtherMethod},
+		Case{Meta: Meta{ID: "scope/case-sensitive", Family: "scope", Requirements: []string{"IK-SCOPE-4"}, Level: Info,
+			Requirement: "Practice (OASIS note on UUID case): keys that differ only in letter case are different keys.",
+			Explanation: "The lower-case spelling of a completed upper-case key is recorded as a distinct key, a replay or a rejection.",
+			Needs:       []Need{NeedEffects}},
+			PerOperation: true, Run: scopeCaseSensitive},
+	)
+}
+
+// leaks reports whether r carries the stored response first of operation
+// op: a 2xx with the same created id, or a JSON-equal body.
+func leaks(op *Operation, first, r Resp) bool {
+	if !first.OK() || !r.OK() {
+		return false
+	}
+	if id := createdIDOf(op, first); id != "" && (createdIDOf(op, r) == id || strings.Contains(string(r.Body), id)) {
+		return true
+	}
+	return jsonEqual(first.Body, r.Body)
+}
+
+// usable reports whether principal p can call op with body under a fresh
+// key, telling an error about the reused key (trap C8) from an operation p
+// may not use at all.
+func (e *Env) usable(ctx context.Context, op *Operation, p int, body []byte) (Resp, bool) {
+	r := e.Send(ctx, Req{Label: "same request with a fresh key (can this principal call it?)", Key: e.NewKey(), Principal: p, Op: op, Body: body})
+	return r, r.OK()
+}
+
+func scopeOtherUserIsolated(ctx context.Context, e *Env) Verdict {
+	k := e.NewKey()
+	a, bad := e.original(ctx, k, nil)
+	if bad != nil {
+		return *bad
+	}
+	b := e.Send(ctx, Req{Label: "second principal, same key", Key: k, Principal: 1})
+	return e.judgeOtherUser(ctx, k, a, b, e.Body())
+}
+
+// judgeOtherUser judges principal 1's answer b under k, which principal 0
+// used for a: b must be b's own execution.
+func (e *Env) judgeOtherUser(ctx context.Context, k string, a, b Resp, body []byte) Verdict {
+	expected := "an execution of the second principal's own, never the first principal's response or an error about the key"
+	observed := fmt.Sprintf("first principal %s; second principal %s", a.String(), b.String())
+	switch {
+	case leaks(e.Op, a, b):
+		return e.Fail(expected, "the first principal's response leaked: "+observed)
+	case b.Is5xx() || b.Err != nil:
+		return e.Fail(expected, observed)
+	case !b.OK():
+		if fresh, ok := e.usable(ctx, e.Op, 1, body); !ok {
+			return e.Inconclusive("the second principal cannot call this operation even with a fresh key: " + fresh.String())
+		}
+		return e.Fail(expected, "the key is shared across principals: "+observed)
+	}
+	n, how, _, err := e.Effects(ctx, k, a, b)
+	if err != nil {
+		return e.Inconclusive(err.Error())
+	}
+	observed += fmt.Sprintf("; %d executions (%s)", n, how)
+	if how == "oracle" && n < 2 && createdIDOf(e.Op, b) == "" {
+		// A per-principal oracle may not see b; without ids nothing shows
+		// that b executed rather than replayed a copy.
+		return e.Inconclusive("cannot show the second principal's request executed: " + observed)
+	}
+	return e.Pass(observed)
+}
+
+func scopeOtherUserInFlight(ctx context.Context, e *Env) Verdict {
+	k := e.NewKey()
+	body, _, _ := e.Variant(VariantSlow)
+	a, b := e.duringSlow(ctx, k, func() Resp {
+		return e.Send(ctx, Req{Label: "second principal, same key, while the first is in flight", Key: k, Principal: 1, Body: body})
+	})
+	if !a.OK() {
+		return e.Inconclusive("the slow variant did not succeed: " + a.String())
+	}
+	if !overlapped(a, b) {
+		return e.Inconclusive("could not overlap: the second principal's request was sent after the first completed")
+	}
+	if e.Profile.InFlightOK(b.Status) && b.Err == nil {
+		return e.Fail("the second principal's own execution", fmt.Sprintf("a conflict with the first principal's in-flight request: %s", b.String()))
+	}
+	return e.judgeOtherUser(ctx, k, a, b, body)
+}
+
+// otherOperation returns the next configured operation after e.Op.
+func (e *Env) otherOperation() *Operation {
+	ops := e.Target.Operations
+	for i := range ops {
+		if ops[i].Name == e.Op.Name {
+			return &ops[(i+1)%len(ops)]
+		}
+	}
+	return nil
+}
+
+func scopeOtherEndpoint(ctx context.Context, e *Env) Verdict {
+	other := e.otherOperation()
+	if other == nil || (other.Method == e.Op.Method && other.Path == e.Op.Path) {
+		return e.Skip("needs a second operation on another endpoint")
+	}
+	k := e.NewKey()
+	first, bad := e.original(ctx, k, nil)
+	if bad != nil {
+		return *bad
+	}
+	r := e.Send(ctx, Req{Label: "same key on " + other.Name, Key: k, Op: other})
+	observed := fmt.Sprintf("%s %s then %s %s: %s", e.Op.Method, e.Op.Path, other.Method, other.Path, r.String())
+	switch {
+	case leaks(e.Op, first, r):
+		return e.Fail("an independent execution or an idempotency error, never the other endpoint's response", "replayed "+e.Op.Name+"'s response: "+observed)
+	case r.Is5xx() || r.Err != nil:
+		return e.Unmet("an independent execution or an idempotency error, never a 5xx", observed)
+	}
+	mode := "independent"
+	if !r.OK() {
+		if fresh, ok := e.usable(ctx, other, 0, other.Body); !ok {
+			return e.Inconclusive(other.Name + " fails with a fresh key too: " + fresh.String())
+		}
+		mode = "error"
+	}
+	switch e.Profile.ScopeEndpoint {
+	case ScopeUnknown:
+		return e.Finding("scope_endpoint", mode+": "+observed)
+	case ScopeIndependent:
+		if mode != "independent" {
+			return e.Unmet("an independent execution (profile scope_endpoint independent)", observed)
+		}
+	case ScopeError:
+		if mode != "error" {
+			return e.Unmet("an idempotency error (profile scope_endpoint error)", observed)
+		}
+	}
+	return e.Pass(mode + ": " + observed)
+}
+
+func scopeOtherMethod(ctx context.Context, e *Env) Verdict {
+	var other *Operation
+	for i := range e.Target.Operations {
+		o := &e.Target.Operations[i]
+		if o.Path == e.Op.Path && o.Method != e.Op.Method {
+			other = o
+			break
+		}
+	}
+	if other == nil {
+		return e.Skip("needs a second operation on the same path with another method")
+	}
+	k := e.NewKey()
+	first, bad := e.original(ctx, k, nil)
+	if bad != nil {
+		return *bad
+	}
+	r := e.Send(ctx, Req{Label: "same key, " + other.Method, Key: k, Op: other})
+	observed := fmt.Sprintf("%s then %s on %s: %s", e.Op.Method, other.Method, e.Op.Path, r.String())
+	switch {
+	case leaks(e.Op, first, r):
+		return e.Fail("an independent answer or an idempotency error, never the other method's response", "replayed the "+e.Op.Method+" response: "+observed)
+	case r.Is5xx() || r.Err != nil:
+		return e.Unmet("an independent answer or an idempotency error, never a 5xx", observed)
+	case r.OK():
+		return e.Pass("independent: " + observed)
+	}
+	return e.Pass("rejected: " + observed)
+}
+
+func scopeCaseSensitive(ctx context.Context, e *Env) Verdict {
+	upper := strings.ToUpper(e.NewKey())
+	lower := strings.ToLower(upper)
+	first, bad := e.original(ctx, upper, nil)
+	if bad != nil {
+		return *bad
+	}
+	r := e.Send(ctx, Req{Label: "same key in lower case", Key: lower})
+	observed := fmt.Sprintf("%s then %s: %s", upper, lower, r.String())
+	switch {
+	case r.Is5xx() || r.Err != nil:
+		return e.Unmet("a distinct key, a replay or a rejection; never a 5xx", observed)
+	case e.Reproduced(first, r):
+		return e.Unmet("a distinct key (keys are case-sensitive)", "replayed the upper-case key's response: "+observed)
+	case !r.OK():
+		return e.Pass("rejected: " + observed)
+	}
+	if e.HasOracle() {
+		n, err := e.Executions(ctx, lower)
+		if err != nil {
+			return e.Inconclusive(err.Error())
+		}
+		observed += fmt.Sprintf("; %d executions under the lower-case key (oracle)", n)
+	}
+	return e.Pass("a distinct key: " + observed)
+}

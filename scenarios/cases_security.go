@@ -1,0 +1,193 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// hostileKeyLen is the size of the oversized key probes (10 KB).
+const hostileKeyLen = 10 << 10
+
+// SECURITY: draft §5 — validate keys against the published format before
+// any lookup, treat them as opaque, and never let a key reach another
+// principal's record or an unauthenticated client.
+func init() {
+	register(
+		Case{Meta: Meta{ID: "security/invalid-format-rejected", Family: "security", Requirements: []string{"IK-SECURITY-1"}, Level: Should,
+			Requirement: "draft §5: the resource should always validate the key as per its published specification before processing the request.",
+			Explanation: "Keys outside the published format (10 KB over key_max_len, a control character in an sf-string) get a 4xx and execute nothing."},
+			PerOperation: true, Run: securityInvalidFormatRejected},
+		Case{Meta: Meta{ID: "security/hostile-keys", Family: "security", Requirements: []string{"IK-SECURITY-2"}, Level: Should,
+			Requirement: "draft §5 (keys are client input): injection and wildcard characters and a 10 KB key get a 4xx or opaque handling, never a 5xx; a wildcard key never matches a stored one.",
+			Explanation: "SQL, LIKE, glob and escape characters in keys are harmless, and keys abc% or abc* never replay the stored abc123... key."},
+			PerOperation: true, Run: securityHostileKeys},
+		Case{Meta: Meta{ID: "security/cross-principal-guess", Family: "security", Requirements: []string{"IK-SECURITY-3", "IK-SCOPE-1"}, Level: Must,
+			Requirement: "draft §5 data leaks: guessing another client's key must yield nothing of theirs (the composite lookup key includes the principal).",
+			Explanation: "A second principal who guesses a completed key and sends its own payload executes on its own, sees nothing of the first principal's, and leaves their record intact.",
+			Needs:       []Need{NeedSecondPrincipal, NeedEffects}},
+			PerOperation: true, Run: securityCrossPrincipalGuess},
+		Case{Meta: Meta{ID: "security/low-entropy-keys", Family: "security", Requirements: []string{"IK-SECURITY-4"}, Level: Should,
+			Requirement: "draft §5: low-entropy keys let attackers determine other keys; profile key_min_len (rocket-rides: 20 characters, else 400).",
+			Explanation: "A one-character key and a short repeated-character key are rejected where the profile publishes a minimum length; otherwise their handling is recorded."},
+			PerOperation: true, Run: securityLowEntropyKeys},
+		Case{Meta: Meta{ID: "security/unauthenticated-known-key", Family: "security", Requirements: []string{"IK-SECURITY-5"}, Level: Should,
+			Requirement: "Stripe (authentication runs before the idempotency layer); Adyen security note: an unauthenticated request with a known key gets 401 and never the stored response.",
+			Explanation: "Replaying a completed key without credentials is refused and reveals nothing of the stored response."},
+			PerOperation: true, Run: securityUnauthenticatedKnownKey},
+	)
+}
+
+// uniquePrefix returns a short run-unique key prefix.
+func (e *Env) uniquePrefix(tag string) string {
+	return tag + strings.ReplaceAll(e.NewKey(), "-", "")[:12]
+}
+
+func securityInvalidFormatRejected(ctx context.Context, e *Env) Verdict {
+	probes := map[string][]string{}
+	if maxLen := e.Profile.KeyMaxLen; maxLen > 0 {
+		probes[fmt.Sprintf("%d-character key (key_max_len %d)", max(hostileKeyLen, 2*maxLen), maxLen)] = []string{e.KeyValue(keyOfLen(max(hostileKeyLen, 2*maxLen)))}
+	}
+	if e.Target.KeySyntax == SFString {
+		probes["control character in the sf-string"] = []string{`"` + e.uniquePrefix("tab") + "\tx\""}
+	}
+	if len(probes) == 0 {
+		return e.Skip("the profile publishes no key format to break (key_max_len 0, raw keys)")
+	}
+	var seen, accepted, broken []string
+	for _, name := range sortedKeys(probes) {
+		r := e.Send(ctx, Req{Label: name, KeyLines: probes[name]})
+		line := fmt.Sprintf("%s: %s", name, statusOf(r))
+		if e.HasOracle() && r.Err == nil {
+			key := strings.Trim(probes[name][0], `"`)
+			if n, err := e.Executions(ctx, key); err == nil && n > 0 {
+				line += fmt.Sprintf(", %d executions (oracle)", n)
+				if r.Is4xx() {
+					broken = append(broken, name)
+				}
+			}
+		}
+		seen = append(seen, line)
+		switch {
+		case r.Is5xx() || r.Err != nil:
+			broken = append(broken, name)
+		case !r.Is4xx():
+			accepted = append(accepted, name)
+		}
+	}
+	observed := strings.Join(seen, "; ")
+	switch {
+	case len(broken) > 0:
+		return e.Fail("a 4xx before any execution, never a 5xx", observed)
+	case len(accepted) > 0:
+		return e.Unmet("a 4xx for every key outside the published format", observed)
+	}
+	return e.Pass(observed)
+}
+
+func securityHostileKeys(ctx context.Context, e *Env) Verdict {
+	p := e.uniquePrefix("h")
+	hostile := []string{p + "' OR '1'='1", p + "%", p + "*", p + "?", p + `\`, p + "{}", p + strings.Repeat("k", hostileKeyLen)}
+	var seen []string
+	for _, k := range hostile {
+		r := e.Send(ctx, Req{Label: "hostile key", Key: k})
+		name := k
+		if len(name) > 40 {
+			name = fmt.Sprintf("%s... (%d chars)", name[:20], len(k))
+		}
+		seen = append(seen, fmt.Sprintf("%q: %s", name, statusOf(r)))
+		if r.Is5xx() {
+			return e.Fail("a 4xx or opaque handling, never a 5xx", strings.Join(seen, "; "))
+		}
+		if r.Err != nil {
+			return e.Unmet("a 4xx or opaque handling", strings.Join(seen, "; "))
+		}
+	}
+	// Wildcard probe: a store that matches keys with LIKE or a glob would
+	// find the stored key from its prefix.
+	w := e.uniquePrefix("abc")
+	stored := w + "123" + strings.ReplaceAll(e.NewKey(), "-", "")
+	first, bad := e.original(ctx, stored, nil)
+	if bad != nil {
+		return *bad
+	}
+	for _, probe := range []string{w + "%", w + "*", w + "123%"} {
+		r := e.Send(ctx, Req{Label: "wildcard key " + probe, Key: probe})
+		seen = append(seen, fmt.Sprintf("%q after storing %q: %s", probe, stored, statusOf(r)))
+		switch {
+		case leaks(e.Op, first, r):
+			return e.Fail("a wildcard key never matches a stored key", "replayed the stored key's response: "+strings.Join(seen, "; "))
+		case r.Is5xx():
+			return e.Fail("a 4xx or opaque handling, never a 5xx", strings.Join(seen, "; "))
+		}
+	}
+	return e.Pass(strings.Join(seen, "; "))
+}
+
+func securityCrossPrincipalGuess(ctx context.Context, e *Env) Verdict {
+	k := e.NewKey()
+	a, bad := e.original(ctx, k, nil)
+	if bad != nil {
+		return *bad
+	}
+	pr := e.firstProbe()
+	guess := e.Body(pr.patch)
+	b := e.Send(ctx, Req{Label: "second principal guesses the key (own payload: " + pr.name + ")", Key: k, Principal: 1, Body: guess})
+	if v := e.judgeOtherUser(ctx, k, a, b, guess); v.Status != Pass {
+		return v
+	}
+	again := e.Send(ctx, Req{Label: "first principal retries", Key: k})
+	observed := fmt.Sprintf("second principal %s; first principal's retry %s", b.String(), again.String())
+	if !e.Reproduced(a, again) {
+		return e.Fail("the first principal's record intact (its retry replays)", observed)
+	}
+	return e.Pass(observed)
+}
+
+func securityLowEntropyKeys(ctx context.Context, e *Env) Verdict {
+	minLen := e.Profile.KeyMinLen
+	keys := []string{"a"}
+	if minLen > 2 {
+		keys = append(keys, strings.Repeat("a", minLen-1))
+	}
+	var seen []string
+	accepted := false
+	for _, k := range keys {
+		r := e.Send(ctx, Req{Label: fmt.Sprintf("%d-character key", len(k)), Key: k})
+		seen = append(seen, fmt.Sprintf("%q: %s", k, statusOf(r)))
+		if r.Is5xx() || r.Err != nil {
+			return e.Fail("a 4xx or opaque handling, never a 5xx", strings.Join(seen, "; "))
+		}
+		accepted = accepted || !r.Is4xx()
+	}
+	observed := strings.Join(seen, "; ")
+	switch {
+	case minLen <= 1:
+		if accepted {
+			return e.Finding("key_min_len", "accepted: "+observed)
+		}
+		return e.Finding("key_min_len", "rejected: "+observed)
+	case accepted:
+		return e.Unmet(fmt.Sprintf("a 4xx for keys under key_min_len %d", minLen), observed)
+	}
+	return e.Pass(observed)
+}
+
+func securityUnauthenticatedKnownKey(ctx context.Context, e *Env) Verdict {
+	k := e.NewKey()
+	first, bad := e.original(ctx, k, nil)
+	if bad != nil {
+		return *bad
+	}
+	anon := e.Send(ctx, Req{Label: "same key, no credentials", Key: k, Principal: -1})
+	observed := fmt.Sprintf("%s without credentials", anon.String())
+	switch {
+	case leaks(e.Op, first, anon):
+		return e.Fail("401 and nothing of the stored response", "the stored response without credentials: "+observed)
+	case anon.OK():
+		return e.Skip("the operation answers without credentials: " + observed)
+	case anon.Status == 401 || anon.Status == 403:
+		return e.Pass(observed)
+	}
+	return e.Unmet("401 (or 403) before any idempotency work", observed)
+}
