@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 )
 
@@ -111,13 +112,5 @@ func (e *Env) Skip(reason string) Verdict {
 	return Verdict{Status: Skip, Reason: reason}
 }
 
-func join(s []string) string {
-	out := ""
-	for i, v := range s {
-		if i > 0 {
-			out += "; "
-		}
-		out += v
-	}
-	return out
-}
+// join joins observations the way verdict texts separate them.
+func join(s []string) string { return strings.Join(s, "; ") }

@@ -87,13 +87,12 @@ func plan(t *Target, o RunOptions) ([]instance, error) {
 		}
 		for _, op := range ops {
 			in := instance{c: c, op: op, Planned: Planned{Meta: c.Meta}}
-			subject := op
 			if op != nil {
 				in.Operation = op.Name
 			} else if len(t.Operations) > 0 {
-				subject = &t.Operations[0]
+				in.op = &t.Operations[0] // the subject of a run-wide case
 			}
-			in.op = subject
+			subject := in.op
 			name := in.Name()
 			if (len(runG) > 0 && !matchAny(runG, name, c.ID)) || matchAny(skipG, name, c.ID) {
 				continue
