@@ -91,6 +91,10 @@ func expiryReplaysBeforeTTL(ctx context.Context, e *Env) Verdict {
 	}
 	observed = fmt.Sprintf("%s after the original started; %s", retry.Start.Sub(first.Start).Round(time.Millisecond), observed)
 	switch {
+	case executed && retry.End.Sub(first.Start) >= ttl:
+		// Sent in time, answered late: the server may have seen it only
+		// after the TTL.
+		return e.Inconclusive("the retry executed again but its answer came after the TTL: " + observed)
 	case executed:
 		return e.Unmet(fmt.Sprintf("the replay up to TTL − margin (%s)", ttl-margin), "the key expired early and executed again: "+observed)
 	case !e.Reproduced(first, retry):
@@ -136,20 +140,23 @@ func expiryFreshAfterTTL(ctx context.Context, e *Env) Verdict {
 
 func expiryCountedFrom(ctx context.Context, e *Env) Verdict {
 	ttl, margin, grace := e.Target.TTL, e.Profile.Margin, e.Profile.Grace
-	// After the mid-life replay, the last retry must still fall inside a
-	// slid window: grace + margin + slack < TTL.
-	if ttl <= margin+grace+250*time.Millisecond {
-		return e.Skip(fmt.Sprintf("declared ttl %s is too short to tell a slid window apart (needs more than margin %s + grace %s + 250ms)", ttl, margin, grace))
+	// The mid-life replay must come late enough that a window slid by it
+	// still covers the last retry (after grace + slack) and early enough
+	// to be a replay (before TTL − margin): halfway between the two.
+	const slack = 250 * time.Millisecond
+	if ttl <= margin+grace+slack {
+		return e.Skip(fmt.Sprintf("declared ttl %s is too short to tell a slid window apart (needs more than margin %s + grace %s + %s)", ttl, margin, grace, slack))
 	}
 	k := e.NewKey()
 	first, bad := e.original(ctx, k, nil)
 	if bad != nil {
 		return *bad
 	}
-	if err := waitUntil(ctx, first.Start.Add(ttl-margin)); err != nil {
+	midAt := (grace + slack + ttl - margin) / 2
+	if err := waitUntil(ctx, first.Start.Add(midAt)); err != nil {
 		return e.Inconclusive(err.Error())
 	}
-	mid := e.Send(ctx, Req{Label: fmt.Sprintf("replay at TTL − %s", margin), Key: k})
+	mid := e.Send(ctx, Req{Label: fmt.Sprintf("replay at %s of the TTL", midAt), Key: k})
 	if !e.Reproduced(first, mid) {
 		return e.Inconclusive("the replay near the TTL edge did not replay (see expiry/replays-before-ttl): " + mid.String())
 	}
