@@ -3,8 +3,6 @@ package chaos
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Exchange is one client attempt as a fault sees it: the buffered request
@@ -44,42 +43,55 @@ func (x *Exchange) forward(body []byte) *Upstream {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(x.r.Context()), p.opts.Timeout)
 	defer cancel()
 	u := &Upstream{}
-	out, err := p.upstreamRequest(ctx, x.r, body)
+	resp, err := p.opts.Transport.RoundTrip(p.upstreamRequest(ctx, x.r, body))
 	if err == nil {
-		var resp *http.Response
-		resp, err = p.opts.Transport.RoundTrip(out)
-		if err == nil {
-			u.Status, u.header = resp.StatusCode, resp.Header
-			u.body, err = readBody(resp, p.opts.MaxBody)
-		}
+		u.Status, u.header = resp.StatusCode, resp.Header
+		u.buf = bufPool.Get().(*bytes.Buffer)
+		err = readBody(u.buf, resp, p.opts.MaxBody)
+		u.body = u.buf.Bytes()
 	}
 	p.count(true, err != nil)
 	if err != nil {
 		u.Error = err.Error()
 		return u
 	}
-	sum := sha256.Sum256(u.body)
-	u.SHA256 = hex.EncodeToString(sum[:])
-	if u.Status >= 200 && u.Status < 300 {
-		u.ID = JSONPointer(u.body, p.opts.IDPointer)
+	// Digest and id only matter to the history's reader.
+	if p.opts.History != nil {
+		u.SHA256 = digest(u.body)
+		if u.Status >= 200 && u.Status < 300 {
+			u.ID = JSONPointer(u.body, p.opts.IDPointer)
+		}
 	}
 	return u
 }
 
-func readBody(resp *http.Response, limit int64) ([]byte, error) {
-	defer resp.Body.Close()
-	n := resp.ContentLength
-	if n < 0 || n > limit {
-		n = 512
+// bufPool holds response-body buffers: the proxy reads every response
+// whole before answering, so they are reused across attempts.
+var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// release returns the attempt's response buffers to the pool.
+func (x *Exchange) release() {
+	for i := range x.ev.Upstream {
+		if b := x.ev.Upstream[i].buf; b != nil && b.Cap() <= 1<<20 {
+			b.Reset()
+			bufPool.Put(b)
+		}
+		x.ev.Upstream[i].buf, x.ev.Upstream[i].body = nil, nil
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, n))
+}
+
+func readBody(buf *bytes.Buffer, resp *http.Response, limit int64) error {
+	defer resp.Body.Close()
+	if n := resp.ContentLength; n > 0 && n <= limit {
+		buf.Grow(int(n) + 1)
+	}
 	if _, err := buf.ReadFrom(io.LimitReader(resp.Body, limit+1)); err != nil {
-		return nil, err
+		return err
 	}
 	if int64(buf.Len()) > limit {
-		return nil, errUpstreamBody
+		return errUpstreamBody
 	}
-	return buf.Bytes(), nil
+	return nil
 }
 
 // Respond sends the upstream's response to the client, labelled with the

@@ -44,16 +44,16 @@ func (f truncateRequest) Serve(x *Exchange) {
 func (x *Exchange) sendPartial(n int) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(x.r.Context()), 5*time.Second)
 	defer cancel()
-	out, err := x.p.upstreamRequest(ctx, x.r, x.Body)
-	if err != nil {
-		return err
-	}
+	out := x.p.upstreamRequest(ctx, x.r, x.Body)
 	var buf bytes.Buffer
 	if err := out.Write(&buf); err != nil {
 		return err
 	}
 	wire := buf.Bytes()[:buf.Len()-len(x.Body)+n]
-	var conn net.Conn
+	var (
+		conn net.Conn
+		err  error
+	)
 	d := &net.Dialer{Timeout: 5 * time.Second}
 	if out.URL.Scheme == "https" {
 		conn, err = (&tls.Dialer{NetDialer: d}).DialContext(ctx, "tcp", hostPort(out.URL))

@@ -32,7 +32,6 @@ type Event struct {
 	Upstream      []Upstream `json:"upstream,omitempty"` // one per forwarded copy
 	Client        string     `json:"client"`
 	Status        int        `json:"status,omitempty"` // sent to the client
-	Note          string     `json:"note,omitempty"`
 	DurationNS    int64      `json:"duration_ns"`
 }
 

@@ -31,8 +31,9 @@ type Options struct {
 	// body (default /id); the history records it for the checker.
 	IDPointer string
 	// Transport sends upstream requests; nil means a loopback-tuned
-	// Transport owned (and closed) by the proxy. Requests are built so
-	// that net/http never replays them, whatever the Transport.
+	// http.Transport. Requests are built so that net/http never replays
+	// them (no GetBody), whatever the Transport; Close closes its idle
+	// connections when it can.
 	Transport http.RoundTripper
 	// History receives one line per attempt; nil records nothing.
 	History *History
@@ -49,7 +50,6 @@ type Options struct {
 type Proxy struct {
 	opts     Options
 	upstream *url.URL
-	owned    *http.Transport // closed by Close when the proxy made it
 
 	inflight sync.WaitGroup // attempts being handled, hijacked ones included
 
@@ -89,14 +89,13 @@ func New(o Options) (*Proxy, error) {
 	}
 	p := &Proxy{opts: o, upstream: u, attempts: map[string]int{}}
 	if o.Transport == nil {
-		p.owned = &http.Transport{
+		p.opts.Transport = &http.Transport{
 			Proxy:               nil,
 			DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 			MaxIdleConns:        1024,
 			MaxIdleConnsPerHost: 1024,
 			IdleConnTimeout:     90 * time.Second,
 		}
-		p.opts.Transport = p.owned
 	}
 	p.rng = rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15))
 	p.counters.Faults = map[string]int64{}
@@ -108,8 +107,8 @@ func New(o Options) (*Proxy, error) {
 // connections. Stop the listener first.
 func (p *Proxy) Close() {
 	p.inflight.Wait()
-	if p.owned != nil {
-		p.owned.CloseIdleConnections()
+	if c, ok := p.opts.Transport.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
 	}
 }
 
@@ -211,23 +210,25 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.inflight.Add(1)
 	defer p.inflight.Done()
 	start := time.Now()
-	body, err := io.ReadAll(io.LimitReader(r.Body, p.opts.MaxBody+1))
+	body, err := readAll(r.Body, r.ContentLength, p.opts.MaxBody)
 	key := unquoteKey(r.Header.Get(p.opts.KeyHeader))
 	attempt, rule := p.pick(r, key)
-	sum := sha256.Sum256(body)
 	x := &Exchange{w: w, r: r, p: p, Body: body, ev: Event{
 		Type: "attempt", Time: start.UTC(), Key: key, Attempt: attempt,
-		Method: r.Method, Path: r.URL.Path, RequestSHA256: hex.EncodeToString(sum[:]),
+		Method: r.Method, Path: r.URL.Path,
 	}}
+	if p.opts.History != nil {
+		x.ev.RequestSHA256 = digest(body)
+	}
 	// Written even when an abort unwinds the handler with a panic.
 	defer func() {
 		x.ev.DurationNS = time.Since(start).Nanoseconds()
 		p.opts.History.write(&x.ev)
+		x.release()
 	}()
 	switch {
 	case err != nil:
-		x.ev.Note = "client body: " + err.Error()
-		x.ev.Client = ClientUnknown
+		x.answer(http.StatusBadRequest, "proxy", "reading the request body: "+err.Error())
 		return
 	case int64(len(body)) > p.opts.MaxBody:
 		x.answer(http.StatusRequestEntityTooLarge, "", "request body exceeds the proxy's limit")
@@ -239,6 +240,25 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	x.ev.Fault, x.ev.Rule = rule.Kind, rule.ID
 	rule.fault.Serve(x)
+}
+
+// readAll reads a request body of up to limit+1 bytes (one more than
+// allowed, so the caller can tell "too large"), sized by the declared length.
+// Request bodies are not pooled: a Transport may still read a forwarded
+// body after RoundTrip returned.
+func readAll(r io.Reader, declared, limit int64) ([]byte, error) {
+	n := declared
+	if n < 0 || n > limit {
+		n = 512
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, n+1))
+	_, err := buf.ReadFrom(io.LimitReader(r, limit+1))
+	return buf.Bytes(), err
+}
+
+func digest(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // unquoteKey turns an sf-string key ("abc") into its value; raw keys pass.
@@ -264,18 +284,18 @@ func copyHeader(dst, src http.Header) {
 // upstreamRequest builds the forwarded request. Its body is a plain
 // io.ReadCloser with no GetBody, so net/http never re-sends it on its own
 // (it would for a request carrying Idempotency-Key otherwise).
-func (p *Proxy) upstreamRequest(ctx context.Context, r *http.Request, body []byte) (*http.Request, error) {
+func (p *Proxy) upstreamRequest(ctx context.Context, r *http.Request, body []byte) *http.Request {
 	u := *p.upstream
 	u.Path = strings.TrimRight(p.upstream.Path, "/") + r.URL.Path
 	u.RawPath = ""
 	u.RawQuery = r.URL.RawQuery
-	out, err := http.NewRequestWithContext(ctx, r.Method, u.String(), onceBody{bytes.NewReader(body)})
-	if err != nil {
-		return nil, err
+	out := &http.Request{
+		Method: r.Method, URL: &u, Host: u.Host,
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: make(http.Header, len(r.Header)), Body: onceBody{bytes.NewReader(body)}, ContentLength: int64(len(body)),
 	}
-	out.ContentLength = int64(len(body))
 	copyHeader(out.Header, r.Header)
-	return out, nil
+	return out.WithContext(ctx)
 }
 
 type onceBody struct{ *bytes.Reader }
@@ -290,6 +310,7 @@ type Upstream struct {
 	Error  string `json:"error,omitempty"`
 	header http.Header
 	body   []byte
+	buf    *bytes.Buffer // pooled storage of body, released after the attempt
 }
 
 // errUpstreamBody marks a response whose body exceeded the limit.
