@@ -2,14 +2,20 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"io"
+	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/idemcheck/idemcheck/chaos"
 	"github.com/idemcheck/idemcheck/chaos/drive"
 	"github.com/idemcheck/idemcheck/reference/demo"
+	"github.com/idemcheck/idemcheck/scenarios"
 	"github.com/idemcheck/idemcheck/suite"
 )
 
@@ -53,5 +59,58 @@ func TestChaosCLI(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestProxyCLI: the standalone proxy forwards, writes its history and
+// stops cleanly when its context ends (SIGINT); bad flags are usage errors.
+func TestProxyCLI(t *testing.T) {
+	up := demoURL(t, demo.Options{})
+	listen := strings.TrimPrefix(closedPort(t), "http://")
+	history := filepath.Join(t.TempDir(), "h.jsonl")
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		done <- runProxy(ctx, io.Discard, proxyFlags{listen: listen, upstream: up, history: history,
+			faults: []string{"status:path=/v1/refunds"}, seed: 1, keyHeader: "Idempotency-Key", idPointer: "/id"})
+	}()
+	c := scenarios.NewClient(5 * time.Second)
+	defer c.CloseIdleConnections()
+	var resp *http.Response
+	var err error
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		req, _ := http.NewRequest("POST", "http://"+listen+"/v1/refunds", strings.NewReader(`{"amount":1,"currency":"usd"}`))
+		req.Header.Set("Authorization", "Bearer alice")
+		req.Header.Set("Idempotency-Key", `"k1"`)
+		if resp, err = c.Do(req); err == nil {
+			resp.Body.Close()
+			break
+		}
+	}
+	if err != nil || resp.StatusCode != 503 || resp.Header.Get(chaos.FaultHeader) != "status" {
+		t.Fatalf("through the proxy: %v %v, want the injected 503", resp, err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("proxy stopped with %v", err)
+	}
+	b, err := os.ReadFile(history)
+	if err != nil || !bytes.Contains(b, []byte(`"key":"k1"`)) || !bytes.Contains(b, []byte(`"fault":"status"`)) {
+		t.Errorf("history %q (%v): want the attempt of k1 under the status fault", b, err)
+	}
+
+	bad := []struct {
+		name string
+		f    proxyFlags
+	}{
+		{"no upstream", proxyFlags{listen: listen}},
+		{"remote control API", proxyFlags{listen: listen, upstream: up, control: "0.0.0.0:8474"}},
+		{"bad fault", proxyFlags{listen: listen, upstream: up, faults: []string{"delay:p=1"}}},
+	}
+	for _, tc := range bad {
+		var ee *exitError
+		if err := runProxy(t.Context(), io.Discard, tc.f); !errors.As(err, &ee) || ee.code != exitUsage {
+			t.Errorf("%s: %v, want a usage error", tc.name, err)
+		}
 	}
 }
