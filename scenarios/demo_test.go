@@ -6,9 +6,15 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/idemcheck/idemcheck/reference/demo"
 	"github.com/idemcheck/idemcheck/scenarios"
 )
+
+// TestMain fails the package if a test leaves goroutines behind: servers,
+// run clients and burst clients must all be closed.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // Reference deployment knobs shared by the engine's tests: a short TTL so
 // the expiry cases finish quickly, a lease longer than the slow variant.

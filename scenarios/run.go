@@ -168,6 +168,7 @@ func Run(ctx context.Context, t *Target, p *Profile, o RunOptions) (*Report, err
 		return nil, err
 	}
 	client := NewClient(t.Timeout + p.MaxBlock)
+	defer client.CloseIdleConnections() // no keep-alive goroutines outlive the run
 	if err := preflight(ctx, t, client); err != nil {
 		return nil, err
 	}
