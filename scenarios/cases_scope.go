@@ -39,16 +39,40 @@ func init() {
 	)
 }
 
-// leaks reports whether r carries the stored response first of operation
-// op: a 2xx with the same created id, or a JSON-equal body.
-func leaks(op *Operation, first, r Resp) bool {
+// leak is what a response may carry of another request's stored result.
+type leak int
+
+const (
+	leakNone   leak = iota
+	leakStored      // the stored response came back
+	leakUnsure      // JSON-equal bodies without ids or oracle: cannot tell
+)
+
+// leaked judges whether r carries first, the stored response of
+// operation op. Created ids decide when op has them (ids are compared at
+// the pointer, never searched for: small numeric ids would match by
+// chance). Otherwise a JSON-equal body is a leak unless the oracle shows
+// r executed: more than before executions under key.
+func (e *Env) leaked(ctx context.Context, op *Operation, first, r Resp, key string, before int) leak {
 	if !first.OK() || !r.OK() {
-		return false
+		return leakNone
 	}
-	if id := createdIDOf(op, first); id != "" && (createdIDOf(op, r) == id || strings.Contains(string(r.Body), id)) {
-		return true
+	if id := createdIDOf(op, first); id != "" {
+		if createdIDOf(op, r) == id {
+			return leakStored
+		}
+		return leakNone
 	}
-	return jsonEqual(first.Body, r.Body)
+	if !jsonEqual(first.Body, r.Body) {
+		return leakNone
+	}
+	if !e.HasOracle() {
+		return leakUnsure
+	}
+	if n, err := e.Executions(ctx, key); err == nil && n > before {
+		return leakNone
+	}
+	return leakStored
 }
 
 // usable reports whether principal p can call op with body under a fresh
@@ -74,9 +98,13 @@ func scopeOtherUserIsolated(ctx context.Context, e *Env) Verdict {
 func (e *Env) judgeOtherUser(ctx context.Context, k string, a, b Resp, body []byte) Verdict {
 	expected := "an execution of the second principal's own, never the first principal's response or an error about the key"
 	observed := fmt.Sprintf("first principal %s; second principal %s", a.String(), b.String())
-	switch {
-	case leaks(e.Op, a, b):
+	switch e.leaked(ctx, e.Op, a, b, k, 1) {
+	case leakStored:
 		return e.Fail(expected, "the first principal's response leaked: "+observed)
+	case leakUnsure:
+		return e.Inconclusive("equal bodies and no ids or oracle: cannot tell the second principal's execution from a leak: " + observed)
+	}
+	switch {
 	case b.Is5xx() || b.Err != nil:
 		return e.Fail(expected, observed)
 	case !b.OK():
@@ -139,9 +167,13 @@ func scopeOtherEndpoint(ctx context.Context, e *Env) Verdict {
 	}
 	r := e.Send(ctx, Req{Label: "same key on " + other.Name, Key: k, Op: other})
 	observed := fmt.Sprintf("%s %s then %s %s: %s", e.Op.Method, e.Op.Path, other.Method, other.Path, r.String())
-	switch {
-	case leaks(e.Op, first, r):
+	switch e.leaked(ctx, e.Op, first, r, k, 1) {
+	case leakStored:
 		return e.Fail("an independent execution or an idempotency error, never the other endpoint's response", "replayed "+e.Op.Name+"'s response: "+observed)
+	case leakUnsure:
+		return e.Inconclusive("equal bodies and no ids or oracle: cannot tell an execution from a replay: " + observed)
+	}
+	switch {
 	case r.Is5xx() || r.Err != nil:
 		return e.Unmet("an independent execution or an idempotency error, never a 5xx", observed)
 	}
@@ -186,9 +218,13 @@ func scopeOtherMethod(ctx context.Context, e *Env) Verdict {
 	}
 	r := e.Send(ctx, Req{Label: "same key, " + other.Method, Key: k, Op: other})
 	observed := fmt.Sprintf("%s then %s on %s: %s", e.Op.Method, other.Method, e.Op.Path, r.String())
-	switch {
-	case leaks(e.Op, first, r):
+	switch e.leaked(ctx, e.Op, first, r, k, 1) {
+	case leakStored:
 		return e.Fail("an independent answer or an idempotency error, never the other method's response", "replayed the "+e.Op.Method+" response: "+observed)
+	case leakUnsure:
+		return e.Inconclusive("equal bodies and no ids or oracle: cannot tell an execution from a replay: " + observed)
+	}
+	switch {
 	case r.Is5xx() || r.Err != nil:
 		return e.Unmet("an independent answer or an idempotency error, never a 5xx", observed)
 	case r.OK():
