@@ -129,6 +129,7 @@ func TestGlobSelection(t *testing.T) {
 		{"star stays in its segment", RunOptions{Run: []string{"missing/*@charges"}}, []string{"missing/optional-executes@charges", "missing/problem-link@charges", "missing/rejected@charges", "missing/repeat-fails-again@charges"}},
 		{"star does not cross /", RunOptions{Run: []string{"*same-status"}}, nil},
 		{"double star crosses /", RunOptions{Run: []string{"**same-status"}}, []string{"replay/same-status@charges", "replay/same-status@refunds"}},
+		{"character class", RunOptions{Run: []string{"replay/same-[sb]*@charges"}}, []string{"replay/same-body@charges", "replay/same-status@charges"}},
 		{"skip wins", RunOptions{Run: []string{"missing/*"}, Skip: []string{"missing/*-*", "**@refunds"}}, []string{"missing/rejected@charges"}},
 	}
 	for _, c := range cases {
@@ -139,8 +140,10 @@ func TestGlobSelection(t *testing.T) {
 			}
 		})
 	}
-	if _, err := Plan(tg, nil, RunOptions{Skip: []string{""}}); err == nil {
-		t.Error("empty glob accepted")
+	for _, bad := range []string{"", "[z-a]"} {
+		if _, err := Plan(tg, nil, RunOptions{Skip: []string{bad}}); err == nil {
+			t.Errorf("glob %q accepted", bad)
+		}
 	}
 }
 

@@ -111,7 +111,8 @@ func plan(t *Target, o RunOptions) ([]instance, error) {
 }
 
 // compileGlobs turns '*' (within a segment) and '**' (across) globs into
-// anchored regexps; '?' matches one character of a segment.
+// anchored regexps; '?' matches one character of a segment and [...] is a
+// character class.
 func compileGlobs(flag string, globs []string) ([]*regexp.Regexp, error) {
 	var out []*regexp.Regexp
 	for _, g := range globs {
@@ -129,6 +130,11 @@ func compileGlobs(flag string, globs []string) ([]*regexp.Regexp, error) {
 				b.WriteString("[^/]*")
 			case g[i] == '?':
 				b.WriteString("[^/]")
+			case g[i] == '[' && strings.IndexByte(g[i:], ']') > 1:
+				// a character class as in path.Match ([abc], [^a-z])
+				end := i + strings.IndexByte(g[i:], ']')
+				b.WriteString(g[i : end+1])
+				i = end
 			default:
 				b.WriteString(regexp.QuoteMeta(string(g[i])))
 			}
