@@ -305,8 +305,9 @@ func (t *Target) Validate() error {
 		seen[pr.Name] = true
 	}
 	if t.Oracle != nil {
-		if t.Oracle.URL == "" {
-			return errors.New("oracle.url: required when oracle is set")
+		if u, err := url.Parse(t.Oracle.URL); t.Oracle.URL == "" || err != nil ||
+			(!strings.HasPrefix(t.Oracle.URL, "/") && ((u.Scheme != "http" && u.Scheme != "https") || u.Host == "")) {
+			return fmt.Errorf("oracle.url %q: want a path starting with / or an absolute http(s) URL", t.Oracle.URL)
 		}
 		if _, err := parsePointer(t.Oracle.Pointer); err != nil || t.Oracle.Pointer == "" {
 			return fmt.Errorf("oracle.pointer %q: want an RFC 6901 pointer to an integer (e.g. /executions)", t.Oracle.Pointer)
@@ -353,6 +354,9 @@ func (t *Target) Validate() error {
 			}
 			if !isJSONObject(v.Patch) {
 				return fmt.Errorf("%s.variants.%s.patch: want a JSON object (RFC 7386 merge patch)", at, name)
+			}
+			if v.Duration < 0 {
+				return fmt.Errorf("%s.variants.%s.duration %s: must not be negative", at, name, v.Duration)
 			}
 			if name == VariantSlow && v.Duration <= 0 {
 				return fmt.Errorf("%s.variants.slow.duration: want how long the slow call stays in flight (e.g. 1500ms)", at)

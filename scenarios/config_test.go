@@ -53,6 +53,7 @@ func TestConfigErrors(t *testing.T) {
 		{"bad replay_compare", base + op + "profile: {overrides: {replay_compare: fuzzy}}\n", "profile replay_compare \"fuzzy\""},
 		{"bad pointer", base + "operations: [{name: c, method: POST, path: /c, id_pointer: id}]\n", `operations[0].id_pointer "id": a JSON pointer must be empty or start with '/'`},
 		{"bad pointer escape", base + op + "oracle: {url: /e, pointer: /a~2}\n", `oracle.pointer "/a~2"`},
+		{"oracle url", base + op + "oracle: {url: \"effects?key={key}\", pointer: /n}\n", `oracle.url "effects?key={key}"`},
 		{"oracle principal out of range", base + op + "oracle: {url: /e, pointer: /n, principal: 3}\n", "oracle.principal 3"},
 		{"bad method", base + "operations: [{name: c, method: FETCH, path: /c}]\n", `operations[0].method "FETCH"`},
 		{"relative base_url", "base_url: /api\nprincipals: [{name: a}]\n" + op, `base_url "/api"`},
