@@ -127,11 +127,9 @@ func (h *History) Close() error {
 	if h == nil {
 		return nil
 	}
+	_ = h.Flush() // a flush error is kept in h.err
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if err := h.bw.Flush(); h.err == nil {
-		h.err = err
-	}
 	if h.c != nil {
 		if err := h.c.Close(); h.err == nil {
 			h.err = err
