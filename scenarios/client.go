@@ -22,6 +22,14 @@ func (t NoReplay) RoundTrip(r *http.Request) (*http.Response, error) {
 	return t.Base.RoundTrip(r)
 }
 
+// CloseIdleConnections forwards to the wrapped transport, so that
+// http.Client.CloseIdleConnections works through NoReplay.
+func (t NoReplay) CloseIdleConnections() {
+	if c, ok := t.Base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
 // NewTransport returns a loopback-tuned Transport wrapped in NoReplay.
 // maxConns bounds idle connections per host (0 means 64).
 func NewTransport(maxConns int) http.RoundTripper {
