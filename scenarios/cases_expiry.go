@@ -34,6 +34,20 @@ func init() {
 	)
 }
 
+// maxExpiryWait bounds how long an expiry case may wait. A longer declared
+// TTL (Stripe's 24 h) needs a test deployment with a short one (trap C9).
+const maxExpiryWait = 2 * time.Minute
+
+// tooLongToWait returns a Skip verdict when the TTL plus grace exceeds
+// maxExpiryWait.
+func (e *Env) tooLongToWait() *Verdict {
+	if w := e.Target.TTL + e.Profile.Grace; w > maxExpiryWait {
+		v := e.Skip(fmt.Sprintf("declared ttl %s + grace %s is longer than the %s an expiry case waits; run against a deployment with a short TTL", e.Target.TTL, e.Profile.Grace, maxExpiryWait))
+		return &v
+	}
+	return nil
+}
+
 // waitUntil sleeps until t or the context ends.
 func waitUntil(ctx context.Context, t time.Time) error {
 	timer := time.NewTimer(time.Until(t))
@@ -65,6 +79,9 @@ func (e *Env) replayedOrExecuted(ctx context.Context, k string, first, retry Res
 }
 
 func expiryReplaysBeforeTTL(ctx context.Context, e *Env) Verdict {
+	if v := e.tooLongToWait(); v != nil {
+		return *v
+	}
 	ttl, margin := e.Target.TTL, e.Profile.Margin
 	if ttl <= margin {
 		return e.Skip(fmt.Sprintf("declared ttl %s is not longer than the profile margin %s", ttl, margin))
@@ -104,6 +121,9 @@ func expiryReplaysBeforeTTL(ctx context.Context, e *Env) Verdict {
 }
 
 func expiryFreshAfterTTL(ctx context.Context, e *Env) Verdict {
+	if v := e.tooLongToWait(); v != nil {
+		return *v
+	}
 	k := e.NewKey()
 	first, bad := e.original(ctx, k, nil)
 	if bad != nil {
@@ -139,6 +159,9 @@ func expiryFreshAfterTTL(ctx context.Context, e *Env) Verdict {
 }
 
 func expiryCountedFrom(ctx context.Context, e *Env) Verdict {
+	if v := e.tooLongToWait(); v != nil {
+		return *v
+	}
 	ttl, margin, grace := e.Target.TTL, e.Profile.Margin, e.Profile.Grace
 	// The mid-life replay must come late enough that a window slid by it
 	// still covers the last retry (after grace + slack) and early enough

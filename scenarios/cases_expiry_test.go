@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -99,5 +100,26 @@ func TestExpiryModes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestExpiryLongTTLSkips: a declared production TTL (24 h) is not waited
+// for; the expiry cases skip and say why.
+func TestExpiryLongTTLSkips(t *testing.T) {
+	tg := startDemo(t)
+	tg.TTL = 24 * time.Hour
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rep, err := scenarios.Run(ctx, tg, ietf(t), scenarios.RunOptions{Run: []string{"expiry/**"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Results) != 6 {
+		t.Fatalf("%d results, want 6", len(rep.Results))
+	}
+	for _, r := range rep.Results {
+		if r.Status != scenarios.Skip || !strings.Contains(r.Reason, "short TTL") {
+			t.Errorf("%s: %s %s, want a skip naming the short-TTL deployment", r.Name(), r.Status, r.Reason)
+		}
 	}
 }

@@ -73,7 +73,9 @@ func methodGetIgnoresKey(ctx context.Context, e *Env) Verdict {
 	case getA.Is5xx() || getB.Is5xx() || getA.Err != nil || getB.Err != nil:
 		return e.Unmet("the key ignored on GET, never a 5xx", observed)
 	case !getA.OK() || !getB.OK():
-		return e.Finding("methods", "the key is refused on GET: "+observed)
+		// Trap C21: sources only say the key has no effect on GET; a
+		// refusal is recorded, not judged.
+		return Verdict{Status: Skip, Observed: observed, Reason: "the key is refused on GET; recorded, not judged"}
 	case jsonEqual(getA.Body, getB.Body) && !jsonEqual(a.Body, b.Body):
 		return e.Unmet("each GET returns its own resource", "the second GET replayed the first: "+observed)
 	case !jsonEqual(getA.Body, plainA.Body):
