@@ -3,6 +3,9 @@ package scenarios
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -17,8 +20,8 @@ func init() {
 	register(
 		Case{Meta: Meta{ID: "lease/crash-recovers", Family: "lease", Requirements: []string{"IK-LEASE-1"}, Level: Should,
 			Requirement: "seeds (locked_until), rocket-rides IDEMPOTENCY_KEY_LOCK_TIMEOUT: if the first attempt dies mid-flight, retries get 409 until the lease ends; after lease + grace a retry proceeds and completes. Never blocked forever.",
-			Explanation: "A request killed mid-flight (SIGKILL of the server) does not block its key beyond the lease.",
-			Needs:       []Need{NeedSlow, NeedLease}},
+			Explanation: "A request killed mid-flight (SIGKILL of the managed target) does not block its key beyond the lease + grace.",
+			Needs:       []Need{NeedSlow, NeedLease, NeedTargetCmd}},
 			PerOperation: true, Run: leaseCrashRecovers},
 		Case{Meta: Meta{ID: "lease/slow-outlives-lease", Family: "lease", Requirements: []string{"IK-LEASE-3"}, Level: Should,
 			Requirement: "seeds, trap C17: a legitimately slow request that outlives the lease must not lead to a second concurrent execution, or the profile must document that risk.",
@@ -28,8 +31,102 @@ func init() {
 	)
 }
 
-func leaseCrashRecovers(_ context.Context, e *Env) Verdict {
-	return e.Skip("needs --target-cmd: a managed target the harness can SIGKILL mid-flight and restart (not implemented yet)")
+// leaseCrashRecovers sends the slow variant, SIGKILLs the managed target
+// while it is provably in flight, restarts it and retries the key until
+// the declared lease plus the profile's grace has passed.
+func leaseCrashRecovers(ctx context.Context, e *Env) Verdict {
+	m := e.Managed()
+	if m == nil {
+		return e.Skip("needs " + string(NeedTargetCmd) + ": a managed target the harness can SIGKILL mid-flight and restart")
+	}
+	body, v, _ := e.Variant(VariantSlow)
+	lease, grace := e.Target.Lease, e.Profile.Grace
+	k := e.NewKey()
+	slowDone := make(chan Resp, 1)
+	sent := time.Now()
+	go func() {
+		slowDone <- e.Send(ctx, Req{Label: fmt.Sprintf("slow original (%s), killed mid-flight", v.Duration), Key: k, Body: body})
+	}()
+	how, err := e.waitStarted(ctx, k, v.Duration)
+	if err != nil {
+		m.Kill() // the slow original must not complete and stay unread
+		<-slowDone
+		if rerr := m.Restart(ctx); rerr != nil {
+			return e.Inconclusive(fmt.Sprintf("%v; restart: %v", err, rerr))
+		}
+		return e.Inconclusive(err.Error())
+	}
+	m.Kill()
+	killedAt := time.Since(sent)
+	if slow := <-slowDone; slow.Err == nil {
+		return e.Inconclusive(fmt.Sprintf("the slow original answered %s before the kill at +%s; lengthen the slow variant", slow.String(), killedAt.Round(time.Millisecond)))
+	}
+	if err := m.Restart(ctx); err != nil {
+		return e.Inconclusive(err.Error())
+	}
+	restarted := time.Since(sent)
+	limit := sent.Add(lease + grace + leaseMargin)
+	poll := min(max(lease/10, 100*time.Millisecond), 2*time.Second)
+	prefix := fmt.Sprintf("killed at +%s (in flight: %s), restarted at +%s", killedAt.Round(time.Millisecond), how, restarted.Round(time.Millisecond))
+	var timeline []string
+	for attempt := 1; ; attempt++ {
+		r := e.Send(ctx, Req{Label: fmt.Sprintf("retry %d after the restart", attempt), Key: k, Body: body})
+		at := r.Start.Sub(sent).Round(time.Millisecond)
+		timeline = append(timeline, fmt.Sprintf("+%s %s", at, statusOf(r)))
+		observed := prefix + "; retries: " + strings.Join(timeline, ", ")
+		late := r.Start.After(limit)
+		switch {
+		case r.OK() && attempt == 1 && r.Start.Before(sent.Add(lease)):
+			return e.Pass(observed, "the key was fresh before its lease ended: the store lost the in-flight record across the restart (legal here; durability is not this case's requirement)")
+		case r.OK():
+			return e.Pass(observed)
+		case r.Is4xx() && r.Status != http.StatusConflict && !slices.Contains(e.Profile.InFlightStatus, r.Status):
+			return e.Unmet("retries answer an in-flight status until the lease ends, then proceed and complete", observed)
+		case late:
+			return e.Unmet(fmt.Sprintf("after lease %s + grace %s the retry proceeds and completes", lease, grace), observed+": still not completed past lease + grace")
+		}
+		next := time.Now().Add(poll)
+		if next.After(limit) && time.Now().Before(limit) {
+			next = limit.Add(10 * time.Millisecond) // one decisive retry just past the bound
+		}
+		select {
+		case <-ctx.Done():
+			return e.Inconclusive("case budget ran out: " + observed)
+		case <-time.After(time.Until(next)):
+		}
+	}
+}
+
+// waitStarted waits until the request under key provably runs: the oracle
+// counts its execution, or, without one, a third of the slow variant's
+// duration has passed. how says which.
+func (e *Env) waitStarted(ctx context.Context, key string, slow time.Duration) (how string, err error) {
+	if !e.HasOracle() {
+		select {
+		case <-time.After(slow / 3):
+			return fmt.Sprintf("%s of a %s call elapsed, no oracle", slow/3, slow), nil
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
+	deadline := time.Now().Add(slow / 2)
+	for {
+		n, err := e.sampleOracle(ctx, key, false)
+		if err == nil && n-e.oracleBase >= 1 {
+			return "the oracle counted its execution", nil
+		}
+		if time.Now().After(deadline) {
+			if err != nil {
+				return "", err
+			}
+			return "", fmt.Errorf("the oracle did not count the slow original within %s", slow/2)
+		}
+		select {
+		case <-time.After(20 * time.Millisecond):
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
 }
 
 func leaseSlowOutlivesLease(ctx context.Context, e *Env) Verdict {

@@ -28,6 +28,7 @@ type configFile struct {
 	Oracle     *Oracle           `yaml:"oracle"`
 	TTL        time.Duration     `yaml:"ttl"`
 	Lease      time.Duration     `yaml:"lease"`
+	TargetCmd  string            `yaml:"target_cmd"`
 	Profile    profileConfig     `yaml:"profile"`
 }
 
@@ -222,6 +223,7 @@ func (cf *configFile) target() (*Target, error) {
 	t := &Target{
 		BaseURL: strings.TrimRight(cf.BaseURL, "/"), KeyHeader: cf.KeyHeader, KeySyntax: cf.KeySyntax,
 		Timeout: cf.Timeout, Principals: cf.Principals, Oracle: cf.Oracle, TTL: cf.TTL, Lease: cf.Lease,
+		Command: cf.TargetCmd,
 	}
 	if t.KeyHeader == "" {
 		t.KeyHeader = "Idempotency-Key"
@@ -278,8 +280,18 @@ var validMethods = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "DE
 
 // Validate checks a Target; the error names the field.
 func (t *Target) Validate() error {
-	u, err := url.Parse(t.BaseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if t.Command != "" {
+		if _, err := SplitCommand(t.Command); err != nil {
+			return fmt.Errorf("target_cmd %q: %v", t.Command, err)
+		}
+	}
+	// A managed target's base URL may be left out or name the picked {port}.
+	base := t.BaseURL
+	if t.Command != "" {
+		base = strings.ReplaceAll(base, portPlaceholder, "1")
+	}
+	u, err := url.Parse(base)
+	if (t.BaseURL != "" || t.Command == "") && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
 		return fmt.Errorf("base_url %q: want an absolute http(s) URL", t.BaseURL)
 	}
 	if t.KeyHeader == "" || strings.ContainsAny(t.KeyHeader, " \t:\"(),/;<=>?@[\\]{}") {
@@ -417,6 +429,8 @@ func suppliesFor(t *Target, op *Operation, n Need) bool {
 		return t.TTL > 0
 	case NeedLease:
 		return t.Lease > 0
+	case NeedTargetCmd:
+		return t.Command != ""
 	}
 	return false
 }

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -173,6 +174,14 @@ func Run(ctx context.Context, t *Target, p *Profile, o RunOptions) (*Report, err
 	if err != nil {
 		return nil, err
 	}
+	if t.Command != "" && t.managed == nil {
+		mt, m, err := startManaged(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		defer m.Stop()
+		t = mt
+	}
 	client := NewClient(t.Timeout + p.MaxBlock)
 	defer client.CloseIdleConnections() // no keep-alive goroutines outlive the run
 	if err := preflight(ctx, t, client); err != nil {
@@ -195,25 +204,42 @@ func Run(ctx context.Context, t *Target, p *Profile, o RunOptions) (*Report, err
 	sem := make(chan struct{}, max(parallel, 1))
 	var wg sync.WaitGroup
 	var cbMu sync.Mutex
+	runOne := func(i int) {
+		res := runInstance(ctx, t, p, client, ins[i], globalOracle)
+		res.KnownFailing = matchAny(known, res.Name(), res.ID)
+		results[i] = res
+		if o.OnResult != nil {
+			cbMu.Lock()
+			o.OnResult(res)
+			cbMu.Unlock()
+		}
+	}
 	for i := range ins {
+		if killsTarget(ins[i]) {
+			continue
+		}
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			res := runInstance(ctx, t, p, client, ins[i], globalOracle)
-			res.KnownFailing = matchAny(known, res.Name(), res.ID)
-			results[i] = res
-			if o.OnResult != nil {
-				cbMu.Lock()
-				o.OnResult(res)
-				cbMu.Unlock()
-			}
+			runOne(i)
 		})
 	}
 	wg.Wait()
+	// Cases that kill the managed target run alone, after the others.
+	for i := range ins {
+		if killsTarget(ins[i]) {
+			runOne(i)
+		}
+	}
 	sort.Slice(results, func(i, j int) bool { return results[i].Name() < results[j].Name() })
 	rep.Results = results
 	rep.Duration = time.Since(rep.Started)
 	return rep, nil
+}
+
+// killsTarget reports an instance that will take the managed target down.
+func killsTarget(in instance) bool {
+	return in.Supplied && slices.Contains(in.c.Needs, NeedTargetCmd)
 }
 
 // preflight makes sure something answers HTTP at the base URL.

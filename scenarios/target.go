@@ -34,6 +34,13 @@ type Target struct {
 	// means "not declared" and the cases that need them skip.
 	TTL   time.Duration `yaml:"ttl" json:"ttl"`
 	Lease time.Duration `yaml:"lease" json:"lease"`
+	// Command, when set, is a command line (split like a shell, no shell
+	// run) the harness starts as the target, with {port} replaced by a free
+	// loopback port; BaseURL then defaults to http://127.0.0.1:{port}. The
+	// LEASE crash case kills and restarts it (see managed.go).
+	Command string `yaml:"target_cmd" json:"target_cmd,omitempty"`
+
+	managed *Managed // the started Command, set for the length of a run
 }
 
 // Principal is one user of the API: the headers that authenticate it.

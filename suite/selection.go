@@ -8,8 +8,8 @@ import (
 	"github.com/idemcheck/idemcheck/scenarios"
 )
 
-// ErrNoTarget: neither a config nor a target URL was given.
-var ErrNoTarget = errors.New("give --config FILE or --target URL")
+// ErrNoTarget: neither a config, a target URL nor a target command was given.
+var ErrNoTarget = errors.New("give --config FILE, --target URL or --target-cmd CMD")
 
 // Selection is how a front end names what to test: a YAML config, or the
 // URL of a server that follows the reference app's contract.
@@ -22,6 +22,10 @@ type Selection struct {
 	Profile string
 	// TTL and Lease, when positive, override what the target declares.
 	TTL, Lease time.Duration
+	// TargetCmd, when set, is the command the harness starts (and the LEASE
+	// crash case kills and restarts) as the target; alone it implies the
+	// reference contract on the port it substitutes for {port}.
+	TargetCmd string
 }
 
 // Load resolves the selection. Errors are one line naming the flag, file
@@ -43,6 +47,10 @@ func (s Selection) Load() (*scenarios.Target, *scenarios.Profile, error) {
 		if t, err = scenarios.FromURL(s.Target, s.TTL, s.Lease); err != nil {
 			return nil, nil, err
 		}
+	case s.TargetCmd != "":
+		if t, err = scenarios.FromCommand(s.TargetCmd, s.TTL, s.Lease); err != nil {
+			return nil, nil, err
+		}
 	default:
 		return nil, nil, ErrNoTarget
 	}
@@ -53,6 +61,12 @@ func (s Selection) Load() (*scenarios.Target, *scenarios.Profile, error) {
 	}
 	if s.TTL < 0 || s.Lease < 0 {
 		return nil, nil, fmt.Errorf("--ttl %s / --lease %s: must not be negative", s.TTL, s.Lease)
+	}
+	if s.TargetCmd != "" {
+		if _, err := scenarios.SplitCommand(s.TargetCmd); err != nil {
+			return nil, nil, fmt.Errorf("--target-cmd %q: %v", s.TargetCmd, err)
+		}
+		t.Command = s.TargetCmd
 	}
 	if s.TTL > 0 {
 		t.TTL = s.TTL

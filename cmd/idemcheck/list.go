@@ -36,6 +36,7 @@ func init() {
 	fl := cmd.Flags()
 	fl.StringVar(&f.sel.Config, "config", "", "YAML config describing the API")
 	fl.StringVar(&f.sel.Target, "target", "", "base URL of a server following the reference contract")
+	fl.StringVar(&f.sel.TargetCmd, "target-cmd", "", "command line the harness would start as the target (not started by list)")
 	fl.StringVar(&f.sel.Profile, "profile", "", "profile preset (replaces the config's profile)")
 	fl.DurationVar(&f.sel.TTL, "ttl", 0, "declared retention (TTL), overriding the config")
 	fl.DurationVar(&f.sel.Lease, "lease", 0, "declared in-flight lease, overriding the config")
@@ -50,7 +51,7 @@ func runList(w io.Writer, f listFlags) error {
 		return usageErrorf("--format %q: want text or json", f.format)
 	}
 	sel := f.sel
-	if sel.Config == "" && sel.Target == "" {
+	if sel.Config == "" && sel.Target == "" && sel.TargetCmd == "" {
 		sel.Target = listPlaceholder
 	}
 	target, profile, err := sel.Load()

@@ -33,12 +33,13 @@ type runFlags struct {
 func init() {
 	var f runFlags
 	cmd := &cobra.Command{
-		Use:   "run (--config FILE | --target URL)",
+		Use:   "run (--config FILE | --target URL | --target-cmd CMD)",
 		Short: "Run the conformance catalog against an API and report per case",
 		Long: "Run every selected case of the conformance catalog against the API described by --config\n" +
 			"(or a server following the reference contract at --target) and print a verdict per\n" +
 			"case@operation. Exit codes: 0 pass, 1 a case fails (or a known-failing case passes),\n" +
-			"2 usage or config error, 4 target unreachable.",
+			"2 usage or config error (including a --target-cmd that cannot be started), 4 target\n" +
+			"unreachable (including a --target-cmd that started but never answered HTTP within 15s).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runConformance(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f)
@@ -47,6 +48,7 @@ func init() {
 	fl := cmd.Flags()
 	fl.StringVar(&f.sel.Config, "config", "", "YAML config describing the API under test")
 	fl.StringVar(&f.sel.Target, "target", "", "base URL of a server following the reference contract (idemcheck serve)")
+	fl.StringVar(&f.sel.TargetCmd, "target-cmd", "", "command line the harness starts (and kills/restarts for the lease crash case) as the target; {port} becomes a free loopback port; alone it implies the reference contract at http://127.0.0.1:{port}")
 	fl.StringVar(&f.sel.Profile, "profile", "", "profile preset: "+strings.Join(scenarios.ProfileNames(), ", ")+" (replaces the config's profile)")
 	fl.BoolVar(&f.strict, "strict", false, "an unmet SHOULD fails the run instead of warning")
 	fl.StringArrayVar(&f.run, "run", nil, "run only cases matching this glob (family/case@operation; * within a segment, ** across); repeatable")
@@ -86,7 +88,11 @@ func runConformance(ctx context.Context, stdout, stderr io.Writer, f runFlags) e
 		return usageErrorf("--run/--skip select no case (try idemcheck list)")
 	}
 	if f.verbose {
-		fmt.Fprintf(stderr, "running %d case instances against %s (profile %s)\n", len(planned), target.BaseURL, profile.Name)
+		where := target.BaseURL
+		if where == "" {
+			where = "the target started by --target-cmd"
+		}
+		fmt.Fprintf(stderr, "running %d case instances against %s (profile %s)\n", len(planned), where, profile.Name)
 		opts.OnResult = func(r scenarios.Result) {
 			fmt.Fprintf(stderr, "  %-12s %s (%s)\n", r.Status, r.Name(), r.Duration.Round(time.Millisecond))
 		}
