@@ -3,6 +3,8 @@ package scenarios
 import (
 	"context"
 	"errors"
+	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -71,5 +73,42 @@ func TestTailBufferKeepsTheTail(t *testing.T) {
 	}
 	if got := b.String(); got != "efghijkl" {
 		t.Fatalf("tail = %q, want %q", got, "efghijkl")
+	}
+}
+
+// target_cmd in YAML: base_url may be left out or name {port}; a command
+// line that does not split is an error naming the field; the crash case is
+// supplied only with a command.
+func TestConfigTargetCmd(t *testing.T) {
+	raw, err := os.ReadFile("testdata/full.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := regexp.MustCompile(`(?m)^base_url:.*$`)
+	rows := []struct {
+		name, replace, err string
+		supplied           bool
+	}{
+		{"no command", "base_url: http://127.0.0.1:8080", "", false},
+		{"command, no base_url", "target_cmd: ./server --port {port}", "", true},
+		{"command and {port} base_url", "target_cmd: ./server --port {port}\nbase_url: http://127.0.0.1:{port}/api", "", true},
+		{"{port} without a command", "base_url: http://127.0.0.1:{port}", `base_url "http://127.0.0.1:{port}"`, false},
+		{"unsplittable command", `target_cmd: "./server 'x"`, `target_cmd "./server 'x": unterminated single quote`, false},
+	}
+	for _, r := range rows {
+		tg, _, err := ParseConfig(base.ReplaceAll(raw, []byte(r.replace)))
+		if r.err != "" {
+			if err == nil || !strings.Contains(err.Error(), r.err) {
+				t.Errorf("%s: error %v, want %q", r.name, err, r.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", r.name, err)
+			continue
+		}
+		if Supplies(tg, NeedTargetCmd) != r.supplied {
+			t.Errorf("%s: Supplies(target-cmd) = %v", r.name, !r.supplied)
+		}
 	}
 }
