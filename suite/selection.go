@@ -9,7 +9,7 @@ import (
 )
 
 // ErrNoTarget: neither a config, a target URL nor a target command was given.
-var ErrNoTarget = errors.New("give --config FILE, --target URL or --target-cmd CMD")
+var ErrNoTarget = errors.New("give --config FILE or --target URL (or --target-cmd CMD)")
 
 // Selection is how a front end names what to test: a YAML config, or the
 // URL of a server that follows the reference app's contract.
