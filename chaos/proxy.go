@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -30,9 +29,10 @@ type Options struct {
 	// IDPointer is the RFC 6901 pointer to the created id in a response
 	// body (default /id); the history records it for the checker.
 	IDPointer string
-	// Transport sends upstream requests; nil means a loopback-tuned
-	// http.Transport. Requests are built so that net/http never replays
-	// them (no GetBody), whatever the Transport; Close closes its idle
+	// Transport sends upstream requests; nil means the proxy's own
+	// HTTP/1.1 keep-alive pool (upstream.go: no goroutine hand-offs, never
+	// re-sends). Requests are built so that net/http never replays them
+	// (no GetBody), whatever the Transport; Close closes its idle
 	// connections when it can.
 	Transport http.RoundTripper
 	// History receives one line per attempt; nil records nothing.
@@ -89,13 +89,7 @@ func New(o Options) (*Proxy, error) {
 	}
 	p := &Proxy{opts: o, upstream: u, attempts: map[string]int{}}
 	if o.Transport == nil {
-		p.opts.Transport = &http.Transport{
-			Proxy:               nil,
-			DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-			MaxIdleConns:        1024,
-			MaxIdleConnsPerHost: 1024,
-			IdleConnTimeout:     90 * time.Second,
-		}
+		p.opts.Transport = newConnPool(u, 1024)
 	}
 	p.rng = rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15))
 	p.counters.Faults = map[string]int64{}
@@ -206,7 +200,17 @@ func (p *Proxy) count(forwarded, failed bool) {
 }
 
 // ServeHTTP handles one client attempt.
-func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) { p.handle(w, r) }
+
+// clientWatcher is a ResponseWriter whose request context does not end
+// when the client goes away unless asked (the proxy's own loop: watching
+// costs a goroutine, so only faults get it).
+type clientWatcher interface {
+	watchClient(r *http.Request) (*http.Request, func())
+}
+
+// handle runs one attempt for either server.
+func (p *Proxy) handle(w http.ResponseWriter, r *http.Request) {
 	p.inflight.Add(1)
 	defer p.inflight.Done()
 	start := time.Now()
@@ -239,6 +243,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	x.ev.Fault, x.ev.Rule = rule.Kind, rule.ID
+	if cw, ok := w.(clientWatcher); ok {
+		var stop func()
+		x.r, stop = cw.watchClient(r)
+		defer stop()
+	}
 	rule.fault.Serve(x)
 }
 

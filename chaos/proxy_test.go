@@ -41,8 +41,39 @@ func (c *counter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(w, `{"id":"ch_%d","padding":"%s"}`, n, strings.Repeat("x", 64))
 }
 
-// startProxy runs a proxy with rules in front of up; the history goes to buf.
-func startProxy(t *testing.T, up http.Handler, rules ...string) (*httptest.Server, *chaos.Proxy, *recorded) {
+// front is a proxy's listening side: the proxy's own HTTP/1.1 loop
+// (chaos.Listen) or net/http's server with the Proxy as its handler.
+type front struct {
+	URL   string
+	Close func()
+}
+
+var fronts = []struct {
+	name  string
+	start func(t *testing.T, p *chaos.Proxy) *front
+}{
+	{"own loop", func(t *testing.T, p *chaos.Proxy) *front {
+		s, err := chaos.Listen(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &front{s.URL, func() { _ = s.Close() }}
+	}},
+	{"net/http", func(_ *testing.T, p *chaos.Proxy) *front {
+		s := httptest.NewServer(p)
+		return &front{s.URL, s.Close}
+	}},
+}
+
+// startProxy runs a proxy with rules in front of up on the proxy's own
+// loop; the history goes to buf.
+func startProxy(t *testing.T, up http.Handler, rules ...string) (*front, *chaos.Proxy, *recorded) {
+	t.Helper()
+	return startProxyOn(t, fronts[0].start, up, rules...)
+}
+
+// startProxyOn is startProxy with the given front.
+func startProxyOn(t *testing.T, start func(*testing.T, *chaos.Proxy) *front, up http.Handler, rules ...string) (*front, *chaos.Proxy, *recorded) {
 	t.Helper()
 	upstream := httptest.NewServer(up)
 	var buf bytes.Buffer
@@ -56,7 +87,7 @@ func startProxy(t *testing.T, up http.Handler, rules ...string) (*httptest.Serve
 			t.Fatal(err)
 		}
 	}
-	front := httptest.NewServer(p)
+	front := start(t, p)
 	t.Cleanup(func() {
 		front.Close()
 		p.Close()
@@ -136,50 +167,52 @@ func TestFaults(t *testing.T) {
 		{"status:code=503", "a 503 made up by the proxy, nothing forwarded", 0, 0, false, 503, 0, chaos.ClientFail},
 		{"truncate-request:bytes=5", "the upstream gets 5 body bytes and a close", 0, 1, true, 0, 1, chaos.ClientUnknown},
 	}
-	for _, tc := range cases {
-		t.Run(tc.spec, func(t *testing.T) {
-			up := &counter{}
-			var rules []string
-			if tc.spec != "" {
-				rules = append(rules, tc.spec)
-			}
-			front, _, buf := startProxy(t, up, rules...)
-			c := scenarios.NewClient(5 * time.Second)
-			defer c.CloseIdleConnections()
-			resp, _, err := post(t, c, front.URL, "k1", body)
-			if tc.clientErr != (err != nil) {
-				t.Fatalf("%s: client error = %v, want error: %v", tc.explanation, err, tc.clientErr)
-			}
-			if !tc.clientErr {
-				if resp.StatusCode != tc.status {
-					t.Errorf("%s: status %d, want %d", tc.explanation, resp.StatusCode, tc.status)
+	for _, fe := range fronts {
+		for _, tc := range cases {
+			t.Run(fe.name+"/"+tc.spec, func(t *testing.T) {
+				up := &counter{}
+				var rules []string
+				if tc.spec != "" {
+					rules = append(rules, tc.spec)
 				}
-				kind, _, _ := strings.Cut(tc.spec, ":")
-				if got := resp.Header.Get(chaos.FaultHeader); got != kind {
-					t.Errorf("%s: %s header %q, want %q", tc.explanation, chaos.FaultHeader, got, kind)
+				front, _, buf := startProxyOn(t, fe.start, up, rules...)
+				c := scenarios.NewClient(5 * time.Second)
+				defer c.CloseIdleConnections()
+				resp, _, err := post(t, c, front.URL, "k1", body)
+				if tc.clientErr != (err != nil) {
+					t.Fatalf("%s: client error = %v, want error: %v", tc.explanation, err, tc.clientErr)
 				}
-			}
-			// The upstream may still be reading a truncated body.
-			deadline := time.Now().Add(2 * time.Second)
-			for up.partial.Load() < tc.partial && time.Now().Before(deadline) {
-				time.Sleep(5 * time.Millisecond)
-			}
-			if up.execs.Load() != tc.execs || up.partial.Load() != tc.partial {
-				t.Errorf("%s: upstream executions %d (partial %d), want %d (%d)", tc.explanation, up.execs.Load(), up.partial.Load(), tc.execs, tc.partial)
-			}
-			front.Close() // waits for the handler, so the history line is written
-			evs := events(t, buf, 1)
-			if len(evs) != 1 {
-				t.Fatalf("history has %d lines, want 1", len(evs))
-			}
-			ev := evs[0]
-			if ev.Key != "k1" || ev.Attempt != 1 || len(ev.Upstream) != tc.upstream || ev.Client != tc.client {
-				t.Errorf("%s: history %+v: want key k1, attempt 1, %d upstream copies, client %s", tc.explanation, ev, tc.upstream, tc.client)
-			}
-			if tc.execs > 0 && ev.Upstream[0].ID == "" {
-				t.Errorf("%s: history lacks the created id: %+v", tc.explanation, ev.Upstream[0])
-			}
-		})
+				if !tc.clientErr {
+					if resp.StatusCode != tc.status {
+						t.Errorf("%s: status %d, want %d", tc.explanation, resp.StatusCode, tc.status)
+					}
+					kind, _, _ := strings.Cut(tc.spec, ":")
+					if got := resp.Header.Get(chaos.FaultHeader); got != kind {
+						t.Errorf("%s: %s header %q, want %q", tc.explanation, chaos.FaultHeader, got, kind)
+					}
+				}
+				// The upstream may still be reading a truncated body.
+				deadline := time.Now().Add(2 * time.Second)
+				for up.partial.Load() < tc.partial && time.Now().Before(deadline) {
+					time.Sleep(5 * time.Millisecond)
+				}
+				if up.execs.Load() != tc.execs || up.partial.Load() != tc.partial {
+					t.Errorf("%s: upstream executions %d (partial %d), want %d (%d)", tc.explanation, up.execs.Load(), up.partial.Load(), tc.execs, tc.partial)
+				}
+				front.Close() // waits for the handler, so the history line is written
+				evs := events(t, buf, 1)
+				if len(evs) != 1 {
+					t.Fatalf("history has %d lines, want 1", len(evs))
+				}
+				ev := evs[0]
+				if ev.Key != "k1" || ev.Attempt != 1 || len(ev.Upstream) != tc.upstream || ev.Client != tc.client {
+					t.Errorf("%s: history %+v: want key k1, attempt 1, %d upstream copies, client %s", tc.explanation, ev, tc.upstream, tc.client)
+				}
+				if tc.execs > 0 && ev.Upstream[0].ID == "" {
+					t.Errorf("%s: history lacks the created id: %+v", tc.explanation, ev.Upstream[0])
+				}
+			})
+		}
 	}
 }
 
@@ -270,28 +303,30 @@ func TestPlainClientDoubleExecutes(t *testing.T) {
 		{"plain http.Client", &http.Client{Transport: &http.Transport{}}, 2, false},
 		{"scenarios.NewClient", scenarios.NewClient(5 * time.Second), 1, true},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			up := &counter{}
-			front, _, _ := startProxy(t, up, "drop-response:attempt=2")
-			defer tc.client.CloseIdleConnections()
-			// Attempt 1 of another key warms a keep-alive connection.
-			if resp, _, err := post(t, tc.client, front.URL, "warm", "{}"); err != nil || resp.StatusCode != 201 {
-				t.Fatalf("warm-up: %v", err)
-			}
-			// Two attempts of one key: the second is dropped after commit.
-			if _, _, err := post(t, tc.client, front.URL, "k", "{}"); err != nil {
-				t.Fatal(err)
-			}
-			up.execs.Store(0)
-			_, _, err := post(t, tc.client, front.URL, "k", "{}")
-			if (err != nil) != tc.wantErr {
-				t.Errorf("client error %v, want error: %v", err, tc.wantErr)
-			}
-			if got := up.execs.Load(); got != tc.want {
-				t.Errorf("upstream executions for one client call: %d, want %d", got, tc.want)
-			}
-		})
+	for _, fe := range fronts {
+		for _, tc := range cases {
+			t.Run(fe.name+"/"+tc.name, func(t *testing.T) {
+				up := &counter{}
+				front, _, _ := startProxyOn(t, fe.start, up, "drop-response:attempt=2")
+				defer tc.client.CloseIdleConnections()
+				// Attempt 1 of another key warms a keep-alive connection.
+				if resp, _, err := post(t, tc.client, front.URL, "warm", "{}"); err != nil || resp.StatusCode != 201 {
+					t.Fatalf("warm-up: %v", err)
+				}
+				// Two attempts of one key: the second is dropped after commit.
+				if _, _, err := post(t, tc.client, front.URL, "k", "{}"); err != nil {
+					t.Fatal(err)
+				}
+				up.execs.Store(0)
+				_, _, err := post(t, tc.client, front.URL, "k", "{}")
+				if (err != nil) != tc.wantErr {
+					t.Errorf("client error %v, want error: %v", err, tc.wantErr)
+				}
+				if got := up.execs.Load(); got != tc.want {
+					t.Errorf("upstream executions for one client call: %d, want %d", got, tc.want)
+				}
+			})
+		}
 	}
 }
 
@@ -303,16 +338,18 @@ func TestUpstreamDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	front := httptest.NewServer(p)
-	defer front.Close()
-	c := scenarios.NewClient(5 * time.Second)
-	defer c.CloseIdleConnections()
-	resp, b, err := post(t, c, front.URL, "k", "{}")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != 502 || resp.Header.Get(chaos.FaultHeader) != "upstream" || !bytes.Contains(b, []byte("connection refused")) {
-		t.Errorf("got %d %q %s: want 502, %s: upstream, and the dial error", resp.StatusCode, resp.Header.Get(chaos.FaultHeader), b, chaos.FaultHeader)
+	for _, fe := range fronts {
+		front := fe.start(t, p)
+		c := scenarios.NewClient(5 * time.Second)
+		resp, b, err := post(t, c, front.URL, "k", "{}")
+		c.CloseIdleConnections()
+		front.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", fe.name, err)
+		}
+		if resp.StatusCode != 502 || resp.Header.Get(chaos.FaultHeader) != "upstream" || !bytes.Contains(b, []byte("connection refused")) {
+			t.Errorf("%s: got %d %q %s: want 502, %s: upstream, and the dial error", fe.name, resp.StatusCode, resp.Header.Get(chaos.FaultHeader), b, chaos.FaultHeader)
+		}
 	}
 }
 
