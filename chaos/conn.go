@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -99,7 +100,11 @@ func (c *clientConn) serve() {
 		if !c.s.begin(c) {
 			return
 		}
-		_ = c.conn.SetReadDeadline(time.Now().Add(headerTimeout))
+		// Usually the whole head came with the first read; only a head
+		// still arriving needs its own deadline.
+		if !headComplete(c.br) {
+			_ = c.conn.SetReadDeadline(time.Now().Add(headerTimeout))
+		}
 		c.cr.limit = maxHeaderBytes
 		req, err := http.ReadRequest(c.br)
 		if err != nil {
@@ -117,8 +122,13 @@ func (c *clientConn) serve() {
 		if !keep || !c.s.end(c) {
 			return
 		}
-		_ = c.conn.SetWriteDeadline(time.Time{})
 	}
+}
+
+// headComplete reports whether br holds a whole request head.
+func headComplete(br *bufio.Reader) bool {
+	b, _ := br.Peek(br.Buffered())
+	return bytes.Contains(b, []byte("\r\n\r\n"))
 }
 
 // attempt handles one request; keep says the connection can carry

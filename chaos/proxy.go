@@ -273,10 +273,15 @@ func digest(b []byte) string {
 // unquoteKey turns an sf-string key ("abc") into its value; raw keys pass.
 func unquoteKey(v string) string {
 	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
-		return strings.NewReplacer(`\\`, `\`, `\"`, `"`).Replace(v[1 : len(v)-1])
+		v = v[1 : len(v)-1]
+		if strings.IndexByte(v, '\\') >= 0 {
+			v = sfUnescape.Replace(v)
+		}
 	}
 	return v
 }
+
+var sfUnescape = strings.NewReplacer(`\\`, `\`, `\"`, `"`)
 
 // hopHeaders are connection-scoped and never forwarded (RFC 9110 §7.6.1).
 var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization", "Proxy-Connection", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}

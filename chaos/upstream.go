@@ -222,8 +222,7 @@ func (b *poolBody) Close() error {
 	b.c = nil
 	_ = b.rc.Close()
 	if b.eof && b.reuse {
-		_ = c.SetDeadline(time.Time{})
-		b.p.put(c)
+		b.p.put(c) // its deadline is set again by the next exchange
 		return nil
 	}
 	return c.Close()

@@ -4,7 +4,9 @@
 # by side in one run. Toxiproxy is installed from the Go module proxy into a
 # temporary GOBIN for the measurement only. Usage: bench-chaos.sh [OUTDIR]
 # Env: CHAOS_BENCH_RATE (2000), CHAOS_BENCH_DURATION (5s), CHAOS_BENCH_ROUNDS (2),
-#      TOXIPROXY_VERSION (v2.5.0; set to "none" to skip toxiproxy).
+#      TOXIPROXY_VERSION (v2.5.0; set to "none" to skip toxiproxy),
+#      CHAOS_BENCH_BASELINE (an older idemcheck binary: its proxy is measured
+#      too, as "baseline-proxy", for before/after ratios in one run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-out/bench}
@@ -35,6 +37,12 @@ up=$(freeport); via=$(freeport)
 "$tmp/idemcheck" proxy --listen "127.0.0.1:$via" --upstream "http://127.0.0.1:$up" >"$tmp/proxy.log" 2>&1 & pids+=($!)
 waitport "$up"; waitport "$via"
 paths=("direct=$up" "idemcheck-proxy=$via")
+if [ -n "${CHAOS_BENCH_BASELINE:-}" ]; then
+  base=$(freeport)
+  "$CHAOS_BENCH_BASELINE" proxy --listen "127.0.0.1:$base" --upstream "http://127.0.0.1:$up" >"$tmp/baseline.log" 2>&1 & pids+=($!)
+  waitport "$base"
+  paths+=("baseline-proxy=$base")
+fi
 
 if [ "$toxi_version" != none ]; then
   echo "installing toxiproxy $toxi_version into a temporary GOBIN (not kept)"
