@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Exchange is one client attempt as a fault sees it: the buffered request
@@ -40,8 +41,14 @@ func (x *Exchange) Forward(body []byte) *Upstream {
 // concurrently and record them in order afterwards.
 func (x *Exchange) forward(body []byte) *Upstream {
 	p := x.p
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(x.r.Context()), p.opts.Timeout)
-	defer cancel()
+	ctx := context.WithoutCancel(x.r.Context())
+	if _, own := p.opts.Transport.(*connPool); own {
+		ctx = deadlineCtx{ctx, time.Now().Add(p.opts.Timeout)}
+	} else {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, p.opts.Timeout)
+		defer cancel()
+	}
 	u := &Upstream{}
 	resp, err := p.opts.Transport.RoundTrip(p.upstreamRequest(ctx, x.r, body))
 	if err == nil {
@@ -64,6 +71,15 @@ func (x *Exchange) forward(body []byte) *Upstream {
 	}
 	return u
 }
+
+// deadlineCtx carries a deadline without a timer: the proxy's own
+// connection pool enforces it as the connection's deadline.
+type deadlineCtx struct {
+	context.Context
+	at time.Time
+}
+
+func (c deadlineCtx) Deadline() (time.Time, bool) { return c.at, true }
 
 // bufPool holds response-body buffers: the proxy reads every response
 // whole before answering, so they are reused across attempts.
@@ -101,8 +117,17 @@ func (x *Exchange) Respond(u *Upstream) {
 		x.answer(http.StatusBadGateway, "upstream", "upstream: "+u.Error)
 		return
 	}
-	h := x.w.Header()
-	copyHeader(h, u.header)
+	var h http.Header
+	if rw, ok := x.w.(*rawResponse); ok && rw.h == nil {
+		// The proxy's own loop writes the upstream's header map as is.
+		for _, k := range hopHeaders {
+			delete(u.header, k)
+		}
+		rw.h, h = u.header, u.header
+	} else {
+		h = x.w.Header()
+		copyHeader(h, u.header)
+	}
 	if x.ev.Fault != "" {
 		h.Set(FaultHeader, x.ev.Fault)
 	}

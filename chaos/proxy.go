@@ -252,7 +252,8 @@ func (p *Proxy) handle(w http.ResponseWriter, r *http.Request) {
 }
 
 // readAll reads a request body of up to limit+1 bytes (one more than
-// allowed, so the caller can tell "too large"), sized by the declared length.
+// allowed, so the caller can tell "too large"), sized by the declared
+// length: a body of known length takes one allocation.
 // Request bodies are not pooled: a Transport may still read a forwarded
 // body after RoundTrip returned.
 func readAll(r io.Reader, declared, limit int64) ([]byte, error) {
@@ -260,9 +261,22 @@ func readAll(r io.Reader, declared, limit int64) ([]byte, error) {
 	if n < 0 || n > limit {
 		n = 512
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, n+1))
-	_, err := buf.ReadFrom(io.LimitReader(r, limit+1))
-	return buf.Bytes(), err
+	buf := make([]byte, 0, n+1)
+	for int64(len(buf)) <= limit {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		room := buf[len(buf):min(int64(cap(buf)), limit+1)]
+		m, err := r.Read(room)
+		buf = buf[:len(buf)+m]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+	return buf, nil
 }
 
 func digest(b []byte) string {
@@ -286,6 +300,19 @@ var sfUnescape = strings.NewReplacer(`\\`, `\`, `\"`, `"`)
 // hopHeaders are connection-scoped and never forwarded (RFC 9110 §7.6.1).
 var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization", "Proxy-Connection", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
 
+// forwardHeader is h without hop-by-hop headers: h itself when it has
+// none (forwarded requests only read it), else a copy.
+func forwardHeader(h http.Header) http.Header {
+	for _, k := range hopHeaders {
+		if _, ok := h[k]; ok {
+			out := make(http.Header, len(h))
+			copyHeader(out, h)
+			return out
+		}
+	}
+	return h
+}
+
 func copyHeader(dst, src http.Header) {
 	for k, vv := range src {
 		dst[k] = append(dst[k][:0:0], vv...)
@@ -306,9 +333,11 @@ func (p *Proxy) upstreamRequest(ctx context.Context, r *http.Request, body []byt
 	out := &http.Request{
 		Method: r.Method, URL: &u, Host: u.Host,
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header: make(http.Header, len(r.Header)), Body: onceBody{bytes.NewReader(body)}, ContentLength: int64(len(body)),
+		Header: forwardHeader(r.Header), ContentLength: int64(len(body)),
 	}
-	copyHeader(out.Header, r.Header)
+	if len(body) > 0 {
+		out.Body = onceBody{bytes.NewReader(body)}
+	}
 	return out.WithContext(ctx)
 }
 
