@@ -6,9 +6,11 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log"
 	"math"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"time"
@@ -161,13 +163,14 @@ func (c *clientConn) attempt(req *http.Request) (keep, hijacked bool) {
 	return c.bw.Flush() == nil && body.eof && !w.close, false
 }
 
-// run is the attempt; false when it aborted with http.ErrAbortHandler
-// (the connection is then closed, as net/http's server does).
+// run is the attempt; false when it panicked (http.ErrAbortHandler, or
+// a bug: logged with its stack), and the connection is then closed, as
+// net/http's server does.
 func (c *clientConn) run(w *rawResponse, req *http.Request) (ok bool) {
 	defer func() {
 		if v := recover(); v != nil {
 			if v != http.ErrAbortHandler {
-				panic(v)
+				log.Printf("chaos proxy: panic serving %s: %v\n%s", c.remote, v, debug.Stack())
 			}
 			ok = false
 		}
