@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptrace"
 	"sort"
 	"strconv"
 	"strings"
@@ -48,50 +49,111 @@ func init() {
 	)
 }
 
-// duringSlow sends the slow variant under k and, once it is in flight,
-// calls dup. It returns the slow response and dup's. In flight means: the
-// oracle shows its execution started, or a third of the variant's duration
-// passed (servers that count effects at the end).
-func (e *Env) duringSlow(ctx context.Context, k string, dup func() Resp) (slow, d Resp) {
+// overlapAttempts bounds how often duringSlow tries to create the overlap.
+const overlapAttempts = 3
+
+// duringSlow sends the slow variant under a fresh key and, once it is in
+// flight, calls dup with that key. It returns the key, the slow response
+// and dup's. When the original failed, or dup was sent after it completed,
+// or (quick: dup should be answered while the original runs) dup's answer
+// came after it completed, a stall may have hidden the overlap, so it
+// tries again with a fresh key, at most overlapAttempts times; the caller
+// judges the last attempt. A server that blocks duplicates never answers
+// before the original completes and costs the extra attempts.
+func (e *Env) duringSlow(ctx context.Context, quick bool, dup func(k string) Resp) (k string, slow, d Resp) {
 	body, v, _ := e.Variant(VariantSlow)
+	for attempt := 1; attempt <= overlapAttempts && ctx.Err() == nil; attempt++ {
+		k = e.NewKey()
+		label := fmt.Sprintf("slow original (%s)", v.Duration)
+		if attempt > 1 {
+			label += fmt.Sprintf(", attempt %d", attempt)
+		}
+		wait := e.startInFlight(ctx, k, Req{Label: label, Key: k, Body: body}, v.Duration)
+		d = dup(k)
+		slow = wait()
+		if slow.OK() && d.Err == nil && overlapped(slow, d) && (!quick || d.End.Before(slow.End)) {
+			break
+		}
+	}
+	return k, slow, d
+}
+
+// startInFlight sends r (a slow request under key k that stays in flight
+// for about slow) in the background and returns once it is in flight at
+// the server, as far as can be shown (trap C13): with an oracle, once it
+// counts an execution under k (the handler started, so the claim is held);
+// without one, a third of slow after the request was fully written, the
+// head start the server gets for its claim. An oracle that has counted
+// nothing half of slow after the write (a server that counts effects at
+// the end) falls back to that bound. It also returns early when r
+// completes or ctx ends; callers then see no overlap and say inconclusive.
+// wait blocks until r completes and returns its response.
+func (e *Env) startInFlight(ctx context.Context, k string, r Req, slow time.Duration) (wait func() Resp) {
+	var resp Resp
 	done := make(chan struct{})
+	wrote := make(chan struct{})
+	var once sync.Once
+	trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { once.Do(func() { close(wrote) }) }}
 	go func() {
 		defer close(done)
-		slow = e.Send(ctx, Req{Label: fmt.Sprintf("slow original (%s)", v.Duration), Key: k, Body: body})
+		resp = e.Send(httptrace.WithClientTrace(ctx, trace), r)
 	}()
-	deadline := time.NewTimer(v.Duration / 3)
-	defer deadline.Stop()
+	wait = func() Resp {
+		<-done
+		return resp
+	}
+	select {
+	case <-wrote:
+	case <-done:
+		return wait
+	case <-ctx.Done():
+		return wait
+	}
+	bound := slow / 3
+	if e.HasOracle() {
+		bound = slow / 2
+	}
+	limit := time.NewTimer(bound)
+	defer limit.Stop()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-wait:
 	for {
 		select {
 		case <-done:
-			break wait
-		case <-deadline.C:
-			break wait
+			return wait
 		case <-ctx.Done():
-			break wait
+			return wait
+		case <-limit.C:
+			return wait
 		case <-tick.C:
-			if e.HasOracle() {
-				if n, err := e.sampleOracle(ctx, k, false); err == nil && n-e.oracleBase >= 1 {
-					break wait
-				}
+			if !e.HasOracle() {
+				continue
+			}
+			if n, err := e.sampleOracle(ctx, k, false); err == nil && n-e.oracleBase >= 1 {
+				return wait
 			}
 		}
 	}
-	d = dup()
-	<-done
-	return slow, d
 }
 
 // overlapped reports whether d was sent before the slow original completed.
 func overlapped(slow, d Resp) bool { return slow.Err == nil && d.Start.Before(slow.End) }
 
+// replayOf reports whether second is first's replay rather than a new
+// execution, given n executions under the key counted by how. Without an
+// id pointer equal bodies prove nothing (and a replay may differ in
+// volatile members), so the oracle's count decides when there is one;
+// with an id pointer the created ids decide, as in Reproduced.
+func (e *Env) replayOf(first, second Resp, n int, how string) bool {
+	if e.Op.IDPointer == "" && how == "oracle" {
+		return first.OK() && second.OK() && n == 1
+	}
+	return e.Reproduced(first, second)
+}
+
 func concurrentInFlightConflict(ctx context.Context, e *Env) Verdict {
-	k := e.NewKey()
 	body, _, _ := e.Variant(VariantSlow)
-	slow, dup := e.duringSlow(ctx, k, func() Resp {
+	k, slow, dup := e.duringSlow(ctx, true, func(k string) Resp {
 		return e.Send(ctx, Req{Label: "duplicate while in flight", Key: k, Body: body})
 	})
 	if !slow.OK() {
@@ -113,7 +175,7 @@ func concurrentInFlightConflict(ctx context.Context, e *Env) Verdict {
 		return e.Fail("exactly 1 execution", observed)
 	}
 	switch {
-	case dup.OK() && !e.Reproduced(slow, dup):
+	case dup.OK() && !e.replayOf(slow, dup, n, how):
 		return e.Fail(expected, "second execution: "+observed)
 	case dup.OK():
 		if e.Profile.BlockOK && dup.End.Sub(dup.Start) <= e.Profile.MaxBlock {
@@ -176,7 +238,7 @@ func concurrentSameKeyBurst(ctx context.Context, e *Env) Verdict {
 	var shed *Resp
 	for i, r := range rs {
 		switch {
-		case r.OK() && e.Reproduced(*okResp, r), r.Err == nil && e.Profile.InFlightOK(r.Status):
+		case r.OK() && e.replayOf(*okResp, r, n, how), r.Err == nil && e.Profile.InFlightOK(r.Status):
 		case r.Status == http.StatusTooManyRequests || r.Status == http.StatusServiceUnavailable:
 			shed = &rs[i] // load shedding before the idempotency layer (trap C11)
 		default:
@@ -202,10 +264,11 @@ func formatCounts(m map[string]int) string {
 	return strings.Join(parts, " ")
 }
 
-// conflict obtains an in-flight conflict under k; v is set when none came.
-func (e *Env) conflict(ctx context.Context, k string) (slow, dup Resp, v *Verdict) {
+// conflict obtains an in-flight conflict under a fresh key k; v is set
+// when none came.
+func (e *Env) conflict(ctx context.Context) (k string, slow, dup Resp, v *Verdict) {
 	body, _, _ := e.Variant(VariantSlow)
-	slow, dup = e.duringSlow(ctx, k, func() Resp {
+	k, slow, dup = e.duringSlow(ctx, true, func(k string) Resp {
 		return e.Send(ctx, Req{Label: "duplicate while in flight", Key: k, Body: body})
 	})
 	var x Verdict
@@ -221,22 +284,29 @@ func (e *Env) conflict(ctx context.Context, k string) (slow, dup Resp, v *Verdic
 	case !dup.End.Before(slow.End):
 		x = e.Inconclusive("the conflict arrived only after the original completed")
 	default:
-		return slow, dup, nil
+		return k, slow, dup, nil
 	}
 	v = &x
-	return slow, dup, v
+	return k, slow, dup, v
 }
 
 func concurrentConflictNotPoisoned(ctx context.Context, e *Env) Verdict {
-	k := e.NewKey()
 	body, _, _ := e.Variant(VariantSlow)
-	slow, dup, v := e.conflict(ctx, k)
+	k, slow, dup, v := e.conflict(ctx)
 	if v != nil {
 		return *v
 	}
 	retry := e.Send(ctx, Req{Label: "retry after completion", Key: k, Body: body})
 	observed := fmt.Sprintf("in flight: %d; after completion: %s", dup.Status, retry.String())
-	if !e.Reproduced(slow, retry) { // status fidelity: replay/same-status
+	n, how, _, err := e.Effects(ctx, k, slow, retry)
+	if err != nil {
+		return e.Inconclusive(err.Error())
+	}
+	if !e.replayOf(slow, retry, n, how) { // status fidelity: replay/same-status
+		if ttl := e.Target.TTL; ttl > 0 && retry.Start.Sub(slow.Start) > ttl-e.Profile.Margin {
+			// The key may legally have expired (TTL counted from the claim).
+			return e.Inconclusive("the retry was sent later than TTL − margin after the original: " + observed)
+		}
 		return e.Unmet("the original's replay (same resource)", observed)
 	}
 	return e.Pass(observed)
@@ -246,7 +316,7 @@ func concurrentRetryAfter(ctx context.Context, e *Env) Verdict {
 	if e.Profile.RetryAfterOn409 == No {
 		return e.Skip("profile retry_after_on_409 is false")
 	}
-	_, dup, v := e.conflict(ctx, e.NewKey())
+	_, _, dup, v := e.conflict(ctx)
 	if v != nil {
 		return *v
 	}
@@ -269,14 +339,13 @@ func concurrentRetryAfter(ctx context.Context, e *Env) Verdict {
 }
 
 func concurrentChangedBodyInFlight(ctx context.Context, e *Env) Verdict {
-	k := e.NewKey()
 	slowBody, _, _ := e.Variant(VariantSlow)
 	pr := e.firstProbe()
 	changed, err := mergePatch(slowBody, pr.patch)
 	if err != nil {
 		return e.Skip(err.Error())
 	}
-	slow, dup := e.duringSlow(ctx, k, func() Resp {
+	k, slow, dup := e.duringSlow(ctx, true, func(k string) Resp {
 		return e.Send(ctx, Req{Label: "changed body (" + pr.name + ") while in flight", Key: k, Body: changed})
 	})
 	if !slow.OK() {
@@ -294,7 +363,7 @@ func concurrentChangedBodyInFlight(ctx context.Context, e *Env) Verdict {
 	switch {
 	case n != 1:
 		return e.Fail("exactly 1 execution", observed)
-	case dup.OK() && e.Reproduced(slow, dup):
+	case dup.OK() && e.replayOf(slow, dup, n, how):
 		return e.Fail(fmt.Sprintf("%v", accepted), "the original's response for a different payload: "+observed)
 	case dup.OK():
 		return e.Fail(fmt.Sprintf("%v", accepted), "executed the different payload: "+observed)

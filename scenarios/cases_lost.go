@@ -170,34 +170,6 @@ func (pr *proxied) judgeLost(ctx context.Context, k, committed string, rs []Resp
 	return e.Pass(fmt.Sprintf("response lost after commit; %d retries; got %s; 1 execution (%s)", len(rs), last.String(), how))
 }
 
-// awaitStarted returns once the attempt under k is executing upstream, as
-// far as can be told, or done is closed, or half of slow has passed.
-func (pr *proxied) awaitStarted(ctx context.Context, k string, slow time.Duration, done <-chan struct{}) {
-	limit := time.NewTimer(slow / 2)
-	defer limit.Stop()
-	settle := time.Now().Add(slow / 6)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-done:
-			return
-		case <-limit.C:
-			return
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-			if pr.HasOracle() {
-				if n, err := pr.sampleOracle(ctx, k, false); err == nil && n-pr.oracleBase >= 1 {
-					return
-				}
-			} else if pr.proxy.Counters().Requests >= 1 && time.Now().After(settle) {
-				return
-			}
-		}
-	}
-}
-
 // committedID is the first 2xx the target gave (as the proxy saw it).
 func committedID(up []chaos.Upstream) (string, bool) {
 	for _, u := range up {
@@ -266,19 +238,11 @@ func lostRetryStorm(ctx context.Context, e *Env) Verdict {
 	defer pr.close()
 	k := e.NewKey()
 	body, v, _ := e.Variant(VariantSlow)
-	var first Resp
 	storm := make([]Resp, stormRetries)
 	var wg sync.WaitGroup
-	done := make(chan struct{})
-	wg.Go(func() {
-		defer close(done)
-		first = pr.Send(ctx, Req{Label: fmt.Sprintf("slow original (%s; the proxy drops the response)", v.Duration), Key: k, Body: body})
-	})
 	// The original must be attempt 1 at the proxy and running upstream
-	// before the storm starts: wait for the oracle to count it (or, with
-	// no oracle, for the proxy to have taken it plus a sixth of the slow
-	// duration), at most half the slow duration.
-	pr.awaitStarted(ctx, k, v.Duration, done)
+	// before the storm starts.
+	wait := pr.startInFlight(ctx, k, Req{Label: fmt.Sprintf("slow original (%s; the proxy drops the response)", v.Duration), Key: k, Body: body}, v.Duration)
 	for i := range storm {
 		at := time.Duration(i) * 20 * time.Millisecond
 		wg.Go(func() {
@@ -290,6 +254,7 @@ func lostRetryStorm(ctx context.Context, e *Env) Verdict {
 		})
 	}
 	wg.Wait()
+	first := wait()
 	if first.Err == nil {
 		return e.Inconclusive("the proxy did not drop the response: " + first.String())
 	}

@@ -53,7 +53,7 @@ func (e *Env) idempotencyErrors(ctx context.Context) (errs []idemError, missed [
 		missed = append(missed, "mismatch (the normal call failed)")
 	}
 	if _, ok := e.Op.Variants[VariantSlow]; ok {
-		if _, dup, v := e.conflict(ctx, e.NewKey()); v == nil {
+		if _, _, dup, v := e.conflict(ctx); v == nil {
 			add("in flight", dup)
 		} else {
 			missed = append(missed, "in flight ("+v.Reason+")")

@@ -127,9 +127,8 @@ func (e *Env) judgeOtherUser(ctx context.Context, k string, a, b Resp, body []by
 }
 
 func scopeOtherUserInFlight(ctx context.Context, e *Env) Verdict {
-	k := e.NewKey()
 	body, _, _ := e.Variant(VariantSlow)
-	a, b := e.duringSlow(ctx, k, func() Resp {
+	k, a, b := e.duringSlow(ctx, false, func(k string) Resp {
 		return e.Send(ctx, Req{Label: "second principal, same key, while the first is in flight", Key: k, Principal: 1, Body: body})
 	})
 	if !a.OK() {

@@ -17,9 +17,12 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // Reference deployment knobs shared by the engine's tests: a short TTL so
-// the expiry cases finish quickly, a lease longer than the slow variant.
+// the expiry cases finish quickly, yet 1.5 s longer than the slow variant
+// (the TTL counts from the claim, and the concurrent and lost cases expect
+// a replay right after a slow original completes, also on a loaded
+// machine); a lease longer than the slow variant.
 const (
-	demoTTL   = 2 * time.Second
+	demoTTL   = 3 * time.Second
 	demoLease = 5 * time.Second
 )
 

@@ -169,29 +169,6 @@ func TestDefectMatrix(t *testing.T) {
 	}
 }
 
-// TestFlakeGuard runs the catalog against the reference 20 times; no
-// verdict may change between runs.
-func TestFlakeGuard(t *testing.T) {
-	tg := startDemo(t)
-	p := referenceProfile(t)
-	first := map[string]scenarios.Status{}
-	for i := range 20 {
-		rep := runCatalog(t, tg, p, true)
-		for _, r := range rep.Results {
-			if i == 0 {
-				first[r.Name()] = r.Status
-				continue
-			}
-			if first[r.Name()] != r.Status {
-				t.Errorf("run %d: %s changed from %s to %s (%s %s)", i+1, r.Name(), first[r.Name()], r.Status, r.Observed, r.Reason)
-			}
-		}
-		if len(rep.Results) != len(first) {
-			t.Fatalf("run %d: %d results, first run had %d", i+1, len(rep.Results), len(first))
-		}
-	}
-}
-
 // TestOtherLegalChoices: servers that make other choices the profiles
 // allow must not fail. Each row is a reference configuration plus the
 // profile that documents its choice.
