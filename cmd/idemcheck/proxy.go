@@ -15,7 +15,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemcheck/idemcheck/chaos"
-	"github.com/idemcheck/idemcheck/scenarios"
 )
 
 type proxyFlags struct {
@@ -74,8 +73,9 @@ func runProxy(ctx context.Context, stderr io.Writer, f proxyFlags) error {
 			return withCode(exitUsage, err)
 		}
 	}
+	// No Transport: the proxy's own keep-alive pool never re-sends a request.
 	p, err := chaos.New(chaos.Options{Upstream: f.upstream, KeyHeader: f.keyHeader, IDPointer: f.idPointer,
-		Transport: scenarios.NewTransport(1024), History: hist, Seed: f.seed})
+		History: hist, Seed: f.seed})
 	if err != nil {
 		hist.Close()
 		return usageErrorf("--upstream: %v", err)
@@ -87,32 +87,35 @@ func runProxy(ctx context.Context, stderr io.Writer, f proxyFlags) error {
 			return usageErrorf("--fault: %v", err)
 		}
 	}
-	servers := []*http.Server{{Addr: f.listen, Handler: p, ReadHeaderTimeout: 10 * time.Second}}
-	if f.control != "" {
-		servers = append(servers, &http.Server{Addr: f.control, Handler: chaos.Control(p), ReadHeaderTimeout: 10 * time.Second})
+	front, err := chaos.ListenOn(p, f.listen)
+	if err != nil {
+		hist.Close()
+		return usageErrorf("listen %s: %v", f.listen, err)
 	}
-	errs := make(chan error, len(servers))
-	for _, s := range servers {
-		ln, err := net.Listen("tcp", s.Addr)
+	fmt.Fprintf(stderr, "idemcheck proxy: %s -> %s\n", front.Addr(), f.upstream)
+	errs := make(chan error, 1)
+	var control *http.Server
+	if f.control != "" {
+		control = &http.Server{Addr: f.control, Handler: chaos.Control(p), ReadHeaderTimeout: 10 * time.Second}
+		ln, err := net.Listen("tcp", f.control)
 		if err != nil {
-			for _, started := range servers {
-				_ = started.Close()
-			}
+			_ = front.Close()
 			hist.Close()
-			return usageErrorf("listen %s: %v", s.Addr, err)
+			return usageErrorf("listen %s: %v", f.control, err)
 		}
-		fmt.Fprintf(stderr, "idemcheck proxy: %s -> %s\n", ln.Addr(), f.upstream)
-		go func() { errs <- s.Serve(ln) }()
+		fmt.Fprintf(stderr, "idemcheck proxy: control API on %s\n", ln.Addr())
+		go func() { errs <- control.Serve(ln) }()
 	}
 	var runErr error
 	select {
 	case <-ctx.Done():
 	case runErr = <-errs:
 	}
-	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	for _, s := range servers {
-		_ = s.Shutdown(shutdown)
+	_ = front.Close() // lets attempts in progress finish, so their history lines are written
+	if control != nil {
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = control.Shutdown(shutdown)
 	}
 	if err := hist.Close(); err != nil && runErr == nil {
 		runErr = err
