@@ -108,6 +108,21 @@ func (pr *proxied) upstream(k string) []chaos.Upstream {
 	return out
 }
 
+// upstreamSettled is upstream(k) once the proxy has recorded an attempt
+// under k: the proxy writes an attempt's event after it dropped the
+// client's connection, so the client can see the drop first. It waits at
+// most 2 s.
+func (pr *proxied) upstreamSettled(ctx context.Context, k string) []chaos.Upstream {
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		up := pr.upstream(k)
+		if len(up) > 0 || time.Now().After(deadline) || ctx.Err() != nil {
+			return up
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // ids is the distinct created ids under k seen by the proxy and in rs.
 func (pr *proxied) ids(k string, rs ...Resp) []string {
 	ids := pr.DistinctIDs(rs...)
@@ -191,9 +206,10 @@ func lostDroppedResponse(ctx context.Context, e *Env) Verdict {
 	if first.Err == nil {
 		return e.Inconclusive("the proxy did not drop the response: " + first.String())
 	}
-	committed, ok := committedID(pr.upstream(k))
+	up := pr.upstreamSettled(ctx, k)
+	committed, ok := committedID(up)
 	if !ok {
-		return e.Inconclusive(fmt.Sprintf("the original did not succeed upstream: %+v", pr.upstream(k)))
+		return e.Inconclusive(fmt.Sprintf("the original did not succeed upstream: %+v", up))
 	}
 	return pr.judgeLost(ctx, k, committed, pr.untilDone(ctx, "retry", k, nil))
 }
@@ -265,7 +281,7 @@ func lostRetryStorm(ctx context.Context, e *Env) Verdict {
 	if !overlap {
 		return e.Inconclusive("could not overlap: every storm retry was sent after the original completed")
 	}
-	committed, ok := committedID(pr.upstream(k))
+	committed, ok := committedID(pr.upstreamSettled(ctx, k))
 	if !ok {
 		// Nothing committed yet is fine only if a storm retry executed it.
 		committed = ""

@@ -30,7 +30,13 @@ const (
 // its Target.
 func startDemo(t testing.TB, defects ...string) *scenarios.Target {
 	t.Helper()
-	app, err := demo.New(demo.Options{TTL: demoTTL, Lease: demoLease, Defects: defects})
+	return startDemoTTL(t, demoTTL, defects...)
+}
+
+// startDemoTTL is startDemo with its own TTL.
+func startDemoTTL(t testing.TB, ttl time.Duration, defects ...string) *scenarios.Target {
+	t.Helper()
+	app, err := demo.New(demo.Options{TTL: ttl, Lease: demoLease, Defects: defects})
 	if err != nil {
 		t.Fatalf("demo.New(%v): %v", defects, err)
 	}
@@ -39,7 +45,7 @@ func startDemo(t testing.TB, defects ...string) *scenarios.Target {
 		srv.Close()
 		app.Close()
 	})
-	tg, err := scenarios.FromURL(srv.URL, demoTTL, demoLease)
+	tg, err := scenarios.FromURL(srv.URL, ttl, demoLease)
 	if err != nil {
 		t.Fatal(err)
 	}
