@@ -9,9 +9,10 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/idemcheck/idemcheck/internal/jsonx"
 )
 
 // Exchange is one client attempt as a fault sees it: the buffered request
@@ -186,12 +187,9 @@ func JSONPointer(body []byte, pointer string) string {
 	if d.Decode(&doc) != nil {
 		return ""
 	}
-	for _, tok := range strings.Split(strings.TrimPrefix(pointer, "/"), "/") {
-		m, ok := doc.(map[string]any)
-		if !ok {
-			return ""
-		}
-		doc = m[strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")]
+	doc, ok := jsonx.Pointer(doc, pointer)
+	if !ok {
+		return ""
 	}
 	switch v := doc.(type) {
 	case string:

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/idemcheck/idemcheck/internal/jsonx"
 )
 
 // FaultHeader labels every response the proxy answers under a fault.
@@ -80,6 +82,9 @@ func New(o Options) (*Proxy, error) {
 	}
 	if o.IDPointer == "" {
 		o.IDPointer = "/id"
+	}
+	if _, err := jsonx.ParsePointer(o.IDPointer); err != nil {
+		return nil, fmt.Errorf("id pointer %q: %v", o.IDPointer, err)
 	}
 	if o.MaxBody <= 0 {
 		o.MaxBody = 8 << 20

@@ -372,3 +372,34 @@ func TestConcurrentHistory(t *testing.T) {
 		t.Errorf("history lines: %d, want 200", n)
 	}
 }
+
+// TestNewRejectsBadIDPointer: an id pointer that is not RFC 6901 would
+// record every id as empty, so New refuses it and names the value.
+func TestNewRejectsBadIDPointer(t *testing.T) {
+	for _, ptr := range []string{"id", "/a~2"} {
+		if _, err := chaos.New(chaos.Options{Upstream: "http://127.0.0.1:1", IDPointer: ptr}); err == nil || !strings.Contains(err.Error(), ptr) {
+			t.Errorf("New(IDPointer %q) error = %v, want one naming it", ptr, err)
+		}
+	}
+}
+
+// TestJSONPointer: ids are read as text from objects and arrays; anything
+// missing or not JSON is "".
+func TestJSONPointer(t *testing.T) {
+	body := []byte(`{"id":"ch_1","n":12345678901234567890,"items":[{"id":7}],"a/b":true}`)
+	for _, c := range []struct{ ptr, want string }{
+		{"/id", "ch_1"},
+		{"/n", "12345678901234567890"},
+		{"/items/0/id", "7"},
+		{"/a~1b", "true"},
+		{"/missing", ""},
+		{"/items/1/id", ""},
+	} {
+		if got := chaos.JSONPointer(body, c.ptr); got != c.want {
+			t.Errorf("JSONPointer(%q) = %q, want %q", c.ptr, got, c.want)
+		}
+	}
+	if got := chaos.JSONPointer([]byte("not json"), "/id"); got != "" {
+		t.Errorf("JSONPointer(not JSON) = %q, want empty", got)
+	}
+}

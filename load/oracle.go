@@ -8,9 +8,9 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
-	"strconv"
 	"strings"
 
+	"github.com/idemcheck/idemcheck/internal/jsonx"
 	"github.com/idemcheck/idemcheck/scenarios"
 )
 
@@ -111,7 +111,7 @@ func (o *oracle) count(ctx context.Context, u string) (int64, error) {
 	if err := json.Unmarshal(body, &doc); err != nil {
 		return 0, fmt.Errorf("oracle %s: %w", u, err)
 	}
-	v, ok := pointer(doc, o.spec.Pointer)
+	v, ok := jsonx.Pointer(doc, o.spec.Pointer)
 	if !ok {
 		return 0, fmt.Errorf("oracle %s: no value at %q", u, o.spec.Pointer)
 	}
@@ -120,36 +120,6 @@ func (o *oracle) count(ctx context.Context, u string) (int64, error) {
 		return 0, fmt.Errorf("oracle %s: %q is %T, want a number", u, o.spec.Pointer, v)
 	}
 	return int64(n), nil
-}
-
-// pointer resolves an RFC 6901 JSON pointer in a decoded document.
-func pointer(doc any, p string) (any, bool) {
-	if p == "" {
-		return doc, true
-	}
-	if !strings.HasPrefix(p, "/") {
-		return nil, false
-	}
-	for _, tok := range strings.Split(p[1:], "/") {
-		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-		switch d := doc.(type) {
-		case map[string]any:
-			v, ok := d[tok]
-			if !ok {
-				return nil, false
-			}
-			doc = v
-		case []any:
-			i, err := strconv.Atoi(tok)
-			if err != nil || i < 0 || i >= len(d) {
-				return nil, false
-			}
-			doc = d[i]
-		default:
-			return nil, false
-		}
-	}
-	return doc, true
 }
 
 // Per-key probes after a run, bounded so a large run ends quickly.

@@ -19,6 +19,7 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 	"github.com/tsenart/vegeta/v12/lib/plot"
 
+	"github.com/idemcheck/idemcheck/internal/jsonx"
 	"github.com/idemcheck/idemcheck/scenarios"
 )
 
@@ -213,12 +214,12 @@ func buildRequest(t *scenarios.Target, c *config) (*request, error) {
 		if !ok {
 			return nil, fmt.Errorf("variant %q: not declared by operation %q", variant, op.Name)
 		}
-		if body, err = mergePatch(body, v.Patch); err != nil {
+		if body, err = jsonx.MergePatch(body, v.Patch); err != nil {
 			return nil, fmt.Errorf("variant %q: %w", variant, err)
 		}
 	}
 	if c.patch != nil {
-		if body, err = mergePatch(body, c.patch); err != nil {
+		if body, err = jsonx.MergePatch(body, c.patch); err != nil {
 			return nil, fmt.Errorf("body patch: %w", err)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+
+	"github.com/idemcheck/idemcheck/internal/jsonx"
 )
 
 // replayedHeaders are the representation headers a replay is expected to
@@ -120,7 +122,7 @@ func reorderedJSON(b json.RawMessage) (json.RawMessage, error) {
 
 // patchAt builds a merge patch setting the member at pointer p to v.
 func patchAt(p string, v any) (json.RawMessage, error) {
-	toks, err := parsePointer(p)
+	toks, err := jsonx.ParsePointer(p)
 	if err != nil || len(toks) == 0 {
 		return nil, fmt.Errorf("pointer %q: cannot build a patch", p)
 	}

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/idemcheck/idemcheck/internal/jsonx"
 )
 
 // configFile mirrors Target for YAML: bodies and patches are YAML maps
@@ -321,7 +323,7 @@ func (t *Target) Validate() error {
 			(!strings.HasPrefix(t.Oracle.URL, "/") && ((u.Scheme != "http" && u.Scheme != "https") || u.Host == "")) {
 			return fmt.Errorf("oracle.url %q: want a path starting with / or an absolute http(s) URL", t.Oracle.URL)
 		}
-		if _, err := parsePointer(t.Oracle.Pointer); err != nil || t.Oracle.Pointer == "" {
+		if _, err := jsonx.ParsePointer(t.Oracle.Pointer); err != nil || t.Oracle.Pointer == "" {
 			return fmt.Errorf("oracle.pointer %q: want an RFC 6901 pointer to an integer (e.g. /executions)", t.Oracle.Pointer)
 		}
 		if t.Oracle.Principal < 0 || t.Oracle.Principal >= len(t.Principals) {
@@ -347,7 +349,7 @@ func (t *Target) Validate() error {
 		if len(op.Body) > 0 && !isJSONObject(op.Body) {
 			return fmt.Errorf("%s.body: want a JSON object (mutations and variants are merge patches on it)", at)
 		}
-		if _, err := parsePointer(op.IDPointer); err != nil {
+		if _, err := jsonx.ParsePointer(op.IDPointer); err != nil {
 			return fmt.Errorf("%s.id_pointer %q: %v", at, op.IDPointer, err)
 		}
 		names := map[string]bool{}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/idemcheck/idemcheck/internal/jsonx"
 )
 
 // Tri is a profile expectation that may be unknown. A case whose expectation
@@ -246,7 +248,7 @@ func (p *Profile) Validate() error {
 		return fmt.Errorf("profile max_block: must be positive when block_ok is true")
 	}
 	for _, ptr := range p.VolatileFields {
-		if _, err := parsePointer(ptr); err != nil {
+		if _, err := jsonx.ParsePointer(ptr); err != nil {
 			return fmt.Errorf("profile volatile_fields %q: %v", ptr, err)
 		}
 	}

@@ -37,19 +37,3 @@ func TestCurl(t *testing.T) {
 		t.Errorf("Curl() =\n%s\nwant\n%s", got, want)
 	}
 }
-
-func TestMergePatchAndPointers(t *testing.T) {
-	got, err := mergePatch([]byte(`{"a":1,"b":{"c":2,"d":3}}`), []byte(`{"a":null,"b":{"c":5},"e":[1]}`))
-	if err != nil || !jsonEqual(got, []byte(`{"b":{"c":5,"d":3},"e":[1]}`)) {
-		t.Errorf("mergePatch = %s, %v", got, err)
-	}
-	doc, _ := decodeJSON([]byte(`{"a/b":{"m~n":[10,20]}}`))
-	if v, ok := lookupPointer(doc, "/a~1b/m~0n/1"); !ok || v.(interface{ String() string }).String() != "20" {
-		t.Errorf("lookupPointer escaped tokens = %v, %v", v, ok)
-	}
-	for _, bad := range []string{"a", "/a~", "/~2"} {
-		if _, err := parsePointer(bad); err == nil {
-			t.Errorf("parsePointer(%q) accepted", bad)
-		}
-	}
-}

@@ -1,0 +1,103 @@
+// Package jsonx holds the two JSON operations every face of idemcheck
+// needs on bodies and configs: RFC 6901 pointers and RFC 7386 merge
+// patches. It is internal: users name pointers and patches in YAML, they
+// never call this code.
+package jsonx
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// ParsePointer splits an RFC 6901 JSON pointer into unescaped reference
+// tokens; "" (the whole document) has none. It rejects a pointer that does
+// not start with '/' and a '~' not followed by 0 or 1.
+func ParsePointer(p string) ([]string, error) {
+	if p == "" {
+		return nil, nil
+	}
+	if p[0] != '/' {
+		return nil, errors.New("a JSON pointer must be empty or start with '/' (RFC 6901)")
+	}
+	toks := strings.Split(p[1:], "/")
+	for i, s := range toks {
+		for j := 0; j < len(s); j++ {
+			if s[j] == '~' && (j+1 == len(s) || (s[j+1] != '0' && s[j+1] != '1')) {
+				return nil, fmt.Errorf("'~' must be followed by 0 or 1 in %q (RFC 6901)", s)
+			}
+		}
+		// ~1 first: "~01" is the token "~1", not "/".
+		toks[i] = strings.ReplaceAll(strings.ReplaceAll(s, "~1", "/"), "~0", "~")
+	}
+	return toks, nil
+}
+
+// Pointer returns the value at pointer p in a decoded JSON document (maps
+// and slices as encoding/json builds them). ok is false when p is invalid
+// or names nothing.
+func Pointer(doc any, p string) (v any, ok bool) {
+	toks, err := ParsePointer(p)
+	if err != nil {
+		return nil, false
+	}
+	cur := doc
+	for _, t := range toks {
+		switch d := cur.(type) {
+		case map[string]any:
+			next, ok := d[t]
+			if !ok {
+				return nil, false
+			}
+			cur = next
+		case []any:
+			// RFC 6901 array indices are decimal without sign; Atoi's
+			// leniency ("+1") does not matter for lookups we only read.
+			i, err := strconv.Atoi(t)
+			if err != nil || i < 0 || i >= len(d) {
+				return nil, false
+			}
+			cur = d[i]
+		default:
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+// MergePatch applies an RFC 7386 JSON merge patch to doc. An empty doc is
+// an absent target (the patch's members are all that remains).
+func MergePatch(doc, patch []byte) ([]byte, error) {
+	var d, p any
+	if len(doc) > 0 {
+		if err := json.Unmarshal(doc, &d); err != nil {
+			return nil, fmt.Errorf("body is not JSON: %w", err)
+		}
+	}
+	if err := json.Unmarshal(patch, &p); err != nil {
+		return nil, fmt.Errorf("patch is not JSON: %w", err)
+	}
+	return json.Marshal(applyMerge(d, p))
+}
+
+// applyMerge is RFC 7386 §2's MergePatch(Target, Patch) on decoded values.
+func applyMerge(target, patch any) any {
+	pm, ok := patch.(map[string]any)
+	if !ok {
+		return patch
+	}
+	tm, ok := target.(map[string]any)
+	if !ok {
+		tm = map[string]any{}
+	}
+	for k, v := range pm {
+		if v == nil {
+			delete(tm, k)
+			continue
+		}
+		tm[k] = applyMerge(tm[k], v)
+	}
+	return tm
+}
