@@ -2,15 +2,10 @@ package load
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
 	"sort"
-	"strings"
 
-	"github.com/idemcheck/idemcheck/internal/jsonx"
 	"github.com/idemcheck/idemcheck/scenarios"
 )
 
@@ -33,93 +28,21 @@ type OracleReport struct {
 
 // oracle asks the target's effects endpoint how often the handler ran.
 type oracle struct {
-	client  *http.Client
-	base    string
-	spec    scenarios.Oracle
-	headers map[string]string
+	client *http.Client
+	target *scenarios.Target
 }
 
 func newOracle(t *scenarios.Target, client *http.Client) *oracle {
 	if t.Oracle == nil || t.Oracle.URL == "" {
 		return nil
 	}
-	o := &oracle{client: client, base: t.BaseURL, spec: *t.Oracle}
-	if p := t.Oracle.Principal; p >= 0 && p < len(t.Principals) {
-		o.headers = t.Principals[p].Headers
-	}
-	return o
+	return &oracle{client: client, target: t}
 }
 
-func (o *oracle) abs(u string) string {
-	if strings.HasPrefix(u, "http://") || strings.HasPrefix(u, "https://") {
-		return u
-	}
-	return o.base + u
-}
-
-// totalsURL is the per-key URL with the {key} query parameter removed
-// (the reference contract: /v1/effects?key={key} -> /v1/effects). It is
-// empty when the key sits in the path.
-func (o *oracle) totalsURL() string {
-	u, err := url.Parse(o.abs(o.spec.URL))
-	if err != nil || strings.Contains(u.Path, "{key}") || strings.Contains(u.EscapedPath(), "%7Bkey%7D") {
-		return ""
-	}
-	q := u.Query()
-	found := false
-	for name, vs := range q {
-		for _, v := range vs {
-			if v == "{key}" {
-				q.Del(name)
-				found = true
-			}
-		}
-	}
-	if !found {
-		return ""
-	}
-	u.RawQuery = q.Encode()
-	return u.String()
-}
-
-func (o *oracle) keyURL(key string) string {
-	return o.abs(strings.ReplaceAll(o.spec.URL, "{key}", url.QueryEscape(key)))
-}
-
-// count GETs u and reads the integer at the oracle's pointer.
+// count reads the execution count at probe URL u.
 func (o *oracle) count(ctx context.Context, u string) (int64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return 0, err
-	}
-	for k, v := range o.headers {
-		req.Header.Set(k, v)
-	}
-	resp, err := o.client.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return 0, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("oracle %s: status %d", u, resp.StatusCode)
-	}
-	var doc any
-	if err := json.Unmarshal(body, &doc); err != nil {
-		return 0, fmt.Errorf("oracle %s: %w", u, err)
-	}
-	v, ok := jsonx.Pointer(doc, o.spec.Pointer)
-	if !ok {
-		return 0, fmt.Errorf("oracle %s: no value at %q", u, o.spec.Pointer)
-	}
-	n, ok := v.(float64)
-	if !ok {
-		return 0, fmt.Errorf("oracle %s: %q is %T, want a number", u, o.spec.Pointer, v)
-	}
-	return int64(n), nil
+	n, err := o.target.Oracle.Count(ctx, o.client, o.target, u)
+	return int64(n), err
 }
 
 // Per-key probes after a run, bounded so a large run ends quickly.
@@ -162,7 +85,7 @@ func (o *oracle) verify(ctx context.Context, rep *OracleReport, c *checker, pool
 			if i >= maxProbesPerKind || ctx.Err() != nil {
 				return
 			}
-			n, err := o.count(ctx, o.keyURL(k))
+			n, err := o.count(ctx, o.target.Oracle.KeyURL(o.target, k))
 			if err != nil {
 				if rep.Error == "" {
 					rep.Error = err.Error()

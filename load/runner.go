@@ -305,7 +305,7 @@ func Run(ctx context.Context, t *scenarios.Target, opts ...Option) (*Report, err
 	orep := &OracleReport{}
 	if orc != nil {
 		orep.Available = true
-		if orep.TotalsURL = orc.totalsURL(); orep.TotalsURL != "" {
+		if orep.TotalsURL = t.Oracle.TotalsURL(t); orep.TotalsURL != "" {
 			if orep.Before, err = orc.count(ctx, orep.TotalsURL); err != nil {
 				orep.Error, orep.TotalsURL = err.Error(), ""
 			}

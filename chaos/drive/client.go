@@ -3,13 +3,10 @@ package drive
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"net/url"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -223,30 +220,8 @@ func (d *driver) oracle(ctx context.Context, env *scenarios.Env, key string) (in
 	if o == nil {
 		return 0, false
 	}
-	u := strings.ReplaceAll(o.URL, "{key}", url.QueryEscape(key))
-	if !strings.Contains(u, "://") {
-		u = d.cfg.Target.BaseURL + u
-	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return 0, false
-	}
-	if o.Principal < len(d.cfg.Target.Principals) {
-		for k, v := range d.cfg.Target.Principals[o.Principal].Headers {
-			req.Header.Set(k, v)
-		}
-	}
-	resp, err := d.client.Do(req)
-	if err != nil {
-		return 0, false
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil || resp.StatusCode != http.StatusOK || !json.Valid(b) {
-		return 0, false
-	}
-	n, err := strconv.Atoi(chaos.JSONPointer(b, o.Pointer))
+	n, err := o.Executions(ctx, d.client, d.cfg.Target, key)
 	return n, err == nil
 }

@@ -1,0 +1,85 @@
+package scenarios
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestOracleURLs: how the probe's URL is made for one key and for totals.
+func TestOracleURLs(t *testing.T) {
+	tg := &Target{BaseURL: "http://127.0.0.1:9"}
+	for _, c := range []struct {
+		name, url, key, wantKey, wantTotals string
+	}{
+		{"reference contract", "/v1/effects?key={key}", "a b&c", "http://127.0.0.1:9/v1/effects?key=a+b%26c", "http://127.0.0.1:9/v1/effects"},
+		{"other parameters stay", "/e?op=charges&key={key}", "k", "http://127.0.0.1:9/e?op=charges&key=k", "http://127.0.0.1:9/e?op=charges"},
+		{"absolute URL", "https://oracle.test/e?k={key}", "k", "https://oracle.test/e?k=k", "https://oracle.test/e"},
+		{"key in the path has no totals", "/e/{key}", "k", "http://127.0.0.1:9/e/k", ""},
+		{"no key has no totals", "/e", "k", "http://127.0.0.1:9/e", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o := &Oracle{URL: c.url, Pointer: "/n"}
+			if got := o.KeyURL(tg, c.key); got != c.wantKey {
+				t.Errorf("KeyURL = %q, want %q", got, c.wantKey)
+			}
+			if got := o.TotalsURL(tg); got != c.wantTotals {
+				t.Errorf("TotalsURL = %q, want %q", got, c.wantTotals)
+			}
+		})
+	}
+}
+
+// TestOracleExecutions probes a real loopback server: the principal's
+// headers are sent, the integer at the pointer is read, and every answer
+// that is not a 200 with an integer there is an error naming why.
+func TestOracleExecutions(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer ops" {
+			http.Error(w, "who?", http.StatusUnauthorized)
+			return
+		}
+		switch r.URL.Query().Get("key") {
+		case "seven":
+			_, _ = w.Write([]byte(`{"executions":{"n":7}}`))
+		case "half":
+			_, _ = w.Write([]byte(`{"executions":{"n":1.5}}`))
+		case "text":
+			_, _ = w.Write([]byte(`{"executions":{"n":"7"}}`))
+		case "missing":
+			_, _ = w.Write([]byte(`{"executions":{}}`))
+		case "garbage":
+			_, _ = w.Write([]byte(`<html>`))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	tg := &Target{BaseURL: srv.URL, Principals: []Principal{{Headers: map[string]string{"Authorization": "Bearer ops"}}}}
+	o := &Oracle{URL: "/effects?key={key}", Pointer: "/executions/n"}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c := NewClient(5 * time.Second)
+	defer c.CloseIdleConnections()
+	if n, err := o.Executions(ctx, c, tg, "seven"); err != nil || n != 7 {
+		t.Errorf("Executions(seven) = %d, %v; want 7", n, err)
+	}
+	for _, bad := range []struct{ key, want string }{
+		{"half", "/executions/n: "},
+		{"text", "is not a number"},
+		{"missing", "nothing at /executions/n"},
+		{"garbage", "invalid character"},
+		{"unknown", "status 404"},
+	} {
+		if n, err := o.Executions(ctx, c, tg, bad.key); err == nil || !strings.Contains(err.Error(), bad.want) || !strings.Contains(err.Error(), srv.URL) {
+			t.Errorf("Executions(%s) = %d, %v; want an error with the URL and %q", bad.key, n, err, bad.want)
+		}
+	}
+	noAuth := &Oracle{URL: o.URL, Pointer: o.Pointer, Principal: 1}
+	if _, err := noAuth.Executions(ctx, c, tg, "seven"); err == nil || !strings.Contains(err.Error(), "status 401") {
+		t.Errorf("out-of-range principal sends no headers: got %v, want status 401", err)
+	}
+}
