@@ -172,11 +172,11 @@ func concurrentInFlightConflict(ctx context.Context, e *Env) Verdict {
 		expected += fmt.Sprintf(", or the replay within %s", e.Profile.MaxBlock)
 	}
 	if n != 1 {
-		return e.Fail("exactly 1 execution", observed)
+		return e.inTTL(e.Fail("exactly 1 execution", observed), slow, dup)
 	}
 	switch {
 	case dup.OK() && !e.replayOf(slow, dup, n, how):
-		return e.Fail(expected, "second execution: "+observed)
+		return e.inTTL(e.Fail(expected, "second execution: "+observed), slow, dup)
 	case dup.OK():
 		if e.Profile.BlockOK && dup.End.Sub(dup.Start) <= e.Profile.MaxBlock {
 			return e.Pass("blocked, then replayed: " + observed)
@@ -229,7 +229,7 @@ func concurrentSameKeyBurst(ctx context.Context, e *Env) Verdict {
 	}
 	observed := fmt.Sprintf("%d executions (%s), %d distinct ids, statuses %s", n, how, len(ids), formatCounts(statuses))
 	if n != 1 || len(ids) > 1 {
-		return e.Fail("exactly 1 execution and 1 created resource", observed)
+		return e.inTTL(e.Fail("exactly 1 execution and 1 created resource", observed), earliest(rs), rs...)
 	}
 	if okResp == nil {
 		return e.Inconclusive("no request of the burst succeeded: " + observed)
@@ -242,13 +242,24 @@ func concurrentSameKeyBurst(ctx context.Context, e *Env) Verdict {
 		case r.Status == http.StatusTooManyRequests || r.Status == http.StatusServiceUnavailable:
 			shed = &rs[i] // load shedding before the idempotency layer (trap C11)
 		default:
-			return e.Fail(expected, observed+"; e.g. "+r.String())
+			return e.inTTL(e.Fail(expected, observed+"; e.g. "+r.String()), earliest(rs), rs...)
 		}
 	}
 	if shed != nil {
 		return e.Warn(expected, observed+"; shed load: "+shed.String())
 	}
 	return e.Pass(observed)
+}
+
+// earliest is the response of rs sent first: a burst's claim is no older.
+func earliest(rs []Resp) Resp {
+	first := rs[0]
+	for _, r := range rs[1:] {
+		if r.Start.Before(first.Start) {
+			first = r
+		}
+	}
+	return first
 }
 
 func formatCounts(m map[string]int) string {
@@ -303,11 +314,7 @@ func concurrentConflictNotPoisoned(ctx context.Context, e *Env) Verdict {
 		return e.Inconclusive(err.Error())
 	}
 	if !e.replayOf(slow, retry, n, how) { // status fidelity: replay/same-status
-		if ttl := e.Target.TTL; ttl > 0 && retry.Start.Sub(slow.Start) > ttl-e.Profile.Margin {
-			// The key may legally have expired (TTL counted from the claim).
-			return e.Inconclusive("the retry was sent later than TTL − margin after the original: " + observed)
-		}
-		return e.Unmet("the original's replay (same resource)", observed)
+		return e.inTTL(e.Unmet("the original's replay (same resource)", observed), slow, retry)
 	}
 	return e.Pass(observed)
 }
@@ -362,11 +369,11 @@ func concurrentChangedBodyInFlight(ctx context.Context, e *Env) Verdict {
 	accepted := append(append([]int(nil), e.Profile.InFlightStatus...), e.Profile.MismatchStatus...)
 	switch {
 	case n != 1:
-		return e.Fail("exactly 1 execution", observed)
+		return e.inTTL(e.Fail("exactly 1 execution", observed), slow, dup)
 	case dup.OK() && e.replayOf(slow, dup, n, how):
 		return e.Fail(fmt.Sprintf("%v", accepted), "the original's response for a different payload: "+observed)
 	case dup.OK():
-		return e.Fail(fmt.Sprintf("%v", accepted), "executed the different payload: "+observed)
+		return e.inTTL(e.Fail(fmt.Sprintf("%v", accepted), "executed the different payload: "+observed), slow, dup)
 	case hasStatus(accepted, dup.Status):
 		return e.Pass(observed)
 	}

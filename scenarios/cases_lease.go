@@ -42,23 +42,30 @@ func leaseCrashRecovers(ctx context.Context, e *Env) Verdict {
 	body, v, _ := e.Variant(VariantSlow)
 	lease, grace := e.Target.Lease, e.Profile.Grace
 	k := e.NewKey()
-	slowDone := make(chan Resp, 1)
 	sent := time.Now()
-	go func() {
-		slowDone <- e.Send(ctx, Req{Label: fmt.Sprintf("slow original (%s), killed mid-flight", v.Duration), Key: k, Body: body})
-	}()
-	how, err := e.waitStarted(ctx, k, v.Duration)
-	if err != nil {
-		m.Kill() // the slow original must not complete and stay unread
-		<-slowDone
-		if rerr := m.Restart(ctx); rerr != nil {
-			return e.Inconclusive(fmt.Sprintf("%v; restart: %v", err, rerr))
+	wait := e.startInFlight(ctx, k, Req{Label: fmt.Sprintf("slow original (%s), killed mid-flight", v.Duration), Key: k, Body: body}, v.Duration)
+	how := fmt.Sprintf("%s of a %s call elapsed, no oracle", time.Since(sent).Round(time.Millisecond), v.Duration)
+	var notStarted error // the oracle cannot show the original running
+	if e.HasOracle() {
+		n, err := e.Executions(ctx, k)
+		how = fmt.Sprintf("the oracle counted %d executions", n)
+		switch {
+		case err != nil:
+			notStarted = err
+		case n < 1:
+			notStarted = fmt.Errorf("the oracle did not count the slow original within %s", v.Duration/2)
 		}
-		return e.Inconclusive(err.Error())
 	}
-	m.Kill()
+	m.Kill() // also when notStarted: the slow original must not complete and stay unread
 	killedAt := time.Since(sent)
-	if slow := <-slowDone; slow.Err == nil {
+	slow := wait()
+	if notStarted != nil {
+		if err := m.Restart(ctx); err != nil {
+			return e.Inconclusive(fmt.Sprintf("%v; restart: %v", notStarted, err))
+		}
+		return e.Inconclusive(notStarted.Error())
+	}
+	if slow.Err == nil {
 		return e.Inconclusive(fmt.Sprintf("the slow original answered %s before the kill at +%s; lengthen the slow variant", slow.String(), killedAt.Round(time.Millisecond)))
 	}
 	if err := m.Restart(ctx); err != nil {
@@ -93,38 +100,6 @@ func leaseCrashRecovers(ctx context.Context, e *Env) Verdict {
 		case <-ctx.Done():
 			return e.Inconclusive("case budget ran out: " + observed)
 		case <-time.After(time.Until(next)):
-		}
-	}
-}
-
-// waitStarted waits until the request under key provably runs: the oracle
-// counts its execution, or, without one, a third of the slow variant's
-// duration has passed. how says which.
-func (e *Env) waitStarted(ctx context.Context, key string, slow time.Duration) (how string, err error) {
-	if !e.HasOracle() {
-		select {
-		case <-time.After(slow / 3):
-			return fmt.Sprintf("%s of a %s call elapsed, no oracle", slow/3, slow), nil
-		case <-ctx.Done():
-			return "", ctx.Err()
-		}
-	}
-	deadline := time.Now().Add(slow / 2)
-	for {
-		n, err := e.sampleOracle(ctx, key, false)
-		if err == nil && n-e.oracleBase >= 1 {
-			return "the oracle counted its execution", nil
-		}
-		if time.Now().After(deadline) {
-			if err != nil {
-				return "", err
-			}
-			return "", fmt.Errorf("the oracle did not count the slow original within %s", slow/2)
-		}
-		select {
-		case <-time.After(20 * time.Millisecond):
-		case <-ctx.Done():
-			return "", ctx.Err()
 		}
 	}
 }

@@ -252,33 +252,12 @@ func lostRetryStorm(ctx context.Context, e *Env) Verdict {
 		return e.Inconclusive("chaos proxy: " + err.Error())
 	}
 	defer pr.close()
-	k := e.NewKey()
-	body, v, _ := e.Variant(VariantSlow)
-	storm := make([]Resp, stormRetries)
-	var wg sync.WaitGroup
-	// The original must be attempt 1 at the proxy and running upstream
-	// before the storm starts.
-	wait := pr.startInFlight(ctx, k, Req{Label: fmt.Sprintf("slow original (%s; the proxy drops the response)", v.Duration), Key: k, Body: body}, v.Duration)
-	for i := range storm {
-		at := time.Duration(i) * 20 * time.Millisecond
-		wg.Go(func() {
-			select {
-			case <-time.After(at):
-			case <-ctx.Done():
-			}
-			storm[i] = pr.Send(ctx, Req{Label: fmt.Sprintf("storm retry %d", i+1), Key: k, Body: body})
-		})
-	}
-	wg.Wait()
-	first := wait()
+	body, _, _ := e.Variant(VariantSlow)
+	k, first, storm := pr.storm(ctx, body)
 	if first.Err == nil {
 		return e.Inconclusive("the proxy did not drop the response: " + first.String())
 	}
-	overlap := false
-	for _, r := range storm {
-		overlap = overlap || r.Start.Before(first.End)
-	}
-	if !overlap {
+	if !stormOverlapped(first, storm) {
 		return e.Inconclusive("could not overlap: every storm retry was sent after the original completed")
 	}
 	committed, ok := committedID(pr.upstreamSettled(ctx, k))
@@ -288,4 +267,47 @@ func lostRetryStorm(ctx context.Context, e *Env) Verdict {
 	}
 	rs := append(storm, pr.untilDone(ctx, "retry after the storm", k, body)...)
 	return pr.judgeLost(ctx, k, committed, rs)
+}
+
+// storm sends the slow original under a fresh key k and, once it is in
+// flight (attempt 1 at the proxy, running upstream), stormRetries jittered
+// same-key retries. As duringSlow does, it tries again with a fresh key
+// (the drop rule counts attempts per key) when the proxy did not drop the
+// original or every retry was sent after it completed, at most
+// overlapAttempts times: a stall then costs an attempt, not the verdict.
+// The caller judges the last attempt.
+func (pr *proxied) storm(ctx context.Context, body []byte) (k string, first Resp, storm []Resp) {
+	_, v, _ := pr.Variant(VariantSlow)
+	for attempt := 1; attempt <= overlapAttempts && ctx.Err() == nil; attempt++ {
+		k = pr.NewKey()
+		label := fmt.Sprintf("slow original (%s; the proxy drops the response)", v.Duration)
+		if attempt > 1 {
+			label += fmt.Sprintf(", attempt %d", attempt)
+		}
+		wait := pr.startInFlight(ctx, k, Req{Label: label, Key: k, Body: body}, v.Duration)
+		storm = make([]Resp, stormRetries)
+		var wg sync.WaitGroup
+		for i := range storm {
+			at := time.Duration(i) * 20 * time.Millisecond
+			wg.Go(func() {
+				select {
+				case <-time.After(at):
+				case <-ctx.Done():
+				}
+				storm[i] = pr.Send(ctx, Req{Label: fmt.Sprintf("storm retry %d", i+1), Key: k, Body: body})
+			})
+		}
+		wg.Wait()
+		first = wait()
+		if first.Err != nil && stormOverlapped(first, storm) {
+			break
+		}
+	}
+	return k, first, storm
+}
+
+// stormOverlapped reports whether a storm retry was sent before the
+// original's (dropped) answer came back.
+func stormOverlapped(first Resp, storm []Resp) bool {
+	return slices.ContainsFunc(storm, func(r Resp) bool { return r.Start.Before(first.End) })
 }

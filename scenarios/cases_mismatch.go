@@ -200,12 +200,12 @@ func mismatchOriginalSurvives(ctx context.Context, e *Env) Verdict {
 	}
 	observed := fmt.Sprintf("%s answered %s; original again answered %s; %d executions (%s)", pr.name, mis.String(), again.String(), n, how)
 	if n != 1 {
-		return e.Fail("exactly 1 execution", observed)
+		return e.inTTL(e.Fail("exactly 1 execution", observed), first, again)
 	}
 	// Status fidelity is replay/same-status's concern; here the record must
 	// still be there and name the same resource.
 	if !e.Reproduced(first, again) {
-		return e.Fail("the original response again (same resource)", observed)
+		return e.inTTL(e.Fail("the original response again (same resource)", observed), first, again)
 	}
 	return e.Pass(observed)
 }

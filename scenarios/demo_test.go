@@ -3,6 +3,7 @@ package scenarios_test
 import (
 	"context"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -52,16 +53,30 @@ func startDemoTTL(t testing.TB, ttl time.Duration, defects ...string) *scenarios
 	return tg
 }
 
-// runCatalog runs the whole catalog against tg under profile p.
-func runCatalog(t testing.TB, tg *scenarios.Target, p *scenarios.Profile, strict bool) *scenarios.Report {
-	t.Helper()
+// runCatalog runs the whole catalog against tg under profile p. It
+// reports an error rather than failing the test, so that runs can go in
+// goroutines (see concurrently).
+func runCatalog(tg *scenarios.Target, p *scenarios.Profile, strict bool) (*scenarios.Report, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	rep, err := scenarios.Run(ctx, tg, p, scenarios.RunOptions{Strict: strict})
-	if err != nil {
-		t.Fatalf("Run: %v", err)
+	return scenarios.Run(ctx, tg, p, scenarios.RunOptions{Strict: strict})
+}
+
+// concurrently calls f(i) for every i < n, at most limit at a time, and
+// waits for all. Catalog runs mostly wait (slow variants, TTLs), so they
+// run in plain goroutines: parallel subtests are capped at GOMAXPROCS,
+// 2 on CI.
+func concurrently(n, limit int, f func(i int)) {
+	sem := make(chan struct{}, limit)
+	var wg sync.WaitGroup
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			f(i)
+		})
 	}
-	return rep
+	wg.Wait()
 }
 
 func ietf(t testing.TB) *scenarios.Profile {

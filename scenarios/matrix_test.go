@@ -108,8 +108,18 @@ func caught(rep *scenarios.Report) (own, other []string) {
 }
 
 func TestReferencePassesEveryCase(t *testing.T) {
-	for _, p := range []*scenarios.Profile{ietf(t), referenceProfile(t)} {
-		rep := runCatalog(t, startDemo(t), p, true)
+	profiles := []*scenarios.Profile{ietf(t), referenceProfile(t)}
+	targets := []*scenarios.Target{startDemo(t), startDemo(t)}
+	reps := make([]*scenarios.Report, len(profiles))
+	errs := make([]error, len(profiles))
+	concurrently(len(profiles), len(profiles), func(i int) {
+		reps[i], errs[i] = runCatalog(targets[i], profiles[i], true)
+	})
+	for i, p := range profiles {
+		if errs[i] != nil {
+			t.Fatalf("key_max_len=%d: Run: %v", p.KeyMaxLen, errs[i])
+		}
+		rep := reps[i]
 		for _, r := range rep.Results {
 			if r.Status == scenarios.Fail || r.Status == scenarios.Warn || r.Status == scenarios.Inconclusive {
 				t.Errorf("key_max_len=%d %s: %s: expected %q, observed %q %s", p.KeyMaxLen, r.Name(), r.Status, r.Expected, r.Observed, r.Reason)
@@ -122,6 +132,10 @@ func TestReferencePassesEveryCase(t *testing.T) {
 	}
 }
 
+// matrixParallel bounds how many catalog runs the matrix tests run at
+// once (each run is itself concurrent; most of its time is waiting).
+const matrixParallel = 8
+
 func TestDefectMatrix(t *testing.T) {
 	rows := map[string]bool{}
 	for _, row := range defectMatrix {
@@ -132,20 +146,39 @@ func TestDefectMatrix(t *testing.T) {
 			t.Errorf("defect %q has no row in defectMatrix", d)
 		}
 	}
-	for _, row := range defectMatrix {
+	// Servers start here (startDemo may t.Fatal); the runs go concurrently;
+	// each row is then judged in its own subtest.
+	targets := make([]*scenarios.Target, len(defectMatrix))
+	profiles := make([]*scenarios.Profile, len(defectMatrix))
+	for i, row := range defectMatrix {
+		if row.pending != "" {
+			continue
+		}
+		targets[i] = startDemo(t, row.defect)
+		profiles[i] = referenceProfile(t)
+		if row.blockForbidden {
+			profiles[i].BlockOK = false
+		}
+		if row.noCache5xx {
+			profiles[i].Cache5xx = scenarios.No
+		}
+	}
+	reps := make([]*scenarios.Report, len(defectMatrix))
+	errs := make([]error, len(defectMatrix))
+	concurrently(len(defectMatrix), matrixParallel, func(i int) {
+		if targets[i] != nil {
+			reps[i], errs[i] = runCatalog(targets[i], profiles[i], defectMatrix[i].strict)
+		}
+	})
+	for i, row := range defectMatrix {
 		t.Run(row.defect, func(t *testing.T) {
 			if row.pending != "" {
 				t.Skipf("caught by the %s: %s", row.pending, row.why)
 			}
-			t.Parallel()
-			p := referenceProfile(t)
-			if row.blockForbidden {
-				p.BlockOK = false
+			if errs[i] != nil {
+				t.Fatalf("Run: %v", errs[i])
 			}
-			if row.noCache5xx {
-				p.Cache5xx = scenarios.No
-			}
-			rep := runCatalog(t, startDemo(t, row.defect), p, row.strict)
+			rep := reps[i]
 			if ok, _ := rep.Outcome(); ok {
 				t.Fatalf("the run passes against defect %s (%s)", row.defect, row.why)
 			}
@@ -184,25 +217,34 @@ func TestOtherLegalChoices(t *testing.T) {
 		{"lenient profile", demo.Options{}, func(p *scenarios.Profile) { *p = *mustProfile(t, "lenient") }},
 		{"seeds profile", demo.Options{}, func(p *scenarios.Profile) { *p = *mustProfile(t, "seeds") }},
 	}
-	for _, row := range rows {
+	targets := make([]*scenarios.Target, len(rows))
+	profiles := make([]*scenarios.Profile, len(rows))
+	for i, row := range rows {
+		o := row.opts
+		o.TTL, o.Lease = demoTTL, demoLease
+		app, err := demo.New(o)
+		if err != nil {
+			t.Fatalf("%s: %v", row.name, err)
+		}
+		srv := httptest.NewServer(app)
+		t.Cleanup(func() { srv.Close(); app.Close() })
+		if targets[i], err = scenarios.FromURL(srv.URL, demoTTL, demoLease); err != nil {
+			t.Fatal(err)
+		}
+		profiles[i] = referenceProfile(t)
+		row.profile(profiles[i])
+	}
+	reps := make([]*scenarios.Report, len(rows))
+	errs := make([]error, len(rows))
+	concurrently(len(rows), matrixParallel, func(i int) {
+		reps[i], errs[i] = runCatalog(targets[i], profiles[i], true)
+	})
+	for i, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
-			t.Parallel()
-			o := row.opts
-			o.TTL, o.Lease = demoTTL, demoLease
-			app, err := demo.New(o)
-			if err != nil {
-				t.Fatal(err)
+			if errs[i] != nil {
+				t.Fatalf("Run: %v", errs[i])
 			}
-			srv := httptest.NewServer(app)
-			defer func() { srv.Close(); app.Close() }()
-			tg, err := scenarios.FromURL(srv.URL, demoTTL, demoLease)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p := referenceProfile(t)
-			row.profile(p)
-			rep := runCatalog(t, tg, p, true)
-			for _, r := range rep.Results {
+			for _, r := range reps[i].Results {
 				if inMatrixFamily(r.ID) && (r.Status == scenarios.Fail || r.Status == scenarios.Warn || r.Status == scenarios.Inconclusive) {
 					t.Errorf("%s: %s: expected %q, observed %q %s", r.Name(), r.Status, r.Expected, r.Observed, r.Reason)
 				}
