@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/idemcheck/idemcheck/internal/demotest"
 	"github.com/idemcheck/idemcheck/load"
 	"github.com/idemcheck/idemcheck/reference/demo"
 	"github.com/idemcheck/idemcheck/scenarios"
@@ -23,13 +23,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // startDemo serves the reference app on 127.0.0.1 and returns its Target.
 func startDemo(t *testing.T, o demo.Options) *scenarios.Target {
 	t.Helper()
-	app, err := demo.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(app)
-	t.Cleanup(func() { srv.Close(); app.Close() })
-	tg, err := scenarios.FromURL(srv.URL, 0, 0)
+	tg, err := scenarios.FromURL(demotest.Serve(t, o), 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

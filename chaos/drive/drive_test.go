@@ -12,6 +12,7 @@ import (
 
 	"github.com/idemcheck/idemcheck/chaos"
 	"github.com/idemcheck/idemcheck/chaos/drive"
+	"github.com/idemcheck/idemcheck/internal/demotest"
 	"github.com/idemcheck/idemcheck/reference/demo"
 	"github.com/idemcheck/idemcheck/scenarios"
 )
@@ -22,16 +23,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // the slow variant shortened so storms stay quick in CI.
 func reference(t *testing.T, defects ...string) *scenarios.Target {
 	t.Helper()
-	app, err := demo.New(demo.Options{Defects: defects, Lease: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(app)
-	t.Cleanup(func() {
-		srv.Close()
-		app.Close()
-	})
-	tg, err := scenarios.FromURL(srv.URL, 0, 0)
+	tg, err := scenarios.FromURL(demotest.Serve(t, demo.Options{Defects: defects, Lease: 5 * time.Second}), 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/idemcheck/idemcheck/chaos"
 	"github.com/idemcheck/idemcheck/chaos/drive"
+	"github.com/idemcheck/idemcheck/internal/demotest"
 	"github.com/idemcheck/idemcheck/reference/demo"
 	"github.com/idemcheck/idemcheck/scenarios"
 	"github.com/idemcheck/idemcheck/suite"
@@ -22,8 +23,8 @@ import (
 // TestChaosCLI: the documented exit codes of `idemcheck chaos`, and
 // `idemcheck analyze` agreeing with it on the kept history.
 func TestChaosCLI(t *testing.T) {
-	good := demoURL(t, demo.Options{})
-	defective := demoURL(t, demo.Options{Defects: []string{"no-inflight-lock"}})
+	good := demotest.Serve(t, demo.Options{})
+	defective := demotest.Serve(t, demo.Options{Defects: []string{"no-inflight-lock"}})
 	dir := t.TempDir()
 	cases := []struct {
 		name, target, history string
@@ -65,7 +66,7 @@ func TestChaosCLI(t *testing.T) {
 // TestProxyCLI: the standalone proxy forwards, writes its history and
 // stops cleanly when its context ends (SIGINT); bad flags are usage errors.
 func TestProxyCLI(t *testing.T) {
-	up := demoURL(t, demo.Options{})
+	up := demotest.Serve(t, demo.Options{})
 	listen := strings.TrimPrefix(closedPort(t), "http://")
 	history := filepath.Join(t.TempDir(), "h.jsonl")
 	ctx, cancel := context.WithCancel(t.Context())

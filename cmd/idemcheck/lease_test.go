@@ -36,7 +36,7 @@ func runReport(t *testing.T, args ...string) (cliRun, []runResult) {
 // serveCmd is the --target-cmd that starts `idemcheck serve` with a 1 s
 // lease on the harness's port.
 func serveCmd(t *testing.T, args ...string) string {
-	return strings.Join(append([]string{idemcheckBin(t), "serve", "--addr", "127.0.0.1:{port}", "--lease", "1s"}, args...), " ")
+	return strings.Join(append([]string{testenv.BuildIdemcheck(t), "serve", "--addr", "127.0.0.1:{port}", "--lease", "1s"}, args...), " ")
 }
 
 // TestLeaseCrashRecovers runs lease/crash-recovers (IK-LEASE-1) against a

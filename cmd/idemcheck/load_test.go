@@ -4,57 +4,18 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/idemcheck/idemcheck/internal/demotest"
+	"github.com/idemcheck/idemcheck/internal/testenv"
 	"github.com/idemcheck/idemcheck/reference/demo"
 )
-
-var (
-	loadBinOnce sync.Once
-	loadBin     string
-	loadBinErr  error
-)
-
-// idemcheckBin builds this command once: the load CLI is tested as a real
-// process so exit codes and SIGINT are the ones a user sees.
-func idemcheckBin(t *testing.T) string {
-	t.Helper()
-	loadBinOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "idemcheck-load-test")
-		if err != nil {
-			loadBinErr = err
-			return
-		}
-		loadBin = filepath.Join(dir, "idemcheck")
-		out, err := exec.Command("go", "build", "-o", loadBin, ".").CombinedOutput()
-		if err != nil {
-			loadBinErr = errors.New(string(out))
-		}
-	})
-	if loadBinErr != nil {
-		t.Fatalf("go build: %v", loadBinErr)
-	}
-	return loadBin
-}
-
-func demoURL(t *testing.T, o demo.Options) string {
-	t.Helper()
-	app, err := demo.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(app)
-	t.Cleanup(func() { srv.Close(); app.Close() })
-	return srv.URL
-}
 
 type cliRun struct {
 	code           int
@@ -63,7 +24,7 @@ type cliRun struct {
 
 func runCLI(t *testing.T, args ...string) cliRun {
 	t.Helper()
-	cmd := exec.Command(idemcheckBin(t), args...)
+	cmd := exec.Command(testenv.BuildIdemcheck(t), args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -90,7 +51,7 @@ func readJSON(t *testing.T, path string) map[string]any {
 // TestLoadCLI: exit codes and messages of `idemcheck load` against the
 // reference app, one case per documented outcome.
 func TestLoadCLI(t *testing.T) {
-	url := demoURL(t, demo.Options{})
+	url := demotest.Serve(t, demo.Options{})
 	dir := t.TempDir()
 	short := []string{"--target", url, "--mode", "mix", "--rate", "500", "--duration", "1s"}
 	cases := []struct {
@@ -193,7 +154,7 @@ operations:
 // TestLoadCLIDefect: contention against a server without an in-flight lock
 // reports violations and exits 1 (exactly-once failure).
 func TestLoadCLIDefect(t *testing.T) {
-	url := demoURL(t, demo.Options{Defects: []string{"no-inflight-lock"}})
+	url := demotest.Serve(t, demo.Options{Defects: []string{"no-inflight-lock"}})
 	out := filepath.Join(t.TempDir(), "defect.json")
 	r := runCLI(t, "load", "--target", url, "--mode", "contention", "--rate", "300", "--duration", "1s",
 		"--body-patch", `{"delay_ms":200}`, "--json", out)
@@ -206,9 +167,9 @@ func TestLoadCLIDefect(t *testing.T) {
 // TestLoadCLIInterrupt: SIGINT stops the attack and still writes the
 // partial report.
 func TestLoadCLIInterrupt(t *testing.T) {
-	url := demoURL(t, demo.Options{})
+	url := demotest.Serve(t, demo.Options{})
 	out := filepath.Join(t.TempDir(), "partial.json")
-	cmd := exec.Command(idemcheckBin(t), "load", "--target", url, "--mode", "mix", "--rate", "200", "--duration", "60s", "--json", out)
+	cmd := exec.Command(testenv.BuildIdemcheck(t), "load", "--target", url, "--mode", "mix", "--rate", "200", "--duration", "60s", "--json", out)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {

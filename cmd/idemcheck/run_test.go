@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemcheck/idemcheck/internal/demotest"
 	"github.com/idemcheck/idemcheck/reference/demo"
 )
 
@@ -52,8 +53,8 @@ func referenceConfig(t *testing.T, url string) string {
 // TestRunCLI: exit codes and messages of `idemcheck run`, one row per
 // documented outcome, against the reference demo app on loopback.
 func TestRunCLI(t *testing.T) {
-	good := demoURL(t, demo.Options{TTL: 2 * time.Second})
-	defective := demoURL(t, demo.Options{TTL: 2 * time.Second, Defects: []string{"no-fingerprint"}})
+	good := demotest.Serve(t, demo.Options{TTL: 2 * time.Second})
+	defective := demotest.Serve(t, demo.Options{TTL: 2 * time.Second, Defects: []string{"no-fingerprint"}})
 	down := closedPort(t)
 	dir := t.TempDir()
 	junit, jsonPath, md := filepath.Join(dir, "j.xml"), filepath.Join(dir, "r.json"), filepath.Join(dir, "s.md")
@@ -162,7 +163,7 @@ func TestRunCLI(t *testing.T) {
 
 // TestRunFormatJSON: --format json puts the JSON report alone on stdout.
 func TestRunFormatJSON(t *testing.T) {
-	url := demoURL(t, demo.Options{TTL: 2 * time.Second})
+	url := demotest.Serve(t, demo.Options{TTL: 2 * time.Second})
 	r := runCLI(t, "run", "--target", url, "--run", "replay/same-status", "--format", "json")
 	var doc struct {
 		Schema  string           `json:"schema"`

@@ -43,6 +43,7 @@ func Main(m *testing.M, cleanups ...func()) {
 		c()
 	}
 	stopShared()
+	removeBinary()
 	os.Exit(code)
 }
 

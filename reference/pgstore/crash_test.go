@@ -1,18 +1,10 @@
 package pgstore_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,87 +13,6 @@ import (
 
 	"github.com/idemcheck/idemcheck/internal/testenv"
 )
-
-var (
-	buildOnce sync.Once
-	binDir    string // removed by TestMain
-	binPath   string
-	buildErr  error
-)
-
-// idemcheckBinary builds the CLI once per test binary: the crash test needs
-// a real process to kill.
-func idemcheckBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "idemcheck-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binDir = dir
-		binPath = filepath.Join(dir, "idemcheck")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/idemcheck/idemcheck/cmd/idemcheck").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v: %s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
-
-// server is one `idemcheck serve` child process.
-type server struct {
-	cmd  *exec.Cmd
-	base string
-	done chan struct{}
-}
-
-// startServe runs `idemcheck serve args...` and waits for its listening line.
-func startServe(t *testing.T, bin string, args ...string) *server {
-	t.Helper()
-	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	s := &server{cmd: cmd, done: make(chan struct{})}
-	lines := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if _, addr, ok := strings.Cut(sc.Text(), "listening on "); ok {
-				lines <- addr
-			}
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-	}()
-	go func() { _ = cmd.Wait(); close(s.done) }()
-	t.Cleanup(s.kill)
-	select {
-	case s.base = <-lines:
-		return s
-	case <-s.done:
-		t.Fatalf("idemcheck serve exited at start: %s", stderr.String())
-	case <-time.After(30 * time.Second):
-		t.Fatalf("idemcheck serve did not listen within 30s: %s", stderr.String())
-	}
-	return nil
-}
-
-// kill ends the process abruptly, like a crash.
-func (s *server) kill() {
-	_ = s.cmd.Process.Signal(syscall.SIGKILL)
-	<-s.done
-}
 
 func post(base, key, body string) (testenv.Reply, error) {
 	return testenv.Post(base, "/v1/charges", "alice", key, body)
@@ -114,16 +25,16 @@ func post(base, key, body string) (testenv.Reply, error) {
 // operations completed before the crash must replay unchanged.
 func TestCrashExactlyOnce(t *testing.T) {
 	dsn := testenv.RequirePostgres(t)
-	bin := idemcheckBinary(t)
+	bin := testenv.BuildIdemcheck(t)
 	args := []string{"--store", "postgres", "--dsn", dsn, "--lease", "1s"}
 	const slowBody = `{"amount":700,"currency":"usd","description":"crash","delay_ms":1500}`
 	const fastBody = `{"amount":300,"currency":"usd","description":"before crash"}`
 
-	srv := startServe(t, bin, args...)
+	srv := testenv.StartServe(t, bin, args...)
 	done := map[string]string{} // completed before the crash: key -> body
 	for range 3 {
 		k := uuid.NewString()
-		r, err := post(srv.base, k, fastBody)
+		r, err := post(srv.URL, k, fastBody)
 		if err != nil || r.Status != http.StatusCreated {
 			t.Fatalf("before crash: %+v %v", r, err)
 		}
@@ -132,7 +43,7 @@ func TestCrashExactlyOnce(t *testing.T) {
 	inflight := make([]string, 8)
 	for i := range inflight {
 		inflight[i] = uuid.NewString()
-		go func(k string) { _, _ = post(srv.base, k, slowBody) }(inflight[i])
+		go func(k string) { _, _ = post(srv.URL, k, slowBody) }(inflight[i])
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -148,7 +59,7 @@ func TestCrashExactlyOnce(t *testing.T) {
 		err := conn.QueryRow(ctx, `SELECT count(*) FROM idempotency_records WHERE state = 1 AND key = ANY($1)`, inflight).Scan(&n)
 		return err == nil && n == len(inflight)
 	})
-	srv.kill()
+	srv.Kill()
 	t.Logf("killed with %d requests in flight, %d completed", len(inflight), len(done))
 	var leftover int
 	if err := conn.QueryRow(ctx, `SELECT count(*) FROM charges WHERE idempotency_key = ANY($1)`, inflight).Scan(&leftover); err != nil {
@@ -158,7 +69,7 @@ func TestCrashExactlyOnce(t *testing.T) {
 		t.Fatalf("%d charges of in-flight requests survived the crash without their record", leftover)
 	}
 
-	srv = startServe(t, bin, args...)
+	srv = testenv.StartServe(t, bin, args...)
 	final := map[string]string{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -169,7 +80,7 @@ func TestCrashExactlyOnce(t *testing.T) {
 			// Bounded: the dead owner's lease (1s) ends, then one retry runs.
 			deadline := time.Now().Add(30 * time.Second)
 			for time.Now().Before(deadline) {
-				r, err := post(srv.base, k, slowBody)
+				r, err := post(srv.URL, k, slowBody)
 				if err == nil && r.Status == http.StatusCreated {
 					mu.Lock()
 					final[k] = r.Body
@@ -205,7 +116,7 @@ func TestCrashExactlyOnce(t *testing.T) {
 		if done[k] != "" {
 			sent = fastBody
 		}
-		r, err := post(srv.base, k, sent)
+		r, err := post(srv.URL, k, sent)
 		if err != nil || r.Status != http.StatusCreated || !r.Replayed() || r.Body != body {
 			t.Errorf("key %s: replay after restart = %+v, %v; want 201 replayed %s", k, r, err, body)
 		}
@@ -224,20 +135,20 @@ func TestCrashExactlyOnce(t *testing.T) {
 // records live in the process, so after a restart a retry executes again
 // and creates a second charge.
 func TestMemoryStoreForgetsOnRestart(t *testing.T) {
-	bin := idemcheckBinary(t)
+	bin := testenv.BuildIdemcheck(t)
 	const body = `{"amount":100,"currency":"usd"}`
 	k := uuid.NewString()
-	srv := startServe(t, bin, "--store", "memory")
-	first, err := post(srv.base, k, body)
+	srv := testenv.StartServe(t, bin, "--store", "memory")
+	first, err := post(srv.URL, k, body)
 	if err != nil || first.Status != http.StatusCreated {
 		t.Fatalf("first: %+v %v", first, err)
 	}
-	if again, err := post(srv.base, k, body); err != nil || !again.Replayed() || again.Body != first.Body {
+	if again, err := post(srv.URL, k, body); err != nil || !again.Replayed() || again.Body != first.Body {
 		t.Fatalf("replay before restart: %+v %v", again, err)
 	}
-	srv.kill()
-	srv = startServe(t, bin, "--store", "memory")
-	after, err := post(srv.base, k, body)
+	srv.Kill()
+	srv = testenv.StartServe(t, bin, "--store", "memory")
+	after, err := post(srv.URL, k, body)
 	if err != nil || after.Status != http.StatusCreated {
 		t.Fatalf("after restart: %+v %v", after, err)
 	}

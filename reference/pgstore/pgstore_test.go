@@ -3,7 +3,6 @@ package pgstore_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -15,13 +14,7 @@ import (
 	"github.com/idemcheck/idemcheck/reference/storetest"
 )
 
-func TestMain(m *testing.M) {
-	testenv.Main(m, func() {
-		if binDir != "" {
-			os.RemoveAll(binDir)
-		}
-	})
-}
+func TestMain(m *testing.M) { testenv.Main(m) }
 
 // open opens a store on a fresh schema, closed when the test ends.
 func open(t testing.TB, opts ...pgstore.Option) *pgstore.Store {

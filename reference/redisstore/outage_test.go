@@ -3,12 +3,12 @@ package redisstore_test
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/idemcheck/idemcheck/internal/demotest"
 	"github.com/idemcheck/idemcheck/internal/testenv"
 	"github.com/idemcheck/idemcheck/reference/demo"
 	"github.com/idemcheck/idemcheck/reference/redisstore"
@@ -21,30 +21,25 @@ import (
 func TestOutageAndRestart(t *testing.T) {
 	rs := testenv.RequireRestartableRedis(t)
 	s := open(t, rs.URL())
-	app, err := demo.New(demo.Options{Store: s, Lease: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(app)
-	t.Cleanup(func() { srv.Close(); _ = app.Close() })
+	base := demotest.Serve(t, demo.Options{Store: s, Lease: 2 * time.Second})
 	const body = `{"amount":100,"currency":"usd"}`
 
 	before := uuid.NewString()
-	if r, err := testenv.Post(srv.URL, "/v1/charges", "alice", before, body); err != nil || r.Status != http.StatusCreated {
+	if r, err := testenv.Post(base, "/v1/charges", "alice", before, body); err != nil || r.Status != http.StatusCreated {
 		t.Fatalf("before the outage: %+v %v", r, err)
 	}
 	// A request claims its key, then Redis dies while its handler runs.
 	inflight := uuid.NewString()
 	slow := make(chan testenv.Reply, 1)
 	go func() {
-		r, _ := testenv.Post(srv.URL, "/v1/charges", "alice", inflight, `{"amount":5,"currency":"usd","delay_ms":500}`)
+		r, _ := testenv.Post(base, "/v1/charges", "alice", inflight, `{"amount":5,"currency":"usd","delay_ms":500}`)
 		slow <- r
 	}()
 	waitClaimed(t, s, inflight)
 	rs.Kill()
 
 	for _, k := range []string{before, uuid.NewString()} {
-		r, err := testenv.Post(srv.URL, "/v1/charges", "alice", k, body)
+		r, err := testenv.Post(base, "/v1/charges", "alice", k, body)
 		if err != nil {
 			t.Fatalf("during the outage: %v", err)
 		}
@@ -60,11 +55,14 @@ func TestOutageAndRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, k := range []string{before, inflight, uuid.NewString()} {
-		var r testenv.Reply
+		var (
+			r   testenv.Reply
+			err error
+		)
 		// The client's pool reconnects on the next command; allow a few
 		// attempts for connections broken by the restart.
 		for attempt := 0; attempt < 20; attempt++ {
-			if r, err = testenv.Post(srv.URL, "/v1/charges", "alice", k, body); err == nil && r.Status != http.StatusServiceUnavailable {
+			if r, err = testenv.Post(base, "/v1/charges", "alice", k, body); err == nil && r.Status != http.StatusServiceUnavailable {
 				break
 			}
 			time.Sleep(50 * time.Millisecond)
@@ -72,7 +70,7 @@ func TestOutageAndRestart(t *testing.T) {
 		if err != nil || r.Status != http.StatusCreated {
 			t.Fatalf("key %s after Redis came back: %+v %v, want 201 (a fresh execution: the restart lost the records)", k, r, err)
 		}
-		if again, err := testenv.Post(srv.URL, "/v1/charges", "alice", k, body); err != nil || !again.Replayed() || again.Body != r.Body {
+		if again, err := testenv.Post(base, "/v1/charges", "alice", k, body); err != nil || !again.Replayed() || again.Body != r.Body {
 			t.Fatalf("key %s after Redis came back does not replay: %+v %v", k, again, err)
 		}
 	}
