@@ -6,6 +6,6 @@
 //	go test ./suite -args -config=examples/orders.yaml
 //	go tool ginkgo ./suite -- -target=http://127.0.0.1:8080 -strict
 //
-// The package's non-test files hold what the CLI shares with the specs:
-// how a target is selected (Selection) and the Gomega matcher (Conform).
+// The package's non-test file holds the Gomega matcher (Conform); how a
+// target is selected is scenarios.Selection, shared with the CLI.
 package suite

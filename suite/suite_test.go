@@ -45,10 +45,10 @@ var (
 )
 
 func TestConformance(t *testing.T) {
-	sel := suite.Selection{Config: *configFlag, Target: *targetFlag, Profile: *profileFlag}
+	sel := scenarios.Selection{Config: *configFlag, Target: *targetFlag, Profile: *profileFlag}
 	var err error
 	target, profile, err = sel.Load()
-	if err == suite.ErrNoTarget {
+	if err == scenarios.ErrNoTarget {
 		useDemo = true
 		// The demo's URL is known only once it listens; the plan needs
 		// the operations, which the reference contract fixes.

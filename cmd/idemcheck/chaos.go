@@ -14,11 +14,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemcheck/idemcheck/chaos/drive"
-	"github.com/idemcheck/idemcheck/suite"
+	"github.com/idemcheck/idemcheck/scenarios"
 )
 
 type chaosFlags struct {
-	sel      suite.Selection
+	sel      scenarios.Selection
 	cfg      drive.Config
 	jsonPath string
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/idemcheck/idemcheck/internal/demotest"
 	"github.com/idemcheck/idemcheck/reference/demo"
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/suite"
 )
 
 // TestChaosCLI: the documented exit codes of `idemcheck chaos`, and
@@ -41,7 +40,7 @@ func TestChaosCLI(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
-			f := chaosFlags{sel: suite.Selection{Target: tc.target},
+			f := chaosFlags{sel: scenarios.Selection{Target: tc.target},
 				cfg: drive.Config{Ops: 300, Concurrency: 8, Faults: tc.faults, Seed: 3, History: tc.history, MaxAttempts: 20, Deadline: time.Minute}}
 			err := runChaos(t.Context(), &out, f)
 			code := exitOK

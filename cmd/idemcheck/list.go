@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/suite"
 )
 
 // listPlaceholder stands in for --target when list runs with no target:
@@ -17,7 +16,7 @@ import (
 const listPlaceholder = "http://127.0.0.1:8080"
 
 type listFlags struct {
-	sel       suite.Selection
+	sel       scenarios.Selection
 	run, skip []string
 	format    string
 }

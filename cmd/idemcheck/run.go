@@ -16,11 +16,10 @@ import (
 
 	"github.com/idemcheck/idemcheck/reports"
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/suite"
 )
 
 type runFlags struct {
-	sel                   suite.Selection
+	sel                   scenarios.Selection
 	strict                bool
 	run, skip             []string
 	knownFailing          string

@@ -1,18 +1,17 @@
-package suite
+package scenarios
 
 import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/idemcheck/idemcheck/scenarios"
 )
 
 // ErrNoTarget: neither a config, a target URL nor a target command was given.
 var ErrNoTarget = errors.New("give --config FILE or --target URL (or --target-cmd CMD)")
 
-// Selection is how a front end names what to test: a YAML config, or the
-// URL of a server that follows the reference app's contract.
+// Selection is how a front end (the CLI, the Ginkgo suite) names what to
+// test: a YAML config, the URL of a server that follows the reference
+// app's contract, or a command that starts one.
 type Selection struct {
 	Config string // YAML config file
 	Target string // base URL of a reference-contract server
@@ -30,32 +29,32 @@ type Selection struct {
 
 // Load resolves the selection. Errors are one line naming the flag, file
 // or field at fault; ErrNoTarget when neither Config nor Target is set.
-func (s Selection) Load() (*scenarios.Target, *scenarios.Profile, error) {
+func (s Selection) Load() (*Target, *Profile, error) {
 	var (
-		t   *scenarios.Target
-		p   *scenarios.Profile
+		t   *Target
+		p   *Profile
 		err error
 	)
 	switch {
 	case s.Config != "" && s.Target != "":
 		return nil, nil, errors.New("give either --config or --target, not both")
 	case s.Config != "":
-		if t, p, err = scenarios.LoadConfig(s.Config); err != nil {
+		if t, p, err = LoadConfig(s.Config); err != nil {
 			return nil, nil, err
 		}
 	case s.Target != "":
-		if t, err = scenarios.FromURL(s.Target, s.TTL, s.Lease); err != nil {
+		if t, err = FromURL(s.Target, s.TTL, s.Lease); err != nil {
 			return nil, nil, err
 		}
 	case s.TargetCmd != "":
-		if t, err = scenarios.FromCommand(s.TargetCmd, s.TTL, s.Lease); err != nil {
+		if t, err = FromCommand(s.TargetCmd, s.TTL, s.Lease); err != nil {
 			return nil, nil, err
 		}
 	default:
 		return nil, nil, ErrNoTarget
 	}
 	if s.Profile != "" || p == nil {
-		if p, err = scenarios.ProfileByName(s.Profile); err != nil {
+		if p, err = ProfileByName(s.Profile); err != nil {
 			return nil, nil, fmt.Errorf("--profile: %v", err)
 		}
 	}
@@ -63,7 +62,7 @@ func (s Selection) Load() (*scenarios.Target, *scenarios.Profile, error) {
 		return nil, nil, fmt.Errorf("--ttl %s / --lease %s: must not be negative", s.TTL, s.Lease)
 	}
 	if s.TargetCmd != "" {
-		if _, err := scenarios.SplitCommand(s.TargetCmd); err != nil {
+		if _, err := SplitCommand(s.TargetCmd); err != nil {
 			return nil, nil, fmt.Errorf("--target-cmd %q: %v", s.TargetCmd, err)
 		}
 		t.Command = s.TargetCmd
