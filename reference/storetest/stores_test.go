@@ -2,16 +2,14 @@ package storetest_test
 
 import (
 	"context"
-	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/idemcheck/idemcheck/internal/demotest"
 	"github.com/idemcheck/idemcheck/internal/testenv"
 	"github.com/idemcheck/idemcheck/reference"
 	"github.com/idemcheck/idemcheck/reference/demo"
@@ -19,7 +17,6 @@ import (
 	"github.com/idemcheck/idemcheck/reference/pgstore"
 	"github.com/idemcheck/idemcheck/reference/redisstore"
 	"github.com/idemcheck/idemcheck/reference/storetest"
-	"github.com/idemcheck/idemcheck/scenarios"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -73,13 +70,7 @@ func TestMemstore(t *testing.T) {
 func serveDemo(t testing.TB, b backend, ttl, lease time.Duration) string {
 	t.Helper()
 	s, l := b.open(t)
-	app, err := demo.New(demo.Options{Store: s, Ledger: l, TTL: ttl, Lease: lease})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(app)
-	t.Cleanup(func() { srv.Close(); _ = app.Close() })
-	return srv.URL
+	return demotest.Serve(t, demo.Options{Store: s, Ledger: l, TTL: ttl, Lease: lease})
 }
 
 // The demo app behaves the same on every store: a create, its byte-identical
@@ -115,74 +106,4 @@ func TestDemoOnEachStore(t *testing.T) {
 			}
 		})
 	}
-}
-
-// The full conformance catalog gives the same verdict per case on
-// PostgreSQL and Redis as on the memory store. An inconclusive verdict
-// (the case could not create the overlap it needs) decides nothing, so it
-// is reported, not compared; every decided verdict must match.
-func TestConformanceSameOnEachStore(t *testing.T) {
-	const ttl, lease = 2 * time.Second, 5 * time.Second
-	p, err := scenarios.ProfileByName("ietf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	verdicts := make([]map[string]scenarios.Result, len(backends))
-	t.Run("catalog", func(t *testing.T) {
-		for i, b := range backends {
-			t.Run(b.name, func(t *testing.T) {
-				t.Parallel()
-				tg, err := scenarios.FromURL(serveDemo(t, b, ttl, lease), ttl, lease)
-				if err != nil {
-					t.Fatal(err)
-				}
-				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-				defer cancel()
-				rep, err := scenarios.Run(ctx, tg, p, scenarios.RunOptions{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				v := map[string]scenarios.Result{}
-				for _, r := range rep.Results {
-					v[r.Name()] = r
-				}
-				verdicts[i] = v
-			})
-		}
-	})
-	if verdicts[0] == nil || len(verdicts[0]) == 0 {
-		t.Fatal("the memory store's run produced no results")
-	}
-	var names []string
-	for n := range verdicts[0] {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for i, b := range backends[1:] {
-		got := verdicts[i+1]
-		if got == nil {
-			continue // skipped or failed above
-		}
-		var diffs []string
-		for _, n := range names {
-			mem, other := verdicts[0][n], got[n]
-			switch {
-			case mem.Status == scenarios.Inconclusive || other.Status == scenarios.Inconclusive:
-				t.Logf("%s: memory %s, %s %s (inconclusive, not compared: %s%s)", n, mem.Status, b.name, other.Status, mem.Reason, other.Reason)
-			case mem.Status != other.Status:
-				diffs = append(diffs, fmt.Sprintf("%s: memory %s, %s %s %s", n, mem.Status, b.name, other.Status, other.Reason))
-			}
-		}
-		if len(got) != len(names) {
-			diffs = append(diffs, fmt.Sprintf("%d results on %s, %d on memory", len(got), b.name, len(names)))
-		}
-		if len(diffs) > 0 {
-			t.Errorf("%s differs from the memory store:\n%s", b.name, strings.Join(diffs, "\n"))
-		}
-	}
-	counts := map[scenarios.Status]int{}
-	for _, r := range verdicts[0] {
-		counts[r.Status]++
-	}
-	t.Logf("%d case instances compared across %d stores; memory verdicts: %v", len(names), len(backends), counts)
 }
