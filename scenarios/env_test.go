@@ -1,0 +1,46 @@
+package scenarios
+
+import (
+	"testing"
+	"time"
+)
+
+// TestInTTL: a judgment against a retry stands inside the TTL − margin
+// window of the original's start and becomes Inconclusive past it; passes
+// stand either way, and without a declared TTL nothing changes.
+func TestInTTL(t *testing.T) {
+	t0 := time.Now()
+	orig := Resp{Start: t0, End: t0.Add(100 * time.Millisecond)}
+	at := func(d time.Duration) Resp { return Resp{Start: t0.Add(d - 50*time.Millisecond), End: t0.Add(d)} }
+	fail := Verdict{Status: Fail, Expected: "the replay", Observed: "a new execution"}
+	warn := Verdict{Status: Warn, Expected: "the replay", Observed: "another status"}
+	pass := Verdict{Status: Pass}
+	tests := []struct {
+		name    string
+		ttl     time.Duration
+		v       Verdict
+		retries []Resp
+		want    Status
+	}{
+		{"fail answered inside the window stands", 3 * time.Second, fail, []Resp{at(2 * time.Second)}, Fail},
+		{"fail answered exactly at TTL − margin stands", 3 * time.Second, fail, []Resp{at(2500 * time.Millisecond)}, Fail},
+		{"fail answered past TTL − margin is inconclusive", 3 * time.Second, fail, []Resp{at(2600 * time.Millisecond)}, Inconclusive},
+		{"warn past the window is inconclusive", 3 * time.Second, warn, []Resp{at(4 * time.Second)}, Inconclusive},
+		{"one late retry among several is enough", 3 * time.Second, fail, []Resp{at(time.Second), at(2600 * time.Millisecond)}, Inconclusive},
+		{"a late replay still passes", 3 * time.Second, pass, []Resp{at(4 * time.Second)}, Pass},
+		{"no declared TTL: no window", 0, fail, []Resp{at(time.Hour)}, Fail},
+		{"a TTL within the margin: every judgment is late", 400 * time.Millisecond, fail, []Resp{at(200 * time.Millisecond)}, Inconclusive},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := &Env{Target: &Target{TTL: tt.ttl}, Profile: &Profile{Margin: 500 * time.Millisecond}}
+			got := e.inTTL(tt.v, orig, tt.retries...)
+			if got.Status != tt.want {
+				t.Fatalf("inTTL = %s (%s), want %s", got.Status, got.Reason, tt.want)
+			}
+			if got.Status == Inconclusive && got.Reason == "" {
+				t.Fatal("an inconclusive verdict without a reason")
+			}
+		})
+	}
+}
