@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"sort"
 	"strings"
 	"sync"
@@ -260,40 +259,16 @@ func (e *Env) Executions(ctx context.Context, key string) (int, error) {
 // evidence is not flooded.
 func (e *Env) sampleOracle(ctx context.Context, key string, record bool) (int, error) {
 	o := e.Target.Oracle
-	u := strings.ReplaceAll(o.URL, "{key}", url.QueryEscape(key))
-	if !strings.Contains(u, "://") {
-		u = e.Target.BaseURL + u
-	}
-	x := Exchange{Label: "oracle", Request: ExchangeRequest{Method: http.MethodGet, URL: u, Header: http.Header{}}}
-	if o.Principal < len(e.Target.Principals) {
-		for k, v := range e.Target.Principals[o.Principal].Headers {
-			x.Request.Header.Set(k, v)
-		}
-	}
+	x := Exchange{Label: "oracle", Request: ExchangeRequest{Method: http.MethodGet, URL: o.KeyURL(e.Target, key), Header: o.Header(e.Target)}}
 	r := e.do(ctx, x, record)
 	if r.Err != nil {
 		return 0, fmt.Errorf("oracle: %v", r.Err)
 	}
-	if r.Status != http.StatusOK {
-		return 0, fmt.Errorf("oracle: status %d", r.Status)
-	}
-	doc, err := decodeJSON(r.Body)
+	n, err := o.ParseCount(r.Status, r.Body)
 	if err != nil {
 		return 0, fmt.Errorf("oracle: %v", err)
 	}
-	v, ok := lookupPointer(doc, o.Pointer)
-	if !ok {
-		return 0, fmt.Errorf("oracle: nothing at %s", o.Pointer)
-	}
-	num, ok := v.(json.Number)
-	if !ok {
-		return 0, fmt.Errorf("oracle: %s is not a number", o.Pointer)
-	}
-	i, err := num.Int64()
-	if err != nil {
-		return 0, fmt.Errorf("oracle: %s: %v", o.Pointer, err)
-	}
-	return int(i), nil
+	return n, nil
 }
 
 // CreatedID returns the created resource id in r ("" if none or no pointer).
