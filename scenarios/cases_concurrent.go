@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/idemcheck/idemcheck/internal/jsonx"
 )
 
 // burstSize is how many same-key requests the burst case releases at once.
@@ -348,7 +350,7 @@ func concurrentRetryAfter(ctx context.Context, e *Env) Verdict {
 func concurrentChangedBodyInFlight(ctx context.Context, e *Env) Verdict {
 	slowBody, _, _ := e.Variant(VariantSlow)
 	pr := e.firstProbe()
-	changed, err := mergePatch(slowBody, pr.patch)
+	changed, err := jsonx.MergePatch(slowBody, pr.patch)
 	if err != nil {
 		return e.Skip(err.Error())
 	}

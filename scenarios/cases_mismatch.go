@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // MISMATCH: the same key with a materially different payload is a client
@@ -71,15 +72,26 @@ type mismatchOutcome struct {
 }
 
 // runProbe stores the original under a fresh key, sends the mutated body
-// under the same key and judges the answer.
+// under the same key and judges the answer. A failing answer that came past
+// TTL − margin proves nothing: the key may legally have expired.
 func (e *Env) runProbe(ctx context.Context, pr probe) mismatchOutcome {
 	k := e.NewKey()
 	first := e.Send(ctx, Req{Label: "original", Key: k})
 	if !first.OK() {
 		return mismatchOutcome{Inconclusive, pr.name + ": the normal call did not succeed: " + first.String()}
 	}
+	r := e.Send(ctx, Req{Label: "same key, " + pr.name, Key: k, Body: e.Body(pr.patch)})
+	o := e.judgeProbe(ctx, pr, k, first, r)
+	if (o.status == Fail || o.status == Warn) && !e.WithinTTL(first, r) {
+		return mismatchOutcome{Inconclusive, fmt.Sprintf("%s: answered %s after the original started, past TTL %s − margin (a stall), so the key may legally have expired (would have been %s: %s)",
+			pr.name, r.End.Sub(first.Start).Round(time.Millisecond), e.Target.TTL, o.status, o.observed)}
+	}
+	return o
+}
+
+// judgeProbe judges the answer r to the mutated body under k.
+func (e *Env) judgeProbe(ctx context.Context, pr probe, k string, first, r Resp) mismatchOutcome {
 	mutated := e.Body(pr.patch)
-	r := e.Send(ctx, Req{Label: "same key, " + pr.name, Key: k, Body: mutated})
 	if e.HasOracle() {
 		n, err := e.Executions(ctx, k)
 		if err != nil {
@@ -212,7 +224,7 @@ func mismatchOriginalSurvives(ctx context.Context, e *Env) Verdict {
 
 func mismatchRepeatFailsAgain(ctx context.Context, e *Env) Verdict {
 	k := e.NewKey()
-	_, mis, pr, v := e.mismatchError(ctx, k)
+	first, mis, pr, v := e.mismatchError(ctx, k)
 	if v != nil {
 		return *v
 	}
@@ -222,10 +234,10 @@ func mismatchRepeatFailsAgain(ctx context.Context, e *Env) Verdict {
 	again := e.Send(ctx, Req{Label: "same key, " + pr.name + " again", Key: k, Body: e.Body(pr.patch)})
 	observed := fmt.Sprintf("%d then %s", mis.Status, again.String())
 	if again.OK() {
-		return e.Fail(fmt.Sprintf("%d again", mis.Status), observed)
+		return e.inTTL(e.Fail(fmt.Sprintf("%d again", mis.Status), observed), first, again)
 	}
 	if again.Status != mis.Status {
-		return e.Unmet(fmt.Sprintf("%d again", mis.Status), observed)
+		return e.inTTL(e.Unmet(fmt.Sprintf("%d again", mis.Status), observed), first, again)
 	}
 	return e.Pass(observed)
 }

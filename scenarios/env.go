@@ -14,6 +14,8 @@ import (
 
 	"github.com/dunglas/httpsfv"
 	"github.com/google/uuid"
+
+	"github.com/idemcheck/idemcheck/internal/jsonx"
 )
 
 // maxBody bounds what a response may make us buffer.
@@ -116,7 +118,7 @@ func (e *Env) Body(patches ...json.RawMessage) json.RawMessage {
 		if len(p) == 0 {
 			continue
 		}
-		merged, err := mergePatch(b, p)
+		merged, err := jsonx.MergePatch(b, p)
 		if err != nil { // config validation guarantees objects; keep the body
 			continue
 		}
@@ -284,7 +286,7 @@ func createdIDOf(op *Operation, r Resp) string {
 	if err != nil {
 		return ""
 	}
-	v, ok := lookupPointer(doc, op.IDPointer)
+	v, ok := jsonx.Pointer(doc, op.IDPointer)
 	if !ok || v == nil {
 		return ""
 	}

@@ -5,17 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
-
-	"github.com/idemcheck/idemcheck/internal/jsonx"
 )
-
-// lookupPointer and mergePatch keep env.go's and cases_concurrent.go's
-// calls compiling; they go once those files call jsonx directly.
-func lookupPointer(doc any, p string) (any, bool) { return jsonx.Pointer(doc, p) }
-
-func mergePatch(doc, patch json.RawMessage) (json.RawMessage, error) {
-	return jsonx.MergePatch(doc, patch)
-}
 
 // decodeJSON decodes with UseNumber so numbers compare exactly.
 func decodeJSON(b []byte) (any, error) {
