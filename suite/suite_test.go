@@ -28,11 +28,15 @@ var (
 	profileFlag = flag.String("profile", "", "profile preset (ietf, stripe, seeds, lenient); replaces the config's profile")
 	strictFlag  = flag.Bool("strict", false, "an unmet SHOULD fails instead of warning")
 	jsonFlag    = flag.String("report-json", "", "also write the idemcheck JSON report (idemcheck.report/v1) to this file")
+	cmdFlag     = flag.String("target-cmd", "", "command that starts the target on {port} (the LEASE crash case kills and restarts it)")
+	ttlFlag     = flag.Duration("ttl", 0, "the target's retention (TTL), overriding the config; enables the expiry cases")
+	leaseFlag   = flag.Duration("lease", 0, "the target's in-flight lease, overriding the config")
 )
 
 // demoTTL is the reference demo's retention in self-contained runs: short
-// so the expiry cases finish quickly.
-const demoTTL = 2 * time.Second
+// so the expiry cases finish quickly, and 1.5 s longer than the slow
+// variant so a loaded machine does not expire records the cases replay.
+const demoTTL = 3 * time.Second
 
 var (
 	target   *scenarios.Target
@@ -45,7 +49,8 @@ var (
 )
 
 func TestConformance(t *testing.T) {
-	sel := scenarios.Selection{Config: *configFlag, Target: *targetFlag, Profile: *profileFlag}
+	sel := scenarios.Selection{Config: *configFlag, Target: *targetFlag, TargetCmd: *cmdFlag,
+		Profile: *profileFlag, TTL: *ttlFlag, Lease: *leaseFlag}
 	var err error
 	target, profile, err = sel.Load()
 	if err == scenarios.ErrNoTarget {
