@@ -61,18 +61,28 @@ func (e *Env) failedFirst(ctx context.Context, k, name string) (Resp, []byte, *V
 	return r, body, nil
 }
 
-func errorsTransient5xx(ctx context.Context, e *Env) Verdict {
+// transientThenRetry sends the transient-error variant under a fresh key,
+// retries it unchanged and counts the key's executions.
+func (e *Env) transientThenRetry(ctx context.Context) (first, retry Resp, n int, observed string, v *Verdict) {
 	k := e.NewKey()
 	first, body, bad := e.failedFirst(ctx, k, VariantTransientError)
 	if bad != nil {
-		return *bad
+		return first, retry, 0, "", bad
 	}
-	retry := e.Send(ctx, Req{Label: "retry", Key: k, Body: body})
+	retry = e.Send(ctx, Req{Label: "retry", Key: k, Body: body})
 	n, err := e.Executions(ctx, k)
 	if err != nil {
-		return e.Inconclusive(err.Error())
+		x := e.Inconclusive(err.Error())
+		return first, retry, 0, "", &x
 	}
-	observed := fmt.Sprintf("%d then %s; %d executions (oracle)", first.Status, retry.String(), n)
+	return first, retry, n, fmt.Sprintf("%d then %s; %d executions (oracle)", first.Status, retry.String(), n), nil
+}
+
+func errorsTransient5xx(ctx context.Context, e *Env) Verdict {
+	first, retry, n, observed, bad := e.transientThenRetry(ctx)
+	if bad != nil {
+		return *bad
+	}
 	switch e.Profile.Cache5xx {
 	case Unknown:
 		mode := "re-executed"
@@ -193,17 +203,10 @@ func errorsAuthNotStored(ctx context.Context, e *Env) Verdict {
 }
 
 func errorsFailureReleasesKey(ctx context.Context, e *Env) Verdict {
-	k := e.NewKey()
-	first, body, bad := e.failedFirst(ctx, k, VariantTransientError)
+	first, retry, n, observed, bad := e.transientThenRetry(ctx)
 	if bad != nil {
 		return *bad
 	}
-	retry := e.Send(ctx, Req{Label: "retry", Key: k, Body: body})
-	n, err := e.Executions(ctx, k)
-	if err != nil {
-		return e.Inconclusive(err.Error())
-	}
-	observed := fmt.Sprintf("%d then %s; %d executions (oracle)", first.Status, retry.String(), n)
 	replayed := retry.Status == first.Status && jsonEqual(first.Body, retry.Body)
 	switch {
 	case retry.Err != nil:
