@@ -83,8 +83,8 @@ func (e *Env) runProbe(ctx context.Context, pr probe) mismatchOutcome {
 	r := e.Send(ctx, Req{Label: "same key, " + pr.name, Key: k, Body: e.Body(pr.patch)})
 	o := e.judgeProbe(ctx, pr, k, first, r)
 	if (o.status == Fail || o.status == Warn) && !e.WithinTTL(first, r) {
-		return mismatchOutcome{Inconclusive, fmt.Sprintf("%s: answered %s after the original started, past TTL %s − margin (a stall), so the key may legally have expired (would have been %s: %s)",
-			pr.name, r.End.Sub(first.Start).Round(time.Millisecond), e.Target.TTL, o.status, o.observed)}
+		return mismatchOutcome{Inconclusive, fmt.Sprintf("%s: sent %s after the original started, past TTL %s − margin (a stall), so the key may legally have expired (would have been %s: %s)",
+			pr.name, r.Start.Sub(first.Start).Round(time.Millisecond), e.Target.TTL, o.status, o.observed)}
 	}
 	return o
 }

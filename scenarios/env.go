@@ -356,17 +356,19 @@ func (x Exchange) Curl() string {
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
-// WithinTTL reports whether every retry was answered within TTL − margin
-// of orig's start: the window in which the key's record must still exist
-// however the server counts its TTL (from the claim at the earliest).
-// Always true when the target declares no TTL.
+// WithinTTL reports whether every retry was sent within TTL − margin of
+// orig's start: the server then looked the key up while its record must
+// still exist, however it counts its TTL (from the claim at the earliest).
+// The send time is what matters, not the answer's: a retry that executed
+// the slow variant again answers late, yet was judged by the server early.
+// The margin absorbs transit delays. Always true when no TTL is declared.
 func (e *Env) WithinTTL(orig Resp, retries ...Resp) bool {
 	ttl := e.Target.TTL
 	if ttl <= 0 {
 		return true
 	}
 	for _, r := range retries {
-		if r.End.Sub(orig.Start) > ttl-e.Profile.Margin {
+		if r.Start.Sub(orig.Start) > ttl-e.Profile.Margin {
 			return false
 		}
 	}
@@ -374,20 +376,20 @@ func (e *Env) WithinTTL(orig Resp, retries ...Resp) bool {
 }
 
 // inTTL is v for a case that expects retries to replay orig, unless v
-// judges against them (Fail, Warn) and one was answered outside the
-// WithinTTL window: the record may then have legally expired (a stall on
-// the way), so the verdict is Inconclusive. A replay seen late is still a
-// replay, so passes stand.
+// judges against them (Fail, Warn) and one was sent outside the WithinTTL
+// window: the record may then have legally expired (a stall on the way),
+// so the verdict is Inconclusive. A replay seen late is still a replay, so
+// passes stand.
 func (e *Env) inTTL(v Verdict, orig Resp, retries ...Resp) Verdict {
 	if (v.Status != Fail && v.Status != Warn) || e.WithinTTL(orig, retries...) {
 		return v
 	}
-	last := orig.End
+	last := orig.Start
 	for _, r := range retries {
-		if r.End.After(last) {
-			last = r.End
+		if r.Start.After(last) {
+			last = r.Start
 		}
 	}
-	return e.Inconclusive(fmt.Sprintf("a stall: the retry was answered %s after the original started, past TTL %s − margin %s, so the key may legally have expired (would have been %s: expected %s, observed %s)",
+	return e.Inconclusive(fmt.Sprintf("a stall: the retry was sent %s after the original started, past TTL %s − margin %s, so the key may legally have expired (would have been %s: expected %s, observed %s)",
 		last.Sub(orig.Start).Round(time.Millisecond), e.Target.TTL, e.Profile.Margin, v.Status, v.Expected, v.Observed))
 }

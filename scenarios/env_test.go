@@ -5,13 +5,16 @@ import (
 	"time"
 )
 
-// TestInTTL: a judgment against a retry stands inside the TTL − margin
-// window of the original's start and becomes Inconclusive past it; passes
-// stand either way, and without a declared TTL nothing changes.
+// TestInTTL: a judgment against a retry sent inside the TTL − margin window
+// of the original's start stands (however late its answer: a re-executed
+// slow variant answers late), and becomes Inconclusive when the retry was
+// sent past it; passes stand either way, and without a declared TTL nothing
+// changes.
 func TestInTTL(t *testing.T) {
 	t0 := time.Now()
 	orig := Resp{Start: t0, End: t0.Add(100 * time.Millisecond)}
-	at := func(d time.Duration) Resp { return Resp{Start: t0.Add(d - 50*time.Millisecond), End: t0.Add(d)} }
+	// at is a retry sent at d that ran the 1.5 s slow variant.
+	at := func(d time.Duration) Resp { return Resp{Start: t0.Add(d), End: t0.Add(d + 1500*time.Millisecond)} }
 	fail := Verdict{Status: Fail, Expected: "the replay", Observed: "a new execution"}
 	warn := Verdict{Status: Warn, Expected: "the replay", Observed: "another status"}
 	pass := Verdict{Status: Pass}
@@ -22,9 +25,9 @@ func TestInTTL(t *testing.T) {
 		retries []Resp
 		want    Status
 	}{
-		{"fail answered inside the window stands", 3 * time.Second, fail, []Resp{at(2 * time.Second)}, Fail},
-		{"fail answered exactly at TTL − margin stands", 3 * time.Second, fail, []Resp{at(2500 * time.Millisecond)}, Fail},
-		{"fail answered past TTL − margin is inconclusive", 3 * time.Second, fail, []Resp{at(2600 * time.Millisecond)}, Inconclusive},
+		{"fail sent inside the window stands, though answered after the TTL", 3 * time.Second, fail, []Resp{at(2 * time.Second)}, Fail},
+		{"fail sent exactly at TTL − margin stands", 3 * time.Second, fail, []Resp{at(2500 * time.Millisecond)}, Fail},
+		{"fail sent past TTL − margin is inconclusive", 3 * time.Second, fail, []Resp{at(2600 * time.Millisecond)}, Inconclusive},
 		{"warn past the window is inconclusive", 3 * time.Second, warn, []Resp{at(4 * time.Second)}, Inconclusive},
 		{"one late retry among several is enough", 3 * time.Second, fail, []Resp{at(time.Second), at(2600 * time.Millisecond)}, Inconclusive},
 		{"a late replay still passes", 3 * time.Second, pass, []Resp{at(4 * time.Second)}, Pass},
