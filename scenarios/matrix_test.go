@@ -260,3 +260,53 @@ func mustProfile(t testing.TB, name string) *scenarios.Profile {
 	}
 	return p
 }
+
+// TestReferencePreset: the "reference" preset declares the reference's
+// published policy, so under it (and --strict) the correct reference gives
+// no fail, warn or inconclusive, and every defect the in-process matrix can
+// run fails the run — the one-flag way to gate on the reference's contract
+// (`idemcheck run --target URL --profile reference --strict`).
+func TestReferencePreset(t *testing.T) {
+	var defects []string
+	for _, row := range defectMatrix {
+		if row.pending == "" {
+			defects = append(defects, row.defect)
+		}
+	}
+	names := append([]string{""}, defects...) // "" is the correct build
+	targets := make([]*scenarios.Target, len(names))
+	for i, d := range names {
+		if d == "" {
+			targets[i] = startDemo(t)
+		} else {
+			targets[i] = startDemo(t, d)
+		}
+	}
+	preset := mustProfile(t, "reference")
+	reps := make([]*scenarios.Report, len(names))
+	errs := make([]error, len(names))
+	concurrently(len(names), matrixParallel, func(i int) {
+		p := *preset
+		reps[i], errs[i] = runCatalog(targets[i], &p, true)
+	})
+	for i, d := range names {
+		if errs[i] != nil {
+			t.Fatalf("%q: Run: %v", d, errs[i])
+		}
+		ok, problems := reps[i].Outcome()
+		if d == "" {
+			for _, r := range reps[i].Results {
+				if r.Status == scenarios.Fail || r.Status == scenarios.Warn || r.Status == scenarios.Inconclusive {
+					t.Errorf("correct reference %s: %s: expected %q, observed %q %s", r.Name(), r.Status, r.Expected, r.Observed, r.Reason)
+				}
+			}
+			if !ok {
+				t.Errorf("correct reference fails under the reference preset: %v", problems)
+			}
+			continue
+		}
+		if ok {
+			t.Errorf("defect %s passes a strict run under the reference preset", d)
+		}
+	}
+}

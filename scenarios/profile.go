@@ -143,6 +143,20 @@ var presets = map[string]Profile{
 		ScopeEndpoint: ScopeIndependent, ScopeUser: "isolated", CanonicalJSON: Yes,
 		Expiry: ExpiryFresh, Margin: 500 * time.Millisecond, Grace: time.Second,
 	},
+	// The published policy of idemcheck's reference implementation
+	// (idemcheck serve, docs/reference.md): the ietf preset plus what the
+	// reference documents where the draft leaves a choice open. With
+	// --strict every defect of its catalog fails a run under it.
+	"reference": {
+		KeySyntax: SFString, KeyRequired: Yes, KeyMaxLen: 255,
+		MissingStatus: []int{400}, MismatchStatus: []int{422}, InFlightStatus: []int{409},
+		BlockOK: false, MaxBlock: 10 * time.Second,
+		ReplayHeader: "Idempotent-Replayed", ReplayHeaderValue: "true",
+		ReplayCompare: CompareBytes, ProblemJSON: Yes, RetryAfterOn409: Yes,
+		Cache5xx: No, Cache4xxBusiness: Yes, CacheValidation: No,
+		ScopeEndpoint: ScopeIndependent, ScopeUser: "isolated", CanonicalJSON: Yes,
+		Expiry: ExpiryFresh, Margin: 500 * time.Millisecond, Grace: time.Second,
+	},
 	// Only the outcomes every source agrees on are judged.
 	"lenient": {
 		KeySyntax: SFString, KeyRequired: Unknown,

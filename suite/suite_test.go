@@ -25,7 +25,7 @@ import (
 var (
 	configFlag  = flag.String("config", "", "YAML config describing the API under test")
 	targetFlag  = flag.String("target", "", "base URL of a server following the reference contract (idemcheck serve)")
-	profileFlag = flag.String("profile", "", "profile preset (ietf, stripe, seeds, lenient); replaces the config's profile")
+	profileFlag = flag.String("profile", "", "profile preset (ietf, stripe, seeds, lenient, reference); replaces the config's profile")
 	strictFlag  = flag.Bool("strict", false, "an unmet SHOULD fails instead of warning")
 	jsonFlag    = flag.String("report-json", "", "also write the idemcheck JSON report (idemcheck.report/v1) to this file")
 	cmdFlag     = flag.String("target-cmd", "", "command that starts the target on {port} (the LEASE crash case kills and restarts it)")
