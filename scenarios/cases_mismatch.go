@@ -189,14 +189,7 @@ func mismatchProblemLink(ctx context.Context, e *Env) Verdict {
 	if !r.Is4xx() {
 		return e.Inconclusive(pr.name + " did not produce a mismatch error (see mismatch/changed-body): " + r.String())
 	}
-	ok, how := DocLink(r)
-	if e.Profile.ProblemJSON == Unknown {
-		return e.Finding("problem_json", how)
-	}
-	if !ok {
-		return e.Unmet("problem+json with a type, or Link rel=\"describedby\"", how)
-	}
-	return e.Pass(how)
+	return e.docLinkVerdict(r)
 }
 
 func mismatchOriginalSurvives(ctx context.Context, e *Env) Verdict {

@@ -59,14 +59,7 @@ func missingProblemLink(ctx context.Context, e *Env) Verdict {
 	if !r.Is4xx() {
 		return e.Inconclusive("the keyless request was not rejected (see missing/rejected): " + r.String())
 	}
-	ok, how := DocLink(r)
-	if e.Profile.ProblemJSON == Unknown {
-		return e.Finding("problem_json", how)
-	}
-	if !ok {
-		return e.Unmet("problem+json with a type, or Link rel=\"describedby\"", how)
-	}
-	return e.Pass(how)
+	return e.docLinkVerdict(r)
 }
 
 func missingRepeatFailsAgain(ctx context.Context, e *Env) Verdict {

@@ -153,3 +153,16 @@ func DocLink(r Resp) (bool, string) {
 	}
 	return false, fmt.Sprintf("Content-Type %q, no problem type, no Link rel=describedby", r.Header.Get("Content-Type"))
 }
+
+// docLinkVerdict judges whether the idempotency error r links to the docs
+// (draft §2.7), under the profile's problem_json expectation.
+func (e *Env) docLinkVerdict(r Resp) Verdict {
+	ok, how := DocLink(r)
+	if e.Profile.ProblemJSON == Unknown {
+		return e.Finding("problem_json", how)
+	}
+	if !ok {
+		return e.Unmet("problem+json with a type, or Link rel=\"describedby\"", how)
+	}
+	return e.Pass(how)
+}
