@@ -46,6 +46,11 @@ type Options struct {
 	MaxBody int64
 	// Timeout bounds one upstream exchange (default 60s).
 	Timeout time.Duration
+	// MaxKeys bounds the keys whose attempt numbers are remembered
+	// (default 262144). Past it the oldest generation of keys is
+	// forgotten, so a long-running proxy's memory stays bounded; a key
+	// forgotten that way starts again at attempt 1.
+	MaxKeys int
 }
 
 // Proxy is the fault-injecting reverse proxy (an http.Handler).
@@ -59,7 +64,7 @@ type Proxy struct {
 	rules    []*Rule
 	nextRule int
 	rng      *rand.Rand
-	attempts map[string]int
+	attempts attemptCounts
 	counters Counters
 }
 
@@ -92,7 +97,10 @@ func New(o Options) (*Proxy, error) {
 	if o.Timeout <= 0 {
 		o.Timeout = 60 * time.Second
 	}
-	p := &Proxy{opts: o, upstream: u, attempts: map[string]int{}}
+	if o.MaxKeys <= 0 {
+		o.MaxKeys = 1 << 18
+	}
+	p := &Proxy{opts: o, upstream: u, attempts: newAttemptCounts(o.MaxKeys)}
 	if o.Transport == nil {
 		p.opts.Transport = newConnPool(u, 1024)
 	}
@@ -155,7 +163,7 @@ func (p *Proxy) Reset() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.rules = nil
-	p.attempts = map[string]int{}
+	p.attempts = newAttemptCounts(p.opts.MaxKeys)
 	p.counters = Counters{Faults: map[string]int64{}}
 }
 
@@ -178,8 +186,7 @@ func (p *Proxy) pick(r *http.Request, key string) (int, *Rule) {
 	p.counters.Requests++
 	attempt := 0
 	if key != "" {
-		p.attempts[key]++
-		attempt = p.attempts[key]
+		attempt = p.attempts.next(key)
 	}
 	for _, rule := range p.rules {
 		if !rule.Select.matches(r, attempt) {
