@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,7 +49,8 @@ func Postgres(ctx context.Context) (dsn string, stop func(), how string, err err
 }
 
 // pgBinDir finds the PostgreSQL server binaries: $IDEMCHECK_PG_BIN, initdb
-// on PATH (through its symlink), pg_config --bindir.
+// on PATH (through its symlink), pg_config --bindir, then Debian's
+// versioned /usr/lib/postgresql/N/bin (where apt puts them, off PATH).
 func pgBinDir() (string, error) {
 	if d := os.Getenv("IDEMCHECK_PG_BIN"); d != "" {
 		return d, nil
@@ -63,6 +65,10 @@ func pgBinDir() (string, error) {
 		if _, err := os.Stat(filepath.Join(d, "initdb")); err == nil {
 			return d, nil
 		}
+	}
+	if m, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb"); len(m) > 0 {
+		sort.Strings(m) // the newest major version last
+		return filepath.Dir(m[len(m)-1]), nil
 	}
 	return "", errors.New("local postgres: no initdb (set IDEMCHECK_PG_BIN or install postgresql)")
 }
