@@ -59,13 +59,21 @@ func (e *Env) original(ctx context.Context, key string, body []byte) (Resp, *Ver
 	return r, nil
 }
 
-func replaySameStatus(ctx context.Context, e *Env) Verdict {
+// originalAndRetry stores the normal request under a fresh key and sends
+// it once more unchanged: the opening of every replay-fidelity case.
+func (e *Env) originalAndRetry(ctx context.Context) (first, replay Resp, bad *Verdict) {
 	k := e.NewKey()
-	first, bad := e.original(ctx, k, nil)
+	if first, bad = e.original(ctx, k, nil); bad != nil {
+		return first, replay, bad
+	}
+	return first, e.Send(ctx, Req{Label: "retry", Key: k}), nil
+}
+
+func replaySameStatus(ctx context.Context, e *Env) Verdict {
+	first, replay, bad := e.originalAndRetry(ctx)
 	if bad != nil {
 		return *bad
 	}
-	replay := e.Send(ctx, Req{Label: "retry", Key: k})
 	if replay.Status != first.Status {
 		return e.inTTL(e.Unmet(fmt.Sprintf("status %d again", first.Status), replay.String()), first, replay)
 	}
@@ -76,12 +84,10 @@ func replaySameBody(ctx context.Context, e *Env) Verdict {
 	if e.Profile.ReplayCompare == CompareStatus {
 		return e.Skip("profile replay_compare is status: bodies are not compared")
 	}
-	k := e.NewKey()
-	first, bad := e.original(ctx, k, nil)
+	first, replay, bad := e.originalAndRetry(ctx)
 	if bad != nil {
 		return *bad
 	}
-	replay := e.Send(ctx, Req{Label: "retry", Key: k})
 	if same, diff := e.SameResponse(first, replay); !same {
 		return e.inTTL(e.Unmet("the original response ("+e.Profile.ReplayCompare+" comparison)", diff), first, replay)
 	}
@@ -112,12 +118,10 @@ func replaySingleExecution(ctx context.Context, e *Env) Verdict {
 }
 
 func replayMarkerHeader(ctx context.Context, e *Env) Verdict {
-	k := e.NewKey()
-	first, bad := e.original(ctx, k, nil)
+	first, replay, bad := e.originalAndRetry(ctx)
 	if bad != nil {
 		return *bad
 	}
-	replay := e.Send(ctx, Req{Label: "retry", Key: k})
 	name, want := e.Profile.ReplayHeader, e.Profile.ReplayHeaderValue
 	if name == "" {
 		seen := fmt.Sprintf("first response markers %v, replay markers %v", markers(first.Header), markers(replay.Header))
@@ -175,12 +179,10 @@ func replayBusinessError(ctx context.Context, e *Env) Verdict {
 }
 
 func replaySameHeaders(ctx context.Context, e *Env) Verdict {
-	k := e.NewKey()
-	first, bad := e.original(ctx, k, nil)
+	first, replay, bad := e.originalAndRetry(ctx)
 	if bad != nil {
 		return *bad
 	}
-	replay := e.Send(ctx, Req{Label: "retry", Key: k})
 	if replay.Status != first.Status {
 		return e.Inconclusive(fmt.Sprintf("the retry was not a replay (status %d, then %s); see replay/same-status", first.Status, replay.String()))
 	}
