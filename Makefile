@@ -4,7 +4,7 @@ BIN       := bin/idemcheck
 OUT       := out
 PKGS      := ./...
 
-.PHONY: all build demo test bench lint clean
+.PHONY: all build demo test bench lint clean dist-check
 
 all: build
 
@@ -23,6 +23,11 @@ test: lint
 
 bench: build
 	bash scripts/bench.sh $(OUT)/bench
+
+# Distribution files: goreleaser check and actionlint (scripts/check-dist.sh).
+# Not part of test: it downloads and builds both tools (minutes when cold).
+dist-check:
+	bash scripts/check-dist.sh
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
