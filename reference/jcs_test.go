@@ -111,6 +111,8 @@ func TestFingerprintValues(t *testing.T) {
 		{"number-vs-string", "a number and its digits as a string differ", `[1]`, `["1"]`, nil, false},
 		{"lone-surrogate", "encoding/json decodes a lone surrogate to U+FFFD; the body is hashed raw instead", `["\ud800"]`, `["\ufffd"]`, nil, false},
 		{"invalid-utf8", "encoding/json decodes an invalid byte to U+FFFD; the body is hashed raw instead", "[\"\xff\"]", `["\ufffd"]`, nil, false},
+		{"lone-after-backslash", `an escaped backslash, then a lone surrogate escape`, `["\\\ud800"]`, `["\\\ufffd"]`, nil, false},
+		{"absurd-exponent", "an exponent past 2^40 is hashed raw, not expanded", `[1e1099511627777]`, `[1e1099511627778]`, nil, false},
 		{"escaped-backslash-u", `"\\ud800" is a backslash and text, not a surrogate: still canonical`, `["\\ud800"]`, `[ "\\ud800" ]`, nil, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

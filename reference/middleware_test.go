@@ -238,6 +238,16 @@ func TestMiddlewareRules(t *testing.T) {
 				t.Fatalf("reordered body: %d", r.status)
 			}
 		}},
+		{"jcs-numbers", "a re-serialized number (1000.0, 1e3) replays; a different value beyond a double's precision is 422", nil, func(t *testing.T, e *env) {
+			e.post("k", `{"amount":1000,"currency":"usd"}`)
+			for _, same := range []string{`{"amount":1000.0,"currency":"usd"}`, `{"amount":1e3,"currency":"\u0075sd"}`} {
+				if r := e.post("k", same); !isReplay(r) {
+					t.Fatalf("%s: %d, want a replay", same, r.status)
+				}
+			}
+			e.post("big", `{"amount":12345678901234567890}`)
+			e.wantProblem(e.post("big", `{"amount":12345678901234567891}`), 422, 2)
+		}},
 		{"ignored-fields", "WithIgnoreFields leaves volatile members out of the fingerprint", []reference.Option{reference.WithIgnoreFields("sent_at")}, func(t *testing.T, e *env) {
 			e.post("k", `{"amount":1,"sent_at":"10:00"}`)
 			if r := e.post("k", `{"amount":1,"sent_at":"10:01"}`); !isReplay(r) {
