@@ -132,6 +132,9 @@ func TestVersionFromVCS(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed:", err)
 	}
+	if err := exec.Command("git", "-C", moduleRoot, "rev-parse", "--is-inside-work-tree").Run(); err != nil {
+		t.Skip("the source tree is not a git checkout:", err)
+	}
 	repo := t.TempDir()
 	files := runIn(t, 30*time.Second, moduleRoot, nil, "git", "ls-files", "-z", "--cached", "--others", "--exclude-standard")
 	for name := range strings.SplitSeq(strings.TrimSuffix(files, "\x00"), "\x00") {
