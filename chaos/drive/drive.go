@@ -46,9 +46,9 @@ type Result struct {
 	// operation ran; ops cut short are counted, not judged.
 	Interrupted bool           `json:"interrupted"`
 	Requested   int            `json:"requested_ops"`
-	Proxy     chaos.Counters `json:"proxy"`
-	Elapsed   time.Duration  `json:"elapsed_ns"`
-	History   string         `json:"history,omitempty"`
+	Proxy       chaos.Counters `json:"proxy"`
+	Elapsed     time.Duration  `json:"elapsed_ns"`
+	History     string         `json:"history,omitempty"`
 }
 
 // Validate checks cfg and fills defaults; errors name the field.
