@@ -133,7 +133,7 @@ type Report struct {
 	Unresolved int            `json:"unresolved"` // ops that ended without an answer and with no effect seen
 	// Interrupted: ops the run's end cut short (SIGINT, --deadline);
 	// nothing the client did not get to see is judged for them.
-	Interrupted int         `json:"interrupted"`
+	Interrupted int         `json:"interrupted_ops"`
 	Violations  []Violation `json:"violations"`
 	// TTL is the key lifetime the checker applied (0: none).
 	TTL time.Duration `json:"ttl_ns"`

@@ -100,7 +100,7 @@ func (r *Report) CheckHealth(maxShare float64) {
 		for k, n := range s.StatusCodes {
 			code, _ := strconv.Atoi(k)
 			switch {
-			case code >= 200 && code < 300, code == r.ExpectedStatus, p == NoKey && code > 0 && code < 500:
+			case code >= 200 && code < 300, code != 0 && code == r.ExpectedStatus, p == NoKey && code > 0 && code < 500:
 				ok += n
 			}
 			if code == 0 || (code >= 500 && code != r.ExpectedStatus) {
