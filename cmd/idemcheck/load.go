@@ -67,8 +67,8 @@ func init() {
 			"A path fails the run outright when none of its requests got an expected answer or more than\n" +
 			"--max-error-share of them were transport errors or unexpected 5xx, thresholds or not.\n" +
 			"SIGINT/SIGTERM stops the attack; the partial report is written and says interrupted.\n" +
-			"Exit codes: 0 ok, 1 violations (double execution, wrong replay) or a failed path, 2 usage,\n" +
-			"3 threshold breached (and nothing failed), 4 unreachable, 130 interrupted.",
+			"Exit codes: 0 ok, 1 a failed path (before thresholds) or violations (double execution, wrong\n" +
+			"replay), 2 usage, 3 threshold breached, 4 unreachable, 130 interrupted.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runLoad(cmd, f)
@@ -268,8 +268,8 @@ func runLoad(cmd *cobra.Command, f loadFlags) error {
 
 // finishLoad evaluates thresholds and the paths' health, writes every
 // requested output and maps the verdict to an exit code: 130 if
-// interrupted, else 1 if a path failed or the run saw violations, else 3
-// if a threshold breached.
+// interrupted, else 1 if a path failed outright (thresholds or not), else
+// 3 if a threshold breached, else 1 if the run saw violations.
 func finishLoad(stdout io.Writer, rep *load.Report, ths []load.Threshold, out loadOutputs, maxErrorShare float64) error {
 	rep.ApplyThresholds(ths)
 	rep.CheckHealth(maxErrorShare)
@@ -308,15 +308,15 @@ func finishLoad(stdout io.Writer, rep *load.Report, ths []load.Threshold, out lo
 		}
 		return withCode(exitFail, fmt.Errorf("load failed: %s", strings.Join(parts, "; ")))
 	}
-	if rep.Violations > 0 {
-		return withCode(exitFail, fmt.Errorf("%d idempotency violations under load", rep.Violations))
-	}
 	if b := rep.Breached(); len(b) > 0 {
 		var parts []string
 		for _, t := range b {
 			parts = append(parts, fmt.Sprintf("%s (value %s)", t.Expr, t.Value))
 		}
 		return withCode(exitThreshold, fmt.Errorf("threshold breached: %s", strings.Join(parts, "; ")))
+	}
+	if rep.Violations > 0 {
+		return withCode(exitFail, fmt.Errorf("%d idempotency violations under load", rep.Violations))
 	}
 	return nil
 }
