@@ -123,3 +123,29 @@ func TestProxyCLI(t *testing.T) {
 		}
 	}
 }
+
+// TestAnalyzeCLI: analyze judges only a history that holds something: an
+// empty one and a torn last line exit 2 with one line; --skip-torn-tail
+// skips the torn line with a warning and judges the rest.
+func TestAnalyzeCLI(t *testing.T) {
+	attempt := `{"type":"attempt","key":"k","attempt":1,"method":"POST","path":"/v1/charges","upstream":[{"status":201,"id":"x"}],"client":"ok","status":201}` + "\n"
+	for _, tc := range []struct {
+		name, rule, history string
+		args                []string
+		code                int
+		stderr              string
+	}{
+		{"empty", "an empty history is not OK", "", nil, exitUsage, "empty history"},
+		{"torn", "a torn last line is named, with the flag that skips it", attempt + `{"type":"attem`, nil, exitUsage, "--skip-torn-tail"},
+		{"torn skipped", "--skip-torn-tail warns and judges the rest", attempt + `{"type":"attem`, []string{"--skip-torn-tail"}, exitOK, "warning: "},
+		{"clean", "a whole history is judged", attempt, nil, exitOK, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeTemp(t, "h.jsonl", tc.history)
+			r := runCLI(t, append([]string{"analyze", path}, tc.args...)...)
+			if r.code != tc.code || !strings.Contains(r.stderr, tc.stderr) || strings.Count(strings.TrimSpace(r.stderr), "\n") > 0 {
+				t.Fatalf("rule: %s: exit %d (want %d), stderr %q (want one line with %q)\n%s", tc.rule, r.code, tc.code, r.stderr, tc.stderr, r.stdout)
+			}
+		})
+	}
+}
