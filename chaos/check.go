@@ -4,12 +4,18 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"time"
 )
 
 // Checker decides exactly-once per key from a history: the proxy's
 // attempts plus, when a driver ran, the client's operations with their
 // effects-oracle counts. Feed it lines (in any order), then call Report.
 type Checker struct {
+	// TTL is how long the target keeps a key (0: forever, or unknown).
+	// With it, an execution that may have come after the key expired is
+	// a legal fresh execution: shown in Report.AfterTTL, not a violation.
+	// Set it before feeding lines; a history's "run" line sets it when 0.
+	TTL      time.Duration
 	keys     map[string]*keyState
 	attempts int
 	faults   map[string]int
@@ -22,6 +28,11 @@ type keyState struct {
 	errors5xx int      // upstream 5xx answers other than the proxy's own
 	definite  int      // first upstream status that is a final answer (not 409/429/5xx)
 	op        *Op
+	// Timing, for the TTL: the key's first contact (no record of it can
+	// be older), the earliest end of an attempt that returned each id and
+	// each 2xx body (it was executed by then), and the last attempt end.
+	first, last    time.Time
+	idEnd, bodyEnd map[string]time.Time
 }
 
 // NewChecker returns an empty checker.
@@ -48,6 +59,13 @@ func (c *Checker) Attempt(ev Event) {
 		return
 	}
 	s := c.key(ev.Key)
+	end := ev.Time.Add(time.Duration(ev.DurationNS))
+	if s.first.IsZero() || ev.Time.Before(s.first) {
+		s.first = ev.Time
+	}
+	if end.After(s.last) {
+		s.last = end
+	}
 	for _, u := range ev.Upstream {
 		if u.Error != "" {
 			continue
@@ -63,6 +81,8 @@ func (c *Checker) Attempt(ev Event) {
 			if !slices.Contains(s.okBodies, ev.RequestSHA256) {
 				s.okBodies = append(s.okBodies, ev.RequestSHA256)
 			}
+			s.idEnd = earliest(s.idEnd, u.ID, end)
+			s.bodyEnd = earliest(s.bodyEnd, ev.RequestSHA256, end)
 		case u.Status >= 500:
 			s.errors5xx++
 		}
@@ -70,6 +90,17 @@ func (c *Checker) Attempt(ev Event) {
 			s.definite = u.Status
 		}
 	}
+}
+
+// earliest records t for k in m unless m holds an earlier time.
+func earliest(m map[string]time.Time, k string, t time.Time) map[string]time.Time {
+	if m == nil {
+		m = map[string]time.Time{}
+	}
+	if old, ok := m[k]; !ok || t.Before(old) {
+		m[k] = t
+	}
+	return m
 }
 
 // Op adds the client's record of a logical operation.
@@ -100,7 +131,16 @@ type Report struct {
 	Faults     map[string]int `json:"faults"`
 	Outcomes   map[string]int `json:"outcomes"`   // client outcomes of ops
 	Unresolved int            `json:"unresolved"` // ops that ended without an answer and with no effect seen
-	Violations []Violation    `json:"violations"`
+	// Interrupted: ops the run's end cut short (SIGINT, --deadline);
+	// nothing the client did not get to see is judged for them.
+	Interrupted int         `json:"interrupted_ops"`
+	Violations  []Violation `json:"violations"`
+	// TTL is the key lifetime the checker applied (0: none).
+	TTL time.Duration `json:"ttl_ns"`
+	// AfterTTL are keys executed again when their first record may have
+	// expired: legal fresh executions, shown with the same evidence as a
+	// violation but not counted as one.
+	AfterTTL []Violation `json:"after_ttl"`
 }
 
 // Violation rules.
@@ -114,7 +154,8 @@ const (
 
 // Report applies the rules to every key.
 func (c *Checker) Report() Report {
-	r := Report{Keys: len(c.keys), Attempts: c.attempts, Faults: c.faults, Outcomes: map[string]int{}, Violations: []Violation{}}
+	r := Report{Keys: len(c.keys), Attempts: c.attempts, Faults: c.faults, Outcomes: map[string]int{}, Violations: []Violation{},
+		TTL: c.TTL, AfterTTL: []Violation{}}
 	keys := make([]string, 0, len(c.keys))
 	for k := range c.keys {
 		keys = append(keys, k)
@@ -125,52 +166,91 @@ func (c *Checker) Report() Report {
 		if s.op != nil {
 			r.Ops++
 			r.Outcomes[s.op.Outcome]++
-			if s.op.Outcome == ClientUnknown && len(s.ids) == 0 && s.op.Kind != KindTransient {
+			switch {
+			case s.op.Outcome == ClientInterrupted:
+				r.Interrupted++
+			case s.op.Outcome == ClientUnknown && len(s.ids) == 0 && s.op.Kind != KindTransient:
 				r.Unresolved++
 			}
 		}
-		r.Violations = append(r.Violations, s.check(k)...)
+		viol, legal := s.check(k, c.TTL)
+		r.Violations = append(r.Violations, viol...)
+		r.AfterTTL = append(r.AfterTTL, legal...)
 	}
 	return r
 }
 
-func (s *keyState) check(key string) []Violation {
-	var out []Violation
-	v := func(rule, format string, args ...any) {
+// live counts the entries of ends (ids or bodies) executed for certain
+// while the key's first record was alive: no record of the key is older
+// than its first contact, and none expires sooner than ttl after it. With
+// no ttl every entry is live.
+func (s *keyState) live(ends map[string]time.Time, all []string, ttl time.Duration) int {
+	if ttl <= 0 {
+		return len(all)
+	}
+	n := 0
+	for _, k := range all {
+		if ends[k].Before(s.first.Add(ttl)) {
+			n++
+		}
+	}
+	return n
+}
+
+// check applies the rules to one key: violations, and executions that a
+// key expiry makes legal (shown, not counted).
+func (s *keyState) check(key string, ttl time.Duration) (out, legal []Violation) {
+	v := func(list *[]Violation, rule, format string, args ...any) {
 		viol := Violation{Key: key, Rule: rule, Detail: fmt.Sprintf(format, args...), IDs: s.ids, Statuses: s.statuses}
 		if s.op != nil {
 			viol.Kind, viol.Oracle = s.op.Kind, s.op.Oracle
 		}
-		out = append(out, viol)
+		*list = append(*list, viol)
 	}
-	if len(s.ids) > 1 {
-		v(RuleDoubleExecution, "%d distinct created ids for one key", len(s.ids))
+	afterTTL := fmt.Sprintf(" after the key's TTL (%s) may have run out: a legal fresh execution", ttl)
+	if n := s.live(s.idEnd, s.ids, ttl); n > 1 {
+		v(&out, RuleDoubleExecution, "%d distinct created ids for one key", len(s.ids))
+	} else if len(s.ids) > 1 {
+		v(&legal, RuleDoubleExecution, "%d distinct created ids for one key, the later ones%s", len(s.ids), afterTTL)
 	}
-	if len(s.okBodies) > 1 {
-		v(RuleFingerprintIgnored, "%d different request bodies under one key all got 2xx (a changed body must be rejected, e.g. 422)", len(s.okBodies))
+	if n := s.live(s.bodyEnd, s.okBodies, ttl); n > 1 {
+		v(&out, RuleFingerprintIgnored, "%d different request bodies under one key all got 2xx (a changed body must be rejected, e.g. 422)", len(s.okBodies))
+	} else if len(s.okBodies) > 1 {
+		v(&legal, RuleFingerprintIgnored, "%d different request bodies under one key got 2xx, the later ones%s", len(s.okBodies), afterTTL)
 	}
 	op := s.op
 	if op == nil {
-		return out
+		return out, legal
 	}
 	transient := op.Kind == KindTransient
 	if op.Oracle != nil && !transient && *op.Oracle > 1 && len(s.ids) <= 1 {
-		v(RuleDoubleExecution, "effects oracle counts %d executions", *op.Oracle)
+		// The oracle does not say when; only a key whose attempts all fit
+		// in its TTL proves the executions overlapped its first record.
+		if ttl > 0 && !s.last.Before(s.first.Add(ttl)) {
+			v(&legal, RuleDoubleExecution, "effects oracle counts %d executions, attempts spanning %s%s", *op.Oracle, s.last.Sub(s.first).Round(time.Millisecond), afterTTL)
+		} else {
+			v(&out, RuleDoubleExecution, "effects oracle counts %d executions", *op.Oracle)
+		}
+	}
+	if op.Outcome == ClientInterrupted {
+		// Cut short: the client never got to its answer, so what it
+		// learnt is not judged; the upstream's evidence above still is.
+		return out, legal
 	}
 	if transient && op.Oracle != nil && *op.Oracle < s.errors5xx {
-		v(RuleErrorReplayed, "%d upstream 5xx answers but only %d executions: a 5xx was replayed instead of re-executed", s.errors5xx, *op.Oracle)
+		v(&out, RuleErrorReplayed, "%d upstream 5xx answers but only %d executions: a 5xx was replayed instead of re-executed", s.errors5xx, *op.Oracle)
 	}
 	switch op.Kind {
 	case KindNormal, KindStorm:
 		if len(s.ids) >= 1 && op.Outcome != ClientOK {
-			v(RuleLost, "the upstream created %s but the client ended %s (status %d, %s)", s.ids[0], op.Outcome, op.Status, op.Error)
+			v(&out, RuleLost, "the upstream created %s but the client ended %s (status %d, %s)", s.ids[0], op.Outcome, op.Status, op.Error)
 		} else if len(s.ids) == 1 && op.ID != s.ids[0] {
-			v(RuleWrongAnswer, "client got id %q, committed id %q", op.ID, s.ids[0])
+			v(&out, RuleWrongAnswer, "client got id %q, committed id %q", op.ID, s.ids[0])
 		}
 	case KindBusiness:
 		if op.Outcome != ClientUnknown && s.definite != 0 && op.Status != s.definite {
-			v(RuleWrongAnswer, "client got status %d, the committed answer was %d", op.Status, s.definite)
+			v(&out, RuleWrongAnswer, "client got status %d, the committed answer was %d", op.Status, s.definite)
 		}
 	}
-	return out
+	return out, legal
 }

@@ -3,6 +3,7 @@ package chaos_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/idemcheck/idemcheck/chaos"
 )
@@ -72,6 +73,107 @@ func TestChecker(t *testing.T) {
 			t.Errorf("%s (%s): violations %v, want none", tc.name, tc.explanation, rep.Violations)
 		case tc.rule != "" && !strings.Contains(strings.Join(rules, ","), tc.rule):
 			t.Errorf("%s (%s): rules %v, want %s", tc.name, tc.explanation, rules, tc.rule)
+		}
+	}
+}
+
+// TestCheckerTTL: with the target's TTL, a second execution that may have
+// come after the first record expired is legal (shown in AfterTTL); one
+// that certainly overlapped the first record's life is still a violation.
+// Without a TTL both are violations, as before.
+func TestCheckerTTL(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(ms int, dur time.Duration, body string, up ...chaos.Upstream) chaos.Event {
+		return chaos.Event{Type: "attempt", Key: "k", Time: t0.Add(time.Duration(ms) * time.Millisecond), DurationNS: dur.Nanoseconds(),
+			RequestSHA256: body, Upstream: up}
+	}
+	ok := func(id string) chaos.Upstream { return chaos.Upstream{Status: 201, ID: id} }
+	conflict := chaos.Upstream{Status: 409}
+	cases := []struct {
+		name, explanation string
+		ttl               time.Duration
+		attempts          []chaos.Event
+		op                *chaos.Op
+		violation, legal  string // rules expected in Violations / AfterTTL ("" none)
+	}{
+		{"retry after expiry", "serve --ttl 2s, the response dropped, 409s, a retry at 2.5s executes fresh: legal",
+			2 * time.Second, []chaos.Event{at(0, 1500*time.Millisecond, "a", ok("x")), at(400, time.Millisecond, "a", conflict),
+				at(2500, 1500*time.Millisecond, "a", ok("y"))},
+			&chaos.Op{Key: "k", Kind: chaos.KindStorm, Outcome: chaos.ClientOK, Status: 201, ID: "y", Oracle: intp(2)},
+			"", chaos.RuleDoubleExecution},
+		{"same retry, no TTL", "without the TTL the checker cannot know the key expired",
+			0, []chaos.Event{at(0, 1500*time.Millisecond, "a", ok("x")), at(2500, 1500*time.Millisecond, "a", ok("y"))},
+			nil, chaos.RuleDoubleExecution, ""},
+		{"double execution inside the TTL", "both executions ended before the key could expire",
+			2 * time.Second, []chaos.Event{at(0, 100*time.Millisecond, "a", ok("x")), at(50, 100*time.Millisecond, "a", ok("y"))},
+			nil, chaos.RuleDoubleExecution, ""},
+		{"changed body after expiry", "a mutated retry after the key may have expired executes: legal",
+			time.Second, []chaos.Event{at(0, 10*time.Millisecond, "a", ok("x")), at(1500, 10*time.Millisecond, "b", ok("y"))},
+			nil, "", chaos.RuleDoubleExecution + "," + chaos.RuleFingerprintIgnored},
+		{"oracle two, attempts span the TTL", "the oracle says 2 but the attempts span more than the TTL: legal",
+			time.Second, []chaos.Event{at(0, 10*time.Millisecond, "a", ok("x")), at(1500, 10*time.Millisecond, "a", ok("x"))},
+			&chaos.Op{Key: "k", Kind: chaos.KindNormal, Outcome: chaos.ClientOK, Status: 201, ID: "x", Oracle: intp(2)},
+			"", chaos.RuleDoubleExecution},
+		{"oracle two within the TTL", "the oracle says 2 and every attempt fits in the TTL: a violation",
+			time.Second, []chaos.Event{at(0, 10*time.Millisecond, "a", ok("x")), at(100, 10*time.Millisecond, "a", ok("x"))},
+			&chaos.Op{Key: "k", Kind: chaos.KindNormal, Outcome: chaos.ClientOK, Status: 201, ID: "x", Oracle: intp(2)},
+			chaos.RuleDoubleExecution, ""},
+		{"interrupted op", "an op cut short by SIGINT is not lost: the client never got to its answer",
+			0, []chaos.Event{at(0, 10*time.Millisecond, "a", ok("x"))},
+			&chaos.Op{Key: "k", Kind: chaos.KindNormal, Outcome: chaos.ClientInterrupted, Error: "cut short: context canceled"}, "", ""},
+	}
+	rules := func(vs []chaos.Violation) string {
+		var out []string
+		for _, v := range vs {
+			out = append(out, v.Rule)
+		}
+		return strings.Join(out, ",")
+	}
+	for _, tc := range cases {
+		c := chaos.NewChecker()
+		c.TTL = tc.ttl
+		for _, ev := range tc.attempts {
+			c.Attempt(ev)
+		}
+		if tc.op != nil {
+			c.Op(*tc.op)
+		}
+		rep := c.Report()
+		if got := rules(rep.Violations); got != tc.violation {
+			t.Errorf("%s (%s): violations %q, want %q: %+v", tc.name, tc.explanation, got, tc.violation, rep.Violations)
+		}
+		if got := rules(rep.AfterTTL); got != tc.legal {
+			t.Errorf("%s (%s): after TTL %q, want %q", tc.name, tc.explanation, got, tc.legal)
+		}
+	}
+}
+
+// TestReadHistory: what a history must hold to be judged; one row per rule.
+func TestReadHistory(t *testing.T) {
+	attempt := `{"type":"attempt","key":"k","attempt":1,"upstream":[{"status":201,"id":"x"}]}`
+	for _, tc := range []struct {
+		name, rule, history string
+		skipTorn            bool
+		err, torn           string // substrings; "" none
+		ttl                 time.Duration
+	}{
+		{"empty", "an empty history judges nothing: an error, not OK", "", false, "empty history", "", 0},
+		{"run line only", "a header alone judges nothing either", `{"type":"run","ttl_ns":2000000000}` + "\n", false, "empty history", "", 2 * time.Second},
+		{"torn tail", "a last line cut mid-write is an error naming the flag", attempt + "\n" + `{"type":"att`, false, "--skip-torn-tail", "", 0},
+		{"torn tail skipped", "with the flag it is skipped and reported", attempt + "\n" + `{"type":"att`, true, "", "line 2", 0},
+		{"torn middle", "a bad line followed by more is corruption, flag or not", `{"type":"att` + "\n" + attempt + "\n", true, "line 1", "", 0},
+		{"run line sets the TTL", "chaos writes the target's TTL so analyze judges the same", `{"type":"run","ttl_ns":2000000000}` + "\n" + attempt + "\n", false, "", "", 2 * time.Second},
+		{"unknown type", "an unknown line type is named", `{"type":"nope"}` + "\n", false, `unknown type "nope"`, "", 0},
+	} {
+		c := chaos.NewChecker()
+		torn, err := chaos.ReadHistory(strings.NewReader(tc.history), c, tc.skipTorn)
+		switch {
+		case tc.err == "" && err != nil, tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%s: rule: %s: error %v, want %q", tc.name, tc.rule, err, tc.err)
+		case !strings.Contains(torn, tc.torn) || (tc.torn == "") != (torn == ""):
+			t.Errorf("%s: rule: %s: torn %q, want %q", tc.name, tc.rule, torn, tc.torn)
+		case c.TTL != tc.ttl:
+			t.Errorf("%s: rule: %s: TTL %s, want %s", tc.name, tc.rule, c.TTL, tc.ttl)
 		}
 	}
 }

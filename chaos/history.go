@@ -3,6 +3,7 @@ package chaos
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -15,7 +16,19 @@ const (
 	ClientOK      = "ok"      // a complete response
 	ClientFail    = "fail"    // a definite "not done" (the proxy answered without forwarding)
 	ClientUnknown = "unknown" // no complete answer: it may or may not have happened
+	// ClientInterrupted: the run ended (SIGINT, --deadline) before the
+	// client got a final answer; the op is not judged on what it saw.
+	ClientInterrupted = "interrupted"
 )
+
+// Run is a history's header line (type "run"): what the checker needs to
+// know about the target to judge the history the same way offline.
+type Run struct {
+	Type string `json:"type"`
+	// TTLNS is the target's key lifetime in nanoseconds (0: forever or
+	// unknown).
+	TTLNS int64 `json:"ttl_ns"`
+}
 
 // Event is one attempt as the proxy saw it: one JSONL line of type
 // "attempt".
@@ -102,6 +115,12 @@ func (h *History) write(v any) {
 	}
 }
 
+// WriteRun records the run's header line.
+func (h *History) WriteRun(r Run) {
+	r.Type = "run"
+	h.write(&r)
+}
+
 // WriteOp records a client-side operation.
 func (h *History) WriteOp(op Op) {
 	op.Type = "op"
@@ -139,37 +158,73 @@ func (h *History) Close() error {
 	return h.err
 }
 
-// ReadHistory feeds every line of r to c. Errors name the line.
-func ReadHistory(r io.Reader, c *Checker) error {
+// ReadHistory feeds every line of r to c. Errors name the line. A history
+// with no attempt or op is an error: there is nothing to judge. A last
+// line that does not parse is what a run killed mid-write leaves: with
+// skipTornTail it is skipped and torn names it, else it is an error that
+// says so; a line that does not parse followed by more lines is always an
+// error.
+func ReadHistory(r io.Reader, c *Checker, skipTornTail bool) (torn string, err error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	var bad error // the last line that did not parse, if nothing follows it
+	fed := 0
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Bytes()
 		if len(line) == 0 {
 			continue
 		}
+		if bad != nil {
+			return "", bad
+		}
 		var head struct {
 			Type string `json:"type"`
 		}
 		if err := json.Unmarshal(line, &head); err != nil {
-			return fmt.Errorf("history line %d: %v", n, err)
+			bad = fmt.Errorf("history line %d: %v", n, err)
+			continue
 		}
 		switch head.Type {
+		case "run":
+			var run Run
+			if err := json.Unmarshal(line, &run); err != nil {
+				bad = fmt.Errorf("history line %d: %v", n, err)
+				continue
+			}
+			if c.TTL == 0 {
+				c.TTL = time.Duration(run.TTLNS)
+			}
 		case "attempt":
 			var ev Event
 			if err := json.Unmarshal(line, &ev); err != nil {
-				return fmt.Errorf("history line %d: %v", n, err)
+				bad = fmt.Errorf("history line %d: %v", n, err)
+				continue
 			}
 			c.Attempt(ev)
+			fed++
 		case "op":
 			var op Op
 			if err := json.Unmarshal(line, &op); err != nil {
-				return fmt.Errorf("history line %d: %v", n, err)
+				bad = fmt.Errorf("history line %d: %v", n, err)
+				continue
 			}
 			c.Op(op)
+			fed++
 		default:
-			return fmt.Errorf("history line %d: unknown type %q (want attempt or op)", n, head.Type)
+			return "", fmt.Errorf("history line %d: unknown type %q (want run, attempt or op)", n, head.Type)
 		}
 	}
-	return sc.Err()
+	if err := sc.Err(); err != nil {
+		return "", err
+	}
+	if bad != nil {
+		if !skipTornTail {
+			return "", fmt.Errorf("%v: a torn last line (skip it with --skip-torn-tail)", bad)
+		}
+		torn = bad.Error()
+	}
+	if fed == 0 {
+		return torn, errors.New("empty history: no attempt or op line to judge")
+	}
+	return torn, nil
 }

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"hash/maphash"
+	"math"
 	"sort"
+	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
@@ -35,21 +37,33 @@ const maxViolationExamples = 20
 type original struct {
 	code uint16
 	body []byte
+	// start is when the warm-up request was sent: no record of the key is
+	// older, so none expires before start+TTL. last is the latest end of a
+	// request on the key.
+	start, last time.Time
 }
 
 // keyOutcome is what the responses for one non-pool key showed.
 type keyOutcome struct {
-	body      uint64          // hash of the first 2xx body
-	others    map[uint64]bool // hashes of further, different 2xx bodies
-	example   []byte          // one of those bodies
-	executed  bool            // some response was 2xx
-	uncertain bool            // some response was 5xx, 409 or a transport error
+	body      uint64               // hash of the first 2xx body
+	bodyEnd   time.Time            // earliest end of a response carrying it
+	others    map[uint64]time.Time // further, different 2xx bodies: earliest end of each
+	example   []byte               // one of those bodies
+	executed  bool                 // some response was 2xx
+	uncertain bool                 // some response was 5xx, 409 or a transport error
+	// first and last bound the key's requests: the earliest send, the
+	// latest end.
+	first, last time.Time
 }
 
 // checker verifies responses as they stream by; it needs no oracle, so a
 // merged results file is re-checked by `load report` the same way.
 type checker struct {
-	seed       maphash.Seed
+	seed maphash.Seed
+	// ttl is the target's key lifetime (0: forever or unknown): a
+	// response that may have come after its key expired is a legal fresh
+	// execution, counted in afterTTL and not judged.
+	ttl        time.Duration
 	originals  map[string]original
 	keys       map[string]*keyOutcome
 	nokeyRan   uint64 // nokey 2xx: each is an execution
@@ -57,11 +71,24 @@ type checker struct {
 	count      int
 	examples   []Violation
 	unchecked  uint64 // hits whose key had no usable warm-up response
+	afterTTL   uint64 // differing replays / executions after the key may have expired
 	finished   bool
 }
 
-func newChecker() *checker {
-	return &checker{seed: maphash.MakeSeed(), originals: map[string]original{}, keys: map[string]*keyOutcome{}}
+func newChecker(ttl time.Duration) *checker {
+	return &checker{seed: maphash.MakeSeed(), ttl: ttl, originals: map[string]original{}, keys: map[string]*keyOutcome{}}
+}
+
+// live reports whether something that ended at end certainly happened
+// while a key first sent at first was still alive.
+func (c *checker) live(first, end time.Time) bool {
+	return c.ttl <= 0 || end.Before(first.Add(c.ttl))
+}
+
+// spansTTL reports whether a key's requests may straddle its expiry, so
+// that it may legally have executed more than once.
+func (c *checker) spansTTL(first, last time.Time) bool {
+	return c.ttl > 0 && !c.live(first, last)
 }
 
 func (c *checker) violate(v Violation) {
@@ -79,7 +106,7 @@ func (c *checker) add(r *vegeta.Result, p Path, key string) {
 	switch p {
 	case warmup:
 		if r.Code >= 200 && r.Code < 300 {
-			c.originals[key] = original{code: r.Code, body: bytes.Clone(r.Body)}
+			c.originals[key] = original{code: r.Code, body: bytes.Clone(r.Body), start: r.Timestamp, last: r.End()}
 		}
 	case Hit:
 		orig, ok := c.originals[key]
@@ -87,30 +114,51 @@ func (c *checker) add(r *vegeta.Result, p Path, key string) {
 			c.unchecked++
 			return
 		}
+		if r.End().After(orig.last) {
+			orig.last = r.End()
+			c.originals[key] = orig
+		}
 		if r.Code == 0 || r.Code == 429 || r.Code >= 500 {
 			return // an error, counted in the path's success ratio
 		}
 		if r.Code != orig.code || !bytes.Equal(r.Body, orig.body) {
+			if !c.live(orig.start, r.End()) {
+				c.afterTTL++ // the key may have expired: a fresh execution is legal
+				return
+			}
 			c.violate(Violation{Kind: ReplayDiffers, Key: key,
 				Detail: fmt.Sprintf("replay got %d %s, original was %d %s", r.Code, clip(r.Body), orig.code, clip(orig.body))})
 		}
 	case Miss, Contention:
 		o := c.keys[key]
 		if o == nil {
-			o = &keyOutcome{}
+			o = &keyOutcome{first: r.Timestamp}
 			c.keys[key] = o
+		}
+		if r.Timestamp.Before(o.first) {
+			o.first = r.Timestamp
+		}
+		end := r.End()
+		if end.After(o.last) {
+			o.last = end
 		}
 		switch {
 		case r.Code >= 200 && r.Code < 300:
 			h := maphash.Bytes(c.seed, r.Body)
 			switch {
 			case !o.executed:
-				o.executed, o.body = true, h
-			case h != o.body && !o.others[h]:
-				if o.others == nil {
-					o.others, o.example = map[uint64]bool{}, bytes.Clone(r.Body)
+				o.executed, o.body, o.bodyEnd = true, h, end
+			case h == o.body:
+				if end.Before(o.bodyEnd) {
+					o.bodyEnd = end
 				}
-				o.others[h] = true
+			default:
+				if o.others == nil {
+					o.others, o.example = map[uint64]time.Time{}, bytes.Clone(r.Body)
+				}
+				if old, seen := o.others[h]; !seen || end.Before(old) {
+					o.others[h] = end
+				}
 			}
 		case uncertain(r.Code):
 			o.uncertain = true
@@ -141,15 +189,35 @@ func (c *checker) finish() {
 	sort.Strings(keys)
 	for _, k := range keys {
 		o := c.keys[k]
+		// Bodies executed for certain while the key's first record lived:
+		// two of them are a second execution; later ones are legal.
+		live := 0
+		if c.live(o.first, o.bodyEnd) {
+			live++
+		}
+		for _, end := range o.others {
+			if c.live(o.first, end) {
+				live++
+			}
+		}
+		if live < 2 {
+			c.afterTTL++
+			continue
+		}
 		c.violate(Violation{Kind: SecondExecution, Key: k, Detail: fmt.Sprintf(
 			"%d different 2xx bodies for one key: the handler ran at least %d times (e.g. %s)",
 			len(o.others)+1, len(o.others)+1, clip(o.example))})
 	}
 }
 
+// unbounded is the upper bound of a count the TTL leaves open.
+const unbounded = math.MaxInt64
+
 // expectedExecutions bounds how many handler executions the measured
 // requests may have caused: at least one per key (or nokey request) that
-// got a 2xx, at most that plus the ones whose outcome is unknown.
+// got a 2xx, at most that plus the ones whose outcome is unknown. A key
+// whose requests (a pool key's hits included) may straddle its expiry
+// may legally have run again: the upper bound is then unbounded.
 func (c *checker) expectedExecutions() (lo, hi uint64) {
 	lo, hi = c.nokeyRan, c.nokeyRan+c.nokeyMaybe
 	for _, o := range c.keys {
@@ -160,8 +228,28 @@ func (c *checker) expectedExecutions() (lo, hi uint64) {
 		case o.uncertain:
 			hi++
 		}
+		if c.spansTTL(o.first, o.last) {
+			hi = unbounded
+		}
 	}
-	return lo, hi
+	for _, o := range c.originals {
+		if c.spansTTL(o.start, o.last) {
+			hi = unbounded
+		}
+	}
+	return lo, min(hi, unbounded)
+}
+
+// maxExecutions is how many executions the oracle may count for key: one,
+// unless its requests may straddle its expiry.
+func (c *checker) maxExecutions(key string) int64 {
+	if o, ok := c.originals[key]; ok && c.spansTTL(o.start, o.last) {
+		return unbounded
+	}
+	if o, ok := c.keys[key]; ok && c.spansTTL(o.first, o.last) {
+		return unbounded
+	}
+	return 1
 }
 
 func clip(b []byte) string {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -28,6 +29,11 @@ type Report struct {
 	DurationS   float64   `json:"duration_s"`
 	Interrupted bool      `json:"interrupted"`
 	VerySlowMs  float64   `json:"very_slow_ms"`
+	// TTLS is the key lifetime (seconds) the replay check applied; 0: none.
+	TTLS float64 `json:"ttl_s,omitempty"`
+	// ExpectedStatus is the declared status of the variant sent (e.g. 503
+	// for transient_error): it counts as an answer, not an error.
+	ExpectedStatus int `json:"expected_status,omitempty"`
 	// Paths holds one entry per measured path: hit, miss, contention, nokey.
 	Paths map[Path]*PathStats `json:"paths"`
 	// Ratios compares paths: "hit.p50/miss.p50", "hit.p99/miss.p99",
@@ -37,9 +43,18 @@ type Report struct {
 	ObservedHitRatio float64      `json:"observed_hit_ratio,omitempty"`
 	Phases           []PhaseStats `json:"phases"`
 	// Violations counts broken guarantees; ViolationList shows the first few.
-	Violations    int               `json:"violations"`
-	ViolationList []Violation       `json:"violation_list"`
-	UncheckedHits uint64            `json:"unchecked_hits,omitempty"`
+	Violations    int         `json:"violations"`
+	ViolationList []Violation `json:"violation_list"`
+	UncheckedHits uint64      `json:"unchecked_hits,omitempty"`
+	// AfterTTL counts answers that differed from their key's first (a
+	// hit's replay; a miss or contention key's further 2xx body) when the
+	// key may have expired: legal fresh executions, not judged.
+	AfterTTL uint64 `json:"after_ttl"`
+	// Failures are paths that failed outright (CheckHealth): nothing
+	// answered as expected, or too many transport errors and unexpected
+	// 5xx. Any fails the run whatever the thresholds say.
+	Failures      []PathFailure     `json:"failures"`
+	MaxErrorShare float64           `json:"max_error_share"`
 	Oracle        *OracleReport     `json:"oracle"`
 	Thresholds    []ThresholdResult `json:"thresholds"`
 
@@ -52,6 +67,65 @@ type PhaseStats struct {
 	Requests  uint64  `json:"requests"`
 	Rate      float64 `json:"achieved_rate"`
 	DurationS float64 `json:"duration_s"`
+}
+
+// PathFailure says why a path failed outright.
+type PathFailure struct {
+	Path   Path   `json:"path"`
+	Reason string `json:"reason"`
+}
+
+// DefaultMaxErrorShare is the share of transport errors and unexpected
+// 5xx a path may have before the run fails (--max-error-share).
+const DefaultMaxErrorShare = 0.01
+
+// CheckHealth records the paths that failed outright: none of their
+// requests got an expected answer (a 2xx, the declared status of the
+// variant sent, or any non-5xx answer to a request without a key), or
+// more than maxShare of them were transport errors or 5xx the variant
+// does not declare. A run that measured only failures proves nothing,
+// whatever its thresholds say. An interrupted run is not judged.
+func (r *Report) CheckHealth(maxShare float64) {
+	r.MaxErrorShare = maxShare
+	r.Failures = []PathFailure{}
+	if r.Interrupted {
+		return // requests cut short are not judged
+	}
+	for _, p := range Paths {
+		s := r.Paths[p]
+		if s == nil || s.Requests == 0 {
+			continue
+		}
+		var ok, bad uint64
+		for k, n := range s.StatusCodes {
+			code, _ := strconv.Atoi(k)
+			switch {
+			case code >= 200 && code < 300, code != 0 && code == r.ExpectedStatus, p == NoKey && code > 0 && code < 500:
+				ok += n
+			}
+			if code == 0 || (code >= 500 && code != r.ExpectedStatus) {
+				bad += n
+			}
+		}
+		switch share := float64(bad) / float64(s.Requests); {
+		case ok == 0:
+			r.Failures = append(r.Failures, PathFailure{Path: p, Reason: fmt.Sprintf(
+				"none of %d requests got an expected answer (status codes %s)", s.Requests, codeList(s.StatusCodes))})
+		case share > maxShare:
+			r.Failures = append(r.Failures, PathFailure{Path: p, Reason: fmt.Sprintf(
+				"%.2f%% of %d requests were transport errors or unexpected 5xx (max %.2f%%; status codes %s)",
+				100*share, s.Requests, 100*maxShare, codeList(s.StatusCodes))})
+		}
+	}
+}
+
+// codeList is "500:12 0:3", codes in order.
+func codeList(codes map[string]uint64) string {
+	var parts []string
+	for _, k := range sortedKeys(codes) {
+		parts = append(parts, fmt.Sprintf("%s:%d", k, codes[k]))
+	}
+	return strings.Join(parts, " ")
 }
 
 // Breached returns the thresholds that did not pass.
@@ -90,8 +164,9 @@ type collector struct {
 	foreign  uint64 // results without an idemcheck tag
 }
 
-func newCollector(verySlow time.Duration) *collector {
-	return &collector{verySlow: verySlow, paths: map[Path]*pathMetrics{}, check: newChecker()}
+// newCollector: ttl is the target's key lifetime (0: forever or unknown).
+func newCollector(verySlow, ttl time.Duration) *collector {
+	return &collector{verySlow: verySlow, paths: map[Path]*pathMetrics{}, check: newChecker(ttl)}
 }
 
 func (c *collector) add(r *vegeta.Result) {
@@ -138,6 +213,8 @@ func (c *collector) report() *Report {
 		Ratios:     map[string]float64{},
 		Phases:     []PhaseStats{},
 		Thresholds: []ThresholdResult{},
+		Failures:   []PathFailure{},
+		TTLS:       c.check.ttl.Seconds(),
 	}
 	var first, lastEnd time.Time
 	for p, m := range c.paths {
@@ -177,6 +254,7 @@ func (c *collector) report() *Report {
 	rep.Violations = c.check.count
 	rep.ViolationList = append([]Violation{}, c.check.examples...)
 	rep.UncheckedHits = c.check.unchecked
+	rep.AfterTTL = c.check.afterTTL
 	return rep
 }
 
@@ -228,13 +306,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	lat("p99.9", func(l Latency) float64 { return l.P999 })
 	lat("max", func(l Latency) float64 { return l.Max })
 	row(fmt.Sprintf("very slow (>=%s)", fmtMs(r.VerySlowMs)), func(s *PathStats) string { return fmt.Sprint(s.VerySlow) })
-	row("status codes", func(s *PathStats) string {
-		var parts []string
-		for _, k := range sortedKeys(s.StatusCodes) {
-			parts = append(parts, fmt.Sprintf("%s:%d", k, s.StatusCodes[k]))
-		}
-		return strings.Join(parts, " ")
-	})
+	row("status codes", func(s *PathStats) string { return codeList(s.StatusCodes) })
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -256,8 +328,12 @@ func (r *Report) WriteText(w io.Writer) error {
 		if r.Oracle.TotalsURL == "" {
 			fmt.Fprintf(w, "oracle: no totals URL, %d keys probed", r.Oracle.KeysProbed)
 		} else {
-			fmt.Fprintf(w, "oracle: %d executions in the window (explained: %d..%d), %d keys probed",
-				r.Oracle.After-r.Oracle.Before, r.Oracle.ExpectedMin, r.Oracle.ExpectedMax, r.Oracle.KeysProbed)
+			most := fmt.Sprint(r.Oracle.ExpectedMax)
+			if r.Oracle.ExpectedMax >= unbounded {
+				most = "any (keys outlived their TTL)"
+			}
+			fmt.Fprintf(w, "oracle: %d executions in the window (explained: %d..%s), %d keys probed",
+				r.Oracle.After-r.Oracle.Before, r.Oracle.ExpectedMin, most, r.Oracle.KeysProbed)
 		}
 		if r.Oracle.Error != "" {
 			fmt.Fprintf(w, " — error: %s", r.Oracle.Error)
@@ -266,6 +342,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	if r.UncheckedHits > 0 {
 		fmt.Fprintf(w, "unchecked hits (no warm-up response for the key): %d\n", r.UncheckedHits)
+	}
+	if r.TTLS > 0 {
+		fmt.Fprintf(w, "key TTL %gs: %d answers differed after their key may have expired (legal fresh executions, not judged)\n", r.TTLS, r.AfterTTL)
 	}
 	fmt.Fprintf(w, "violations: %d\n", r.Violations)
 	for _, v := range r.ViolationList {
@@ -282,8 +361,11 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 		fmt.Fprintf(w, "threshold %-28s %-9s value %s\n", t.Expr, verdict, t.Value)
 	}
+	for _, f := range r.Failures {
+		fmt.Fprintf(w, "FAILED path %s: %s\n", f.Path, f.Reason)
+	}
 	if r.Interrupted {
-		fmt.Fprintln(w, "interrupted: partial report")
+		fmt.Fprintln(w, "interrupted: partial report; requests cut short are not judged")
 	}
 	return nil
 }

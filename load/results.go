@@ -26,8 +26,9 @@ const maxMergedResults = 50_000_000
 // ReadResults merges vegeta gob results files (one per machine of a
 // distributed run) into one report. Warm-up results in the files let it
 // re-check replay equality; oracle counts are not in the files, so the
-// report's Oracle is nil.
-func ReadResults(paths []string, verySlow time.Duration, timePlot bool) (*Report, error) {
+// report's Oracle is nil. ttl is the target's key lifetime (0: forever or
+// unknown), for the replay check.
+func ReadResults(paths []string, verySlow, ttl time.Duration, timePlot bool) (*Report, error) {
 	if len(paths) == 0 {
 		return nil, errors.New("no results files")
 	}
@@ -44,7 +45,7 @@ func ReadResults(paths []string, verySlow time.Duration, timePlot bool) (*Report
 		}
 		decs = append(decs, dec)
 	}
-	col := newCollector(verySlow)
+	col := newCollector(verySlow, ttl)
 	s := &sink{col: col}
 	if timePlot {
 		s.plot = newTimePlot("idemcheck load report")

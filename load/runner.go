@@ -48,9 +48,12 @@ type config struct {
 	variant   string
 	patch     json.RawMessage
 	verySlow  time.Duration
-	results   io.Writer
-	timePlot  bool
-	progress  func(Progress)
+	ttl       time.Duration
+	// expectStatus is the declared status of the variant sent (0: none).
+	expectStatus int
+	results      io.Writer
+	timePlot     bool
+	progress     func(Progress)
 }
 
 // Option configures Run.
@@ -98,6 +101,11 @@ func WithVariant(name string) Option { return func(c *config) { c.variant = name
 // WithBodyPatch applies a JSON merge patch to the request body (after the
 // variant), e.g. {"delay_ms":50} for a slow miss path on the reference.
 func WithBodyPatch(p json.RawMessage) Option { return func(c *config) { c.patch = p } }
+
+// WithTTL sets the target's key lifetime for the replay check: a replay
+// that may have come after its key expired is a legal fresh execution
+// (default: the target's declared TTL; 0 means keys never expire).
+func WithTTL(d time.Duration) Option { return func(c *config) { c.ttl = d } }
 
 // WithVerySlow sets the latency counted as very slow (default 1s).
 func WithVerySlow(d time.Duration) Option { return func(c *config) { c.verySlow = d } }
@@ -217,6 +225,7 @@ func buildRequest(t *scenarios.Target, c *config) (*request, error) {
 		if body, err = jsonx.MergePatch(body, v.Patch); err != nil {
 			return nil, fmt.Errorf("variant %q: %w", variant, err)
 		}
+		c.expectStatus = v.Status
 	}
 	if c.patch != nil {
 		if body, err = jsonx.MergePatch(body, c.patch); err != nil {
@@ -267,6 +276,9 @@ func Run(ctx context.Context, t *scenarios.Target, opts ...Option) (*Report, err
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
 	}
+	if c.ttl == 0 {
+		c.ttl = t.TTL
+	}
 	if err := Preflight(ctx, t); err != nil {
 		return nil, err
 	}
@@ -277,7 +289,7 @@ func Run(ctx context.Context, t *scenarios.Target, opts ...Option) (*Report, err
 	}
 	defer client.CloseIdleConnections()
 
-	col := newCollector(c.verySlow)
+	col := newCollector(c.verySlow, c.ttl)
 	s := &sink{col: col}
 	if c.results != nil {
 		s.enc = vegeta.NewEncoder(c.results)
@@ -334,6 +346,7 @@ func Run(ctx context.Context, t *scenarios.Target, opts ...Option) (*Report, err
 		rep.HitRatio = c.hitRatio
 	}
 	rep.Interrupted = interrupted
+	rep.ExpectedStatus = c.expectStatus
 	rep.plot = s.plot
 	if orc != nil {
 		// The run's ctx may be cancelled (Ctrl-C): the oracle still gets

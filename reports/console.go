@@ -26,6 +26,7 @@ var markers = map[scenarios.Status]string{
 	scenarios.Skip:         "-",
 	scenarios.Unverifiable: "?",
 	scenarios.Inconclusive: "?",
+	scenarios.Interrupted:  "~",
 }
 
 const (
@@ -44,25 +45,32 @@ var colours = map[scenarios.Status]string{
 	scenarios.Skip:         ansiGrey,
 	scenarios.Unverifiable: ansiGrey,
 	scenarios.Inconclusive: ansiYellow,
+	scenarios.Interrupted:  ansiYellow,
 }
 
 // severity orders statuses so a case line shows its worst operation.
 var severity = map[scenarios.Status]int{
 	scenarios.Pass: 0, scenarios.Skip: 1, scenarios.Unverifiable: 2,
-	scenarios.Inconclusive: 3, scenarios.Warn: 4, scenarios.Fail: 5,
+	scenarios.Inconclusive: 3, scenarios.Interrupted: 4, scenarios.Warn: 5, scenarios.Fail: 6,
 }
 
-// rank is a verdict's severity; an expected failure ranks like a skip.
+// rank is a verdict's severity; an expected failure ranks like a skip,
+// a MUST without evidence just below a warning.
 func rank(v Verdict) int {
-	if v.Expected {
+	switch {
+	case v.Expected:
 		return severity[scenarios.Skip]
+	case v.Incomplete:
+		return severity[scenarios.Interrupted]
 	}
 	return severity[v.Status]
 }
 
 // Console writes the h2spec-like tree: families, then cases with their
-// per-operation lines, then a recap of every failure with its evidence,
-// then the summary line "N passed, N failed, N warned, N skipped".
+// per-operation lines, then a recap of every failure with its evidence
+// and of every MUST without evidence, then the summary line "N passed,
+// N failed, N warned, N skipped", the requirement counts per level and
+// the outcome with its exit code.
 func Console(w io.Writer, rep *scenarios.Report, opt ConsoleOptions) error {
 	var b strings.Builder
 	paint := func(code, s string) string {
@@ -122,10 +130,29 @@ func Console(w io.Writer, rep *scenarios.Report, opt ConsoleOptions) error {
 		}
 	}
 
+	if missing := WithoutEvidence(rep); len(missing) > 0 {
+		fmt.Fprintf(&b, "\n%s\n", paint(ansiYellow+ansiBold, "Not enough evidence (MUST):"))
+		for _, r := range missing {
+			fmt.Fprintf(&b, "  ? %s %s: %s\n", r.Name(), r.Status, r.Reason)
+		}
+		b.WriteString("  configure what they lack (an oracle, an id_pointer: see idemcheck list), or accept with --allow-incomplete\n")
+	}
+
 	c := Tally(rep)
 	fmt.Fprintf(&b, "\n%d passed, %d failed, %d warned, %d skipped\n", c.Passed, c.Failed, c.Warned, c.Skipped)
-	fmt.Fprintf(&b, "%d unverifiable, %d inconclusive, %d failed as expected; %d results in %s\n",
-		c.Unverifiable, c.Inconclusive, c.ExpectedFailures, c.Total(), rep.Duration.Round(time.Millisecond))
+	interrupted := ""
+	if c.Interrupted > 0 {
+		interrupted = fmt.Sprintf(", %d interrupted", c.Interrupted)
+	}
+	fmt.Fprintf(&b, "%d unverifiable, %d inconclusive, %d failed as expected%s; %d results in %s\n",
+		c.Unverifiable, c.Inconclusive, c.ExpectedFailures, interrupted, c.Total(), rep.Duration.Round(time.Millisecond))
+	for _, line := range requirementLines(rep) {
+		b.WriteString(line + "\n")
+	}
+	if rep.Interrupted {
+		b.WriteString("interrupted: instances cut short are not judged; this report is partial\n")
+	}
+	fmt.Fprintf(&b, "outcome: %s\n", outcomeText(rep.Judge().Outcome))
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -141,7 +168,7 @@ func treeDetail(r scenarios.Result, v Verdict, verbose bool) string {
 			return r.Reason
 		}
 		return fmt.Sprintf("expected %s, observed %s", r.Expected, r.Observed)
-	case verbose || v.Status == scenarios.Inconclusive:
+	case verbose || v.Incomplete || v.Status == scenarios.Inconclusive || v.Status == scenarios.Interrupted:
 		return r.Reason
 	}
 	return ""

@@ -5,7 +5,11 @@
 // reproduction.
 package reports
 
-import "github.com/idemcheck/idemcheck/scenarios"
+import (
+	"fmt"
+
+	"github.com/idemcheck/idemcheck/scenarios"
+)
 
 // Counts tallies a report's effective verdicts (see Effective).
 type Counts struct {
@@ -15,6 +19,9 @@ type Counts struct {
 	Skipped      int `json:"skipped"`
 	Unverifiable int `json:"unverifiable"`
 	Inconclusive int `json:"inconclusive"`
+	// Interrupted: instances cut short or never started because the run
+	// was interrupted.
+	Interrupted int `json:"interrupted"`
 	// ExpectedFailures are failures listed in the known-failing file;
 	// they do not fail the run.
 	ExpectedFailures int `json:"expected_failures"`
@@ -22,39 +29,21 @@ type Counts struct {
 
 // Total is the number of results counted.
 func (c Counts) Total() int {
-	return c.Passed + c.Failed + c.Warned + c.Skipped + c.Unverifiable + c.Inconclusive + c.ExpectedFailures
+	return c.Passed + c.Failed + c.Warned + c.Skipped + c.Unverifiable + c.Inconclusive + c.Interrupted + c.ExpectedFailures
 }
 
 // Verdict is a result's status once the run's rules are applied.
-type Verdict struct {
-	Status scenarios.Status
-	// Expected: a failure the known-failing list announced.
-	Expected bool
-	// Note says why the status differs from the case's own, if it does.
-	Note string
-}
+type Verdict = scenarios.Effective
 
-// Effective applies the run-level rules to one result: under --strict a
-// warning fails; a known-failing case that fails is an expected failure;
-// a known-failing case that passes fails the run, so the list cannot go
-// stale.
-func Effective(rep *scenarios.Report, r scenarios.Result) Verdict {
-	switch {
-	case r.Status == scenarios.Warn && rep.Strict && r.Level != scenarios.Info:
-		return Verdict{Status: scenarios.Fail, Note: "SHOULD unmet; --strict makes it a failure"}
-	case r.KnownFailing && (r.Status == scenarios.Fail || r.Status == scenarios.Warn):
-		return Verdict{Status: scenarios.Fail, Expected: true, Note: "failed as expected (known-failing list)"}
-	case r.KnownFailing && r.Status == scenarios.Pass:
-		return Verdict{Status: scenarios.Fail, Note: "listed as known-failing but passed: remove it from the list"}
-	}
-	return Verdict{Status: r.Status}
-}
+// Effective applies the run-level rules to one result; the rules live in
+// scenarios.Report.Effective, which also decides the run's outcome.
+func Effective(rep *scenarios.Report, r scenarios.Result) Verdict { return rep.Effective(r) }
 
 // Tally counts the report's effective verdicts.
 func Tally(rep *scenarios.Report) Counts {
 	var c Counts
 	for _, r := range rep.Results {
-		v := Effective(rep, r)
+		v := rep.Effective(r)
 		switch {
 		case v.Expected:
 			c.ExpectedFailures++
@@ -70,19 +59,58 @@ func Tally(rep *scenarios.Report) Counts {
 			c.Unverifiable++
 		case v.Status == scenarios.Inconclusive:
 			c.Inconclusive++
+		case v.Status == scenarios.Interrupted:
+			c.Interrupted++
 		}
 	}
 	return c
 }
 
 // Failures returns the results that fail the run, in report order: the
-// results behind scenarios.Report.Outcome's problems.
+// results behind scenarios.Report.Judge's problems.
 func Failures(rep *scenarios.Report) []scenarios.Result {
+	return selectResults(rep, func(v Verdict) bool { return v.Status == scenarios.Fail && !v.Expected })
+}
+
+// WithoutEvidence returns the MUST-level results that ended unverifiable
+// or inconclusive and so hold the run back (exit 5), in report order.
+func WithoutEvidence(rep *scenarios.Report) []scenarios.Result {
+	return selectResults(rep, func(v Verdict) bool { return v.Incomplete })
+}
+
+func selectResults(rep *scenarios.Report, keep func(Verdict) bool) []scenarios.Result {
 	var out []scenarios.Result
 	for _, r := range rep.Results {
-		if v := Effective(rep, r); v.Status == scenarios.Fail && !v.Expected {
+		if keep(rep.Effective(r)) {
 			out = append(out, r)
 		}
+	}
+	return out
+}
+
+// outcomeText says the run's outcome in words, with its exit code.
+func outcomeText(o scenarios.RunOutcome) string {
+	text := map[scenarios.RunOutcome]string{
+		scenarios.OutcomePass:        "pass",
+		scenarios.OutcomeFail:        "fail",
+		scenarios.OutcomeIncomplete:  "not enough evidence",
+		scenarios.OutcomeInterrupted: "interrupted",
+	}[o]
+	return fmt.Sprintf("%s (exit %d)", text, o.ExitCode())
+}
+
+// requirementLines are "MUST: N verified, N violated, N without evidence"
+// and the same for SHOULD; a level with untested requirements says so.
+func requirementLines(rep *scenarios.Report) []string {
+	reqs := rep.Requirements()
+	var out []string
+	for _, l := range []scenarios.Level{scenarios.Must, scenarios.Should} {
+		c := reqs[l]
+		line := fmt.Sprintf("%s: %d verified, %d violated, %d without evidence", l, c.Verified, c.Violated, c.WithoutEvidence)
+		if c.NotTested > 0 {
+			line += fmt.Sprintf(", %d not tested", c.NotTested)
+		}
+		out = append(out, line)
 	}
 	return out
 }

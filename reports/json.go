@@ -16,16 +16,25 @@ import (
 const SchemaV1 = "idemcheck.report/v1"
 
 type jsonReport struct {
-	Schema     string       `json:"schema"`
-	Target     string       `json:"target"`
-	Profile    string       `json:"profile"`
-	Strict     bool         `json:"strict"`
-	Seed       int64        `json:"seed"`
-	Started    time.Time    `json:"started"`
-	DurationMS float64      `json:"duration_ms"`
-	Outcome    string       `json:"outcome"` // "pass" | "fail"
-	Counts     Counts       `json:"counts"`
-	Results    []jsonResult `json:"results"`
+	Schema          string    `json:"schema"`
+	Target          string    `json:"target"`
+	Profile         string    `json:"profile"`
+	Strict          bool      `json:"strict"`
+	AllowIncomplete bool      `json:"allow_incomplete"`
+	Interrupted     bool      `json:"interrupted"`
+	Seed            int64     `json:"seed"`
+	Started         time.Time `json:"started"`
+	DurationMS      float64   `json:"duration_ms"`
+	// Outcome is "pass" | "fail" | "incomplete" (a MUST without evidence)
+	// | "interrupted"; ExitCode is the CLI's for it (0, 1, 5, 130).
+	Outcome  scenarios.RunOutcome `json:"outcome"`
+	ExitCode int                  `json:"exit_code"`
+	Counts   Counts               `json:"counts"`
+	// Requirements counts requirement IDs per level (MUST, SHOULD, ...).
+	Requirements map[scenarios.Level]scenarios.RequirementCounts `json:"requirements"`
+	// WithoutEvidence names the MUST instances behind an "incomplete".
+	WithoutEvidence []string     `json:"without_evidence"`
+	Results         []jsonResult `json:"results"`
 }
 
 type jsonResult struct {
@@ -44,6 +53,7 @@ type jsonResult struct {
 	Observed     string           `json:"observed"`
 	Reason       string           `json:"reason"`
 	Note         string           `json:"note,omitempty"`
+	Incomplete   bool             `json:"incomplete,omitempty"` // a MUST without evidence
 	KnownFailing bool             `json:"known_failing"`
 	DurationMS   float64          `json:"duration_ms"`
 	Exchanges    []jsonExchange   `json:"exchanges"`
@@ -70,20 +80,26 @@ type jsonMessage struct {
 
 // JSON writes the report in the idemcheck.report/v1 schema.
 func JSON(w io.Writer, rep *scenarios.Report) error {
+	j := rep.Judge()
 	out := jsonReport{
-		Schema:     SchemaV1,
-		Target:     rep.Target,
-		Profile:    rep.Profile,
-		Strict:     rep.Strict,
-		Seed:       rep.Seed,
-		Started:    rep.Started.UTC(),
-		DurationMS: ms(rep.Duration),
-		Outcome:    "pass",
-		Counts:     Tally(rep),
-		Results:    []jsonResult{},
+		Schema:          SchemaV1,
+		Target:          rep.Target,
+		Profile:         rep.Profile,
+		Strict:          rep.Strict,
+		AllowIncomplete: rep.AllowIncomplete,
+		Interrupted:     rep.Interrupted,
+		Seed:            rep.Seed,
+		Started:         rep.Started.UTC(),
+		DurationMS:      ms(rep.Duration),
+		Outcome:         j.Outcome,
+		ExitCode:        j.Outcome.ExitCode(),
+		Counts:          Tally(rep),
+		Requirements:    rep.Requirements(),
+		WithoutEvidence: []string{},
+		Results:         []jsonResult{},
 	}
-	if ok, _ := rep.Outcome(); !ok {
-		out.Outcome = "fail"
+	for _, r := range WithoutEvidence(rep) {
+		out.WithoutEvidence = append(out.WithoutEvidence, r.Name())
 	}
 	for _, r := range rep.Results {
 		v := Effective(rep, r)
@@ -91,7 +107,7 @@ func JSON(w io.Writer, rep *scenarios.Report) error {
 			Name: r.Name(), ID: r.ID, Family: r.Family, Operation: r.Operation,
 			Level: r.Level, Requirements: nonNil(r.Requirements), Requirement: r.Requirement,
 			Explanation: r.Explanation, Needs: nonNil(r.Needs), Status: r.Status, Verdict: v.Status,
-			Expected: r.Expected, Observed: r.Observed, Reason: r.Reason, Note: v.Note,
+			Expected: r.Expected, Observed: r.Observed, Reason: r.Reason, Note: v.Note, Incomplete: v.Incomplete,
 			KnownFailing: r.KnownFailing, DurationMS: ms(r.Duration), Exchanges: []jsonExchange{},
 		}
 		for _, ex := range r.Exchanges {

@@ -13,7 +13,10 @@ import (
 // JUnit XML as Jenkins, GitLab, the GitHub test-reporter actions and Azure
 // DevOps read it (the common "JUnit XSD" shape): every testcase has a name
 // and a classname; a failure has a message and the evidence as text;
-// skip, unverifiable and inconclusive results are <skipped> with a reason.
+// skip, unverifiable and inconclusive results are <skipped> with a reason,
+// except a MUST without evidence, which is an <error> (it holds the run
+// back: exit 5) as is an instance cut short by an interruption (exit 130).
+// The suites' properties carry the run's outcome and exit code.
 
 type junitSuites struct {
 	XMLName  xml.Name     `xml:"testsuites"`
@@ -48,6 +51,7 @@ type junitCase struct {
 	Classname string        `xml:"classname,attr"`
 	Time      string        `xml:"time,attr"`
 	Failure   *junitMessage `xml:"failure,omitempty"`
+	Error     *junitMessage `xml:"error,omitempty"`
 	Skipped   *junitMessage `xml:"skipped,omitempty"`
 	SystemOut *junitText    `xml:"system-out,omitempty"`
 }
@@ -68,6 +72,7 @@ type junitText struct {
 func JUnit(w io.Writer, rep *scenarios.Report) error {
 	out := junitSuites{Name: "idemcheck", Time: seconds(rep.Duration)}
 	stamp := rep.Started.UTC().Format(time.RFC3339)
+	outcome := rep.Judge().Outcome
 	for _, fam := range byFamily(rep) {
 		s := junitSuite{
 			Name:      fam.Name,
@@ -77,6 +82,10 @@ func JUnit(w io.Writer, rep *scenarios.Report) error {
 				{Name: "profile", Value: rep.Profile},
 				{Name: "strict", Value: fmt.Sprint(rep.Strict)},
 				{Name: "seed", Value: fmt.Sprint(rep.Seed)},
+				{Name: "allow_incomplete", Value: fmt.Sprint(rep.AllowIncomplete)},
+				{Name: "interrupted", Value: fmt.Sprint(rep.Interrupted)},
+				{Name: "outcome", Value: string(outcome)},
+				{Name: "exit_code", Value: fmt.Sprint(outcome.ExitCode())},
 			},
 		}
 		var total time.Duration
@@ -93,6 +102,11 @@ func JUnit(w io.Writer, rep *scenarios.Report) error {
 					msg = v.Note + ": " + msg
 				}
 				c.Failure = &junitMessage{Message: oneLine(msg), Type: string(r.Level), Text: FailureText(r, "")}
+			case v.Incomplete:
+				c.Error = &junitMessage{Message: oneLine("not enough evidence: " + string(r.Status) + ": " + r.Reason),
+					Type: "insufficient-evidence", Text: v.Note}
+			case v.Status == scenarios.Interrupted:
+				c.Error = &junitMessage{Message: oneLine("interrupted: " + r.Reason), Type: "interrupted"}
 			case v.Status == scenarios.Warn:
 				// A SHOULD unmet without --strict passes the gate but is shown.
 				c.SystemOut = &junitText{Text: "WARN (SHOULD unmet)\n" + FailureText(r, "")}
@@ -101,6 +115,9 @@ func JUnit(w io.Writer, rep *scenarios.Report) error {
 			}
 			if c.Failure != nil {
 				s.Failures++
+			}
+			if c.Error != nil {
+				s.Errors++
 			}
 			if c.Skipped != nil {
 				s.Skipped++
@@ -111,6 +128,7 @@ func JUnit(w io.Writer, rep *scenarios.Report) error {
 		s.Time = seconds(total)
 		out.Tests += s.Tests
 		out.Failures += s.Failures
+		out.Errors += s.Errors
 		out.Skipped += s.Skipped
 		out.Suites = append(out.Suites, s)
 	}

@@ -14,19 +14,29 @@ import (
 // <details> block with its requirement, expected vs observed and curl.
 func Markdown(w io.Writer, rep *scenarios.Report) error {
 	var b strings.Builder
-	outcome := "✅ pass"
-	if ok, _ := rep.Outcome(); !ok {
-		outcome = "❌ fail"
-	}
-	fmt.Fprintf(&b, "## idemcheck conformance: %s\n\n", outcome)
+	o := rep.Judge().Outcome
+	icon := map[scenarios.RunOutcome]string{scenarios.OutcomePass: "✅", scenarios.OutcomeFail: "❌",
+		scenarios.OutcomeIncomplete: "⚠️", scenarios.OutcomeInterrupted: "⏹️"}[o]
+	fmt.Fprintf(&b, "## idemcheck conformance: %s %s\n\n", icon, outcomeText(o))
 	fmt.Fprintf(&b, "Target `%s` · profile `%s` · strict `%t` · seed `%d` · %s\n\n",
 		rep.Target, rep.Profile, rep.Strict, rep.Seed, rep.Duration.Round(time.Millisecond))
 
 	c := Tally(rep)
-	b.WriteString("| passed | failed | warned | skipped | unverifiable | inconclusive | failed as expected |\n")
-	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|\n")
-	fmt.Fprintf(&b, "| %d | %d | %d | %d | %d | %d | %d |\n\n",
-		c.Passed, c.Failed, c.Warned, c.Skipped, c.Unverifiable, c.Inconclusive, c.ExpectedFailures)
+	if rep.Interrupted {
+		b.WriteString("**Interrupted**: instances cut short are not judged; this report is partial.\n\n")
+	}
+	b.WriteString("| passed | failed | warned | skipped | unverifiable | inconclusive | interrupted | failed as expected |\n")
+	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(&b, "| %d | %d | %d | %d | %d | %d | %d | %d |\n\n",
+		c.Passed, c.Failed, c.Warned, c.Skipped, c.Unverifiable, c.Inconclusive, c.Interrupted, c.ExpectedFailures)
+
+	reqs := rep.Requirements()
+	b.WriteString("| requirements | verified | violated | without evidence | not tested |\n|---|---:|---:|---:|---:|\n")
+	for _, l := range []scenarios.Level{scenarios.Must, scenarios.Should} {
+		rc := reqs[l]
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d |\n", l, rc.Verified, rc.Violated, rc.WithoutEvidence, rc.NotTested)
+	}
+	b.WriteString("\n")
 
 	b.WriteString("| family | ✓ | ✗ | ! | - | ? |\n|---|---:|---:|---:|---:|---:|\n")
 	for _, fam := range byFamily(rep) {
@@ -34,7 +44,7 @@ func Markdown(w io.Writer, rep *scenarios.Report) error {
 		sub.Results = fam.Results
 		fc := Tally(&sub)
 		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d |\n", fam.Name,
-			fc.Passed, fc.Failed, fc.Warned, fc.Skipped+fc.ExpectedFailures, fc.Unverifiable+fc.Inconclusive)
+			fc.Passed, fc.Failed, fc.Warned, fc.Skipped+fc.ExpectedFailures, fc.Unverifiable+fc.Inconclusive+fc.Interrupted)
 	}
 
 	if fails := Failures(rep); len(fails) > 0 {
@@ -47,6 +57,12 @@ func Markdown(w io.Writer, rep *scenarios.Report) error {
 				b.WriteString("note:        " + note + "\n")
 			}
 			b.WriteString("```\n\n</details>\n\n")
+		}
+	}
+	if missing := WithoutEvidence(rep); len(missing) > 0 {
+		b.WriteString("\n### Not enough evidence (MUST)\n\nThese hold the run back (exit 5) unless `--allow-incomplete`:\n\n")
+		for _, r := range missing {
+			fmt.Fprintf(&b, "- `%s` %s: %s\n", r.Name(), r.Status, mdEscape(oneLine(r.Reason)))
 		}
 	}
 	if warns := warnings(rep); len(warns) > 0 {

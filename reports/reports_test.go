@@ -116,6 +116,19 @@ func TestConsole(t *testing.T) {
 			}},
 		{"quiet-skip", "without verbose a skip line carries no reason",
 			false, ConsoleOptions{}, func(out string) bool { return !strings.Contains(out, "no ttl declared") }},
+		{"requirements", "requirements are counted per level after the instance counts",
+			false, ConsoleOptions{}, func(out string) bool {
+				return strings.Contains(out, "\nMUST: 1 verified, 1 violated, 1 without evidence\nSHOULD: 1 verified, 1 violated, 1 without evidence\n")
+			}},
+		{"no-evidence-recap", "a MUST without evidence is recapped with its reason and the way out",
+			false, ConsoleOptions{}, func(out string) bool {
+				_, recap, ok := strings.Cut(out, "Not enough evidence (MUST):")
+				return ok && strings.Contains(recap, "? concurrent/burst@charges unverifiable: no oracle") && strings.Contains(recap, "--allow-incomplete")
+			}},
+		{"no-evidence-tree", "a MUST without evidence shows its reason in the tree without --verbose",
+			false, ConsoleOptions{}, func(out string) bool { return strings.Contains(out, "? charges: no oracle") }},
+		{"outcome", "the last line is the outcome with its exit code",
+			false, ConsoleOptions{}, func(out string) bool { return strings.HasSuffix(out, "outcome: fail (exit 1)\n") }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := render(t, func(b *bytes.Buffer) error { return Console(b, sample(tc.strict), tc.opt) })
@@ -137,7 +150,11 @@ type junitDoc struct {
 		Failures *int    `xml:"failures,attr"`
 		Errors   *int    `xml:"errors,attr"`
 		Skipped  *int    `xml:"skipped,attr"`
-		Cases    []struct {
+		Props    []struct {
+			Name  string `xml:"name,attr"`
+			Value string `xml:"value,attr"`
+		} `xml:"properties>property"`
+		Cases []struct {
 			Name      *string `xml:"name,attr"`
 			Classname *string `xml:"classname,attr"`
 			Time      *string `xml:"time,attr"`
@@ -145,6 +162,10 @@ type junitDoc struct {
 				Message *string `xml:"message,attr"`
 				Text    string  `xml:",chardata"`
 			} `xml:"failure"`
+			Error *struct {
+				Message *string `xml:"message,attr"`
+				Type    string  `xml:"type,attr"`
+			} `xml:"error"`
 			Skipped *struct {
 				Message *string `xml:"message,attr"`
 			} `xml:"skipped"`
@@ -168,7 +189,7 @@ func TestJUnit(t *testing.T) {
 		if *s.Tests != len(s.Cases) {
 			t.Errorf("rule: testsuite tests= equals its testcase count: %s has %d, says %d", *s.Name, len(s.Cases), *s.Tests)
 		}
-		fails, skips := 0, 0
+		fails, skips, errs := 0, 0, 0
 		for _, c := range s.Cases {
 			if c.Name == nil || *c.Name == "" || c.Classname == nil || *c.Classname == "" || c.Time == nil {
 				t.Fatalf("rule: every testcase has name, classname and time (h2spec#123): %+v", c)
@@ -182,6 +203,12 @@ func TestJUnit(t *testing.T) {
 					t.Errorf("rule: a failure has a message and evidence: %s", *c.Name)
 				}
 			}
+			if c.Error != nil {
+				errs++
+				if c.Error.Message == nil || *c.Error.Message == "" || c.Error.Type == "" {
+					t.Errorf("rule: an error has a message and a type: %s", *c.Name)
+				}
+			}
 			if c.Skipped != nil {
 				skips++
 				if c.Skipped.Message == nil || *c.Skipped.Message == "" {
@@ -190,7 +217,14 @@ func TestJUnit(t *testing.T) {
 			}
 			cases[*c.Name] = si
 		}
-		if fails != *s.Failures || skips != *s.Skipped {
+		props := map[string]string{}
+		for _, p := range s.Props {
+			props[p.Name] = p.Value
+		}
+		if props["outcome"] != "fail" || props["exit_code"] != "1" || props["interrupted"] != "false" {
+			t.Errorf("rule: every suite carries the run's outcome, exit code and interruption: %v", props)
+		}
+		if fails != *s.Failures || skips != *s.Skipped || errs != *s.Errors {
 			t.Errorf("rule: suite counters match its testcases: %s", *s.Name)
 		}
 		totalTests += *s.Tests
@@ -203,8 +237,9 @@ func TestJUnit(t *testing.T) {
 		{"replay/one-execution@charges", "a failure names case@operation and carries curl", "failure"},
 		{"scope/other-user@charges", "a stale known-failing pass is a failure", "failure"},
 		{"scope/other-endpoint@charges", "an expected failure is skipped, not failed", "skipped"},
-		{"concurrent/burst@charges", "unverifiable is skipped with its reason", "skipped"},
-		{"concurrent/in-flight@charges", "inconclusive is skipped with its reason", "skipped"},
+		{"concurrent/burst@charges", "a MUST without evidence is an error (it holds the run back)", "error"},
+		{"concurrent/in-flight@charges", "a SHOULD inconclusive is skipped with its reason", "skipped"},
+		{"expiry/fresh-after-ttl@charges", "a skip is skipped with its reason", "skipped"},
 		{"missing/rejected@charges", "a warning without --strict passes, evidence in system-out", "pass"},
 		{"replay/same-status@refunds", "a pass has neither failure nor skipped", "pass"},
 	} {
@@ -224,6 +259,8 @@ func TestJUnit(t *testing.T) {
 				if tc.name == "replay/one-execution@charges" && !strings.Contains(c.Failure.Text, "reproduce: curl") {
 					t.Errorf("rule: %s", tc.rule)
 				}
+			case c.Error != nil:
+				got = "error"
 			case c.Skipped != nil:
 				got = "skipped"
 			}
@@ -265,7 +302,11 @@ func TestJSON(t *testing.T) {
 		ok         bool
 	}{
 		{"schema", "the document names its schema version", doc["schema"] == "idemcheck.report/v1"},
-		{"outcome", "outcome is fail when anything fails the run", doc["outcome"] == "fail"},
+		{"outcome", "outcome is fail when anything fails the run", doc["outcome"] == "fail" && doc["exit_code"] == 1.0},
+		{"requirements", "requirements are counted per level", fmtJSON(doc["requirements"].(map[string]any)["MUST"]) == `{"not_tested":0,"verified":1,"violated":1,"without_evidence":1}`},
+		{"without-evidence", "the MUST instances without evidence are named", fmtJSON(doc["without_evidence"]) == `["concurrent/burst@charges"]`},
+		{"incomplete", "a MUST without evidence is marked", results[5].(map[string]any)["incomplete"] == true},
+		{"interrupted", "a run that was not interrupted says so", doc["interrupted"] == false},
 		{"counts", "counts match the console summary", counts["passed"] == 2.0 && counts["failed"] == 2.0 && counts["warned"] == 1.0 && counts["skipped"] == 1.0 && counts["expected_failures"] == 1.0},
 		{"name", "a result's name is case@operation", failing["name"] == "replay/one-execution@charges"},
 		{"verdict", "verdict applies the run rules: a stale known-failing pass is fail", results[8].(map[string]any)["verdict"] == "fail" && results[8].(map[string]any)["status"] == "pass"},
@@ -285,7 +326,10 @@ func TestMarkdown(t *testing.T) {
 	out := render(t, func(b *bytes.Buffer) error { return Markdown(b, sample(false)) })
 	for _, tc := range []struct{ rule, want string }{
 		{"the heading states the outcome", "## idemcheck conformance: ❌ fail"},
-		{"a counts table leads", "| 2 | 2 | 1 | 1 | 1 | 1 | 1 |"},
+		{"the heading gives the exit code", "## idemcheck conformance: ❌ fail (exit 1)"},
+		{"a counts table leads", "| 2 | 2 | 1 | 1 | 1 | 1 | 0 | 1 |"},
+		{"requirements are counted per level", "| MUST | 1 | 1 | 1 | 0 |"},
+		{"MUSTs without evidence are listed", "- `concurrent/burst@charges` unverifiable: no oracle"},
 		{"a row per family", "| replay | 2 | 1 | 0 | 0 | 0 |"},
 		{"each failure folds its evidence", "<details><summary>✗ <code>replay/one-execution@charges</code> — MUST IK-REPLAY-1</summary>"},
 		{"the curl is in the folded evidence", "reproduce: curl -i -X POST"},
@@ -307,15 +351,71 @@ func TestMarkdown(t *testing.T) {
 func TestFailuresMatchOutcome(t *testing.T) {
 	for _, strict := range []bool{false, true} {
 		rep := sample(strict)
-		ok, problems := rep.Outcome()
+		j := rep.Judge()
+		problems := j.Problems
 		fails := Failures(rep)
-		if ok != (len(fails) == 0) || len(problems) != len(fails) {
-			t.Errorf("strict=%t: Outcome ok=%t with %d problems, recap has %d failures", strict, ok, len(problems), len(fails))
+		if (j.Outcome == scenarios.OutcomeFail) != (len(fails) > 0) || len(problems) != len(fails) {
+			t.Errorf("strict=%t: Judge %s with %d problems, recap has %d failures", strict, j.Outcome, len(problems), len(fails))
+		}
+		if len(j.WithoutEvidence) != len(WithoutEvidence(rep)) {
+			t.Errorf("strict=%t: Judge has %d without evidence, the recap %d", strict, len(j.WithoutEvidence), len(WithoutEvidence(rep)))
 		}
 		for i, r := range fails {
 			if !strings.HasPrefix(problems[i], r.Name()+":") {
 				t.Errorf("strict=%t: recap %d is %s, Outcome says %s", strict, i, r.Name(), problems[i])
 			}
 		}
+	}
+}
+
+func fmtJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// TestOutcomeInEveryReport: a run held back by a MUST without evidence, and
+// an interrupted one, say so in every writer, with the exit code.
+func TestOutcomeInEveryReport(t *testing.T) {
+	incomplete := sample(false)
+	incomplete.Results = []scenarios.Result{incomplete.Results[0], incomplete.Results[5]} // a pass, a MUST unverifiable
+	allowed := *incomplete
+	allowed.AllowIncomplete = true
+	interrupted := sample(false)
+	interrupted.Interrupted = true
+	interrupted.Results = append(interrupted.Results[:1], scenarios.Result{Meta: interrupted.Results[2].Meta, Operation: "charges",
+		Status: scenarios.Interrupted, Reason: "cut short by the interruption, not judged"})
+	for _, tc := range []struct {
+		name, rule string
+		rep        *scenarios.Report
+		console    string
+		json       string
+		junit      string
+		markdown   string
+	}{
+		{"incomplete", "a MUST without evidence: exit 5 everywhere", incomplete,
+			"outcome: not enough evidence (exit 5)", `"outcome": "incomplete",
+  "exit_code": 5`, `<property name="exit_code" value="5">`, "## idemcheck conformance: ⚠️ not enough evidence (exit 5)"},
+		{"allowed", "--allow-incomplete accepts it: exit 0", &allowed,
+			"outcome: pass (exit 0)", `"exit_code": 0`, `<property name="allow_incomplete" value="true">`, "✅ pass (exit 0)"},
+		{"interrupted", "an interrupted run: exit 130, and the reports say interrupted", interrupted,
+			"interrupted: instances cut short are not judged", `"interrupted": true`, `type="interrupted"`, "**Interrupted**"},
+	} {
+		for _, w := range []struct {
+			name, want string
+			write      func(*bytes.Buffer) error
+		}{
+			{"console", tc.console, func(b *bytes.Buffer) error { return Console(b, tc.rep, ConsoleOptions{}) }},
+			{"json", tc.json, func(b *bytes.Buffer) error { return JSON(b, tc.rep) }},
+			{"junit", tc.junit, func(b *bytes.Buffer) error { return JUnit(b, tc.rep) }},
+			{"markdown", tc.markdown, func(b *bytes.Buffer) error { return Markdown(b, tc.rep) }},
+		} {
+			if out := render(t, w.write); !strings.Contains(out, w.want) {
+				t.Errorf("%s/%s: rule: %s: missing %q\n%s", tc.name, w.name, tc.rule, w.want, out)
+			}
+		}
+	}
+	if out := render(t, func(b *bytes.Buffer) error { return Console(b, interrupted, ConsoleOptions{}) }); !strings.Contains(out, "~ charges") ||
+		!strings.Contains(out, "1 interrupted; 2 results") || !strings.HasSuffix(out, "outcome: interrupted (exit 130)\n") {
+		t.Errorf("rule: an interrupted instance has its marker and count, the outcome says exit 130\n%s", out)
 	}
 }

@@ -147,32 +147,3 @@ func TestGlobSelection(t *testing.T) {
 		}
 	}
 }
-
-func TestOutcome(t *testing.T) {
-	res := func(id string, level Level, s Status, known bool) Result {
-		return Result{Meta: Meta{ID: id, Level: level}, Status: s, KnownFailing: known}
-	}
-	cases := []struct {
-		name   string
-		strict bool
-		r      Result
-		ok     bool
-	}{
-		{"pass", false, res("a/b", Must, Pass, false), true},
-		{"fail", false, res("a/b", Must, Fail, false), false},
-		{"warn not strict", false, res("a/b", Should, Warn, false), true},
-		{"warn strict", true, res("a/b", Should, Warn, false), false},
-		{"info warn strict", true, res("a/b", Info, Warn, false), true},
-		{"known failing fails", false, res("a/b", Must, Fail, true), true},
-		{"known failing passes", false, res("a/b", Must, Pass, true), false},
-		{"skip", true, res("a/b", Must, Skip, false), true},
-		{"unverifiable", true, res("a/b", Must, Unverifiable, false), true},
-		{"inconclusive", true, res("a/b", Must, Inconclusive, false), true},
-	}
-	for _, c := range cases {
-		rep := &Report{Strict: c.strict, Results: []Result{c.r}}
-		if ok, problems := rep.Outcome(); ok != c.ok {
-			t.Errorf("%s: ok=%v (%v), want %v", c.name, ok, problems, c.ok)
-		}
-	}
-}

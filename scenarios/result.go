@@ -31,6 +31,9 @@ const (
 	// Inconclusive: the needed condition (e.g. an overlap) could not be
 	// created, so nothing can be concluded.
 	Inconclusive Status = "inconclusive"
+	// Interrupted: the run was interrupted (SIGINT/SIGTERM, the caller's
+	// deadline) before the case finished; what it had seen is not judged.
+	Interrupted Status = "interrupted"
 )
 
 // Need is something a case requires from the target's configuration.
@@ -112,11 +115,194 @@ type ExchangeResponse struct {
 
 // Report is one conformance run.
 type Report struct {
-	Target   string        `json:"target"`
-	Profile  string        `json:"profile"`
-	Strict   bool          `json:"strict"`
-	Seed     int64         `json:"seed"`
-	Started  time.Time     `json:"started"`
-	Duration time.Duration `json:"duration_ns"`
-	Results  []Result      `json:"results"`
+	Target  string `json:"target"`
+	Profile string `json:"profile"`
+	Strict  bool   `json:"strict"`
+	// AllowIncomplete lets a run pass although a MUST-level instance ended
+	// unverifiable or inconclusive (--allow-incomplete).
+	AllowIncomplete bool `json:"allow_incomplete"`
+	// Interrupted: the run was stopped before every instance finished.
+	Interrupted bool          `json:"interrupted"`
+	Seed        int64         `json:"seed"`
+	Started     time.Time     `json:"started"`
+	Duration    time.Duration `json:"duration_ns"`
+	Results     []Result      `json:"results"`
+}
+
+// Effective is a result's verdict once the run's rules are applied.
+type Effective struct {
+	Status Status
+	// Expected: a failure the known-failing list announced.
+	Expected bool
+	// Incomplete: a MUST-level instance without evidence (unverifiable or
+	// inconclusive); the run cannot pass unless AllowIncomplete.
+	Incomplete bool
+	// Note says why the status differs from the case's own, or why it
+	// holds the run back.
+	Note string
+}
+
+// Effective applies the run-level rules to one result: under Strict a
+// warning fails; a known-failing case that fails is an expected failure;
+// a known-failing case that passes fails the run, so the list cannot go
+// stale; a MUST without evidence is incomplete unless AllowIncomplete.
+// Report.Judge and every report writer read verdicts through it.
+func (r *Report) Effective(res Result) Effective {
+	switch {
+	case res.KnownFailing && (res.Status == Fail || res.Status == Warn):
+		return Effective{Status: Fail, Expected: true, Note: "failed as expected (known-failing list)"}
+	case res.KnownFailing && res.Status == Pass:
+		return Effective{Status: Fail, Note: "listed as known-failing but passed: remove it from the list"}
+	case res.Status == Warn && r.Strict && res.Level != Info:
+		return Effective{Status: Fail, Note: "SHOULD unmet; --strict makes it a failure"}
+	case res.Level == Must && (res.Status == Unverifiable || res.Status == Inconclusive) && !r.AllowIncomplete:
+		return Effective{Status: res.Status, Incomplete: true,
+			Note: "MUST without evidence: the run cannot pass (exit 5) unless --allow-incomplete"}
+	}
+	return Effective{Status: res.Status}
+}
+
+// RunOutcome is a run's overall verdict.
+type RunOutcome string
+
+// Run outcomes, from worst: an interruption, a failure, a MUST without
+// evidence, a pass.
+const (
+	OutcomePass        RunOutcome = "pass"
+	OutcomeFail        RunOutcome = "fail"
+	OutcomeIncomplete  RunOutcome = "incomplete"
+	OutcomeInterrupted RunOutcome = "interrupted"
+)
+
+// ExitCode is the CLI's documented exit code for the outcome: 0 pass,
+// 1 fail, 5 not enough evidence, 130 interrupted.
+func (o RunOutcome) ExitCode() int {
+	switch o {
+	case OutcomeFail:
+		return 1
+	case OutcomeIncomplete:
+		return 5
+	case OutcomeInterrupted:
+		return 130
+	}
+	return 0
+}
+
+// Judgment is a run's outcome with the results behind it.
+type Judgment struct {
+	Outcome RunOutcome
+	// Problems are the results that fail the run, one line each.
+	Problems []string
+	// WithoutEvidence are the MUST-level instances that ended unverifiable
+	// or inconclusive (empty under AllowIncomplete), one line each.
+	WithoutEvidence []string
+}
+
+// Judge decides the run: interrupted beats a failure, which beats a MUST
+// without evidence, which beats a pass. A skip never holds a run back: it
+// says the config does not describe what the case needs or the profile
+// leaves the behaviour open, and the requirement counts show it as not
+// tested.
+func (r *Report) Judge() Judgment {
+	var j Judgment
+	for _, res := range r.Results {
+		v := r.Effective(res)
+		switch {
+		case v.Status == Fail && !v.Expected:
+			why := string(res.Status)
+			if res.KnownFailing {
+				why = v.Note
+			}
+			j.Problems = append(j.Problems, res.Name()+": "+why)
+		case v.Incomplete:
+			j.WithoutEvidence = append(j.WithoutEvidence, res.Name()+": "+string(res.Status)+": "+res.Reason)
+		}
+	}
+	switch {
+	case r.Interrupted:
+		j.Outcome = OutcomeInterrupted
+	case len(j.Problems) > 0:
+		j.Outcome = OutcomeFail
+	case len(j.WithoutEvidence) > 0:
+		j.Outcome = OutcomeIncomplete
+	default:
+		j.Outcome = OutcomePass
+	}
+	return j
+}
+
+// Outcome says whether the run passes (Judge's outcome is pass) and, if
+// not, the results that hold it back.
+func (r *Report) Outcome() (ok bool, problems []string) {
+	j := r.Judge()
+	return j.Outcome == OutcomePass, append(j.Problems, j.WithoutEvidence...)
+}
+
+// RequirementCounts tally the requirements of one level by what the run
+// established about each.
+type RequirementCounts struct {
+	// Verified: every instance that ran passed.
+	Verified int `json:"verified"`
+	// Violated: some instance failed or warned (an expected failure of
+	// the known-failing list included: the server still breaks it).
+	Violated int `json:"violated"`
+	// WithoutEvidence: nothing violated, but some instance was
+	// unverifiable, inconclusive or interrupted.
+	WithoutEvidence int `json:"without_evidence"`
+	// NotTested: every instance skipped (config lacks what it needs, or
+	// the profile leaves the behaviour open).
+	NotTested int `json:"not_tested"`
+}
+
+// Requirements counts requirements, not instances: each requirement ID a
+// case cites (the case ID when it cites none) is counted once per level,
+// by the worst of its instances: violated, then without evidence, then
+// verified, then not tested.
+func (r *Report) Requirements() map[Level]RequirementCounts {
+	const (
+		notTested = iota
+		verified
+		noEvidence
+		violated
+	)
+	type req struct {
+		level Level
+		id    string
+	}
+	state := map[req]int{}
+	for _, res := range r.Results {
+		s := notTested
+		switch res.Status {
+		case Pass:
+			s = verified
+		case Unverifiable, Inconclusive, Interrupted:
+			s = noEvidence
+		case Fail, Warn:
+			s = violated
+		}
+		ids := res.Requirements
+		if len(ids) == 0 {
+			ids = []string{res.ID}
+		}
+		for _, id := range ids {
+			k := req{res.Level, id}
+			state[k] = max(state[k], s)
+		}
+	}
+	out := map[Level]RequirementCounts{}
+	for k, s := range state {
+		c := out[k.level]
+		switch s {
+		case verified:
+			c.Verified++
+		case noEvidence:
+			c.WithoutEvidence++
+		case violated:
+			c.Violated++
+		default:
+			c.NotTested++
+		}
+		out[k.level] = c
+	}
+	return out
 }

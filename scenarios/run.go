@@ -234,6 +234,7 @@ func Run(ctx context.Context, t *Target, p *Profile, o RunOptions) (*Report, err
 	sort.Slice(results, func(i, j int) bool { return results[i].Name() < results[j].Name() })
 	rep.Results = results
 	rep.Duration = time.Since(rep.Started)
+	rep.Interrupted = ctx.Err() != nil
 	return rep, nil
 }
 
@@ -282,6 +283,24 @@ func runInstance(ctx context.Context, t *Target, p *Profile, client *http.Client
 		res.Status, res.Reason = Skip, "config does not supply: "+strings.Join(names, ", ")
 		return res
 	}
+	if ctx.Err() != nil {
+		res.Status, res.Reason = Interrupted, "not started: the run was interrupted"
+		return res
+	}
+	parent := ctx
+	defer func() {
+		// The caller's context ended while the case ran (SIGINT, its
+		// deadline): whatever the case concluded may come from requests cut
+		// short, so it is not judged. The case's own budget running out is
+		// not that: its verdict stands.
+		if parent.Err() != nil {
+			had := string(res.Status)
+			if res.Reason != "" {
+				had += ": " + res.Reason
+			}
+			res.Status, res.Reason = Interrupted, "cut short by the interruption, not judged (the case had said "+had+")"
+		}
+	}()
 	ctx, cancel := context.WithTimeout(ctx, caseBudget(t, p))
 	defer cancel()
 	e := &Env{Target: t, Profile: p, Op: in.op, Case: in.c, client: client}
@@ -312,20 +331,4 @@ func (r *Report) Counts() map[Status]int {
 		c[res.Status]++
 	}
 	return c
-}
-
-// Outcome says whether the run passes: a Fail (and a Warn under Strict,
-// except for informational cases) fails it unless the case is known to
-// fail; a known-failing case that passes fails it too.
-func (r *Report) Outcome() (ok bool, problems []string) {
-	for _, res := range r.Results {
-		bad := res.Status == Fail || (r.Strict && res.Status == Warn && res.Level != Info)
-		switch {
-		case res.KnownFailing && res.Status == Pass:
-			problems = append(problems, res.Name()+": listed as known-failing but passed; remove it from the list")
-		case bad && !res.KnownFailing:
-			problems = append(problems, fmt.Sprintf("%s: %s", res.Name(), res.Status))
-		}
-	}
-	return len(problems) == 0, problems
 }

@@ -100,6 +100,10 @@ func (d *driver) run(ctx context.Context, s shape) chaos.Op {
 		rec.Attempts++
 	}
 	switch {
+	case ctx.Err() != nil && !last.definite():
+		// The run ended (SIGINT, --deadline) before the client got its
+		// final answer: what it saw is not judged.
+		rec.Outcome, rec.Status, rec.Error = chaos.ClientInterrupted, last.status, "cut short: "+ctx.Err().Error()
 	case last.err != nil:
 		rec.Outcome, rec.Error = chaos.ClientUnknown, statusText(last.err)
 	case last.status >= 200 && last.status < 300:

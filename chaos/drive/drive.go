@@ -42,10 +42,13 @@ var ErrUnreachable = errors.New("target unreachable")
 // Result is a run's report.
 type Result struct {
 	chaos.Report
-	Requested int            `json:"requested_ops"`
-	Proxy     chaos.Counters `json:"proxy"`
-	Elapsed   time.Duration  `json:"elapsed_ns"`
-	History   string         `json:"history,omitempty"`
+	// Interrupted: the caller's context ended (SIGINT) before every
+	// operation ran; ops cut short are counted, not judged.
+	Interrupted bool           `json:"interrupted"`
+	Requested   int            `json:"requested_ops"`
+	Proxy       chaos.Counters `json:"proxy"`
+	Elapsed     time.Duration  `json:"elapsed_ns"`
+	History     string         `json:"history,omitempty"`
 }
 
 // Validate checks cfg and fills defaults; errors name the field.
@@ -97,6 +100,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, cfg.Deadline)
 	defer cancel()
 	client := scenarios.NewClient(cfg.Target.Timeout)
@@ -119,6 +123,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The history carries the TTL so analyze judges it as this run does.
+	hist.WriteRun(chaos.Run{TTLNS: cfg.Target.TTL.Nanoseconds()})
 	idPtr := cfg.Target.Operations[0].IDPointer
 	proxy, err := chaos.New(chaos.Options{
 		Upstream: cfg.Target.BaseURL, KeyHeader: cfg.Target.KeyHeader, IDPointer: idPtr,
@@ -157,10 +163,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	defer f.Close()
-	if err := chaos.ReadHistory(f, checker); err != nil {
+	if _, err := chaos.ReadHistory(f, checker, false); err != nil {
 		return nil, err
 	}
-	res := &Result{Report: checker.Report(), Requested: cfg.Ops, Proxy: counters, Elapsed: elapsed}
+	res := &Result{Report: checker.Report(), Interrupted: parent.Err() != nil, Requested: cfg.Ops, Proxy: counters, Elapsed: elapsed}
 	if cfg.History != "" {
 		res.History = cfg.History
 	}

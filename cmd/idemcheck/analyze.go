@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -12,12 +13,17 @@ import (
 )
 
 func init() {
-	var jsonOut bool
+	var (
+		jsonOut, skipTorn bool
+		ttl               time.Duration
+	)
 	cmd := &cobra.Command{
 		Use:   "analyze HISTORY.jsonl",
 		Short: "Re-run the exactly-once checker over a recorded chaos history",
 		Long: "Read a history written by idemcheck proxy --history or idemcheck chaos --history and apply\n" +
-			"the exactly-once rules per key again, offline. Exit codes: 0 clean, 1 violations, 2 unreadable.",
+			"the exactly-once rules per key again, offline. The target's TTL comes from the history\n" +
+			"(chaos writes it) or --ttl: an execution after a key may have expired is legal.\n" +
+			"Exit codes: 0 clean, 1 violations, 2 unreadable, empty or torn history.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := os.Open(args[0])
@@ -26,7 +32,12 @@ func init() {
 			}
 			defer f.Close()
 			c := chaos.NewChecker()
-			if err := chaos.ReadHistory(f, c); err != nil {
+			c.TTL = ttl
+			torn, err := chaos.ReadHistory(f, c, skipTorn)
+			if torn != "" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "idemcheck: warning: %s: skipped %s\n", args[0], torn)
+			}
+			if err != nil {
 				return withCode(exitUsage, fmt.Errorf("%s: %v", args[0], err))
 			}
 			rep := c.Report()
@@ -44,16 +55,28 @@ func init() {
 		},
 	}
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the report as JSON")
+	cmd.Flags().BoolVar(&skipTorn, "skip-torn-tail", false, "skip a last line that does not parse (a run killed mid-write), with a warning")
+	cmd.Flags().DurationVar(&ttl, "ttl", 0, "the target's key lifetime, overriding the history's")
 	rootCmd.AddCommand(cmd)
 }
 
 // printChaosReport writes the human summary: counts, faults, violations
 // with evidence (at most 20, then a count).
 func printChaosReport(w io.Writer, r chaos.Report) {
-	fmt.Fprintf(w, "keys %d, operations %d, attempts %d, unresolved %d\n", r.Keys, r.Ops, r.Attempts, r.Unresolved)
+	fmt.Fprintf(w, "keys %d, operations %d, attempts %d, unresolved %d, interrupted %d\n", r.Keys, r.Ops, r.Attempts, r.Unresolved, r.Interrupted)
 	fmt.Fprintf(w, "faults injected: %v\n", r.Faults)
 	if r.Ops > 0 {
 		fmt.Fprintf(w, "client outcomes: %v\n", r.Outcomes)
+	}
+	if r.TTL > 0 {
+		fmt.Fprintf(w, "key TTL %s: %d keys executed again after it may have run out (legal fresh executions)\n", r.TTL, len(r.AfterTTL))
+		for i, v := range r.AfterTTL {
+			if i == 5 {
+				fmt.Fprintf(w, "  ... and %d more (see --json)\n", len(r.AfterTTL)-i)
+				break
+			}
+			printViolation(w, v)
+		}
 	}
 	if len(r.Violations) == 0 {
 		fmt.Fprintln(w, "exactly-once: OK (no violations)")
@@ -69,12 +92,18 @@ func printChaosReport(w io.Writer, r chaos.Report) {
 			fmt.Fprintf(w, "  ... and %d more (see --json)\n", len(r.Violations)-i)
 			break
 		}
-		oracle := "-"
-		if v.Oracle != nil {
-			oracle = fmt.Sprint(*v.Oracle)
-		}
-		fmt.Fprintf(w, "  %s key=%s kind=%s: %s; ids=%v upstream statuses=%v oracle=%s\n", v.Rule, v.Key, v.Kind, v.Detail, v.IDs, v.Statuses, oracle)
+		printViolation(w, v)
 	}
+}
+
+// printViolation writes one violation (or legal after-TTL execution) with
+// its evidence on one line.
+func printViolation(w io.Writer, v chaos.Violation) {
+	oracle := "-"
+	if v.Oracle != nil {
+		oracle = fmt.Sprint(*v.Oracle)
+	}
+	fmt.Fprintf(w, "  %s key=%s kind=%s: %s; ids=%v upstream statuses=%v oracle=%s\n", v.Rule, v.Key, v.Kind, v.Detail, v.IDs, v.Statuses, oracle)
 }
 
 func violationsError(r chaos.Report) error {

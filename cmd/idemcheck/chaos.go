@@ -33,18 +33,23 @@ func init() {
 			"with jitter, honours 409 and Retry-After), then check every key: exactly one execution\n" +
 			"(created ids seen by client and proxy, plus the effects oracle), the client's final answer\n" +
 			"equals the committed result, nothing lost. The op mix adds slow same-key storms, changed-body\n" +
-			"retries, business and transient errors where the target configures them.\n" +
-			"Exit codes: 0 clean, 1 violations, 2 usage, 4 target unreachable.",
+			"retries, business and transient errors where the target configures them. With the target's\n" +
+			"TTL (config ttl or --ttl) an execution after a key may have expired is a legal fresh\n" +
+			"execution, shown apart; without it every second execution is a violation.\n" +
+			"SIGINT/SIGTERM stops sending; operations cut short are counted, not judged.\n" +
+			"Exit codes: 0 clean, 1 violations, 2 usage, 4 target unreachable, 130 interrupted.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			context.AfterFunc(ctx, stop) // a second Ctrl-C kills at once
 			return runChaos(ctx, cmd.OutOrStdout(), f)
 		},
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.sel.Config, "config", "", "YAML config describing the API under test")
 	fl.StringVar(&f.sel.Target, "target", "", "base URL of a server following the reference contract (idemcheck serve)")
+	fl.DurationVar(&f.sel.TTL, "ttl", 0, "the target's key lifetime (TTL), overriding the config; executions after it are legal")
 	fl.IntVar(&f.cfg.Ops, "ops", 1000, "logical operations, each with a fresh key")
 	fl.IntVar(&f.cfg.Concurrency, "concurrency", 16, "operations in flight at once")
 	fl.StringArrayVar(&f.cfg.Faults, "fault", nil, "fault spec (see idemcheck proxy --help); repeatable")
@@ -66,6 +71,9 @@ func runChaos(ctx context.Context, stdout io.Writer, f chaosFlags) error {
 		return withCode(exitUsage, err)
 	}
 	res, err := drive.Run(ctx, f.cfg)
+	if err != nil && ctx.Err() != nil {
+		return withCode(exitInterrupted, fmt.Errorf("interrupted before the run started: %v", err))
+	}
 	if errors.Is(err, drive.ErrUnreachable) {
 		return withCode(exitUnreachable, err)
 	}
@@ -86,6 +94,10 @@ func runChaos(ctx context.Context, stdout io.Writer, f chaosFlags) error {
 		if err != nil {
 			return withCode(exitUsage, fmt.Errorf("--json: %v", err))
 		}
+	}
+	if res.Interrupted {
+		fmt.Fprintf(stdout, "interrupted: %d of %d operations ran, %d cut short and not judged\n", res.Ops, res.Requested, res.Report.Interrupted)
+		return withCode(exitInterrupted, fmt.Errorf("interrupted (%d exactly-once violations in what ran)", len(res.Violations)))
 	}
 	if res.Ops < res.Requested {
 		return withCode(exitFail, fmt.Errorf("only %d of %d operations ran before --deadline", res.Ops, res.Requested))

@@ -24,23 +24,29 @@ import (
 func TestChaosCLI(t *testing.T) {
 	good := demotest.Serve(t, demo.Options{})
 	defective := demotest.Serve(t, demo.Options{Defects: []string{"no-inflight-lock"}})
+	// Keys live 2s: a storm's retries after Retry-After come when the key
+	// may have expired, and the fresh execution is legal (this reported
+	// 1-11 false double-executions per run before the checker took the TTL).
+	shortTTL := demotest.Serve(t, demo.Options{TTL: 2 * time.Second})
 	dir := t.TempDir()
 	cases := []struct {
 		name, target, history string
+		ttl                   time.Duration
 		faults                []string
 		code                  int
 		out                   string
 	}{
-		{"correct reference", good, filepath.Join(dir, "good.jsonl"), []string{"drop-response:0.3"}, exitOK, "exactly-once: OK"},
-		{"no-inflight-lock", defective, filepath.Join(dir, "bad.jsonl"), []string{"drop-response:0.3"}, exitFail, "double-execution key="},
-		{"bad fault spec", good, "", []string{"drop-response:p=0.3,mode=slam"}, exitUsage, ""},
-		{"unreachable", closedPort(t), "", nil, exitUnreachable, ""},
-		{"remote target", "http://192.0.2.1:80", "", nil, exitUsage, ""},
+		{"correct reference", good, filepath.Join(dir, "good.jsonl"), 0, []string{"drop-response:0.3"}, exitOK, "exactly-once: OK"},
+		{"no-inflight-lock", defective, filepath.Join(dir, "bad.jsonl"), 0, []string{"drop-response:0.3"}, exitFail, "double-execution key="},
+		{"short TTL declared", shortTTL, filepath.Join(dir, "ttl.jsonl"), 2 * time.Second, []string{"drop-response:0.3"}, exitOK, "key TTL 2s: "},
+		{"bad fault spec", good, "", 0, []string{"drop-response:p=0.3,mode=slam"}, exitUsage, ""},
+		{"unreachable", closedPort(t), "", 0, nil, exitUnreachable, ""},
+		{"remote target", "http://192.0.2.1:80", "", 0, nil, exitUsage, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
-			f := chaosFlags{sel: scenarios.Selection{Target: tc.target},
+			f := chaosFlags{sel: scenarios.Selection{Target: tc.target, TTL: tc.ttl},
 				cfg: drive.Config{Ops: 300, Concurrency: 8, Faults: tc.faults, Seed: 3, History: tc.history, MaxAttempts: 20, Deadline: time.Minute}}
 			err := runChaos(t.Context(), &out, f)
 			code := exitOK
@@ -57,6 +63,9 @@ func TestChaosCLI(t *testing.T) {
 				if got := run([]string{"analyze", tc.history}); got != tc.code {
 					t.Errorf("analyze %s: exit %d, want %d like the live run", tc.history, got, tc.code)
 				}
+			}
+			if tc.ttl > 0 {
+				t.Logf("%s", lastLines(out.String(), 3))
 			}
 		})
 	}
@@ -112,5 +121,31 @@ func TestProxyCLI(t *testing.T) {
 		if err := runProxy(t.Context(), io.Discard, tc.f); !errors.As(err, &ee) || ee.code != exitUsage {
 			t.Errorf("%s: %v, want a usage error", tc.name, err)
 		}
+	}
+}
+
+// TestAnalyzeCLI: analyze judges only a history that holds something: an
+// empty one and a torn last line exit 2 with one line; --skip-torn-tail
+// skips the torn line with a warning and judges the rest.
+func TestAnalyzeCLI(t *testing.T) {
+	attempt := `{"type":"attempt","key":"k","attempt":1,"method":"POST","path":"/v1/charges","upstream":[{"status":201,"id":"x"}],"client":"ok","status":201}` + "\n"
+	for _, tc := range []struct {
+		name, rule, history string
+		args                []string
+		code                int
+		stderr              string
+	}{
+		{"empty", "an empty history is not OK", "", nil, exitUsage, "empty history"},
+		{"torn", "a torn last line is named, with the flag that skips it", attempt + `{"type":"attem`, nil, exitUsage, "--skip-torn-tail"},
+		{"torn skipped", "--skip-torn-tail warns and judges the rest", attempt + `{"type":"attem`, []string{"--skip-torn-tail"}, exitOK, "warning: "},
+		{"clean", "a whole history is judged", attempt, nil, exitOK, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeTemp(t, "h.jsonl", tc.history)
+			r := runCLI(t, append([]string{"analyze", path}, tc.args...)...)
+			if r.code != tc.code || !strings.Contains(r.stderr, tc.stderr) || strings.Count(strings.TrimSpace(r.stderr), "\n") > 0 {
+				t.Fatalf("rule: %s: exit %d (want %d), stderr %q (want one line with %q)\n%s", tc.rule, r.code, tc.code, r.stderr, tc.stderr, r.stdout)
+			}
+		})
 	}
 }

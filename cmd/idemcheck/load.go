@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,6 +31,8 @@ type loadFlags struct {
 	hashKeys           bool
 	workers, maxWork   uint64
 	timeout, verySlow  time.Duration
+	ttl                time.Duration
+	maxErrorShare      float64
 	operation, variant string
 	bodyPatch          string
 	results            string
@@ -60,7 +63,12 @@ func init() {
 			"Plans: RATE@DUR, RATE->RATE@DUR (ramp), sine(MEAN,AMP,PERIOD)@DUR, max@DUR; space-separated.\n" +
 			"Thresholds: PATH.STAT OP VALUE, PATH.STAT/PATH.STAT OP N, violations OP N\n" +
 			"  (paths hit miss contention nokey; stats min mean p50 p90 p99 p99.9 max requests rate throughput success very_slow).\n" +
-			"Exit codes: 0 ok, 1 violations (double execution, wrong replay), 2 usage, 3 threshold breached, 4 unreachable.",
+			"A replay or execution after its key may have expired (config ttl or --ttl) is legal, not judged.\n" +
+			"A path fails the run outright when none of its requests got an expected answer or more than\n" +
+			"--max-error-share of them were transport errors or unexpected 5xx, thresholds or not.\n" +
+			"SIGINT/SIGTERM stops the attack; the partial report is written and says interrupted.\n" +
+			"Exit codes: 0 ok, 1 a failed path (before thresholds) or violations (double execution, wrong\n" +
+			"replay), 2 usage, 3 threshold breached, 4 unreachable, 130 interrupted.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runLoad(cmd, f)
@@ -82,6 +90,8 @@ func init() {
 	fl.Uint64Var(&f.maxWork, "max-workers", 512, "upper bound on vegeta workers (and connections)")
 	fl.DurationVar(&f.timeout, "timeout", 10*time.Second, "per-request timeout")
 	fl.DurationVar(&f.verySlow, "very-slow", time.Second, "latency counted as very slow, printed beside percentiles")
+	fl.DurationVar(&f.ttl, "ttl", 0, "the target's key lifetime, overriding the config: a replay after it may legally execute anew")
+	fl.Float64Var(&f.maxErrorShare, "max-error-share", load.DefaultMaxErrorShare, "share (0..1) of transport errors and unexpected 5xx a path may have before the run fails")
 	fl.StringVar(&f.operation, "operation", "", "operation name (default: the target's first)")
 	fl.StringVar(&f.variant, "variant", "", "apply a declared variant to every request (contention defaults to slow)")
 	fl.StringVar(&f.bodyPatch, "body-patch", "", `JSON merge patch applied to the request body, e.g. '{"delay_ms":50}'`)
@@ -160,6 +170,15 @@ func loadOptions(cmd *cobra.Command, f *loadFlags) ([]load.Option, load.Mode, er
 		load.WithTimeout(f.timeout), load.WithVerySlow(f.verySlow),
 		load.WithOperation(f.operation), load.WithVariant(f.variant),
 	}
+	if f.ttl < 0 {
+		return nil, "", usageErrorf("--ttl %s: want a positive duration", f.ttl)
+	}
+	if f.ttl > 0 {
+		opts = append(opts, load.WithTTL(f.ttl))
+	}
+	if f.maxErrorShare < 0 || f.maxErrorShare > 1 {
+		return nil, "", usageErrorf("--max-error-share %v: want 0..1", f.maxErrorShare)
+	}
 	if f.bodyPatch != "" {
 		if !json.Valid([]byte(f.bodyPatch)) {
 			return nil, "", usageErrorf("--body-patch %q: not valid JSON", f.bodyPatch)
@@ -196,6 +215,7 @@ func runLoad(cmd *cobra.Command, f loadFlags) error {
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	context.AfterFunc(ctx, stop) // a second Ctrl-C kills at once
 	if err := load.Preflight(ctx, t); err != nil {
 		return withCode(exitUnreachable, err)
 	}
@@ -234,6 +254,8 @@ func runLoad(cmd *cobra.Command, f loadFlags) error {
 		}
 	}
 	switch {
+	case err != nil && ctx.Err() != nil:
+		return withCode(exitInterrupted, fmt.Errorf("interrupted before the measured window: %v", err))
 	case errors.Is(err, load.ErrUnreachable):
 		return withCode(exitUnreachable, err)
 	case errors.Is(err, load.ErrNotLoopback), errors.Is(err, load.ErrConfig):
@@ -241,14 +263,16 @@ func runLoad(cmd *cobra.Command, f loadFlags) error {
 	case err != nil:
 		return withCode(exitFail, err)
 	}
-	return finishLoad(cmd.OutOrStdout(), rep, ths, f.out)
+	return finishLoad(cmd.OutOrStdout(), rep, ths, f.out, f.maxErrorShare)
 }
 
-// finishLoad evaluates thresholds, writes every requested output and maps
-// the verdict to an exit code: 3 if a threshold breached, else 1 if the
-// run saw violations.
-func finishLoad(stdout io.Writer, rep *load.Report, ths []load.Threshold, out loadOutputs) error {
+// finishLoad evaluates thresholds and the paths' health, writes every
+// requested output and maps the verdict to an exit code: 130 if
+// interrupted, else 1 if a path failed outright (thresholds or not), else
+// 3 if a threshold breached, else 1 if the run saw violations.
+func finishLoad(stdout io.Writer, rep *load.Report, ths []load.Threshold, out loadOutputs, maxErrorShare float64) error {
 	rep.ApplyThresholds(ths)
+	rep.CheckHealth(maxErrorShare)
 	if err := rep.WriteText(stdout); err != nil {
 		return err
 	}
@@ -273,6 +297,16 @@ func finishLoad(stdout io.Writer, rep *load.Report, ths []load.Threshold, out lo
 		if err := write(o.name, o.fn); err != nil {
 			return withCode(exitFail, err)
 		}
+	}
+	if rep.Interrupted {
+		return withCode(exitInterrupted, errors.New("interrupted: partial report; requests cut short are not judged"))
+	}
+	if len(rep.Failures) > 0 {
+		var parts []string
+		for _, f := range rep.Failures {
+			parts = append(parts, fmt.Sprintf("%s: %s", f.Path, f.Reason))
+		}
+		return withCode(exitFail, fmt.Errorf("load failed: %s", strings.Join(parts, "; ")))
 	}
 	if b := rep.Breached(); len(b) > 0 {
 		var parts []string

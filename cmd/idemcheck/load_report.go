@@ -13,6 +13,8 @@ func newLoadReportCmd() *cobra.Command {
 	var (
 		out        loadOutputs
 		verySlow   time.Duration
+		ttl        time.Duration
+		maxErrors  float64
 		thresholds []string
 	)
 	cmd := &cobra.Command{
@@ -26,15 +28,20 @@ func newLoadReportCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rep, err := load.ReadResults(files, verySlow, out.html != "")
+			if maxErrors < 0 || maxErrors > 1 {
+				return usageErrorf("--max-error-share %v: want 0..1", maxErrors)
+			}
+			rep, err := load.ReadResults(files, verySlow, ttl, out.html != "")
 			if err != nil {
 				return usageErrorf("load report: %v", err)
 			}
-			return finishLoad(cmd.OutOrStdout(), rep, ths, out)
+			return finishLoad(cmd.OutOrStdout(), rep, ths, out, maxErrors)
 		},
 	}
 	out.register(cmd)
 	cmd.Flags().DurationVar(&verySlow, "very-slow", time.Second, "latency counted as very slow")
+	cmd.Flags().DurationVar(&ttl, "ttl", 0, "the target's key lifetime: a replay after it may legally execute anew")
+	cmd.Flags().Float64Var(&maxErrors, "max-error-share", load.DefaultMaxErrorShare, "share (0..1) of transport errors and 5xx a path may have before the run fails")
 	cmd.Flags().StringArrayVar(&thresholds, "threshold", nil, "k6-style pass condition, repeatable")
 	return cmd
 }

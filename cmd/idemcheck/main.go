@@ -18,6 +18,12 @@ const (
 	exitUsage       = 2 // usage or config error
 	exitThreshold   = 3 // load threshold breached
 	exitUnreachable = 4 // target unreachable
+	// exitIncomplete: no failure, but a MUST-level case ended unverifiable
+	// or inconclusive (--allow-incomplete accepts it).
+	exitIncomplete = 5
+	// exitInterrupted: SIGINT/SIGTERM stopped the run (128+SIGINT, as a
+	// shell reports it); the reports say interrupted.
+	exitInterrupted = 130
 )
 
 // exitError carries a documented exit code out of a subcommand.

@@ -21,6 +21,7 @@ import (
 type runFlags struct {
 	sel                   scenarios.Selection
 	strict                bool
+	allowIncomplete       bool
 	run, skip             []string
 	knownFailing          string
 	seed                  int64
@@ -38,7 +39,11 @@ func init() {
 			"(or a server following the reference contract at --target) and print a verdict per\n" +
 			"case@operation. Exit codes: 0 pass, 1 a case fails (or a known-failing case passes),\n" +
 			"2 usage or config error (including a --target-cmd that cannot be started), 4 target\n" +
-			"unreachable (including a --target-cmd that started but never answered HTTP within 15s).",
+			"unreachable (including a --target-cmd that started but never answered HTTP within 15s),\n" +
+			"5 not enough evidence: nothing failed but a MUST-level case ended unverifiable or\n" +
+			"inconclusive (configure an oracle or id_pointer, or accept it with --allow-incomplete),\n" +
+			"130 interrupted (SIGINT/SIGTERM): cases cut short are not judged, every report says\n" +
+			"interrupted. A failure beats not enough evidence, which beats a pass.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runConformance(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f)
@@ -50,6 +55,7 @@ func init() {
 	fl.StringVar(&f.sel.TargetCmd, "target-cmd", "", "command line the harness starts (and kills/restarts for the lease crash case) as the target; {port} becomes a free loopback port; alone it implies the reference contract at http://127.0.0.1:{port}")
 	fl.StringVar(&f.sel.Profile, "profile", "", "profile preset: "+strings.Join(scenarios.ProfileNames(), ", ")+" (replaces the config's profile)")
 	fl.BoolVar(&f.strict, "strict", false, "an unmet SHOULD fails the run instead of warning")
+	fl.BoolVar(&f.allowIncomplete, "allow-incomplete", false, "pass although a MUST-level case ended unverifiable or inconclusive (instead of exit 5)")
 	fl.StringArrayVar(&f.run, "run", nil, "run only cases matching this glob (family/case@operation; * within a segment, ** across); repeatable")
 	fl.StringArrayVar(&f.skip, "skip", nil, "skip cases matching this glob; repeatable")
 	fl.StringVar(&f.knownFailing, "known-failing", "", "file of globs (one per line, # comments) of cases expected to fail; one that passes fails the run")
@@ -101,13 +107,18 @@ func runConformance(ctx context.Context, stdout, stderr io.Writer, f runFlags) e
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	context.AfterFunc(ctx, stop) // a second Ctrl-C kills at once
 	rep, err := scenarios.Run(ctx, target, profile, opts)
+	if err != nil && ctx.Err() != nil {
+		return withCode(exitInterrupted, fmt.Errorf("interrupted before the run started: %v", err))
+	}
 	if errors.Is(err, scenarios.ErrUnreachable) {
 		return withCode(exitUnreachable, err)
 	}
 	if err != nil {
 		return withCode(exitUsage, err)
 	}
+	rep.AllowIncomplete = f.allowIncomplete
 
 	for _, out := range []struct {
 		path  string
@@ -128,8 +139,14 @@ func runConformance(ctx context.Context, stdout, stderr io.Writer, f runFlags) e
 	if err != nil {
 		return err
 	}
-	if ok, problems := rep.Outcome(); !ok {
-		return withCode(exitFail, fmt.Errorf("%d failing: %s", len(problems), strings.Join(problems, "; ")))
+	switch j := rep.Judge(); j.Outcome {
+	case scenarios.OutcomeInterrupted:
+		return withCode(exitInterrupted, fmt.Errorf("interrupted: %d case instances cut short and not judged", reports.Tally(rep).Interrupted))
+	case scenarios.OutcomeFail:
+		return withCode(exitFail, fmt.Errorf("%d failing: %s", len(j.Problems), strings.Join(j.Problems, "; ")))
+	case scenarios.OutcomeIncomplete:
+		return withCode(exitIncomplete, fmt.Errorf("not enough evidence: %d MUST-level case instances unverifiable or inconclusive, listed in the report (--allow-incomplete accepts them)",
+			len(j.WithoutEvidence)))
 	}
 	return nil
 }

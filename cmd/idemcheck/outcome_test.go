@@ -1,0 +1,79 @@
+package main
+
+import (
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// serveNull starts the server every conformance gate must refuse: it
+// ignores Idempotency-Key entirely and answers every POST 201
+// {"status":"accepted"}; GET /_effects is a counter that never moves (an
+// oracle pointed at the wrong thing). Plain net/http on loopback.
+func serveNull(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.Method == http.MethodGet {
+			_, _ = w.Write([]byte(`{"executions":0}`))
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+		_, _ = w.Write([]byte(`{"status":"accepted"}`))
+	})}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return "http://" + l.Addr().String()
+}
+
+// TestNullServerNeverPasses: a server that ignores the key can never exit 0
+// under a config that names an operation; whatever the config supplies,
+// the run either catches it (1) or says it lacks the evidence (5).
+// --allow-incomplete is the user accepting that, explicitly.
+func TestNullServerNeverPasses(t *testing.T) {
+	url := serveNull(t)
+	base := "base_url: " + url + "\nprincipals: [{name: a, headers: {X-Api-Key: k}}]\n"
+	op := "operations: [{name: things, method: POST, path: /things, body: {a: 1}%s}]\n"
+	for _, tc := range []struct {
+		name, rule, config string
+		args               []string
+		codes              []int // acceptable exit codes
+	}{
+		{"bare", "no oracle, no id_pointer: the MUSTs that need one lack evidence (5), never a pass",
+			base + strings.Replace(op, "%s", "", 1), nil, []int{exitIncomplete}},
+		{"id-pointer-finds-nothing", "an id_pointer that matches nothing in the body decides nothing: not a pass",
+			base + strings.Replace(op, "%s", ", id_pointer: /id", 1), nil, []int{exitFail, exitIncomplete}},
+		{"oracle-never-moves", "an oracle whose counter never moves is misconfigured: not a pass",
+			base + "oracle: {url: /_effects, pointer: /executions}\n" + strings.Replace(op, "%s", "", 1), nil, []int{exitFail, exitIncomplete}},
+		{"allow-incomplete", "--allow-incomplete accepts missing evidence: the user said so",
+			base + strings.Replace(op, "%s", "", 1), []string{"--allow-incomplete"}, []int{exitOK}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := writeTemp(t, "null.yaml", tc.config)
+			r := runCLI(t, append([]string{"run", "--config", cfg}, tc.args...)...)
+			ok := false
+			for _, c := range tc.codes {
+				ok = ok || r.code == c
+			}
+			if !ok {
+				t.Fatalf("rule: %s: exit %d, want one of %v\nstdout:\n%s\nstderr:\n%s", tc.rule, r.code, tc.codes, r.stdout, r.stderr)
+			}
+			if r.code == exitIncomplete && (!strings.Contains(r.stdout, "Not enough evidence (MUST):") ||
+				!strings.Contains(r.stdout, "outcome: not enough evidence (exit 5)") || !strings.Contains(r.stderr, "not enough evidence")) {
+				t.Errorf("rule: exit 5 is explained in the report and on stderr\nstdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+			}
+			t.Logf("exit %d; %s", r.code, lastLines(r.stdout, 5))
+		})
+	}
+}
+
+// lastLines returns the last n lines of s, for logs.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], " | ")
+}
