@@ -131,7 +131,7 @@ func (e *Env) startInFlight(ctx context.Context, k string, r Req, slow time.Dura
 			if !e.HasOracle() {
 				continue
 			}
-			if n, err := e.sampleOracle(ctx, k, false); err == nil && n-e.oracleBase >= 1 {
+			if n, err := e.count(ctx, k, false); err == nil && n >= 1 {
 				return wait
 			}
 		}
