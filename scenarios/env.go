@@ -7,7 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptrace"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -39,7 +42,15 @@ type Env struct {
 
 	mu        sync.Mutex
 	exchanges []Exchange
+	// lastEnd is when the Env's last exchange ended (see idleGap).
+	lastEnd time.Time
 }
+
+// idleGap: a request sent this long after the Env's previous exchange
+// first closes the client's idle connections. A server may close an idle
+// keep-alive connection at any time after a few seconds (Node after 5 s);
+// a fresh connection keeps that race away from a case's long waits.
+const idleGap = 500 * time.Millisecond
 
 // Req describes one request of a case. Zero values mean "the normal call".
 type Req struct {
@@ -72,6 +83,17 @@ type Resp struct {
 	// Start is when the request was sent; End when the body was read.
 	Start, End time.Time
 }
+
+// ErrStaleConn marks a transport error on a reused keep-alive connection
+// before any response byte: the server may have closed the connection as
+// idle just as the request went out (Node closes idle connections after
+// 5 s), so the request may never have reached it. It says nothing about
+// idempotency; Env.lostConn turns it into an inconclusive verdict.
+var ErrStaleConn = errors.New("transport error on a reused keep-alive connection before any response byte (the server may have closed it as idle)")
+
+// StaleConn reports that r failed on a reused connection before any
+// response byte (ErrStaleConn).
+func (r Resp) StaleConn() bool { return errors.Is(r.Err, ErrStaleConn) }
 
 // OK reports a 2xx response.
 func (r Resp) OK() bool { return r.Err == nil && r.Status >= 200 && r.Status < 300 }
@@ -192,10 +214,21 @@ func (e *Env) do(ctx context.Context, x Exchange, record bool) Resp {
 }
 
 func (e *Env) doWith(ctx context.Context, client *http.Client, x Exchange, record bool) Resp {
+	e.mu.Lock()
+	idle := !e.lastEnd.IsZero() && time.Since(e.lastEnd) > idleGap
+	e.mu.Unlock()
+	if idle {
+		client.CloseIdleConnections()
+	}
 	var rd io.Reader
 	if len(x.Request.Body) > 0 {
 		rd = bytes.NewReader(x.Request.Body)
 	}
+	var reused, answered atomic.Bool
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GotConn:              func(i httptrace.GotConnInfo) { reused.Store(i.Reused) },
+		GotFirstResponseByte: func() { answered.Store(true) },
+	})
 	req, err := http.NewRequestWithContext(ctx, x.Request.Method, x.Request.URL, rd)
 	var resp Resp
 	if err == nil {
@@ -210,6 +243,8 @@ func (e *Env) doWith(ctx context.Context, client *http.Client, x Exchange, recor
 			hr.Body.Close()
 			resp.Status, resp.Header, resp.Body = hr.StatusCode, hr.Header, b
 			x.Response = &ExchangeResponse{Status: hr.StatusCode, Header: hr.Header, Body: b}
+		} else if reused.Load() && !answered.Load() && ctx.Err() == nil && !isTimeout(err) {
+			err = fmt.Errorf("%w: %w", ErrStaleConn, err)
 		}
 		resp.End = time.Now()
 		x.Duration = resp.End.Sub(x.Start)
@@ -218,12 +253,34 @@ func (e *Env) doWith(ctx context.Context, client *http.Client, x Exchange, recor
 		resp.Err = err
 		x.Error = err.Error()
 	}
+	e.mu.Lock()
+	e.lastEnd = time.Now()
 	if record {
-		e.mu.Lock()
 		e.exchanges = append(e.exchanges, x)
-		e.mu.Unlock()
 	}
+	e.mu.Unlock()
 	return resp
+}
+
+// isTimeout reports a client-side timeout: a server that never answers is
+// behaviour, not a stale connection.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// lostConn is an Inconclusive verdict when one of rs failed with
+// ErrStaleConn (the request may never have reached the server), else nil.
+// Cases call it before judging a transport error or a missing answer as
+// behaviour, unless their evidence (oracle count, created ids) decides.
+func (e *Env) lostConn(rs ...Resp) *Verdict {
+	for _, r := range rs {
+		if r.StaleConn() {
+			v := e.Inconclusive(r.Err.Error())
+			return &v
+		}
+	}
+	return nil
 }
 
 // warmClient returns a client holding up to n open connections to the
@@ -412,6 +469,17 @@ func (c *counter) leave() {
 // KeyLinesScope is the scope under which a global counter counts requests
 // sent with Req.KeyLines (Executions(ctx, KeyLinesScope(lines))).
 func KeyLinesScope(lines []string) string { return "\x00lines:" + strings.Join(lines, "\n") }
+
+// linesCount reads the count that requests sent with the key field lines
+// move: under a global counter their own scope's, under a per-key oracle
+// the executions under keys, the keys the server may read from the lines.
+// Read before and after the requests, the difference is their executions.
+func (e *Env) linesCount(ctx context.Context, lines []string, keys ...string) (int, error) {
+	if e.oracle != nil && e.oracle.global {
+		return e.Executions(ctx, KeyLinesScope(lines))
+	}
+	return e.executionsUnder(ctx, slices.Compact(slices.Sorted(slices.Values(keys)))...)
+}
 
 // scopeOf is the key a global counter credits r's executions to.
 func scopeOf(r Req) string {
