@@ -2,8 +2,8 @@ package scenarios
 
 import (
 	"context"
-	"slices"
 	"fmt"
+	"slices"
 	"strings"
 )
 
