@@ -42,15 +42,7 @@ type Env struct {
 
 	mu        sync.Mutex
 	exchanges []Exchange
-	// lastEnd is when the Env's last exchange ended (see idleGap).
-	lastEnd time.Time
 }
-
-// idleGap: a request sent this long after the Env's previous exchange
-// first closes the client's idle connections. A server may close an idle
-// keep-alive connection at any time after a few seconds (Node after 5 s);
-// a fresh connection keeps that race away from a case's long waits.
-const idleGap = 500 * time.Millisecond
 
 // Req describes one request of a case. Zero values mean "the normal call".
 type Req struct {
@@ -214,12 +206,6 @@ func (e *Env) do(ctx context.Context, x Exchange, record bool) Resp {
 }
 
 func (e *Env) doWith(ctx context.Context, client *http.Client, x Exchange, record bool) Resp {
-	e.mu.Lock()
-	idle := !e.lastEnd.IsZero() && time.Since(e.lastEnd) > idleGap
-	e.mu.Unlock()
-	if idle {
-		client.CloseIdleConnections()
-	}
 	var rd io.Reader
 	if len(x.Request.Body) > 0 {
 		rd = bytes.NewReader(x.Request.Body)
@@ -253,12 +239,11 @@ func (e *Env) doWith(ctx context.Context, client *http.Client, x Exchange, recor
 		resp.Err = err
 		x.Error = err.Error()
 	}
-	e.mu.Lock()
-	e.lastEnd = time.Now()
 	if record {
+		e.mu.Lock()
 		e.exchanges = append(e.exchanges, x)
+		e.mu.Unlock()
 	}
-	e.mu.Unlock()
 	return resp
 }
 
