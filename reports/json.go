@@ -25,6 +25,7 @@ type jsonReport struct {
 	DurationMS float64      `json:"duration_ms"`
 	Outcome    string       `json:"outcome"` // "pass" | "fail"
 	Counts     Counts       `json:"counts"`
+	Notes      []string     `json:"notes,omitempty"` // e.g. the oracle check's finding
 	Results    []jsonResult `json:"results"`
 }
 
@@ -80,6 +81,7 @@ func JSON(w io.Writer, rep *scenarios.Report) error {
 		DurationMS: ms(rep.Duration),
 		Outcome:    "pass",
 		Counts:     Tally(rep),
+		Notes:      rep.Notes,
 		Results:    []jsonResult{},
 	}
 	if ok, _ := rep.Outcome(); !ok {

@@ -328,7 +328,9 @@ func (e *Env) count(ctx context.Context, key string, record bool) (int, error) {
 	if o == nil {
 		return 0, errors.New("no oracle configured")
 	}
-	o.used.Store(true)
+	if record { // polling only times a start (startInFlight); not a count
+		o.used.Store(true)
+	}
 	if !o.global {
 		if key == "" {
 			return 0, errors.New("oracle: a per-key oracle cannot count requests sent without a key")

@@ -201,3 +201,28 @@ operations:
 		}
 	}
 }
+
+// TestOracleUseDeclared: a case that asks the oracle declares it
+// (NeedOracle, NeedEffects or Case.UsesOracle), so that idemcheck list
+// shows its real oracle mode and a broken oracle makes it inconclusive.
+func TestOracleUseDeclared(t *testing.T) {
+	tg := startDemo(t)
+	p := referenceProfile(t)
+	planned, err := scenarios.Plan(tg, p, scenarios.RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mode := map[string]string{}
+	for _, pl := range planned {
+		mode[pl.Name()] = pl.OracleMode
+	}
+	rep, err := runCatalog(tg, p, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Results {
+		if scenarios.OracleAsked(r) && mode[r.Name()] == scenarios.OracleNone {
+			t.Errorf("%s asked the oracle but declares no oracle use (add UsesOracle: true)", r.Name())
+		}
+	}
+}

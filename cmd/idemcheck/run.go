@@ -96,6 +96,8 @@ func runConformance(ctx context.Context, stdout, stderr io.Writer, f runFlags) e
 			fmt.Fprintf(stderr, "  %-12s %s (%s)\n", r.Status, r.Name(), r.Duration.Round(time.Millisecond))
 		}
 	}
+	// Run-wide notes (the oracle check) go out before the first result.
+	opts.OnNote = func(n string) { fmt.Fprintln(stderr, "note: "+n) }
 	if ctx == nil {
 		ctx = context.Background()
 	}
