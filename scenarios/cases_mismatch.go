@@ -237,6 +237,9 @@ func mismatchRepeatFailsAgain(ctx context.Context, e *Env) Verdict {
 	}
 	again := e.Send(ctx, Req{Label: "same key, " + pr.name + " again", Key: k, Body: e.Body(pr.patch)})
 	observed := fmt.Sprintf("%d then %s", mis.Status, again.String())
+	if v := e.lostConn(again); v != nil {
+		return *v
+	}
 	if again.OK() {
 		return e.inTTL(e.Fail(fmt.Sprintf("%d again", mis.Status), observed), first, again)
 	}
