@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -120,8 +119,8 @@ func TestGlobalCounterOracle(t *testing.T) {
 						t.Errorf("%s: %s: expected %q, observed %q %s", r.Name(), r.Status, r.Expected, r.Observed, r.Reason)
 					}
 				}
-				if !slices.ContainsFunc(rep.Notes, func(n string) bool { return strings.Contains(n, "global counter") }) {
-					t.Errorf("notes %q do not say the run counts with a global counter", rep.Notes)
+				if len(rep.Notes) > 0 {
+					t.Errorf("notes %q on a correct oracle", rep.Notes)
 				}
 			}
 		})

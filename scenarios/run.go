@@ -319,7 +319,7 @@ func caseBudget(t *Target, p *Profile) time.Duration {
 // calibrate checks the oracle once per operation that a selected,
 // supplied instance counts effects on: a normal request under a fresh key
 // must raise the count by exactly 1. It returns the problem found per
-// operation name and the notes for the report (one line each).
+// operation name and the notes for the report: one line per problem.
 func calibrate(ctx context.Context, t *Target, p *Profile, client *http.Client, ins []instance) (problems map[string]string, notes []string) {
 	problems = map[string]string{}
 	if len(t.Oracles()) == 0 {
@@ -331,7 +331,6 @@ func calibrate(ctx context.Context, t *Target, p *Profile, client *http.Client, 
 			used[in.op.Name] = true
 		}
 	}
-	var checked []string
 	for i := range t.Operations {
 		op := &t.Operations[i]
 		if !used[op.Name] {
@@ -340,16 +339,7 @@ func calibrate(ctx context.Context, t *Target, p *Profile, client *http.Client, 
 		if problem := calibrateOp(ctx, t, p, client, op); problem != "" {
 			problems[op.Name] = problem
 			notes = append(notes, problem)
-			continue
 		}
-		checked = append(checked, op.Name)
-	}
-	if len(checked) > 0 {
-		mode := "per-key oracle"
-		if t.GlobalOracle() {
-			mode = "global counter oracle: cases run one at a time, each key counted between readings"
-		}
-		notes = append([]string{fmt.Sprintf("%s; checked on %s: one request, one execution", mode, strings.Join(checked, ", "))}, notes...)
 	}
 	return problems, notes
 }
