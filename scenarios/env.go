@@ -500,8 +500,9 @@ func createdIDOf(op *Operation, r Resp) string {
 }
 
 // Effects counts the executions caused under key. With an oracle the count
-// is exact (see Executions); otherwise the distinct created ids among rs are a lower bound
-// (identity oracle). ok is false when neither is available.
+// is exact (see Executions); otherwise the distinct created ids among rs
+// are a lower bound (identity oracle). ok is false when neither is
+// available.
 func (e *Env) Effects(ctx context.Context, key string, rs ...Resp) (n int, how string, ok bool, err error) {
 	if e.HasOracle() {
 		n, err = e.Executions(ctx, key)
