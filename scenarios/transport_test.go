@@ -72,7 +72,9 @@ func demoBehind(t testing.TB, ttl time.Duration, drop func(*connState, *http.Req
 // connections idle for 1.5 s (Node's 5 s, scaled down) passes the expiry
 // cases, whose retries follow waits of TTL + grace: the engine never
 // reuses a connection that long idle. Before, the retry went out on the
-// dead connection and its EOF was judged an unmet SHOULD.
+// dead connection and its EOF was judged an unmet SHOULD. (A machine that
+// stalls for seconds may still make a case inconclusive by the TTL rules;
+// never a warn or fail, never over a transport error.)
 func TestIdleKeepAliveServer(t *testing.T) {
 	const idle = 1500 * time.Millisecond
 	tg := demoBehind(t, 2*time.Second, func(st *connState, _ *http.Request) bool {
@@ -83,7 +85,7 @@ func TestIdleKeepAliveServer(t *testing.T) {
 		t.Fatal("no case selected")
 	}
 	for _, r := range rep.Results {
-		if r.Status != scenarios.Pass {
+		if (r.Status != scenarios.Pass && r.Status != scenarios.Inconclusive) || strings.Contains(r.Observed+r.Reason, "transport error") {
 			t.Errorf("%s: %s: expected %q, observed %q %s", r.Name(), r.Status, r.Expected, r.Observed, r.Reason)
 		}
 	}
@@ -94,9 +96,12 @@ func TestIdleKeepAliveServer(t *testing.T) {
 // so it is no evidence of behaviour: the case is inconclusive and says
 // why. The server drops every keyed retry that arrives on a reused
 // connection; before, key-accepted failed (MUST) and same-status warned.
+// A retry that comes over 1 s late (a stalled machine) goes out on a
+// fresh connection, is answered, and its case passes.
 func TestStaleConnectionInconclusive(t *testing.T) {
 	var mu sync.Mutex
 	seen := map[string]bool{}
+	drops := 0
 	tg := demoBehind(t, demoTTL, func(st *connState, r *http.Request) bool {
 		k := r.Header.Get("Idempotency-Key")
 		if k == "" || r.Method != http.MethodPost {
@@ -106,15 +111,31 @@ func TestStaleConnectionInconclusive(t *testing.T) {
 		defer mu.Unlock()
 		retry := seen[k]
 		seen[k] = true
-		return retry && st.requests > 0
+		if retry && st.requests > 0 {
+			drops++
+			return true
+		}
+		return false
 	})
 	rep := runSelected(t, tg, referenceProfile(t), "syntax/key-accepted@charges", "replay/same-status@charges", "replay/same-body@charges")
 	if len(rep.Results) != 3 {
 		t.Fatalf("%d results, want 3", len(rep.Results))
 	}
+	inconclusive := 0
 	for _, r := range rep.Results {
-		if r.Status != scenarios.Inconclusive || !strings.Contains(r.Reason, "reused keep-alive connection") {
+		switch {
+		case r.Status == scenarios.Inconclusive && strings.Contains(r.Reason, "reused keep-alive connection"):
+			inconclusive++
+		case r.Status != scenarios.Pass:
 			t.Errorf("%s: %s (%s), want inconclusive naming the reused connection", r.Name(), r.Status, r.Reason)
 		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if inconclusive != drops {
+		t.Errorf("%d inconclusive for %d dropped retries", inconclusive, drops)
+	}
+	if drops == 0 {
+		t.Skip("every retry came on a fresh connection (the machine stalled for over 1 s): nothing dropped")
 	}
 }
