@@ -34,6 +34,7 @@ type jsonReport struct {
 	Requirements map[scenarios.Level]scenarios.RequirementCounts `json:"requirements"`
 	// WithoutEvidence names the MUST instances behind an "incomplete".
 	WithoutEvidence []string     `json:"without_evidence"`
+	Notes           []string     `json:"notes,omitempty"` // e.g. the oracle check's finding
 	Results         []jsonResult `json:"results"`
 }
 
@@ -96,6 +97,7 @@ func JSON(w io.Writer, rep *scenarios.Report) error {
 		Counts:          Tally(rep),
 		Requirements:    rep.Requirements(),
 		WithoutEvidence: []string{},
+		Notes:           rep.Notes,
 		Results:         []jsonResult{},
 	}
 	for _, r := range WithoutEvidence(rep) {

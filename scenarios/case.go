@@ -18,7 +18,13 @@ const NeedEffects Need = "effects"
 type Case struct {
 	Meta
 	PerOperation bool
-	Run          func(ctx context.Context, e *Env) Verdict
+	// UsesOracle: the case asks the oracle (Env.Executions, Effects,
+	// Replayed, HasOracle) when there is one, though it does not need one
+	// (Needs lacks NeedOracle and NeedEffects). It decides the oracle mode
+	// idemcheck list shows, and which instances a broken oracle makes
+	// inconclusive.
+	UsesOracle bool
+	Run        func(ctx context.Context, e *Env) Verdict
 }
 
 // Verdict is what a case concluded.

@@ -37,7 +37,7 @@ func init() {
 			Requirement: "draft §2.7 (clients retry after a 409 unchanged); Stripe: no idempotent result is saved for a concurrent conflict.",
 			Explanation: "After an in-flight 409, the unchanged retry once the original completed gets the original's replay, not the 409.",
 			Needs:       []Need{NeedSlow}},
-			PerOperation: true, Run: concurrentConflictNotPoisoned},
+			PerOperation: true, UsesOracle: true, Run: concurrentConflictNotPoisoned},
 		Case{Meta: Meta{ID: "concurrent/retry-after", Family: "concurrent", Requirements: []string{"IK-CONCURRENT-4"}, Level: May,
 			Requirement: "Profile retry_after_on_409 (Echo: retry after the Retry-After delay when present): the in-flight 409 carries Retry-After.",
 			Explanation: "The in-flight conflict tells the client when to retry with a valid Retry-After.",
@@ -131,7 +131,7 @@ func (e *Env) startInFlight(ctx context.Context, k string, r Req, slow time.Dura
 			if !e.HasOracle() {
 				continue
 			}
-			if n, err := e.sampleOracle(ctx, k, false); err == nil && n-e.oracleBase >= 1 {
+			if n, err := e.count(ctx, k, false); err == nil && n >= 1 {
 				return wait
 			}
 		}
@@ -147,10 +147,14 @@ func overlapped(slow, d Resp) bool { return slow.Err == nil && d.Start.Before(sl
 // volatile members), so the oracle's count decides when there is one;
 // with an id pointer the created ids decide, as in Reproduced.
 func (e *Env) replayOf(first, second Resp, n int, how string) bool {
-	if e.Op.IDPointer == "" && how == "oracle" {
-		return first.OK() && second.OK() && n == 1
+	if !first.OK() || !second.OK() {
+		return false
 	}
-	return e.Reproduced(first, second)
+	if e.Op.IDPointer == "" {
+		return how == "oracle" && n == 1
+	}
+	id := e.CreatedID(first)
+	return id != "" && id == e.CreatedID(second)
 }
 
 func concurrentInFlightConflict(ctx context.Context, e *Env) Verdict {
@@ -175,6 +179,9 @@ func concurrentInFlightConflict(ctx context.Context, e *Env) Verdict {
 	}
 	if n != 1 {
 		return e.inTTL(e.Fail("exactly 1 execution", observed), slow, dup)
+	}
+	if v := e.lostConn(dup); v != nil {
+		return *v
 	}
 	switch {
 	case dup.OK() && !e.replayOf(slow, dup, n, how):
@@ -235,6 +242,9 @@ func concurrentSameKeyBurst(ctx context.Context, e *Env) Verdict {
 	}
 	if okResp == nil {
 		return e.Inconclusive("no request of the burst succeeded: " + observed)
+	}
+	if v := e.lostConn(rs...); v != nil {
+		return *v // the count is right, but a lost request's answer is unknown
 	}
 	expected := fmt.Sprintf("each response the success/replay or an in-flight conflict %v", e.Profile.InFlightStatus)
 	var shed *Resp
@@ -311,9 +321,15 @@ func concurrentConflictNotPoisoned(ctx context.Context, e *Env) Verdict {
 	}
 	retry := e.Send(ctx, Req{Label: "retry after completion", Key: k, Body: body})
 	observed := fmt.Sprintf("in flight: %d; after completion: %s", dup.Status, retry.String())
-	n, how, _, err := e.Effects(ctx, k, slow, retry)
-	if err != nil {
-		return e.Inconclusive(err.Error())
+	n, how, have, err := e.Effects(ctx, k, slow, retry)
+	switch {
+	case err != nil:
+		return e.undecided(err, observed)
+	case !have:
+		return e.undecided(errNoEvidence, observed)
+	}
+	if v := e.lostConn(retry); v != nil {
+		return *v
 	}
 	if !e.replayOf(slow, retry, n, how) { // status fidelity: replay/same-status
 		return e.inTTL(e.Unmet("the original's replay (same resource)", observed), slow, retry)
@@ -372,6 +388,8 @@ func concurrentChangedBodyInFlight(ctx context.Context, e *Env) Verdict {
 	switch {
 	case n != 1:
 		return e.inTTL(e.Fail("exactly 1 execution", observed), slow, dup)
+	case dup.StaleConn():
+		return *e.lostConn(dup)
 	case dup.OK() && e.replayOf(slow, dup, n, how):
 		return e.Fail(fmt.Sprintf("%v", accepted), "the original's response for a different payload: "+observed)
 	case dup.OK():

@@ -75,6 +75,9 @@ func (e *Env) transientThenRetry(ctx context.Context) (first, retry Resp, n int,
 		x := e.Inconclusive(err.Error())
 		return first, retry, 0, "", &x
 	}
+	if v := e.lostConn(retry); v != nil && n < 2 {
+		return first, retry, n, "", v
+	}
 	return first, retry, n, fmt.Sprintf("%d then %s; %d executions (oracle)", first.Status, retry.String(), n), nil
 }
 
@@ -121,6 +124,9 @@ func errorsBusinessErrorKept(ctx context.Context, e *Env) Verdict {
 		return e.Inconclusive(err.Error())
 	}
 	observed := fmt.Sprintf("%d, retry %s, normal request %s; %d executions (oracle)", first.Status, retry.String(), normal.String(), n)
+	if v := e.lostConn(retry, normal); v != nil && n == 1 {
+		return *v
+	}
 	if e.Profile.Cache4xxBusiness == Unknown {
 		return e.Finding("cache_4xx_business", observed)
 	}
@@ -145,6 +151,9 @@ func errorsValidationNotStored(ctx context.Context, e *Env) Verdict {
 	}
 	fixed := e.Send(ctx, Req{Label: "corrected body, same key", Key: k})
 	observed := fmt.Sprintf("%d, then corrected %s", bad.Status, fixed.String())
+	if v := e.lostConn(fixed); v != nil {
+		return *v
+	}
 	if e.HasOracle() {
 		n, err := e.Executions(ctx, k)
 		if err != nil {
@@ -185,6 +194,9 @@ func errorsAuthNotStored(ctx context.Context, e *Env) Verdict {
 	}
 	authed := e.Send(ctx, Req{Label: "with credentials, same key", Key: k})
 	observed := fmt.Sprintf("%d without credentials, then %s", anon.Status, authed.String())
+	if v := e.lostConn(authed); v != nil {
+		return *v
+	}
 	if !authed.OK() {
 		if fresh, ok := e.usable(ctx, e.Op, 0, e.Op.Body); !ok {
 			return e.Inconclusive("the normal call fails with a fresh key too: " + fresh.String())
@@ -209,10 +221,12 @@ func errorsFailureReleasesKey(ctx context.Context, e *Env) Verdict {
 	}
 	replayed := retry.Status == first.Status && jsonEqual(first.Body, retry.Body)
 	switch {
-	case retry.Err != nil:
-		return e.Unmet("a replay or a new execution", observed)
 	case n >= 2:
 		return e.Pass("re-executed: " + observed)
+	case retry.StaleConn():
+		return *e.lostConn(retry)
+	case retry.Err != nil:
+		return e.Unmet("a replay or a new execution", observed)
 	case !replayed:
 		return e.Unmet("a replay or a new execution, never a conflict after the original failed", "neither replayed nor executed again (key left locked?): "+observed)
 	case e.Profile.Cache5xx == Yes:
@@ -232,10 +246,17 @@ func errorsIdempotencyErrorsNotStored(ctx context.Context, e *Env) Verdict {
 	if twice.Is4xx() {
 		after := e.Send(ctx, Req{Label: "the key in one line", Key: k})
 		seen = append(seen, fmt.Sprintf("two lines %d, then one line %s", twice.Status, after.String()))
+		if v := e.lostConn(after); v != nil {
+			return *v
+		}
 		if !after.OK() {
 			return e.Unmet("the key executes normally after an invalid-field 400", seen[0])
 		}
-		if n, how, _, err := e.Effects(ctx, k, after); err == nil && n != 1 {
+		n, how, _, err := e.Effects(ctx, k, after)
+		if err != nil {
+			return e.undecided(err, seen[0])
+		}
+		if n != 1 {
 			return e.Fail("exactly 1 execution", seen[0]+fmt.Sprintf("; %d executions (%s)", n, how))
 		}
 	} else {
@@ -253,7 +274,14 @@ func errorsIdempotencyErrorsNotStored(ctx context.Context, e *Env) Verdict {
 	again := e.Send(ctx, Req{Label: "original again", Key: k2})
 	seen = append(seen, fmt.Sprintf("%s %d, then original again %s", pr.name, mis.Status, again.String()))
 	observed := fmt.Sprintf("%s (409 in flight: see concurrent/conflict-not-poisoned)", join(seen))
-	if !e.Reproduced(first, again) {
+	if v := e.lostConn(again); v != nil {
+		return *v
+	}
+	replayed, err := e.Replayed(ctx, first, again, k2)
+	if err != nil {
+		return e.undecided(err, observed)
+	}
+	if !replayed {
 		return e.inTTL(e.Unmet("the original's replay after the mismatch error", observed), first, again)
 	}
 	return e.Pass(observed)

@@ -60,22 +60,29 @@ func waitUntil(ctx context.Context, t time.Time) error {
 	}
 }
 
-// replayedOrExecuted says whether retry under k reproduced first or
-// executed again, from created ids and (when present) the oracle count.
-// executed is meaningful only when ok.
-func (e *Env) replayedOrExecuted(ctx context.Context, k string, first, retry Resp) (executed bool, observed string, ok bool, err error) {
+// replayedOrExecuted says whether retry under k executed again or
+// replayed first (a 2xx that did not execute), from the oracle count when
+// there is one, else from created ids. A retry lost on a stale connection
+// is neither: err says so. Without evidence err is errNoEvidence.
+func (e *Env) replayedOrExecuted(ctx context.Context, k string, first, retry Resp) (executed, replayed bool, observed string, err error) {
 	n, how, have, err := e.Effects(ctx, k, first, retry)
-	if err != nil || !have {
-		return false, "", false, err
+	switch {
+	case err != nil:
+		return false, false, "", err
+	case !have:
+		return false, false, "", errNoEvidence
 	}
 	observed = fmt.Sprintf("retry answered %s; %d executions (%s)", retry.String(), n, how)
-	switch {
-	case retry.OK() && !e.Reproduced(first, retry):
-		return true, observed, true, nil
-	case n >= 2 && how == "oracle":
-		return true, observed, true, nil
+	if how == "oracle" {
+		executed = n >= 2
+	} else {
+		id := e.CreatedID(first)
+		executed = retry.OK() && (id == "" || id != e.CreatedID(retry))
 	}
-	return false, observed, true, nil
+	if !executed && retry.StaleConn() {
+		return false, false, observed, ErrStaleConn
+	}
+	return executed, retry.OK() && !executed, observed, nil
 }
 
 func expiryReplaysBeforeTTL(ctx context.Context, e *Env) Verdict {
@@ -102,9 +109,9 @@ func expiryReplaysBeforeTTL(ctx context.Context, e *Env) Verdict {
 	if retry.Start.Sub(first.Start) >= ttl {
 		return e.Inconclusive("the retry left only after the TTL had run out")
 	}
-	executed, observed, ok, err := e.replayedOrExecuted(ctx, k, first, retry)
-	if err != nil || !ok {
-		return e.Inconclusive(fmt.Sprintf("cannot tell a replay from an execution: %v", err))
+	executed, replayed, observed, err := e.replayedOrExecuted(ctx, k, first, retry)
+	if err != nil {
+		return e.undecided(err, "cannot tell a replay from an execution: "+retry.String())
 	}
 	observed = fmt.Sprintf("%s after the original started; %s", retry.Start.Sub(first.Start).Round(time.Millisecond), observed)
 	switch {
@@ -114,7 +121,7 @@ func expiryReplaysBeforeTTL(ctx context.Context, e *Env) Verdict {
 		return e.Inconclusive("the retry executed again but its answer came after the TTL: " + observed)
 	case executed:
 		return e.Unmet(fmt.Sprintf("the replay up to TTL − margin (%s)", ttl-margin), "the key expired early and executed again: "+observed)
-	case !e.Reproduced(first, retry):
+	case !replayed:
 		return e.Unmet("the original's replay", observed)
 	}
 	return e.Pass(observed)
@@ -134,12 +141,11 @@ func expiryFreshAfterTTL(ctx context.Context, e *Env) Verdict {
 		return e.Inconclusive(err.Error())
 	}
 	retry := e.Send(ctx, Req{Label: fmt.Sprintf("retry at TTL + %s", e.Profile.Grace), Key: k})
-	executed, observed, ok, err := e.replayedOrExecuted(ctx, k, first, retry)
-	if err != nil || !ok {
-		return e.Inconclusive(fmt.Sprintf("cannot tell a replay from an execution: %v", err))
+	executed, stale, observed, err := e.replayedOrExecuted(ctx, k, first, retry)
+	if err != nil {
+		return e.undecided(err, "cannot tell a replay from an execution: "+retry.String())
 	}
 	observed = fmt.Sprintf("%s after the original completed; %s", retry.Start.Sub(first.End).Round(time.Millisecond), observed)
-	stale := !executed && e.Reproduced(first, retry)
 	switch {
 	case retry.Is5xx() || retry.Err != nil:
 		return e.Unmet("a new execution or a \"result expired\" error, never a 5xx", observed)
@@ -180,18 +186,18 @@ func expiryCountedFrom(ctx context.Context, e *Env) Verdict {
 		return e.Inconclusive(err.Error())
 	}
 	mid := e.Send(ctx, Req{Label: fmt.Sprintf("replay at %s of the TTL", midAt), Key: k})
-	if !e.Reproduced(first, mid) {
+	if replayed, err := e.Replayed(ctx, first, mid, k); err != nil || !replayed {
 		return e.Inconclusive("the replay near the TTL edge did not replay (see expiry/replays-before-ttl): " + mid.String())
 	}
 	if err := waitUntil(ctx, first.End.Add(ttl+grace)); err != nil {
 		return e.Inconclusive(err.Error())
 	}
 	last := e.Send(ctx, Req{Label: fmt.Sprintf("retry at the original's TTL + %s", grace), Key: k})
-	executed, observed, ok, err := e.replayedOrExecuted(ctx, k, first, last)
-	if err != nil || !ok {
-		return e.Inconclusive(fmt.Sprintf("cannot tell a replay from an execution: %v", err))
+	_, replayed, observed, err := e.replayedOrExecuted(ctx, k, first, last)
+	if err != nil {
+		return e.undecided(err, "cannot tell a replay from an execution: "+last.String())
 	}
-	if e.Reproduced(first, last) && !executed {
+	if replayed {
 		return e.Pass("replayed past the original's TTL: retention slid with the replay, or keys do not expire (see expiry/fresh-after-ttl); " + observed)
 	}
 	return e.Pass("counted from the first request: the replay did not extend it; " + observed)

@@ -22,7 +22,7 @@ func init() {
 			Requirement: "seeds (locked_until), rocket-rides IDEMPOTENCY_KEY_LOCK_TIMEOUT: if the first attempt dies mid-flight, retries get 409 until the lease ends; after lease + grace a retry proceeds and completes. Never blocked forever.",
 			Explanation: "A request killed mid-flight (SIGKILL of the managed target) does not block its key beyond the lease + grace.",
 			Needs:       []Need{NeedSlow, NeedLease, NeedTargetCmd}},
-			PerOperation: true, Run: leaseCrashRecovers},
+			PerOperation: true, UsesOracle: true, Run: leaseCrashRecovers},
 		Case{Meta: Meta{ID: "lease/slow-outlives-lease", Family: "lease", Requirements: []string{"IK-LEASE-3"}, Level: Should,
 			Requirement: "seeds, trap C17: a legitimately slow request that outlives the lease must not lead to a second concurrent execution, or the profile must document that risk.",
 			Explanation: "A same-key retry sent after the lease ran out, while the slow original still runs, does not execute a second time.",
@@ -71,6 +71,7 @@ func leaseCrashRecovers(ctx context.Context, e *Env) Verdict {
 	if err := m.Restart(ctx); err != nil {
 		return e.Inconclusive(err.Error())
 	}
+	e.client.CloseIdleConnections() // every pooled connection went with the old process
 	restarted := time.Since(sent)
 	limit := sent.Add(lease + grace + leaseMargin)
 	poll := min(max(lease/10, 100*time.Millisecond), 2*time.Second)
@@ -89,6 +90,8 @@ func leaseCrashRecovers(ctx context.Context, e *Env) Verdict {
 			return e.Pass(observed)
 		case r.Is4xx() && r.Status != http.StatusConflict && !slices.Contains(e.Profile.InFlightStatus, r.Status):
 			return e.Unmet("retries answer an in-flight status until the lease ends, then proceed and complete", observed)
+		case late && r.StaleConn():
+			return *e.lostConn(r)
 		case late:
 			return e.Unmet(fmt.Sprintf("after lease %s + grace %s the retry proceeds and completes", lease, grace), observed+": still not completed past lease + grace")
 		}
@@ -137,6 +140,9 @@ func leaseSlowOutlivesLease(ctx context.Context, e *Env) Verdict {
 	observed := fmt.Sprintf("retry at lease+%s answered %s; %d executions (%s)", leaseMargin, retry.String(), n, how)
 	if n != 1 {
 		return e.Unmet("1 execution: the expired lease of a running request does not let a retry execute", observed)
+	}
+	if v := e.lostConn(retry); v != nil {
+		return *v // the retry may never have reached the server
 	}
 	return e.Pass(observed)
 }

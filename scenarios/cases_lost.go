@@ -75,12 +75,9 @@ func (e *Env) viaProxy(rules ...string) (*proxied, error) {
 	pr.proxy, pr.srv = p, srv
 	t := *e.Target
 	t.BaseURL = srv.URL
-	if o := e.Target.Oracle; o != nil && !strings.Contains(o.URL, "://") {
-		direct := *o
-		direct.URL = e.Target.BaseURL + o.URL
-		t.Oracle = &direct
-	}
-	pr.Env = &Env{Target: &t, Profile: e.Profile, Op: e.Op, Case: e.Case, client: e.client, oracleBase: e.oracleBase}
+	// The counter is shared: same keys, and its probes go to the target
+	// directly, not through the proxy.
+	pr.Env = &Env{Target: &t, Profile: e.Profile, Op: e.Op, Case: e.Case, client: e.client, oracle: e.oracle}
 	return pr, nil
 }
 

@@ -20,7 +20,7 @@ func init() {
 		Case{Meta: Meta{ID: "method/patch-honours-key", Family: "method", Requirements: []string{"IK-METHOD-2"}, Level: Should,
 			Requirement: "draft abstract: the Idempotency-Key makes non-idempotent methods such as POST or PATCH fault-tolerant; a PATCH operation honours the key like POST.",
 			Explanation: "On a PATCH operation, retries with the same key replay the original and execute once (needs the oracle: every PATCH names the same resource)."},
-			PerOperation: true, Run: methodPatchHonoursKey},
+			PerOperation: true, UsesOracle: true, Run: methodPatchHonoursKey},
 	)
 }
 
@@ -67,6 +67,9 @@ func methodGetIgnoresKey(ctx context.Context, e *Env) Verdict {
 	plainA := e.Send(ctx, Req{Label: "GET the first resource without a key", NoKey: true, Method: http.MethodGet, Path: locA, Body: noBody})
 	getB := e.Send(ctx, Req{Label: "GET the second resource with the same key", Key: k, Method: http.MethodGet, Path: locB, Body: noBody})
 	observed := fmt.Sprintf("GET %s with key %s, without %s; GET %s with the same key %s", locA, getA.String(), plainA.String(), locB, getB.String())
+	if v := e.lostConn(getA, plainA, getB); v != nil {
+		return *v
+	}
 	switch {
 	case !plainA.OK():
 		return e.Inconclusive("the resource cannot be read without a key either: " + observed)
@@ -105,6 +108,9 @@ func methodPatchHonoursKey(ctx context.Context, e *Env) Verdict {
 	n, err := e.Executions(ctx, k)
 	if err != nil {
 		return e.Inconclusive(err.Error())
+	}
+	if v := e.lostConn(rs...); v != nil && n == 1 {
+		return *v
 	}
 	how := "oracle"
 	observed := fmt.Sprintf("%d, retries %s and %s; %d executions (%s)", first.Status, rs[1].String(), rs[2].String(), n, how)

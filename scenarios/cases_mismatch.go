@@ -101,10 +101,16 @@ func (e *Env) judgeProbe(ctx context.Context, pr probe, k string, first, r Resp)
 			return mismatchOutcome{Fail, fmt.Sprintf("%s: %d executions under one key (oracle), answer %s", pr.name, n, r.String())}
 		}
 	}
+	replayed, err := e.Replayed(ctx, first, r, k)
+	if err != nil {
+		return mismatchOutcome{Inconclusive, pr.name + ": " + err.Error()}
+	}
 	switch {
-	case r.OK() && e.Reproduced(first, r) && pr.generated:
+	case r.StaleConn():
+		return mismatchOutcome{Inconclusive, pr.name + ": " + r.Err.Error()}
+	case replayed && pr.generated:
 		return mismatchOutcome{Warn, pr.name + ": replayed the old response (the member may be outside the fingerprint): " + r.String()}
-	case r.OK() && e.Reproduced(first, r):
+	case replayed:
 		return mismatchOutcome{Fail, pr.name + ": replayed the old response for a different payload: " + r.String()}
 	case r.OK():
 		return mismatchOutcome{Fail, pr.name + ": executed the different payload under a used key: " + r.String()}
@@ -209,7 +215,12 @@ func mismatchOriginalSurvives(ctx context.Context, e *Env) Verdict {
 	}
 	// Status fidelity is replay/same-status's concern; here the record must
 	// still be there and name the same resource.
-	if !e.Reproduced(first, again) {
+	if v := e.lostConn(again); v != nil {
+		return *v
+	}
+	if replayed, err := e.Replayed(ctx, first, again, k); err != nil {
+		return e.undecided(err, observed)
+	} else if !replayed {
 		return e.inTTL(e.Fail("the original response again (same resource)", observed), first, again)
 	}
 	return e.Pass(observed)
@@ -226,6 +237,9 @@ func mismatchRepeatFailsAgain(ctx context.Context, e *Env) Verdict {
 	}
 	again := e.Send(ctx, Req{Label: "same key, " + pr.name + " again", Key: k, Body: e.Body(pr.patch)})
 	observed := fmt.Sprintf("%d then %s", mis.Status, again.String())
+	if v := e.lostConn(again); v != nil {
+		return *v
+	}
 	if again.OK() {
 		return e.inTTL(e.Fail(fmt.Sprintf("%d again", mis.Status), observed), first, again)
 	}

@@ -35,6 +35,9 @@ func missingRejected(ctx context.Context, e *Env) Verdict {
 		return e.Skip("profile key_required is false (see missing/optional-executes)")
 	}
 	r := e.Send(ctx, Req{Label: "no key", NoKey: true})
+	if v := e.lostConn(r); v != nil {
+		return *v
+	}
 	if e.Profile.KeyRequired == Unknown {
 		return e.Finding("key_required", r.String())
 	}
@@ -72,6 +75,9 @@ func missingRepeatFailsAgain(ctx context.Context, e *Env) Verdict {
 	}
 	b := e.Send(ctx, Req{Label: "no key again", NoKey: true})
 	observed := fmt.Sprintf("%d then %s", a.Status, b.String())
+	if v := e.lostConn(b); v != nil {
+		return *v
+	}
 	if b.Status != a.Status || b.Err != nil {
 		return e.Fail(fmt.Sprintf("%d again", a.Status), observed)
 	}
@@ -85,6 +91,9 @@ func missingOptionalExecutes(ctx context.Context, e *Env) Verdict {
 	a := e.Send(ctx, Req{Label: "no key", NoKey: true})
 	b := e.Send(ctx, Req{Label: "no key again", NoKey: true})
 	observed := fmt.Sprintf("%s, then %s", a.String(), b.String())
+	if v := e.lostConn(a, b); v != nil {
+		return *v
+	}
 	if !a.OK() || !b.OK() {
 		return e.Unmet("both keyless requests processed normally", observed)
 	}

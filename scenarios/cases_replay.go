@@ -40,11 +40,11 @@ func init() {
 		Case{Meta: Meta{ID: "replay/canonical-json", Family: "replay", Requirements: []string{"IK-REPLAY-7"}, Level: Should,
 			Requirement: "draft §2.4 (MAY fingerprint) and profile canonical_json: a semantically equal JSON body (member order, whitespace) is the same payload.",
 			Explanation: "The same key with the same JSON document spelled differently replays rather than mismatching, and never executes again."},
-			PerOperation: true, Run: replayCanonicalJSON},
+			PerOperation: true, UsesOracle: true, Run: replayCanonicalJSON},
 		Case{Meta: Meta{ID: "replay/volatile-fields", Family: "replay", Requirements: []string{"IK-REPLAY-8"}, Level: Should,
 			Requirement: "Profile volatile_fields (seeds: fingerprint excludes volatile fields): a body differing only in those fields is the same payload.",
 			Explanation: "Changing only a configured volatile field under the same key replays the original."},
-			PerOperation: true, Run: replayVolatileFields},
+			PerOperation: true, UsesOracle: true, Run: replayVolatileFields},
 	)
 }
 
@@ -66,7 +66,8 @@ func (e *Env) originalAndRetry(ctx context.Context) (first, replay Resp, bad *Ve
 	if first, bad = e.original(ctx, k, nil); bad != nil {
 		return first, replay, bad
 	}
-	return first, e.Send(ctx, Req{Label: "retry", Key: k}), nil
+	replay = e.Send(ctx, Req{Label: "retry", Key: k})
+	return first, replay, e.lostConn(replay)
 }
 
 func replaySameStatus(ctx context.Context, e *Env) Verdict {
@@ -160,6 +161,9 @@ func replayBusinessError(ctx context.Context, e *Env) Verdict {
 		return e.Unverifiable("a business error creates no resource; only an oracle can count its executions")
 	}
 	observed := fmt.Sprintf("%d then %s, %d executions", first.Status, retry.String(), n)
+	if v := e.lostConn(retry); v != nil && n < 2 {
+		return *v
+	}
 	switch e.Profile.Cache4xxBusiness {
 	case Unknown:
 		return e.Finding("cache_4xx_business", observed)
@@ -231,8 +235,15 @@ func replayVolatileFields(ctx context.Context, e *Env) Verdict {
 // equal to the original: a replay is expected when expect is Yes; an error
 // is acceptable otherwise; a new execution is never acceptable.
 func (e *Env) judgeSamePayload(ctx context.Context, k string, first, retry Resp, expect Tri, field string) Verdict {
-	if retry.OK() && !e.Reproduced(first, retry) {
+	replayed, err := e.Replayed(ctx, first, retry, k)
+	if err != nil {
+		return e.undecided(err, retry.String())
+	}
+	if retry.OK() && !replayed {
 		return e.inTTL(e.Fail("a replay or an idempotency error, never a second execution", "new execution: "+retry.String()), first, retry)
+	}
+	if v := e.lostConn(retry); v != nil {
+		return *v
 	}
 	if e.HasOracle() {
 		n, err := e.Executions(ctx, k)

@@ -30,7 +30,7 @@ func init() {
 			Requirement: "ePay-style scope (key + endpoint + verb): the same key on the same path with another method is recorded; a replay of the other method's response is never acceptable.",
 			Explanation: "A key used with one method, sent with another method to the same path, is recorded as independent or rejected, never answered with the other method's response.",
 			Needs:       []Need{NeedSecondOperation}},
-			PerOperation: true, Run: scopeOtherMethod},
+			PerOperation: true, UsesOracle: true, Run: scopeOtherMethod},
 		Case{Meta: Meta{ID: "scope/case-sensitive", Family: "scope", Requirements: []string{"IK-SCOPE-4"}, Level: Info,
 			Requirement: "Practice (OASIS note on UUID case): keys that differ only in letter case are different keys.",
 			Explanation: "The lower-case spelling of a completed upper-case key is recorded as a distinct key, a replay or a rejection.",
@@ -49,30 +49,57 @@ const (
 )
 
 // leaked judges whether r carries first, the stored response of
-// operation op. Created ids decide when op has them (ids are compared at
-// the pointer, never searched for: small numeric ids would match by
-// chance). Otherwise a JSON-equal body is a leak unless the oracle shows
-// r executed: more than before executions under key.
-func (e *Env) leaked(ctx context.Context, op *Operation, first, r Resp, key string, before int) leak {
+// operation op; before is the executions under key before r was sent. On
+// the same operation, created ids decide when op has them (compared at the
+// pointer, never searched for: small numeric ids would match by chance),
+// then the oracle: a JSON-equal body is a leak unless r executed. Across
+// operations (across) ids of two tables may collide (charges 1 and refunds
+// 1 are different resources), so the oracle decides first: a 2xx that
+// executed nothing carries a stored response; only without an oracle are
+// ids compared, and equal numeric ids are then leakUnsure. why explains a
+// leakUnsure; an oracle error is returned for the case to report as
+// inconclusive.
+func (e *Env) leaked(ctx context.Context, op *Operation, first, r Resp, key string, before int, across bool) (l leak, why string, err error) {
 	if !first.OK() || !r.OK() {
-		return leakNone
+		return leakNone, "", nil
 	}
-	if id := createdIDOf(op, first); id != "" {
-		if createdIDOf(op, r) == id {
-			return leakStored
+	id := createdIDOf(op, first)
+	if id != "" && (!across || !e.HasOracle()) {
+		switch {
+		case createdIDOf(op, r) != id:
+			return leakNone, "", nil
+		case across && isInteger(id):
+			return leakUnsure, fmt.Sprintf("both answers carry id %s, but integer ids of two endpoints may number different tables, and there is no oracle to count executions (weak evidence)", id), nil
 		}
-		return leakNone
+		return leakStored, "", nil
 	}
-	if !jsonEqual(first.Body, r.Body) {
-		return leakNone
+	if !across && !jsonEqual(first.Body, r.Body) {
+		return leakNone, "", nil
 	}
 	if !e.HasOracle() {
-		return leakUnsure
+		if !jsonEqual(first.Body, r.Body) {
+			return leakNone, "", nil
+		}
+		return leakUnsure, "equal bodies and no ids or oracle", nil
 	}
-	if n, err := e.Executions(ctx, key); err == nil && n > before {
-		return leakNone
+	n, err := e.Executions(ctx, key)
+	if err != nil {
+		return leakNone, "", err
 	}
-	return leakStored
+	if n > before {
+		return leakNone, "", nil
+	}
+	return leakStored, "", nil
+}
+
+// isInteger reports an id made of digits only.
+func isInteger(id string) bool {
+	for _, c := range id {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return id != ""
 }
 
 // usable reports whether principal p can call op with body under a fresh
@@ -98,11 +125,17 @@ func scopeOtherUserIsolated(ctx context.Context, e *Env) Verdict {
 func (e *Env) judgeOtherUser(ctx context.Context, k string, a, b Resp, body []byte) Verdict {
 	expected := "an execution of the second principal's own, never the first principal's response or an error about the key"
 	observed := fmt.Sprintf("first principal %s; second principal %s", a.String(), b.String())
-	switch e.leaked(ctx, e.Op, a, b, k, 1) {
-	case leakStored:
+	l, why, err := e.leaked(ctx, e.Op, a, b, k, 1, false)
+	switch {
+	case err != nil:
+		return e.Inconclusive(err.Error() + ": " + observed)
+	case l == leakStored:
 		return e.Fail(expected, "the first principal's response leaked: "+observed)
-	case leakUnsure:
-		return e.Inconclusive("equal bodies and no ids or oracle: cannot tell the second principal's execution from a leak: " + observed)
+	case l == leakUnsure:
+		return e.Inconclusive(why + ": cannot tell the second principal's execution from a leak: " + observed)
+	}
+	if v := e.lostConn(b); v != nil {
+		return *v
 	}
 	switch {
 	case b.Is5xx() || b.Err != nil:
@@ -166,11 +199,17 @@ func scopeOtherEndpoint(ctx context.Context, e *Env) Verdict {
 	}
 	r := e.Send(ctx, Req{Label: "same key on " + other.Name, Key: k, Op: other})
 	observed := fmt.Sprintf("%s %s then %s %s: %s", e.Op.Method, e.Op.Path, other.Method, other.Path, r.String())
-	switch e.leaked(ctx, e.Op, first, r, k, 1) {
-	case leakStored:
+	l, why, err := e.leaked(ctx, e.Op, first, r, k, 1, true)
+	switch {
+	case err != nil:
+		return e.Inconclusive(err.Error() + ": " + observed)
+	case l == leakStored:
 		return e.Fail("an independent execution or an idempotency error, never the other endpoint's response", "replayed "+e.Op.Name+"'s response: "+observed)
-	case leakUnsure:
-		return e.Inconclusive("equal bodies and no ids or oracle: cannot tell an execution from a replay: " + observed)
+	case l == leakUnsure:
+		return e.Inconclusive(why + ": cannot tell an execution from a replay: " + observed)
+	}
+	if v := e.lostConn(r); v != nil {
+		return *v
 	}
 	switch {
 	case r.Is5xx() || r.Err != nil:
@@ -217,11 +256,17 @@ func scopeOtherMethod(ctx context.Context, e *Env) Verdict {
 	}
 	r := e.Send(ctx, Req{Label: "same key, " + other.Method, Key: k, Op: other})
 	observed := fmt.Sprintf("%s then %s on %s: %s", e.Op.Method, other.Method, e.Op.Path, r.String())
-	switch e.leaked(ctx, e.Op, first, r, k, 1) {
-	case leakStored:
+	l, why, err := e.leaked(ctx, e.Op, first, r, k, 1, true)
+	switch {
+	case err != nil:
+		return e.Inconclusive(err.Error() + ": " + observed)
+	case l == leakStored:
 		return e.Fail("an independent answer or an idempotency error, never the other method's response", "replayed the "+e.Op.Method+" response: "+observed)
-	case leakUnsure:
-		return e.Inconclusive("equal bodies and no ids or oracle: cannot tell an execution from a replay: " + observed)
+	case l == leakUnsure:
+		return e.Inconclusive(why + ": cannot tell an execution from a replay: " + observed)
+	}
+	if v := e.lostConn(r); v != nil {
+		return *v
 	}
 	switch {
 	case r.Is5xx() || r.Err != nil:
@@ -241,10 +286,19 @@ func scopeCaseSensitive(ctx context.Context, e *Env) Verdict {
 	}
 	r := e.Send(ctx, Req{Label: "same key in lower case", Key: lower})
 	observed := fmt.Sprintf("%s then %s: %s", upper, lower, r.String())
+	if v := e.lostConn(r); v != nil {
+		return *v
+	}
+	// A case-insensitive server may file the lower-case key under either
+	// spelling: one execution under both means r executed nothing.
+	replayed, err := e.Replayed(ctx, first, r, upper, lower)
+	if err != nil {
+		return e.undecided(err, observed)
+	}
 	switch {
 	case r.Is5xx() || r.Err != nil:
 		return e.Unmet("a distinct key, a replay or a rejection; never a 5xx", observed)
-	case e.Reproduced(first, r):
+	case replayed:
 		return e.Unmet("a distinct key (keys are case-sensitive)", "replayed the upper-case key's response: "+observed)
 	case !r.OK():
 		return e.Pass("rejected: " + observed)

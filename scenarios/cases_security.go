@@ -3,6 +3,7 @@ package scenarios
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -17,11 +18,11 @@ func init() {
 		Case{Meta: Meta{ID: "security/invalid-format-rejected", Family: "security", Requirements: []string{"IK-SECURITY-1"}, Level: Should,
 			Requirement: "draft §5: the resource should always validate the key as per its published specification before processing the request.",
 			Explanation: "Keys outside the published format (10 KB over key_max_len, a control character in an sf-string) get a 4xx and execute nothing."},
-			PerOperation: true, Run: securityInvalidFormatRejected},
+			PerOperation: true, UsesOracle: true, Run: securityInvalidFormatRejected},
 		Case{Meta: Meta{ID: "security/hostile-keys", Family: "security", Requirements: []string{"IK-SECURITY-2"}, Level: Should,
 			Requirement: "draft §5 (keys are client input): injection and wildcard characters and a 10 KB key get a 4xx or opaque handling, never a 5xx; a wildcard key never matches a stored one.",
 			Explanation: "SQL, LIKE, glob and escape characters in keys are harmless, and keys abc% or abc* never replay the stored abc123... key."},
-			PerOperation: true, Run: securityHostileKeys},
+			PerOperation: true, UsesOracle: true, Run: securityHostileKeys},
 		Case{Meta: Meta{ID: "security/cross-principal-guess", Family: "security", Requirements: []string{"IK-SECURITY-3", "IK-SCOPE-1"}, Level: Must,
 			Requirement: "draft §5 data leaks: guessing another client's key must yield nothing of theirs (the composite lookup key includes the principal).",
 			Explanation: "A second principal who guesses a completed key and sends its own payload executes on its own, sees nothing of the first principal's, and leaves their record intact.",
@@ -34,7 +35,7 @@ func init() {
 		Case{Meta: Meta{ID: "security/unauthenticated-known-key", Family: "security", Requirements: []string{"IK-SECURITY-5"}, Level: Should,
 			Requirement: "Stripe (authentication runs before the idempotency layer); Adyen security note: an unauthenticated request with a known key gets 401 and never the stored response.",
 			Explanation: "Replaying a completed key without credentials is refused and reveals nothing of the stored response."},
-			PerOperation: true, Run: securityUnauthenticatedKnownKey},
+			PerOperation: true, UsesOracle: true, Run: securityUnauthenticatedKnownKey},
 	)
 }
 
@@ -58,14 +59,21 @@ func securityInvalidFormatRejected(ctx context.Context, e *Env) Verdict {
 	for _, name := range sortedKeys(probes) {
 		r := e.Send(ctx, Req{Label: name, KeyLines: probes[name]})
 		line := fmt.Sprintf("%s: %s", name, statusOf(r))
-		if e.HasOracle() && r.Err == nil {
-			key := strings.Trim(probes[name][0], `"`)
-			if n, err := e.Executions(ctx, key); err == nil && n > 0 {
+		if e.HasOracle() {
+			// the probe keys are fresh: any count is this request's
+			n, err := e.linesCount(ctx, probes[name], strings.Trim(probes[name][0], `"`))
+			if err != nil {
+				return e.Inconclusive(err.Error() + ": " + join(append(seen, line)))
+			}
+			if n > 0 {
 				line += fmt.Sprintf(", %d executions (oracle)", n)
-				if r.Is4xx() {
-					broken = append(broken, name)
+				if !r.OK() {
+					broken = append(broken, name) // rejected (or lost) after executing
 				}
 			}
+		}
+		if v := e.lostConn(r); v != nil && !slices.Contains(broken, name) {
+			return *v
 		}
 		seen = append(seen, line)
 		switch {
@@ -99,6 +107,9 @@ func securityHostileKeys(ctx context.Context, e *Env) Verdict {
 		if r.Is5xx() {
 			return e.Fail("a 4xx or opaque handling, never a 5xx", strings.Join(seen, "; "))
 		}
+		if v := e.lostConn(r); v != nil {
+			return *v
+		}
 		if r.Err != nil {
 			return e.Unmet("a 4xx or opaque handling", strings.Join(seen, "; "))
 		}
@@ -114,11 +125,17 @@ func securityHostileKeys(ctx context.Context, e *Env) Verdict {
 	for _, probe := range []string{w + "%", w + "*", w + "123%"} {
 		r := e.Send(ctx, Req{Label: "wildcard key " + probe, Key: probe})
 		seen = append(seen, fmt.Sprintf("%q after storing %q: %s", probe, stored, statusOf(r)))
-		switch e.leaked(ctx, e.Op, first, r, probe, 0) {
-		case leakStored:
+		l, why, err := e.leaked(ctx, e.Op, first, r, probe, 0, false)
+		switch {
+		case err != nil:
+			return e.Inconclusive(err.Error() + ": " + strings.Join(seen, "; "))
+		case l == leakStored:
 			return e.Fail("a wildcard key never matches a stored key", "replayed the stored key's response: "+strings.Join(seen, "; "))
-		case leakUnsure:
-			return e.Inconclusive("equal bodies and no ids or oracle: cannot tell a wildcard match from an execution: " + strings.Join(seen, "; "))
+		case l == leakUnsure:
+			return e.Inconclusive(why + ": cannot tell a wildcard match from an execution: " + strings.Join(seen, "; "))
+		}
+		if v := e.lostConn(r); v != nil {
+			return *v
 		}
 		if r.Is5xx() {
 			return e.Fail("a 4xx or opaque handling, never a 5xx", strings.Join(seen, "; "))
@@ -139,9 +156,30 @@ func securityCrossPrincipalGuess(ctx context.Context, e *Env) Verdict {
 	if v := e.judgeOtherUser(ctx, k, a, b, guess); v.Status != Pass {
 		return v
 	}
+	// Both principals executed under k: without ids, the retry replays
+	// when it adds no execution.
+	before := 0
+	if e.Op.IDPointer == "" {
+		n, err := e.Executions(ctx, k)
+		if err != nil {
+			return e.Inconclusive(err.Error())
+		}
+		before = n
+	}
 	again := e.Send(ctx, Req{Label: "first principal retries", Key: k})
 	observed := fmt.Sprintf("second principal %s; first principal's retry %s", b.String(), again.String())
-	if !e.Reproduced(a, again) {
+	if v := e.lostConn(again); v != nil {
+		return *v
+	}
+	replayed := again.OK()
+	if id := e.CreatedID(a); e.Op.IDPointer != "" {
+		replayed = replayed && id != "" && id == e.CreatedID(again)
+	} else if n, err := e.Executions(ctx, k); err != nil {
+		return e.Inconclusive(err.Error() + ": " + observed)
+	} else {
+		replayed = replayed && n == before
+	}
+	if !replayed {
 		return e.inTTL(e.Fail("the first principal's record intact (its retry replays)", observed), a, again)
 	}
 	return e.Pass(observed)
@@ -158,6 +196,9 @@ func securityLowEntropyKeys(ctx context.Context, e *Env) Verdict {
 	for _, k := range keys {
 		r := e.Send(ctx, Req{Label: fmt.Sprintf("%d-character key", len(k)), Key: k})
 		seen = append(seen, fmt.Sprintf("%q: %s", k, statusOf(r)))
+		if v := e.lostConn(r); v != nil {
+			return *v
+		}
 		if r.Is5xx() || r.Err != nil {
 			return e.Fail("a 4xx or opaque handling, never a 5xx", strings.Join(seen, "; "))
 		}
@@ -184,11 +225,17 @@ func securityUnauthenticatedKnownKey(ctx context.Context, e *Env) Verdict {
 	}
 	anon := e.Send(ctx, Req{Label: "same key, no credentials", Key: k, Principal: -1})
 	observed := fmt.Sprintf("%s without credentials", anon.String())
-	switch e.leaked(ctx, e.Op, first, anon, k, 1) {
-	case leakStored:
+	l, why, err := e.leaked(ctx, e.Op, first, anon, k, 1, false)
+	switch {
+	case err != nil:
+		return e.Inconclusive(err.Error() + ": " + observed)
+	case l == leakStored:
 		return e.Fail("401 and nothing of the stored response", "the stored response without credentials: "+observed)
-	case leakUnsure:
-		return e.Inconclusive("answered without credentials with an equal body, and no ids or oracle to tell a leak: " + observed)
+	case l == leakUnsure:
+		return e.Inconclusive(why + ": answered without credentials with an equal body: " + observed)
+	}
+	if v := e.lostConn(anon); v != nil {
+		return *v
 	}
 	switch {
 	case anon.OK():

@@ -15,11 +15,11 @@ func init() {
 		Case{Meta: Meta{ID: "syntax/key-accepted", Family: "syntax", Requirements: []string{"IK-SYNTAX-1"}, Level: Must,
 			Requirement: "draft §2.1: the Idempotency-Key field value MUST be an sf-string (RFC 9651 §3.3.3); a server following its profile accepts keys in that form.",
 			Explanation: "A key written in the profile's syntax is accepted, and the retry with it replays."},
-			PerOperation: true, Run: syntaxKeyAccepted},
+			PerOperation: true, UsesOracle: true, Run: syntaxKeyAccepted},
 		Case{Meta: Meta{ID: "syntax/cross-form", Family: "syntax", Requirements: []string{"IK-SYNTAX-2"}, Level: Info,
 			Requirement: "RFC 9651 §2: a non-String item violates the field's constraints and the field is ignored by default; servers differ (quotes stripped, part of the key, rejected). Trap C5: a finding, unless it executes twice.",
 			Explanation: "The same key in the other spelling (quoted vs bare) is recorded as replayed, rejected or a distinct key; a field silently ignored on every retry fails."},
-			PerOperation: true, Run: syntaxCrossForm},
+			PerOperation: true, UsesOracle: true, Run: syntaxCrossForm},
 		Case{Meta: Meta{ID: "syntax/malformed-sf-string", Family: "syntax", Requirements: []string{"IK-SYNTAX-3", "IK-SECURITY-1"}, Level: Should,
 			Requirement: "draft §5: always validate the key as per its published specification before processing the request; malformed sf-strings get 4xx, never 5xx.",
 			Explanation: "Unterminated, badly escaped, trailing-garbage and non-ASCII sf-strings are rejected with a 4xx, never a 5xx or an execution."},
@@ -27,11 +27,11 @@ func init() {
 		Case{Meta: Meta{ID: "syntax/repeated-header", Family: "syntax", Requirements: []string{"IK-SYNTAX-4"}, Level: Should,
 			Requirement: "draft -00..-04: clients MUST NOT include more than one Idempotency-Key field; an Item field given as a list fails parsing (RFC 9651 §4.2). Expected: 400 or deterministic handling, never two executions.",
 			Explanation: "Two key field lines, or two keys in one line, are rejected (or handled deterministically) and never execute on every retry."},
-			PerOperation: true, Run: syntaxRepeatedHeader},
+			PerOperation: true, UsesOracle: true, Run: syntaxRepeatedHeader},
 		Case{Meta: Meta{ID: "syntax/max-length", Family: "syntax", Requirements: []string{"IK-SYNTAX-5"}, Level: Should,
 			Requirement: "Profile key_max_len (Stripe 255, Adyen 64): a key of exactly the maximum length is accepted and replayed; one character more gets a 4xx, never a 5xx and never truncation onto another key.",
 			Explanation: "The longest allowed key works; a longer one is rejected rather than silently truncated."},
-			PerOperation: true, Run: syntaxMaxLength},
+			PerOperation: true, UsesOracle: true, Run: syntaxMaxLength},
 		Case{Meta: Meta{ID: "syntax/empty-key", Family: "syntax", Requirements: []string{"IK-SYNTAX-6", "IK-SECURITY-4"}, Level: Should,
 			Requirement: "draft §5: validate the key against its published format; an empty or blank key (or one below key_min_len) gets 400.",
 			Explanation: "Empty, blank and too-short keys are rejected with a 4xx, never a 5xx or an execution."},
@@ -42,14 +42,21 @@ func init() {
 func syntaxKeyAccepted(ctx context.Context, e *Env) Verdict {
 	k := e.NewKey()
 	first := e.Send(ctx, Req{Label: "original", Key: k})
-	if first.Is5xx() || first.Err != nil {
+	if first.Is5xx() || first.Err != nil { // a stale connection included
 		return e.Inconclusive("the normal call failed: " + first.String())
 	}
 	if !first.OK() {
 		return e.Unmet(fmt.Sprintf("a %s key accepted", e.Target.KeySyntax), "rejected: "+first.String())
 	}
 	retry := e.Send(ctx, Req{Label: "retry", Key: k})
-	if !e.Reproduced(first, retry) {
+	if v := e.lostConn(retry); v != nil {
+		return *v
+	}
+	replayed, err := e.Replayed(ctx, first, retry, k)
+	if err != nil {
+		return e.undecided(err, "accepted, retry answered "+retry.String())
+	}
+	if !replayed {
 		return e.Unmet("the retry replays", retry.String())
 	}
 	return e.Pass(fmt.Sprintf("%s %s accepted and replayed", e.Target.KeyHeader, e.KeyValue(k)))
@@ -70,20 +77,56 @@ func syntaxCrossForm(ctx context.Context, e *Env) Verdict {
 		return *bad
 	}
 	other := e.otherForm(k)
-	a := e.Send(ctx, Req{Label: "other form", KeyLines: []string{other}})
-	b := e.Send(ctx, Req{Label: "other form again", KeyLines: []string{other}})
+	lines := []string{other}
+	var before int
+	if e.Op.IDPointer == "" && e.HasOracle() {
+		n, err := e.linesCount(ctx, lines, k, other)
+		if err != nil {
+			return e.Inconclusive(err.Error())
+		}
+		before = n
+	}
+	a := e.Send(ctx, Req{Label: "other form", KeyLines: lines})
+	b := e.Send(ctx, Req{Label: "other form again", KeyLines: lines})
 	observed := fmt.Sprintf("%s then %s: %s, then %s", e.KeyValue(k), other, a.String(), b.String())
+	if v := e.lostConn(a, b); v != nil {
+		return *v
+	}
 	switch {
-	case a.OK() && b.OK() && !e.Reproduced(a, b) && !e.Reproduced(first, b):
-		return e.Fail("the other form rejected, replayed, or a distinct key; never an execution on every retry", "field ignored, executed twice: "+observed)
 	case a.Is5xx() || b.Is5xx():
 		return e.Fail("a 4xx or a documented interpretation, never a 5xx", observed)
-	case e.Reproduced(first, a):
-		return e.Pass("same key (the spellings are equivalent): " + observed)
-	case a.OK():
-		return e.Pass("a distinct key (quotes are part of the key): " + observed)
+	case !a.OK():
+		return e.Pass("rejected: " + observed)
 	}
-	return e.Pass("rejected: " + observed)
+	// How many times did a and b execute? 0: a replayed the original
+	// (same key); 1: a distinct key; 2: the field was ignored.
+	var executed int
+	switch {
+	case e.Op.IDPointer != "":
+		ids := map[string]bool{e.CreatedID(first): true}
+		for _, r := range []Resp{a, b} {
+			if id := e.CreatedID(r); r.OK() && (id == "" || !ids[id]) {
+				ids[id] = true
+				executed++
+			}
+		}
+	case e.HasOracle():
+		n, err := e.linesCount(ctx, lines, k, other)
+		if err != nil {
+			return e.Inconclusive(err.Error() + ": " + observed)
+		}
+		executed = n - before
+		observed += fmt.Sprintf("; %d executions (oracle)", executed)
+	default:
+		return e.undecided(errNoEvidence, observed)
+	}
+	switch {
+	case executed >= 2:
+		return e.Fail("the other form rejected, replayed, or a distinct key; never an execution on every retry", "field ignored, executed twice: "+observed)
+	case executed == 0:
+		return e.Pass("same key (the spellings are equivalent): " + observed)
+	}
+	return e.Pass("a distinct key (quotes are part of the key): " + observed)
 }
 
 // judgeInvalidKeys sends each invalid key field and expects a 4xx. A 5xx
@@ -94,6 +137,9 @@ func (e *Env) judgeInvalidKeys(ctx context.Context, what string, lines map[strin
 	for _, name := range sortedKeys(lines) {
 		r := e.Send(ctx, Req{Label: name, KeyLines: lines[name]})
 		seen = append(seen, fmt.Sprintf("%s: %s", name, statusOf(r)))
+		if v := e.lostConn(r); v != nil {
+			return *v
+		}
 		switch {
 		case r.Is5xx() || r.Err != nil:
 			errs = append(errs, name)
@@ -150,19 +196,64 @@ func syntaxRepeatedHeader(ctx context.Context, e *Env) Verdict {
 	}
 	var seen []string
 	for _, name := range sortedKeys(forms) {
-		a := e.Send(ctx, Req{Label: name, KeyLines: forms[name]})
-		b := e.Send(ctx, Req{Label: name + " again", KeyLines: forms[name]})
+		lines := forms[name]
+		// The keys a lenient server may read: either line, or all of them
+		// joined as one field value.
+		keys := append(splitKeys(lines), strings.Join(lines, ", "))
+		before := 0
+		if e.HasOracle() {
+			n, err := e.linesCount(ctx, lines, keys...)
+			if err != nil {
+				return e.Inconclusive(err.Error())
+			}
+			before = n
+		}
+		a := e.Send(ctx, Req{Label: name, KeyLines: lines})
+		b := e.Send(ctx, Req{Label: name + " again", KeyLines: lines})
 		seen = append(seen, fmt.Sprintf("%s: %s then %s", name, statusOf(a), statusOf(b)))
+		if v := e.lostConn(a, b); v != nil {
+			return *v
+		}
+		executed := -1 // unknown
+		if e.HasOracle() {
+			n, err := e.linesCount(ctx, lines, keys...)
+			if err != nil {
+				return e.Inconclusive(err.Error() + ": " + strings.Join(seen, "; "))
+			}
+			executed = n - before
+			seen[len(seen)-1] += fmt.Sprintf(", %d executions (oracle)", executed)
+		} else if a.OK() && b.OK() && e.Op.IDPointer != "" {
+			executed = 1
+			if id := e.CreatedID(a); id == "" || id != e.CreatedID(b) {
+				executed = 2
+			}
+		}
 		switch {
 		case a.Is5xx() || b.Is5xx() || a.Err != nil || b.Err != nil:
 			return e.Fail("400 or deterministic handling, never a 5xx", strings.Join(seen, "; "))
-		case a.OK() && b.OK() && !e.Reproduced(a, b):
+		case executed >= 2:
 			return e.Fail("never an execution on every retry", name+" executed twice: "+strings.Join(seen, "; "))
+		case !a.OK() && !b.OK() && executed > 0:
+			return e.Unmet("a rejected request executes nothing", name+" rejected after executing: "+strings.Join(seen, "; "))
 		case a.OK() && !b.OK():
 			return e.Unmet("deterministic handling", strings.Join(seen, "; "))
+		case a.OK() && b.OK() && executed < 0:
+			return e.undecided(errNoEvidence, "both answered 2xx: "+strings.Join(seen, "; "))
 		}
 	}
 	return e.Pass(strings.Join(seen, "; "))
+}
+
+// splitKeys returns the keys written in the field lines (sf-strings
+// unquoted, several per line split at commas).
+func splitKeys(lines []string) []string {
+	var keys []string
+	for _, l := range lines {
+		for _, part := range strings.Split(l, ",") {
+			keys = append(keys, strings.Trim(strings.TrimSpace(part), `"`))
+		}
+	}
+	return keys
 }
 
 // keyOfLen returns a random key of n characters from [a-z0-9].
@@ -182,17 +273,36 @@ func syntaxMaxLength(ctx context.Context, e *Env) Verdict {
 	}
 	longest := keyOfLen(n)
 	first := e.Send(ctx, Req{Label: fmt.Sprintf("key of %d chars", n), Key: longest})
+	if v := e.lostConn(first); v != nil {
+		return *v
+	}
 	if !first.OK() {
 		return e.Unmet(fmt.Sprintf("a key of %d characters accepted", n), statusOf(first)+" "+first.String())
 	}
 	retry := e.Send(ctx, Req{Label: fmt.Sprintf("key of %d chars again", n), Key: longest})
-	if !e.Reproduced(first, retry) {
+	if v := e.lostConn(retry); v != nil {
+		return *v
+	}
+	replayed, err := e.Replayed(ctx, first, retry, longest)
+	if err != nil {
+		return e.undecided(err, fmt.Sprintf("%d chars accepted, retry answered %s", n, retry.String()))
+	}
+	if !replayed {
 		return e.Unmet(fmt.Sprintf("the %d-character key replays", n), retry.String())
 	}
 	over := e.Send(ctx, Req{Label: fmt.Sprintf("that key plus one char (%d chars)", n+1), Key: longest + "x"})
 	observed := fmt.Sprintf("%d chars accepted and replayed; %d chars: %s", n, n+1, over.String())
+	if v := e.lostConn(over); v != nil {
+		return *v
+	}
+	// One execution under both spellings: the longer key executed nothing,
+	// so its 2xx came from the shorter key's record.
+	truncated, err := e.Replayed(ctx, first, over, longest, longest+"x")
+	if err != nil {
+		return e.undecided(err, observed)
+	}
 	switch {
-	case over.OK() && e.Reproduced(first, over):
+	case truncated:
 		return e.Fail(fmt.Sprintf("a 4xx for %d characters", n+1), "truncated onto the shorter key: "+observed)
 	case over.Is5xx() || over.Err != nil:
 		return e.Fail(fmt.Sprintf("a 4xx for %d characters, never a 5xx", n+1), observed)

@@ -30,6 +30,14 @@ func (t NoReplay) CloseIdleConnections() {
 	}
 }
 
+// idleConnTimeout: a connection idle this long is closed, never reused.
+// Servers close idle keep-alive connections after a few seconds (Node 5 s,
+// gunicorn 2 s); a request sent on one just as the server closes it dies
+// before any answer, which would look like behaviour. With this bound, a
+// request that follows a longer wait (expiry cases wait TTL + grace)
+// always opens a fresh connection.
+const idleConnTimeout = time.Second
+
 // NewTransport returns a loopback-tuned Transport wrapped in NoReplay.
 // maxConns bounds idle connections per host (0 means 64).
 func NewTransport(maxConns int) http.RoundTripper {
@@ -41,7 +49,7 @@ func NewTransport(maxConns int) http.RoundTripper {
 		DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		MaxIdleConns:          maxConns,
 		MaxIdleConnsPerHost:   maxConns,
-		IdleConnTimeout:       90 * time.Second,
+		IdleConnTimeout:       idleConnTimeout,
 		ResponseHeaderTimeout: 60 * time.Second,
 		ForceAttemptHTTP2:     false,
 	}}

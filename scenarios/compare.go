@@ -2,7 +2,9 @@ package scenarios
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"sort"
@@ -58,18 +60,52 @@ func HeaderDiff(first, replay Resp) []string {
 	return diffs
 }
 
-// Reproduced reports whether second is the first response again rather
-// than a new execution: both 2xx, and the same created id when the
-// operation has an id pointer, else JSON-equal bodies.
-func (e *Env) Reproduced(first, second Resp) bool {
+// errNoEvidence: neither created ids nor an oracle can tell a replay from
+// a new execution. Equal bodies prove nothing: a server that ignores the
+// key answers a constant body every time.
+var errNoEvidence = errors.New("no id_pointer and no oracle: equal bodies do not show a replay (configure either)")
+
+// Replayed reports whether second is first's replay rather than a new
+// execution: both 2xx, and the same created id when the operation has an
+// id pointer; otherwise, with an oracle, exactly one execution under keys
+// (the key(s) both were sent under: first's execution, none for second).
+// Without either, err is errNoEvidence; an oracle error is returned as is.
+// e.undecided turns err into the verdict.
+func (e *Env) Replayed(ctx context.Context, first, second Resp, keys ...string) (bool, error) {
 	if !first.OK() || !second.OK() {
-		return false
+		return false, nil
 	}
 	if e.Op.IDPointer != "" {
 		id := e.CreatedID(first)
-		return id != "" && id == e.CreatedID(second)
+		return id != "" && id == e.CreatedID(second), nil
 	}
-	return jsonEqual(first.Body, second.Body)
+	if !e.HasOracle() {
+		return false, errNoEvidence
+	}
+	n, err := e.executionsUnder(ctx, keys...)
+	return n == 1, err
+}
+
+// executionsUnder sums Executions over keys.
+func (e *Env) executionsUnder(ctx context.Context, keys ...string) (int, error) {
+	total := 0
+	for _, k := range keys {
+		n, err := e.Executions(ctx, k)
+		if err != nil {
+			return 0, err
+		}
+		total += n
+	}
+	return total, nil
+}
+
+// undecided is the verdict when Replayed or the oracle could not decide:
+// unverifiable without evidence, else inconclusive with the cause.
+func (e *Env) undecided(err error, observed string) Verdict {
+	if errors.Is(err, errNoEvidence) {
+		return e.Unverifiable(err.Error() + ": " + observed)
+	}
+	return e.Inconclusive(err.Error() + ": " + observed)
 }
 
 // markers returns the known replay-marker headers present in h.

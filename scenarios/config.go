@@ -43,6 +43,7 @@ type operationConfig struct {
 	IDPointer string                   `yaml:"id_pointer"`
 	Mutations []mutationConfig         `yaml:"mutations"`
 	Variants  map[string]variantConfig `yaml:"variants"`
+	Oracle    *Oracle                  `yaml:"oracle"`
 }
 
 type mutationConfig struct {
@@ -235,7 +236,7 @@ func (cf *configFile) target() (*Target, error) {
 	}
 	for i, oc := range cf.Operations {
 		at := fmt.Sprintf("operations[%d]", i)
-		op := Operation{Name: oc.Name, Method: strings.ToUpper(oc.Method), Path: oc.Path, Headers: oc.Headers, IDPointer: oc.IDPointer}
+		op := Operation{Name: oc.Name, Method: strings.ToUpper(oc.Method), Path: oc.Path, Headers: oc.Headers, IDPointer: oc.IDPointer, Oracle: oc.Oracle}
 		if oc.Body != nil {
 			b, err := toJSON(oc.Body)
 			if err != nil {
@@ -318,17 +319,8 @@ func (t *Target) Validate() error {
 		}
 		seen[pr.Name] = true
 	}
-	if t.Oracle != nil {
-		if u, err := url.Parse(t.Oracle.URL); t.Oracle.URL == "" || err != nil ||
-			(!strings.HasPrefix(t.Oracle.URL, "/") && ((u.Scheme != "http" && u.Scheme != "https") || u.Host == "")) {
-			return fmt.Errorf("oracle.url %q: want a path starting with / or an absolute http(s) URL", t.Oracle.URL)
-		}
-		if _, err := jsonx.ParsePointer(t.Oracle.Pointer); err != nil || t.Oracle.Pointer == "" {
-			return fmt.Errorf("oracle.pointer %q: want an RFC 6901 pointer to an integer (e.g. /executions)", t.Oracle.Pointer)
-		}
-		if t.Oracle.Principal < 0 || t.Oracle.Principal >= len(t.Principals) {
-			return fmt.Errorf("oracle.principal %d: want an index into principals (0..%d)", t.Oracle.Principal, len(t.Principals)-1)
-		}
+	if err := t.Oracle.validate("oracle", len(t.Principals)); err != nil {
+		return err
 	}
 	if len(t.Operations) == 0 {
 		return errors.New("operations: at least one operation is required")
@@ -384,6 +376,35 @@ func (t *Target) Validate() error {
 				return fmt.Errorf("%s.headers.%s: the key header is set by the suite", at, k)
 			}
 		}
+		if err := op.Oracle.validate(at+".oracle", len(t.Principals)); err != nil {
+			return err
+		}
+	}
+	// Per-key and global counts cannot be added up: one kind for the run.
+	if os := t.Oracles(); len(os) > 1 {
+		for _, o := range os[1:] {
+			if o.PerKey() != os[0].PerKey() {
+				return fmt.Errorf("oracle.url %q and %q: one counts per key ({key} in the URL), the other globally; use one kind for every operation", os[0].URL, o.URL)
+			}
+		}
+	}
+	return nil
+}
+
+// validate checks an oracle (nil is fine); at names it in errors.
+func (o *Oracle) validate(at string, principals int) error {
+	if o == nil {
+		return nil
+	}
+	if u, err := url.Parse(o.URL); o.URL == "" || err != nil ||
+		(!strings.HasPrefix(o.URL, "/") && ((u.Scheme != "http" && u.Scheme != "https") || u.Host == "")) {
+		return fmt.Errorf("%s.url %q: want a path starting with / or an absolute http(s) URL", at, o.URL)
+	}
+	if _, err := jsonx.ParsePointer(o.Pointer); err != nil || o.Pointer == "" {
+		return fmt.Errorf("%s.pointer %q: want an RFC 6901 pointer to an integer (e.g. /executions)", at, o.Pointer)
+	}
+	if o.Principal < 0 || o.Principal >= principals {
+		return fmt.Errorf("%s.principal %d: want an index into principals (0..%d)", at, o.Principal, principals-1)
 	}
 	return nil
 }
@@ -410,9 +431,9 @@ func suppliesFor(t *Target, op *Operation, n Need) bool {
 	}
 	switch n {
 	case NeedOracle:
-		return t.Oracle != nil
+		return t.OracleOf(op) != nil
 	case NeedEffects:
-		return t.Oracle != nil || (op != nil && op.IDPointer != "")
+		return t.OracleOf(op) != nil || (op != nil && op.IDPointer != "")
 	case NeedIDPointer:
 		return op != nil && op.IDPointer != ""
 	case NeedSecondPrincipal:

@@ -4,12 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptrace"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dunglas/httpsfv"
@@ -32,8 +37,8 @@ type Env struct {
 	Case Case
 
 	client *http.Client
-	// oracleBase is subtracted from a global (not per-key) counter.
-	oracleBase int
+	// oracle counts executions (nil: no oracle configured).
+	oracle *counter
 
 	mu        sync.Mutex
 	exchanges []Exchange
@@ -70,6 +75,17 @@ type Resp struct {
 	// Start is when the request was sent; End when the body was read.
 	Start, End time.Time
 }
+
+// ErrStaleConn marks a transport error on a reused keep-alive connection
+// before any response byte: the server may have closed the connection as
+// idle just as the request went out (Node closes idle connections after
+// 5 s), so the request may never have reached it. It says nothing about
+// idempotency; Env.lostConn turns it into an inconclusive verdict.
+var ErrStaleConn = errors.New("transport error on a reused keep-alive connection before any response byte (the server may have closed it as idle)")
+
+// StaleConn reports that r failed on a reused connection before any
+// response byte (ErrStaleConn).
+func (r Resp) StaleConn() bool { return errors.Is(r.Err, ErrStaleConn) }
 
 // OK reports a 2xx response.
 func (r Resp) OK() bool { return r.Err == nil && r.Status >= 200 && r.Status < 300 }
@@ -172,10 +188,15 @@ func (e *Env) Send(ctx context.Context, r Req) Resp {
 	case !r.NoKey:
 		x.Request.Header[hk] = []string{e.KeyValue(r.Key)}
 	}
-	if r.client != nil {
-		return e.doWith(ctx, r.client, x, true)
+	if c := e.oracle; c != nil && c.global {
+		c.enter(ctx, e, scopeOf(r))
+		defer c.leave()
 	}
-	return e.do(ctx, x, true)
+	client := e.client
+	if r.client != nil {
+		client = r.client
+	}
+	return e.doWith(ctx, client, x, true)
 }
 
 // do sends x.Request, fills in the response and, if record, keeps x as
@@ -189,6 +210,11 @@ func (e *Env) doWith(ctx context.Context, client *http.Client, x Exchange, recor
 	if len(x.Request.Body) > 0 {
 		rd = bytes.NewReader(x.Request.Body)
 	}
+	var reused, answered atomic.Bool
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GotConn:              func(i httptrace.GotConnInfo) { reused.Store(i.Reused) },
+		GotFirstResponseByte: func() { answered.Store(true) },
+	})
 	req, err := http.NewRequestWithContext(ctx, x.Request.Method, x.Request.URL, rd)
 	var resp Resp
 	if err == nil {
@@ -203,6 +229,8 @@ func (e *Env) doWith(ctx context.Context, client *http.Client, x Exchange, recor
 			hr.Body.Close()
 			resp.Status, resp.Header, resp.Body = hr.StatusCode, hr.Header, b
 			x.Response = &ExchangeResponse{Status: hr.StatusCode, Header: hr.Header, Body: b}
+		} else if reused.Load() && !answered.Load() && ctx.Err() == nil && !isTimeout(err) {
+			err = fmt.Errorf("%w: %w", ErrStaleConn, err)
 		}
 		resp.End = time.Now()
 		x.Duration = resp.End.Sub(x.Start)
@@ -217,6 +245,27 @@ func (e *Env) doWith(ctx context.Context, client *http.Client, x Exchange, recor
 		e.mu.Unlock()
 	}
 	return resp
+}
+
+// isTimeout reports a client-side timeout: a server that never answers is
+// behaviour, not a stale connection.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// lostConn is an Inconclusive verdict when one of rs failed with
+// ErrStaleConn (the request may never have reached the server), else nil.
+// Cases call it before judging a transport error or a missing answer as
+// behaviour, unless their evidence (oracle count, created ids) decides.
+func (e *Env) lostConn(rs ...Resp) *Verdict {
+	for _, r := range rs {
+		if r.StaleConn() {
+			v := e.Inconclusive(r.Err.Error())
+			return &v
+		}
+	}
+	return nil
 }
 
 // warmClient returns a client holding up to n open connections to the
@@ -245,32 +294,189 @@ func (e *Env) warmClient(ctx context.Context, n int) *http.Client {
 }
 
 // HasOracle reports whether executions can be counted by the probe.
-func (e *Env) HasOracle() bool { return e.Target.Oracle != nil }
+func (e *Env) HasOracle() bool { return e.oracle != nil }
 
-// Executions samples the oracle: how many times the handler ran for key.
+// Executions is how many times the handler ran for key, summed over the
+// target's oracles (Target.Oracles: the per-operation ones, else the
+// target's), so a key sent to two operations counts both.
+//
+// A per-key oracle is asked for key. A global counter (no "{key}" in its
+// URL) counts every execution of the API: the Env then reads it before a
+// key's first request and whenever the requests switch to another key, and
+// credits the rise to the key whose requests were sent in between. That is
+// exact as long as the case sends one key at a time (same-key requests may
+// overlap, e.g. a burst) and nothing else moves the counter, which is why
+// a run under a global counter is serial. A case that sends requests under
+// two keys at once gets an error here instead of a miscount.
+//
+// key "" counts the requests sent without a key (Req.NoKey): exact under a
+// global counter, an error under a per-key one. Requests sent as KeyLines
+// are counted under KeyLinesScope(lines) under a global counter. An oracle
+// error is the case's to report as inconclusive with its cause.
+//
+// A case that calls Executions, Effects or Replayed declares it: NeedOracle
+// or NeedEffects in Needs, or Case.UsesOracle when the oracle is optional
+// evidence (idemcheck list shows the oracle mode from that declaration).
 func (e *Env) Executions(ctx context.Context, key string) (int, error) {
-	o := e.Target.Oracle
-	if o == nil {
-		return 0, fmt.Errorf("no oracle configured")
-	}
-	n, err := e.sampleOracle(ctx, key, true)
-	return n - e.oracleBase, err
+	return e.count(ctx, key, true)
 }
 
-// sampleOracle reads the counter; polling loops pass record=false so the
-// evidence is not flooded.
-func (e *Env) sampleOracle(ctx context.Context, key string, record bool) (int, error) {
-	o := e.Target.Oracle
-	x := Exchange{Label: "oracle", Request: ExchangeRequest{Method: http.MethodGet, URL: o.KeyURL(e.Target, key), Header: o.Header(e.Target)}}
+// count is Executions; polling loops pass record=false so the evidence is
+// not flooded with probe exchanges.
+func (e *Env) count(ctx context.Context, key string, record bool) (int, error) {
+	o := e.oracle
+	if o == nil {
+		return 0, errors.New("no oracle configured")
+	}
+	if record { // polling only times a start (startInFlight); not a count
+		o.used.Store(true)
+	}
+	if !o.global {
+		if key == "" {
+			return 0, errors.New("oracle: a per-key oracle cannot count requests sent without a key")
+		}
+		total := 0
+		for _, or := range o.oracles {
+			n, err := e.probe(ctx, or, or.KeyURL(e.Target, key), record)
+			if err != nil {
+				return 0, err
+			}
+			total += n
+		}
+		return total, nil
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.readLocked(ctx, e, record); err != nil {
+		return 0, err
+	}
+	return o.counts[key], nil
+}
+
+// probe reads one oracle's count at u.
+func (e *Env) probe(ctx context.Context, o *Oracle, u string, record bool) (int, error) {
+	x := Exchange{Label: "oracle", Request: ExchangeRequest{Method: http.MethodGet, URL: u, Header: o.Header(e.Target)}}
 	r := e.do(ctx, x, record)
 	if r.Err != nil {
-		return 0, fmt.Errorf("oracle: %v", r.Err)
+		return 0, fmt.Errorf("oracle %s: %v", u, r.Err)
 	}
 	n, err := o.ParseCount(r.Status, r.Body)
 	if err != nil {
-		return 0, fmt.Errorf("oracle: %v", err)
+		return 0, fmt.Errorf("oracle %s: %v", u, err)
 	}
 	return n, nil
+}
+
+// counter is a case instance's view of the target's oracles. Under a
+// global counter it attributes the counter's rises to keys (Executions).
+type counter struct {
+	oracles []*Oracle // URLs made absolute, so a proxied Env probes directly
+	global  bool
+	used    atomic.Bool // the case asked for a count
+
+	mu sync.Mutex
+	// open: a key's requests were sent since the last reading (scope is
+	// that key); inflight of them are still under way.
+	open     bool
+	scope    string
+	inflight int
+	last     int            // the global counter at the last reading
+	counts   map[string]int // rises credited to each scope
+	// broken, once set, is why no count can be trusted any more.
+	broken error
+}
+
+func newCounter(t *Target) *counter {
+	os := t.Oracles()
+	if len(os) == 0 {
+		return nil
+	}
+	c := &counter{global: !os[0].PerKey(), counts: map[string]int{}}
+	for _, o := range os {
+		abs := *o
+		abs.URL = o.abs(t, o.URL)
+		c.oracles = append(c.oracles, &abs)
+	}
+	return c
+}
+
+// readLocked reads the summed global counter and credits its rise since
+// the last reading to the open scope.
+func (c *counter) readLocked(ctx context.Context, e *Env, record bool) error {
+	if c.broken != nil {
+		return c.broken
+	}
+	total := 0
+	for _, o := range c.oracles {
+		n, err := e.probe(ctx, o, o.URL, record)
+		if err != nil {
+			// A read lost between two keys loses the attribution of
+			// everything after it.
+			c.broken = err
+			return err
+		}
+		total += n
+	}
+	if c.open {
+		if total < c.last {
+			c.broken = fmt.Errorf("oracle: the global counter went down from %d to %d (the target restarted, or the counter is not a running total)", c.last, total)
+			return c.broken
+		}
+		c.counts[c.scope] += total - c.last
+	}
+	c.last = total
+	return nil
+}
+
+// enter is called before a request under scope is sent: a new scope first
+// reads the counter, crediting the rise so far to the previous scope. A
+// new scope while the previous one still has requests under way makes the
+// attribution impossible, and every later count an error.
+func (c *counter) enter(ctx context.Context, e *Env, scope string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.open && c.scope == scope {
+		c.inflight++
+		return
+	}
+	if c.open && c.inflight > 0 && c.broken == nil {
+		c.broken = fmt.Errorf("oracle: a global counter cannot tell which of two keys executed: requests under %q and %q were under way at once", c.scope, scope)
+	}
+	_ = c.readLocked(ctx, e, true) // an error is kept in c.broken for the counts
+	c.open, c.scope, c.inflight = true, scope, 1
+}
+
+// leave is called when a request entered under scope has its answer.
+func (c *counter) leave() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.inflight--
+}
+
+// KeyLinesScope is the scope under which a global counter counts requests
+// sent with Req.KeyLines (Executions(ctx, KeyLinesScope(lines))).
+func KeyLinesScope(lines []string) string { return "\x00lines:" + strings.Join(lines, "\n") }
+
+// linesCount reads the count that requests sent with the key field lines
+// move: under a global counter their own scope's, under a per-key oracle
+// the executions under keys, the keys the server may read from the lines.
+// Read before and after the requests, the difference is their executions.
+func (e *Env) linesCount(ctx context.Context, lines []string, keys ...string) (int, error) {
+	if e.oracle != nil && e.oracle.global {
+		return e.Executions(ctx, KeyLinesScope(lines))
+	}
+	return e.executionsUnder(ctx, slices.Compact(slices.Sorted(slices.Values(keys)))...)
+}
+
+// scopeOf is the key a global counter credits r's executions to.
+func scopeOf(r Req) string {
+	switch {
+	case r.KeyLines != nil:
+		return KeyLinesScope(r.KeyLines)
+	case r.NoKey:
+		return ""
+	}
+	return r.Key
 }
 
 // CreatedID returns the created resource id in r ("" if none or no pointer).
@@ -294,8 +500,9 @@ func createdIDOf(op *Operation, r Resp) string {
 }
 
 // Effects counts the executions caused under key. With an oracle the count
-// is exact; otherwise the distinct created ids among rs are a lower bound
-// (identity oracle). ok is false when neither is available.
+// is exact (see Executions); otherwise the distinct created ids among rs
+// are a lower bound (identity oracle). ok is false when neither is
+// available.
 func (e *Env) Effects(ctx context.Context, key string, rs ...Resp) (n int, how string, ok bool, err error) {
 	if e.HasOracle() {
 		n, err = e.Executions(ctx, key)

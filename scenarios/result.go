@@ -78,6 +78,8 @@ type Result struct {
 	// KnownFailing: listed in the known-failing file; a Fail is then
 	// expected and a Pass fails the run (the list cannot go stale).
 	KnownFailing bool `json:"known_failing,omitempty"`
+
+	oracleAsked bool // the case asked the oracle (tests check it declared so)
 }
 
 // Name is the result's unique name: "family/case@operation".
@@ -127,6 +129,9 @@ type Report struct {
 	Started     time.Time     `json:"started"`
 	Duration    time.Duration `json:"duration_ns"`
 	Results     []Result      `json:"results"`
+	// Notes are run-wide remarks printed before the results, e.g. the
+	// oracle check's finding that a 2xx execution left the count unchanged.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Effective is a result's verdict once the run's rules are applied.

@@ -34,6 +34,9 @@ type RunOptions struct {
 	KnownFailing []string
 	// OnResult is called once per finished case instance, never concurrently.
 	OnResult func(Result)
+	// OnNote is called with each Report.Notes line as soon as it is known
+	// (before the first case starts).
+	OnNote func(string)
 }
 
 // Planned is one case instance a run would execute.
@@ -44,6 +47,42 @@ type Planned struct {
 	// what it lacks.
 	Supplied bool   `json:"supplied"`
 	Missing  []Need `json:"missing,omitempty"`
+	// OracleMode is how the instance counts executions: OraclePerKey,
+	// OracleGlobalSerial, OracleIdentity or OracleNone.
+	OracleMode string `json:"oracle_mode"`
+}
+
+// Oracle modes (Planned.OracleMode).
+const (
+	// OraclePerKey: the oracle counts executions per key.
+	OraclePerKey = "per-key"
+	// OracleGlobalSerial: a global counter, read around each key's
+	// requests; the run is serial so nothing else moves it.
+	OracleGlobalSerial = "global-serial"
+	// OracleIdentity: no oracle; distinct created ids are a lower bound.
+	OracleIdentity = "identity"
+	// OracleNone: the case counts nothing, or nothing can count.
+	OracleNone = "none"
+)
+
+// countsEffects reports whether c asks the oracle (Needs, or UsesOracle).
+func countsEffects(c Case) bool {
+	return c.UsesOracle || slices.Contains(c.Needs, NeedOracle) || slices.Contains(c.Needs, NeedEffects)
+}
+
+// oracleMode is how case c counts executions on op under t.
+func oracleMode(t *Target, op *Operation, c Case) string {
+	switch {
+	case !countsEffects(c):
+		return OracleNone
+	case len(t.Oracles()) > 0 && t.GlobalOracle():
+		return OracleGlobalSerial
+	case len(t.Oracles()) > 0:
+		return OraclePerKey
+	case op != nil && op.IDPointer != "":
+		return OracleIdentity
+	}
+	return OracleNone
 }
 
 // Name is the instance's unique name, as Result.Name.
@@ -104,6 +143,7 @@ func plan(t *Target, o RunOptions) ([]instance, error) {
 				}
 			}
 			in.Supplied = len(in.Missing) == 0
+			in.OracleMode = oracleMode(t, subject, c)
 			out = append(out, in)
 		}
 	}
@@ -164,7 +204,13 @@ func matchAny(globs []*regexp.Regexp, names ...string) bool {
 // Run executes the selected catalog against t. Cases run concurrently: each
 // uses its own fresh keys and per-key oracle counters, so the run takes
 // about as long as its slowest case. A global (not per-key) oracle forces a
-// serial run because concurrent cases would move its counter.
+// serial run: a case reads the counter around each of its keys' requests
+// (Env.Executions), and a concurrent case would move it in between. Almost
+// every case counts effects, so a shared mode for the others would save
+// little; serial is the simple honest choice (docs/conformance-engine.md
+// has the run time). Before the cases, the oracle is checked once per
+// operation (calibrate); a problem becomes a Report note and makes the
+// instances that count effects inconclusive.
 func Run(ctx context.Context, t *Target, p *Profile, o RunOptions) (*Report, error) {
 	ins, err := plan(t, o)
 	if err != nil {
@@ -195,17 +241,23 @@ func Run(ctx context.Context, t *Target, p *Profile, o RunOptions) (*Report, err
 	if parallel <= 0 || parallel > len(ins) {
 		parallel = len(ins)
 	}
-	globalOracle := t.Oracle != nil && !strings.Contains(t.Oracle.URL, "{key}")
-	if globalOracle {
+	if t.GlobalOracle() {
 		parallel = 1
 	}
 	rep := &Report{Target: t.BaseURL, Profile: p.Name, Strict: o.Strict, Seed: o.Seed, Started: time.Now()}
+	problems, notes := calibrate(ctx, t, p, client, ins)
+	for _, n := range notes {
+		rep.Notes = append(rep.Notes, n)
+		if o.OnNote != nil {
+			o.OnNote(n)
+		}
+	}
 	results := make([]Result, len(ins))
 	sem := make(chan struct{}, max(parallel, 1))
 	var wg sync.WaitGroup
 	var cbMu sync.Mutex
 	runOne := func(i int) {
-		res := runInstance(ctx, t, p, client, ins[i], globalOracle)
+		res := runInstance(ctx, t, p, client, ins[i], problems)
 		res.KnownFailing = matchAny(known, res.Name(), res.ID)
 		results[i] = res
 		if o.OnResult != nil {
@@ -265,7 +317,73 @@ func caseBudget(t *Target, p *Profile) time.Duration {
 	return 3*t.Timeout + t.TTL + t.Lease + p.MaxBlock + p.Grace + 10*time.Second
 }
 
-func runInstance(ctx context.Context, t *Target, p *Profile, client *http.Client, in instance, globalOracle bool) (res Result) {
+// calibrate checks the oracle once per operation that a selected,
+// supplied instance counts effects on: a normal request under a fresh key
+// must raise the count by exactly 1. It returns the problem found per
+// operation name and the notes for the report: one line per problem.
+func calibrate(ctx context.Context, t *Target, p *Profile, client *http.Client, ins []instance) (problems map[string]string, notes []string) {
+	problems = map[string]string{}
+	if len(t.Oracles()) == 0 {
+		return problems, nil
+	}
+	used := map[string]bool{}
+	for _, in := range ins {
+		if in.Supplied && in.op != nil && countsEffects(in.c) {
+			used[in.op.Name] = true
+		}
+	}
+	for i := range t.Operations {
+		op := &t.Operations[i]
+		if !used[op.Name] {
+			continue
+		}
+		if problem := calibrateOp(ctx, t, p, client, op); problem != "" {
+			problems[op.Name] = problem
+			notes = append(notes, problem)
+		}
+	}
+	return problems, notes
+}
+
+// calibrationWait bounds how long a count may lag behind its response.
+const calibrationWait = time.Second
+
+// calibrateOp sends op's normal request under a fresh key and returns a
+// one-line problem when the oracle did not count exactly one execution.
+func calibrateOp(ctx context.Context, t *Target, p *Profile, client *http.Client, op *Operation) string {
+	ctx, cancel := context.WithTimeout(ctx, 2*t.Timeout+calibrationWait)
+	defer cancel()
+	e := &Env{Target: t, Profile: p, Op: op, client: client, oracle: newCounter(t)}
+	k := e.NewKey()
+	before, err := e.Executions(ctx, k)
+	if err != nil {
+		return fmt.Sprintf("oracle check on %s: %v; effect-counting cases are inconclusive", op.Name, err)
+	}
+	r := e.Send(ctx, Req{Label: "oracle check", Key: k})
+	if !r.OK() {
+		return fmt.Sprintf("oracle check on %s: the normal call answered %s, so the oracle could not be checked; effect-counting cases are inconclusive", op.Name, r.String())
+	}
+	deadline := time.Now().Add(calibrationWait)
+	for {
+		n, err := e.Executions(ctx, k)
+		if err != nil {
+			return fmt.Sprintf("oracle check on %s: %v; effect-counting cases are inconclusive", op.Name, err)
+		}
+		switch rise := n - before; {
+		case rise == 1:
+			return ""
+		case rise > 1:
+			return fmt.Sprintf("oracle check on %s: one request under a fresh key counted %d executions: the configured oracles overlap (two count the same execution), something else moves the counter, or one request executes %d times; effect-counting cases are inconclusive", op.Name, rise, rise)
+		case time.Now().After(deadline) || ctx.Err() != nil:
+			return fmt.Sprintf("oracle misconfigured: a %d answer to %s %s under a fresh key left the count unchanged within %s (check the oracle's url, pointer and principal); effect-counting cases are inconclusive", r.Status, op.Method, op.Path, calibrationWait)
+		}
+		if waitUntil(ctx, time.Now().Add(50*time.Millisecond)) != nil {
+			continue // the deadline case above reports it
+		}
+	}
+}
+
+func runInstance(ctx context.Context, t *Target, p *Profile, client *http.Client, in instance, oracleProblems map[string]string) (res Result) {
 	res = Result{Meta: in.Meta, Operation: in.Operation}
 	start := time.Now()
 	defer func() { res.Duration = time.Since(start) }()
@@ -303,15 +421,19 @@ func runInstance(ctx context.Context, t *Target, p *Profile, client *http.Client
 	}()
 	ctx, cancel := context.WithTimeout(ctx, caseBudget(t, p))
 	defer cancel()
-	e := &Env{Target: t, Profile: p, Op: in.op, Case: in.c, client: client}
-	if globalOracle {
-		n, err := e.sampleOracle(ctx, "", true)
-		if err != nil {
-			res.Status, res.Reason, res.Exchanges = Inconclusive, "oracle baseline: "+err.Error(), e.Exchanges()
+	if countsEffects(in.c) && in.op != nil {
+		problem := oracleProblems[in.op.Name]
+		if problem == "" && slices.Contains(in.c.Needs, NeedSecondOperation) {
+			for _, pr := range oracleProblems {
+				problem = pr // the case counts on the other operations too
+			}
+		}
+		if problem != "" {
+			res.Status, res.Reason = Inconclusive, problem
 			return res
 		}
-		e.oracleBase = n
 	}
+	e := &Env{Target: t, Profile: p, Op: in.op, Case: in.c, client: client, oracle: newCounter(t)}
 	defer func() {
 		if r := recover(); r != nil {
 			res.Status, res.Reason = Inconclusive, fmt.Sprintf("idemcheck bug: case panicked: %v", r)
@@ -321,6 +443,7 @@ func runInstance(ctx context.Context, t *Target, p *Profile, client *http.Client
 	v := in.c.Run(ctx, e)
 	res.Status, res.Expected, res.Observed, res.Reason = v.Status, v.Expected, v.Observed, v.Reason
 	res.Exchanges = e.Exchanges()
+	res.oracleAsked = e.oracle != nil && e.oracle.used.Load()
 	return res
 }
 

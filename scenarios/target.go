@@ -66,6 +66,10 @@ type Operation struct {
 	// Variants are JSON merge patches that make the call behave a given
 	// way: "slow", "business_error", "transient_error", "invalid".
 	Variants map[string]Variant `yaml:"variants" json:"variants"`
+	// Oracle, when set, counts this operation's executions instead of the
+	// target's oracle (e.g. one GET /_effects with pointer /charges here
+	// and /refunds on the refunds operation).
+	Oracle *Oracle `yaml:"oracle,omitempty" json:"oracle,omitempty"`
 }
 
 // Mutation is a named materially different body.
@@ -91,7 +95,10 @@ type Variant struct {
 	Status int `yaml:"status,omitempty" json:"status,omitempty"`
 }
 
-// Oracle counts handler executions from outside.
+// Oracle counts handler executions from outside. With "{key}" in its URL
+// it is a per-key counter; without, a global counter of every execution,
+// which the engine reads around each key's requests, one key at a time
+// (see Env.Executions).
 type Oracle struct {
 	// URL is absolute or relative to BaseURL; "{key}" is replaced by the
 	// (unquoted, URL-escaped) idempotency key of the case.
@@ -149,4 +156,45 @@ func FromURL(base string, ttl, lease time.Duration) (*Target, error) {
 		TTL:        ttl,
 		Lease:      lease,
 	}, nil
+}
+
+// PerKey reports whether the oracle counts executions per key.
+func (o *Oracle) PerKey() bool { return strings.Contains(o.URL, "{key}") }
+
+// OracleOf is the oracle counting op's executions: its own, else the
+// target's (nil: none).
+func (t *Target) OracleOf(op *Operation) *Oracle {
+	if op != nil && op.Oracle != nil {
+		return op.Oracle
+	}
+	return t.Oracle
+}
+
+// Oracles lists the distinct oracles that count the operations'
+// executions, in operation order. Summed, they count every execution of
+// the API under test, so they must count disjoint sets (the calibration
+// at the start of a run catches an overlap: one request counted twice).
+func (t *Target) Oracles() []*Oracle {
+	var out []*Oracle
+	seen := map[Oracle]bool{}
+	add := func(o *Oracle) {
+		if o != nil && !seen[*o] {
+			seen[*o] = true
+			out = append(out, o)
+		}
+	}
+	for i := range t.Operations {
+		add(t.OracleOf(&t.Operations[i]))
+	}
+	if len(t.Operations) == 0 {
+		add(t.Oracle)
+	}
+	return out
+}
+
+// GlobalOracle reports whether executions are counted by global counters
+// (no "{key}" in the oracle URLs). Validate refuses a mix of both kinds.
+func (t *Target) GlobalOracle() bool {
+	os := t.Oracles()
+	return len(os) > 0 && !os[0].PerKey()
 }

@@ -27,7 +27,9 @@ func init() {
 		Use:   "list [--config FILE | --target URL]",
 		Short: "List the case instances a run would execute, and what each needs (no traffic)",
 		Long: "List the selected case instances (case@operation) with their level, requirement IDs and\n" +
-			"spec sentence, and whether the config supplies what each case needs. Sends no request;\n" +
+			"spec sentence, whether the config supplies what each case needs, and how each counts\n" +
+			"executions (ORACLE: per-key, global-serial (a global counter read around each key's\n" +
+			"requests; the run is serial), identity (distinct created ids), none). Sends no request;\n" +
 			"with neither --config nor --target it lists against the reference contract.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runList(cmd.OutOrStdout(), f) },
@@ -70,7 +72,7 @@ func runList(w io.Writer, f listFlags) error {
 	for _, p := range planned {
 		width = max(width, len(p.Name()))
 	}
-	fmt.Fprintf(w, "%-*s  %-6s  %-28s  %s\n", width, "CASE", "LEVEL", "REQUIREMENTS", "CONFIG")
+	fmt.Fprintf(w, "%-*s  %-6s  %-28s  %-13s  %s\n", width, "CASE", "LEVEL", "REQUIREMENTS", "ORACLE", "CONFIG")
 	supplied := 0
 	for _, p := range planned {
 		status := "supplied"
@@ -83,7 +85,7 @@ func runList(w io.Writer, f listFlags) error {
 			}
 			status = "lacks " + strings.Join(missing, ", ")
 		}
-		fmt.Fprintf(w, "%-*s  %-6s  %-28s  %s\n", width, p.Name(), p.Level, strings.Join(p.Requirements, ","), status)
+		fmt.Fprintf(w, "%-*s  %-6s  %-28s  %-13s  %s\n", width, p.Name(), p.Level, strings.Join(p.Requirements, ","), p.OracleMode, status)
 		fmt.Fprintf(w, "    %s\n", p.Requirement)
 	}
 	_, err = fmt.Fprintf(w, "\n%d case instances, %d runnable with this config, profile %s\n", len(planned), supplied, profile.Name)

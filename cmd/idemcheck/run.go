@@ -97,11 +97,21 @@ func runConformance(ctx context.Context, stdout, stderr io.Writer, f runFlags) e
 		if where == "" {
 			where = "the target started by --target-cmd"
 		}
-		fmt.Fprintf(stderr, "running %d case instances against %s (profile %s)\n", len(planned), where, profile.Name)
+		oracle := "no oracle"
+		switch {
+		case target.GlobalOracle():
+			oracle = "global counter oracle: one case at a time"
+		case len(target.Oracles()) > 0:
+			oracle = "per-key oracle"
+		}
+		fmt.Fprintf(stderr, "running %d case instances against %s (profile %s, %s)\n", len(planned), where, profile.Name, oracle)
 		opts.OnResult = func(r scenarios.Result) {
 			fmt.Fprintf(stderr, "  %-12s %s (%s)\n", r.Status, r.Name(), r.Duration.Round(time.Millisecond))
 		}
 	}
+	// Run-wide notes (an oracle check that failed) go out before the
+	// first result.
+	opts.OnNote = func(n string) { fmt.Fprintln(stderr, "note: "+n) }
 	if ctx == nil {
 		ctx = context.Background()
 	}

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestListOracleModes: list says how each case instance counts executions,
+// in text and JSON.
+func TestListOracleModes(t *testing.T) {
+	const base = "base_url: http://127.0.0.1:1\nprincipals: [{name: a}]\n"
+	global := writeTemp(t, "global.yaml", base+"oracle: {url: /_effects, pointer: /total}\n"+
+		"operations: [{name: things, method: POST, path: /things, body: {a: 1}}]\n")
+	ids := writeTemp(t, "ids.yaml", base+"operations: [{name: things, method: POST, path: /things, body: {a: 1}, id_pointer: /id}]\n")
+	for _, tc := range []struct {
+		name, rule string
+		args       []string
+		mode       string // of replay/single-execution, which counts effects
+	}{
+		{"per-key", "the reference contract's oracle counts per key", []string{"list"}, "per-key"},
+		{"global", "an oracle URL without {key} is a global counter: serial", []string{"list", "--config", global}, "global-serial"},
+		{"identity", "no oracle, an id pointer: distinct created ids", []string{"list", "--config", ids}, "identity"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runCLI(t, append(tc.args, "--run", "replay/single-execution", "--run", "replay/same-status")...)
+			if r.code != 0 {
+				t.Fatalf("rule: %s: exit %d\n%s%s", tc.rule, r.code, r.stdout, r.stderr)
+			}
+			lines := strings.Split(r.stdout, "\n")
+			if !strings.Contains(lines[0], "ORACLE") {
+				t.Errorf("rule: %s: header %q lacks ORACLE", tc.rule, lines[0])
+			}
+			for _, l := range lines {
+				f := strings.Fields(l)
+				switch {
+				case len(f) < 4:
+				case strings.HasPrefix(f[0], "replay/single-execution@") && f[3] != tc.mode:
+					t.Errorf("rule: %s: %q, want mode %s", tc.rule, l, tc.mode)
+				case strings.HasPrefix(f[0], "replay/same-status@") && f[3] != "none":
+					t.Errorf("rule: %s: %q, want mode none (counts nothing)", tc.rule, l)
+				}
+			}
+			j := runCLI(t, append(tc.args, "--run", "replay/single-execution", "--format", "json")...)
+			var planned []struct {
+				OracleMode string `json:"oracle_mode"`
+			}
+			if err := json.Unmarshal([]byte(j.stdout), &planned); err != nil || len(planned) == 0 {
+				t.Fatalf("rule: %s: JSON %v: %s", tc.rule, err, j.stdout)
+			}
+			for _, p := range planned {
+				if p.OracleMode != tc.mode {
+					t.Errorf("rule: %s: JSON oracle_mode %q, want %s", tc.rule, p.OracleMode, tc.mode)
+				}
+			}
+		})
+	}
+}
