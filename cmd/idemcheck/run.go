@@ -56,7 +56,7 @@ func init() {
 	fl.StringVar(&f.sel.Profile, "profile", "", "profile preset: "+strings.Join(scenarios.ProfileNames(), ", ")+" (replaces the config's profile)")
 	fl.BoolVar(&f.strict, "strict", false, "an unmet SHOULD fails the run instead of warning")
 	fl.BoolVar(&f.allowIncomplete, "allow-incomplete", false, "pass although a MUST-level case ended unverifiable or inconclusive (instead of exit 5)")
-	fl.StringArrayVar(&f.run, "run", nil, "run only cases matching this glob (family/case@operation; * within a segment, ** across); repeatable")
+	fl.StringArrayVar(&f.run, "run", nil, "run only cases matching this glob (family/case@operation; * within a segment, a ** segment across, {a,b} alternatives); repeatable")
 	fl.StringArrayVar(&f.skip, "skip", nil, "skip cases matching this glob; repeatable")
 	fl.StringVar(&f.knownFailing, "known-failing", "", "file of globs (one per line, # comments) of cases expected to fail; one that passes fails the run")
 	fl.Int64Var(&f.seed, "seed", 0, "shuffle the start order with this seed (0: catalog order)")
