@@ -143,8 +143,12 @@ func matchAny(globs []string, names ...string) bool {
 // Run executes the selected catalog against t. Cases run concurrently: each
 // uses its own fresh keys and per-key oracle counters, so the run takes
 // about as long as its slowest case. A global (not per-key) oracle forces a
-// serial run because concurrent cases would move its counter.
+// serial run because concurrent cases would move its counter. A nil p
+// is the default profile (ietf).
 func Run(ctx context.Context, t *Target, p *Profile, o RunOptions) (*Report, error) {
+	if p == nil {
+		p, _ = ProfileByName(DefaultProfile) // a preset: never an error
+	}
 	ins, err := plan(t, o)
 	if err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 )
 
@@ -35,5 +36,23 @@ func TestCurl(t *testing.T) {
 	want := `curl -i -X POST 'http://127.0.0.1:8080/v1/charges' -H 'Idempotency-Key: "it'\''s"' -H 'X-Empty;' --data-binary '{"a":"b'\''c"}'`
 	if got := x.Curl(); got != want {
 		t.Errorf("Curl() =\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestRunNilProfile: a caller that gives no profile gets the default
+// (ietf) instead of a panic.
+func TestRunNilProfile(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	tg, err := FromURL(srv.URL, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(t.Context(), tg, nil, RunOptions{Run: []string{"missing/rejected"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Profile != DefaultProfile || len(rep.Results) == 0 {
+		t.Fatalf("profile %q, %d results: want the default profile and a result", rep.Profile, len(rep.Results))
 	}
 }
