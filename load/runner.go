@@ -17,7 +17,6 @@ import (
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
-	"github.com/tsenart/vegeta/v12/lib/plot"
 
 	"github.com/idemcheck/idemcheck/internal/jsonx"
 	"github.com/idemcheck/idemcheck/scenarios"
@@ -106,7 +105,7 @@ func WithVerySlow(d time.Duration) Option { return func(c *config) { c.verySlow 
 // re-checked offline) to w as vegeta gob, mergeable by ReadResults.
 func WithResults(w io.Writer) Option { return func(c *config) { c.results = w } }
 
-// WithTimePlot collects vegeta's latency-over-time plot (Report.WriteHTMLPlot).
+// WithTimePlot collects the latency-over-time plot of Report.WriteHTML.
 func WithTimePlot() Option { return func(c *config) { c.timePlot = true } }
 
 // WithProgress is called about once a second during each phase.
@@ -283,7 +282,7 @@ func Run(ctx context.Context, t *scenarios.Target, opts ...Option) (*Report, err
 		s.enc = vegeta.NewEncoder(c.results)
 	}
 	if c.timePlot {
-		s.plot = newTimePlot("idemcheck load — " + t.BaseURL)
+		s.plot = newTimePlot()
 	}
 
 	warmConnections(ctx, client, t.BaseURL+"/", int(c.workers))
@@ -324,10 +323,6 @@ func Run(ctx context.Context, t *scenarios.Target, opts ...Option) (*Report, err
 			break
 		}
 	}
-	if s.plot != nil {
-		s.plot.Close()
-	}
-
 	rep := col.report()
 	rep.Target, rep.Mode, rep.Plan, rep.KeySeed = t.BaseURL, c.mode, c.plan.String(), c.keySeed
 	if c.mode == ModeMix {
@@ -351,7 +346,7 @@ func Run(ctx context.Context, t *scenarios.Target, opts ...Option) (*Report, err
 type sink struct {
 	col  *collector
 	enc  vegeta.Encoder
-	plot *plot.Plot
+	plot *timePlot
 	err  error // first results-file error
 }
 
@@ -363,9 +358,7 @@ func (s *sink) add(r *vegeta.Result) {
 		}
 	}
 	if s.plot != nil {
-		if p, _, _ := Classify(r); p != warmup {
-			_ = s.plot.Add(r) // only fails on unlabelled results, which Classify excludes
-		}
+		s.plot.Add(r)
 	}
 }
 

@@ -45,7 +45,7 @@ type loadOutputs struct {
 func (o *loadOutputs) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&o.json, "json", "", "write the JSON summary (schema idemcheck.load/v1) to FILE")
-	fl.StringVar(&o.html, "html", "", "write vegeta's latency-over-time HTML plot (one series per path) to FILE")
+	fl.StringVar(&o.html, "html", "", "write the HTML report (latency over time per path, percentile table, thresholds, violations) to FILE")
 	fl.StringVar(&o.hdr, "hdr", "", "write the HDR percentile plot of the paths (SVG) to FILE")
 }
 
@@ -269,7 +269,7 @@ func finishLoad(stdout io.Writer, rep *load.Report, ths []load.Threshold, out lo
 	for _, o := range []struct {
 		name string
 		fn   func(io.Writer) error
-	}{{out.json, rep.WriteJSON}, {out.html, rep.WriteHTMLPlot}, {out.hdr, rep.WriteHDRPlot}} {
+	}{{out.json, rep.WriteJSON}, {out.html, rep.WriteHTML}, {out.hdr, rep.WriteHDRPlot}} {
 		if err := write(o.name, o.fn); err != nil {
 			return withCode(exitFail, err)
 		}

@@ -26,6 +26,7 @@ type runFlags struct {
 	knownFailing          string
 	seed                  int64
 	junit, json, markdown string
+	html                  string
 	format                string
 	verbose               bool
 }
@@ -65,6 +66,7 @@ func init() {
 	fl.StringVar(&f.junit, "junit", "", "write a JUnit XML report to this file")
 	fl.StringVar(&f.json, "json", "", "write the JSON report (schema idemcheck.report/v1) to this file")
 	fl.StringVar(&f.markdown, "markdown", "", "write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY) to this file")
+	fl.StringVar(&f.html, "html", "", "write the HTML conformance report (one self-contained file) to this file")
 	fl.StringVar(&f.format, "format", "console", "stdout format: console or json")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "print each result as it finishes and the reasons of skipped cases")
 	rootCmd.AddCommand(cmd)
@@ -123,7 +125,7 @@ func runConformance(ctx context.Context, stdout, stderr io.Writer, f runFlags) e
 	for _, out := range []struct {
 		path  string
 		write func(io.Writer, *scenarios.Report) error
-	}{{f.junit, reports.JUnit}, {f.json, reports.JSON}, {f.markdown, reports.Markdown}} {
+	}{{f.junit, reports.JUnit}, {f.json, reports.JSON}, {f.markdown, reports.Markdown}, {f.html, reports.HTML}} {
 		if out.path == "" {
 			continue
 		}
