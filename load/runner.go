@@ -121,6 +121,7 @@ type Progress struct {
 	Errors   uint64
 	Elapsed  time.Duration
 	Duration time.Duration
+	P99      time.Duration // over the measured paths so far
 }
 
 // Limits keep every loop and buffer bounded.
@@ -450,10 +451,18 @@ func runPhase(ctx context.Context, c *config, client *http.Client, tr vegeta.Tar
 	pr := Progress{Phase: ph.Spec, Index: i + 1, Phases: len(c.plan), Planned: ph.expectedHits(), Duration: ph.Duration}
 	stopped := false
 	done := ctx.Done()
+	report := func() {
+		if c.progress != nil {
+			pr.Elapsed = time.Since(began)
+			pr.P99 = s.col.p99()
+			c.progress(pr)
+		}
+	}
 	for {
 		select {
 		case r, ok := <-results:
 			if !ok {
+				report() // the phase's final figures
 				return stopped
 			}
 			s.add(r)
@@ -465,10 +474,7 @@ func runPhase(ctx context.Context, c *config, client *http.Client, tr vegeta.Tar
 			atk.Stop()
 			stopped, done = true, nil
 		case <-tick.C:
-			if c.progress != nil {
-				pr.Elapsed = time.Since(began)
-				c.progress(pr)
-			}
+			report()
 		}
 	}
 }

@@ -35,6 +35,7 @@ type loadFlags struct {
 	results            string
 	thresholds         []string
 	out                loadOutputs
+	verbose            bool
 }
 
 // loadOutputs are the files both `load` and `load report` can write.
@@ -87,6 +88,7 @@ func init() {
 	fl.StringVar(&f.bodyPatch, "body-patch", "", `JSON merge patch applied to the request body, e.g. '{"delay_ms":50}'`)
 	fl.StringVar(&f.results, "results", "", "write every result as vegeta gob to FILE (merge runs with 'idemcheck load report')")
 	fl.StringArrayVar(&f.thresholds, "threshold", nil, "k6-style pass condition, repeatable, e.g. 'hit.p99<5ms'")
+	fl.BoolVarP(&f.verbose, "verbose", "v", false, "show progress even when stdout is not a terminal")
 	f.out.register(cmd)
 	cmd.AddCommand(newLoadReportCmd())
 	rootCmd.AddCommand(cmd)
@@ -212,22 +214,9 @@ func runLoad(cmd *cobra.Command, f loadFlags) error {
 	if f.out.html != "" {
 		opts = append(opts, load.WithTimePlot())
 	}
-	stderr := cmd.ErrOrStderr()
-	live := isTerminal(stderr)
-	if live {
-		opts = append(opts, load.WithProgress(func(p load.Progress) {
-			planned := ""
-			if p.Planned > 0 {
-				planned = fmt.Sprintf("/%d", p.Planned)
-			}
-			fmt.Fprintf(stderr, "\r\033[K[%d/%d %s] %s/%s  %d%s requests  %d errors",
-				p.Index, p.Phases, p.Phase, p.Elapsed.Round(time.Second), p.Duration, p.Sent, planned, p.Errors)
-		}))
-	}
-	rep, err := load.Run(ctx, t, opts...)
-	if live {
-		fmt.Fprint(stderr, "\r\033[K")
-	}
+	progressOpt, stopProgress := loadProgress(cmd.OutOrStdout(), cmd.ErrOrStderr(), f.verbose)
+	rep, err := load.Run(ctx, t, append(opts, progressOpt)...)
+	stopProgress()
 	if results != nil && err == nil {
 		if ferr := results.Flush(); ferr != nil {
 			err = fmt.Errorf("--results: %w", ferr)
@@ -285,14 +274,4 @@ func finishLoad(stdout io.Writer, rep *load.Report, ths []load.Threshold, out lo
 		return withCode(exitFail, fmt.Errorf("%d idempotency violations under load", rep.Violations))
 	}
 	return nil
-}
-
-// isTerminal reports whether w is a terminal (live progress only there).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

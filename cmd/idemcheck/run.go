@@ -10,10 +10,10 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/idemcheck/idemcheck/internal/progress"
 	"github.com/idemcheck/idemcheck/reports"
 	"github.com/idemcheck/idemcheck/scenarios"
 )
@@ -68,7 +68,7 @@ func init() {
 	fl.StringVar(&f.markdown, "markdown", "", "write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY) to this file")
 	fl.StringVar(&f.html, "html", "", "write the HTML conformance report (one self-contained file) to this file")
 	fl.StringVar(&f.format, "format", "console", "stdout format: console or json")
-	fl.BoolVarP(&f.verbose, "verbose", "v", false, "print each result as it finishes and the reasons of skipped cases")
+	fl.BoolVarP(&f.verbose, "verbose", "v", false, "print each result as it finishes, the reasons of skipped cases, and progress even when stdout is not a terminal")
 	rootCmd.AddCommand(cmd)
 }
 
@@ -100,10 +100,9 @@ func runConformance(ctx context.Context, stdout, stderr io.Writer, f runFlags) e
 			where = "the target started by --target-cmd"
 		}
 		fmt.Fprintf(stderr, "running %d case instances against %s (profile %s)\n", len(planned), where, profile.Name)
-		opts.OnResult = func(r scenarios.Result) {
-			fmt.Fprintf(stderr, "  %-12s %s (%s)\n", r.Status, r.Name(), r.Duration.Round(time.Millisecond))
-		}
 	}
+	rules := &scenarios.Report{Strict: f.strict, AllowIncomplete: f.allowIncomplete}
+	stopProgress := runProgress(stdout, stderr, f.verbose, rules, target, profile, planned, &opts)
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -111,6 +110,7 @@ func runConformance(ctx context.Context, stdout, stderr io.Writer, f runFlags) e
 	defer stop()
 	context.AfterFunc(ctx, stop) // a second Ctrl-C kills at once
 	rep, err := scenarios.Run(ctx, target, profile, opts)
+	stopProgress()
 	if err != nil && ctx.Err() != nil {
 		return withCode(exitInterrupted, fmt.Errorf("interrupted before the run started: %v", err))
 	}
@@ -193,10 +193,5 @@ func readGlobFile(path string) ([]string, error) {
 
 // colorOK: colour only on a terminal, and never when NO_COLOR is set.
 func colorOK(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok || os.Getenv("NO_COLOR") != "" {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return os.Getenv("NO_COLOR") == "" && progress.IsTerminal(w)
 }
