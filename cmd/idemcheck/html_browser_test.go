@@ -103,6 +103,7 @@ func TestHTMLReportsInBrowser(t *testing.T) {
 			t.Errorf("expanded failure %s shows %q, want a curl to %s", name, curl, defective)
 		}
 		browsertest.Screenshot(t, ctx, filepath.Join(screenshotDir, "run-report.png"))
+		browsertest.ScreenshotOf(t, ctx, filepath.Join(screenshotDir, "run-report-failure.png"), sel)
 	})
 
 	t.Run("load", func(t *testing.T) {

@@ -92,7 +92,18 @@ func FileURL(t testing.TB, path string) string {
 // its directory.
 func Screenshot(t testing.TB, ctx context.Context, path string) {
 	t.Helper()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // quality 100 is PNG
+	save(t, ctx, path, chromedp.FullScreenshot(100)) // quality 100 is PNG
+}
+
+// ScreenshotOf saves a PNG of the first element matching the CSS selector.
+func ScreenshotOf(t testing.TB, ctx context.Context, path, css string) {
+	t.Helper()
+	save(t, ctx, path, chromedp.Screenshot(chromedp.CSS(css)))
+}
+
+func save(t testing.TB, ctx context.Context, path string, shot chromedp.Action[[]byte]) {
+	t.Helper()
+	png, err := chromedp.Run(ctx, shot)
 	if err != nil {
 		t.Fatalf("screenshot: %v", err)
 	}
