@@ -86,8 +86,8 @@ func TestMixSlowMiss(t *testing.T) {
 			merged.Paths[load.Hit].Requests, 2*hit.Requests, merged.Violations, merged.UncheckedHits)
 	}
 	var html, svg bytes.Buffer
-	if err := rep.WriteHTMLPlot(&html); err != nil || !strings.Contains(html.String(), "hit") {
-		t.Fatalf("html plot: %v", err)
+	if err := rep.WriteHTML(&html); err != nil || !strings.Contains(html.String(), `data-path="miss" data-stat="p50"`) {
+		t.Fatalf("html report: %v", err)
 	}
 	if err := rep.WriteHDRPlot(&svg); err != nil || !strings.Contains(svg.String(), "<polyline") {
 		t.Fatalf("hdr plot: %v", err)

@@ -6,22 +6,7 @@ import (
 	"io"
 	"math"
 	"strings"
-
-	vegeta "github.com/tsenart/vegeta/v12/lib"
-	"github.com/tsenart/vegeta/v12/lib/plot"
 )
-
-// newTimePlot is vegeta's HTML latency-over-time plot with one series per
-// path (and a separate series for that path's errors).
-func newTimePlot(title string) *plot.Plot {
-	return plot.New(plot.Title(title), plot.Label(func(r *vegeta.Result) string {
-		p, _, _ := Classify(r)
-		if r.Error != "" {
-			return string(p) + ": error"
-		}
-		return string(p)
-	}))
-}
 
 // colours per path in the HDR plot.
 var pathColour = map[Path]string{Hit: "#1b9e77", Miss: "#d95f02", Contention: "#7570b3", NoKey: "#666666"}

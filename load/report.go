@@ -10,7 +10,6 @@ import (
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
-	"github.com/tsenart/vegeta/v12/lib/plot"
 )
 
 // Schema versions the JSON summary; bump on an incompatible change.
@@ -58,7 +57,7 @@ type Report struct {
 	Oracle        *OracleReport     `json:"oracle"`
 	Thresholds    []ThresholdResult `json:"thresholds"`
 
-	plot *plot.Plot // set when the time plot was collected
+	plot *timePlot // set when the time plot was collected
 }
 
 // PhaseStats is the achieved figures of one plan phase.
@@ -272,27 +271,27 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	return enc.Encode(r)
 }
 
-// WriteText writes the console table: paths side by side.
-func (r *Report) WriteText(w io.Writer) error {
-	var cols []Path
+// tableRow is one figure for every path of the side-by-side table.
+type tableRow struct {
+	Name  string
+	Cells []string
+}
+
+// table is the figures of every measured path side by side, the console's
+// and the HTML report's.
+func (r *Report) table() (cols []Path, rows []tableRow) {
 	for _, p := range Paths {
 		if r.Paths[p] != nil {
 			cols = append(cols, p)
 		}
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	row := func(name string, f func(*PathStats) string) {
-		fmt.Fprint(tw, name, "\t")
+		tr := tableRow{Name: name}
 		for _, p := range cols {
-			fmt.Fprint(tw, f(r.Paths[p]), "\t")
+			tr.Cells = append(tr.Cells, f(r.Paths[p]))
 		}
-		fmt.Fprintln(tw)
+		rows = append(rows, tr)
 	}
-	fmt.Fprint(tw, "\t")
-	for _, p := range cols {
-		fmt.Fprint(tw, p, "\t")
-	}
-	fmt.Fprintln(tw)
 	row("requests", func(s *PathStats) string { return fmt.Sprint(s.Requests) })
 	row("achieved rate/s", func(s *PathStats) string { return fmt.Sprintf("%.1f", s.Rate) })
 	row("throughput/s", func(s *PathStats) string { return fmt.Sprintf("%.1f", s.Throughput) })
@@ -307,6 +306,25 @@ func (r *Report) WriteText(w io.Writer) error {
 	lat("max", func(l Latency) float64 { return l.Max })
 	row(fmt.Sprintf("very slow (>=%s)", fmtMs(r.VerySlowMs)), func(s *PathStats) string { return fmt.Sprint(s.VerySlow) })
 	row("status codes", func(s *PathStats) string { return codeList(s.StatusCodes) })
+	return cols, rows
+}
+
+// WriteText writes the console table: paths side by side.
+func (r *Report) WriteText(w io.Writer) error {
+	cols, rows := r.table()
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "\t")
+	for _, p := range cols {
+		fmt.Fprint(tw, p, "\t")
+	}
+	fmt.Fprintln(tw)
+	for _, row := range rows {
+		fmt.Fprint(tw, row.Name, "\t")
+		for _, c := range row.Cells {
+			fmt.Fprint(tw, c, "\t")
+		}
+		fmt.Fprintln(tw)
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -319,27 +337,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.ObservedHitRatio > 0 {
 		fmt.Fprintf(w, "observed hit ratio %.3f\n", r.ObservedHitRatio)
 	}
-	switch {
-	case r.Oracle == nil:
-		fmt.Fprintln(w, "oracle: not run (merged results carry no oracle counts)")
-	case !r.Oracle.Available:
-		fmt.Fprintln(w, "oracle: none declared — execution counts unverified; replay equality checked")
-	default:
-		if r.Oracle.TotalsURL == "" {
-			fmt.Fprintf(w, "oracle: no totals URL, %d keys probed", r.Oracle.KeysProbed)
-		} else {
-			most := fmt.Sprint(r.Oracle.ExpectedMax)
-			if r.Oracle.ExpectedMax >= unbounded {
-				most = "any (keys outlived their TTL)"
-			}
-			fmt.Fprintf(w, "oracle: %d executions in the window (explained: %d..%s), %d keys probed",
-				r.Oracle.After-r.Oracle.Before, r.Oracle.ExpectedMin, most, r.Oracle.KeysProbed)
-		}
-		if r.Oracle.Error != "" {
-			fmt.Fprintf(w, " — error: %s", r.Oracle.Error)
-		}
-		fmt.Fprintln(w)
-	}
+	fmt.Fprintln(w, r.oracleLine())
 	if r.UncheckedHits > 0 {
 		fmt.Fprintf(w, "unchecked hits (no warm-up response for the key): %d\n", r.UncheckedHits)
 	}
@@ -368,6 +366,31 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintln(w, "interrupted: partial report; requests cut short are not judged")
 	}
 	return nil
+}
+
+// oracleLine says what the effects oracle established.
+func (r *Report) oracleLine() string {
+	switch {
+	case r.Oracle == nil:
+		return "oracle: not run (merged results carry no oracle counts)"
+	case !r.Oracle.Available:
+		return "oracle: none declared — execution counts unverified; replay equality checked"
+	}
+	var line string
+	if r.Oracle.TotalsURL == "" {
+		line = fmt.Sprintf("oracle: no totals URL, %d keys probed", r.Oracle.KeysProbed)
+	} else {
+		most := fmt.Sprint(r.Oracle.ExpectedMax)
+		if r.Oracle.ExpectedMax >= unbounded {
+			most = "any (keys outlived their TTL)"
+		}
+		line = fmt.Sprintf("oracle: %d executions in the window (explained: %d..%s), %d keys probed",
+			r.Oracle.After-r.Oracle.Before, r.Oracle.ExpectedMin, most, r.Oracle.KeysProbed)
+	}
+	if r.Oracle.Error != "" {
+		line += " — error: " + r.Oracle.Error
+	}
+	return line
 }
 
 func fmtMs(v float64) string {

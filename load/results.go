@@ -10,16 +10,6 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
-// WriteHTMLPlot writes vegeta's self-contained latency-over-time plot,
-// one series per path.
-func (r *Report) WriteHTMLPlot(w io.Writer) error {
-	if r.plot == nil {
-		return errors.New("no time plot collected (WithTimePlot)")
-	}
-	_, err := r.plot.WriteTo(w)
-	return err
-}
-
 // maxMergedResults bounds how many results ReadResults decodes.
 const maxMergedResults = 50_000_000
 
@@ -48,7 +38,7 @@ func ReadResults(paths []string, verySlow, ttl time.Duration, timePlot bool) (*R
 	col := newCollector(verySlow, ttl)
 	s := &sink{col: col}
 	if timePlot {
-		s.plot = newTimePlot("idemcheck load report")
+		s.plot = newTimePlot()
 	}
 	dec := vegeta.NewRoundRobinDecoder(decs...)
 	n := 0
@@ -61,9 +51,6 @@ func ReadResults(paths []string, verySlow, ttl time.Duration, timePlot bool) (*R
 			return nil, fmt.Errorf("decoding results: %w", err)
 		}
 		s.add(&r)
-	}
-	if s.plot != nil {
-		s.plot.Close()
 	}
 	if n > 0 && len(col.paths) == 0 && col.foreign > 0 {
 		return nil, fmt.Errorf("%d results, none tagged by idemcheck load (was the file written by --results?)", col.foreign)

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
-	"github.com/tsenart/vegeta/v12/lib/plot"
 
 	"github.com/idemcheck/idemcheck/internal/jsonx"
 	"github.com/idemcheck/idemcheck/scenarios"
@@ -114,7 +113,7 @@ func WithVerySlow(d time.Duration) Option { return func(c *config) { c.verySlow 
 // re-checked offline) to w as vegeta gob, mergeable by ReadResults.
 func WithResults(w io.Writer) Option { return func(c *config) { c.results = w } }
 
-// WithTimePlot collects vegeta's latency-over-time plot (Report.WriteHTMLPlot).
+// WithTimePlot collects the latency-over-time plot of Report.WriteHTML.
 func WithTimePlot() Option { return func(c *config) { c.timePlot = true } }
 
 // WithProgress is called about once a second during each phase.
@@ -130,6 +129,7 @@ type Progress struct {
 	Errors   uint64
 	Elapsed  time.Duration
 	Duration time.Duration
+	P99      time.Duration // over the measured paths so far
 }
 
 // Limits keep every loop and buffer bounded.
@@ -295,7 +295,7 @@ func Run(ctx context.Context, t *scenarios.Target, opts ...Option) (*Report, err
 		s.enc = vegeta.NewEncoder(c.results)
 	}
 	if c.timePlot {
-		s.plot = newTimePlot("idemcheck load — " + t.BaseURL)
+		s.plot = newTimePlot()
 	}
 
 	warmConnections(ctx, client, t.BaseURL+"/", int(c.workers))
@@ -336,10 +336,6 @@ func Run(ctx context.Context, t *scenarios.Target, opts ...Option) (*Report, err
 			break
 		}
 	}
-	if s.plot != nil {
-		s.plot.Close()
-	}
-
 	rep := col.report()
 	rep.Target, rep.Mode, rep.Plan, rep.KeySeed = t.BaseURL, c.mode, c.plan.String(), c.keySeed
 	if c.mode == ModeMix {
@@ -364,7 +360,7 @@ func Run(ctx context.Context, t *scenarios.Target, opts ...Option) (*Report, err
 type sink struct {
 	col  *collector
 	enc  vegeta.Encoder
-	plot *plot.Plot
+	plot *timePlot
 	err  error // first results-file error
 }
 
@@ -376,9 +372,7 @@ func (s *sink) add(r *vegeta.Result) {
 		}
 	}
 	if s.plot != nil {
-		if p, _, _ := Classify(r); p != warmup {
-			_ = s.plot.Add(r) // only fails on unlabelled results, which Classify excludes
-		}
+		s.plot.Add(r)
 	}
 }
 
@@ -470,10 +464,18 @@ func runPhase(ctx context.Context, c *config, client *http.Client, tr vegeta.Tar
 	pr := Progress{Phase: ph.Spec, Index: i + 1, Phases: len(c.plan), Planned: ph.expectedHits(), Duration: ph.Duration}
 	stopped := false
 	done := ctx.Done()
+	report := func() {
+		if c.progress != nil {
+			pr.Elapsed = time.Since(began)
+			pr.P99 = s.col.p99()
+			c.progress(pr)
+		}
+	}
 	for {
 		select {
 		case r, ok := <-results:
 			if !ok {
+				report() // the phase's final figures
 				return stopped
 			}
 			s.add(r)
@@ -485,10 +487,7 @@ func runPhase(ctx context.Context, c *config, client *http.Client, tr vegeta.Tar
 			atk.Stop()
 			stopped, done = true, nil
 		case <-tick.C:
-			if c.progress != nil {
-				pr.Elapsed = time.Since(began)
-				c.progress(pr)
-			}
+			report()
 		}
 	}
 }

@@ -129,9 +129,11 @@ func TestGlobSelection(t *testing.T) {
 		{"case ID selects every operation", RunOptions{Run: []string{"replay/same-status"}}, []string{"replay/same-status@charges", "replay/same-status@refunds"}},
 		{"star stays in its segment", RunOptions{Run: []string{"missing/*@charges"}}, []string{"missing/optional-executes@charges", "missing/problem-link@charges", "missing/rejected@charges", "missing/repeat-fails-again@charges"}},
 		{"star does not cross /", RunOptions{Run: []string{"*same-status"}}, nil},
-		{"double star crosses /", RunOptions{Run: []string{"**same-status"}}, []string{"replay/same-status@charges", "replay/same-status@refunds"}},
+		{"double star segment crosses /", RunOptions{Run: []string{"**/same-status"}}, []string{"replay/same-status@charges", "replay/same-status@refunds"}},
+		{"double star inside a segment is a star", RunOptions{Run: []string{"**same-status"}}, nil},
+		{"alternatives", RunOptions{Run: []string{"{replay,scope}/same-status@charges"}}, []string{"replay/same-status@charges"}},
 		{"character class", RunOptions{Run: []string{"replay/same-[sb]*@charges"}}, []string{"replay/same-body@charges", "replay/same-status@charges"}},
-		{"skip wins", RunOptions{Run: []string{"missing/*"}, Skip: []string{"missing/*-*", "**@refunds"}}, []string{"missing/rejected@charges"}},
+		{"skip wins", RunOptions{Run: []string{"missing/*"}, Skip: []string{"missing/*-*", "**/*@refunds"}}, []string{"missing/rejected@charges"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -141,7 +143,9 @@ func TestGlobSelection(t *testing.T) {
 			}
 		})
 	}
-	for _, bad := range []string{"", "[z-a]"} {
+	// An empty pattern, an unclosed class and a trailing escape are
+	// refused before any traffic.
+	for _, bad := range []string{"", "[ab", `same\`} {
 		if _, err := Plan(tg, nil, RunOptions{Skip: []string{bad}}); err == nil {
 			t.Errorf("glob %q accepted", bad)
 		}

@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/bmatcuk/doublestar/v4"
 )
 
 // ErrUnreachable: the preflight request got no HTTP answer (exit code 4).
@@ -20,7 +21,8 @@ var ErrUnreachable = errors.New("target unreachable")
 // RunOptions select and tune a run.
 type RunOptions struct {
 	// Run and Skip are globs over Result.Name() ("family/case@operation")
-	// and the case ID: '*' matches within a segment, '**' across segments.
+	// and the case ID in doublestar syntax: '*' matches within a segment,
+	// a '**' segment across segments ("**/*@refunds"), {a,b} alternatives.
 	// Empty Run selects everything.
 	Run, Skip []string
 	// Strict turns Warn (an unmet SHOULD) into a run failure.
@@ -151,49 +153,26 @@ func plan(t *Target, o RunOptions) ([]instance, error) {
 	return out, nil
 }
 
-// compileGlobs turns '*' (within a segment) and '**' (across) globs into
-// anchored regexps; '?' matches one character of a segment and [...] is a
-// character class.
-func compileGlobs(flag string, globs []string) ([]*regexp.Regexp, error) {
-	var out []*regexp.Regexp
+// compileGlobs checks globs in doublestar's syntax (the one of .gitignore
+// and editors): '*' and '?' stay within a segment, a '**' segment crosses
+// segments, [...] is a character class, {a,b} alternatives.
+func compileGlobs(flag string, globs []string) ([]string, error) {
 	for _, g := range globs {
 		if g == "" {
 			return nil, fmt.Errorf("--%s: empty pattern", flag)
 		}
-		var b strings.Builder
-		b.WriteString("^")
-		for i := 0; i < len(g); i++ {
-			switch {
-			case strings.HasPrefix(g[i:], "**"):
-				b.WriteString(".*")
-				i++
-			case g[i] == '*':
-				b.WriteString("[^/]*")
-			case g[i] == '?':
-				b.WriteString("[^/]")
-			case g[i] == '[' && strings.IndexByte(g[i:], ']') > 1:
-				// a character class as in path.Match ([abc], [^a-z])
-				end := i + strings.IndexByte(g[i:], ']')
-				b.WriteString(g[i : end+1])
-				i = end
-			default:
-				b.WriteString(regexp.QuoteMeta(string(g[i])))
-			}
+		if !doublestar.ValidatePattern(g) {
+			return nil, fmt.Errorf("--%s %q: %v", flag, g, doublestar.ErrBadPattern)
 		}
-		b.WriteString("$")
-		re, err := regexp.Compile(b.String())
-		if err != nil {
-			return nil, fmt.Errorf("--%s %q: %v", flag, g, err)
-		}
-		out = append(out, re)
 	}
-	return out, nil
+	return globs, nil
 }
 
-func matchAny(globs []*regexp.Regexp, names ...string) bool {
+func matchAny(globs []string, names ...string) bool {
 	for _, g := range globs {
 		for _, n := range names {
-			if g.MatchString(n) {
+			// The pattern was validated by compileGlobs.
+			if ok, _ := doublestar.Match(g, n); ok {
 				return true
 			}
 		}
@@ -210,8 +189,12 @@ func matchAny(globs []*regexp.Regexp, names ...string) bool {
 // little; serial is the simple honest choice (docs/conformance-engine.md
 // has the run time). Before the cases, the oracle is checked once per
 // operation (calibrate); a problem becomes a Report note and makes the
-// instances that count effects inconclusive.
+// instances that count effects inconclusive. A nil p is the default
+// profile (ietf).
 func Run(ctx context.Context, t *Target, p *Profile, o RunOptions) (*Report, error) {
+	if p == nil {
+		p, _ = ProfileByName(DefaultProfile) // a preset: never an error
+	}
 	ins, err := plan(t, o)
 	if err != nil {
 		return nil, err

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"testing"
+	"time"
 )
 
 func TestRunUnreachable(t *testing.T) {
@@ -35,5 +37,58 @@ func TestCurl(t *testing.T) {
 	want := `curl -i -X POST 'http://127.0.0.1:8080/v1/charges' -H 'Idempotency-Key: "it'\''s"' -H 'X-Empty;' --data-binary '{"a":"b'\''c"}'`
 	if got := x.Curl(); got != want {
 		t.Errorf("Curl() =\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestRunNilProfile: a caller that gives no profile gets the default
+// (ietf) instead of a panic.
+func TestRunNilProfile(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	tg, err := FromURL(srv.URL, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(t.Context(), tg, nil, RunOptions{Run: []string{"missing/rejected"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Profile != DefaultProfile || len(rep.Results) == 0 {
+		t.Fatalf("profile %q, %d results: want the default profile and a result", rep.Profile, len(rep.Results))
+	}
+}
+
+// TestLongestWait: the wait a run cannot skip, one rule per row.
+func TestLongestWait(t *testing.T) {
+	tg, err := FromURL("http://127.0.0.1:1", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow := tg.Operations[0].Variants[VariantSlow].Duration
+	p, _ := ProfileByName("")
+	for _, tc := range []struct {
+		rule       string
+		ttl, lease time.Duration
+		run        []string
+		want       time.Duration
+	}{
+		{"no waiting case: nothing to wait for", 0, 0, []string{"replay/same-status"}, 0},
+		{"an overlap case waits for the slow variant", 0, 0, []string{"concurrent/**"}, slow},
+		{"an expiry case waits out TTL plus grace", 3 * time.Second, 0, []string{"expiry/**"}, 3*time.Second + p.Grace},
+		{"an expiry case past its limit skips: no wait", 10 * time.Minute, 0, []string{"expiry/**"}, 0},
+		{"a lease case waits out the lease plus a margin", 0, 4 * time.Second, []string{"lease/**"}, 4*time.Second + leaseMargin},
+		{"unsupplied instances do not count", 0, 0, []string{"expiry/**"}, 0},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			c := *tg
+			c.TTL, c.Lease = tc.ttl, tc.lease
+			planned, err := Plan(&c, p, RunOptions{Run: tc.run})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := LongestWait(&c, p, planned); got != tc.want {
+				t.Errorf("rule: %s: %s, want %s", tc.rule, got, tc.want)
+			}
+		})
 	}
 }

@@ -34,7 +34,8 @@ start_server "$out/serve-conformance.log" --ttl 2s --lease 5s
 echo "== reference server (memory store, ttl 2s) at $url"
 echo "== conformance: idemcheck run --target $url --ttl 2s"
 "$bin" run --target "$url" --ttl 2s \
-  --junit "$out/conformance.junit.xml" --json "$out/conformance.json" --markdown "$out/conformance.md"
+  --junit "$out/conformance.junit.xml" --json "$out/conformance.json" --markdown "$out/conformance.md" \
+  --html "$out/conformance.html"
 
 start_server "$out/serve-load.log"
 echo "== reference server (memory store, ttl 24h) at $url"
@@ -50,4 +51,4 @@ echo "== chaos: 500 operations, 30% of responses dropped after the upstream comm
   --fault drop-response:0.3 --fault duplicate:0.1 \
   --history "$out/chaos.history.jsonl" --json "$out/chaos.json"
 
-echo "== reports in $out/: conformance.{junit.xml,json,md} load.{json,html} load-hdr.svg chaos.{json,history.jsonl}"
+echo "== reports in $out/: conformance.{junit.xml,json,md,html} load.{json,html} load-hdr.svg chaos.{json,history.jsonl}"

@@ -6,6 +6,7 @@
 //	go test ./suite -args -config=examples/orders.yaml
 //	go tool ginkgo ./suite -- -target=http://127.0.0.1:8080 -strict
 //
-// The package's non-test file holds the Gomega matcher (Conform); how a
+// The package's non-test file holds the Gomega matcher (Conform); each It
+// reads its result with idemchecktest.Decide, the CLI's rule; how a
 // target is selected is scenarios.Selection, shared with the CLI.
 package suite

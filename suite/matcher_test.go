@@ -27,6 +27,8 @@ func TestConformMatcher(t *testing.T) {
 		{"fail", "a fail does not conform", scenarios.Fail, false, false},
 		{"warn", "an unmet SHOULD conforms outside strict mode", scenarios.Warn, false, true},
 		{"warn-strict", "an unmet SHOULD fails under -strict", scenarios.Warn, true, false},
+		{"skip", "a skip does not fail the run", scenarios.Skip, false, true},
+		{"unverifiable-must", "a MUST without evidence fails the run", scenarios.Unverifiable, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := suite.Conform(tc.strict)

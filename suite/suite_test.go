@@ -13,10 +13,10 @@ import (
 	. "github.com/onsi/gomega"
 	"go.uber.org/goleak"
 
+	"github.com/idemcheck/idemcheck/idemchecktest"
 	"github.com/idemcheck/idemcheck/reference/demo"
 	"github.com/idemcheck/idemcheck/reports"
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/suite"
 )
 
 // Flags after -args (go test) or -- (ginkgo). With neither -config nor
@@ -27,6 +27,7 @@ var (
 	targetFlag  = flag.String("target", "", "base URL of a server following the reference contract (idemcheck serve)")
 	profileFlag = flag.String("profile", "", "profile preset (ietf, stripe, seeds, lenient, reference); replaces the config's profile")
 	strictFlag  = flag.Bool("strict", false, "an unmet SHOULD fails instead of warning")
+	allowFlag   = flag.Bool("allow-incomplete", false, "a MUST-level case without evidence (unverifiable, inconclusive) skips instead of failing")
 	jsonFlag    = flag.String("report-json", "", "also write the idemcheck JSON report (idemcheck.report/v1) to this file")
 	cmdFlag     = flag.String("target-cmd", "", "command that starts the target on {port} (the LEASE crash case kills and restarts it)")
 	ttlFlag     = flag.Duration("ttl", 0, "the target's retention (TTL), overriding the config; enables the expiry cases")
@@ -98,6 +99,7 @@ var _ = SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
 }, func(b []byte) {
 	report = &scenarios.Report{}
 	Expect(json.Unmarshal(b, report)).To(Succeed())
+	report.AllowIncomplete = *allowFlag
 	byName = map[string]scenarios.Result{}
 	for _, r := range report.Results {
 		byName[r.Name()] = r
@@ -125,17 +127,16 @@ var _ = Describe("idemcheck", func() {
 				It(p.Name(), labels, func() {
 					r, ok := byName[p.Name()]
 					Expect(ok).To(BeTrue(), "the engine returned no result for %s", p.Name())
-					switch r.Status {
-					case scenarios.Skip, scenarios.Unverifiable, scenarios.Inconclusive:
-						Skip(fmt.Sprintf("%s: %s", r.Status, r.Reason))
-					case scenarios.Warn:
-						// Under -strict the failure below shows the evidence.
-						if *strictFlag {
-							break
-						}
-						AddReportEntry("warning: SHOULD unmet", reports.FailureText(r, ""))
+					// The run-outcome rule, as idemchecktest reads it: a
+					// MUST without evidence fails unless -allow-incomplete.
+					switch d := idemchecktest.Decide(report, r); {
+					case d.Fail:
+						Fail(d.Text)
+					case d.Skip:
+						Skip(d.Text)
+					case d.Text != "":
+						AddReportEntry("warning: SHOULD unmet", d.Text)
 					}
-					Expect(r).To(suite.Conform(*strictFlag))
 				})
 			}
 		})

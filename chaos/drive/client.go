@@ -24,6 +24,7 @@ type driver struct {
 	client *http.Client
 	proxy  string // base URL of the in-process proxy
 	hist   *chaos.History
+	onOp   func(chaos.Op) // progress hook, nil when not asked
 	mu     sync.Mutex
 	rng    *rand.Rand
 }

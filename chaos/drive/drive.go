@@ -34,6 +34,9 @@ type Config struct {
 	// Deadline bounds the whole run (default 10m); operations not
 	// started by then are not run, and the report says so.
 	Deadline time.Duration
+	// OnProgress, when set, is called after each finished operation,
+	// never concurrently.
+	OnProgress func(Progress)
 }
 
 // ErrUnreachable: the target did not answer at all.
@@ -147,6 +150,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 
 	d := newDriver(cfg, client, front.URL, hist)
+	d.onOp = newTracker(cfg, proxy)
 	start := time.Now()
 	d.runAll(ctx)
 	elapsed := time.Since(start)
@@ -232,7 +236,11 @@ func (d *driver) runAll(ctx context.Context) {
 	for range min(d.cfg.Concurrency, d.cfg.Ops) {
 		wg.Go(func() {
 			for i := range next {
-				d.hist.WriteOp(d.run(ctx, shapes[i]))
+				op := d.run(ctx, shapes[i])
+				d.hist.WriteOp(op)
+				if d.onOp != nil {
+					d.onOp(op)
+				}
 			}
 		})
 	}

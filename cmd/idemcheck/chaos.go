@@ -21,6 +21,8 @@ type chaosFlags struct {
 	sel      scenarios.Selection
 	cfg      drive.Config
 	jsonPath string
+	verbose  bool
+	stderr   io.Writer // progress goes here
 }
 
 func init() {
@@ -43,6 +45,7 @@ func init() {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			context.AfterFunc(ctx, stop) // a second Ctrl-C kills at once
+			f.stderr = cmd.ErrOrStderr()
 			return runChaos(ctx, cmd.OutOrStdout(), f)
 		},
 	}
@@ -58,6 +61,7 @@ func init() {
 	fl.StringVar(&f.jsonPath, "json", "", "write the JSON report to this file")
 	fl.IntVar(&f.cfg.MaxAttempts, "max-attempts", 20, "attempts per operation before giving up")
 	fl.DurationVar(&f.cfg.Deadline, "deadline", 10*time.Minute, "bound on the whole run")
+	fl.BoolVarP(&f.verbose, "verbose", "v", false, "show progress even when stdout is not a terminal")
 	rootCmd.AddCommand(cmd)
 }
 
@@ -70,7 +74,9 @@ func runChaos(ctx context.Context, stdout io.Writer, f chaosFlags) error {
 	if err := f.cfg.Validate(); err != nil {
 		return withCode(exitUsage, err)
 	}
+	stopProgress := chaosProgress(stdout, f.stderr, f.verbose, &f.cfg)
 	res, err := drive.Run(ctx, f.cfg)
+	stopProgress()
 	if err != nil && ctx.Err() != nil {
 		return withCode(exitInterrupted, fmt.Errorf("interrupted before the run started: %v", err))
 	}

@@ -38,6 +38,7 @@ type loadFlags struct {
 	results            string
 	thresholds         []string
 	out                loadOutputs
+	verbose            bool
 }
 
 // loadOutputs are the files both `load` and `load report` can write.
@@ -48,7 +49,7 @@ type loadOutputs struct {
 func (o *loadOutputs) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&o.json, "json", "", "write the JSON summary (schema idemcheck.load/v1) to FILE")
-	fl.StringVar(&o.html, "html", "", "write vegeta's latency-over-time HTML plot (one series per path) to FILE")
+	fl.StringVar(&o.html, "html", "", "write the HTML report (latency over time per path, percentile table, thresholds, violations) to FILE")
 	fl.StringVar(&o.hdr, "hdr", "", "write the HDR percentile plot of the paths (SVG) to FILE")
 }
 
@@ -97,6 +98,7 @@ func init() {
 	fl.StringVar(&f.bodyPatch, "body-patch", "", `JSON merge patch applied to the request body, e.g. '{"delay_ms":50}'`)
 	fl.StringVar(&f.results, "results", "", "write every result as vegeta gob to FILE (merge runs with 'idemcheck load report')")
 	fl.StringArrayVar(&f.thresholds, "threshold", nil, "k6-style pass condition, repeatable, e.g. 'hit.p99<5ms'")
+	fl.BoolVarP(&f.verbose, "verbose", "v", false, "show progress even when stdout is not a terminal")
 	f.out.register(cmd)
 	cmd.AddCommand(newLoadReportCmd())
 	rootCmd.AddCommand(cmd)
@@ -232,22 +234,9 @@ func runLoad(cmd *cobra.Command, f loadFlags) error {
 	if f.out.html != "" {
 		opts = append(opts, load.WithTimePlot())
 	}
-	stderr := cmd.ErrOrStderr()
-	live := isTerminal(stderr)
-	if live {
-		opts = append(opts, load.WithProgress(func(p load.Progress) {
-			planned := ""
-			if p.Planned > 0 {
-				planned = fmt.Sprintf("/%d", p.Planned)
-			}
-			fmt.Fprintf(stderr, "\r\033[K[%d/%d %s] %s/%s  %d%s requests  %d errors",
-				p.Index, p.Phases, p.Phase, p.Elapsed.Round(time.Second), p.Duration, p.Sent, planned, p.Errors)
-		}))
-	}
-	rep, err := load.Run(ctx, t, opts...)
-	if live {
-		fmt.Fprint(stderr, "\r\033[K")
-	}
+	progressOpt, stopProgress := loadProgress(cmd.OutOrStdout(), cmd.ErrOrStderr(), f.verbose)
+	rep, err := load.Run(ctx, t, append(opts, progressOpt)...)
+	stopProgress()
 	if results != nil && err == nil {
 		if ferr := results.Flush(); ferr != nil {
 			err = fmt.Errorf("--results: %w", ferr)
@@ -293,7 +282,7 @@ func finishLoad(stdout io.Writer, rep *load.Report, ths []load.Threshold, out lo
 	for _, o := range []struct {
 		name string
 		fn   func(io.Writer) error
-	}{{out.json, rep.WriteJSON}, {out.html, rep.WriteHTMLPlot}, {out.hdr, rep.WriteHDRPlot}} {
+	}{{out.json, rep.WriteJSON}, {out.html, rep.WriteHTML}, {out.hdr, rep.WriteHDRPlot}} {
 		if err := write(o.name, o.fn); err != nil {
 			return withCode(exitFail, err)
 		}
@@ -319,14 +308,4 @@ func finishLoad(stdout io.Writer, rep *load.Report, ths []load.Threshold, out lo
 		return withCode(exitFail, fmt.Errorf("%d idempotency violations under load", rep.Violations))
 	}
 	return nil
-}
-
-// isTerminal reports whether w is a terminal (live progress only there).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

@@ -10,10 +10,10 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/idemcheck/idemcheck/internal/progress"
 	"github.com/idemcheck/idemcheck/reports"
 	"github.com/idemcheck/idemcheck/scenarios"
 )
@@ -26,6 +26,7 @@ type runFlags struct {
 	knownFailing          string
 	seed                  int64
 	junit, json, markdown string
+	html                  string
 	format                string
 	verbose               bool
 }
@@ -56,7 +57,7 @@ func init() {
 	fl.StringVar(&f.sel.Profile, "profile", "", "profile preset: "+strings.Join(scenarios.ProfileNames(), ", ")+" (replaces the config's profile)")
 	fl.BoolVar(&f.strict, "strict", false, "an unmet SHOULD fails the run instead of warning")
 	fl.BoolVar(&f.allowIncomplete, "allow-incomplete", false, "pass although a MUST-level case ended unverifiable or inconclusive (instead of exit 5)")
-	fl.StringArrayVar(&f.run, "run", nil, "run only cases matching this glob (family/case@operation; * within a segment, ** across); repeatable")
+	fl.StringArrayVar(&f.run, "run", nil, "run only cases matching this glob (family/case@operation; * within a segment, a ** segment across, {a,b} alternatives); repeatable")
 	fl.StringArrayVar(&f.skip, "skip", nil, "skip cases matching this glob; repeatable")
 	fl.StringVar(&f.knownFailing, "known-failing", "", "file of globs (one per line, # comments) of cases expected to fail; one that passes fails the run")
 	fl.Int64Var(&f.seed, "seed", 0, "shuffle the start order with this seed (0: catalog order)")
@@ -65,8 +66,9 @@ func init() {
 	fl.StringVar(&f.junit, "junit", "", "write a JUnit XML report to this file")
 	fl.StringVar(&f.json, "json", "", "write the JSON report (schema idemcheck.report/v1) to this file")
 	fl.StringVar(&f.markdown, "markdown", "", "write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY) to this file")
+	fl.StringVar(&f.html, "html", "", "write the HTML conformance report (one self-contained file) to this file")
 	fl.StringVar(&f.format, "format", "console", "stdout format: console or json")
-	fl.BoolVarP(&f.verbose, "verbose", "v", false, "print each result as it finishes and the reasons of skipped cases")
+	fl.BoolVarP(&f.verbose, "verbose", "v", false, "print each result as it finishes, the reasons of skipped cases, and progress even when stdout is not a terminal")
 	rootCmd.AddCommand(cmd)
 }
 
@@ -105,13 +107,12 @@ func runConformance(ctx context.Context, stdout, stderr io.Writer, f runFlags) e
 			oracle = "per-key oracle"
 		}
 		fmt.Fprintf(stderr, "running %d case instances against %s (profile %s, %s)\n", len(planned), where, profile.Name, oracle)
-		opts.OnResult = func(r scenarios.Result) {
-			fmt.Fprintf(stderr, "  %-12s %s (%s)\n", r.Status, r.Name(), r.Duration.Round(time.Millisecond))
-		}
 	}
 	// Run-wide notes (an oracle check that failed) go out before the
 	// first result.
 	opts.OnNote = func(n string) { fmt.Fprintln(stderr, "note: "+n) }
+	rules := &scenarios.Report{Strict: f.strict, AllowIncomplete: f.allowIncomplete}
+	stopProgress := runProgress(stdout, stderr, f.verbose, rules, target, profile, planned, &opts)
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -119,6 +120,7 @@ func runConformance(ctx context.Context, stdout, stderr io.Writer, f runFlags) e
 	defer stop()
 	context.AfterFunc(ctx, stop) // a second Ctrl-C kills at once
 	rep, err := scenarios.Run(ctx, target, profile, opts)
+	stopProgress()
 	if err != nil && ctx.Err() != nil {
 		return withCode(exitInterrupted, fmt.Errorf("interrupted before the run started: %v", err))
 	}
@@ -133,7 +135,7 @@ func runConformance(ctx context.Context, stdout, stderr io.Writer, f runFlags) e
 	for _, out := range []struct {
 		path  string
 		write func(io.Writer, *scenarios.Report) error
-	}{{f.junit, reports.JUnit}, {f.json, reports.JSON}, {f.markdown, reports.Markdown}} {
+	}{{f.junit, reports.JUnit}, {f.json, reports.JSON}, {f.markdown, reports.Markdown}, {f.html, reports.HTML}} {
 		if out.path == "" {
 			continue
 		}
@@ -201,10 +203,5 @@ func readGlobFile(path string) ([]string, error) {
 
 // colorOK: colour only on a terminal, and never when NO_COLOR is set.
 func colorOK(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok || os.Getenv("NO_COLOR") != "" {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return os.Getenv("NO_COLOR") == "" && progress.IsTerminal(w)
 }

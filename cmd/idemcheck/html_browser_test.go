@@ -1,0 +1,168 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/idemcheck/idemcheck/internal/browsertest"
+	"github.com/idemcheck/idemcheck/internal/demotest"
+	"github.com/idemcheck/idemcheck/reference/demo"
+)
+
+// screenshotDir is the repository's ignored output folder.
+const screenshotDir = "../../out"
+
+// TestHTMLReportsInBrowser opens the HTML reports of `run --html` and
+// `load --html` in headless Chromium, as a reader would: the page renders,
+// its counts equal the JSON report's, filters and expanding work, and the
+// load plot draws every path.
+func TestHTMLReportsInBrowser(t *testing.T) {
+	ctx := browsertest.New(t)
+	dir := t.TempDir()
+
+	t.Run("run", func(t *testing.T) {
+		defective := demotest.Serve(t, demo.Options{TTL: 2 * time.Second, Defects: []string{"no-fingerprint"}})
+		page, jsonPath := filepath.Join(dir, "run.html"), filepath.Join(dir, "run.json")
+		res := runCLI(t, "run", "--target", defective, "--ttl", "2s", "--html", page, "--json", jsonPath)
+		if res.code != exitFail {
+			t.Fatalf("run against no-fingerprint: exit %d, want 1\n%s", res.code, res.stderr)
+		}
+		doc := readJSON(t, jsonPath)
+		if err := chromedp.Do(ctx, chromedp.Navigate(browsertest.FileURL(t, page)), chromedp.WaitVisible(chromedp.CSS("#coverage"))); err != nil {
+			t.Fatal(err)
+		}
+		eval := func(js string) map[string]float64 {
+			t.Helper()
+			v, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]float64](js))
+			if err != nil {
+				t.Fatalf("%s: %v", js, err)
+			}
+			return v
+		}
+		// The page's counts, instances and requirements per level, are the JSON report's.
+		counts := eval(`Object.fromEntries([...document.querySelectorAll('[data-count]')].map(e => [e.dataset.count, +e.textContent]))`)
+		for k, want := range doc["counts"].(map[string]any) {
+			if counts[k] != want.(float64) {
+				t.Errorf("count %s: page %v, JSON %v", k, counts[k], want)
+			}
+		}
+		reqs := eval(`Object.fromEntries([...document.querySelectorAll('[data-req]')].map(e => [e.dataset.req, +e.textContent]))`)
+		for level, c := range doc["requirements"].(map[string]any) {
+			if level != "MUST" && level != "SHOULD" {
+				continue
+			}
+			for k, want := range c.(map[string]any) {
+				if got := reqs[level+"."+k]; got != want.(float64) {
+					t.Errorf("requirements %s.%s: page %v, JSON %v", level, k, got, want)
+				}
+			}
+		}
+		if len(reqs) != 8 {
+			t.Errorf("requirement cells: %v, want MUST and SHOULD x 4", reqs)
+		}
+		total := len(doc["results"].([]any))
+		state := eval(`({rows: document.querySelectorAll('details.result').length,
+			failed: document.querySelectorAll('details.result[data-status="fail"]').length,
+			outcome: document.querySelector('[data-outcome]').dataset.outcome === 'fail' ? 1 : 0})`)
+		if int(state["rows"]) != total || int(state["failed"]) != int(counts["failed"]) || state["outcome"] != 1 {
+			t.Errorf("page %v: want %d instances, %v failed, outcome fail", state, total, counts["failed"])
+		}
+
+		// Filtering out passes leaves the others shown.
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`input[data-filter="pass"]`))); err != nil {
+			t.Fatal(err)
+		}
+		shown, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]float64](
+			`({visible: [...document.querySelectorAll('details.result')].filter(d => d.offsetParent !== null).length})`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := total - int(counts["passed"]); int(shown["visible"]) != want {
+			t.Errorf("with passes filtered out %v instances are visible, want %d", shown["visible"], want)
+		}
+
+		// Expanding a failure shows its curl reproduction.
+		sel := `details.result[data-status="fail"]`
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel+` > summary`)),
+			chromedp.WaitVisible(chromedp.CSS(sel+` .curl-cmd`))); err != nil {
+			t.Fatal(err)
+		}
+		curl, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel+` .curl-cmd`)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		name, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('`+sel+`').dataset.name`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(curl, "curl -i -X POST '"+defective) || !strings.HasPrefix(name, "mismatch/changed-body@") {
+			t.Errorf("expanded failure %s shows %q, want a curl to %s", name, curl, defective)
+		}
+		browsertest.Screenshot(t, ctx, filepath.Join(screenshotDir, "run-report.png"))
+		browsertest.ScreenshotOf(t, ctx, filepath.Join(screenshotDir, "run-report-failure.png"), sel)
+	})
+
+	t.Run("load", func(t *testing.T) {
+		target := demotest.Serve(t, demo.Options{})
+		page, jsonPath := filepath.Join(dir, "load.html"), filepath.Join(dir, "load.json")
+		res := runCLI(t, "load", "--target", target, "--mode", "mix", "--rate", "200", "--duration", "2s",
+			"--body-patch", `{"delay_ms":5}`, "--threshold", "violations==0", "--threshold", "miss.p50<1us",
+			"--html", page, "--json", jsonPath)
+		if res.code != exitThreshold {
+			t.Fatalf("load with a breached threshold: exit %d, want 3\n%s", res.code, res.stderr)
+		}
+		doc := readJSON(t, jsonPath)
+		if err := chromedp.Do(ctx, chromedp.Navigate(browsertest.FileURL(t, page)), chromedp.WaitVisible(chromedp.CSS("svg.timeplot"))); err != nil {
+			t.Fatal(err)
+		}
+		// Every measured path is its own visible line in the time plot.
+		lines, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]float64](`Object.fromEntries(
+			[...document.querySelectorAll('svg.timeplot polyline[data-stat="p50"]')].map(l =>
+				[l.dataset.path, l.getBBox().width > 100 && getComputedStyle(l).stroke !== 'none' ? +l.dataset.points : 0]))`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []string{"hit", "miss"} {
+			if lines[p] < 2 {
+				t.Errorf("time plot: %s drawn with %v points (want a visible line): %v", p, lines[p], lines)
+			}
+		}
+		// The percentile table shows the paths side by side.
+		table, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](
+			`[...document.querySelectorAll('table.percentiles th[data-col]')].map(e => e.dataset.col).concat(
+			 [...document.querySelectorAll('table.percentiles tr[data-row]')].map(e => e.dataset.row))`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"hit", "miss", "p50", "p99", "p99.9"} {
+			if !strings.Contains(" "+strings.Join(table, " ")+" ", " "+want+" ") {
+				t.Errorf("percentile table lacks %q: %v", want, table)
+			}
+		}
+		// Thresholds with their verdicts and the violations are the JSON's.
+		verdicts, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]string](`Object.fromEntries(
+			[...document.querySelectorAll('tr[data-threshold]')].map(r => [r.dataset.threshold, r.querySelector('.verdict-cell').textContent.trim()])
+			.concat([['violations', document.querySelector('[data-violations]').dataset.violations]]))`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, th := range doc["thresholds"].([]any) {
+			m := th.(map[string]any)
+			want := "breach"
+			if m["ok"].(bool) {
+				want = "pass"
+			}
+			if got := verdicts[m["expr"].(string)]; got != want {
+				t.Errorf("threshold %s: page says %q, JSON ok=%v", m["expr"], got, m["ok"])
+			}
+		}
+		if verdicts["violations"] != "0" || doc["violations"].(float64) != 0 {
+			t.Errorf("violations: page %q, JSON %v", verdicts["violations"], doc["violations"])
+		}
+		browsertest.Screenshot(t, ctx, filepath.Join(screenshotDir, "load-report.png"))
+	})
+}

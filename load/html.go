@@ -1,0 +1,74 @@
+package load
+
+import (
+	"bytes"
+	_ "embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"time"
+)
+
+//go:embed html/report.tmpl
+var htmlTemplate string
+
+var htmlPage = template.Must(template.New("load").Parse(htmlTemplate))
+
+type htmlData struct {
+	R            *Report
+	Started      string
+	Duration     string
+	TimePlot     template.HTML
+	HDRPlot      template.HTML
+	Cols         []Path
+	Rows         []tableRow
+	Ratios       []htmlKV
+	Oracle       string
+	Breached     int
+	VerdictClass string
+	Verdict      string
+}
+
+type htmlKV struct {
+	K string
+	V string
+}
+
+// WriteHTML writes the load report as one self-contained page: the
+// verdict (thresholds with pass/breach, violations), the latency over time
+// with every path its own series, the percentile table of the paths side
+// by side, the HDR percentile plot, ratios, phases and the oracle. It
+// needs the time plot (WithTimePlot, or ReadResults with timePlot).
+func (r *Report) WriteHTML(w io.Writer) error {
+	if r.plot == nil {
+		return errors.New("no time plot collected (WithTimePlot)")
+	}
+	var tp, hdr bytes.Buffer
+	if err := r.plot.writeSVG(&tp, "Latency over time — "+r.Target); err != nil {
+		return err
+	}
+	if err := r.WriteHDRPlot(&hdr); err != nil {
+		return err
+	}
+	d := htmlData{
+		R: r, Started: r.Started.UTC().Format(time.RFC3339),
+		Duration: (time.Duration(r.DurationS * float64(time.Second))).Round(time.Millisecond).String(),
+		// Both SVGs are written by this package with escaped text.
+		TimePlot: template.HTML(tp.String()), HDRPlot: template.HTML(hdr.String()),
+		Oracle: r.oracleLine(), Breached: len(r.Breached()),
+	}
+	d.Cols, d.Rows = r.table()
+	for _, k := range sortedKeys(r.Ratios) {
+		d.Ratios = append(d.Ratios, htmlKV{K: k, V: fmt.Sprintf("%.3f", r.Ratios[k])})
+	}
+	switch {
+	case d.Breached > 0:
+		d.VerdictClass, d.Verdict = "bad", fmt.Sprintf("%d of %d thresholds breached (exit 3)", d.Breached, len(r.Thresholds))
+	case r.Violations > 0:
+		d.VerdictClass, d.Verdict = "bad", fmt.Sprintf("%d idempotency violations (exit 1)", r.Violations)
+	default:
+		d.VerdictClass, d.Verdict = "good", "no violation, no threshold breached"
+	}
+	return htmlPage.Execute(w, d)
+}

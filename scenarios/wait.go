@@ -1,0 +1,38 @@
+package scenarios
+
+import "time"
+
+// LongestWait is the longest wait a planned instance cannot skip: an
+// expiry case waits out the TTL plus grace, a lease case the lease plus a
+// margin, an overlap case its slow variant. Instances run concurrently,
+// so a run takes at least this long; front ends show it as an ETA.
+func LongestWait(t *Target, p *Profile, planned []Planned) time.Duration {
+	if p == nil {
+		p, _ = ProfileByName(DefaultProfile)
+	}
+	var slow time.Duration
+	for _, op := range t.Operations {
+		if v, ok := op.Variants[VariantSlow]; ok {
+			slow = max(slow, v.Duration)
+		}
+	}
+	var longest time.Duration
+	for _, in := range planned {
+		if !in.Supplied {
+			continue
+		}
+		for _, n := range in.Needs {
+			switch n {
+			case NeedTTL:
+				if w := t.TTL + p.Grace; w <= maxExpiryWait {
+					longest = max(longest, w)
+				}
+			case NeedLease:
+				longest = max(longest, t.Lease+leaseMargin, slow)
+			case NeedSlow:
+				longest = max(longest, slow)
+			}
+		}
+	}
+	return longest
+}
