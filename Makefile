@@ -4,7 +4,7 @@ BIN       := bin/idemcheck
 OUT       := out
 PKGS      := ./...
 
-.PHONY: all build demo test bench lint clean
+.PHONY: all build demo test bench lint clean fuzz soak
 
 all: build
 
@@ -20,6 +20,11 @@ demo: build
 # by internal/testenv; everything runs under the race detector.
 test: lint
 	$(GO) test -race -count=1 -timeout 30m $(PKGS)
+
+# Every fuzz target for FUZZTIME each (the seeds already run in `make test`).
+FUZZTIME ?= 2m
+fuzz:
+	GO=$(GO) bash scripts/fuzz.sh $(FUZZTIME)
 
 bench: build
 	bash scripts/bench.sh $(OUT)/bench

@@ -98,7 +98,7 @@ func (th Threshold) parseValue(v string) (float64, error) {
 	}
 	if p, ok := strings.CutSuffix(v, "%"); ok {
 		f, err := strconv.ParseFloat(p, 64)
-		if err != nil {
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
 			return 0, fmt.Errorf("want a number")
 		}
 		return f / 100, nil

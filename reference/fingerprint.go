@@ -24,15 +24,22 @@ func fingerprint(body []byte, ignore map[string]bool) string {
 	return hex.EncodeToString(h.Sum(sum[:0]))
 }
 
+const jsonSpace = " \t\r\n"
+
 func canonicalJSON(body []byte, ignore map[string]bool) ([]byte, bool) {
-	trimmed := bytes.TrimSpace(body)
+	// JSON's own whitespace only: bytes.TrimSpace would also drop Unicode
+	// spaces (U+00A0, U+0085), and an invalid body must not share a
+	// fingerprint with a valid one.
+	trimmed := bytes.Trim(body, jsonSpace)
 	if len(trimmed) == 0 || (trimmed[0] != '{' && trimmed[0] != '[') {
 		return nil, false
 	}
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	dec.UseNumber()
 	var v any
-	if err := dec.Decode(&v); err != nil || dec.More() {
+	// The whole body must be the one value: dec.More() alone lets a stray
+	// closing bracket through ("{}}").
+	if err := dec.Decode(&v); err != nil || dec.InputOffset() != int64(len(trimmed)) {
 		return nil, false
 	}
 	if obj, ok := v.(map[string]any); ok {
