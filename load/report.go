@@ -28,6 +28,10 @@ type Report struct {
 	DurationS   float64   `json:"duration_s"`
 	Interrupted bool      `json:"interrupted"`
 	VerySlowMs  float64   `json:"very_slow_ms"`
+	// Delayed counts requests vegeta's worker cap sent more than 1 ms
+	// behind the rate plan; over 1% of the requests, latency thresholds
+	// fail (DelayWarning).
+	Delayed uint64 `json:"delayed"`
 	// Paths holds one entry per measured path: hit, miss, contention, nokey.
 	Paths map[Path]*PathStats `json:"paths"`
 	// Ratios compares paths: "hit.p50/miss.p50", "hit.p99/miss.p99",
@@ -274,6 +278,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		} else {
 			fmt.Fprintf(w, "  %s: %s\n", v.Kind, v.Detail)
 		}
+	}
+	if msg := r.DelayWarning(); msg != "" {
+		fmt.Fprintln(w, msg)
 	}
 	for _, t := range r.Thresholds {
 		verdict := "ok"

@@ -1,10 +1,13 @@
 package load
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"html"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
@@ -16,7 +19,25 @@ func (r *Report) WriteHTMLPlot(w io.Writer) error {
 	if r.plot == nil {
 		return errors.New("no time plot collected (WithTimePlot)")
 	}
-	_, err := r.plot.WriteTo(w)
+	msg := r.DelayWarning()
+	if msg == "" {
+		_, err := r.plot.WriteTo(w)
+		return err
+	}
+	// The delayed count goes on the page itself: a plot read without the
+	// console output must not look better than the run was.
+	var b bytes.Buffer
+	if _, err := r.plot.WriteTo(&b); err != nil {
+		return err
+	}
+	page, banner := b.String(), `<p class="idemcheck-delayed" style="color:#b00;font-weight:bold">`+html.EscapeString(msg)+"</p>"
+	if i := strings.Index(page, "<body"); i >= 0 && strings.IndexByte(page[i:], '>') > 0 {
+		at := i + strings.IndexByte(page[i:], '>') + 1
+		page = page[:at] + banner + page[at:]
+	} else {
+		page = banner + page
+	}
+	_, err := io.WriteString(w, page)
 	return err
 }
 

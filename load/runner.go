@@ -334,6 +334,7 @@ func Run(ctx context.Context, t *scenarios.Target, opts ...Option) (*Report, err
 		rep.HitRatio = c.hitRatio
 	}
 	rep.Interrupted = interrupted
+	rep.Delayed = s.delayed
 	rep.plot = s.plot
 	if orc != nil {
 		// The run's ctx may be cancelled (Ctrl-C): the oracle still gets
@@ -353,6 +354,8 @@ type sink struct {
 	enc  vegeta.Encoder
 	plot *plot.Plot
 	err  error // first results-file error
+	// delayed counts sends the worker cap held back (capPacer).
+	delayed uint64
 }
 
 func (s *sink) add(r *vegeta.Result) {
@@ -450,7 +453,15 @@ func runPhase(ctx context.Context, c *config, client *http.Client, tr vegeta.Tar
 	}
 	atk := vegeta.NewAttacker(vegeta.Client(client), vegeta.Workers(c.workers),
 		vegeta.MaxWorkers(c.maxWork), vegeta.MaxBody(maxBody))
-	results := atk.Attack(tr, ph.Pacer, ph.Duration, ph.Spec)
+	// A max@ phase is closed-loop by design: nothing is due, nothing late.
+	var cp *capPacer
+	pacer := ph.Pacer
+	if !ph.Max {
+		cp = &capPacer{inner: ph.Pacer, maxWork: c.maxWork}
+		pacer = cp
+		defer func() { s.delayed += cp.delayed.Load() }()
+	}
+	results := atk.Attack(tr, pacer, ph.Duration, ph.Spec)
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	began := time.Now()
@@ -462,6 +473,9 @@ func runPhase(ctx context.Context, c *config, client *http.Client, tr vegeta.Tar
 		case r, ok := <-results:
 			if !ok {
 				return stopped
+			}
+			if cp != nil {
+				cp.received.Add(1)
 			}
 			s.add(r)
 			pr.Sent++
