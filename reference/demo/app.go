@@ -49,7 +49,14 @@ func New(o Options) (*App, error) {
 	if o.TTL < 0 || o.Lease < 0 || o.MaxBody < 0 {
 		return nil, errors.New("demo: TTL, lease and max body must not be negative")
 	}
-	a := &App{store: o.Store, ledger: o.Ledger, effects: newEffects(), maxBody: o.MaxBody}
+	ttl, lease := o.TTL, o.Lease
+	if ttl == 0 {
+		ttl = reference.DefaultTTL
+	}
+	if lease == 0 {
+		lease = reference.DefaultLease
+	}
+	a := &App{store: o.Store, ledger: o.Ledger, effects: newEffects(ttl, lease), maxBody: o.MaxBody}
 	if a.maxBody == 0 {
 		a.maxBody = reference.DefaultMaxBody
 	}

@@ -62,7 +62,7 @@ func (a *App) create(op, idPrefix, object string) http.HandlerFunc {
 			return
 		}
 
-		a.effects.record(effectKey(r), op)
+		defer a.effects.record(effectKey(r), op)()
 		if in.DelayMS > 0 {
 			t := time.NewTimer(time.Duration(in.DelayMS) * time.Millisecond)
 			select {
