@@ -33,6 +33,9 @@ type App struct {
 	ledger    Ledger
 	effects   *effects
 	maxBody   int64
+	// undoable: the ledger commits with the record, so a run the store
+	// rolled back is taken back from the oracle (serveUndoable).
+	undoable bool
 }
 
 const (
@@ -66,6 +69,9 @@ func New(o Options) (*App, error) {
 	}
 	if a.ledger == nil {
 		a.ledger = NewMemoryLedger()
+	}
+	if c, ok := a.ledger.(CommitsWithRecord); ok && c.CommitsWithRecord() {
+		a.undoable = true
 	}
 	opts := []reference.Option{
 		reference.WithPrincipal(bearerUser),
@@ -111,6 +117,10 @@ func (a *App) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, a.maxBody)
+	if a.undoable {
+		a.serveUndoable(w, r)
+		return
+	}
 	a.handler.ServeHTTP(w, r)
 }
 

@@ -36,6 +36,14 @@ type opCounts struct {
 	Refunds int64 `json:"refunds"`
 }
 
+func (o *opCounts) sub(op string) {
+	if op == opCharges {
+		o.Charges--
+	} else {
+		o.Refunds--
+	}
+}
+
 func (o *opCounts) add(op string) {
 	if op == opCharges {
 		o.Charges++
@@ -79,6 +87,17 @@ func (e *effects) record(key, op string) (done func()) {
 		defer e.mu.Unlock()
 		c.running--
 		c.last = e.now()
+	}
+}
+
+// undo takes back an execution of op under key whose effects the store
+// rolled back (see App.ServeHTTP).
+func (e *effects) undo(key, op string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.total.sub(op)
+	if c, ok := e.perKey[key]; ok {
+		c.sub(op)
 	}
 }
 

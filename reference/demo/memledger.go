@@ -8,7 +8,7 @@ import (
 // MemoryLedgerCap is how many charges the memory ledger keeps: the newest
 // ones (GET of an older charge is 404), so a long-running serve stays
 // bounded. The PostgreSQL ledger keeps everything.
-const MemoryLedgerCap = 10_000
+const MemoryLedgerCap = 4096
 
 // memoryLedger is the default Ledger: a map guarded by a mutex, with the
 // ids in insertion order in a ring so the oldest is dropped at the cap.
