@@ -2,10 +2,12 @@ package scenarios
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 // FuzzParseConfig feeds arbitrary YAML to the config loader. Properties:
@@ -29,7 +31,19 @@ func FuzzParseConfig(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		tg, p, err := ParseConfig(raw)
+		var (
+			tg  *Target
+			p   *Profile
+			err error
+		)
+		done := make(chan struct{})
+		go func() { defer close(done); tg, p, err = ParseConfig(raw) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			// The fuzzer has no per-input timeout: a hang would only stall it.
+			panic(fmt.Sprintf("ParseConfig did not return within 10s on %q", raw))
+		}
 		if err != nil {
 			if msg := err.Error(); strings.ContainsAny(msg, "\r\n") {
 				t.Fatalf("error is not one line: %q", msg)
