@@ -25,7 +25,7 @@ for t in "${targets[@]}"; do
   log=$(mktemp)
   # -fuzzminimizetime: each new interesting input is minimized for up to
   # 60s by default, which starves short runs on large inputs (YAML configs).
-  if $go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" -fuzzminimizetime "${FUZZMINTIME:-5s}" \
+  if $go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" -fuzzminimizetime "${FUZZMINTIME:-200x}" \
       -parallel "${FUZZPARALLEL:-1}" "$pkg" >"$log" 2>&1; then
     grep -E '^fuzz: elapsed' "$log" | tail -n 1
   else
