@@ -70,48 +70,51 @@ judge() {
     }' "$2"
 }
 
+# soak_serve: serve under load --mode mix. A short TTL makes records expire
+# during the run, so the store, the oracle's window and the ledger reach
+# their bounds inside the warm-up half (TTL 10s + lease 5s + 1 min slack).
+soak_serve() {
+  start "$out/serve.log" 's/^idemcheck: listening on //p' serve --addr 127.0.0.1:0 --ttl 10s --lease 5s
+  local serve_pid=$pid url=$addr
+  sample "$serve_pid" "$out/serve-rss.txt" &
+  pids+=($!)
+  echo "== soak serve ($url) under load --mode mix --rate $rate for $soak"
+  # Pool keys outlive the 10s TTL, so late hits re-execute and load
+  # reports replay violations; only the RSS is judged here.
+  "$bin" load --target "$url" --mode mix --hit-ratio 0.9 --rate "$rate" --duration "$soak" \
+    --json "$out/load.json" >"$out/load.txt" 2>&1 || echo "(load exit $? — see $out/load.txt; not judged by the soak)"
+  kill "$serve_pid"; wait "$serve_pid" 2>/dev/null || true
+  sleep "$every"
+  judge serve "$out/serve-rss.txt"
+}
+
+# soak_proxy: a standalone proxy with a fault of its own in front of a
+# fresh serve; chaos runs back to back through it until SOAK_TIME.
+# --max-keys 5000: its attempt table rotates (about every minute here)
+# inside the warm-up, as the default 262,144 would after hours.
+soak_proxy() {
+  start "$out/serve2.log" 's/^idemcheck: listening on //p' serve --addr 127.0.0.1:0 --ttl 10s --lease 5s
+  local upstream=$addr
+  start "$out/proxy.log" 's/^idemcheck proxy: \([^ ]*\) -> .*/\1/p' proxy --listen 127.0.0.1:0 \
+    --upstream "$upstream" --fault drop-response:0.05 --max-keys 5000
+  local proxy_pid=$pid end=$(($(date +%s) + secs)) runs=0
+  sample "$proxy_pid" "$out/proxy-rss.txt" &
+  pids+=($!)
+  echo "== soak proxy ($addr -> $upstream) under chaos for $soak"
+  while [ "$(date +%s)" -lt "$end" ] && [ "$runs" -lt 100000 ]; do
+    runs=$((runs + 1))
+    "$bin" chaos --target "http://$addr" --ops 500 --concurrency 16 --fault drop-response:0.1 \
+      --seed "$runs" --deadline 2m >"$out/chaos-last.txt" 2>&1 ||
+      echo "(chaos run $runs exit $? — see $out/chaos-last.txt; not judged by the soak)"
+  done
+  echo "   $runs chaos runs"
+  kill "$proxy_pid"; wait "$proxy_pid" 2>/dev/null || true
+  sleep "$every"
+  judge proxy "$out/proxy-rss.txt"
+}
+
 status=0
 only=${SOAK_ONLY:-}
-
-# 1. serve under load --mode mix. A short TTL makes records expire during
-#    the run, so the store, the oracle's window and the ledger reach their
-#    bounds inside the warm-up half (TTL 10s + lease 5s + 1 min slack).
-if [ "$only" != proxy ]; then
-start "$out/serve.log" 's/^idemcheck: listening on //p' serve --addr 127.0.0.1:0 --ttl 10s --lease 5s
-serve_pid=$pid url=$addr
-sample "$serve_pid" "$out/serve-rss.txt" &
-pids+=($!)
-echo "== soak serve ($url) under load --mode mix --rate $rate for $soak"
-# Pool keys outlive the 10s TTL, so late hits re-execute and load may
-# report replay violations; only the RSS is judged here.
-"$bin" load --target "$url" --mode mix --hit-ratio 0.9 --rate "$rate" --duration "$soak" \
-  --json "$out/load.json" >"$out/load.txt" 2>&1 || echo "(load exit $? — see $out/load.txt; not judged by the soak)"
-kill "$serve_pid"; wait "$serve_pid" 2>/dev/null || true
-sleep "$every"
-judge serve "$out/serve-rss.txt" || status=1
-fi
-
-# 2. proxy under chaos: a standalone proxy with a fault of its own in front
-#    of a fresh serve; chaos runs back to back through it until SOAK_TIME.
-#    --max-keys 5000: its attempt table rotates (about every minute here)
-#    inside the warm-up, as the default 262,144 would after hours.
-if [ "$only" != serve ]; then
-start "$out/serve2.log" 's/^idemcheck: listening on //p' serve --addr 127.0.0.1:0 --ttl 10s --lease 5s
-upstream=$addr
-start "$out/proxy.log" 's/^idemcheck proxy: \([^ ]*\) -> .*/\1/p' proxy --listen 127.0.0.1:0 --upstream "$upstream" --fault drop-response:0.05 --max-keys 5000
-proxy_pid=$pid
-sample "$proxy_pid" "$out/proxy-rss.txt" &
-pids+=($!)
-echo "== soak proxy ($addr -> $upstream) under chaos for $soak"
-end=$(($(date +%s) + secs)) runs=0
-while [ "$(date +%s)" -lt "$end" ] && [ "$runs" -lt 100000 ]; do
-  runs=$((runs + 1))
-  "$bin" chaos --target "http://$addr" --ops 500 --concurrency 16 --fault drop-response:0.1 \
-    --seed "$runs" --deadline 2m >"$out/chaos-last.txt" 2>&1 || echo "(chaos run $runs exit $? — see $out/chaos-last.txt; not judged by the soak)"
-done
-echo "   $runs chaos runs"
-kill "$proxy_pid"; wait "$proxy_pid" 2>/dev/null || true
-sleep "$every"
-judge proxy "$out/proxy-rss.txt" || status=1
-fi
+if [ "$only" != proxy ]; then soak_serve || status=1; fi
+if [ "$only" != serve ]; then soak_proxy || status=1; fi
 exit $status
