@@ -27,7 +27,7 @@ fuzz:
 	GO=$(GO) bash scripts/fuzz.sh $(FUZZTIME)
 
 # Memory soak: serve under load, proxy under chaos, SOAK_TIME each (default
-# 10m); fails when RSS keeps growing after warm-up. Figures in docs/reference.md.
+# 10m); fails when RSS keeps growing after warm-up. Figures in docs/reliability.md.
 SOAK_TIME ?= 10m
 soak: build
 	SOAK_TIME=$(SOAK_TIME) bash scripts/soak.sh $(BIN) $(OUT)/soak
