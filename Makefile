@@ -4,7 +4,7 @@ BIN       := bin/idemcheck
 OUT       := out
 PKGS      := ./...
 
-.PHONY: all build demo test bench lint clean dist-check
+.PHONY: all build demo test bench lint clean dist-check fuzz soak
 
 all: build
 
@@ -20,6 +20,17 @@ demo: build
 # by internal/testenv; everything runs under the race detector.
 test: lint
 	$(GO) test -race -count=1 -timeout 30m $(PKGS)
+
+# Every fuzz target for FUZZTIME each (the seeds already run in `make test`).
+FUZZTIME ?= 2m
+fuzz:
+	GO=$(GO) bash scripts/fuzz.sh $(FUZZTIME)
+
+# Memory soak: serve under load, proxy under chaos, SOAK_TIME each (default
+# 10m); fails when RSS keeps growing after warm-up. Figures in docs/reliability.md.
+SOAK_TIME ?= 10m
+soak: build
+	SOAK_TIME=$(SOAK_TIME) bash scripts/soak.sh $(BIN) $(OUT)/soak
 
 bench: build
 	bash scripts/bench.sh $(OUT)/bench

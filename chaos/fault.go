@@ -66,7 +66,7 @@ func (p params) mode(key string, allowed ...string) (string, error) {
 			return v, nil
 		}
 	}
-	return "", fmt.Errorf("%s=%s: want one of %s", key, v, strings.Join(allowed, ", "))
+	return "", fmt.Errorf("token %q: want one of %s", key+"="+v, strings.Join(allowed, ", "))
 }
 
 // leftover is the error for keys no getter took.

@@ -81,7 +81,7 @@ func ParseRule(spec string) (*Rule, error) {
 					return nil, fmt.Errorf("fault %q: token %q: want key=value", spec, tok)
 				}
 				if _, dup := p[k]; dup {
-					return nil, fmt.Errorf("fault %q: token %q: %s given twice", spec, tok, k)
+					return nil, fmt.Errorf("fault %q: token %q: %q given twice", spec, tok, k)
 				}
 				p[k] = v
 			}
@@ -109,20 +109,20 @@ func (s *Select) take(p params) error {
 		}
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil {
-			return fmt.Errorf("token \"p=%s\": not a number", v)
+			return fmt.Errorf("token %q: not a number", "p="+v)
 		}
 		s.P = f
 	}
 	if s.P == -1 {
 		s.P = 1
 	}
-	if s.P < 0 || s.P > 1 {
+	if !(s.P >= 0 && s.P <= 1) { // NaN fails both comparisons
 		return fmt.Errorf("probability %v: want 0..1", s.P)
 	}
 	if v, ok := p.take("attempt"); ok {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
-			return fmt.Errorf("token \"attempt=%s\": want an integer >= 1", v)
+			return fmt.Errorf("token %q: want an integer >= 1", "attempt="+v)
 		}
 		s.Attempt = n
 	}
@@ -131,14 +131,14 @@ func (s *Select) take(p params) error {
 	}
 	if v, ok := p.take("path"); ok {
 		if !strings.HasPrefix(v, "/") {
-			return fmt.Errorf("token \"path=%s\": want an absolute path", v)
+			return fmt.Errorf("token %q: want an absolute path", "path="+v)
 		}
 		s.Path = v
 	}
 	if v, ok := p.take("header"); ok {
 		name, value, found := strings.Cut(v, ":")
 		if !found || name == "" {
-			return fmt.Errorf("token \"header=%s\": want Name:value", v)
+			return fmt.Errorf("token %q: want Name:value", "header="+v)
 		}
 		s.Header, s.Value = http.CanonicalHeaderKey(name), value
 	}
@@ -153,7 +153,7 @@ func (p params) duration(key string, def time.Duration) (time.Duration, error) {
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil || d < 0 || d > time.Hour {
-		return 0, fmt.Errorf("token \"%s=%s\": want a duration such as 200ms (0..1h)", key, v)
+		return 0, fmt.Errorf("token %q: want a duration such as 200ms (0..1h)", key+"="+v)
 	}
 	return d, nil
 }
@@ -166,7 +166,7 @@ func (p params) intValue(key string, def int) (int, error) {
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 0 {
-		return 0, fmt.Errorf("token \"%s=%s\": want an integer >= 0", key, v)
+		return 0, fmt.Errorf("token %q: want an integer >= 0", key+"="+v)
 	}
 	return n, nil
 }

@@ -24,7 +24,7 @@ func TestParseRule(t *testing.T) {
 		{"explode:0.1", "unknown kind", chaos.Select{}, `"explode": unknown kind`},
 		{"drop-response:1.5", "probability out of range", chaos.Select{}, "want 0..1"},
 		{"drop-response:p=abc", "probability not a number", chaos.Select{}, `"p=abc"`},
-		{"drop-response:mode=rst,mode=fin", "a key given twice", chaos.Select{}, "mode given twice"},
+		{"drop-response:mode=rst,mode=fin", "a key given twice", chaos.Select{}, `"mode" given twice`},
 		{"drop-response:mode=slam", "bad mode value", chaos.Select{}, "mode=slam"},
 		{"drop-response:colour=red", "unknown parameter", chaos.Select{}, `"colour"`},
 		{"drop-response:p", "token without a value", chaos.Select{}, `token "p"`},

@@ -16,15 +16,18 @@ var htmlTemplate string
 var htmlPage = template.Must(template.New("load").Parse(htmlTemplate))
 
 type htmlData struct {
-	R            *Report
-	Started      string
-	Duration     string
-	TimePlot     template.HTML
-	HDRPlot      template.HTML
-	Cols         []Path
-	Rows         []tableRow
-	Ratios       []htmlKV
-	Oracle       string
+	R        *Report
+	Started  string
+	Duration string
+	TimePlot template.HTML
+	HDRPlot  template.HTML
+	Cols     []Path
+	Rows     []tableRow
+	Ratios   []htmlKV
+	Oracle   string
+	// Delayed is the worker-cap warning: a page read without the console
+	// output must not look better than the run was.
+	Delayed      string
 	Breached     int
 	VerdictClass string
 	Verdict      string
@@ -56,7 +59,7 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		Duration: (time.Duration(r.DurationS * float64(time.Second))).Round(time.Millisecond).String(),
 		// Both SVGs are written by this package with escaped text.
 		TimePlot: template.HTML(tp.String()), HDRPlot: template.HTML(hdr.String()),
-		Oracle: r.oracleLine(), Breached: len(r.Breached()),
+		Oracle: r.oracleLine(), Breached: len(r.Breached()), Delayed: r.DelayWarning(),
 	}
 	d.Cols, d.Rows = r.table()
 	for _, k := range sortedKeys(r.Ratios) {

@@ -33,6 +33,10 @@ type Report struct {
 	// ExpectedStatus is the declared status of the variant sent (e.g. 503
 	// for transient_error): it counts as an answer, not an error.
 	ExpectedStatus int `json:"expected_status,omitempty"`
+	// Delayed counts requests vegeta's worker cap sent more than 1 ms
+	// behind the rate plan; over 1% of the requests, latency thresholds
+	// fail (DelayWarning).
+	Delayed uint64 `json:"delayed"`
 	// Paths holds one entry per measured path: hit, miss, contention, nokey.
 	Paths map[Path]*PathStats `json:"paths"`
 	// Ratios compares paths: "hit.p50/miss.p50", "hit.p99/miss.p99",
@@ -351,6 +355,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		} else {
 			fmt.Fprintf(w, "  %s: %s\n", v.Kind, v.Detail)
 		}
+	}
+	if msg := r.DelayWarning(); msg != "" {
+		fmt.Fprintln(w, msg)
 	}
 	for _, t := range r.Thresholds {
 		verdict := "ok"

@@ -343,6 +343,7 @@ func Run(ctx context.Context, t *scenarios.Target, opts ...Option) (*Report, err
 	}
 	rep.Interrupted = interrupted
 	rep.ExpectedStatus = c.expectStatus
+	rep.Delayed = s.delayed
 	rep.plot = s.plot
 	if orc != nil {
 		// The run's ctx may be cancelled (Ctrl-C): the oracle still gets
@@ -362,6 +363,8 @@ type sink struct {
 	enc  vegeta.Encoder
 	plot *timePlot
 	err  error // first results-file error
+	// delayed counts sends the worker cap held back (capPacer).
+	delayed uint64
 }
 
 func (s *sink) add(r *vegeta.Result) {
@@ -457,7 +460,15 @@ func runPhase(ctx context.Context, c *config, client *http.Client, tr vegeta.Tar
 	}
 	atk := vegeta.NewAttacker(vegeta.Client(client), vegeta.Workers(c.workers),
 		vegeta.MaxWorkers(c.maxWork), vegeta.MaxBody(maxBody))
-	results := atk.Attack(tr, ph.Pacer, ph.Duration, ph.Spec)
+	// A max@ phase is closed-loop by design: nothing is due, nothing late.
+	var cp *capPacer
+	pacer := ph.Pacer
+	if !ph.Max {
+		cp = &capPacer{inner: ph.Pacer, maxWork: c.maxWork}
+		pacer = cp
+		defer func() { s.delayed += cp.delayed.Load() }()
+	}
+	results := atk.Attack(tr, pacer, ph.Duration, ph.Spec)
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	began := time.Now()
@@ -477,6 +488,9 @@ func runPhase(ctx context.Context, c *config, client *http.Client, tr vegeta.Tar
 			if !ok {
 				report() // the phase's final figures
 				return stopped
+			}
+			if cp != nil {
+				cp.received.Add(1)
 			}
 			s.add(r)
 			pr.Sent++

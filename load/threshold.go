@@ -88,6 +88,12 @@ func parseMetric(s string) (metricRef, error) {
 
 func (th Threshold) isLatency() bool { return th.right == nil && latencyStats[th.left.stat] }
 
+// readsLatency reports whether a latency figure enters the threshold,
+// alone or in a ratio.
+func (th Threshold) readsLatency() bool {
+	return latencyStats[th.left.stat] || (th.right != nil && latencyStats[th.right.stat])
+}
+
 func (th Threshold) parseValue(v string) (float64, error) {
 	if th.isLatency() {
 		d, err := time.ParseDuration(strings.ReplaceAll(v, "µ", "u"))
@@ -98,7 +104,7 @@ func (th Threshold) parseValue(v string) (float64, error) {
 	}
 	if p, ok := strings.CutSuffix(v, "%"); ok {
 		f, err := strconv.ParseFloat(p, 64)
-		if err != nil {
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
 			return 0, fmt.Errorf("want a number")
 		}
 		return f / 100, nil
@@ -171,8 +177,19 @@ func lookup(r *Report, m metricRef) (float64, bool) {
 	return 0, false
 }
 
-// Evaluate judges the threshold against a report.
+// Evaluate judges the threshold against a report. A saturated loader
+// makes a slow server look fast: past the delayed-share limit, no
+// threshold reading a latency passes.
 func (th Threshold) Evaluate(r *Report) ThresholdResult {
+	res := th.evaluate(r)
+	if share := r.delayedShare(); share > delayedShareLimit && th.readsLatency() && !res.NoData {
+		res.OK = false
+		res.Value += fmt.Sprintf(" (%.1f%% of requests delayed by the worker cap)", 100*share)
+	}
+	return res
+}
+
+func (th Threshold) evaluate(r *Report) ThresholdResult {
 	res := ThresholdResult{Expr: th.Expr}
 	v, ok := lookup(r, th.left)
 	if ok && th.right != nil {

@@ -28,12 +28,17 @@ func fingerprint(body []byte, ignore map[string]bool) string {
 	return hex.EncodeToString(h.Sum(sum[:0]))
 }
 
+const jsonSpace = " \t\r\n"
+
 // canonicalJSON returns the RFC 8785 form of body, or false when body is not
 // a JSON object or array that canonicalizes without merging distinct values:
 // invalid UTF-8 and lone surrogate escapes (which encoding/json would turn
 // into U+FFFD) and absurd exponents are hashed raw instead.
 func canonicalJSON(body []byte, ignore map[string]bool) ([]byte, bool) {
-	trimmed := bytes.TrimSpace(body)
+	// JSON's own whitespace only: bytes.TrimSpace would also drop Unicode
+	// spaces (U+00A0, U+0085), and an invalid body must not share a
+	// fingerprint with a valid one.
+	trimmed := bytes.Trim(body, jsonSpace)
 	if len(trimmed) == 0 || (trimmed[0] != '{' && trimmed[0] != '[') {
 		return nil, false
 	}
@@ -43,7 +48,9 @@ func canonicalJSON(body []byte, ignore map[string]bool) ([]byte, bool) {
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	dec.UseNumber()
 	var v any
-	if err := dec.Decode(&v); err != nil || dec.More() {
+	// The whole body must be the one value: dec.More() alone lets a stray
+	// closing bracket through ("{}}").
+	if err := dec.Decode(&v); err != nil || dec.InputOffset() != int64(len(trimmed)) {
 		return nil, false
 	}
 	if obj, ok := v.(map[string]any); ok {

@@ -38,7 +38,7 @@ func Middleware(store Store, opts ...Option) func(http.Handler) http.Handler {
 	atomic, _ := store.(Atomic)
 	probs := newProblems(c.docsURL)
 	return func(next http.Handler) http.Handler {
-		return &middleware{config: c, store: store, atomic: atomic, next: next, problems: probs, poisoned: newPoisonCache()}
+		return &middleware{config: c, store: store, atomic: atomic, next: next, problems: probs, poisoned: newPoisonCache(), unfinished: newUnfinished()}
 	}
 }
 
@@ -49,6 +49,8 @@ type middleware struct {
 	next     http.Handler
 	problems *problems
 	poisoned *poisonCache // store-conflicts defect only
+	// unfinished: outcomes to store before their scope is claimed again.
+	unfinished *unfinished
 }
 
 // requestState travels in the handler's context.
@@ -191,6 +193,10 @@ type exchange struct {
 
 // claim is the correct path: one atomic Claim decides who executes.
 func (x *exchange) claim() {
+	if !x.m.unfinished.finish(x.r.Context(), x.m.store, x.scope) {
+		x.m.problems.write(x.w, probUnavailable)
+		return
+	}
 	ttl, lease := x.m.ttlAndLease()
 	req := ClaimRequest{Scope: x.scope, Fingerprint: x.fp, Lease: lease, TTL: ttl}
 	deadline := time.Now().Add(lease)
@@ -339,8 +345,12 @@ func (x *exchange) execute(token string, owned bool) {
 				}
 			} else {
 				// An error here (lease lost, store down) cannot undo the
-				// effect; the client still gets the real outcome.
-				_ = m.store.Complete(bg, x.scope, token, resp)
+				// effect; the client still gets the real outcome, and a
+				// store that was down gets it before the scope's next claim.
+				if err := m.store.Complete(bg, x.scope, token, resp); err != nil && !errors.Is(err, ErrNotOwner) {
+					ttl, _ := m.ttlAndLease()
+					m.unfinished.put(x.scope, token, resp, time.Now().Add(ttl))
+				}
 			}
 		} else {
 			if unit != nil {

@@ -2,7 +2,9 @@ package scenarios
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -79,7 +81,8 @@ func problemShape(r Resp) (bool, string) {
 			bad = append(bad, "no "+member)
 		}
 	}
-	if st, present := m["status"]; present && fmt.Sprint(st) != fmt.Sprint(r.Status) {
+	// RFC 9457 §3.1.2: status is a JSON number; the string "409" is not one.
+	if st, present := m["status"]; present && st != json.Number(strconv.Itoa(r.Status)) {
 		bad = append(bad, fmt.Sprintf("status member %v", st))
 	}
 	if len(bad) > 0 {

@@ -116,7 +116,13 @@ func ParseConfig(raw []byte) (*Target, *Profile, error) {
 }
 
 // yamlError turns the YAML library's multi-line errors into one line.
-func yamlError(err error) error {
+func yamlError(err error) error { return errors.New(escapeBreaks.Replace(yamlMessage(err).Error())) }
+
+// escapeBreaks keeps a quoted value's line breaks from splitting the
+// message ("cannot unmarshal !!str `0\n0`").
+var escapeBreaks = strings.NewReplacer("\r", `\r`, "\n", `\n`)
+
+func yamlMessage(err error) error {
 	var te *yaml.TypeError
 	if errors.As(err, &te) && len(te.Errors) > 0 {
 		msg := te.Errors[0]

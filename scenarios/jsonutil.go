@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"reflect"
 )
 
@@ -15,7 +16,9 @@ func decodeJSON(b []byte) (any, error) {
 	if err := d.Decode(&v); err != nil {
 		return nil, err
 	}
-	if d.More() {
+	// d.More() alone lets a stray closing bracket through ("{}}"); only
+	// whitespace may follow the value.
+	if _, err := d.Token(); !errors.Is(err, io.EOF) {
 		return nil, errors.New("trailing data after JSON value")
 	}
 	return v, nil

@@ -22,6 +22,7 @@ type proxyFlags struct {
 	faults                             []string
 	seed                               uint64
 	keyHeader, idPointer               string
+	maxKeys                            int
 }
 
 func init() {
@@ -52,6 +53,7 @@ func init() {
 	fl.StringVar(&f.control, "control", "", "address of the JSON control API (loopback only), e.g. 127.0.0.1:8474")
 	fl.StringVar(&f.history, "history", "", "write one JSONL line per attempt to this file (truncated first)")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the per-request probability draws")
+	fl.IntVar(&f.maxKeys, "max-keys", 1<<18, "keys whose attempt numbers are remembered, per generation (bounds the proxy's memory)")
 	fl.StringVar(&f.keyHeader, "key-header", "Idempotency-Key", "idempotency key header")
 	fl.StringVar(&f.idPointer, "id-pointer", "/id", "JSON pointer to the created id in a 2xx response body")
 	rootCmd.AddCommand(cmd)
@@ -60,6 +62,9 @@ func init() {
 func runProxy(ctx context.Context, stderr io.Writer, f proxyFlags) error {
 	if f.upstream == "" {
 		return usageErrorf("--upstream is required")
+	}
+	if f.maxKeys < 1 {
+		return usageErrorf("--max-keys %d: want at least 1", f.maxKeys)
 	}
 	if f.control != "" {
 		if err := loopbackAddr("--control", f.control); err != nil {
@@ -75,7 +80,7 @@ func runProxy(ctx context.Context, stderr io.Writer, f proxyFlags) error {
 	}
 	// No Transport: the proxy's own keep-alive pool never re-sends a request.
 	p, err := chaos.New(chaos.Options{Upstream: f.upstream, KeyHeader: f.keyHeader, IDPointer: f.idPointer,
-		History: hist, Seed: f.seed})
+		History: hist, Seed: f.seed, MaxKeys: f.maxKeys})
 	if err != nil {
 		hist.Close()
 		return usageErrorf("--upstream: %v", err)

@@ -96,6 +96,10 @@ type localPostgres struct {
 	dsn  string
 	cmd  *exec.Cmd
 	done chan struct{}
+	// How it was started, so RestartablePostgres can start it again.
+	bin  string
+	cred *syscall.Credential
+	port int
 }
 
 func startLocalPostgres(ctx context.Context) (*localPostgres, error) {
@@ -153,6 +157,10 @@ func runPostgres(ctx context.Context, bin, dir string, cred *syscall.Credential)
 	if err != nil {
 		return nil, fmt.Errorf("local postgres: %w", err)
 	}
+	return runPostgresOn(ctx, bin, dir, cred, port)
+}
+
+func runPostgresOn(ctx context.Context, bin, dir string, cred *syscall.Credential, port int) (*localPostgres, error) {
 	logPath := filepath.Join(dir, "postgres.log")
 	logf, err := os.Create(logPath)
 	if err != nil {
@@ -170,7 +178,7 @@ func runPostgres(ctx context.Context, bin, dir string, cred *syscall.Credential)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("local postgres: %w", err)
 	}
-	pg := &localPostgres{dir: dir, cmd: cmd, done: make(chan struct{}),
+	pg := &localPostgres{dir: dir, cmd: cmd, done: make(chan struct{}), bin: bin, cred: cred, port: port,
 		dsn: fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)}
 	go func() { _ = cmd.Wait(); close(pg.done) }()
 	if err := pg.waitReady(ctx, data, logPath); err != nil {

@@ -40,12 +40,14 @@ func Redis(ctx context.Context) (url string, stop func(), how string, err error)
 }
 
 // RedisServer is a redis-server child process that can be restarted on the
-// same port (outage tests). It keeps nothing on disk: a restart loses every
-// key, like a crash of a Redis without persistence.
+// same port (outage tests). Unless durable (RequireDurableRedis) it keeps
+// nothing on disk: a restart loses every key, like a crash of a Redis
+// without persistence.
 type RedisServer struct {
-	bin  string
-	dir  string
-	port int
+	bin     string
+	dir     string
+	port    int
+	durable bool
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -53,7 +55,11 @@ type RedisServer struct {
 }
 
 // StartRedis starts a local redis-server on a free loopback port.
-func StartRedis(ctx context.Context) (*RedisServer, error) {
+func StartRedis(ctx context.Context) (*RedisServer, error) { return startRedis(ctx, false) }
+
+// startRedis starts a local redis-server; durable turns on an append-only
+// file fsynced on every write.
+func startRedis(ctx context.Context, durable bool) (*RedisServer, error) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		return nil, errors.New("local redis: no redis-server on PATH (install redis-server)")
@@ -62,7 +68,7 @@ func StartRedis(ctx context.Context) (*RedisServer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("local redis: %w", err)
 	}
-	rs := &RedisServer{bin: bin, dir: dir}
+	rs := &RedisServer{bin: bin, dir: dir, durable: durable}
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
 		if rs.port, err = freePort(); err != nil {
@@ -87,8 +93,12 @@ func (rs *RedisServer) URL() string { return fmt.Sprintf("redis://127.0.0.1:%d/0
 func (rs *RedisServer) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(rs.port)) }
 
 func (rs *RedisServer) start(ctx context.Context) error {
-	cmd := exec.Command(rs.bin, "--port", strconv.Itoa(rs.port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", rs.dir, "--daemonize", "no", "--logfile", "")
+	persist := []string{"--appendonly", "no"}
+	if rs.durable {
+		persist = []string{"--appendonly", "yes", "--appendfsync", "always"}
+	}
+	cmd := exec.Command(rs.bin, append([]string{"--port", strconv.Itoa(rs.port), "--bind", "127.0.0.1",
+		"--save", "", "--dir", rs.dir, "--daemonize", "no", "--logfile", ""}, persist...)...)
 	cmd.Dir = rs.dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

@@ -12,6 +12,7 @@ package testenv
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -19,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 // ErrUnavailable says no server of the wanted kind could be provided.
@@ -35,8 +38,10 @@ const (
 // included); every network step inside has its own shorter timeout.
 const startTimeout = 3 * time.Minute
 
-// Main runs the package's tests, then runs the package's own cleanups and
-// stops the shared servers started for them. Call it from TestMain.
+// Main runs the package's tests, then runs the package's own cleanups,
+// stops the shared servers started for them and fails the binary when a
+// goroutine is still running (goleak.VerifyTestMain, composed: the shared
+// servers' goroutines must end first). Call it from TestMain.
 func Main(m *testing.M, cleanups ...func()) {
 	code := m.Run()
 	for _, c := range cleanups {
@@ -44,6 +49,12 @@ func Main(m *testing.M, cleanups ...func()) {
 	}
 	stopShared()
 	removeBinary()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: errors on successful test run: %v\n", err)
+			code = 1
+		}
+	}
 	os.Exit(code)
 }
 

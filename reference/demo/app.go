@@ -33,6 +33,9 @@ type App struct {
 	ledger    Ledger
 	effects   *effects
 	maxBody   int64
+	// undoable: the ledger commits with the record, so a run the store
+	// rolled back is taken back from the oracle (serveUndoable).
+	undoable bool
 }
 
 const (
@@ -49,7 +52,14 @@ func New(o Options) (*App, error) {
 	if o.TTL < 0 || o.Lease < 0 || o.MaxBody < 0 {
 		return nil, errors.New("demo: TTL, lease and max body must not be negative")
 	}
-	a := &App{store: o.Store, ledger: o.Ledger, effects: newEffects(), maxBody: o.MaxBody}
+	ttl, lease := o.TTL, o.Lease
+	if ttl == 0 {
+		ttl = reference.DefaultTTL
+	}
+	if lease == 0 {
+		lease = reference.DefaultLease
+	}
+	a := &App{store: o.Store, ledger: o.Ledger, effects: newEffects(ttl, lease), maxBody: o.MaxBody}
 	if a.maxBody == 0 {
 		a.maxBody = reference.DefaultMaxBody
 	}
@@ -59,6 +69,9 @@ func New(o Options) (*App, error) {
 	}
 	if a.ledger == nil {
 		a.ledger = NewMemoryLedger()
+	}
+	if c, ok := a.ledger.(CommitsWithRecord); ok && c.CommitsWithRecord() {
+		a.undoable = true
 	}
 	opts := []reference.Option{
 		reference.WithPrincipal(bearerUser),
@@ -104,6 +117,10 @@ func (a *App) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, a.maxBody)
+	if a.undoable {
+		a.serveUndoable(w, r)
+		return
+	}
 	a.handler.ServeHTTP(w, r)
 }
 

@@ -62,7 +62,10 @@ func (a *App) create(op, idPrefix, object string) http.HandlerFunc {
 			return
 		}
 
-		a.effects.record(effectKey(r), op)
+		key := effectKey(r)
+		defer a.effects.record(key, op)()
+		w, tracked := trackExecution(w, r, key, op)
+		defer tracked()
 		if in.DelayMS > 0 {
 			t := time.NewTimer(time.Duration(in.DelayMS) * time.Millisecond)
 			select {
@@ -94,6 +97,9 @@ func (a *App) create(op, idPrefix, object string) http.HandlerFunc {
 			Created:        time.Now().UTC(),
 		}
 		if err := a.ledger.Insert(r.Context(), c); err != nil {
+			if a.undoable { // the charge's transaction is gone: no effect
+				a.effects.undo(key, op)
+			}
 			writeProblem(w, http.StatusServiceUnavailable, "ledger-unavailable", "Ledger unavailable", "The charge was not recorded; retry with the same key.")
 			return
 		}

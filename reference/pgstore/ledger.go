@@ -19,6 +19,10 @@ type Ledger struct{ s *Store }
 // store owns the pool.
 func NewLedger(s *Store) *Ledger { return &Ledger{s: s} }
 
+// CommitsWithRecord implements demo.CommitsWithRecord: inside a unit of
+// work a charge commits or rolls back with its idempotency record.
+func (l *Ledger) CommitsWithRecord() bool { return true }
+
 func (l *Ledger) db(ctx context.Context) querier {
 	if tx, ok := txFrom(ctx); ok {
 		return tx
