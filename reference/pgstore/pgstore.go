@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemcheck/idemcheck/reference"
@@ -204,20 +203,14 @@ const completeSQL = `
 UPDATE idempotency_records SET state = 2, status = $6, header = $7, body = $8
 WHERE principal = $1 AND method = $2 AND path = $3 AND key = $4 AND token = $5 AND state = 1`
 
-// querier is what both the pool and a transaction can run.
-type querier interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
-// complete marks the record owned by token completed with resp, on db
-// (the pool, or the unit of work's transaction).
-func complete(ctx context.Context, db querier, sc reference.Scope, token string, resp reference.Response) error {
+// Complete implements reference.Store (the middleware completes through a
+// unit of work instead: unit.Commit).
+func (s *Store) Complete(ctx context.Context, sc reference.Scope, token string, resp reference.Response) error {
 	header, err := json.Marshal(resp.Header)
 	if err != nil {
 		return fmt.Errorf("postgres: encode header: %w", err)
 	}
-	tag, err := db.Exec(ctx, completeSQL, sc.Principal, sc.Method, sc.Path, sc.Key, token,
+	tag, err := s.pool.Exec(ctx, completeSQL, sc.Principal, sc.Method, sc.Path, sc.Key, token,
 		resp.Status, header, resp.Body)
 	if err != nil {
 		return unavailable(err)
@@ -226,11 +219,6 @@ func complete(ctx context.Context, db querier, sc reference.Scope, token string,
 		return reference.ErrNotOwner
 	}
 	return nil
-}
-
-// Complete implements reference.Store.
-func (s *Store) Complete(ctx context.Context, scope reference.Scope, token string, resp reference.Response) error {
-	return complete(ctx, s.pool, scope, token, resp)
 }
 
 // Release implements reference.Store.
