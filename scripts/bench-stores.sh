@@ -70,6 +70,8 @@ for r in $(seq "$rounds"); do
     "$tmp/idemcheck" serve --addr "127.0.0.1:$port" "${args[@]}" >"$tmp/serve.log" 2>&1 &
     spid=$!
     waitport "$port"
+    # Not measured: the first second opens connections on every side.
+    "$tmp/idemcheck" load --target "http://127.0.0.1:$port" --mode miss --rate "$rate" --duration 1s >/dev/null
     for mode in miss hit; do
       c0=$(( $(cpu_ms "$spid") + $(db_cpu_ms "$cfg") ))
       "$tmp/idemcheck" load --target "http://127.0.0.1:$port" --mode "$mode" --rate "$rate" --duration "$dur" --json "$tmp/$cfg-$mode-$r.json" >/dev/null

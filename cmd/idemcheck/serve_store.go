@@ -41,9 +41,12 @@ func openStore(ctx context.Context, kind string, f *storeFlags) (reference.Store
 		}
 		ctx, cancel := context.WithTimeout(ctx, storeOpenTimeout)
 		defer cancel()
-		var opts []pgstore.Option
-		if f.PGMaxConns > 0 { // zero: the store's default
-			opts = append(opts, pgstore.WithMaxConns(f.PGMaxConns), pgstore.WithMinConns(f.PGMinConns))
+		var opts []pgstore.Option // zero values: the store's defaults
+		if f.PGMaxConns > 0 {
+			opts = append(opts, pgstore.WithMaxConns(f.PGMaxConns))
+		}
+		if f.PGMinConns > 0 {
+			opts = append(opts, pgstore.WithMinConns(f.PGMinConns))
 		}
 		s, err := pgstore.Open(ctx, f.DSN, opts...)
 		if err != nil {
