@@ -37,6 +37,7 @@ type clientConn struct {
 	br     *bufio.Reader
 	bw     *bufio.Writer
 	remote string
+	pumps  bool // the proxy may pump requests (pump.go)
 	active bool // guarded by s.mu: an attempt is in progress
 }
 
@@ -106,6 +107,13 @@ func (c *clientConn) serve() {
 		// still arriving needs its own deadline.
 		if !headComplete(c.br) {
 			_ = c.conn.SetReadDeadline(time.Now().Add(headerTimeout))
+		} else if c.pumps {
+			if handled, keep := c.pump(); handled {
+				if !keep || !c.s.end(c) {
+					return
+				}
+				continue
+			}
 		}
 		c.cr.limit = maxHeaderBytes
 		req, err := http.ReadRequest(c.br)

@@ -57,7 +57,7 @@ func (s *Server) accept() {
 			_ = tc.SetKeepAlive(true)
 			_ = tc.SetKeepAlivePeriod(30 * time.Second)
 		}
-		c := &clientConn{s: s, conn: conn, remote: conn.RemoteAddr().String()}
+		c := &clientConn{s: s, conn: conn, remote: conn.RemoteAddr().String(), pumps: s.p.pumpable()}
 		s.mu.Lock()
 		if s.closing {
 			s.mu.Unlock()

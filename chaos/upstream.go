@@ -33,8 +33,9 @@ type connPool struct {
 
 type upConn struct {
 	net.Conn
-	br *bufio.Reader
-	bw *bufio.Writer
+	br    *bufio.Reader
+	bw    *bufio.Writer
+	probe *openProbe
 }
 
 func newConnPool(u *url.URL, maxIdle int) *connPool {
@@ -59,7 +60,7 @@ func (p *connPool) get(ctx context.Context) (*upConn, error) {
 		c := p.idle[n-1]
 		p.idle = p.idle[:n-1]
 		p.mu.Unlock()
-		if c.br.Buffered() == 0 && stillOpen(c.Conn) {
+		if c.br.Buffered() == 0 && c.probe.stillOpen() {
 			return c, nil
 		}
 		_ = c.Close()
@@ -76,7 +77,7 @@ func (p *connPool) get(ctx context.Context) (*upConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &upConn{Conn: conn, br: bufio.NewReaderSize(conn, 16<<10), bw: bufio.NewWriterSize(conn, 16<<10)}, nil
+	return &upConn{Conn: conn, br: bufio.NewReaderSize(conn, 16<<10), bw: bufio.NewWriterSize(conn, 16<<10), probe: newOpenProbe(conn)}, nil
 }
 
 func (p *connPool) put(c *upConn) {
@@ -134,11 +135,13 @@ func (p *connPool) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		_ = c.Close()
-		return nil, errors.New("upstream switched protocols; the proxy forwards HTTP/1.1 only")
+		return nil, errSwitchedProtocols
 	}
 	resp.Body = &poolBody{rc: resp.Body, c: c, p: p, reuse: !resp.Close}
 	return resp, nil
 }
+
+var errSwitchedProtocols = errors.New("upstream switched protocols; the proxy forwards HTTP/1.1 only")
 
 // writeRequest serializes req into bw so that head and body leave in one
 // write (Request.Write flushes the head before the body). A body of

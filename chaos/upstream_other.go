@@ -4,6 +4,10 @@ package chaos
 
 import "net"
 
-// stillOpen cannot peek here; a connection the upstream closed shows as
+// openProbe cannot peek here; a connection the upstream closed shows as
 // that exchange's error.
-func stillOpen(net.Conn) bool { return true }
+type openProbe struct{}
+
+func newOpenProbe(net.Conn) *openProbe { return nil }
+
+func (*openProbe) stillOpen() bool { return true }

@@ -36,7 +36,9 @@ func parseKey(lines []string, raw bool) (string, error) {
 		return "", errKeyLength
 	}
 	var key string
-	if v[0] == '"' {
+	if k, ok := plainSFString(lines[0]); ok {
+		key = k
+	} else if v[0] == '"' {
 		// sf-string: the structured-field parser handles escapes and
 		// rejects trailing garbage and lists.
 		item, err := httpsfv.UnmarshalItem(lines)
@@ -59,6 +61,22 @@ func parseKey(lines []string, raw bool) (string, error) {
 		key = v
 	}
 	return key, validKey(key)
+}
+
+// plainSFString returns the content of a field that is exactly one
+// sf-string without escapes or parameters ("abc"): what the
+// structured-field parser would return for it, without parsing.
+func plainSFString(v string) (string, bool) {
+	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
+		return "", false
+	}
+	in := v[1 : len(v)-1]
+	for i := 0; i < len(in); i++ {
+		if c := in[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return "", false
+		}
+	}
+	return in, true
 }
 
 func validKey(k string) error {

@@ -7,6 +7,8 @@ package reference
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -36,9 +38,10 @@ func Middleware(store Store, opts ...Option) func(http.Handler) http.Handler {
 		panic("reference: TTL, lease and max body must be positive")
 	}
 	atomic, _ := store.(Atomic)
+	local, _ := store.(Local)
 	probs := newProblems(c.docsURL)
 	return func(next http.Handler) http.Handler {
-		return &middleware{config: c, store: store, atomic: atomic, next: next, problems: probs, poisoned: newPoisonCache(), unfinished: newUnfinished()}
+		return &middleware{config: c, store: store, atomic: atomic, local: local, next: next, problems: probs, poisoned: newPoisonCache(), unfinished: newUnfinished()}
 	}
 }
 
@@ -46,6 +49,7 @@ type middleware struct {
 	config
 	store    Store
 	atomic   Atomic
+	local    Local // set when Lookup is an in-process read
 	next     http.Handler
 	problems *problems
 	poisoned *poisonCache // store-conflicts defect only
@@ -116,7 +120,7 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		m.problems.write(w, probTooLarge)
 		return
 	}
-	if _, err := buf.ReadFrom(io.LimitReader(r.Body, m.maxBody+1)); err != nil {
+	if err := readBody(buf, r.Body, r.ContentLength, m.maxBody); err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			m.problems.write(w, probTooLarge)
@@ -131,7 +135,11 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	x := exchange{m: m, w: w, r: r, body: body, key: key}
 	if !m.defects.has(NoFingerprint) {
-		x.fp = fingerprint(body, m.ignore)
+		// The raw hash is cheap; the canonical fingerprint is computed
+		// only when a claim or a differing retry needs it.
+		sum := sha256.Sum256(body)
+		hex.Encode(x.raw[:], sum[:])
+		x.hashed = true
 	}
 	x.scope = Scope{Principal: m.principal(r), Method: r.Method, Path: r.URL.Path, Key: key}
 	if m.defects.has(NoUserScope) {
@@ -180,15 +188,75 @@ func (m *middleware) ttlAndLease() (ttl, lease time.Duration) {
 	return ttl, lease
 }
 
+// readBody reads r into buf, up to limit+1 bytes (one more than allowed, so
+// the caller can tell "too large"), growing buf once for a declared length.
+func readBody(buf *bytes.Buffer, r io.Reader, declared, limit int64) error {
+	if declared > 0 && declared <= limit {
+		buf.Grow(int(declared) + 1)
+	}
+	for int64(buf.Len()) <= limit {
+		if buf.Available() == 0 {
+			buf.Grow(512)
+		}
+		room := buf.AvailableBuffer()
+		room = room[:min(int64(cap(room)), limit+1-int64(buf.Len()))]
+		n, err := r.Read(room)
+		buf.Write(room[:n]) // appends in place: room is buf's own spare capacity
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // exchange is one keyed request on its way through the middleware.
 type exchange struct {
-	m     *middleware
-	w     http.ResponseWriter
-	r     *http.Request
-	body  []byte
-	key   string
-	fp    string
-	scope Scope
+	m      *middleware
+	w      http.ResponseWriter
+	r      *http.Request
+	body   []byte
+	key    string
+	hashed bool                  // raw holds the body's hash (not under no-fingerprint)
+	raw    [2 * sha256.Size]byte // hex SHA-256 of body as sent
+	fp     string                // canonical fingerprint, once fpDone
+	fpDone bool
+	scope  Scope
+}
+
+// rawHash is the hex SHA-256 of the body as stored in a record ("" under
+// the no-fingerprint defect).
+func (x *exchange) rawHash() string {
+	if !x.hashed {
+		return ""
+	}
+	return string(x.raw[:])
+}
+
+// fingerprint is the canonical fingerprint, computed on first use ("" under
+// the no-fingerprint defect).
+func (x *exchange) fingerprint() string {
+	if !x.fpDone {
+		x.fpDone = true
+		if x.hashed {
+			x.fp = fingerprint(x.body, x.m.ignore)
+		}
+	}
+	return x.fp
+}
+
+// sameRaw reports a record claimed by a request with the same body bytes.
+func (x *exchange) sameRaw(rec *Record) bool {
+	return x.hashed && rec.RawHash != "" && string(x.raw[:]) == rec.RawHash
+}
+
+// samePayload reports whether rec was claimed by a request with the same
+// payload: equal raw bytes (their canonical forms are then equal too, with
+// any ignored fields), else equal canonical fingerprints.
+func (x *exchange) samePayload(rec *Record) bool {
+	return x.sameRaw(rec) || rec.Fingerprint == x.fingerprint()
 }
 
 // claim is the correct path: one atomic Claim decides who executes.
@@ -197,8 +265,17 @@ func (x *exchange) claim() {
 		x.m.problems.write(x.w, probUnavailable)
 		return
 	}
+	if x.m.local != nil {
+		// Replay fast path: a completed record claimed with the same bytes
+		// is what Claim would return; anything else takes the full path.
+		rec, err := x.m.local.Lookup(x.r.Context(), x.scope)
+		if err == nil && rec != nil && rec.State == Completed && x.sameRaw(rec) {
+			x.m.replay(x.w, rec.Response)
+			return
+		}
+	}
 	ttl, lease := x.m.ttlAndLease()
-	req := ClaimRequest{Scope: x.scope, Fingerprint: x.fp, Lease: lease, TTL: ttl}
+	req := ClaimRequest{Scope: x.scope, Fingerprint: x.fingerprint(), RawHash: x.rawHash(), Lease: lease, TTL: ttl}
 	deadline := time.Now().Add(lease)
 	for {
 		c, err := x.m.store.Claim(x.r.Context(), req)
@@ -245,7 +322,7 @@ func (x *exchange) checkThenInsert() {
 		return
 	}
 	ttl, lease := x.m.ttlAndLease()
-	c, err := x.m.store.Claim(x.r.Context(), ClaimRequest{Scope: x.scope, Fingerprint: x.fp, Lease: lease, TTL: ttl})
+	c, err := x.m.store.Claim(x.r.Context(), ClaimRequest{Scope: x.scope, Fingerprint: x.fingerprint(), RawHash: x.rawHash(), Lease: lease, TTL: ttl})
 	if err != nil {
 		x.m.problems.write(x.w, probUnavailable)
 		return
@@ -265,7 +342,7 @@ const (
 // fingerprint is checked first, so a changed body is a 422 even while the
 // original is still in flight.
 func (x *exchange) existing(rec *Record) verdict {
-	if rec.Fingerprint != x.fp {
+	if !x.samePayload(rec) {
 		k := probMismatch
 		if x.m.defects.has(MismatchAs409) {
 			k = probMismatch409

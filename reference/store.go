@@ -37,6 +37,11 @@ type Response struct {
 type Record struct {
 	State       State
 	Fingerprint string
+	// RawHash is the hex SHA-256 of the claiming request's body bytes as
+	// sent ("" when the claim did not carry one). Equal raw bytes always
+	// have equal fingerprints, so a retry whose bytes hash the same is
+	// matched without canonicalizing its body.
+	RawHash     string
 	Token       string // owner of an in-flight claim; fences Complete and Release
 	Response    Response
 	CreatedAt   time.Time
@@ -67,6 +72,7 @@ type Claim struct {
 type ClaimRequest struct {
 	Scope       Scope
 	Fingerprint string
+	RawHash     string        // stored as Record.RawHash
 	Lease       time.Duration // how long an in-flight claim stays exclusive
 	TTL         time.Duration // how long the record lives (from the claim)
 }
@@ -97,6 +103,16 @@ type Store interface {
 	Lookup(ctx context.Context, scope Scope) (*Record, error)
 	// Close releases the store's resources.
 	Close() error
+}
+
+// Local is implemented by stores that keep their records in process memory,
+// where a Lookup costs no round trip (memstore). The middleware then looks
+// a keyed request up before fingerprinting it: a replay whose body bytes
+// equal the original's is answered without canonicalizing the body.
+type Local interface {
+	Store
+	// LocalLookups marks the store; it does nothing.
+	LocalLookups()
 }
 
 // Atomic is implemented by stores that can commit the handler's side

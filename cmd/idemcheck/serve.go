@@ -60,6 +60,8 @@ func init() {
 	fl.Int64Var(&f.maxBody, "max-body", 1<<20, "request body limit in bytes (413 beyond)")
 	fl.StringVar(&f.stores.DSN, "dsn", "", "PostgreSQL connection string (--store postgres)")
 	fl.StringVar(&f.stores.RedisURL, "redis-url", "", "Redis URL (--store redis)")
+	fl.Int32Var(&f.stores.PGMaxConns, "pg-max-conns", 0, "PostgreSQL pool size; 0: 2 per CPU, at least 8 (--store postgres)")
+	fl.Int32Var(&f.stores.PGMinConns, "pg-min-conns", 0, "PostgreSQL connections kept open when idle, so a burst finds them open; 0: the pool size (--store postgres)")
 	rootCmd.AddCommand(cmd)
 }
 
@@ -74,6 +76,12 @@ func runServe(ctx context.Context, stdout io.Writer, f serveFlags) error {
 	}
 	if f.maxBody <= 0 {
 		return usageErrorf("--max-body %d: must be positive", f.maxBody)
+	}
+	if f.stores.PGMaxConns < 0 {
+		return usageErrorf("--pg-max-conns %d: must be positive (0: the default)", f.stores.PGMaxConns)
+	}
+	if f.stores.PGMinConns < 0 || (f.stores.PGMaxConns > 0 && f.stores.PGMinConns > f.stores.PGMaxConns) {
+		return usageErrorf("--pg-min-conns %d: must be 0 (the default) to --pg-max-conns", f.stores.PGMinConns)
 	}
 	for _, d := range f.defects {
 		if d = strings.TrimSpace(d); d == "" {

@@ -19,6 +19,8 @@ import (
 type storeFlags struct {
 	DSN      string // PostgreSQL connection string (--dsn)
 	RedisURL string // Redis URL (--redis-url)
+	// PostgreSQL pool bounds (--pg-max-conns, --pg-min-conns).
+	PGMaxConns, PGMinConns int32
 }
 
 // storeOpenTimeout bounds connecting to an external store at start.
@@ -39,7 +41,14 @@ func openStore(ctx context.Context, kind string, f *storeFlags) (reference.Store
 		}
 		ctx, cancel := context.WithTimeout(ctx, storeOpenTimeout)
 		defer cancel()
-		s, err := pgstore.Open(ctx, f.DSN)
+		var opts []pgstore.Option // zero values: the store's defaults
+		if f.PGMaxConns > 0 {
+			opts = append(opts, pgstore.WithMaxConns(f.PGMaxConns))
+		}
+		if f.PGMinConns > 0 {
+			opts = append(opts, pgstore.WithMinConns(f.PGMinConns))
+		}
+		s, err := pgstore.Open(ctx, f.DSN, opts...)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("--store postgres: %s", oneLine(err))
 		}

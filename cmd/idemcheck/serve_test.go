@@ -67,6 +67,8 @@ func TestServeBadFlags(t *testing.T) {
 		{"lease-negative", "non-positive --lease", []string{"--lease", "-1s"}, "--lease -1s"},
 		{"unknown-defect", "a defect outside the catalog", []string{"--defect", "no-expiry,bogus"}, `--defect "bogus"`},
 		{"unknown-store", "a store kind nobody implements", []string{"--store", "floppy"}, `--store "floppy"`},
+		{"pg-pool-negative", "a negative PostgreSQL pool size", []string{"--store", "postgres", "--dsn", "postgres://x/y", "--pg-max-conns", "-1"}, "--pg-max-conns -1"},
+		{"pg-min-above-max", "more idle connections than the pool holds", []string{"--store", "postgres", "--dsn", "postgres://x/y", "--pg-max-conns", "8", "--pg-min-conns", "9"}, "--pg-min-conns 9"},
 		{"port-in-use", "the listener cannot bind", []string{"--addr", busy.Addr().String()}, "--addr " + busy.Addr().String()},
 	}
 	for _, c := range cases {

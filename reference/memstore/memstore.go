@@ -94,6 +94,7 @@ func (s *Store) Claim(ctx context.Context, req reference.ClaimRequest) (referenc
 	sh.records[req.Scope] = &reference.Record{
 		State:       reference.InFlight,
 		Fingerprint: req.Fingerprint,
+		RawHash:     req.RawHash,
 		Token:       token,
 		CreatedAt:   now,
 		LockedUntil: now.Add(req.Lease),
@@ -213,4 +214,7 @@ func newToken() string {
 	return hex.EncodeToString(b[:])
 }
 
-var _ reference.Store = (*Store)(nil)
+// LocalLookups implements reference.Local: a Lookup is a map read.
+func (*Store) LocalLookups() {}
+
+var _ reference.Local = (*Store)(nil)

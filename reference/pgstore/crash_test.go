@@ -19,7 +19,7 @@ func post(base, key, body string) (testenv.Reply, error) {
 }
 
 // TestCrashExactlyOnce kills `idemcheck serve --store postgres` with SIGKILL
-// while requests are in flight (their charges written in open transactions),
+// while requests are in flight (their charges queued in units of work),
 // restarts it and retries every key: each operation must end with exactly
 // one charge in the database and a stored response that replays, and
 // operations completed before the crash must replay unchanged.

@@ -10,9 +10,9 @@ import (
 )
 
 // Ledger is the demo app's demo.Ledger in the store's database. Inside a
-// unit of work (the handler's context carries its transaction) a charge is
-// written in that transaction, so it commits or rolls back with the
-// idempotency record.
+// unit of work (the handler's context carries it) a charge is queued in
+// the unit and written with the completed idempotency record, in one
+// transaction, or not at all.
 type Ledger struct{ s *Store }
 
 // NewLedger returns the ledger sharing s's pool; closing it is a no-op, the
@@ -23,29 +23,30 @@ func NewLedger(s *Store) *Ledger { return &Ledger{s: s} }
 // work a charge commits or rolls back with its idempotency record.
 func (l *Ledger) CommitsWithRecord() bool { return true }
 
-func (l *Ledger) db(ctx context.Context) querier {
-	if tx, ok := txFrom(ctx); ok {
-		return tx
-	}
-	return l.s.pool
-}
-
-// Insert implements demo.Ledger.
-func (l *Ledger) Insert(ctx context.Context, c demo.Charge) error {
-	_, err := l.db(ctx).Exec(ctx, `INSERT INTO charges
+const insertChargeSQL = `INSERT INTO charges
     (id, object, principal, amount, currency, description, idempotency_key, created)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-		c.ID, c.Object, c.Principal, c.Amount, c.Currency, c.Description, c.IdempotencyKey, c.Created)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`
+
+// Insert implements demo.Ledger. Inside a unit of work the charge is
+// queued; a failure to write it then fails the unit's Commit.
+func (l *Ledger) Insert(ctx context.Context, c demo.Charge) error {
+	args := []any{c.ID, c.Object, c.Principal, c.Amount, c.Currency, c.Description, c.IdempotencyKey, c.Created}
+	if u, ok := unitFrom(ctx); ok {
+		u.pending.Queue(insertChargeSQL, args...)
+		return nil
+	}
+	_, err := l.s.pool.Exec(ctx, insertChargeSQL, args...)
 	if err != nil {
 		return unavailable(err)
 	}
 	return nil
 }
 
-// Get implements demo.Ledger.
+// Get implements demo.Ledger; it does not see charges still queued in a
+// unit of work.
 func (l *Ledger) Get(ctx context.Context, principal, id string) (demo.Charge, bool, error) {
 	c := demo.Charge{ID: id, Principal: principal}
-	err := l.db(ctx).QueryRow(ctx, `SELECT object, amount, currency, description, idempotency_key, created
+	err := l.s.pool.QueryRow(ctx, `SELECT object, amount, currency, description, idempotency_key, created
 FROM charges WHERE id = $1 AND principal = $2`, id, principal).Scan(
 		&c.Object, &c.Amount, &c.Currency, &c.Description, &c.IdempotencyKey, &c.Created)
 	if errors.Is(err, pgx.ErrNoRows) {

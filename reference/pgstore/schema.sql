@@ -17,6 +17,9 @@ CREATE TABLE IF NOT EXISTS idempotency_records (
     expires_at   timestamptz NOT NULL,          -- TTL end
     PRIMARY KEY (principal, method, path, key)
 );
+-- SHA-256 of the claiming request's body bytes (added after the first
+-- release; rows from before it carry '' and are matched by fingerprint).
+ALTER TABLE idempotency_records ADD COLUMN IF NOT EXISTS raw_hash text NOT NULL DEFAULT '';
 CREATE INDEX IF NOT EXISTS idempotency_records_expires_at ON idempotency_records (expires_at);
 
 -- The demo app's effects. Written in the same transaction as the record's

@@ -80,6 +80,7 @@ func (s *Store) key(sc reference.Scope) string {
 type record struct {
 	State   int    `json:"state"`
 	FP      string `json:"fp"`
+	Raw     string `json:"raw,omitempty"`
 	Token   string `json:"token"`
 	Status  int    `json:"status,omitempty"`
 	Header  string `json:"header,omitempty"` // JSON of the allow-listed headers
@@ -93,6 +94,7 @@ func (r *record) toRecord() (*reference.Record, error) {
 	out := &reference.Record{
 		State:       reference.State(r.State),
 		Fingerprint: r.FP,
+		RawHash:     r.Raw,
 		Token:       r.Token,
 		Response:    reference.Response{Status: r.Status, Body: r.Body},
 		CreatedAt:   time.UnixMilli(r.Created),
@@ -123,7 +125,7 @@ func unavailable(err error) error {
 func (s *Store) Claim(ctx context.Context, req reference.ClaimRequest) (reference.Claim, error) {
 	token := newToken()
 	res, err := claimScript.Run(ctx, s.rdb, []string{s.key(req.Scope)},
-		token, req.Fingerprint, max(req.Lease.Milliseconds(), 1), max(req.TTL.Milliseconds(), 1)).Slice()
+		token, req.Fingerprint, req.RawHash, max(req.Lease.Milliseconds(), 1), max(req.TTL.Milliseconds(), 1)).Slice()
 	if err != nil {
 		return reference.Claim{}, unavailable(err)
 	}

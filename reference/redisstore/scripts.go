@@ -7,21 +7,22 @@ import "github.com/redis/go-redis/v9"
 // Lua script, so it is atomic on the server; times come from the server's
 // clock (TIME) so app servers with skewed clocks agree on leases.
 
-// claimScript: KEYS[1] record; ARGV token, fingerprint, lease ms, ttl ms.
+// claimScript: KEYS[1] record; ARGV token, fingerprint, raw hash, lease ms,
+// ttl ms.
 // Returns {1} when claimed, {2, json} when a live record holds the scope.
 var claimScript = redis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local rec = cjson.encode({state = 1, fp = ARGV[2], token = ARGV[1], created = now,
-  locked = now + tonumber(ARGV[3]), expires = now + tonumber(ARGV[4])})
-if redis.call('SET', KEYS[1], rec, 'NX', 'PX', ARGV[4]) then
+local rec = cjson.encode({state = 1, fp = ARGV[2], raw = ARGV[3], token = ARGV[1], created = now,
+  locked = now + tonumber(ARGV[4]), expires = now + tonumber(ARGV[5])})
+if redis.call('SET', KEYS[1], rec, 'NX', 'PX', ARGV[5]) then
   return {1}
 end
 local cur = redis.call('GET', KEYS[1])
 local r = cjson.decode(cur)
 if r.state == 1 and r.locked <= now then
   -- in flight with its lease ended: the owner is presumed dead, take over
-  redis.call('SET', KEYS[1], rec, 'PX', ARGV[4])
+  redis.call('SET', KEYS[1], rec, 'PX', ARGV[5])
   return {1}
 end
 return {2, cur}

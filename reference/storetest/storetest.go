@@ -29,7 +29,7 @@ type Case struct {
 // Cases is the contract, in the order Run runs it.
 var Cases = []Case{
 	{"one-winner", "many goroutines claiming one free scope at once: exactly one gets Claimed, every other gets the in-flight record", oneWinner},
-	{"existing-in-flight", "while a claim is in flight, Claim and Lookup return the live in-flight record with its fingerprint, untouched", existingInFlight},
+	{"existing-in-flight", "while a claim is in flight, Claim and Lookup return the live in-flight record with its fingerprint and raw hash, untouched", existingInFlight},
 	{"complete-then-replay", "after Complete, Claim and Lookup return the completed record with the stored status, headers and body byte for byte", completeThenReplay},
 	{"release-frees-scope", "after Release, the scope is free: Lookup finds nothing and the next Claim wins", releaseFreesScope},
 	{"token-fences-complete", "Complete and Release with a token that does not own the record fail with ErrNotOwner and change nothing", tokenFencing},
@@ -73,7 +73,7 @@ func ctx(t *testing.T) context.Context {
 }
 
 func req(sc reference.Scope, fp string, lease, ttl time.Duration) reference.ClaimRequest {
-	return reference.ClaimRequest{Scope: sc, Fingerprint: fp, Lease: lease, TTL: ttl}
+	return reference.ClaimRequest{Scope: sc, Fingerprint: fp, RawHash: "raw-" + fp, Lease: lease, TTL: ttl}
 }
 
 const (
@@ -179,11 +179,11 @@ func existingInFlight(t *testing.T, s reference.Store) {
 	sc := freshScope()
 	mustClaim(t, s, req(sc, "fp-a", long, long))
 	rec := mustExisting(t, s, req(sc, "fp-b", long, long), reference.InFlight)
-	if rec.Fingerprint != "fp-a" {
-		t.Fatalf("existing record fingerprint %q, want the first claim's fp-a (a second Claim must not overwrite it)", rec.Fingerprint)
+	if rec.Fingerprint != "fp-a" || rec.RawHash != "raw-fp-a" {
+		t.Fatalf("existing record fingerprint %q raw hash %q, want the first claim's fp-a, raw-fp-a (a second Claim must not overwrite them)", rec.Fingerprint, rec.RawHash)
 	}
 	got, err := s.Lookup(ctx(t), sc)
-	if err != nil || got == nil || got.State != reference.InFlight || got.Fingerprint != "fp-a" {
+	if err != nil || got == nil || got.State != reference.InFlight || got.Fingerprint != "fp-a" || got.RawHash != "raw-fp-a" {
 		t.Fatalf("Lookup = %+v, %v; want the in-flight record with fp-a", got, err)
 	}
 }
@@ -202,8 +202,8 @@ func completeThenReplay(t *testing.T, s reference.Store) {
 	}
 	check := func(how string, rec *reference.Record) {
 		t.Helper()
-		if rec.State != reference.Completed || rec.Fingerprint != "fp" {
-			t.Fatalf("%s: state %v fingerprint %q, want Completed fp", how, rec.State, rec.Fingerprint)
+		if rec.State != reference.Completed || rec.Fingerprint != "fp" || rec.RawHash != "raw-fp" {
+			t.Fatalf("%s: state %v fingerprint %q raw hash %q, want Completed fp raw-fp", how, rec.State, rec.Fingerprint, rec.RawHash)
 		}
 		got := rec.Response
 		if got.Status != want.Status || !bytes.Equal(got.Body, want.Body) ||

@@ -1,7 +1,8 @@
 // Command benchrunner measures the load runner's own ceiling: the highest
-// rate `idemcheck load --mode nokey` sustains against a trivial server,
-// beside a bare vegeta library attack with the same settings, alternated
-// round by round so both see the same machine load. The trivial server runs
+// rate `idemcheck load` sustains, beside a bare vegeta library attack with
+// the same settings, alternated round by round so both see the same
+// machine load: in nokey mode against a trivial handler, in hit mode
+// against the reference server replaying a pool of keys. The server runs
 // in a child process so the client CPU per request can be measured too.
 package main
 
@@ -23,6 +24,7 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/idemcheck/idemcheck/load"
+	"github.com/idemcheck/idemcheck/reference/demo"
 	"github.com/idemcheck/idemcheck/scenarios"
 )
 
@@ -51,30 +53,53 @@ func run(dur time.Duration, rounds int, workers uint64) error {
 		return err
 	}
 	defer stop()
-	target := &scenarios.Target{
-		BaseURL: base,
-		Operations: []scenarios.Operation{{Name: "trivial", Method: "POST", Path: "/",
-			Headers: map[string]string{"Content-Type": "application/json"}, Body: json.RawMessage(`{"amount":1000}`)}},
-	}
 	plan, err := load.ParsePlan(fmt.Sprintf("max@%s", dur))
 	if err != nil {
 		return err
 	}
-	runRunner := func() (float64, float64, error) {
-		c0 := cpu()
-		rep, err := load.Run(context.Background(), target, load.WithMode(load.ModeNoKey), load.WithPlan(plan),
-			load.WithWorkers(workers, workers))
-		if err != nil {
-			return 0, 0, err
+	for _, m := range []struct {
+		mode load.Mode
+		path load.Path
+		op   scenarios.Operation
+		bare func() (float64, uint64)
+	}{
+		// nokey: a trivial handler, bodies not read by the bare loop.
+		{load.ModeNoKey, load.NoKey, scenarios.Operation{Name: "trivial", Method: "POST", Path: "/",
+			Headers: map[string]string{"Content-Type": "application/json"}, Body: json.RawMessage(`{"amount":1000}`)},
+			func() (float64, uint64) { return bareAttack(nokeyTargets(base), dur, workers, 0) }},
+		// hit: the reference server replaying a pool of keys; the bare loop
+		// reads every body, the runner also checks it.
+		{load.ModeHit, load.Hit, scenarios.Operation{Name: "charges", Method: "POST", Path: "/v1/charges",
+			Headers: map[string]string{"Content-Type": "application/json", "Authorization": "Bearer bench"},
+			Body:    json.RawMessage(hitBody)},
+			func() (float64, uint64) { return bareAttack(hitTargets(base), dur, workers, -1) }},
+	} {
+		target := &scenarios.Target{BaseURL: base, Operations: []scenarios.Operation{m.op}}
+		runRunner := func() (float64, float64, error) {
+			c0 := cpu()
+			rep, err := load.Run(context.Background(), target, load.WithMode(m.mode), load.WithPlan(plan),
+				load.WithWorkers(workers, workers), load.WithPool(hitPool))
+			if err != nil {
+				return 0, 0, err
+			}
+			n := float64(rep.Paths[m.path].Requests)
+			return rep.Phases[len(rep.Phases)-1].Rate, float64((cpu() - c0).Microseconds()) / n, nil
 		}
-		n := float64(rep.Paths[load.NoKey].Requests)
-		return rep.Phases[0].Rate, float64((cpu() - c0).Microseconds()) / n, nil
+		runBare := func() (float64, float64, error) {
+			c0 := cpu()
+			rate, n := m.bare()
+			return rate, float64((cpu() - c0).Microseconds()) / float64(n), nil
+		}
+		if err := compare(string(m.mode), rounds, runBare, runRunner); err != nil {
+			return err
+		}
 	}
-	runBare := func() (float64, float64, error) {
-		c0 := cpu()
-		rate, n := bareAttack(base+"/", dur, workers)
-		return rate, float64((cpu() - c0).Microseconds()) / float64(n), nil
-	}
+	return nil
+}
+
+// compare runs bare vegeta and the runner alternately and prints the
+// per-round and median ratios.
+func compare(mode string, rounds int, runBare, runRunner func() (float64, float64, error)) error {
 	// One discarded round of each: first runs pay one-off costs (page
 	// faults, the server's first connections) that are not the runner's.
 	if _, _, err := runBare(); err != nil {
@@ -84,7 +109,7 @@ func run(dur time.Duration, rounds int, workers uint64) error {
 		return err
 	}
 	var rateRatios, cpuRatios []float64
-	fmt.Printf("%-6s %14s %14s %8s %16s %16s\n", "round", "bare vegeta/s", "idemcheck/s", "ratio", "bare cpu µs/req", "idemcheck µs/req")
+	fmt.Printf("mode %s\n%-6s %14s %14s %8s %16s %16s\n", mode, "round", "bare vegeta/s", "idemcheck/s", "ratio", "bare cpu µs/req", "idemcheck µs/req")
 	for i := 0; i < rounds; i++ {
 		// Alternate who goes first so drift in machine load cancels out.
 		first, second := runBare, runRunner
@@ -103,12 +128,37 @@ func run(dur time.Duration, rounds int, workers uint64) error {
 		if i%2 == 1 {
 			bRate, bCPU, rRate, rCPU = r2, c2, r1, c1
 		}
-		rateRatios, cpuRatios = append(rateRatios, rRate/bRate), append(cpuRatios, bCPU/rCPU)
+		rateRatios, cpuRatios = append(rateRatios, rRate/bRate), append(cpuRatios, rCPU/bCPU)
 		fmt.Printf("%-6d %14.0f %14.0f %8.3f %16.1f %16.1f\n", i+1, bRate, rRate, rRate/bRate, bCPU, rCPU)
 	}
+	// Machine-readable lines for scripts/bench-load.sh.
+	fmt.Printf("RATIO %s rate %.3f\n", mode, median(rateRatios))
+	fmt.Printf("RATIO %s cpu %.3f\n", mode, median(cpuRatios))
 	fmt.Printf("median runner/vegeta rate ratio (per round, paired): %.3f (target >= 0.95)\n", median(rateRatios))
-	fmt.Printf("median vegeta/runner CPU-per-request ratio:         %.3f (1.0 = same client cost)\n", median(cpuRatios))
+	fmt.Printf("median runner/vegeta CPU-per-request ratio:          %.3f (target <= 1.2)\n", median(cpuRatios))
 	return nil
+}
+
+const (
+	hitBody = `{"amount":1000,"currency":"usd"}`
+	hitPool = 100 // keys replayed in hit mode, by the runner and the bare loop alike
+)
+
+func nokeyTargets(base string) []vegeta.Target {
+	return []vegeta.Target{{Method: "POST", URL: base + "/", Body: []byte(`{"amount":1000}`),
+		Header: http.Header{"Content-Type": {"application/json"}}}}
+}
+
+// hitTargets are hitPool keyed requests; the first round executes them,
+// every later one replays.
+func hitTargets(base string) []vegeta.Target {
+	ts := make([]vegeta.Target, hitPool)
+	for i := range ts {
+		ts[i] = vegeta.Target{Method: "POST", URL: base + "/v1/charges", Body: []byte(hitBody),
+			Header: http.Header{"Content-Type": {"application/json"}, "Authorization": {"Bearer bare"},
+				"Idempotency-Key": {fmt.Sprintf("bare-%d", i)}}}
+	}
+	return ts
 }
 
 // cpu is this process's user+system CPU time (the client side only: the
@@ -148,21 +198,28 @@ func serveTrivial() {
 		os.Exit(1)
 	}
 	fmt.Println("http://" + ln.Addr().String())
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	app, err := demo.New(demo.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/v1/", app) // the reference server, for hit mode
+	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"ok":true}`))
-	}), ReadHeaderTimeout: 5 * time.Second}
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	_ = srv.Serve(ln)
 }
 
 // bareAttack is what a vegeta library user writes: same client kind,
 // same worker bounds, results into vegeta.Metrics.
-func bareAttack(url string, dur time.Duration, workers uint64) (float64, uint64) {
+func bareAttack(targets []vegeta.Target, dur time.Duration, workers uint64, maxBody int64) (float64, uint64) {
 	client := &http.Client{Transport: scenarios.NewTransport(int(workers)), Timeout: 10 * time.Second}
 	defer client.CloseIdleConnections()
-	atk := vegeta.NewAttacker(vegeta.Client(client), vegeta.Workers(workers), vegeta.MaxWorkers(workers), vegeta.MaxBody(0))
-	tr := vegeta.NewStaticTargeter(vegeta.Target{Method: "POST", URL: url, Body: []byte(`{"amount":1000}`),
-		Header: http.Header{"Content-Type": {"application/json"}}})
+	atk := vegeta.NewAttacker(vegeta.Client(client), vegeta.Workers(workers), vegeta.MaxWorkers(workers), vegeta.MaxBody(maxBody))
+	tr := vegeta.NewStaticTargeter(targets...)
 	var m vegeta.Metrics
 	var first, last time.Time
 	for r := range atk.Attack(tr, vegeta.Rate{Freq: 0}, dur, "bare") {
