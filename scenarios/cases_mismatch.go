@@ -102,6 +102,10 @@ func (e *Env) judgeProbe(ctx context.Context, pr probe, k string, first, r Resp)
 		}
 	}
 	switch {
+	case r.OK() && e.Reproduced(first, r) && e.Profile.StaleReplayOnMismatch == Yes:
+		return mismatchOutcome{Pass, pr.name + ": replayed the old response, as the profile allows (stale_replay_on_mismatch): " + r.String()}
+	case r.OK() && e.Reproduced(first, r) && e.Profile.StaleReplayOnMismatch == Unknown:
+		return mismatchOutcome{Skip, pr.name + ": replayed the old response (profile stale_replay_on_mismatch is \"?\"; finding recorded): " + r.String()}
 	case r.OK() && e.Reproduced(first, r) && pr.generated:
 		return mismatchOutcome{Warn, pr.name + ": replayed the old response (the member may be outside the fingerprint): " + r.String()}
 	case r.OK() && e.Reproduced(first, r):
@@ -123,7 +127,8 @@ func (e *Env) judgeProbe(ctx context.Context, pr probe, k string, first, r Resp)
 }
 
 // judgeProbes folds probe outcomes: any Fail fails, then any Warn is an
-// unmet SHOULD, and the case passes only if at least one probe passed.
+// unmet SHOULD, then a finding (Skip: a stale replay the profile leaves
+// open) is recorded, and the case passes only if at least one probe passed.
 func (e *Env) judgeProbes(ctx context.Context, probes []probe) Verdict {
 	outs := make([]mismatchOutcome, len(probes))
 	for i, pr := range probes {
@@ -131,7 +136,7 @@ func (e *Env) judgeProbes(ctx context.Context, probes []probe) Verdict {
 	}
 	var obs []string
 	worst := Inconclusive
-	rank := map[Status]int{Inconclusive: 0, Pass: 1, Warn: 2, Fail: 3}
+	rank := map[Status]int{Inconclusive: 0, Pass: 1, Skip: 2, Warn: 3, Fail: 4}
 	for _, o := range outs {
 		obs = append(obs, o.observed)
 		if rank[o.status] > rank[worst] {
@@ -145,6 +150,8 @@ func (e *Env) judgeProbes(ctx context.Context, probes []probe) Verdict {
 		return e.Fail(expected, observed)
 	case Warn:
 		return e.Unmet(expected, observed)
+	case Skip:
+		return e.Finding("stale_replay_on_mismatch", observed)
 	case Pass:
 		return e.Pass(observed)
 	}

@@ -128,7 +128,7 @@ func (e *Env) judgeOtherUser(ctx context.Context, k string, a, b Resp, body []by
 
 func scopeOtherUserInFlight(ctx context.Context, e *Env) Verdict {
 	body, _, _ := e.Variant(VariantSlow)
-	k, a, b := e.duringSlow(ctx, false, func(k string) Resp {
+	k, a, b, _ := e.duringSlow(ctx, false, func(k string) Resp {
 		return e.Send(ctx, Req{Label: "second principal, same key, while the first is in flight", Key: k, Principal: 1, Body: body})
 	})
 	if !a.OK() {

@@ -99,7 +99,14 @@ type Profile struct {
 	// VolatileFields: RFC 6901 pointers of body fields left out of the
 	// fingerprint.
 	VolatileFields []string `yaml:"volatile_fields" json:"volatile_fields,omitempty"`
-	Expiry         string   `yaml:"expiry" json:"expiry"`
+	// StaleReplayOnMismatch (IK-MISMATCH-5): a changed payload under a used
+	// key gets the old response replayed, with no error and no execution.
+	// The draft, Stripe and the seeds rules make that a failure (false);
+	// some servers do it by design (Powertools without payload validation):
+	// true accepts it, "?" records it as a finding. An execution of the
+	// changed payload fails whatever the setting.
+	StaleReplayOnMismatch Tri    `yaml:"stale_replay_on_mismatch" json:"stale_replay_on_mismatch"`
+	Expiry                string `yaml:"expiry" json:"expiry"`
 	// Margin before the TTL where a replay is still asserted; Grace after
 	// it where freshness is asserted (trap C9: expiry is a floor).
 	Margin time.Duration `yaml:"margin" json:"margin"`
@@ -118,7 +125,7 @@ var presets = map[string]Profile{
 		BlockOK: true, MaxBlock: 10 * time.Second,
 		ReplayCompare: CompareJSON, ProblemJSON: Yes, RetryAfterOn409: Unknown,
 		Cache5xx: Unknown, Cache4xxBusiness: Yes, CacheValidation: Unknown,
-		ScopeEndpoint: ScopeUnknown, ScopeUser: "isolated", CanonicalJSON: Unknown,
+		ScopeEndpoint: ScopeUnknown, ScopeUser: "isolated", CanonicalJSON: Unknown, StaleReplayOnMismatch: No,
 		Expiry: ExpiryFresh, Margin: 500 * time.Millisecond, Grace: time.Second,
 	},
 	// Stripe API v1 (docs.stripe.com/idempotency).
@@ -129,7 +136,7 @@ var presets = map[string]Profile{
 		ReplayHeader: "Idempotent-Replayed", ReplayHeaderValue: "true",
 		ReplayCompare: CompareJSON, ProblemJSON: No, RetryAfterOn409: Unknown,
 		Cache5xx: Yes, Cache4xxBusiness: Yes, CacheValidation: No,
-		ScopeEndpoint: ScopeError, ScopeUser: "isolated", CanonicalJSON: Unknown,
+		ScopeEndpoint: ScopeError, ScopeUser: "isolated", CanonicalJSON: Unknown, StaleReplayOnMismatch: No,
 		Expiry: ExpiryFresh, Margin: 500 * time.Millisecond, Grace: time.Second,
 	},
 	// The classic "seeds" rules: byte-identical replay, canonical hash,
@@ -140,7 +147,7 @@ var presets = map[string]Profile{
 		BlockOK: true, MaxBlock: 10 * time.Second,
 		ReplayCompare: CompareBytes, ProblemJSON: Unknown, RetryAfterOn409: Unknown,
 		Cache5xx: No, Cache4xxBusiness: Yes, CacheValidation: Unknown,
-		ScopeEndpoint: ScopeIndependent, ScopeUser: "isolated", CanonicalJSON: Yes,
+		ScopeEndpoint: ScopeIndependent, ScopeUser: "isolated", CanonicalJSON: Yes, StaleReplayOnMismatch: No,
 		Expiry: ExpiryFresh, Margin: 500 * time.Millisecond, Grace: time.Second,
 	},
 	// The published policy of idemcheck's reference implementation
@@ -154,7 +161,7 @@ var presets = map[string]Profile{
 		ReplayHeader: "Idempotent-Replayed", ReplayHeaderValue: "true",
 		ReplayCompare: CompareBytes, ProblemJSON: Yes, RetryAfterOn409: Yes,
 		Cache5xx: No, Cache4xxBusiness: Yes, CacheValidation: No,
-		ScopeEndpoint: ScopeIndependent, ScopeUser: "isolated", CanonicalJSON: Yes,
+		ScopeEndpoint: ScopeIndependent, ScopeUser: "isolated", CanonicalJSON: Yes, StaleReplayOnMismatch: No,
 		Expiry: ExpiryFresh, Margin: 500 * time.Millisecond, Grace: time.Second,
 	},
 	// Only the outcomes every source agrees on are judged.
@@ -165,7 +172,7 @@ var presets = map[string]Profile{
 		BlockOK:        true, MaxBlock: 30 * time.Second,
 		ReplayCompare: CompareStatus, ProblemJSON: Unknown, RetryAfterOn409: Unknown,
 		Cache5xx: Unknown, Cache4xxBusiness: Unknown, CacheValidation: Unknown,
-		ScopeEndpoint: ScopeUnknown, ScopeUser: "isolated", CanonicalJSON: Unknown,
+		ScopeEndpoint: ScopeUnknown, ScopeUser: "isolated", CanonicalJSON: Unknown, StaleReplayOnMismatch: Unknown,
 		Expiry: ExpiryUnknown, Margin: time.Second, Grace: 2 * time.Second,
 	},
 }
@@ -219,7 +226,7 @@ func (p *Profile) Validate() error {
 		v    Tri
 	}{{"key_required", p.KeyRequired}, {"problem_json", p.ProblemJSON}, {"retry_after_on_409", p.RetryAfterOn409},
 		{"cache_5xx", p.Cache5xx}, {"cache_4xx_business", p.Cache4xxBusiness}, {"cache_validation", p.CacheValidation},
-		{"canonical_json", p.CanonicalJSON}} {
+		{"canonical_json", p.CanonicalJSON}, {"stale_replay_on_mismatch", p.StaleReplayOnMismatch}} {
 		switch f.v {
 		case Yes, No, Unknown:
 		default:
