@@ -297,4 +297,3 @@ func TestNoConflictIsNotASkipUnlessHeld(t *testing.T) {
 	rs = runIDs(t, tg, ietf(t), "concurrent/conflict-not-poisoned")
 	wantStatus(t, rs, "concurrent/conflict-not-poisoned", scenarios.Skip, "the server holds duplicates, as block_ok allows")
 }
-
