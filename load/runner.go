@@ -210,13 +210,11 @@ func buildRequest(t *scenarios.Target, c *config) (*request, error) {
 	body := []byte(op.Body)
 	var err error
 	if variant != "" {
-		v, ok := op.Variants[variant]
+		b, _, ok := op.VariantBody(variant)
 		if !ok {
 			return nil, fmt.Errorf("variant %q: not declared by operation %q", variant, op.Name)
 		}
-		if body, err = jsonx.MergePatch(body, v.Patch); err != nil {
-			return nil, fmt.Errorf("variant %q: %w", variant, err)
-		}
+		body = b
 	}
 	if c.patch != nil {
 		if body, err = jsonx.MergePatch(body, c.patch); err != nil {

@@ -235,6 +235,9 @@ func scopeOtherMethod(ctx context.Context, e *Env) Verdict {
 func scopeCaseSensitive(ctx context.Context, e *Env) Verdict {
 	upper := strings.ToUpper(e.NewKey())
 	lower := strings.ToLower(upper)
+	if !e.Profile.KeyValid(upper) || !e.Profile.KeyValid(lower) {
+		return e.Skip(fmt.Sprintf("profile key_format %q does not allow both %s and %s: no two keys differing only in case", e.Profile.KeyFormat, upper, lower))
+	}
 	first, bad := e.original(ctx, upper, nil)
 	if bad != nil {
 		return *bad

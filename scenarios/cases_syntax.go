@@ -181,6 +181,13 @@ func syntaxMaxLength(ctx context.Context, e *Env) Verdict {
 		return e.Skip("profile key_max_len is not published (0)")
 	}
 	longest := keyOfLen(n)
+	if !e.Profile.KeyValid(longest) {
+		if k := e.NewKey(); len(k) == n {
+			longest = k
+		} else {
+			return e.Skip(fmt.Sprintf("profile key_format %q: no key of exactly key_max_len %d characters that idemcheck generates obeys it", e.Profile.KeyFormat, n))
+		}
+	}
 	first := e.Send(ctx, Req{Label: fmt.Sprintf("key of %d chars", n), Key: longest})
 	if !first.OK() {
 		return e.Unmet(fmt.Sprintf("a key of %d characters accepted", n), statusOf(first)+" "+first.String())

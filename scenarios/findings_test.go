@@ -297,3 +297,36 @@ func TestNoConflictIsNotASkipUnlessHeld(t *testing.T) {
 	rs = runIDs(t, tg, ietf(t), "concurrent/conflict-not-poisoned")
 	wantStatus(t, rs, "concurrent/conflict-not-poisoned", scenarios.Skip, "the server holds duplicates, as block_ok allows")
 }
+
+// uuidKeysOnly answers 400 to a key that is not a bare 36-character UUID
+// (once its sf-string quotes are removed), as some APIs do.
+func uuidKeysOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if vs := r.Header.Values("Idempotency-Key"); len(vs) > 0 && r.Method == http.MethodPost {
+			k := strings.TrimSuffix(strings.TrimPrefix(vs[0], `"`), `"`)
+			if _, err := uuid.Parse(k); len(vs) != 1 || len(k) != 36 || err != nil {
+				w.Header().Set("Content-Type", "application/problem+json")
+				w.WriteHeader(http.StatusBadRequest)
+				_, _ = w.Write([]byte(`{"type":"https://docs.example/idempotency#key-format","title":"Idempotency-Key must be a UUID","status":400}`))
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// TestKeyFormatUUID: an API that accepts only bare UUIDs, declared with
+// key_format uuid (and the length that implies), passes the families that
+// send special keys: the generator obeys the format, and cases that cannot
+// build a valid special key skip saying why.
+func TestKeyFormatUUID(t *testing.T) {
+	tg := serveTest(t, uuidKeysOnly(demoApp(t, demoTTL)), demoTTL)
+	p := referenceProfile(t)
+	p.KeyFormat, p.KeyMaxLen = scenarios.KeyFormatUUID, 36
+	rs := runIDs(t, tg, p, "syntax/**", "security/**", "scope/case-sensitive", "replay/same-status")
+	for _, r := range rs {
+		if r.Status == scenarios.Fail || r.Status == scenarios.Warn || r.Status == scenarios.Inconclusive {
+			t.Errorf("%s: %s against a UUID-only API declared as such: expected %q, observed %q %s", r.Name(), r.Status, r.Expected, r.Observed, r.Reason)
+		}
+	}
+}

@@ -2,9 +2,12 @@ package scenarios
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/google/uuid"
 
 	"go.yaml.in/yaml/v3"
 
@@ -94,6 +97,11 @@ type Profile struct {
 	// Key length limits; 0 = not published.
 	KeyMaxLen int `yaml:"key_max_len" json:"key_max_len"`
 	KeyMinLen int `yaml:"key_min_len" json:"key_min_len"`
+	// KeyFormat is the key form the API accepts: "" (any), "uuid" (a bare
+	// 36-character UUID), or a regular expression the whole key must
+	// match. The generator obeys it; cases that send special keys respect
+	// it or skip saying why, and a key breaking it is an invalid key.
+	KeyFormat string `yaml:"key_format" json:"key_format,omitempty"`
 	// CanonicalJSON: key order and whitespace do not change the fingerprint.
 	CanonicalJSON Tri `yaml:"canonical_json" json:"canonical_json"`
 	// VolatileFields: RFC 6901 pointers of body fields left out of the
@@ -254,6 +262,9 @@ func (p *Profile) Validate() error {
 	default:
 		return fmt.Errorf("profile expiry %q: want fresh, expired-409 or unknown", p.Expiry)
 	}
+	if err := p.validKeyFormat(); err != nil {
+		return err
+	}
 	if p.KeyMaxLen < 0 || p.KeyMinLen < 0 || (p.KeyMaxLen > 0 && p.KeyMinLen > p.KeyMaxLen) {
 		return fmt.Errorf("profile key_min_len %d / key_max_len %d: want 0 <= min <= max", p.KeyMinLen, p.KeyMaxLen)
 	}
@@ -286,4 +297,78 @@ func hasStatus(set []int, s int) bool {
 		}
 	}
 	return false
+}
+
+// KeyFormatUUID is the key_format of APIs that accept only bare UUIDs.
+const KeyFormatUUID = "uuid"
+
+var uuidRe = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+// keyForms are the shapes of fresh keys the generator can give, tried in
+// order until one matches key_format; each is unique per call.
+var keyForms = []struct {
+	name string
+	gen  func(u string) string
+}{
+	{"a UUID", func(u string) string { return u }},
+	{"32 hex digits", func(u string) string { return strings.ReplaceAll(u, "-", "") }},
+	{"an upper-case UUID", strings.ToUpper},
+	{"32 upper-case hex digits", func(u string) string { return strings.ToUpper(strings.ReplaceAll(u, "-", "")) }},
+	{"idemcheck-<UUID>", func(u string) string { return "idemcheck-" + u }},
+	{"idemcheck_<32 hex>", func(u string) string { return "idemcheck_" + strings.ReplaceAll(u, "-", "") }},
+	{"64 hex digits", func(u string) string {
+		return strings.ReplaceAll(u, "-", "") + strings.ReplaceAll(uuid.NewString(), "-", "")
+	}},
+}
+
+// keyMatcher compiles key_format; nil when no format is declared.
+func (p *Profile) keyMatcher() (*regexp.Regexp, error) {
+	switch p.KeyFormat {
+	case "":
+		return nil, nil
+	case KeyFormatUUID:
+		return uuidRe, nil
+	}
+	return regexp.Compile(`^(?:` + p.KeyFormat + `)$`)
+}
+
+func (p *Profile) validKeyFormat() error {
+	re, err := p.keyMatcher()
+	if err != nil {
+		return fmt.Errorf("profile key_format %q: want uuid or a regular expression: %v", p.KeyFormat, err)
+	}
+	if re == nil {
+		return nil
+	}
+	names := make([]string, len(keyForms))
+	for i, f := range keyForms {
+		if re.MatchString(f.gen(uuid.NewString())) {
+			return nil
+		}
+		names[i] = f.name
+	}
+	return fmt.Errorf("profile key_format %q: no key idemcheck can generate matches it (it generates %s)", p.KeyFormat, strings.Join(names, ", "))
+}
+
+// KeyValid reports whether k obeys key_format (always, when none is
+// declared or it does not compile).
+func (p *Profile) KeyValid(k string) bool {
+	re, err := p.keyMatcher()
+	return err != nil || re == nil || re.MatchString(k)
+}
+
+// NewKey returns a fresh key in the first generated form that obeys
+// key_format: a UUID when no format is declared.
+func (p *Profile) NewKey() string {
+	u := uuid.NewString()
+	re, err := p.keyMatcher()
+	if err != nil || re == nil {
+		return u
+	}
+	for _, f := range keyForms {
+		if k := f.gen(u); re.MatchString(k) {
+			return k
+		}
+	}
+	return u // Validate rejects such a format
 }
