@@ -20,7 +20,8 @@ type config struct {
 	docsURL       string
 	defects       defectSet
 	// checkThenInsertGap is the time the check-then-insert defect spends
-	// between its lookup and its insert.
+	// between its lookup and its insert: 1 ms, a realistic window (a
+	// round trip to a store), not one widened until any probe sees it.
 	checkThenInsertGap time.Duration
 }
 
@@ -46,7 +47,7 @@ func defaultConfig() config {
 		replayHeaders:      canonicalNames(DefaultReplayHeaders),
 		docsURL:            DefaultDocsURL,
 		defects:            defectSet{},
-		checkThenInsertGap: 100 * time.Millisecond,
+		checkThenInsertGap: time.Millisecond,
 	}
 }
 

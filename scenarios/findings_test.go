@@ -330,3 +330,118 @@ func TestKeyFormatUUID(t *testing.T) {
 		}
 	}
 }
+
+// claimAfterExpiryRace imitates a store whose expired-record cleanup races
+// new claims: once a key is older than ttl, every request with it is let
+// through as a new one (the cleanup deleted the record each one found).
+func claimAfterExpiryRace(next http.Handler, ttl time.Duration) http.Handler {
+	var mu sync.Mutex
+	seen := map[string]time.Time{}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		k := r.Header.Get("Idempotency-Key")
+		if k != "" && r.Method == http.MethodPost {
+			mu.Lock()
+			at, ok := seen[k]
+			if !ok {
+				seen[k] = time.Now()
+			}
+			mu.Unlock()
+			if ok && time.Since(at) > ttl {
+				r.Header.Set("Idempotency-Key", `"`+uuid.NewString()+`"`)
+				next.ServeHTTP(w, r)
+				// The oracle must see these executions under the key sent.
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// TestExpiredKeyBurst: right after expiry a same-key burst executes at
+// most once on the reference; a cleanup that races the new claims lets
+// several through and fails.
+func TestExpiredKeyBurst(t *testing.T) {
+	const ttl = time.Second
+	good := serveTest(t, demoApp(t, ttl), ttl)
+	rs := runIDs(t, good, ietf(t), "expiry/expired-key-burst")
+	wantStatus(t, rs, "expiry/expired-key-burst", scenarios.Pass, "the reference claims an expired key atomically")
+
+	racy := serveTest(t, claimAfterExpiryRace(demoApp(t, ttl), ttl), ttl)
+	for i := range racy.Operations { // the wrapper hides the oracle's key: count created ids
+		racy.Operations[i].IDPointer = "/id"
+	}
+	racy.Oracle = nil
+	rs = runIDs(t, racy, ietf(t), "expiry/expired-key-burst")
+	wantStatus(t, rs, "expiry/expired-key-burst", scenarios.Fail, "every request after expiry executes")
+}
+
+// TestInFlightOffsets: duplicates at the start, middle and last quarter of
+// the 1.5 s slow original. The reference (lease 5 s) answers 409 each
+// time; with a 1 s lease its lock lapses mid-request and the last-quarter
+// duplicate executes again.
+func TestInFlightOffsets(t *testing.T) {
+	tg := startDemo(t)
+	rs := runIDs(t, tg, ietf(t), "concurrent/in-flight-offsets")
+	wantStatus(t, rs, "concurrent/in-flight-offsets", scenarios.Pass, "409 at every offset")
+
+	app, err := demo.New(demo.Options{TTL: demoTTL, Lease: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { app.Close() })
+	lapsing := serveTest(t, app, demoTTL)
+	rs = runIDs(t, lapsing, ietf(t), "concurrent/in-flight-offsets")
+	wantStatus(t, rs, "concurrent/in-flight-offsets", scenarios.Fail, "the lock lapses after 1 s of a 1.5 s request")
+}
+
+// executeThen400 runs a keyless request (under a key of its own, unseen by
+// the client) and then answers 400 as if it had rejected it.
+func executeThen400(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.Header.Get("Idempotency-Key") == "" && !strings.HasPrefix(r.URL.Path, "/v1/effects") {
+			r.Header.Set("Idempotency-Key", `"`+uuid.NewString()+`"`)
+			next.ServeHTTP(httptest.NewRecorder(), r)
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = w.Write([]byte(`{"type":"https://docs.example/idempotency","title":"Idempotency-Key is required","status":400}`))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// TestMissingRejectedAsksTheOracle: a keyless request's execution can be
+// counted with an oracle that is not per key (the reference's totals): a
+// 400 that executed fails; with the per-key oracle the 400 alone is
+// unverifiable, never a pass.
+func TestMissingRejectedAsksTheOracle(t *testing.T) {
+	global := func(tg *scenarios.Target) *scenarios.Target {
+		tg.Oracle.URL = "/v1/effects"
+		return tg
+	}
+	for _, tc := range []struct {
+		name string
+		tg   *scenarios.Target
+		want scenarios.Status
+	}{
+		{"correct, global oracle", global(startDemo(t)), scenarios.Pass},
+		{"400 after executing, global oracle", global(serveTest(t, executeThen400(demoApp(t, demoTTL)), demoTTL)), scenarios.Fail},
+		{"correct, per-key oracle", startDemo(t), scenarios.Unverifiable},
+	} {
+		rs := runIDs(t, tc.tg, ietf(t), "missing/rejected")
+		wantStatus(t, rs, "missing/rejected", tc.want, tc.name)
+	}
+}
+
+// TestTTLNever: an API that declares keys never expire gets its expiry
+// cases skipped with the declaration recorded, not "needs ttl".
+func TestTTLNever(t *testing.T) {
+	tg := startDemo(t)
+	tg.TTL, tg.NeverExpires = 0, true
+	rs := runIDs(t, tg, ietf(t), "expiry/**")
+	for _, r := range rs {
+		if r.Status != scenarios.Skip || !strings.Contains(r.Reason, "ttl: never") || r.Observed == "" {
+			t.Errorf("%s: %s %q %s, want a skip recording ttl: never", r.Name(), r.Status, r.Observed, r.Reason)
+		}
+	}
+}

@@ -107,6 +107,13 @@ type Profile struct {
 	// VolatileFields: RFC 6901 pointers of body fields left out of the
 	// fingerprint.
 	VolatileFields []string `yaml:"volatile_fields" json:"volatile_fields,omitempty"`
+	// BurstRounds and BurstSize shape concurrent/same-key-burst: rounds of
+	// size same-key requests (a fresh key per round) released by a barrier.
+	// 0 means the defaults (DefaultBurstRounds, DefaultBurstSize), sized so
+	// that a 1 ms check-then-insert window on the reference is caught in at
+	// least 99 of 100 runs (docs/conformance-engine.md).
+	BurstRounds int `yaml:"burst_rounds" json:"burst_rounds,omitempty"`
+	BurstSize   int `yaml:"burst_size" json:"burst_size,omitempty"`
 	// StaleReplayOnMismatch (IK-MISMATCH-5): a changed payload under a used
 	// key gets the old response replayed, with no error and no execution.
 	// The draft, Stripe and the seeds rules make that a failure (false);
@@ -262,6 +269,12 @@ func (p *Profile) Validate() error {
 	default:
 		return fmt.Errorf("profile expiry %q: want fresh, expired-409 or unknown", p.Expiry)
 	}
+	if p.BurstRounds < 0 || p.BurstRounds > maxBurstRounds {
+		return fmt.Errorf("profile burst_rounds %d: want 0 (default %d) to %d", p.BurstRounds, DefaultBurstRounds, maxBurstRounds)
+	}
+	if p.BurstSize != 0 && (p.BurstSize < 2 || p.BurstSize > maxBurstSize) {
+		return fmt.Errorf("profile burst_size %d: want 0 (default %d) or 2 to %d", p.BurstSize, DefaultBurstSize, maxBurstSize)
+	}
 	if err := p.validKeyFormat(); err != nil {
 		return err
 	}
@@ -371,4 +384,24 @@ func (p *Profile) NewKey() string {
 		}
 	}
 	return u // Validate rejects such a format
+}
+
+// Burst defaults and bounds (see Profile.BurstRounds).
+const (
+	DefaultBurstRounds = 8
+	DefaultBurstSize   = 32
+	maxBurstRounds     = 100
+	maxBurstSize       = 256
+)
+
+// burst returns the rounds and size of concurrent/same-key-burst.
+func (p *Profile) burst() (rounds, size int) {
+	rounds, size = p.BurstRounds, p.BurstSize
+	if rounds == 0 {
+		rounds = DefaultBurstRounds
+	}
+	if size == 0 {
+		size = DefaultBurstSize
+	}
+	return rounds, size
 }
