@@ -98,6 +98,13 @@ func WithReplayHeaders(names ...string) Option {
 // WithDocsURL sets the documentation URL the problem "type" members point at.
 func WithDocsURL(u string) Option { return func(c *config) { c.docsURL = u } }
 
+// WithCheckThenInsertGap sets the time the check-then-insert defect spends
+// between its lookup and its insert (default 1 ms). A wider window lets a
+// paced load, not only a barrier-released burst, show the defect.
+func WithCheckThenInsertGap(d time.Duration) Option {
+	return func(c *config) { c.checkThenInsertGap = d }
+}
+
 // WithDefects builds the middleware with deliberate bugs (see Defects).
 // Use ParseDefects to validate names from users.
 func WithDefects(ds ...Defect) Option {
