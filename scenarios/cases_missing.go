@@ -11,7 +11,7 @@ import (
 // optional (Stripe, Adyen).
 func init() {
 	register(
-		Case{Meta: Meta{ID: "missing/rejected", Family: "missing", Requirements: []string{"IK-MISSING-1", "IK-MISSING-3"}, Level: Should,
+		Case{Meta: Meta{ID: "missing/rejected", Family: "missing", Requirements: []string{"IK-MISSING-1"}, Level: Should,
 			Requirement: "draft §2.7: if the Idempotency-Key request header is missing for a documented idempotent operation requiring this header, the resource SHOULD reply with an HTTP 400 status code; the resource MUST fail the request (an error that executed anyway did not fail it).",
 			Explanation: "A request without the key on a key-requiring operation gets 400 and does not execute: a 400 after an execution fails. Counting a keyless execution needs an oracle without {key} (a global or per-operation counter); with a per-key oracle the 400 alone is unverifiable."},
 			PerOperation: true, Run: missingRejected},
