@@ -167,7 +167,13 @@ func (e *Env) offsetsAttempt(ctx context.Context, attempt int) (v Verdict, place
 			missed = append(missed, off)
 		case r.OK() && !e.replayOf(slow, r, n, how):
 			again = append(again, off)
-		case r.OK() && (!e.Profile.BlockOK || r.End.Sub(r.Start) > e.Profile.MaxBlock):
+		case r.OK() && !e.Profile.BlockOK:
+			// A replay exists only once the original completed at the
+			// server: held (forbidden here; concurrent/in-flight-conflict
+			// judges that) or sent too late (a client stall). Either way
+			// this offset did not probe the running original.
+			missed = append(missed, off)
+		case r.OK() && r.End.Sub(r.Start) > e.Profile.MaxBlock:
 			unmet = append(unmet, off)
 		case r.OK(), e.Profile.InFlightOK(r.Status):
 		default:

@@ -50,7 +50,7 @@ func syntaxKeyAccepted(ctx context.Context, e *Env) Verdict {
 	}
 	retry := e.Send(ctx, Req{Label: "retry", Key: k})
 	if !e.Reproduced(first, retry) {
-		return e.inTTL(e.Unmet("the retry replays", retry.String()), first, retry)
+		return e.inTTLAnswered(e.Unmet("the retry replays", retry.String()), first, retry)
 	}
 	return e.Pass(fmt.Sprintf("%s %s accepted and replayed", e.Target.KeyHeader, e.KeyValue(k)))
 }
@@ -75,7 +75,7 @@ func syntaxCrossForm(ctx context.Context, e *Env) Verdict {
 	observed := fmt.Sprintf("%s then %s: %s, then %s", e.KeyValue(k), other, a.String(), b.String())
 	switch {
 	case a.OK() && b.OK() && !e.Reproduced(a, b) && !e.Reproduced(first, b):
-		return e.inTTL(e.Fail("the other form rejected, replayed, or a distinct key; never an execution on every retry", "field ignored, executed twice: "+observed), first, a, b)
+		return e.inTTLAnswered(e.Fail("the other form rejected, replayed, or a distinct key; never an execution on every retry", "field ignored, executed twice: "+observed), first, a, b)
 	case a.Is5xx() || b.Is5xx():
 		return e.Fail("a 4xx or a documented interpretation, never a 5xx", observed)
 	case e.Reproduced(first, a):
@@ -157,9 +157,9 @@ func syntaxRepeatedHeader(ctx context.Context, e *Env) Verdict {
 		case a.Is5xx() || b.Is5xx() || a.Err != nil || b.Err != nil:
 			return e.Fail("400 or deterministic handling, never a 5xx", strings.Join(seen, "; "))
 		case a.OK() && b.OK() && !e.Reproduced(a, b):
-			return e.inTTL(e.Fail("never an execution on every retry", name+" executed twice: "+strings.Join(seen, "; ")), a, b)
+			return e.inTTLAnswered(e.Fail("never an execution on every retry", name+" executed twice: "+strings.Join(seen, "; ")), a, b)
 		case a.OK() && !b.OK():
-			return e.inTTL(e.Unmet("deterministic handling", strings.Join(seen, "; ")), a, b)
+			return e.inTTLAnswered(e.Unmet("deterministic handling", strings.Join(seen, "; ")), a, b)
 		}
 	}
 	return e.Pass(strings.Join(seen, "; "))
@@ -194,7 +194,7 @@ func syntaxMaxLength(ctx context.Context, e *Env) Verdict {
 	}
 	retry := e.Send(ctx, Req{Label: fmt.Sprintf("key of %d chars again", n), Key: longest})
 	if !e.Reproduced(first, retry) {
-		return e.inTTL(e.Unmet(fmt.Sprintf("the %d-character key replays", n), retry.String()), first, retry)
+		return e.inTTLAnswered(e.Unmet(fmt.Sprintf("the %d-character key replays", n), retry.String()), first, retry)
 	}
 	over := e.Send(ctx, Req{Label: fmt.Sprintf("that key plus one char (%d chars)", n+1), Key: longest + "x"})
 	observed := fmt.Sprintf("%d chars accepted and replayed; %d chars: %s", n, n+1, over.String())

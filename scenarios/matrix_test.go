@@ -44,7 +44,7 @@ var defectMatrix = []struct {
 		why: "same-key requests whose lookups fall in the 1 ms before the insert all execute: the burst's rounds catch it (>= 99 of 100 runs, docs/conformance-engine.md); expiry/expired-key-burst, one round after expiry, usually too"},
 	{defect: "no-inflight-lock", want: []string{"concurrent/in-flight-conflict", "concurrent/in-flight-offsets", "concurrent/same-key-burst"},
 		why: "an in-flight record is treated as absent, so the duplicate executes"},
-	{defect: "block-inflight", strict: true, blockForbidden: true, want: []string{"concurrent/in-flight-conflict", "concurrent/in-flight-offsets"},
+	{defect: "block-inflight", strict: true, blockForbidden: true, want: []string{"concurrent/in-flight-conflict"},
 		why: "the duplicate waits and replays instead of 409; legal only where blocking is allowed"},
 	{defect: "no-user-scope", want: []string{"scope/other-user-in-flight", "scope/other-user-isolated", "security/cross-principal-guess"},
 		why: "a second principal reusing the key gets the first one's response, its in-flight 409, or a mismatch error"},
