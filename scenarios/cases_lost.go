@@ -178,24 +178,6 @@ func (pr *proxied) judgeLost(ctx context.Context, k, committed string, first Res
 	return pr.inTTLAnswered(pr.judgeLostRaw(ctx, k, committed, rs), first, rs...)
 }
 
-// inTTLAnswered is inTTL judging the retries by when they were answered:
-// the server handled a request no later than it answered it, while its
-// send time says little when the client stalled (seen: seconds between a
-// request's Start and the server's work on a loaded machine). For quick
-// retries, whose lookup is what is judged, this is the safe bound.
-func (e *Env) inTTLAnswered(v Verdict, orig Resp, retries ...Resp) Verdict {
-	at := make([]Resp, len(retries))
-	for i, r := range retries {
-		r.Start = r.End
-		at[i] = r
-	}
-	x := e.inTTL(v, orig, at...)
-	if x.Status != v.Status {
-		x.Reason = strings.Replace(x.Reason, "the retry was sent", "the retry was answered", 1)
-	}
-	return x
-}
-
 func (pr *proxied) judgeLostRaw(ctx context.Context, k, committed string, rs []Resp) Verdict {
 	e := pr.Env
 	last := rs[len(rs)-1]
