@@ -173,6 +173,11 @@ func (e *Env) offsetsAttempt(ctx context.Context, attempt int) (v Verdict, place
 			// judges that) or sent too late (a client stall). Either way
 			// this offset did not probe the running original.
 			missed = append(missed, off)
+		case r.OK() && r.End.Sub(r.Start) < d/10:
+			// The replay came at once: the original had completed when the
+			// server saw this duplicate (it was not held), so it arrived
+			// late. This offset did not probe the running original.
+			missed = append(missed, off)
 		case r.OK() && r.End.Sub(r.Start) > e.Profile.MaxBlock:
 			unmet = append(unmet, off)
 		case r.OK(), e.Profile.InFlightOK(r.Status):

@@ -34,7 +34,10 @@ var defectMatrix = []struct {
 	want []string
 	// anyOf replaces want for a timing-dependent defect: at least one of
 	// these catches it, whichever way the race went.
-	anyOf   []string
+	anyOf []string
+	// maybe lists cases that may also catch it, depending on timing; they
+	// are left out of the comparison with want.
+	maybe   []string
 	pending string
 	why     string
 }{
@@ -42,8 +45,8 @@ var defectMatrix = []struct {
 		why: "a changed body under a used key replays the old response (mismatch/added-field only warns: an unknown member may be outside a legal partial fingerprint)"},
 	{defect: "check-then-insert", anyOf: []string{"concurrent/same-key-burst"},
 		why: "same-key requests whose lookups fall in the 1 ms before the insert all execute: the burst's rounds catch it (>= 99 of 100 runs, docs/conformance-engine.md); expiry/expired-key-burst, one round after expiry, usually too"},
-	{defect: "no-inflight-lock", want: []string{"concurrent/in-flight-conflict", "concurrent/in-flight-offsets", "concurrent/same-key-burst"},
-		why: "an in-flight record is treated as absent, so the duplicate executes"},
+	{defect: "no-inflight-lock", want: []string{"concurrent/in-flight-conflict", "concurrent/same-key-burst"}, maybe: []string{"concurrent/in-flight-offsets"},
+		why: "an in-flight record is treated as absent, so the duplicate executes (concurrent/in-flight-offsets too, unless a stall kept its duplicates out of the original's run: inconclusive)"},
 	{defect: "block-inflight", strict: true, blockForbidden: true, want: []string{"concurrent/in-flight-conflict"},
 		why: "the duplicate waits and replays instead of 409; legal only where blocking is allowed"},
 	{defect: "no-user-scope", want: []string{"scope/other-user-in-flight", "scope/other-user-isolated", "security/cross-principal-guess"},
@@ -53,7 +56,7 @@ var defectMatrix = []struct {
 	{defect: "no-expiry", strict: true, want: []string{"expiry/fresh-after-ttl"},
 		why: "a retry after TTL + grace still replays instead of executing fresh"},
 	{defect: "early-expiry", strict: true, anyOf: []string{"expiry/replays-before-ttl", "concurrent/in-flight-offsets"},
-		why: "the record vanishes TTL/10 = 300 ms after its claim: the retry at TTL − margin executes again (expiry/replays-before-ttl, unless a stall made it inconclusive), and so does the duplicate in the middle of the 1.5 s slow original (concurrent/in-flight-offsets); concurrent/conflict-not-poisoned and concurrent/in-flight-conflict may see it too, depending on load"},
+		why: "the record vanishes TTL/10 = 500 ms after its claim: the retry at TTL − margin executes again (expiry/replays-before-ttl, unless a stall made it inconclusive), and so does the duplicate in the middle of the 1.5 s slow original (concurrent/in-flight-offsets); concurrent/conflict-not-poisoned and concurrent/in-flight-conflict may see it too, depending on load"},
 	{defect: "cache-5xx", strict: true, noCache5xx: true, want: []string{"errors/failure-releases-key", "errors/transient-5xx"},
 		why: "the transient 503 is stored and replayed: the retry does not execute again"},
 	{defect: "no-cache-4xx", strict: true, want: []string{"errors/business-error-kept", "replay/business-error"},
@@ -199,6 +202,7 @@ func TestDefectMatrix(t *testing.T) {
 				t.Fatalf("the run passes against defect %s (%s)", row.defect, row.why)
 			}
 			own, other := caught(rep)
+			own = slices.DeleteFunc(own, func(id string) bool { return slices.Contains(row.maybe, id) })
 			if row.anyOf != nil {
 				if !slices.ContainsFunc(row.anyOf, func(id string) bool { return slices.Contains(own, id) }) {
 					t.Errorf("caught by %v, want at least one of %v (%s)", own, row.anyOf, row.why)
