@@ -218,13 +218,11 @@ func buildRequest(t *scenarios.Target, c *config) (*request, error) {
 	body := []byte(op.Body)
 	var err error
 	if variant != "" {
-		v, ok := op.Variants[variant]
+		b, v, ok := op.VariantBody(variant)
 		if !ok {
 			return nil, fmt.Errorf("variant %q: not declared by operation %q", variant, op.Name)
 		}
-		if body, err = jsonx.MergePatch(body, v.Patch); err != nil {
-			return nil, fmt.Errorf("variant %q: %w", variant, err)
-		}
+		body = b
 		c.expectStatus = v.Status
 	}
 	if c.patch != nil {

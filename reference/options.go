@@ -20,7 +20,8 @@ type config struct {
 	docsURL       string
 	defects       defectSet
 	// checkThenInsertGap is the time the check-then-insert defect spends
-	// between its lookup and its insert.
+	// between its lookup and its insert: 1 ms, a realistic window (a
+	// round trip to a store), not one widened until any probe sees it.
 	checkThenInsertGap time.Duration
 }
 
@@ -46,7 +47,7 @@ func defaultConfig() config {
 		replayHeaders:      canonicalNames(DefaultReplayHeaders),
 		docsURL:            DefaultDocsURL,
 		defects:            defectSet{},
-		checkThenInsertGap: 100 * time.Millisecond,
+		checkThenInsertGap: time.Millisecond,
 	}
 }
 
@@ -96,6 +97,13 @@ func WithReplayHeaders(names ...string) Option {
 
 // WithDocsURL sets the documentation URL the problem "type" members point at.
 func WithDocsURL(u string) Option { return func(c *config) { c.docsURL = u } }
+
+// WithCheckThenInsertGap sets the time the check-then-insert defect spends
+// between its lookup and its insert (default 1 ms). A wider window lets a
+// paced load, not only a barrier-released burst, show the defect.
+func WithCheckThenInsertGap(d time.Duration) Option {
+	return func(c *config) { c.checkThenInsertGap = d }
+}
 
 // WithDefects builds the middleware with deliberate bugs (see Defects).
 // Use ParseDefects to validate names from users.

@@ -79,14 +79,22 @@ func (e *Env) Fail(expected, observed string) Verdict {
 	return Verdict{Status: Fail, Expected: expected, Observed: observed}
 }
 
-// Unmet concludes the case's requirement is not met: Fail for MUST, Warn
-// for SHOULD and MAY, and for INFO a finding that never fails.
+// Unmet concludes the case's requirement is not met, at the case's level
+// (see unmetAt).
 func (e *Env) Unmet(expected, observed string) Verdict {
-	switch e.Case.Level {
+	return e.unmetAt(e.Case.Level, expected, observed)
+}
+
+// unmetAt concludes a requirement of level l is not met: Fail for MUST,
+// Warn for SHOULD (Fail under --strict). An unmet MAY or INFO is a finding:
+// recorded with what was seen, never a pass and never a warn, so --strict
+// does not turn an optional behaviour into a failure.
+func (e *Env) unmetAt(l Level, expected, observed string) Verdict {
+	switch l {
 	case Must:
 		return Verdict{Status: Fail, Expected: expected, Observed: observed}
-	case Info:
-		return Verdict{Status: Pass, Expected: expected, Observed: observed, Reason: "finding (informational)"}
+	case May, Info:
+		return Verdict{Status: Skip, Expected: expected, Observed: observed, Reason: "finding recorded: " + string(l) + " not met (never a pass, never a warn)"}
 	}
 	return Verdict{Status: Warn, Expected: expected, Observed: observed}
 }

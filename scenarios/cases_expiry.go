@@ -39,8 +39,15 @@ func init() {
 const maxExpiryWait = 2 * time.Minute
 
 // tooLongToWait returns a Skip verdict when the TTL plus grace exceeds
-// maxExpiryWait.
+// maxExpiryWait, or when the API declares that keys never expire ("ttl:
+// never"): then there is no expiry to test, and the declaration is
+// recorded as the finding.
 func (e *Env) tooLongToWait() *Verdict {
+	if e.Target.NeverExpires {
+		v := Verdict{Status: Skip, Observed: "the API declares that keys never expire (ttl: never)",
+			Reason: "ttl: never: no expiry to test; finding recorded (draft §2.3 lets keys expire under a published policy, it does not require it)"}
+		return &v
+	}
 	if w := e.Target.TTL + e.Profile.Grace; w > maxExpiryWait {
 		v := e.Skip(fmt.Sprintf("declared ttl %s + grace %s is longer than the %s an expiry case waits; run against a deployment with a short TTL", e.Target.TTL, e.Profile.Grace, maxExpiryWait))
 		return &v

@@ -54,11 +54,9 @@ type proxied struct {
 func (e *Env) viaProxy(rules ...string) (*proxied, error) {
 	pr := &proxied{outer: e}
 	pr.hist = chaos.NewHistory(&pr.buf)
-	ptr := e.Op.IDPointer
-	if ptr == "" {
-		ptr = "/id"
-	}
-	p, err := chaos.New(chaos.Options{Upstream: e.Target.BaseURL, KeyHeader: e.Target.KeyHeader, IDPointer: ptr,
+	// Without an id pointer the proxy still reads its default (/id), but
+	// nothing here uses what it finds there (see upstreamID).
+	p, err := chaos.New(chaos.Options{Upstream: e.Target.BaseURL, KeyHeader: e.Target.KeyHeader, IDPointer: e.Op.IDPointer,
 		Transport: NewTransport(16), History: pr.hist, Timeout: e.Target.Timeout})
 	if err != nil {
 		return nil, err
@@ -120,12 +118,22 @@ func (pr *proxied) upstreamSettled(ctx context.Context, k string) []chaos.Upstre
 	}
 }
 
+// upstreamID is the created id the proxy read from u, "" when the
+// operation declares no id pointer: a member the user did not name as the
+// created id (a request id, say) differs on every answer and proves nothing.
+func (pr *proxied) upstreamID(u chaos.Upstream) string {
+	if pr.Op.IDPointer == "" {
+		return ""
+	}
+	return u.ID
+}
+
 // ids is the distinct created ids under k seen by the proxy and in rs.
 func (pr *proxied) ids(k string, rs ...Resp) []string {
 	ids := pr.DistinctIDs(rs...)
 	for _, u := range pr.upstream(k) {
-		if u.ID != "" && !slices.Contains(ids, u.ID) {
-			ids = append(ids, u.ID)
+		if id := pr.upstreamID(u); id != "" && !slices.Contains(ids, id) {
+			ids = append(ids, id)
 		}
 	}
 	slices.Sort(ids)
@@ -133,14 +141,14 @@ func (pr *proxied) ids(k string, rs ...Resp) []string {
 }
 
 // untilDone retries k with body until a final answer (not a transport
-// error, 409, 429 or 5xx), honouring Retry-After (capped at 2s); at most
+// error, 409, one of the profile's in-flight statuses, 429 or 5xx), honouring Retry-After (capped at 2s); at most
 // 10 attempts. It returns every response, the last one final if any.
 func (e *Env) untilDone(ctx context.Context, label, k string, body []byte) []Resp {
 	var rs []Resp
 	for i := 1; i <= 10 && ctx.Err() == nil; i++ {
 		r := e.Send(ctx, Req{Label: fmt.Sprintf("%s %d", label, i), Key: k, Body: body})
 		rs = append(rs, r)
-		if r.Err == nil && r.Status != http.StatusConflict && r.Status != http.StatusTooManyRequests && r.Status < 500 {
+		if r.Err == nil && r.Status != http.StatusConflict && !e.Profile.InFlightOK(r.Status) && r.Status != http.StatusTooManyRequests && r.Status < 500 {
 			break
 		}
 		wait := 200 * time.Millisecond
@@ -159,8 +167,15 @@ func (e *Env) untilDone(ctx context.Context, label, k string, body []byte) []Res
 
 // judgeLost decides a lost-response case once the retries are done: one
 // created id (the committed one), the client's last answer is it, and the
-// effects count is one.
-func (pr *proxied) judgeLost(ctx context.Context, k, committed string, rs []Resp) Verdict {
+// effects count is one. A verdict against the server stands only when every
+// retry was answered within TTL − margin of first (the original attempt):
+// past it the key may legally have expired and executed afresh (see
+// answered).
+func (pr *proxied) judgeLost(ctx context.Context, k, committed string, first Resp, rs []Resp) Verdict {
+	return pr.inTTLAnswered(pr.judgeLostRaw(ctx, k, committed, rs), first, rs...)
+}
+
+func (pr *proxied) judgeLostRaw(ctx context.Context, k, committed string, rs []Resp) Verdict {
 	e := pr.Env
 	last := rs[len(rs)-1]
 	if ids := pr.ids(k, rs...); len(ids) > 1 {
@@ -183,10 +198,10 @@ func (pr *proxied) judgeLost(ctx context.Context, k, committed string, rs []Resp
 }
 
 // committedID is the first 2xx the target gave (as the proxy saw it).
-func committedID(up []chaos.Upstream) (string, bool) {
+func (pr *proxied) committedID(up []chaos.Upstream) (string, bool) {
 	for _, u := range up {
 		if u.Error == "" && u.Status >= 200 && u.Status < 300 {
-			return u.ID, true
+			return pr.upstreamID(u), true
 		}
 	}
 	return "", false
@@ -204,11 +219,11 @@ func lostDroppedResponse(ctx context.Context, e *Env) Verdict {
 		return e.Inconclusive("the proxy did not drop the response: " + first.String())
 	}
 	up := pr.upstreamSettled(ctx, k)
-	committed, ok := committedID(up)
+	committed, ok := pr.committedID(up)
 	if !ok {
 		return e.Inconclusive(fmt.Sprintf("the original did not succeed upstream: %+v", up))
 	}
-	return pr.judgeLost(ctx, k, committed, pr.untilDone(ctx, "retry", k, nil))
+	return pr.judgeLost(ctx, k, committed, first, pr.untilDone(ctx, "retry", k, nil))
 }
 
 func lostTruncatedRequest(ctx context.Context, e *Env) Verdict {
@@ -257,13 +272,13 @@ func lostRetryStorm(ctx context.Context, e *Env) Verdict {
 	if !stormOverlapped(first, storm) {
 		return e.Inconclusive("could not overlap: every storm retry was sent after the original completed")
 	}
-	committed, ok := committedID(pr.upstreamSettled(ctx, k))
+	committed, ok := pr.committedID(pr.upstreamSettled(ctx, k))
 	if !ok {
 		// Nothing committed yet is fine only if a storm retry executed it.
 		committed = ""
 	}
 	rs := append(storm, pr.untilDone(ctx, "retry after the storm", k, body)...)
-	return pr.judgeLost(ctx, k, committed, rs)
+	return pr.judgeLost(ctx, k, committed, first, rs)
 }
 
 // storm sends the slow original under a fresh key k and, once it is in

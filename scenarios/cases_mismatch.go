@@ -82,9 +82,9 @@ func (e *Env) runProbe(ctx context.Context, pr probe) mismatchOutcome {
 	}
 	r := e.Send(ctx, Req{Label: "same key, " + pr.name, Key: k, Body: e.Body(pr.patch)})
 	o := e.judgeProbe(ctx, pr, k, first, r)
-	if (o.status == Fail || o.status == Warn) && !e.WithinTTL(first, r) {
-		return mismatchOutcome{Inconclusive, fmt.Sprintf("%s: sent %s after the original started, past TTL %s − margin (a stall), so the key may legally have expired (would have been %s: %s)",
-			pr.name, r.Start.Sub(first.Start).Round(time.Millisecond), e.Target.TTL, o.status, o.observed)}
+	if (o.status == Fail || o.status == Warn) && !e.WithinTTL(first, answered([]Resp{r})...) {
+		return mismatchOutcome{Inconclusive, fmt.Sprintf("%s: answered %s after the original started, past TTL %s − margin (a stall), so the key may legally have expired (would have been %s: %s)",
+			pr.name, r.End.Sub(first.Start).Round(time.Millisecond), e.Target.TTL, o.status, o.observed)}
 	}
 	return o
 }
@@ -108,6 +108,10 @@ func (e *Env) judgeProbe(ctx context.Context, pr probe, k string, first, r Resp)
 	switch {
 	case r.StaleConn():
 		return mismatchOutcome{Inconclusive, pr.name + ": " + r.Err.Error()}
+	case replayed && e.Profile.StaleReplayOnMismatch == Yes:
+		return mismatchOutcome{Pass, pr.name + ": replayed the old response, as the profile allows (stale_replay_on_mismatch): " + r.String()}
+	case replayed && e.Profile.StaleReplayOnMismatch == Unknown:
+		return mismatchOutcome{Skip, pr.name + ": replayed the old response (profile stale_replay_on_mismatch is \"?\"; finding recorded): " + r.String()}
 	case replayed && pr.generated:
 		return mismatchOutcome{Warn, pr.name + ": replayed the old response (the member may be outside the fingerprint): " + r.String()}
 	case replayed:
@@ -129,7 +133,8 @@ func (e *Env) judgeProbe(ctx context.Context, pr probe, k string, first, r Resp)
 }
 
 // judgeProbes folds probe outcomes: any Fail fails, then any Warn is an
-// unmet SHOULD, and the case passes only if at least one probe passed.
+// unmet SHOULD, then a finding (Skip: a stale replay the profile leaves
+// open) is recorded, and the case passes only if at least one probe passed.
 func (e *Env) judgeProbes(ctx context.Context, probes []probe) Verdict {
 	outs := make([]mismatchOutcome, len(probes))
 	for i, pr := range probes {
@@ -137,7 +142,7 @@ func (e *Env) judgeProbes(ctx context.Context, probes []probe) Verdict {
 	}
 	var obs []string
 	worst := Inconclusive
-	rank := map[Status]int{Inconclusive: 0, Pass: 1, Warn: 2, Fail: 3}
+	rank := map[Status]int{Inconclusive: 0, Pass: 1, Skip: 2, Warn: 3, Fail: 4}
 	for _, o := range outs {
 		obs = append(obs, o.observed)
 		if rank[o.status] > rank[worst] {
@@ -151,6 +156,8 @@ func (e *Env) judgeProbes(ctx context.Context, probes []probe) Verdict {
 		return e.Fail(expected, observed)
 	case Warn:
 		return e.Unmet(expected, observed)
+	case Skip:
+		return e.Finding("stale_replay_on_mismatch", observed)
 	case Pass:
 		return e.Pass(observed)
 	}
@@ -211,7 +218,7 @@ func mismatchOriginalSurvives(ctx context.Context, e *Env) Verdict {
 	}
 	observed := fmt.Sprintf("%s answered %s; original again answered %s; %d executions (%s)", pr.name, mis.String(), again.String(), n, how)
 	if n != 1 {
-		return e.inTTL(e.Fail("exactly 1 execution", observed), first, again)
+		return e.inTTLAnswered(e.Fail("exactly 1 execution", observed), first, again)
 	}
 	// Status fidelity is replay/same-status's concern; here the record must
 	// still be there and name the same resource.
@@ -221,7 +228,7 @@ func mismatchOriginalSurvives(ctx context.Context, e *Env) Verdict {
 	if replayed, err := e.Replayed(ctx, first, again, k); err != nil {
 		return e.undecided(err, observed)
 	} else if !replayed {
-		return e.inTTL(e.Fail("the original response again (same resource)", observed), first, again)
+		return e.inTTLAnswered(e.Fail("the original response again (same resource)", observed), first, again)
 	}
 	return e.Pass(observed)
 }
@@ -241,10 +248,10 @@ func mismatchRepeatFailsAgain(ctx context.Context, e *Env) Verdict {
 		return *v
 	}
 	if again.OK() {
-		return e.inTTL(e.Fail(fmt.Sprintf("%d again", mis.Status), observed), first, again)
+		return e.inTTLAnswered(e.Fail(fmt.Sprintf("%d again", mis.Status), observed), first, again)
 	}
 	if again.Status != mis.Status {
-		return e.inTTL(e.Unmet(fmt.Sprintf("%d again", mis.Status), observed), first, again)
+		return e.inTTLAnswered(e.Unmet(fmt.Sprintf("%d again", mis.Status), observed), first, again)
 	}
 	return e.Pass(observed)
 }

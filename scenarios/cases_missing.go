@@ -11,8 +11,8 @@ import (
 func init() {
 	register(
 		Case{Meta: Meta{ID: "missing/rejected", Family: "missing", Requirements: []string{"IK-MISSING-1"}, Level: Should,
-			Requirement: "draft §2.7: if the Idempotency-Key request header is missing for a documented idempotent operation requiring this header, the resource SHOULD reply with an HTTP 400 status code.",
-			Explanation: "A request without the key on a key-requiring operation gets 400 and does not execute."},
+			Requirement: "draft §2.7: if the Idempotency-Key request header is missing for a documented idempotent operation requiring this header, the resource SHOULD reply with an HTTP 400 status code; the resource MUST fail the request (an error that executed anyway did not fail it).",
+			Explanation: "A request without the key on a key-requiring operation gets 400 and does not execute: a 400 after an execution fails. Counting a keyless execution needs an oracle without {key} (a global or per-operation counter); with a per-key oracle the 400 alone is unverifiable."},
 			PerOperation: true, Run: missingRejected},
 		Case{Meta: Meta{ID: "missing/problem-link", Family: "missing", Requirements: []string{"IK-MISSING-2", "IK-PROBLEM-1", "IK-PROBLEM-2"}, Level: Should,
 			Requirement: "draft §2.7: the 400 response SHOULD carry a body or Link header pointing to relevant documentation (problem+json type, or Link rel=\"describedby\").",
@@ -34,21 +34,47 @@ func missingRejected(ctx context.Context, e *Env) Verdict {
 	if e.Profile.KeyRequired == No {
 		return e.Skip("profile key_required is false (see missing/optional-executes)")
 	}
+	// A keyless request can only be counted by an oracle that is not
+	// per key: the run is then serial, and the counter is read around it.
+	counted := e.HasOracle() && e.Target.GlobalOracle()
+	var before int
+	if counted {
+		var err error
+		if before, err = e.Executions(ctx, ""); err != nil {
+			return e.Inconclusive(err.Error())
+		}
+	}
 	r := e.Send(ctx, Req{Label: "no key", NoKey: true})
 	if v := e.lostConn(r); v != nil {
 		return *v
 	}
+	executed, how := r.OK(), "answered "+r.String()
+	if counted && r.Err == nil {
+		after, err := e.Executions(ctx, "")
+		if err != nil {
+			return e.Inconclusive(err.Error())
+		}
+		if after > before {
+			executed, how = true, fmt.Sprintf("answered %s; the oracle counted %d executions", r.String(), after-before)
+		}
+	}
 	if e.Profile.KeyRequired == Unknown {
-		return e.Finding("key_required", r.String())
+		return e.Finding("key_required", how)
 	}
 	expected := fmt.Sprintf("%v and no execution", e.Profile.MissingStatus)
 	switch {
-	case hasStatus(e.Profile.MissingStatus, r.Status) && r.Err == nil:
-		return e.Pass(fmt.Sprint(r.Status))
+	case r.Err != nil:
+		return e.Unmet(expected, r.String())
+	case executed && !r.OK():
+		return e.Fail(expected, "executed, then answered an error: "+how)
 	case r.OK():
-		return e.Unmet(expected, "executed without a key: "+r.String())
+		return e.Unmet(expected, "executed without a key: "+how)
+	case hasStatus(e.Profile.MissingStatus, r.Status) && !counted:
+		return e.Unverifiable(fmt.Sprintf("answered %d as expected, but whether it executed cannot be counted: the oracle counts per key and the request has none (declare an oracle URL without {key}, a global or per-operation counter)", r.Status))
+	case hasStatus(e.Profile.MissingStatus, r.Status):
+		return e.Pass(fmt.Sprintf("%d; no execution (oracle)", r.Status))
 	}
-	return e.Unmet(expected, r.String())
+	return e.Unmet(expected, how)
 }
 
 func missingProblemLink(ctx context.Context, e *Env) Verdict {

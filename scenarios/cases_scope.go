@@ -161,7 +161,7 @@ func (e *Env) judgeOtherUser(ctx context.Context, k string, a, b Resp, body []by
 
 func scopeOtherUserInFlight(ctx context.Context, e *Env) Verdict {
 	body, _, _ := e.Variant(VariantSlow)
-	k, a, b := e.duringSlow(ctx, false, func(k string) Resp {
+	k, a, b, _ := e.duringSlow(ctx, false, func(k string) Resp {
 		return e.Send(ctx, Req{Label: "second principal, same key, while the first is in flight", Key: k, Principal: 1, Body: body})
 	})
 	if !a.OK() {
@@ -231,7 +231,7 @@ func scopeOtherEndpoint(ctx context.Context, e *Env) Verdict {
 		}
 	case ScopeError:
 		if mode != "error" {
-			return e.inTTL(e.Unmet("an idempotency error (profile scope_endpoint error)", observed), first, r)
+			return e.inTTLAnswered(e.Unmet("an idempotency error (profile scope_endpoint error)", observed), first, r)
 		}
 	}
 	return e.Pass(mode + ": " + observed)
@@ -280,6 +280,9 @@ func scopeOtherMethod(ctx context.Context, e *Env) Verdict {
 func scopeCaseSensitive(ctx context.Context, e *Env) Verdict {
 	upper := strings.ToUpper(e.NewKey())
 	lower := strings.ToLower(upper)
+	if !e.Profile.KeyValid(upper) || !e.Profile.KeyValid(lower) {
+		return e.Skip(fmt.Sprintf("profile key_format %q does not allow both %s and %s: no two keys differing only in case", e.Profile.KeyFormat, upper, lower))
+	}
 	first, bad := e.original(ctx, upper, nil)
 	if bad != nil {
 		return *bad

@@ -52,8 +52,13 @@ func securityInvalidFormatRejected(ctx context.Context, e *Env) Verdict {
 	if e.Target.KeySyntax == SFString {
 		probes["control character in the sf-string"] = []string{`"` + e.uniquePrefix("tab") + "\tx\""}
 	}
+	if e.Profile.KeyFormat != "" {
+		if k := "not-" + e.NewKey() + "!"; !e.Profile.KeyValid(k) {
+			probes[fmt.Sprintf("key breaking key_format %q", e.Profile.KeyFormat)] = []string{e.KeyValue(k)}
+		}
+	}
 	if len(probes) == 0 {
-		return e.Skip("the profile publishes no key format to break (key_max_len 0, raw keys)")
+		return e.Skip("the profile publishes no key format to break (key_max_len 0, no key_format, raw keys)")
 	}
 	var seen, accepted, broken []string
 	for _, name := range sortedKeys(probes) {
@@ -115,14 +120,19 @@ func securityHostileKeys(ctx context.Context, e *Env) Verdict {
 		}
 	}
 	// Wildcard probe: a store that matches keys with LIKE or a glob would
-	// find the stored key from its prefix.
+	// find the stored key from its prefix. Under a declared key_format the
+	// stored key is a generated one (the abc… form would be rejected).
 	w := e.uniquePrefix("abc")
 	stored := w + "123" + strings.ReplaceAll(e.NewKey(), "-", "")
+	if !e.Profile.KeyValid(stored) {
+		stored = e.NewKey()
+		w = stored[:len(stored)/2]
+	}
 	first, bad := e.original(ctx, stored, nil)
 	if bad != nil {
 		return *bad
 	}
-	for _, probe := range []string{w + "%", w + "*", w + "123%"} {
+	for _, probe := range []string{w + "%", w + "*", stored[:len(w)+3] + "%"} {
 		r := e.Send(ctx, Req{Label: "wildcard key " + probe, Key: probe})
 		seen = append(seen, fmt.Sprintf("%q after storing %q: %s", probe, stored, statusOf(r)))
 		l, why, err := e.leaked(ctx, e.Op, first, r, probe, 0, false)
@@ -180,7 +190,7 @@ func securityCrossPrincipalGuess(ctx context.Context, e *Env) Verdict {
 		replayed = replayed && n == before
 	}
 	if !replayed {
-		return e.inTTL(e.Fail("the first principal's record intact (its retry replays)", observed), a, again)
+		return e.inTTLAnswered(e.Fail("the first principal's record intact (its retry replays)", observed), a, again)
 	}
 	return e.Pass(observed)
 }
@@ -192,7 +202,7 @@ func securityLowEntropyKeys(ctx context.Context, e *Env) Verdict {
 		keys = append(keys, strings.Repeat("a", minLen-1))
 	}
 	var seen []string
-	accepted := false
+	accepted, offFormat := false, false
 	for _, k := range keys {
 		r := e.Send(ctx, Req{Label: fmt.Sprintf("%d-character key", len(k)), Key: k})
 		seen = append(seen, fmt.Sprintf("%q: %s", k, statusOf(r)))
@@ -203,9 +213,14 @@ func securityLowEntropyKeys(ctx context.Context, e *Env) Verdict {
 			return e.Fail("a 4xx or opaque handling, never a 5xx", strings.Join(seen, "; "))
 		}
 		accepted = accepted || !r.Is4xx()
+		offFormat = offFormat || (!r.Is4xx() && !e.Profile.KeyValid(k))
 	}
 	observed := strings.Join(seen, "; ")
 	switch {
+	case offFormat:
+		return e.Unmet(fmt.Sprintf("a 4xx for keys that break key_format %q", e.Profile.KeyFormat), observed)
+	case minLen <= 1 && e.Profile.KeyFormat != "":
+		return e.Pass("keys outside key_format rejected: " + observed)
 	case minLen <= 1:
 		if accepted {
 			return e.Finding("key_min_len", "accepted: "+observed)

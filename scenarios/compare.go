@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"sort"
 	"strings"
 
@@ -170,16 +171,19 @@ func patchAt(p string, v any) (json.RawMessage, error) {
 }
 
 // DocLink reports whether an idempotency error links to documentation as
-// the draft's §2.7 examples do: application/problem+json with a "type"
-// member, or a Link header with rel="describedby".
+// the draft's §2.7 asks ("a body or Link header pointing to relevant
+// documentation"): application/problem+json with a "type" member, a Link
+// header with rel="describedby", or a JSON error body naming a documentation
+// URL (Stripe's error.doc_url, or a "type" that is an absolute URL), at the
+// top level or under "error".
 func DocLink(r Resp) (bool, string) {
 	ct := strings.ToLower(r.Header.Get("Content-Type"))
-	if strings.HasPrefix(ct, "application/problem+json") {
-		doc, err := decodeJSON(r.Body)
-		if m, ok := doc.(map[string]any); err == nil && ok {
-			if t, ok := m["type"].(string); ok && t != "" {
-				return true, "problem+json type " + t
-			}
+	doc, err := decodeJSON(r.Body)
+	m, isObj := doc.(map[string]any)
+	isObj = isObj && err == nil
+	if strings.HasPrefix(ct, "application/problem+json") && isObj {
+		if t, ok := m["type"].(string); ok && t != "" {
+			return true, "problem+json type " + t
 		}
 	}
 	for _, l := range r.Header.Values("Link") {
@@ -187,7 +191,36 @@ func DocLink(r Resp) (bool, string) {
 			return true, "Link " + l
 		}
 	}
-	return false, fmt.Sprintf("Content-Type %q, no problem type, no Link rel=describedby", r.Header.Get("Content-Type"))
+	if isObj && strings.Contains(ct, "json") {
+		if how := jsonDocURL(m); how != "" {
+			return true, "JSON body " + how
+		}
+		if inner, ok := m["error"].(map[string]any); ok {
+			if how := jsonDocURL(inner); how != "" {
+				return true, "JSON body error." + how
+			}
+		}
+	}
+	return false, fmt.Sprintf("Content-Type %q, no problem type, no documentation URL in the body, no Link rel=describedby", r.Header.Get("Content-Type"))
+}
+
+// docURLMembers are the JSON error members that carry a documentation URL
+// in the wild (Stripe: doc_url; GitHub: documentation_url).
+var docURLMembers = []string{"doc_url", "documentation_url", "docs_url", "help_url", "type"}
+
+// jsonDocURL returns `member <url>` for the first member of m holding an
+// absolute http(s) URL, or "".
+func jsonDocURL(m map[string]any) string {
+	for _, name := range docURLMembers {
+		s, ok := m[name].(string)
+		if !ok {
+			continue
+		}
+		if u, err := url.Parse(s); err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" {
+			return name + " " + s
+		}
+	}
+	return ""
 }
 
 // docLinkVerdict judges whether the idempotency error r links to the docs

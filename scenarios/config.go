@@ -28,7 +28,7 @@ type configFile struct {
 	Principals []Principal       `yaml:"principals"`
 	Operations []operationConfig `yaml:"operations"`
 	Oracle     *Oracle           `yaml:"oracle"`
-	TTL        time.Duration     `yaml:"ttl"`
+	TTL        ttlConfig         `yaml:"ttl"`
 	Lease      time.Duration     `yaml:"lease"`
 	TargetCmd  string            `yaml:"target_cmd"`
 	Profile    profileConfig     `yaml:"profile"`
@@ -52,9 +52,33 @@ type mutationConfig struct {
 }
 
 type variantConfig struct {
-	Patch    any           `yaml:"patch"`
+	Patch any `yaml:"patch"`
+	// Raw is the variant's whole body, sent as is (e.g. a malformed JSON
+	// payload for "invalid"), instead of a merge patch on the body.
+	Raw      *string       `yaml:"raw"`
 	Duration time.Duration `yaml:"duration"`
 	Status   int           `yaml:"status"`
+}
+
+// ttlConfig is the ttl field: a duration, or "never" for an API that
+// never expires its keys.
+type ttlConfig struct {
+	d     time.Duration
+	never bool
+}
+
+// UnmarshalYAML accepts a Go duration (2s, 24h) or "never".
+func (c *ttlConfig) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode && strings.EqualFold(strings.TrimSpace(n.Value), "never") {
+		c.never = true
+		return nil
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(n.Value))
+	if n.Kind != yaml.ScalarNode || err != nil {
+		return fmt.Errorf("line %d: %q is not a duration (e.g. 2s, 24h) or never", n.Line, n.Value)
+	}
+	c.d = d
+	return nil
 }
 
 type profileConfig struct {
@@ -70,11 +94,18 @@ var knownVariants = map[string]bool{
 // LoadConfig reads a YAML config: the target plus its profile. Every error
 // is one line naming the file and the field.
 func LoadConfig(path string) (*Target, *Profile, error) {
+	return LoadConfigPreset(path, "")
+}
+
+// LoadConfigPreset is LoadConfig with preset (when not empty) replacing the
+// config's profile.preset (--profile); the config's profile.overrides still
+// apply on top of it: they describe the API, whatever preset judges it.
+func LoadConfigPreset(path, preset string) (*Target, *Profile, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("config: %v", err)
 	}
-	t, p, err := ParseConfig(raw)
+	t, p, err := parseConfig(raw, preset)
 	if err != nil {
 		return nil, nil, fmt.Errorf("config %s: %v", path, err)
 	}
@@ -82,7 +113,9 @@ func LoadConfig(path string) (*Target, *Profile, error) {
 }
 
 // ParseConfig is LoadConfig on bytes.
-func ParseConfig(raw []byte) (*Target, *Profile, error) {
+func ParseConfig(raw []byte) (*Target, *Profile, error) { return parseConfig(raw, "") }
+
+func parseConfig(raw []byte, preset string) (*Target, *Profile, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(raw))
 	dec.KnownFields(true)
 	var cf configFile
@@ -92,9 +125,13 @@ func ParseConfig(raw []byte) (*Target, *Profile, error) {
 		}
 		return nil, nil, withField(raw, yamlError(err))
 	}
+	field := "profile.preset"
+	if preset != "" {
+		cf.Profile.Preset, field = preset, "--profile"
+	}
 	p, err := ProfileByName(cf.Profile.Preset)
 	if err != nil {
-		return nil, nil, fmt.Errorf("profile.preset: %v", err)
+		return nil, nil, fmt.Errorf("%s: %v", field, err)
 	}
 	if err := applyOverrides(p, &cf.Profile.Overrides); err != nil {
 		return nil, nil, err
@@ -231,8 +268,8 @@ func applyOverrides(p *Profile, n *yaml.Node) error {
 func (cf *configFile) target() (*Target, error) {
 	t := &Target{
 		BaseURL: strings.TrimRight(cf.BaseURL, "/"), KeyHeader: cf.KeyHeader, KeySyntax: cf.KeySyntax,
-		Timeout: cf.Timeout, Principals: cf.Principals, Oracle: cf.Oracle, TTL: cf.TTL, Lease: cf.Lease,
-		Command: cf.TargetCmd,
+		Timeout: cf.Timeout, Principals: cf.Principals, Oracle: cf.Oracle, TTL: cf.TTL.d, NeverExpires: cf.TTL.never,
+		Lease: cf.Lease, Command: cf.TargetCmd,
 	}
 	if t.KeyHeader == "" {
 		t.KeyHeader = "Idempotency-Key"
@@ -261,11 +298,20 @@ func (cf *configFile) target() (*Target, error) {
 			op.Variants = map[string]Variant{}
 		}
 		for name, vc := range oc.Variants {
-			b, err := toJSON(vc.Patch)
-			if err != nil {
-				return nil, fmt.Errorf("%s.variants.%s.patch: %v", at, name, err)
+			v := Variant{Duration: vc.Duration, Status: vc.Status}
+			switch {
+			case vc.Raw != nil && vc.Patch != nil:
+				return nil, fmt.Errorf("%s.variants.%s: give either patch or raw, not both", at, name)
+			case vc.Raw != nil:
+				v.Raw = []byte(*vc.Raw)
+			default:
+				b, err := toJSON(vc.Patch)
+				if err != nil {
+					return nil, fmt.Errorf("%s.variants.%s.patch: %v", at, name, err)
+				}
+				v.Patch = b
 			}
-			op.Variants[name] = Variant{Patch: b, Duration: vc.Duration, Status: vc.Status}
+			op.Variants[name] = v
 		}
 		t.Operations = append(t.Operations, op)
 	}
@@ -364,8 +410,8 @@ func (t *Target) Validate() error {
 			if !knownVariants[name] {
 				return fmt.Errorf("%s.variants.%s: unknown variant (valid: business_error, invalid, slow, transient_error)", at, name)
 			}
-			if !isJSONObject(v.Patch) {
-				return fmt.Errorf("%s.variants.%s.patch: want a JSON object (RFC 7386 merge patch)", at, name)
+			if v.Raw == nil && !isJSONObject(v.Patch) {
+				return fmt.Errorf("%s.variants.%s.patch: want a JSON object (RFC 7386 merge patch), or raw: a whole body sent as is", at, name)
 			}
 			if v.Duration < 0 {
 				return fmt.Errorf("%s.variants.%s.duration %s: must not be negative", at, name, v.Duration)
@@ -455,11 +501,30 @@ func suppliesFor(t *Target, op *Operation, n Need) bool {
 	case NeedInvalid:
 		return variant(VariantInvalid)
 	case NeedTTL:
-		return t.TTL > 0
+		// "ttl: never" supplies it too: the expiry cases then record that
+		// keys never expire (see Env.neverExpires).
+		return t.TTL > 0 || t.NeverExpires
 	case NeedLease:
 		return t.Lease > 0
 	case NeedTargetCmd:
 		return t.Command != ""
 	}
 	return false
+}
+
+// VariantBody returns the body of op's variant name: its raw body when it
+// declares one, else the operation's body with its merge patch applied.
+func (op *Operation) VariantBody(name string) (json.RawMessage, Variant, bool) {
+	v, ok := op.Variants[name]
+	if !ok {
+		return nil, Variant{}, false
+	}
+	if v.Raw != nil {
+		return v.Raw, v, true
+	}
+	b, err := jsonx.MergePatch(op.Body, v.Patch)
+	if err != nil { // config validation guarantees objects; keep the body
+		return op.Body, v, true
+	}
+	return b, v, true
 }

@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -63,7 +64,11 @@ func TestConfigErrors(t *testing.T) {
 		{"body not an object", base + "operations: [{name: c, method: POST, path: /c, body: [1, 2]}]\n", "operations[0].body: want a JSON object"},
 		{"unknown variant", base + "operations: [{name: c, method: POST, path: /c, body: {a: 1}, variants: {crashy: {patch: {a: 2}}}}]\n", "operations[0].variants.crashy: unknown variant"},
 		{"slow without duration", base + "operations: [{name: c, method: POST, path: /c, body: {a: 1}, variants: {slow: {patch: {d: 1}}}}]\n", "operations[0].variants.slow.duration"},
-		{"bad duration", base + op + "ttl: soon\n", "line 4: ttl: cannot unmarshal"},
+		{"bad duration", base + op + "lease: soon\n", "line 4: lease: cannot unmarshal"},
+		{"ttl neither a duration nor never", base + op + "ttl: soon\n", `line 4: ttl: "soon" is not a duration (e.g. 2s, 24h) or never`},
+		{"variant with patch and raw", base + "operations: [{name: c, method: POST, path: /c, body: {a: 1}, variants: {invalid: {patch: {a: x}, raw: '{'}}}]\n", "operations[0].variants.invalid: give either patch or raw, not both"},
+		{"key_format not a regexp", base + op + "profile: {overrides: {key_format: '[a-'}}\n", `profile key_format "[a-": want uuid or a regular expression`},
+		{"key_format no generated key obeys", base + op + "profile: {overrides: {key_format: '[a-z]{3}'}}\n", `profile key_format "[a-z]{3}": no key idemcheck can generate matches it`},
 		{"bad nested type", base + "operations: [{name: c, method: POST, path: /c, variants: {slow: {patch: {a: 1}, duration: 1s, status: fast}}}]\n", "operations[0].variants.slow.status: cannot unmarshal"},
 		{"negative duration", base + op + "lease: -1s\n", "must not be negative"},
 		{"key header in op headers", base + "operations: [{name: c, method: POST, path: /c, headers: {idempotency-key: x}}]\n", "the key header is set by the suite"},
@@ -83,6 +88,74 @@ func TestConfigErrors(t *testing.T) {
 			msg := err.Error()
 			if !strings.Contains(msg, c.want) || strings.Contains(msg, "\n") || !strings.HasPrefix(msg, "config "+path+": ") {
 				t.Errorf("error %q: want one line starting with the file and containing %q", msg, c.want)
+			}
+		})
+	}
+}
+
+// TestConfigDescribesAPI: what a config can say about an API that the
+// presets cannot: keys that never expire, a raw (non-JSON) variant body, a
+// key format the generator obeys, and overrides kept under --profile.
+func TestConfigDescribesAPI(t *testing.T) {
+	const base = "base_url: http://127.0.0.1:1\nprincipals: [{name: a}]\n"
+	const op = "operations: [{name: c, method: POST, path: /c, body: {a: 1}}]\n"
+	for _, c := range []struct {
+		name, yaml, preset string
+		check              func(*Target, *Profile) string
+	}{
+		{"ttl never: keys never expire, the expiry cases run to record it", base + op + "ttl: never\n", "", func(tg *Target, _ *Profile) string {
+			if !tg.NeverExpires || tg.TTL != 0 || !Supplies(tg, NeedTTL) {
+				return fmt.Sprintf("want NeverExpires, TTL 0 and the ttl need supplied; got %v %s %v", tg.NeverExpires, tg.TTL, Supplies(tg, NeedTTL))
+			}
+			return ""
+		}},
+		{"ttl duration", base + op + "ttl: 90s\n", "", func(tg *Target, _ *Profile) string {
+			if tg.NeverExpires || tg.TTL != 90*time.Second {
+				return fmt.Sprintf("want TTL 90s; got %s never=%v", tg.TTL, tg.NeverExpires)
+			}
+			return ""
+		}},
+		{"raw variant body is sent as is", base + "operations: [{name: c, method: POST, path: /c, body: {a: 1}, variants: {invalid: {raw: '{\"a\": ', status: 400}, business_error: {patch: {a: 2}}}}]\n", "", func(tg *Target, _ *Profile) string {
+			op := tg.Operations[0]
+			if b, _, _ := op.VariantBody(VariantInvalid); string(b) != `{"a": ` {
+				return fmt.Sprintf("raw body = %q", b)
+			}
+			if b, _, _ := op.VariantBody(VariantBusinessError); string(b) != `{"a":2}` {
+				return fmt.Sprintf("patched body = %q", b)
+			}
+			return ""
+		}},
+		{"key_format uuid: the generator gives bare UUIDs", base + op + "profile: {overrides: {key_format: uuid}}\n", "", func(_ *Target, p *Profile) string {
+			k := p.NewKey()
+			if len(k) != 36 || !p.KeyValid(k) || p.KeyValid("abc") || p.KeyValid(k+"x") {
+				return fmt.Sprintf("NewKey %q, KeyValid(abc)=%v", k, p.KeyValid("abc"))
+			}
+			return ""
+		}},
+		{"key_format regexp: the generator finds a form that obeys it", base + op + "profile: {overrides: {key_format: '[0-9A-F]{32}'}}\n", "", func(_ *Target, p *Profile) string {
+			if k := p.NewKey(); len(k) != 32 || strings.ToUpper(k) != k || p.NewKey() == k {
+				return fmt.Sprintf("NewKey %q: want 32 fresh upper-case hex digits", k)
+			}
+			return ""
+		}},
+		{"--profile replaces the preset and keeps the overrides", base + op + "profile: {preset: ietf, overrides: {key_max_len: 64, key_format: uuid}}\n", "stripe", func(_ *Target, p *Profile) string {
+			if p.Name != "stripe" || p.KeyMaxLen != 64 || p.KeyFormat != KeyFormatUUID || p.MismatchStatus[0] != 400 {
+				return fmt.Sprintf("want stripe with key_max_len 64 and key_format uuid; got %s %d %q %v", p.Name, p.KeyMaxLen, p.KeyFormat, p.MismatchStatus)
+			}
+			return ""
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "c.yaml")
+			if err := os.WriteFile(path, []byte(c.yaml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			tg, p, err := LoadConfigPreset(path, c.preset)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if msg := c.check(tg, p); msg != "" {
+				t.Error(msg)
 			}
 		})
 	}

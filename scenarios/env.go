@@ -112,8 +112,14 @@ func (r Resp) String() string {
 	return s
 }
 
-// NewKey returns a fresh key: a UUID, so nothing collides across runs.
-func (e *Env) NewKey() string { return uuid.NewString() }
+// NewKey returns a fresh key, unique so nothing collides across runs: a
+// UUID, or the profile's key_format.
+func (e *Env) NewKey() string {
+	if e.Profile == nil {
+		return uuid.NewString()
+	}
+	return e.Profile.NewKey()
+}
 
 // KeyValue writes key as the target sends it: an RFC 9651 sf-string, or raw.
 func (e *Env) KeyValue(key string) string {
@@ -145,11 +151,7 @@ func (e *Env) Body(patches ...json.RawMessage) json.RawMessage {
 
 // Variant returns the body of a configured variant of the operation.
 func (e *Env) Variant(name string) (json.RawMessage, Variant, bool) {
-	v, ok := e.Op.Variants[name]
-	if !ok {
-		return nil, Variant{}, false
-	}
-	return e.Body(v.Patch), v, true
+	return e.Op.VariantBody(name)
 }
 
 // Send performs one request and records it as evidence.

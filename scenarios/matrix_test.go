@@ -34,16 +34,19 @@ var defectMatrix = []struct {
 	want []string
 	// anyOf replaces want for a timing-dependent defect: at least one of
 	// these catches it, whichever way the race went.
-	anyOf   []string
+	anyOf []string
+	// maybe lists cases that may also catch it, depending on timing; they
+	// are left out of the comparison with want.
+	maybe   []string
 	pending string
 	why     string
 }{
 	{defect: "no-fingerprint", want: []string{"mismatch/changed-body"},
 		why: "a changed body under a used key replays the old response (mismatch/added-field only warns: an unknown member may be outside a legal partial fingerprint)"},
-	{defect: "check-then-insert", want: []string{"concurrent/same-key-burst"},
-		why: "32 same-key requests all pass the lookup before any insert and execute"},
-	{defect: "no-inflight-lock", want: []string{"concurrent/in-flight-conflict", "concurrent/same-key-burst"},
-		why: "an in-flight record is treated as absent, so the duplicate executes"},
+	{defect: "check-then-insert", anyOf: []string{"concurrent/same-key-burst"},
+		why: "same-key requests whose lookups fall in the 1 ms before the insert all execute: the burst's rounds catch it (>= 99 of 100 runs, docs/conformance-engine.md); expiry/expired-key-burst, one round after expiry, usually too"},
+	{defect: "no-inflight-lock", want: []string{"concurrent/in-flight-conflict", "concurrent/same-key-burst"}, maybe: []string{"concurrent/in-flight-offsets", "expiry/expired-key-burst"},
+		why: "an in-flight record is treated as absent, so the duplicate executes (concurrent/in-flight-offsets too, unless a stall kept its duplicates out of the original's run: inconclusive; and expiry/expired-key-burst when burst requests arrive while the first new execution runs)"},
 	{defect: "block-inflight", strict: true, blockForbidden: true, want: []string{"concurrent/in-flight-conflict"},
 		why: "the duplicate waits and replays instead of 409; legal only where blocking is allowed"},
 	{defect: "no-user-scope", want: []string{"scope/other-user-in-flight", "scope/other-user-isolated", "security/cross-principal-guess"},
@@ -52,8 +55,8 @@ var defectMatrix = []struct {
 		why: "the same key on the other operation replays the first operation's response"},
 	{defect: "no-expiry", strict: true, want: []string{"expiry/fresh-after-ttl"},
 		why: "a retry after TTL + grace still replays instead of executing fresh"},
-	{defect: "early-expiry", strict: true, anyOf: []string{"expiry/replays-before-ttl"},
-		why: "the record vanishes TTL/10 = 200 ms after its claim: the retry at TTL − margin executes again (expiry/replays-before-ttl pins it; concurrent/conflict-not-poisoned and concurrent/in-flight-conflict may see it too, depending on load)"},
+	{defect: "early-expiry", strict: true, anyOf: []string{"expiry/replays-before-ttl", "concurrent/in-flight-offsets"},
+		why: "the record vanishes TTL/10 = 500 ms after its claim: the retry at TTL − margin executes again (expiry/replays-before-ttl, unless a stall made it inconclusive), and so does the duplicate in the middle of the 1.5 s slow original (concurrent/in-flight-offsets); concurrent/conflict-not-poisoned and concurrent/in-flight-conflict may see it too, depending on load"},
 	{defect: "cache-5xx", strict: true, noCache5xx: true, want: []string{"errors/failure-releases-key", "errors/transient-5xx"},
 		why: "the transient 503 is stored and replayed: the retry does not execute again"},
 	{defect: "no-cache-4xx", strict: true, want: []string{"errors/business-error-kept", "replay/business-error"},
@@ -79,6 +82,22 @@ var defectMatrix = []struct {
 func referenceProfile(t testing.TB) *scenarios.Profile {
 	p := ietf(t)
 	p.KeyMaxLen = reference.MaxKeyLen
+	return p
+}
+
+// matrixBurstRounds is the burst rounds of the matrix's many concurrent
+// catalog runs: one round (the slow variant's), as a single burst was
+// before rounds existed. Eight default rounds in 8–18 runs at once under
+// -race load the 2-core machine until client send times lie by seconds and
+// records expire under retries. The check-then-insert rows, which the
+// rounds exist for, keep the default.
+const matrixBurstRounds = 1
+
+// lightBurst sets matrixBurstRounds unless the defect is check-then-insert.
+func lightBurst(p *scenarios.Profile, defect string) *scenarios.Profile {
+	if defect != "check-then-insert" {
+		p.BurstRounds = matrixBurstRounds
+	}
 	return p
 }
 
@@ -108,7 +127,7 @@ func caught(rep *scenarios.Report) (own, other []string) {
 }
 
 func TestReferencePassesEveryCase(t *testing.T) {
-	profiles := []*scenarios.Profile{ietf(t), referenceProfile(t)}
+	profiles := []*scenarios.Profile{lightBurst(ietf(t), ""), lightBurst(referenceProfile(t), "")}
 	targets := []*scenarios.Target{startDemo(t), startDemo(t)}
 	reps := make([]*scenarios.Report, len(profiles))
 	errs := make([]error, len(profiles))
@@ -155,7 +174,7 @@ func TestDefectMatrix(t *testing.T) {
 			continue
 		}
 		targets[i] = startDemo(t, row.defect)
-		profiles[i] = referenceProfile(t)
+		profiles[i] = lightBurst(referenceProfile(t), row.defect)
 		if row.blockForbidden {
 			profiles[i].BlockOK = false
 		}
@@ -183,6 +202,7 @@ func TestDefectMatrix(t *testing.T) {
 				t.Fatalf("the run passes against defect %s (%s)", row.defect, row.why)
 			}
 			own, other := caught(rep)
+			own = slices.DeleteFunc(own, func(id string) bool { return slices.Contains(row.maybe, id) })
 			if row.anyOf != nil {
 				if !slices.ContainsFunc(row.anyOf, func(id string) bool { return slices.Contains(own, id) }) {
 					t.Errorf("caught by %v, want at least one of %v (%s)", own, row.anyOf, row.why)
@@ -233,6 +253,7 @@ func TestOtherLegalChoices(t *testing.T) {
 		}
 		profiles[i] = referenceProfile(t)
 		row.profile(profiles[i])
+		lightBurst(profiles[i], "")
 	}
 	reps := make([]*scenarios.Report, len(rows))
 	errs := make([]error, len(rows))
@@ -287,7 +308,7 @@ func TestReferencePreset(t *testing.T) {
 	errs := make([]error, len(names))
 	concurrently(len(names), matrixParallel, func(i int) {
 		p := *preset
-		reps[i], errs[i] = runCatalog(targets[i], &p, true)
+		reps[i], errs[i] = runCatalog(targets[i], lightBurst(&p, names[i]), true)
 	})
 	for i, d := range names {
 		if errs[i] != nil {

@@ -2,9 +2,12 @@ package scenarios
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/google/uuid"
 
 	"go.yaml.in/yaml/v3"
 
@@ -94,12 +97,31 @@ type Profile struct {
 	// Key length limits; 0 = not published.
 	KeyMaxLen int `yaml:"key_max_len" json:"key_max_len"`
 	KeyMinLen int `yaml:"key_min_len" json:"key_min_len"`
+	// KeyFormat is the key form the API accepts: "" (any), "uuid" (a bare
+	// 36-character UUID), or a regular expression the whole key must
+	// match. The generator obeys it; cases that send special keys respect
+	// it or skip saying why, and a key breaking it is an invalid key.
+	KeyFormat string `yaml:"key_format" json:"key_format,omitempty"`
 	// CanonicalJSON: key order and whitespace do not change the fingerprint.
 	CanonicalJSON Tri `yaml:"canonical_json" json:"canonical_json"`
 	// VolatileFields: RFC 6901 pointers of body fields left out of the
 	// fingerprint.
 	VolatileFields []string `yaml:"volatile_fields" json:"volatile_fields,omitempty"`
-	Expiry         string   `yaml:"expiry" json:"expiry"`
+	// BurstRounds and BurstSize shape concurrent/same-key-burst: rounds of
+	// size same-key requests (a fresh key per round) released by a barrier.
+	// 0 means the defaults (DefaultBurstRounds, DefaultBurstSize), sized so
+	// that a 1 ms check-then-insert window on the reference is caught in at
+	// least 99 of 100 runs (docs/conformance-engine.md).
+	BurstRounds int `yaml:"burst_rounds" json:"burst_rounds,omitempty"`
+	BurstSize   int `yaml:"burst_size" json:"burst_size,omitempty"`
+	// StaleReplayOnMismatch (IK-MISMATCH-5): a changed payload under a used
+	// key gets the old response replayed, with no error and no execution.
+	// The draft, Stripe and the seeds rules make that a failure (false);
+	// some servers do it by design (Powertools without payload validation):
+	// true accepts it, "?" records it as a finding. An execution of the
+	// changed payload fails whatever the setting.
+	StaleReplayOnMismatch Tri    `yaml:"stale_replay_on_mismatch" json:"stale_replay_on_mismatch"`
+	Expiry                string `yaml:"expiry" json:"expiry"`
 	// Margin before the TTL where a replay is still asserted; Grace after
 	// it where freshness is asserted (trap C9: expiry is a floor).
 	Margin time.Duration `yaml:"margin" json:"margin"`
@@ -118,7 +140,7 @@ var presets = map[string]Profile{
 		BlockOK: true, MaxBlock: 10 * time.Second,
 		ReplayCompare: CompareJSON, ProblemJSON: Yes, RetryAfterOn409: Unknown,
 		Cache5xx: Unknown, Cache4xxBusiness: Yes, CacheValidation: Unknown,
-		ScopeEndpoint: ScopeUnknown, ScopeUser: "isolated", CanonicalJSON: Unknown,
+		ScopeEndpoint: ScopeUnknown, ScopeUser: "isolated", CanonicalJSON: Unknown, StaleReplayOnMismatch: No,
 		Expiry: ExpiryFresh, Margin: 500 * time.Millisecond, Grace: time.Second,
 	},
 	// Stripe API v1 (docs.stripe.com/idempotency).
@@ -129,7 +151,7 @@ var presets = map[string]Profile{
 		ReplayHeader: "Idempotent-Replayed", ReplayHeaderValue: "true",
 		ReplayCompare: CompareJSON, ProblemJSON: No, RetryAfterOn409: Unknown,
 		Cache5xx: Yes, Cache4xxBusiness: Yes, CacheValidation: No,
-		ScopeEndpoint: ScopeError, ScopeUser: "isolated", CanonicalJSON: Unknown,
+		ScopeEndpoint: ScopeError, ScopeUser: "isolated", CanonicalJSON: Unknown, StaleReplayOnMismatch: No,
 		Expiry: ExpiryFresh, Margin: 500 * time.Millisecond, Grace: time.Second,
 	},
 	// The classic "seeds" rules: byte-identical replay, canonical hash,
@@ -140,7 +162,7 @@ var presets = map[string]Profile{
 		BlockOK: true, MaxBlock: 10 * time.Second,
 		ReplayCompare: CompareBytes, ProblemJSON: Unknown, RetryAfterOn409: Unknown,
 		Cache5xx: No, Cache4xxBusiness: Yes, CacheValidation: Unknown,
-		ScopeEndpoint: ScopeIndependent, ScopeUser: "isolated", CanonicalJSON: Yes,
+		ScopeEndpoint: ScopeIndependent, ScopeUser: "isolated", CanonicalJSON: Yes, StaleReplayOnMismatch: No,
 		Expiry: ExpiryFresh, Margin: 500 * time.Millisecond, Grace: time.Second,
 	},
 	// The published policy of idemcheck's reference implementation
@@ -154,7 +176,7 @@ var presets = map[string]Profile{
 		ReplayHeader: "Idempotent-Replayed", ReplayHeaderValue: "true",
 		ReplayCompare: CompareBytes, ProblemJSON: Yes, RetryAfterOn409: Yes,
 		Cache5xx: No, Cache4xxBusiness: Yes, CacheValidation: No,
-		ScopeEndpoint: ScopeIndependent, ScopeUser: "isolated", CanonicalJSON: Yes,
+		ScopeEndpoint: ScopeIndependent, ScopeUser: "isolated", CanonicalJSON: Yes, StaleReplayOnMismatch: No,
 		Expiry: ExpiryFresh, Margin: 500 * time.Millisecond, Grace: time.Second,
 	},
 	// Only the outcomes every source agrees on are judged.
@@ -165,7 +187,7 @@ var presets = map[string]Profile{
 		BlockOK:        true, MaxBlock: 30 * time.Second,
 		ReplayCompare: CompareStatus, ProblemJSON: Unknown, RetryAfterOn409: Unknown,
 		Cache5xx: Unknown, Cache4xxBusiness: Unknown, CacheValidation: Unknown,
-		ScopeEndpoint: ScopeUnknown, ScopeUser: "isolated", CanonicalJSON: Unknown,
+		ScopeEndpoint: ScopeUnknown, ScopeUser: "isolated", CanonicalJSON: Unknown, StaleReplayOnMismatch: Unknown,
 		Expiry: ExpiryUnknown, Margin: time.Second, Grace: 2 * time.Second,
 	},
 }
@@ -219,7 +241,7 @@ func (p *Profile) Validate() error {
 		v    Tri
 	}{{"key_required", p.KeyRequired}, {"problem_json", p.ProblemJSON}, {"retry_after_on_409", p.RetryAfterOn409},
 		{"cache_5xx", p.Cache5xx}, {"cache_4xx_business", p.Cache4xxBusiness}, {"cache_validation", p.CacheValidation},
-		{"canonical_json", p.CanonicalJSON}} {
+		{"canonical_json", p.CanonicalJSON}, {"stale_replay_on_mismatch", p.StaleReplayOnMismatch}} {
 		switch f.v {
 		case Yes, No, Unknown:
 		default:
@@ -246,6 +268,15 @@ func (p *Profile) Validate() error {
 	case ExpiryFresh, ExpiryExpired409, ExpiryUnknown:
 	default:
 		return fmt.Errorf("profile expiry %q: want fresh, expired-409 or unknown", p.Expiry)
+	}
+	if p.BurstRounds < 0 || p.BurstRounds > maxBurstRounds {
+		return fmt.Errorf("profile burst_rounds %d: want 0 (default %d) to %d", p.BurstRounds, DefaultBurstRounds, maxBurstRounds)
+	}
+	if p.BurstSize != 0 && (p.BurstSize < 2 || p.BurstSize > maxBurstSize) {
+		return fmt.Errorf("profile burst_size %d: want 0 (default %d) or 2 to %d", p.BurstSize, DefaultBurstSize, maxBurstSize)
+	}
+	if err := p.validKeyFormat(); err != nil {
+		return err
 	}
 	if p.KeyMaxLen < 0 || p.KeyMinLen < 0 || (p.KeyMaxLen > 0 && p.KeyMinLen > p.KeyMaxLen) {
 		return fmt.Errorf("profile key_min_len %d / key_max_len %d: want 0 <= min <= max", p.KeyMinLen, p.KeyMaxLen)
@@ -279,4 +310,98 @@ func hasStatus(set []int, s int) bool {
 		}
 	}
 	return false
+}
+
+// KeyFormatUUID is the key_format of APIs that accept only bare UUIDs.
+const KeyFormatUUID = "uuid"
+
+var uuidRe = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+// keyForms are the shapes of fresh keys the generator can give, tried in
+// order until one matches key_format; each is unique per call.
+var keyForms = []struct {
+	name string
+	gen  func(u string) string
+}{
+	{"a UUID", func(u string) string { return u }},
+	{"32 hex digits", func(u string) string { return strings.ReplaceAll(u, "-", "") }},
+	{"an upper-case UUID", strings.ToUpper},
+	{"32 upper-case hex digits", func(u string) string { return strings.ToUpper(strings.ReplaceAll(u, "-", "")) }},
+	{"idemcheck-<UUID>", func(u string) string { return "idemcheck-" + u }},
+	{"idemcheck_<32 hex>", func(u string) string { return "idemcheck_" + strings.ReplaceAll(u, "-", "") }},
+	{"64 hex digits", func(u string) string {
+		return strings.ReplaceAll(u, "-", "") + strings.ReplaceAll(uuid.NewString(), "-", "")
+	}},
+}
+
+// keyMatcher compiles key_format; nil when no format is declared.
+func (p *Profile) keyMatcher() (*regexp.Regexp, error) {
+	switch p.KeyFormat {
+	case "":
+		return nil, nil
+	case KeyFormatUUID:
+		return uuidRe, nil
+	}
+	return regexp.Compile(`^(?:` + p.KeyFormat + `)$`)
+}
+
+func (p *Profile) validKeyFormat() error {
+	re, err := p.keyMatcher()
+	if err != nil {
+		return fmt.Errorf("profile key_format %q: want uuid or a regular expression: %v", p.KeyFormat, err)
+	}
+	if re == nil {
+		return nil
+	}
+	names := make([]string, len(keyForms))
+	for i, f := range keyForms {
+		if re.MatchString(f.gen(uuid.NewString())) {
+			return nil
+		}
+		names[i] = f.name
+	}
+	return fmt.Errorf("profile key_format %q: no key idemcheck can generate matches it (it generates %s)", p.KeyFormat, strings.Join(names, ", "))
+}
+
+// KeyValid reports whether k obeys key_format (always, when none is
+// declared or it does not compile).
+func (p *Profile) KeyValid(k string) bool {
+	re, err := p.keyMatcher()
+	return err != nil || re == nil || re.MatchString(k)
+}
+
+// NewKey returns a fresh key in the first generated form that obeys
+// key_format: a UUID when no format is declared.
+func (p *Profile) NewKey() string {
+	u := uuid.NewString()
+	re, err := p.keyMatcher()
+	if err != nil || re == nil {
+		return u
+	}
+	for _, f := range keyForms {
+		if k := f.gen(u); re.MatchString(k) {
+			return k
+		}
+	}
+	return u // Validate rejects such a format
+}
+
+// Burst defaults and bounds (see Profile.BurstRounds).
+const (
+	DefaultBurstRounds = 8
+	DefaultBurstSize   = 32
+	maxBurstRounds     = 100
+	maxBurstSize       = 256
+)
+
+// burst returns the rounds and size of concurrent/same-key-burst.
+func (p *Profile) burst() (rounds, size int) {
+	rounds, size = p.BurstRounds, p.BurstSize
+	if rounds == 0 {
+		rounds = DefaultBurstRounds
+	}
+	if size == 0 {
+		size = DefaultBurstSize
+	}
+	return rounds, size
 }

@@ -15,9 +15,10 @@ var ErrNoTarget = errors.New("give --config FILE or --target URL (or --target-cm
 type Selection struct {
 	Config string // YAML config file
 	Target string // base URL of a reference-contract server
-	// Profile, when set, replaces the config's profile (preset and
-	// overrides) with a preset; with --target it picks the preset. The
-	// key syntax the target was configured with is kept.
+	// Profile, when set, replaces the config's preset; the config's
+	// profile.overrides still apply on top (they say what the API is, e.g.
+	// key_max_len). With --target it picks the preset. The key syntax the
+	// target was configured with is kept.
 	Profile string
 	// TTL and Lease, when positive, override what the target declares.
 	TTL, Lease time.Duration
@@ -39,7 +40,7 @@ func (s Selection) Load() (*Target, *Profile, error) {
 	case s.Config != "" && s.Target != "":
 		return nil, nil, errors.New("give either --config or --target, not both")
 	case s.Config != "":
-		if t, p, err = LoadConfig(s.Config); err != nil {
+		if t, p, err = LoadConfigPreset(s.Config, s.Profile); err != nil {
 			return nil, nil, err
 		}
 	case s.Target != "":
@@ -53,7 +54,7 @@ func (s Selection) Load() (*Target, *Profile, error) {
 	default:
 		return nil, nil, ErrNoTarget
 	}
-	if s.Profile != "" || p == nil {
+	if p == nil {
 		if p, err = ProfileByName(s.Profile); err != nil {
 			return nil, nil, fmt.Errorf("--profile: %v", err)
 		}

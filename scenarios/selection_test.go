@@ -13,7 +13,7 @@ import (
 // to all of them, and the one-line errors that name the flag at fault.
 func TestSelectionLoad(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "idemcheck.yaml")
-	yaml := "base_url: http://127.0.0.1:8080\nprincipals: [{name: a, headers: {Authorization: Bearer a}}]\nprofile: {preset: stripe}\nttl: 1m\noperations: [{name: c, method: POST, path: /c, body: {a: 1}}]\n"
+	yaml := "base_url: http://127.0.0.1:8080\nprincipals: [{name: a, headers: {Authorization: Bearer a}}]\nprofile: {preset: stripe, overrides: {key_max_len: 64}}\nttl: 1m\noperations: [{name: c, method: POST, path: /c, body: {a: 1}}]\n"
 	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -27,6 +27,7 @@ func TestSelectionLoad(t *testing.T) {
 		{name: "config and target", sel: Selection{Config: cfg, Target: "http://127.0.0.1:1"}, wantErr: "not both"},
 		{name: "bad target URL", sel: Selection{Target: "127.0.0.1:1"}, wantErr: "--target"},
 		{name: "unknown profile", sel: Selection{Target: "http://127.0.0.1:1", Profile: "nope"}, wantErr: "--profile"},
+		{name: "unknown profile with a config", sel: Selection{Config: cfg, Profile: "nope"}, wantErr: "--profile: unknown profile"},
 		{name: "negative TTL", sel: Selection{Target: "http://127.0.0.1:1", TTL: -time.Second}, wantErr: "must not be negative"},
 		{name: "unbalanced target command", sel: Selection{TargetCmd: `serve "x`}, wantErr: "--target-cmd"},
 		{name: "target uses the default profile", sel: Selection{Target: "http://127.0.0.1:1"}, check: func(tg *Target, p *Profile) string {
@@ -42,8 +43,8 @@ func TestSelectionLoad(t *testing.T) {
 			return ""
 		}},
 		{name: "flags override the config", sel: Selection{Config: cfg, Profile: "lenient", TTL: time.Hour, Lease: 2 * time.Second}, check: func(tg *Target, p *Profile) string {
-			if p.Name != "lenient" || tg.TTL != time.Hour || tg.Lease != 2*time.Second {
-				return "want profile lenient, TTL 1h, lease 2s"
+			if p.Name != "lenient" || tg.TTL != time.Hour || tg.Lease != 2*time.Second || p.KeyMaxLen != 64 {
+				return "want profile lenient with the config's key_max_len 64 override, TTL 1h, lease 2s"
 			}
 			return ""
 		}},

@@ -34,6 +34,9 @@ type Target struct {
 	// means "not declared" and the cases that need them skip.
 	TTL   time.Duration `yaml:"ttl" json:"ttl"`
 	Lease time.Duration `yaml:"lease" json:"lease"`
+	// NeverExpires: the API declares that keys never expire ("ttl: never");
+	// TTL is then zero and the expiry cases record it instead of testing.
+	NeverExpires bool `yaml:"-" json:"never_expires,omitempty"`
 	// Command, when set, is a command line (split like a shell, no shell
 	// run) the harness starts as the target, with {port} replaced by a free
 	// loopback port; BaseURL then defaults to http://127.0.0.1:{port}. The
@@ -89,6 +92,9 @@ const (
 // Variant is a merge patch plus what the variant promises.
 type Variant struct {
 	Patch json.RawMessage `yaml:"-" json:"patch"`
+	// Raw, when set, is the whole body sent instead of a patched one (e.g.
+	// a malformed payload for "invalid").
+	Raw []byte `yaml:"-" json:"raw,omitempty"`
 	// Duration: for "slow", how long the request stays in flight.
 	Duration time.Duration `yaml:"duration,omitempty" json:"duration,omitempty"`
 	// Status: the status the variant's first execution returns, when known.

@@ -23,6 +23,9 @@ type Options struct {
 	Defects     []string        // defect names (DefectNames)
 	KeyOptional bool            // requests without a key run unprotected
 	MaxBody     int64           // 0: 1 MiB
+	// CheckThenInsertGap widens the check-then-insert defect's window
+	// (0: the reference's 1 ms).
+	CheckThenInsertGap time.Duration
 }
 
 // App is the demo API; it implements http.Handler.
@@ -86,6 +89,9 @@ func New(o Options) (*App, error) {
 	}
 	if o.KeyOptional {
 		opts = append(opts, reference.WithKeyOptional())
+	}
+	if o.CheckThenInsertGap > 0 {
+		opts = append(opts, reference.WithCheckThenInsertGap(o.CheckThenInsertGap))
 	}
 
 	api := http.NewServeMux()
