@@ -81,13 +81,18 @@ func TestProxyCLI(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- runProxy(ctx, io.Discard, proxyFlags{listen: listen, upstream: up, history: history,
-			faults: []string{"status:path=/v1/refunds"}, seed: 1, keyHeader: "Idempotency-Key", idPointer: "/id"})
+			faults: []string{"status:path=/v1/refunds"}, seed: 1, keyHeader: "Idempotency-Key", idPointer: "/id", maxKeys: 1000})
 	}()
 	c := scenarios.NewClient(5 * time.Second)
 	defer c.CloseIdleConnections()
 	var resp *http.Response
 	var err error
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		select {
+		case err := <-done: // it will never listen: say why at once
+			t.Fatalf("proxy stopped before serving: %v", err)
+		default:
+		}
 		req, _ := http.NewRequest("POST", "http://"+listen+"/v1/refunds", strings.NewReader(`{"amount":1,"currency":"usd"}`))
 		req.Header.Set("Authorization", "Bearer alice")
 		req.Header.Set("Idempotency-Key", `"k1"`)
