@@ -33,6 +33,7 @@ type variant struct {
 	choices Choices
 	null    bool          // serve Null() instead of New(choices)
 	idle    time.Duration // http.Server IdleTimeout (0: net/http's default)
+	only    []string      // RunOptions.Run globs (empty: the whole catalog)
 	// catches: for a broken server, the case IDs of which at least one
 	// instance must fail; empty for a legal server, which must get no fail
 	// and no warn.
@@ -51,7 +52,10 @@ var variants = []variant{
 		why:           "the core described with one global counter GET /_effects -> {\"charges\":N,\"refunds\":M}, one pointer per operation",
 		pendingEngine: "global counter oracle with operations[].oracle pointers (h-oracle)"},
 	{name: "int-ids", config: "core.yaml", choices: Choices{IntIDs: true},
-		why: "ids 1, 2, 3 per table: a charge and a refund share id 1, which says nothing about execution across endpoints"},
+		why: "ids 1, 2, 3 per table: a charge and a refund may share an id, which says nothing about execution across endpoints"},
+	{name: "int-ids-fresh-scope", config: "core.yaml", choices: Choices{IntIDs: true}, only: []string{"scope/other-endpoint@charges"},
+		why:           "integer ids on a fresh server, only scope/other-endpoint@charges run (as `--run` selects it): the charge and the refund under one key both get id 1",
+		pendingEngine: "scope/other-endpoint compares ids across endpoints before asking the oracle (issue 9 finding, deliverable 6)"},
 	{name: "locked-423", config: "locked-423.yaml", choices: Choices{InFlight: Locked423},
 		why:           "423 Locked + Retry-After in flight (issue #42's proposal), declared in_flight_status [423]; global counter",
 		pendingEngine: "global counter oracle with operations[].oracle pointers (h-oracle)"},
@@ -77,19 +81,21 @@ var variants = []variant{
 		why:           "keys must be bare 36-character UUIDs, declared as key_format: uuid, which the generator obeys; per-key oracle",
 		pendingEngine: "declared key format key_format: uuid (h-findings)"},
 	{name: "idle-5s", config: "idle-5s.yaml", idle: 5 * time.Second,
-		why:           "the server closes idle keep-alive connections after 5 s (Node's default) and keys live 5 s: the expiry retries come after 6 s; global counter",
+		why:           "the server closes idle keep-alive connections after 5 s (Node's default) and keys live 4 s: the expiry retries, at TTL + grace = 5 s, meet connections the server closes; global counter",
 		pendingEngine: "global counter oracle with operations[].oracle pointers (h-oracle)"},
 
 	// Broken: each must fail the run, on the named cases.
 	{name: "null-no-oracle", config: "null.yaml", null: true,
-		why:           "ignores the key, always 201 {\"status\":\"accepted\"}; the config names no oracle and no id: nothing proves a replay, so the run must not pass",
-		pendingEngine: "a MUST without evidence fails the run, exit 5 (h-outcome)"},
+		why: "ignores the key, always 201 {\"status\":\"accepted\"}; the config names no oracle and no id: nothing proves a replay, so the run must not pass",
+		// Today the run fails only through syntax/max-length judging two
+		// equal constant bodies a replay (compare.go:183): a false verdict.
+		pendingEngine: "a MUST without evidence fails the run, exit 5 (h-outcome); equal bodies are no replay evidence (h-findings)"},
 	{name: "null-key-oracle", config: "core.yaml", null: true,
 		why:     "ignores the key; a per-key oracle sees every retry execute",
-		catches: []string{"concurrent/same-key-burst", "lost/dropped-response-retry", "lost/retry-storm", "mismatch/original-survives"}},
+		catches: []string{"concurrent/same-key-burst", "lost/dropped-response-retry", "mismatch/original-survives", "replay/single-execution"}},
 	{name: "null-global-counter", config: "core-global.yaml", null: true,
 		why:           "ignores the key; the global counter sees every retry execute",
-		catches:       []string{"concurrent/same-key-burst", "lost/dropped-response-retry", "lost/retry-storm", "mismatch/original-survives"},
+		catches:       []string{"concurrent/same-key-burst", "lost/dropped-response-retry", "mismatch/original-survives", "replay/single-execution"},
 		pendingEngine: "global counter oracle with operations[].oracle pointers (h-oracle)"},
 	{name: "mismatch-executes", config: "core.yaml", choices: Choices{ExecuteOnMismatch: true},
 		why:     "a changed body runs the handler, then gets 422: the answer is right, the side effect is not",
@@ -151,6 +157,11 @@ func (v variant) check(t *testing.T) {
 		}
 		return
 	}
+	for _, r := range rep.Results {
+		if r.Status != scenarios.Pass && r.Status != scenarios.Skip {
+			t.Logf("%s: %s: %s %s", r.Name(), r.Status, r.Observed, r.Reason)
+		}
+	}
 	if ok {
 		t.Errorf("a broken server's run passed: %v", counts)
 	}
@@ -188,7 +199,7 @@ func (v variant) run(t *testing.T, target *scenarios.Target, profile *scenarios.
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	rep, err := scenarios.Run(ctx, target, profile, scenarios.RunOptions{})
+	rep, err := scenarios.Run(ctx, target, profile, scenarios.RunOptions{Run: v.only})
 	if err != nil {
 		t.Fatal(err)
 	}
