@@ -116,7 +116,7 @@ func (l *layer) serve(w http.ResponseWriter, r *http.Request, user string, body 
 	fp := fingerprint(body)
 
 	for {
-		rec, claimed := l.claim(sc, fp)
+		rec, resp, claimed := l.claim(sc, fp)
 		if claimed {
 			l.execute(w, sc, rec, key, handler)
 			return
@@ -125,7 +125,7 @@ func (l *layer) serve(w http.ResponseWriter, r *http.Request, user string, body 
 			l.c.fail(w, http.StatusConflict, "idempotency_key_expired", "the result stored for this key has expired; use a new key")
 			return
 		}
-		if rec.resp == nil { // in flight
+		if resp == nil { // in flight
 			switch l.c.InFlight {
 			case Block:
 				select {
@@ -154,23 +154,25 @@ func (l *layer) serve(w http.ResponseWriter, r *http.Request, user string, body 
 			l.c.fail(w, status, "idempotency_key_reused", "this key was used with a different request body")
 			return
 		}
-		write(w, rec.resp)
+		write(w, resp)
 		return
 	}
 }
 
-// claim returns the key's record, or a new in-flight record it claimed.
-// It returns (nil, false) when the key expired under ExpiredConflict.
-func (l *layer) claim(sc scope, fp [32]byte) (*record, bool) {
+// claim returns the key's record and its stored response as of now (nil
+// in flight), or a new in-flight record it claimed. It returns a nil
+// record when the key expired under ExpiredConflict.
+func (l *layer) claim(sc scope, fp [32]byte) (rec *record, resp *stored, claimed bool) {
 	now := time.Now()
 	if l.c.RacyExpiry {
 		// The defect: expiry cleanup deletes by key in its own step, a
 		// store round trip after it looked, and may delete a record
 		// another request claimed meanwhile.
 		l.mu.Lock()
-		rec := l.records[sc]
+		old := l.records[sc]
+		stale := old != nil && l.expired(old, now)
 		l.mu.Unlock()
-		if rec != nil && l.expired(rec, now) {
+		if stale {
 			time.Sleep(time.Millisecond)
 			l.mu.Lock()
 			delete(l.records, sc)
@@ -179,10 +181,10 @@ func (l *layer) claim(sc scope, fp [32]byte) (*record, bool) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	rec := l.records[sc]
+	rec = l.records[sc]
 	if rec != nil && l.expired(rec, now) {
 		if l.c.ExpiredConflict {
-			return nil, false
+			return nil, nil, false
 		}
 		rec = nil
 	}
@@ -190,11 +192,11 @@ func (l *layer) claim(sc scope, fp [32]byte) (*record, bool) {
 		rec = nil // the defect: a claim older than the lock's lifetime counts as abandoned
 	}
 	if rec != nil {
-		return rec, false
+		return rec, rec.resp, false
 	}
 	rec = &record{fingerprint: fp, started: now, done: make(chan struct{})}
 	l.records[sc] = rec
-	return rec, true
+	return rec, nil, true
 }
 
 // execute runs the handler for a claimed record and stores its outcome
