@@ -74,7 +74,7 @@ var variants = []variant{
 		why:           "409 for a changed body (seeds, rocket-rides), declared mismatch_status [409]; global counter",
 		pendingEngine: "global counter oracle with operations[].oracle pointers (h-oracle)"},
 	{name: "stripe-errors", config: "core.yaml", choices: Choices{StripeErrors: true},
-		why: "errors as plain application/json {\"error\":{\"type\",\"message\",\"doc_url\"}}: doc_url is the draft's link to documentation; per-key oracle",
+		why:           "errors as plain application/json {\"error\":{\"type\",\"message\",\"doc_url\"}}: doc_url is the draft's link to documentation; per-key oracle",
 		pendingEngine: "doc_url accepted as documentation link (h-findings); problem/problem-json must not demand application/problem+json of it"},
 	{name: "optional-key", config: "optional-key.yaml", choices: Choices{OptionalKey: true},
 		why:           "no key: the request just executes (Stripe), declared key_required false; global counter",
