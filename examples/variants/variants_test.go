@@ -85,7 +85,7 @@ var variants = []variant{
 		why:           "after retention the key answers 409 \"expired\" (Echo, IK-EXPIRY-3), declared expiry expired-409; global counter",
 		pendingEngine: "global counter oracle with operations[].oracle pointers (h-oracle)"},
 	{name: "uuid-keys", config: "uuid-keys.yaml", choices: Choices{UUIDKeys: true},
-		why:           "keys must be bare 36-character UUIDs, declared as key_format: uuid, which the generator obeys; per-key oracle",
+		why:           "keys must be bare 36-character UUIDs, declared as profile key_format: uuid, which the generator obeys; per-key oracle",
 		pendingEngine: "declared key format key_format: uuid (h-findings)"},
 	{name: "idle-5s", config: "idle-5s.yaml", idle: 5 * time.Second,
 		why:           "the server closes idle keep-alive connections after 5 s (Node's default) and keys live 4 s: the expiry retries, at TTL + grace = 5 s, meet connections the server closes; global counter",
