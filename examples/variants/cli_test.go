@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck/internal/testenv"
+	"github.com/idemcheck/idemcheck/scenarios"
 )
 
 // TestCLIExitCodes runs the built binary, `idemcheck run --config`, the way
@@ -22,18 +23,18 @@ func TestCLIExitCodes(t *testing.T) {
 	bin := testenv.BuildIdemcheck(t)
 	for _, tc := range []struct {
 		name, config string
-		server       http.Handler
+		server       func(ttl time.Duration) http.Handler
 		want         int
 		why          string
 		// pendingEngine: as in variants, the engine gap of issue 9 that
 		// still gives the wrong exit code on this branch.
 		pendingEngine string
 	}{
-		{name: "core", config: "core.yaml", server: New(Choices{TTL: 2 * time.Second}), want: 0,
+		{name: "core", config: "core.yaml", server: func(ttl time.Duration) http.Handler { return New(Choices{TTL: ttl}) }, want: 0,
 			why: "a correct server passes"},
-		{name: "null-key-oracle", config: "core.yaml", server: Null(), want: 1,
+		{name: "null-key-oracle", config: "core.yaml", server: func(time.Duration) http.Handler { return Null() }, want: 1,
 			why: "the oracle sees the ignored key's retries execute: MUST failures"},
-		{name: "null-no-oracle", config: "null.yaml", server: Null(), want: 5,
+		{name: "null-no-oracle", config: "null.yaml", server: func(time.Duration) http.Handler { return Null() }, want: 5,
 			why:           "no oracle, no id: nothing proves a replay, so the MUST cases lack evidence",
 			pendingEngine: "a MUST without evidence fails the run, exit 5 (h-outcome)"},
 	} {
@@ -42,7 +43,11 @@ func TestCLIExitCodes(t *testing.T) {
 				t.Skipf("pending engine fix: %s (%s=1 runs it)", tc.pendingEngine, runPendingEnv)
 			}
 			t.Parallel()
-			srv := httptest.NewServer(tc.server)
+			target, _, err := scenarios.LoadConfig(filepath.Join("testdata", tc.config))
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewServer(tc.server(target.TTL))
 			defer srv.Close()
 			raw, err := os.ReadFile(filepath.Join("testdata", tc.config))
 			if err != nil {
