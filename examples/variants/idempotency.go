@@ -92,15 +92,14 @@ func (l *layer) expired(rec *record, now time.Time) bool {
 func (l *layer) serve(w http.ResponseWriter, r *http.Request, user string, body []byte, handler func(http.ResponseWriter, string)) {
 	values := r.Header.Values("Idempotency-Key")
 	if len(values) == 0 {
-		switch {
-		case l.c.OptionalKey:
+		if l.c.OptionalKey {
 			handler(w, "")
-		case l.c.ExecuteMissing:
-			handler(httptest.NewRecorder(), "")
-			l.c.fail(w, http.StatusBadRequest, "idempotency_key_missing", "this endpoint requires an Idempotency-Key header")
-		default:
-			l.c.fail(w, http.StatusBadRequest, "idempotency_key_missing", "this endpoint requires an Idempotency-Key header")
+			return
 		}
+		if l.c.ExecuteMissing {
+			handler(httptest.NewRecorder(), "") // the defect: it runs, then is refused
+		}
+		l.c.fail(w, http.StatusBadRequest, "idempotency_key_missing", "this endpoint requires an Idempotency-Key header")
 		return
 	}
 	key, ok := l.parseKey(values)
