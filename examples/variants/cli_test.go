@@ -36,7 +36,7 @@ func TestCLIExitCodes(t *testing.T) {
 			why: "the oracle sees the ignored key's retries execute: MUST failures"},
 		{name: "null-no-oracle", config: "null.yaml", server: func(time.Duration) http.Handler { return Null() }, want: 5,
 			why:           "no oracle, no id: nothing proves a replay, so the MUST cases lack evidence",
-			pendingEngine: "a MUST without evidence fails the run, exit 5 (h-outcome)"},
+			pendingEngine: "a MUST without evidence fails the run, exit 5 (h-outcome); equal bodies are no replay evidence (h-oracle)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.pendingEngine != "" && os.Getenv(runPendingEnv) != "1" {

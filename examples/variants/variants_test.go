@@ -56,7 +56,7 @@ var variants = []variant{
 		why: "ids 1, 2, 3 per table: a charge and a refund may share an id, which says nothing about execution across endpoints"},
 	{name: "int-ids-fresh-scope", config: "core.yaml", choices: Choices{IntIDs: true}, only: []string{"scope/other-endpoint@charges"},
 		why:           "integer ids on a fresh server, only scope/other-endpoint@charges run (as `--run` selects it): the charge and the refund under one key both get id 1",
-		pendingEngine: "scope/other-endpoint compares ids across endpoints before asking the oracle (issue 9 finding, deliverable 6)"},
+		pendingEngine: "scope/other-endpoint compares ids across endpoints before asking the oracle (h-oracle)"},
 	{name: "locked-423", config: "locked-423.yaml", choices: Choices{InFlight: Locked423},
 		why:           "423 Locked + Retry-After in flight (issue #42's proposal), declared in_flight_status [423]; global counter",
 		pendingEngine: "global counter oracle with operations[].oracle pointers (h-oracle)"},
@@ -70,7 +70,7 @@ var variants = []variant{
 		pendingEngine: "global counter oracle with operations[].oracle pointers (h-oracle)"},
 	{name: "stripe-errors", config: "core.yaml", choices: Choices{StripeErrors: true},
 		why:           "errors as plain application/json {\"error\":{\"type\",\"message\",\"doc_url\"}}: doc_url is the draft's link to documentation; per-key oracle",
-		pendingEngine: "doc_url accepted as documentation link (h-findings); problem/problem-json must not demand application/problem+json of it"},
+		pendingEngine: "doc_url accepted as documentation link (h-findings), also by problem/problem-json, which accepts Link rel=describedby but not doc_url"},
 	{name: "optional-key", config: "optional-key.yaml", choices: Choices{OptionalKey: true},
 		why:           "no key: the request just executes (Stripe), declared key_required false; global counter",
 		pendingEngine: "global counter oracle with operations[].oracle pointers (h-oracle)"},
@@ -89,7 +89,7 @@ var variants = []variant{
 		why: "ignores the key, always 201 {\"status\":\"accepted\"}; the config names no oracle and no id: nothing proves a replay, so the run must not pass",
 		// Today the run fails only through syntax/max-length judging two
 		// equal constant bodies a replay (compare.go:183): a false verdict.
-		pendingEngine: "a MUST without evidence fails the run, exit 5 (h-outcome); equal bodies are no replay evidence (h-findings)"},
+		pendingEngine: "a MUST without evidence fails the run, exit 5 (h-outcome); equal bodies are no replay evidence (h-oracle)"},
 	{name: "null-key-oracle", config: "core.yaml", null: true,
 		why:     "ignores the key; a per-key oracle sees every retry execute",
 		catches: []string{"concurrent/same-key-burst", "lost/dropped-response-retry", "mismatch/original-survives", "replay/single-execution"}},
