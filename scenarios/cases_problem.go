@@ -14,7 +14,7 @@ func init() {
 	register(
 		Case{Meta: Meta{ID: "problem/problem-json", Family: "problem", Requirements: []string{"IK-PROBLEM-1"}, Level: Should,
 			Requirement: "draft §2.7 examples, RFC 9457: the 400, 409 and 422 idempotency errors use application/problem+json with at least type and title; status, if present, equals the HTTP status.",
-			Explanation: "Every idempotency error idemcheck can provoke is a well-formed problem document (or links its docs with Link rel=\"describedby\" instead)."},
+			Explanation: "Every idempotency error idemcheck can provoke is a well-formed problem document, or links its docs another way the draft allows: Link rel=\"describedby\", or a JSON body with a documentation URL (doc_url)."},
 			PerOperation: true, Run: problemJSON},
 		Case{Meta: Meta{ID: "problem/docs-link", Family: "problem", Requirements: []string{"IK-PROBLEM-2"}, Level: May,
 			Requirement: "draft §2.7, RFC 8288: an idempotency error MAY point to its documentation with a Link header rel=\"describedby\" instead of a problem type; either satisfies the docs-link requirement.",
@@ -126,6 +126,13 @@ func problemJSON(ctx context.Context, e *Env) Verdict {
 		ok, how := problemShape(r)
 		if !ok && describedBy(r) != "" {
 			return true, "Link rel=describedby instead (" + how + ")"
+		}
+		// The draft's SHOULD is "a body containing a link pointing to
+		// relevant documentation"; problem+json is its example. A JSON body
+		// that is not problem+json but links its docs (Stripe's doc_url) meets
+		// it; a malformed problem document does not.
+		if linked, link := DocLink(r); !ok && linked && strings.HasPrefix(link, "JSON body ") {
+			return true, link + " instead (" + how + ")"
 		}
 		return ok, how
 	})

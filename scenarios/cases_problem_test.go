@@ -26,6 +26,9 @@ func rewriteErrors(next http.Handler, style string) http.Handler {
 			switch style {
 			case "wrong-status":
 				body = []byte(`{"type":"https://docs.example/idempotency","title":"Idempotency error","status":500}`)
+			case "doc-url":
+				w.Header().Set("Content-Type", "application/json")
+				body = []byte(`{"error":{"type":"idempotency_error","message":"key reused","doc_url":"https://docs.example/idempotency"}}`)
 			default:
 				w.Header().Set("Content-Type", "application/json")
 				w.Header().Del("Cache-Control")
@@ -55,6 +58,8 @@ func TestProblemFormats(t *testing.T) {
 			"problem/problem-json": scenarios.Pass, "problem/docs-link": scenarios.Pass, "problem/no-store-stable-codes": scenarios.Skip}},
 		{"malformed-link", "a Link without <...> is not a link", map[string]scenarios.Status{
 			"problem/problem-json": scenarios.Warn, "problem/docs-link": scenarios.Skip, "problem/no-store-stable-codes": scenarios.Skip}},
+		{"doc-url", "a plain JSON body linking its docs (Stripe's doc_url) meets the draft's SHOULD: a body containing a link to documentation; problem+json is only the draft's example", map[string]scenarios.Status{
+			"problem/problem-json": scenarios.Pass, "problem/docs-link": scenarios.Pass, "problem/no-store-stable-codes": scenarios.Pass}},
 		{"wrong-status", "a problem whose status member differs from the HTTP status is malformed, though it still links its docs", map[string]scenarios.Status{
 			"problem/problem-json": scenarios.Warn, "problem/docs-link": scenarios.Pass, "problem/no-store-stable-codes": scenarios.Pass}},
 	}

@@ -26,22 +26,15 @@ func TestCLIExitCodes(t *testing.T) {
 		server       func(ttl time.Duration) http.Handler
 		want         int
 		why          string
-		// pendingEngine: as in variants, the engine gap of issue 9 that
-		// still gives the wrong exit code on this branch.
-		pendingEngine string
 	}{
 		{name: "core", config: "core.yaml", server: func(ttl time.Duration) http.Handler { return New(Choices{TTL: ttl}) }, want: 0,
 			why: "a correct server passes"},
 		{name: "null-key-oracle", config: "core.yaml", server: func(time.Duration) http.Handler { return Null() }, want: 1,
 			why: "the oracle sees the ignored key's retries execute: MUST failures"},
 		{name: "null-no-oracle", config: "null.yaml", server: func(time.Duration) http.Handler { return Null() }, want: 5,
-			why:           "no oracle, no id: nothing proves a replay, so the MUST cases lack evidence",
-			pendingEngine: "a MUST without evidence fails the run, exit 5 (h-outcome); equal bodies are no replay evidence (h-oracle)"},
+			why: "no oracle, no id: nothing proves a replay, so the MUST cases lack evidence"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.pendingEngine != "" && os.Getenv(runPendingEnv) != "1" {
-				t.Skipf("pending engine fix: %s (%s=1 runs it)", tc.pendingEngine, runPendingEnv)
-			}
 			t.Parallel()
 			target, _, err := scenarios.LoadConfig(filepath.Join("testdata", tc.config))
 			if err != nil {

@@ -14,8 +14,8 @@ import (
 )
 
 // TestDefectsAreReal shows each broken server's defect with plain HTTP
-// requests, without idemcheck: when a catalog case misses one (a variant
-// marked pendingEngine), the gap is the engine's, not the server's.
+// requests, without idemcheck: when a catalog case misses one, the gap is
+// the engine's, not the server's.
 func TestDefectsAreReal(t *testing.T) {
 	for _, tc := range []struct {
 		name    string

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -19,10 +18,6 @@ import (
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
-
-// runPendingEnv, set to 1, runs the variants marked pendingEngine instead
-// of skipping them: the way to check an engine fix against them.
-const runPendingEnv = "IDEMCHECK_VARIANTS_PENDING"
 
 // variant is one server and the YAML config that describes it.
 type variant struct {
@@ -39,10 +34,6 @@ type variant struct {
 	// instance must fail; empty for a legal server, which must get no fail
 	// and no warn.
 	catches []string
-	// pendingEngine names the engine gap of issue 9 that still makes this
-	// variant's verdict wrong on this branch; the test skips it with that
-	// reason until the fix is merged (then delete the field).
-	pendingEngine string
 }
 
 var variants = []variant{
@@ -50,68 +41,53 @@ var variants = []variant{
 	{name: "core", config: "core.yaml",
 		why: "the correct core (sf-string key required, 409 in flight, 422 on a changed body, TTL from the first request), per-key oracle"},
 	{name: "core-global-counter", config: "core-global.yaml",
-		why:           "the core described with one global counter GET /_effects -> {\"charges\":N,\"refunds\":M}, one pointer per operation",
-		pendingEngine: "global counter oracle with operations[].oracle pointers (h-oracle)"},
+		why: "the core described with one global counter GET /_effects -> {\"charges\":N,\"refunds\":M}, one pointer per operation"},
 	{name: "int-ids", config: "core.yaml", choices: Choices{IntIDs: true},
 		why: "ids 1, 2, 3 per table: a charge and a refund may share an id, which says nothing about execution across endpoints"},
 	{name: "int-ids-fresh-scope", config: "core.yaml", choices: Choices{IntIDs: true}, only: []string{"scope/other-endpoint@charges"},
-		why:           "integer ids on a fresh server, only scope/other-endpoint@charges run (as `--run` selects it): the charge and the refund under one key both get id 1",
-		pendingEngine: "scope/other-endpoint compares ids across endpoints before asking the oracle (h-oracle)"},
+		why: "integer ids on a fresh server, only scope/other-endpoint@charges run (as `--run` selects it): the charge and the refund under one key both get id 1"},
 	{name: "locked-423", config: "locked-423.yaml", choices: Choices{InFlight: Locked423},
-		why:           "423 Locked + Retry-After in flight (issue #42's proposal), declared in_flight_status [423]; global counter",
-		pendingEngine: "global counter oracle with operations[].oracle pointers (h-oracle)"},
+		why: "423 Locked + Retry-After in flight (issue #42's proposal), declared in_flight_status [423]; global counter"},
 	{name: "blocking", config: "core.yaml", choices: Choices{InFlight: Block},
 		why: "a duplicate in flight waits for the original, then gets its replay (block_ok); per-key oracle"},
 	{name: "blocking-global-counter", config: "core-global.yaml", choices: Choices{InFlight: Block},
-		why:           "the blocking server described with the global counter: the case issue 9 saw fail in 40% of runs",
-		pendingEngine: "global counter oracle with operations[].oracle pointers (h-oracle)"},
+		why: "the blocking server described with the global counter: the case issue 9 saw fail in 40% of runs"},
 	{name: "mismatch-409", config: "mismatch-409.yaml", choices: Choices{MismatchStatus: http.StatusConflict},
-		why:           "409 for a changed body (seeds, rocket-rides), declared mismatch_status [409]; global counter",
-		pendingEngine: "global counter oracle with operations[].oracle pointers (h-oracle)"},
+		why: "409 for a changed body (seeds, rocket-rides), declared mismatch_status [409]; global counter"},
 	{name: "stripe-errors", config: "core.yaml", choices: Choices{StripeErrors: true},
-		why:           "errors as plain application/json {\"error\":{\"type\",\"message\",\"doc_url\"}}: doc_url is the draft's link to documentation; per-key oracle",
-		pendingEngine: "doc_url accepted as documentation link (h-findings), also by problem/problem-json, which accepts Link rel=describedby but not doc_url"},
+		why: "errors as plain application/json {\"error\":{\"type\",\"message\",\"doc_url\"}}: doc_url is the draft's link to documentation; per-key oracle"},
 	{name: "optional-key", config: "optional-key.yaml", choices: Choices{OptionalKey: true},
-		why:           "no key: the request just executes (Stripe), declared key_required false; global counter",
-		pendingEngine: "global counter oracle with operations[].oracle pointers (h-oracle)"},
+		why: "no key: the request just executes (Stripe), declared key_required false; global counter"},
 	{name: "ttl-from-completion", config: "core.yaml", choices: Choices{TTLFromCompletion: true},
 		why: "retention counted from the stored response, not the first request (no source defines it); per-key oracle"},
 	{name: "expired-409", config: "expired-409.yaml", choices: Choices{ExpiredConflict: true},
 		why: "after retention the key answers 409 \"expired\" (Echo, IK-EXPIRY-3), declared expiry expired-409; per-key oracle"},
 	{name: "uuid-keys", config: "uuid-keys.yaml", choices: Choices{UUIDKeys: true},
-		why:           "keys must be bare 36-character UUIDs, declared as profile key_format: uuid, which the generator obeys; per-key oracle",
-		pendingEngine: "declared key format key_format: uuid (h-findings)"},
+		why: "keys must be bare 36-character UUIDs, declared as profile key_format: uuid, which the generator obeys; per-key oracle"},
 	{name: "idle-5s", config: "idle-5s.yaml", idle: 5 * time.Second,
 		why: "the server closes idle keep-alive connections after 5 s (Node's default) and keys live 4 s: the expiry retries, at TTL + grace = 5 s, meet connections the server closes; per-key oracle"},
 
 	// Broken: each must fail the run, on the named cases.
 	{name: "null-no-oracle", config: "null.yaml", null: true,
-		why: "ignores the key, always 201 {\"status\":\"accepted\"}; the config names no oracle and no id: nothing proves a replay, so the run must not pass",
-		// Today the run fails only through syntax/max-length judging two
-		// equal constant bodies a replay (compare.go:183): a false verdict.
-		pendingEngine: "a MUST without evidence fails the run, exit 5 (h-outcome); equal bodies are no replay evidence (h-oracle)"},
+		why: "ignores the key, always 201 {\"status\":\"accepted\"}; the config names no oracle and no id: nothing proves a replay, so the run must not pass"},
 	{name: "null-key-oracle", config: "core.yaml", null: true,
 		why:     "ignores the key; a per-key oracle sees every retry execute",
 		catches: []string{"concurrent/same-key-burst", "lost/dropped-response-retry", "mismatch/original-survives", "replay/single-execution"}},
 	{name: "null-global-counter", config: "core-global.yaml", null: true,
-		why:           "ignores the key; the global counter sees every retry execute",
-		catches:       []string{"concurrent/same-key-burst", "lost/dropped-response-retry", "mismatch/original-survives", "replay/single-execution"},
-		pendingEngine: "global counter oracle with operations[].oracle pointers (h-oracle)"},
+		why:     "ignores the key; the global counter sees every retry execute",
+		catches: []string{"concurrent/same-key-burst", "lost/dropped-response-retry", "mismatch/original-survives", "replay/single-execution"}},
 	{name: "mismatch-executes", config: "core.yaml", choices: Choices{ExecuteOnMismatch: true},
 		why:     "a changed body runs the handler, then gets 422: the answer is right, the side effect is not",
 		catches: []string{"mismatch/original-survives", "mismatch/changed-body"}},
 	{name: "lock-lapses", config: "core.yaml", choices: Choices{LockLapse: time.Second},
-		why:           "the in-flight lock lapses after 1 s while the slow request takes 1.5 s: only a duplicate sent late in the original's run executes again",
-		catches:       []string{"concurrent/in-flight-offsets"},
-		pendingEngine: "in-flight duplicates at offsets, case concurrent/in-flight-offsets (h-findings)"},
+		why:     "the in-flight lock lapses after 1 s while the slow request takes 1.5 s: only a duplicate sent late in the original's run executes again",
+		catches: []string{"concurrent/in-flight-offsets"}},
 	{name: "missing-executes", config: "global-charges.yaml", choices: Choices{ExecuteMissing: true},
-		why:           "a request without a key is executed, then answered 400: the status is right, the execution is not (a per-key oracle cannot count a keyless run: a global counter)",
-		catches:       []string{"missing/rejected"},
-		pendingEngine: "missing/rejected asks the oracle (h-findings)"},
+		why:     "a request without a key is executed, then answered 400: the status is right, the execution is not (a per-key oracle cannot count a keyless run: a global counter)",
+		catches: []string{"missing/rejected"}},
 	{name: "racy-expiry", config: "core.yaml", choices: Choices{RacyExpiry: true},
-		why:           "expiry cleanup deletes by key outside the claim: a concurrent burst right after expiry executes more than once",
-		catches:       []string{"expiry/expired-key-burst"},
-		pendingEngine: "expired-key burst, case expiry/expired-key-burst (h-findings)"},
+		why:     "expiry cleanup deletes by key outside the claim: a concurrent burst right after expiry executes more than once",
+		catches: []string{"expiry/expired-key-burst"}},
 }
 
 // Bounds on the catalog runs in flight. A run with a per-key oracle (or
@@ -134,9 +110,6 @@ func TestVariants(t *testing.T) {
 	for _, v := range variants {
 		wg.Go(func() {
 			t.Run(v.name, func(t *testing.T) {
-				if v.pendingEngine != "" && os.Getenv(runPendingEnv) != "1" {
-					t.Skipf("pending engine fix: %s (%s=1 runs it)", v.pendingEngine, runPendingEnv)
-				}
 				target, profile, err := scenarios.LoadConfig(filepath.Join("testdata", v.config))
 				if err != nil {
 					t.Fatal(err)
