@@ -38,7 +38,7 @@ func Middleware(store Store, opts ...Option) func(http.Handler) http.Handler {
 	atomic, _ := store.(Atomic)
 	probs := newProblems(c.docsURL)
 	return func(next http.Handler) http.Handler {
-		return &middleware{config: c, store: store, atomic: atomic, next: next, problems: probs, poisoned: newPoisonCache(), unfinished: newUnfinished()}
+		return &middleware{config: c, store: store, atomic: atomic, next: next, problems: probs, poisoned: newPoisonCache(), unfinished: newUnfinished(), localLocks: newLocalLocks()}
 	}
 }
 
@@ -51,6 +51,7 @@ type middleware struct {
 	poisoned *poisonCache // store-conflicts defect only
 	// unfinished: outcomes to store before their scope is claimed again.
 	unfinished *unfinished
+	localLocks *localLocks // process-local-lock defect only
 }
 
 // requestState travels in the handler's context.
@@ -148,6 +149,10 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if m.defects.has(CheckThenInsert) {
 		x.checkThenInsert()
+		return
+	}
+	if m.defects.has(ProcessLocalLock) {
+		x.processLocalLock()
 		return
 	}
 	x.claim()
