@@ -1,0 +1,65 @@
+package scenarios
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+)
+
+// validateReplicas checks Target.Replicas; the error names the entry.
+func (t *Target) validateReplicas() error {
+	if len(t.Replicas) == 1 {
+		return fmt.Errorf("replicas: %d base URL; list at least 2 (or none)", len(t.Replicas))
+	}
+	for i, r := range t.Replicas {
+		u, err := url.Parse(r)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("replicas[%d] %q: want an absolute http(s) URL", i, r)
+		}
+	}
+	return nil
+}
+
+// AddReplicas makes the target's replicas BaseURL followed by bases
+// (--replica: another replica of the same API). perReplicaOracle marks the
+// target's oracle as counting per replica (the reference contract: each
+// process counts its own).
+func (t *Target) AddReplicas(bases []string, perReplicaOracle bool) error {
+	t.Replicas = []string{t.BaseURL}
+	for _, b := range bases {
+		t.Replicas = append(t.Replicas, strings.TrimRight(b, "/"))
+	}
+	if err := t.validateReplicas(); err != nil {
+		return fmt.Errorf("--replica: %v", err)
+	}
+	if perReplicaOracle && t.Oracle != nil {
+		o := *t.Oracle
+		o.PerReplica = true
+		t.Oracle = &o
+	}
+	return nil
+}
+
+// Bases returns the base URLs requests may go to: the replicas when there
+// are any, else BaseURL alone.
+func (t *Target) Bases() []string {
+	if len(t.Replicas) > 0 {
+		return t.Replicas
+	}
+	return []string{t.BaseURL}
+}
+
+// ByReplica returns o once per replica, its relative URL made absolute
+// against each replica, when o counts per replica; else o alone.
+func (o *Oracle) ByReplica(t *Target) []*Oracle {
+	if !o.PerReplica || len(t.Replicas) == 0 || strings.HasPrefix(o.URL, "http://") || strings.HasPrefix(o.URL, "https://") {
+		return []*Oracle{o}
+	}
+	out := make([]*Oracle, len(t.Replicas))
+	for i, base := range t.Replicas {
+		r := *o
+		r.URL = base + o.URL
+		out[i] = &r
+	}
+	return out
+}
