@@ -53,6 +53,7 @@ type config struct {
 	results      io.Writer
 	timePlot     bool
 	progress     func(Progress)
+	shard        Shard
 }
 
 // Option configures Run.
@@ -245,9 +246,13 @@ func buildRequest(t *scenarios.Target, c *config) (*request, error) {
 	if keyHeader == "" {
 		keyHeader = "Idempotency-Key"
 	}
+	var urls []string
+	for _, b := range t.Bases() {
+		urls = append(urls, b+op.Path)
+	}
 	return &request{
 		method:    op.Method,
-		url:       t.BaseURL + op.Path,
+		urls:      urls,
 		body:      body,
 		header:    h,
 		keyHeader: http.CanonicalHeaderKey(keyHeader),
@@ -266,12 +271,15 @@ func Run(ctx context.Context, t *scenarios.Target, opts ...Option) (*Report, err
 	if err := c.validate(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
 	}
-	if err := CheckLoopback(t.BaseURL); err != nil {
-		return nil, err
+	for _, b := range t.Bases() {
+		if err := CheckLoopback(b); err != nil {
+			return nil, err
+		}
 	}
 	if c.keys == nil {
 		c.keys = RandomKeys()
 	}
+	c.keys = c.shard.keys(c.keys)
 	rq, err := buildRequest(t, &c)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
@@ -298,7 +306,9 @@ func Run(ctx context.Context, t *scenarios.Target, opts ...Option) (*Report, err
 		s.plot = newTimePlot()
 	}
 
-	warmConnections(ctx, client, t.BaseURL+"/", int(c.workers))
+	for _, b := range t.Bases() {
+		warmConnections(ctx, client, b+"/", int(c.workers))
+	}
 	var next atomic.Uint64
 	var pool, hot []string
 	if c.mode == ModeHit || c.mode == ModeMix {
@@ -317,8 +327,13 @@ func Run(ctx context.Context, t *scenarios.Target, opts ...Option) (*Report, err
 	orep := &OracleReport{}
 	if orc != nil {
 		orep.Available = true
-		if orep.TotalsURL = t.Oracle.TotalsURL(t); orep.TotalsURL != "" {
-			if orep.Before, err = orc.count(ctx, orep.TotalsURL); err != nil {
+		// Concurrent shards move the totals of one another: only the
+		// per-key probes (disjoint keys) are theirs to check.
+		if c.shard.N <= 1 {
+			orep.TotalsURL = t.Oracle.TotalsURL(t)
+		}
+		if orep.TotalsURL != "" {
+			if orep.Before, err = orc.count(ctx, orc.totals); err != nil {
 				orep.Error, orep.TotalsURL = err.Error(), ""
 			}
 		}
@@ -338,6 +353,10 @@ func Run(ctx context.Context, t *scenarios.Target, opts ...Option) (*Report, err
 	}
 	rep := col.report()
 	rep.Target, rep.Mode, rep.Plan, rep.KeySeed = t.BaseURL, c.mode, c.plan.String(), c.keySeed
+	rep.Replicas = t.Replicas
+	if c.shard.N > 1 {
+		rep.Shard = c.shard.String()
+	}
 	if c.mode == ModeMix {
 		rep.HitRatio = c.hitRatio
 	}
