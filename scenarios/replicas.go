@@ -27,6 +27,9 @@ func (t *Target) validateReplicas() error {
 // target's oracle as counting per replica (the reference contract: each
 // process counts its own).
 func (t *Target) AddReplicas(bases []string, perReplicaOracle bool) error {
+	if t.BaseURL == "" {
+		return errors.New("--replica: needs --target or the config's base_url (chaos --target-cmd CMD --replicas N starts several)")
+	}
 	t.Replicas = []string{t.BaseURL}
 	for _, b := range bases {
 		t.Replicas = append(t.Replicas, strings.TrimRight(b, "/"))
