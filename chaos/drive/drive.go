@@ -146,6 +146,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}()
 		if cfg.Replicas > 0 && cfg.KillEvery > 0 {
 			killer = startKiller(ctx, ms, cfg.KillEvery, cfg.Seed)
+			defer killer.stop() // before the replicas stop, on every return
 			// A restarted reference process forgets the executions it
 			// counted; the created ids seen by client and proxy decide.
 			t.Oracle = nil

@@ -45,7 +45,8 @@ func startKiller(ctx context.Context, ms []*scenarios.Managed, every time.Durati
 	return k
 }
 
-// stop ends the killing and returns how many kills happened; nil-safe.
+// stop ends the killing and returns how many kills happened; nil-safe
+// and safe to call again.
 func (k *killer) stop() int {
 	if k == nil {
 		return 0
