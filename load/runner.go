@@ -177,20 +177,26 @@ func CheckLoopback(base string) error {
 	return nil
 }
 
-// Preflight checks that something answers HTTP at the target.
+// Preflight checks that something answers HTTP at the target (at each
+// replica when there are several).
 func Preflight(ctx context.Context, t *scenarios.Target) error {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.BaseURL+"/", nil)
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrUnreachable, err)
+	for _, b := range t.Bases() {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, b+"/", nil)
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrUnreachable, err)
+		}
+		resp, err := (&http.Client{Transport: scenarios.NewTransport(1)}).Do(req)
+		if err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrUnreachable, b, err)
+		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+		if err := resp.Body.Close(); err != nil {
+			return err
+		}
 	}
-	resp, err := (&http.Client{Transport: scenarios.NewTransport(1)}).Do(req)
-	if err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrUnreachable, t.BaseURL, err)
-	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
-	return resp.Body.Close()
+	return nil
 }
 
 // buildRequest resolves the operation, principal and body of the run.
