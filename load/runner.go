@@ -182,12 +182,14 @@ func CheckLoopback(base string) error {
 func Preflight(ctx context.Context, t *scenarios.Target) error {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
+	client := &http.Client{Transport: scenarios.NewTransport(1)}
+	defer client.CloseIdleConnections()
 	for _, b := range t.Bases() {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, b+"/", nil)
 		if err != nil {
 			return fmt.Errorf("%w: %v", ErrUnreachable, err)
 		}
-		resp, err := (&http.Client{Transport: scenarios.NewTransport(1)}).Do(req)
+		resp, err := client.Do(req)
 		if err != nil {
 			return fmt.Errorf("%w: %s: %v", ErrUnreachable, b, err)
 		}
