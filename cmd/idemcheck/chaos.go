@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -20,6 +21,7 @@ import (
 
 type chaosFlags struct {
 	sel      scenarios.Selection
+	targets  []string // --target, repeatable: the later ones are replicas
 	cfg      drive.Config
 	jsonPath string
 	verbose  bool
@@ -39,7 +41,7 @@ func init() {
 			"retries, business and transient errors where the target configures them. With the target's\n" +
 			"TTL (config ttl or --ttl) an execution after a key may have expired is a legal fresh\n" +
 			"execution, shown apart; without it every second execution is a violation.\n" +
-			"Replicas: with --replica (or the config's replicas) the proxy sends attempts to each replica in\n" +
+			"Replicas: with --replica or --target repeated (or the config's replicas) the proxy sends attempts to each replica in\n" +
 			"turn, so a key's retries land on different replicas. With --target-cmd CMD --replicas N it starts\n" +
 			"N processes of CMD ({port} becomes each one's port; CMD must name a shared store) and every\n" +
 			"--kill-every SIGKILLs a random one and restarts it; the effects oracle is then not asked (a\n" +
@@ -57,7 +59,7 @@ func init() {
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.sel.Config, "config", "", "YAML config describing the API under test")
-	fl.StringVar(&f.sel.Target, "target", "", "base URL of a server following the reference contract (idemcheck serve)")
+	fl.StringArrayVar(&f.targets, "target", nil, "base URL of a server following the reference contract (idemcheck serve); repeated, the others are replicas of the first (like --replica)")
 	fl.StringArrayVar(&f.sel.Replicas, "replica", nil, replicaUsage)
 	fl.StringVar(&f.sel.TargetCmd, "target-cmd", "", "command line starting the target ({port} becomes a free loopback port); alone it implies the reference contract")
 	fl.IntVar(&f.cfg.Replicas, "replicas", 0, "with --target-cmd: start this many processes of it as replicas of one API")
@@ -76,6 +78,10 @@ func init() {
 }
 
 func runChaos(ctx context.Context, stdout io.Writer, f chaosFlags) error {
+	if len(f.targets) > 0 {
+		f.sel.Target = f.targets[0]
+		f.sel.Replicas = append(slices.Clone(f.targets[1:]), f.sel.Replicas...)
+	}
 	target, _, err := f.sel.Load()
 	if err != nil {
 		return withCode(exitUsage, err)

@@ -51,3 +51,18 @@ func TestChaosReplicaKills(t *testing.T) {
 		})
 	}
 }
+
+// TestChaosRepeatedTarget: `chaos --target A --target B` balances over two
+// running replicas on one PostgreSQL (nothing started, nothing killed);
+// the oracle each replica keeps in memory is read on both and summed, so
+// exactly-once is judged with it.
+func TestChaosRepeatedTarget(t *testing.T) {
+	bin := testenv.BuildIdemcheck(t)
+	urls := testenv.URLs(testenv.StartReplicas(t, bin, 2, "--store", "postgres", "--dsn", testenv.RequirePostgres(t)))
+	r := runCLI(t, "chaos", "--target", urls[0], "--target", urls[1], "--ops", "200", "--concurrency", "8",
+		"--fault", "drop-response:0.3", "--fault", "duplicate:0.1", "--seed", "5", "--deadline", "60s")
+	want := "replicas: " + urls[0] + " " + urls[1] + "; 0 killed"
+	if r.code != exitOK || !strings.Contains(r.stdout, "exactly-once: OK") || !strings.Contains(r.stdout, want) {
+		t.Fatalf("exit %d, want 0 with %q and exactly-once OK:\n%s\nstderr:\n%s", r.code, want, r.stdout, r.stderr)
+	}
+}
