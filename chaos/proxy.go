@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/idemcheck/idemcheck/internal/jsonx"
@@ -26,6 +27,10 @@ const FaultHeader = "Idemcheck-Fault"
 type Options struct {
 	// Upstream is the base URL requests are forwarded to.
 	Upstream string
+	// Replicas are more base URLs of the same API (replicas on one
+	// store): attempts go to Upstream and them in turn, so a key's retries
+	// land on different replicas.
+	Replicas []string
 	// KeyHeader names the idempotency key header (default Idempotency-Key).
 	KeyHeader string
 	// IDPointer is the RFC 6901 pointer to the created id in a response
@@ -55,8 +60,9 @@ type Options struct {
 
 // Proxy is the fault-injecting reverse proxy (an http.Handler).
 type Proxy struct {
-	opts     Options
-	upstream *url.URL
+	opts      Options
+	upstreams []*url.URL    // Upstream, then Replicas
+	next      atomic.Uint64 // the upstream of the next attempt
 
 	inflight sync.WaitGroup // attempts being handled, hijacked ones included
 
@@ -100,9 +106,16 @@ func New(o Options) (*Proxy, error) {
 	if o.MaxKeys <= 0 {
 		o.MaxKeys = 1 << 18
 	}
-	p := &Proxy{opts: o, upstream: u, attempts: newAttemptCounts(o.MaxKeys)}
+	p := &Proxy{opts: o, upstreams: []*url.URL{u}, attempts: newAttemptCounts(o.MaxKeys)}
+	for _, r := range o.Replicas {
+		ru, err := url.Parse(r)
+		if err != nil || (ru.Scheme != "http" && ru.Scheme != "https") || ru.Host == "" {
+			return nil, fmt.Errorf("replica %q: want an absolute http(s) URL", r)
+		}
+		p.upstreams = append(p.upstreams, ru)
+	}
 	if o.Transport == nil {
-		p.opts.Transport = newConnPool(u, 1024)
+		p.opts.Transport = newPools(p.upstreams)
 	}
 	p.rng = rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15))
 	p.counters.Faults = map[string]int64{}
@@ -338,8 +351,12 @@ func copyHeader(dst, src http.Header) {
 // io.ReadCloser with no GetBody, so net/http never re-sends it on its own
 // (it would for a request carrying Idempotency-Key otherwise).
 func (p *Proxy) upstreamRequest(ctx context.Context, r *http.Request, body []byte) *http.Request {
-	u := *p.upstream
-	u.Path = strings.TrimRight(p.upstream.Path, "/") + r.URL.Path
+	up := p.upstreams[0]
+	if len(p.upstreams) > 1 {
+		up = p.upstreams[(p.next.Add(1)-1)%uint64(len(p.upstreams))]
+	}
+	u := *up
+	u.Path = strings.TrimRight(up.Path, "/") + r.URL.Path
 	u.RawPath = ""
 	u.RawQuery = r.URL.RawQuery
 	out := &http.Request{

@@ -17,11 +17,12 @@ import (
 // the buffer) takes the parsing path, which answers it identically.
 
 // pumpable reports whether the proxy may pump requests: its own upstream
-// pool, an upstream without a base path, no history. Rules are checked per
+// pool (one upstream: replicas take the parsing path), an upstream without
+// a base path, no history. Rules are checked per
 // request (pickRaw).
 func (p *Proxy) pumpable() bool {
 	_, own := p.opts.Transport.(*connPool)
-	return own && p.opts.History == nil && (p.upstream.Path == "" || p.upstream.Path == "/")
+	return own && p.opts.History == nil && (p.upstreams[0].Path == "" || p.upstreams[0].Path == "/")
 }
 
 // pickRaw numbers a pumped attempt; false (nothing counted) when a rule
@@ -225,7 +226,7 @@ func (c *clientConn) pump() (handled, keep bool) {
 	_ = up.SetDeadline(time.Now().Add(p.opts.Timeout))
 	// The request as sent, with the upstream's Host.
 	_, _ = up.bw.Write(req[:h.hostAt[0]])
-	_, _ = up.bw.WriteString(p.upstream.Host)
+	_, _ = up.bw.WriteString(p.upstreams[0].Host)
 	_, _ = up.bw.Write(req[h.hostAt[1]:])
 	_, _ = c.br.Discard(int(total))
 	if err := up.bw.Flush(); err != nil {

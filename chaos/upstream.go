@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -229,4 +230,33 @@ func (b *poolBody) Close() error {
 		return nil
 	}
 	return c.Close()
+}
+
+// pools is the default upstream client of a proxy with several upstreams
+// (replicas): one connPool per host.
+type pools map[string]*connPool
+
+func newPools(us []*url.URL) http.RoundTripper {
+	if len(us) == 1 {
+		return newConnPool(us[0], 1024)
+	}
+	ps := pools{}
+	for _, u := range us {
+		ps[u.Host] = newConnPool(u, 1024)
+	}
+	return ps
+}
+
+func (ps pools) RoundTrip(req *http.Request) (*http.Response, error) {
+	p, ok := ps[req.URL.Host]
+	if !ok {
+		return nil, fmt.Errorf("no upstream %s", req.URL.Host)
+	}
+	return p.RoundTrip(req)
+}
+
+func (ps pools) CloseIdleConnections() {
+	for _, p := range ps {
+		p.CloseIdleConnections()
+	}
 }

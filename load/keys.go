@@ -93,8 +93,11 @@ func HashKeys(seed string) KeyGen {
 
 // request is the fixed part of every request of a run.
 type request struct {
-	method    string
-	url       string // absolute, no fragment
+	method string
+	// urls: the operation at each replica (absolute, no fragment);
+	// requests take them in turn.
+	urls      []string
+	next      atomic.Uint64
 	body      []byte
 	header    http.Header // principal + operation headers, no key
 	keyHeader string
@@ -106,12 +109,16 @@ type request struct {
 // keeps the URL in every Result, so results files stay classifiable after
 // they are merged across machines.
 func (rq *request) target(t *vegeta.Target, p Path, key string) {
+	u := rq.urls[0]
+	if len(rq.urls) > 1 {
+		u = rq.urls[(rq.next.Add(1)-1)%uint64(len(rq.urls))]
+	}
 	t.Method = rq.method
 	t.Body = rq.body
 	if key == "" {
 		// vegeta copies Target.Header into each request: sharing is safe.
 		t.Header = rq.header
-		t.URL = rq.url + "#path=" + string(p)
+		t.URL = u + "#path=" + string(p)
 		return
 	}
 	h := make(http.Header, len(rq.header)+1)
@@ -124,7 +131,7 @@ func (rq *request) target(t *vegeta.Target, p Path, key string) {
 	}
 	h[rq.keyHeader] = []string{v}
 	t.Header = h
-	t.URL = rq.url + "#path=" + string(p) + "&key=" + url.QueryEscape(key)
+	t.URL = u + "#path=" + string(p) + "&key=" + url.QueryEscape(key)
 }
 
 // Classify returns the path and key a result was sent with, from its URL

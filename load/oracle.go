@@ -39,11 +39,22 @@ func newOracle(t *scenarios.Target, client *http.Client) *oracle {
 	return &oracle{client: client, target: t}
 }
 
-// count reads the execution count at probe URL u.
-func (o *oracle) count(ctx context.Context, u string) (int64, error) {
-	n, err := o.target.Oracle.Count(ctx, o.client, o.target, u)
-	return int64(n), err
+// count reads the execution count at the probe URL at(oracle), summed
+// over the replicas when the oracle counts per replica.
+func (o *oracle) count(ctx context.Context, at func(*scenarios.Oracle) string) (int64, error) {
+	var total int64
+	for _, r := range o.target.Oracle.ByReplica(o.target) {
+		n, err := r.Count(ctx, o.client, o.target, at(r))
+		if err != nil {
+			return 0, err
+		}
+		total += int64(n)
+	}
+	return total, nil
 }
+
+// totals is the probe URL of every key's executions ("" when none).
+func (o *oracle) totals(r *scenarios.Oracle) string { return r.TotalsURL(o.target) }
 
 // Per-key probes after a run, bounded so a large run ends quickly.
 const (
@@ -55,7 +66,7 @@ const (
 func (o *oracle) verify(ctx context.Context, rep *OracleReport, c *checker, pool []string) {
 	rep.ExpectedMin, rep.ExpectedMax = c.expectedExecutions()
 	if rep.TotalsURL != "" {
-		after, err := o.count(ctx, rep.TotalsURL)
+		after, err := o.count(ctx, o.totals)
 		if err != nil {
 			rep.Error = err.Error()
 		} else {
@@ -87,7 +98,7 @@ func (o *oracle) verify(ctx context.Context, rep *OracleReport, c *checker, pool
 			if i >= maxProbesPerKind || ctx.Err() != nil {
 				return
 			}
-			n, err := o.count(ctx, o.target.Oracle.KeyURL(o.target, k))
+			n, err := o.count(ctx, func(r *scenarios.Oracle) string { return r.KeyURL(o.target, k) })
 			if err != nil {
 				if rep.Error == "" {
 					rep.Error = err.Error()

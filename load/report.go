@@ -18,12 +18,16 @@ const Schema = "idemcheck.load/v1"
 // Report is the run summary; its JSON form is the documented schema
 // idemcheck.load/v1 (docs/load.md).
 type Report struct {
-	Schema      string    `json:"schema"`
-	Target      string    `json:"target,omitempty"`
-	Mode        Mode      `json:"mode,omitempty"`
-	Plan        string    `json:"plan,omitempty"`
-	HitRatio    float64   `json:"hit_ratio,omitempty"` // configured (mix)
-	KeySeed     string    `json:"key_seed,omitempty"`  // hash keys: reproduce with --key-seed
+	Schema   string  `json:"schema"`
+	Target   string  `json:"target,omitempty"`
+	Mode     Mode    `json:"mode,omitempty"`
+	Plan     string  `json:"plan,omitempty"`
+	HitRatio float64 `json:"hit_ratio,omitempty"` // configured (mix)
+	KeySeed  string  `json:"key_seed,omitempty"`  // hash keys: reproduce with --key-seed
+	// Shard is "I/N" when this run was one shard of N (--shard).
+	Shard string `json:"shard,omitempty"`
+	// Replicas: the base URLs requests took in turn (--replica, replicas:).
+	Replicas    []string  `json:"replicas,omitempty"`
 	Started     time.Time `json:"started"`
 	DurationS   float64   `json:"duration_s"`
 	Interrupted bool      `json:"interrupted"`
@@ -334,6 +338,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	for _, ph := range r.Phases {
 		fmt.Fprintf(w, "phase %-24s %8d requests  achieved %.1f/s\n", ph.Spec, ph.Requests, ph.Rate)
+	}
+	if r.Shard != "" {
+		fmt.Fprintf(w, "shard %s (merge the shards' --results with idemcheck load report)\n", r.Shard)
 	}
 	for _, k := range sortedKeys(r.Ratios) {
 		fmt.Fprintf(w, "ratio %-24s %.3f\n", k, r.Ratios[k])

@@ -53,6 +53,7 @@ type config struct {
 	results      io.Writer
 	timePlot     bool
 	progress     func(Progress)
+	shard        Shard
 }
 
 // Option configures Run.
@@ -176,20 +177,28 @@ func CheckLoopback(base string) error {
 	return nil
 }
 
-// Preflight checks that something answers HTTP at the target.
+// Preflight checks that something answers HTTP at the target (at each
+// replica when there are several).
 func Preflight(ctx context.Context, t *scenarios.Target) error {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.BaseURL+"/", nil)
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrUnreachable, err)
+	client := &http.Client{Transport: scenarios.NewTransport(1)}
+	defer client.CloseIdleConnections()
+	for _, b := range t.Bases() {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, b+"/", nil)
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrUnreachable, err)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrUnreachable, b, err)
+		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+		if err := resp.Body.Close(); err != nil {
+			return err
+		}
 	}
-	resp, err := (&http.Client{Transport: scenarios.NewTransport(1)}).Do(req)
-	if err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrUnreachable, t.BaseURL, err)
-	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
-	return resp.Body.Close()
+	return nil
 }
 
 // buildRequest resolves the operation, principal and body of the run.
@@ -243,9 +252,13 @@ func buildRequest(t *scenarios.Target, c *config) (*request, error) {
 	if keyHeader == "" {
 		keyHeader = "Idempotency-Key"
 	}
+	var urls []string
+	for _, b := range t.Bases() {
+		urls = append(urls, b+op.Path)
+	}
 	return &request{
 		method:    op.Method,
-		url:       t.BaseURL + op.Path,
+		urls:      urls,
 		body:      body,
 		header:    h,
 		keyHeader: http.CanonicalHeaderKey(keyHeader),
@@ -264,12 +277,15 @@ func Run(ctx context.Context, t *scenarios.Target, opts ...Option) (*Report, err
 	if err := c.validate(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
 	}
-	if err := CheckLoopback(t.BaseURL); err != nil {
-		return nil, err
+	for _, b := range t.Bases() {
+		if err := CheckLoopback(b); err != nil {
+			return nil, err
+		}
 	}
 	if c.keys == nil {
 		c.keys = RandomKeys()
 	}
+	c.keys = c.shard.keys(c.keys)
 	rq, err := buildRequest(t, &c)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
@@ -296,7 +312,9 @@ func Run(ctx context.Context, t *scenarios.Target, opts ...Option) (*Report, err
 		s.plot = newTimePlot()
 	}
 
-	warmConnections(ctx, client, t.BaseURL+"/", int(c.workers))
+	for _, b := range t.Bases() {
+		warmConnections(ctx, client, b+"/", int(c.workers))
+	}
 	var next atomic.Uint64
 	var pool, hot []string
 	if c.mode == ModeHit || c.mode == ModeMix {
@@ -315,8 +333,13 @@ func Run(ctx context.Context, t *scenarios.Target, opts ...Option) (*Report, err
 	orep := &OracleReport{}
 	if orc != nil {
 		orep.Available = true
-		if orep.TotalsURL = t.Oracle.TotalsURL(t); orep.TotalsURL != "" {
-			if orep.Before, err = orc.count(ctx, orep.TotalsURL); err != nil {
+		// Concurrent shards move the totals of one another: only the
+		// per-key probes (disjoint keys) are theirs to check.
+		if c.shard.N <= 1 {
+			orep.TotalsURL = t.Oracle.TotalsURL(t)
+		}
+		if orep.TotalsURL != "" {
+			if orep.Before, err = orc.count(ctx, orc.totals); err != nil {
 				orep.Error, orep.TotalsURL = err.Error(), ""
 			}
 		}
@@ -336,6 +359,10 @@ func Run(ctx context.Context, t *scenarios.Target, opts ...Option) (*Report, err
 	}
 	rep := col.report()
 	rep.Target, rep.Mode, rep.Plan, rep.KeySeed = t.BaseURL, c.mode, c.plan.String(), c.keySeed
+	rep.Replicas = t.Replicas
+	if c.shard.N > 1 {
+		rep.Shard = c.shard.String()
+	}
 	if c.mode == ModeMix {
 		rep.HitRatio = c.hitRatio
 	}

@@ -60,6 +60,10 @@ const (
 	// LeaseNeverExpires: an in-flight record stays locked until its TTL, so
 	// a crashed request blocks its key with 409s.
 	LeaseNeverExpires Defect = "lease-never-expires"
+	// ProcessLocalLock: the claim's lookup and write are guarded by an
+	// in-process mutex, not one atomic store operation; correct on one
+	// replica, a same-key burst spread over replicas executes many times.
+	ProcessLocalLock Defect = "process-local-lock"
 )
 
 // DefectInfo documents one defect: what it breaks, and the requirement
@@ -88,6 +92,7 @@ var defectCatalog = []DefectInfo{
 	{MissingKeyPassthrough, "a mutating request without a key executes instead of 400", "IK-MISSING-1"},
 	{UnvalidatedKey, "malformed keys (empty, >255 chars, repeated field) are accepted", "IK-SECURITY-1, IK-SECURITY-2"},
 	{LeaseNeverExpires, "an in-flight record of a dead request blocks its key until the TTL", "IK-LEASE-1"},
+	{ProcessLocalLock, "a claim locked in process only: same-key requests on two replicas both execute", "IK-CONCURRENT-2 (replicas/ family)"},
 }
 
 // Defects returns the catalog sorted by name.

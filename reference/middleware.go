@@ -41,7 +41,7 @@ func Middleware(store Store, opts ...Option) func(http.Handler) http.Handler {
 	local, _ := store.(Local)
 	probs := newProblems(c.docsURL)
 	return func(next http.Handler) http.Handler {
-		return &middleware{config: c, store: store, atomic: atomic, local: local, next: next, problems: probs, poisoned: newPoisonCache(), unfinished: newUnfinished()}
+		return &middleware{config: c, store: store, atomic: atomic, local: local, next: next, problems: probs, poisoned: newPoisonCache(), unfinished: newUnfinished(), localLocks: newLocalLocks()}
 	}
 }
 
@@ -55,6 +55,7 @@ type middleware struct {
 	poisoned *poisonCache // store-conflicts defect only
 	// unfinished: outcomes to store before their scope is claimed again.
 	unfinished *unfinished
+	localLocks *localLocks // process-local-lock defect only
 }
 
 // requestState travels in the handler's context.
@@ -156,6 +157,10 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if m.defects.has(CheckThenInsert) {
 		x.checkThenInsert()
+		return
+	}
+	if m.defects.has(ProcessLocalLock) {
+		x.processLocalLock()
 		return
 	}
 	x.claim()

@@ -241,15 +241,21 @@ func (e *Env) burstRound(ctx context.Context, client *http.Client, round, rounds
 }
 
 // burst sends size requests under key k, released together by a barrier
-// over client's warmed connections.
-func (e *Env) burst(ctx context.Context, client *http.Client, k string, size int, body []byte, label string) []Resp {
+// over client's warmed connections; with bases, request i goes to replica
+// i mod len(bases).
+func (e *Env) burst(ctx context.Context, client *http.Client, k string, size int, body []byte, label string, bases ...string) []Resp {
 	start := make(chan struct{})
 	rs := make([]Resp, size)
 	var wg sync.WaitGroup
 	for i := range rs {
 		wg.Go(func() {
 			<-start
-			rs[i] = e.Send(ctx, Req{Label: fmt.Sprintf("%s %d", label, i+1), Key: k, Body: body, client: client})
+			r := Req{Label: fmt.Sprintf("%s %d", label, i+1), Key: k, Body: body, client: client}
+			if len(bases) > 0 {
+				r.Base = bases[i%len(bases)]
+				r.Label += fmt.Sprintf(" on replica %d", i%len(bases)+1)
+			}
+			rs[i] = e.Send(ctx, r)
 		})
 	}
 	close(start)

@@ -31,6 +31,7 @@ type configFile struct {
 	TTL        ttlConfig         `yaml:"ttl"`
 	Lease      time.Duration     `yaml:"lease"`
 	TargetCmd  string            `yaml:"target_cmd"`
+	Replicas   []string          `yaml:"replicas"`
 	Profile    profileConfig     `yaml:"profile"`
 }
 
@@ -271,6 +272,12 @@ func (cf *configFile) target() (*Target, error) {
 		Timeout: cf.Timeout, Principals: cf.Principals, Oracle: cf.Oracle, TTL: cf.TTL.d, NeverExpires: cf.TTL.never,
 		Lease: cf.Lease, Command: cf.TargetCmd,
 	}
+	for _, r := range cf.Replicas {
+		t.Replicas = append(t.Replicas, strings.TrimRight(r, "/"))
+	}
+	if t.BaseURL == "" && len(t.Replicas) > 0 {
+		t.BaseURL = t.Replicas[0]
+	}
 	if t.KeyHeader == "" {
 		t.KeyHeader = "Idempotency-Key"
 	}
@@ -348,6 +355,9 @@ func (t *Target) Validate() error {
 	u, err := url.Parse(base)
 	if (t.BaseURL != "" || t.Command == "") && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
 		return fmt.Errorf("base_url %q: want an absolute http(s) URL", t.BaseURL)
+	}
+	if err := t.validateReplicas(); err != nil {
+		return err
 	}
 	if t.KeyHeader == "" || strings.ContainsAny(t.KeyHeader, " \t:\"(),/;<=>?@[\\]{}") {
 		return fmt.Errorf("key_header %q: want an HTTP header name", t.KeyHeader)
@@ -508,6 +518,8 @@ func suppliesFor(t *Target, op *Operation, n Need) bool {
 		return t.Lease > 0
 	case NeedTargetCmd:
 		return t.Command != ""
+	case NeedReplicas:
+		return len(t.Replicas) >= 2
 	}
 	return false
 }

@@ -62,6 +62,8 @@ type Req struct {
 	Op     *Operation
 	Method string
 	Path   string
+	// Base replaces Target.BaseURL: one of Target.Replicas.
+	Base string
 	// client replaces the run's shared client (bursts use warmed ones).
 	client *http.Client
 }
@@ -171,7 +173,11 @@ func (e *Env) Send(ctx context.Context, r Req) Resp {
 	if body == nil {
 		body = op.Body
 	}
-	x := Exchange{Label: r.Label, Request: ExchangeRequest{Method: method, URL: e.Target.BaseURL + path, Header: http.Header{}, Body: body}}
+	base := e.Target.BaseURL
+	if r.Base != "" {
+		base = r.Base
+	}
+	x := Exchange{Label: r.Label, Request: ExchangeRequest{Method: method, URL: base + path, Header: http.Header{}, Body: body}}
 	for k, v := range op.Headers {
 		x.Request.Header.Set(k, v)
 	}
@@ -271,16 +277,20 @@ func (e *Env) lostConn(rs ...Resp) *Verdict {
 }
 
 // warmClient returns a client holding up to n open connections to the
-// target, so that a barrier-released burst is not serialised by dialing
-// (trap C13). The caller closes its idle connections when done.
-func (e *Env) warmClient(ctx context.Context, n int) *http.Client {
+// target (spread over bases when given, e.g. the replicas), so that a
+// barrier-released burst is not serialised by dialing (trap C13). The
+// caller closes its idle connections when done.
+func (e *Env) warmClient(ctx context.Context, n int, bases ...string) *http.Client {
+	if len(bases) == 0 {
+		bases = []string{e.Target.BaseURL}
+	}
 	c := &http.Client{Transport: NewTransport(n), Timeout: e.client.Timeout, CheckRedirect: e.client.CheckRedirect}
 	start := make(chan struct{})
 	var wg sync.WaitGroup
-	for range n {
+	for i := range n {
 		wg.Go(func() {
 			<-start
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.Target.BaseURL+"/", nil)
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, bases[i%len(bases)]+"/", nil)
 			if err != nil {
 				return
 			}
@@ -395,9 +405,11 @@ func newCounter(t *Target) *counter {
 	}
 	c := &counter{global: !os[0].PerKey(), counts: map[string]int{}}
 	for _, o := range os {
-		abs := *o
-		abs.URL = o.abs(t, o.URL)
-		c.oracles = append(c.oracles, &abs)
+		for _, r := range o.ByReplica(t) {
+			abs := *r
+			abs.URL = r.abs(t, r.URL)
+			c.oracles = append(c.oracles, &abs)
+		}
 	}
 	return c
 }

@@ -60,6 +60,9 @@ func FromCommand(command string, ttl, lease time.Duration) (*Target, error) {
 		return nil, err
 	}
 	t.BaseURL, t.Command = "", command
+	// Each started process counts its own executions (StartReplicas
+	// may start several).
+	t.Oracle.PerReplica = true
 	return t, nil
 }
 

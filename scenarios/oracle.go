@@ -113,7 +113,16 @@ func (o *Oracle) Count(ctx context.Context, c *http.Client, t *Target, u string)
 	return n, nil
 }
 
-// Executions is how many times the handler ran for key, by the probe.
+// Executions is how many times the handler ran for key, by the probe,
+// summed over the replicas when the oracle counts per replica.
 func (o *Oracle) Executions(ctx context.Context, c *http.Client, t *Target, key string) (int, error) {
-	return o.Count(ctx, c, t, o.KeyURL(t, key))
+	total := 0
+	for _, r := range o.ByReplica(t) {
+		n, err := r.Count(ctx, c, t, r.KeyURL(t, key))
+		if err != nil {
+			return 0, err
+		}
+		total += n
+	}
+	return total, nil
 }

@@ -26,6 +26,11 @@ type Selection struct {
 	// crash case kills and restarts) as the target; alone it implies the
 	// reference contract on the port it substitutes for {port}.
 	TargetCmd string
+	// Replicas, when set, are more replicas of the same API beside the
+	// base URL (--replica); they replace the config's replicas. With
+	// --target the reference contract's oracle is read on each replica and
+	// summed.
+	Replicas []string
 }
 
 // Load resolves the selection. Errors are one line naming the flag, file
@@ -67,6 +72,11 @@ func (s Selection) Load() (*Target, *Profile, error) {
 			return nil, nil, fmt.Errorf("--target-cmd %q: %v", s.TargetCmd, err)
 		}
 		t.Command = s.TargetCmd
+	}
+	if len(s.Replicas) > 0 {
+		if err := t.AddReplicas(s.Replicas, s.Config == ""); err != nil {
+			return nil, nil, err
+		}
 	}
 	if s.TTL > 0 {
 		t.TTL = s.TTL

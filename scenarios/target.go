@@ -42,6 +42,10 @@ type Target struct {
 	// loopback port; BaseURL then defaults to http://127.0.0.1:{port}. The
 	// LEASE crash case kills and restarts it (see managed.go).
 	Command string `yaml:"target_cmd" json:"target_cmd,omitempty"`
+	// Replicas are the base URLs of several replicas of this one API (one
+	// store behind them): the replicas/ family spreads a key over them and
+	// chaos balances over them. BaseURL defaults to the first.
+	Replicas []string `yaml:"replicas" json:"replicas,omitempty"`
 
 	managed *Managed // the started Command, set for the length of a run
 }
@@ -113,6 +117,11 @@ type Oracle struct {
 	Pointer string `yaml:"pointer" json:"pointer"`
 	// Principal (index into Principals) whose headers the probe sends.
 	Principal int `yaml:"principal" json:"principal"`
+	// PerReplica: each replica counts only its own executions (an
+	// in-memory counter, like the reference's), so a relative URL is read
+	// on every replica and the counts summed. Default: one shared count,
+	// read at BaseURL.
+	PerReplica bool `yaml:"per_replica" json:"per_replica,omitempty"`
 }
 
 // ReferenceSlow is how long the reference contract's slow variant stays in

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -37,6 +38,14 @@ type Config struct {
 	// OnProgress, when set, is called after each finished operation,
 	// never concurrently.
 	OnProgress func(Progress)
+	// Replicas, with a target command (Target.Command), is how many
+	// processes of it to start as replicas of one API; the proxy sends
+	// attempts to them in turn. A target with Replicas (config, --replica)
+	// is balanced over without starting anything.
+	Replicas int
+	// KillEvery, with Replicas, SIGKILLs a random replica this often and
+	// restarts it (0: never).
+	KillEvery time.Duration
 }
 
 // ErrUnreachable: the target did not answer at all.
@@ -52,6 +61,10 @@ type Result struct {
 	Proxy       chaos.Counters `json:"proxy"`
 	Elapsed     time.Duration  `json:"elapsed_ns"`
 	History     string         `json:"history,omitempty"`
+	// Replicas are the upstreams the proxy balanced over (when several).
+	Replicas []string `json:"replicas,omitempty"`
+	// Kills counts replicas SIGKILLed and restarted mid-run (KillEvery).
+	Kills int `json:"kills,omitempty"`
 }
 
 // Validate checks cfg and fills defaults; errors name the field.
@@ -67,6 +80,12 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--max-attempts %d: want at least 1", c.MaxAttempts)
 	case c.Deadline < 0:
 		return fmt.Errorf("--deadline %v: want a positive duration", c.Deadline)
+	case c.Replicas < 0:
+		return fmt.Errorf("--replicas %d: want at least 1", c.Replicas)
+	case c.Replicas > 0 && c.Target.Command == "":
+		return fmt.Errorf("--replicas %d: needs --target-cmd (or target_cmd) to start them", c.Replicas)
+	case c.KillEvery < 0:
+		return fmt.Errorf("--kill-every %v: want a positive duration", c.KillEvery)
 	}
 	if c.MaxAttempts == 0 {
 		c.MaxAttempts = 20
@@ -79,7 +98,15 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("--fault: %w", err)
 		}
 	}
-	return Loopback(c.Target.BaseURL)
+	if c.Target.Command != "" && c.Target.BaseURL == "" {
+		return nil // started on loopback by Run
+	}
+	for _, b := range c.Target.Bases() {
+		if err := Loopback(b); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Loopback refuses a URL whose host is not a loopback address: the chaos
@@ -106,10 +133,36 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, cfg.Deadline)
 	defer cancel()
+	var killer *killer
+	if cfg.Target.Command != "" {
+		t, ms, err := scenarios.StartReplicas(ctx, cfg.Target, max(cfg.Replicas, 1))
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrUnreachable, err)
+		}
+		defer func() {
+			for _, m := range ms {
+				m.Stop()
+			}
+		}()
+		if cfg.Replicas > 0 && cfg.KillEvery > 0 {
+			killer = startKiller(ctx, ms, cfg.KillEvery, cfg.Seed)
+			defer killer.stop() // before the replicas stop, on every return
+			// A restarted reference process forgets the executions it
+			// counted; the created ids seen by client and proxy decide.
+			t.Oracle = nil
+			t.Operations = slices.Clone(t.Operations) // t is a shallow copy
+			for i := range t.Operations {
+				t.Operations[i].Oracle = nil
+			}
+		}
+		cfg.Target = t
+	}
 	client := scenarios.NewClient(cfg.Target.Timeout)
 	defer client.CloseIdleConnections()
-	if err := preflight(ctx, client, cfg.Target.BaseURL); err != nil {
-		return nil, err
+	for _, b := range cfg.Target.Bases() {
+		if err := preflight(ctx, client, b); err != nil {
+			return nil, err
+		}
 	}
 
 	path := cfg.History
@@ -130,7 +183,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	hist.WriteRun(chaos.Run{TTLNS: cfg.Target.TTL.Nanoseconds()})
 	idPtr := cfg.Target.Operations[0].IDPointer
 	proxy, err := chaos.New(chaos.Options{
-		Upstream: cfg.Target.BaseURL, KeyHeader: cfg.Target.KeyHeader, IDPointer: idPtr,
+		Upstream: cfg.Target.Bases()[0], Replicas: cfg.Target.Bases()[1:], KeyHeader: cfg.Target.KeyHeader, IDPointer: idPtr,
 		Transport: scenarios.NewTransport(1024), History: hist, Seed: cfg.Seed, Timeout: cfg.Target.Timeout,
 	})
 	if err != nil {
@@ -154,6 +207,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	start := time.Now()
 	d.runAll(ctx)
 	elapsed := time.Since(start)
+	kills := killer.stop()
 
 	front.Close()
 	proxy.Close()
@@ -170,7 +224,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if _, err := chaos.ReadHistory(f, checker, false); err != nil {
 		return nil, err
 	}
-	res := &Result{Report: checker.Report(), Interrupted: parent.Err() != nil, Requested: cfg.Ops, Proxy: counters, Elapsed: elapsed}
+	res := &Result{Report: checker.Report(), Interrupted: parent.Err() != nil, Requested: cfg.Ops, Proxy: counters, Elapsed: elapsed,
+		Replicas: cfg.Target.Replicas, Kills: kills}
 	if cfg.History != "" {
 		res.History = cfg.History
 	}

@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -19,6 +21,7 @@ import (
 
 type chaosFlags struct {
 	sel      scenarios.Selection
+	targets  []string // --target, repeatable: the later ones are replicas
 	cfg      drive.Config
 	jsonPath string
 	verbose  bool
@@ -38,6 +41,11 @@ func init() {
 			"retries, business and transient errors where the target configures them. With the target's\n" +
 			"TTL (config ttl or --ttl) an execution after a key may have expired is a legal fresh\n" +
 			"execution, shown apart; without it every second execution is a violation.\n" +
+			"Replicas: with --replica or --target repeated (or the config's replicas) the proxy sends attempts to each replica in\n" +
+			"turn, so a key's retries land on different replicas. With --target-cmd CMD --replicas N it starts\n" +
+			"N processes of CMD ({port} becomes each one's port; CMD must name a shared store) and every\n" +
+			"--kill-every SIGKILLs a random one and restarts it; the effects oracle is then not asked (a\n" +
+			"restarted process forgets its counts) and created ids decide.\n" +
 			"SIGINT/SIGTERM stops sending; operations cut short are counted, not judged.\n" +
 			"Exit codes: 0 clean, 1 violations, 2 usage, 4 target unreachable, 130 interrupted.",
 		Args: cobra.NoArgs,
@@ -51,7 +59,11 @@ func init() {
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.sel.Config, "config", "", "YAML config describing the API under test")
-	fl.StringVar(&f.sel.Target, "target", "", "base URL of a server following the reference contract (idemcheck serve)")
+	fl.StringArrayVar(&f.targets, "target", nil, "base URL of a server following the reference contract (idemcheck serve); repeated, the others are replicas of the first (like --replica)")
+	fl.StringArrayVar(&f.sel.Replicas, "replica", nil, replicaUsage)
+	fl.StringVar(&f.sel.TargetCmd, "target-cmd", "", "command line starting the target ({port} becomes a free loopback port); alone it implies the reference contract")
+	fl.IntVar(&f.cfg.Replicas, "replicas", 0, "with --target-cmd: start this many processes of it as replicas of one API")
+	fl.DurationVar(&f.cfg.KillEvery, "kill-every", 2*time.Second, "with --replicas: SIGKILL a random replica this often and restart it (0: never)")
 	fl.DurationVar(&f.sel.TTL, "ttl", 0, "the target's key lifetime (TTL), overriding the config; executions after it are legal")
 	fl.IntVar(&f.cfg.Ops, "ops", 1000, "logical operations, each with a fresh key")
 	fl.IntVar(&f.cfg.Concurrency, "concurrency", 16, "operations in flight at once")
@@ -66,6 +78,10 @@ func init() {
 }
 
 func runChaos(ctx context.Context, stdout io.Writer, f chaosFlags) error {
+	if len(f.targets) > 0 {
+		f.sel.Target = f.targets[0]
+		f.sel.Replicas = append(slices.Clone(f.targets[1:]), f.sel.Replicas...)
+	}
 	target, _, err := f.sel.Load()
 	if err != nil {
 		return withCode(exitUsage, err)
@@ -86,8 +102,15 @@ func runChaos(ctx context.Context, stdout io.Writer, f chaosFlags) error {
 	if err != nil {
 		return withCode(exitUsage, err)
 	}
+	against := target.BaseURL
+	if against == "" { // started by the run
+		against = "--target-cmd"
+	}
 	fmt.Fprintf(stdout, "chaos: %d/%d operations against %s in %s (proxy: %d requests, %d forwarded)\n",
-		res.Ops, res.Requested, target.BaseURL, res.Elapsed.Round(time.Millisecond), res.Proxy.Requests, res.Proxy.Forwarded)
+		res.Ops, res.Requested, against, res.Elapsed.Round(time.Millisecond), res.Proxy.Requests, res.Proxy.Forwarded)
+	if len(res.Replicas) > 0 {
+		fmt.Fprintf(stdout, "replicas: %s; %d killed and restarted mid-run\n", strings.Join(res.Replicas, " "), res.Kills)
+	}
 	printChaosReport(stdout, res.Report)
 	if res.History != "" {
 		fmt.Fprintf(stdout, "history: %s (idemcheck analyze %s)\n", res.History, res.History)

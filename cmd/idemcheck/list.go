@@ -37,6 +37,7 @@ func init() {
 	fl := cmd.Flags()
 	fl.StringVar(&f.sel.Config, "config", "", "YAML config describing the API")
 	fl.StringVar(&f.sel.Target, "target", "", "base URL of a server following the reference contract")
+	fl.StringArrayVar(&f.sel.Replicas, "replica", nil, replicaUsage)
 	fl.StringVar(&f.sel.TargetCmd, "target-cmd", "", "command line the harness would start as the target (not started by list)")
 	fl.StringVar(&f.sel.Profile, "profile", "", "profile preset (replaces the config's profile)")
 	fl.DurationVar(&f.sel.TTL, "ttl", 0, "declared retention (TTL), overriding the config")

@@ -39,6 +39,8 @@ type loadFlags struct {
 	thresholds         []string
 	out                loadOutputs
 	verbose            bool
+	replicas           []string
+	shard              string
 }
 
 // loadOutputs are the files both `load` and `load report` can write.
@@ -99,13 +101,27 @@ func init() {
 	fl.StringVar(&f.results, "results", "", "write every result as vegeta gob to FILE (merge runs with 'idemcheck load report')")
 	fl.StringArrayVar(&f.thresholds, "threshold", nil, "k6-style pass condition, repeatable, e.g. 'hit.p99<5ms'")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "show progress even when stdout is not a terminal")
+	fl.StringArrayVar(&f.replicas, "replica", nil, replicaUsage)
+	fl.StringVar(&f.shard, "shard", "", "run shard I of N (I/N, 0-based, e.g. $(JOB_COMPLETION_INDEX)/3): the same plan with a disjoint key space; merge the shards' --results with 'idemcheck load report'")
 	f.out.register(cmd)
 	cmd.AddCommand(newLoadReportCmd())
 	rootCmd.AddCommand(cmd)
 }
 
-// loadTarget resolves --target or --config into a Target (usage errors: 2).
+// loadTarget resolves --target or --config, and --replica, into a Target
+// (usage errors: 2).
 func loadTarget(f *loadFlags) (*scenarios.Target, error) {
+	t, err := loadBaseTarget(f)
+	if err != nil || len(f.replicas) == 0 {
+		return t, err
+	}
+	if err := t.AddReplicas(f.replicas, f.config == ""); err != nil {
+		return nil, withCode(exitUsage, err)
+	}
+	return t, nil
+}
+
+func loadBaseTarget(f *loadFlags) (*scenarios.Target, error) {
 	switch {
 	case f.target != "" && f.config != "":
 		return nil, usageErrorf("--target and --config: give one, not both")
@@ -196,6 +212,13 @@ func loadOptions(cmd *cobra.Command, f *loadFlags) ([]load.Option, load.Mode, er
 	} else if f.keySeed != "" {
 		return nil, "", usageErrorf("--key-seed needs --hash-keys")
 	}
+	if f.shard != "" {
+		s, err := load.ParseShard(f.shard)
+		if err != nil {
+			return nil, "", withCode(exitUsage, fmt.Errorf("--shard: %w", err))
+		}
+		opts = append(opts, load.WithShard(s))
+	}
 	return opts, mode, nil
 }
 
@@ -204,8 +227,10 @@ func runLoad(cmd *cobra.Command, f loadFlags) error {
 	if err != nil {
 		return err
 	}
-	if err := load.CheckLoopback(t.BaseURL); err != nil {
-		return withCode(exitUsage, err)
+	for _, b := range t.Bases() {
+		if err := load.CheckLoopback(b); err != nil {
+			return withCode(exitUsage, err)
+		}
 	}
 	opts, mode, err := loadOptions(cmd, &f)
 	if err != nil {

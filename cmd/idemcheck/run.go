@@ -54,6 +54,7 @@ func init() {
 	fl.StringVar(&f.sel.Config, "config", "", "YAML config describing the API under test")
 	fl.StringVar(&f.sel.Target, "target", "", "base URL of a server following the reference contract (idemcheck serve)")
 	fl.StringVar(&f.sel.TargetCmd, "target-cmd", "", "command line the harness starts (and kills/restarts for the lease crash case) as the target; {port} becomes a free loopback port; alone it implies the reference contract at http://127.0.0.1:{port}")
+	fl.StringArrayVar(&f.sel.Replicas, "replica", nil, replicaUsage)
 	fl.StringVar(&f.sel.Profile, "profile", "", "profile preset: "+strings.Join(scenarios.ProfileNames(), ", ")+" (replaces the config's profile)")
 	fl.BoolVar(&f.strict, "strict", false, "an unmet SHOULD fails the run instead of warning")
 	fl.BoolVar(&f.allowIncomplete, "allow-incomplete", false, "pass although a MUST-level case ended unverifiable or inconclusive (instead of exit 5)")

@@ -63,6 +63,25 @@ func TestDefects(t *testing.T) {
 			}
 			return true, "8 rounds of 32-request bursts -> 1 execution each"
 		}},
+		{reference.ProcessLocalLock, Options{}, func(t *testing.T, h *harness) (bool, string) {
+			// A second replica: the same options and store, its own process
+			// state. One request to each at once must execute once in all.
+			b := newHarness(t, h.opts)
+			k := newKey()
+			start := make(chan struct{})
+			var wg sync.WaitGroup
+			for _, r := range []*harness{h, b} {
+				wg.Go(func() {
+					<-start
+					r.post("/v1/charges", "alice", k, chargeBody)
+				})
+			}
+			close(start)
+			wg.Wait()
+			n1, _, _ := h.executions(k)
+			n2, _, _ := b.executions(k)
+			return n1+n2 == 1, fmt.Sprintf("same key on two replicas at once -> %d executions", n1+n2)
+		}},
 		{reference.NoInflightLock, Options{}, func(t *testing.T, h *harness) (bool, string) {
 			k := newKey()
 			done := slowInFlight(h, k)

@@ -20,6 +20,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // harness is a demo app behind a real loopback HTTP server.
 type harness struct {
 	t      *testing.T
+	opts   Options // what app was built with (a second replica copies it)
 	app    *App
 	srv    *httptest.Server
 	client *http.Client
@@ -33,7 +34,7 @@ func newHarness(t *testing.T, o Options) *harness {
 	}
 	srv := httptest.NewServer(app)
 	tr := &http.Transport{MaxIdleConnsPerHost: 64}
-	h := &harness{t: t, app: app, srv: srv, client: &http.Client{Transport: tr, Timeout: 20 * time.Second}}
+	h := &harness{t: t, opts: o, app: app, srv: srv, client: &http.Client{Transport: tr, Timeout: 20 * time.Second}}
 	t.Cleanup(func() {
 		tr.CloseIdleConnections()
 		srv.Close()

@@ -1,0 +1,226 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/idemcheck/idemcheck/internal/jsonx"
+)
+
+// NeedReplicas: at least two base URLs of one API (replicas, --replica).
+const NeedReplicas Need = "replicas"
+
+// REPLICAS: one API served by several processes on one store must keep
+// every promise across them: a lock or cache local to one process is the
+// commonest idempotency bug in production and invisible on one replica.
+// Replica A is the base URL; B is the first other replica.
+func init() {
+	register(
+		Case{Meta: Meta{ID: "replicas/burst-across", Family: "replicas", Requirements: []string{"IK-CONCURRENT-2"}, Level: Must,
+			Requirement: "All sources: N parallel identical requests with the same key cause exactly one execution; each response is the success (original or replay) or an in-flight conflict — whichever replica receives them.",
+			Explanation: "32 same-key requests spread round-robin over the replicas and released together produce one execution and one created resource.",
+			Needs:       []Need{NeedReplicas, NeedEffects}},
+			PerOperation: true, Run: replicasBurstAcross},
+		Case{Meta: Meta{ID: "replicas/in-flight-other-replica", Family: "replicas", Requirements: []string{"IK-CONCURRENT-1"}, Level: Should,
+			Requirement: "draft §2.6/§2.7: if the original request is still being processed, the resource SHOULD respond with a resource conflict error (409); a server that waits and then replays is tolerated when the profile allows blocking.",
+			Explanation: "A duplicate sent to replica B while the original provably runs on replica A gets the in-flight conflict (or, if blocking is allowed, the replay) and never executes again.",
+			Needs:       []Need{NeedReplicas, NeedSlow, NeedEffects}},
+			PerOperation: true, Run: replicasInFlightOtherReplica},
+		Case{Meta: Meta{ID: "replicas/replay-other-replica", Family: "replicas", Requirements: []string{"IK-REPLAY-1", "IK-REPLAY-2", "IK-REPLAY-3"}, Level: Should,
+			Requirement: "draft §2.6: for a retried request whose original completed, the resource SHOULD respond with the result of the previously completed operation (compared per profile: bytes, JSON or status).",
+			Explanation: "A retry on replica B of a request completed on replica A replays the original (status and body per the profile's comparison) and does not execute again.",
+			Needs:       []Need{NeedReplicas, NeedEffects}},
+			PerOperation: true, Run: replicasReplayOtherReplica},
+		Case{Meta: Meta{ID: "replicas/mismatch-other-replica", Family: "replicas", Requirements: []string{"IK-MISMATCH-1"}, Level: Should,
+			Requirement: "draft §2.7: if there is an attempt to reuse an idempotency key with a different request payload, the resource SHOULD reply with HTTP 422 (status per profile).",
+			Explanation: "A changed body on replica B under a key completed on replica A gets the profile's mismatch error and executes nothing.",
+			Needs:       []Need{NeedReplicas, NeedEffects}},
+			PerOperation: true, Run: replicasMismatchOtherReplica},
+		Case{Meta: Meta{ID: "replicas/other-user-other-replica", Family: "replicas", Requirements: []string{"IK-SCOPE-1"}, Level: Must,
+			Requirement: "draft §5 (composite key, data leaks): the same key sent by a second principal is independent; it never returns the first principal's stored response.",
+			Explanation: "A second principal sending on replica B a key the first completed on replica A executes on its own and never receives the first one's response.",
+			Needs:       []Need{NeedReplicas, NeedSecondPrincipal}},
+			PerOperation: true, UsesOracle: true, Run: replicasOtherUser},
+		Case{Meta: Meta{ID: "replicas/ttl-other-replica", Family: "replicas", Requirements: []string{"IK-EXPIRY-1"}, Level: Should,
+			Requirement: "draft §2.3 (keys MAY expire under a published policy); profile ttl and margin: a retry before TTL − margin still gets the original result, on any replica.",
+			Explanation: "A retry on replica B shortly before the declared TTL of a request completed on replica A replays it and does not execute again.",
+			Needs:       []Need{NeedReplicas, NeedTTL, NeedEffects}},
+			PerOperation: true, Run: replicasTTLOtherReplica},
+	)
+}
+
+// otherReplica is replica B: the first replica that is not the base URL.
+func (e *Env) otherReplica() string {
+	for _, r := range e.Target.Replicas {
+		if r != e.Target.BaseURL {
+			return r
+		}
+	}
+	return e.Target.BaseURL
+}
+
+func replicasBurstAcross(ctx context.Context, e *Env) Verdict {
+	body := e.Op.Body
+	if b, _, ok := e.Variant(VariantSlow); ok {
+		body = b // a slow original keeps the whole burst inside its flight
+	}
+	bases := e.Target.Replicas
+	_, size := e.Profile.burst()
+	k := e.NewKey()
+	client := e.warmClient(ctx, size, bases...)
+	defer client.CloseIdleConnections()
+	rs := e.burst(ctx, client, k, size, body, "burst", bases...)
+	return e.judgeBurst(ctx, k, fmt.Sprintf("over %d replicas: ", len(bases)), rs)
+}
+
+func replicasInFlightOtherReplica(ctx context.Context, e *Env) Verdict {
+	body, _, _ := e.Variant(VariantSlow)
+	b := e.otherReplica()
+	k, slow, dup, _ := e.duringSlow(ctx, true, func(k string) Resp {
+		return e.Send(ctx, Req{Label: "duplicate on replica B while in flight on A", Key: k, Body: body, Base: b})
+	})
+	if !slow.OK() {
+		return e.Inconclusive("the slow variant did not succeed: " + slow.String())
+	}
+	if !overlapped(slow, dup) {
+		return e.Inconclusive("could not overlap: the duplicate was sent after the slow original completed")
+	}
+	n, how, _, err := e.Effects(ctx, k, slow, dup)
+	if err != nil {
+		return e.Inconclusive(err.Error())
+	}
+	observed := fmt.Sprintf("duplicate on replica B answered %s after %s; %d executions (%s)", dup.String(), dup.End.Sub(dup.Start).Round(time.Millisecond), n, how)
+	expected := fmt.Sprintf("%v while in flight", e.Profile.InFlightStatus)
+	if e.Profile.BlockOK {
+		expected += fmt.Sprintf(", or the replay within %s", e.Profile.MaxBlock)
+	}
+	if n != 1 {
+		return e.inTTL(e.Fail("exactly 1 execution across replicas", observed), slow, dup)
+	}
+	if v := e.lostConn(dup); v != nil {
+		return *v
+	}
+	switch {
+	case dup.OK() && !e.replayOf(slow, dup, n, how):
+		return e.inTTL(e.Fail(expected, "second execution: "+observed), slow, dup)
+	case dup.OK():
+		if e.Profile.BlockOK && dup.End.Sub(dup.Start) <= e.Profile.MaxBlock {
+			return e.Pass("blocked, then replayed: " + observed)
+		}
+		return e.Unmet(expected, "waited and replayed: "+observed)
+	case e.Profile.InFlightOK(dup.Status):
+		if !dup.End.Before(slow.End) {
+			return e.Inconclusive("the conflict arrived only after the original completed: " + observed)
+		}
+		return e.Pass(observed)
+	}
+	return e.Unmet(expected, observed)
+}
+
+func replicasReplayOtherReplica(ctx context.Context, e *Env) Verdict {
+	k := e.NewKey()
+	first, bad := e.original(ctx, k, nil)
+	if bad != nil {
+		return *bad
+	}
+	retry := e.Send(ctx, Req{Label: "retry on replica B", Key: k, Base: e.otherReplica()})
+	n, how, _, err := e.Effects(ctx, k, first, retry)
+	if err != nil {
+		return e.Inconclusive(err.Error())
+	}
+	observed := fmt.Sprintf("original on A %d, retry on B %s; %d executions (%s)", first.Status, retry.String(), n, how)
+	if n != 1 || len(e.DistinctIDs(first, retry)) > 1 {
+		return e.inTTL(e.Fail("exactly 1 execution across replicas", observed), first, retry)
+	}
+	if v := e.lostConn(retry); v != nil {
+		return *v
+	}
+	if same, diff := e.SameResponse(first, retry); !same {
+		return e.inTTL(e.Unmet("the original response ("+e.Profile.ReplayCompare+" comparison)", diff+"; "+observed), first, retry)
+	}
+	return e.Pass(observed + "; replay equals the original (" + e.Profile.ReplayCompare + ")")
+}
+
+func replicasMismatchOtherReplica(ctx context.Context, e *Env) Verdict {
+	k := e.NewKey()
+	first, bad := e.original(ctx, k, nil)
+	if bad != nil {
+		return *bad
+	}
+	pr := e.firstProbe()
+	changed, err := jsonx.MergePatch(e.Body(), pr.patch)
+	if err != nil {
+		return e.Skip(err.Error())
+	}
+	r := e.Send(ctx, Req{Label: "same key, " + pr.name + ", on replica B", Key: k, Body: changed, Base: e.otherReplica()})
+	n, how, _, err := e.Effects(ctx, k, first, r)
+	if err != nil {
+		return e.Inconclusive(err.Error())
+	}
+	observed := fmt.Sprintf("%s on replica B answered %s; %d executions (%s)", pr.name, r.String(), n, how)
+	expected := fmt.Sprintf("%v, no execution, no replay of the old response", e.Profile.MismatchStatus)
+	switch {
+	case n != 1:
+		return e.inTTL(e.Fail("exactly 1 execution across replicas", observed), first, r)
+	case r.StaleConn():
+		return *e.lostConn(r)
+	case r.OK() && e.replayOf(first, r, n, how):
+		return e.inTTL(e.Fail(expected, "the original's response for a different payload: "+observed), first, r)
+	case r.OK():
+		return e.inTTL(e.Fail(expected, "executed the different payload: "+observed), first, r)
+	case hasStatus(e.Profile.MismatchStatus, r.Status):
+		return e.Pass(observed)
+	}
+	return e.inTTL(e.Unmet(expected, observed), first, r)
+}
+
+func replicasOtherUser(ctx context.Context, e *Env) Verdict {
+	k := e.NewKey()
+	a, bad := e.original(ctx, k, nil)
+	if bad != nil {
+		return *bad
+	}
+	b := e.Send(ctx, Req{Label: "second principal, same key, on replica B", Key: k, Principal: 1, Base: e.otherReplica()})
+	return e.judgeOtherUser(ctx, k, a, b, e.Body())
+}
+
+func replicasTTLOtherReplica(ctx context.Context, e *Env) Verdict {
+	if v := e.tooLongToWait(); v != nil {
+		return *v
+	}
+	ttl, margin := e.Target.TTL, e.Profile.Margin
+	if ttl <= margin {
+		return e.Skip(fmt.Sprintf("declared ttl %s is not longer than the profile margin %s", ttl, margin))
+	}
+	k := e.NewKey()
+	first, bad := e.original(ctx, k, nil)
+	if bad != nil {
+		return *bad
+	}
+	at := first.Start.Add(ttl - margin)
+	if time.Now().After(at) {
+		return e.Inconclusive(fmt.Sprintf("the original took %s, past TTL − margin: no time left to retry before the TTL", first.End.Sub(first.Start).Round(time.Millisecond)))
+	}
+	if err := waitUntil(ctx, at); err != nil {
+		return e.Inconclusive(err.Error())
+	}
+	retry := e.Send(ctx, Req{Label: fmt.Sprintf("retry on replica B at TTL − %s", margin), Key: k, Base: e.otherReplica()})
+	if retry.Start.Sub(first.Start) >= ttl {
+		return e.Inconclusive("the retry left only after the TTL had run out")
+	}
+	executed, replayed, observed, err := e.replayedOrExecuted(ctx, k, first, retry)
+	if err != nil {
+		return e.undecided(err, "cannot tell a replay from an execution: "+retry.String())
+	}
+	observed = fmt.Sprintf("on replica B %s after the original started on A; %s", retry.Start.Sub(first.Start).Round(time.Millisecond), observed)
+	switch {
+	case executed && retry.End.Sub(first.Start) >= ttl:
+		return e.Inconclusive("the retry executed again but its answer came after the TTL: " + observed)
+	case executed:
+		return e.Unmet(fmt.Sprintf("the replay up to TTL − margin (%s)", ttl-margin), "the key expired early or is not shared across replicas: "+observed)
+	case !replayed:
+		return e.Unmet("the original's replay", observed)
+	}
+	return e.Pass(observed)
+}

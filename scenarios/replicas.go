@@ -1,0 +1,107 @@
+package scenarios
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+)
+
+// validateReplicas checks Target.Replicas; the error names the entry.
+func (t *Target) validateReplicas() error {
+	if len(t.Replicas) == 1 {
+		return fmt.Errorf("replicas: %d base URL; list at least 2 (or none)", len(t.Replicas))
+	}
+	for i, r := range t.Replicas {
+		u, err := url.Parse(r)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("replicas[%d] %q: want an absolute http(s) URL", i, r)
+		}
+	}
+	return nil
+}
+
+// AddReplicas makes the target's replicas BaseURL followed by bases
+// (--replica: another replica of the same API). perReplicaOracle marks the
+// target's oracle as counting per replica (the reference contract: each
+// process counts its own).
+func (t *Target) AddReplicas(bases []string, perReplicaOracle bool) error {
+	if t.BaseURL == "" {
+		return errors.New("--replica: needs --target or the config's base_url (chaos --target-cmd CMD --replicas N starts several)")
+	}
+	t.Replicas = []string{t.BaseURL}
+	for _, b := range bases {
+		t.Replicas = append(t.Replicas, strings.TrimRight(b, "/"))
+	}
+	if err := t.validateReplicas(); err != nil {
+		return fmt.Errorf("--replica: %v", err)
+	}
+	if perReplicaOracle && t.Oracle != nil {
+		o := *t.Oracle
+		o.PerReplica = true
+		t.Oracle = &o
+	}
+	return nil
+}
+
+// Bases returns the base URLs requests may go to: the replicas when there
+// are any, else BaseURL alone.
+func (t *Target) Bases() []string {
+	if len(t.Replicas) > 0 {
+		return t.Replicas
+	}
+	return []string{t.BaseURL}
+}
+
+// ByReplica returns o once per replica, its relative URL made absolute
+// against each replica, when o counts per replica; else o alone.
+func (o *Oracle) ByReplica(t *Target) []*Oracle {
+	if !o.PerReplica || len(t.Replicas) == 0 || strings.HasPrefix(o.URL, "http://") || strings.HasPrefix(o.URL, "https://") {
+		return []*Oracle{o}
+	}
+	out := make([]*Oracle, len(t.Replicas))
+	for i, base := range t.Replicas {
+		r := *o
+		r.URL = base + o.URL
+		out[i] = &r
+	}
+	return out
+}
+
+// maxManagedReplicas bounds StartReplicas.
+const maxManagedReplicas = 32
+
+// StartReplicas starts n processes of t's command (target_cmd,
+// --target-cmd), each on its own free loopback port, and returns a copy of
+// t aimed at them (BaseURL the first, Replicas all of them when n > 1)
+// with their handles; the caller stops them. For them to be replicas of
+// one API the command must name a shared store (e.g. idemcheck serve
+// --store postgres --dsn ...).
+func StartReplicas(ctx context.Context, t *Target, n int) (*Target, []*Managed, error) {
+	if t.Command == "" {
+		return nil, nil, errors.New("replicas: no target command (target_cmd, --target-cmd) to start")
+	}
+	if n < 1 || n > maxManagedReplicas {
+		return nil, nil, fmt.Errorf("replicas %d: want 1..%d", n, maxManagedReplicas)
+	}
+	var ms []*Managed
+	var bases []string
+	for range n {
+		_, m, err := startManaged(ctx, t)
+		if err != nil {
+			for _, m := range ms {
+				m.Stop()
+			}
+			return nil, nil, err
+		}
+		ms = append(ms, m)
+		bases = append(bases, m.BaseURL())
+	}
+	out := *t
+	out.BaseURL, out.Replicas = bases[0], nil
+	if n > 1 {
+		out.Replicas = bases
+	}
+	return &out, ms, nil
+}
