@@ -72,7 +72,7 @@ func (x *exchange) processLocalLock() {
 		return
 	}
 	ttl, lease := x.m.ttlAndLease()
-	c, err := x.m.store.Claim(x.r.Context(), ClaimRequest{Scope: x.scope, Fingerprint: x.fp, Lease: lease, TTL: ttl})
+	c, err := x.m.store.Claim(x.r.Context(), ClaimRequest{Scope: x.scope, Fingerprint: x.fingerprint(), RawHash: x.rawHash(), Lease: lease, TTL: ttl})
 	unlock()
 	if err != nil {
 		x.m.problems.write(x.w, probUnavailable)

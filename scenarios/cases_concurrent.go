@@ -206,10 +206,19 @@ func concurrentInFlightConflict(ctx context.Context, e *Env) Verdict {
 	return e.Unmet(expected, observed)
 }
 
-func concurrentSameKeyBurst(ctx context.Context, e *Env) Verdict {
+func concurrentSameKeyBurst(ctx context.Context, e *Env) Verdict { return e.burstRounds(ctx) }
+
+// burstRounds runs the profile's rounds of same-key bursts, each under a
+// fresh key, until one fails; with bases the requests of each burst are
+// spread over those replicas (replicas/burst-across).
+func (e *Env) burstRounds(ctx context.Context, bases ...string) Verdict {
 	rounds, size := e.Profile.burst()
-	client := e.warmClient(ctx, size)
+	client := e.warmClient(ctx, size, bases...)
 	defer client.CloseIdleConnections()
+	where := ""
+	if len(bases) > 0 {
+		where = fmt.Sprintf(" over %d replicas", len(bases))
+	}
 	var v Verdict
 	for round := 1; round <= rounds && ctx.Err() == nil; round++ {
 		// The first round rides the slow variant, which keeps the whole
@@ -220,7 +229,9 @@ func concurrentSameKeyBurst(ctx context.Context, e *Env) Verdict {
 		if b, _, ok := e.Variant(VariantSlow); ok && round == 1 {
 			body = b
 		}
-		v = e.burstRound(ctx, client, round, rounds, size, body)
+		k := e.NewKey()
+		rs := e.burst(ctx, client, k, size, body, fmt.Sprintf("round %d/%d, burst", round, rounds), bases...)
+		v = e.judgeBurst(ctx, k, fmt.Sprintf("round %d of %d%s: ", round, rounds, where), rs)
 		if v.Status != Pass {
 			return v
 		}
@@ -228,16 +239,8 @@ func concurrentSameKeyBurst(ctx context.Context, e *Env) Verdict {
 	if err := ctx.Err(); err != nil {
 		return e.Inconclusive(fmt.Sprintf("cut short before the %d rounds were done: %v", rounds, err))
 	}
-	v.Observed = fmt.Sprintf("%d rounds of %d same-key requests, 1 execution each; last %s", rounds, size, v.Observed)
+	v.Observed = fmt.Sprintf("%d rounds of %d same-key requests%s, 1 execution each; last %s", rounds, size, where, v.Observed)
 	return v
-}
-
-// burstRound releases size same-key requests under a fresh key with a
-// barrier and judges them (see concurrent/same-key-burst).
-func (e *Env) burstRound(ctx context.Context, client *http.Client, round, rounds, size int, body []byte) Verdict {
-	k := e.NewKey()
-	rs := e.burst(ctx, client, k, size, body, fmt.Sprintf("round %d/%d, burst", round, rounds))
-	return e.judgeBurst(ctx, k, fmt.Sprintf("round %d of %d: ", round, rounds), rs)
 }
 
 // burst sends size requests under key k, released together by a barrier

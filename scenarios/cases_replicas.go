@@ -19,7 +19,7 @@ func init() {
 	register(
 		Case{Meta: Meta{ID: "replicas/burst-across", Family: "replicas", Requirements: []string{"IK-CONCURRENT-2"}, Level: Must,
 			Requirement: "All sources: N parallel identical requests with the same key cause exactly one execution; each response is the success (original or replay) or an in-flight conflict — whichever replica receives them.",
-			Explanation: "32 same-key requests spread round-robin over the replicas and released together produce one execution and one created resource.",
+			Explanation: "Rounds of same-key bursts (burst_rounds × burst_size, 8 × 32 by default) spread round-robin over the replicas and released together each produce one execution and one created resource.",
 			Needs:       []Need{NeedReplicas, NeedEffects}},
 			PerOperation: true, Run: replicasBurstAcross},
 		Case{Meta: Meta{ID: "replicas/in-flight-other-replica", Family: "replicas", Requirements: []string{"IK-CONCURRENT-1"}, Level: Should,
@@ -61,17 +61,7 @@ func (e *Env) otherReplica() string {
 }
 
 func replicasBurstAcross(ctx context.Context, e *Env) Verdict {
-	body := e.Op.Body
-	if b, _, ok := e.Variant(VariantSlow); ok {
-		body = b // a slow original keeps the whole burst inside its flight
-	}
-	bases := e.Target.Replicas
-	_, size := e.Profile.burst()
-	k := e.NewKey()
-	client := e.warmClient(ctx, size, bases...)
-	defer client.CloseIdleConnections()
-	rs := e.burst(ctx, client, k, size, body, "burst", bases...)
-	return e.judgeBurst(ctx, k, fmt.Sprintf("over %d replicas: ", len(bases)), rs)
+	return e.burstRounds(ctx, e.Target.Replicas...)
 }
 
 func replicasInFlightOtherReplica(ctx context.Context, e *Env) Verdict {
