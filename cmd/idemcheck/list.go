@@ -43,14 +43,11 @@ func init() {
 	fl.DurationVar(&f.sel.Lease, "lease", 0, "declared in-flight lease, overriding the config")
 	fl.StringArrayVar(&f.run, "run", nil, "list only cases matching this glob; repeatable")
 	fl.StringArrayVar(&f.skip, "skip", nil, "leave out cases matching this glob; repeatable")
-	fl.StringVar(&f.format, "format", "text", "output: text or json")
+	addFormatFlag(cmd, &f.format, "output")
 	rootCmd.AddCommand(cmd)
 }
 
 func runList(w io.Writer, f listFlags) error {
-	if f.format != "text" && f.format != "json" {
-		return usageErrorf("--format %q: want text or json", f.format)
-	}
 	sel := f.sel
 	if sel.Config == "" && sel.Target == "" && sel.TargetCmd == "" {
 		sel.Target = listPlaceholder

@@ -64,7 +64,7 @@ func main() {
 func run(args []string) int {
 	rootCmd.SetArgs(args)
 	rootCmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return &exitError{code: exitUsage, err: err}
+		return &exitError{code: exitUsage, err: flagError(err)}
 	})
 	err := rootCmd.Execute()
 	if err == nil {

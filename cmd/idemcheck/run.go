@@ -67,15 +67,12 @@ func init() {
 	fl.StringVar(&f.json, "json", "", "write the JSON report (schema idemcheck.report/v1) to this file")
 	fl.StringVar(&f.markdown, "markdown", "", "write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY) to this file")
 	fl.StringVar(&f.html, "html", "", "write the HTML conformance report (one self-contained file) to this file")
-	fl.StringVar(&f.format, "format", "console", "stdout format: console or json")
+	addFormatFlag(cmd, &f.format, "stdout format")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "print each result as it finishes, the reasons of skipped cases, and progress even when stdout is not a terminal")
 	rootCmd.AddCommand(cmd)
 }
 
 func runConformance(ctx context.Context, stdout, stderr io.Writer, f runFlags) error {
-	if f.format != "console" && f.format != "json" {
-		return usageErrorf("--format %q: want console or json", f.format)
-	}
 	target, profile, err := f.sel.Load()
 	if err != nil {
 		return withCode(exitUsage, err)

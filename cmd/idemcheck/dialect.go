@@ -1,0 +1,65 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// formatValue is --format on every command that prints a report on stdout:
+// one vocabulary, text or json. Old words keep working with a one-line
+// note on stderr, so CI scripts written against them do not break.
+type formatValue struct {
+	cmd *cobra.Command
+	p   *string
+}
+
+// formatAliases maps deprecated --format words to the current ones.
+var formatAliases = map[string]string{"console": "text"}
+
+// addFormatFlag registers --format on cmd, storing text or json in p.
+func addFormatFlag(cmd *cobra.Command, p *string, usage string) {
+	*p = "text"
+	cmd.Flags().Var(&formatValue{cmd: cmd, p: p}, "format", usage+": text or json (console: deprecated, means text)")
+}
+
+func (v *formatValue) String() string { return *v.p }
+func (v *formatValue) Type() string   { return "text|json" }
+
+func (v *formatValue) Set(s string) error {
+	if to, ok := formatAliases[s]; ok {
+		fmt.Fprintf(v.cmd.ErrOrStderr(), "idemcheck: --format %s is deprecated, use --format %s\n", s, to)
+		s = to
+	}
+	if s != "text" && s != "json" {
+		return fmt.Errorf("want text or json")
+	}
+	*v.p = s
+	return nil
+}
+
+// flagError rewrites pflag's number parse errors, which read as Go
+// ("strconv.ParseUint: parsing ..."), into one line naming flag and value.
+func flagError(err error) error {
+	var ive *pflag.InvalidValueError
+	var ne *strconv.NumError
+	if !errors.As(err, &ive) || !errors.As(err, &ne) {
+		return err
+	}
+	t := ive.GetFlag().Value.Type()
+	want := "a number"
+	switch {
+	case strings.HasPrefix(t, "uint"):
+		want = "a whole number, 0 or more"
+	case strings.HasPrefix(t, "int"):
+		want = "a whole number"
+	}
+	if errors.Is(ne.Err, strconv.ErrRange) {
+		want += " that fits in " + t
+	}
+	return fmt.Errorf("--%s %q: want %s", ive.GetFlag().Name, ive.GetValue(), want)
+}
