@@ -40,3 +40,21 @@ func TestDeprecatedFormat(t *testing.T) {
 		})
 	}
 }
+
+// TestSeedNegative: --seed is a uint64 on every command; a negative one is
+// refused at parse time, before any traffic, with one line naming flag and
+// value (not strconv's wording), exit 2.
+func TestSeedNegative(t *testing.T) {
+	down := closedPort(t)
+	for _, args := range [][]string{
+		{"run", "--target", down, "--seed", "-1"},
+		{"chaos", "--target", down, "--seed", "-1"},
+		{"proxy", "--upstream", down, "--seed", "-1"},
+	} {
+		r := runCLI(t, args...)
+		stderr := strings.TrimSpace(r.stderr)
+		if r.code != exitUsage || stderr != `idemcheck: --seed "-1": want a whole number, 0 or more` {
+			t.Errorf("%s: exit %d, stderr %q: want exit 2 and one line naming --seed", strings.Join(args, " "), r.code, r.stderr)
+		}
+	}
+}

@@ -24,7 +24,7 @@ type runFlags struct {
 	allowIncomplete       bool
 	run, skip             []string
 	knownFailing          string
-	seed                  int64
+	seed                  uint64
 	junit, json, markdown string
 	html                  string
 	format                string
@@ -60,7 +60,7 @@ func init() {
 	fl.StringArrayVar(&f.run, "run", nil, "run only cases matching this glob (family/case@operation; * within a segment, a ** segment across, {a,b} alternatives); repeatable")
 	fl.StringArrayVar(&f.skip, "skip", nil, "skip cases matching this glob; repeatable")
 	fl.StringVar(&f.knownFailing, "known-failing", "", "file of globs (one per line, # comments) of cases expected to fail; one that passes fails the run")
-	fl.Int64Var(&f.seed, "seed", 0, "shuffle the start order with this seed (0: catalog order)")
+	fl.Uint64Var(&f.seed, "seed", 0, "shuffle the start order with this seed (0: catalog order)")
 	fl.DurationVar(&f.sel.TTL, "ttl", 0, "the target's retention (TTL), overriding the config; enables the expiry cases")
 	fl.DurationVar(&f.sel.Lease, "lease", 0, "the target's in-flight lease, overriding the config")
 	fl.StringVar(&f.junit, "junit", "", "write a JUnit XML report to this file")
