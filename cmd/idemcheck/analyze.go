@@ -14,8 +14,9 @@ import (
 
 func init() {
 	var (
-		jsonOut, skipTorn bool
-		ttl               time.Duration
+		jsonPath string
+		skipTorn bool
+		ttl      time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "analyze HISTORY.jsonl",
@@ -42,22 +43,36 @@ func init() {
 			}
 			rep := c.Report()
 			out := cmd.OutOrStdout()
-			if jsonOut {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(rep); err != nil {
-					return err
-				}
-			} else {
+			if jsonPath != "-" {
 				printChaosReport(out, rep)
+			}
+			if jsonPath != "" {
+				if err := writeAnalyzeJSON(jsonPath, out, rep); err != nil {
+					return withCode(exitUsage, fmt.Errorf("--json: %v", err))
+				}
 			}
 			return violationsError(rep)
 		},
 	}
-	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the report as JSON")
+	cmd.Flags().StringVar(&jsonPath, "json", "", "write the JSON report to `FILE` (-: to stdout, instead of the summary)")
 	cmd.Flags().BoolVar(&skipTorn, "skip-torn-tail", false, "skip a last line that does not parse (a run killed mid-write), with a warning")
 	cmd.Flags().DurationVar(&ttl, "ttl", 0, "the target's key lifetime, overriding the history's")
 	rootCmd.AddCommand(cmd)
+}
+
+// writeAnalyzeJSON writes the report as indented JSON to path, or to
+// stdout when path is "-".
+func writeAnalyzeJSON(path string, stdout io.Writer, rep chaos.Report) error {
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	if path == "-" {
+		_, err = stdout.Write(b)
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
 }
 
 // printChaosReport writes the human summary: counts, faults, violations

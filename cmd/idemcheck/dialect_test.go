@@ -1,6 +1,9 @@
 package main
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -56,5 +59,33 @@ func TestSeedNegative(t *testing.T) {
 		if r.code != exitUsage || stderr != `idemcheck: --seed "-1": want a whole number, 0 or more` {
 			t.Errorf("%s: exit %d, stderr %q: want exit 2 and one line naming --seed", strings.Join(args, " "), r.code, r.stderr)
 		}
+	}
+}
+
+// TestAnalyzeJSONFile: analyze --json takes a FILE like every other --json
+// (the summary still prints); "-" puts the JSON alone on stdout; the old
+// bare switch is a usage error, not a silent text run.
+func TestAnalyzeJSONFile(t *testing.T) {
+	attempt := `{"type":"attempt","key":"k","attempt":1,"method":"POST","path":"/v1/charges","upstream":[{"status":201,"id":"x"}],"client":"ok","status":201}` + "\n"
+	history := writeTemp(t, "h.jsonl", attempt)
+	out := filepath.Join(t.TempDir(), "report.json")
+	var rep struct {
+		Keys int `json:"keys"`
+	}
+
+	r := runCLI(t, "analyze", history, "--json", out)
+	b, err := os.ReadFile(out)
+	if r.code != 0 || !strings.Contains(r.stdout, "exactly-once: OK") || err != nil || json.Unmarshal(b, &rep) != nil || rep.Keys != 1 {
+		t.Errorf("--json FILE: exit %d, stdout %q, file %q (%v): want the summary on stdout and the report in the file", r.code, r.stdout, b, err)
+	}
+
+	r = runCLI(t, "analyze", history, "--json", "-")
+	if rep.Keys = 0; r.code != 0 || json.Unmarshal([]byte(r.stdout), &rep) != nil || rep.Keys != 1 {
+		t.Errorf("--json -: exit %d, stdout %q: want the JSON report alone", r.code, r.stdout)
+	}
+
+	r = runCLI(t, "analyze", history, "--json")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "--json") {
+		t.Errorf("bare --json: exit %d, stderr %q: want exit 2 naming --json", r.code, r.stderr)
 	}
 }
