@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -87,5 +88,25 @@ func TestAnalyzeJSONFile(t *testing.T) {
 	r = runCLI(t, "analyze", history, "--json")
 	if r.code != exitUsage || !strings.Contains(r.stderr, "--json") {
 		t.Errorf("bare --json: exit %d, stderr %q: want exit 2 naming --json", r.code, r.stderr)
+	}
+}
+
+// TestDefectList: serve --defect repeats like every other repeatable flag,
+// and the comma form (the old one) still works, alone or mixed.
+func TestDefectList(t *testing.T) {
+	for _, tc := range []struct {
+		name, rule string
+		args       []string
+		want       []string
+	}{
+		{"repeated", "each --defect adds one", []string{"no-expiry", "no-fingerprint"}, []string{"no-expiry", "no-fingerprint"}},
+		{"comma", "a comma-separated value adds each", []string{"no-expiry, no-fingerprint"}, []string{"no-expiry", "no-fingerprint"}},
+		{"mixed", "both forms together", []string{"no-expiry,no-fingerprint", "no-inflight-lock"}, []string{"no-expiry", "no-fingerprint", "no-inflight-lock"}},
+		{"blank", "empty items are ignored", []string{",", ""}, nil},
+	} {
+		got, err := defectList(tc.args)
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("%s: rule: %s: %q (%v), want %q", tc.name, tc.rule, got, err, tc.want)
+		}
 	}
 }
