@@ -79,9 +79,9 @@ func writeAnalyzeJSON(path string, stdout io.Writer, rep chaos.Report) error {
 // with evidence (at most 20, then a count).
 func printChaosReport(w io.Writer, r chaos.Report) {
 	fmt.Fprintf(w, "keys %d, operations %d, attempts %d, unresolved %d, interrupted %d\n", r.Keys, r.Ops, r.Attempts, r.Unresolved, r.Interrupted)
-	fmt.Fprintf(w, "faults injected: %v\n", r.Faults)
+	fmt.Fprintf(w, "faults injected: %s\n", counts(r.Faults))
 	if r.Ops > 0 {
-		fmt.Fprintf(w, "client outcomes: %v\n", r.Outcomes)
+		fmt.Fprintf(w, "client outcomes: %s\n", counts(r.Outcomes))
 	}
 	if r.TTL > 0 {
 		fmt.Fprintf(w, "key TTL %s: %d keys executed again after it may have run out (legal fresh executions)\n", r.TTL, len(r.AfterTTL))
@@ -101,7 +101,7 @@ func printChaosReport(w io.Writer, r chaos.Report) {
 	for _, v := range r.Violations {
 		byRule[v.Rule]++
 	}
-	fmt.Fprintf(w, "exactly-once: %d VIOLATIONS %v\n", len(r.Violations), byRule)
+	fmt.Fprintf(w, "exactly-once: %d VIOLATIONS (%s)\n", len(r.Violations), counts(byRule))
 	for i, v := range r.Violations {
 		if i == 20 {
 			fmt.Fprintf(w, "  ... and %d more (see --json)\n", len(r.Violations)-i)
@@ -118,7 +118,7 @@ func printViolation(w io.Writer, v chaos.Violation) {
 	if v.Oracle != nil {
 		oracle = fmt.Sprint(*v.Oracle)
 	}
-	fmt.Fprintf(w, "  %s key=%s kind=%s: %s; ids=%v upstream statuses=%v oracle=%s\n", v.Rule, v.Key, v.Kind, v.Detail, v.IDs, v.Statuses, oracle)
+	fmt.Fprintf(w, "  %s key=%s kind=%s: %s; ids=%s upstream statuses=%s oracle=%s\n", v.Rule, v.Key, v.Kind, v.Detail, list(v.IDs), list(v.Statuses), oracle)
 }
 
 func violationsError(r chaos.Report) error {

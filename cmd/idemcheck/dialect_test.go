@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemcheck/idemcheck/chaos"
 	"github.com/idemcheck/idemcheck/internal/demotest"
 	"github.com/idemcheck/idemcheck/reference/demo"
 )
@@ -108,5 +110,35 @@ func TestDefectList(t *testing.T) {
 		if err != nil || !slices.Equal(got, tc.want) {
 			t.Errorf("%s: rule: %s: %q (%v), want %q", tc.name, tc.rule, got, err, tc.want)
 		}
+	}
+}
+
+// TestChaosReportWords: the chaos summary prints tallies and evidence as
+// words and numbers, sorted, never Go's map[k:v] or [a b].
+func TestChaosReportWords(t *testing.T) {
+	two := 2
+	var out bytes.Buffer
+	printChaosReport(&out, chaos.Report{Keys: 3, Ops: 3, Attempts: 9,
+		Faults:   map[string]int{"duplicate": 74, "drop-response": 239},
+		Outcomes: map[string]int{"ok": 2, "gave-up": 1},
+		Violations: []chaos.Violation{{Key: "k1", Rule: "double-execution", Kind: "charge", Detail: "two ids",
+			IDs: []string{"a", "b"}, Statuses: []int{201, 201}, Oracle: &two}}})
+	for _, want := range []string{
+		"faults injected: drop-response 239, duplicate 74\n",
+		"client outcomes: gave-up 1, ok 2\n",
+		"exactly-once: 1 VIOLATIONS (double-execution 1)\n",
+		"ids=a,b upstream statuses=201,201 oracle=2\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.ContainsAny(out.String(), "[]") {
+		t.Errorf("summary has Go slice or map formatting:\n%s", out.String())
+	}
+	out.Reset()
+	printChaosReport(&out, chaos.Report{})
+	if !strings.Contains(out.String(), "faults injected: none\n") {
+		t.Errorf("no faults: want none:\n%s", out.String())
 	}
 }
