@@ -25,6 +25,9 @@ func init() {
 			"the exactly-once rules per key again, offline. The target's TTL comes from the history\n" +
 			"(chaos writes it) or --ttl: an execution after a key may have expired is legal.\n" +
 			"Exit codes: 0 clean, 1 violations, 2 unreadable, empty or torn history.",
+		Example: `  idemcheck analyze chaos.jsonl
+  idemcheck analyze attempts.jsonl --ttl 24h --json report.json
+  idemcheck analyze chaos.jsonl --json -`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := os.Open(args[0])

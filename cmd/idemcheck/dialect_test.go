@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/idemcheck/idemcheck/chaos"
 	"github.com/idemcheck/idemcheck/internal/demotest"
 	"github.com/idemcheck/idemcheck/reference/demo"
@@ -141,4 +144,162 @@ func TestChaosReportWords(t *testing.T) {
 	if !strings.Contains(out.String(), "faults injected: none\n") {
 		t.Errorf("no faults: want none:\n%s", out.String())
 	}
+}
+
+// commands lists every command of the tree but cobra's own (help and
+// completion, which cobra adds and documents), each with its path's words.
+func commands(c *cobra.Command) []*cobra.Command {
+	out := []*cobra.Command{c}
+	for _, sub := range c.Commands() {
+		if sub.Name() == "help" || sub.Name() == "completion" {
+			continue
+		}
+		out = append(out, commands(sub)...)
+	}
+	return out
+}
+
+// TestDialect walks every command and holds the CLI to one dialect: an
+// Example section, --json always takes a FILE, --seed one type, --format
+// one vocabulary, repeatable flags repeat the same way, and help that
+// shows words, not Go values.
+func TestDialect(t *testing.T) {
+	cmds := commands(rootCmd)
+	if len(cmds) < 10 {
+		t.Fatalf("walked %d commands, want root, run, list, serve, proxy, chaos, analyze, load, load report, version", len(cmds))
+	}
+	for _, c := range cmds {
+		t.Run(strings.ReplaceAll(c.CommandPath(), " ", "_"), func(t *testing.T) {
+			if !strings.Contains(c.Example, "idemcheck ") {
+				t.Errorf("rule: every command shows how it is used: no Example")
+			}
+			c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+				switch f.Name {
+				case "json":
+					if f.Value.Type() != "string" || f.NoOptDefVal != "" {
+						t.Errorf("rule: --json takes a FILE everywhere: type %s, no-option default %q", f.Value.Type(), f.NoOptDefVal)
+					}
+					if name, _ := pflag.UnquoteUsage(f); name != "FILE" {
+						t.Errorf("rule: help names --json's value FILE: %q", name)
+					}
+				case "seed":
+					if f.Value.Type() != "uint64" {
+						t.Errorf("rule: --seed is uint64 everywhere: %s", f.Value.Type())
+					}
+				case "format":
+					if f.Value.Type() != "text|json" || f.DefValue != "text" {
+						t.Errorf("rule: --format takes text|json, default text: %s, default %q", f.Value.Type(), f.DefValue)
+					}
+				}
+				if strings.HasSuffix(f.Value.Type(), "Slice") || f.Value.Type() == "strings" {
+					t.Errorf("rule: repeatable flags repeat (stringArray), commas are split where documented: --%s is %s", f.Name, f.Value.Type())
+				}
+			})
+			args := append(strings.Fields(c.CommandPath())[1:], "--help")
+			r := runCLI(t, args...)
+			if r.code != 0 || !strings.Contains(r.stdout, "Examples:") {
+				t.Fatalf("%s: exit %d, no Examples section:\n%s%s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+			}
+			for _, goValue := range []string{"map[", ": [", "=["} {
+				if strings.Contains(r.stdout, goValue) {
+					t.Errorf("rule: help shows words, not Go values: %q in\n%s", goValue, r.stdout)
+				}
+			}
+		})
+	}
+}
+
+// TestExamples: every Example line is a command that parses: the command
+// exists, each flag exists and takes its value (the binary parses them
+// with --help appended, which stops before running), the positional
+// arguments are what the command accepts, and files under examples/ exist.
+func TestExamples(t *testing.T) {
+	for _, c := range commands(rootCmd) {
+		for _, line := range strings.Split(c.Example, "\n") {
+			line = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(line), "&"))
+			if line == "" || strings.HasPrefix(line, "#") {
+				continue
+			}
+			words := shellWords(t, line)
+			if words[0] != "idemcheck" {
+				t.Errorf("%s: example %q does not start with idemcheck", c.CommandPath(), line)
+				continue
+			}
+			args := words[1:]
+			sub, rest, err := rootCmd.Find(args)
+			if err != nil || sub == rootCmd {
+				t.Errorf("%s: example %q: no such command (%v)", c.CommandPath(), line, err)
+				continue
+			}
+			var positional []string
+			for i := 0; i < len(rest); i++ {
+				w := rest[i]
+				if !strings.HasPrefix(w, "-") || w == "-" {
+					positional = append(positional, w)
+					continue
+				}
+				name, _, hasValue := strings.Cut(strings.TrimLeft(w, "-"), "=")
+				f := sub.Flags().Lookup(name)
+				if f == nil && !strings.HasPrefix(w, "--") {
+					f = sub.Flags().ShorthandLookup(name)
+				}
+				if f == nil {
+					t.Errorf("%s: example %q: no flag %s", c.CommandPath(), line, w)
+					break
+				}
+				if !hasValue && f.NoOptDefVal == "" {
+					i++ // the flag's value
+				}
+			}
+			if err := sub.ValidateArgs(positional); err != nil {
+				t.Errorf("%s: example %q: arguments %q: %v", c.CommandPath(), line, positional, err)
+			}
+			for _, w := range words {
+				if strings.HasPrefix(w, "examples/") {
+					if _, err := os.Stat(filepath.Join("../..", w)); err != nil {
+						t.Errorf("%s: example %q: %v", c.CommandPath(), line, err)
+					}
+				}
+			}
+			if r := runCLI(t, append(args, "--help")...); r.code != 0 {
+				t.Errorf("%s: example %q does not parse: exit %d: %s", c.CommandPath(), line, r.code, r.stderr)
+			}
+		}
+	}
+}
+
+// shellWords splits an example line as sh would for the quoting examples
+// use: spaces separate, '...' and "..." group.
+func shellWords(t *testing.T, line string) []string {
+	t.Helper()
+	var words []string
+	var cur strings.Builder
+	var quote rune
+	inWord := false
+	for _, r := range line {
+		switch {
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote != 0:
+			cur.WriteRune(r)
+		case r == '\'' || r == '"':
+			quote, inWord = r, true
+		case r == ' ':
+			if inWord {
+				words = append(words, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		default:
+			cur.WriteRune(r)
+			inWord = true
+		}
+	}
+	if quote != 0 {
+		t.Fatalf("unclosed quote in %q", line)
+	}
+	if inWord {
+		words = append(words, cur.String())
+	}
+	return words
 }

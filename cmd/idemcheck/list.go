@@ -31,6 +31,9 @@ func init() {
 			"executions (ORACLE: per-key, global-serial (a global counter read around each key's\n" +
 			"requests; the run is serial), identity (distinct created ids), none). Sends no request;\n" +
 			"with neither --config nor --target it lists against the reference contract.",
+		Example: `  idemcheck list
+  idemcheck list --target http://127.0.0.1:8080 --profile stripe
+  idemcheck list --config examples/reference.yaml --run 'mismatch/**' --format json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runList(cmd.OutOrStdout(), f) },
 	}

@@ -40,6 +40,9 @@ func init() {
 			"delay:p=1,before=200ms, status:p=0.1,code=503, drop-response:attempt=1,\n" +
 			"duplicate:p=0.1,mode=concurrent, ...,path=/v1/charges,method=POST,header=X-Foo:bar.\n" +
 			"Kinds: " + strings.Join(chaos.Kinds(), ", "),
+		Example: `  idemcheck proxy --listen 127.0.0.1:8480 --upstream http://127.0.0.1:8080 --fault drop-response:0.3 --history attempts.jsonl
+  idemcheck proxy --upstream http://127.0.0.1:8080 --fault status:p=0.1,code=503 --control 127.0.0.1:8474 --seed 7
+  idemcheck analyze attempts.jsonl`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)

@@ -45,6 +45,10 @@ func init() {
 			"inconclusive (configure an oracle or id_pointer, or accept it with --allow-incomplete),\n" +
 			"130 interrupted (SIGINT/SIGTERM): cases cut short are not judged, every report says\n" +
 			"interrupted. A failure beats not enough evidence, which beats a pass.",
+		Example: `  idemcheck run --target http://127.0.0.1:8080 --ttl 2s
+  idemcheck run --config examples/reference.yaml --junit idemcheck.xml --json idemcheck.json --html report.html
+  idemcheck run --config examples/reference.yaml --run 'replay/**' --skip 'replay/concurrent*' --format json
+  idemcheck run --target-cmd 'idemcheck serve --addr 127.0.0.1:{port} --ttl 2s' --ttl 2s --strict --seed 7`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runConformance(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f)
@@ -63,10 +67,10 @@ func init() {
 	fl.Uint64Var(&f.seed, "seed", 0, "shuffle the start order with this seed (0: catalog order)")
 	fl.DurationVar(&f.sel.TTL, "ttl", 0, "the target's retention (TTL), overriding the config; enables the expiry cases")
 	fl.DurationVar(&f.sel.Lease, "lease", 0, "the target's in-flight lease, overriding the config")
-	fl.StringVar(&f.junit, "junit", "", "write a JUnit XML report to this file")
-	fl.StringVar(&f.json, "json", "", "write the JSON report (schema idemcheck.report/v1) to this file")
-	fl.StringVar(&f.markdown, "markdown", "", "write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY) to this file")
-	fl.StringVar(&f.html, "html", "", "write the HTML conformance report (one self-contained file) to this file")
+	fl.StringVar(&f.junit, "junit", "", "write a JUnit XML report to `FILE`")
+	fl.StringVar(&f.json, "json", "", "write the JSON report (schema idemcheck.report/v1) to `FILE`")
+	fl.StringVar(&f.markdown, "markdown", "", "write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY) to `FILE`")
+	fl.StringVar(&f.html, "html", "", "write the HTML conformance report (one self-contained file) to `FILE`")
 	addFormatFlag(cmd, &f.format, "stdout format")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "print each result as it finishes, the reasons of skipped cases, and progress even when stdout is not a terminal")
 	rootCmd.AddCommand(cmd)

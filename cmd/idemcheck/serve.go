@@ -45,6 +45,9 @@ func init() {
 		Long: "Serve the reference Idempotency-Key implementation: POST /v1/charges and /v1/refunds\n" +
 			"(Authorization: Bearer <user>), GET /v1/effects?key=K (execution oracle), GET /healthz.\n" +
 			"Defects: " + strings.Join(demo.DefectNames(), ", "),
+		Example: `  idemcheck serve --addr 127.0.0.1:8080
+  idemcheck serve --addr 127.0.0.1:8081 --ttl 2s --defect no-fingerprint --defect no-inflight-lock
+  idemcheck serve --store redis --redis-url redis://127.0.0.1:6379/0`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runServe(cmd.Context(), cmd.OutOrStdout(), f)
