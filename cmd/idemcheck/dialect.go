@@ -44,26 +44,29 @@ func (v *formatValue) Set(s string) error {
 	return nil
 }
 
-// flagError rewrites pflag's number parse errors, which read as Go
-// ("strconv.ParseUint: parsing ..."), into one line naming flag and value.
+// flagError words a bad flag value like the commands' own errors,
+// `--flag "value": reason`; number parse errors, which read as Go
+// ("strconv.ParseUint: parsing ..."), say what the flag wants.
 func flagError(err error) error {
 	var ive *pflag.InvalidValueError
-	var ne *strconv.NumError
-	if !errors.As(err, &ive) || !errors.As(err, &ne) {
+	if !errors.As(err, &ive) {
 		return err
 	}
-	t := ive.GetFlag().Value.Type()
-	want := "a number"
-	switch {
-	case strings.HasPrefix(t, "uint"):
-		want = "a whole number, 0 or more"
-	case strings.HasPrefix(t, "int"):
-		want = "a whole number"
+	reason := errors.Unwrap(ive).Error()
+	if ne := (*strconv.NumError)(nil); errors.As(err, &ne) {
+		t := ive.GetFlag().Value.Type()
+		reason = "want a number"
+		switch {
+		case strings.HasPrefix(t, "uint"):
+			reason = "want a whole number, 0 or more"
+		case strings.HasPrefix(t, "int"):
+			reason = "want a whole number"
+		}
+		if errors.Is(ne.Err, strconv.ErrRange) {
+			reason += " that fits in " + t
+		}
 	}
-	if errors.Is(ne.Err, strconv.ErrRange) {
-		want += " that fits in " + t
-	}
-	return fmt.Errorf("--%s %q: want %s", ive.GetFlag().Name, ive.GetValue(), want)
+	return fmt.Errorf("--%s %q: %s", ive.GetFlag().Name, ive.GetValue(), reason)
 }
 
 // counts prints a tally as people read it, "drop-response 239, duplicate

@@ -37,7 +37,7 @@ func TestDeprecatedFormat(t *testing.T) {
 		{"list-console", "list takes the alias too (one vocabulary)",
 			[]string{"list", "--run", "replay/same-status", "--format", "console"}, 0, "2 case instances", "--format console is deprecated, use --format text"},
 		{"list-bad", "an unknown word is one line naming the flag and the words, exit 2",
-			[]string{"list", "--format", "yaml"}, 2, "", `invalid argument "yaml" for "--format" flag: want text or json`},
+			[]string{"list", "--format", "yaml"}, 2, "", `idemcheck: --format "yaml": want text or json`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := runCLI(t, tc.args...)
