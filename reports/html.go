@@ -39,7 +39,7 @@ type htmlData struct {
 	Target, Profile      string
 	Strict, Allow        bool
 	Interrupted          bool
-	Seed                 int64
+	Seed                 uint64
 	Started, Duration    string
 	Outcome, OutcomeText string
 	Counts               Counts

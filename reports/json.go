@@ -22,7 +22,7 @@ type jsonReport struct {
 	Strict          bool      `json:"strict"`
 	AllowIncomplete bool      `json:"allow_incomplete"`
 	Interrupted     bool      `json:"interrupted"`
-	Seed            int64     `json:"seed"`
+	Seed            uint64    `json:"seed"`
 	Started         time.Time `json:"started"`
 	DurationMS      float64   `json:"duration_ms"`
 	// Outcome is "pass" | "fail" | "incomplete" (a MUST without evidence)

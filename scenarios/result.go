@@ -125,7 +125,7 @@ type Report struct {
 	AllowIncomplete bool `json:"allow_incomplete"`
 	// Interrupted: the run was stopped before every instance finished.
 	Interrupted bool          `json:"interrupted"`
-	Seed        int64         `json:"seed"`
+	Seed        uint64        `json:"seed"`
 	Started     time.Time     `json:"started"`
 	Duration    time.Duration `json:"duration_ns"`
 	Results     []Result      `json:"results"`

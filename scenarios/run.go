@@ -28,7 +28,7 @@ type RunOptions struct {
 	// Strict turns Warn (an unmet SHOULD) into a run failure.
 	Strict bool
 	// Seed, when not zero, shuffles the start order reproducibly.
-	Seed int64
+	Seed uint64
 	// Parallel bounds concurrently running case instances (0: all).
 	Parallel int
 	// KnownFailing are globs of cases expected to fail; one that passes
@@ -217,7 +217,7 @@ func Run(ctx context.Context, t *Target, p *Profile, o RunOptions) (*Report, err
 		return nil, err
 	}
 	if o.Seed != 0 {
-		r := rand.New(rand.NewPCG(uint64(o.Seed), 0x1dc))
+		r := rand.New(rand.NewPCG(o.Seed, 0x1dc))
 		r.Shuffle(len(ins), func(i, j int) { ins[i], ins[j] = ins[j], ins[i] })
 	}
 	parallel := o.Parallel

@@ -14,8 +14,9 @@ import (
 
 func init() {
 	var (
-		jsonOut, skipTorn bool
-		ttl               time.Duration
+		jsonPath string
+		skipTorn bool
+		ttl      time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "analyze HISTORY.jsonl",
@@ -24,6 +25,9 @@ func init() {
 			"the exactly-once rules per key again, offline. The target's TTL comes from the history\n" +
 			"(chaos writes it) or --ttl: an execution after a key may have expired is legal.\n" +
 			"Exit codes: 0 clean, 1 violations, 2 unreadable, empty or torn history.",
+		Example: `  idemcheck analyze chaos.jsonl
+  idemcheck analyze attempts.jsonl --ttl 24h --json report.json
+  idemcheck analyze chaos.jsonl --json -`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := os.Open(args[0])
@@ -42,31 +46,45 @@ func init() {
 			}
 			rep := c.Report()
 			out := cmd.OutOrStdout()
-			if jsonOut {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(rep); err != nil {
-					return err
-				}
-			} else {
+			if jsonPath != "-" {
 				printChaosReport(out, rep)
+			}
+			if jsonPath != "" {
+				if err := writeAnalyzeJSON(jsonPath, out, rep); err != nil {
+					return withCode(exitUsage, fmt.Errorf("--json: %v", err))
+				}
 			}
 			return violationsError(rep)
 		},
 	}
-	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the report as JSON")
+	cmd.Flags().StringVar(&jsonPath, "json", "", "write the JSON report to `FILE` (-: to stdout, instead of the summary)")
 	cmd.Flags().BoolVar(&skipTorn, "skip-torn-tail", false, "skip a last line that does not parse (a run killed mid-write), with a warning")
 	cmd.Flags().DurationVar(&ttl, "ttl", 0, "the target's key lifetime, overriding the history's")
 	rootCmd.AddCommand(cmd)
+}
+
+// writeAnalyzeJSON writes the report as indented JSON to path, or to
+// stdout when path is "-".
+func writeAnalyzeJSON(path string, stdout io.Writer, rep chaos.Report) error {
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	if path == "-" {
+		_, err = stdout.Write(b)
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
 }
 
 // printChaosReport writes the human summary: counts, faults, violations
 // with evidence (at most 20, then a count).
 func printChaosReport(w io.Writer, r chaos.Report) {
 	fmt.Fprintf(w, "keys %d, operations %d, attempts %d, unresolved %d, interrupted %d\n", r.Keys, r.Ops, r.Attempts, r.Unresolved, r.Interrupted)
-	fmt.Fprintf(w, "faults injected: %v\n", r.Faults)
+	fmt.Fprintf(w, "faults injected: %s\n", counts(r.Faults))
 	if r.Ops > 0 {
-		fmt.Fprintf(w, "client outcomes: %v\n", r.Outcomes)
+		fmt.Fprintf(w, "client outcomes: %s\n", counts(r.Outcomes))
 	}
 	if r.TTL > 0 {
 		fmt.Fprintf(w, "key TTL %s: %d keys executed again after it may have run out (legal fresh executions)\n", r.TTL, len(r.AfterTTL))
@@ -86,7 +104,7 @@ func printChaosReport(w io.Writer, r chaos.Report) {
 	for _, v := range r.Violations {
 		byRule[v.Rule]++
 	}
-	fmt.Fprintf(w, "exactly-once: %d VIOLATIONS %v\n", len(r.Violations), byRule)
+	fmt.Fprintf(w, "exactly-once: %d VIOLATIONS (%s)\n", len(r.Violations), counts(byRule))
 	for i, v := range r.Violations {
 		if i == 20 {
 			fmt.Fprintf(w, "  ... and %d more (see --json)\n", len(r.Violations)-i)
@@ -103,7 +121,7 @@ func printViolation(w io.Writer, v chaos.Violation) {
 	if v.Oracle != nil {
 		oracle = fmt.Sprint(*v.Oracle)
 	}
-	fmt.Fprintf(w, "  %s key=%s kind=%s: %s; ids=%v upstream statuses=%v oracle=%s\n", v.Rule, v.Key, v.Kind, v.Detail, v.IDs, v.Statuses, oracle)
+	fmt.Fprintf(w, "  %s key=%s kind=%s: %s; ids=%s upstream statuses=%s oracle=%s\n", v.Rule, v.Key, v.Kind, v.Detail, list(v.IDs), list(v.Statuses), oracle)
 }
 
 func violationsError(r chaos.Report) error {

@@ -48,6 +48,8 @@ func init() {
 			"restarted process forgets its counts) and created ids decide.\n" +
 			"SIGINT/SIGTERM stops sending; operations cut short are counted, not judged.\n" +
 			"Exit codes: 0 clean, 1 violations, 2 usage, 4 target unreachable, 130 interrupted.",
+		Example: `  idemcheck chaos --target http://127.0.0.1:8080 --ops 500 --concurrency 16 --fault drop-response:0.3 --fault duplicate:0.1
+  idemcheck chaos --config examples/reference.yaml --ops 2000 --fault drop-response:p=0.3,mode=rst --seed 7 --history chaos.jsonl --json chaos.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -70,7 +72,7 @@ func init() {
 	fl.StringArrayVar(&f.cfg.Faults, "fault", nil, "fault spec (see idemcheck proxy --help); repeatable")
 	fl.Uint64Var(&f.cfg.Seed, "seed", 1, "seed of fault draws, op mix and backoff jitter")
 	fl.StringVar(&f.cfg.History, "history", "", "keep the JSONL history here (idemcheck analyze re-checks it)")
-	fl.StringVar(&f.jsonPath, "json", "", "write the JSON report to this file")
+	fl.StringVar(&f.jsonPath, "json", "", "write the JSON report to `FILE`")
 	fl.IntVar(&f.cfg.MaxAttempts, "max-attempts", 20, "attempts per operation before giving up")
 	fl.DurationVar(&f.cfg.Deadline, "deadline", 10*time.Minute, "bound on the whole run")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "show progress even when stdout is not a terminal")

@@ -31,6 +31,9 @@ func init() {
 			"executions (ORACLE: per-key, global-serial (a global counter read around each key's\n" +
 			"requests; the run is serial), identity (distinct created ids), none). Sends no request;\n" +
 			"with neither --config nor --target it lists against the reference contract.",
+		Example: `  idemcheck list
+  idemcheck list --target http://127.0.0.1:8080 --profile stripe
+  idemcheck list --config examples/reference.yaml --run 'mismatch/**' --format json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runList(cmd.OutOrStdout(), f) },
 	}
@@ -44,14 +47,11 @@ func init() {
 	fl.DurationVar(&f.sel.Lease, "lease", 0, "declared in-flight lease, overriding the config")
 	fl.StringArrayVar(&f.run, "run", nil, "list only cases matching this glob; repeatable")
 	fl.StringArrayVar(&f.skip, "skip", nil, "leave out cases matching this glob; repeatable")
-	fl.StringVar(&f.format, "format", "text", "output: text or json")
+	addFormatFlag(cmd, &f.format, "output")
 	rootCmd.AddCommand(cmd)
 }
 
 func runList(w io.Writer, f listFlags) error {
-	if f.format != "text" && f.format != "json" {
-		return usageErrorf("--format %q: want text or json", f.format)
-	}
 	sel := f.sel
 	if sel.Config == "" && sel.Target == "" && sel.TargetCmd == "" {
 		sel.Target = listPlaceholder

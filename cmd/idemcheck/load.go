@@ -50,9 +50,9 @@ type loadOutputs struct {
 
 func (o *loadOutputs) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVar(&o.json, "json", "", "write the JSON summary (schema idemcheck.load/v1) to FILE")
-	fl.StringVar(&o.html, "html", "", "write the HTML report (latency over time per path, percentile table, thresholds, violations) to FILE")
-	fl.StringVar(&o.hdr, "hdr", "", "write the HDR percentile plot of the paths (SVG) to FILE")
+	fl.StringVar(&o.json, "json", "", "write the JSON summary (schema idemcheck.load/v1) to `FILE`")
+	fl.StringVar(&o.html, "html", "", "write the HTML report (latency over time per path, percentile table, thresholds, violations) to `FILE`")
+	fl.StringVar(&o.hdr, "hdr", "", "write the HDR percentile plot of the paths (SVG) to `FILE`")
 }
 
 func init() {
@@ -72,6 +72,9 @@ func init() {
 			"SIGINT/SIGTERM stops the attack; the partial report is written and says interrupted.\n" +
 			"Exit codes: 0 ok, 1 a failed path (before thresholds) or violations (double execution, wrong\n" +
 			"replay), 2 usage, 3 threshold breached, 4 unreachable, 130 interrupted.",
+		Example: `  idemcheck load --target http://127.0.0.1:8080 --mode mix --hit-ratio 0.9 --rate 500 --duration 10s --threshold 'hit.p99<5ms' --threshold 'violations==0'
+  idemcheck load --config examples/reference.yaml --mode contention --plan '100@10s 1000@30s' --html load.html --results run-a.bin
+  idemcheck load report run-a.bin run-b.bin --json merged.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runLoad(cmd, f)

@@ -22,6 +22,8 @@ func newLoadReportCmd() *cobra.Command {
 		Short: "Merge vegeta results files written by 'idemcheck load --results' into one report",
 		Long: "Merge results files (one per machine) and report per path, re-checking that every\n" +
 			"replay equals its key's original response. Oracle counts are not in the files.",
+		Example: `  idemcheck load --target http://127.0.0.1:8080 --results run-a.bin
+  idemcheck load report run-a.bin run-b.bin --json merged.json --html merged.html --threshold 'hit.p99<5ms'`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, files []string) error {
 			ths, err := parseThresholds(thresholds, "")

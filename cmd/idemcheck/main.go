@@ -53,6 +53,12 @@ var rootCmd = &cobra.Command{
 	Short:         "Prove an API's Idempotency-Key support: conformance, chaos, load, reference",
 	SilenceUsage:  true,
 	SilenceErrors: true,
+	Example: `  # the reference implementation, certified by the conformance catalog
+  idemcheck serve --addr 127.0.0.1:8080 --ttl 2s &
+  idemcheck run --config examples/reference.yaml --html report.html
+  # the same API under faults, then under load (the config declares its 2s TTL)
+  idemcheck chaos --config examples/reference.yaml --ops 500 --fault drop-response:0.3
+  idemcheck load --config examples/reference.yaml --mode mix --threshold 'violations==0'`,
 }
 
 func main() {
@@ -64,7 +70,7 @@ func main() {
 func run(args []string) int {
 	rootCmd.SetArgs(args)
 	rootCmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return &exitError{code: exitUsage, err: err}
+		return &exitError{code: exitUsage, err: flagError(err)}
 	})
 	err := rootCmd.Execute()
 	if err == nil {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -38,7 +39,10 @@ func init() {
 			"Fault specs: KIND[:P | :key=value,...], e.g. drop-response:0.3, drop-response:p=0.3,mode=rst,\n" +
 			"delay:p=1,before=200ms, status:p=0.1,code=503, drop-response:attempt=1,\n" +
 			"duplicate:p=0.1,mode=concurrent, ...,path=/v1/charges,method=POST,header=X-Foo:bar.\n" +
-			"Kinds: " + fmt.Sprint(chaos.Kinds()),
+			"Kinds: " + strings.Join(chaos.Kinds(), ", "),
+		Example: `  idemcheck proxy --listen 127.0.0.1:8480 --upstream http://127.0.0.1:8080 --fault drop-response:0.3 --history attempts.jsonl
+  idemcheck proxy --upstream http://127.0.0.1:8080 --fault status:p=0.1,code=503 --control 127.0.0.1:8474 --seed 7
+  idemcheck analyze attempts.jsonl`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)

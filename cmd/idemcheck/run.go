@@ -24,7 +24,7 @@ type runFlags struct {
 	allowIncomplete       bool
 	run, skip             []string
 	knownFailing          string
-	seed                  int64
+	seed                  uint64
 	junit, json, markdown string
 	html                  string
 	format                string
@@ -45,6 +45,10 @@ func init() {
 			"inconclusive (configure an oracle or id_pointer, or accept it with --allow-incomplete),\n" +
 			"130 interrupted (SIGINT/SIGTERM): cases cut short are not judged, every report says\n" +
 			"interrupted. A failure beats not enough evidence, which beats a pass.",
+		Example: `  idemcheck run --target http://127.0.0.1:8080 --ttl 2s
+  idemcheck run --config examples/reference.yaml --junit idemcheck.xml --json idemcheck.json --html report.html
+  idemcheck run --config examples/reference.yaml --run 'replay/**' --skip 'replay/concurrent*' --format json
+  idemcheck run --target-cmd 'idemcheck serve --addr 127.0.0.1:{port} --ttl 2s' --ttl 2s --strict --seed 7`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runConformance(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f)
@@ -61,22 +65,19 @@ func init() {
 	fl.StringArrayVar(&f.run, "run", nil, "run only cases matching this glob (family/case@operation; * within a segment, a ** segment across, {a,b} alternatives); repeatable")
 	fl.StringArrayVar(&f.skip, "skip", nil, "skip cases matching this glob; repeatable")
 	fl.StringVar(&f.knownFailing, "known-failing", "", "file of globs (one per line, # comments) of cases expected to fail; one that passes fails the run")
-	fl.Int64Var(&f.seed, "seed", 0, "shuffle the start order with this seed (0: catalog order)")
+	fl.Uint64Var(&f.seed, "seed", 0, "shuffle the start order with this seed (0: catalog order)")
 	fl.DurationVar(&f.sel.TTL, "ttl", 0, "the target's retention (TTL), overriding the config; enables the expiry cases")
 	fl.DurationVar(&f.sel.Lease, "lease", 0, "the target's in-flight lease, overriding the config")
-	fl.StringVar(&f.junit, "junit", "", "write a JUnit XML report to this file")
-	fl.StringVar(&f.json, "json", "", "write the JSON report (schema idemcheck.report/v1) to this file")
-	fl.StringVar(&f.markdown, "markdown", "", "write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY) to this file")
-	fl.StringVar(&f.html, "html", "", "write the HTML conformance report (one self-contained file) to this file")
-	fl.StringVar(&f.format, "format", "console", "stdout format: console or json")
+	fl.StringVar(&f.junit, "junit", "", "write a JUnit XML report to `FILE`")
+	fl.StringVar(&f.json, "json", "", "write the JSON report (schema idemcheck.report/v1) to `FILE`")
+	fl.StringVar(&f.markdown, "markdown", "", "write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY) to `FILE`")
+	fl.StringVar(&f.html, "html", "", "write the HTML conformance report (one self-contained file) to `FILE`")
+	addFormatFlag(cmd, &f.format, "stdout format")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "print each result as it finishes, the reasons of skipped cases, and progress even when stdout is not a terminal")
 	rootCmd.AddCommand(cmd)
 }
 
 func runConformance(ctx context.Context, stdout, stderr io.Writer, f runFlags) error {
-	if f.format != "console" && f.format != "json" {
-		return usageErrorf("--format %q: want console or json", f.format)
-	}
 	target, profile, err := f.sel.Load()
 	if err != nil {
 		return withCode(exitUsage, err)

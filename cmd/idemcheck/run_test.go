@@ -106,7 +106,7 @@ func TestRunCLI(t *testing.T) {
 		{"no-selection", "globs that select nothing are a usage error, before any traffic",
 			[]string{"run", "--target", down, "--run", "nothing/*"}, 2, nil, []string{"select no case"}, true},
 		{"bad-format", "an unknown --format is a usage error",
-			[]string{"run", "--target", good, "--format", "xml"}, 2, nil, []string{`--format "xml"`}, true},
+			[]string{"run", "--target", good, "--format", "xml"}, 2, nil, []string{`--format "xml": want text or json`}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := runCLI(t, tc.args...)

@@ -45,6 +45,9 @@ func init() {
 		Long: "Serve the reference Idempotency-Key implementation: POST /v1/charges and /v1/refunds\n" +
 			"(Authorization: Bearer <user>), GET /v1/effects?key=K (execution oracle), GET /healthz.\n" +
 			"Defects: " + strings.Join(demo.DefectNames(), ", "),
+		Example: `  idemcheck serve --addr 127.0.0.1:8080
+  idemcheck serve --addr 127.0.0.1:8081 --ttl 2s --defect no-fingerprint --defect no-inflight-lock
+  idemcheck serve --store redis --redis-url redis://127.0.0.1:6379/0`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runServe(cmd.Context(), cmd.OutOrStdout(), f)
@@ -54,7 +57,7 @@ func init() {
 	fl.StringVar(&f.addr, "addr", "127.0.0.1:8080", "listen address (port 0 picks a free port)")
 	fl.DurationVar(&f.ttl, "ttl", 24*time.Hour, "how long idempotency records live")
 	fl.DurationVar(&f.lease, "lease", 30*time.Second, "how long an in-flight record stays locked")
-	fl.StringSliceVar(&f.defects, "defect", nil, "switch on defects (comma-separated or repeated)")
+	fl.StringArrayVar(&f.defects, "defect", nil, "switch on a defect; repeatable (a comma-separated list works too)")
 	fl.BoolVar(&f.keyOptional, "key-optional", false, "let requests without Idempotency-Key run unprotected instead of 400")
 	fl.StringVar(&f.store, "store", "memory", "idempotency store: memory, postgres (--dsn) or redis (--redis-url)")
 	fl.Int64Var(&f.maxBody, "max-body", 1<<20, "request body limit in bytes (413 beyond)")
@@ -63,6 +66,24 @@ func init() {
 	fl.Int32Var(&f.stores.PGMaxConns, "pg-max-conns", 0, "PostgreSQL pool size; 0: 2 per CPU, at least 8 (--store postgres)")
 	fl.Int32Var(&f.stores.PGMinConns, "pg-min-conns", 0, "PostgreSQL connections kept open when idle, so a burst finds them open; 0: the pool size (--store postgres)")
 	rootCmd.AddCommand(cmd)
+}
+
+// defectList reads every --defect: repeated, comma-separated or both;
+// blanks are ignored, an unknown name is a usage error.
+func defectList(args []string) ([]string, error) {
+	var defects []string
+	for _, arg := range args {
+		for _, d := range strings.Split(arg, ",") {
+			if d = strings.TrimSpace(d); d == "" {
+				continue
+			}
+			if _, _, ok := demo.DefectDoc(d); !ok {
+				return nil, usageErrorf("--defect %q: unknown defect (known: %s)", d, strings.Join(demo.DefectNames(), ", "))
+			}
+			defects = append(defects, d)
+		}
+	}
+	return defects, nil
 }
 
 // runServe validates the flags, serves until SIGINT/SIGTERM (or ctx ends)
@@ -83,13 +104,9 @@ func runServe(ctx context.Context, stdout io.Writer, f serveFlags) error {
 	if f.stores.PGMinConns < 0 || (f.stores.PGMaxConns > 0 && f.stores.PGMinConns > f.stores.PGMaxConns) {
 		return usageErrorf("--pg-min-conns %d: must be 0 (the default) to --pg-max-conns", f.stores.PGMinConns)
 	}
-	for _, d := range f.defects {
-		if d = strings.TrimSpace(d); d == "" {
-			continue
-		}
-		if _, _, ok := demo.DefectDoc(d); !ok {
-			return usageErrorf("--defect %q: unknown defect (known: %s)", d, strings.Join(demo.DefectNames(), ", "))
-		}
+	defects, err := defectList(f.defects)
+	if err != nil {
+		return err
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -101,7 +118,7 @@ func runServe(ctx context.Context, stdout io.Writer, f serveFlags) error {
 	defer func() { _ = closeStore() }()
 	app, err := demo.New(demo.Options{
 		Store: store, Ledger: ledger, TTL: f.ttl, Lease: f.lease,
-		Defects: f.defects, KeyOptional: f.keyOptional, MaxBody: f.maxBody,
+		Defects: defects, KeyOptional: f.keyOptional, MaxBody: f.maxBody,
 	})
 	if err != nil {
 		return withCode(exitUsage, err)

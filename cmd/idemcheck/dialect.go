@@ -1,0 +1,96 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// formatValue is --format on every command that prints a report on stdout:
+// one vocabulary, text or json. Old words keep working with a one-line
+// note on stderr, so CI scripts written against them do not break.
+type formatValue struct {
+	cmd *cobra.Command
+	p   *string
+}
+
+// formatAliases maps deprecated --format words to the current ones.
+var formatAliases = map[string]string{"console": "text"}
+
+// addFormatFlag registers --format on cmd, storing text or json in p.
+func addFormatFlag(cmd *cobra.Command, p *string, usage string) {
+	*p = "text"
+	cmd.Flags().Var(&formatValue{cmd: cmd, p: p}, "format", usage+": text or json (console: deprecated, means text)")
+}
+
+func (v *formatValue) String() string { return *v.p }
+func (v *formatValue) Type() string   { return "text|json" }
+
+func (v *formatValue) Set(s string) error {
+	if to, ok := formatAliases[s]; ok {
+		fmt.Fprintf(v.cmd.ErrOrStderr(), "idemcheck: --format %s is deprecated, use --format %s\n", s, to)
+		s = to
+	}
+	if s != "text" && s != "json" {
+		return fmt.Errorf("want text or json")
+	}
+	*v.p = s
+	return nil
+}
+
+// flagError words a bad flag value like the commands' own errors,
+// `--flag "value": reason`; number parse errors, which read as Go
+// ("strconv.ParseUint: parsing ..."), say what the flag wants.
+func flagError(err error) error {
+	var ive *pflag.InvalidValueError
+	if !errors.As(err, &ive) {
+		return err
+	}
+	reason := errors.Unwrap(ive).Error()
+	if ne := (*strconv.NumError)(nil); errors.As(err, &ne) {
+		t := ive.GetFlag().Value.Type()
+		reason = "want a number"
+		switch {
+		case strings.HasPrefix(t, "uint"):
+			reason = "want a whole number, 0 or more"
+		case strings.HasPrefix(t, "int"):
+			reason = "want a whole number"
+		}
+		if errors.Is(ne.Err, strconv.ErrRange) {
+			reason += " that fits in " + t
+		}
+	}
+	return fmt.Errorf("--%s %q: %s", ive.GetFlag().Name, ive.GetValue(), reason)
+}
+
+// counts prints a tally as people read it, "drop-response 239, duplicate
+// 74" sorted by name, instead of Go's map[drop-response:239 ...]; an empty
+// tally is "none".
+func counts[N int | int64](m map[string]N) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	parts := make([]string, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// list prints values comma-separated instead of Go's [a b]; empty is "-".
+func list[T any](vs []T) string {
+	if len(vs) == 0 {
+		return "-"
+	}
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		parts[i] = fmt.Sprint(v)
+	}
+	return strings.Join(parts, ",")
+}
