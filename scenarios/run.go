@@ -269,7 +269,9 @@ func Run(ctx context.Context, t *Target, p *Profile, o RunOptions) (*Report, err
 	sort.Slice(results, func(i, j int) bool { return results[i].Name() < results[j].Name() })
 	rep.Results = results
 	rep.Duration = time.Since(rep.Started)
-	rep.Interrupted = ctx.Err() != nil
+	// Interrupted only when an instance was cut short or never ran: a
+	// context ended after the last verdict (a test's, say) took nothing.
+	rep.Interrupted = slices.ContainsFunc(results, func(r Result) bool { return r.Status == Interrupted })
 	return rep, nil
 }
 
