@@ -8,9 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net"
-	"net/http"
-	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -23,9 +20,9 @@ import (
 // Config is one chaos run.
 type Config struct {
 	Target      *scenarios.Target
-	Ops         int      // logical operations, each a fresh key
-	Concurrency int      // operations in flight at once
-	Faults      []string // fault specs (chaos.ParseRule)
+	Ops         int          // logical operations, each a fresh key
+	Concurrency int          // operations in flight at once
+	Faults      []chaos.Rule // parsed once (chaos.ParseRules)
 	Seed        uint64
 	// History is the JSONL file to keep; "" writes a temporary one.
 	History string
@@ -39,8 +36,9 @@ type Config struct {
 	OnProgress func(Progress)
 }
 
-// ErrUnreachable: the target did not answer at all.
-var ErrUnreachable = errors.New("target unreachable")
+// ErrUnreachable: the target did not answer at all (the preflight every
+// face shares, scenarios.Preflight).
+var ErrUnreachable = scenarios.ErrUnreachable
 
 // Result is a run's report.
 type Result struct {
@@ -74,27 +72,7 @@ func (c *Config) Validate() error {
 	if c.Deadline == 0 {
 		c.Deadline = 10 * time.Minute
 	}
-	for _, f := range c.Faults {
-		if _, err := chaos.ParseRule(f); err != nil {
-			return fmt.Errorf("--fault: %w", err)
-		}
-	}
-	return Loopback(c.Target.BaseURL)
-}
-
-// Loopback refuses a URL whose host is not a loopback address: the chaos
-// harness generates storms of same-key retries and must not aim them at
-// anything but a local test deployment.
-func Loopback(raw string) error {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return fmt.Errorf("target %q: want an absolute http(s) URL", raw)
-	}
-	h := u.Hostname()
-	if ip := net.ParseIP(h); (ip != nil && ip.IsLoopback()) || h == "localhost" {
-		return nil
-	}
-	return fmt.Errorf("target %q: the chaos harness only drives loopback targets (127.0.0.1, ::1, localhost)", raw)
+	return nil
 }
 
 // Run executes cfg. The error is ErrUnreachable (wrapped) when the target
@@ -106,9 +84,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, cfg.Deadline)
 	defer cancel()
-	client := scenarios.NewClient(cfg.Target.Timeout)
+	client := cfg.Target.Client(cfg.Target.Timeout)
 	defer client.CloseIdleConnections()
-	if err := preflight(ctx, client, cfg.Target.BaseURL); err != nil {
+	if err := scenarios.Preflight(ctx, cfg.Target, client); err != nil {
 		return nil, err
 	}
 
@@ -131,17 +109,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	idPtr := cfg.Target.Operations[0].IDPointer
 	proxy, err := chaos.New(chaos.Options{
 		Upstream: cfg.Target.BaseURL, KeyHeader: cfg.Target.KeyHeader, IDPointer: idPtr,
-		Transport: scenarios.NewTransport(1024), History: hist, Seed: cfg.Seed, Timeout: cfg.Target.Timeout,
+		Transport: cfg.Target.Transport(1024), History: hist, Seed: cfg.Seed, Timeout: cfg.Target.Timeout,
 	})
 	if err != nil {
 		hist.Close()
 		return nil, err
 	}
-	for _, f := range cfg.Faults {
-		if _, err := proxy.AddRule(f); err != nil {
-			hist.Close()
-			return nil, err
-		}
+	for _, r := range cfg.Faults {
+		proxy.Add(r)
 	}
 	front, err := chaos.Listen(proxy)
 	if err != nil {
@@ -149,7 +124,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 
-	d := newDriver(cfg, client, front.URL, hist)
+	// The profile's key_format generator is the client-generated default
+	// (Profile.NewKey, once merged); --hash-keys and key_source override it.
+	d := newDriver(cfg, client, front.URL, hist, cfg.Target.Keys(client, scenarios.UUIDKeys))
 	d.onOp = newTracker(cfg, proxy)
 	start := time.Now()
 	d.runAll(ctx)
@@ -159,6 +136,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	proxy.Close()
 	counters := proxy.Counters()
 	if err := hist.Close(); err != nil {
+		return nil, err
+	}
+	if err := d.keyError(); err != nil {
 		return nil, err
 	}
 	checker := chaos.NewChecker()
@@ -175,22 +155,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		res.History = cfg.History
 	}
 	return res, nil
-}
-
-// preflight: any HTTP answer from the base URL means reachable.
-func preflight(ctx context.Context, c *http.Client, base string) error {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrUnreachable, base, err)
-	}
-	resp.Body.Close()
-	return nil
 }
 
 // plan assigns each operation index its shape, reproducibly from the seed.
@@ -230,13 +194,19 @@ type shape struct {
 }
 
 func (d *driver) runAll(ctx context.Context) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	shapes := plan(d.cfg)
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for range min(d.cfg.Concurrency, d.cfg.Ops) {
 		wg.Go(func() {
 			for i := range next {
-				op := d.run(ctx, shapes[i])
+				op, ok := d.run(ctx, shapes[i])
+				if !ok {
+					cancel() // no key: the run stops, Run reports why
+					continue
+				}
 				d.hist.WriteOp(op)
 				if d.onOp != nil {
 					d.onOp(op)

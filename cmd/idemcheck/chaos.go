@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/idemcheck/idemcheck/chaos"
 	"github.com/idemcheck/idemcheck/chaos/drive"
 	"github.com/idemcheck/idemcheck/scenarios"
 )
@@ -20,6 +21,7 @@ import (
 type chaosFlags struct {
 	sel      scenarios.Selection
 	cfg      drive.Config
+	faults   []string // parsed once into cfg.Faults
 	jsonPath string
 	verbose  bool
 	stderr   io.Writer // progress goes here
@@ -30,7 +32,7 @@ func init() {
 	cmd := &cobra.Command{
 		Use:   "chaos (--config FILE | --target URL) --ops N --concurrency C --fault SPEC...",
 		Short: "Drive operations through the fault proxy and check exactly-once per key",
-		Long: "Start an in-process fault proxy in front of the target (loopback only), drive --ops logical\n" +
+		Long: "Start an in-process fault proxy in front of the target (any http or https URL), drive --ops logical\n" +
 			"operations through it with a retrying client (same key on every retry, exponential backoff\n" +
 			"with jitter, honours 409 and Retry-After), then check every key: exactly one execution\n" +
 			"(created ids seen by client and proxy, plus the effects oracle), the client's final answer\n" +
@@ -55,13 +57,14 @@ func init() {
 	fl.DurationVar(&f.sel.TTL, "ttl", 0, "the target's key lifetime (TTL), overriding the config; executions after it are legal")
 	fl.IntVar(&f.cfg.Ops, "ops", 1000, "logical operations, each with a fresh key")
 	fl.IntVar(&f.cfg.Concurrency, "concurrency", 16, "operations in flight at once")
-	fl.StringArrayVar(&f.cfg.Faults, "fault", nil, "fault spec (see idemcheck proxy --help); repeatable")
+	fl.StringArrayVar(&f.faults, "fault", nil, "fault spec (see idemcheck proxy --help); repeatable")
 	fl.Uint64Var(&f.cfg.Seed, "seed", 1, "seed of fault draws, op mix and backoff jitter")
 	fl.StringVar(&f.cfg.History, "history", "", "keep the JSONL history here (idemcheck analyze re-checks it)")
 	fl.StringVar(&f.jsonPath, "json", "", "write the JSON report to this file")
 	fl.IntVar(&f.cfg.MaxAttempts, "max-attempts", 20, "attempts per operation before giving up")
 	fl.DurationVar(&f.cfg.Deadline, "deadline", 10*time.Minute, "bound on the whole run")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "show progress even when stdout is not a terminal")
+	reachFlags(fl, &f.sel)
 	rootCmd.AddCommand(cmd)
 }
 
@@ -71,6 +74,9 @@ func runChaos(ctx context.Context, stdout io.Writer, f chaosFlags) error {
 		return withCode(exitUsage, err)
 	}
 	f.cfg.Target = target
+	if f.cfg.Faults, err = chaos.ParseRules(f.faults); err != nil {
+		return usageErrorf("--fault: %v", err)
+	}
 	if err := f.cfg.Validate(); err != nil {
 		return withCode(exitUsage, err)
 	}
@@ -87,7 +93,7 @@ func runChaos(ctx context.Context, stdout io.Writer, f chaosFlags) error {
 		return withCode(exitUsage, err)
 	}
 	fmt.Fprintf(stdout, "chaos: %d/%d operations against %s in %s (proxy: %d requests, %d forwarded)\n",
-		res.Ops, res.Requested, target.BaseURL, res.Elapsed.Round(time.Millisecond), res.Proxy.Requests, res.Proxy.Forwarded)
+		res.Ops, res.Requested, target.Redact(target.BaseURL), res.Elapsed.Round(time.Millisecond), res.Proxy.Requests, res.Proxy.Forwarded)
 	printChaosReport(stdout, res.Report)
 	if res.History != "" {
 		fmt.Fprintf(stdout, "history: %s (idemcheck analyze %s)\n", res.History, res.History)

@@ -41,13 +41,12 @@ func TestChaosCLI(t *testing.T) {
 		{"short TTL declared", shortTTL, filepath.Join(dir, "ttl.jsonl"), 2 * time.Second, []string{"drop-response:0.3"}, exitOK, "key TTL 2s: "},
 		{"bad fault spec", good, "", 0, []string{"drop-response:p=0.3,mode=slam"}, exitUsage, ""},
 		{"unreachable", closedPort(t), "", 0, nil, exitUnreachable, ""},
-		{"remote target", "http://192.0.2.1:80", "", 0, nil, exitUsage, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
-			f := chaosFlags{sel: scenarios.Selection{Target: tc.target, TTL: tc.ttl},
-				cfg: drive.Config{Ops: 300, Concurrency: 8, Faults: tc.faults, Seed: 3, History: tc.history, MaxAttempts: 20, Deadline: time.Minute}}
+			f := chaosFlags{sel: scenarios.Selection{Target: tc.target, TTL: tc.ttl}, faults: tc.faults,
+				cfg: drive.Config{Ops: 300, Concurrency: 8, Seed: 3, History: tc.history, MaxAttempts: 20, Deadline: time.Minute}}
 			err := runChaos(t.Context(), &out, f)
 			code := exitOK
 			var ee *exitError
