@@ -108,11 +108,3 @@ func TestUnreachable(t *testing.T) {
 		t.Errorf("got %v, want ErrUnreachable", err)
 	}
 }
-
-func TestRefusesRemoteTarget(t *testing.T) {
-	tg, _ := scenarios.FromURL("http://example.com", 0, 0)
-	_, err := drive.Run(context.Background(), drive.Config{Target: tg, Ops: 1, Concurrency: 1})
-	if err == nil {
-		t.Fatal("a non-loopback target was accepted")
-	}
-}
