@@ -1,10 +1,10 @@
 package chaos
 
 import (
-	"crypto/tls"
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"

@@ -143,4 +143,3 @@ func TestKeys(t *testing.T) {
 		t.Error("random keys must be unique per run and per id")
 	}
 }
-

@@ -149,7 +149,7 @@ type keyIssuer struct {
 	mu     sync.Mutex
 	issued map[string]bool
 	fail   atomic.Bool // /keys answers 503
-	bad    int  // requests with a key that was not issued
+	bad    int         // requests with a key that was not issued
 }
 
 func (k *keyIssuer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
