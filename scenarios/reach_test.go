@@ -7,11 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/idemcheck/idemcheck/internal/demotest"
 	"github.com/idemcheck/idemcheck/reference/demo"
@@ -141,51 +138,11 @@ func TestSecretsRedacted(t *testing.T) {
 	}
 }
 
-// keyIssuer wraps the demo app with POST /keys, which issues a fresh key,
-// and refuses (400) any operation request whose key it did not issue, like
-// an API with server-issued keys.
-type keyIssuer struct {
-	app    http.Handler
-	mu     sync.Mutex
-	issued map[string]bool
-	fail   atomic.Bool // /keys answers 503
-	bad    int         // requests with a key that was not issued
-}
-
-func (k *keyIssuer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path == "/keys" {
-		if k.fail.Load() {
-			http.Error(w, "key service down", http.StatusServiceUnavailable)
-			return
-		}
-		key := uuid.NewString()
-		k.mu.Lock()
-		k.issued[key] = true
-		k.mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"data":{"key":%q}}`, key)
-		return
-	}
-	if v := r.Header.Get("Idempotency-Key"); v != "" && strings.HasPrefix(r.URL.Path, "/v1/charges") {
-		k.mu.Lock()
-		ok := k.issued[strings.Trim(v, `"`)]
-		if !ok {
-			k.bad++
-		}
-		k.mu.Unlock()
-		if !ok {
-			http.Error(w, "unknown idempotency key", http.StatusBadRequest)
-			return
-		}
-	}
-	k.app.ServeHTTP(w, r)
-}
-
 // TestServerIssuedKeys: with key_source every key a case sends was issued
 // by the server, and a key service that fails stops the run with an error
 // naming key_source.
 func TestServerIssuedKeys(t *testing.T) {
-	k := &keyIssuer{app: demotest.App(t, demo.Options{TTL: demoTTL, Lease: demoLease}), issued: map[string]bool{}}
+	k := demotest.NewKeyIssuer(demotest.App(t, demo.Options{TTL: demoTTL, Lease: demoLease}))
 	base := demotest.ServeOn(t, k, "127.0.0.1:0")
 	cfg := fmt.Sprintf(`
 base_url: %s
@@ -215,13 +172,11 @@ operations:
 			t.Errorf("%s: %s %s", r.Name(), r.Status, r.Reason)
 		}
 	}
-	k.mu.Lock()
-	issued, bad := len(k.issued), k.bad
-	k.mu.Unlock()
+	issued, bad := k.Counts()
 	if bad != 0 || passed == 0 || issued < passed {
 		t.Errorf("%d keys issued for %d passing cases, %d requests with a key not issued: want every key from key_source", issued, passed, bad)
 	}
-	k.fail.Store(true)
+	k.Fail.Store(true)
 	_, err = scenarios.Run(ctx, tg, p, scenarios.RunOptions{Run: []string{"replay/*"}})
 	if !errors.Is(err, scenarios.ErrKeySource) || !strings.Contains(err.Error(), "POST "+base+"/keys: status 503") {
 		t.Errorf("a failing key service: got %v, want ErrKeySource naming the request and its status", err)

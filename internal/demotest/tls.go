@@ -8,14 +8,20 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/idemcheck/idemcheck/reference/demo"
 )
@@ -130,4 +136,58 @@ func App(t testing.TB, o demo.Options) http.Handler {
 	}
 	t.Cleanup(func() { _ = app.Close() })
 	return app
+}
+
+// KeyIssuer wraps an app with POST /keys, which issues a fresh key as
+// {"data":{"key":"..."}}, and refuses (400) any /v1/ request carrying a
+// key it did not issue, like an API with server-issued keys.
+type KeyIssuer struct {
+	app  http.Handler
+	Fail atomic.Bool // /keys answers 503
+
+	mu     sync.Mutex
+	issued map[string]bool
+	bad    int
+}
+
+// NewKeyIssuer wraps app.
+func NewKeyIssuer(app http.Handler) *KeyIssuer {
+	return &KeyIssuer{app: app, issued: map[string]bool{}}
+}
+
+// Counts returns how many keys were issued and how many requests came
+// with a key that was not.
+func (k *KeyIssuer) Counts() (issued, bad int) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return len(k.issued), k.bad
+}
+
+func (k *KeyIssuer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/keys" {
+		if k.Fail.Load() {
+			http.Error(w, "key service down", http.StatusServiceUnavailable)
+			return
+		}
+		key := uuid.NewString()
+		k.mu.Lock()
+		k.issued[key] = true
+		k.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"data":{"key":%q}}`, key)
+		return
+	}
+	if v := r.Header.Get("Idempotency-Key"); v != "" && strings.HasPrefix(r.URL.Path, "/v1/") && r.Method != http.MethodGet {
+		k.mu.Lock()
+		ok := k.issued[strings.Trim(v, `"`)]
+		if !ok {
+			k.bad++
+		}
+		k.mu.Unlock()
+		if !ok {
+			http.Error(w, "unknown idempotency key", http.StatusBadRequest)
+			return
+		}
+	}
+	k.app.ServeHTTP(w, r)
 }
