@@ -360,6 +360,11 @@ func (t *Target) Validate() error {
 	if err := t.KeySource.validate(len(t.Principals)); err != nil {
 		return err
 	}
+	if t.tls == nil && t.TLS != (TLS{}) { // a Target built in Go, not by LoadConfig
+		if err := t.SetTLS(t.TLS); err != nil {
+			return fmt.Errorf("tls.%v", err)
+		}
+	}
 	if len(t.Operations) == 0 {
 		return errors.New("operations: at least one operation is required")
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -180,5 +182,78 @@ operations:
 	_, err = scenarios.Run(ctx, tg, p, scenarios.RunOptions{Run: []string{"replay/*"}})
 	if !errors.Is(err, scenarios.ErrKeySource) || !strings.Contains(err.Error(), "POST "+base+"/keys: status 503") {
 		t.Errorf("a failing key service: got %v, want ErrKeySource naming the request and its status", err)
+	}
+}
+
+// TestHashKeysInRun: --hash-keys makes run's keys business-id hashes of
+// the seed, and the report says which seed repeats them.
+func TestHashKeysInRun(t *testing.T) {
+	base := demotest.ServeOn(t, demotest.App(t, demo.Options{TTL: demoTTL, Lease: demoLease}), "127.0.0.1:0")
+	tg, p, err := scenarios.Selection{Target: base, HashKeys: true, KeySeed: "orders-7"}.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rep, err := scenarios.Run(ctx, tg, p, scenarios.RunOptions{Run: []string{"replay/same-status"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{}
+	gen := scenarios.HashKeys("orders-7")
+	for n := uint64(1); n <= 20; n++ {
+		want[tg.KeyValue(gen(n))] = true
+	}
+	sent := 0
+	for _, r := range rep.Results {
+		for _, x := range r.Exchanges {
+			if k := x.Request.Header.Get("Idempotency-Key"); k != "" {
+				sent++
+				if !want[k] {
+					t.Errorf("%s sent key %s: not one of SHA-256(orders-7:n)", r.Name(), k)
+				}
+			}
+		}
+	}
+	if sent == 0 || len(rep.Notes) == 0 || !strings.Contains(rep.Notes[0], "--key-seed orders-7") {
+		t.Errorf("%d keys sent, notes %q: want hashed keys and a note naming the seed", sent, rep.Notes)
+	}
+}
+
+// TestSelectionReach: --base-url, the TLS flags and the key flags are
+// checked before any traffic; each error is one line naming the flag.
+func TestSelectionReach(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "api.yaml")
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, secretConfig, "http://127.0.0.1:1"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("IDEMCHECK_TEST_TOKEN", "x")
+	cases := []struct {
+		name        string
+		sel         scenarios.Selection
+		wantErr     string // "" = loads
+		wantBase    string
+		explanation string
+	}{
+		{"base-url", scenarios.Selection{Config: cfg, BaseURL: "https://staging.example.test/api/"}, "", "https://staging.example.test/api",
+			"--base-url replaces the config's base_url, trailing slash trimmed"},
+		{"no base-url", scenarios.Selection{Config: cfg}, "", "http://127.0.0.1:1", "the config's base_url otherwise"},
+		{"bad base-url", scenarios.Selection{Config: cfg, BaseURL: "staging"}, `--base-url "staging"`, "", "a relative URL is refused"},
+		{"missing ca", scenarios.Selection{Config: cfg, TLS: scenarios.TLS{CACert: "/nonexistent/ca.pem"}}, "--ca-cert", "", "a CA file that cannot be read"},
+		{"half client cert", scenarios.Selection{Config: cfg, TLS: scenarios.TLS{ClientCert: "c.pem"}}, "give both or neither", "", "a certificate without its key"},
+		{"seed alone", scenarios.Selection{Config: cfg, KeySeed: "s"}, "--key-seed needs --hash-keys", "", "a seed without hash keys"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tg, _, err := tc.sel.Load()
+			switch {
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr) || strings.Contains(err.Error(), "\n")):
+				t.Fatalf("%s: got %v, want one line containing %q", tc.explanation, err, tc.wantErr)
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("%s: %v", tc.explanation, err)
+			case tc.wantErr == "" && tg.BaseURL != tc.wantBase:
+				t.Fatalf("%s: base %q, want %q", tc.explanation, tg.BaseURL, tc.wantBase)
+			}
+		})
 	}
 }

@@ -228,6 +228,10 @@ func Run(ctx context.Context, t *Target, p *Profile, o RunOptions) (*Report, err
 	}
 	rep := &Report{Target: t.Redact(t.BaseURL), Profile: p.Name, Strict: o.Strict, Seed: o.Seed, Started: time.Now()}
 	problems, notes := calibrate(ctx, t, p, client, keys, ins)
+	if t.KeySeed != "" && t.KeySource == nil {
+		// Printed so that a run can be repeated with the same keys.
+		notes = append([]string{fmt.Sprintf("keys are business-id hashes SHA-256(%s:n) (--key-seed %s repeats them)", t.KeySeed, t.KeySeed)}, notes...)
+	}
 	for _, n := range notes {
 		rep.Notes = append(rep.Notes, n)
 		if o.OnNote != nil {
