@@ -31,6 +31,10 @@ type Config struct {
 	// Deadline bounds the whole run (default 10m); operations not
 	// started by then are not run, and the report says so.
 	Deadline time.Duration
+	// KeyGen makes the client-generated keys (default: a UUID per
+	// operation); the target's --hash-keys or key_source win over it. A
+	// profile's key_format generator (Profile.NewKey) plugs in here.
+	KeyGen scenarios.KeyGen
 	// OnProgress, when set, is called after each finished operation,
 	// never concurrently.
 	OnProgress func(Progress)
@@ -124,9 +128,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 
-	// The profile's key_format generator is the client-generated default
-	// (Profile.NewKey, once merged); --hash-keys and key_source override it.
-	d := newDriver(cfg, client, front.URL, hist, cfg.Target.Keys(client, scenarios.UUIDKeys))
+	gen := cfg.KeyGen
+	if gen == nil {
+		gen = scenarios.UUIDKeys
+	}
+	d := newDriver(cfg, client, front.URL, hist, cfg.Target.Keys(client, gen))
 	d.onOp = newTracker(cfg, proxy)
 	start := time.Now()
 	d.runAll(ctx)
