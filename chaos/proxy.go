@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -51,6 +52,9 @@ type Options struct {
 	MaxBody int64
 	// Timeout bounds one upstream exchange (default 60s).
 	Timeout time.Duration
+	// TLS configures the proxy's own upstream pool for an https upstream
+	// (nil: system roots); a given Transport brings its own.
+	TLS *tls.Config
 	// MaxKeys bounds the keys whose attempt numbers are remembered
 	// (default 262144). Past it the oldest generation of keys is
 	// forgotten, so a long-running proxy's memory stays bounded; a key
@@ -115,7 +119,7 @@ func New(o Options) (*Proxy, error) {
 		p.upstreams = append(p.upstreams, ru)
 	}
 	if o.Transport == nil {
-		p.opts.Transport = newPools(p.upstreams)
+		p.opts.Transport = newPools(p.upstreams, o.TLS)
 	}
 	p.rng = rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15))
 	p.counters.Faults = map[string]int64{}
@@ -139,12 +143,19 @@ func (p *Proxy) AddRule(spec string) (Rule, error) {
 	if err != nil {
 		return Rule{}, err
 	}
+	return p.Add(*r), nil
+}
+
+// Add appends a copy of a parsed rule (ParseRule, ParseRules) and returns
+// it with its ID; rules hold no state, so one parsed rule may be added to
+// several proxies.
+func (p *Proxy) Add(r Rule) Rule {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.nextRule++
 	r.ID = strconv.Itoa(p.nextRule)
-	p.rules = append(p.rules, r)
-	return *r, nil
+	p.rules = append(p.rules, &r)
+	return r
 }
 
 // Rules lists the active rules.

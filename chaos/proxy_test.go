@@ -2,6 +2,7 @@ package chaos_test
 
 import (
 	"bytes"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/idemcheck/idemcheck/chaos"
+	"github.com/idemcheck/idemcheck/internal/demotest"
 	"github.com/idemcheck/idemcheck/scenarios"
 )
 
@@ -401,5 +403,54 @@ func TestJSONPointer(t *testing.T) {
 	}
 	if got := chaos.JSONPointer([]byte("not json"), "/id"); got != "" {
 		t.Errorf("JSONPointer(not JSON) = %q, want empty", got)
+	}
+}
+
+// TestHTTPSUpstream: the proxy's own pool reaches an https upstream whose
+// certificate a private CA signs, on both of its paths (the byte pump
+// without a history, the parsing path with one), and refuses it without
+// that CA.
+func TestHTTPSUpstream(t *testing.T) {
+	pki := demotest.NewPKI(t)
+	var up counter
+	upstream := pki.ServeTLS(t, &up, false)
+	roots, err := scenarios.TLS{CACert: pki.CAFile}.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name        string
+		tls         *tls.Config
+		history     bool
+		status      int
+		explanation string
+	}{
+		{"pump", roots, false, http.StatusCreated, "no history: the byte pump over a TLS connection"},
+		{"parsed", roots, true, http.StatusCreated, "with a history: the parsing path"},
+		{"untrusted", nil, false, http.StatusBadGateway, "the system roots do not trust the private CA: 502 naming the upstream"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o := chaos.Options{Upstream: upstream, TLS: tc.tls}
+			if tc.history {
+				o.History = chaos.NewHistory(io.Discard)
+			}
+			p, err := chaos.New(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			s, err := chaos.Listen(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			c := scenarios.NewClient(5 * time.Second)
+			defer c.CloseIdleConnections()
+			resp, b, err := post(t, c, s.URL, "k-"+tc.name, "{}")
+			if err != nil || resp.StatusCode != tc.status {
+				t.Fatalf("%s: %v %v %s, want %d", tc.explanation, resp, err, b, tc.status)
+			}
+		})
 	}
 }

@@ -100,6 +100,19 @@ func ParseRule(spec string) (*Rule, error) {
 	return &Rule{Spec: spec, Kind: kind, Select: sel, fault: f}, nil
 }
 
+// ParseRules parses fault specs once, for any number of proxies (Add).
+func ParseRules(specs []string) ([]Rule, error) {
+	out := make([]Rule, 0, len(specs))
+	for _, s := range specs {
+		r, err := ParseRule(s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *r)
+	}
+	return out, nil
+}
+
 // take moves the selection keys out of p. sel.P is -1 when the shorthand
 // did not set it.
 func (s *Select) take(p params) error {

@@ -39,11 +39,16 @@ type upConn struct {
 	probe *openProbe
 }
 
-func newConnPool(u *url.URL, maxIdle int) *connPool {
+func newConnPool(u *url.URL, maxIdle int, tc *tls.Config) *connPool {
 	p := &connPool{addr: hostPort(u), max: maxIdle,
 		dialer: net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}}
 	if u.Scheme == "https" {
-		p.tls = &tls.Config{ServerName: u.Hostname(), NextProtos: []string{"http/1.1"}}
+		p.tls = &tls.Config{}
+		if tc != nil {
+			p.tls = tc.Clone()
+		}
+		// The pool speaks HTTP/1.1 only.
+		p.tls.ServerName, p.tls.NextProtos = u.Hostname(), []string{"http/1.1"}
 	}
 	return p
 }
@@ -236,13 +241,13 @@ func (b *poolBody) Close() error {
 // (replicas): one connPool per host.
 type pools map[string]*connPool
 
-func newPools(us []*url.URL) http.RoundTripper {
+func newPools(us []*url.URL, tc *tls.Config) http.RoundTripper {
 	if len(us) == 1 {
-		return newConnPool(us[0], 1024)
+		return newConnPool(us[0], 1024, tc)
 	}
 	ps := pools{}
 	for _, u := range us {
-		ps[u.Host] = newConnPool(u, 1024)
+		ps[u.Host] = newConnPool(u, 1024, tc)
 	}
 	return ps
 }

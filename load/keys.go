@@ -1,17 +1,16 @@
 package load
 
 import (
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync/atomic"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/idemcheck/idemcheck/scenarios"
 )
 
 // Path is what a request exercises on the server, known from what was sent.
@@ -69,26 +68,43 @@ func (m Mode) Produces() []Path {
 	return nil
 }
 
-// KeyGen makes the n-th idempotency key of a run.
-type KeyGen func(n uint64) string
+// KeyGen makes the n-th idempotency key of a run (scenarios.KeyGen).
+type KeyGen = scenarios.KeyGen
 
-// RandomKeys returns keys unique to this run: a random run prefix plus a
-// sequence number (cheaper than a UUID per request, equally collision-free).
-func RandomKeys() KeyGen {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	prefix := "ik-" + hex.EncodeToString(b[:]) + "-"
-	return func(n uint64) string { return prefix + strconv.FormatUint(n, 10) }
+// RandomKeys and HashKeys are the client-generated key strategies of the
+// request layer (scenarios/keys.go), shared with run and chaos.
+var (
+	RandomKeys = scenarios.RandomKeys
+	HashKeys   = scenarios.HashKeys
+)
+
+// keySource hands out a run's fresh keys: client-generated ones numbered
+// by next, or server-issued ones (key_source). The first fetch error stops
+// the attack (the targeter fails) and is the run's error.
+type keySource struct {
+	keys *scenarios.Keys
+	ctx  context.Context
+	next *atomic.Uint64
+	err  atomic.Pointer[error]
 }
 
-// HashKeys derives each key from a business id sequence: key n is the
-// SHA-256 of "seed:n", so a run with the same seed sends the same keys
-// (and, against the same server, gets replays instead of misses).
-func HashKeys(seed string) KeyGen {
-	return func(n uint64) string {
-		sum := sha256.Sum256([]byte(seed + ":" + strconv.FormatUint(n, 10)))
-		return hex.EncodeToString(sum[:16])
+func (k *keySource) new() (string, error) {
+	if !k.keys.Issued() {
+		return k.keys.Gen(k.next.Add(1)), nil
 	}
+	key, err := k.keys.Next(k.ctx, nil)
+	if err != nil {
+		k.err.CompareAndSwap(nil, &err)
+	}
+	return key, err
+}
+
+// failed is the first key fetch error, nil when none.
+func (k *keySource) failed() error {
+	if e := k.err.Load(); e != nil {
+		return *e
+	}
+	return nil
 }
 
 // request is the fixed part of every request of a run.
@@ -101,7 +117,7 @@ type request struct {
 	body      []byte
 	header    http.Header // principal + operation headers, no key
 	keyHeader string
-	quote     bool // sf-string syntax: send "key"
+	keyValue  func(string) string // the key as written (Target.KeyValue)
 }
 
 // target fills t for path p and key (empty for NoKey). The path and key
@@ -125,11 +141,7 @@ func (rq *request) target(t *vegeta.Target, p Path, key string) {
 	for k, v := range rq.header {
 		h[k] = v
 	}
-	v := key
-	if rq.quote {
-		v = `"` + key + `"`
-	}
-	h[rq.keyHeader] = []string{v}
+	h[rq.keyHeader] = []string{rq.keyValue(key)}
 	t.Header = h
 	t.URL = u + "#path=" + string(p) + "&key=" + url.QueryEscape(key)
 }
@@ -161,10 +173,15 @@ func Classify(r *vegeta.Result) (p Path, key string, ok bool) {
 // targeter builds the vegeta Targeter for a mode. pool holds the warm keys
 // (hit, mix); hot holds the contention keys; next numbers fresh keys and is
 // shared by all phases so keys never repeat within a run.
-func (rq *request) targeter(m Mode, hitRatio float64, pool, hot []string, gen KeyGen, next *atomic.Uint64) vegeta.Targeter {
+func (rq *request) targeter(m Mode, hitRatio float64, pool, hot []string, keys *keySource) vegeta.Targeter {
 	var n atomic.Uint64
-	fresh := func(t *vegeta.Target) {
-		rq.target(t, Miss, gen(next.Add(1)))
+	fresh := func(t *vegeta.Target) error {
+		k, err := keys.new()
+		if err != nil {
+			return err
+		}
+		rq.target(t, Miss, k)
+		return nil
 	}
 	fromPool := func(t *vegeta.Target, keys []string, p Path) {
 		rq.target(t, p, keys[(n.Add(1)-1)%uint64(len(keys))])
@@ -184,12 +201,11 @@ func (rq *request) targeter(m Mode, hitRatio float64, pool, hot []string, gen Ke
 			k := float64(i.Add(1) - 1)
 			if uint64((k+1)*hitRatio) > uint64(k*hitRatio) {
 				fromPool(t, pool, Hit)
-			} else {
-				fresh(t)
+				return nil
 			}
-			return nil
+			return fresh(t)
 		}
 	default:
-		return func(t *vegeta.Target) error { fresh(t); return nil }
+		return fresh
 	}
 }

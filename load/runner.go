@@ -9,9 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,15 +20,13 @@ import (
 	"github.com/idemcheck/idemcheck/scenarios"
 )
 
-// ErrUnreachable wraps a failed preflight: nothing answered at the target.
-var ErrUnreachable = errors.New("target unreachable")
+// ErrUnreachable wraps a failed preflight (scenarios.Preflight, shared
+// by every face): nothing answered at the target.
+var ErrUnreachable = scenarios.ErrUnreachable
 
 // ErrConfig wraps an invalid option or an operation/variant the target
 // does not declare.
 var ErrConfig = errors.New("load configuration")
-
-// ErrNotLoopback refuses load against anything but 127.0.0.1 / ::1.
-var ErrNotLoopback = errors.New("load is only sent to 127.0.0.1 or [::1]")
 
 type config struct {
 	mode      Mode
@@ -80,6 +76,12 @@ func WithHotKeys(n int) Option { return func(c *config) { c.hot = n } }
 func WithHashKeys(seed string) Option {
 	return func(c *config) { c.keys, c.keySeed = HashKeys(seed), seed }
 }
+
+// WithKeyGen makes the client-generated keys with gen (default: the
+// target's KeyGen, else RandomKeys). A profile's key_format plugs in here:
+// pass a generator whose keys obey it (Profile.NewKey). A target with a
+// key_source gets server-issued keys whatever this says.
+func WithKeyGen(gen KeyGen) Option { return func(c *config) { c.keys = gen } }
 
 // WithWorkers bounds vegeta's workers: initial (also the number of
 // connections opened before the measured window) and maximum.
@@ -164,43 +166,6 @@ func (c *config) validate() error {
 	return nil
 }
 
-// CheckLoopback returns ErrNotLoopback unless base's host is a loopback
-// literal (127.0.0.1, localhost resolves differently per machine).
-func CheckLoopback(base string) error {
-	u, err := url.Parse(base)
-	if err != nil {
-		return fmt.Errorf("%w: %q is not a URL", ErrNotLoopback, base)
-	}
-	if ip := net.ParseIP(u.Hostname()); ip == nil || !(ip.Equal(net.IPv4(127, 0, 0, 1)) || ip.Equal(net.IPv6loopback)) {
-		return fmt.Errorf("%w: refusing %q", ErrNotLoopback, u.Host)
-	}
-	return nil
-}
-
-// Preflight checks that something answers HTTP at the target (at each
-// replica when there are several).
-func Preflight(ctx context.Context, t *scenarios.Target) error {
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	client := &http.Client{Transport: scenarios.NewTransport(1)}
-	defer client.CloseIdleConnections()
-	for _, b := range t.Bases() {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, b+"/", nil)
-		if err != nil {
-			return fmt.Errorf("%w: %v", ErrUnreachable, err)
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return fmt.Errorf("%w: %s: %v", ErrUnreachable, b, err)
-		}
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
-		if err := resp.Body.Close(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // buildRequest resolves the operation, principal and body of the run.
 func buildRequest(t *scenarios.Target, c *config) (*request, error) {
 	if len(t.Operations) == 0 {
@@ -227,25 +192,15 @@ func buildRequest(t *scenarios.Target, c *config) (*request, error) {
 	body := []byte(op.Body)
 	var err error
 	if variant != "" {
-		b, v, ok := op.VariantBody(variant)
+		b, v, ok := t.Variant(&op, variant)
 		if !ok {
 			return nil, fmt.Errorf("variant %q: not declared by operation %q", variant, op.Name)
 		}
-		body = b
-		c.expectStatus = v.Status
+		body, c.expectStatus = b, v.Status
 	}
 	if c.patch != nil {
 		if body, err = jsonx.MergePatch(body, c.patch); err != nil {
 			return nil, fmt.Errorf("body patch: %w", err)
-		}
-	}
-	h := http.Header{}
-	for k, v := range op.Headers {
-		h.Set(k, v)
-	}
-	if len(t.Principals) > 0 {
-		for k, v := range t.Principals[0].Headers {
-			h.Set(k, v)
 		}
 	}
 	keyHeader := t.KeyHeader
@@ -260,9 +215,9 @@ func buildRequest(t *scenarios.Target, c *config) (*request, error) {
 		method:    op.Method,
 		urls:      urls,
 		body:      body,
-		header:    h,
+		header:    t.Header(&op, 0, true),
 		keyHeader: http.CanonicalHeaderKey(keyHeader),
-		quote:     t.KeySyntax != scenarios.Raw,
+		keyValue:  t.KeyValue,
 	}, nil
 }
 
@@ -277,10 +232,8 @@ func Run(ctx context.Context, t *scenarios.Target, opts ...Option) (*Report, err
 	if err := c.validate(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
 	}
-	for _, b := range t.Bases() {
-		if err := CheckLoopback(b); err != nil {
-			return nil, err
-		}
+	if c.keys == nil && t.KeyGen != nil {
+		c.keys, c.keySeed = t.KeyGen, t.KeySeed
 	}
 	if c.keys == nil {
 		c.keys = RandomKeys()
@@ -293,15 +246,18 @@ func Run(ctx context.Context, t *scenarios.Target, opts ...Option) (*Report, err
 	if c.ttl == 0 {
 		c.ttl = t.TTL
 	}
-	if err := Preflight(ctx, t); err != nil {
-		return nil, err
-	}
 	client := &http.Client{
-		Transport:     scenarios.NewTransport(int(c.maxWork)),
+		Transport:     t.Transport(int(c.maxWork)),
 		Timeout:       c.timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	defer client.CloseIdleConnections()
+	if err := scenarios.Preflight(ctx, t, client); err != nil {
+		return nil, err
+	}
+	// next numbers client-generated keys across phases so none repeats.
+	var next atomic.Uint64
+	keys := &keySource{keys: t.Keys(client, c.keys), ctx: ctx, next: &next}
 
 	col := newCollector(c.verySlow, c.ttl)
 	s := &sink{col: col}
@@ -315,19 +271,22 @@ func Run(ctx context.Context, t *scenarios.Target, opts ...Option) (*Report, err
 	for _, b := range t.Bases() {
 		warmConnections(ctx, client, b+"/", int(c.workers))
 	}
-	var next atomic.Uint64
 	var pool, hot []string
 	if c.mode == ModeHit || c.mode == ModeMix {
-		if pool, err = warmPool(ctx, &c, rq, client, &next, s); err != nil {
+		if pool, err = warmPool(ctx, &c, rq, client, keys, s); err != nil {
 			return nil, err
 		}
 	}
 	if c.mode == ModeContention {
 		for i := 0; i < c.hot; i++ {
-			hot = append(hot, c.keys(next.Add(1)))
+			k, err := keys.new()
+			if err != nil {
+				return nil, err
+			}
+			hot = append(hot, k)
 		}
 	}
-	oclient := scenarios.NewClient(5 * time.Second)
+	oclient := t.Client(5 * time.Second)
 	defer oclient.CloseIdleConnections()
 	orc := newOracle(t, oclient)
 	orep := &OracleReport{}
@@ -345,7 +304,7 @@ func Run(ctx context.Context, t *scenarios.Target, opts ...Option) (*Report, err
 		}
 	}
 
-	tr := rq.targeter(c.mode, c.hitRatio, pool, hot, c.keys, &next)
+	tr := rq.targeter(c.mode, c.hitRatio, pool, hot, keys)
 	interrupted := false
 	for i, ph := range c.plan {
 		if ctx.Err() != nil {
@@ -358,8 +317,10 @@ func Run(ctx context.Context, t *scenarios.Target, opts ...Option) (*Report, err
 		}
 	}
 	rep := col.report()
-	rep.Target, rep.Mode, rep.Plan, rep.KeySeed = t.BaseURL, c.mode, c.plan.String(), c.keySeed
-	rep.Replicas = t.Replicas
+	rep.Target, rep.Mode, rep.Plan, rep.KeySeed = t.Redact(t.BaseURL), c.mode, c.plan.String(), c.keySeed
+	for _, r := range t.Replicas {
+		rep.Replicas = append(rep.Replicas, t.Redact(r))
+	}
 	if c.shard.N > 1 {
 		rep.Shard = c.shard.String()
 	}
@@ -379,6 +340,9 @@ func Run(ctx context.Context, t *scenarios.Target, opts ...Option) (*Report, err
 		col.refreshViolations(rep)
 	}
 	rep.Oracle = orep
+	if err := keys.failed(); err != nil {
+		return rep, err
+	}
 	return rep, s.err
 }
 
@@ -434,10 +398,14 @@ func warmConnections(ctx context.Context, client *http.Client, u string, n int) 
 
 // warmPool completes c.pool keys before the window (not measured) and
 // records their responses as the originals hits must replay.
-func warmPool(ctx context.Context, c *config, rq *request, client *http.Client, next *atomic.Uint64, s *sink) ([]string, error) {
+func warmPool(ctx context.Context, c *config, rq *request, client *http.Client, keys *keySource, s *sink) ([]string, error) {
 	pool := make([]string, c.pool)
 	for i := range pool {
-		pool[i] = c.keys(next.Add(1))
+		k, err := keys.new()
+		if err != nil {
+			return nil, err
+		}
+		pool[i] = k
 	}
 	var i atomic.Int64
 	tr := func(t *vegeta.Target) error {

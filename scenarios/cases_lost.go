@@ -57,7 +57,7 @@ func (e *Env) viaProxy(rules ...string) (*proxied, error) {
 	// Without an id pointer the proxy still reads its default (/id), but
 	// nothing here uses what it finds there (see upstreamID).
 	p, err := chaos.New(chaos.Options{Upstream: e.Target.BaseURL, KeyHeader: e.Target.KeyHeader, IDPointer: e.Op.IDPointer,
-		Transport: NewTransport(16), History: pr.hist, Timeout: e.Target.Timeout})
+		Transport: e.Target.Transport(16), History: pr.hist, Timeout: e.Target.Timeout})
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +75,7 @@ func (e *Env) viaProxy(rules ...string) (*proxied, error) {
 	t.BaseURL = srv.URL
 	// The counter is shared: same keys, and its probes go to the target
 	// directly, not through the proxy.
-	pr.Env = &Env{Target: &t, Profile: e.Profile, Op: e.Op, Case: e.Case, client: e.client, oracle: e.oracle}
+	pr.Env = &Env{Target: &t, Profile: e.Profile, Op: e.Op, Case: e.Case, client: e.client, oracle: e.oracle, keys: e.keys}
 	return pr, nil
 }
 

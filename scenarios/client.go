@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"crypto/tls"
 	"net"
 	"net/http"
 	"time"
@@ -38,9 +39,14 @@ func (t NoReplay) CloseIdleConnections() {
 // always opens a fresh connection.
 const idleConnTimeout = time.Second
 
-// NewTransport returns a loopback-tuned Transport wrapped in NoReplay.
-// maxConns bounds idle connections per host (0 means 64).
-func NewTransport(maxConns int) http.RoundTripper {
+// NewTransport returns a Transport wrapped in NoReplay, with Go's TLS
+// defaults (system roots; Target.Transport adds the target's TLS
+// settings). maxConns bounds idle connections per host (0 means 64).
+func NewTransport(maxConns int) http.RoundTripper { return newTransport(maxConns, nil) }
+
+// newTransport: HTTP/2 when an https server negotiates it (ALPN), HTTP/1.1
+// otherwise.
+func newTransport(maxConns int, tc *tls.Config) http.RoundTripper {
 	if maxConns <= 0 {
 		maxConns = 64
 	}
@@ -51,7 +57,11 @@ func NewTransport(maxConns int) http.RoundTripper {
 		MaxIdleConnsPerHost:   maxConns,
 		IdleConnTimeout:       idleConnTimeout,
 		ResponseHeaderTimeout: 60 * time.Second,
-		ForceAttemptHTTP2:     false,
+		TLSClientConfig:       tc.Clone(),
+		TLSHandshakeTimeout:   10 * time.Second,
+		// A custom TLSClientConfig turns HTTP/2 off unless forced; it
+		// is only ever negotiated over TLS.
+		ForceAttemptHTTP2: true,
 	}}
 }
 

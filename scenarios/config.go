@@ -33,6 +33,18 @@ type configFile struct {
 	TargetCmd  string            `yaml:"target_cmd"`
 	Replicas   []string          `yaml:"replicas"`
 	Profile    profileConfig     `yaml:"profile"`
+	// Reach: TLS, secret headers, server-issued keys (request.go, secrets.go, keys.go).
+	TLS           TLS              `yaml:"tls"`
+	SecretHeaders []string         `yaml:"secret_headers"`
+	KeySource     *keySourceConfig `yaml:"key_source"`
+}
+
+type keySourceConfig struct {
+	Method    string `yaml:"method"`
+	Path      string `yaml:"path"`
+	Body      any    `yaml:"body"`
+	Pointer   string `yaml:"pointer"`
+	Principal int    `yaml:"principal"`
 }
 
 type operationConfig struct {
@@ -322,6 +334,23 @@ func (cf *configFile) target() (*Target, error) {
 		}
 		t.Operations = append(t.Operations, op)
 	}
+	if ks := cf.KeySource; ks != nil {
+		t.KeySource = &KeySource{Method: strings.ToUpper(ks.Method), Path: ks.Path, Pointer: ks.Pointer, Principal: ks.Principal}
+		if t.KeySource.Method == "" {
+			t.KeySource.Method = http.MethodPost
+		}
+		b, err := toJSON(ks.Body)
+		if err != nil {
+			return nil, fmt.Errorf("key_source.body: %v", err)
+		}
+		t.KeySource.Body = b
+	}
+	if err := t.expandConfig(cf.SecretHeaders); err != nil {
+		return nil, err
+	}
+	if err := t.SetTLS(cf.TLS); err != nil {
+		return nil, fmt.Errorf("tls.%v", err)
+	}
 	return t, nil
 }
 
@@ -383,6 +412,14 @@ func (t *Target) Validate() error {
 	}
 	if err := t.Oracle.validate("oracle", len(t.Principals)); err != nil {
 		return err
+	}
+	if err := t.KeySource.validate(len(t.Principals)); err != nil {
+		return err
+	}
+	if t.tls == nil && t.TLS != (TLS{}) { // a Target built in Go, not by LoadConfig
+		if err := t.SetTLS(t.TLS); err != nil {
+			return fmt.Errorf("tls.%v", err)
+		}
 	}
 	if len(t.Operations) == 0 {
 		return errors.New("operations: at least one operation is required")

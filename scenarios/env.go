@@ -17,7 +17,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dunglas/httpsfv"
 	"github.com/google/uuid"
 
 	"github.com/idemcheck/idemcheck/internal/jsonx"
@@ -40,8 +39,12 @@ type Env struct {
 	// oracle counts executions (nil: no oracle configured).
 	oracle *counter
 
+	// keys is the run's key strategy (nil: a fresh UUID per key).
+	keys *Keys
+
 	mu        sync.Mutex
 	exchanges []Exchange
+	keyErr    error // the first key that could not be fetched
 }
 
 // Req describes one request of a case. Zero values mean "the normal call".
@@ -115,45 +118,52 @@ func (r Resp) String() string {
 }
 
 // NewKey returns a fresh key, unique so nothing collides across runs: a
-// UUID, or the profile's key_format.
+// UUID (or the profile's key_format), a --hash-keys hash, or one issued by
+// the target's key_source. A failed fetch returns "" and makes the case
+// inconclusive (keyError).
 func (e *Env) NewKey() string {
-	if e.Profile == nil {
-		return uuid.NewString()
+	if e.keys == nil {
+		if e.Profile == nil {
+			return uuid.NewString()
+		}
+		return e.Profile.NewKey()
 	}
-	return e.Profile.NewKey()
+	k, err := e.keys.Next(context.Background(), e.record)
+	if err != nil {
+		e.mu.Lock()
+		if e.keyErr == nil {
+			e.keyErr = err
+		}
+		e.mu.Unlock()
+	}
+	return k
 }
 
-// KeyValue writes key as the target sends it: an RFC 9651 sf-string, or raw.
-func (e *Env) KeyValue(key string) string {
-	if e.Target.KeySyntax == Raw {
-		return key
-	}
-	v, err := httpsfv.Marshal(httpsfv.NewItem(key))
-	if err != nil { // only non-ASCII keys fail; send them raw so the server decides
-		return key
-	}
-	return v
+// keyError is the first failed key fetch of the case, nil when none.
+func (e *Env) keyError() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.keyErr
 }
+
+// record keeps x as evidence.
+func (e *Env) record(x Exchange) {
+	e.mu.Lock()
+	e.exchanges = append(e.exchanges, x)
+	e.mu.Unlock()
+}
+
+// KeyValue writes key as the target sends it (Target.KeyValue).
+func (e *Env) KeyValue(key string) string { return e.Target.KeyValue(key) }
 
 // Body returns the operation's body with the merge patches applied in order.
 func (e *Env) Body(patches ...json.RawMessage) json.RawMessage {
-	b := e.Op.Body
-	for _, p := range patches {
-		if len(p) == 0 {
-			continue
-		}
-		merged, err := jsonx.MergePatch(b, p)
-		if err != nil { // config validation guarantees objects; keep the body
-			continue
-		}
-		b = merged
-	}
-	return b
+	return e.Target.Body(e.Op, patches...)
 }
 
 // Variant returns the body of a configured variant of the operation.
 func (e *Env) Variant(name string) (json.RawMessage, Variant, bool) {
-	return e.Op.VariantBody(name)
+	return e.Target.Variant(e.Op, name)
 }
 
 // Send performs one request and records it as evidence.
@@ -177,18 +187,8 @@ func (e *Env) Send(ctx context.Context, r Req) Resp {
 	if r.Base != "" {
 		base = r.Base
 	}
-	x := Exchange{Label: r.Label, Request: ExchangeRequest{Method: method, URL: base + path, Header: http.Header{}, Body: body}}
-	for k, v := range op.Headers {
-		x.Request.Header.Set(k, v)
-	}
-	if len(body) > 0 && x.Request.Header.Get("Content-Type") == "" {
-		x.Request.Header.Set("Content-Type", "application/json")
-	}
-	if r.Principal >= 0 && r.Principal < len(e.Target.Principals) {
-		for k, v := range e.Target.Principals[r.Principal].Headers {
-			x.Request.Header.Set(k, v)
-		}
-	}
+	x := Exchange{Label: r.Label, Request: ExchangeRequest{Method: method, URL: base + path,
+		Header: e.Target.Header(op, r.Principal, len(body) > 0), Body: body}}
 	hk := http.CanonicalHeaderKey(e.Target.KeyHeader)
 	switch {
 	case r.KeyLines != nil:
@@ -248,9 +248,7 @@ func (e *Env) doWith(ctx context.Context, client *http.Client, x Exchange, recor
 		x.Error = err.Error()
 	}
 	if record {
-		e.mu.Lock()
-		e.exchanges = append(e.exchanges, x)
-		e.mu.Unlock()
+		e.record(e.Target.redactExchange(x))
 	}
 	return resp
 }
@@ -284,7 +282,7 @@ func (e *Env) warmClient(ctx context.Context, n int, bases ...string) *http.Clie
 	if len(bases) == 0 {
 		bases = []string{e.Target.BaseURL}
 	}
-	c := &http.Client{Transport: NewTransport(n), Timeout: e.client.Timeout, CheckRedirect: e.client.CheckRedirect}
+	c := &http.Client{Transport: e.Target.Transport(n), Timeout: e.client.Timeout, CheckRedirect: e.client.CheckRedirect}
 	start := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range n {
@@ -554,7 +552,7 @@ func (e *Env) Exchanges() []Exchange {
 // Curl returns a copy-pasteable curl command reproducing the request.
 func (x Exchange) Curl() string {
 	var b strings.Builder
-	b.WriteString("curl -i -X " + x.Request.Method + " " + shellQuote(x.Request.URL))
+	b.WriteString("curl -i -X " + x.Request.Method + " " + curlWord(x.Request.URL))
 	keys := make([]string, 0, len(x.Request.Header))
 	for k := range x.Request.Header {
 		keys = append(keys, k)
@@ -566,7 +564,7 @@ func (x Exchange) Curl() string {
 				b.WriteString(" -H " + shellQuote(k+";"))
 				continue
 			}
-			b.WriteString(" -H " + shellQuote(k+": "+v))
+			b.WriteString(" -H " + curlWord(k+": "+v))
 		}
 	}
 	if len(x.Request.Body) > 0 {

@@ -2,7 +2,6 @@ package scenarios
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -14,9 +13,6 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 )
-
-// ErrUnreachable: the preflight request got no HTTP answer (exit code 4).
-var ErrUnreachable = errors.New("target unreachable")
 
 // RunOptions select and tune a run.
 type RunOptions struct {
@@ -211,11 +207,14 @@ func Run(ctx context.Context, t *Target, p *Profile, o RunOptions) (*Report, err
 		defer m.Stop()
 		t = mt
 	}
-	client := NewClient(t.Timeout + p.MaxBlock)
+	client := t.Client(t.Timeout + p.MaxBlock)
 	defer client.CloseIdleConnections() // no keep-alive goroutines outlive the run
-	if err := preflight(ctx, t, client); err != nil {
+	if err := Preflight(ctx, t, client); err != nil {
 		return nil, err
 	}
+	// The profile's key_format generator is the client-generated default;
+	// --hash-keys and key_source override it.
+	keys := t.Keys(client, func(uint64) string { return p.NewKey() })
 	if o.Seed != 0 {
 		r := rand.New(rand.NewPCG(o.Seed, 0x1dc))
 		r.Shuffle(len(ins), func(i, j int) { ins[i], ins[j] = ins[j], ins[i] })
@@ -227,8 +226,12 @@ func Run(ctx context.Context, t *Target, p *Profile, o RunOptions) (*Report, err
 	if t.GlobalOracle() {
 		parallel = 1
 	}
-	rep := &Report{Target: t.BaseURL, Profile: p.Name, Strict: o.Strict, Seed: o.Seed, Started: time.Now()}
-	problems, notes := calibrate(ctx, t, p, client, ins)
+	rep := &Report{Target: t.Redact(t.BaseURL), Profile: p.Name, Strict: o.Strict, Seed: o.Seed, Started: time.Now()}
+	problems, notes := calibrate(ctx, t, p, client, keys, ins)
+	if t.KeySeed != "" && t.KeySource == nil {
+		// Printed so that a run can be repeated with the same keys.
+		notes = append([]string{fmt.Sprintf("keys are business-id hashes SHA-256(%s:n) (--key-seed %s repeats them)", t.KeySeed, t.KeySeed)}, notes...)
+	}
 	for _, n := range notes {
 		rep.Notes = append(rep.Notes, n)
 		if o.OnNote != nil {
@@ -240,7 +243,7 @@ func Run(ctx context.Context, t *Target, p *Profile, o RunOptions) (*Report, err
 	var wg sync.WaitGroup
 	var cbMu sync.Mutex
 	runOne := func(i int) {
-		res := runInstance(ctx, t, p, client, ins[i], problems)
+		res := runInstance(ctx, t, p, client, keys, ins[i], problems)
 		res.KnownFailing = matchAny(known, res.Name(), res.ID)
 		results[i] = res
 		if o.OnResult != nil {
@@ -280,22 +283,6 @@ func killsTarget(in instance) bool {
 	return in.Supplied && slices.Contains(in.c.Needs, NeedTargetCmd)
 }
 
-// preflight makes sure something answers HTTP at the base URL.
-func preflight(ctx context.Context, t *Target, c *http.Client) error {
-	ctx, cancel := context.WithTimeout(ctx, min(t.Timeout, 5*time.Second))
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.BaseURL+"/", nil)
-	if err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrUnreachable, t.BaseURL, err)
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrUnreachable, t.BaseURL, err)
-	}
-	resp.Body.Close()
-	return nil
-}
-
 // caseBudget bounds one case instance: its longest legitimate wait plus
 // room for its requests.
 func caseBudget(t *Target, p *Profile) time.Duration {
@@ -306,7 +293,7 @@ func caseBudget(t *Target, p *Profile) time.Duration {
 // supplied instance counts effects on: a normal request under a fresh key
 // must raise the count by exactly 1. It returns the problem found per
 // operation name and the notes for the report: one line per problem.
-func calibrate(ctx context.Context, t *Target, p *Profile, client *http.Client, ins []instance) (problems map[string]string, notes []string) {
+func calibrate(ctx context.Context, t *Target, p *Profile, client *http.Client, keys *Keys, ins []instance) (problems map[string]string, notes []string) {
 	problems = map[string]string{}
 	if len(t.Oracles()) == 0 {
 		return problems, nil
@@ -322,7 +309,7 @@ func calibrate(ctx context.Context, t *Target, p *Profile, client *http.Client, 
 		if !used[op.Name] {
 			continue
 		}
-		if problem := calibrateOp(ctx, t, p, client, op); problem != "" {
+		if problem := calibrateOp(ctx, t, p, client, keys, op); problem != "" {
 			problems[op.Name] = problem
 			notes = append(notes, problem)
 		}
@@ -335,11 +322,14 @@ const calibrationWait = time.Second
 
 // calibrateOp sends op's normal request under a fresh key and returns a
 // one-line problem when the oracle did not count exactly one execution.
-func calibrateOp(ctx context.Context, t *Target, p *Profile, client *http.Client, op *Operation) string {
+func calibrateOp(ctx context.Context, t *Target, p *Profile, client *http.Client, keys *Keys, op *Operation) string {
 	ctx, cancel := context.WithTimeout(ctx, 2*t.Timeout+calibrationWait)
 	defer cancel()
-	e := &Env{Target: t, Profile: p, Op: op, client: client, oracle: newCounter(t)}
+	e := &Env{Target: t, Profile: p, Op: op, client: client, oracle: newCounter(t), keys: keys}
 	k := e.NewKey()
+	if err := e.keyError(); err != nil {
+		return fmt.Sprintf("oracle check on %s: %v; effect-counting cases are inconclusive", op.Name, err)
+	}
 	before, err := e.Executions(ctx, k)
 	if err != nil {
 		return fmt.Sprintf("oracle check on %s: %v; effect-counting cases are inconclusive", op.Name, err)
@@ -368,7 +358,7 @@ func calibrateOp(ctx context.Context, t *Target, p *Profile, client *http.Client
 	}
 }
 
-func runInstance(ctx context.Context, t *Target, p *Profile, client *http.Client, in instance, oracleProblems map[string]string) (res Result) {
+func runInstance(ctx context.Context, t *Target, p *Profile, client *http.Client, keys *Keys, in instance, oracleProblems map[string]string) (res Result) {
 	res = Result{Meta: in.Meta, Operation: in.Operation}
 	start := time.Now()
 	defer func() { res.Duration = time.Since(start) }()
@@ -418,7 +408,7 @@ func runInstance(ctx context.Context, t *Target, p *Profile, client *http.Client
 			return res
 		}
 	}
-	e := &Env{Target: t, Profile: p, Op: in.op, Case: in.c, client: client, oracle: newCounter(t)}
+	e := &Env{Target: t, Profile: p, Op: in.op, Case: in.c, client: client, oracle: newCounter(t), keys: keys}
 	defer func() {
 		if r := recover(); r != nil {
 			res.Status, res.Reason = Inconclusive, fmt.Sprintf("idemcheck bug: case panicked: %v", r)
@@ -426,6 +416,10 @@ func runInstance(ctx context.Context, t *Target, p *Profile, client *http.Client
 		}
 	}()
 	v := in.c.Run(ctx, e)
+	if err := e.keyError(); err != nil {
+		// A case that could not get its keys judged nothing about them.
+		v = e.Inconclusive(err.Error())
+	}
 	res.Status, res.Expected, res.Observed, res.Reason = v.Status, v.Expected, v.Observed, v.Reason
 	res.Exchanges = e.Exchanges()
 	res.oracleAsked = e.oracle != nil && e.oracle.used.Load()

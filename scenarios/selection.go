@@ -3,6 +3,8 @@ package scenarios
 import (
 	"errors"
 	"fmt"
+	"net/url"
+	"strings"
 	"time"
 )
 
@@ -31,6 +33,15 @@ type Selection struct {
 	// --target the reference contract's oracle is read on each replica and
 	// summed.
 	Replicas []string
+	// BaseURL, when set, replaces the config's base_url (one config, many
+	// environments).
+	BaseURL string
+	// TLS fields that are set override the config's tls: ones.
+	TLS TLS
+	// HashKeys makes client-generated keys business-id hashes of KeySeed
+	// (HashKeys); an empty seed is replaced by a fresh one.
+	HashKeys bool
+	KeySeed  string
 }
 
 // Load resolves the selection. Errors are one line naming the flag, file
@@ -81,8 +92,46 @@ func (s Selection) Load() (*Target, *Profile, error) {
 	if s.TTL > 0 {
 		t.TTL = s.TTL
 	}
+	if err := s.reach(t); err != nil {
+		return nil, nil, err
+	}
 	if s.Lease > 0 {
 		t.Lease = s.Lease
 	}
 	return t, p, nil
+}
+
+// reach applies --base-url, the TLS flags and --hash-keys.
+func (s Selection) reach(t *Target) error {
+	if s.BaseURL != "" {
+		u, err := url.Parse(s.BaseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("--base-url %q: want an absolute http(s) URL", s.BaseURL)
+		}
+		t.BaseURL = strings.TrimRight(s.BaseURL, "/")
+	}
+	o := t.TLS
+	if s.TLS.CACert != "" {
+		o.CACert = s.TLS.CACert
+	}
+	if s.TLS.InsecureSkipVerify {
+		o.InsecureSkipVerify = true
+	}
+	if s.TLS.ClientCert != "" || s.TLS.ClientKey != "" {
+		o.ClientCert, o.ClientKey = s.TLS.ClientCert, s.TLS.ClientKey
+	}
+	if err := t.SetTLS(o); err != nil {
+		return fmt.Errorf("--%s", strings.ReplaceAll(err.Error(), "_", "-"))
+	}
+	switch {
+	case s.HashKeys:
+		seed := s.KeySeed
+		if seed == "" {
+			seed = fmt.Sprintf("run-%d", time.Now().UnixNano())
+		}
+		t.KeyGen, t.KeySeed = HashKeys(seed), seed
+	case s.KeySeed != "":
+		return errors.New("--key-seed needs --hash-keys")
+	}
+	return nil
 }

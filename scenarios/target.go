@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -46,8 +47,23 @@ type Target struct {
 	// store behind them): the replicas/ family spreads a key over them and
 	// chaos balances over them. BaseURL defaults to the first.
 	Replicas []string `yaml:"replicas" json:"replicas,omitempty"`
+	// TLS configures https targets (CA bundle, client certificate).
+	TLS TLS `yaml:"tls" json:"tls,omitempty"`
+	// KeySource, when set, names a request that issues a fresh key: every
+	// key of run, load and chaos is fetched from it (keys.go).
+	KeySource *KeySource `yaml:"key_source,omitempty" json:"key_source,omitempty"`
+	// KeyGen, when set, makes the client-generated keys instead of each
+	// face's default (HashKeys for --hash-keys); KeySeed is its seed, for
+	// reports.
+	KeyGen  KeyGen `yaml:"-" json:"-"`
+	KeySeed string `yaml:"-" json:"key_seed,omitempty"`
 
-	managed *Managed // the started Command, set for the length of a run
+	managed *Managed    // the started Command, set for the length of a run
+	tls     *tls.Config // built from TLS by SetTLS
+	// secrets are (value, placeholder) pairs Redact replaces, longest
+	// value first (secrets.go).
+	secrets  [][2]string
+	redactor *strings.Replacer
 }
 
 // Principal is one user of the API: the headers that authenticate it.

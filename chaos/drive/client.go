@@ -10,8 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/idemcheck/idemcheck/chaos"
 	"github.com/idemcheck/idemcheck/scenarios"
 )
@@ -25,8 +23,10 @@ type driver struct {
 	proxy  string // base URL of the in-process proxy
 	hist   *chaos.History
 	onOp   func(chaos.Op) // progress hook, nil when not asked
+	keys   *scenarios.Keys
 	mu     sync.Mutex
 	rng    *rand.Rand
+	keyErr error // the first key that could not be fetched
 }
 
 // Backoff bounds.
@@ -40,8 +40,14 @@ const (
 	stormHedges       = 2 // extra same-key attempts while a slow one is in flight
 )
 
-func newDriver(cfg Config, c *http.Client, proxy string, h *chaos.History) *driver {
-	return &driver{cfg: cfg, client: c, proxy: proxy, hist: h, rng: rand.New(rand.NewPCG(cfg.Seed, 0xbac0ff))}
+func newDriver(cfg Config, c *http.Client, proxy string, h *chaos.History, keys *scenarios.Keys) *driver {
+	return &driver{cfg: cfg, client: c, proxy: proxy, hist: h, keys: keys, rng: rand.New(rand.NewPCG(cfg.Seed, 0xbac0ff))}
+}
+
+func (d *driver) keyError() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.keyErr
 }
 
 func (d *driver) jitter(n time.Duration) time.Duration {
@@ -66,28 +72,37 @@ func (a answer) definite() bool {
 	return a.err == nil && a.status != 0 && !a.injected && a.status != http.StatusConflict && a.status != http.StatusTooManyRequests && a.status < 500
 }
 
-// run drives one logical operation to its end and returns the client's record.
-func (d *driver) run(ctx context.Context, s shape) chaos.Op {
+// run drives one logical operation to its end and returns the client's
+// record; ok is false when no key could be had (keyErr says why).
+func (d *driver) run(ctx context.Context, s shape) (rec chaos.Op, ok bool) {
 	start := time.Now()
-	key := uuid.NewString()
-	env := &scenarios.Env{Target: d.cfg.Target, Op: s.op}
-	rec := chaos.Op{Key: key, Operation: s.op.Name, Kind: s.kind}
-	first, later := env.Body(), []byte(nil)
+	key, err := d.keys.Next(ctx, nil)
+	if err != nil {
+		d.mu.Lock()
+		if d.keyErr == nil && ctx.Err() == nil {
+			d.keyErr = err
+		}
+		d.mu.Unlock()
+		return rec, false
+	}
+	t, op := d.cfg.Target, s.op
+	rec = chaos.Op{Key: key, Operation: op.Name, Kind: s.kind}
+	first, later := t.Body(op), []byte(nil)
 	attempts := d.cfg.MaxAttempts
 	switch s.kind {
 	case chaos.KindStorm:
-		first, _, _ = env.Variant(scenarios.VariantSlow)
+		first, _, _ = t.Variant(op, scenarios.VariantSlow)
 	case chaos.KindMutated:
-		later = env.Body(s.op.Mutations[0].Patch)
+		later = t.Body(op, op.Mutations[0].Patch)
 	case chaos.KindBusiness:
-		first, _, _ = env.Variant(scenarios.VariantBusinessError)
+		first, _, _ = t.Variant(op, scenarios.VariantBusinessError)
 	case chaos.KindTransient:
-		first, _, _ = env.Variant(scenarios.VariantTransientError)
+		first, _, _ = t.Variant(op, scenarios.VariantTransientError)
 		attempts = min(attempts, transientAttempts)
 	}
 	var last answer
 	if s.kind == chaos.KindStorm {
-		last = d.storm(ctx, env, key, first, &rec)
+		last = d.storm(ctx, op, key, first, &rec)
 	}
 	for !last.definite() && rec.Attempts < attempts && ctx.Err() == nil {
 		if rec.Attempts > 0 && !d.wait(ctx, rec.Attempts, last) {
@@ -97,7 +112,7 @@ func (d *driver) run(ctx context.Context, s shape) chaos.Op {
 		if rec.Attempts > 0 && later != nil {
 			body = later
 		}
-		last = d.send(ctx, env, key, body)
+		last = d.send(ctx, op, key, body)
 		rec.Attempts++
 	}
 	switch {
@@ -114,19 +129,19 @@ func (d *driver) run(ctx context.Context, s shape) chaos.Op {
 	default:
 		rec.Outcome, rec.Status = chaos.ClientFail, last.status
 	}
-	if n, ok := d.oracle(ctx, env, key); ok {
+	if n, ok := d.oracle(ctx, key); ok {
 		rec.Oracle = &n
 	}
 	rec.DurationNS = time.Since(start).Nanoseconds()
-	return rec
+	return rec, true
 }
 
 // storm sends a slow attempt and, while it is in flight, stormHedges more
 // with the same key at jittered moments: the overlapping retries of a
 // client whose timeout is shorter than the server's work. It returns the
 // best answer (a 2xx over anything else).
-func (d *driver) storm(ctx context.Context, env *scenarios.Env, key string, body []byte, rec *chaos.Op) answer {
-	slow := env.Op.Variants[scenarios.VariantSlow].Duration
+func (d *driver) storm(ctx context.Context, op *scenarios.Operation, key string, body []byte, rec *chaos.Op) answer {
+	slow := op.Variants[scenarios.VariantSlow].Duration
 	answers := make([]answer, 1+stormHedges)
 	var wg sync.WaitGroup
 	for i := range answers {
@@ -145,7 +160,7 @@ func (d *driver) storm(ctx context.Context, env *scenarios.Env, key string, body
 					return
 				}
 			}
-			answers[i] = d.send(ctx, env, key, body)
+			answers[i] = d.send(ctx, op, key, body)
 		})
 	}
 	wg.Wait()
@@ -180,24 +195,14 @@ func (d *driver) wait(ctx context.Context, n int, last answer) bool {
 }
 
 // send makes one attempt through the proxy.
-func (d *driver) send(ctx context.Context, env *scenarios.Env, key string, body []byte) answer {
-	op := env.Op
+func (d *driver) send(ctx context.Context, op *scenarios.Operation, key string, body []byte) answer {
+	t := d.cfg.Target
 	req, err := http.NewRequestWithContext(ctx, op.Method, d.proxy+op.Path, bytes.NewReader(body))
 	if err != nil {
 		return answer{err: err}
 	}
-	for k, v := range op.Headers {
-		req.Header.Set(k, v)
-	}
-	if req.Header.Get("Content-Type") == "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if len(d.cfg.Target.Principals) > 0 {
-		for k, v := range d.cfg.Target.Principals[0].Headers {
-			req.Header.Set(k, v)
-		}
-	}
-	req.Header.Set(d.cfg.Target.KeyHeader, env.KeyValue(key))
+	req.Header = t.Header(op, 0, true)
+	req.Header.Set(t.KeyHeader, t.KeyValue(key))
 	resp, err := d.client.Do(req)
 	if err != nil {
 		return answer{err: err}
@@ -220,7 +225,7 @@ func (d *driver) send(ctx context.Context, env *scenarios.Env, key string, body 
 
 // oracle reads the effects probe for key directly from the target (not
 // through the proxy); ok is false without an oracle or on any error.
-func (d *driver) oracle(ctx context.Context, env *scenarios.Env, key string) (int, bool) {
+func (d *driver) oracle(ctx context.Context, key string) (int, bool) {
 	o := d.cfg.Target.Oracle
 	if o == nil {
 		return 0, false

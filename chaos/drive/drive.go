@@ -8,9 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net"
-	"net/http"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -24,9 +21,9 @@ import (
 // Config is one chaos run.
 type Config struct {
 	Target      *scenarios.Target
-	Ops         int      // logical operations, each a fresh key
-	Concurrency int      // operations in flight at once
-	Faults      []string // fault specs (chaos.ParseRule)
+	Ops         int          // logical operations, each a fresh key
+	Concurrency int          // operations in flight at once
+	Faults      []chaos.Rule // parsed once (chaos.ParseRules)
 	Seed        uint64
 	// History is the JSONL file to keep; "" writes a temporary one.
 	History string
@@ -35,6 +32,10 @@ type Config struct {
 	// Deadline bounds the whole run (default 10m); operations not
 	// started by then are not run, and the report says so.
 	Deadline time.Duration
+	// KeyGen makes the client-generated keys (default: a UUID per
+	// operation); the target's --hash-keys or key_source win over it. A
+	// profile's key_format generator (Profile.NewKey) plugs in here.
+	KeyGen scenarios.KeyGen
 	// OnProgress, when set, is called after each finished operation,
 	// never concurrently.
 	OnProgress func(Progress)
@@ -48,8 +49,9 @@ type Config struct {
 	KillEvery time.Duration
 }
 
-// ErrUnreachable: the target did not answer at all.
-var ErrUnreachable = errors.New("target unreachable")
+// ErrUnreachable: the target did not answer at all (the preflight every
+// face shares, scenarios.Preflight).
+var ErrUnreachable = scenarios.ErrUnreachable
 
 // Result is a run's report.
 type Result struct {
@@ -93,35 +95,7 @@ func (c *Config) Validate() error {
 	if c.Deadline == 0 {
 		c.Deadline = 10 * time.Minute
 	}
-	for _, f := range c.Faults {
-		if _, err := chaos.ParseRule(f); err != nil {
-			return fmt.Errorf("--fault: %w", err)
-		}
-	}
-	if c.Target.Command != "" && c.Target.BaseURL == "" {
-		return nil // started on loopback by Run
-	}
-	for _, b := range c.Target.Bases() {
-		if err := Loopback(b); err != nil {
-			return err
-		}
-	}
 	return nil
-}
-
-// Loopback refuses a URL whose host is not a loopback address: the chaos
-// harness generates storms of same-key retries and must not aim them at
-// anything but a local test deployment.
-func Loopback(raw string) error {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return fmt.Errorf("target %q: want an absolute http(s) URL", raw)
-	}
-	h := u.Hostname()
-	if ip := net.ParseIP(h); (ip != nil && ip.IsLoopback()) || h == "localhost" {
-		return nil
-	}
-	return fmt.Errorf("target %q: the chaos harness only drives loopback targets (127.0.0.1, ::1, localhost)", raw)
 }
 
 // Run executes cfg. The error is ErrUnreachable (wrapped) when the target
@@ -157,12 +131,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		cfg.Target = t
 	}
-	client := scenarios.NewClient(cfg.Target.Timeout)
+	client := cfg.Target.Client(cfg.Target.Timeout)
 	defer client.CloseIdleConnections()
-	for _, b := range cfg.Target.Bases() {
-		if err := preflight(ctx, client, b); err != nil {
-			return nil, err
-		}
+	if err := scenarios.Preflight(ctx, cfg.Target, client); err != nil {
+		return nil, err
 	}
 
 	path := cfg.History
@@ -184,17 +156,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	idPtr := cfg.Target.Operations[0].IDPointer
 	proxy, err := chaos.New(chaos.Options{
 		Upstream: cfg.Target.Bases()[0], Replicas: cfg.Target.Bases()[1:], KeyHeader: cfg.Target.KeyHeader, IDPointer: idPtr,
-		Transport: scenarios.NewTransport(1024), History: hist, Seed: cfg.Seed, Timeout: cfg.Target.Timeout,
+		Transport: cfg.Target.Transport(1024), History: hist, Seed: cfg.Seed, Timeout: cfg.Target.Timeout,
 	})
 	if err != nil {
 		hist.Close()
 		return nil, err
 	}
-	for _, f := range cfg.Faults {
-		if _, err := proxy.AddRule(f); err != nil {
-			hist.Close()
-			return nil, err
-		}
+	for _, r := range cfg.Faults {
+		proxy.Add(r)
 	}
 	front, err := chaos.Listen(proxy)
 	if err != nil {
@@ -202,7 +171,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 
-	d := newDriver(cfg, client, front.URL, hist)
+	gen := cfg.KeyGen
+	if gen == nil {
+		gen = scenarios.UUIDKeys
+	}
+	d := newDriver(cfg, client, front.URL, hist, cfg.Target.Keys(client, gen))
 	d.onOp = newTracker(cfg, proxy)
 	start := time.Now()
 	d.runAll(ctx)
@@ -213,6 +186,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	proxy.Close()
 	counters := proxy.Counters()
 	if err := hist.Close(); err != nil {
+		return nil, err
+	}
+	if err := d.keyError(); err != nil {
 		return nil, err
 	}
 	checker := chaos.NewChecker()
@@ -230,22 +206,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		res.History = cfg.History
 	}
 	return res, nil
-}
-
-// preflight: any HTTP answer from the base URL means reachable.
-func preflight(ctx context.Context, c *http.Client, base string) error {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrUnreachable, base, err)
-	}
-	resp.Body.Close()
-	return nil
 }
 
 // plan assigns each operation index its shape, reproducibly from the seed.
@@ -285,13 +245,19 @@ type shape struct {
 }
 
 func (d *driver) runAll(ctx context.Context) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	shapes := plan(d.cfg)
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for range min(d.cfg.Concurrency, d.cfg.Ops) {
 		wg.Go(func() {
 			for i := range next {
-				op := d.run(ctx, shapes[i])
+				op, ok := d.run(ctx, shapes[i])
+				if !ok {
+					cancel() // no key: the run stops, Run reports why
+					continue
+				}
 				d.hist.WriteOp(op)
 				if d.onOp != nil {
 					d.onOp(op)

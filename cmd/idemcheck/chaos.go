@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/idemcheck/idemcheck/chaos"
 	"github.com/idemcheck/idemcheck/chaos/drive"
 	"github.com/idemcheck/idemcheck/scenarios"
 )
@@ -23,6 +24,7 @@ type chaosFlags struct {
 	sel      scenarios.Selection
 	targets  []string // --target, repeatable: the later ones are replicas
 	cfg      drive.Config
+	faults   []string // parsed once into cfg.Faults
 	jsonPath string
 	verbose  bool
 	stderr   io.Writer // progress goes here
@@ -33,7 +35,7 @@ func init() {
 	cmd := &cobra.Command{
 		Use:   "chaos (--config FILE | --target URL) --ops N --concurrency C --fault SPEC...",
 		Short: "Drive operations through the fault proxy and check exactly-once per key",
-		Long: "Start an in-process fault proxy in front of the target (loopback only), drive --ops logical\n" +
+		Long: "Start an in-process fault proxy in front of the target (any http or https URL), drive --ops logical\n" +
 			"operations through it with a retrying client (same key on every retry, exponential backoff\n" +
 			"with jitter, honours 409 and Retry-After), then check every key: exactly one execution\n" +
 			"(created ids seen by client and proxy, plus the effects oracle), the client's final answer\n" +
@@ -69,13 +71,14 @@ func init() {
 	fl.DurationVar(&f.sel.TTL, "ttl", 0, "the target's key lifetime (TTL), overriding the config; executions after it are legal")
 	fl.IntVar(&f.cfg.Ops, "ops", 1000, "logical operations, each with a fresh key")
 	fl.IntVar(&f.cfg.Concurrency, "concurrency", 16, "operations in flight at once")
-	fl.StringArrayVar(&f.cfg.Faults, "fault", nil, "fault spec (see idemcheck proxy --help); repeatable")
+	fl.StringArrayVar(&f.faults, "fault", nil, "fault spec (see idemcheck proxy --help); repeatable")
 	fl.Uint64Var(&f.cfg.Seed, "seed", 1, "seed of fault draws, op mix and backoff jitter")
 	fl.StringVar(&f.cfg.History, "history", "", "keep the JSONL history here (idemcheck analyze re-checks it)")
 	fl.StringVar(&f.jsonPath, "json", "", "write the JSON report to `FILE`")
 	fl.IntVar(&f.cfg.MaxAttempts, "max-attempts", 20, "attempts per operation before giving up")
 	fl.DurationVar(&f.cfg.Deadline, "deadline", 10*time.Minute, "bound on the whole run")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "show progress even when stdout is not a terminal")
+	reachFlags(fl, &f.sel)
 	rootCmd.AddCommand(cmd)
 }
 
@@ -89,6 +92,9 @@ func runChaos(ctx context.Context, stdout io.Writer, f chaosFlags) error {
 		return withCode(exitUsage, err)
 	}
 	f.cfg.Target = target
+	if f.cfg.Faults, err = chaos.ParseRules(f.faults); err != nil {
+		return usageErrorf("--fault: %v", err)
+	}
 	if err := f.cfg.Validate(); err != nil {
 		return withCode(exitUsage, err)
 	}
@@ -104,14 +110,14 @@ func runChaos(ctx context.Context, stdout io.Writer, f chaosFlags) error {
 	if err != nil {
 		return withCode(exitUsage, err)
 	}
-	against := target.BaseURL
+	against := target.Redact(target.BaseURL)
 	if against == "" { // started by the run
 		against = "--target-cmd"
 	}
 	fmt.Fprintf(stdout, "chaos: %d/%d operations against %s in %s (proxy: %d requests, %d forwarded)\n",
 		res.Ops, res.Requested, against, res.Elapsed.Round(time.Millisecond), res.Proxy.Requests, res.Proxy.Forwarded)
 	if len(res.Replicas) > 0 {
-		fmt.Fprintf(stdout, "replicas: %s; %d killed and restarted mid-run\n", strings.Join(res.Replicas, " "), res.Kills)
+		fmt.Fprintf(stdout, "replicas: %s; %d killed and restarted mid-run\n", target.Redact(strings.Join(res.Replicas, " ")), res.Kills)
 	}
 	printChaosReport(stdout, res.Report)
 	if res.History != "" {

@@ -41,13 +41,12 @@ func TestChaosCLI(t *testing.T) {
 		{"short TTL declared", shortTTL, filepath.Join(dir, "ttl.jsonl"), 2 * time.Second, []string{"drop-response:0.3"}, exitOK, "key TTL 2s: "},
 		{"bad fault spec", good, "", 0, []string{"drop-response:p=0.3,mode=slam"}, exitUsage, ""},
 		{"unreachable", closedPort(t), "", 0, nil, exitUnreachable, ""},
-		{"remote target", "http://192.0.2.1:80", "", 0, nil, exitUsage, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
-			f := chaosFlags{sel: scenarios.Selection{Target: tc.target, TTL: tc.ttl},
-				cfg: drive.Config{Ops: 300, Concurrency: 8, Faults: tc.faults, Seed: 3, History: tc.history, MaxAttempts: 20, Deadline: time.Minute}}
+			f := chaosFlags{sel: scenarios.Selection{Target: tc.target, TTL: tc.ttl}, faults: tc.faults,
+				cfg: drive.Config{Ops: 300, Concurrency: 8, Seed: 3, History: tc.history, MaxAttempts: 20, Deadline: time.Minute}}
 			err := runChaos(t.Context(), &out, f)
 			code := exitOK
 			var ee *exitError
@@ -75,13 +74,47 @@ func TestChaosCLI(t *testing.T) {
 // stops cleanly when its context ends (SIGINT); bad flags are usage errors.
 func TestProxyCLI(t *testing.T) {
 	up := demotest.Serve(t, demo.Options{})
+	pki := demotest.NewPKI(t)
+	upstreams := []struct {
+		name, url   string
+		tls         scenarios.TLS
+		explanation string
+	}{
+		{"http", up, scenarios.TLS{}, "a plain upstream"},
+		{"https", pki.ServeTLS(t, demotest.App(t, demo.Options{}), false), scenarios.TLS{CACert: pki.CAFile},
+			"an https upstream whose certificate a private CA (--ca-cert) signs"},
+	}
+	for _, u := range upstreams {
+		t.Run(u.name, func(t *testing.T) { proxyOnce(t, u.url, u.tls) })
+	}
+	listen := strings.TrimPrefix(closedPort(t), "http://")
+
+	bad := []struct {
+		name string
+		f    proxyFlags
+	}{
+		{"no upstream", proxyFlags{listen: listen}},
+		{"remote control API", proxyFlags{listen: listen, upstream: up, control: "0.0.0.0:8474"}},
+		{"bad fault", proxyFlags{listen: listen, upstream: up, faults: []string{"delay:p=1"}}},
+	}
+	for _, tc := range bad {
+		var ee *exitError
+		if err := runProxy(t.Context(), io.Discard, tc.f); !errors.As(err, &ee) || ee.code != exitUsage {
+			t.Errorf("%s: %v, want a usage error", tc.name, err)
+		}
+	}
+}
+
+// proxyOnce runs idemcheck proxy in front of upstream and checks an
+// injected fault and its history line.
+func proxyOnce(t *testing.T, upstream string, tc scenarios.TLS) {
 	listen := strings.TrimPrefix(closedPort(t), "http://")
 	history := filepath.Join(t.TempDir(), "h.jsonl")
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() {
-		done <- runProxy(ctx, io.Discard, proxyFlags{listen: listen, upstream: up, history: history,
-			faults: []string{"status:path=/v1/refunds"}, seed: 1, keyHeader: "Idempotency-Key", idPointer: "/id", maxKeys: 1000})
+		done <- runProxy(ctx, io.Discard, proxyFlags{listen: listen, upstream: upstream, history: history, tls: tc,
+			faults: []string{"status:path=/v1/refunds"}, seed: 1, keyHeader: "Idempotency-Key", idPointer: "/id", maxKeys: 1 << 10})
 	}()
 	c := scenarios.NewClient(5 * time.Second)
 	defer c.CloseIdleConnections()
@@ -104,6 +137,14 @@ func TestProxyCLI(t *testing.T) {
 	if err != nil || resp.StatusCode != 503 || resp.Header.Get(chaos.FaultHeader) != "status" {
 		t.Fatalf("through the proxy: %v %v, want the injected 503", resp, err)
 	}
+	// Without a fault the request reaches the upstream.
+	req, _ := http.NewRequest("POST", "http://"+listen+"/v1/charges", strings.NewReader(`{"amount":1,"currency":"usd"}`))
+	req.Header.Set("Authorization", "Bearer alice")
+	req.Header.Set("Idempotency-Key", `"k2"`)
+	if resp, err = c.Do(req); err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("forwarded to %s: %v %v, want 201 from the upstream", upstream, resp, err)
+	}
+	resp.Body.Close()
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("proxy stopped with %v", err)
@@ -111,21 +152,6 @@ func TestProxyCLI(t *testing.T) {
 	b, err := os.ReadFile(history)
 	if err != nil || !bytes.Contains(b, []byte(`"key":"k1"`)) || !bytes.Contains(b, []byte(`"fault":"status"`)) {
 		t.Errorf("history %q (%v): want the attempt of k1 under the status fault", b, err)
-	}
-
-	bad := []struct {
-		name string
-		f    proxyFlags
-	}{
-		{"no upstream", proxyFlags{listen: listen}},
-		{"remote control API", proxyFlags{listen: listen, upstream: up, control: "0.0.0.0:8474"}},
-		{"bad fault", proxyFlags{listen: listen, upstream: up, faults: []string{"delay:p=1"}}},
-	}
-	for _, tc := range bad {
-		var ee *exitError
-		if err := runProxy(t.Context(), io.Discard, tc.f); !errors.As(err, &ee) || ee.code != exitUsage {
-			t.Errorf("%s: %v, want a usage error", tc.name, err)
-		}
 	}
 }
 

@@ -45,6 +45,7 @@ func init() {
 	fl.StringVar(&f.sel.Profile, "profile", "", "profile preset (replaces the config's profile)")
 	fl.DurationVar(&f.sel.TTL, "ttl", 0, "declared retention (TTL), overriding the config")
 	fl.DurationVar(&f.sel.Lease, "lease", 0, "declared in-flight lease, overriding the config")
+	reachFlags(fl, &f.sel)
 	fl.StringArrayVar(&f.run, "run", nil, "list only cases matching this glob; repeatable")
 	fl.StringArrayVar(&f.skip, "skip", nil, "leave out cases matching this glob; repeatable")
 	addFormatFlag(cmd, &f.format, "output")

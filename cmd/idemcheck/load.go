@@ -20,15 +20,13 @@ import (
 )
 
 type loadFlags struct {
-	target, config     string
+	sel                scenarios.Selection
 	mode               string
 	rate               int
 	duration           time.Duration
 	plan               string
 	hitRatio           float64
 	pool, hotKeys      int
-	keySeed            string
-	hashKeys           bool
 	workers, maxWork   uint64
 	timeout, verySlow  time.Duration
 	ttl                time.Duration
@@ -39,7 +37,6 @@ type loadFlags struct {
 	thresholds         []string
 	out                loadOutputs
 	verbose            bool
-	replicas           []string
 	shard              string
 }
 
@@ -81,8 +78,8 @@ func init() {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.target, "target", "", "base URL of a server following the reference contract (idemcheck serve); 127.0.0.1 only")
-	fl.StringVar(&f.config, "config", "", "idemcheck.yaml describing the target")
+	fl.StringVar(&f.sel.Target, "target", "", "base URL of a server following the reference contract (idemcheck serve)")
+	fl.StringVar(&f.sel.Config, "config", "", "idemcheck.yaml describing the target")
 	fl.StringVar(&f.mode, "mode", "mix", "key strategy: miss, hit, mix, contention, nokey")
 	fl.IntVar(&f.rate, "rate", 100, "requests per second (constant plan)")
 	fl.DurationVar(&f.duration, "duration", 5*time.Second, "measured duration (constant plan)")
@@ -90,8 +87,6 @@ func init() {
 	fl.Float64Var(&f.hitRatio, "hit-ratio", 0.9, "share of hits in mix mode (0..1)")
 	fl.IntVar(&f.pool, "pool", 100, "keys completed in warm-up and replayed as hits")
 	fl.IntVar(&f.hotKeys, "hot-keys", 4, "keys contention mode hammers at once")
-	fl.BoolVar(&f.hashKeys, "hash-keys", false, "derive keys from a business id sequence: SHA-256(seed:n)")
-	fl.StringVar(&f.keySeed, "key-seed", "", "seed for --hash-keys (default: random, printed in the report)")
 	fl.Uint64Var(&f.workers, "workers", 32, "initial workers = connections opened before the measured window")
 	fl.Uint64Var(&f.maxWork, "max-workers", 512, "upper bound on vegeta workers (and connections)")
 	fl.DurationVar(&f.timeout, "timeout", 10*time.Second, "per-request timeout")
@@ -104,44 +99,25 @@ func init() {
 	fl.StringVar(&f.results, "results", "", "write every result as vegeta gob to FILE (merge runs with 'idemcheck load report')")
 	fl.StringArrayVar(&f.thresholds, "threshold", nil, "k6-style pass condition, repeatable, e.g. 'hit.p99<5ms'")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "show progress even when stdout is not a terminal")
-	fl.StringArrayVar(&f.replicas, "replica", nil, replicaUsage)
+	fl.StringArrayVar(&f.sel.Replicas, "replica", nil, replicaUsage)
 	fl.StringVar(&f.shard, "shard", "", "run shard I of N (I/N, 0-based, e.g. $(JOB_COMPLETION_INDEX)/3): the same plan with a disjoint key space; merge the shards' --results with 'idemcheck load report'")
+	reachFlags(fl, &f.sel)
 	f.out.register(cmd)
 	cmd.AddCommand(newLoadReportCmd())
 	rootCmd.AddCommand(cmd)
 }
 
-// loadTarget resolves --target or --config, and --replica, into a Target
-// (usage errors: 2).
+// loadTarget resolves --target or --config (with --base-url, TLS and key
+// flags) into a Target (usage errors: 2).
 func loadTarget(f *loadFlags) (*scenarios.Target, error) {
-	t, err := loadBaseTarget(f)
-	if err != nil || len(f.replicas) == 0 {
-		return t, err
+	if f.sel.Config == "" && f.sel.Target == "" {
+		return nil, usageErrorf("--target URL or --config FILE is required")
 	}
-	if err := t.AddReplicas(f.replicas, f.config == ""); err != nil {
+	t, _, err := f.sel.Load()
+	if err != nil {
 		return nil, withCode(exitUsage, err)
 	}
 	return t, nil
-}
-
-func loadBaseTarget(f *loadFlags) (*scenarios.Target, error) {
-	switch {
-	case f.target != "" && f.config != "":
-		return nil, usageErrorf("--target and --config: give one, not both")
-	case f.target != "":
-		t, err := scenarios.FromURL(f.target, 0, 0)
-		if err != nil {
-			return nil, withCode(exitUsage, err)
-		}
-		return t, nil
-	case f.config != "":
-		t, _, err := scenarios.LoadConfig(f.config)
-		if err != nil {
-			return nil, withCode(exitUsage, err)
-		}
-		return t, nil
-	}
-	return nil, usageErrorf("--target URL or --config FILE is required")
 }
 
 // parseThresholds reads every --threshold and, when mode is known, refuses
@@ -206,15 +182,6 @@ func loadOptions(cmd *cobra.Command, f *loadFlags) ([]load.Option, load.Mode, er
 		}
 		opts = append(opts, load.WithBodyPatch(json.RawMessage(f.bodyPatch)))
 	}
-	if f.hashKeys {
-		seed := f.keySeed
-		if seed == "" {
-			seed = fmt.Sprintf("run-%d", time.Now().UnixNano())
-		}
-		opts = append(opts, load.WithHashKeys(seed))
-	} else if f.keySeed != "" {
-		return nil, "", usageErrorf("--key-seed needs --hash-keys")
-	}
 	if f.shard != "" {
 		s, err := load.ParseShard(f.shard)
 		if err != nil {
@@ -230,11 +197,6 @@ func runLoad(cmd *cobra.Command, f loadFlags) error {
 	if err != nil {
 		return err
 	}
-	for _, b := range t.Bases() {
-		if err := load.CheckLoopback(b); err != nil {
-			return withCode(exitUsage, err)
-		}
-	}
 	opts, mode, err := loadOptions(cmd, &f)
 	if err != nil {
 		return err
@@ -246,9 +208,6 @@ func runLoad(cmd *cobra.Command, f loadFlags) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	context.AfterFunc(ctx, stop) // a second Ctrl-C kills at once
-	if err := load.Preflight(ctx, t); err != nil {
-		return withCode(exitUnreachable, err)
-	}
 	var results *bufio.Writer
 	if f.results != "" {
 		file, err := os.Create(f.results)
@@ -275,7 +234,7 @@ func runLoad(cmd *cobra.Command, f loadFlags) error {
 		return withCode(exitInterrupted, fmt.Errorf("interrupted before the measured window: %v", err))
 	case errors.Is(err, load.ErrUnreachable):
 		return withCode(exitUnreachable, err)
-	case errors.Is(err, load.ErrNotLoopback), errors.Is(err, load.ErrConfig):
+	case errors.Is(err, load.ErrConfig), errors.Is(err, scenarios.ErrKeySource):
 		return withCode(exitUsage, err)
 	case err != nil:
 		return withCode(exitFail, err)

@@ -73,8 +73,6 @@ func TestLoadCLI(t *testing.T) {
 			"an unknown statistic is named"},
 		{"threshold-on-absent-path", []string{"--target", url, "--mode", "miss", "--threshold", "hit.p99<5ms"}, exitUsage,
 			"sends no hit", "a threshold on a path the mode never sends is refused"},
-		{"not-loopback", []string{"--target", "http://10.255.0.1:8080"}, exitUsage, "127.0.0.1",
-			"load is only sent to loopback"},
 		{"unreachable", []string{"--target", "http://127.0.0.1:1"}, exitUnreachable, "unreachable",
 			"nothing listening fails the preflight"},
 		{"bad-mode", []string{"--target", url, "--mode", "cache"}, exitUsage, `"cache"`, "an unknown mode is named"},

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemcheck/idemcheck/chaos"
+	"github.com/idemcheck/idemcheck/scenarios"
 )
 
 type proxyFlags struct {
@@ -24,6 +25,7 @@ type proxyFlags struct {
 	seed                               uint64
 	keyHeader, idPointer               string
 	maxKeys                            int
+	tls                                scenarios.TLS
 }
 
 func init() {
@@ -35,7 +37,8 @@ func init() {
 			"the upstream committed, drop the request, delay, reset mid-body, duplicate, answer a status,\n" +
 			"truncate the request. Every attempt is one JSONL line in --history (check it with\n" +
 			"idemcheck analyze). The control API (--control, loopback only) lists, adds and removes faults.\n" +
-			"The proxy forwards to whatever --upstream names: point it at a test deployment.\n\n" +
+			"The proxy forwards to whatever --upstream names (http or https; --ca-cert, --client-cert and\n" +
+			"--insecure-skip-verify reach an https upstream): point it at a test deployment.\n\n" +
 			"Fault specs: KIND[:P | :key=value,...], e.g. drop-response:0.3, drop-response:p=0.3,mode=rst,\n" +
 			"delay:p=1,before=200ms, status:p=0.1,code=503, drop-response:attempt=1,\n" +
 			"duplicate:p=0.1,mode=concurrent, ...,path=/v1/charges,method=POST,header=X-Foo:bar.\n" +
@@ -60,6 +63,7 @@ func init() {
 	fl.IntVar(&f.maxKeys, "max-keys", 1<<18, "keys whose attempt numbers are remembered, per generation (bounds the proxy's memory)")
 	fl.StringVar(&f.keyHeader, "key-header", "Idempotency-Key", "idempotency key header")
 	fl.StringVar(&f.idPointer, "id-pointer", "/id", "JSON pointer to the created id in a 2xx response body")
+	tlsFlags(fl, &f.tls)
 	rootCmd.AddCommand(cmd)
 }
 
@@ -75,16 +79,19 @@ func runProxy(ctx context.Context, stderr io.Writer, f proxyFlags) error {
 			return err
 		}
 	}
+	tc, err := f.tls.Config()
+	if err != nil {
+		return usageErrorf("--%s", strings.ReplaceAll(err.Error(), "_", "-"))
+	}
 	var hist *chaos.History
 	if f.history != "" {
-		var err error
 		if hist, err = chaos.CreateHistory(f.history); err != nil {
 			return withCode(exitUsage, err)
 		}
 	}
 	// No Transport: the proxy's own keep-alive pool never re-sends a request.
 	p, err := chaos.New(chaos.Options{Upstream: f.upstream, KeyHeader: f.keyHeader, IDPointer: f.idPointer,
-		History: hist, Seed: f.seed, MaxKeys: f.maxKeys})
+		History: hist, Seed: f.seed, MaxKeys: f.maxKeys, TLS: tc})
 	if err != nil {
 		hist.Close()
 		return usageErrorf("--upstream: %v", err)

@@ -74,6 +74,7 @@ func init() {
 	fl.StringVar(&f.html, "html", "", "write the HTML conformance report (one self-contained file) to `FILE`")
 	addFormatFlag(cmd, &f.format, "stdout format")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "print each result as it finishes, the reasons of skipped cases, and progress even when stdout is not a terminal")
+	reachFlags(fl, &f.sel)
 	rootCmd.AddCommand(cmd)
 }
 
@@ -97,7 +98,7 @@ func runConformance(ctx context.Context, stdout, stderr io.Writer, f runFlags) e
 		return usageErrorf("--run/--skip select no case (try idemcheck list)")
 	}
 	if f.verbose {
-		where := target.BaseURL
+		where := target.Redact(target.BaseURL)
 		if where == "" {
 			where = "the target started by --target-cmd"
 		}

@@ -1,0 +1,196 @@
+package scenarios
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// envRef is a ${NAME} reference in a config value.
+var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// redactedMark replaces the value of a secret_headers header that was not
+// given through ${NAME}.
+const redactedMark = "<redacted>"
+
+// expandEnv replaces every ${NAME} in s with the environment variable's
+// value; an unset variable is an error naming at. With secret, each value
+// is remembered so that reports show ${NAME} instead.
+func (t *Target) expandEnv(s, at string, secret bool) (string, error) {
+	var missing string
+	out := envRef.ReplaceAllStringFunc(s, func(ref string) string {
+		name := ref[2 : len(ref)-1]
+		v, ok := os.LookupEnv(name)
+		if !ok && missing == "" {
+			missing = name
+		}
+		if secret && v != "" {
+			t.addSecret(v, ref)
+		}
+		return v
+	})
+	if missing != "" {
+		return "", fmt.Errorf("%s: ${%s} is not set in the environment", at, missing)
+	}
+	return out, nil
+}
+
+// expandConfig expands ${NAME} in the URLs and header values of a target
+// read from YAML. Header values that used a variable are secrets, and so
+// are the values of the headers named in secretHeaders: every exchange in
+// every report, and every curl reproduction, shows ${NAME} (or <redacted>)
+// instead of them.
+func (t *Target) expandConfig(secretHeaders []string) error {
+	secretName := map[string]bool{}
+	for _, h := range secretHeaders {
+		secretName[http.CanonicalHeaderKey(h)] = true
+	}
+	headers := func(h map[string]string, at string) error {
+		for k, v := range h {
+			x, err := t.expandEnv(v, at+".headers."+k, true)
+			if err != nil {
+				return err
+			}
+			if secretName[http.CanonicalHeaderKey(k)] && x == v && x != "" {
+				t.addSecret(x, redactedMark)
+			}
+			h[k] = x
+		}
+		return nil
+	}
+	var err error
+	if t.BaseURL, err = t.expandEnv(t.BaseURL, "base_url", false); err != nil {
+		return err
+	}
+	for i := range t.Principals {
+		if err := headers(t.Principals[i].Headers, fmt.Sprintf("principals[%d]", i)); err != nil {
+			return err
+		}
+	}
+	oracle := func(o *Oracle, at string) error {
+		if o != nil {
+			o.URL, err = t.expandEnv(o.URL, at+".url", false)
+		}
+		return err
+	}
+	if err := oracle(t.Oracle, "oracle"); err != nil {
+		return err
+	}
+	for i := range t.Operations {
+		op := &t.Operations[i]
+		at := fmt.Sprintf("operations[%d]", i)
+		if op.Path, err = t.expandEnv(op.Path, at+".path", false); err != nil {
+			return err
+		}
+		if err := headers(op.Headers, at); err != nil {
+			return err
+		}
+		if err := oracle(op.Oracle, at+".oracle"); err != nil {
+			return err
+		}
+	}
+	if t.KeySource != nil {
+		if t.KeySource.Path, err = t.expandEnv(t.KeySource.Path, "key_source.path", false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addSecret makes Redact replace value with placeholder.
+func (t *Target) addSecret(value, placeholder string) {
+	for _, s := range t.secrets {
+		if s[0] == value {
+			return
+		}
+	}
+	t.secrets = append(t.secrets, [2]string{value, placeholder})
+	// Longest first, so a secret containing another is replaced whole.
+	sort.Slice(t.secrets, func(i, j int) bool { return len(t.secrets[i][0]) > len(t.secrets[j][0]) })
+	pairs := make([]string, 0, 2*len(t.secrets))
+	for _, s := range t.secrets {
+		pairs = append(pairs, s[0], s[1])
+	}
+	t.redactor = strings.NewReplacer(pairs...)
+}
+
+// Redact replaces every secret value in s with its placeholder.
+func (t *Target) Redact(s string) string {
+	if t.redactor == nil {
+		return s
+	}
+	return t.redactor.Replace(s)
+}
+
+func (t *Target) redactBytes(b []byte) []byte {
+	if t.redactor == nil || len(b) == 0 {
+		return b
+	}
+	for _, s := range t.secrets {
+		if bytes.Contains(b, []byte(s[0])) {
+			return []byte(t.redactor.Replace(string(b)))
+		}
+	}
+	return b
+}
+
+func (t *Target) redactHeader(h http.Header) http.Header {
+	if t.redactor == nil || h == nil {
+		return h
+	}
+	out := make(http.Header, len(h))
+	for k, vs := range h {
+		rv := make([]string, len(vs))
+		for i, v := range vs {
+			rv[i] = t.redactor.Replace(v)
+		}
+		out[k] = rv
+	}
+	return out
+}
+
+// redactExchange returns x with every secret replaced, request and
+// response (a server may echo a credential back), for the evidence.
+func (t *Target) redactExchange(x Exchange) Exchange {
+	if t.redactor == nil {
+		return x
+	}
+	x.Request.URL = t.Redact(x.Request.URL)
+	x.Request.Header = t.redactHeader(x.Request.Header)
+	x.Request.Body = t.redactBytes(x.Request.Body)
+	if x.Response != nil {
+		r := *x.Response
+		r.Header = t.redactHeader(r.Header)
+		r.Body = t.redactBytes(r.Body)
+		x.Response = &r
+	}
+	x.Error = t.Redact(x.Error)
+	return x
+}
+
+// curlWord quotes s for a POSIX shell, leaving each ${NAME} placeholder
+// outside the single quotes so the shell expands it: a reproduction reads
+// the secret from the environment instead of carrying it.
+func curlWord(s string) string {
+	locs := envRef.FindAllStringIndex(s, -1)
+	if locs == nil {
+		return shellQuote(s)
+	}
+	var b strings.Builder
+	last := 0
+	for _, l := range locs {
+		if l[0] > last {
+			b.WriteString(shellQuote(s[last:l[0]]))
+		}
+		b.WriteString(`"` + s[l[0]:l[1]] + `"`)
+		last = l[1]
+	}
+	if last < len(s) {
+		b.WriteString(shellQuote(s[last:]))
+	}
+	return b.String()
+}
