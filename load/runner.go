@@ -257,7 +257,9 @@ func Run(ctx context.Context, t *scenarios.Target, opts ...Option) (*Report, err
 	}
 	// next numbers client-generated keys across phases so none repeats.
 	var next atomic.Uint64
-	keys := &keySource{keys: t.Keys(client, c.keys), ctx: ctx, next: &next}
+	// c.keys already is Target.KeyGen (--hash-keys) when set, split into
+	// this run's shard.
+	keys := &keySource{keys: t.KeysFrom(client, c.keys), ctx: ctx, next: &next}
 
 	col := newCollector(c.verySlow, c.ttl)
 	s := &sink{col: col}

@@ -176,10 +176,16 @@ type Keys struct {
 // declares key_source, else Target.KeyGen, else def (the face's default).
 // client fetches server-issued keys.
 func (t *Target) Keys(client *http.Client, def KeyGen) *Keys {
-	gen := def
 	if t.KeyGen != nil {
-		gen = t.KeyGen
+		def = t.KeyGen
 	}
+	return t.KeysFrom(client, def)
+}
+
+// KeysFrom is Keys with gen as the client-generated keys whatever
+// Target.KeyGen says: load resolves --hash-keys itself and then splits
+// the key space into its shards.
+func (t *Target) KeysFrom(client *http.Client, gen KeyGen) *Keys {
 	return &Keys{t: t, client: client, gen: gen}
 }
 
