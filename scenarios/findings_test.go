@@ -445,3 +445,42 @@ func TestTTLNever(t *testing.T) {
 		}
 	}
 }
+
+// holdPastTTL passes a POST whose key was seen before to next only once
+// the key's first request is ttl old: a server-side stall that makes the
+// duplicate arrive, legally, after the record expired.
+func holdPastTTL(next http.Handler, ttl time.Duration) http.Handler {
+	var mu sync.Mutex
+	first := map[string]time.Time{}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		k := r.Header.Get("Idempotency-Key")
+		if r.Method == http.MethodPost && k != "" {
+			mu.Lock()
+			at, seen := first[k]
+			if !seen {
+				first[k] = time.Now()
+			}
+			mu.Unlock()
+			if seen {
+				time.Sleep(time.Until(at.Add(ttl + 300*time.Millisecond)))
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// TestInFlightOffsetsStalledDuplicate: duplicates sent inside the
+// original's run but handled only after the key expired execute afresh,
+// legally; judged by when they were answered, that is inconclusive, never
+// a fail (judged by when they were sent, it failed a correct server on a
+// loaded machine).
+func TestInFlightOffsetsStalledDuplicate(t *testing.T) {
+	app, err := demo.New(demo.Options{TTL: demoTTL, Lease: demoLease})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { app.Close() })
+	tg := serveTest(t, holdPastTTL(app, demoTTL), demoTTL)
+	rs := runIDs(t, tg, ietf(t), "concurrent/in-flight-offsets@charges")
+	wantStatus(t, rs, "concurrent/in-flight-offsets", scenarios.Inconclusive, "every duplicate was handled after the key expired")
+}
