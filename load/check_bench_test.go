@@ -2,6 +2,7 @@ package load
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -17,7 +18,14 @@ import (
 // includes net/http's own; what the check adds is the difference between
 // versions (docs/performance.md).
 func BenchmarkHitResult(b *testing.B) {
-	body := bytes.Repeat([]byte(`{"id":"ch_0123456789","amount":100},`), 128) // ≈ 4.5 KiB, a list response
+	item := []byte(`{"id":"ch_0123456789","amount":100},`) // 36 bytes
+	for _, n := range []int{14, 114, 1820} {               // ≈ 0.5, 4 and 64 KiB
+		body := bytes.Repeat(item, n)
+		b.Run(fmt.Sprintf("body=%dB", len(body)), func(b *testing.B) { benchHitResult(b, body) })
+	}
+}
+
+func benchHitResult(b *testing.B, body []byte) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusCreated)
 		_, _ = w.Write(body)

@@ -444,15 +444,26 @@ func warmPool(ctx context.Context, c *config, rq *request, client *http.Client, 
 	return pool, nil
 }
 
-// resultTransport wraps the run's transport for the replay check.
-func (c *config) resultTransport(base http.RoundTripper) http.RoundTripper { return base }
-
-// phaseMaxBody is how much of each measured body vegeta keeps.
-func (c *config) phaseMaxBody() int64 {
-	if c.mode == ModeNoKey && c.results == nil {
-		return 0 // nothing to compare; keep the baseline cheap
+// resultTransport wraps the run's transport for the replay check: every
+// mode but nokey compares bodies, by the sums sumTransport computes.
+func (c *config) resultTransport(base http.RoundTripper) http.RoundTripper {
+	if c.mode == ModeNoKey {
+		return base
 	}
-	return -1
+	return sumTransport{base}
+}
+
+// phaseMaxBody is how much of each measured body vegeta keeps: a results
+// file keeps whole bodies; otherwise the check needs only the sums and a
+// quotable prefix, and nokey nothing at all (a cheap baseline).
+func (c *config) phaseMaxBody() int64 {
+	switch {
+	case c.results != nil:
+		return -1
+	case c.mode == ModeNoKey:
+		return 0
+	}
+	return evidenceBytes
 }
 
 // runPhase runs one phase on a new Attacker; it reports whether ctx
