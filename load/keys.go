@@ -83,6 +83,9 @@ var (
 // the attack (the targeter fails) and is the run's error.
 type keySource struct {
 	keys *scenarios.Keys
+	// gen makes client-generated keys: the run's resolved generator, shard
+	// included (keys.Gen would take the target's own, unsharded).
+	gen  KeyGen
 	ctx  context.Context
 	next *atomic.Uint64
 	err  atomic.Pointer[error]
@@ -90,7 +93,7 @@ type keySource struct {
 
 func (k *keySource) new() (string, error) {
 	if !k.keys.Issued() {
-		return k.keys.Gen(k.next.Add(1)), nil
+		return k.gen(k.next.Add(1)), nil
 	}
 	key, err := k.keys.Next(k.ctx, nil)
 	if err != nil {

@@ -257,7 +257,7 @@ func Run(ctx context.Context, t *scenarios.Target, opts ...Option) (*Report, err
 	}
 	// next numbers client-generated keys across phases so none repeats.
 	var next atomic.Uint64
-	keys := &keySource{keys: t.Keys(client, c.keys), ctx: ctx, next: &next}
+	keys := &keySource{keys: t.Keys(client, c.keys), gen: c.keys, ctx: ctx, next: &next}
 
 	col := newCollector(c.verySlow, c.ttl)
 	s := &sink{col: col}
