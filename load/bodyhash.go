@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
@@ -81,17 +80,4 @@ func bodySum(r *vegeta.Result) string {
 	}
 	sum := sha256.Sum256(r.Body)
 	return formatSum(sum[:], int64(len(r.Body)))
-}
-
-// bodyLen is the whole body's length when the sum header knows it (vegeta
-// counts only the prefix it kept), else r.BytesIn.
-func bodyLen(r *vegeta.Result) uint64 {
-	if v := r.Headers[bodySumHeader]; len(v) == 1 {
-		if _, n, ok := strings.Cut(v[0], " "); ok {
-			if l, err := strconv.ParseUint(n, 10, 64); err == nil {
-				return l
-			}
-		}
-	}
-	return r.BytesIn
 }

@@ -186,7 +186,6 @@ func (c *collector) add(r *vegeta.Result) {
 	if p == warmup {
 		return
 	}
-	r.BytesIn = bodyLen(r) // vegeta counted only the prefix it kept
 	m := c.paths[p]
 	if m == nil {
 		m = newPathMetrics()
