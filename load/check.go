@@ -1,9 +1,7 @@
 package load
 
 import (
-	"bytes"
 	"fmt"
-	"hash/maphash"
 	"math"
 	"sort"
 	"time"
@@ -36,7 +34,9 @@ const maxViolationExamples = 20
 // original is a pool key's warm-up response.
 type original struct {
 	code uint16
-	body []byte
+	sum  string // bodySum
+	// evidence quotes the body's start for a replay-differs report.
+	evidence string
 	// start is when the warm-up request was sent: no record of the key is
 	// older, so none expires before start+TTL. last is the latest end of a
 	// request on the key.
@@ -45,10 +45,10 @@ type original struct {
 
 // keyOutcome is what the responses for one non-pool key showed.
 type keyOutcome struct {
-	body      uint64               // hash of the first 2xx body
+	body      string               // bodySum of the first 2xx body
 	bodyEnd   time.Time            // earliest end of a response carrying it
-	others    map[uint64]time.Time // further, different 2xx bodies: earliest end of each
-	example   []byte               // one of those bodies
+	others    map[string]time.Time // further, different 2xx bodies: earliest end of each
+	example   string               // the start of one of those bodies, quoted
 	executed  bool                 // some response was 2xx
 	uncertain bool                 // some response was 5xx, 409 or a transport error
 	// first and last bound the key's requests: the earliest send, the
@@ -57,9 +57,10 @@ type keyOutcome struct {
 }
 
 // checker verifies responses as they stream by; it needs no oracle, so a
-// merged results file is re-checked by `load report` the same way.
+// merged results file is re-checked by `load report` the same way. It
+// compares bodies by their sums (bodySum) and keeps only a clipped quote
+// of each body it may have to show.
 type checker struct {
-	seed maphash.Seed
 	// ttl is the target's key lifetime (0: forever or unknown): a
 	// response that may have come after its key expired is a legal fresh
 	// execution, counted in afterTTL and not judged.
@@ -76,7 +77,7 @@ type checker struct {
 }
 
 func newChecker(ttl time.Duration) *checker {
-	return &checker{seed: maphash.MakeSeed(), ttl: ttl, originals: map[string]original{}, keys: map[string]*keyOutcome{}}
+	return &checker{ttl: ttl, originals: map[string]original{}, keys: map[string]*keyOutcome{}}
 }
 
 // live reports whether something that ended at end certainly happened
@@ -106,7 +107,7 @@ func (c *checker) add(r *vegeta.Result, p Path, key string) {
 	switch p {
 	case warmup:
 		if r.Code >= 200 && r.Code < 300 {
-			c.originals[key] = original{code: r.Code, body: bytes.Clone(r.Body), start: r.Timestamp, last: r.End()}
+			c.originals[key] = original{code: r.Code, sum: bodySum(r), evidence: clip(r.Body), start: r.Timestamp, last: r.End()}
 		}
 	case Hit:
 		orig, ok := c.originals[key]
@@ -121,13 +122,17 @@ func (c *checker) add(r *vegeta.Result, p Path, key string) {
 		if r.Code == 0 || r.Code == 429 || r.Code >= 500 {
 			return // an error, counted in the path's success ratio
 		}
-		if r.Code != orig.code || !bytes.Equal(r.Body, orig.body) {
+		if r.Code != orig.code || bodySum(r) != orig.sum {
 			if !c.live(orig.start, r.End()) {
 				c.afterTTL++ // the key may have expired: a fresh execution is legal
 				return
 			}
+			got := clip(r.Body)
+			if got == orig.evidence && r.Code == orig.code {
+				got += " (differing past the quoted start)"
+			}
 			c.violate(Violation{Kind: ReplayDiffers, Key: key,
-				Detail: fmt.Sprintf("replay got %d %s, original was %d %s", r.Code, clip(r.Body), orig.code, clip(orig.body))})
+				Detail: fmt.Sprintf("replay got %d %s, original was %d %s", r.Code, got, orig.code, orig.evidence)})
 		}
 	case Miss, Contention:
 		o := c.keys[key]
@@ -144,7 +149,7 @@ func (c *checker) add(r *vegeta.Result, p Path, key string) {
 		}
 		switch {
 		case r.Code >= 200 && r.Code < 300:
-			h := maphash.Bytes(c.seed, r.Body)
+			h := bodySum(r)
 			switch {
 			case !o.executed:
 				o.executed, o.body, o.bodyEnd = true, h, end
@@ -154,7 +159,7 @@ func (c *checker) add(r *vegeta.Result, p Path, key string) {
 				}
 			default:
 				if o.others == nil {
-					o.others, o.example = map[uint64]time.Time{}, bytes.Clone(r.Body)
+					o.others, o.example = map[string]time.Time{}, clip(r.Body)
 				}
 				if old, seen := o.others[h]; !seen || end.Before(old) {
 					o.others[h] = end
@@ -206,7 +211,7 @@ func (c *checker) finish() {
 		}
 		c.violate(Violation{Kind: SecondExecution, Key: k, Detail: fmt.Sprintf(
 			"%d different 2xx bodies for one key: the handler ran at least %d times (e.g. %s)",
-			len(o.others)+1, len(o.others)+1, clip(o.example))})
+			len(o.others)+1, len(o.others)+1, o.example)})
 	}
 }
 
@@ -252,10 +257,12 @@ func (c *checker) maxExecutions(key string) int64 {
 	return 1
 }
 
+// clipBytes is how much of a body a violation quotes.
+const clipBytes = 120
+
 func clip(b []byte) string {
-	const n = 120
-	if len(b) > n {
-		return fmt.Sprintf("%q…", b[:n])
+	if len(b) > clipBytes {
+		return fmt.Sprintf("%q…", b[:clipBytes])
 	}
 	return fmt.Sprintf("%q", b)
 }

@@ -247,7 +247,7 @@ func Run(ctx context.Context, t *scenarios.Target, opts ...Option) (*Report, err
 		c.ttl = t.TTL
 	}
 	client := &http.Client{
-		Transport:     t.Transport(int(c.maxWork)),
+		Transport:     c.resultTransport(t.Transport(int(c.maxWork))),
 		Timeout:       c.timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
@@ -446,15 +446,33 @@ func warmPool(ctx context.Context, c *config, rq *request, client *http.Client, 
 	return pool, nil
 }
 
+// resultTransport wraps the run's transport for the replay check: every
+// mode but nokey compares bodies, by the sums sumTransport computes.
+func (c *config) resultTransport(base http.RoundTripper) http.RoundTripper {
+	if c.mode == ModeNoKey {
+		return base
+	}
+	return sumTransport{base}
+}
+
+// phaseMaxBody is how much of each measured body vegeta keeps: a results
+// file keeps whole bodies; otherwise the check needs only the sums and a
+// quotable prefix, and nokey nothing at all (a cheap baseline).
+func (c *config) phaseMaxBody() int64 {
+	switch {
+	case c.results != nil:
+		return -1
+	case c.mode == ModeNoKey:
+		return 0
+	}
+	return evidenceBytes
+}
+
 // runPhase runs one phase on a new Attacker; it reports whether ctx
 // stopped it.
 func runPhase(ctx context.Context, c *config, client *http.Client, tr vegeta.Targeter, ph Phase, i int, s *sink) bool {
-	maxBody := int64(-1)
-	if c.mode == ModeNoKey && c.results == nil {
-		maxBody = 0 // nothing to compare; keep the baseline cheap
-	}
 	atk := vegeta.NewAttacker(vegeta.Client(client), vegeta.Workers(c.workers),
-		vegeta.MaxWorkers(c.maxWork), vegeta.MaxBody(maxBody))
+		vegeta.MaxWorkers(c.maxWork), vegeta.MaxBody(c.phaseMaxBody()))
 	// A max@ phase is closed-loop by design: nothing is due, nothing late.
 	var cp *capPacer
 	pacer := ph.Pacer

@@ -74,7 +74,8 @@ func run(dur time.Duration, rounds int, workers uint64) error {
 			Body:    json.RawMessage(hitBody)},
 			func() (float64, uint64) { return bareAttack(hitTargets(base), dur, workers, -1) }},
 	} {
-		target := &scenarios.Target{BaseURL: base, Operations: []scenarios.Operation{m.op}}
+		// Timeout as FromURL sets it: Preflight bounds its look by it.
+		target := &scenarios.Target{BaseURL: base, Operations: []scenarios.Operation{m.op}, Timeout: 10 * time.Second}
 		runRunner := func() (float64, float64, error) {
 			c0 := cpu()
 			rep, err := load.Run(context.Background(), target, load.WithMode(m.mode), load.WithPlan(plan),

@@ -1,0 +1,68 @@
+package load
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/idemcheck/idemcheck/scenarios"
+)
+
+// BenchmarkHitResult measures the per-result path of a hit-mode run: one
+// replay read over loopback the way runPhase reads it (the run's transport
+// and body limit) and checked against its warm-up original. allocs/op
+// includes net/http's own; what the check adds is the difference between
+// versions (docs/performance.md).
+func BenchmarkHitResult(b *testing.B) {
+	item := []byte(`{"id":"ch_0123456789","amount":100},`) // 36 bytes
+	for _, n := range []int{14, 114, 1820} {               // ≈ 0.5, 4 and 64 KiB
+		body := bytes.Repeat(item, n)
+		b.Run(fmt.Sprintf("body=%dB", len(body)), func(b *testing.B) { benchHitResult(b, body) })
+	}
+}
+
+func benchHitResult(b *testing.B, body []byte) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusCreated)
+		_, _ = w.Write(body)
+	}))
+	defer srv.Close()
+	c := defaults()
+	c.mode = ModeHit
+	client := &http.Client{Transport: c.resultTransport(scenarios.NewTransport(1))}
+	defer client.CloseIdleConnections()
+	col := newCollector(0, 0)
+	for _, p := range []Path{warmup, Hit} {
+		n, maxBody := uint64(b.N), c.phaseMaxBody()
+		if p == warmup {
+			n, maxBody = 1, -1 // warmPool keeps whole originals
+		} else {
+			b.ReportAllocs()
+			b.ResetTimer()
+		}
+		atk := vegeta.NewAttacker(vegeta.Client(client), vegeta.Workers(1), vegeta.MaxWorkers(1), vegeta.MaxBody(maxBody))
+		tgt := vegeta.Target{Method: http.MethodPost, URL: srv.URL + "/v1/charges#path=" + string(p) + "&key=k"}
+		sent := uint64(0)
+		tr := func(t *vegeta.Target) error {
+			if sent == n { // one worker: no race
+				return vegeta.ErrNoTargets
+			}
+			sent++
+			*t = tgt
+			return nil
+		}
+		for r := range atk.Attack(tr, vegeta.Rate{}, 0, string(p)) {
+			if r.URL != "" { // not the targeter running dry
+				col.add(r)
+			}
+		}
+	}
+	b.StopTimer()
+	if rep := col.report(); rep.Violations != 0 || rep.UncheckedHits != 0 {
+		b.Fatalf("a faithful replay was flagged: %+v", rep.ViolationList)
+	}
+}

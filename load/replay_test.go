@@ -1,0 +1,111 @@
+package load_test
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/idemcheck/idemcheck/load"
+	"github.com/idemcheck/idemcheck/scenarios"
+)
+
+// TestReplayOneByteDiffers: the replay check compares body sums, and
+// vegeta keeps only a short prefix of each body; a replay that differs
+// from its original in a single byte, wherever it is, is still a
+// replay-differs, live and when `load report` re-checks the results file.
+func TestReplayOneByteDiffers(t *testing.T) {
+	const size = 4096
+	cases := []struct {
+		name string
+		at   int // offset of the byte replays change; -1: faithful replays
+	}{
+		{"faithful replays are clean", -1},
+		{"first byte: inside the quoted evidence", 0},
+		{"middle byte: past the prefix vegeta keeps", size / 2},
+		{"last byte", size - 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tg := oneByteServer(t, size, tc.at)
+			file := filepath.Join(t.TempDir(), "results.gob")
+			for _, withFile := range []bool{false, true} {
+				opts := []load.Option{load.WithMode(load.ModeHit), load.WithPool(4),
+					load.WithPlan(plan(t, "100@500ms")), load.WithWorkers(2, 8)}
+				if withFile { // whole bodies kept: the other branch of the check
+					f, err := os.Create(file)
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer f.Close()
+					opts = append(opts, load.WithResults(f))
+				}
+				rep, err := load.Run(t.Context(), tg, opts...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkOneByte(t, "live", rep, tc.at)
+				if hit := rep.Paths[load.Hit]; hit == nil || hit.Requests == 0 {
+					t.Fatalf("no hits measured: %+v", rep.Paths)
+				}
+			}
+			rep, err := load.ReadResults([]string{file}, 0, 0, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkOneByte(t, "load report", rep, tc.at)
+		})
+	}
+}
+
+func checkOneByte(t *testing.T, how string, rep *load.Report, at int) {
+	t.Helper()
+	switch {
+	case at < 0 && rep.Violations != 0:
+		t.Errorf("%s: faithful replays flagged: %d, e.g. %+v", how, rep.Violations, rep.ViolationList[0])
+	case at >= 0 && (rep.Violations == 0 || rep.ViolationList[0].Kind != load.ReplayDiffers):
+		t.Errorf("%s: a replay differing in byte %d was not caught: %d violations", how, at, rep.Violations)
+	case at >= 0 && !strings.Contains(rep.ViolationList[0].Detail, "replay got 201"):
+		t.Errorf("%s: detail quotes no evidence: %s", how, rep.ViolationList[0].Detail)
+	}
+}
+
+// oneByteServer answers the first request of each key with size bytes
+// and every later one with the same bytes but the one at offset at
+// changed (at < 0: none); keyless requests (the preflight) get 200.
+func oneByteServer(t *testing.T, size, at int) *scenarios.Target {
+	body := bytes.Repeat([]byte("a"), size)
+	changed := bytes.Clone(body)
+	if at >= 0 {
+		changed[at] = 'b'
+	}
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := r.Header.Get("Idempotency-Key")
+		if key == "" {
+			return
+		}
+		mu.Lock()
+		replay := seen[key]
+		seen[key] = true
+		mu.Unlock()
+		w.WriteHeader(http.StatusCreated)
+		if replay {
+			_, _ = w.Write(changed)
+		} else {
+			_, _ = w.Write(body)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	tg, err := scenarios.FromURL(srv.URL, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg.Oracle = nil // the test server keeps no execution count
+	return tg
+}
