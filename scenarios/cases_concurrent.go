@@ -164,9 +164,21 @@ func (e *Env) replayOf(first, second Resp, n int, how string) bool {
 }
 
 func concurrentInFlightConflict(ctx context.Context, e *Env) Verdict {
+	return e.inFlightDuplicate(ctx, "")
+}
+
+// inFlightDuplicate sends the slow variant and, while it runs, a duplicate
+// (to base, another replica, when not empty) and judges the duplicate's
+// answer: the profile's in-flight status, or a blocked replay where the
+// profile allows it; never a second execution.
+func (e *Env) inFlightDuplicate(ctx context.Context, base string) Verdict {
 	body, _, _ := e.Variant(VariantSlow)
+	label, who, once := "duplicate while in flight", "duplicate", "exactly 1 execution"
+	if base != "" {
+		label, who, once = "duplicate on replica B while in flight on A", "duplicate on replica B", "exactly 1 execution across replicas"
+	}
 	k, slow, dup, _ := e.duringSlow(ctx, true, func(k string) Resp {
-		return e.Send(ctx, Req{Label: "duplicate while in flight", Key: k, Body: body})
+		return e.Send(ctx, Req{Label: label, Key: k, Body: body, Base: base})
 	})
 	if !slow.OK() {
 		return e.Inconclusive("the slow variant did not succeed: " + slow.String())
@@ -178,13 +190,13 @@ func concurrentInFlightConflict(ctx context.Context, e *Env) Verdict {
 	if err != nil {
 		return e.Inconclusive(err.Error())
 	}
-	observed := fmt.Sprintf("duplicate answered %s after %s; %d executions (%s)", dup.String(), dup.End.Sub(dup.Start).Round(time.Millisecond), n, how)
+	observed := fmt.Sprintf("%s answered %s after %s; %d executions (%s)", who, dup.String(), dup.End.Sub(dup.Start).Round(time.Millisecond), n, how)
 	expected := fmt.Sprintf("%v while in flight", e.Profile.InFlightStatus)
 	if e.Profile.BlockOK {
 		expected += fmt.Sprintf(", or the replay within %s", e.Profile.MaxBlock)
 	}
 	if n != 1 {
-		return e.inTTL(e.Fail("exactly 1 execution", observed), slow, dup)
+		return e.inTTL(e.Fail(once, observed), slow, dup)
 	}
 	if v := e.lostConn(dup); v != nil {
 		return *v

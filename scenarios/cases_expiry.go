@@ -93,6 +93,16 @@ func (e *Env) replayedOrExecuted(ctx context.Context, k string, first, retry Res
 }
 
 func expiryReplaysBeforeTTL(ctx context.Context, e *Env) Verdict {
+	return e.replaysBeforeTTL(ctx, "")
+}
+
+// replaysBeforeTTL retries the original at TTL − margin (on base, another
+// replica, when not empty) and expects its replay.
+func (e *Env) replaysBeforeTTL(ctx context.Context, base string) Verdict {
+	label, where, early := "retry", "", "the key expired early and executed again: "
+	if base != "" {
+		label, where, early = "retry on replica B", "on replica B ", "the key expired early or is not shared across replicas: "
+	}
 	if v := e.tooLongToWait(); v != nil {
 		return *v
 	}
@@ -112,7 +122,7 @@ func expiryReplaysBeforeTTL(ctx context.Context, e *Env) Verdict {
 	if err := waitUntil(ctx, at); err != nil {
 		return e.Inconclusive(err.Error())
 	}
-	retry := e.Send(ctx, Req{Label: fmt.Sprintf("retry at TTL − %s", margin), Key: k})
+	retry := e.Send(ctx, Req{Label: fmt.Sprintf("%s at TTL − %s", label, margin), Key: k, Base: base})
 	if retry.Start.Sub(first.Start) >= ttl {
 		return e.Inconclusive("the retry left only after the TTL had run out")
 	}
@@ -120,14 +130,14 @@ func expiryReplaysBeforeTTL(ctx context.Context, e *Env) Verdict {
 	if err != nil {
 		return e.undecided(err, "cannot tell a replay from an execution: "+retry.String())
 	}
-	observed = fmt.Sprintf("%s after the original started; %s", retry.Start.Sub(first.Start).Round(time.Millisecond), observed)
+	observed = fmt.Sprintf("%s%s after the original started; %s", where, retry.Start.Sub(first.Start).Round(time.Millisecond), observed)
 	switch {
 	case executed && retry.End.Sub(first.Start) >= ttl:
 		// Sent in time, answered late: the server may have seen it only
 		// after the TTL.
 		return e.Inconclusive("the retry executed again but its answer came after the TTL: " + observed)
 	case executed:
-		return e.Unmet(fmt.Sprintf("the replay up to TTL − margin (%s)", ttl-margin), "the key expired early and executed again: "+observed)
+		return e.Unmet(fmt.Sprintf("the replay up to TTL − margin (%s)", ttl-margin), early+observed)
 	case !replayed:
 		return e.Unmet("the original's replay", observed)
 	}

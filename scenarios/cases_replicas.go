@@ -3,7 +3,6 @@ package scenarios
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/idemcheck/idemcheck/internal/jsonx"
 )
@@ -65,47 +64,7 @@ func replicasBurstAcross(ctx context.Context, e *Env) Verdict {
 }
 
 func replicasInFlightOtherReplica(ctx context.Context, e *Env) Verdict {
-	body, _, _ := e.Variant(VariantSlow)
-	b := e.otherReplica()
-	k, slow, dup, _ := e.duringSlow(ctx, true, func(k string) Resp {
-		return e.Send(ctx, Req{Label: "duplicate on replica B while in flight on A", Key: k, Body: body, Base: b})
-	})
-	if !slow.OK() {
-		return e.Inconclusive("the slow variant did not succeed: " + slow.String())
-	}
-	if !overlapped(slow, dup) {
-		return e.Inconclusive("could not overlap: the duplicate was sent after the slow original completed")
-	}
-	n, how, _, err := e.Effects(ctx, k, slow, dup)
-	if err != nil {
-		return e.Inconclusive(err.Error())
-	}
-	observed := fmt.Sprintf("duplicate on replica B answered %s after %s; %d executions (%s)", dup.String(), dup.End.Sub(dup.Start).Round(time.Millisecond), n, how)
-	expected := fmt.Sprintf("%v while in flight", e.Profile.InFlightStatus)
-	if e.Profile.BlockOK {
-		expected += fmt.Sprintf(", or the replay within %s", e.Profile.MaxBlock)
-	}
-	if n != 1 {
-		return e.inTTL(e.Fail("exactly 1 execution across replicas", observed), slow, dup)
-	}
-	if v := e.lostConn(dup); v != nil {
-		return *v
-	}
-	switch {
-	case dup.OK() && !e.replayOf(slow, dup, n, how):
-		return e.inTTL(e.Fail(expected, "second execution: "+observed), slow, dup)
-	case dup.OK():
-		if e.Profile.BlockOK && dup.End.Sub(dup.Start) <= e.Profile.MaxBlock {
-			return e.Pass("blocked, then replayed: " + observed)
-		}
-		return e.Unmet(expected, "waited and replayed: "+observed)
-	case e.Profile.InFlightOK(dup.Status):
-		if !dup.End.Before(slow.End) {
-			return e.Inconclusive("the conflict arrived only after the original completed: " + observed)
-		}
-		return e.Pass(observed)
-	}
-	return e.Unmet(expected, observed)
+	return e.inFlightDuplicate(ctx, e.otherReplica())
 }
 
 func replicasReplayOtherReplica(ctx context.Context, e *Env) Verdict {
@@ -176,41 +135,5 @@ func replicasOtherUser(ctx context.Context, e *Env) Verdict {
 }
 
 func replicasTTLOtherReplica(ctx context.Context, e *Env) Verdict {
-	if v := e.tooLongToWait(); v != nil {
-		return *v
-	}
-	ttl, margin := e.Target.TTL, e.Profile.Margin
-	if ttl <= margin {
-		return e.Skip(fmt.Sprintf("declared ttl %s is not longer than the profile margin %s", ttl, margin))
-	}
-	k := e.NewKey()
-	first, bad := e.original(ctx, k, nil)
-	if bad != nil {
-		return *bad
-	}
-	at := first.Start.Add(ttl - margin)
-	if time.Now().After(at) {
-		return e.Inconclusive(fmt.Sprintf("the original took %s, past TTL − margin: no time left to retry before the TTL", first.End.Sub(first.Start).Round(time.Millisecond)))
-	}
-	if err := waitUntil(ctx, at); err != nil {
-		return e.Inconclusive(err.Error())
-	}
-	retry := e.Send(ctx, Req{Label: fmt.Sprintf("retry on replica B at TTL − %s", margin), Key: k, Base: e.otherReplica()})
-	if retry.Start.Sub(first.Start) >= ttl {
-		return e.Inconclusive("the retry left only after the TTL had run out")
-	}
-	executed, replayed, observed, err := e.replayedOrExecuted(ctx, k, first, retry)
-	if err != nil {
-		return e.undecided(err, "cannot tell a replay from an execution: "+retry.String())
-	}
-	observed = fmt.Sprintf("on replica B %s after the original started on A; %s", retry.Start.Sub(first.Start).Round(time.Millisecond), observed)
-	switch {
-	case executed && retry.End.Sub(first.Start) >= ttl:
-		return e.Inconclusive("the retry executed again but its answer came after the TTL: " + observed)
-	case executed:
-		return e.Unmet(fmt.Sprintf("the replay up to TTL − margin (%s)", ttl-margin), "the key expired early or is not shared across replicas: "+observed)
-	case !replayed:
-		return e.Unmet("the original's replay", observed)
-	}
-	return e.Pass(observed)
+	return e.replaysBeforeTTL(ctx, e.otherReplica())
 }
