@@ -79,17 +79,20 @@ func (s *idempotent) wrap(w http.ResponseWriter, r *http.Request, user string, b
 		e = &entry{fingerprint: fp}
 		s.entries[sc] = e
 	}
+	// What the entry says now, read under the lock: its owner completes it
+	// under the lock too.
+	prev, prevFP := e.resp, e.fingerprint
 	s.mu.Unlock()
 
 	if ok {
 		switch {
-		case e.resp == nil: // in flight; a changed body gets the same answer
+		case prev == nil: // in flight; a changed body gets the same answer
 			w.Header().Set("Retry-After", "1")
 			problem(w, http.StatusConflict, "in-progress", "a request with this key is still being processed")
-		case e.fingerprint != fp:
+		case prevFP != fp:
 			problem(w, http.StatusUnprocessableEntity, "key-reused", "this key was used with a different request body")
 		default:
-			replay(w, e.resp)
+			replay(w, prev)
 		}
 		return
 	}
