@@ -137,19 +137,7 @@ func TestOwnLoopClientLeavesDuringDelay(t *testing.T) {
 // An idle upstream connection the upstream closed is not used again: the
 // next attempt dials, instead of failing with a 502 it did not deserve.
 func TestUpstreamClosedIdleConnection(t *testing.T) {
-	up := &counter{}
-	upstream := httptest.NewServer(up)
-	defer upstream.Close()
-	p, err := chaos.New(chaos.Options{Upstream: upstream.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	s, err := chaos.Listen(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	_, upstream, _, s := frontedCounter(t)
 	c := scenarios.NewClient(5 * time.Second)
 	defer c.CloseIdleConnections()
 	for i := range 3 {
@@ -159,4 +147,24 @@ func TestUpstreamClosedIdleConnection(t *testing.T) {
 		}
 		upstream.CloseClientConnections()
 	}
+}
+
+// frontedCounter starts a counting upstream and the proxy (default
+// options) on its own HTTP/1.1 loop in front of it; all close when t ends.
+func frontedCounter(t *testing.T) (*counter, *httptest.Server, *chaos.Proxy, *chaos.Server) {
+	t.Helper()
+	up := &counter{}
+	upstream := httptest.NewServer(up)
+	t.Cleanup(upstream.Close)
+	p, err := chaos.New(chaos.Options{Upstream: upstream.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	s, err := chaos.Listen(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return up, upstream, p, s
 }

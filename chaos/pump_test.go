@@ -172,19 +172,7 @@ func TestPumpAnswersAsParsingPath(t *testing.T) {
 // ones, so a rule added later selects by the right attempt; and once a rule
 // exists the proxy stops pumping. Keep-alive carries every request.
 func TestPumpKeepsAttemptNumbers(t *testing.T) {
-	up := &counter{}
-	upstream := httptest.NewServer(up)
-	defer upstream.Close()
-	p, err := chaos.New(chaos.Options{Upstream: upstream.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	s, err := chaos.Listen(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	up, _, p, s := frontedCounter(t)
 	c := scenarios.NewClient(5 * time.Second)
 	defer c.CloseIdleConnections()
 	for i := range 2 {
@@ -206,19 +194,7 @@ func TestPumpKeepsAttemptNumbers(t *testing.T) {
 // TestPumpPipelined: requests pipelined on one connection are answered in
 // order, each once.
 func TestPumpPipelined(t *testing.T) {
-	up := &counter{}
-	upstream := httptest.NewServer(up)
-	defer upstream.Close()
-	p, err := chaos.New(chaos.Options{Upstream: upstream.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	s, err := chaos.Listen(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	up, _, _, s := frontedCounter(t)
 	conn, br := dialFront(t, s.URL)
 	const n = 5
 	var raw strings.Builder
