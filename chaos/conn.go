@@ -38,6 +38,7 @@ type clientConn struct {
 	bw     *bufio.Writer
 	remote string
 	pumps  bool // the proxy may pump requests (pump.go)
+	dl     deadlines
 	active bool // guarded by s.mu: an attempt is in progress
 }
 
@@ -96,7 +97,7 @@ func (c *clientConn) serve() {
 	}()
 	for {
 		c.cr.limit = math.MaxInt64
-		_ = c.conn.SetReadDeadline(time.Now().Add(idleTimeout))
+		c.dl.armRead(c.conn, idleTimeout)
 		if _, err := c.br.Peek(1); err != nil {
 			return
 		}
@@ -106,7 +107,7 @@ func (c *clientConn) serve() {
 		// Usually the whole head came with the first read; only a head
 		// still arriving needs its own deadline.
 		if !headComplete(c.br) {
-			_ = c.conn.SetReadDeadline(time.Now().Add(headerTimeout))
+			c.dl.setRead(c.conn, time.Now().Add(headerTimeout))
 		} else if c.pumps {
 			if handled, keep := c.pump(); handled {
 				if !keep || !c.s.end(c) {
@@ -122,7 +123,7 @@ func (c *clientConn) serve() {
 			return
 		}
 		c.cr.limit = math.MaxInt64
-		_ = c.conn.SetDeadline(time.Now().Add(c.s.p.opts.Timeout))
+		c.dl.arm(c.conn, c.s.p.opts.Timeout)
 		req.RemoteAddr = c.remote
 		keep, hj := c.attempt(req)
 		if hj {
@@ -221,7 +222,7 @@ func (c *clientConn) badRequest(err error) {
 }
 
 func (c *clientConn) plainError(status int, msg string) {
-	_ = c.conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	c.dl.setWrite(c.conn, time.Now().Add(5*time.Second))
 	_, _ = c.bw.WriteString("HTTP/1.1 " + strconv.Itoa(status) + " " + http.StatusText(status) +
 		"\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\nContent-Length: " +
 		strconv.Itoa(len(msg)) + "\r\n\r\n" + msg)
@@ -335,10 +336,10 @@ func (w *rawResponse) watchClient(r *http.Request) (*http.Request, func()) {
 		}
 	}()
 	return r.WithContext(ctx), func() {
-		_ = c.conn.SetReadDeadline(aLongTimeAgo)
+		c.dl.setRead(c.conn, aLongTimeAgo)
 		<-done
 		cancel()
-		_ = c.conn.SetReadDeadline(time.Time{})
+		c.dl.setRead(c.conn, time.Time{})
 		if n == 1 {
 			c.cr.pending = append(c.cr.pending[:0], b[0])
 		}

@@ -6,7 +6,6 @@ import (
 	"context"
 	"net/http"
 	"strconv"
-	"time"
 )
 
 // The pump: with no rule to match and no history to write, a request of
@@ -207,7 +206,12 @@ func (c *clientConn) pump() (handled, keep bool) {
 	if !ok || h.bodySize > p.opts.MaxBody || total > int64(c.br.Size()) {
 		return false, false
 	}
-	_ = c.conn.SetDeadline(time.Now().Add(p.opts.Timeout))
+	// The read deadline stays the idle one unless part of the body is
+	// still to come: alternating the two would re-arm both every request.
+	if total > int64(len(buffered)) {
+		c.dl.armRead(c.conn, p.opts.Timeout)
+	}
+	c.dl.armWrite(c.conn, p.opts.Timeout)
 	req, err := c.br.Peek(int(total))
 	if err != nil {
 		return true, false // the client went away mid-body
@@ -223,7 +227,7 @@ func (c *clientConn) pump() (handled, keep bool) {
 	if err != nil {
 		return true, c.pumpFailed(h, err)
 	}
-	_ = up.SetDeadline(time.Now().Add(p.opts.Timeout))
+	up.dl.arm(up, p.opts.Timeout)
 	// The request as sent, with the upstream's Host.
 	_, _ = up.bw.Write(req[:h.hostAt[0]])
 	_, _ = up.bw.WriteString(p.upstreams[0].Host)

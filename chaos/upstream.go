@@ -37,6 +37,7 @@ type upConn struct {
 	br    *bufio.Reader
 	bw    *bufio.Writer
 	probe *openProbe
+	dl    deadlines
 }
 
 func newConnPool(u *url.URL, maxIdle int, tc *tls.Config) *connPool {
@@ -121,7 +122,7 @@ func (p *connPool) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	dl, _ := ctx.Deadline()
-	_ = c.SetDeadline(dl)
+	c.dl.set(c, dl)
 	if err := writeRequest(c.bw, req); err != nil {
 		_ = c.Close()
 		return nil, err

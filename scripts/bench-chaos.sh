@@ -4,7 +4,7 @@
 # going direct and against toxiproxy (a TCP byte pump), measured side by
 # side in one run. Toxiproxy is installed from the Go module proxy into a
 # temporary GOBIN for the measurement only. Usage: bench-chaos.sh [OUTDIR]
-# Env: CHAOS_BENCH_RATE (2000), CHAOS_BENCH_DURATION (5s), CHAOS_BENCH_ROUNDS (2),
+# Env: CHAOS_BENCH_RATE (2000), CHAOS_BENCH_DURATION (5s), CHAOS_BENCH_ROUNDS (3),
 #      TOXIPROXY_VERSION (v2.5.0; set to "none" to skip toxiproxy),
 #      CHAOS_BENCH_BASELINE (an older idemcheck binary: its proxy is measured
 #      too, as "baseline-proxy", for before/after ratios in one run).
@@ -14,7 +14,7 @@ out=${1:-out/bench}
 mkdir -p "$out"
 rate=${CHAOS_BENCH_RATE:-2000}
 dur=${CHAOS_BENCH_DURATION:-5s}
-rounds=${CHAOS_BENCH_ROUNDS:-2}
+rounds=${CHAOS_BENCH_ROUNDS:-3}
 toxi_version=${TOXIPROXY_VERSION:-v2.5.0}
 
 tmp=$(mktemp -d)
