@@ -76,10 +76,14 @@ print(a["latency_ms"]["p50"], a["latency_ms"]["p99"], a["rate"], b["throughput"]
 PY
 }
 
-# Alternate the paths round by round so machine noise hits all alike.
+# Alternate the paths round by round so machine noise hits all alike, and
+# rotate their order so that no path always runs first (or right after the
+# same neighbour).
 declare -A p50 p99 rt tp cr cm
+n=${#paths[@]}
 for r in $(seq "$rounds"); do
-  for entry in "${paths[@]}"; do
+  for i in $(seq 0 $((n - 1))); do
+    entry=${paths[$(((i + r - 1) % n))]}
     IFS== read -r name port pid <<<"$entry"
     read -r a b c d e f < <(measure "$name" "$port" "$pid" "$r")
     p50[$name]="${p50[$name]:-} $a"; p99[$name]="${p99[$name]:-} $b"; rt[$name]="${rt[$name]:-} $c"; tp[$name]="${tp[$name]:-} $d"
