@@ -26,7 +26,6 @@ type pathMetrics struct {
 	errors      map[string]uint64
 	first, last time.Time // first send, last send
 	lastEnd     time.Time
-	bytesIn     uint64
 }
 
 func newPathMetrics() *pathMetrics {
@@ -73,7 +72,6 @@ func (m *pathMetrics) add(r *vegeta.Result, verySlow time.Duration) {
 	if end := r.End(); end.After(m.lastEnd) {
 		m.lastEnd = end
 	}
-	m.bytesIn += r.BytesIn
 }
 
 // Latency holds latency figures in milliseconds.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -255,5 +256,21 @@ func TestSelectionReach(t *testing.T) {
 				t.Fatalf("%s: base %q, want %q", tc.explanation, tg.BaseURL, tc.wantBase)
 			}
 		})
+	}
+}
+
+// TestPreflightWithoutTimeout: a Target built by hand (the library's
+// users) may leave Timeout 0, Go's "no bound"; the preflight then takes its
+// own 5 s bound instead of an already expired one.
+func TestPreflightWithoutTimeout(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusNotFound)
+	}))
+	defer srv.Close()
+	tg := &scenarios.Target{BaseURL: srv.URL}
+	c := &http.Client{Timeout: 5 * time.Second}
+	defer c.CloseIdleConnections()
+	if err := scenarios.Preflight(context.Background(), tg, c); err != nil {
+		t.Fatalf("Timeout 0: %v, want the server reached", err)
 	}
 }

@@ -114,7 +114,12 @@ func Preflight(ctx context.Context, t *Target, c *http.Client) error {
 
 // preflightBase makes sure something answers HTTP at base (one replica).
 func preflightBase(ctx context.Context, t *Target, c *http.Client, base string) error {
-	pctx, cancel := context.WithTimeout(ctx, min(t.Timeout, 5*time.Second))
+	// A hand-built Target may leave Timeout 0 (no per-request bound).
+	d := 5 * time.Second
+	if t.Timeout > 0 {
+		d = min(t.Timeout, d)
+	}
+	pctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	req, err := http.NewRequestWithContext(pctx, http.MethodGet, base+"/", nil)
 	if err != nil {
