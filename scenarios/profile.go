@@ -1,6 +1,8 @@
 package scenarios
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"regexp"
 	"sort"
@@ -318,21 +320,23 @@ const KeyFormatUUID = "uuid"
 var uuidRe = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 
 // keyForms are the shapes of fresh keys the generator can give, tried in
-// order until one matches key_format; each is unique per call.
+// order until one matches key_format. Each is made of two UUIDs (u, v; only
+// the longest form uses v), so a fresh pair gives a fresh key and a pair
+// derived from a key gives the same key every time (Profile.Shape).
 var keyForms = []struct {
 	name string
-	gen  func(u string) string
+	gen  func(u, v uuid.UUID) string
 }{
-	{"a UUID", func(u string) string { return u }},
-	{"32 hex digits", func(u string) string { return strings.ReplaceAll(u, "-", "") }},
-	{"an upper-case UUID", strings.ToUpper},
-	{"32 upper-case hex digits", func(u string) string { return strings.ToUpper(strings.ReplaceAll(u, "-", "")) }},
-	{"idemcheck-<UUID>", func(u string) string { return "idemcheck-" + u }},
-	{"idemcheck_<32 hex>", func(u string) string { return "idemcheck_" + strings.ReplaceAll(u, "-", "") }},
-	{"64 hex digits", func(u string) string {
-		return strings.ReplaceAll(u, "-", "") + strings.ReplaceAll(uuid.NewString(), "-", "")
-	}},
+	{"a UUID", func(u, _ uuid.UUID) string { return u.String() }},
+	{"32 hex digits", func(u, _ uuid.UUID) string { return hex32(u) }},
+	{"an upper-case UUID", func(u, _ uuid.UUID) string { return strings.ToUpper(u.String()) }},
+	{"32 upper-case hex digits", func(u, _ uuid.UUID) string { return strings.ToUpper(hex32(u)) }},
+	{"idemcheck-<UUID>", func(u, _ uuid.UUID) string { return "idemcheck-" + u.String() }},
+	{"idemcheck_<32 hex>", func(u, _ uuid.UUID) string { return "idemcheck_" + hex32(u) }},
+	{"64 hex digits", func(u, v uuid.UUID) string { return hex32(u) + hex32(v) }},
 }
+
+func hex32(u uuid.UUID) string { return hex.EncodeToString(u[:]) }
 
 // keyMatcher compiles key_format; nil when no format is declared.
 func (p *Profile) keyMatcher() (*regexp.Regexp, error) {
@@ -355,7 +359,7 @@ func (p *Profile) validKeyFormat() error {
 	}
 	names := make([]string, len(keyForms))
 	for i, f := range keyForms {
-		if re.MatchString(f.gen(uuid.NewString())) {
+		if re.MatchString(f.gen(uuid.New(), uuid.New())) {
 			return nil
 		}
 		names[i] = f.name
@@ -373,17 +377,51 @@ func (p *Profile) KeyValid(k string) bool {
 // NewKey returns a fresh key in the first generated form that obeys
 // key_format: a UUID when no format is declared.
 func (p *Profile) NewKey() string {
-	u := uuid.NewString()
+	return p.form(uuid.New(), uuid.New())
+}
+
+// form is the first key form made of u and v that obeys key_format.
+func (p *Profile) form(u, v uuid.UUID) string {
 	re, err := p.keyMatcher()
 	if err != nil || re == nil {
-		return u
+		return u.String()
 	}
 	for _, f := range keyForms {
-		if k := f.gen(u); re.MatchString(k) {
+		if k := f.gen(u, v); re.MatchString(k) {
 			return k
 		}
 	}
-	return u // Validate rejects such a format
+	return u.String() // Validate rejects such a format
+}
+
+// Shape returns k when it obeys key_format, else the key of the first
+// obeying form derived from k's SHA-256 (version-4 shaped UUIDs): the same
+// k always gives the same key and distinct ones distinct keys, so hashed
+// business-id keys (--hash-keys) and the load runner's sequence keys keep
+// their meaning under an API's key format.
+func (p *Profile) Shape(k string) string {
+	re, err := p.keyMatcher()
+	if err != nil || re == nil || re.MatchString(k) {
+		return k
+	}
+	sum := sha256.Sum256([]byte(k))
+	var u, v uuid.UUID
+	copy(u[:], sum[:16])
+	copy(v[:], sum[16:])
+	for _, w := range []*uuid.UUID{&u, &v} {
+		w[6] = w[6]&0x0f | 0x40 // version 4
+		w[8] = w[8]&0x3f | 0x80 // RFC 9562 variant
+	}
+	return p.form(u, v)
+}
+
+// ShapedKeys makes gen's keys obey key_format (Shape); gen itself when the
+// profile declares none.
+func (p *Profile) ShapedKeys(gen KeyGen) KeyGen {
+	if p.KeyFormat == "" {
+		return gen
+	}
+	return func(n uint64) string { return p.Shape(gen(n)) }
 }
 
 // Burst defaults and bounds (see Profile.BurstRounds).

@@ -98,6 +98,16 @@ func (s Selection) Load() (*Target, *Profile, error) {
 	if s.Lease > 0 {
 		t.Lease = s.Lease
 	}
+	if p.KeyFormat != "" {
+		// Every face's client-generated keys obey the API's key format:
+		// --hash-keys hashes and the defaults (UUIDs; load's sequence keys
+		// would be refused by a UUID-only API) alike.
+		gen := t.KeyGen
+		if gen == nil {
+			gen = UUIDKeys
+		}
+		t.KeyGen = p.ShapedKeys(gen)
+	}
 	return t, p, nil
 }
 

@@ -2,10 +2,16 @@ package main
 
 import (
 	"fmt"
+	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/google/uuid"
 
 	"github.com/idemcheck/idemcheck/internal/demotest"
 	"github.com/idemcheck/idemcheck/reference/demo"
@@ -138,5 +144,47 @@ func TestServerIssuedKeysCLI(t *testing.T) {
 		if r.code != exitUsage || !strings.Contains(r.stderr, "key_source POST "+base+"/keys: status 503") {
 			t.Errorf("%s with a failing key service: exit %d, stderr %q: want exit %d naming the key request", face, r.code, r.stderr, exitUsage)
 		}
+	}
+}
+
+// TestKeyFormatEveryFace: an API that refuses any key but a bare UUID,
+// declared as profile key_format uuid, gets only UUIDs from every face:
+// run, load (whose default keys are sequence keys) and chaos, with and
+// without --hash-keys (whose hashes are hex). A refused key would be a
+// 400 the faces count as the API's failure.
+func TestKeyFormatEveryFace(t *testing.T) {
+	t.Setenv("IDEMCHECK_TOKEN", "alice")
+	app := demotest.App(t, demo.Options{})
+	var mu sync.Mutex
+	refused := map[string]bool{}
+	uuidOnly := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if v := r.Header.Get("Idempotency-Key"); v != "" && r.Method != http.MethodGet {
+			if k := strings.Trim(v, `"`); uuid.Validate(k) != nil || len(k) != 36 {
+				mu.Lock()
+				refused[v] = true
+				mu.Unlock()
+				http.Error(w, "Idempotency-Key must be a UUID", http.StatusBadRequest)
+				return
+			}
+		}
+		app.ServeHTTP(w, r)
+	})
+	base := demotest.ServeOn(t, uuidOnly, "127.0.0.1:0")
+	cfg := writeTemp(t, "uuid.yaml", fmt.Sprintf(reachConfig, base, "profile: {overrides: {key_format: uuid}}"))
+	for _, args := range [][]string{
+		{"load", "--config", cfg, "--mode", "mix", "--pool", "10", "--rate", "100", "--duration", "300ms", "--threshold", "violations==0"},
+		{"load", "--config", cfg, "--mode", "hit", "--pool", "10", "--rate", "100", "--duration", "300ms", "--hash-keys", "--key-seed", "orders"},
+		{"chaos", "--config", cfg, "--ops", "30", "--fault", "drop-response:0.3"},
+		{"chaos", "--config", cfg, "--ops", "30", "--fault", "drop-response:0.3", "--hash-keys"},
+		{"run", "--config", cfg, "--run", "replay/*", "--hash-keys"},
+	} {
+		if r := runCLI(t, args...); r.code != exitOK {
+			t.Errorf("%s: exit %d: %s\n%s", strings.Join(args, " "), r.code, r.stderr, lastLines(r.stdout, 20))
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(refused) > 0 {
+		t.Errorf("%d keys were not UUIDs, e.g. %v", len(refused), slices.Collect(maps.Keys(refused))[:1])
 	}
 }
