@@ -141,6 +141,14 @@ type Report struct {
 	// expired: legal fresh executions, shown with the same evidence as a
 	// violation but not counted as one.
 	AfterTTL []Violation `json:"after_ttl"`
+	// Executed counts keys with evidence of an execution: a 2xx answer,
+	// a created id or an oracle count.
+	Executed int `json:"executed_keys"`
+	// Exercised is false when the history has client operations and no
+	// key shows an execution: nothing committed that could run twice, so
+	// no violation proves nothing (a body the API refuses, a wrong path or
+	// credentials). Histories of the proxy alone have no operations.
+	Exercised bool `json:"exercised"`
 }
 
 // Violation rules.
@@ -173,11 +181,23 @@ func (c *Checker) Report() Report {
 				r.Unresolved++
 			}
 		}
+		if s.executed() {
+			r.Executed++
+		}
 		viol, legal := s.check(k, c.TTL)
 		r.Violations = append(r.Violations, viol...)
 		r.AfterTTL = append(r.AfterTTL, legal...)
 	}
+	r.Exercised = r.Ops == 0 || r.Executed > 0
 	return r
+}
+
+// executed reports evidence that the key ran at least once.
+func (s *keyState) executed() bool {
+	if len(s.ids) > 0 {
+		return true
+	}
+	return s.op != nil && (s.op.Outcome == ClientOK || (s.op.Oracle != nil && *s.op.Oracle > 0))
 }
 
 // live counts the entries of ends (ids or bodies) executed for certain

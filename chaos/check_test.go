@@ -177,3 +177,41 @@ func TestReadHistory(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckerExercised: a run is exercised when some key shows an
+// execution; operations that all ended without one (refused bodies) make
+// "no violations" empty, and the report says so.
+func TestCheckerExercised(t *testing.T) {
+	refused := chaos.Op{Key: "k", Kind: chaos.KindNormal, Outcome: chaos.ClientFail, Status: 422, Oracle: intp(0)}
+	cases := []struct {
+		name, explanation string
+		attempt           *chaos.Event
+		op                *chaos.Op
+		want              bool
+	}{
+		{"refused", "a 4xx with no id and an oracle at 0 executed nothing", nil, &refused, false},
+		{"answered", "a 2xx answer is an execution",
+			nil, &chaos.Op{Key: "k", Kind: chaos.KindNormal, Outcome: chaos.ClientOK, Status: 201, ID: "x"}, true},
+		{"lost answer", "every answer dropped, but the proxy saw the upstream create an id",
+			&chaos.Event{Type: "attempt", Key: "k", Attempt: 1, Upstream: []chaos.Upstream{{Status: 201, ID: "x"}}},
+			&chaos.Op{Key: "k", Kind: chaos.KindNormal, Outcome: chaos.ClientUnknown}, true},
+		{"oracle", "no answer and no id, but the effects oracle counted one",
+			nil, &chaos.Op{Key: "k", Kind: chaos.KindNormal, Outcome: chaos.ClientUnknown, Oracle: intp(1)}, true},
+		{"proxy history", "a history without operations (proxy --history) is judged on upstream evidence alone",
+			&chaos.Event{Type: "attempt", Key: "k", Attempt: 1, Upstream: []chaos.Upstream{{Status: 422}}}, nil, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := chaos.NewChecker()
+			if tc.attempt != nil {
+				c.Attempt(*tc.attempt)
+			}
+			if tc.op != nil {
+				c.Op(*tc.op)
+			}
+			if r := c.Report(); r.Exercised != tc.want {
+				t.Errorf("%s: exercised %v, want %v (executed keys %d)", tc.explanation, r.Exercised, tc.want, r.Executed)
+			}
+		})
+	}
+}

@@ -14,9 +14,10 @@ import (
 
 func init() {
 	var (
-		jsonPath string
-		skipTorn bool
-		ttl      time.Duration
+		jsonPath        string
+		skipTorn        bool
+		allowIncomplete bool
+		ttl             time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "analyze HISTORY.jsonl",
@@ -24,7 +25,8 @@ func init() {
 		Long: "Read a history written by idemcheck proxy --history or idemcheck chaos --history and apply\n" +
 			"the exactly-once rules per key again, offline. The target's TTL comes from the history\n" +
 			"(chaos writes it) or --ttl: an execution after a key may have expired is legal.\n" +
-			"Exit codes: 0 clean, 1 violations, 2 unreadable, empty or torn history.",
+			"Exit codes: 0 clean, 1 violations, 2 unreadable, empty or torn history, 5 nothing exercised\n" +
+			"(operations recorded, none shows an execution; --allow-incomplete accepts it).",
 		Example: `  idemcheck analyze chaos.jsonl
   idemcheck analyze attempts.jsonl --ttl 24h --json report.json
   idemcheck analyze chaos.jsonl --json -`,
@@ -54,12 +56,13 @@ func init() {
 					return withCode(exitUsage, fmt.Errorf("--json: %v", err))
 				}
 			}
-			return violationsError(rep)
+			return violationsError(rep, allowIncomplete)
 		},
 	}
 	cmd.Flags().StringVar(&jsonPath, "json", "", "write the JSON report to `FILE` (-: to stdout, instead of the summary)")
 	cmd.Flags().BoolVar(&skipTorn, "skip-torn-tail", false, "skip a last line that does not parse (a run killed mid-write), with a warning")
 	cmd.Flags().DurationVar(&ttl, "ttl", 0, "the target's key lifetime, overriding the history's")
+	cmd.Flags().BoolVar(&allowIncomplete, "allow-incomplete", false, "exit 0 although no operation shows an execution (instead of exit 5)")
 	rootCmd.AddCommand(cmd)
 }
 
@@ -97,6 +100,10 @@ func printChaosReport(w io.Writer, r chaos.Report) {
 		}
 	}
 	if len(r.Violations) == 0 {
+		if !r.Exercised {
+			fmt.Fprintf(w, "exactly-once: NOT EXERCISED: none of %d operations shows an execution (no 2xx, created id or oracle count), so nothing committed could run twice (check the operation's body, path and credentials)\n", r.Ops)
+			return
+		}
 		fmt.Fprintln(w, "exactly-once: OK (no violations)")
 		return
 	}
@@ -124,9 +131,14 @@ func printViolation(w io.Writer, v chaos.Violation) {
 	fmt.Fprintf(w, "  %s key=%s kind=%s: %s; ids=%s upstream statuses=%s oracle=%s\n", v.Rule, v.Key, v.Kind, v.Detail, list(v.IDs), list(v.Statuses), oracle)
 }
 
-func violationsError(r chaos.Report) error {
-	if len(r.Violations) == 0 {
-		return nil
+// A run that exercised nothing exits 5 like a conformance run without
+// evidence, unless allowIncomplete (--allow-incomplete).
+func violationsError(r chaos.Report, allowIncomplete bool) error {
+	switch {
+	case len(r.Violations) > 0:
+		return withCode(exitFail, fmt.Errorf("%d exactly-once violations", len(r.Violations)))
+	case !r.Exercised && !allowIncomplete:
+		return withCode(exitIncomplete, fmt.Errorf("no operation shows an execution: exactly-once was not exercised (--allow-incomplete accepts this)"))
 	}
-	return withCode(exitFail, fmt.Errorf("%d exactly-once violations", len(r.Violations)))
+	return nil
 }

@@ -27,7 +27,9 @@ type chaosFlags struct {
 	faults   []string // parsed once into cfg.Faults
 	jsonPath string
 	verbose  bool
-	stderr   io.Writer // progress goes here
+	// allowIncomplete: no operation executed is exit 0, not 5.
+	allowIncomplete bool
+	stderr          io.Writer // progress goes here
 }
 
 func init() {
@@ -49,7 +51,8 @@ func init() {
 			"--kill-every SIGKILLs a random one and restarts it; the effects oracle is then not asked (a\n" +
 			"restarted process forgets its counts) and created ids decide.\n" +
 			"SIGINT/SIGTERM stops sending; operations cut short are counted, not judged.\n" +
-			"Exit codes: 0 clean, 1 violations, 2 usage, 4 target unreachable, 130 interrupted.",
+			"Exit codes: 0 clean, 1 violations, 2 usage, 4 target unreachable, 5 nothing exercised (no\n" +
+			"operation shows an execution; --allow-incomplete accepts it), 130 interrupted.",
 		Example: `  idemcheck chaos --target http://127.0.0.1:8080 --ops 500 --concurrency 16 --fault drop-response:0.3 --fault duplicate:0.1
   idemcheck chaos --config examples/reference.yaml --ops 2000 --fault drop-response:p=0.3,mode=rst --seed 7 --history chaos.jsonl --json chaos.json`,
 		Args: cobra.NoArgs,
@@ -78,6 +81,7 @@ func init() {
 	fl.IntVar(&f.cfg.MaxAttempts, "max-attempts", 20, "attempts per operation before giving up")
 	fl.DurationVar(&f.cfg.Deadline, "deadline", 10*time.Minute, "bound on the whole run")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "show progress even when stdout is not a terminal")
+	fl.BoolVar(&f.allowIncomplete, "allow-incomplete", false, "exit 0 although no operation shows an execution (instead of exit 5)")
 	reachFlags(fl, &f.sel)
 	rootCmd.AddCommand(cmd)
 }
@@ -139,5 +143,5 @@ func runChaos(ctx context.Context, stdout io.Writer, f chaosFlags) error {
 	if res.Ops < res.Requested {
 		return withCode(exitFail, fmt.Errorf("only %d of %d operations ran before --deadline", res.Ops, res.Requested))
 	}
-	return violationsError(res.Report)
+	return violationsError(res.Report, f.allowIncomplete)
 }

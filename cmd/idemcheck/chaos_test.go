@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -160,6 +161,9 @@ func proxyOnce(t *testing.T, upstream string, tc scenarios.TLS) {
 // skips the torn line with a warning and judges the rest.
 func TestAnalyzeCLI(t *testing.T) {
 	attempt := `{"type":"attempt","key":"k","attempt":1,"method":"POST","path":"/v1/charges","upstream":[{"status":201,"id":"x"}],"client":"ok","status":201}` + "\n"
+	failedOps := `{"type":"attempt","key":"a","attempt":1,"method":"POST","path":"/v1/charges","upstream":[{"status":422}],"client":"ok","status":422}` + "\n" +
+		`{"type":"op","key":"a","operation":"charges","kind":"normal","attempts":1,"outcome":"fail","status":422,"oracle":0}` + "\n" +
+		`{"type":"op","key":"b","operation":"charges","kind":"normal","attempts":1,"outcome":"fail","status":422}` + "\n"
 	for _, tc := range []struct {
 		name, rule, history string
 		args                []string
@@ -170,6 +174,8 @@ func TestAnalyzeCLI(t *testing.T) {
 		{"torn", "a torn last line is named, with the flag that skips it", attempt + `{"type":"attem`, nil, exitUsage, "--skip-torn-tail"},
 		{"torn skipped", "--skip-torn-tail warns and judges the rest", attempt + `{"type":"attem`, []string{"--skip-torn-tail"}, exitOK, "warning: "},
 		{"clean", "a whole history is judged", attempt, nil, exitOK, ""},
+		{"not exercised", "operations that all got a 4xx executed nothing: no violation proves nothing", failedOps, nil, exitIncomplete, "not exercised"},
+		{"not exercised, accepted", "--allow-incomplete accepts a run that exercised nothing", failedOps, []string{"--allow-incomplete"}, exitOK, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := writeTemp(t, "h.jsonl", tc.history)
@@ -178,5 +184,21 @@ func TestAnalyzeCLI(t *testing.T) {
 				t.Fatalf("rule: %s: exit %d (want %d), stderr %q (want one line with %q)\n%s", tc.rule, r.code, tc.code, r.stderr, tc.stderr, r.stdout)
 			}
 		})
+	}
+}
+
+// TestChaosNotExercised: a chaos run whose operations the API all refuses
+// (here a body that fails validation) executed nothing; it says so and
+// exits 5 instead of reporting exactly-once OK.
+func TestChaosNotExercised(t *testing.T) {
+	t.Setenv("IDEMCHECK_TOKEN", "alice")
+	base := demotest.ServeOn(t, demotest.App(t, demo.Options{}), "127.0.0.1:0")
+	cfg := writeTemp(t, "bad.yaml", strings.Replace(fmt.Sprintf(reachConfig, base, ""), "amount: 1000", `amount: "a lot"`, 1))
+	r := runCLI(t, "chaos", "--config", cfg, "--ops", "20", "--fault", "drop-response:0.3")
+	if r.code != exitIncomplete || !strings.Contains(r.stdout, "exactly-once: NOT EXERCISED") || !strings.Contains(r.stderr, "not exercised") {
+		t.Fatalf("exit %d, stderr %q: want %d and NOT EXERCISED\n%s", r.code, r.stderr, exitIncomplete, lastLines(r.stdout, 8))
+	}
+	if r := runCLI(t, "chaos", "--config", cfg, "--ops", "5", "--allow-incomplete"); r.code != exitOK {
+		t.Fatalf("--allow-incomplete: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
