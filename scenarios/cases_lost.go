@@ -75,7 +75,7 @@ func (e *Env) viaProxy(rules ...string) (*proxied, error) {
 	t.BaseURL = srv.URL
 	// The counter is shared: same keys, and its probes go to the target
 	// directly, not through the proxy.
-	pr.Env = &Env{Target: &t, Profile: e.Profile, Op: e.Op, Case: e.Case, client: e.client, oracle: e.oracle, keys: e.keys}
+	pr.Env = &Env{Target: &t, Profile: e.Profile, Op: e.Op, Case: e.Case, client: e.client, oracle: e.oracle, keys: e.keys, ctx: e.ctx}
 	return pr, nil
 }
 

@@ -41,6 +41,10 @@ type Env struct {
 
 	// keys is the run's key strategy (nil: a fresh UUID per key).
 	keys *Keys
+	// ctx is the case's context; it bounds key fetches (NewKey has no
+	// context argument: cases call it as they build requests). nil:
+	// context.Background().
+	ctx context.Context
 
 	mu        sync.Mutex
 	exchanges []Exchange
@@ -128,7 +132,11 @@ func (e *Env) NewKey() string {
 		}
 		return e.Profile.NewKey()
 	}
-	k, err := e.keys.Next(context.Background(), e.record)
+	ctx := e.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	k, err := e.keys.Next(ctx, e.record)
 	if err != nil {
 		e.mu.Lock()
 		if e.keyErr == nil {

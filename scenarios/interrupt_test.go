@@ -2,9 +2,14 @@ package scenarios_test
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/idemcheck/idemcheck/internal/demotest"
+	"github.com/idemcheck/idemcheck/reference/demo"
 	"github.com/idemcheck/idemcheck/scenarios"
 )
 
@@ -69,5 +74,59 @@ func TestRunCancelledAfterLastVerdict(t *testing.T) {
 	}
 	if j := rep.Judge(); rep.Interrupted || j.Outcome != scenarios.OutcomePass {
 		t.Errorf("interrupted %t, outcome %s (%v): want a pass, nothing was cut short", rep.Interrupted, j.Outcome, j.Problems)
+	}
+}
+
+// TestInterruptDuringKeyFetch: a server-issued key that never comes does
+// not hold an interrupted run for the client's timeout (30 s here): the
+// case's context bounds the fetch. Before, Env.NewKey fetched with
+// context.Background() and the run ended only when the request timed out.
+func TestInterruptDuringKeyFetch(t *testing.T) {
+	issuer := demotest.NewKeyIssuer(demotest.App(t, demo.Options{TTL: demoTTL, Lease: demoLease}))
+	var fetches atomic.Int32
+	hung := make(chan struct{}, 1)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The preflight's key comes; later ones hang.
+		if r.URL.Path == "/keys" && fetches.Add(1) > 1 {
+			select {
+			case hung <- struct{}{}:
+			default:
+			}
+			select {
+			case <-r.Context().Done():
+			case <-time.After(time.Minute):
+			}
+			return
+		}
+		issuer.ServeHTTP(w, r)
+	})
+	base := demotest.ServeOn(t, h, "127.0.0.1:0")
+	tg, p, err := scenarios.ParseConfig([]byte(fmt.Sprintf(`
+base_url: %s
+timeout: 30s
+principals: [{name: alice, headers: {Authorization: Bearer alice}}]
+key_source: {method: POST, path: /keys, pointer: /data/key}
+operations:
+  - {name: charges, method: POST, path: /v1/charges, body: {amount: 1000, currency: usd}, id_pointer: /id}
+`, base)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go func() {
+		select {
+		case <-hung:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	start := time.Now()
+	_, _ = scenarios.Run(ctx, tg, p, scenarios.RunOptions{Run: []string{"replay/same-body"}})
+	if el := time.Since(start); el > 10*time.Second {
+		t.Fatalf("the run ended %s after start: a hanging key fetch held the interrupted run", el.Round(time.Second))
+	}
+	if fetches.Load() <= 1 {
+		t.Fatalf("%d key fetches: the test never reached a hanging one", fetches.Load())
 	}
 }

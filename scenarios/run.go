@@ -325,7 +325,7 @@ const calibrationWait = time.Second
 func calibrateOp(ctx context.Context, t *Target, p *Profile, client *http.Client, keys *Keys, op *Operation) string {
 	ctx, cancel := context.WithTimeout(ctx, 2*t.Timeout+calibrationWait)
 	defer cancel()
-	e := &Env{Target: t, Profile: p, Op: op, client: client, oracle: newCounter(t), keys: keys}
+	e := &Env{Target: t, Profile: p, Op: op, client: client, oracle: newCounter(t), keys: keys, ctx: ctx}
 	k := e.NewKey()
 	if err := e.keyError(); err != nil {
 		return fmt.Sprintf("oracle check on %s: %v; effect-counting cases are inconclusive", op.Name, err)
@@ -408,7 +408,7 @@ func runInstance(ctx context.Context, t *Target, p *Profile, client *http.Client
 			return res
 		}
 	}
-	e := &Env{Target: t, Profile: p, Op: in.op, Case: in.c, client: client, oracle: newCounter(t), keys: keys}
+	e := &Env{Target: t, Profile: p, Op: in.op, Case: in.c, client: client, oracle: newCounter(t), keys: keys, ctx: ctx}
 	defer func() {
 		if r := recover(); r != nil {
 			res.Status, res.Reason = Inconclusive, fmt.Sprintf("idemcheck bug: case panicked: %v", r)
