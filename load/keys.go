@@ -125,10 +125,21 @@ type request struct {
 // keeps the URL in every Result, so results files stay classifiable after
 // they are merged across machines.
 func (rq *request) target(t *vegeta.Target, p Path, key string) {
-	u := rq.urls[0]
-	if len(rq.urls) > 1 {
-		u = rq.urls[(rq.next.Add(1)-1)%uint64(len(rq.urls))]
+	rq.targetAt(t, rq.replica(), p, key)
+}
+
+// replica is the index of the replica the next request goes to: each in
+// turn.
+func (rq *request) replica() int {
+	if len(rq.urls) == 1 {
+		return 0
 	}
+	return int((rq.next.Add(1) - 1) % uint64(len(rq.urls)))
+}
+
+// targetAt fills t for the replica at index i.
+func (rq *request) targetAt(t *vegeta.Target, i int, p Path, key string) {
+	u := rq.urls[i]
 	t.Method = rq.method
 	t.Body = rq.body
 	if key == "" {
@@ -183,24 +194,41 @@ func (rq *request) targeter(m Mode, hitRatio float64, pool, hot []string, keys *
 		rq.target(t, Miss, k)
 		return nil
 	}
-	fromPool := func(t *vegeta.Target, keys []string, p Path) {
-		rq.target(t, p, keys[(n.Add(1)-1)%uint64(len(keys))])
+	// Pool and contention keys are sent over and over: their targets are
+	// built once (header, URL per replica), as a bare vegeta loop's fixed
+	// targets are, so sending one allocates nothing.
+	prepare := func(keys []string, p Path) [][]vegeta.Target {
+		out := make([][]vegeta.Target, len(keys))
+		for i, k := range keys {
+			out[i] = make([]vegeta.Target, len(rq.urls))
+			for j := range rq.urls {
+				rq.targetAt(&out[i][j], j, p, k)
+			}
+		}
+		return out
+	}
+	fromPool := func(t *vegeta.Target, ts [][]vegeta.Target) {
+		byReplica := ts[(n.Add(1)-1)%uint64(len(ts))]
+		*t = byReplica[rq.replica()]
 	}
 	switch m {
 	case ModeHit:
-		return func(t *vegeta.Target) error { fromPool(t, pool, Hit); return nil }
+		ts := prepare(pool, Hit)
+		return func(t *vegeta.Target) error { fromPool(t, ts); return nil }
 	case ModeContention:
-		return func(t *vegeta.Target) error { fromPool(t, hot, Contention); return nil }
+		ts := prepare(hot, Contention)
+		return func(t *vegeta.Target) error { fromPool(t, ts); return nil }
 	case ModeNoKey:
 		return func(t *vegeta.Target) error { rq.target(t, NoKey, ""); return nil }
 	case ModeMix:
 		var i atomic.Uint64
+		ts := prepare(pool, Hit)
 		return func(t *vegeta.Target) error {
 			// Request k is a hit when floor((k+1)r) > floor(kr): exactly
 			// the ratio over any window, deterministic, no shared RNG.
 			k := float64(i.Add(1) - 1)
 			if uint64((k+1)*hitRatio) > uint64(k*hitRatio) {
-				fromPool(t, pool, Hit)
+				fromPool(t, ts)
 				return nil
 			}
 			return fresh(t)
