@@ -26,7 +26,12 @@ type keyState struct {
 	okBodies  []string // distinct request digests that got a 2xx upstream
 	statuses  []int    // upstream statuses, first 32
 	errors5xx int      // upstream 5xx answers other than the proxy's own
-	definite  int      // first upstream status that is a final answer (not 409/429/5xx)
+	// errBodies are the distinct body digests of those answers ("" when
+	// the history has none): a replay repeats one answer, while answers
+	// from two sources (the handler's error and a store outage's 503, say)
+	// cannot be told apart without the oracle saying which ran.
+	errBodies []string
+	definite  int // first upstream status that is a final answer (not 409/429/5xx)
 	op        *Op
 	// Timing, for the TTL: the key's first contact (no record of it can
 	// be older), the earliest end of an attempt that returned each id and
@@ -85,6 +90,9 @@ func (c *Checker) Attempt(ev Event) {
 			s.bodyEnd = earliest(s.bodyEnd, ev.RequestSHA256, end)
 		case u.Status >= 500:
 			s.errors5xx++
+			if !slices.Contains(s.errBodies, u.SHA256) {
+				s.errBodies = append(s.errBodies, u.SHA256)
+			}
 		}
 		if s.definite == 0 && u.Status != 409 && u.Status != 429 && u.Status < 500 {
 			s.definite = u.Status
@@ -141,6 +149,11 @@ type Report struct {
 	// expired: legal fresh executions, shown with the same evidence as a
 	// violation but not counted as one.
 	AfterTTL []Violation `json:"after_ttl"`
+	// Unjudged are keys whose evidence would be a violation but has an
+	// explanation the history cannot rule out (5xx answers from two
+	// sources, e.g. the handler's error and a store outage's 503): shown,
+	// not counted.
+	Unjudged []Violation `json:"unjudged"`
 	// Executed counts keys with evidence of an execution: a 2xx answer,
 	// a created id or an oracle count.
 	Executed int `json:"executed_keys"`
@@ -163,7 +176,7 @@ const (
 // Report applies the rules to every key.
 func (c *Checker) Report() Report {
 	r := Report{Keys: len(c.keys), Attempts: c.attempts, Faults: c.faults, Outcomes: map[string]int{}, Violations: []Violation{},
-		TTL: c.TTL, AfterTTL: []Violation{}}
+		TTL: c.TTL, AfterTTL: []Violation{}, Unjudged: []Violation{}}
 	keys := make([]string, 0, len(c.keys))
 	for k := range c.keys {
 		keys = append(keys, k)
@@ -184,9 +197,10 @@ func (c *Checker) Report() Report {
 		if s.executed() {
 			r.Executed++
 		}
-		viol, legal := s.check(k, c.TTL)
+		viol, legal, unjudged := s.check(k, c.TTL)
 		r.Violations = append(r.Violations, viol...)
 		r.AfterTTL = append(r.AfterTTL, legal...)
+		r.Unjudged = append(r.Unjudged, unjudged...)
 	}
 	r.Exercised = r.Ops == 0 || r.Executed > 0
 	return r
@@ -218,8 +232,9 @@ func (s *keyState) live(ends map[string]time.Time, all []string, ttl time.Durati
 }
 
 // check applies the rules to one key: violations, and executions that a
-// key expiry makes legal (shown, not counted).
-func (s *keyState) check(key string, ttl time.Duration) (out, legal []Violation) {
+// key expiry makes legal, and evidence with another explanation (both
+// shown, not counted).
+func (s *keyState) check(key string, ttl time.Duration) (out, legal, unjudged []Violation) {
 	v := func(list *[]Violation, rule, format string, args ...any) {
 		viol := Violation{Key: key, Rule: rule, Detail: fmt.Sprintf(format, args...), IDs: s.ids, Statuses: s.statuses}
 		if s.op != nil {
@@ -240,7 +255,7 @@ func (s *keyState) check(key string, ttl time.Duration) (out, legal []Violation)
 	}
 	op := s.op
 	if op == nil {
-		return out, legal
+		return out, legal, unjudged
 	}
 	transient := op.Kind == KindTransient
 	if op.Oracle != nil && !transient && *op.Oracle > 1 && len(s.ids) <= 1 {
@@ -255,10 +270,18 @@ func (s *keyState) check(key string, ttl time.Duration) (out, legal []Violation)
 	if op.Outcome == ClientInterrupted {
 		// Cut short: the client never got to its answer, so what it
 		// learnt is not judged; the upstream's evidence above still is.
-		return out, legal
+		return out, legal, unjudged
 	}
-	if transient && op.Oracle != nil && *op.Oracle < s.errors5xx {
-		v(&out, RuleErrorReplayed, "%d upstream 5xx answers but only %d executions: a 5xx was replayed instead of re-executed", s.errors5xx, *op.Oracle)
+	// A replayed 5xx needs an execution that produced it, and repeats its
+	// bytes: with no execution, or with 5xx answers of different bodies
+	// (a store outage's 503 beside the handler's error), the answers the
+	// oracle does not count are not shown to be replays.
+	if transient && op.Oracle != nil && *op.Oracle >= 1 && *op.Oracle < s.errors5xx {
+		if len(s.errBodies) == 1 {
+			v(&out, RuleErrorReplayed, "%d upstream 5xx answers, all with the same body, but only %d executions: a 5xx was replayed instead of re-executed", s.errors5xx, *op.Oracle)
+		} else {
+			v(&unjudged, RuleErrorReplayed, "%d upstream 5xx answers with %d different bodies but only %d executions: the uncounted ones may be replays or another source's (a store outage's 503)", s.errors5xx, len(s.errBodies), *op.Oracle)
+		}
 	}
 	switch op.Kind {
 	case KindNormal, KindStorm:
@@ -272,5 +295,5 @@ func (s *keyState) check(key string, ttl time.Duration) (out, legal []Violation)
 			v(&out, RuleWrongAnswer, "client got status %d, the committed answer was %d", op.Status, s.definite)
 		}
 	}
-	return out, legal
+	return out, legal, unjudged
 }

@@ -54,6 +54,15 @@ func TestChecker(t *testing.T) {
 		{"5xx replayed", "three 503s, one execution",
 			[]chaos.Event{attempt(1, "a", chaos.Upstream{Status: 503}), attempt(2, "a", chaos.Upstream{Status: 503}), attempt(3, "a", chaos.Upstream{Status: 503})},
 			&chaos.Op{Key: "k", Kind: chaos.KindTransient, Outcome: chaos.ClientFail, Status: 503, Oracle: intp(1)}, chaos.RuleErrorReplayed},
+		{"5xx replayed, same body", "three byte-equal 503s, one execution: the second and third repeat the first",
+			[]chaos.Event{attempt(1, "a", chaos.Upstream{Status: 503, SHA256: "e1"}), attempt(2, "a", chaos.Upstream{Status: 503, SHA256: "e1"}), attempt(3, "a", chaos.Upstream{Status: 503, SHA256: "e1"})},
+			&chaos.Op{Key: "k", Kind: chaos.KindTransient, Outcome: chaos.ClientFail, Status: 503, Oracle: intp(1)}, chaos.RuleErrorReplayed},
+		{"5xx from a store outage", "the handler's 503 once, then two different 503s (the store was down): nothing shows a replay",
+			[]chaos.Event{attempt(1, "a", chaos.Upstream{Status: 503, SHA256: "handler"}), attempt(2, "a", chaos.Upstream{Status: 503, SHA256: "outage"}), attempt(3, "a", chaos.Upstream{Status: 503, SHA256: "outage"})},
+			&chaos.Op{Key: "k", Kind: chaos.KindTransient, Outcome: chaos.ClientFail, Status: 503, Oracle: intp(1)}, ""},
+		{"5xx and no execution", "503s while the handler never ran (oracle 0): nothing existed to replay",
+			[]chaos.Event{attempt(1, "a", chaos.Upstream{Status: 503, SHA256: "outage"}), attempt(2, "a", chaos.Upstream{Status: 503, SHA256: "outage"})},
+			&chaos.Op{Key: "k", Kind: chaos.KindTransient, Outcome: chaos.ClientFail, Status: 503, Oracle: intp(0)}, ""},
 	}
 	for _, tc := range cases {
 		c := chaos.NewChecker()
@@ -213,5 +222,20 @@ func TestCheckerExercised(t *testing.T) {
 				t.Errorf("%s: exercised %v, want %v (executed keys %d)", tc.explanation, r.Exercised, tc.want, r.Executed)
 			}
 		})
+	}
+}
+
+// TestCheckerUnjudged: 5xx answers from two sources (the handler's error,
+// then a store outage's 503) beyond the executions are not a violation but
+// are shown as not judged, with their evidence.
+func TestCheckerUnjudged(t *testing.T) {
+	c := chaos.NewChecker()
+	for i, body := range []string{"handler", "outage", "outage"} {
+		c.Attempt(chaos.Event{Type: "attempt", Key: "k", Attempt: i + 1, Upstream: []chaos.Upstream{{Status: 503, SHA256: body}}})
+	}
+	c.Op(chaos.Op{Key: "k", Kind: chaos.KindTransient, Outcome: chaos.ClientFail, Status: 503, Oracle: intp(1)})
+	r := c.Report()
+	if len(r.Violations) != 0 || len(r.Unjudged) != 1 || r.Unjudged[0].Rule != chaos.RuleErrorReplayed || !strings.Contains(r.Unjudged[0].Detail, "2 different bodies") {
+		t.Fatalf("violations %v, unjudged %v: want none, and one error-replayed not judged", r.Violations, r.Unjudged)
 	}
 }

@@ -99,6 +99,16 @@ func printChaosReport(w io.Writer, r chaos.Report) {
 			printViolation(w, v)
 		}
 	}
+	if len(r.Unjudged) > 0 {
+		fmt.Fprintf(w, "not judged: %d keys whose evidence has another explanation\n", len(r.Unjudged))
+		for i, v := range r.Unjudged {
+			if i == 5 {
+				fmt.Fprintf(w, "  ... and %d more (see --json)\n", len(r.Unjudged)-i)
+				break
+			}
+			printViolation(w, v)
+		}
+	}
 	if len(r.Violations) == 0 {
 		if !r.Exercised {
 			fmt.Fprintf(w, "exactly-once: NOT EXERCISED: none of %d operations shows an execution (no 2xx, created id or oracle count), so nothing committed could run twice (check the operation's body, path and credentials)\n", r.Ops)

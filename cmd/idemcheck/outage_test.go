@@ -141,9 +141,9 @@ func TestChaosThroughStoreOutages(t *testing.T) {
 
 // outageConfig is examples/reference.yaml aimed at base, without the
 // transient_error variant: a 503 the store outage makes the middleware
-// answer before running the handler looks, in the history, like a replayed
-// transient 5xx (the checker's error-replayed rule sees only statuses), so
-// transient operations cannot be judged during an outage.
+// answer before running the handler is, in the history, one more 5xx than
+// the oracle's executions; the checker leaves such keys not judged (5xx
+// answers of two bodies), so transient operations prove nothing here.
 func outageConfig(t *testing.T, base string) string {
 	t.Helper()
 	raw, err := os.ReadFile("../../examples/reference.yaml")
