@@ -91,23 +91,11 @@ func printChaosReport(w io.Writer, r chaos.Report) {
 	}
 	if r.TTL > 0 {
 		fmt.Fprintf(w, "key TTL %s: %d keys executed again after it may have run out (legal fresh executions)\n", r.TTL, len(r.AfterTTL))
-		for i, v := range r.AfterTTL {
-			if i == 5 {
-				fmt.Fprintf(w, "  ... and %d more (see --json)\n", len(r.AfterTTL)-i)
-				break
-			}
-			printViolation(w, v)
-		}
+		printViolations(w, r.AfterTTL, 5)
 	}
 	if len(r.Unjudged) > 0 {
 		fmt.Fprintf(w, "not judged: %d keys whose evidence has another explanation\n", len(r.Unjudged))
-		for i, v := range r.Unjudged {
-			if i == 5 {
-				fmt.Fprintf(w, "  ... and %d more (see --json)\n", len(r.Unjudged)-i)
-				break
-			}
-			printViolation(w, v)
-		}
+		printViolations(w, r.Unjudged, 5)
 	}
 	if len(r.Violations) == 0 {
 		if !r.Exercised {
@@ -122,10 +110,15 @@ func printChaosReport(w io.Writer, r chaos.Report) {
 		byRule[v.Rule]++
 	}
 	fmt.Fprintf(w, "exactly-once: %d VIOLATIONS (%s)\n", len(r.Violations), counts(byRule))
-	for i, v := range r.Violations {
-		if i == 20 {
-			fmt.Fprintf(w, "  ... and %d more (see --json)\n", len(r.Violations)-i)
-			break
+	printViolations(w, r.Violations, 20)
+}
+
+// printViolations writes the first limit of vs, then how many more there are.
+func printViolations(w io.Writer, vs []chaos.Violation, limit int) {
+	for i, v := range vs {
+		if i == limit {
+			fmt.Fprintf(w, "  ... and %d more (see --json)\n", len(vs)-i)
+			return
 		}
 		printViolation(w, v)
 	}

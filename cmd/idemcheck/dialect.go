@@ -45,8 +45,8 @@ func (v *formatValue) Set(s string) error {
 }
 
 // flagError words a bad flag value like the commands' own errors,
-// `--flag "value": reason`; number parse errors, which read as Go
-// ("strconv.ParseUint: parsing ..."), say what the flag wants.
+// `--flag "value": reason`; number and switch parse errors, which read as
+// Go ("strconv.ParseUint: parsing ..."), say what the flag wants.
 func flagError(err error) error {
 	var ive *pflag.InvalidValueError
 	if !errors.As(err, &ive) {
@@ -57,6 +57,8 @@ func flagError(err error) error {
 		t := ive.GetFlag().Value.Type()
 		reason = "want a number"
 		switch {
+		case t == "bool":
+			reason = "want true or false"
 		case strings.HasPrefix(t, "uint"):
 			reason = "want a whole number, 0 or more"
 		case strings.HasPrefix(t, "int"):

@@ -68,6 +68,16 @@ func TestSeedNegative(t *testing.T) {
 	}
 }
 
+// TestSwitchValue: a switch given a value that is not a truth value is
+// named with what it wants (strconv.ParseBool fails with a NumError too;
+// it read "want a number").
+func TestSwitchValue(t *testing.T) {
+	r := runCLI(t, "chaos", "--target", closedPort(t), "--allow-incomplete=maybe")
+	if stderr := strings.TrimSpace(r.stderr); r.code != exitUsage || stderr != `idemcheck: --allow-incomplete "maybe": want true or false` {
+		t.Errorf("exit %d, stderr %q: want exit 2 and one line naming --allow-incomplete", r.code, r.stderr)
+	}
+}
+
 // TestAnalyzeJSONFile: analyze --json takes a FILE like every other --json
 // (the summary still prints); "-" puts the JSON alone on stdout; the old
 // bare switch is a usage error, not a silent text run.
