@@ -85,7 +85,7 @@ func TestRoutes(t *testing.T) {
 		{"POST", "/v1/payments", 201, `{"id":"pay_1","status":"succeeded"}`},
 		{"POST", "/v1/payments", 201, `{"id":"pay_2","status":"succeeded"}`}, // {seq} counts per route
 		{"GET", "/v1/payments", 404, `{"error":"no route of the double matches this call"}`},
-		{"DELETE", "/v1/payments/pay_1/refunds", 200, ``}, // any method, a glob, status defaults to 200
+		{"DELETE", "/v1/payments/pay_1/refunds", 200, ``},                                                 // any method, a glob, status defaults to 200
 		{"POST", "/v1/payments/a/b/refunds", 404, `{"error":"no route of the double matches this call"}`}, // * stays in a segment
 	} {
 		a := call(c, tc.method, s.URL()+tc.path, nil, "{}")
