@@ -49,6 +49,15 @@ type Env struct {
 	mu        sync.Mutex
 	exchanges []Exchange
 	keyErr    error // the first key that could not be fetched
+	// variants are the bodies Variant handed out for variants the
+	// downstream double makes behave: Send knows one by its backing array.
+	variants []variantBody
+}
+
+// variantBody is a body Env.Variant returned for variant name.
+type variantBody struct {
+	name string
+	body json.RawMessage
 }
 
 // Req describes one request of a case. Zero values mean "the normal call".
@@ -169,9 +178,35 @@ func (e *Env) Body(patches ...json.RawMessage) json.RawMessage {
 	return e.Target.Body(e.Op, patches...)
 }
 
-// Variant returns the body of a configured variant of the operation.
+// Variant returns the body of a configured variant of the operation. When
+// the downstream double makes the variant behave (its downstream:), the
+// body is a copy Send recognises: the key it is sent under gets the
+// variant's behaviour, even when the body equals the normal one.
 func (e *Env) Variant(name string) (json.RawMessage, Variant, bool) {
-	return e.Target.Variant(e.Op, name)
+	body, v, ok := e.Target.Variant(e.Op, name)
+	if ok && v.Downstream != nil && e.Target.downstream != nil && len(body) > 0 {
+		body = bytes.Clone(body)
+		e.mu.Lock()
+		e.variants = append(e.variants, variantBody{name: name, body: body})
+		e.mu.Unlock()
+	}
+	return body, v, ok
+}
+
+// variantOf is the name of the variant whose body Variant handed out as
+// body (the same backing array), "" when none.
+func (e *Env) variantOf(body json.RawMessage) string {
+	if len(body) == 0 {
+		return ""
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, v := range e.variants {
+		if &v.body[0] == &body[0] {
+			return v.name
+		}
+	}
+	return ""
 }
 
 // Send performs one request and records it as evidence.
@@ -203,6 +238,10 @@ func (e *Env) Send(ctx context.Context, r Req) Resp {
 		x.Request.Header[hk] = append([]string(nil), r.KeyLines...)
 	case !r.NoKey:
 		x.Request.Header[hk] = []string{e.KeyValue(r.Key)}
+		if name := e.variantOf(body); name != "" {
+			_ = e.Target.BehaveVariant(op, r.Key, name) // the route was validated: no error
+		}
+		x.Request.URL, x.Request.Body = e.Target.mark(op, r.Key, x.Request.URL, x.Request.Header, x.Request.Body)
 	}
 	if c := e.oracle; c != nil && c.global {
 		c.enter(ctx, e, scopeOf(r))

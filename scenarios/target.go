@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/idemcheck/idemcheck/scenarios/double"
 )
 
 // KeySyntax is how the key is written in its header.
@@ -57,8 +59,12 @@ type Target struct {
 	// reports.
 	KeyGen  KeyGen `yaml:"-" json:"-"`
 	KeySeed string `yaml:"-" json:"key_seed,omitempty"`
+	// Downstream, when set, is the double idemcheck starts where the API
+	// sends a dependency's calls (downstream.go).
+	Downstream *double.Config `yaml:"downstream,omitempty" json:"downstream,omitempty"`
 
-	managed *Managed    // the started Command, set for the length of a run
+	managed    *Managed       // the started Command, set for the length of a run
+	downstream *downstreamRun // the started double, set for the length of a run
 	tls     *tls.Config // built from TLS by SetTLS
 	// secrets are (value, placeholder) pairs Redact replaces, longest
 	// value first (secrets.go).
@@ -93,6 +99,9 @@ type Operation struct {
 	// target's oracle (e.g. one GET /_effects with pointer /charges here
 	// and /refunds on the refunds operation).
 	Oracle *Oracle `yaml:"oracle,omitempty" json:"oracle,omitempty"`
+	// Marker is where a key's token for the downstream double goes in the
+	// key's requests (nil: the key itself is the token).
+	Marker *Marker `yaml:"marker,omitempty" json:"marker,omitempty"`
 }
 
 // Mutation is a named materially different body.
@@ -119,6 +128,9 @@ type Variant struct {
 	Duration time.Duration `yaml:"duration,omitempty" json:"duration,omitempty"`
 	// Status: the status the variant's first execution returns, when known.
 	Status int `yaml:"status,omitempty" json:"status,omitempty"`
+	// Downstream: the double answers the key's calls of a route this way
+	// (slow, failing), so the API needs no knob in its body.
+	Downstream *VariantDownstream `yaml:"downstream,omitempty" json:"downstream,omitempty"`
 }
 
 // Oracle counts handler executions from outside. With "{key}" in its URL
@@ -138,6 +150,10 @@ type Oracle struct {
 	// on every replica and the counts summed. Default: one shared count,
 	// read at BaseURL.
 	PerReplica bool `yaml:"per_replica" json:"per_replica,omitempty"`
+	// Downstream names a route of the downstream double: a key's
+	// executions are that route's calls holding the key's token. URL and
+	// Pointer are then empty.
+	Downstream string `yaml:"downstream" json:"downstream,omitempty"`
 }
 
 // ReferenceSlow is how long the reference contract's slow variant stays in
@@ -190,7 +206,7 @@ func FromURL(base string, ttl, lease time.Duration) (*Target, error) {
 }
 
 // PerKey reports whether the oracle counts executions per key.
-func (o *Oracle) PerKey() bool { return strings.Contains(o.URL, "{key}") }
+func (o *Oracle) PerKey() bool { return o.Downstream != "" || strings.Contains(o.URL, "{key}") }
 
 // OracleOf is the oracle counting op's executions: its own, else the
 // target's (nil: none).
