@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -9,6 +10,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -313,4 +315,42 @@ func (op *Operation) validateMarker(at string, haveDouble bool) error {
 		}
 	}
 	return nil
+}
+
+// LoadDownstream reads the downstream: section of a config file (the rest
+// of the file is not read), for a double started on its own (idemcheck
+// double). Errors are one line naming the file and the field.
+func LoadDownstream(path string) (*double.Config, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %v", err)
+	}
+	var doc map[string]yaml.Node
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		return nil, fmt.Errorf("config %s: %v", path, yamlError(err))
+	}
+	n, ok := doc["downstream"]
+	if !ok {
+		return nil, fmt.Errorf("config %s: downstream: no such section (it declares the double's listen address and routes)", path)
+	}
+	// Re-encoded to decode it strictly: a misspelt field is an error.
+	section, err := yaml.Marshal(&n)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: downstream: %v", path, err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(section))
+	dec.KnownFields(true)
+	var cfg double.Config
+	if err := dec.Decode(&cfg); err != nil {
+		// Line numbers of the re-encoded section would mislead: drop them.
+		msg := yamlError(err).Error()
+		if i := strings.Index(msg, ": "); strings.HasPrefix(msg, "line ") && i > 0 {
+			msg = msg[i+2:]
+		}
+		return nil, fmt.Errorf("config %s: downstream: %s", path, msg)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("config %s: %v", path, err)
+	}
+	return &cfg, nil
 }
