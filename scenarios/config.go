@@ -73,7 +73,7 @@ type variantConfig struct {
 	Patch any `yaml:"patch"`
 	// Raw is the variant's whole body, sent as is (e.g. a malformed JSON
 	// payload for "invalid"), instead of a merge patch on the body.
-	Raw      *string       `yaml:"raw"`
+	Raw        *string                  `yaml:"raw"`
 	Duration   time.Duration            `yaml:"duration"`
 	Status     int                      `yaml:"status"`
 	Downstream *variantDownstreamConfig `yaml:"downstream"`

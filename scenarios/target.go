@@ -65,7 +65,7 @@ type Target struct {
 
 	managed    *Managed       // the started Command, set for the length of a run
 	downstream *downstreamRun // the started double, set for the length of a run
-	tls     *tls.Config // built from TLS by SetTLS
+	tls        *tls.Config    // built from TLS by SetTLS
 	// secrets are (value, placeholder) pairs Redact replaces, longest
 	// value first (secrets.go).
 	secrets  [][2]string

@@ -151,7 +151,7 @@ func sameJSON(t *testing.T, a, b []byte) bool {
 func TestReplace(t *testing.T) {
 	for _, tc := range []struct {
 		doc, ptr, value, want string
-		ok                   bool
+		ok                    bool
 	}{
 		{`{"b": 1, "ref": "", "a": [1]}`, "/ref", `"tok"`, `{"b": 1, "ref": "tok", "a": [1]}`, true},
 		{`{"m":{"ref" :  null },"z":0}`, "/m/ref", `"tok"`, `{"m":{"ref" :  "tok" },"z":0}`, true},
