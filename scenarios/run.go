@@ -212,6 +212,11 @@ func Run(ctx context.Context, t *Target, p *Profile, o RunOptions) (*Report, err
 	if err := Preflight(ctx, t, client); err != nil {
 		return nil, err
 	}
+	ev, err := OpenEvidence(t, client)
+	if err != nil {
+		return nil, err
+	}
+	defer ev.Close()
 	// The profile's key_format generator is the client-generated default;
 	// --hash-keys and key_source override it.
 	keys := t.Keys(client, func(uint64) string { return p.NewKey() })
@@ -227,7 +232,7 @@ func Run(ctx context.Context, t *Target, p *Profile, o RunOptions) (*Report, err
 		parallel = 1
 	}
 	rep := &Report{Target: t.Redact(t.BaseURL), Profile: p.Name, Strict: o.Strict, Seed: o.Seed, Started: time.Now()}
-	problems, notes := calibrate(ctx, t, p, client, keys, ins)
+	problems, notes := calibrate(ctx, t, p, client, ev, keys, ins)
 	if t.KeySeed != "" && t.KeySource == nil {
 		// Printed so that a run can be repeated with the same keys.
 		notes = append([]string{fmt.Sprintf("keys are business-id hashes SHA-256(%s:n) (--key-seed %s repeats them)", t.KeySeed, t.KeySeed)}, notes...)
@@ -243,7 +248,7 @@ func Run(ctx context.Context, t *Target, p *Profile, o RunOptions) (*Report, err
 	var wg sync.WaitGroup
 	var cbMu sync.Mutex
 	runOne := func(i int) {
-		res := runInstance(ctx, t, p, client, keys, ins[i], problems)
+		res := runInstance(ctx, t, p, client, ev, keys, ins[i], problems)
 		res.KnownFailing = matchAny(known, res.Name(), res.ID)
 		results[i] = res
 		if o.OnResult != nil {
@@ -293,9 +298,9 @@ func caseBudget(t *Target, p *Profile) time.Duration {
 // supplied instance counts effects on: a normal request under a fresh key
 // must raise the count by exactly 1. It returns the problem found per
 // operation name and the notes for the report: one line per problem.
-func calibrate(ctx context.Context, t *Target, p *Profile, client *http.Client, keys *Keys, ins []instance) (problems map[string]string, notes []string) {
+func calibrate(ctx context.Context, t *Target, p *Profile, client *http.Client, ev *Evidence, keys *Keys, ins []instance) (problems map[string]string, notes []string) {
 	problems = map[string]string{}
-	if len(t.Oracles()) == 0 {
+	if ev == nil {
 		return problems, nil
 	}
 	used := map[string]bool{}
@@ -309,7 +314,7 @@ func calibrate(ctx context.Context, t *Target, p *Profile, client *http.Client, 
 		if !used[op.Name] {
 			continue
 		}
-		if problem := calibrateOp(ctx, t, p, client, keys, op); problem != "" {
+		if problem := calibrateOp(ctx, t, p, client, ev, keys, op); problem != "" {
 			problems[op.Name] = problem
 			notes = append(notes, problem)
 		}
@@ -322,10 +327,10 @@ const calibrationWait = time.Second
 
 // calibrateOp sends op's normal request under a fresh key and returns a
 // one-line problem when the oracle did not count exactly one execution.
-func calibrateOp(ctx context.Context, t *Target, p *Profile, client *http.Client, keys *Keys, op *Operation) string {
+func calibrateOp(ctx context.Context, t *Target, p *Profile, client *http.Client, ev *Evidence, keys *Keys, op *Operation) string {
 	ctx, cancel := context.WithTimeout(ctx, 2*t.Timeout+calibrationWait)
 	defer cancel()
-	e := &Env{Target: t, Profile: p, Op: op, client: client, oracle: newCounter(t), keys: keys, ctx: ctx}
+	e := &Env{Target: t, Profile: p, Op: op, client: client, oracle: newCounter(ev), keys: keys, ctx: ctx}
 	k := e.NewKey()
 	if err := e.keyError(); err != nil {
 		return fmt.Sprintf("oracle check on %s: %v; effect-counting cases are inconclusive", op.Name, err)
@@ -358,7 +363,7 @@ func calibrateOp(ctx context.Context, t *Target, p *Profile, client *http.Client
 	}
 }
 
-func runInstance(ctx context.Context, t *Target, p *Profile, client *http.Client, keys *Keys, in instance, oracleProblems map[string]string) (res Result) {
+func runInstance(ctx context.Context, t *Target, p *Profile, client *http.Client, ev *Evidence, keys *Keys, in instance, oracleProblems map[string]string) (res Result) {
 	res = Result{Meta: in.Meta, Operation: in.Operation}
 	start := time.Now()
 	defer func() { res.Duration = time.Since(start) }()
@@ -408,7 +413,7 @@ func runInstance(ctx context.Context, t *Target, p *Profile, client *http.Client
 			return res
 		}
 	}
-	e := &Env{Target: t, Profile: p, Op: in.op, Case: in.c, client: client, oracle: newCounter(t), keys: keys, ctx: ctx}
+	e := &Env{Target: t, Profile: p, Op: in.op, Case: in.c, client: client, oracle: newCounter(ev), keys: keys, ctx: ctx}
 	defer func() {
 		if r := recover(); r != nil {
 			res.Status, res.Reason = Inconclusive, fmt.Sprintf("idemcheck bug: case panicked: %v", r)
