@@ -513,33 +513,9 @@ func (t *Target) Validate() error {
 	if os := t.Oracles(); len(os) > 1 {
 		for _, o := range os[1:] {
 			if o.PerKey() != os[0].PerKey() {
-				return fmt.Errorf("oracle.url %q and %q: one counts per key ({key} in the URL), the other globally; use one kind for every operation", os[0].URL, o.URL)
+				return fmt.Errorf("oracle %s and %s: one counts per key, the other globally; use one kind for every operation", os[0], o)
 			}
 		}
-	}
-	return nil
-}
-
-// validate checks an oracle (nil is fine); at names it in errors.
-func (o *Oracle) validate(at string, principals int) error {
-	if o == nil {
-		return nil
-	}
-	if o.Downstream != "" { // its route is checked by validateDownstream
-		if o.URL != "" || o.Pointer != "" {
-			return fmt.Errorf("%s.downstream %q: counts the double's calls; drop url and pointer", at, o.Downstream)
-		}
-		return nil
-	}
-	if u, err := url.Parse(o.URL); o.URL == "" || err != nil ||
-		(!strings.HasPrefix(o.URL, "/") && ((u.Scheme != "http" && u.Scheme != "https") || u.Host == "")) {
-		return fmt.Errorf("%s.url %q: want a path starting with / or an absolute http(s) URL", at, o.URL)
-	}
-	if _, err := jsonx.ParsePointer(o.Pointer); err != nil || o.Pointer == "" {
-		return fmt.Errorf("%s.pointer %q: want an RFC 6901 pointer to an integer (e.g. /executions)", at, o.Pointer)
-	}
-	if o.Principal < 0 || o.Principal >= principals {
-		return fmt.Errorf("%s.principal %d: want an index into principals (0..%d)", at, o.Principal, principals-1)
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -353,4 +354,39 @@ func LoadDownstream(path string) (*double.Config, error) {
 		return nil, fmt.Errorf("config %s: %v", path, err)
 	}
 	return &cfg, nil
+}
+
+// closeDouble stops a run's double, waiting at most a few seconds for
+// calls it holds back (they are cut at once; see double.Server.Close).
+func closeDouble(s *double.Server) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = s.Close(ctx)
+}
+
+// downstreamUntokened is how many calls of op's downstream oracle route
+// held no token so far (0 without one).
+func (t *Target) downstreamUntokened(op *Operation) int {
+	o := t.OracleOf(op)
+	if o == nil || o.Downstream == "" || t.downstream == nil {
+		return 0
+	}
+	return t.downstream.srv.Untokened(o.Downstream)
+}
+
+// downstreamGlobal is calibration's verdict when op's request under a
+// fresh key made n calls that hold no token: with one, the double counts
+// every call of the route and the run goes serial (a note says why and
+// how to avoid it); with more, nothing can be counted (a problem).
+func (t *Target) downstreamGlobal(op *Operation, n int) (problem, note string) {
+	route := t.OracleOf(op).Downstream
+	fix := "set marker: on the operation (a body member, header or query parameter the API passes on to its provider)"
+	if op.Marker != nil {
+		fix = fmt.Sprintf("the API does not pass its marker (%s) on to its provider", op.Marker)
+	}
+	if n > 1 {
+		return fmt.Sprintf("downstream %s: one request to %s %s under a fresh key made %d calls and none holds its token (%s); effect-counting cases are inconclusive", route, op.Method, op.Path, n, fix), ""
+	}
+	t.downstream.global.Store(true)
+	return "", fmt.Sprintf("downstream %s: the call %s %s made under a fresh key holds no token, so the route's calls are counted globally and the run is serial (%s)", route, op.Method, op.Path, fix)
 }

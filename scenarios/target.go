@@ -133,29 +133,6 @@ type Variant struct {
 	Downstream *VariantDownstream `yaml:"downstream,omitempty" json:"downstream,omitempty"`
 }
 
-// Oracle counts handler executions from outside. With "{key}" in its URL
-// it is a per-key counter; without, a global counter of every execution,
-// which the engine reads around each key's requests, one key at a time
-// (see Env.Executions).
-type Oracle struct {
-	// URL is absolute or relative to BaseURL; "{key}" is replaced by the
-	// (unquoted, URL-escaped) idempotency key of the case.
-	URL string `yaml:"url" json:"url"`
-	// Pointer is the RFC 6901 pointer to an integer execution count.
-	Pointer string `yaml:"pointer" json:"pointer"`
-	// Principal (index into Principals) whose headers the probe sends.
-	Principal int `yaml:"principal" json:"principal"`
-	// PerReplica: each replica counts only its own executions (an
-	// in-memory counter, like the reference's), so a relative URL is read
-	// on every replica and the counts summed. Default: one shared count,
-	// read at BaseURL.
-	PerReplica bool `yaml:"per_replica" json:"per_replica,omitempty"`
-	// Downstream names a route of the downstream double: a key's
-	// executions are that route's calls holding the key's token. URL and
-	// Pointer are then empty.
-	Downstream string `yaml:"downstream" json:"downstream,omitempty"`
-}
-
 // ReferenceSlow is how long the reference contract's slow variant stays in
 // flight: long enough to open a same-key burst inside it.
 const ReferenceSlow = 1500 * time.Millisecond
@@ -203,45 +180,4 @@ func FromURL(base string, ttl, lease time.Duration) (*Target, error) {
 		TTL:        ttl,
 		Lease:      lease,
 	}, nil
-}
-
-// PerKey reports whether the oracle counts executions per key.
-func (o *Oracle) PerKey() bool { return o.Downstream != "" || strings.Contains(o.URL, "{key}") }
-
-// OracleOf is the oracle counting op's executions: its own, else the
-// target's (nil: none).
-func (t *Target) OracleOf(op *Operation) *Oracle {
-	if op != nil && op.Oracle != nil {
-		return op.Oracle
-	}
-	return t.Oracle
-}
-
-// Oracles lists the distinct oracles that count the operations'
-// executions, in operation order. Summed, they count every execution of
-// the API under test, so they must count disjoint sets (the calibration
-// at the start of a run catches an overlap: one request counted twice).
-func (t *Target) Oracles() []*Oracle {
-	var out []*Oracle
-	seen := map[Oracle]bool{}
-	add := func(o *Oracle) {
-		if o != nil && !seen[*o] {
-			seen[*o] = true
-			out = append(out, o)
-		}
-	}
-	for i := range t.Operations {
-		add(t.OracleOf(&t.Operations[i]))
-	}
-	if len(t.Operations) == 0 {
-		add(t.Oracle)
-	}
-	return out
-}
-
-// GlobalOracle reports whether executions are counted by global counters
-// (no "{key}" in the oracle URLs). Validate refuses a mix of both kinds.
-func (t *Target) GlobalOracle() bool {
-	os := t.Oracles()
-	return len(os) > 0 && !os[0].PerKey()
 }
