@@ -27,6 +27,9 @@ type knoblessShop struct {
 	providerURL string
 	client      *http.Client
 	orders      atomic.Int64
+	// keepsReference: the shop does not pass the order's reference on
+	// (the double then sees calls without a token).
+	keepsReference bool
 }
 
 func (s *knoblessShop) create(w http.ResponseWriter, r *http.Request) {
@@ -41,8 +44,12 @@ func (s *knoblessShop) create(w http.ResponseWriter, r *http.Request) {
 		shopAnswer(w, http.StatusBadRequest, `{"error":"invalid order"}`)
 		return
 	}
-	charge, _ := json.Marshal(map[string]any{"amount": 1000 * in.Quantity, "card": in.Card, "reference": in.Reference})
-	req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, s.providerURL+"/v1/payments", bytes.NewReader(charge))
+	charge := map[string]any{"amount": 1000 * in.Quantity, "card": in.Card, "reference": in.Reference}
+	if s.keepsReference {
+		delete(charge, "reference")
+	}
+	payload, _ := json.Marshal(charge)
+	req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, s.providerURL+"/v1/payments", bytes.NewReader(payload))
 	if err != nil {
 		shopAnswer(w, http.StatusInternalServerError, `{"error":"bad provider URL"}`)
 		return
@@ -78,7 +85,12 @@ func shopAnswer(w http.ResponseWriter, status int, body string) {
 // is at providerURL.
 func serveKnoblessShop(t *testing.T, providerURL string, defects ...reference.Defect) string {
 	t.Helper()
-	shop := &knoblessShop{providerURL: providerURL, client: &http.Client{Timeout: 10 * time.Second}}
+	return serveShop(t, &knoblessShop{providerURL: providerURL}, defects...)
+}
+
+func serveShop(t *testing.T, shop *knoblessShop, defects ...reference.Defect) string {
+	t.Helper()
+	shop.client = &http.Client{Timeout: 10 * time.Second}
 	user := func(r *http.Request) string { return strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ") }
 	store := memstore.New()
 	api := reference.Middleware(store, reference.WithPrincipal(user), reference.WithDefects(defects...))(http.HandlerFunc(shop.create))
@@ -211,6 +223,43 @@ func TestDoubleRun(t *testing.T) {
 		// The evidence times the key's provider calls.
 		if !strings.Contains(r.stdout, "downstream payments: ") || !strings.Contains(r.stdout, " calls for key …") {
 			t.Errorf("no downstream evidence in the failures:\n%s", r.stdout)
+		}
+	})
+}
+
+// TestDoubleCalibration: calibration says what it saw when the calls do
+// not hold the key's token: none at all (the API's provider URL is not
+// the double), or calls without it (counted globally, the run serial).
+func TestDoubleCalibration(t *testing.T) {
+	t.Run("untokened", func(t *testing.T) {
+		addr := freeAddr(t)
+		base := serveShop(t, &knoblessShop{providerURL: "http://" + addr, keepsReference: true})
+		r, res, notes := runKnobless(t, fmt.Sprintf(knoblessConfig, base, addr), "--run", "replay/single-execution", "--run", "concurrent/same-key-burst")
+		if len(notes) != 1 || !strings.Contains(notes[0], "holds no token") || !strings.Contains(notes[0], "the run is serial") {
+			t.Errorf("notes %q: want one saying the calls hold no token and the run is serial", notes)
+		}
+		for _, id := range []string{"replay/single-execution", "concurrent/same-key-burst"} {
+			if x := res[id]; x.Status != "pass" || !strings.Contains(x.Observed, "(oracle)") {
+				t.Errorf("%s: %+v, want pass on the global count", id, x)
+			}
+		}
+		if r.code != exitOK {
+			t.Errorf("exit %d, want 0; stderr %s", r.code, r.stderr)
+		}
+	})
+	t.Run("not-pointed", func(t *testing.T) {
+		elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			shopAnswer(w, http.StatusOK, `{"id":"pay_x"}`)
+		}))
+		defer elsewhere.Close()
+		addr := freeAddr(t)
+		base := serveKnoblessShop(t, elsewhere.URL)
+		_, res, notes := runKnobless(t, fmt.Sprintf(knoblessConfig, base, addr), "--run", "replay/single-execution")
+		if len(notes) != 1 || !strings.Contains(notes[0], "made no call to the double at http://"+addr) {
+			t.Errorf("notes %q: want one saying no call reached the double", notes)
+		}
+		if x := res["replay/single-execution"]; x.Status != "inconclusive" {
+			t.Errorf("replay/single-execution: %+v, want inconclusive", x)
 		}
 	})
 }
