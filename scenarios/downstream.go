@@ -6,10 +6,8 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"maps"
-	"net/http"
 	"os"
 	"slices"
 	"sort"
@@ -232,56 +230,6 @@ func (t *Target) DownstreamJournal(key string) []double.Call {
 		sort.SliceStable(calls, func(i, j int) bool { return calls[i].Time.Before(calls[j].Time) })
 	}
 	return calls
-}
-
-// mark writes key's token into a request of op at its marker: the URL
-// and body returned, the header changed in place.
-func (t *Target) mark(op *Operation, key, rawURL string, h http.Header, body []byte) (string, []byte) {
-	if t.downstream == nil || key == "" {
-		return rawURL, body
-	}
-	t.track(key)
-	m := op.Marker
-	if m == nil {
-		return rawURL, body
-	}
-	tok := t.Token(key)
-	switch {
-	case m.Header != "":
-		h.Set(m.Header, tok)
-	case m.Query != "":
-		sep := "?"
-		if strings.Contains(rawURL, "?") {
-			sep = "&"
-		}
-		rawURL += sep + m.Query + "=" + tok // a token needs no escaping
-	default:
-		value := []byte(`"` + tok + `"`)
-		if out, ok := jsonx.Replace(body, m.Pointer, value); ok {
-			return rawURL, out
-		}
-		// The body lost the member (a patch removed it): add it back.
-		if patch, ok := pointerPatch(m.Pointer, value); ok {
-			if out, err := jsonx.MergePatch(body, patch); err == nil && isJSONObject(body) {
-				return rawURL, out
-			}
-		}
-	}
-	return rawURL, body
-}
-
-// pointerPatch is the merge patch setting value at p (objects only).
-func pointerPatch(p string, value []byte) ([]byte, bool) {
-	toks, err := jsonx.ParsePointer(p)
-	if err != nil || len(toks) == 0 {
-		return nil, false
-	}
-	out := value
-	for i := len(toks) - 1; i >= 0; i-- {
-		k, _ := json.Marshal(toks[i]) // a string always marshals
-		out = append(append(append([]byte("{"), k...), ':'), append(out, '}')...)
-	}
-	return out, true
 }
 
 // validateDownstream checks the downstream parts of t: the double's

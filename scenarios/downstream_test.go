@@ -97,13 +97,13 @@ func TestMark(t *testing.T) {
 	} {
 		op := &Operation{Marker: &tc.marker}
 		h := http.Header{}
-		u, b := dt.mark(op, key, "http://api/v1/orders", h, body)
+		u, b := dt.Mark(op, key, "http://api/v1/orders", h, body)
 		if u != tc.url || string(b) != tc.body || h.Get("X-Ref") != tc.head {
 			t.Errorf("marker %s: %s %s %v", tc.marker.String(), u, b, h)
 		}
 	}
 	// Without a double nothing changes.
-	if u, b := base.mark(&Operation{Marker: &Marker{Header: "X-Ref"}}, key, "u", http.Header{}, body); u != "u" || string(b) != string(body) {
+	if u, b := base.Mark(&Operation{Marker: &Marker{Header: "X-Ref"}}, key, "u", http.Header{}, body); u != "u" || string(b) != string(body) {
 		t.Error("marked without a double")
 	}
 }

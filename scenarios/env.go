@@ -255,12 +255,12 @@ func (e *Env) Send(ctx context.Context, r Req) Resp {
 		if name := e.Target.downstream.variantOf(body); name != "" {
 			_ = e.Target.BehaveVariant(op, r.Key, name) // the route was validated: no error
 		}
-		x.Request.URL, x.Request.Body = e.Target.mark(op, r.Key, x.Request.URL, x.Request.Header, x.Request.Body)
+		x.Request.URL, x.Request.Body = e.Target.Mark(op, r.Key, x.Request.URL, x.Request.Header, x.Request.Body)
 		if e.Target.downstream != nil {
 			e.sentUnder(r.Key)
 		}
 	case e.Target.countsNoKey():
-		x.Request.URL, x.Request.Body = e.Target.mark(op, e.noKeyScope(), x.Request.URL, x.Request.Header, x.Request.Body)
+		x.Request.URL, x.Request.Body = e.Target.Mark(op, e.noKeyScope(), x.Request.URL, x.Request.Header, x.Request.Body)
 		e.sentUnder(e.noKeyScope())
 	}
 	if c := e.oracle; c != nil && c.global {

@@ -154,3 +154,43 @@ func TestDoubleCalibration(t *testing.T) {
 		}
 	})
 }
+
+// TestDoubleChaosLoad: chaos and load start the config's double too and
+// count with it: the correct shop shows no violation, each key's
+// executions read from the double; a shop that executes a same-key burst
+// many times is caught by chaos.
+func TestDoubleChaosLoad(t *testing.T) {
+	addr := freeAddr(t)
+	base := serveShop(t, knobless.Options{ProviderURL: "http://" + addr})
+	cfg := filepath.Join(t.TempDir(), "idemcheck.yaml")
+	if err := os.WriteFile(cfg, []byte(knobless.Config(base, addr, downstreamOracle)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	r := runCLI(t, "chaos", "--config", cfg, "--ops", "60", "--fault", "drop-response:0.3", "--history", filepath.Join(dir, "h.jsonl"))
+	if r.code != exitOK {
+		t.Fatalf("chaos: exit %d; stdout %s; stderr %s", r.code, r.stdout, r.stderr)
+	}
+	hist, err := os.ReadFile(filepath.Join(dir, "h.jsonl"))
+	if err != nil || !strings.Contains(string(hist), `"oracle":1`) {
+		t.Errorf("chaos history: no operation counted by the double (%v)", err)
+	}
+	r = runCLI(t, "load", "--config", cfg, "--mode", "mix", "--rate", "100", "--duration", "1s", "--json", filepath.Join(dir, "load.json"))
+	if r.code != exitOK {
+		t.Fatalf("load: exit %d; stderr %s", r.code, r.stderr)
+	}
+	doc := readJSON(t, filepath.Join(dir, "load.json"))
+	if o, _ := doc["oracle"].(map[string]any); o["available"] != true || o["error"] != nil || o["keys_probed"].(float64) == 0 {
+		t.Errorf("load oracle %v: want the double's counts, keys probed", doc["oracle"])
+	}
+
+	broken := serveShop(t, knobless.Options{ProviderURL: "http://" + addr, Defects: []reference.Defect{reference.CheckThenInsert}})
+	bcfg := filepath.Join(t.TempDir(), "idemcheck.yaml")
+	if err := os.WriteFile(bcfg, []byte(knobless.Config(broken, addr, downstreamOracle)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = runCLI(t, "chaos", "--config", bcfg, "--ops", "40", "--fault", "duplicate:p=1,mode=concurrent")
+	if r.code != exitFail || !strings.Contains(r.stdout, "double-execution") || !strings.Contains(r.stdout, "oracle=2") {
+		t.Errorf("chaos on a check-then-insert shop: exit %d, want 1 with double executions the double counted; stdout %s; stderr %s", r.code, r.stdout, r.stderr)
+	}
+}
