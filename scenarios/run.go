@@ -233,6 +233,9 @@ func Run(ctx context.Context, t *Target, p *Profile, o RunOptions) (*Report, err
 		r.Shuffle(len(ins), func(i, j int) { ins[i], ins[j] = ins[j], ins[i] })
 	}
 	rep := &Report{Target: t.Redact(t.BaseURL), Profile: p.Name, Strict: o.Strict, Seed: o.Seed, Started: time.Now()}
+	if err := checkIDPointers(ctx, t, p, client, ev, keys, ins); err != nil {
+		return nil, err
+	}
 	problems, notes := calibrate(ctx, t, p, client, ev, keys, ins)
 	parallel := o.Parallel
 	if parallel <= 0 || parallel > len(ins) {
@@ -334,8 +337,68 @@ func calibrate(ctx context.Context, t *Target, p *Profile, client *http.Client, 
 	return problems, notes
 }
 
-// calibrationWait bounds how long a count may lag behind its response.
-const calibrationWait = time.Second
+// checkIDPointers checks each id_pointer a selected, supplied instance
+// relies on before any verdict rests on it: two normal requests under two
+// fresh keys must answer ids at the pointer, and two different ones. A typo
+// (/id for /order_id) would otherwise read as "0 executions" and fail a
+// correct server. The error is one line naming the pointer and the body's
+// members. An operation whose normal call does not succeed is left to the
+// cases (and to the oracle check) to report.
+func checkIDPointers(ctx context.Context, t *Target, p *Profile, client *http.Client, ev *Evidence, keys *Keys, ins []instance) error {
+	checked := map[string]bool{}
+	for _, in := range ins {
+		op := in.op
+		if !in.Supplied || op == nil || op.IDPointer == "" || checked[op.Name] ||
+			!(countsEffects(in.c) || slices.Contains(in.c.Needs, NeedIDPointer)) {
+			continue
+		}
+		checked[op.Name] = true
+		if err := checkIDPointer(ctx, t, p, client, ev, keys, op); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkIDPointer(ctx context.Context, t *Target, p *Profile, client *http.Client, ev *Evidence, keys *Keys, op *Operation) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*t.Timeout)
+	defer cancel()
+	e := &Env{Target: t, Profile: p, Op: op, client: client, oracle: newCounter(ev), keys: keys, ctx: ctx}
+	at := fmt.Sprintf("operations[%d].id_pointer %s", slices.IndexFunc(t.Operations, func(o Operation) bool { return o.Name == op.Name }), op.IDPointer)
+	var ids []string
+	for range 2 {
+		k := e.NewKey()
+		if e.keyError() != nil {
+			return nil // the cases report it
+		}
+		r := e.Send(ctx, Req{Label: "id_pointer check", Key: k})
+		if !r.OK() {
+			return nil
+		}
+		id := e.CreatedID(r)
+		doc, _ := decodeJSON(r.Body)
+		switch {
+		case id == "":
+			return fmt.Errorf("%s: nothing there in the %d body%s", at, r.Status, bodyMembers(doc))
+		case len(ids) == 1 && ids[0] == id:
+			return fmt.Errorf("%s: the same value %q for two keys: not the created resource's id%s", at, id, bodyMembers(doc))
+		}
+		ids = append(ids, id)
+	}
+	return nil
+}
+
+// bodyMembers lists a JSON body's top-level members for an error.
+func bodyMembers(doc any) string {
+	if m, ok := doc.(map[string]any); !ok || len(m) == 0 {
+		return " (not a JSON object with members)"
+	}
+	return members(doc)
+}
+
+// calibrationWait bounds how long a count may lag behind its response:
+// as long as a case's count is re-read (lagSettle).
+const calibrationWait = lagSettle
 
 // calibrateOp sends op's normal request under a fresh key and returns a
 // one-line problem when the oracle did not count exactly one execution,
@@ -360,7 +423,7 @@ func calibrateOp(ctx context.Context, t *Target, p *Profile, client *http.Client
 	}
 	deadline := time.Now().Add(calibrationWait)
 	for {
-		n, err := e.Executions(ctx, k)
+		n, err := e.count(ctx, k, false) // polled here: not settled in count
 		if err != nil {
 			return fmt.Sprintf("oracle check on %s: %v; effect-counting cases are inconclusive", op.Name, err), ""
 		}
@@ -440,7 +503,7 @@ func runInstance(ctx context.Context, t *Target, p *Profile, client *http.Client
 			res.Exchanges = e.Exchanges()
 		}
 	}()
-	v := in.c.Run(ctx, e)
+	v := e.unseenVerdict(in.c.Run(ctx, e))
 	if err := e.keyError(); err != nil {
 		// A case that could not get its keys judged nothing about them.
 		v = e.Inconclusive(err.Error())
