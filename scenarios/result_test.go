@@ -21,6 +21,7 @@ func TestJudge(t *testing.T) {
 		{"pass", "a pass passes", false, false, false, []Result{res("a/b", Must, Pass, false)}, OutcomePass, 0, 0},
 		{"fail", "a failure fails", false, false, false, []Result{res("a/b", Must, Fail, false)}, OutcomeFail, 1, 0},
 		{"warn", "an unmet SHOULD only warns", false, false, false, []Result{res("a/b", Should, Warn, false)}, OutcomePass, 0, 0},
+		{"must warn", "a MUST that warns fails the run: a MUST unmet never passes", false, false, false, []Result{res("a/b", Must, Warn, false)}, OutcomeFail, 1, 0},
 		{"warn strict", "--strict makes an unmet SHOULD fail", true, false, false, []Result{res("a/b", Should, Warn, false)}, OutcomeFail, 1, 0},
 		{"info warn strict", "an informational case never fails", true, false, false, []Result{res("a/b", Info, Warn, false)}, OutcomePass, 0, 0},
 		{"known failing fails", "an announced failure does not fail the run", false, false, false, []Result{res("a/b", Must, Fail, true)}, OutcomePass, 0, 0},
