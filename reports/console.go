@@ -149,6 +149,13 @@ func Console(w io.Writer, rep *scenarios.Report, opt ConsoleOptions) error {
 	for _, line := range requirementLines(rep) {
 		b.WriteString(line + "\n")
 	}
+	if untested := untestedLines(rep); len(untested) > 0 {
+		fmt.Fprintf(&b, "MUST not tested (%d):\n", len(untested))
+		for _, line := range untested {
+			b.WriteString("  - " + line + "\n")
+		}
+	}
+	fmt.Fprintf(&b, "conformance: %s\n", conformanceText(rep.Conformance()))
 	if rep.Interrupted {
 		b.WriteString("interrupted: instances cut short are not judged; this report is partial\n")
 	}
