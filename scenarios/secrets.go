@@ -235,3 +235,8 @@ func RedactedConfig(raw []byte) ([]byte, error) {
 	}
 	return []byte(t.Redact(string(raw))), nil
 }
+
+// ShellWord quotes s for a POSIX shell as the curl reproductions do: each
+// ${NAME} placeholder stays outside the single quotes, so a recorded
+// command line reads its secrets from the environment.
+func ShellWord(s string) string { return curlWord(s) }
