@@ -22,6 +22,7 @@ type jsonReport struct {
 	Profile         string    `json:"profile"`
 	Strict          bool      `json:"strict"`
 	AllowIncomplete bool      `json:"allow_incomplete"`
+	RequireMust     bool      `json:"require_must"`
 	Interrupted     bool      `json:"interrupted"`
 	Seed            uint64    `json:"seed"`
 	Started         time.Time `json:"started"`
@@ -100,6 +101,7 @@ func JSON(w io.Writer, rep *scenarios.Report) error {
 		Profile:         rep.Profile,
 		Strict:          rep.Strict,
 		AllowIncomplete: rep.AllowIncomplete,
+		RequireMust:     rep.RequireMust,
 		Interrupted:     rep.Interrupted,
 		Seed:            rep.Seed,
 		Started:         rep.Started.UTC(),
@@ -168,7 +170,7 @@ func ReadJSON(r io.Reader) (*scenarios.Report, error) {
 		return nil, fmt.Errorf("schema %q, want %q", in.Schema, SchemaV1)
 	}
 	rep := &scenarios.Report{
-		Target: in.Target, Profile: in.Profile, Strict: in.Strict, AllowIncomplete: in.AllowIncomplete,
+		Target: in.Target, Profile: in.Profile, Strict: in.Strict, AllowIncomplete: in.AllowIncomplete, RequireMust: in.RequireMust,
 		Interrupted: in.Interrupted, Seed: in.Seed, Started: in.Started, Duration: time.Duration(in.DurationMS * float64(time.Millisecond)),
 		Notes: in.Notes, LeftOut: in.LeftOut, Command: in.Command, Config: in.Config,
 	}

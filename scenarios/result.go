@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"net/http"
+	"slices"
 	"time"
 )
 
@@ -127,6 +128,9 @@ type Report struct {
 	// AllowIncomplete lets a run pass although a MUST-level instance ended
 	// unverifiable or inconclusive (--allow-incomplete).
 	AllowIncomplete bool `json:"allow_incomplete"`
+	// RequireMust makes a MUST not tested hold the run back like one
+	// without evidence (--require-must: exit 5).
+	RequireMust bool `json:"require_must"`
 	// Interrupted: the run was stopped before every instance finished.
 	Interrupted bool          `json:"interrupted"`
 	Seed        uint64        `json:"seed"`
@@ -225,10 +229,12 @@ type Judgment struct {
 	// WithoutEvidence are the MUST-level instances that ended unverifiable
 	// or inconclusive (empty under AllowIncomplete), one line each.
 	WithoutEvidence []string
+	// Untested are the MUSTs not tested under RequireMust, one line each.
+	Untested []string
 }
 
 // Judge decides the run: interrupted beats a failure, which beats a MUST
-// without evidence, which beats a pass. A skip never holds a run back: it
+// without evidence (or, under RequireMust, not tested), which beats a pass. A skip never holds a run back: it
 // says the config does not describe what the case needs or the profile
 // leaves the behaviour open, and the requirement counts show it as not
 // tested.
@@ -247,12 +253,21 @@ func (r *Report) Judge() Judgment {
 			j.WithoutEvidence = append(j.WithoutEvidence, res.Name()+": "+string(res.Status)+": "+res.Reason)
 		}
 	}
+	if r.RequireMust {
+		for _, u := range r.UntestedMust() {
+			line := u.Instance + ": " + u.Reason
+			if u.Requirement != "" {
+				line = u.Requirement + " " + line
+			}
+			j.Untested = append(j.Untested, line)
+		}
+	}
 	switch {
 	case r.Interrupted:
 		j.Outcome = OutcomeInterrupted
 	case len(j.Problems) > 0:
 		j.Outcome = OutcomeFail
-	case len(j.WithoutEvidence) > 0:
+	case len(j.WithoutEvidence) > 0 || len(j.Untested) > 0:
 		j.Outcome = OutcomeIncomplete
 	default:
 		j.Outcome = OutcomePass
@@ -264,7 +279,7 @@ func (r *Report) Judge() Judgment {
 // not, the results that hold it back.
 func (r *Report) Outcome() (ok bool, problems []string) {
 	j := r.Judge()
-	return j.Outcome == OutcomePass, append(j.Problems, j.WithoutEvidence...)
+	return j.Outcome == OutcomePass, slices.Concat(j.Problems, j.WithoutEvidence, j.Untested)
 }
 
 // RequirementCounts tally the requirements of one level by what the run

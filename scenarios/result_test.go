@@ -80,3 +80,29 @@ func TestRequirements(t *testing.T) {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
 }
+
+// TestRequireMust: under RequireMust a MUST requirement no instance
+// tested holds the run back (exit 5), one line each; a skipped MUST whose
+// requirement another instance verified does not; a failure still wins.
+func TestRequireMust(t *testing.T) {
+	skip := Result{Meta: Meta{ID: "scope/other-user-isolated", Level: Must, Requirements: []string{"IK-SCOPE-1"}}, Status: Skip, Missing: []Need{NeedSecondPrincipal}}
+	pass := Result{Meta: Meta{ID: "replay/single-execution", Level: Must, Requirements: []string{"IK-REPLAY-3"}}, Status: Pass}
+	rep := &Report{Results: []Result{pass, skip}}
+	if j := rep.Judge(); j.Outcome != OutcomePass || len(j.Untested) != 0 {
+		t.Errorf("without --require-must an untested MUST is only listed: %+v", j)
+	}
+	rep.RequireMust = true
+	if j := rep.Judge(); j.Outcome != OutcomeIncomplete || len(j.Untested) != 1 || !strings.Contains(j.Untested[0], "IK-SCOPE-1 scope/other-user-isolated: needs second-principal") {
+		t.Errorf("--require-must: an untested MUST is exit 5, named: %+v", j)
+	}
+	covered := skip
+	covered.Requirements = []string{"IK-REPLAY-3"}
+	rep.Results = []Result{pass, covered}
+	if j := rep.Judge(); j.Outcome != OutcomePass {
+		t.Errorf("a skipped instance of a verified requirement is not untested: %+v", j)
+	}
+	rep.Results = []Result{{Meta: Meta{ID: "a/b", Level: Must}, Status: Fail}, skip}
+	if j := rep.Judge(); j.Outcome != OutcomeFail {
+		t.Errorf("a failure beats an untested MUST: %+v", j)
+	}
+}

@@ -209,6 +209,7 @@ func runConformance(ctx context.Context, stdout, stderr io.Writer, f runFlags, a
 		return withCode(exitUsage, err)
 	}
 	rep.AllowIncomplete = f.allowIncomplete
+	rep.RequireMust = f.requireMust
 	rep.Command = recordedCommand(target, argv)
 	rep.Config = config
 
@@ -242,7 +243,7 @@ func runConformance(ctx context.Context, stdout, stderr io.Writer, f runFlags, a
 // runExit maps the judged run to its exit code: interrupted 130; with
 // --expect, 1 only for verdicts worse than expected; else 1 for a failure,
 // 5 for a MUST without evidence; then, under --require-must, 5 for a MUST
-// not tested.
+// not tested (Report.Judge's rule, which --expect does not lift).
 func runExit(stderr io.Writer, rep *scenarios.Report, f runFlags, expected *scenarios.Report) error {
 	j := rep.Judge()
 	if j.Outcome == scenarios.OutcomeInterrupted {
@@ -261,19 +262,14 @@ func runExit(stderr io.Writer, rep *scenarios.Report, f runFlags, expected *scen
 		case scenarios.OutcomeFail:
 			return withCode(exitFail, fmt.Errorf("%d failing: %s", len(j.Problems), strings.Join(j.Problems, "; ")))
 		case scenarios.OutcomeIncomplete:
-			return withCode(exitIncomplete, fmt.Errorf("not enough evidence: %d MUST-level case instances unverifiable or inconclusive, listed in the report (--allow-incomplete accepts them)",
-				len(j.WithoutEvidence)))
-		}
-	}
-	if untested := rep.UntestedMust(); f.requireMust && len(untested) > 0 {
-		names := make([]string, len(untested))
-		for i, u := range untested {
-			names[i] = u.Instance
-			if u.Requirement != "" {
-				names[i] = u.Requirement + " (" + u.Instance + ")"
+			if len(j.WithoutEvidence) > 0 {
+				return withCode(exitIncomplete, fmt.Errorf("not enough evidence: %d MUST-level case instances unverifiable or inconclusive, listed in the report (--allow-incomplete accepts them)",
+					len(j.WithoutEvidence)))
 			}
 		}
-		return withCode(exitIncomplete, fmt.Errorf("--require-must: %d MUSTs not tested: %s (the summary names the config line for each)", len(untested), strings.Join(names, ", ")))
+	}
+	if len(j.Untested) > 0 {
+		return withCode(exitIncomplete, fmt.Errorf("--require-must: %d MUSTs not tested: %s (the summary names the config line for each)", len(j.Untested), strings.Join(j.Untested, "; ")))
 	}
 	return nil
 }
