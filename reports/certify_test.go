@@ -237,4 +237,3 @@ func containsAll(s string, subs []string) bool {
 	}
 	return true
 }
-
