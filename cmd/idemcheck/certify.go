@@ -30,10 +30,17 @@ func recordedCommand(t *scenarios.Target, argv []string) string {
 			words[i] = w
 			continue
 		}
-		words[i] = scenarios.ShellWord(t.Redact(w))
+		w = t.Redact(w)
+		if !bareWord.MatchString(w) {
+			w = scenarios.ShellWord(w)
+		}
+		words[i] = w
 	}
 	return strings.Join(words, " ")
 }
+
+// bareWord needs no shell quoting.
+var bareWord = regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./-]+$`)
 
 // configResource cites the config file by path and the SHA-256 of its
 // redacted content (nil: no config).
@@ -78,22 +85,9 @@ func replayFlags(f runFlags) (runFlags, []string, error) {
 	if err != nil || len(words) < 2 || words[1] != "run" {
 		return f, nil, fmt.Errorf("--replay-of %s: the report records no run command line (%q)", f.replayOf, rep.Command)
 	}
-	var kept []string // the recorded words that say what runs
-	for i := 2; i < len(words); i++ {
-		name, _, withValue := strings.Cut(strings.TrimPrefix(words[i], "--"), "=")
-		n := 1
-		if !withValue && i+1 < len(words) {
-			n = 2 // "--name value", as commandLine records every non-bool flag
-		}
-		if !outputFlags[name] && !(name == "config" && f.sel.Config != "") {
-			kept = append(kept, words[i:i+n]...)
-		}
-		i += n - 1
-	}
-	expanded := make([]string, len(kept))
-	for i, w := range kept {
+	for i, w := range words {
 		var unset string
-		expanded[i] = envPlaceholder.ReplaceAllStringFunc(w, func(ref string) string {
+		words[i] = envPlaceholder.ReplaceAllStringFunc(w, func(ref string) string {
 			v, ok := os.LookupEnv(ref[2 : len(ref)-1])
 			if !ok && unset == "" {
 				unset = ref
@@ -107,19 +101,30 @@ func replayFlags(f runFlags) (runFlags, []string, error) {
 	var r runFlags
 	c := &cobra.Command{Use: "run"}
 	bindRunFlags(c, &r)
-	if err := c.Flags().Parse(expanded); err != nil {
+	if err := c.Flags().Parse(words[2:]); err != nil {
 		return f, nil, fmt.Errorf("--replay-of %s: recorded command line: %v", f.replayOf, err)
 	}
 	if f.sel.Config != "" {
-		r.sel.Config = f.sel.Config
+		if err := c.Flags().Set("config", f.sel.Config); err != nil {
+			return f, nil, err
+		}
+	}
+	var argv []string // what runs, without the recorded run's outputs
+	recorded := commandLine(c)
+	for i := 0; i < len(recorded); i++ {
+		name, _, withValue := strings.Cut(strings.TrimPrefix(recorded[i], "--"), "=")
+		n := 1
+		if i >= 2 && !withValue {
+			n = 2 // commandLine writes "--name value" for every non-bool flag
+		}
+		if !outputFlags[name] {
+			argv = append(argv, recorded[i:i+n]...)
+		}
+		i += n - 1
 	}
 	r.junit, r.json, r.markdown, r.html, r.format, r.verbose = f.junit, f.json, f.markdown, f.html, f.format, f.verbose
 	r.attest, r.subjects, r.badge, r.expect, r.replayOf = f.attest, f.subjects, f.badge, f.expect, f.replayOf
 	r.replayConfig = rep.Config
-	argv := append([]string{"idemcheck", "run"}, kept...)
-	if f.sel.Config != "" {
-		argv = append(argv, "--config", f.sel.Config)
-	}
 	return r, argv, nil
 }
 

@@ -63,7 +63,7 @@ func init() {
   idemcheck run --replay-of report.json --expect report.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runConformance(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f, commandLine(cmd))
+			return runConformance(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f, givenCommand(cmd))
 		},
 	}
 	bindRunFlags(cmd, &f)
@@ -107,9 +107,21 @@ func bindRunFlags(cmd *cobra.Command, f *runFlags) {
 var outputFlags = map[string]bool{"junit": true, "json": true, "markdown": true, "html": true, "format": true, "verbose": true,
 	"attest": true, "subject": true, "badge": true, "replay-of": true, "expect": true}
 
-// commandLine is the run's command line as given, one flag per word in
-// flag order, each shell-quoted: what a report records and --replay-of
-// parses.
+// invocation is the command line main was given (run sets it): what a
+// report records as the exact command.
+var invocation []string
+
+// givenCommand is the command line as given, else (run called another
+// way) as commandLine rebuilds it.
+func givenCommand(cmd *cobra.Command) []string {
+	if len(invocation) > 0 {
+		return append([]string{"idemcheck"}, invocation...)
+	}
+	return commandLine(cmd)
+}
+
+// commandLine rebuilds cmd's command line from the flags set, in name
+// order, "--name value" (bool: "--name=true") each.
 func commandLine(cmd *cobra.Command) []string {
 	words := []string{"idemcheck", cmd.Name()}
 	cmd.Flags().Visit(func(fl *pflag.Flag) {
