@@ -105,10 +105,12 @@ func (r *Report) Conformance() Conformance {
 	if st := first(Must, reqNotTested); st != nil {
 		return none(st.describe(), "MUST "+st.ID+" was not tested: a claim needs every MUST verified")
 	}
-	if c.Must.Total == 0 {
+	switch {
+	case c.Must.Total == 0:
 		return none("", "no MUST requirement was run")
-	}
-	if r.Profile != DefaultProfile {
+	case r.Profile == "":
+		return none("", "the report names no profile")
+	case r.Profile != DefaultProfile:
 		c.Level = ProfileLevel(r.Profile)
 		return c
 	}

@@ -37,6 +37,7 @@ func TestConformance(t *testing.T) {
 		{"known failing", "known-failing entries claim no level", Report{Profile: "ietf", Results: with(known)}, LevelNone, "known-failing"},
 		{"interrupted", "an interrupted run claims no level", Report{Profile: "ietf", Interrupted: true, Results: core}, LevelNone, "interrupted"},
 		{"left out", "globs that leave out a MUST claim no level", Report{Profile: "ietf", LeftOut: []string{"concurrent/same-key-burst@charges"}, Results: core}, LevelNone, "left out 1 MUST instances (first concurrent/same-key-burst@charges)"},
+		{"no profile", "a report without a profile claims no draft level", Report{Results: core}, LevelNone, "no profile"},
 		{"empty", "a run without MUSTs claims nothing", Report{Profile: "ietf", Results: []Result{res("a/should", Should, "IK-B", Pass)}}, LevelNone, "no MUST"},
 	}
 	for _, c := range cases {

@@ -165,6 +165,9 @@ func runConformance(ctx context.Context, stdout, stderr io.Writer, f runFlags, a
 	if err != nil {
 		return withCode(exitUsage, err)
 	}
+	if f.attest != "" && len(subjects) == 0 && config == nil {
+		return usageErrorf("--attest without --config: give --subject NAME=sha256:HEX (what the attestation certifies)")
+	}
 	if f.replayOf != "" {
 		if err := sameConfig(f, config); err != nil {
 			return withCode(exitUsage, err)
