@@ -430,8 +430,11 @@ func (t *Target) Validate() error {
 	if t.Timeout <= 0 {
 		return fmt.Errorf("timeout %s: must be positive", t.Timeout)
 	}
-	if t.TTL < 0 || t.Lease < 0 {
-		return fmt.Errorf("ttl %s / lease %s: must not be negative", t.TTL, t.Lease)
+	if t.TTL < 0 {
+		return fmt.Errorf("ttl %s: must not be negative", t.TTL)
+	}
+	if t.Lease < 0 {
+		return fmt.Errorf("lease %s: must not be negative", t.Lease)
 	}
 	if len(t.Principals) == 0 {
 		return errors.New("principals: at least one principal is required (add a second one for the scope cases)")
