@@ -173,3 +173,19 @@ func TestCertifySelection(t *testing.T) {
 		t.Errorf("--expect against the defect: want exit 1 listing the worse verdict, got %d\n%s", r.code, r.stderr)
 	}
 }
+
+// TestReplicasNotTested: a case that needs replicas, on a config with
+// neither replicas nor a way to count executions, is not tested ("needs
+// replicas"), never "unverifiable: needs effects": it holds nothing back
+// as missing evidence and is listed among the MUSTs not tested.
+func TestReplicasNotTested(t *testing.T) {
+	cfg := writeTemp(t, "bare.yaml", "base_url: "+serveNull(t)+"\nprincipals: [{name: a, headers: {X-Api-Key: k}}]\n"+
+		"operations: [{name: things, method: POST, path: /things, body: {a: 1}}]\n")
+	out := filepath.Join(t.TempDir(), "r.json")
+	r := runCLI(t, "run", "--config", cfg, "--run", "replicas/burst-across", "--json", out)
+	res := readJSON(t, out)["results"].([]any)[0].(map[string]any)
+	if res["status"] != "skip" || !strings.Contains(res["reason"].(string), "replicas") || r.code != exitOK ||
+		!strings.Contains(r.stdout, "IK-CONCURRENT-2 replicas/burst-across@things: needs replicas, effects; add replicas:") {
+		t.Errorf("want a skip naming replicas and the line that supplies them, exit 0; got %v %v, exit %d\n%s", res["status"], res["reason"], r.code, r.stdout)
+	}
+}
