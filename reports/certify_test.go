@@ -125,6 +125,11 @@ func TestVerify(t *testing.T) {
 	if bad, _ := Verify(VerifyInput{Attestation: badVersion, Tool: tool}); !contains(bad, "no idemcheck version") {
 		t.Errorf("a version no build has: want a mismatch, got %v", bad)
 	}
+	warned := catalogReport(map[string]scenarios.Status{"replay/same-status": scenarios.Warn})
+	warnAtt, _ := attestation(t, warned)
+	if bad, _ := Verify(VerifyInput{Attestation: bytes.Replace(warnAtt, []byte(`"WARNED"`), []byte(`"PASSED"`), 1), Tool: tool}); !contains(bad, "result PASSED, but instances are listed as warned") {
+		t.Errorf("PASSED beside a warned list: want a mismatch, got %v", bad)
+	}
 	if _, err := Verify(VerifyInput{Attestation: []byte(`{"_type":"x"}`)}); err == nil {
 		t.Error("a non-statement is an error")
 	}

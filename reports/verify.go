@@ -113,6 +113,12 @@ func Verify(in VerifyInput) ([]string, error) {
 	if revision != "" && !gitRevision.MatchString(revision) {
 		mismatch("tool revision %q is no git commit", revision)
 	}
+	if commit := a.ByRole[RoleTool].GetDigest()["gitCommit"]; commit != "" && commit != revision {
+		mismatch("tool digest gitCommit %s differs from its revision %q", commit, revision)
+	}
+	if a.Result.GetResult() == ResultPassed && len(a.Result.GetWarnedTests())+len(a.Result.GetFailedTests()) > 0 {
+		mismatch("result PASSED, but instances are listed as warned or failed")
+	}
 	catalog := a.ByRole[RoleCatalog].GetDigest()["sha256"]
 	if version == in.Tool.Version && revision != "" && revision == in.Tool.Revision && catalog != CatalogDigest() {
 		mismatch("catalog digest %s differs from this build's %s although the tool version and revision are the same", catalog, CatalogDigest())
