@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -103,6 +104,7 @@ func (r *Report) Conformance() Conformance {
 		return none(st.describe(), "MUST "+st.ID+" has no evidence: a claim needs every MUST verified")
 	}
 	if st := first(Must, reqNotTested); st != nil {
+		st.By = r.closestToTested(*st)
 		return none(st.describe(), "MUST "+st.ID+" was not tested: a claim needs every MUST verified")
 	}
 	switch {
@@ -162,11 +164,12 @@ func (r *Report) UntestedMust() []Untested {
 		if st.Level != Must || st.State != reqNotTested {
 			continue
 		}
-		u := Untested{Requirement: st.ID, Instance: st.By.Name(), Reason: st.By.Reason}
-		if len(st.By.Missing) > 0 {
-			u.Reason = "needs " + joinNeeds(st.By.Missing)
-			hints := make([]string, len(st.By.Missing))
-			for i, n := range st.By.Missing {
+		by := r.closestToTested(st)
+		u := Untested{Requirement: st.ID, Instance: by.Name(), Reason: by.Reason}
+		if len(by.Missing) > 0 {
+			u.Reason = "needs " + joinNeeds(by.Missing)
+			hints := make([]string, len(by.Missing))
+			for i, n := range by.Missing {
 				hints[i] = n.ConfigHint()
 			}
 			u.Hint = strings.Join(hints, "; ")
@@ -177,6 +180,28 @@ func (r *Report) UntestedMust() []Untested {
 		out = append(out, Untested{Instance: name, Reason: "left out by --run/--skip"})
 	}
 	return out
+}
+
+// closestToTested is the skipped instance citing an untested requirement
+// that lacks the fewest config entries (IK-SCOPE-1 needs a second
+// principal, not replicas as well): the one line that would test it.
+// Instances skipped for another reason (the profile, a short TTL) come
+// after those a config entry would enable.
+func (r *Report) closestToTested(st requirementState) Result {
+	best, bestN := st.By, -1
+	for _, res := range r.Results {
+		if res.Level != st.Level || !slices.Contains(res.Requirements, st.ID) {
+			continue
+		}
+		n := len(res.Missing)
+		if n == 0 {
+			n = 1 << 10
+		}
+		if bestN < 0 || n < bestN {
+			best, bestN = res, n
+		}
+	}
+	return best
 }
 
 func joinNeeds(ns []Need) string {

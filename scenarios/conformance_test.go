@@ -63,14 +63,16 @@ func TestUntestedMust(t *testing.T) {
 	b.Operation = "refunds"
 	ttl := Result{Meta: Meta{ID: "expiry/x", Level: Must, Requirements: []string{"IK-EXPIRY-9"}}, Status: Skip, Reason: "needs ttl ≥ 2.5s"}
 	done := Result{Meta: Meta{ID: "replay/single-execution", Level: Must, Requirements: []string{"IK-REPLAY-3"}}, Status: Pass}
-	rep := &Report{Results: []Result{a, b, ttl, done}, LeftOut: []string{"concurrent/same-key-burst@charges"}}
+	across := Result{Meta: Meta{ID: "replicas/other-user-other-replica", Level: Must, Requirements: []string{"IK-SCOPE-1"}}, Operation: "charges", Status: Skip,
+		Missing: []Need{NeedReplicas, NeedSecondPrincipal}}
+	rep := &Report{Results: []Result{across, a, b, ttl, done}, LeftOut: []string{"concurrent/same-key-burst@charges"}}
 	got := rep.UntestedMust()
 	if len(got) != 3 {
 		t.Fatalf("want IK-SCOPE-1 once, IK-EXPIRY-9 and the left-out instance, got %+v", got)
 	}
 	if got[0].Requirement != "IK-SCOPE-1" || got[0].Instance != "scope/other-user-isolated@charges" ||
 		got[0].Reason != "needs second-principal" || !strings.HasPrefix(got[0].Hint, "principals:") {
-		t.Errorf("a missing config entry names the line that supplies it: %+v", got[0])
+		t.Errorf("a missing config entry names the line that supplies it, from the instance lacking the fewest: %+v", got[0])
 	}
 	if got[1].Reason != "needs ttl ≥ 2.5s" || got[1].Hint != "" {
 		t.Errorf("a case's own reason is kept when no config entry is missing: %+v", got[1])
