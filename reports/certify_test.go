@@ -207,7 +207,7 @@ func TestLevelInEveryReport(t *testing.T) {
 		write func(*bytes.Buffer) error
 		want  []string
 	}{
-		{"console", func(b *bytes.Buffer) error { return Console(b, rep, ConsoleOptions{}) }, []string{"conformance: " + want, "outcome: fail (exit 1)"}},
+		{"console", func(b *bytes.Buffer) error { return Console(b, rep, ConsoleOptions{}) }, []string{"conformance: " + want, "outcome: fail (exit 1)", "\ncommand: idemcheck run --config api.yaml --seed 7\n"}},
 		{"json", func(b *bytes.Buffer) error { return JSON(b, rep) }, []string{`"level": "not conformant"`, `"command": "idemcheck run --config api.yaml --seed 7"`, `"exit_code": 1`}},
 		{"junit", func(b *bytes.Buffer) error { return JUnit(b, rep) }, []string{`<property name="conformance" value="not conformant">`, `name="command" value="idemcheck run`}},
 		{"markdown", func(b *bytes.Buffer) error { return Markdown(b, rep) }, []string{"**Conformance: " + want + "**", "Command: `idemcheck run"}},

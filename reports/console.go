@@ -89,6 +89,9 @@ func Console(w io.Writer, rep *scenarios.Report, opt ConsoleOptions) error {
 
 	fmt.Fprintf(&b, "idemcheck conformance: target %s, profile %s, strict %t, seed %d\n",
 		rep.Target, rep.Profile, rep.Strict, rep.Seed)
+	if rep.Command != "" {
+		fmt.Fprintf(&b, "command: %s\n", rep.Command)
+	}
 	for _, fam := range byFamily(rep) {
 		fmt.Fprintf(&b, "\n%s\n", paint(ansiBold, fam.Name))
 		for _, c := range groupCases(fam.Results) {
