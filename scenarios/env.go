@@ -85,7 +85,7 @@ func (e *Env) sentKeys() []sentKey {
 }
 
 // noKeyScope is what the case's keyless requests are marked and counted
-// under when the downstream double counts them (Target.countsNoKey): a
+// under when the downstream double counts them (Target.countsScopes): a
 // key of their own, never sent as a key.
 func (e *Env) noKeyScope() string {
 	e.mu.Lock()
@@ -253,6 +253,11 @@ func (e *Env) Send(ctx context.Context, r Req) Resp {
 	switch {
 	case r.KeyLines != nil:
 		x.Request.Header[hk] = append([]string(nil), r.KeyLines...)
+		if e.Target.countsScopes() { // counted under the lines' scope (linesCount)
+			scope := KeyLinesScope(r.KeyLines)
+			x.Request.URL, x.Request.Body = e.Target.Mark(op, scope, x.Request.URL, x.Request.Header, x.Request.Body)
+			e.sentUnder(scope)
+		}
 	case !r.NoKey:
 		x.Request.Header[hk] = []string{e.KeyValue(r.Key)}
 		if name := e.Target.downstream.variantOf(body); name != "" {
@@ -262,7 +267,7 @@ func (e *Env) Send(ctx context.Context, r Req) Resp {
 		if e.Target.downstream != nil {
 			e.sentUnder(r.Key)
 		}
-	case e.Target.countsNoKey():
+	case e.Target.countsScopes():
 		x.Request.URL, x.Request.Body = e.Target.Mark(op, e.noKeyScope(), x.Request.URL, x.Request.Header, x.Request.Body)
 		e.sentUnder(e.noKeyScope())
 	}
@@ -416,7 +421,7 @@ func (e *Env) count(ctx context.Context, key string, record bool) (int, error) {
 		o.used.Store(true)
 	}
 	if !o.global {
-		if key == "" && e.Target.countsNoKey() {
+		if key == "" && e.Target.countsScopes() {
 			key = e.noKeyScope() // the keyless requests' token (Send)
 		}
 		read := func() (int, error) { return o.ev.Count(ctx, key, e.recorder(record)) }
@@ -601,11 +606,12 @@ func (c *counter) leave() {
 func KeyLinesScope(lines []string) string { return "\x00lines:" + strings.Join(lines, "\n") }
 
 // linesCount reads the count that requests sent with the key field lines
-// move: under a global counter their own scope's, under a per-key oracle
+// move: under a global counter (or a downstream double that marks them
+// with a token of their own) their own scope's, under a per-key oracle
 // the executions under keys, the keys the server may read from the lines.
 // Read before and after the requests, the difference is their executions.
 func (e *Env) linesCount(ctx context.Context, lines []string, keys ...string) (int, error) {
-	if e.oracle != nil && e.oracle.global {
+	if e.oracle != nil && (e.oracle.global || e.Target.countsScopes()) {
 		return e.Executions(ctx, KeyLinesScope(lines))
 	}
 	return e.executionsUnder(ctx, slices.Compact(slices.Sorted(slices.Values(keys)))...)
