@@ -156,6 +156,37 @@ func (t *Target) Token(key string) string {
 	return double.Prefix + hex.EncodeToString(h[:(double.TokenLen-len(double.Prefix))/2])
 }
 
+// markForDouble writes into x (a request of op built from r) the token
+// the downstream double counts it under, when a double runs: the key's,
+// the key field lines' own scope's or the case's keyless scope's
+// (countsScopes); a variant's body gives the key the variant's behaviour.
+// The scope is noted for the evidence (downstreamEvidence).
+func (e *Env) markForDouble(op *Operation, r Req, x *Exchange) {
+	t := e.Target
+	if t.downstream == nil {
+		return
+	}
+	var scope string
+	switch {
+	case r.KeyLines != nil:
+		if !t.countsScopes() {
+			return
+		}
+		scope = KeyLinesScope(r.KeyLines) // counted under it: linesCount
+	case !r.NoKey:
+		scope = r.Key
+		if name := t.downstream.variantOf(x.Request.Body); name != "" {
+			_ = t.BehaveVariant(op, r.Key, name) // the route was validated: no error
+		}
+	case t.countsScopes():
+		scope = e.noKeyScope()
+	default:
+		return
+	}
+	x.Request.URL, x.Request.Body = t.Mark(op, scope, x.Request.URL, x.Request.Header, x.Request.Body)
+	e.sentUnder(scope)
+}
+
 // countsScopes reports whether the double counts the calls of requests
 // sent without a key, or with raw key field lines, by a scope of their
 // own: every oracle is a downstream one still counting per key and every
