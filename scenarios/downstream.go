@@ -274,6 +274,9 @@ func (t *Target) validateDownstream() error {
 			return err
 		}
 	}
+	if strings.Contains(t.Command, downstreamPlaceholder) && d == nil {
+		return fmt.Errorf("target_cmd %q: %s is the downstream double's URL; add a downstream: section", t.Command, downstreamPlaceholder)
+	}
 	route := func(at, name string) error {
 		if d == nil {
 			return fmt.Errorf("%s %q: no downstream: section declares the double's routes", at, name)
