@@ -81,8 +81,9 @@ type downstreamRun struct {
 	global atomic.Bool
 
 	// variants are the bodies Env.Variant handed out for variants with a
-	// downstream: behaviour, by their first byte's address: Env.Send
-	// knows one by its backing array, even when it equals the normal body.
+	// downstream: behaviour, by their first byte's address: the request
+	// layer (Env.markForDouble) knows one by its backing array, even when
+	// it equals the normal body.
 	mu       sync.Mutex
 	variants map[*byte]string
 }
@@ -115,8 +116,9 @@ func (d *downstreamRun) variantOf(body []byte) string {
 }
 
 // StartDownstream starts the double of t.Downstream and returns a copy of
-// t that marks its requests and counts with it; nil when t has none. The
-// caller closes the server. Errors are one line (port in use: exit 2).
+// t that marks its requests and counts with it (t itself and no server
+// when t has no downstream:). The caller closes the server. Errors are one
+// line (port in use: exit 2).
 func StartDownstream(ctx context.Context, t *Target) (*Target, *double.Server, error) {
 	if t.Downstream == nil {
 		return t, nil, nil
@@ -145,10 +147,10 @@ func (t *Target) Double() *double.Server {
 	return t.downstream.srv
 }
 
-// Token is the token idemcheck writes into key's requests (a body, header
+// token is the token idemcheck writes into key's requests (a body, header
 // or query marker): double.Prefix and a hash of the run's salt and key.
 // "" when no double runs.
-func (t *Target) Token(key string) string {
+func (t *Target) token(key string) string {
 	if t.downstream == nil {
 		return ""
 	}
@@ -215,7 +217,7 @@ func (t *Target) track(key string) {
 	if d == nil || key == "" {
 		return
 	}
-	d.srv.Track(t.Token(key))
+	d.srv.Track(t.token(key))
 	if d.keys {
 		d.srv.Track(key)
 	}
@@ -231,33 +233,33 @@ func (t *Target) BehaveVariant(op *Operation, key, variant string) error {
 	t.track(key)
 	tok := key
 	if op.Marker != nil {
-		tok = t.Token(key)
+		tok = t.token(key)
 	}
 	return t.downstream.srv.Behave(tok, v.Downstream.Route, v.Downstream.Behaviour)
 }
 
-// DownstreamCalls is how many calls of route hold key's token (or the
+// downstreamCalls is how many calls of route hold key's token (or the
 // key); exact, from the double's counts.
-func (t *Target) DownstreamCalls(key, route string) int {
+func (t *Target) downstreamCalls(key, route string) int {
 	d := t.downstream
 	if d == nil || key == "" {
 		return 0
 	}
-	n := d.srv.Calls(t.Token(key), route)
+	n := d.srv.Calls(t.token(key), route)
 	if d.keys {
 		n += d.srv.Calls(key, route)
 	}
 	return n
 }
 
-// DownstreamJournal lists the kept calls that hold key's token or the key,
+// downstreamJournal lists the kept calls that hold key's token or the key,
 // oldest first.
-func (t *Target) DownstreamJournal(key string) []double.Call {
+func (t *Target) downstreamJournal(key string) []double.Call {
 	d := t.downstream
 	if d == nil || key == "" {
 		return nil
 	}
-	calls := d.srv.Journal(t.Token(key))
+	calls := d.srv.Journal(t.token(key))
 	if d.keys {
 		calls = append(calls, d.srv.Journal(key)...)
 		sort.SliceStable(calls, func(i, j int) bool { return calls[i].Time.Before(calls[j].Time) })
@@ -448,7 +450,7 @@ func (e *Env) downstreamEvidence() []string {
 	for _, s := range e.sentKeys() {
 		byRoute := map[string][]double.Call{}
 		var routes []string
-		for _, c := range t.DownstreamJournal(s.key) {
+		for _, c := range t.downstreamJournal(s.key) {
 			if byRoute[c.Route] == nil {
 				routes = append(routes, c.Route)
 			}

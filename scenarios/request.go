@@ -217,7 +217,7 @@ func (t *Target) Mark(op *Operation, key, rawURL string, h http.Header, body []b
 	if m == nil {
 		return rawURL, body
 	}
-	tok := t.Token(key)
+	tok := t.token(key)
 	switch {
 	case m.Header != "":
 		h.Set(m.Header, tok)
