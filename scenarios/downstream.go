@@ -210,17 +210,16 @@ func (t *Target) countsScopes() bool {
 	return len(os) > 0
 }
 
-// track makes the double count key's calls: those holding its token, and
-// those holding the key itself when an operation has no marker.
-func (t *Target) track(key string) {
-	d := t.downstream
-	if d == nil || key == "" {
-		return
+// track makes the double count key's calls: those holding its token
+// (returned), and those holding the key itself when an operation has no
+// marker. A double must be running.
+func (t *Target) track(key string) string {
+	tok := t.token(key)
+	t.downstream.srv.Track(tok)
+	if t.downstream.keys {
+		t.downstream.srv.Track(key)
 	}
-	d.srv.Track(t.token(key))
-	if d.keys {
-		d.srv.Track(key)
-	}
+	return tok
 }
 
 // BehaveVariant makes the double answer key's calls as op's variant says
@@ -230,10 +229,9 @@ func (t *Target) BehaveVariant(op *Operation, key, variant string) error {
 	if t.downstream == nil || !ok || v.Downstream == nil || key == "" {
 		return nil
 	}
-	t.track(key)
-	tok := key
-	if op.Marker != nil {
-		tok = t.token(key)
+	tok := t.track(key)
+	if op.Marker == nil {
+		tok = key // the API forwards the key itself
 	}
 	return t.downstream.srv.Behave(tok, v.Downstream.Route, v.Downstream.Behaviour)
 }
