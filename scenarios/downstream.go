@@ -86,6 +86,10 @@ type downstreamRun struct {
 	// it equals the normal body.
 	mu       sync.Mutex
 	variants map[*byte]string
+	// witnesses are the operations whose calibration request, counted by
+	// another oracle, called the double with its key's token: the double
+	// then sees their keyless requests' executions too (countsKeyless).
+	witnesses map[string]bool
 }
 
 // variantBody returns a copy of body, the body of variant name, that
@@ -161,7 +165,7 @@ func (t *Target) token(key string) string {
 // markForDouble writes into x (a request of op built from r) the token
 // the downstream double counts it under, when a double runs: the key's,
 // the key field lines' own scope's or the case's keyless scope's
-// (countsScopes); a variant's body gives the key the variant's behaviour.
+// (countsKeyless); a variant's body gives the key the variant's behaviour.
 // The scope is noted for the evidence (downstreamEvidence).
 func (e *Env) markForDouble(op *Operation, r Req, x *Exchange) {
 	t := e.Target
@@ -180,7 +184,7 @@ func (e *Env) markForDouble(op *Operation, r Req, x *Exchange) {
 		if name := t.downstream.variantOf(x.Request.Body); name != "" {
 			_ = t.BehaveVariant(op, r.Key, name) // the route was validated: no error
 		}
-	case t.countsScopes():
+	case t.countsKeyless(op):
 		scope = e.noKeyScope()
 	default:
 		return
@@ -208,6 +212,40 @@ func (t *Target) countsScopes() bool {
 		}
 	}
 	return len(os) > 0
+}
+
+// witness notes whether op's calibration request under key (counted once
+// by the configured oracle) called the double with the key's token.
+func (t *Target) witness(op *Operation, key string) {
+	d := t.downstream
+	if d == nil {
+		return
+	}
+	seen := t.downstreamCalls(key, "") > 0
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.witnesses == nil {
+		d.witnesses = map[string]bool{}
+	}
+	d.witnesses[op.Name] = seen
+}
+
+// countsKeyless reports whether the double counts the executions of op's
+// requests sent without a key, by their case's own scope: as the oracle
+// (countsScopes), or as a witness beside an oracle that cannot count them
+// (a per-key SQL query or HTTP counter), once calibration saw op's
+// execution call the double with its token.
+func (t *Target) countsKeyless(op *Operation) bool {
+	if t.countsScopes() {
+		return true
+	}
+	d := t.downstream
+	if d == nil || d.keys || d.global.Load() || op == nil || op.Marker == nil {
+		return false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.witnesses[op.Name]
 }
 
 // track makes the double count key's calls: those holding its token

@@ -85,7 +85,7 @@ func (e *Env) sentKeys() []sentKey {
 }
 
 // noKeyScope is what the case's keyless requests are marked and counted
-// under when the downstream double counts them (Target.countsScopes): a
+// under when the downstream double counts them (Target.countsKeyless): a
 // key of their own, never sent as a key.
 func (e *Env) noKeyScope() string {
 	e.mu.Lock()
@@ -407,8 +407,11 @@ func (e *Env) count(ctx context.Context, key string, record bool) (int, error) {
 		o.used.Store(true)
 	}
 	if !o.global {
-		if key == "" && e.Target.countsScopes() {
-			key = e.noKeyScope() // the keyless requests' token (Send)
+		if key == "" && e.Target.countsKeyless(e.Op) {
+			if !e.Target.countsScopes() { // the double witnesses what the oracle cannot count
+				return e.Target.downstreamCalls(e.noKeyScope(), ""), nil
+			}
+			key = e.noKeyScope() // the keyless requests' token (markForDouble)
 		}
 		read := func() (int, error) { return o.ev.Count(ctx, key, e.recorder(record)) }
 		n, err := read()

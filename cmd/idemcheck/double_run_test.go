@@ -226,3 +226,19 @@ func TestDoubleManagedTarget(t *testing.T) {
 		t.Errorf("replay/single-execution: %+v, notes %q, exit %d, stderr %s: want a pass counted by the double", x, notes, r.code, r.stderr)
 	}
 }
+
+// TestDoubleWitnessesKeyless: beside a per-key oracle that cannot count a
+// request without a key (here the shop's effects endpoint, as a per-key
+// SQL query), the double, once calibration saw it called with the key's
+// token, counts the keyless requests' executions: missing/rejected is
+// decided instead of unverifiable. (Calibration checks the operations the
+// selected effect-counting cases use: replay/single-execution here.)
+func TestDoubleWitnessesKeyless(t *testing.T) {
+	const effects = `{url: "/v1/effects?key={key}", pointer: /executions}`
+	addr := freeAddr(t)
+	base := serveShop(t, knobless.Options{ProviderURL: "http://" + addr, Effects: true})
+	_, res, notes := runKnobless(t, knobless.Config(base, addr, effects), "--run", "missing/rejected", "--run", "replay/single-execution")
+	if x := res["missing/rejected"]; x.Status != "pass" || !strings.Contains(x.Observed, "no execution (oracle)") {
+		t.Errorf("missing/rejected %s %q %s (notes %q), want a pass counted by the double", x.Status, x.Observed, x.Reason, notes)
+	}
+}
