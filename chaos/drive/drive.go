@@ -137,10 +137,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			defer killer.stop() // before the replicas stop, on every return
 			// A restarted reference process forgets the executions it
 			// counted; the created ids seen by client and proxy decide.
-			t.Oracle = nil
+			// The downstream double's counts outlive the restarts.
+			if t.Oracle != nil && t.Oracle.Downstream == "" {
+				t.Oracle = nil
+			}
 			t.Operations = slices.Clone(t.Operations) // t is a shallow copy
 			for i := range t.Operations {
-				t.Operations[i].Oracle = nil
+				if o := t.Operations[i].Oracle; o != nil && o.Downstream == "" {
+					t.Operations[i].Oracle = nil
+				}
 			}
 		}
 		cfg.Target = t
