@@ -242,3 +242,18 @@ func TestDoubleWitnessesKeyless(t *testing.T) {
 		t.Errorf("missing/rejected %s %q %s (notes %q), want a pass counted by the double", x.Status, x.Observed, x.Reason, notes)
 	}
 }
+
+// TestDoubleForwardedKey: an API that forwards the client's key to its
+// provider needs no marker: the double tracks the keys themselves, counts
+// by them and makes the slow variant slow by them.
+func TestDoubleForwardedKey(t *testing.T) {
+	addr := freeAddr(t)
+	base := serveShop(t, knobless.Options{ProviderURL: "http://" + addr, ForwardsKey: true})
+	cfg := strings.Replace(knobless.Config(base, addr, downstreamOracle), "    marker: /reference\n", "", 1)
+	_, res, notes := runKnobless(t, cfg, "--run", "replay/single-execution", "--run", "concurrent/in-flight-conflict")
+	for _, id := range []string{"replay/single-execution", "concurrent/in-flight-conflict"} {
+		if x := res[id]; x.Status != "pass" || !strings.Contains(x.Observed, "(oracle)") {
+			t.Errorf("%s: %s %q %s (notes %q), want a pass counted by the forwarded key", id, x.Status, x.Observed, x.Reason, notes)
+		}
+	}
+}
