@@ -266,10 +266,23 @@ func (e *Env) Send(ctx context.Context, r Req) Resp {
 		client = r.client
 	}
 	resp := e.doWith(ctx, client, x, true)
-	if c := e.oracle; c != nil && resp.OK() && !r.NoKey && r.KeyLines == nil {
-		c.prove(r.Key, createdIDOf(op, resp))
+	if c := e.oracle; c != nil && !r.NoKey && r.KeyLines == nil {
+		switch {
+		case resp.OK():
+			c.prove(r.Key, createdIDOf(op, resp))
+		case declinedAsDeclared(op, body, resp):
+			c.prove(r.Key, "") // a business error is an execution, stored
+		}
 	}
 	return resp
+}
+
+// declinedAsDeclared reports that resp answers op's business_error variant
+// (body) with the status the variant declares: the catalog takes that
+// outcome as one execution (errors/business-error-kept).
+func declinedAsDeclared(op *Operation, body []byte, resp Resp) bool {
+	vb, v, ok := op.VariantBody(VariantBusinessError)
+	return ok && v.Status != 0 && resp.Err == nil && resp.Status == v.Status && bytes.Equal(vb, body)
 }
 
 // do sends x.Request, fills in the response and, if record, keeps x as
@@ -445,8 +458,9 @@ func (e *Env) count(ctx context.Context, key string, record bool) (int, error) {
 const lagSettle = 2 * time.Second
 
 // settle re-reads a count n of key's executions that is below what key's
-// answers prove (a 2xx under a fresh key is one execution at least; each
-// distinct created id is one), with backoff, for up to lagSettle (nil
+// answers prove (a 2xx, or the business_error variant's declared status,
+// under a fresh key is one execution at least; each distinct created id is
+// one), with backoff, for up to lagSettle (nil
 // read: it cannot be re-read). A count that never catches up is an error:
 // the case is inconclusive, not judged on a count that contradicts its
 // own answers.
@@ -467,7 +481,8 @@ func (c *counter) settle(ctx context.Context, key string, n int, read func() (in
 	return n, nil
 }
 
-// prove notes a 2xx answer under key, with the id it created ("" none).
+// prove notes an answer under key that shows an execution, with the id it
+// created ("" none).
 func (c *counter) prove(key, id string) {
 	c.pmu.Lock()
 	defer c.pmu.Unlock()
@@ -490,7 +505,7 @@ func (c *counter) proven(key string) (int, string) {
 	case len(ids) == 0:
 		return 0, ""
 	case n <= 1:
-		return 1, "a 2xx answer"
+		return 1, "an answer that shows an execution: a 2xx, or the business_error variant's status"
 	}
 	return n, fmt.Sprintf("%d distinct created ids", n)
 }
@@ -571,16 +586,33 @@ func (c *counter) enter(ctx context.Context, e *Env, scope string) {
 		c.broken = fmt.Errorf("oracle: a global counter cannot tell which of two keys executed: requests under %q and %q were under way at once", c.scope, scope)
 	}
 	_ = c.readLocked(ctx, e, true) // an error is kept in c.broken for the counts
-	if c.open && c.broken == nil {
-		// A lagging counter credits late rises to whichever scope is open:
-		// let the previous scope's count catch up with its answers first.
-		prev := c.scope
-		_, _ = c.settle(ctx, prev, c.counts[prev], func() (int, error) {
-			err := c.readLocked(ctx, e, true)
-			return c.counts[prev], err
-		})
-	}
+	c.settleOpenLocked(ctx, e)
 	c.open, c.scope, c.inflight = true, scope, 1
+}
+
+// settleOpenLocked lets the open scope's count catch up with its answers
+// (settle): a lagging global counter credits a late rise to whichever
+// scope is open, so a scope is settled before the next one opens, and
+// before the next case starts (drain).
+func (c *counter) settleOpenLocked(ctx context.Context, e *Env) {
+	if !c.open || c.broken != nil {
+		return
+	}
+	scope := c.scope
+	_, _ = c.settle(ctx, scope, c.counts[scope], func() (int, error) {
+		err := c.readLocked(ctx, e, false)
+		return c.counts[scope], err
+	})
+}
+
+// drain settles a global counter's open scope when e is done with it, so
+// that the next Env (the run is serial) starts from a settled count.
+func (e *Env) drain(ctx context.Context) {
+	if c := e.oracle; c != nil && c.global {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.settleOpenLocked(ctx, e)
+	}
 }
 
 // leave is called when a request entered under scope has its answer.
@@ -642,6 +674,9 @@ func createdIDOf(op *Operation, r Resp) string {
 // are a lower bound (identity oracle). ok is false when neither is
 // available.
 func (e *Env) Effects(ctx context.Context, key string, rs ...Resp) (n int, how string, ok bool, err error) {
+	if !e.sees().ErrorAnswers {
+		e.blindTo(rs...)
+	}
 	if e.HasOracle() {
 		n, err = e.Executions(ctx, key)
 		return n, "oracle", err == nil, err
@@ -649,15 +684,23 @@ func (e *Env) Effects(ctx context.Context, key string, rs ...Resp) (n int, how s
 	if e.Op.IDPointer == "" {
 		return 0, "", false, nil
 	}
-	e.idsBlindTo(rs...)
 	return len(e.DistinctIDs(rs...)), "distinct created ids", true, nil
 }
 
-// idsBlindTo notes the first of rs that answered an error (other than an
-// in-flight conflict, which answers before any handler runs): created ids
-// cannot see whether it executed, so the case may not pass on ids alone
-// (runInstance makes such a pass unverifiable).
-func (e *Env) idsBlindTo(rs ...Resp) {
+// sees is what the case's evidence sees: the oracle's sources, else
+// created ids.
+func (e *Env) sees() Sight {
+	if e.oracle != nil {
+		return e.oracle.ev.Sees()
+	}
+	return idsSight
+}
+
+// blindTo notes the first of rs that answered an error (other than an
+// in-flight conflict, which answers before any handler runs) when the
+// evidence cannot see whether it executed (created ids): the case may then
+// not pass (runInstance makes such a pass unverifiable).
+func (e *Env) blindTo(rs ...Resp) {
 	for _, r := range rs {
 		if r.Err != nil || r.Status < 400 || (e.Profile != nil && hasStatus(e.Profile.InFlightStatus, r.Status)) {
 			continue
@@ -681,7 +724,11 @@ func (e *Env) unseenVerdict(v Verdict) Verdict {
 	if v.Status != Pass || unseen == "" {
 		return v
 	}
-	return e.Unverifiable(fmt.Sprintf("created ids cannot see an execution that answered an error (%s): count executions with an oracle (sql:, a list or counter url) or downstream: (docs/evidence.md); on ids alone: %s", unseen, v.Observed))
+	what := "created ids"
+	if e.HasOracle() {
+		what = "the oracle"
+	}
+	return e.Unverifiable(fmt.Sprintf("%s cannot see an execution that answered an error (%s): count executions with a source that does (sql:, a list or counter url, downstream:; docs/evidence.md); the case saw: %s", what, unseen, v.Observed))
 }
 
 // DistinctIDs lists the distinct created ids among rs, sorted.
