@@ -86,6 +86,11 @@ func TestDoubleRun(t *testing.T) {
 		if len(notes) != 0 {
 			t.Errorf("notes %q: want none (every call holds its key's token)", notes)
 		}
+		for id, x := range res {
+			if x.Status == "fail" || x.Status == "warn" {
+				t.Errorf("%s: %s %q %s, want no fail and no warn", id, x.Status, x.Observed, x.Reason)
+			}
+		}
 		// Each needs the double: a provider call it held (slow), failed
 		// (business, transient) or counted without a key.
 		for id, observed := range map[string]string{
