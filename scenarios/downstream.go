@@ -464,6 +464,11 @@ func (t *Target) downstreamGlobal(op *Operation, n int) (problem, note string) {
 	if n > 1 {
 		return fmt.Sprintf("downstream %s: one request to %s %s under a fresh key made %d calls and none holds its token (%s); effect-counting cases are inconclusive", route, op.Method, op.Path, n, fix), ""
 	}
+	for _, o := range t.Oracles() {
+		if o.Downstream == "" { // a per-key source beside it has no global count to read
+			return fmt.Sprintf("downstream %s: the call %s %s made under a fresh key holds no token, and beside the per-key %s it cannot count globally (%s); effect-counting cases are inconclusive", route, op.Method, op.Path, o, fix), ""
+		}
+	}
 	t.downstream.global.Store(true)
 	behaves := ""
 	for _, v := range op.Variants {
