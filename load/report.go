@@ -387,6 +387,8 @@ func (r *Report) oracleLine() string {
 	switch {
 	case r.Oracle == nil:
 		return "oracle: not run (merged results carry no oracle counts)"
+	case !r.Oracle.Available && r.Oracle.Note != "":
+		return "oracle: not used — " + r.Oracle.Note + "; replay equality checked"
 	case !r.Oracle.Available:
 		return "oracle: none declared — execution counts unverified; replay equality checked"
 	}
@@ -403,6 +405,9 @@ func (r *Report) oracleLine() string {
 	}
 	if r.Oracle.Error != "" {
 		line += " — error: " + r.Oracle.Error
+	}
+	if r.Oracle.Note != "" {
+		line += " — note: " + r.Oracle.Note
 	}
 	return line
 }

@@ -322,6 +322,15 @@ func Run(ctx context.Context, t *scenarios.Target, opts ...Option) (*Report, err
 	defer orc.close()
 	orep := &OracleReport{}
 	if orc != nil {
+		// A downstream double counts only once one request is seen to
+		// call it with its key's token (calibration, as run does).
+		note, ok := scenarios.CheckDownstream(ctx, t, oclient)
+		if !ok {
+			orc = nil // closed by the deferred close above
+		}
+		orep.Note = note
+	}
+	if orc != nil {
 		orep.Available = true
 		// Concurrent shards move the totals of one another: only the
 		// per-key probes (disjoint keys) are theirs to check.

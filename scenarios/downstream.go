@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"maps"
+	"net/http"
 	"os"
 	"slices"
 	"sort"
@@ -16,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/idemcheck/idemcheck/internal/jsonx"
@@ -566,4 +568,54 @@ func joinAnd(parts []string) string {
 		return strings.Join(parts, "")
 	}
 	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+}
+
+// CheckDownstream is calibration for the faces that do not run the
+// catalog (chaos, load): when a downstream oracle counts, one normal
+// request of its operation under a fresh key must make one call holding
+// the key's token. It returns "" when so (or when no downstream oracle
+// counts); else a one-line note, and ok says whether the double can still
+// count: untokened calls make it count globally (as in a run), no call at
+// all leaves nothing to count with.
+func CheckDownstream(ctx context.Context, t *Target, c *http.Client) (note string, ok bool) {
+	var op *Operation
+	for i := range t.Operations {
+		if o := t.OracleOf(&t.Operations[i]); o != nil && o.Downstream != "" && t.downstream != nil {
+			op = &t.Operations[i]
+			break
+		}
+	}
+	if op == nil {
+		return "", true
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*t.Timeout+calibrationWait)
+	defer cancel()
+	e := &Env{Target: t, Op: op, client: c, ctx: ctx}
+	k := uuid.NewString()
+	route := t.OracleOf(op).Downstream
+	untokened := t.downstreamUntokened(op)
+	r := e.Send(ctx, Req{Label: "double check", Key: k})
+	if !r.OK() {
+		return fmt.Sprintf("downstream %s: the normal call answered %s, so the double could not be checked; its counts are not used", route, r.String()), false
+	}
+	deadline := time.Now().Add(calibrationWait)
+	for {
+		switch n, u := t.downstreamCalls(k, route), t.downstreamUntokened(op)-untokened; {
+		case n == 1:
+			return "", true
+		case n > 1:
+			return fmt.Sprintf("downstream %s: one request under a fresh key made %d calls holding its token; its counts are not used", route, n), false
+		case u > 0:
+			problem, note := t.downstreamGlobal(op, u)
+			if problem != "" {
+				return problem, false
+			}
+			return note, true
+		case time.Now().After(deadline) || ctx.Err() != nil:
+			return fmt.Sprintf("downstream %s: a %d answer to %s %s under a fresh key made no call to the double at %s within %s: point the API's provider URL at it; its counts are not used", route, r.Status, op.Method, op.Path, t.Double().URL(), calibrationWait), false
+		}
+		if waitUntil(ctx, time.Now().Add(50*time.Millisecond)) != nil {
+			continue // the deadline case reports it
+		}
+	}
 }

@@ -67,6 +67,9 @@ type Result struct {
 	Replicas []string `json:"replicas,omitempty"`
 	// Kills counts replicas SIGKILLed and restarted mid-run (KillEvery).
 	Kills int `json:"kills,omitempty"`
+	// Notes say why evidence was left out (a downstream double the API
+	// does not call with its keys' tokens), one line each.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Validate checks cfg and fills defaults; errors name the field.
@@ -160,6 +163,18 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	defer ev.Close()
+	var notes []string
+	if ev != nil {
+		// A downstream double counts only once one request is seen to
+		// call it with its key's token (calibration, as run does).
+		note, ok := scenarios.CheckDownstream(ctx, cfg.Target, client)
+		if note != "" {
+			notes = append(notes, note)
+		}
+		if !ok {
+			ev = nil
+		}
+	}
 	if ev != nil && !ev.PerKey() {
 		// A global count moves with every concurrent key: it cannot say
 		// how often one key executed. Ids decide.
@@ -231,7 +246,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{Report: checker.Report(), Interrupted: parent.Err() != nil, Requested: cfg.Ops, Proxy: counters, Elapsed: elapsed,
-		Replicas: cfg.Target.Replicas, Kills: kills}
+		Replicas: cfg.Target.Replicas, Kills: kills, Notes: notes}
 	if cfg.History != "" {
 		res.History = cfg.History
 	}

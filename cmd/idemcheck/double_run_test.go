@@ -281,3 +281,42 @@ func TestDoubleForwardedKey(t *testing.T) {
 		}
 	}
 }
+
+// TestDoubleChaosLoadCalibration: chaos and load check the double as run
+// does before counting with it: an API not pointed at it leaves its counts
+// unused (one note, no false violation: a per-key count of 0 would have
+// read as a missed execution), and calls without a token are counted
+// globally (load's totals), never per key.
+func TestDoubleChaosLoadCalibration(t *testing.T) {
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"id":"pay_x"}`))
+	}))
+	defer elsewhere.Close()
+	for _, tc := range []struct {
+		name       string
+		shop       knobless.Options
+		note, line string
+	}{
+		{"not-pointed", knobless.Options{ProviderURL: elsewhere.URL}, "made no call to the double", "oracle: not used"},
+		{"untokened", knobless.Options{KeepsReference: true}, "holds no token", "executions in the window"},
+	} {
+		addr := freeAddr(t)
+		if tc.shop.ProviderURL == "" {
+			tc.shop.ProviderURL = "http://" + addr
+		}
+		base := serveShop(t, tc.shop)
+		cfg := filepath.Join(t.TempDir(), "idemcheck.yaml")
+		if err := os.WriteFile(cfg, []byte(knobless.Config(base, addr, downstreamOracle)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r := runCLI(t, "chaos", "--config", cfg, "--ops", "30", "--fault", "drop-response:0.3")
+		if r.code != exitOK || !strings.Contains(r.stdout, "note: downstream payments: ") || !strings.Contains(r.stdout, tc.note) {
+			t.Errorf("%s: chaos exit %d, want 0 with a note %q; stdout %s; stderr %s", tc.name, r.code, tc.note, r.stdout, r.stderr)
+		}
+		r = runCLI(t, "load", "--config", cfg, "--mode", "mix", "--rate", "100", "--duration", "1s")
+		if r.code != exitOK || !strings.Contains(r.stdout, tc.line) || !strings.Contains(r.stdout, tc.note) {
+			t.Errorf("%s: load exit %d, want 0 with %q and %q; stdout %s; stderr %s", tc.name, r.code, tc.line, tc.note, r.stdout, r.stderr)
+		}
+	}
+}
