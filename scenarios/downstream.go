@@ -321,7 +321,7 @@ func (t *Target) validateDownstream() error {
 		if d == nil {
 			return fmt.Errorf("%s %q: no downstream: section declares the double's routes", at, name)
 		}
-		if d.Route(name) < 0 {
+		if d.RouteIndex(name) < 0 {
 			return fmt.Errorf("%s %q: no such route in downstream.routes (%s)", at, name, d.RouteNames())
 		}
 		return nil
