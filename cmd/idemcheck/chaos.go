@@ -91,11 +91,11 @@ func runChaos(ctx context.Context, stdout io.Writer, f chaosFlags) error {
 		f.sel.Target = f.targets[0]
 		f.sel.Replicas = append(slices.Clone(f.targets[1:]), f.sel.Replicas...)
 	}
-	target, _, err := f.sel.Load()
+	target, profile, err := f.sel.Load()
 	if err != nil {
 		return withCode(exitUsage, err)
 	}
-	f.cfg.Target = target
+	f.cfg.Target, f.cfg.Margin = target, profile.Margin
 	if f.cfg.Faults, err = chaos.ParseRules(f.faults); err != nil {
 		return usageErrorf("--fault: %v", err)
 	}
