@@ -308,6 +308,10 @@ func (c *Checker) Report() Report {
 			r.NotJudged[unjudged[0].Reason]++
 		case len(legal) > 0:
 			r.NotJudged[NotJudgedAfterTTL]++
+		case s.served == nil && len(s.cut) > 0 && s.op != nil && s.op.Outcome != ClientOK:
+			// Nothing the server said reached the client: only the
+			// upstream's evidence was judged, and it showed nothing.
+			r.NotJudged[NotJudgedHarness]++
 		default:
 			r.Judged++
 		}

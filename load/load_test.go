@@ -77,7 +77,7 @@ func TestMixSlowMiss(t *testing.T) {
 	if err := os.WriteFile(f, results.Bytes(), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	merged, err := load.ReadResults([]string{f, f}, time.Second, 0, true)
+	merged, err := load.ReadResults([]string{f, f}, time.Second, 0, 0, true)
 	if err != nil {
 		t.Fatal(err)
 	}

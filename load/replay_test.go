@@ -53,7 +53,7 @@ func TestReplayOneByteDiffers(t *testing.T) {
 					t.Fatalf("no hits measured: %+v", rep.Paths)
 				}
 			}
-			rep, err := load.ReadResults([]string{file}, 0, 0, false)
+			rep, err := load.ReadResults([]string{file}, 0, 0, 0, false)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -36,18 +36,27 @@ func TestChaosCLI(t *testing.T) {
 		faults                []string
 		code                  int
 		out                   string
+		ops                   int // 0: 300
 	}{
-		{"correct reference", good, filepath.Join(dir, "good.jsonl"), 0, []string{"drop-response:0.3"}, exitOK, "exactly-once: OK"},
-		{"no-inflight-lock", defective, filepath.Join(dir, "bad.jsonl"), 0, []string{"drop-response:0.3"}, exitFail, "double-execution key="},
-		{"short TTL declared", shortTTL, filepath.Join(dir, "ttl.jsonl"), 2 * time.Second, []string{"drop-response:0.3"}, exitOK, "key TTL 2s: "},
-		{"bad fault spec", good, "", 0, []string{"drop-response:p=0.3,mode=slam"}, exitUsage, ""},
-		{"unreachable", closedPort(t), "", 0, nil, exitUnreachable, ""},
+		{"correct reference", good, filepath.Join(dir, "good.jsonl"), 0, []string{"drop-response:0.3"}, exitOK, "exactly-once: OK", 0},
+		{"no-inflight-lock", defective, filepath.Join(dir, "bad.jsonl"), 0, []string{"drop-response:0.3"}, exitFail, "double-execution key=", 0},
+		{"short TTL declared", shortTTL, filepath.Join(dir, "ttl.jsonl"), 2 * time.Second, []string{"drop-response:0.3"}, exitOK, "key TTL 2s − margin 500ms: ", 0},
+		// The harness dropped the answers, the server replayed each time:
+		// before, "exactly-once: 9 VIOLATIONS (lost 9)", exit 1.
+		{"most answers dropped", good, filepath.Join(dir, "drop90.jsonl"), 0, []string{"drop-response:0.9"}, exitOK, "not judged: the harness dropped every answer", 100},
+		{"every answer dropped", good, filepath.Join(dir, "drop100.jsonl"), 0, []string{"drop-response:1"}, exitIncomplete, "exactly-once: NOT ENOUGH EVIDENCE: 0 violations in 0 of 12 keys judged; 12 not judged: the harness dropped every answer 12", 12},
+		{"bad fault spec", good, "", 0, []string{"drop-response:p=0.3,mode=slam"}, exitUsage, "", 0},
+		{"unreachable", closedPort(t), "", 0, nil, exitUnreachable, "", 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
+			ops := tc.ops
+			if ops == 0 {
+				ops = 300
+			}
 			f := chaosFlags{sel: scenarios.Selection{Target: tc.target, TTL: tc.ttl}, faults: tc.faults,
-				cfg: drive.Config{Ops: 300, Concurrency: 8, Seed: 3, History: tc.history, MaxAttempts: 20, Deadline: time.Minute}}
+				cfg: drive.Config{Ops: ops, Concurrency: 12, Seed: 3, History: tc.history, MaxAttempts: 20, Deadline: 2 * time.Minute}}
 			err := runChaos(t.Context(), &out, f)
 			code := exitOK
 			var ee *exitError
