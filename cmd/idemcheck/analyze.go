@@ -105,7 +105,7 @@ func printChaosReport(w io.Writer, r chaos.Report) {
 		printViolations(w, r.AfterTTL, 5)
 	}
 	if len(r.Unjudged) > 0 {
-		fmt.Fprintf(w, "not judged: %d keys whose evidence has another explanation\n", len(r.Unjudged))
+		fmt.Fprintf(w, "not judged: %d keys whose evidence against the server has another explanation (answers the harness dropped, 5xx of two sources)\n", len(r.Unjudged))
 		printViolations(w, r.Unjudged, 5)
 	}
 	judged := fmt.Sprintf("in %d of %d keys judged", r.Judged, r.Keys)
