@@ -118,7 +118,7 @@ func printChaosReport(w io.Writer, r chaos.Report) {
 		for _, v := range r.Violations {
 			byRule[v.Rule]++
 		}
-		fmt.Fprintf(w, "exactly-once: %d VIOLATIONS %s (%s)\n", len(r.Violations), judged, counts(byRule))
+		fmt.Fprintf(w, "exactly-once: %d VIOLATIONS (%s) %s\n", len(r.Violations), counts(byRule), judged)
 		printViolations(w, r.Violations, 20)
 	case !r.Exercised:
 		fmt.Fprintf(w, "exactly-once: NOT EXERCISED: none of %d operations shows an execution (no 2xx, created id or oracle count), so nothing committed could run twice (check the operation's body, path and credentials)\n", r.Ops)
