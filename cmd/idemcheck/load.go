@@ -88,6 +88,7 @@ func init() {
 	fl := cmd.Flags()
 	fl.StringVar(&f.sel.Target, "target", "", "base URL of a server following the reference contract (idemcheck serve)")
 	fl.StringVar(&f.sel.Config, "config", "", "idemcheck.yaml describing the target")
+	fl.StringVar(&f.sel.Profile, "profile", "", "profile preset: "+strings.Join(scenarios.ProfileNames(), ", ")+" (replaces the config's profile); its replay_compare and margin judge replays, as in run")
 	fl.StringVar(&f.mode, "mode", "mix", "key strategy: miss, hit, mix, contention, nokey")
 	fl.IntVar(&f.rate, "rate", 100, "requests per second (constant plan)")
 	fl.DurationVar(&f.duration, "duration", 5*time.Second, "measured duration (constant plan)")
