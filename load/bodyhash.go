@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
@@ -46,6 +47,41 @@ type sumTransport struct {
 	base      http.RoundTripper
 	compare   string // the profile's replay_compare ("": bytes)
 	idPointer string
+	facts     *bodyFacts // what the bodies seen showed, by their bytes' sum
+}
+
+// bodyFacts maps a body's bytes sum to its JSON form's sum and its
+// created id: a replay repeats its original's bytes (or should), so a hit
+// costs a lookup, not a decode (about 15 µs and 50 allocations for a
+// 200-byte body here). Bounded: past maxFacts bodies it stops remembering.
+type bodyFacts struct {
+	m sync.Map // bytes sum -> facts
+	n atomic.Int64
+}
+
+type facts struct{ form, id string }
+
+const maxFacts = 1 << 16
+
+// of returns the facts of body, whose bytes sum is raw: its form sum
+// under compare (json; else raw) and the id at idPointer ("" for none).
+func (c *bodyFacts) of(raw string, body []byte, compare, idPointer string) facts {
+	if v, ok := c.m.Load(raw); ok {
+		return v.(facts)
+	}
+	f := facts{form: raw}
+	if compare == scenarios.CompareJSON {
+		form := scenarios.ReplayForm(compare, body)
+		sum := sha256.Sum256(form)
+		f.form = formatSum(sum[:], int64(len(form)))
+	}
+	if idPointer != "" {
+		f.id = chaos.JSONPointer(body, idPointer)
+	}
+	if c.n.Add(1) <= maxFacts {
+		c.m.Store(raw, f)
+	}
+	return f
 }
 
 func (t sumTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -56,11 +92,9 @@ func (t sumTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// A server's own values must not count.
 	delete(resp.Header, bodySumHeader)
 	delete(resp.Header, createdIDHeader)
-	b := &summingBody{ReadCloser: resp.Body, h: hashes.Get().(hash.Hash), header: resp.Header, compare: t.compare}
-	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		b.idPointer = t.idPointer
-	}
-	if t.compare == scenarios.CompareJSON || b.idPointer != "" {
+	b := &summingBody{ReadCloser: resp.Body, h: hashes.Get().(hash.Hash), header: resp.Header, compare: t.compare,
+		idPointer: t.idPointer, facts: t.facts, created: resp.StatusCode >= 200 && resp.StatusCode < 300}
+	if t.compare == scenarios.CompareJSON || (b.created && t.idPointer != "") {
 		b.buf = bufs.Get().(*bytes.Buffer)
 	}
 	resp.Body = b
@@ -79,6 +113,8 @@ type summingBody struct {
 	h                  hash.Hash     // the bytes' sum; nil once summed
 	buf                *bytes.Buffer // the body, for its form or id, or nil
 	compare, idPointer string
+	facts              *bodyFacts
+	created            bool // a 2xx: its id counts
 	n                  int64
 	header             http.Header
 	sum                [sha256.Size]byte
@@ -108,25 +144,22 @@ func (b *summingBody) Read(p []byte) (int, error) {
 
 // finish sets the headers from what was read and returns the buffers.
 func (b *summingBody) finish() {
-	switch {
-	case b.compare == scenarios.CompareStatus:
-		sum := sha256.Sum256(nil) // the status alone is compared
-		b.header[bodySumHeader] = []string{formatSum(sum[:], 0)}
-	case b.compare == scenarios.CompareJSON && b.buf != nil:
-		form := scenarios.ReplayForm(b.compare, b.buf.Bytes())
-		sum := sha256.Sum256(form)
-		b.header[bodySumHeader] = []string{formatSum(sum[:], int64(len(form)))}
-	default:
-		b.header[bodySumHeader] = []string{formatSum(b.h.Sum(b.sum[:0]), b.n)}
-	}
-	if b.buf != nil && b.idPointer != "" {
-		if id := chaos.JSONPointer(b.buf.Bytes(), b.idPointer); id != "" {
-			b.header[createdIDHeader] = []string{id}
-		}
-	}
+	raw := formatSum(b.h.Sum(b.sum[:0]), b.n)
 	b.h.Reset()
 	hashes.Put(b.h)
 	b.h = nil
+	f := facts{form: raw}
+	if b.buf != nil {
+		// The body fitted: its form (json) and id, cached by its bytes.
+		f = b.facts.of(raw, b.buf.Bytes(), b.compare, b.idPointer)
+	}
+	if b.compare == scenarios.CompareStatus {
+		f.form = statusOnlySum // the status alone is compared
+	}
+	b.header[bodySumHeader] = []string{f.form}
+	if f.id != "" && b.created {
+		b.header[createdIDHeader] = []string{f.id}
+	}
 	b.release()
 }
 

@@ -469,7 +469,7 @@ func (c *config) resultTransport(base http.RoundTripper) http.RoundTripper {
 	if c.mode == ModeNoKey {
 		return base
 	}
-	return sumTransport{base: base, compare: c.compare, idPointer: c.idPointer}
+	return sumTransport{base: base, compare: c.compare, idPointer: c.idPointer, facts: &bodyFacts{}}
 }
 
 // phaseMaxBody is how much of each measured body vegeta keeps: a results
