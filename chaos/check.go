@@ -23,8 +23,12 @@ type Checker struct {
 	// within TTL − Margin of the key's first contact met its record,
 	// however late it was answered (expiry.SentInside, the rule every face
 	// shares). A history's "run" line sets it when 0.
-	Margin   time.Duration
-	keys     map[string]*keyState
+	Margin time.Duration
+	// ReplicaKills: the harness SIGKILLed replicas during the run, so an
+	// upstream exchange that failed (connection refused or reset) may be
+	// its doing, like a fault's. A history's "run" line sets it.
+	ReplicaKills bool
+	keys         map[string]*keyState
 	attempts int
 	faults   map[string]int
 }
@@ -109,6 +113,10 @@ func (c *Checker) Attempt(ev Event) {
 		s.lastSent = ev.Time
 	}
 	a := &sent{at: ev.Time, attempt: ev.Attempt, status: ev.Status, cut: cutByHarness(&ev)}
+	fault := ev.Fault
+	if !a.cut && c.ReplicaKills && ev.Client != ClientOK && len(ev.Upstream) > 0 && ev.Upstream[0].Error != "" {
+		a.cut, fault = true, "replica killed"
+	}
 	if a.status == 0 && len(ev.Upstream) > 0 && ev.Upstream[0].Error == "" {
 		a.status = ev.Upstream[0].Status // a history without the client's status
 	}
@@ -119,7 +127,7 @@ func (c *Checker) Attempt(ev Event) {
 		if s.cut == nil {
 			s.cut = map[string]int{}
 		}
-		s.cut[ev.Fault]++
+		s.cut[fault]++
 	} else if a.after(s.served) {
 		s.served = a
 	}

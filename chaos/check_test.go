@@ -344,3 +344,25 @@ func TestCheckerHarnessCut(t *testing.T) {
 		t.Errorf("2 of 3 keys not judged: want MostlyUnjudged")
 	}
 }
+
+// TestCheckerReplicaKills: in a run that SIGKILLs replicas, an upstream
+// exchange that failed (the replica died under it) is the harness's doing:
+// a key whose answers were dropped or lost that way is not judged lost;
+// without kills the same failure is the server's.
+func TestCheckerReplicaKills(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, kills := range []bool{true, false} {
+		c := chaos.NewChecker()
+		c.ReplicaKills = kills
+		c.Attempt(chaos.Event{Type: "attempt", Key: "k", Attempt: 1, Time: t0, DurationNS: int64(time.Millisecond), Fault: "drop-response",
+			Client: chaos.ClientUnknown, Upstream: []chaos.Upstream{{Status: 201, ID: "x"}}})
+		c.Attempt(chaos.Event{Type: "attempt", Key: "k", Attempt: 2, Time: t0.Add(10 * time.Millisecond), DurationNS: int64(time.Millisecond),
+			Client: chaos.ClientUnknown, Status: 502, Upstream: []chaos.Upstream{{Error: "connection refused"}}})
+		c.Op(chaos.Op{Key: "k", Kind: chaos.KindNormal, Outcome: chaos.ClientUnknown, Status: 502})
+		r := c.Report()
+		lost := len(r.Violations) == 1 && r.Violations[0].Rule == chaos.RuleLost
+		if lost == kills {
+			t.Errorf("replica kills %v: violations %+v, unjudged %+v; want lost only without kills", kills, r.Violations, r.Unjudged)
+		}
+	}
+}

@@ -31,6 +31,9 @@ type Run struct {
 	// MarginNS is the profile's margin before the TTL (the checker's
 	// Margin).
 	MarginNS int64 `json:"margin_ns,omitempty"`
+	// ReplicaKills: the run SIGKILLed replicas (the checker's
+	// ReplicaKills).
+	ReplicaKills bool `json:"replica_kills,omitempty"`
 }
 
 // Event is one attempt as the proxy saw it: one JSONL line of type
@@ -213,6 +216,7 @@ func ReadHistory(r io.Reader, c *Checker, skipTornTail bool) (torn string, err e
 			if c.Margin == 0 {
 				c.Margin = time.Duration(run.MarginNS)
 			}
+			c.ReplicaKills = c.ReplicaKills || run.ReplicaKills
 		case "attempt":
 			var ev Event
 			if err := json.Unmarshal(line, &ev); err != nil {

@@ -156,7 +156,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	// The history carries the TTL so analyze judges it as this run does.
-	hist.WriteRun(chaos.Run{TTLNS: cfg.Target.TTL.Nanoseconds(), MarginNS: cfg.Margin.Nanoseconds()})
+	hist.WriteRun(chaos.Run{TTLNS: cfg.Target.TTL.Nanoseconds(), MarginNS: cfg.Margin.Nanoseconds(), ReplicaKills: killer != nil})
 	idPtr := cfg.Target.Operations[0].IDPointer
 	proxy, err := chaos.New(chaos.Options{
 		Upstream: cfg.Target.Bases()[0], Replicas: cfg.Target.Bases()[1:], KeyHeader: cfg.Target.KeyHeader, IDPointer: idPtr,

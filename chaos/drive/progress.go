@@ -36,7 +36,7 @@ func newTracker(cfg Config, proxy *chaos.Proxy, hist *chaos.History) func(chaos.
 		return nil
 	}
 	c := chaos.NewChecker()
-	c.TTL, c.Margin = cfg.Target.TTL, cfg.Margin
+	c.TTL, c.Margin, c.ReplicaKills = cfg.Target.TTL, cfg.Margin, cfg.Replicas > 0 && cfg.KillEvery > 0
 	t := &tracker{proxy: proxy, checker: c, f: cfg.OnProgress}
 	hist.Observe(func(ev chaos.Event) {
 		t.mu.Lock()
