@@ -93,6 +93,12 @@ func TestMixSlowMiss(t *testing.T) {
 	if err := rep.WriteHTML(&html); err != nil || !strings.Contains(html.String(), `data-path="miss" data-stat="p50"`) {
 		t.Fatalf("html report: %v", err)
 	}
+	// The headline says out of how many judged answers (every keyed one:
+	// no TTL declared).
+	if judged := fmt.Sprintf(`<span data-violations="0">0</span> of %d judged`, hit.Requests+miss.Requests); rep.Judged != hit.Requests+miss.Requests ||
+		!strings.Contains(html.String(), judged) || !strings.Contains(html.String(), `data-not-judged="0"`) {
+		t.Fatalf("judged %d of %d keyed answers, not judged %v; html headline lacks %q", rep.Judged, hit.Requests+miss.Requests, rep.NotJudged, judged)
+	}
 	if err := rep.WriteHDRPlot(&svg); err != nil || !strings.Contains(svg.String(), "<polyline") {
 		t.Fatalf("hdr plot: %v", err)
 	}
