@@ -29,8 +29,8 @@ type Checker struct {
 	// its doing, like a fault's. A history's "run" line sets it.
 	ReplicaKills bool
 	keys         map[string]*keyState
-	attempts int
-	faults   map[string]int
+	attempts     int
+	faults       map[string]int
 }
 
 type keyState struct {
