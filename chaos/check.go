@@ -216,6 +216,10 @@ type Report struct {
 	Attempts   int            `json:"attempts"`
 	Faults     map[string]int `json:"faults"`
 	Outcomes   map[string]int `json:"outcomes"`   // client outcomes of ops
+	// FailsByKind splits the "fail" outcomes by op kind: the business
+	// and transient kinds' are their variants' expected answers (402,
+	// 503), the mutated kind's a changed body's rejection (422).
+	FailsByKind map[string]int `json:"fails_by_kind"`
 	Unresolved int            `json:"unresolved"` // ops that ended without an answer and with no effect seen
 	// Interrupted: ops the run's end cut short (SIGINT, --deadline);
 	// nothing the client did not get to see is judged for them.
@@ -281,7 +285,7 @@ const (
 
 // Report applies the rules to every key.
 func (c *Checker) Report() Report {
-	r := Report{Keys: len(c.keys), Attempts: c.attempts, Faults: c.faults, Outcomes: map[string]int{}, Violations: []Violation{},
+	r := Report{Keys: len(c.keys), Attempts: c.attempts, Faults: c.faults, Outcomes: map[string]int{}, FailsByKind: map[string]int{}, Violations: []Violation{},
 		TTL: c.TTL, Margin: c.Margin, AfterTTL: []Violation{}, Unjudged: []Violation{}, NotJudged: map[string]int{}}
 	keys := make([]string, 0, len(c.keys))
 	for k := range c.keys {
@@ -293,6 +297,9 @@ func (c *Checker) Report() Report {
 		if s.op != nil {
 			r.Ops++
 			r.Outcomes[s.op.Outcome]++
+			if s.op.Outcome == ClientFail {
+				r.FailsByKind[s.op.Kind]++
+			}
 			switch {
 			case s.op.Outcome == ClientInterrupted:
 				r.Interrupted++

@@ -98,7 +98,7 @@ func printChaosReport(w io.Writer, r chaos.Report) {
 	fmt.Fprintf(w, "keys %d, operations %d, attempts %d, unresolved %d, interrupted %d\n", r.Keys, r.Ops, r.Attempts, r.Unresolved, r.Interrupted)
 	fmt.Fprintf(w, "faults injected: %s\n", counts(r.Faults))
 	if r.Ops > 0 {
-		fmt.Fprintf(w, "client outcomes: %s\n", outcomeList(r.Outcomes))
+		fmt.Fprintf(w, "client outcomes: %s\n", outcomeList(r.Outcomes, r.FailsByKind))
 	}
 	if r.TTL > 0 {
 		fmt.Fprintf(w, "key TTL %s − margin %s: %d keys executed again by an attempt sent after it (legal fresh executions, not judged)\n", r.TTL, r.Margin, len(r.AfterTTL))
@@ -132,17 +132,37 @@ func printChaosReport(w io.Writer, r chaos.Report) {
 // outcomeMeaning says what each client outcome of an operation means.
 var outcomeMeaning = map[string]string{
 	chaos.ClientOK:          "a 2xx answer",
-	chaos.ClientFail:        "a final non-2xx answer: expected for the business and transient error variants (e.g. 402, 503) and a changed body's 422",
+	chaos.ClientFail:        "a final non-2xx answer",
 	chaos.ClientUnknown:     "no final answer: the last attempt was dropped, cut, or answered 409 or 5xx",
 	chaos.ClientInterrupted: "cut short by the run's end",
 }
 
-// outcomeList is "fail 151 (a final non-2xx answer: ...), ok 840 (...)".
-func outcomeList(m map[string]int) string {
+// failMeaning says which op kinds' failures are expected answers.
+var failMeaning = map[string]string{
+	chaos.KindBusiness:  "the business error variant's expected answer, e.g. 402",
+	chaos.KindTransient: "the transient error variant's expected answer, e.g. 503",
+	chaos.KindMutated:   "a changed body rejected, e.g. 422",
+}
+
+// outcomeList is "fail 151 (a final non-2xx answer: business 80, the
+// business error variant's ...), ok 840 (a 2xx answer)".
+func outcomeList(m, failsByKind map[string]int) string {
 	parts := make([]string, 0, len(m))
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		part := fmt.Sprintf("%s %d", k, m[k])
-		if what := outcomeMeaning[k]; what != "" {
+		what := outcomeMeaning[k]
+		if k == chaos.ClientFail && len(failsByKind) > 0 {
+			var kinds []string
+			for _, kind := range slices.Sorted(maps.Keys(failsByKind)) {
+				why := failMeaning[kind]
+				if why == "" {
+					why = "not an expected answer"
+				}
+				kinds = append(kinds, fmt.Sprintf("%s %d, %s", kind, failsByKind[kind], why))
+			}
+			what += ": " + strings.Join(kinds, "; ")
+		}
+		if what != "" {
 			part += " (" + what + ")"
 		}
 		parts = append(parts, part)
