@@ -211,16 +211,16 @@ type Violation struct {
 
 // Report is the checker's verdict over a whole history.
 type Report struct {
-	Keys       int            `json:"keys"`
-	Ops        int            `json:"ops"`
-	Attempts   int            `json:"attempts"`
-	Faults     map[string]int `json:"faults"`
-	Outcomes   map[string]int `json:"outcomes"`   // client outcomes of ops
+	Keys     int            `json:"keys"`
+	Ops      int            `json:"ops"`
+	Attempts int            `json:"attempts"`
+	Faults   map[string]int `json:"faults"`
+	Outcomes map[string]int `json:"outcomes"` // client outcomes of ops
 	// FailsByKind splits the "fail" outcomes by op kind: the business
 	// and transient kinds' are their variants' expected answers (402,
 	// 503), the mutated kind's a changed body's rejection (422).
 	FailsByKind map[string]int `json:"fails_by_kind"`
-	Unresolved int            `json:"unresolved"` // ops that ended without an answer and with no effect seen
+	Unresolved  int            `json:"unresolved"` // ops that ended without an answer and with no effect seen
 	// Interrupted: ops the run's end cut short (SIGINT, --deadline);
 	// nothing the client did not get to see is judged for them.
 	Interrupted int         `json:"interrupted_ops"`
