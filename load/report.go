@@ -298,6 +298,9 @@ func (r *Report) MostlyUnjudged() bool { return r.NotJudgedCount() > r.Judged }
 // judged; 14418 not judged: 14418 sent after its key may have expired
 // (TTL 2s − margin 500ms; ...)".
 func (r *Report) JudgedLine() string {
+	if r.Judged == 0 && r.NotJudgedCount() == 0 {
+		return fmt.Sprintf("%d (no keyed answer to judge)", r.Violations)
+	}
 	line := fmt.Sprintf("%d violations of %d answers judged", r.Violations, r.Judged)
 	if n := r.NotJudgedCount(); n > 0 {
 		var parts []string
