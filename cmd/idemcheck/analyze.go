@@ -29,9 +29,10 @@ func init() {
 		Short: "Re-run the exactly-once checker over a recorded chaos history",
 		Long: "Read a history written by idemcheck proxy --history or idemcheck chaos --history and apply\n" +
 			"the exactly-once rules per key again, offline. The target's TTL comes from the history\n" +
-			"(chaos writes it) or --ttl: an execution after a key may have expired is legal.\n" +
-			"Exit codes: 0 clean, 1 violations, 2 unreadable, empty or torn history, 5 nothing exercised\n" +
-			"(operations recorded, none shows an execution; --allow-incomplete accepts it).",
+			"(chaos writes it) or --ttl: an execution from an attempt sent past TTL − margin may be legal.\n" +
+			"Exit codes: 0 clean, 1 violations, 2 unreadable, empty or torn history, 5 not enough evidence\n" +
+			"(operations recorded, none shows an execution, or more keys not judged than judged;\n" +
+			"--allow-incomplete accepts it).",
 		Example: `  idemcheck analyze chaos.jsonl
   idemcheck analyze attempts.jsonl --ttl 24h --json report.json
   idemcheck analyze chaos.jsonl --json -`,
