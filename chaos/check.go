@@ -109,10 +109,22 @@ func (c *Checker) Attempt(ev Event) {
 	if s.first.IsZero() || ev.Time.Before(s.first) {
 		s.first = ev.Time
 	}
+	// An attempt reaches the server when the proxy forwards it (a delay
+	// fault holds it): that is when it was sent, for the TTL and the
+	// commit.
+	at := ev.Time
+	if len(ev.Upstream) > 0 {
+		at = ev.Time.Add(time.Duration(ev.Upstream[0].SentNS))
+	}
+	for _, u := range ev.Upstream {
+		if t := ev.Time.Add(time.Duration(u.SentNS)); t.After(s.lastSent) {
+			s.lastSent = t
+		}
+	}
 	if ev.Time.After(s.lastSent) {
 		s.lastSent = ev.Time
 	}
-	a := &sent{at: ev.Time, attempt: ev.Attempt, status: ev.Status, cut: cutByHarness(&ev)}
+	a := &sent{at: at, attempt: ev.Attempt, status: ev.Status, cut: cutByHarness(&ev)}
 	fault := ev.Fault
 	if !a.cut && c.ReplicaKills && ev.Client != ClientOK && len(ev.Upstream) > 0 && ev.Upstream[0].Error != "" {
 		a.cut, fault = true, "replica killed"
@@ -146,8 +158,9 @@ func (c *Checker) Attempt(ev Event) {
 			if !slices.Contains(s.okBodies, ev.RequestSHA256) {
 				s.okBodies = append(s.okBodies, ev.RequestSHA256)
 			}
-			s.idSent = earliest(s.idSent, u.ID, ev.Time)
-			s.bodySent = earliest(s.bodySent, ev.RequestSHA256, ev.Time)
+			sentAt := ev.Time.Add(time.Duration(u.SentNS))
+			s.idSent = earliest(s.idSent, u.ID, sentAt)
+			s.bodySent = earliest(s.bodySent, ev.RequestSHA256, sentAt)
 			if u.ID != "" && (s.committed.IsZero() || end.Before(s.committed)) {
 				s.committed = end
 			}
