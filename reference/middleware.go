@@ -114,6 +114,12 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	var early *lookup
+	if m.defects.has(LookupBeforeBody) {
+		rec, err := m.store.Lookup(r.Context(), m.scope(r, key))
+		early = &lookup{rec, err}
+	}
+
 	buf := bufPool.Get().(*bytes.Buffer)
 	buf.Reset()
 	defer bufPool.Put(buf)
@@ -142,21 +148,20 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		hex.Encode(x.raw[:], sum[:])
 		x.hashed = true
 	}
-	x.scope = Scope{Principal: m.principal(r), Method: r.Method, Path: r.URL.Path, Key: key}
-	if m.defects.has(NoUserScope) {
-		x.scope.Principal = ""
-	}
-	if m.defects.has(NoEndpointScope) {
-		x.scope.Method, x.scope.Path = "", ""
-	}
+	x.scope = m.scope(r, key)
 	if m.defects.has(StoreConflicts) {
 		if resp, ok := m.poisoned.get(x.scope); ok {
 			m.replay(w, resp)
 			return
 		}
 	}
+	if early != nil {
+		x.insertAfter(early.rec, early.err, 0)
+		return
+	}
 	if m.defects.has(CheckThenInsert) {
-		x.checkThenInsert()
+		rec, err := m.store.Lookup(r.Context(), x.scope)
+		x.insertAfter(rec, err, m.checkThenInsertGap)
 		return
 	}
 	if m.defects.has(ProcessLocalLock) {
@@ -164,6 +169,25 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	x.claim()
+}
+
+// scope is the record scope of r under key.
+func (m *middleware) scope(r *http.Request, key string) Scope {
+	s := Scope{Principal: m.principal(r), Method: r.Method, Path: r.URL.Path, Key: key}
+	if m.defects.has(NoUserScope) {
+		s.Principal = ""
+	}
+	if m.defects.has(NoEndpointScope) {
+		s.Method, s.Path = "", ""
+	}
+	return s
+}
+
+// lookup is a Lookup's answer, kept by the lookup-before-body defect
+// until the body is read.
+type lookup struct {
+	rec *Record
+	err error
 }
 
 // key reads the Idempotency-Key field.
@@ -308,11 +332,11 @@ func (x *exchange) claim() {
 	}
 }
 
-// checkThenInsert is the check-then-insert defect: a lookup, the work a
-// real service does between its SELECT and its INSERT (here a fixed gap),
-// then an insert that wins whether or not someone else got there first.
-func (x *exchange) checkThenInsert() {
-	rec, err := x.m.store.Lookup(x.r.Context(), x.scope)
+// insertAfter is the end of the check-then-insert defects: rec and err
+// are the scope's lookup; after the work a real service does between its
+// SELECT and its INSERT (gap), an insert that wins whether or not someone
+// else got there first.
+func (x *exchange) insertAfter(rec *Record, err error, gap time.Duration) {
 	if err != nil {
 		x.m.problems.write(x.w, probUnavailable)
 		return
@@ -323,7 +347,7 @@ func (x *exchange) checkThenInsert() {
 		}
 		return
 	}
-	if sleepCtx(x.r.Context(), x.m.checkThenInsertGap) != nil {
+	if gap > 0 && sleepCtx(x.r.Context(), gap) != nil {
 		return
 	}
 	ttl, lease := x.m.ttlAndLease()

@@ -176,6 +176,21 @@ func (e *Env) Variant(name string) (json.RawMessage, Variant, bool) {
 
 // Send performs one request and records it as evidence.
 func (e *Env) Send(ctx context.Context, r Req) Resp {
+	x := e.exchange(r)
+	if c := e.oracle; c != nil && c.global {
+		c.enter(ctx, e, scopeOf(r))
+		defer c.leave()
+	}
+	client := e.client
+	if r.client != nil {
+		client = r.client
+	}
+	return e.doWith(ctx, client, x, true)
+}
+
+// exchange builds the request r describes: method, URL, headers (the key
+// header in the target's syntax) and body.
+func (e *Env) exchange(r Req) Exchange {
 	op := e.Op
 	if r.Op != nil {
 		op = r.Op
@@ -204,15 +219,7 @@ func (e *Env) Send(ctx context.Context, r Req) Resp {
 	case !r.NoKey:
 		x.Request.Header[hk] = []string{e.KeyValue(r.Key)}
 	}
-	if c := e.oracle; c != nil && c.global {
-		c.enter(ctx, e, scopeOf(r))
-		defer c.leave()
-	}
-	client := e.client
-	if r.client != nil {
-		client = r.client
-	}
-	return e.doWith(ctx, client, x, true)
+	return x
 }
 
 // do sends x.Request, fills in the response and, if record, keeps x as

@@ -1,0 +1,278 @@
+package scenarios_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/idemcheck/idemcheck/reference/demo"
+	"github.com/idemcheck/idemcheck/scenarios"
+)
+
+// roundsAPI answers same-key bursts by the order in which it first saw
+// their keys (key 0 is the run's oracle calibration): the first burst
+// loses one request to load shedding (503, a warn), the third executes
+// twice (a fail), every other executes once. A burst that stops at its first non-pass round
+// never reaches the third.
+type roundsAPI struct {
+	mu    sync.Mutex
+	order map[string]int // key -> its index among the keys seen
+	seen  map[string]int // requests seen per key
+	execs map[string]int
+	ids   map[string]string
+}
+
+func newRoundsAPI() *roundsAPI {
+	return &roundsAPI{order: map[string]int{}, seen: map[string]int{}, execs: map[string]int{}, ids: map[string]string{}}
+}
+
+func (a *roundsAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet && r.URL.Path == "/effects" {
+		a.mu.Lock()
+		n := a.execs[r.URL.Query().Get("key")]
+		a.mu.Unlock()
+		writeTestJSON(w, http.StatusOK, map[string]int{"executions": n})
+		return
+	}
+	if r.Method != http.MethodPost {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	_, _ = io.Copy(io.Discard, r.Body)
+	k := strings.Trim(r.Header.Get("Idempotency-Key"), `"`)
+	a.mu.Lock()
+	if _, ok := a.order[k]; !ok {
+		a.order[k] = len(a.order)
+	}
+	idx := a.order[k]
+	a.seen[k]++
+	nth := a.seen[k]
+	execute := nth == 1 || (idx == 3 && nth == 2)
+	if execute {
+		a.execs[k]++
+		a.ids[k] = fmt.Sprintf("or_%d_%d", idx, nth)
+	}
+	id := a.ids[k]
+	a.mu.Unlock()
+	switch {
+	case idx == 1 && nth == 2:
+		w.WriteHeader(http.StatusServiceUnavailable)
+	case execute:
+		writeTestJSON(w, http.StatusCreated, map[string]string{"id": id})
+	default:
+		writeTestJSON(w, http.StatusCreated, map[string]string{"id": id}) // the replay
+	}
+}
+
+func roundsTarget(base string) *scenarios.Target {
+	return &scenarios.Target{
+		BaseURL: base, KeyHeader: "Idempotency-Key", KeySyntax: scenarios.SFString, Timeout: 5 * time.Second,
+		Principals: []scenarios.Principal{{Name: "u"}},
+		Operations: []scenarios.Operation{{Name: "orders", Method: "POST", Path: "/orders",
+			Body: json.RawMessage(`{"amount":1}`), IDPointer: "/id"}},
+		Oracle: &scenarios.Oracle{URL: "/effects?key={key}", Pointer: "/executions"},
+	}
+}
+
+// TestBurstRunsAllRounds: concurrent/same-key-burst runs every round and
+// reports the worst, whichever synchronisation releases it; the evidence
+// says which one did.
+func TestBurstRunsAllRounds(t *testing.T) {
+	for _, sync := range []string{"", scenarios.SyncBarrier} {
+		t.Run("sync="+sync, func(t *testing.T) {
+			api := newRoundsAPI()
+			srv := httptest.NewServer(api)
+			defer srv.Close()
+			p := ietf(t)
+			p.BurstRounds, p.BurstSize, p.BurstSync = 4, 4, sync
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			rep, err := scenarios.Run(ctx, roundsTarget(srv.URL), p, scenarios.RunOptions{Run: []string{"concurrent/same-key-burst"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rep.Results) != 1 {
+				t.Fatalf("%d results, want 1", len(rep.Results))
+			}
+			r := rep.Results[0]
+			if r.Status != scenarios.Fail || !strings.Contains(r.Observed, "4 of 4 rounds") || !strings.Contains(r.Observed, "round 3 of 4") {
+				t.Errorf("%s: expected %q observed %q %s; want the fail of round 3 after 4 of 4 rounds", r.Status, r.Expected, r.Observed, r.Reason)
+			}
+			api.mu.Lock()
+			keys := len(api.order)
+			api.mu.Unlock()
+			if keys != 5 {
+				t.Errorf("the server saw %d keys, want 5 (the calibration's, one per round)", keys)
+			}
+			want := "last-byte sync over HTTP/1.1"
+			if sync == scenarios.SyncBarrier {
+				want = "released by a barrier"
+			}
+			if !strings.Contains(r.Observed, want) {
+				t.Errorf("observed %q does not say %q", r.Observed, want)
+			}
+		})
+	}
+}
+
+// entryAPI records, for every request, when its handler was entered and
+// when its body had been read in full.
+type entryAPI struct {
+	mu           sync.Mutex
+	entered, got []time.Time
+	proto        []int
+}
+
+func (a *entryAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	in := time.Now()
+	b, _ := io.ReadAll(r.Body)
+	a.mu.Lock()
+	a.entered, a.got, a.proto = append(a.entered, in), append(a.got, time.Now()), append(a.proto, r.ProtoMajor)
+	a.mu.Unlock()
+	writeTestJSON(w, http.StatusCreated, map[string]any{"id": "x", "len": len(b)})
+}
+
+// beforeFirstBody counts the handlers entered before any body was
+// complete: the requests a check-then-insert looking up before the body
+// can race.
+func (a *entryAPI) beforeFirstBody() (n, of int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	first := a.got[0]
+	for _, g := range a.got {
+		if g.Before(first) {
+			first = g
+		}
+	}
+	for _, e := range a.entered {
+		if e.Before(first) {
+			n++
+		}
+	}
+	return n, len(a.entered)
+}
+
+// TestLastByteSyncEntersHandlersFirst: under last-byte sync the server
+// enters the handlers of the burst's requests before any body completes,
+// over HTTP/1.1 and over HTTP/2 (TLS); the barrier gives no such promise.
+// Under load a stalled server may take in fewer than all of them within
+// the settle time, so the test asks for at least two (what a race needs)
+// and logs the figure.
+func TestLastByteSyncEntersHandlersFirst(t *testing.T) {
+	for _, h2 := range []bool{false, true} {
+		t.Run(fmt.Sprintf("h2=%v", h2), func(t *testing.T) {
+			api := &entryAPI{}
+			srv := httptest.NewUnstartedServer(api)
+			tg := roundsTarget("")
+			if h2 {
+				srv.EnableHTTP2 = true
+				srv.StartTLS()
+				if err := tg.SetTLS(scenarios.TLS{InsecureSkipVerify: true}); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				srv.Start()
+			}
+			defer srv.Close()
+			tg.BaseURL, tg.Oracle = srv.URL, nil
+			p := ietf(t)
+			p.BurstRounds, p.BurstSize = 1, 16
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			rep, err := scenarios.Run(ctx, tg, p, scenarios.RunOptions{Run: []string{"concurrent/same-key-burst"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := rep.Results[0]
+			want := "last-byte sync over HTTP/1.1"
+			if h2 {
+				want = "last-byte sync over HTTP/2"
+			}
+			if !strings.Contains(r.Observed+r.Reason, want) {
+				t.Fatalf("%s: observed %q %s; want %q", r.Status, r.Observed, r.Reason, want)
+			}
+			n, of := api.beforeFirstBody()
+			t.Logf("%d of %d handlers entered before the first body completed", n, of)
+			if of != 16 || n < 2 {
+				t.Errorf("%d of %d handlers entered before the first body completed; want 16 requests, at least 2 entered", n, of)
+			}
+			api.mu.Lock()
+			for _, pm := range api.proto {
+				if (pm == 2) != h2 {
+					t.Errorf("a request arrived as HTTP/%d", pm)
+				}
+			}
+			api.mu.Unlock()
+			for _, x := range r.Exchanges {
+				if x.Response != nil && x.Response.Status == http.StatusCreated && !strings.Contains(string(x.Response.Body), `"len":12`) {
+					t.Errorf("%s: the server read %s, want the 12-byte body", x.Label, x.Response.Body)
+				}
+			}
+		})
+	}
+}
+
+// TestLookupBeforeBodyCaught: the reference's lookup-before-body defect (a
+// check-then-insert whose window is the body's read, microseconds when
+// the body comes with the headers) fails the burst under last-byte sync,
+// over HTTP/1.1 and HTTP/2; the correct reference passes it.
+func TestLookupBeforeBodyCaught(t *testing.T) {
+	for _, h2 := range []bool{false, true} {
+		for _, defect := range []string{"", "lookup-before-body"} {
+			t.Run(fmt.Sprintf("h2=%v/defect=%s", h2, defect), func(t *testing.T) {
+				o := demo.Options{TTL: demoTTL, Lease: demoLease}
+				if defect != "" {
+					o.Defects = []string{defect}
+				}
+				app, err := demo.New(o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer app.Close()
+				srv := httptest.NewUnstartedServer(app)
+				if h2 {
+					srv.EnableHTTP2 = true
+					srv.StartTLS()
+				} else {
+					srv.Start()
+				}
+				defer srv.Close()
+				tg, err := scenarios.FromURL(srv.URL, demoTTL, demoLease)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := tg.SetTLS(scenarios.TLS{InsecureSkipVerify: true}); err != nil {
+					t.Fatal(err)
+				}
+				tg.Operations = tg.Operations[:1]
+				p := referenceProfile(t)
+				p.BurstRounds = 2
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				rep, err := scenarios.Run(ctx, tg, p, scenarios.RunOptions{Run: []string{"concurrent/same-key-burst"}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				r := rep.Results[0]
+				t.Logf("%s: %s %s", r.Status, r.Observed, r.Reason)
+				switch {
+				case defect == "" && r.Status != scenarios.Pass && r.Status != scenarios.Inconclusive:
+					t.Errorf("correct reference: %s, want pass", r.Status)
+				case defect != "" && r.Status != scenarios.Fail:
+					t.Errorf("lookup-before-body: %s, want fail", r.Status)
+				}
+			})
+		}
+	}
+}
