@@ -51,6 +51,18 @@ const (
 	// ReplayDropsHeaders: replays carry the body but none of the stored
 	// headers (no Content-Type, no Location).
 	ReplayDropsHeaders Defect = "replay-drops-headers"
+	// ReplayJoinsHeaders: a header sent on several lines is stored as one
+	// comma-joined line (a map of strings), which breaks Set-Cookie.
+	ReplayJoinsHeaders Defect = "replay-joins-headers"
+	// ReplayTruncatesBody: stored bodies are cut at 64 KiB (a column
+	// limit), so a large response replays truncated.
+	ReplayTruncatesBody Defect = "replay-truncates-body"
+	// ReplayReencodesBody: bodies are stored as UTF-8 text, so the bytes of
+	// a binary response that are not valid UTF-8 replay as U+FFFD.
+	ReplayReencodesBody Defect = "replay-reencodes-body"
+	// FailureWedgesKey: a handler that panics or times out (504) leaves its
+	// key "in progress": every retry gets 409, past any lease.
+	FailureWedgesKey Defect = "failure-wedges-key"
 	// MismatchAs409: a payload mismatch answers 409 instead of 422.
 	MismatchAs409 Defect = "mismatch-as-409"
 	// StoreConflicts: the middleware's own 409/422 answers are saved as
@@ -93,6 +105,10 @@ var defectCatalog = []DefectInfo{
 	{NoCache4xx, "a business 4xx (402) is not stored; the retry executes again", "IK-REPLAY-5, IK-ERRORS-2"},
 	{ReplayAs200, "replays answer 200 instead of the stored status (201, 402)", "IK-REPLAY-1"},
 	{ReplayDropsHeaders, "replays lose Content-Type and Location", "IK-REPLAY-2, IK-REPLAY-6"},
+	{ReplayJoinsHeaders, "a repeated header (Set-Cookie) replays as one comma-joined line", "IK-REPLAY-6"},
+	{ReplayTruncatesBody, "a response larger than 64 KiB replays truncated", "IK-REPLAY-2"},
+	{ReplayReencodesBody, "a binary response replays re-encoded as UTF-8 text", "IK-REPLAY-2"},
+	{FailureWedgesKey, "after a handler crash or timeout the key answers 409 in flight forever", "IK-LEASE-1, IK-ERRORS-5"},
 	{MismatchAs409, "a payload mismatch answers 409 instead of 422", "IK-MISMATCH-1 (ietf profile)"},
 	{StoreConflicts, "a 409/422 answer is stored as the key's outcome and replayed", "IK-ERRORS-6, IK-CONCURRENT-3, IK-MISMATCH-3"},
 	{MissingKeyPassthrough, "a mutating request without a key executes instead of 400", "IK-MISSING-1"},

@@ -14,6 +14,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -41,7 +42,7 @@ func Middleware(store Store, opts ...Option) func(http.Handler) http.Handler {
 	local, _ := store.(Local)
 	probs := newProblems(c.docsURL)
 	return func(next http.Handler) http.Handler {
-		return &middleware{config: c, store: store, atomic: atomic, local: local, next: next, problems: probs, poisoned: newPoisonCache(), unfinished: newUnfinished(), localLocks: newLocalLocks()}
+		return &middleware{config: c, store: store, atomic: atomic, local: local, next: next, problems: probs, poisoned: newPoisonCache(), wedged: newPoisonCache(), unfinished: newUnfinished(), localLocks: newLocalLocks()}
 	}
 }
 
@@ -53,6 +54,7 @@ type middleware struct {
 	next     http.Handler
 	problems *problems
 	poisoned *poisonCache // store-conflicts defect only
+	wedged   *poisonCache // failure-wedges-key defect only
 	// unfinished: outcomes to store before their scope is claimed again.
 	unfinished *unfinished
 	localLocks *localLocks // process-local-lock defect only
@@ -149,6 +151,12 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		x.hashed = true
 	}
 	x.scope = m.scope(r, key)
+	if m.defects.has(FailureWedgesKey) {
+		if _, ok := m.wedged.get(x.scope); ok {
+			m.problems.write(w, probInFlight)
+			return
+		}
+	}
 	if m.defects.has(StoreConflicts) {
 		if resp, ok := m.poisoned.get(x.scope); ok {
 			m.replay(w, resp)
@@ -428,7 +436,22 @@ func (x *exchange) execute(token string, owned bool) {
 	r.ContentLength = int64(len(x.body))
 
 	rec := &recorder{header: make(http.Header)}
-	if panicked := runHandler(m.next, rec, r); panicked {
+	panicked := runHandler(m.next, rec, r)
+	if m.defects.has(FailureWedgesKey) && (panicked || rec.statusCode() == http.StatusGatewayTimeout) {
+		// The bug: the failure path forgets the record, left in flight.
+		ttl, _ := m.ttlAndLease()
+		m.wedged.put(x.scope, Response{}, time.Now().Add(100*ttl))
+		if unit != nil {
+			_ = unit.Rollback(bg)
+		}
+		if panicked {
+			m.problems.write(x.w, probPanic)
+			return
+		}
+		rec.flush(x.w)
+		return
+	}
+	if panicked {
 		if unit != nil {
 			_ = unit.Rollback(bg)
 		}
@@ -441,7 +464,7 @@ func (x *exchange) execute(token string, owned bool) {
 	status := rec.statusCode()
 	if owned {
 		if m.keeps(status) && !st.noStore {
-			resp := Response{Status: status, Header: m.storedHeader(rec.header), Body: slices.Clone(rec.body.Bytes())}
+			resp := Response{Status: status, Header: m.storedHeader(rec.header), Body: m.storedBody(rec.body.Bytes())}
 			if unit != nil {
 				if err := unit.Commit(bg, resp); err != nil {
 					// The effects were rolled back with the record: a retry is safe.
@@ -483,10 +506,27 @@ func (m *middleware) storedHeader(h http.Header) http.Header {
 	out := make(http.Header, len(m.replayHeaders))
 	for _, name := range m.replayHeaders {
 		if v := h[name]; len(v) > 0 {
+			if m.defects.has(ReplayJoinsHeaders) {
+				v = []string{strings.Join(v, ", ")}
+			}
 			out[name] = slices.Clip(slices.Clone(v))
 		}
 	}
 	return out
+}
+
+// truncatedBody is where the replay-truncates-body defect cuts bodies.
+const truncatedBody = 64 << 10
+
+// storedBody is the copy of a response body a record keeps.
+func (m *middleware) storedBody(b []byte) []byte {
+	switch {
+	case m.defects.has(ReplayTruncatesBody) && len(b) > truncatedBody:
+		b = b[:truncatedBody]
+	case m.defects.has(ReplayReencodesBody):
+		return []byte(strings.ToValidUTF8(string(b), "\uFFFD"))
+	}
+	return slices.Clone(b)
 }
 
 // replay writes a stored response. Header slices are shared with the
