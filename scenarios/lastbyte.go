@@ -191,7 +191,7 @@ func (e *Env) h1Prepare(ctx context.Context, reqs []*lbReq, deadline time.Time) 
 			if base == "" {
 				base = e.Target.BaseURL
 			}
-			q.conn, _, errs[i] = e.dialBase(ctx, base, []string{"http/1.1"}, deadline)
+			q.conn, errs[i] = e.warmConn(ctx, base, deadline)
 		})
 	}
 	wg.Wait()
@@ -204,6 +204,35 @@ func (e *Env) h1Prepare(ctx context.Context, reqs []*lbReq, deadline time.Time) 
 		return fmt.Errorf("opening its connections: %v", err)
 	}
 	return nil
+}
+
+// warmConn opens an HTTP/1.1 connection to base and warms it with one
+// GET of base's root (any answer), as the barrier's pooled connections
+// are: the server has accepted it and set it up before the burst. A
+// server that closes the connection after that answer gets a fresh one.
+func (e *Env) warmConn(ctx context.Context, base string, deadline time.Time) (net.Conn, error) {
+	conn, _, err := e.dialBase(ctx, base, []string{"http/1.1"}, deadline)
+	if err != nil {
+		return nil, err
+	}
+	warm, err := http.NewRequest(http.MethodGet, base+"/", nil)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	_ = conn.SetDeadline(deadline)
+	if err := warm.Write(conn); err == nil {
+		if resp, err := http.ReadResponse(bufio.NewReader(conn), warm); err == nil {
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxBody))
+			resp.Body.Close()
+			if !resp.Close {
+				return conn, nil
+			}
+		}
+	}
+	conn.Close()
+	conn, _, err = e.dialBase(ctx, base, []string{"http/1.1"}, deadline)
+	return conn, err
 }
 
 // h1Burst writes each request's head on its connection, lets the server
