@@ -276,3 +276,91 @@ func TestLookupBeforeBodyCaught(t *testing.T) {
 		}
 	}
 }
+
+// reclaimAPI reclaims an expired record without an in-flight marker (a
+// hold-out defect of issue 18): every request that finds the expired
+// record executes, until one of them stores its outcome. A fresh key is
+// claimed correctly. "delay_ms" in the body keeps the handler running.
+type reclaimAPI struct {
+	ttl   time.Duration
+	mu    sync.Mutex
+	recs  map[string]*reclaimRecord
+	execs map[string]int
+	next  int
+}
+
+type reclaimRecord struct {
+	done    bool
+	id      string
+	expires time.Time
+}
+
+func (a *reclaimAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet && r.URL.Path == "/effects" {
+		a.mu.Lock()
+		n := a.execs[r.URL.Query().Get("key")]
+		a.mu.Unlock()
+		writeTestJSON(w, http.StatusOK, map[string]int{"executions": n})
+		return
+	}
+	if r.Method != http.MethodPost {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	var in struct {
+		DelayMS int `json:"delay_ms"`
+	}
+	_ = json.NewDecoder(r.Body).Decode(&in)
+	k := strings.Trim(r.Header.Get("Idempotency-Key"), `"`)
+	a.mu.Lock()
+	rec := a.recs[k]
+	switch {
+	case rec != nil && time.Now().Before(rec.expires) && rec.done:
+		id := rec.id
+		a.mu.Unlock()
+		writeTestJSON(w, http.StatusCreated, map[string]string{"id": id})
+		return
+	case rec != nil && time.Now().Before(rec.expires):
+		a.mu.Unlock()
+		writeTestJSON(w, http.StatusConflict, map[string]string{"error": "in flight"})
+		return
+	case rec == nil:
+		a.recs[k] = &reclaimRecord{expires: time.Now().Add(a.ttl)}
+	}
+	// The defect: an expired record is reclaimed by just running.
+	a.execs[k]++
+	a.next++
+	id := fmt.Sprintf("rc_%d", a.next)
+	a.mu.Unlock()
+	time.Sleep(time.Duration(in.DelayMS) * time.Millisecond)
+	a.mu.Lock()
+	a.recs[k] = &reclaimRecord{done: true, id: id, expires: time.Now().Add(a.ttl)}
+	a.mu.Unlock()
+	writeTestJSON(w, http.StatusCreated, map[string]string{"id": id})
+}
+
+// TestExpiredKeyBurstRidesSlow: expiry/expired-key-burst sends its burst
+// with the slow variant, so the first execution after expiry still runs
+// when the rest arrive: a reclaim without an in-flight marker executes
+// them all (it passed when the burst sent the normal body, finishing in
+// microseconds).
+func TestExpiredKeyBurstRidesSlow(t *testing.T) {
+	const ttl = time.Second
+	srv := httptest.NewServer(&reclaimAPI{ttl: ttl, recs: map[string]*reclaimRecord{}, execs: map[string]int{}})
+	defer srv.Close()
+	tg := roundsTarget(srv.URL)
+	tg.TTL = ttl
+	tg.Operations[0].Variants = map[string]scenarios.Variant{
+		scenarios.VariantSlow: {Patch: json.RawMessage(`{"delay_ms":500}`), Duration: 500 * time.Millisecond},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rep, err := scenarios.Run(ctx, tg, ietf(t), scenarios.RunOptions{Run: []string{"expiry/expired-key-burst"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rep.Results[0]
+	if r.Status != scenarios.Fail || !strings.Contains(r.Observed, "the slow variant") {
+		t.Errorf("%s: expected %q observed %q %s; want a fail on the slow variant", r.Status, r.Expected, r.Observed, r.Reason)
+	}
+}
