@@ -27,7 +27,7 @@ func init() {
 			PerOperation: true, Run: concurrentInFlightConflict},
 		Case{Meta: Meta{ID: "concurrent/same-key-burst", Family: "concurrent", Requirements: []string{"IK-CONCURRENT-2"}, Level: Must,
 			Requirement: "All sources: N parallel identical requests with the same key cause exactly one execution; each response is the success (original or replay) or an in-flight conflict.",
-			Explanation: "Rounds of same-key requests (8 of 32 by default, a fresh key per round) released together by a barrier each produce one execution and one created resource.",
+			Explanation: "Rounds of same-key requests (8 of 32 by default, a fresh key per round) released together (last-byte sync by default) each produce one execution and one created resource; every round runs and the worst is reported.",
 			Needs:       []Need{NeedEffects}},
 			PerOperation: true, Run: concurrentSameKeyBurst},
 		Case{Meta: Meta{ID: "concurrent/conflict-not-poisoned", Family: "concurrent", Requirements: []string{"IK-CONCURRENT-3", "IK-ERRORS-6"}, Level: Should,

@@ -19,7 +19,7 @@ func init() {
 	register(
 		Case{Meta: Meta{ID: "expiry/expired-key-burst", Family: "expiry", Requirements: []string{"IK-CONCURRENT-2", "IK-EXPIRY-2"}, Level: Must,
 			Requirement: "All sources (IK-CONCURRENT-2): N parallel identical requests with the same key cause exactly one execution; draft §2.3 lets a key expire, and the purge of an expired record racing the new claims must not let two of them through.",
-			Explanation: "A barrier-released burst of same-key requests sent right after the key expired executes at most once (a fresh execution, or a replay/409 where the record lingers), never twice.",
+			Explanation: "A burst of same-key requests released together right after the key expired (riding the slow variant where configured) executes at most once (a fresh execution, or a replay/409 where the record lingers), never twice.",
 			Needs:       []Need{NeedTTL, NeedEffects}},
 			PerOperation: true, Run: expiryExpiredKeyBurst},
 		Case{Meta: Meta{ID: "concurrent/in-flight-offsets", Family: "concurrent", Requirements: []string{"IK-CONCURRENT-1", "IK-CONCURRENT-2", "IK-LEASE-3"}, Level: Must,
