@@ -63,6 +63,10 @@ const (
 	// FailureWedgesKey: a handler that panics or times out (504) leaves its
 	// key "in progress": every retry gets 409, past any lease.
 	FailureWedgesKey Defect = "failure-wedges-key"
+	// ConflictAs500: a request that loses the race for its key (the record
+	// is in flight) gets 500, as a unique-constraint violation surfacing as
+	// an internal error, instead of 409.
+	ConflictAs500 Defect = "conflict-as-500"
 	// MismatchAs409: a payload mismatch answers 409 instead of 422.
 	MismatchAs409 Defect = "mismatch-as-409"
 	// StoreConflicts: the middleware's own 409/422 answers are saved as
@@ -109,6 +113,7 @@ var defectCatalog = []DefectInfo{
 	{ReplayTruncatesBody, "a response larger than 64 KiB replays truncated", "IK-REPLAY-2"},
 	{ReplayReencodesBody, "a binary response replays re-encoded as UTF-8 text", "IK-REPLAY-2"},
 	{FailureWedgesKey, "after a handler crash or timeout the key answers 409 in flight forever", "IK-LEASE-1, IK-ERRORS-5"},
+	{ConflictAs500, "a request that loses the race for its key (in flight) gets 500 instead of 409", "IK-CONCURRENT-1"},
 	{MismatchAs409, "a payload mismatch answers 409 instead of 422", "IK-MISMATCH-1 (ietf profile)"},
 	{StoreConflicts, "a 409/422 answer is stored as the key's outcome and replayed", "IK-ERRORS-6, IK-CONCURRENT-3, IK-MISMATCH-3"},
 	{MissingKeyPassthrough, "a mutating request without a key executes instead of 400", "IK-MISSING-1"},

@@ -394,6 +394,10 @@ func (x *exchange) existing(rec *Record) verdict {
 		case x.m.defects.has(BlockInflight):
 			return wait
 		}
+		if x.m.defects.has(ConflictAs500) {
+			x.m.problems.write(x.w, probPanic)
+			return answered
+		}
 		x.conflict(probInFlight, rec)
 		return answered
 	}

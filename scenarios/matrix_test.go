@@ -49,6 +49,8 @@ var defectMatrix = []struct {
 		why: "a changed body under a used key replays the old response (mismatch/added-field only warns: an unknown member may be outside a legal partial fingerprint)"},
 	{defect: "check-then-insert", anyOf: []string{"concurrent/same-key-burst"},
 		why: "same-key requests whose lookups fall in the 1 ms before the insert all execute: the burst's rounds catch it (>= 99 of 100 runs, docs/conformance-engine.md); expiry/expired-key-burst, one round after expiry, usually too"},
+	{defect: "conflict-as-500", strict: true, want: []string{"concurrent/in-flight-conflict", "concurrent/in-flight-offsets", "concurrent/same-key-burst", "expiry/expired-key-burst"},
+		why: "every request that loses the race for its key (in flight) gets 500 instead of 409: the in-flight duplicates, the burst's losers, the expired-key burst's (on the slow variant)"},
 	{defect: "lookup-before-body", anyOf: []string{"concurrent/same-key-burst"}, maybe: []string{"expiry/expired-key-burst"},
 		why: "the lookup runs before the body is read: under last-byte sync every request of a burst looks up before any inserts (TestLookupBeforeBodyCaught; the barrier hits this microsecond window far less often, docs/conformance-engine.md)"},
 	{defect: "no-inflight-lock", want: []string{"concurrent/in-flight-conflict", "concurrent/same-key-burst"}, maybe: []string{"concurrent/in-flight-offsets", "expiry/expired-key-burst"},

@@ -193,6 +193,13 @@ func TestDefects(t *testing.T) {
 			n, _, _ := h.executions(k)
 			return n == 1, fmt.Sprintf("4 requests whose last bytes came together -> %v, %d executions", statuses, n)
 		}},
+		{reference.ConflictAs500, Options{}, func(t *testing.T, h *harness) (bool, string) {
+			k := newKey()
+			done := slowInFlight(h, k)
+			r := h.post("/v1/charges", "alice", k, `{"amount":1000,"currency":"usd","delay_ms":1500}`)
+			<-done
+			return r.status == http.StatusConflict, fmt.Sprintf("duplicate in flight -> %d", r.status)
+		}},
 		{reference.ReplayJoinsHeaders, Options{}, func(t *testing.T, h *harness) (bool, string) {
 			k := newKey()
 			a := h.post("/v1/charges", "alice", k, chargeBody)
