@@ -18,13 +18,13 @@ const wedgeWait = 2 * time.Second
 // any case once the lease has passed.
 func init() {
 	register(
-		Case{Meta: Meta{ID: "crash/handler-crash", Family: "crash", Requirements: []string{"IK-LEASE-1", "IK-ERRORS-5"}, Level: Must,
-			Requirement: "seeds (locked_until), rocket-rides (an unhandled exception releases the lock), Powertools (a raised exception deletes the record): after the handler crashed, retries may get 409 until the lease ends; after lease + grace a retry proceeds. Never blocked forever (MUST where a lease is declared, SHOULD otherwise).",
+		Case{Meta: Meta{ID: "crash/handler-crash", Family: "crash", Requirements: []string{"IK-LEASE-1", "IK-ERRORS-5"}, Level: Should,
+			Requirement: "seeds (locked_until), rocket-rides (an unhandled exception releases the lock), Powertools (a raised exception deletes the record): after the handler crashed, retries may get 409 until the lease ends; after lease + grace a retry proceeds. Never blocked forever: past a declared lease a fail, without one a SHOULD.",
 			Explanation: "After the crash variant's handler failed (5xx or a dropped connection), a retry with the same key is not answered \"in flight\" past the lease + grace.",
 			Needs:       []Need{NeedCrash}},
 			PerOperation: true, Run: func(ctx context.Context, e *Env) Verdict { return e.failureRetryable(ctx, VariantCrash) }},
-		Case{Meta: Meta{ID: "crash/handler-timeout", Family: "crash", Requirements: []string{"IK-LEASE-1", "IK-ERRORS-5"}, Level: Must,
-			Requirement: "seeds, Powertools (in_progress_expiry): a handler that timed out (a downstream that never answered) has ended; retries may get 409 until the lease ends, after lease + grace a retry proceeds. Never blocked forever (MUST where a lease is declared, SHOULD otherwise).",
+		Case{Meta: Meta{ID: "crash/handler-timeout", Family: "crash", Requirements: []string{"IK-LEASE-1", "IK-ERRORS-5"}, Level: Should,
+			Requirement: "seeds, Powertools (in_progress_expiry): a handler that timed out (a downstream that never answered) has ended; retries may get 409 until the lease ends, after lease + grace a retry proceeds. Never blocked forever: past a declared lease a fail, without one a SHOULD.",
 			Explanation: "After the timeout variant's handler gave up (5xx, often 504, or no answer), a retry with the same key is not answered \"in flight\" past the lease + grace.",
 			Needs:       []Need{NeedTimeout}},
 			PerOperation: true, Run: func(ctx context.Context, e *Env) Verdict { return e.failureRetryable(ctx, VariantTimeout) }},
@@ -36,8 +36,10 @@ func init() {
 // than an in-flight status: a re-execution (failing again), a replay of
 // the failure, anything that shows the key is not wedged. An in-flight
 // answer to a retry sent past lease + grace after the failure fails the
-// case (MUST); without a declared lease, past grace + wedgeWait it is a
-// SHOULD unmet.
+// case whatever its level: the API breaks the lease it declares. Without
+// a declared lease, past grace + wedgeWait it is a SHOULD unmet. (The
+// cases are SHOULD-level so that a config without the variants leaves no
+// MUST untested.)
 func (e *Env) failureRetryable(ctx context.Context, name string) Verdict {
 	body, _, _ := e.Variant(name)
 	k := e.NewKey()
@@ -45,7 +47,7 @@ func (e *Env) failureRetryable(ctx context.Context, name string) Verdict {
 	if first.StaleConn() || (first.Err == nil && !first.Is5xx()) {
 		return e.Inconclusive(fmt.Sprintf("the %s variant did not fail (want a 5xx or a dropped connection): %s", name, first.String()))
 	}
-	lease, level := e.Target.Lease, Must
+	lease, level := e.Target.Lease, Must // unmetAt(Must) is a fail
 	bound := lease + e.Profile.Grace + leaseMargin
 	if lease <= 0 {
 		bound, level = e.Profile.Grace+wedgeWait, Should
