@@ -91,8 +91,9 @@ type lbReq struct {
 
 // lastByteBurst sends size requests under k by last-byte synchronisation.
 // ok is false, with why, when it cannot (an empty body has no last byte to
-// hold back; a connection could not be opened): nothing was sent then, and
-// the caller falls back to the barrier.
+// hold back; a connection could not be opened): no request of the burst
+// was sent then (at most a warming GET), and the caller falls back to the
+// barrier.
 func (e *Env) lastByteBurst(ctx context.Context, k string, size int, body []byte, label string, bases ...string) (rs []Resp, how string, ok bool, why string) {
 	if len(body) == 0 {
 		return nil, "", false, "the body is empty: no last byte to hold back"
