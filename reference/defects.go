@@ -24,6 +24,11 @@ const (
 	// once it is: a window of microseconds when the body arrives with the
 	// headers, as wide as the client makes it otherwise.
 	LookupBeforeBody Defect = "lookup-before-body"
+	// ExpiredReclaimUnlocked: a key whose record expired is reclaimed
+	// without an in-flight marker, its outcome stored only at the end:
+	// every same-key request that arrives while the reclaiming one runs
+	// executes too.
+	ExpiredReclaimUnlocked Defect = "expired-reclaim-unlocked"
 	// NoInflightLock: in-flight records are treated as absent; a retry
 	// during the first execution runs the handler again.
 	NoInflightLock Defect = "no-inflight-lock"
@@ -99,6 +104,7 @@ var defectCatalog = []DefectInfo{
 	{NoFingerprint, "same key + changed body replays the old response instead of 422", "IK-MISMATCH-1, IK-MISMATCH-5"},
 	{CheckThenInsert, "non-atomic claim: a same-key burst executes more than once", "IK-CONCURRENT-2, IK-LOST-3"},
 	{LookupBeforeBody, "non-atomic claim looked up before the body is read: requests whose headers arrive together all execute", "IK-CONCURRENT-2"},
+	{ExpiredReclaimUnlocked, "an expired key is reclaimed without an in-flight marker: requests arriving while it runs execute too", "IK-CONCURRENT-2, IK-EXPIRY-2"},
 	{NoInflightLock, "a retry while the first runs executes again instead of 409", "IK-CONCURRENT-1, IK-CONCURRENT-2"},
 	{BlockInflight, "a retry while the first runs waits and replays instead of 409", "IK-CONCURRENT-1 (fails unless block_ok)"},
 	{NoUserScope, "another user with the same key receives the first user's response", "IK-SCOPE-1, IK-SECURITY-3"},

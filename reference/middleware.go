@@ -42,7 +42,7 @@ func Middleware(store Store, opts ...Option) func(http.Handler) http.Handler {
 	local, _ := store.(Local)
 	probs := newProblems(c.docsURL)
 	return func(next http.Handler) http.Handler {
-		return &middleware{config: c, store: store, atomic: atomic, local: local, next: next, problems: probs, poisoned: newPoisonCache(), wedged: newPoisonCache(), unfinished: newUnfinished(), localLocks: newLocalLocks()}
+		return &middleware{config: c, store: store, atomic: atomic, local: local, next: next, problems: probs, poisoned: newPoisonCache(), wedged: newPoisonCache(), completed: newPoisonCache(), unfinished: newUnfinished(), localLocks: newLocalLocks()}
 	}
 }
 
@@ -55,6 +55,9 @@ type middleware struct {
 	problems *problems
 	poisoned *poisonCache // store-conflicts defect only
 	wedged   *poisonCache // failure-wedges-key defect only
+	// completed: scopes whose outcome was stored (expired-reclaim-unlocked
+	// defect only), so a later claim of one is a reclaim.
+	completed *poisonCache
 	// unfinished: outcomes to store before their scope is claimed again.
 	unfinished *unfinished
 	localLocks *localLocks // process-local-lock defect only
@@ -257,6 +260,9 @@ type exchange struct {
 	body   []byte
 	key    string
 	hashed bool                  // raw holds the body's hash (not under no-fingerprint)
+	// lateClaim: the handler runs unowned and the outcome is claimed and
+	// stored after it (expired-reclaim-unlocked defect only).
+	lateClaim bool
 	raw    [2 * sha256.Size]byte // hex SHA-256 of body as sent
 	fp     string                // canonical fingerprint, once fpDone
 	fpDone bool
@@ -321,6 +327,13 @@ func (x *exchange) claim() {
 			return
 		}
 		if c.Outcome == Claimed {
+			if _, ok := x.m.completed.get(x.scope); ok && x.m.defects.has(ExpiredReclaimUnlocked) {
+				// The bug: the expired key's reclaim keeps no marker.
+				_ = x.m.store.Release(context.WithoutCancel(x.r.Context()), x.scope, c.Token)
+				x.lateClaim = true
+				x.execute("", false)
+				return
+			}
 			x.execute(c.Token, true)
 			return
 		}
@@ -485,14 +498,31 @@ func (x *exchange) execute(token string, owned bool) {
 					m.unfinished.put(x.scope, token, resp, time.Now().Add(ttl))
 				}
 			}
+			m.markCompleted(x.scope)
 		} else {
 			if unit != nil {
 				_ = unit.Rollback(bg)
 			}
 			_ = m.store.Release(bg, x.scope, token)
 		}
+	} else if x.lateClaim && m.keeps(status) && !st.noStore {
+		ttl, lease := m.ttlAndLease()
+		c, err := m.store.Claim(bg, ClaimRequest{Scope: x.scope, Fingerprint: x.fingerprint(), RawHash: x.rawHash(), Lease: lease, TTL: ttl})
+		if err == nil && c.Outcome == Claimed {
+			_ = m.store.Complete(bg, x.scope, c.Token, Response{Status: status, Header: m.storedHeader(rec.header), Body: m.storedBody(rec.body.Bytes())})
+			m.markCompleted(x.scope)
+		}
 	}
 	rec.flush(x.w)
+}
+
+// markCompleted remembers that scope's outcome was stored, under the
+// expired-reclaim-unlocked defect.
+func (m *middleware) markCompleted(scope Scope) {
+	if m.defects.has(ExpiredReclaimUnlocked) {
+		ttl, _ := m.ttlAndLease()
+		m.completed.put(scope, Response{}, time.Now().Add(100*ttl))
+	}
 }
 
 // keeps reports whether an outcome with status is stored.

@@ -193,6 +193,20 @@ func TestDefects(t *testing.T) {
 			n, _, _ := h.executions(k)
 			return n == 1, fmt.Sprintf("4 requests whose last bytes came together -> %v, %d executions", statuses, n)
 		}},
+		{reference.ExpiredReclaimUnlocked, Options{TTL: 300 * time.Millisecond}, func(t *testing.T, h *harness) (bool, string) {
+			// After expiry, four slow same-key requests at once: the first
+			// reclaims the key; the others must meet its in-flight record.
+			k, slow := newKey(), `{"amount":1000,"currency":"usd","delay_ms":300}`
+			h.post("/v1/charges", "alice", k, slow)
+			time.Sleep(500 * time.Millisecond)
+			var wg sync.WaitGroup
+			for range 4 {
+				wg.Go(func() { h.post("/v1/charges", "alice", k, slow) })
+			}
+			wg.Wait()
+			n, _, _ := h.executions(k)
+			return n == 2, fmt.Sprintf("1 execution, then 4 slow requests after expiry -> %d executions", n)
+		}},
 		{reference.ConflictAs500, Options{}, func(t *testing.T, h *harness) (bool, string) {
 			k := newKey()
 			done := slowInFlight(h, k)
