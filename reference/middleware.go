@@ -259,14 +259,14 @@ type exchange struct {
 	r      *http.Request
 	body   []byte
 	key    string
-	hashed bool // raw holds the body's hash (not under no-fingerprint)
+	hashed bool                  // raw holds the body's hash (not under no-fingerprint)
+	raw    [2 * sha256.Size]byte // hex SHA-256 of body as sent
+	fp     string                // canonical fingerprint, once fpDone
+	fpDone bool
+	scope  Scope
 	// lateClaim: the handler runs unowned and the outcome is claimed and
 	// stored after it (expired-reclaim-unlocked defect only).
 	lateClaim bool
-	raw       [2 * sha256.Size]byte // hex SHA-256 of body as sent
-	fp        string                // canonical fingerprint, once fpDone
-	fpDone    bool
-	scope     Scope
 }
 
 // rawHash is the hex SHA-256 of the body as stored in a record ("" under
