@@ -18,8 +18,9 @@ import (
 // IDEMCHECK_BURST_RUNS runs (at most 200) of the burst case alone, each
 // against its own server, one at a time; IDEMCHECK_BURST_ROUNDS overrides
 // the profile's rounds, IDEMCHECK_BURST_SYNC its burst_sync (last-byte,
-// barrier), and IDEMCHECK_BURST_NO_SLOW=1 sends every round with the
-// normal body (the first one rides the slow variant). It only runs when
+// barrier), IDEMCHECK_BURST_H2=1 serves the reference over TLS with
+// HTTP/2, and IDEMCHECK_BURST_NO_SLOW=1 sends every round with the normal
+// body (the first one rides the slow variant). It only runs when
 // asked (it is a measurement, not a check): the figures are in
 // docs/conformance-engine.md.
 func TestBurstCatchRate(t *testing.T) {
@@ -43,7 +44,7 @@ func TestBurstCatchRate(t *testing.T) {
 	caught, roundsCaught := 0, 0
 	start := time.Now()
 	for i := range runs {
-		tg := startDemo(t, defect)
+		tg := startDemoProto(t, os.Getenv("IDEMCHECK_BURST_H2") != "", defect)
 		tg.Operations = tg.Operations[:1]
 		if os.Getenv("IDEMCHECK_BURST_NO_SLOW") != "" { // every round with the normal body
 			delete(tg.Operations[0].Variants, scenarios.VariantSlow)
@@ -62,6 +63,6 @@ func TestBurstCatchRate(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%s caught in %d of %d runs (%d rounds failed in all; burst_rounds %d, burst_size %d, burst_sync %q; 0/\"\" = default) in %s",
-		defect, caught, runs, roundsCaught, rounds, size, p.BurstSync, time.Since(start).Round(time.Second))
+	t.Logf("%s caught in %d of %d runs (%d rounds failed in all; burst_rounds %d, burst_size %d, burst_sync %q, h2 %v; 0/\"\" = default) in %s",
+		defect, caught, runs, roundsCaught, rounds, size, p.BurstSync, os.Getenv("IDEMCHECK_BURST_H2") != "", time.Since(start).Round(time.Second))
 }

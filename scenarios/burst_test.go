@@ -223,6 +223,34 @@ func TestLastByteSyncEntersHandlersFirst(t *testing.T) {
 	}
 }
 
+// startDemoProto is startDemo over HTTP/1.1 (h2 false), or over TLS with
+// HTTP/2 negotiated (h2 true; the target skips certificate checks).
+func startDemoProto(t testing.TB, h2 bool, defects ...string) *scenarios.Target {
+	t.Helper()
+	if !h2 {
+		return startDemo(t, defects...)
+	}
+	app, err := demo.New(demo.Options{TTL: demoTTL, Lease: demoLease, Defects: defects})
+	if err != nil {
+		t.Fatalf("demo.New(%v): %v", defects, err)
+	}
+	srv := httptest.NewUnstartedServer(app)
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(func() {
+		srv.Close()
+		app.Close()
+	})
+	tg, err := scenarios.FromURL(srv.URL, demoTTL, demoLease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tg.SetTLS(scenarios.TLS{InsecureSkipVerify: true}); err != nil {
+		t.Fatal(err)
+	}
+	return tg
+}
+
 // TestLookupBeforeBodyCaught: the reference's lookup-before-body defect (a
 // check-then-insert whose window is the body's read, microseconds when
 // the body comes with the headers) fails the burst under last-byte sync,
@@ -231,30 +259,11 @@ func TestLookupBeforeBodyCaught(t *testing.T) {
 	for _, h2 := range []bool{false, true} {
 		for _, defect := range []string{"", "lookup-before-body"} {
 			t.Run(fmt.Sprintf("h2=%v/defect=%s", h2, defect), func(t *testing.T) {
-				o := demo.Options{TTL: demoTTL, Lease: demoLease}
+				var defects []string
 				if defect != "" {
-					o.Defects = []string{defect}
+					defects = []string{defect}
 				}
-				app, err := demo.New(o)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer app.Close()
-				srv := httptest.NewUnstartedServer(app)
-				if h2 {
-					srv.EnableHTTP2 = true
-					srv.StartTLS()
-				} else {
-					srv.Start()
-				}
-				defer srv.Close()
-				tg, err := scenarios.FromURL(srv.URL, demoTTL, demoLease)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := tg.SetTLS(scenarios.TLS{InsecureSkipVerify: true}); err != nil {
-					t.Fatal(err)
-				}
+				tg := startDemoProto(t, h2, defects...)
 				tg.Operations = tg.Operations[:1]
 				p := referenceProfile(t) // the default 8 rounds: a loaded server may miss the settle time of one
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
