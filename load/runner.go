@@ -44,6 +44,11 @@ type config struct {
 	patch     json.RawMessage
 	verySlow  time.Duration
 	ttl       time.Duration
+	// margin is the profile's margin before the TTL, compare its
+	// replay_compare; idPointer is the operation's id_pointer.
+	margin    time.Duration
+	compare   string
+	idPointer string
 	// expectStatus is the declared status of the variant sent (0: none).
 	expectStatus int
 	results      io.Writer
@@ -108,6 +113,16 @@ func WithBodyPatch(p json.RawMessage) Option { return func(c *config) { c.patch 
 // that may have come after its key expired is a legal fresh execution
 // (default: the target's declared TTL; 0 means keys never expire).
 func WithTTL(d time.Duration) Option { return func(c *config) { c.ttl = d } }
+
+// WithProfile judges replays and executions as `run` does under p: its
+// replay_compare decides what a replay must repeat (scenarios.ReplayForm:
+// bytes, the JSON document, or the status alone) and its margin which
+// answers count as inside a key's TTL (sent within TTL − margin of the
+// key's first request). Without it replays are compared as bytes and the
+// margin is 0.
+func WithProfile(p *scenarios.Profile) Option {
+	return func(c *config) { c.compare, c.margin = p.ReplayCompare, p.Margin }
+}
 
 // WithVerySlow sets the latency counted as very slow (default 1s).
 func WithVerySlow(d time.Duration) Option { return func(c *config) { c.verySlow = d } }
@@ -203,6 +218,7 @@ func buildRequest(t *scenarios.Target, c *config) (*request, error) {
 			return nil, fmt.Errorf("body patch: %w", err)
 		}
 	}
+	c.idPointer = op.IDPointer
 	keyHeader := t.KeyHeader
 	if keyHeader == "" {
 		keyHeader = "Idempotency-Key"
@@ -211,14 +227,25 @@ func buildRequest(t *scenarios.Target, c *config) (*request, error) {
 	for _, b := range t.Bases() {
 		urls = append(urls, b+op.Path)
 	}
-	return &request{
+	rq := &request{
 		method:    op.Method,
 		urls:      urls,
 		body:      body,
 		header:    t.Header(&op, 0, true),
 		keyHeader: http.CanonicalHeaderKey(keyHeader),
 		keyValue:  t.KeyValue,
-	}, nil
+	}
+	if t.Double() != nil {
+		// The downstream double: each key's token in its requests, and
+		// the variant's behaviour for the key's calls.
+		rq.mark = func(key, u string, h http.Header, body []byte) (string, []byte) {
+			if variant != "" {
+				_ = t.BehaveVariant(&op, key, variant) // routes are validated
+			}
+			return t.Mark(&op, key, u, h, body)
+		}
+	}
+	return rq, nil
 }
 
 // Run warms up (connections, then the hit pool), runs every phase of the
@@ -239,6 +266,20 @@ func Run(ctx context.Context, t *scenarios.Target, opts ...Option) (*Report, err
 		c.keys = RandomKeys()
 	}
 	c.keys = c.shard.keys(c.keys)
+	if t.Downstream != nil && t.Double() == nil {
+		// The config's downstream double: the API's provider, the oracle
+		// and what makes the contention mode's slow variant slow.
+		dt, d, err := scenarios.StartDownstream(ctx, t)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+		}
+		defer func() {
+			closing, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			_ = d.Close(closing)
+		}()
+		t = dt
+	}
 	rq, err := buildRequest(t, &c)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
@@ -261,7 +302,7 @@ func Run(ctx context.Context, t *scenarios.Target, opts ...Option) (*Report, err
 	// this run's shard.
 	keys := &keySource{keys: t.KeysFrom(client, c.keys), ctx: ctx, next: &next}
 
-	col := newCollector(c.verySlow, c.ttl)
+	col := newCollector(c.verySlow, c.ttl, c.margin)
 	s := &sink{col: col}
 	if c.results != nil {
 		s.enc = vegeta.NewEncoder(c.results)
@@ -290,18 +331,36 @@ func Run(ctx context.Context, t *scenarios.Target, opts ...Option) (*Report, err
 	}
 	oclient := t.Client(5 * time.Second)
 	defer oclient.CloseIdleConnections()
-	orc := newOracle(t, oclient)
+	orc, err := newOracle(t, oclient)
+	if err != nil {
+		return nil, err
+	}
+	defer orc.close()
 	orep := &OracleReport{}
+	if orc != nil {
+		// A downstream double counts only once one request is seen to
+		// call it with its key's token (calibration, as run does).
+		note, ok := scenarios.CheckDownstream(ctx, t, oclient)
+		if !ok {
+			orc = nil // closed by the deferred close above
+		}
+		orep.Note = note
+	}
 	if orc != nil {
 		orep.Available = true
 		// Concurrent shards move the totals of one another: only the
 		// per-key probes (disjoint keys) are theirs to check.
 		if c.shard.N <= 1 {
-			orep.TotalsURL = t.Oracle.TotalsURL(t)
-		}
-		if orep.TotalsURL != "" {
-			if orep.Before, err = orc.count(ctx, orc.totals); err != nil {
-				orep.Error, orep.TotalsURL = err.Error(), ""
+			orep.Before, orep.Totals, err = orc.totals(ctx)
+			if err != nil {
+				orep.Error, orep.Totals = err.Error(), false
+			}
+			if o := t.Oracle; orep.Totals && o != nil && o.URL != "" && o.Count == nil {
+				orep.TotalsURL = o.TotalsURL(t)
+				if !o.PerKey() { // the URL counts every key itself
+					orep.TotalsURL = o.KeyURL(t, "")
+				}
+				orep.TotalsURL = t.Redact(orep.TotalsURL)
 			}
 		}
 	}
@@ -447,12 +506,13 @@ func warmPool(ctx context.Context, c *config, rq *request, client *http.Client, 
 }
 
 // resultTransport wraps the run's transport for the replay check: every
-// mode but nokey compares bodies, by the sums sumTransport computes.
+// mode but nokey compares bodies, by the sums sumTransport computes
+// under the profile's replay_compare, and executions by created ids.
 func (c *config) resultTransport(base http.RoundTripper) http.RoundTripper {
 	if c.mode == ModeNoKey {
 		return base
 	}
-	return sumTransport{base}
+	return sumTransport{base: base, compare: c.compare, idPointer: c.idPointer, facts: &bodyFacts{}}
 }
 
 // phaseMaxBody is how much of each measured body vegeta keeps: a results

@@ -311,6 +311,7 @@ func (e *Env) recordBurst(reqs []*lbReq) []Resp {
 			x.Response = &ExchangeResponse{Status: q.resp.Status, Header: q.resp.Header, Body: q.resp.Body}
 		}
 		e.record(e.Target.redactExchange(x))
+		e.proveBy(q.r, q.resp)
 		rs[i] = q.resp
 	}
 	return rs
