@@ -16,21 +16,21 @@ import (
 	"github.com/idemcheck/idemcheck/scenarios"
 )
 
-// roundsAPI answers same-key bursts by the order in which it first saw
-// their keys (key 0 is the run's oracle calibration): the first burst
+// roundsAPI answers same-key bursts in the order their second requests
+// arrive (the run's calibration sends keys once each): the first burst
 // loses one request to load shedding (503, a warn), the third executes
-// twice (a fail), every other executes once. A burst that stops at its first non-pass round
-// never reaches the third.
+// twice (a fail), every other executes once. A burst that stops at its
+// first non-pass round never reaches the third.
 type roundsAPI struct {
-	mu    sync.Mutex
-	order map[string]int // key -> its index among the keys seen
-	seen  map[string]int // requests seen per key
-	execs map[string]int
-	ids   map[string]string
+	mu     sync.Mutex
+	bursts map[string]int // key -> its index among the bursts
+	seen   map[string]int // requests seen per key
+	execs  map[string]int
+	ids    map[string]string
 }
 
 func newRoundsAPI() *roundsAPI {
-	return &roundsAPI{order: map[string]int{}, seen: map[string]int{}, execs: map[string]int{}, ids: map[string]string{}}
+	return &roundsAPI{bursts: map[string]int{}, seen: map[string]int{}, execs: map[string]int{}, ids: map[string]string{}}
 }
 
 func (a *roundsAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -48,21 +48,21 @@ func (a *roundsAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.Copy(io.Discard, r.Body)
 	k := strings.Trim(r.Header.Get("Idempotency-Key"), `"`)
 	a.mu.Lock()
-	if _, ok := a.order[k]; !ok {
-		a.order[k] = len(a.order)
-	}
-	idx := a.order[k]
 	a.seen[k]++
 	nth := a.seen[k]
-	execute := nth == 1 || (idx == 3 && nth == 2)
+	if nth == 2 {
+		a.bursts[k] = len(a.bursts)
+	}
+	idx, burst := a.bursts[k]
+	execute := nth == 1 || (burst && idx == 2 && nth == 2)
 	if execute {
 		a.execs[k]++
-		a.ids[k] = fmt.Sprintf("or_%d_%d", idx, nth)
+		a.ids[k] = fmt.Sprintf("or_%s_%d", k, nth)
 	}
 	id := a.ids[k]
 	a.mu.Unlock()
 	switch {
-	case idx == 1 && nth == 2:
+	case burst && idx == 0 && nth == 2:
 		w.WriteHeader(http.StatusServiceUnavailable)
 	case execute:
 		writeTestJSON(w, http.StatusCreated, map[string]string{"id": id})
@@ -106,10 +106,10 @@ func TestBurstRunsAllRounds(t *testing.T) {
 				t.Errorf("%s: expected %q observed %q %s; want the fail of round 3 after 4 of 4 rounds", r.Status, r.Expected, r.Observed, r.Reason)
 			}
 			api.mu.Lock()
-			keys := len(api.order)
+			bursts := len(api.bursts)
 			api.mu.Unlock()
-			if keys != 5 {
-				t.Errorf("the server saw %d keys, want 5 (the calibration's, one per round)", keys)
+			if bursts != 4 {
+				t.Errorf("the server saw %d bursts, want 4 (one per round)", bursts)
 			}
 			want := "last-byte sync over HTTP/1.1"
 			if sync == scenarios.SyncBarrier {
@@ -123,9 +123,13 @@ func TestBurstRunsAllRounds(t *testing.T) {
 }
 
 // entryAPI records, for every request, when its handler was entered and
-// when its body had been read in full.
+// when its body had been read in full, by key.
 type entryAPI struct {
-	mu           sync.Mutex
+	mu    sync.Mutex
+	byKey map[string]*entries
+}
+
+type entries struct {
 	entered, got []time.Time
 	proto        []int
 }
@@ -137,30 +141,47 @@ func (a *entryAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	in := time.Now()
 	b, _ := io.ReadAll(r.Body)
+	k := r.Header.Get("Idempotency-Key")
 	a.mu.Lock()
-	a.entered, a.got, a.proto = append(a.entered, in), append(a.got, time.Now()), append(a.proto, r.ProtoMajor)
+	if a.byKey[k] == nil {
+		a.byKey[k] = &entries{}
+	}
+	en := a.byKey[k]
+	en.entered, en.got, en.proto = append(en.entered, in), append(en.got, time.Now()), append(en.proto, r.ProtoMajor)
 	a.mu.Unlock()
-	writeTestJSON(w, http.StatusCreated, map[string]any{"id": "x", "len": len(b)})
+	writeTestJSON(w, http.StatusCreated, map[string]any{"id": r.Header.Get("Idempotency-Key"), "len": len(b)})
 }
 
-// beforeFirstBody counts the handlers entered before any body was
-// complete: the requests a check-then-insert looking up before the body
-// can race.
-func (a *entryAPI) beforeFirstBody() (n, of int) {
+// burst is the entries of the key with the most requests: the burst's
+// (the run's calibration sends its keys once each).
+func (a *entryAPI) burst() *entries {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	first := a.got[0]
-	for _, g := range a.got {
+	var most *entries
+	for _, en := range a.byKey {
+		if most == nil || len(en.entered) > len(most.entered) {
+			most = en
+		}
+	}
+	return most
+}
+
+// beforeFirstBody counts the burst's handlers entered before any of its
+// bodies was complete: the requests a check-then-insert looking up before
+// the body can race.
+func (en *entries) beforeFirstBody() (n, of int) {
+	first := en.got[0]
+	for _, g := range en.got {
 		if g.Before(first) {
 			first = g
 		}
 	}
-	for _, e := range a.entered {
+	for _, e := range en.entered {
 		if e.Before(first) {
 			n++
 		}
 	}
-	return n, len(a.entered)
+	return n, len(en.entered)
 }
 
 // TestLastByteSyncEntersHandlersFirst: under last-byte sync the server
@@ -172,7 +193,7 @@ func (a *entryAPI) beforeFirstBody() (n, of int) {
 func TestLastByteSyncEntersHandlersFirst(t *testing.T) {
 	for _, h2 := range []bool{false, true} {
 		t.Run(fmt.Sprintf("h2=%v", h2), func(t *testing.T) {
-			api := &entryAPI{}
+			api := &entryAPI{byKey: map[string]*entries{}}
 			srv := httptest.NewUnstartedServer(api)
 			tg := roundsTarget("")
 			if h2 {
@@ -202,18 +223,17 @@ func TestLastByteSyncEntersHandlersFirst(t *testing.T) {
 			if !strings.Contains(r.Observed+r.Reason, want) {
 				t.Fatalf("%s: observed %q %s; want %q", r.Status, r.Observed, r.Reason, want)
 			}
-			n, of := api.beforeFirstBody()
+			burst := api.burst()
+			n, of := burst.beforeFirstBody()
 			t.Logf("%d of %d handlers entered before the first body completed", n, of)
 			if of != 16 || n < 2 {
 				t.Errorf("%d of %d handlers entered before the first body completed; want 16 requests, at least 2 entered", n, of)
 			}
-			api.mu.Lock()
-			for _, pm := range api.proto {
+			for _, pm := range burst.proto {
 				if (pm == 2) != h2 {
 					t.Errorf("a request arrived as HTTP/%d", pm)
 				}
 			}
-			api.mu.Unlock()
 			for _, x := range r.Exchanges {
 				if x.Response != nil && x.Response.Status == http.StatusCreated && !strings.Contains(string(x.Response.Body), `"len":12`) {
 					t.Errorf("%s: the server read %s, want the 12-byte body", x.Label, x.Response.Body)
