@@ -95,10 +95,10 @@ func errorsTransient5xx(ctx context.Context, e *Env) Verdict {
 		return e.Finding("cache_5xx", mode+": "+observed)
 	case Yes:
 		if n != 1 {
-			return e.inTTLAnswered(e.Unmet("the 5xx replayed with no new execution (profile cache_5xx true)", observed), first, retry)
+			return e.inTTL(e.Unmet("the 5xx replayed with no new execution (profile cache_5xx true)", observed), first, retry)
 		}
 		if same, diff := e.SameResponse(first, retry); !same {
-			return e.inTTLAnswered(e.Unmet("the original 5xx response", diff), first, retry)
+			return e.inTTL(e.Unmet("the original 5xx response", diff), first, retry)
 		}
 		return e.Pass(observed)
 	}
@@ -132,12 +132,12 @@ func errorsBusinessErrorKept(ctx context.Context, e *Env) Verdict {
 	}
 	switch {
 	case normal.OK():
-		return e.inTTLAnswered(e.Unmet("the key keeps its business error: the normal request under it does not execute", observed), first, retry, normal)
+		return e.inTTL(e.Unmet("the key keeps its business error: the normal request under it does not execute", observed), first, retry, normal)
 	case n != 1:
-		return e.inTTLAnswered(e.Unmet("one execution: the business error is replayed", observed), first, retry, normal)
+		return e.inTTL(e.Unmet("one execution: the business error is replayed", observed), first, retry, normal)
 	}
 	if same, diff := e.SameResponse(first, retry); !same {
-		return e.inTTLAnswered(e.Unmet("the original error response on retry", diff), first, retry)
+		return e.inTTL(e.Unmet("the original error response on retry", diff), first, retry)
 	}
 	return e.Pass(observed)
 }
@@ -282,7 +282,7 @@ func errorsIdempotencyErrorsNotStored(ctx context.Context, e *Env) Verdict {
 		return e.undecided(err, observed)
 	}
 	if !replayed {
-		return e.inTTLAnswered(e.Unmet("the original's replay after the mismatch error", observed), first, again)
+		return e.inTTL(e.Unmet("the original's replay after the mismatch error", observed), first, again)
 	}
 	return e.Pass(observed)
 }

@@ -72,8 +72,8 @@ type mismatchOutcome struct {
 }
 
 // runProbe stores the original under a fresh key, sends the mutated body
-// under the same key and judges the answer. A failing answer that came past
-// TTL − margin proves nothing: the key may legally have expired.
+// under the same key and judges the answer. A failing answer to a request
+// sent past TTL − margin proves nothing: the key may legally have expired.
 func (e *Env) runProbe(ctx context.Context, pr probe) mismatchOutcome {
 	k := e.NewKey()
 	first := e.Send(ctx, Req{Label: "original", Key: k})
@@ -82,9 +82,9 @@ func (e *Env) runProbe(ctx context.Context, pr probe) mismatchOutcome {
 	}
 	r := e.Send(ctx, Req{Label: "same key, " + pr.name, Key: k, Body: e.Body(pr.patch)})
 	o := e.judgeProbe(ctx, pr, k, first, r)
-	if (o.status == Fail || o.status == Warn) && !e.WithinTTL(first, answered([]Resp{r})...) {
-		return mismatchOutcome{Inconclusive, fmt.Sprintf("%s: answered %s after the original started, past TTL %s − margin (a stall), so the key may legally have expired (would have been %s: %s)",
-			pr.name, r.End.Sub(first.Start).Round(time.Millisecond), e.Target.TTL, o.status, o.observed)}
+	if (o.status == Fail || o.status == Warn) && !e.WithinTTL(first, r) {
+		return mismatchOutcome{Inconclusive, fmt.Sprintf("%s: sent %s after the original started, past TTL %s − margin (a stall), so the key may legally have expired (would have been %s: %s)",
+			pr.name, r.SentAt().Sub(first.Start).Round(time.Millisecond), e.Target.TTL, o.status, o.observed)}
 	}
 	return o
 }
@@ -218,7 +218,7 @@ func mismatchOriginalSurvives(ctx context.Context, e *Env) Verdict {
 	}
 	observed := fmt.Sprintf("%s answered %s; original again answered %s; %d executions (%s)", pr.name, mis.String(), again.String(), n, how)
 	if n != 1 {
-		return e.inTTLAnswered(e.Fail("exactly 1 execution", observed), first, again)
+		return e.inTTL(e.Fail("exactly 1 execution", observed), first, again)
 	}
 	// Status fidelity is replay/same-status's concern; here the record must
 	// still be there and name the same resource.
@@ -228,7 +228,7 @@ func mismatchOriginalSurvives(ctx context.Context, e *Env) Verdict {
 	if replayed, err := e.Replayed(ctx, first, again, k); err != nil {
 		return e.undecided(err, observed)
 	} else if !replayed {
-		return e.inTTLAnswered(e.Fail("the original response again (same resource)", observed), first, again)
+		return e.inTTL(e.Fail("the original response again (same resource)", observed), first, again)
 	}
 	return e.Pass(observed)
 }
@@ -248,10 +248,10 @@ func mismatchRepeatFailsAgain(ctx context.Context, e *Env) Verdict {
 		return *v
 	}
 	if again.OK() {
-		return e.inTTLAnswered(e.Fail(fmt.Sprintf("%d again", mis.Status), observed), first, again)
+		return e.inTTL(e.Fail(fmt.Sprintf("%d again", mis.Status), observed), first, again)
 	}
 	if again.Status != mis.Status {
-		return e.inTTLAnswered(e.Unmet(fmt.Sprintf("%d again", mis.Status), observed), first, again)
+		return e.inTTL(e.Unmet(fmt.Sprintf("%d again", mis.Status), observed), first, again)
 	}
 	return e.Pass(observed)
 }

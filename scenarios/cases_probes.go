@@ -196,7 +196,7 @@ func (e *Env) offsetsAttempt(ctx context.Context, attempt int) (v Verdict, place
 		}
 		// Judged by when the server can have handled the duplicates (their
 		// answers): a stall may carry one past the TTL.
-		return e.inTTLAnswered(e.Fail(expected, "a second execution"+at+": "+observed), slow, dups...), true
+		return e.inTTL(e.Fail(expected, "a second execution"+at+": "+observed), slow, dups...), true
 	case n != 1:
 		// An extra execution, but duplicates that arrived after the
 		// original completed may have caused it (a stall carried them past

@@ -231,7 +231,7 @@ func scopeOtherEndpoint(ctx context.Context, e *Env) Verdict {
 		}
 	case ScopeError:
 		if mode != "error" {
-			return e.inTTLAnswered(e.Unmet("an idempotency error (profile scope_endpoint error)", observed), first, r)
+			return e.inTTL(e.Unmet("an idempotency error (profile scope_endpoint error)", observed), first, r)
 		}
 	}
 	return e.Pass(mode + ": " + observed)

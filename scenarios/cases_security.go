@@ -190,7 +190,7 @@ func securityCrossPrincipalGuess(ctx context.Context, e *Env) Verdict {
 		replayed = replayed && n == before
 	}
 	if !replayed {
-		return e.inTTLAnswered(e.Fail("the first principal's record intact (its retry replays)", observed), a, again)
+		return e.inTTL(e.Fail("the first principal's record intact (its retry replays)", observed), a, again)
 	}
 	return e.Pass(observed)
 }

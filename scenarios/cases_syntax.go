@@ -57,7 +57,7 @@ func syntaxKeyAccepted(ctx context.Context, e *Env) Verdict {
 		return e.undecided(err, "accepted, retry answered "+retry.String())
 	}
 	if !replayed {
-		return e.inTTLAnswered(e.Unmet("the retry replays", retry.String()), first, retry)
+		return e.inTTL(e.Unmet("the retry replays", retry.String()), first, retry)
 	}
 	return e.Pass(fmt.Sprintf("%s %s accepted and replayed", e.Target.KeyHeader, e.KeyValue(k)))
 }
@@ -122,7 +122,7 @@ func syntaxCrossForm(ctx context.Context, e *Env) Verdict {
 	}
 	switch {
 	case executed >= 2:
-		return e.inTTLAnswered(e.Fail("the other form rejected, replayed, or a distinct key; never an execution on every retry", "field ignored, executed twice: "+observed), first, a, b)
+		return e.inTTL(e.Fail("the other form rejected, replayed, or a distinct key; never an execution on every retry", "field ignored, executed twice: "+observed), first, a, b)
 	case executed == 0:
 		return e.Pass("same key (the spellings are equivalent): " + observed)
 	}
@@ -232,11 +232,11 @@ func syntaxRepeatedHeader(ctx context.Context, e *Env) Verdict {
 		case a.Is5xx() || b.Is5xx() || a.Err != nil || b.Err != nil:
 			return e.Fail("400 or deterministic handling, never a 5xx", strings.Join(seen, "; "))
 		case executed >= 2:
-			return e.inTTLAnswered(e.Fail("never an execution on every retry", name+" executed twice: "+strings.Join(seen, "; ")), a, b)
+			return e.inTTL(e.Fail("never an execution on every retry", name+" executed twice: "+strings.Join(seen, "; ")), a, b)
 		case !a.OK() && !b.OK() && executed > 0:
 			return e.Unmet("a rejected request executes nothing", name+" rejected after executing: "+strings.Join(seen, "; "))
 		case a.OK() && !b.OK():
-			return e.inTTLAnswered(e.Unmet("deterministic handling", strings.Join(seen, "; ")), a, b)
+			return e.inTTL(e.Unmet("deterministic handling", strings.Join(seen, "; ")), a, b)
 		case a.OK() && b.OK() && executed < 0:
 			return e.undecided(errNoEvidence, "both answered 2xx: "+strings.Join(seen, "; "))
 		}
@@ -295,7 +295,7 @@ func syntaxMaxLength(ctx context.Context, e *Env) Verdict {
 		return e.undecided(err, fmt.Sprintf("%d chars accepted, retry answered %s", n, retry.String()))
 	}
 	if !replayed {
-		return e.inTTLAnswered(e.Unmet(fmt.Sprintf("the %d-character key replays", n), retry.String()), first, retry)
+		return e.inTTL(e.Unmet(fmt.Sprintf("the %d-character key replays", n), retry.String()), first, retry)
 	}
 	over := e.Send(ctx, Req{Label: fmt.Sprintf("that key plus one char (%d chars)", n+1), Key: longest + "x"})
 	observed := fmt.Sprintf("%d chars accepted and replayed; %d chars: %s", n, n+1, over.String())
