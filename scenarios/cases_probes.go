@@ -155,6 +155,7 @@ func (e *Env) offsetsAttempt(ctx context.Context, attempt int) (v Verdict, place
 	}
 	expected += ", at every offset; never a second execution"
 	var lines, again, unmet, missed []string
+	var proof []Resp // the duplicates that executed again
 	for i, r := range dups {
 		off := inFlightOffsets[i].name
 		line := fmt.Sprintf("%s (sent +%s, original ran %s): %s", off, r.Start.Sub(slow.Start).Round(time.Millisecond), slow.End.Sub(slow.Start).Round(time.Millisecond), r.String())
@@ -163,10 +164,11 @@ func (e *Env) offsetsAttempt(ctx context.Context, attempt int) (v Verdict, place
 		}
 		lines = append(lines, line)
 		switch {
-		case r.Err != nil || !r.Start.Before(slow.End):
+		case r.Err != nil || !r.SentAt().Before(slow.End):
 			missed = append(missed, off)
 		case r.OK() && !e.replayOf(slow, r, n, how):
 			again = append(again, off)
+			proof = append(proof, r)
 		case r.OK() && !e.Profile.BlockOK:
 			// A replay exists only once the original completed at the
 			// server: held (forbidden here; concurrent/in-flight-conflict
@@ -194,9 +196,10 @@ func (e *Env) offsetsAttempt(ctx context.Context, attempt int) (v Verdict, place
 		if len(again) > 0 {
 			at = " (the duplicate at the " + strings.Join(again, ", ") + ")"
 		}
-		// Judged by when the server can have handled the duplicates (their
-		// answers): a stall may carry one past the TTL.
-		return e.inTTL(e.Fail(expected, "a second execution"+at+": "+observed), slow, dups...), true
+		// Judged by when the duplicates were sent (one time rule, inTTL):
+		// one that executed again and was sent inside TTL − margin proves
+		// the failure, however late it answered.
+		return e.inTTL(e.Fail(expected, "a second execution"+at+": "+observed), slow, e.judged(slow, proof, dups)...), true
 	case n != 1:
 		// An extra execution, but duplicates that arrived after the
 		// original completed may have caused it (a stall carried them past

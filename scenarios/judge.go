@@ -61,3 +61,20 @@ func spanOf(rs []Resp) Resp {
 	}
 	return s
 }
+
+// judged is the evidence inTTL weighs for a failure: the requests of proof
+// (each shown to have executed again) sent inside TTL − margin of orig,
+// when there are any — one of them suffices; else all of all, so that a
+// failure seen only past the window stays inconclusive.
+func (e *Env) judged(orig Resp, proof, all []Resp) []Resp {
+	var in []Resp
+	for _, r := range proof {
+		if e.WithinTTL(orig, r) {
+			in = append(in, r)
+		}
+	}
+	if len(in) > 0 {
+		return in
+	}
+	return all
+}
