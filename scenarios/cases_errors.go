@@ -21,7 +21,7 @@ func init() {
 			Requirement: "draft §2.6: respond with the result of the completed operation, \"success or an error\" (seeds, Stripe, rocket-rides store a 402).",
 			Explanation: "A key whose request ended in a business error keeps that outcome: retries replay it and a changed request under the key does not execute.",
 			Needs:       []Need{NeedBusinessError, NeedOracle}},
-			PerOperation: true, Run: errorsBusinessErrorKept},
+			PerOperation: true, Skips: skipNoCache4xx, Run: errorsBusinessErrorKept},
 		Case{Meta: Meta{ID: "errors/validation-not-stored", Family: "errors", Requirements: []string{"IK-ERRORS-3"}, Level: Should,
 			Requirement: "Stripe: if incoming parameters fail validation, no idempotent result is saved; rocket-rides: 422 before the key exists. Profile cache_validation.",
 			Explanation: "After an invalid body is rejected under a key, the corrected body with the same key executes normally (not a mismatch, not the old 4xx).",
@@ -108,10 +108,14 @@ func errorsTransient5xx(ctx context.Context, e *Env) Verdict {
 	return e.Pass(observed)
 }
 
-func errorsBusinessErrorKept(ctx context.Context, e *Env) Verdict {
-	if e.Profile.Cache4xxBusiness == No {
-		return e.Skip("profile cache_4xx_business is false: a business error does not use up the key")
+func skipNoCache4xx(_ *Target, p *Profile, _ *Operation) string {
+	if p.Cache4xxBusiness == No {
+		return "profile cache_4xx_business is false: a business error does not use up the key"
 	}
+	return ""
+}
+
+func errorsBusinessErrorKept(ctx context.Context, e *Env) Verdict {
 	k := e.NewKey()
 	first, body, bad := e.failedFirst(ctx, k, VariantBusinessError)
 	if bad != nil {

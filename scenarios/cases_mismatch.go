@@ -17,7 +17,7 @@ func init() {
 			Requirement: "draft §2.7: if there is an attempt to reuse an idempotency key with a different request payload, the resource SHOULD reply with HTTP 422 (status per profile).",
 			Explanation: "Every configured mutation of the body under a used key gets the profile's mismatch error; a replay of the old response or an execution fails.",
 			Needs:       []Need{NeedEffects}},
-			PerOperation: true, Run: mismatchChangedBody},
+			PerOperation: true, Skips: skipNoMutations, Run: mismatchChangedBody},
 		Case{Meta: Meta{ID: "mismatch/added-field", Family: "mismatch", Requirements: []string{"IK-MISMATCH-1", "IK-MISMATCH-5"}, Level: Should,
 			Requirement: "draft §2.7: a different request payload under a used key SHOULD get HTTP 422 (status per profile); an added member makes the payload different.",
 			Explanation: "The body plus a member idemcheck adds under a used key gets the mismatch error (a replay warns: unknown members may be outside the fingerprint); an execution fails.",
@@ -26,7 +26,7 @@ func init() {
 		Case{Meta: Meta{ID: "mismatch/problem-link", Family: "mismatch", Requirements: []string{"IK-MISMATCH-2", "IK-PROBLEM-1", "IK-PROBLEM-2"}, Level: Should,
 			Requirement: "draft §2.7: the 422 response SHOULD carry a body or Link header pointing to relevant documentation (problem+json type, or Link rel=\"describedby\").",
 			Explanation: "The mismatch error links to the idempotency documentation."},
-			PerOperation: true, Run: mismatchProblemLink},
+			PerOperation: true, Skips: skipNoProblemJSON, Run: mismatchProblemLink},
 		Case{Meta: Meta{ID: "mismatch/original-survives", Family: "mismatch", Requirements: []string{"IK-MISMATCH-3"}, Level: Must,
 			Requirement: "A mismatched request executes nothing and the original record survives: replaying the original payload still returns the original response.",
 			Explanation: "After a mismatch error, the original request with its key still replays the original response, with one execution in all.",
@@ -164,10 +164,14 @@ func (e *Env) judgeProbes(ctx context.Context, probes []probe) Verdict {
 	return e.Inconclusive(observed)
 }
 
-func mismatchChangedBody(ctx context.Context, e *Env) Verdict {
-	if len(e.Op.Mutations) == 0 {
-		return e.Skip("the operation has no mutations configured")
+func skipNoMutations(_ *Target, _ *Profile, op *Operation) string {
+	if len(op.Mutations) == 0 {
+		return "the operation has no mutations configured"
 	}
+	return ""
+}
+
+func mismatchChangedBody(ctx context.Context, e *Env) Verdict {
 	var probes []probe
 	for _, m := range e.Op.Mutations {
 		probes = append(probes, probe{name: m.Name, patch: m.Patch})
@@ -191,10 +195,14 @@ func (e *Env) mismatchError(ctx context.Context, k string) (first, mismatch Resp
 	return first, mismatch, pr, nil
 }
 
-func mismatchProblemLink(ctx context.Context, e *Env) Verdict {
-	if e.Profile.ProblemJSON == No {
-		return e.Skip("profile problem_json is false")
+func skipNoProblemJSON(_ *Target, p *Profile, _ *Operation) string {
+	if p.ProblemJSON == No {
+		return "profile problem_json is false"
 	}
+	return ""
+}
+
+func mismatchProblemLink(ctx context.Context, e *Env) Verdict {
 	_, r, pr, v := e.mismatchError(ctx, e.NewKey())
 	if v != nil {
 		return *v

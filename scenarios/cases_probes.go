@@ -21,12 +21,12 @@ func init() {
 			Requirement: "All sources (IK-CONCURRENT-2): N parallel identical requests with the same key cause exactly one execution; draft §2.3 lets a key expire, and the purge of an expired record racing the new claims must not let two of them through.",
 			Explanation: "A barrier-released burst of same-key requests sent right after the key expired executes at most once (a fresh execution, or a replay/409 where the record lingers), never twice.",
 			Needs:       []Need{NeedTTL, NeedEffects}},
-			PerOperation: true, Run: expiryExpiredKeyBurst},
+			PerOperation: true, Skips: expiryWaitTooLong, Run: expiryExpiredKeyBurst},
 		Case{Meta: Meta{ID: "concurrent/in-flight-offsets", Family: "concurrent", Requirements: []string{"IK-CONCURRENT-1", "IK-CONCURRENT-2", "IK-LEASE-3"}, Level: Must,
 			Requirement: "draft §2.6/§2.7: a request with the same key while the original is still being processed gets a conflict (409), and never executes again (IK-CONCURRENT-2) — for the whole of the original's run, not only its first milliseconds (trap C17: a lock that lapses before the request ends).",
 			Explanation: "Duplicates sent at the start, the middle and the last quarter of the slow original each get the in-flight status (or, where blocking is allowed, the replay), and none executes again.",
 			Needs:       []Need{NeedSlow, NeedEffects}},
-			PerOperation: true, Run: concurrentInFlightOffsets},
+			PerOperation: true, MinTTL: ttlOffsets, Run: concurrentInFlightOffsets},
 	)
 }
 
@@ -99,6 +99,14 @@ var inFlightOffsets = []struct {
 	name string
 	at   float64
 }{{"start", 0}, {"middle", 0.5}, {"last quarter", 0.8}}
+
+// ttlOffsets is concurrent/in-flight-offsets' MinTTL: its last duplicate
+// must be sent inside TTL − margin to be judged.
+func ttlOffsets(_ *Target, p *Profile, op *Operation) (time.Duration, string) {
+	d := op.Variants[VariantSlow].Duration
+	last := time.Duration(inFlightOffsets[len(inFlightOffsets)-1].at * float64(d))
+	return last + p.Margin, fmt.Sprintf("the duplicate at +%s of the %s slow original is judged only within TTL − margin %s", last, d, p.Margin)
+}
 
 func concurrentInFlightOffsets(ctx context.Context, e *Env) Verdict {
 	var v Verdict

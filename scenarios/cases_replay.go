@@ -18,7 +18,7 @@ func init() {
 		Case{Meta: Meta{ID: "replay/same-body", Family: "replay", Requirements: []string{"IK-REPLAY-2"}, Level: Should,
 			Requirement: "draft §2.6: the resource SHOULD respond with the result of the previously completed operation (compared per profile: bytes, JSON or status).",
 			Explanation: "The replayed body equals the original body under the profile's comparison mode."},
-			PerOperation: true, Run: replaySameBody},
+			PerOperation: true, Skips: skipStatusCompare, Run: replaySameBody},
 		Case{Meta: Meta{ID: "replay/single-execution", Family: "replay", Requirements: []string{"IK-REPLAY-3"}, Level: Must,
 			Requirement: "Idempotency (core of every source): any number of retries with the same key and payload has the effect of one request.",
 			Explanation: "Three sequential retries of a completed request cause exactly one execution and one created resource.",
@@ -44,7 +44,7 @@ func init() {
 		Case{Meta: Meta{ID: "replay/volatile-fields", Family: "replay", Requirements: []string{"IK-REPLAY-8"}, Level: Should,
 			Requirement: "Profile volatile_fields (seeds: fingerprint excludes volatile fields): a body differing only in those fields is the same payload.",
 			Explanation: "Changing only a configured volatile field under the same key replays the original."},
-			PerOperation: true, UsesOracle: true, Run: replayVolatileFields},
+			PerOperation: true, UsesOracle: true, Skips: skipNoVolatileFields, Run: replayVolatileFields},
 	)
 }
 
@@ -81,10 +81,14 @@ func replaySameStatus(ctx context.Context, e *Env) Verdict {
 	return e.Pass(fmt.Sprintf("%d then %d", first.Status, replay.Status))
 }
 
-func replaySameBody(ctx context.Context, e *Env) Verdict {
-	if e.Profile.ReplayCompare == CompareStatus {
-		return e.Skip("profile replay_compare is status: bodies are not compared")
+func skipStatusCompare(_ *Target, p *Profile, _ *Operation) string {
+	if p.ReplayCompare == CompareStatus {
+		return "profile replay_compare is status: bodies are not compared"
 	}
+	return ""
+}
+
+func replaySameBody(ctx context.Context, e *Env) Verdict {
 	first, replay, bad := e.originalAndRetry(ctx)
 	if bad != nil {
 		return *bad
@@ -210,10 +214,14 @@ func replayCanonicalJSON(ctx context.Context, e *Env) Verdict {
 	return e.judgeSamePayload(ctx, k, first, retry, e.Profile.CanonicalJSON, "canonical_json")
 }
 
-func replayVolatileFields(ctx context.Context, e *Env) Verdict {
-	if len(e.Profile.VolatileFields) == 0 {
-		return e.Skip("profile volatile_fields is empty")
+func skipNoVolatileFields(_ *Target, p *Profile, _ *Operation) string {
+	if len(p.VolatileFields) == 0 {
+		return "profile volatile_fields is empty"
 	}
+	return ""
+}
+
+func replayVolatileFields(ctx context.Context, e *Env) Verdict {
 	k := e.NewKey()
 	first, bad := e.original(ctx, k, nil)
 	if bad != nil {

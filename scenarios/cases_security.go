@@ -135,7 +135,7 @@ func securityHostileKeys(ctx context.Context, e *Env) Verdict {
 	for _, probe := range []string{w + "%", w + "*", stored[:len(w)+3] + "%"} {
 		r := e.Send(ctx, Req{Label: "wildcard key " + probe, Key: probe})
 		seen = append(seen, fmt.Sprintf("%q after storing %q: %s", probe, stored, statusOf(r)))
-		l, why, err := e.leaked(ctx, e.Op, first, r, probe, 0, false)
+		l, why, err := e.leaked(ctx, e.Op, e.Op, first, r, probe, 0)
 		switch {
 		case err != nil:
 			return e.Inconclusive(err.Error() + ": " + strings.Join(seen, "; "))
@@ -240,7 +240,7 @@ func securityUnauthenticatedKnownKey(ctx context.Context, e *Env) Verdict {
 	}
 	anon := e.Send(ctx, Req{Label: "same key, no credentials", Key: k, Principal: -1})
 	observed := fmt.Sprintf("%s without credentials", anon.String())
-	l, why, err := e.leaked(ctx, e.Op, first, anon, k, 1, false)
+	l, why, err := e.leaked(ctx, e.Op, e.Op, first, anon, k, 1)
 	switch {
 	case err != nil:
 		return e.Inconclusive(err.Error() + ": " + observed)

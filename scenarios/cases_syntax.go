@@ -23,7 +23,7 @@ func init() {
 		Case{Meta: Meta{ID: "syntax/malformed-sf-string", Family: "syntax", Requirements: []string{"IK-SYNTAX-3", "IK-SECURITY-1"}, Level: Should,
 			Requirement: "draft §5: always validate the key as per its published specification before processing the request; malformed sf-strings get 4xx, never 5xx.",
 			Explanation: "Unterminated, badly escaped, trailing-garbage and non-ASCII sf-strings are rejected with a 4xx, never a 5xx or an execution."},
-			PerOperation: true, Run: syntaxMalformed},
+			PerOperation: true, Skips: skipRawKeys, Run: syntaxMalformed},
 		Case{Meta: Meta{ID: "syntax/repeated-header", Family: "syntax", Requirements: []string{"IK-SYNTAX-4"}, Level: Should,
 			Requirement: "draft -00..-04: clients MUST NOT include more than one Idempotency-Key field; an Item field given as a list fails parsing (RFC 9651 §4.2). Expected: 400 or deterministic handling, never two executions.",
 			Explanation: "Two key field lines, or two keys in one line, are rejected (or handled deterministically) and never execute on every retry."},
@@ -31,7 +31,7 @@ func init() {
 		Case{Meta: Meta{ID: "syntax/max-length", Family: "syntax", Requirements: []string{"IK-SYNTAX-5"}, Level: Should,
 			Requirement: "Profile key_max_len (Stripe 255, Adyen 64): a key of exactly the maximum length is accepted and replayed; one character more gets a 4xx, never a 5xx and never truncation onto another key.",
 			Explanation: "The longest allowed key works; a longer one is rejected rather than silently truncated."},
-			PerOperation: true, UsesOracle: true, Run: syntaxMaxLength},
+			PerOperation: true, UsesOracle: true, Skips: skipNoMaxLen, Run: syntaxMaxLength},
 		Case{Meta: Meta{ID: "syntax/empty-key", Family: "syntax", Requirements: []string{"IK-SYNTAX-6", "IK-SECURITY-4"}, Level: Should,
 			Requirement: "draft §5: validate the key against its published format; an empty or blank key (or one below key_min_len) gets 400.",
 			Explanation: "Empty, blank and too-short keys are rejected with a 4xx, never a 5xx or an execution."},
@@ -176,10 +176,14 @@ func sortedKeys(m map[string][]string) []string {
 	return keys
 }
 
-func syntaxMalformed(ctx context.Context, e *Env) Verdict {
-	if e.Target.KeySyntax != SFString {
-		return e.Skip("the target uses raw keys: sf-string parsing does not apply")
+func skipRawKeys(t *Target, _ *Profile, _ *Operation) string {
+	if t.KeySyntax != SFString {
+		return "the target uses raw keys: sf-string parsing does not apply"
 	}
+	return ""
+}
+
+func syntaxMalformed(ctx context.Context, e *Env) Verdict {
 	u := e.NewKey()
 	return e.judgeInvalidKeys(ctx, "malformed sf-string", map[string][]string{
 		"unterminated quote": {`"` + u},
@@ -266,11 +270,15 @@ func keyOfLen(n int) string {
 	return string(b)
 }
 
+func skipNoMaxLen(_ *Target, p *Profile, _ *Operation) string {
+	if p.KeyMaxLen == 0 {
+		return "profile key_max_len is not published (0)"
+	}
+	return ""
+}
+
 func syntaxMaxLength(ctx context.Context, e *Env) Verdict {
 	n := e.Profile.KeyMaxLen
-	if n == 0 {
-		return e.Skip("profile key_max_len is not published (0)")
-	}
 	longest := keyOfLen(n)
 	if !e.Profile.KeyValid(longest) {
 		if k := e.NewKey(); len(k) == n {

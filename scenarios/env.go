@@ -36,8 +36,11 @@ type Env struct {
 	Case Case
 
 	client *http.Client
-	// oracle counts executions (nil: no oracle configured).
+	// oracle counts executions (nil: no oracle configured); blind names
+	// the operations it was found not to count, with the calibration's
+	// finding (see oracleSees).
 	oracle *counter
+	blind  map[string]string
 
 	// keys is the run's key strategy (nil: a fresh UUID per key).
 	keys *Keys

@@ -45,6 +45,13 @@ type Planned struct {
 	// what it lacks.
 	Supplied bool   `json:"supplied"`
 	Missing  []Need `json:"missing,omitempty"`
+	// Skip, when set, is why a supplied instance will be skipped: the
+	// profile or the declared TTL (Case.Skips). Runnable instances are
+	// supplied and not skipped.
+	Skip string `json:"skip,omitempty"`
+	// NeedsTTL, when set, is the least declared TTL that would run an
+	// instance skipped for a TTL too short (Case.MinTTL).
+	NeedsTTL time.Duration `json:"needs_ttl,omitempty"`
 	// OracleMode is how the instance counts executions: OraclePerKey,
 	// OracleGlobalSerial, OracleIdentity or OracleNone.
 	OracleMode string `json:"oracle_mode"`
@@ -86,6 +93,10 @@ func oracleMode(t *Target, op *Operation, c Case) string {
 // Name is the instance's unique name, as Result.Name.
 func (p Planned) Name() string { return Result{Meta: p.Meta, Operation: p.Operation}.Name() }
 
+// Runnable reports an instance the run will judge: supplied by the config
+// and not skipped by the profile or the TTL.
+func (p Planned) Runnable() bool { return p.Supplied && p.Skip == "" }
+
 type instance struct {
 	Planned
 	c  Case
@@ -94,7 +105,10 @@ type instance struct {
 
 // Plan lists the selected case instances in name order.
 func Plan(t *Target, p *Profile, o RunOptions) ([]Planned, error) {
-	ins, err := plan(t, o)
+	if p == nil {
+		p, _ = ProfileByName(DefaultProfile) // a preset: never an error
+	}
+	ins, err := plan(t, p, o)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +119,7 @@ func Plan(t *Target, p *Profile, o RunOptions) ([]Planned, error) {
 	return out, nil
 }
 
-func plan(t *Target, o RunOptions) ([]instance, error) {
+func plan(t *Target, p *Profile, o RunOptions) ([]instance, error) {
 	runG, err := compileGlobs("run", o.Run)
 	if err != nil {
 		return nil, err
@@ -141,6 +155,16 @@ func plan(t *Target, o RunOptions) ([]instance, error) {
 				}
 			}
 			in.Supplied = len(in.Missing) == 0
+			if in.Supplied && c.Skips != nil {
+				in.Skip = c.Skips(t, p, subject)
+			}
+			if in.Supplied && in.Skip == "" && c.MinTTL != nil && t.TTL > 0 {
+				if need, why := c.MinTTL(t, p, subject); t.TTL < need {
+					need = (need + 99*time.Millisecond).Truncate(100 * time.Millisecond) // up: the skip names a TTL that runs the case
+					in.Skip = fmt.Sprintf("declared ttl %s is too short for this case: needs ttl ≥ %s (%s)", t.TTL, need, why)
+					in.NeedsTTL = need
+				}
+			}
 			in.OracleMode = oracleMode(t, subject, c)
 			out = append(out, in)
 		}
@@ -191,7 +215,7 @@ func Run(ctx context.Context, t *Target, p *Profile, o RunOptions) (*Report, err
 	if p == nil {
 		p, _ = ProfileByName(DefaultProfile) // a preset: never an error
 	}
-	ins, err := plan(t, o)
+	ins, err := plan(t, p, o)
 	if err != nil {
 		return nil, err
 	}
@@ -228,6 +252,9 @@ func Run(ctx context.Context, t *Target, p *Profile, o RunOptions) (*Report, err
 	}
 	rep := &Report{Target: t.Redact(t.BaseURL), Profile: p.Name, Strict: o.Strict, Seed: o.Seed, Started: time.Now()}
 	problems, notes := calibrate(ctx, t, p, client, keys, ins)
+	if n := ttlNote(t, ins); n != "" {
+		notes = append(notes, n)
+	}
 	if t.KeySeed != "" && t.KeySource == nil {
 		// Printed so that a run can be repeated with the same keys.
 		notes = append([]string{fmt.Sprintf("keys are business-id hashes SHA-256(%s:n) (--key-seed %s repeats them)", t.KeySeed, t.KeySeed)}, notes...)
@@ -278,6 +305,24 @@ func Run(ctx context.Context, t *Target, p *Profile, o RunOptions) (*Report, err
 	return rep, nil
 }
 
+// ttlNote is the run's note when the declared TTL is too short for some
+// instances (Case.MinTTL): how many are skipped and the TTL that runs
+// them all; "" when none is.
+func ttlNote(t *Target, ins []instance) string {
+	var names []string
+	var need time.Duration
+	for _, in := range ins {
+		if in.NeedsTTL > 0 {
+			names = append(names, in.Name())
+			need = max(need, in.NeedsTTL)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("declared ttl %s is too short for %d case instances, skipped (%s): a ttl ≥ %s runs them all (--ttl, and the same TTL in the deployment)", t.TTL, len(names), strings.Join(names, ", "), need)
+}
+
 // killsTarget reports an instance that will take the managed target down.
 func killsTarget(in instance) bool {
 	return in.Supplied && slices.Contains(in.c.Needs, NeedTargetCmd)
@@ -300,9 +345,14 @@ func calibrate(ctx context.Context, t *Target, p *Profile, client *http.Client, 
 	}
 	used := map[string]bool{}
 	for _, in := range ins {
-		if in.Supplied && in.op != nil && countsEffects(in.c) {
-			used[in.op.Name] = true
+		if in.Runnable() && in.op != nil && countsEffects(in.c) {
+			for _, op := range touched(t, in) {
+				used[op.Name] = true
+			}
 		}
+	}
+	if n := sharedCounterNote(t); n != "" {
+		notes = append(notes, n)
 	}
 	for i := range t.Operations {
 		op := &t.Operations[i]
@@ -315,6 +365,42 @@ func calibrate(ctx context.Context, t *Target, p *Profile, client *http.Client, 
 		}
 	}
 	return problems, notes
+}
+
+// touched lists the operations in sends requests to: its own and, for a
+// case that needs a second operation, the ones the scope cases pick
+// (whether or not --run/--skip selected their own instances).
+func touched(t *Target, in instance) []*Operation {
+	ops := []*Operation{in.op}
+	if slices.Contains(in.c.Needs, NeedSecondOperation) {
+		for _, o := range []*Operation{endpointPeer(t, in.op), methodPeer(t, in.op)} {
+			if o != nil {
+				ops = append(ops, o)
+			}
+		}
+	}
+	return ops
+}
+
+// sharedCounterNote is the start-up note when one global counter (no
+// "{key}") counts several operations: a counter pointer often counts one
+// operation's executions only (pointer /charges), which the calibration
+// then finds on the others.
+func sharedCounterNote(t *Target) string {
+	o := t.Oracle
+	if o == nil || o.PerKey() {
+		return ""
+	}
+	var names []string
+	for i := range t.Operations {
+		if t.Operations[i].Oracle == nil {
+			names = append(names, t.Operations[i].Name)
+		}
+	}
+	if len(names) < 2 {
+		return ""
+	}
+	return fmt.Sprintf("one counter (GET %s, pointer %s) counts the executions of %s: each operation a case touches is checked; where it does not count one, give that operation its own oracle (operations[].oracle)", o.URL, o.Pointer, strings.Join(names, ", "))
 }
 
 // calibrationWait bounds how long a count may lag behind its response.
@@ -376,6 +462,10 @@ func runInstance(ctx context.Context, t *Target, p *Profile, client *http.Client
 		res.Status, res.Reason = Skip, "config does not supply: "+strings.Join(names, ", ")
 		return res
 	}
+	if in.Skip != "" {
+		res.Status, res.Reason = Skip, in.Skip
+		return res
+	}
 	if ctx.Err() != nil {
 		res.Status, res.Reason = Interrupted, "not started: the run was interrupted"
 		return res
@@ -397,18 +487,15 @@ func runInstance(ctx context.Context, t *Target, p *Profile, client *http.Client
 	ctx, cancel := context.WithTimeout(ctx, caseBudget(t, p))
 	defer cancel()
 	if countsEffects(in.c) && in.op != nil {
-		problem := oracleProblems[in.op.Name]
-		if problem == "" && slices.Contains(in.c.Needs, NeedSecondOperation) {
-			for _, pr := range oracleProblems {
-				problem = pr // the case counts on the other operations too
-			}
-		}
-		if problem != "" {
+		// A problem on another operation the case touches is not the
+		// case's: it judges those requests by their own evidence (ids)
+		// where the oracle does not see them (Env.oracleSees).
+		if problem := oracleProblems[in.op.Name]; problem != "" {
 			res.Status, res.Reason = Inconclusive, problem
 			return res
 		}
 	}
-	e := &Env{Target: t, Profile: p, Op: in.op, Case: in.c, client: client, oracle: newCounter(t), keys: keys, ctx: ctx}
+	e := &Env{Target: t, Profile: p, Op: in.op, Case: in.c, client: client, oracle: newCounter(t), blind: oracleProblems, keys: keys, ctx: ctx}
 	defer func() {
 		if r := recover(); r != nil {
 			res.Status, res.Reason = Inconclusive, fmt.Sprintf("idemcheck bug: case panicked: %v", r)

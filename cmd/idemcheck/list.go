@@ -75,12 +75,15 @@ func runList(w io.Writer, f listFlags) error {
 		width = max(width, len(p.Name()))
 	}
 	fmt.Fprintf(w, "%-*s  %-6s  %-28s  %-13s  %s\n", width, "CASE", "LEVEL", "REQUIREMENTS", "ORACLE", "CONFIG")
-	supplied := 0
+	runnable := 0
 	for _, p := range planned {
 		status := "supplied"
-		if p.Supplied {
-			supplied++
-		} else {
+		switch {
+		case p.Runnable():
+			runnable++
+		case p.Supplied:
+			status = "skips: " + p.Skip
+		default:
 			missing := make([]string, len(p.Missing))
 			for i, n := range p.Missing {
 				missing[i] = string(n)
@@ -90,6 +93,12 @@ func runList(w io.Writer, f listFlags) error {
 		fmt.Fprintf(w, "%-*s  %-6s  %-28s  %-13s  %s\n", width, p.Name(), p.Level, strings.Join(p.Requirements, ","), p.OracleMode, status)
 		fmt.Fprintf(w, "    %s\n", p.Requirement)
 	}
-	_, err = fmt.Fprintf(w, "\n%d case instances, %d runnable with this config, profile %s\n", len(planned), supplied, profile.Name)
+	_, err = fmt.Fprintf(w, "\n%d case instances, %d runnable with this config, profile %s", len(planned), runnable, profile.Name)
+	if err == nil && target.TTL > 0 {
+		_, err = fmt.Fprintf(w, " and ttl %s", target.TTL)
+	}
+	if err == nil {
+		_, err = fmt.Fprintln(w)
+	}
 	return err
 }
