@@ -78,7 +78,7 @@ func TestOtherEndpointCounterOfOneOperation(t *testing.T) {
 			t.Errorf("%v: observed %q, want the independent execution recorded", row.defects, r.Observed)
 		}
 		notes := strings.Join(rep.Notes, "\n")
-		if !strings.Contains(notes, "counts the executions of charges, refunds") || !strings.Contains(notes, "POST /v1/refunds") {
+		if !strings.Contains(notes, "it does not count refunds") || !strings.Contains(notes, "POST /v1/refunds") {
 			t.Errorf("%v: notes %q, want the shared counter named and refunds found unseen by it", row.defects, notes)
 		}
 	}

@@ -351,9 +351,6 @@ func calibrate(ctx context.Context, t *Target, p *Profile, client *http.Client, 
 			}
 		}
 	}
-	if n := sharedCounterNote(t); n != "" {
-		notes = append(notes, n)
-	}
 	for i := range t.Operations {
 		op := &t.Operations[i]
 		if !used[op.Name] {
@@ -363,6 +360,9 @@ func calibrate(ctx context.Context, t *Target, p *Profile, client *http.Client, 
 			problems[op.Name] = problem
 			notes = append(notes, problem)
 		}
+	}
+	if n := sharedCounterNote(t, used, problems); n != "" {
+		notes = append(notes, n)
 	}
 	return problems, notes
 }
@@ -382,25 +382,32 @@ func touched(t *Target, in instance) []*Operation {
 	return ops
 }
 
-// sharedCounterNote is the start-up note when one global counter (no
-// "{key}") counts several operations: a counter pointer often counts one
-// operation's executions only (pointer /charges), which the calibration
-// then finds on the others.
-func sharedCounterNote(t *Target) string {
+// sharedCounterNote is the start-up note on one global counter (no
+// "{key}") that counts several operations, when the calibration found it
+// counting some of them but not others: a counter pointer often counts
+// one operation's executions only (pointer /charges). Requests to the
+// others are judged by their ids (Env.oracleSees); their own instances
+// are inconclusive until they get an oracle.
+func sharedCounterNote(t *Target, checked map[string]bool, problems map[string]string) string {
 	o := t.Oracle
 	if o == nil || o.PerKey() {
 		return ""
 	}
-	var names []string
+	var seen, unseen []string
 	for i := range t.Operations {
-		if t.Operations[i].Oracle == nil {
-			names = append(names, t.Operations[i].Name)
+		switch op := &t.Operations[i]; {
+		case op.Oracle != nil || !checked[op.Name]:
+		case problems[op.Name] != "":
+			unseen = append(unseen, op.Name)
+		default:
+			seen = append(seen, op.Name)
 		}
 	}
-	if len(names) < 2 {
+	if len(seen) == 0 || len(unseen) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("one counter (GET %s, pointer %s) counts the executions of %s: each operation a case touches is checked; where it does not count one, give that operation its own oracle (operations[].oracle)", o.URL, o.Pointer, strings.Join(names, ", "))
+	return fmt.Sprintf("one counter (GET %s, pointer %s) serves every operation: it counts %s, it does not count %s; give each operation its own oracle (operations[].oracle)",
+		o.URL, o.Pointer, strings.Join(seen, ", "), strings.Join(unseen, ", "))
 }
 
 // calibrationWait bounds how long a count may lag behind its response.
