@@ -31,9 +31,9 @@ func init() {
 			Explanation: "A key used with one method, sent with another method to the same path, is recorded as independent or rejected, never answered with the other method's response.",
 			Needs:       []Need{NeedSecondOperation}},
 			PerOperation: true, UsesOracle: true, Skips: skipNoMethodPeer, Run: scopeOtherMethod},
-		Case{Meta: Meta{ID: "scope/case-sensitive", Family: "scope", Requirements: []string{"IK-SCOPE-4"}, Level: Info,
-			Requirement: "Practice (OASIS note on UUID case): keys that differ only in letter case are different keys.",
-			Explanation: "The lower-case spelling of a completed upper-case key is recorded as a distinct key, a replay or a rejection.",
+		Case{Meta: Meta{ID: "scope/case-sensitive", Family: "scope", Requirements: []string{"IK-SCOPE-4"}, Level: Should,
+			Requirement: "draft §2.2: the key is an opaque sf-string, so keys that differ only in letter case are different keys, unless the profile's key_case says the API folds them (UUID-only formats may; OASIS note on UUID case).",
+			Explanation: "The lower-case spelling of a completed upper-case key executes as a distinct key (or is rejected), never gets the upper-case key's response (profile key_case sensitive); folded accepts the replay, \"?\" records it.",
 			Needs:       []Need{NeedEffects}},
 			PerOperation: true, Run: scopeCaseSensitive},
 	)
@@ -366,12 +366,23 @@ func scopeCaseSensitive(ctx context.Context, e *Env) Verdict {
 	if err != nil {
 		return e.undecided(err, observed)
 	}
-	switch {
-	case r.Is5xx() || r.Err != nil:
+	if r.Is5xx() || r.Err != nil {
 		return e.Unmet("a distinct key, a replay or a rejection; never a 5xx", observed)
-	case replayed:
-		return e.Unmet("a distinct key (keys are case-sensitive)", "replayed the upper-case key's response: "+observed)
-	case !r.OK():
+	}
+	if replayed {
+		shared := fmt.Sprintf("two keys share one response: %s and %s both answered %s", upper, lower, first.String())
+		if id := e.CreatedID(first); id != "" {
+			shared = fmt.Sprintf("two keys share one response: %s and %s both answered created id %s", upper, lower, id)
+		}
+		switch e.Profile.KeyCase {
+		case KeyCaseFolded:
+			return e.Pass("folded, as the profile says (key_case folded): " + shared + "; " + observed)
+		case KeyCaseSensitive:
+			return e.inTTL(e.unmetAt(Should, "a distinct key (keys are opaque sf-strings; profile key_case sensitive)", shared+"; "+observed), first, r)
+		}
+		return e.Finding("key_case", "folded: "+shared+"; "+observed)
+	}
+	if !r.OK() {
 		return e.Pass("rejected: " + observed)
 	}
 	if e.HasOracle() {
@@ -380,6 +391,9 @@ func scopeCaseSensitive(ctx context.Context, e *Env) Verdict {
 			return e.Inconclusive(err.Error())
 		}
 		observed += fmt.Sprintf("; %d executions under the lower-case key (oracle)", n)
+	}
+	if e.Profile.KeyCase == KeyCaseFolded {
+		return e.Unmet("the upper-case key's replay (profile key_case folded)", "a distinct key: "+observed)
 	}
 	return e.Pass("a distinct key: " + observed)
 }

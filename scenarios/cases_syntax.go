@@ -33,8 +33,8 @@ func init() {
 			Explanation: "The longest allowed key works; a longer one is rejected rather than silently truncated."},
 			PerOperation: true, UsesOracle: true, Skips: skipNoMaxLen, Run: syntaxMaxLength},
 		Case{Meta: Meta{ID: "syntax/empty-key", Family: "syntax", Requirements: []string{"IK-SYNTAX-6", "IK-SECURITY-4"}, Level: Should,
-			Requirement: "draft §5: validate the key against its published format; an empty or blank key (or one below key_min_len) gets 400.",
-			Explanation: "Empty, blank and too-short keys are rejected with a 4xx, never a 5xx or an execution."},
+			Requirement: "draft §5: validate the key against its published format; an empty key (or one below key_min_len) gets 400, and a blank one (\"   \", a valid sf-string) where the profile's blank_key says reject.",
+			Explanation: "Empty and too-short keys (and blank ones, per blank_key) are rejected with a 4xx, never a 5xx or an execution."},
 			PerOperation: true, Run: syntaxEmptyKey},
 	)
 }
@@ -328,12 +328,37 @@ func syntaxMaxLength(ctx context.Context, e *Env) Verdict {
 }
 
 func syntaxEmptyKey(ctx context.Context, e *Env) Verdict {
-	lines := map[string][]string{"empty": {e.KeyValue("")}, "blank": {e.KeyValue("   ")}}
+	lines := map[string][]string{"empty": {e.KeyValue("")}}
 	if e.Target.KeySyntax == Raw {
 		lines["empty"] = []string{""}
 	}
 	if m := e.Profile.KeyMinLen; m > 1 {
 		lines[fmt.Sprintf("%d chars (below key_min_len %d)", m-1, m)] = []string{e.KeyValue(keyOfLen(m - 1))}
 	}
-	return e.judgeInvalidKeys(ctx, "empty, blank or too short key", lines)
+	blank := []string{e.KeyValue("   ")}
+	if e.Profile.BlankKey == BlankReject {
+		lines["blank"] = blank
+		return e.judgeInvalidKeys(ctx, "empty, blank or too short key", lines)
+	}
+	v := e.judgeInvalidKeys(ctx, "empty or too short key", lines)
+	if v.Status != Pass {
+		return v
+	}
+	// A blank key is a valid sf-string of a 1–255 character format: judged
+	// only where the profile says the API accepts it (a 4xx is then a
+	// miss), else recorded beside the verdict.
+	r := e.Send(ctx, Req{Label: "blank", KeyLines: blank})
+	if x := e.lostConn(r); x != nil {
+		return *x
+	}
+	observed := v.Observed + "; blank: " + statusOf(r)
+	switch {
+	case r.Is5xx() || r.Err != nil:
+		return e.Fail("a 4xx or an execution for a blank key, never a 5xx", observed)
+	case e.Profile.BlankKey == BlankAccept && !r.OK():
+		return e.Unmet("the blank key accepted (profile blank_key accept)", observed)
+	case e.Profile.BlankKey == BlankAccept:
+		return e.Pass(observed)
+	}
+	return e.Pass(observed + " (profile blank_key ?: recorded, not judged)")
 }

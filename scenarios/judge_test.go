@@ -2,6 +2,8 @@ package scenarios_test
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -81,5 +83,72 @@ func TestOtherEndpointCounterOfOneOperation(t *testing.T) {
 		if !strings.Contains(notes, "it does not count refunds") || !strings.Contains(notes, "POST /v1/refunds") {
 			t.Errorf("%v: notes %q, want the shared counter named and refunds found unseen by it", row.defects, notes)
 		}
+	}
+}
+
+// keyQuirks wraps the reference with legal or illegal key handling the
+// reference lacks: "fold" lower-cases every key before lookup; "blank-ok"
+// accepts a blank key (a valid sf-string) as a key of its own.
+type keyQuirks struct {
+	next http.Handler
+	mode string
+}
+
+func (q keyQuirks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	k := r.Header.Get("Idempotency-Key")
+	switch {
+	case q.mode == "fold" && k != "":
+		r.Header.Set("Idempotency-Key", strings.ToLower(k))
+	case q.mode == "blank-ok" && k == `"   "`:
+		r.Header.Set("Idempotency-Key", `"blank-key"`)
+	}
+	q.next.ServeHTTP(w, r)
+}
+
+// TestKeyProfileSettings: blank_key and key_case say what the draft leaves
+// open. A blank key accepted is no warning unless the profile says reject
+// (it warned under ietf); a server folding key case replays one key's
+// response to another, a SHOULD failure under ietf (key_case sensitive)
+// with the two keys named (it was recorded as a skip), accepted under
+// key_case folded.
+func TestKeyProfileSettings(t *testing.T) {
+	rows := []struct {
+		name, mode, id string
+		profile        func(*scenarios.Profile)
+		want           scenarios.Status
+		observed       string
+	}{
+		{"blank accepted, ietf", "blank-ok", "syntax/empty-key", func(*scenarios.Profile) {}, scenarios.Pass, "blank: 201"},
+		{"blank accepted, blank_key reject", "blank-ok", "syntax/empty-key", func(p *scenarios.Profile) { p.BlankKey = scenarios.BlankReject }, scenarios.Warn, "blank: 201"},
+		{"blank rejected, blank_key reject", "", "syntax/empty-key", func(p *scenarios.Profile) { p.BlankKey = scenarios.BlankReject }, scenarios.Pass, "blank: 400"},
+		{"case folded, ietf", "fold", "scope/case-sensitive", func(*scenarios.Profile) {}, scenarios.Warn, "two keys share one response"},
+		{"case folded, key_case folded", "fold", "scope/case-sensitive", func(p *scenarios.Profile) { p.KeyCase = scenarios.KeyCaseFolded }, scenarios.Pass, "two keys share one response"},
+		{"case sensitive, ietf", "", "scope/case-sensitive", func(*scenarios.Profile) {}, scenarios.Pass, "a distinct key"},
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			app, err := demo.New(demo.Options{TTL: demoTTL, Lease: demoLease})
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewServer(keyQuirks{next: app, mode: row.mode})
+			defer func() { srv.Close(); app.Close() }()
+			tg, err := scenarios.FromURL(srv.URL, demoTTL, demoLease)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := ietf(t)
+			row.profile(p)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			rep, err := scenarios.Run(ctx, tg, p, scenarios.RunOptions{Run: []string{row.id + "@charges"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := rep.Results[0]
+			if r.Status != row.want || !strings.Contains(r.Observed, row.observed) {
+				t.Errorf("%s: %s, observed %q (%s); want %s, observed containing %q", r.Name(), r.Status, r.Observed, r.Reason, row.want, row.observed)
+			}
+		})
 	}
 }
