@@ -29,13 +29,15 @@ func init() {
 		Long: "List the selected case instances (case@operation) with their level, requirement IDs and\n" +
 			"spec sentence, whether the config supplies what each case needs, and how each counts\n" +
 			"executions (ORACLE: per-key, global-serial (a global counter read around each key's\n" +
-			"requests; the run is serial), identity (distinct created ids), none). Sends no request;\n" +
+			"requests; the run is serial), identity (distinct created ids), none), and the instances\n" +
+			"the profile or the declared TTL will skip (\"skips: ...\"; not counted as runnable). A\n" +
+			"--run or --skip glob that matches nothing is a warning naming close matches. Sends no request;\n" +
 			"with neither --config nor --target it lists against the reference contract.",
 		Example: `  idemcheck list
   idemcheck list --target http://127.0.0.1:8080 --profile stripe
   idemcheck list --config examples/reference.yaml --run 'mismatch/**' --format json`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runList(cmd.OutOrStdout(), f) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return runList(cmd.OutOrStdout(), cmd.ErrOrStderr(), f) },
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.sel.Config, "config", "", "YAML config describing the API")
@@ -52,7 +54,7 @@ func init() {
 	rootCmd.AddCommand(cmd)
 }
 
-func runList(w io.Writer, f listFlags) error {
+func runList(w, stderr io.Writer, f listFlags) error {
 	sel := f.sel
 	if sel.Config == "" && sel.Target == "" && sel.TargetCmd == "" {
 		sel.Target = listPlaceholder
@@ -61,9 +63,13 @@ func runList(w io.Writer, f listFlags) error {
 	if err != nil {
 		return withCode(exitUsage, err)
 	}
-	planned, err := scenarios.Plan(target, profile, scenarios.RunOptions{Run: f.run, Skip: f.skip})
+	opts := scenarios.RunOptions{Run: f.run, Skip: f.skip}
+	planned, err := scenarios.Plan(target, profile, opts)
 	if err != nil {
 		return withCode(exitUsage, err)
+	}
+	for _, w := range scenarios.GlobWarnings(target, opts) {
+		fmt.Fprintln(stderr, "warning: "+w)
 	}
 	if f.format == "json" {
 		enc := json.NewEncoder(w)

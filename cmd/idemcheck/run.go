@@ -94,8 +94,12 @@ func runConformance(ctx context.Context, stdout, stderr io.Writer, f runFlags) e
 	if err != nil {
 		return withCode(exitUsage, err)
 	}
+	warnings := scenarios.GlobWarnings(target, opts)
 	if len(planned) == 0 {
-		return usageErrorf("--run/--skip select no case (try idemcheck list)")
+		return usageErrorf("--run/--skip select no case (try idemcheck list)%s", globHints(warnings))
+	}
+	for _, w := range warnings {
+		fmt.Fprintln(stderr, "warning: "+w)
 	}
 	if f.verbose {
 		where := target.Redact(target.BaseURL)
@@ -164,6 +168,15 @@ func runConformance(ctx context.Context, stdout, stderr io.Writer, f runFlags) e
 			len(j.WithoutEvidence)))
 	}
 	return nil
+}
+
+// globHints is the warnings about globs that match nothing, for the
+// error of a selection that selects no case: "; " + each, or "".
+func globHints(warnings []string) string {
+	if len(warnings) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(warnings, "; ")
 }
 
 // writeReport writes one report file; its directory must exist.
