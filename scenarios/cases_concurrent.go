@@ -456,13 +456,13 @@ func concurrentRetryAfter(ctx context.Context, e *Env) Verdict {
 		}
 	}
 	observed := fmt.Sprintf("%d with Retry-After %q", dup.Status, ra)
-	if e.Profile.RetryAfterOn409 == Unknown {
+	switch {
+	case valid:
+		return e.Pass(observed) // a MAY seen is a MAY met, whatever the profile knew
+	case e.Profile.RetryAfterOn409 == Unknown:
 		return e.Finding("retry_after_on_409", observed)
 	}
-	if !valid {
-		return e.Unmet("Retry-After: delay-seconds or HTTP-date", observed)
-	}
-	return e.Pass(observed)
+	return e.Unmet("Retry-After: delay-seconds or HTTP-date", observed)
 }
 
 func concurrentChangedBodyInFlight(ctx context.Context, e *Env) Verdict {
