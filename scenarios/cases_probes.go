@@ -110,9 +110,12 @@ func ttlOffsets(_ *Target, p *Profile, op *Operation) (time.Duration, string) {
 
 func concurrentInFlightOffsets(ctx context.Context, e *Env) Verdict {
 	var v Verdict
+	var late time.Duration
 	for attempt := 1; attempt <= overlapAttempts && ctx.Err() == nil; attempt++ {
 		var placed bool
-		if v, placed = e.offsetsAttempt(ctx, attempt); placed || v.Status == Fail || v.Status == Warn {
+		// A server slower than its declared slow variant ran late on the
+		// last attempt: the next one sends its duplicates that much later.
+		if v, placed, late = e.offsetsAttempt(ctx, attempt, late); placed || v.Status == Fail || v.Status == Warn {
 			return v
 		}
 	}
@@ -122,11 +125,22 @@ func concurrentInFlightOffsets(ctx context.Context, e *Env) Verdict {
 	return v
 }
 
-// offsetsAttempt runs concurrent/in-flight-offsets once under a fresh key.
-// placed is false when a duplicate could not be sent inside the original's
-// run (a stall): that offset proves nothing, the attempt is inconclusive
-// unless another offset already decided.
-func (e *Env) offsetsAttempt(ctx context.Context, attempt int) (v Verdict, placed bool) {
+// offsetsAttempt runs concurrent/in-flight-offsets once under a fresh key,
+// its duplicates shifted by shift. placed is false when a duplicate is not
+// shown to have reached the server at its offset of the original's run (a
+// stall): that offset proves nothing, the attempt is inconclusive unless
+// another offset already decided. late is how much longer than declared
+// the original took.
+//
+// Where a duplicate reached the server is bounded from the client: the
+// server saw it no earlier than it was sent, and claimed the original no
+// later than the declared duration before the original's answer (the
+// slow variant runs at least that long). A duplicate at fraction f is
+// placed when that bound puts it at least f·d − d/10 into the run: a lock
+// that lapses late in the run meets it there. (A duplicate answered 409
+// because a stalled server claimed the original late probed an early
+// moment: it passed a lock that lapses after 1 s.)
+func (e *Env) offsetsAttempt(ctx context.Context, attempt int, shift time.Duration) (v Verdict, placed bool, late time.Duration) {
 	body, sv, _ := e.Variant(VariantSlow)
 	d := sv.Duration
 	k := e.NewKey()
@@ -141,7 +155,7 @@ func (e *Env) offsetsAttempt(ctx context.Context, attempt int) (v Verdict, place
 	for i, off := range inFlightOffsets {
 		wg.Go(func() {
 			at := time.Duration(off.at * float64(d))
-			if err := waitUntil(ctx, sent.Add(at)); err != nil {
+			if err := waitUntil(ctx, sent.Add(at+shift)); err != nil {
 				dups[i] = Resp{Err: err}
 				return
 			}
@@ -151,11 +165,12 @@ func (e *Env) offsetsAttempt(ctx context.Context, attempt int) (v Verdict, place
 	wg.Wait()
 	slow := wait()
 	if !slow.OK() {
-		return e.Inconclusive("the slow variant did not succeed: " + slow.String()), false
+		return e.Inconclusive("the slow variant did not succeed: " + slow.String()), false, 0
 	}
+	late = min(max(slow.End.Sub(slow.SentAt())-d, 0), d/2)
 	n, how, _, err := e.Effects(ctx, k, append([]Resp{slow}, dups...)...)
 	if err != nil {
-		return e.Inconclusive(err.Error()), false
+		return e.Inconclusive(err.Error()), false, late
 	}
 	expected := fmt.Sprintf("%v while in flight", e.Profile.InFlightStatus)
 	if e.Profile.BlockOK {
@@ -166,7 +181,9 @@ func (e *Env) offsetsAttempt(ctx context.Context, attempt int) (v Verdict, place
 	var proof []Resp // the duplicates that executed again
 	for i, r := range dups {
 		off := inFlightOffsets[i].name
-		line := fmt.Sprintf("%s (sent +%s, original ran %s): %s", off, r.Start.Sub(slow.Start).Round(time.Millisecond), slow.End.Sub(slow.Start).Round(time.Millisecond), r.String())
+		// At least this far into the original's run at the server.
+		into := d - slow.End.Sub(r.SentAt())
+		line := fmt.Sprintf("%s (sent +%s, ≥ %s into the run, original ran %s): %s", off, r.SentAt().Sub(slow.Start).Round(time.Millisecond), max(into, 0).Round(time.Millisecond), slow.End.Sub(slow.Start).Round(time.Millisecond), r.String())
 		if r.Start.IsZero() {
 			line = off + ": " + r.String()
 		}
@@ -177,6 +194,11 @@ func (e *Env) offsetsAttempt(ctx context.Context, attempt int) (v Verdict, place
 		case r.OK() && !e.replayOf(slow, r, n, how):
 			again = append(again, off)
 			proof = append(proof, r)
+		case into < time.Duration(inFlightOffsets[i].at*float64(d))-d/10:
+			// Not shown to have reached the server at its offset: it
+			// probed an earlier moment (a stall on the way, or a server
+			// that claimed the original late).
+			missed = append(missed, off)
 		case r.OK() && !e.Profile.BlockOK:
 			// A replay exists only once the original completed at the
 			// server: held (forbidden here; concurrent/in-flight-conflict
@@ -207,16 +229,16 @@ func (e *Env) offsetsAttempt(ctx context.Context, attempt int) (v Verdict, place
 		// Judged by when the duplicates were sent (one time rule, inTTL):
 		// one that executed again and was sent inside TTL − margin proves
 		// the failure, however late it answered.
-		return e.inTTL(e.Fail(expected, "a second execution"+at+": "+observed), slow, e.judged(slow, proof, dups)...), true
+		return e.inTTL(e.Fail(expected, "a second execution"+at+": "+observed), slow, e.judged(slow, proof, dups)...), true, late
 	case n != 1:
 		// An extra execution, but duplicates that arrived after the
 		// original completed may have caused it (a stall carried them past
 		// the TTL, say): not this case's evidence. Try again.
-		return e.Inconclusive(fmt.Sprintf("%d executions, and the duplicate at the %s arrived after the original completed: not attributable to an in-flight duplicate (%s)", n, strings.Join(missed, ", "), observed)), false
+		return e.Inconclusive(fmt.Sprintf("%d executions, and the duplicate at the %s was not shown inside the original's run: not attributable to an in-flight duplicate (%s)", n, strings.Join(missed, ", "), observed)), false, late
 	case len(unmet) > 0:
-		return e.unmetAt(Should, expected, fmt.Sprintf("unexpected answer at: %s: %s", strings.Join(unmet, ", "), observed)), true
+		return e.unmetAt(Should, expected, fmt.Sprintf("unexpected answer at: %s: %s", strings.Join(unmet, ", "), observed)), true, late
 	case len(missed) > 0:
-		return e.Inconclusive(fmt.Sprintf("could not place the duplicate inside the original's run at: %s (%s)", strings.Join(missed, ", "), observed)), false
+		return e.Inconclusive(fmt.Sprintf("could not place the duplicate at its offset of the original's run at: %s (%s)", strings.Join(missed, ", "), observed)), false, late
 	}
-	return e.Pass(observed), true
+	return e.Pass(observed), true, late
 }
