@@ -133,9 +133,9 @@ func Console(w io.Writer, rep *scenarios.Report, opt ConsoleOptions) error {
 	if missing := WithoutEvidence(rep); len(missing) > 0 {
 		fmt.Fprintf(&b, "\n%s\n", paint(ansiYellow+ansiBold, "Not enough evidence (MUST):"))
 		for _, r := range missing {
-			fmt.Fprintf(&b, "  ? %s %s: %s\n", r.Name(), r.Status, r.Reason)
+			fmt.Fprintf(&b, "  ? %s %s: %s\n    to decide it: %s\n", r.Name(), r.Status, r.Reason, scenarios.Advice(r))
 		}
-		b.WriteString("  configure what they lack (an oracle, an id_pointer: see idemcheck list), or accept with --allow-incomplete\n")
+		b.WriteString("  or accept them with --allow-incomplete\n")
 	}
 
 	c := Tally(rep)

@@ -42,7 +42,8 @@ func init() {
 			"2 usage or config error (including a --target-cmd that cannot be started), 4 target\n" +
 			"unreachable (including a --target-cmd that started but never answered HTTP within 15s),\n" +
 			"5 not enough evidence: nothing failed but a MUST-level case ended unverifiable or\n" +
-			"inconclusive (configure an oracle or id_pointer, or accept it with --allow-incomplete),\n" +
+			"inconclusive (the report says what would decide each, e.g. an oracle, a longer TTL, a\n" +
+			"re-run; or accept it with --allow-incomplete),\n" +
 			"130 interrupted (SIGINT/SIGTERM): cases cut short are not judged, every report says\n" +
 			"interrupted. A failure beats not enough evidence, which beats a pass.",
 		Example: `  idemcheck run --target http://127.0.0.1:8080 --ttl 2s
