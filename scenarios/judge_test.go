@@ -12,7 +12,7 @@ import (
 	"github.com/idemcheck/idemcheck/scenarios"
 )
 
-// TestInFlightOffsetsShortTTL: under a 2 s TTL (README's) the duplicates
+// TestInFlightOffsetsShortTTL: under a 2 s TTL (README's until now) the duplicates
 // of no-inflight-lock re-run the 1.5 s slow variant and answer at about
 // +2.7 s, past TTL − margin; they were sent at +0, +0.75 s and +1.2 s,
 // inside it, so the double execution is a failure (it was judged by its
