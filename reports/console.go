@@ -146,6 +146,9 @@ func Console(w io.Writer, rep *scenarios.Report, opt ConsoleOptions) error {
 	}
 	fmt.Fprintf(&b, "%d unverifiable, %d inconclusive, %d failed as expected%s; %d results in %s\n",
 		c.Unverifiable, c.Inconclusive, c.ExpectedFailures, interrupted, c.Total(), rep.Duration.Round(time.Millisecond))
+	if rep.TTLSkipped > 0 {
+		fmt.Fprintf(&b, "ttl too short: %d case instances skipped; a declared ttl ≥ %s runs them all\n", rep.TTLSkipped, rep.NeedsTTL)
+	}
 	for _, line := range requirementLines(rep) {
 		b.WriteString(line + "\n")
 	}

@@ -132,6 +132,10 @@ type Report struct {
 	// Notes are run-wide remarks printed before the results, e.g. the
 	// oracle check's finding that a 2xx execution left the count unchanged.
 	Notes []string `json:"notes,omitempty"`
+	// TTLSkipped counts the instances skipped for a declared TTL too short
+	// (Case.MinTTL); NeedsTTL is the least TTL that runs them all.
+	TTLSkipped int           `json:"ttl_skipped,omitempty"`
+	NeedsTTL   time.Duration `json:"needs_ttl_ns,omitempty"`
 }
 
 // Effective is a result's verdict once the run's rules are applied.

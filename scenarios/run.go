@@ -255,6 +255,12 @@ func Run(ctx context.Context, t *Target, p *Profile, o RunOptions) (*Report, err
 	if n := ttlNote(t, ins); n != "" {
 		notes = append(notes, n)
 	}
+	for _, in := range ins {
+		if in.NeedsTTL > 0 {
+			rep.TTLSkipped++
+			rep.NeedsTTL = max(rep.NeedsTTL, in.NeedsTTL)
+		}
+	}
 	if t.KeySeed != "" && t.KeySource == nil {
 		// Printed so that a run can be repeated with the same keys.
 		notes = append([]string{fmt.Sprintf("keys are business-id hashes SHA-256(%s:n) (--key-seed %s repeats them)", t.KeySeed, t.KeySeed)}, notes...)
