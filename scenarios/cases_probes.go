@@ -83,7 +83,11 @@ func expiryExpiredKeyBurst(ctx context.Context, e *Env) Verdict {
 		size, earliest(rs).Start.Sub(first.End).Round(time.Millisecond), e.Target.TTL, e.Profile.Grace, n, how, len(fresh), formatCounts(statuses))
 	switch {
 	case n > 1 || len(fresh) > 1:
-		return e.Fail("at most 1 execution among the requests racing the expired record", observed)
+		v := e.Fail("at most 1 execution among the requests racing the expired record", observed)
+		if x := e.leaseTakeover(v, spanOf(rs), rs...); x != nil {
+			return *x // the first new execution stalled past the lease
+		}
+		return v
 	case errs == len(rs):
 		return e.Inconclusive("no request of the burst got an answer: " + observed)
 	case fives > 0:
