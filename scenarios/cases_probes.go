@@ -114,14 +114,21 @@ func ttlOffsets(_ *Target, p *Profile, op *Operation) (time.Duration, string) {
 
 func concurrentInFlightOffsets(ctx context.Context, e *Env) Verdict {
 	var v Verdict
-	var late time.Duration
+	var shift time.Duration
 	for attempt := 1; attempt <= overlapAttempts && ctx.Err() == nil; attempt++ {
 		var placed bool
-		// A server slower than its declared slow variant ran late on the
-		// last attempt: the next one sends its duplicates that much later.
-		if v, placed, late = e.offsetsAttempt(ctx, attempt, late); placed || v.Status == Fail || v.Status == Warn {
+		var late time.Duration
+		if v, placed, late = e.offsetsAttempt(ctx, attempt, shift); placed || v.Status == Fail || v.Status == Warn {
 			return v
 		}
+		// A server slower than its declared slow variant runs late on every
+		// attempt: the next one sends its duplicates that much later. The
+		// least lateness seen is that persistent part (a one-off stall
+		// would push the next attempt's duplicates past the original).
+		if attempt == 1 {
+			shift = late
+		}
+		shift = min(shift, late)
 	}
 	if ctx.Err() != nil && v.Status == "" {
 		return e.Inconclusive(ctx.Err().Error())
