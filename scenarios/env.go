@@ -19,6 +19,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/idemcheck/idemcheck/internal/expiry"
 	"github.com/idemcheck/idemcheck/internal/jsonx"
 )
 
@@ -605,13 +606,13 @@ func (x Exchange) Curl() string {
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // WithinTTL reports whether every retry was sent (Resp.SentAt) within
-// TTL − margin of orig's start (SentInsideTTL): the server then looked the
+// TTL − margin of orig's start (expiry.SentInside): the server then looked the
 // key up while its record must still exist, however it counts its TTL
 // (from the claim at the earliest), and however late it answered. Always
 // true when no TTL is declared.
 func (e *Env) WithinTTL(orig Resp, retries ...Resp) bool {
 	for _, r := range retries {
-		if !SentInsideTTL(orig.Start, r.SentAt(), e.Target.TTL, e.Profile.Margin) {
+		if !expiry.SentInside(orig.Start, r.SentAt(), e.Target.TTL, e.Profile.Margin) {
 			return false
 		}
 	}

@@ -5,7 +5,8 @@ import (
 	"time"
 )
 
-// One time rule for every case: a request is judged by when it was sent
+// One time rule for every case (internal/expiry.SentInside, shared with
+// the chaos and load checkers): a request is judged by when it was sent
 // (written to the connection, Resp.SentAt), never by when it was answered.
 // A retry sent inside TTL − margin of the original's start met a record
 // that must still exist, however long the server then took: a re-execution
@@ -18,14 +19,6 @@ import (
 // may have been handled after the lease ran out (a stalled machine
 // stretches every run), so a second execution there is legal takeover,
 // not a failure.
-
-// SentInsideTTL reports whether a request sent at sent, under a key first
-// sent at first, is inside the judged window TTL − margin: the key's record
-// must then still exist. A ttl ≤ 0 (none declared) never expires. The
-// conformance cases, the chaos checker and the load checker share it.
-func SentInsideTTL(first, sent time.Time, ttl, margin time.Duration) bool {
-	return ttl <= 0 || sent.Sub(first) <= ttl-margin
-}
 
 // leaseTakeover is an Inconclusive verdict in place of v (a Fail or Warn
 // against a second execution) when one of retries was sent while orig
