@@ -32,66 +32,69 @@ func decodeJSON(b []byte) (any, error) {
 // a stored document may spell a number another way, and JSON does not
 // tell them apart). Anything but JSON compares as bytes.
 func jsonEqual(a, b []byte) bool {
-	va, errA := decodeJSON(a)
-	vb, errB := decodeJSON(b)
+	ca, errA := canonicalJSON(a)
+	cb, errB := canonicalJSON(b)
 	if errA != nil || errB != nil {
-		return bytes.Equal(a, b)
+		return errA != nil && errB != nil && bytes.Equal(a, b)
 	}
-	return jsonValueEqual(va, vb)
+	return bytes.Equal(ca, cb)
 }
 
-// jsonValueEqual compares two decodeJSON values, numbers by value.
-func jsonValueEqual(a, b any) bool {
-	switch x := a.(type) {
+// canonicalJSON re-encodes a JSON document one way: members sorted by
+// name, no whitespace, every number in one spelling of its value
+// (canonicalNumber). Two documents are equal exactly when their canonical
+// encodings are, so a hash of it compares replays too.
+func canonicalJSON(b []byte) ([]byte, error) {
+	v, err := decodeJSON(b)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(canonicalNumbers(v))
+}
+
+// canonicalNumbers replaces every number in a decodeJSON value by its
+// canonical spelling.
+func canonicalNumbers(v any) any {
+	switch x := v.(type) {
 	case json.Number:
-		y, ok := b.(json.Number)
-		return ok && numberEqual(x, y)
+		return canonicalNumber(x)
 	case map[string]any:
-		y, ok := b.(map[string]any)
-		if !ok || len(x) != len(y) {
-			return false
+		for k, w := range x {
+			x[k] = canonicalNumbers(w)
 		}
-		for k, v := range x {
-			if w, ok := y[k]; !ok || !jsonValueEqual(v, w) {
-				return false
-			}
-		}
-		return true
 	case []any:
-		y, ok := b.([]any)
-		if !ok || len(x) != len(y) {
-			return false
+		for i, w := range x {
+			x[i] = canonicalNumbers(w)
 		}
-		for i := range x {
-			if !jsonValueEqual(x[i], y[i]) {
-				return false
-			}
-		}
-		return true
 	}
-	return a == b // string, bool, nil
+	return v
 }
 
-// maxExponent bounds the exponents numberEqual evaluates exactly: 1e999999999
-// would take big.Rat minutes. Larger ones compare as written.
+// maxExponent bounds the exponents canonicalNumber evaluates: 1e999999999
+// would take big.Rat minutes. Larger ones keep their spelling.
 const maxExponent = 1000
 
-// numberEqual compares two JSON numbers exactly by value.
-func numberEqual(x, y json.Number) bool {
-	if x == y {
-		return true
+// canonicalNumber spells n's exact value one way: an integer in digits
+// (1.0, 1e0, 10e-1 -> 1; -0 -> 0), a fraction as the shortest exact
+// decimal (5E-1 -> 0.5), beyond float64 precision too.
+func canonicalNumber(n json.Number) json.Number {
+	var r big.Rat
+	if hugeExponent(string(n)) {
+		return n
 	}
-	var rx, ry big.Rat
-	if hugeExponent(string(x)) || hugeExponent(string(y)) {
-		return false
+	if _, ok := r.SetString(string(n)); !ok {
+		return n
 	}
-	if _, ok := rx.SetString(string(x)); !ok {
-		return false
+	if r.IsInt() {
+		return json.Number(r.Num().String())
 	}
-	if _, ok := ry.SetString(string(y)); !ok {
-		return false
-	}
-	return rx.Cmp(&ry) == 0
+	// A decimal literal's exact value needs no more fraction digits than
+	// it wrote, plus its negative exponent.
+	mant, exp, _ := strings.Cut(strings.ToLower(string(n)), "e")
+	_, frac, _ := strings.Cut(mant, ".")
+	e, _ := strconv.Atoi(strings.TrimPrefix(exp, "+"))
+	d := strings.TrimRight(r.FloatString(max(len(frac)-e, 1)), "0")
+	return json.Number(strings.TrimSuffix(d, "."))
 }
 
 func hugeExponent(n string) bool {

@@ -20,6 +20,11 @@ func TestJSONEqualNumbers(t *testing.T) {
 		{`{"amount":1}`, `{"amount":"1"}`, false},
 		{`{"a":1e999999999}`, `{"a":1e999999999}`, true},
 		{`{"a":1e999999999}`, `{"a":10e999999998}`, false}, // not evaluated: compared as written
+		{`{"a":0.1}`, `{"a":1e-1}`, true},
+		{`{"a":0.10}`, `{"a":0.1}`, true},
+		{`{"a":123.456e1}`, `{"a":1234.56}`, true},
+		{`{"a":1e-20}`, `{"a":0.00000000000000000001}`, true},
+		{`{"a":0.1}`, `{"a":0.10000000000000001}`, false}, // equal as float64, not as numbers
 		{`{"a":[1,2]}`, `{"a":[2,1]}`, false},
 		{`{"a":1}`, `{"a":1,"b":null}`, false},
 		{`not json`, `not json`, true},
@@ -27,5 +32,14 @@ func TestJSONEqualNumbers(t *testing.T) {
 		if got := jsonEqual([]byte(tc.a), []byte(tc.b)); got != tc.want {
 			t.Errorf("jsonEqual(%s, %s) = %v, want %v", tc.a, tc.b, got, tc.want)
 		}
+	}
+}
+
+// TestCanonicalJSON: one spelling per document, so a hash of it compares
+// replays the way jsonEqual does (the load checker hashes replays).
+func TestCanonicalJSON(t *testing.T) {
+	got, err := canonicalJSON([]byte(`{ "b": 1.50, "a": 2E1, "c": [-0, 0.25e2, "x"] }`))
+	if want := `{"a":20,"b":1.5,"c":[0,25,"x"]}`; err != nil || string(got) != want {
+		t.Errorf("canonicalJSON = %s, %v; want %s", got, err, want)
 	}
 }
