@@ -56,10 +56,10 @@ func init() {
 			"with --require-must a MUST was not tested, 130 interrupted (SIGINT/SIGTERM): cases cut\n" +
 			"short are not judged, every report says interrupted. A failure beats not enough evidence,\n" +
 			"which beats a pass.",
-		Example: `  idemcheck run --target http://127.0.0.1:8080 --ttl 2s
+		Example: `  idemcheck run --target http://127.0.0.1:8080 --ttl 3s
   idemcheck run --config examples/reference.yaml --junit idemcheck.xml --json idemcheck.json --html report.html
   idemcheck run --config examples/reference.yaml --run 'replay/**' --skip 'replay/concurrent*' --format json
-  idemcheck run --target-cmd 'idemcheck serve --addr 127.0.0.1:{port} --ttl 2s' --ttl 2s --strict --seed 7
+  idemcheck run --target-cmd 'idemcheck serve --addr 127.0.0.1:{port} --ttl 3s' --ttl 3s --strict --seed 7
   idemcheck run --config api.yaml --require-must --json report.json --attest idemcheck.intoto.json --badge badge.json
   idemcheck run --replay-of report.json --expect report.json`,
 		Args: cobra.NoArgs,
