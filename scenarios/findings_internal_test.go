@@ -99,6 +99,14 @@ func TestLeaseTakeover(t *testing.T) {
 	if v := e.inTTL(fail, orig, after); v.Status != Fail {
 		t.Errorf("retry sent after the original completed: %s %q, want the failure to stand", v.Status, v.Reason)
 	}
+	// Duplicates that executed again: one answered inside the lease proves
+	// the failure, another past it does not excuse it.
+	inside := Resp{Start: t0, Sent: t0.Add(100 * time.Millisecond), End: t0.Add(2 * time.Second), Status: 201}
+	past := Resp{Start: t0, Sent: t0.Add(200 * time.Millisecond), End: t0.Add(6 * time.Second), Status: 201}
+	slow := Resp{Start: t0, End: t0.Add(7 * time.Second)}
+	if v := e.inTTL(fail, slow, e.judged(slow, []Resp{inside, past}, []Resp{inside, past})...); v.Status != Fail {
+		t.Errorf("one re-execution inside the lease: %s %q, want the failure to stand", v.Status, v.Reason)
+	}
 	e.Target.Lease = 0
 	if v := e.inTTL(fail, spanOf(burst), burst...); v.Status != Fail {
 		t.Errorf("no lease declared: %s, want the failure to stand", v.Status)

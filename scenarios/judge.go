@@ -21,25 +21,27 @@ import (
 // not a failure.
 
 // leaseTakeover is an Inconclusive verdict in place of v (a Fail or Warn
-// against a second execution) when one of retries was sent while orig
-// still ran and answered later than the declared lease − margin after
-// orig started: the server may have handed the key over legally. nil
-// when no lease is declared or none of retries can have been a takeover.
+// against a second execution) when one of retries may have been a legal
+// takeover (pastLease). nil when none can have been.
 func (e *Env) leaseTakeover(v Verdict, orig Resp, retries ...Resp) *Verdict {
-	lease := e.Target.Lease
-	if lease <= 0 {
-		return nil
-	}
 	for _, r := range retries {
-		running := orig.End.IsZero() || r.SentAt().Before(orig.End)
-		if !running || r.End.Sub(orig.Start) <= lease-e.Profile.Margin {
+		if !e.pastLease(orig, r) {
 			continue
 		}
 		x := e.Inconclusive(fmt.Sprintf("past the lease: a request sent while the original ran was answered %s after the original started, past the declared lease %s − margin %s, so a second execution may be a legal takeover of an expired lease (a stall stretches every run; would have been %s: expected %s, observed %s)",
-			r.End.Sub(orig.Start).Round(time.Millisecond), lease, e.Profile.Margin, v.Status, v.Expected, v.Observed))
+			r.End.Sub(orig.Start).Round(time.Millisecond), e.Target.Lease, e.Profile.Margin, v.Status, v.Expected, v.Observed))
 		return &x
 	}
 	return nil
+}
+
+// pastLease reports whether r, sent while orig still ran, was answered
+// later than the declared lease − margin after orig started: the server
+// may have handled it after orig's lease ran out. Never without a lease.
+func (e *Env) pastLease(orig, r Resp) bool {
+	lease := e.Target.Lease
+	running := orig.End.IsZero() || r.SentAt().Before(orig.End)
+	return lease > 0 && running && r.End.Sub(orig.Start) > lease-e.Profile.Margin
 }
 
 // spanOf is the stretch of time rs took, as one Resp from the earliest
@@ -56,13 +58,14 @@ func spanOf(rs []Resp) Resp {
 }
 
 // judged is the evidence inTTL weighs for a failure: the requests of proof
-// (each shown to have executed again) sent inside TTL − margin of orig,
-// when there are any — one of them suffices; else all of all, so that a
-// failure seen only past the window stays inconclusive.
+// (each shown to have executed again) that no declared clock excuses (sent
+// inside TTL − margin of orig, not past its lease), when there are any —
+// one of them suffices; else all of all, so that a failure seen only where
+// a clock may excuse it stays inconclusive.
 func (e *Env) judged(orig Resp, proof, all []Resp) []Resp {
 	var in []Resp
 	for _, r := range proof {
-		if e.WithinTTL(orig, r) {
+		if e.WithinTTL(orig, r) && !e.pastLease(orig, r) {
 			in = append(in, r)
 		}
 	}
