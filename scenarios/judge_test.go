@@ -2,9 +2,13 @@ package scenarios_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -173,5 +177,60 @@ func TestMaySeenPasses(t *testing.T) {
 		case r.Status != scenarios.Pass:
 			t.Errorf("%s: %s, observed %q (%s); want pass: the behaviour was seen", r.Name(), r.Status, r.Observed, r.Reason)
 		}
+	}
+}
+
+// TestOtherEndpointNothingTells: two operations answering the same
+// constant body, no id_pointer, and a counter that counts only the first:
+// nothing can tell whether the second operation executed or replayed the
+// first one's response, so scope/other-endpoint is unverifiable, naming
+// why, never a fail.
+func TestOtherEndpointNothingTells(t *testing.T) {
+	var mu sync.Mutex
+	a := 0
+	mux := http.NewServeMux()
+	for _, path := range []string{"/a", "/b"} {
+		mux.HandleFunc("POST "+path, func(w http.ResponseWriter, r *http.Request) {
+			if path == "/a" {
+				mu.Lock()
+				a++
+				mu.Unlock()
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusCreated)
+			_, _ = w.Write([]byte(`{"status":"accepted"}`))
+		})
+	}
+	mux.HandleFunc("GET /_effects", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(w, `{"a":%d}`, a)
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	cfg := filepath.Join(t.TempDir(), "api.yaml")
+	if err := os.WriteFile(cfg, []byte("base_url: "+srv.URL+`
+key_syntax: raw
+principals: [{name: a, headers: {X-User: a}}]
+oracle: {url: /_effects, pointer: /a}
+operations:
+  - {name: a, method: POST, path: /a, body: {n: 1}}
+  - {name: b, method: POST, path: /b, body: {n: 1}}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tg, p, err := scenarios.LoadConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rep, err := scenarios.Run(ctx, tg, p, scenarios.RunOptions{Run: []string{"scope/other-endpoint@a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rep.Results[0]
+	if r.Status != scenarios.Unverifiable || !strings.Contains(r.Reason, "does not count b's executions") {
+		t.Errorf("%s: %s (%s), want unverifiable naming the blind oracle", r.Name(), r.Status, r.Reason)
 	}
 }
