@@ -136,7 +136,10 @@ func Console(w io.Writer, rep *scenarios.Report, opt ConsoleOptions) error {
 	if missing := WithoutEvidence(rep); len(missing) > 0 {
 		fmt.Fprintf(&b, "\n%s\n", paint(ansiYellow+ansiBold, "Not enough evidence (MUST):"))
 		for _, r := range missing {
-			fmt.Fprintf(&b, "  ? %s %s: %s\n    to decide it: %s\n", r.Name(), r.Status, r.Reason, scenarios.Advice(r))
+			fmt.Fprintf(&b, "  ? %s %s: %s\n", r.Name(), r.Status, r.Reason)
+			if a := scenarios.Advice(r); a != "" {
+				fmt.Fprintf(&b, "    to decide it: %s\n", a)
+			}
 		}
 		b.WriteString("  or accept them with --allow-incomplete\n")
 	}

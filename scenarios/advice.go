@@ -4,10 +4,14 @@ import "strings"
 
 // Advice says what would let r, a result without evidence (unverifiable
 // or inconclusive), decide: the cause its reason names, never a generic
-// "configure an oracle" when one is configured. Front ends print it with
-// exit 5's list.
+// "configure an oracle" when one is configured. "" when the reason says it
+// already (a need the config lacks). Front ends print it with exit 5's
+// list.
 func Advice(r Result) string {
 	why := r.Reason
+	if strings.Contains(why, "configure an oracle or an id_pointer") {
+		return ""
+	}
 	for _, a := range advice {
 		for _, m := range a.match {
 			if strings.Contains(why, m) {
