@@ -36,6 +36,10 @@ type Case struct {
 	// verdict it could reach would be inconclusive, so the plan skips it,
 	// naming the TTL that would run it.
 	MinTTL func(t *Target, p *Profile, op *Operation) (need time.Duration, why string)
+	// Peer, when set, is the other operation the case sends op's key to
+	// (nil: none fits): the run checks the oracle on it too, and the
+	// case judges those requests by its evidence.
+	Peer func(t *Target, op *Operation) *Operation
 	Run    func(ctx context.Context, e *Env) Verdict
 }
 

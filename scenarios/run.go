@@ -397,16 +397,14 @@ func calibrate(ctx context.Context, t *Target, p *Profile, client *http.Client, 
 	return problems, notes
 }
 
-// touched lists the operations in sends requests to: its own and, for a
-// case that needs a second operation, the ones the scope cases pick
-// (whether or not --run/--skip selected their own instances).
+// touched lists the operations in sends requests to: its own and its
+// case's Peer (whether or not --run/--skip selected the peer's own
+// instances).
 func touched(t *Target, in instance) []*Operation {
 	ops := []*Operation{in.op}
-	if slices.Contains(in.c.Needs, NeedSecondOperation) {
-		for _, o := range []*Operation{endpointPeer(t, in.op), methodPeer(t, in.op)} {
-			if o != nil {
-				ops = append(ops, o)
-			}
+	if in.c.Peer != nil {
+		if o := in.c.Peer(t, in.op); o != nil {
+			ops = append(ops, o)
 		}
 	}
 	return ops
