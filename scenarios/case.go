@@ -40,7 +40,7 @@ type Case struct {
 	// (nil: none fits): the run checks the oracle on it too, and the
 	// case judges those requests by its evidence.
 	Peer func(t *Target, op *Operation) *Operation
-	Run    func(ctx context.Context, e *Env) Verdict
+	Run  func(ctx context.Context, e *Env) Verdict
 }
 
 // Verdict is what a case concluded.
