@@ -252,14 +252,10 @@ func Run(ctx context.Context, t *Target, p *Profile, o RunOptions) (*Report, err
 	}
 	rep := &Report{Target: t.Redact(t.BaseURL), Profile: p.Name, Strict: o.Strict, Seed: o.Seed, Started: time.Now()}
 	problems, notes := calibrate(ctx, t, p, client, keys, ins)
-	if n := ttlNote(t, ins); n != "" {
-		notes = append(notes, n)
-	}
-	for _, in := range ins {
-		if in.NeedsTTL > 0 {
-			rep.TTLSkipped++
-			rep.NeedsTTL = max(rep.NeedsTTL, in.NeedsTTL)
-		}
+	if names, need := ttlSkips(ins); len(names) > 0 {
+		rep.TTLSkipped, rep.NeedsTTL = len(names), need
+		notes = append(notes, fmt.Sprintf("declared ttl %s is too short for %d case instances, skipped (%s): a ttl ≥ %s runs them all (--ttl, and the same TTL in the deployment)",
+			t.TTL, len(names), strings.Join(names, ", "), need))
 	}
 	if t.KeySeed != "" && t.KeySource == nil {
 		// Printed so that a run can be repeated with the same keys.
@@ -312,22 +308,16 @@ func Run(ctx context.Context, t *Target, p *Profile, o RunOptions) (*Report, err
 	return rep, nil
 }
 
-// ttlNote is the run's note when the declared TTL is too short for some
-// instances (Case.MinTTL): how many are skipped and the TTL that runs
-// them all; "" when none is.
-func ttlNote(t *Target, ins []instance) string {
-	var names []string
-	var need time.Duration
+// ttlSkips names the instances skipped for a declared TTL too short
+// (Case.MinTTL) and the least TTL that runs them all.
+func ttlSkips(ins []instance) (names []string, need time.Duration) {
 	for _, in := range ins {
 		if in.NeedsTTL > 0 {
 			names = append(names, in.Name())
 			need = max(need, in.NeedsTTL)
 		}
 	}
-	if len(names) == 0 {
-		return ""
-	}
-	return fmt.Sprintf("declared ttl %s is too short for %d case instances, skipped (%s): a ttl ≥ %s runs them all (--ttl, and the same TTL in the deployment)", t.TTL, len(names), strings.Join(names, ", "), need)
+	return names, need
 }
 
 // leftOutMust names the MUST-level instances of the whole catalog that
