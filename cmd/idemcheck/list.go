@@ -30,8 +30,9 @@ func init() {
 			"spec sentence, whether the config supplies what each case needs, and how each counts\n" +
 			"executions (ORACLE: per-key, global-serial (a global counter read around each key's\n" +
 			"requests; the run is serial), identity (distinct created ids), none), and the instances\n" +
-			"the profile or the declared TTL will skip (\"skips: ...\"; not counted as runnable). A\n" +
-			"--run or --skip glob that matches nothing is a warning naming close matches. Sends no request;\n" +
+			"the profile or the declared TTL will skip (\"skips: ...\"; not counted as runnable). It\n" +
+			"ends with the MUST requirements the config cannot verify, each with its fix. A --run or\n" +
+			"--skip glob that matches nothing is a warning naming close matches. Sends no request;\n" +
 			"with neither --config nor --target it lists against the reference contract.",
 		Example: `  idemcheck list
   idemcheck list --target http://127.0.0.1:8080 --profile stripe
@@ -99,12 +100,20 @@ func runList(w, stderr io.Writer, f listFlags) error {
 		fmt.Fprintf(w, "%-*s  %-6s  %-28s  %-13s  %s\n", width, p.Name(), p.Level, strings.Join(p.Requirements, ","), p.OracleMode, status)
 		fmt.Fprintf(w, "    %s\n", p.Requirement)
 	}
-	_, err = fmt.Fprintf(w, "\n%d case instances, %d runnable with this config, profile %s", len(planned), runnable, profile.Name)
-	if err == nil && target.TTL > 0 {
-		_, err = fmt.Fprintf(w, " and ttl %s", target.TTL)
+	fmt.Fprintf(w, "\n%d case instances, %d runnable with this config, profile %s", len(planned), runnable, profile.Name)
+	if target.TTL > 0 {
+		fmt.Fprintf(w, " and ttl %s", target.TTL)
 	}
-	if err == nil {
-		_, err = fmt.Fprintln(w)
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, scenarios.EvidenceLine(target))
+	gaps := scenarios.Gaps(planned)
+	if len(gaps) == 0 {
+		_, err = fmt.Fprintln(w, "Every MUST requirement listed is verifiable with this config.")
+		return err
 	}
-	return err
+	fmt.Fprintf(w, "\nMUST requirements this config cannot verify (%d):\n", len(gaps))
+	for _, g := range gaps {
+		fmt.Fprintf(w, "  %s (%s): %s\n", g.Case, strings.Join(g.Requirements, ","), g.Fix)
+	}
+	return nil
 }
