@@ -1,0 +1,478 @@
+package initconfig
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/idemcheck/idemcheck/scenarios"
+)
+
+// evidenceDoc is where the commented evidence options are explained.
+const evidenceDoc = "docs/evidence.md"
+
+// tokenVar is the environment variable holding principal n's secret.
+func tokenVar(n int) string { return fmt.Sprintf("IDEMCHECK_TOKEN_%d", n) }
+
+// write assembles the config of the selected operations.
+func (a *analysis) write(ops []operation, command string) ([]byte, error) {
+	root := newMapping()
+	title := ""
+	if a.doc.Info != nil {
+		title = fmt.Sprintf(" (%q %s)", a.doc.Info.Title, a.doc.Info.Version)
+	}
+	headLines := []string{
+		fmt.Sprintf("idemcheck config written by `%s` from %s, OpenAPI %s%s.", command, a.src, a.doc.OpenAPI, title),
+		`Every value says where it came from; check each "guessed:" and fill each "TODO:".`,
+		"Then: idemcheck list --config FILE (what would run), idemcheck run --config FILE.",
+	}
+
+	base, baseNote, baseGap := a.baseURL()
+	root.set("base_url", fromOrTodo(str(base), baseNote, baseGap))
+
+	var keyParam *openapi3.Parameter
+	for _, o := range ops {
+		if o.keyParam != nil {
+			keyParam = o.keyParam
+			break
+		}
+	}
+	kh := str(a.keyHeader)
+	switch {
+	case keyParam == nil:
+		todo(kh, fmt.Sprintf("no selected operation declares a %s header parameter: the header the API reads", a.keyHeader))
+	case a.keyGuessed:
+		guessed(kh, "the header parameter named like an idempotency key")
+	default:
+		from(kh, "the header parameter of "+opLabel(ops[0]))
+	}
+	root.set("key_header", kh)
+	syntax, syntaxWhy := keySyntax(keyParam)
+	root.set("key_syntax", fromOrGuess(str(string(syntax)), syntaxWhy))
+	tk := root.set("timeout", str("10s"))
+	if d, why := a.ttl(ops); d > 0 {
+		root.set("ttl", fromOrGuess(str(d.String()), why))
+	} else {
+		foot(tk, "ttl: 24h  # TODO: how long the API keeps a key (the document declares no x-idempotency-ttl); enables the expiry cases")
+	}
+
+	principals, secHead := a.principals(ops)
+	pk := root.set("principals", principals)
+	head(pk, secHead...)
+
+	a.evidenceComments(root, ops)
+
+	opsNode := sequence()
+	seen := map[string]bool{}
+	var notes []string
+	for _, o := range ops {
+		item, opNotes := a.operationNode(o, seen)
+		opsNode.Content = append(opsNode.Content, item.n)
+		notes = append(notes, opNotes...)
+	}
+	ok := root.set("operations", opsNode)
+	if keyParam == nil && len(ops) > 0 {
+		head(ok, fmt.Sprintf("TODO: no operation declares the %s header: these are every POST and PATCH; keep those that take a key.", a.keyHeader))
+	}
+
+	prof := newMapping()
+	prof.set("preset", str(scenarios.DefaultProfile))
+	if ov := a.overrides(keyParam, syntax); len(ov.n.Content) > 0 {
+		prof.set("overrides", ov.n)
+	}
+	pk = root.set("profile", prof.n)
+	head(pk, "The draft's expectations (422 on a changed body, 409 in flight, 400 without a key); override what the API documents otherwise.")
+	if len(notes) > 0 {
+		headLines = append(headLines, notes...)
+	}
+	return render(root, headLines)
+}
+
+func fromOrTodo(n *yaml.Node, note, gap string) *yaml.Node {
+	if gap != "" {
+		return todo(n, gap)
+	}
+	return from(n, note)
+}
+
+// fromOrGuess writes why as is when it already says "guessed:".
+func fromOrGuess(n *yaml.Node, why string) *yaml.Node {
+	if rest, ok := strings.CutPrefix(why, "guessed: "); ok {
+		return guessed(n, rest)
+	}
+	return from(n, why)
+}
+
+func opLabel(o operation) string {
+	if o.id != "" {
+		return o.id
+	}
+	return o.method + " " + o.path
+}
+
+// serverVar matches {name} in a server URL.
+var serverVar = regexp.MustCompile(`\{([^}]+)\}`)
+
+// baseURL is the first absolute server URL (variables at their defaults).
+func (a *analysis) baseURL() (base, note, gap string) {
+	const fallback = "http://127.0.0.1:8080"
+	for i, s := range a.doc.Servers {
+		if s == nil {
+			continue
+		}
+		u := serverVar.ReplaceAllStringFunc(s.URL, func(m string) string {
+			if v, ok := s.Variables[m[1:len(m)-1]]; ok && v != nil {
+				return v.Default
+			}
+			return m
+		})
+		p, err := url.Parse(u)
+		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" || strings.Contains(u, "{") {
+			continue
+		}
+		note = fmt.Sprintf("from servers[%d]", i)
+		if len(a.doc.Servers) > 1 {
+			note += fmt.Sprintf(" (%d servers; --base-url picks another)", len(a.doc.Servers))
+		}
+		return strings.TrimRight(u, "/"), note, ""
+	}
+	if len(a.doc.Servers) > 0 && a.doc.Servers[0] != nil {
+		return fallback, "", fmt.Sprintf("the API's absolute URL (servers[0] is %q)", a.doc.Servers[0].URL)
+	}
+	return fallback, "", "the API's base URL (the document has no servers entry)"
+}
+
+// principals are two users from the operations' security requirement,
+// their secrets in ${IDEMCHECK_TOKEN_1} and ${IDEMCHECK_TOKEN_2}.
+func (a *analysis) principals(ops []operation) (*yaml.Node, []string) {
+	var req openapi3.SecurityRequirements
+	if a.doc.Security != nil {
+		req = a.doc.Security
+	}
+	for _, o := range ops {
+		if o.op.Security != nil {
+			req = *o.op.Security
+			break
+		}
+	}
+	var schemes openapi3.SecuritySchemes
+	if a.doc.Components != nil {
+		schemes = a.doc.Components.SecuritySchemes
+	}
+	var unsupported []string
+	for _, alt := range req {
+		names := sortedKeys(alt)
+		if len(names) == 0 {
+			continue
+		}
+		var heads [][2]string // header name, value with %d for the token number
+		var why []string
+		ok := true
+		for _, name := range names {
+			ref := schemes[name]
+			if ref == nil || ref.Value == nil {
+				ok = false
+				break
+			}
+			h, v, w, supported := credential(name, ref.Value)
+			if !supported {
+				unsupported = append(unsupported, w)
+				ok = false
+				break
+			}
+			heads = append(heads, [2]string{h, v})
+			why = append(why, w)
+		}
+		if !ok {
+			continue
+		}
+		seq := sequence()
+		for n := 1; n <= 2; n++ {
+			p := newMapping()
+			p.set("name", str(fmt.Sprintf("user%d", n)))
+			hs := flowMapping()
+			for i, hv := range heads {
+				v := strings.ReplaceAll(hv[1], "TOKEN", tokenVar(n))
+				if i > 0 {
+					v = strings.ReplaceAll(hv[1], "TOKEN", fmt.Sprintf("%s_%d", tokenVar(n), i+1))
+				}
+				hs.set(hv[0], quoted(v))
+			}
+			p.set("headers", hs.n)
+			todo(hs.n, fmt.Sprintf("export %s: %s", tokenVar(n), map[int]string{1: "a user's secret", 2: "another user's, for the scope cases"}[n]))
+			seq.Content = append(seq.Content, p.n)
+		}
+		return seq, []string{"From the security scheme " + strings.Join(why, " + ") + "."}
+	}
+	seq := sequence()
+	p := newMapping()
+	p.set("name", str("anonymous"))
+	seq.Content = append(seq.Content, p.n)
+	lines := []string{"TODO: the document declares no security scheme idemcheck can send; add the headers that authenticate a user,",
+		"and a second principal for the scope cases (one user's key must not answer another's)."}
+	if len(unsupported) > 0 {
+		lines = append(lines, "Not sendable as a header: "+strings.Join(unsupported, "; ")+".")
+	}
+	return seq, lines
+}
+
+// credential is the header a security scheme puts its secret in; value
+// holds TOKEN where the environment variable goes.
+func credential(name string, s *openapi3.SecurityScheme) (header, value, why string, ok bool) {
+	switch strings.ToLower(s.Type) {
+	case "http":
+		switch strings.ToLower(s.Scheme) {
+		case "bearer":
+			return "Authorization", "Bearer ${TOKEN}", name + " (http bearer)", true
+		case "basic":
+			return "Authorization", "Basic ${TOKEN}", name + " (http basic: the variable holds base64 of user:password)", true
+		}
+		return "", "", fmt.Sprintf("%s (http %s)", name, s.Scheme), false
+	case "apikey":
+		switch strings.ToLower(s.In) {
+		case "header":
+			return s.Name, "${TOKEN}", fmt.Sprintf("%s (API key in the %s header)", name, s.Name), true
+		case "cookie":
+			return "Cookie", s.Name + "=${TOKEN}", fmt.Sprintf("%s (API key in the %s cookie)", name, s.Name), true
+		}
+		return "", "", fmt.Sprintf("%s (API key in the %s query parameter)", name, s.Name), false
+	case "oauth2", "openidconnect":
+		return "Authorization", "Bearer ${TOKEN}", name + " (" + s.Type + ": the variable holds an access token)", true
+	}
+	return "", "", fmt.Sprintf("%s (%s)", name, s.Type), false
+}
+
+// evidenceComments writes the evidence sources the document suggests as
+// commented config: they need what only the team knows.
+func (a *analysis) evidenceComments(root mapping, ops []operation) {
+	k := root.n.Content[len(root.n.Content)-2] // principals
+	lines := []string{
+		"TODO: evidence: how idemcheck counts executions. With only id_pointer, an execution that answered an error",
+		"is invisible and those cases say unverifiable. Pick one source (" + evidenceDoc + "):",
+	}
+	for _, o := range ops {
+		path, array, item, ok := a.listEndpoint(o)
+		if !ok {
+			continue
+		}
+		where := "/TODO"
+		if m := markerMember(item); m != "" {
+			where = m
+		}
+		if array == "" {
+			array = `""`
+		}
+		lines = append(lines,
+			fmt.Sprintf("- the list endpoint GET %s (an array): count the elements whose member at `where` holds the key's marker", path),
+			"# oracle:",
+			"#   url: "+path,
+			fmt.Sprintf("#   count: {array: %s, where: %s}", array, where))
+		break
+	}
+	lines = append(lines,
+		"- the API's database: one row per execution",
+		"# oracle:",
+		`#   sql: {dsn: "${DATABASE_URL}", query: "select count(*) from TODO where idempotency_key = $1"}`)
+	dep := a.dependency()
+	route := "TODO"
+	if dep != "" {
+		route = slug(dep)
+		lines = append(lines, fmt.Sprintf("- the dependency the document names (%s): point the API's PROVIDER_URL at listen", dep))
+	} else {
+		lines = append(lines, "- a dependency the API calls per execution (a payment provider, ...): point its URL at listen")
+	}
+	lines = append(lines,
+		"# downstream:",
+		"#   listen: 127.0.0.1:9090",
+		"#   routes:",
+		fmt.Sprintf("#     - {name: %s, method: POST, path: /TODO, response: {status: 200, body: {}}}", route),
+		"# oracle:",
+		fmt.Sprintf("#   downstream: %s", route))
+	foot(k, lines...)
+}
+
+// dependencyRE finds a dependency named in prose.
+var dependencyRE = regexp.MustCompile(`(?i)\b((?:payment |card |shipping |email |sms )?(?:provider|gateway|processor|upstream|downstream|third[- ]party(?: service| api)?))\b`)
+
+// dependency is a dependency the document names: an x-idemcheck-downstream
+// extension, else a provider or gateway its descriptions mention.
+func (a *analysis) dependency() string {
+	if v, ok := a.doc.Extensions["x-idemcheck-downstream"].(string); ok && v != "" {
+		return v
+	}
+	texts := []string{}
+	if a.doc.Info != nil {
+		texts = append(texts, a.doc.Info.Description)
+	}
+	for _, o := range a.all() {
+		texts = append(texts, o.op.Summary, o.op.Description)
+	}
+	for _, t := range texts {
+		if m := dependencyRE.FindString(t); m != "" {
+			return strings.ToLower(m)
+		}
+	}
+	return ""
+}
+
+// operationNode writes one operation; notes are TODOs for the file head.
+func (a *analysis) operationNode(o operation, seen map[string]bool) (mapping, []string) {
+	m := newMapping()
+	name := opName(o, seen)
+	nn := str(name)
+	if o.id != "" && o.id != name {
+		from(nn, "operationId "+o.id)
+	}
+	m.set("name", nn)
+	m.set("method", str(o.method))
+	path, pathNotes := a.fillPath(o)
+	pn := str(path)
+	for _, n := range pathNotes {
+		todo(pn, n)
+	}
+	m.set("path", pn)
+
+	b, gap := a.body(o)
+	if b != nil {
+		hs := flowMapping()
+		hs.set("Content-Type", str("application/json"))
+		m.set("headers", hs.n)
+		bn := fromOrGuess(value(b.value), b.how)
+		if b.gap != "" {
+			todo(bn, b.gap)
+		}
+		m.set("body", bn)
+	}
+	var notes []string
+	if gap != "" {
+		notes = append(notes, fmt.Sprintf("TODO: %s: %s.", name, gap))
+	}
+
+	code, resp := success(o)
+	ptr, why := idMember(responseSchema(resp), resource(o.path))
+	if ptr != "" {
+		src := fmt.Sprintf("%s in the %d response", why, code)
+		if strings.HasPrefix(why, "marked") {
+			m.set("id_pointer", from(str(ptr), src))
+		} else {
+			m.set("id_pointer", guessed(str(ptr), src))
+		}
+	} else {
+		notes = append(notes, fmt.Sprintf("TODO: %s: no id member in the success response's schema: set id_pointer (e.g. /id) to the created resource's id.", name))
+	}
+	if mk := markerMember(bodySchema(b)); mk != "" {
+		last := m.n.Content[len(m.n.Content)-2]
+		foot(last, fmt.Sprintf("marker: %s  # TODO: with downstream: or a list oracle, idemcheck writes a token per key here (%s)", mk, evidenceDoc))
+	}
+
+	muts := a.mutations(b)
+	if len(muts) > 0 {
+		seq := sequence()
+		for _, mu := range muts {
+			mm := flowMapping()
+			mm.set("name", str(mu.name))
+			mm.set("patch", value(mu.patch))
+			guessed(mm.n, "a changed member, still valid against the schema")
+			seq.Content = append(seq.Content, mm.n)
+		}
+		m.set("mutations", seq)
+	} else if b != nil {
+		notes = append(notes, fmt.Sprintf("TODO: %s: no member to change: add mutations (a materially different body) for the mismatch cases.", name))
+	}
+
+	variants := newMapping()
+	if patch, status, why := a.invalid(o, b); patch != nil {
+		v := flowMapping()
+		v.set("patch", value(patch))
+		v.set("status", value(status))
+		guessed(v.n, why)
+		variants.set(scenarios.VariantInvalid, v.n)
+	}
+	lines := a.variantTODOs(o)
+	var vk *yaml.Node
+	if len(variants.n.Content) > 0 {
+		vk = m.set("variants", variants.n)
+		foot(variants.n.Content[len(variants.n.Content)-2], lines...)
+	} else {
+		vk = m.n.Content[len(m.n.Content)-2]
+		foot(vk, append([]string{"variants:"}, lines...)...)
+	}
+	return m, notes
+}
+
+func bodySchema(b *body) *openapi3.Schema {
+	if b == nil {
+		return nil
+	}
+	return b.schema
+}
+
+// variantTODOs are the slow and error variants as commented config: a
+// real API has no knob for them; the downstream double can play them.
+func (a *analysis) variantTODOs(o operation) []string {
+	statuses := map[string]int{}
+	if o.op.Responses != nil {
+		keys := o.op.Responses.Keys()
+		sort.Strings(keys)
+		for _, k := range keys {
+			var code int
+			if _, err := fmt.Sscanf(k, "%d", &code); err != nil {
+				continue
+			}
+			switch {
+			case code == http.StatusPaymentRequired || (code >= 400 && code < 500 && code != 400 && code != 401 &&
+				code != 403 && code != 404 && code != 409 && code != 422 && code != 429 && statuses["business_error"] == 0):
+				if statuses["business_error"] == 0 {
+					statuses["business_error"] = code
+				}
+			case code >= 500 && statuses["transient_error"] == 0:
+				statuses["transient_error"] = code
+			}
+		}
+	}
+	lines := []string{fmt.Sprintf("TODO: slow and error variants (%s): a request that stays in flight, and the API's", evidenceDoc),
+		"business and transient errors; with downstream:, the double plays them:"}
+	lines = append(lines, "  slow: {downstream: {route: TODO, delay: 1500ms}, duration: 1500ms}")
+	if c := statuses["business_error"]; c != 0 {
+		lines = append(lines, fmt.Sprintf("  business_error: {downstream: {route: TODO, status: 402}, status: %d}  # the document declares %d", c, c))
+	} else {
+		lines = append(lines, "  business_error: {downstream: {route: TODO, status: 402}, status: TODO}")
+	}
+	if c := statuses["transient_error"]; c != 0 {
+		lines = append(lines, fmt.Sprintf("  transient_error: {downstream: {route: TODO, status: 503}, status: %d}  # the document declares %d", c, c))
+	} else {
+		lines = append(lines, "  transient_error: {downstream: {route: TODO, status: 503}, status: TODO}")
+	}
+	return lines
+}
+
+// overrides are the profile fields the key parameter's schema states.
+func (a *analysis) overrides(p *openapi3.Parameter, syntax scenarios.KeySyntax) mapping {
+	m := newMapping()
+	if syntax == scenarios.Raw {
+		m.set("key_syntax", from(str(string(syntax)), "as key_syntax above"))
+	}
+	if p == nil || p.Schema == nil || p.Schema.Value == nil {
+		return m
+	}
+	s := p.Schema.Value
+	if s.MaxLength != nil {
+		m.set("key_max_len", from(value(int(*s.MaxLength)), "the "+p.Name+" schema's maxLength"))
+	}
+	if s.MinLength > 0 {
+		m.set("key_min_len", from(value(int(s.MinLength)), "the "+p.Name+" schema's minLength"))
+	}
+	if s.Format == "uuid" {
+		m.set("key_format", from(str("uuid"), "the "+p.Name+" schema's format"))
+	}
+	if p.Required {
+		m.set("key_required", from(str("yes"), "the "+p.Name+" parameter is required"))
+	}
+	return m
+}
