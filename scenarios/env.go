@@ -51,6 +51,13 @@ type Env struct {
 	keyErr    error // the first key that could not be fetched
 }
 
+// NewEnv is an Env outside a run (idemcheck init --probe): it sends op's
+// requests through client and keeps every exchange, with no case, profile
+// or oracle.
+func NewEnv(t *Target, op *Operation, client *http.Client) *Env {
+	return &Env{Target: t, Op: op, client: client}
+}
+
 // Req describes one request of a case. Zero values mean "the normal call".
 type Req struct {
 	Label string

@@ -671,6 +671,9 @@ func durationIn(text string) (time.Duration, string, bool) {
 	return time.Duration(n) * d, m[0], true
 }
 
+// rawRE finds a description saying the key is sent without quotes.
+var rawRE = regexp.MustCompile(`\b(sent as is|as-is|bare|unquoted|without quotes|raw)\b`)
+
 // keySyntax reads the key's syntax from the key parameter: an example in
 // double quotes, or a description naming a structured field, is an
 // sf-string; an example without quotes is raw; else the draft's sf-string.
@@ -697,6 +700,9 @@ func keySyntax(p *openapi3.Parameter) (scenarios.KeySyntax, string) {
 		return scenarios.Raw, fmt.Sprintf("from the %s example %s (bare)", p.Name, s)
 	}
 	d := strings.ToLower(p.Description)
+	if m := rawRE.FindString(d); m != "" {
+		return scenarios.Raw, fmt.Sprintf("from the %s parameter's description (%q)", p.Name, m)
+	}
 	if strings.Contains(d, "structured field") || strings.Contains(d, "sf-string") || strings.Contains(d, "rfc 8941") || strings.Contains(d, "rfc 9651") {
 		return scenarios.SFString, "from the " + p.Name + " parameter's description (a structured-field string)"
 	}

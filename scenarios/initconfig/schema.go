@@ -460,23 +460,31 @@ func itemSchema(s *openapi3.Schema) *openapi3.Schema {
 }
 
 // markerMember is a body member fit to carry a per-key token: a client
-// reference the API stores as given.
+// reference the API stores as given (a reference, an external id, else a
+// description or note).
 func markerMember(s *openapi3.Schema) string {
 	if s == nil {
 		return ""
 	}
 	f := flatten(s)
-	names := make([]string, 0, len(f.properties))
-	for n := range f.properties {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	best, rank := "", 9
+	for _, n := range sortedKeys(f.properties) {
+		if typeOf(f.properties[n]) != openapi3.TypeString || f.properties[n].ReadOnly || len(f.properties[n].Enum) > 0 {
+			continue
+		}
 		l := strings.ToLower(n)
-		if typeOf(f.properties[n]) == openapi3.TypeString &&
-			(strings.Contains(l, "reference") || strings.Contains(l, "external_id") || strings.Contains(l, "client_ref") || l == "description" || l == "note") {
-			return "/" + escapePointer(n)
+		r := 9
+		switch {
+		case strings.Contains(l, "reference") || strings.Contains(l, "client_ref"):
+			r = 0
+		case strings.Contains(l, "external_id") || strings.Contains(l, "externalid"):
+			r = 1
+		case l == "description" || l == "note" || l == "memo":
+			r = 2
+		}
+		if r < rank {
+			best, rank = "/"+escapePointer(n), r
 		}
 	}
-	return ""
+	return best
 }

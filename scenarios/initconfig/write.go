@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"go.yaml.in/yaml/v3"
@@ -57,7 +58,7 @@ func (a *analysis) write(ops []operation, command string) ([]byte, error) {
 	root.set("key_syntax", fromOrGuess(str(string(syntax)), syntaxWhy))
 	tk := root.set("timeout", str("10s"))
 	if d, why := a.ttl(ops); d > 0 {
-		root.set("ttl", fromOrGuess(str(d.String()), why))
+		root.set("ttl", fromOrGuess(str(shortDuration(d)), why))
 	} else {
 		foot(tk, "ttl: 24h  # TODO: how long the API keeps a key (the document declares no x-idempotency-ttl); enables the expiry cases")
 	}
@@ -83,7 +84,7 @@ func (a *analysis) write(ops []operation, command string) ([]byte, error) {
 
 	prof := newMapping()
 	prof.set("preset", str(scenarios.DefaultProfile))
-	if ov := a.overrides(keyParam, syntax); len(ov.n.Content) > 0 {
+	if ov := a.overrides(ops, keyParam, syntax); len(ov.n.Content) > 0 {
 		prof.set("overrides", ov.n)
 	}
 	pk = root.set("profile", prof.n)
@@ -270,15 +271,15 @@ func (a *analysis) evidenceComments(root mapping, ops []operation) {
 		}
 		lines = append(lines,
 			fmt.Sprintf("- the list endpoint GET %s (an array): count the elements whose member at `where` holds the key's marker", path),
-			"# oracle:",
-			"#   url: "+path,
-			fmt.Sprintf("#   count: {array: %s, where: %s}", array, where))
+			"oracle:",
+			"  url: "+path,
+			fmt.Sprintf("  count: {array: %s, where: %s}", array, where))
 		break
 	}
 	lines = append(lines,
 		"- the API's database: one row per execution",
-		"# oracle:",
-		`#   sql: {dsn: "${DATABASE_URL}", query: "select count(*) from TODO where idempotency_key = $1"}`)
+		"oracle:",
+		`  sql: {dsn: "${DATABASE_URL}", query: "select count(*) from TODO where idempotency_key = $1"}`)
 	dep := a.dependency()
 	route := "TODO"
 	if dep != "" {
@@ -288,12 +289,12 @@ func (a *analysis) evidenceComments(root mapping, ops []operation) {
 		lines = append(lines, "- a dependency the API calls per execution (a payment provider, ...): point its URL at listen")
 	}
 	lines = append(lines,
-		"# downstream:",
-		"#   listen: 127.0.0.1:9090",
-		"#   routes:",
-		fmt.Sprintf("#     - {name: %s, method: POST, path: /TODO, response: {status: 200, body: {}}}", route),
-		"# oracle:",
-		fmt.Sprintf("#   downstream: %s", route))
+		"downstream:",
+		"  listen: 127.0.0.1:9090",
+		"  routes:",
+		fmt.Sprintf("    - {name: %s, method: POST, path: /TODO, response: {status: 200, body: {}}}", route),
+		"oracle:",
+		fmt.Sprintf("  downstream: %s", route))
 	foot(k, lines...)
 }
 
@@ -366,9 +367,9 @@ func (a *analysis) operationNode(o operation, seen map[string]bool) (mapping, []
 	} else {
 		notes = append(notes, fmt.Sprintf("TODO: %s: no id member in the success response's schema: set id_pointer (e.g. /id) to the created resource's id.", name))
 	}
+	var markerLine []string
 	if mk := markerMember(bodySchema(b)); mk != "" {
-		last := m.n.Content[len(m.n.Content)-2]
-		foot(last, fmt.Sprintf("marker: %s  # TODO: with downstream: or a list oracle, idemcheck writes a token per key here (%s)", mk, evidenceDoc))
+		markerLine = []string{fmt.Sprintf("marker: %s  # TODO: with downstream: or a list oracle, idemcheck writes a token per key here (%s)", mk, evidenceDoc)}
 	}
 
 	muts := a.mutations(b)
@@ -381,7 +382,8 @@ func (a *analysis) operationNode(o operation, seen map[string]bool) (mapping, []
 			guessed(mm.n, "a changed member, still valid against the schema")
 			seq.Content = append(seq.Content, mm.n)
 		}
-		m.set("mutations", seq)
+		head(m.set("mutations", seq), markerLine...)
+		markerLine = nil
 	} else if b != nil {
 		notes = append(notes, fmt.Sprintf("TODO: %s: no member to change: add mutations (a materially different body) for the mismatch cases.", name))
 	}
@@ -394,14 +396,12 @@ func (a *analysis) operationNode(o operation, seen map[string]bool) (mapping, []
 		guessed(v.n, why)
 		variants.set(scenarios.VariantInvalid, v.n)
 	}
-	lines := a.variantTODOs(o)
-	var vk *yaml.Node
+	prose, lines := a.variantTODOs(o)
 	if len(variants.n.Content) > 0 {
-		vk = m.set("variants", variants.n)
-		foot(variants.n.Content[len(variants.n.Content)-2], lines...)
+		head(m.set("variants", variants.n), markerLine...)
+		foot(variants.n.Content[len(variants.n.Content)-2], append(prose, lines...)...)
 	} else {
-		vk = m.n.Content[len(m.n.Content)-2]
-		foot(vk, append([]string{"variants:"}, lines...)...)
+		foot(m.n.Content[len(m.n.Content)-2], append(append(append(markerLine, prose...), "variants:"), lines...)...)
 	}
 	return m, notes
 }
@@ -415,7 +415,7 @@ func bodySchema(b *body) *openapi3.Schema {
 
 // variantTODOs are the slow and error variants as commented config: a
 // real API has no knob for them; the downstream double can play them.
-func (a *analysis) variantTODOs(o operation) []string {
+func (a *analysis) variantTODOs(o operation) (prose, lines []string) {
 	statuses := map[string]int{}
 	if o.op.Responses != nil {
 		keys := o.op.Responses.Keys()
@@ -436,9 +436,9 @@ func (a *analysis) variantTODOs(o operation) []string {
 			}
 		}
 	}
-	lines := []string{fmt.Sprintf("TODO: slow and error variants (%s): a request that stays in flight, and the API's", evidenceDoc),
+	prose = []string{fmt.Sprintf("TODO: slow and error variants (%s): a request that stays in flight, and the API's", evidenceDoc),
 		"business and transient errors; with downstream:, the double plays them:"}
-	lines = append(lines, "  slow: {downstream: {route: TODO, delay: 1500ms}, duration: 1500ms}")
+	lines = []string{"  slow: {downstream: {route: TODO, delay: 1500ms}, duration: 1500ms}"}
 	if c := statuses["business_error"]; c != 0 {
 		lines = append(lines, fmt.Sprintf("  business_error: {downstream: {route: TODO, status: 402}, status: %d}  # the document declares %d", c, c))
 	} else {
@@ -449,14 +449,24 @@ func (a *analysis) variantTODOs(o operation) []string {
 	} else {
 		lines = append(lines, "  transient_error: {downstream: {route: TODO, status: 503}, status: TODO}")
 	}
-	return lines
+	return prose, lines
 }
 
-// overrides are the profile fields the key parameter's schema states.
-func (a *analysis) overrides(p *openapi3.Parameter, syntax scenarios.KeySyntax) mapping {
+// overrides are the profile fields the document states: the statuses
+// its responses' descriptions give to a changed body and to a key in
+// flight, and what the key parameter's schema says of the key.
+func (a *analysis) overrides(ops []operation, p *openapi3.Parameter, syntax scenarios.KeySyntax) mapping {
 	m := newMapping()
 	if syntax == scenarios.Raw {
 		m.set("key_syntax", from(str(string(syntax)), "as key_syntax above"))
+	}
+	for _, field := range []struct {
+		name string
+		re   *regexp.Regexp
+	}{{"mismatch_status", mismatchRE}, {"in_flight_status", inFlightRE}} {
+		if code, where := describedStatus(ops, field.re); code != 0 {
+			m.set(field.name, guessed(value([]int{code}), where))
+		}
 	}
 	if p == nil || p.Schema == nil || p.Schema.Value == nil {
 		return m
@@ -475,4 +485,44 @@ func (a *analysis) overrides(p *openapi3.Parameter, syntax scenarios.KeySyntax) 
 		m.set("key_required", from(str("yes"), "the "+p.Name+" parameter is required"))
 	}
 	return m
+}
+
+var (
+	mismatchRE = regexp.MustCompile(`(?i)\b(different|another|other|changed|mismatch\w*)\s+(request\s+)?(body|payload|parameters|request)\b|\bmismatch\w*`)
+	inFlightRE = regexp.MustCompile(`(?i)\b(in progress|in flight|in-flight|still (being )?process\w*|concurrent\w*)\b`)
+)
+
+// describedStatus is the first 4xx status whose response description
+// matches re, in the operations' order.
+func describedStatus(ops []operation, re *regexp.Regexp) (int, string) {
+	for _, o := range ops {
+		if o.op.Responses == nil {
+			continue
+		}
+		keys := o.op.Responses.Keys()
+		sort.Strings(keys)
+		for _, k := range keys {
+			r := o.op.Responses.Value(k)
+			var code int
+			if _, err := fmt.Sscanf(k, "%d", &code); err != nil || code < 400 || code >= 500 || r == nil || r.Value == nil || r.Value.Description == nil {
+				continue
+			}
+			if m := re.FindString(*r.Value.Description); m != "" {
+				return code, fmt.Sprintf("the %d response of %s says %q", code, opLabel(o), m)
+			}
+		}
+	}
+	return 0, ""
+}
+
+// shortDuration writes 24h rather than 24h0m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }

@@ -63,8 +63,8 @@ func sequence(items ...*yaml.Node) *yaml.Node {
 
 // guessed and todo mark a value: "# guessed: why" after it on its line.
 func guessed(n *yaml.Node, why string) *yaml.Node { return comment(n, "guessed: "+why) }
-func todo(n *yaml.Node, what string) *yaml.Node  { return comment(n, "TODO: "+what) }
-func from(n *yaml.Node, where string) *yaml.Node { return comment(n, where) }
+func todo(n *yaml.Node, what string) *yaml.Node   { return comment(n, "TODO: "+what) }
+func from(n *yaml.Node, where string) *yaml.Node  { return comment(n, where) }
 
 func comment(n *yaml.Node, text string) *yaml.Node {
 	text = oneLine(text)
