@@ -218,11 +218,11 @@ func (p *probe) learn(ctx context.Context, target string) (*learnt, error) {
 		same := b.OK() && ((ptr != "" && idAt(b.Body, ptr) == idAt(q.Body, ptr)) || (ptr == "" && string(b.Body) == string(q.Body)))
 		if same {
 			l.syntax = string(scenarios.SFString)
-			l.syntaxWhy = fmt.Sprintf("exchanges %d and %d accepted a quoted and a bare key; %s and answered as exchange %d: the server parses the sf-string", nq, nr, p.describe(nb), nq)
+			l.syntaxWhy = fmt.Sprintf("exchanges %d and %d accepted a quoted and a bare key; exchange %d, exchange %d's key bare, replayed it: the quotes are parsed", nq, nr, nb, nq)
 			first, nFirst, firstKey = q, nq, `"`+k1+`"`
 		} else {
 			l.syntax = string(scenarios.Raw)
-			l.syntaxWhy = fmt.Sprintf("exchanges %d and %d accepted a quoted and a bare key; %s with another result than exchange %d: the quotes are part of the key", nq, nr, p.describe(nb), nq)
+			l.syntaxWhy = fmt.Sprintf("exchanges %d and %d accepted a quoted and a bare key; exchange %d, exchange %d's key bare, did not replay it: the quotes are part of the key", nq, nr, nb, nq)
 			first, nFirst, firstKey = r, nr, k2
 		}
 	}
