@@ -227,18 +227,27 @@ func (p *probe) learn(ctx context.Context, target string) (*learnt, error) {
 		}
 	}
 	if ptr := findID(first.Body); ptr != "" {
-		other := q
-		if nFirst == nq {
-			other = r
+		// Two keys must give two values: the second accepted exchange,
+		// else one more request with a fresh key in the accepted syntax.
+		nOther, other := nr, r
+		if nFirst == nr {
+			nOther, other = nq, q
+		}
+		if !other.OK() {
+			k3 := "idemcheck-" + uuid.NewString()
+			if l.syntax == string(scenarios.SFString) {
+				k3 = `"` + k3 + `"`
+			}
+			nOther, other = p.send(ctx, "another key", k3, nil)
 		}
 		a, b := idAt(first.Body, ptr), idAt(other.Body, ptr)
 		switch {
 		case other.OK() && a != b:
-			l.idPointer, l.idWhy = ptr, fmt.Sprintf("exchanges %d and %d (two keys) created %s and %s", nq, nr, a, b)
+			l.idPointer, l.idWhy = ptr, fmt.Sprintf("exchanges %d and %d (two keys) created %s and %s", min(nFirst, nOther), max(nFirst, nOther), a, b)
 		case other.OK():
-			l.idWhy = fmt.Sprintf("%s is %s for two keys (exchanges %d and %d): not a created id", ptr, a, nq, nr)
+			l.idWhy = fmt.Sprintf("%s is %s for two keys (exchanges %d and %d): not a created id", ptr, a, nFirst, nOther)
 		default:
-			l.idPointer, l.idWhy = ptr, fmt.Sprintf("exchange %d created %s (one key only: check it differs per execution)", nFirst, a)
+			l.idPointer, l.idWhy = ptr, fmt.Sprintf("exchange %d created %s (%s: check it differs per execution)", nFirst, a, p.describe(nOther))
 		}
 	}
 

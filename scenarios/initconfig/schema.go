@@ -120,10 +120,14 @@ func sample(s *openapi3.Schema, depth int) any {
 		if s.MaxItems != nil && *s.MaxItems < n {
 			n = *s.MaxItems
 		}
+		n = max(n, uint64(len(s.PrefixItems)))
 		items := make([]any, n)
 		for i := range items {
 			var is *openapi3.Schema
-			if s.Items != nil {
+			switch {
+			case i < len(s.PrefixItems) && s.PrefixItems[i] != nil:
+				is = s.PrefixItems[i].Value
+			case s.Items != nil:
 				is = s.Items.Value
 			}
 			items[i] = sample(is, depth+1)
@@ -268,11 +272,59 @@ func validate(doc *openapi3.T, s *openapi3.Schema, v any) error {
 	if err != nil {
 		return err
 	}
-	err = doc.ValidateSchemaJSON(s, jv, openapi3.VisitAsRequest(), openapi3.MultiErrors())
-	if err != nil {
+	opts := []openapi3.SchemaValidationOption{openapi3.VisitAsRequest(), openapi3.MultiErrors()}
+	if doc.IsOpenAPI31OrLater() {
+		// JSON Schema 2020-12, as 3.1 reads its schemas (const,
+		// prefixItems, numeric exclusive bounds, type arrays).
+		opts = append(opts, openapi3.EnableJSONSchema2020())
+		s = requestView(s, 0)
+	}
+	if err := doc.ValidateSchemaJSON(s, jv, opts...); err != nil {
 		return fmt.Errorf("%s", oneLine(err.Error()))
 	}
 	return nil
+}
+
+// requestView is s as a request sees it: readOnly members are not
+// required (OpenAPI's rule, which the JSON Schema 2020-12 validator does
+// not apply). Copies only what it changes.
+func requestView(s *openapi3.Schema, depth int) *openapi3.Schema {
+	if s == nil || depth > maxDepth {
+		return s
+	}
+	c := *s
+	c.Required = nil
+	for _, name := range s.Required {
+		if p := s.Properties[name]; p == nil || p.Value == nil || !p.Value.ReadOnly {
+			c.Required = append(c.Required, name)
+		}
+	}
+	if len(s.Properties) > 0 {
+		c.Properties = openapi3.Schemas{}
+		for name, p := range s.Properties {
+			if p != nil && p.Value != nil {
+				c.Properties[name] = &openapi3.SchemaRef{Value: requestView(p.Value, depth+1)}
+			}
+		}
+	}
+	for _, list := range []*openapi3.SchemaRefs{&c.AllOf, &c.OneOf, &c.AnyOf} {
+		if len(*list) == 0 {
+			continue
+		}
+		out := make(openapi3.SchemaRefs, len(*list))
+		for i, r := range *list {
+			if r != nil && r.Value != nil {
+				out[i] = &openapi3.SchemaRef{Value: requestView(r.Value, depth+1)}
+			} else {
+				out[i] = r
+			}
+		}
+		*list = out
+	}
+	if s.Items != nil && s.Items.Value != nil {
+		c.Items = &openapi3.SchemaRef{Value: requestView(s.Items.Value, depth+1)}
+	}
+	return &c
 }
 
 // jsonValue is v as encoding/json decodes it (numbers as float64).

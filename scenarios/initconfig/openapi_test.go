@@ -1,0 +1,267 @@
+package initconfig
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"go.uber.org/goleak"
+
+	"github.com/idemcheck/idemcheck/internal/jsonx"
+	"github.com/idemcheck/idemcheck/scenarios"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// documents are the three OpenAPI documents of different styles init is
+// proved on; cmd/idemcheck's TestInitOpenAPIRuns runs their configs
+// against servers implementing them.
+var documents = []struct {
+	name, path string
+	style      string
+	keyHeader  string
+	syntax     scenarios.KeySyntax
+	ttl        time.Duration
+	base       string
+	credential string            // the principals' header
+	ids        map[string]string // operation -> id_pointer
+}{
+	{"payments", "../../examples/payments.openapi.yaml", "3.0 YAML with examples, the reference app",
+		"Idempotency-Key", scenarios.SFString, 24 * time.Hour, "http://127.0.0.1:8080", "Authorization",
+		map[string]string{"createCharge": "/id", "createRefund": "/id"}},
+	{"charges", "testdata/charges.json", "3.1 JSON without examples (type arrays, numeric exclusiveMinimum, const)",
+		"Idempotency-Key", scenarios.SFString, 7 * 24 * time.Hour, "http://127.0.0.1:8092/api", "Authorization",
+		map[string]string{"charge": "/id", "refund": "/id"}},
+	{"bookings", "testdata/bookings.yaml", "3.1 YAML, $refs everywhere, allOf, an API-key scheme beside OAuth",
+		"X-Idempotency-Key", scenarios.Raw, 2 * time.Second, "http://127.0.0.1:8091", "X-Api-Key",
+		map[string]string{"bookRoom": "/booking/booking_id"}},
+}
+
+// setTokens fills the two secrets every generated config asks for.
+func setTokens(t *testing.T) {
+	t.Setenv("IDEMCHECK_TOKEN_1", "token-one")
+	t.Setenv("IDEMCHECK_TOKEN_2", "token-two")
+}
+
+// TestFromOpenAPIDocuments: each document gives a config the config
+// loader accepts as it is (what idemcheck list reads), with the key header,
+// syntax, TTL, base URL, principals and id pointers the document states,
+// and bodies and mutated bodies valid against the request schema.
+func TestFromOpenAPIDocuments(t *testing.T) {
+	setTokens(t)
+	for _, d := range documents {
+		t.Run(d.name, func(t *testing.T) {
+			out, err := FromOpenAPI(context.Background(), OpenAPIOptions{Source: d.path, Command: "idemcheck init"})
+			if err != nil {
+				t.Fatalf("%s (%s): %v", d.path, d.style, err)
+			}
+			target, _, err := scenarios.ParseConfig(out)
+			if err != nil {
+				t.Fatalf("rule: the config loads without edits once the secrets are set: %v\n%s", err, out)
+			}
+			if target.KeyHeader != d.keyHeader || target.KeySyntax != d.syntax || target.TTL != d.ttl || target.BaseURL != d.base {
+				t.Errorf("key %s %s, ttl %s, base %s; want %s %s, %s, %s", target.KeyHeader, target.KeySyntax, target.TTL, target.BaseURL,
+					d.keyHeader, d.syntax, d.ttl, d.base)
+			}
+			if len(target.Principals) != 2 || !strings.Contains(target.Principals[0].Headers[d.credential], "token-one") ||
+				!strings.Contains(target.Principals[1].Headers[d.credential], "token-two") {
+				t.Errorf("rule: two principals from the security scheme, secrets from the environment: %+v", target.Principals)
+			}
+			if len(target.Operations) != len(d.ids) {
+				t.Errorf("%d operations, want %d (those declaring the key header)", len(target.Operations), len(d.ids))
+			}
+			doc, err := loadDocument(context.Background(), d.path, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, op := range target.Operations {
+				if want, ok := d.ids[op.Name]; !ok || op.IDPointer != want {
+					t.Errorf("%s: id_pointer %q, want %q", op.Name, op.IDPointer, want)
+				}
+				schema := requestSchema(t, doc, op)
+				checkValid(t, doc, schema, op.Name+" body", op.Body)
+				if len(op.Mutations) == 0 {
+					t.Errorf("%s: no mutation", op.Name)
+				}
+				for _, m := range op.Mutations {
+					b, err := jsonx.MergePatch(op.Body, m.Patch)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if string(b) == string(op.Body) {
+						t.Errorf("%s: mutation %s changes nothing", op.Name, m.Name)
+					}
+					checkValid(t, doc, schema, op.Name+" "+m.Name, b)
+				}
+				if v, ok := op.Variants[scenarios.VariantInvalid]; ok {
+					b, _, _ := op.VariantBody(scenarios.VariantInvalid)
+					var x any
+					_ = json.Unmarshal(b, &x)
+					if validate(doc, schema, x) == nil {
+						t.Errorf("rule: the invalid variant breaks the schema; %s's is valid: %s", op.Name, b)
+					}
+					if v.Status != 400 {
+						t.Errorf("%s: invalid status %d, want the documented 400", op.Name, v.Status)
+					}
+				}
+			}
+			for _, mark := range []string{"# guessed: ", "# TODO: ", "docs/evidence.md", "downstream:", "sql:"} {
+				if !strings.Contains(string(out), mark) {
+					t.Errorf("rule: guesses and gaps are commented; no %q in\n%s", mark, out)
+				}
+			}
+		})
+	}
+}
+
+// requestSchema is the JSON request schema of op (by method and path).
+func requestSchema(t *testing.T, doc *openapi3.T, op scenarios.Operation) *openapi3.Schema {
+	t.Helper()
+	a := analysis{doc: doc}
+	for _, o := range a.all() {
+		if o.method == op.Method && (o.id == op.Name || strings.HasSuffix(op.Path, o.path)) {
+			_, m := jsonMedia(o.op.RequestBody.Value.Content)
+			return m.Schema.Value
+		}
+	}
+	t.Fatalf("no operation %s %s in the document", op.Method, op.Path)
+	return nil
+}
+
+func checkValid(t *testing.T, doc *openapi3.T, s *openapi3.Schema, what string, body json.RawMessage) {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(body, &v); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	if err := validate(doc, s, v); err != nil {
+		t.Errorf("rule: %s validates against the request schema: %v (%s)", what, err, body)
+	}
+}
+
+// TestFromOpenAPIHints: what the bookings document states beside its
+// schemas reaches the file: the list endpoint as a commented list oracle,
+// the marker member, statuses from response descriptions, key limits.
+func TestFromOpenAPIHints(t *testing.T) {
+	out, err := FromOpenAPI(context.Background(), OpenAPIOptions{Source: "testdata/bookings.yaml", Command: "idemcheck init"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"#   url: /v2/bookings\n",
+		"#   count: {array: /data, where: /reference}",
+		"# marker: /reference",
+		"mismatch_status: [409] # guessed: the 409 response of bookRoom says \"different request body\"",
+		"in_flight_status: [409]",
+		"key_max_len: 64",
+		"ttl: 2s # from x-idempotency-ttl of the X-Idempotency-Key parameter",
+		"key_syntax: raw # from the X-Idempotency-Key parameter's description (\"sent as is\")",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("missing %q in\n%s", want, out)
+		}
+	}
+}
+
+// TestFromOpenAPISelection: --operation picks operations by operationId
+// (even one without the key header), --key-header names the header, and
+// without any declared key header every POST and PATCH is written with a
+// TODO saying so.
+func TestFromOpenAPISelection(t *testing.T) {
+	setTokens(t)
+	load := func(o OpenAPIOptions) *scenarios.Target {
+		t.Helper()
+		o.Command = "idemcheck init"
+		out, err := FromOpenAPI(context.Background(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		target, _, err := scenarios.ParseConfig(out)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		return target
+	}
+	tg := load(OpenAPIOptions{Source: "testdata/charges.json", Operations: []string{"refund"}})
+	if len(tg.Operations) != 1 || tg.Operations[0].Path != "/refunds" {
+		t.Errorf("--operation refund: %+v", tg.Operations)
+	}
+	tg = load(OpenAPIOptions{Source: "testdata/charges.json", Operations: []string{"getCharge"}})
+	if op := tg.Operations[0]; op.Method != "GET" || !strings.HasPrefix(op.Path, "/charges/") || strings.Contains(op.Path, "{") {
+		t.Errorf("rule: path parameters are filled; got %s %s", op.Method, op.Path)
+	}
+	tg = load(OpenAPIOptions{Source: "testdata/bookings.yaml", KeyHeader: "Request-Id"})
+	if tg.KeyHeader != "Request-Id" || len(tg.Operations) != 1 || tg.Operations[0].Method != "POST" {
+		t.Errorf("--key-header with no operation declaring it: every POST and PATCH; got %s %+v", tg.KeyHeader, tg.Operations)
+	}
+}
+
+// TestFromOpenAPIErrors: each bad input is one line naming the file,
+// field or URL; a URL that does not answer is ErrUnreachable (exit 4).
+func TestFromOpenAPIErrors(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, s string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	bad := []struct {
+		name, src string
+		ops       []string
+		want      string
+	}{
+		{"missing file", filepath.Join(dir, "nope.yaml"), nil, "nope.yaml"},
+		{"not YAML", write("broken.yaml", "openapi: 3.0.3\npaths: [\n"), nil, "broken.yaml"},
+		{"swagger 2", write("swagger.yaml", "swagger: '2.0'\ninfo: {title: x, version: '1'}\npaths: {}\n"), nil, "OpenAPI 3.0 or 3.1"},
+		{"invalid", write("invalid.yaml", "openapi: 3.0.3\ninfo: {title: x, version: '1'}\npaths:\n  /a:\n    post:\n      responses: {'200': {}}\n"), nil, "invalid"},
+		{"no operation", write("empty.yaml", "openapi: 3.1.0\ninfo: {title: x, version: '1'}\npaths: {}\n"), nil, "no operation"},
+		{"unknown operationId", "testdata/charges.json", []string{"chargeTwice"}, `--operation "chargeTwice"`},
+	}
+	for _, b := range bad {
+		_, err := FromOpenAPI(context.Background(), OpenAPIOptions{Source: b.src, Operations: b.ops})
+		switch {
+		case err == nil:
+			t.Errorf("%s: no error", b.name)
+		case errors.Is(err, scenarios.ErrUnreachable):
+			t.Errorf("%s: %v is not unreachable", b.name, err)
+		case strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), b.want) || !strings.Contains(err.Error(), b.src):
+			t.Errorf("%s: %q: want one line naming %s and %q", b.name, err, b.src, b.want)
+		}
+	}
+	_, err := FromOpenAPI(context.Background(), OpenAPIOptions{Source: "http://127.0.0.1:1/openapi.json", Timeout: 2 * time.Second})
+	if !errors.Is(err, scenarios.ErrUnreachable) || !strings.Contains(err.Error(), "127.0.0.1:1/openapi.json") {
+		t.Errorf("unreachable URL: %v", err)
+	}
+}
+
+// TestFromOpenAPIURL: a document served over HTTP loads, and so do its
+// relative external $refs.
+func TestFromOpenAPIURL(t *testing.T) {
+	setTokens(t)
+	srv := httptest.NewServer(http.FileServer(http.Dir("testdata")))
+	defer srv.Close()
+	out, err := FromOpenAPI(context.Background(), OpenAPIOptions{Source: srv.URL + "/split/api.yaml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, _, err := scenarios.ParseConfig(out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if op := target.Operations[0]; op.Path != "/tickets" || op.IDPointer != "/ticket_id" || !strings.Contains(string(op.Body), `"seat"`) {
+		t.Errorf("from the external schema: %s %s %s", op.Path, op.IDPointer, op.Body)
+	}
+	if _, err := FromOpenAPI(context.Background(), OpenAPIOptions{Source: srv.URL + "/missing.yaml"}); err == nil || errors.Is(err, scenarios.ErrUnreachable) {
+		t.Errorf("a 404 document: %v, want a document error", err)
+	}
+}
