@@ -33,16 +33,17 @@ var documents = []struct {
 	base       string
 	credential string            // the principals' header
 	ids        map[string]string // operation -> id_pointer
+	oracle     string            // from x-idemcheck-oracle ("": evidence TODOs)
 }{
 	{"payments", "../../examples/payments.openapi.yaml", "3.0 YAML with examples, the reference app",
 		"Idempotency-Key", scenarios.SFString, 24 * time.Hour, "http://127.0.0.1:8080", "Authorization",
-		map[string]string{"createCharge": "/id", "createRefund": "/id"}},
+		map[string]string{"createCharge": "/id", "createRefund": "/id"}, "/v1/effects?key={key}"},
 	{"charges", "testdata/charges.json", "3.1 JSON without examples (type arrays, numeric exclusiveMinimum, const)",
 		"Idempotency-Key", scenarios.SFString, 7 * 24 * time.Hour, "http://127.0.0.1:8092/api", "Authorization",
-		map[string]string{"charge": "/id", "refund": "/id"}},
+		map[string]string{"charge": "/id", "refund": "/id"}, ""},
 	{"bookings", "testdata/bookings.yaml", "3.1 YAML, $refs everywhere, allOf, an API-key scheme beside OAuth",
 		"X-Idempotency-Key", scenarios.Raw, 2 * time.Second, "http://127.0.0.1:8091", "X-Api-Key",
-		map[string]string{"bookRoom": "/booking/booking_id"}},
+		map[string]string{"bookRoom": "/booking/booking_id"}, ""},
 }
 
 // setTokens fills the two secrets every generated config asks for.
@@ -113,7 +114,16 @@ func TestFromOpenAPIDocuments(t *testing.T) {
 					}
 				}
 			}
-			for _, mark := range []string{"# guessed: ", "# TODO: ", "docs/evidence.md", "downstream:", "sql:"} {
+			marks := []string{"# guessed: ", "# TODO: ", "docs/evidence.md", "downstream:"}
+			if d.oracle == "" {
+				marks = append(marks, "sql:")
+				if target.Oracle != nil {
+					t.Errorf("an oracle the document does not mark: %+v", target.Oracle)
+				}
+			} else if target.Oracle == nil || target.Oracle.URL != d.oracle || target.Oracle.Pointer != "/executions" {
+				t.Errorf("rule: the counter marked x-idemcheck-oracle is the oracle; got %+v", target.Oracle)
+			}
+			for _, mark := range marks {
 				if !strings.Contains(string(out), mark) {
 					t.Errorf("rule: guesses and gaps are commented; no %q in\n%s", mark, out)
 				}

@@ -67,7 +67,15 @@ func (a *analysis) write(ops []operation, command string) ([]byte, error) {
 	pk := root.set("principals", principals)
 	head(pk, secHead...)
 
-	a.evidenceComments(root, ops)
+	if url, ptr, why := a.counter(); url != "" {
+		o := newMapping()
+		o.set("url", str(url))
+		o.set("pointer", str(ptr))
+		o.set("principal", value(0))
+		head(root.set("oracle", o.n), "From "+why+": it counts the API's executions.")
+	} else {
+		a.evidenceComments(root, ops)
+	}
 
 	opsNode := sequence()
 	seen := map[string]bool{}
@@ -296,6 +304,29 @@ func (a *analysis) evidenceComments(root mapping, ops []operation) {
 		"oracle:",
 		fmt.Sprintf("  downstream: %s", route))
 	foot(k, lines...)
+}
+
+// counter is the execution counter the document marks with
+// x-idemcheck-oracle on a GET: {pointer: /executions, key: NAME} (key
+// names the query parameter that takes the idempotency key; without one
+// the counter is global).
+func (a *analysis) counter() (url, pointer, why string) {
+	for _, o := range a.all() {
+		ext, ok := o.op.Extensions["x-idemcheck-oracle"].(map[string]any)
+		if o.method != http.MethodGet || !ok {
+			continue
+		}
+		pointer, _ = ext["pointer"].(string)
+		if pointer == "" {
+			continue
+		}
+		url = o.path
+		if key, _ := ext["key"].(string); key != "" {
+			url += "?" + key + "={key}"
+		}
+		return url, pointer, fmt.Sprintf("x-idemcheck-oracle of GET %s", o.path)
+	}
+	return "", "", ""
 }
 
 // dependencyRE finds a dependency named in prose.
