@@ -41,10 +41,9 @@ func init() {
 			"a few requests (a quoted and a bare key, a replay, no key, a changed body) show the key syntax,\n" +
 			"the id pointer, the replay marker and the statuses. Every guess is marked '# guessed:', every\n" +
 			"gap '# TODO:'.",
-		Example: `  idemcheck init --openapi openapi.yaml
+		Example: `  idemcheck init --openapi examples/payments.openapi.yaml -o idemcheck.yaml
   idemcheck init --openapi https://api.example.com/openapi.json --operation createOrder -o orders.yaml
-  idemcheck init --probe http://127.0.0.1:8080/v1/charges --body '{"amount":1000,"currency":"usd"}' \
-    --header 'Authorization: Bearer alice'`,
+  idemcheck init --probe http://127.0.0.1:8080/v1/charges --body '{"amount":1000,"currency":"usd"}' --header 'Authorization: Bearer alice'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runInit(cmd, f) },
 	}
