@@ -181,6 +181,26 @@ func TestFromOpenAPIHints(t *testing.T) {
 	}
 }
 
+// TestFromOpenAPIDependency: a dependency the document names becomes the
+// route of the commented downstream double and its oracle.
+func TestFromOpenAPIDependency(t *testing.T) {
+	out, err := FromOpenAPI(context.Background(), OpenAPIOptions{Source: "testdata/charges.json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"# - the dependency the document names (payment provider): point the API's PROVIDER_URL at listen",
+		"#     - {name: payment-provider, method: POST",
+		"#   downstream: payment-provider",
+		"#   business_error: {downstream: {route: TODO, status: 402}, status: 402}  # the document declares 402",
+		"#   transient_error: {downstream: {route: TODO, status: 503}, status: 503}  # the document declares 503",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("missing %q in\n%s", want, out)
+		}
+	}
+}
+
 // TestFromOpenAPISelection: --operation picks operations by operationId
 // (even one without the key header), --key-header names the header, and
 // without any declared key header every POST and PATCH is written with a

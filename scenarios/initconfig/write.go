@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -450,19 +451,14 @@ func (a *analysis) variantTODOs(o operation) (prose, lines []string) {
 	statuses := map[string]int{}
 	if o.op.Responses != nil {
 		keys := o.op.Responses.Keys()
-		sort.Strings(keys)
+		sort.Strings(keys) // 402 before other 4xx, 502 before 503
 		for _, k := range keys {
-			var code int
-			if _, err := fmt.Sscanf(k, "%d", &code); err != nil {
-				continue
-			}
+			code, err := strconv.Atoi(k)
 			switch {
-			case code == http.StatusPaymentRequired || (code >= 400 && code < 500 && code != 400 && code != 401 &&
-				code != 403 && code != 404 && code != 409 && code != 422 && code != 429 && statuses["business_error"] == 0):
-				if statuses["business_error"] == 0 {
-					statuses["business_error"] = code
-				}
-			case code >= 500 && statuses["transient_error"] == 0:
+			case err != nil:
+			case statuses["business_error"] == 0 && (code == http.StatusPaymentRequired || (code >= 400 && code < 500 && !protocolError[code])):
+				statuses["business_error"] = code
+			case statuses["transient_error"] == 0 && code >= 500:
 				statuses["transient_error"] = code
 			}
 		}
@@ -482,6 +478,11 @@ func (a *analysis) variantTODOs(o operation) (prose, lines []string) {
 	}
 	return prose, lines
 }
+
+// protocolError are the 4xx statuses of the protocol (bad input, auth,
+// idempotency errors), not a business outcome.
+var protocolError = map[int]bool{400: true, 401: true, 403: true, 404: true, 405: true, 406: true, 409: true,
+	413: true, 415: true, 422: true, 423: true, 425: true, 428: true, 429: true}
 
 // overrides are the profile fields the document states: the statuses
 // its responses' descriptions give to a changed body and to a key in
