@@ -457,15 +457,22 @@ func (a *analysis) mutations(b *body) []mutation {
 		if !ok {
 			continue
 		}
-		nv, ok := changed(f.properties[name], v)
-		if !ok {
-			continue
+		// A free-form string reads better with a suffix; the schema (a
+		// pattern, a length) may only allow a same-shaped one.
+		var candidates []any
+		if sv, ok := v.(string); ok && sv != "" && (f.properties[name] == nil || f.properties[name].Format == "") {
+			candidates = append(candidates, sv+"-2")
 		}
-		patch := map[string]any{name: nv}
-		if !a.validPatch(b, patch) {
-			continue
+		if nv, ok := changed(f.properties[name], v); ok {
+			candidates = append(candidates, nv)
 		}
-		out = append(out, mutation{"changed-" + slug(name), patch})
+		for _, nv := range candidates {
+			patch := map[string]any{name: nv}
+			if a.validPatch(b, patch) {
+				out = append(out, mutation{"changed-" + slug(name), patch})
+				break
+			}
+		}
 		if len(out) == 2 {
 			return out
 		}

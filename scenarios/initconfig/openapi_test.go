@@ -234,6 +234,56 @@ func TestFromOpenAPISelection(t *testing.T) {
 	}
 }
 
+// TestFromOpenAPIMinimal: a document that says little (no servers, no
+// security, no key header, no response schema, a path parameter without
+// example) still gives a file that loads, each gap a TODO.
+func TestFromOpenAPIMinimal(t *testing.T) {
+	doc := filepath.Join(t.TempDir(), "minimal.yaml")
+	if err := os.WriteFile(doc, []byte(`openapi: 3.0.3
+info: {title: Minimal, version: '1'}
+paths:
+  /carts/{cart}/items:
+    parameters: [{name: cart, in: path, required: true, schema: {type: integer, minimum: 7}}]
+    post:
+      requestBody:
+        content:
+          application/json:
+            schema: {type: object, required: [sku], properties: {sku: {type: string}}}
+      responses: {'204': {description: Added.}}
+    patch:
+      requestBody:
+        content: {text/csv: {schema: {type: string}}}
+      responses: {'200': {description: Updated.}}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := FromOpenAPI(context.Background(), OpenAPIOptions{Source: doc, Command: "idemcheck init"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, _, err := scenarios.ParseConfig(out)
+	if err != nil {
+		t.Fatalf("rule: an incomplete document still gives a file that loads: %v\n%s", err, out)
+	}
+	if len(target.Operations) != 2 || target.Operations[0].Path != "/carts/7/items" || target.Operations[0].Name != "items" ||
+		target.Operations[1].Name != "patch-items" || len(target.Principals) != 1 {
+		t.Errorf("operations %+v, principals %+v", target.Operations, target.Principals)
+	}
+	for _, want := range []string{
+		"base_url: http://127.0.0.1:8080 # TODO: the API's base URL (the document has no servers entry)",
+		"# TODO: path parameter cart is a placeholder (7): use an existing one",
+		"# TODO: the document declares no security scheme",
+		"# TODO: no operation declares the Idempotency-Key header",
+		"TODO: items: no id member in the success response's schema",
+		"TODO: patch-items: the request body is not JSON (text/csv)",
+		"# ttl: 24h  # TODO:",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("missing %q in\n%s", want, out)
+		}
+	}
+}
+
 // TestFromOpenAPIErrors: each bad input is one line naming the file,
 // field or URL; a URL that does not answer is ErrUnreachable (exit 4).
 func TestFromOpenAPIErrors(t *testing.T) {

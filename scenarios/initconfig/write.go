@@ -48,7 +48,7 @@ func (a *analysis) write(ops []operation, command string) ([]byte, error) {
 	kh := str(a.keyHeader)
 	switch {
 	case keyParam == nil:
-		todo(kh, fmt.Sprintf("no selected operation declares a %s header parameter: the header the API reads", a.keyHeader))
+		todo(kh, fmt.Sprintf("no selected operation declares the %s header parameter: name the header the API reads", a.keyHeader))
 	case a.keyGuessed:
 		guessed(kh, "the header parameter named like an idempotency key")
 	default:
