@@ -128,7 +128,7 @@ func (a *API) create(w http.ResponseWriter, r *http.Request) {
 	a.mu.Unlock()
 
 	b := map[string]any{"booking_id": "bk_" + randomHex(), "room": req.Room, "nights": req.Nights,
-		"status": "confirmed", "reference": req.Reference}
+		"status": "confirmed", "reference": req.Reference, "idempotency_key": keys[0]}
 	body, _ := json.Marshal(map[string]any{"booking": b})
 	a.mu.Lock()
 	a.bookings = append(a.bookings, booking{account, b})
@@ -137,7 +137,8 @@ func (a *API) create(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, json.RawMessage(body))
 }
 
-// list answers {"data": [...]}: the account's bookings, newest last.
+// list answers {"data": [...]}: the account's bookings, newest last, each
+// with the key it was made with.
 func (a *API) list(w http.ResponseWriter, r *http.Request) {
 	account, ok := apiKeys[r.Header.Get("X-Api-Key")]
 	if !ok {

@@ -167,7 +167,7 @@ func TestFromOpenAPIHints(t *testing.T) {
 	}
 	for _, want := range []string{
 		"#   url: /v2/bookings\n",
-		"#   count: {array: /data, where: /reference}",
+		"#   count: {array: /data, where: /idempotency_key}",
 		"# marker: /reference",
 		"mismatch_status: [409] # guessed: the 409 response of bookRoom says \"different request body\"",
 		"in_flight_status: [409]",

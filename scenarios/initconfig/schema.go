@@ -511,6 +511,21 @@ func itemSchema(s *openapi3.Schema) *openapi3.Schema {
 	return nil
 }
 
+// keyMember is the member of a listed element that holds the
+// idempotency key, for a list oracle's where.
+func keyMember(s *openapi3.Schema) string {
+	if s == nil {
+		return ""
+	}
+	f := flatten(s)
+	for _, n := range sortedKeys(f.properties) {
+		if l := strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(n)); l == "idempotencykey" || l == "requestkey" {
+			return "/" + escapePointer(n)
+		}
+	}
+	return ""
+}
+
 // markerMember is a body member fit to carry a per-key token: a client
 // reference the API stores as given (a reference, an external id, else a
 // description or note).

@@ -271,18 +271,20 @@ func (a *analysis) evidenceComments(root mapping, ops []operation) {
 		if !ok {
 			continue
 		}
-		where := "/TODO"
-		if m := markerMember(item); m != "" {
-			where = m
-		}
 		if array == "" {
 			array = `""`
 		}
+		count := fmt.Sprintf("  count: {array: %s}", array)
+		what := "its length is a global count (the run goes serial): no member of its elements holds the key"
+		if m := keyMember(item); m != "" {
+			count = fmt.Sprintf("  count: {array: %s, where: %s}", array, m)
+			what = "the elements whose " + m + " holds the key count per key"
+		}
 		lines = append(lines,
-			fmt.Sprintf("- the list endpoint GET %s (an array): count the elements whose member at `where` holds the key's marker", path),
+			fmt.Sprintf("- the list endpoint GET %s: %s", path, what),
 			"oracle:",
 			"  url: "+path,
-			fmt.Sprintf("  count: {array: %s, where: %s}", array, where))
+			count)
 		break
 	}
 	lines = append(lines,
@@ -401,7 +403,7 @@ func (a *analysis) operationNode(o operation, seen map[string]bool) (mapping, []
 	}
 	var markerLine []string
 	if mk := markerMember(bodySchema(b)); mk != "" {
-		markerLine = []string{fmt.Sprintf("marker: %s  # TODO: with downstream: or a list oracle, idemcheck writes a token per key here (%s)", mk, evidenceDoc)}
+		markerLine = []string{fmt.Sprintf("marker: %s  # TODO: with downstream:, idemcheck writes a token per key here for the double to find (%s)", mk, evidenceDoc)}
 	}
 
 	muts := a.mutations(b)
