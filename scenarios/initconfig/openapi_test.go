@@ -345,3 +345,49 @@ func TestFromOpenAPIURL(t *testing.T) {
 		t.Errorf("a 404 document: %v, want a document error", err)
 	}
 }
+
+// TestCredentialHeaders: each security scheme kind puts its secret where
+// the API reads it; a query-parameter key cannot be a principal's header.
+func TestCredentialHeaders(t *testing.T) {
+	for _, tc := range []struct {
+		s             openapi3.SecurityScheme
+		header, value string
+		ok            bool
+	}{
+		{openapi3.SecurityScheme{Type: "http", Scheme: "Bearer"}, "Authorization", "Bearer ${}", true},
+		{openapi3.SecurityScheme{Type: "http", Scheme: "basic"}, "Authorization", "Basic ${}", true},
+		{openapi3.SecurityScheme{Type: "apiKey", In: "header", Name: "X-Key"}, "X-Key", "${}", true},
+		{openapi3.SecurityScheme{Type: "apiKey", In: "cookie", Name: "sid"}, "Cookie", "sid=${}", true},
+		{openapi3.SecurityScheme{Type: "oauth2"}, "Authorization", "Bearer ${}", true},
+		{openapi3.SecurityScheme{Type: "openIdConnect"}, "Authorization", "Bearer ${}", true},
+		{openapi3.SecurityScheme{Type: "apiKey", In: "query", Name: "api_key"}, "", "", false},
+		{openapi3.SecurityScheme{Type: "http", Scheme: "digest"}, "", "", false},
+		{openapi3.SecurityScheme{Type: "mutualTLS"}, "", "", false},
+	} {
+		h, v, why, ok := credential("s", &tc.s)
+		if h != tc.header || v != tc.value || ok != tc.ok || why == "" {
+			t.Errorf("%+v: %q %q %v (%s); want %q %q %v", tc.s, h, v, ok, why, tc.header, tc.value, tc.ok)
+		}
+	}
+}
+
+// TestBaseURL: the first absolute server (variables at their defaults);
+// a relative one keeps its path under a placeholder host, a TODO.
+func TestBaseURL(t *testing.T) {
+	for _, tc := range []struct {
+		servers   openapi3.Servers
+		base, gap string
+	}{
+		{openapi3.Servers{{URL: "/api/v2"}}, "http://127.0.0.1:8080/api/v2", "relative"},
+		{openapi3.Servers{{URL: "{scheme}://{host}/v1", Variables: map[string]*openapi3.ServerVariable{
+			"scheme": {Default: "https"}, "host": {Default: "api.example.com"}}}}, "https://api.example.com/v1", ""},
+		{openapi3.Servers{{URL: "/x"}, {URL: "https://staging.example.com/"}}, "https://staging.example.com", ""},
+		{nil, "http://127.0.0.1:8080", "no servers"},
+	} {
+		a := analysis{doc: &openapi3.T{Servers: tc.servers}}
+		base, _, gap := a.baseURL()
+		if base != tc.base || (tc.gap == "") != (gap == "") || !strings.Contains(gap, tc.gap) {
+			t.Errorf("%v: %q (gap %q); want %q (gap %q)", tc.servers, base, gap, tc.base, tc.gap)
+		}
+	}
+}

@@ -39,9 +39,10 @@ func (a *analysis) write(ops []operation, command string) ([]byte, error) {
 	root.set("base_url", fromOrTodo(str(base), baseNote, baseGap))
 
 	var keyParam *openapi3.Parameter
+	var keyOp operation
 	for _, o := range ops {
 		if o.keyParam != nil {
-			keyParam = o.keyParam
+			keyParam, keyOp = o.keyParam, o
 			break
 		}
 	}
@@ -52,7 +53,7 @@ func (a *analysis) write(ops []operation, command string) ([]byte, error) {
 	case a.keyGuessed:
 		guessed(kh, "the header parameter named like an idempotency key")
 	default:
-		from(kh, "the header parameter of "+opLabel(ops[0]))
+		from(kh, "the header parameter of "+opLabel(keyOp))
 	}
 	root.set("key_header", kh)
 	syntax, syntaxWhy := keySyntax(keyParam)
@@ -75,7 +76,7 @@ func (a *analysis) write(ops []operation, command string) ([]byte, error) {
 		o.set("principal", value(0))
 		head(root.set("oracle", o.n), "From "+why+": it counts the API's executions.")
 	} else {
-		a.evidenceComments(root, ops)
+		a.evidenceComments(pk, ops)
 	}
 
 	opsNode := sequence()
@@ -153,7 +154,11 @@ func (a *analysis) baseURL() (base, note, gap string) {
 		return strings.TrimRight(u, "/"), note, ""
 	}
 	if len(a.doc.Servers) > 0 && a.doc.Servers[0] != nil {
-		return fallback, "", fmt.Sprintf("the API's absolute URL (servers[0] is %q)", a.doc.Servers[0].URL)
+		rel := a.doc.Servers[0].URL
+		if strings.HasPrefix(rel, "/") && !strings.Contains(rel, "{") {
+			return fallback + strings.TrimRight(rel, "/"), "", fmt.Sprintf("the API's host (servers[0] is the relative %q)", rel)
+		}
+		return fallback, "", fmt.Sprintf("the API's absolute URL (servers[0] is %q)", rel)
 	}
 	return fallback, "", "the API's base URL (the document has no servers entry)"
 }
@@ -181,7 +186,7 @@ func (a *analysis) principals(ops []operation) (*yaml.Node, []string) {
 		if len(names) == 0 {
 			continue
 		}
-		var heads [][2]string // header name, value with %d for the token number
+		var heads [][2]string // header name, value with ${} where the variable goes
 		var why []string
 		ok := true
 		for _, name := range names {
@@ -208,11 +213,11 @@ func (a *analysis) principals(ops []operation) (*yaml.Node, []string) {
 			p.set("name", str(fmt.Sprintf("user%d", n)))
 			hs := flowMapping()
 			for i, hv := range heads {
-				v := strings.ReplaceAll(hv[1], "TOKEN", tokenVar(n))
+				name := tokenVar(n)
 				if i > 0 {
-					v = strings.ReplaceAll(hv[1], "TOKEN", fmt.Sprintf("%s_%d", tokenVar(n), i+1))
+					name = fmt.Sprintf("%s_%d", name, i+1)
 				}
-				hs.set(hv[0], quoted(v))
+				hs.set(hv[0], quoted(strings.Replace(hv[1], "${}", "${"+name+"}", 1)))
 			}
 			p.set("headers", hs.n)
 			todo(hs.n, fmt.Sprintf("export %s: %s", tokenVar(n), map[int]string{1: "a user's secret", 2: "another user's, for the scope cases"}[n]))
@@ -233,35 +238,35 @@ func (a *analysis) principals(ops []operation) (*yaml.Node, []string) {
 }
 
 // credential is the header a security scheme puts its secret in; value
-// holds TOKEN where the environment variable goes.
+// holds ${} where the environment variable goes.
 func credential(name string, s *openapi3.SecurityScheme) (header, value, why string, ok bool) {
 	switch strings.ToLower(s.Type) {
 	case "http":
 		switch strings.ToLower(s.Scheme) {
 		case "bearer":
-			return "Authorization", "Bearer ${TOKEN}", name + " (http bearer)", true
+			return "Authorization", "Bearer ${}", name + " (http bearer)", true
 		case "basic":
-			return "Authorization", "Basic ${TOKEN}", name + " (http basic: the variable holds base64 of user:password)", true
+			return "Authorization", "Basic ${}", name + " (http basic: the variable holds base64 of user:password)", true
 		}
 		return "", "", fmt.Sprintf("%s (http %s)", name, s.Scheme), false
 	case "apikey":
 		switch strings.ToLower(s.In) {
 		case "header":
-			return s.Name, "${TOKEN}", fmt.Sprintf("%s (API key in the %s header)", name, s.Name), true
+			return s.Name, "${}", fmt.Sprintf("%s (API key in the %s header)", name, s.Name), true
 		case "cookie":
-			return "Cookie", s.Name + "=${TOKEN}", fmt.Sprintf("%s (API key in the %s cookie)", name, s.Name), true
+			return "Cookie", s.Name + "=${}", fmt.Sprintf("%s (API key in the %s cookie)", name, s.Name), true
 		}
 		return "", "", fmt.Sprintf("%s (API key in the %s query parameter)", name, s.Name), false
 	case "oauth2", "openidconnect":
-		return "Authorization", "Bearer ${TOKEN}", name + " (" + s.Type + ": the variable holds an access token)", true
+		return "Authorization", "Bearer ${}", name + " (" + s.Type + ": the variable holds an access token)", true
 	}
 	return "", "", fmt.Sprintf("%s (%s)", name, s.Type), false
 }
 
 // evidenceComments writes the evidence sources the document suggests as
 // commented config: they need what only the team knows.
-func (a *analysis) evidenceComments(root mapping, ops []operation) {
-	k := root.n.Content[len(root.n.Content)-2] // principals
+// They follow k, the principals key.
+func (a *analysis) evidenceComments(k *yaml.Node, ops []operation) {
 	lines := []string{
 		"TODO: evidence: how idemcheck counts executions. With only id_pointer, an execution that answered an error",
 		"is invisible and those cases say unverifiable. Pick one source (" + evidenceDoc + "):",
