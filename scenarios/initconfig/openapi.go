@@ -75,19 +75,26 @@ func loadDocument(ctx context.Context, src string, timeout time.Duration) (*open
 	loader := openapi3.NewLoader()
 	loader.Context = ctx
 	loader.IsExternalRefsAllowed = true
-	loader.ReadFromURIFunc = func(_ *openapi3.Loader, u *url.URL) ([]byte, error) { return readURI(ctx, client, u) }
+	loader.ReadFromURIFunc = func(_ *openapi3.Loader, u *url.URL) ([]byte, error) {
+		if remote && u.Scheme != "http" && u.Scheme != "https" {
+			// A document from the network does not get to read this
+			// machine's files through its $refs.
+			return nil, fmt.Errorf("$ref %s: a remote document's $refs must be http(s) URLs", u)
+		}
+		return readURI(ctx, client, u)
+	}
 	doc, err := loader.LoadFromURI(loc)
 	if err != nil {
 		if remote && errors.Is(err, scenarios.ErrUnreachable) {
 			return nil, fmt.Errorf("%w: %s: %v", scenarios.ErrUnreachable, src, unwrapUnreachable(err))
 		}
-		return nil, fmt.Errorf("%w %s: %s", ErrDocument, src, oneLine(err.Error()))
+		return nil, fmt.Errorf("%w %s: %s", ErrDocument, src, singleLine(err.Error()))
 	}
 	if doc.OpenAPI == "" || !strings.HasPrefix(doc.OpenAPI, "3.") {
 		return nil, fmt.Errorf("%w %s: openapi %q: want an OpenAPI 3.0 or 3.1 document", ErrDocument, src, doc.OpenAPI)
 	}
 	if err := doc.Validate(ctx, openapi3.DisableExamplesValidation()); err != nil {
-		return nil, fmt.Errorf("%w %s: invalid: %s", ErrDocument, src, oneLine(err.Error()))
+		return nil, fmt.Errorf("%w %s: invalid: %s", ErrDocument, src, singleLine(err.Error()))
 	}
 	if doc.Paths == nil || doc.Paths.Len() == 0 {
 		return nil, fmt.Errorf("%w %s: paths: the document describes no operation", ErrDocument, src)

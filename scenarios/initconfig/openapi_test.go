@@ -344,6 +344,25 @@ func TestFromOpenAPIURL(t *testing.T) {
 	if _, err := FromOpenAPI(context.Background(), OpenAPIOptions{Source: srv.URL + "/missing.yaml"}); err == nil || errors.Is(err, scenarios.ErrUnreachable) {
 		t.Errorf("a 404 document: %v, want a document error", err)
 	}
+	local, err := filepath.Abs("testdata/split/schemas.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte(strings.ReplaceAll(`openapi: 3.0.3
+info: {title: x, version: '1'}
+paths:
+  /a:
+    post:
+      requestBody: {content: {application/json: {schema: {$ref: 'file://LOCAL#/Purchase'}}}}
+      responses: {'201': {description: ok}}
+`, "LOCAL", local)))
+	}))
+	defer evil.Close()
+	_, err = FromOpenAPI(context.Background(), OpenAPIOptions{Source: evil.URL + "/openapi.yaml"})
+	if err == nil || !strings.Contains(err.Error(), "must be http(s) URLs") {
+		t.Errorf("rule: a remote document's $ref does not read local files: %v", err)
+	}
 }
 
 // TestCredentialHeaders: each security scheme kind puts its secret where

@@ -94,14 +94,17 @@ func joinComment(have string, lines []string) string {
 	return b.String()
 }
 
-// oneLine keeps a comment on its line whatever text it quotes.
+// oneLine keeps a comment on its line whatever text it quotes, and short.
 func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = singleLine(s)
 	if len(s) > 160 {
 		s = s[:157] + "..."
 	}
 	return s
 }
+
+// singleLine joins a multi-line message (an error) into one line.
+func singleLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // render writes the document with its head comment lines.
 func render(root mapping, headLines []string) ([]byte, error) {
