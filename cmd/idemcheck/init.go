@@ -38,8 +38,8 @@ func init() {
 			"the operations declaring the key header (else every POST and PATCH), bodies from examples or\n" +
 			"generated from the schemas, id_pointer, principals from the security schemes (secrets in\n" +
 			"${IDEMCHECK_TOKEN_1} and ${IDEMCHECK_TOKEN_2}), TTL, mutations. From a live endpoint (--probe):\n" +
-			"a few requests (a quoted and a bare key, a replay, no key, a changed body) show the key syntax,\n" +
-			"the id pointer, the replay marker and the statuses. Every guess is marked '# guessed:', every\n" +
+			"seven requests (a quoted and a bare key, a replay, a key that is not a UUID, no key, a changed\n" +
+			"body) show the key syntax, the id pointer, the replay marker and the statuses. Every guess is marked '# guessed:', every\n" +
 			"gap '# TODO:'.",
 		Example: `  idemcheck init --openapi examples/payments.openapi.yaml -o idemcheck.yaml
   idemcheck init --openapi https://api.example.com/openapi.json --operation createOrder -o orders.yaml
@@ -50,7 +50,7 @@ func init() {
 	fl := cmd.Flags()
 	fl.StringVar(&f.openapi, "openapi", "", "OpenAPI 3.0/3.1 document: a file or an http(s) URL")
 	fl.StringArrayVar(&f.operations, "operation", nil, "operationId to write (default: those declaring the key header, else every POST and PATCH); repeatable")
-	fl.StringVar(&f.probe, "probe", "", "absolute URL of a live endpoint to learn from (sends about six requests)")
+	fl.StringVar(&f.probe, "probe", "", "absolute URL of a live endpoint to learn from (sends seven requests)")
 	fl.StringVar(&f.method, "method", "POST", "--probe: the endpoint's method")
 	fl.StringVar(&f.body, "body", "", "--probe: a JSON object the endpoint accepts")
 	fl.StringArrayVar(&f.headers, "header", nil, "--probe: 'Name: value' sent with every request (credentials are written as ${IDEMCHECK_TOKEN_1}); repeatable")

@@ -182,13 +182,17 @@ type learnt struct {
 	mismatchWhy       string
 	mutation          map[string]any
 	mutationWhy       string
+	// uuidOnly says why the API takes only UUID keys ("": it does not).
+	uuidOnly string
 }
 
 // learn runs the exchanges: a quoted key, a bare key, (the bare form of
-// the quoted key when both were accepted), a replay, no key, a changed body.
+// the quoted key when both were accepted, or one more key when only one
+// was), a replay, a key that is not a UUID, no key, a changed body.
 func (p *probe) learn(ctx context.Context, target string) (*learnt, error) {
 	l := &learnt{}
-	k1, k2 := "idemcheck-"+uuid.NewString(), "idemcheck-"+uuid.NewString()
+	// UUIDs: the one key form every API accepts (some accept nothing else).
+	k1, k2 := uuid.NewString(), uuid.NewString()
 	nq, q := p.send(ctx, "a quoted key", `"`+k1+`"`, nil)
 	nr, r := p.send(ctx, "a bare key", k2, nil)
 	if q.Err != nil && r.Err != nil {
@@ -234,7 +238,7 @@ func (p *probe) learn(ctx context.Context, target string) (*learnt, error) {
 			nOther, other = nq, q
 		}
 		if !other.OK() {
-			k3 := "idemcheck-" + uuid.NewString()
+			k3 := uuid.NewString()
 			if l.syntax == string(scenarios.SFString) {
 				k3 = `"` + k3 + `"`
 			}
@@ -266,6 +270,14 @@ func (p *probe) learn(ctx context.Context, target string) (*learnt, error) {
 		l.replayWhy = fmt.Sprintf("exchange %d (the replay) carried %s: %s, exchange %d did not", nRe, h, v, nFirst)
 	} else if l.replayGap == "" {
 		l.replayWhy = fmt.Sprintf("exchange %d (the replay) carried no header that exchange %d lacked", nRe, nFirst)
+	}
+
+	other := "idemcheck-" + strings.ReplaceAll(uuid.NewString(), "-", "")
+	if l.syntax == string(scenarios.SFString) {
+		other = `"` + other + `"`
+	}
+	if nu, u := p.send(ctx, "a key that is not a UUID", other, nil); u.Is4xx() {
+		l.uuidOnly = fmt.Sprintf("%s, exchange %d (a UUID) got %d", p.describe(nu), nFirst, first.Status)
 	}
 
 	nm, missing := p.send(ctx, "no key", "", nil)
@@ -535,6 +547,9 @@ func (p *probe) write(o ProbeOptions, l *learnt) ([]byte, error) {
 		ov.set("mismatch_status", from(statusList(l.mismatchStatus), l.mismatchWhy))
 	case l.mismatchStatus != 0:
 		todo(prof.n.Content[1], l.mismatchWhy+": a changed body under a used key should be refused; the catalog will say")
+	}
+	if l.uuidOnly != "" {
+		ov.set("key_format", from(str("uuid"), l.uuidOnly))
 	}
 	if l.replayHeader != "" {
 		ov.set("replay_header", from(str(l.replayHeader), l.replayWhy))

@@ -84,10 +84,32 @@ func TestProbe(t *testing.T) {
 			if op.Headers["Accept"] != "application/json" || len(op.Mutations) != 1 {
 				t.Errorf("other headers are the operation's (%v); one learnt mutation (%v)", op.Headers, op.Mutations)
 			}
-			if !twoKeys.Match(out) || !strings.Contains(string(out), "  6. ") {
+			if profile.KeyFormat != "" {
+				t.Errorf("key_format %q: these APIs take any key", profile.KeyFormat)
+			}
+			if !twoKeys.Match(out) || !strings.Contains(string(out), "  7. ") {
 				t.Errorf("rule: each learnt value names the exchange that showed it\n%s", out)
 			}
 		})
+	}
+}
+
+// TestProbeUUIDKeys: an API that takes only bare UUIDs is learnt as raw
+// with key_format uuid, from the exchange a non-UUID key was refused in.
+func TestProbeUUIDKeys(t *testing.T) {
+	setTokens(t)
+	base := serve(t, variants.New(variants.Choices{TTL: time.Hour, UUIDKeys: true}))
+	out, err := Probe(context.Background(), ProbeOptions{URL: base + "/api/charges", Body: `{"amount":1,"currency":"EUR"}`,
+		Headers: []string{"Authorization: Bearer tok_alice"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, profile, err := scenarios.ParseConfig(out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if target.KeySyntax != scenarios.Raw || profile.KeyFormat != "uuid" || !strings.Contains(string(out), "key_format: uuid # exchange ") {
+		t.Errorf("learnt %s, key_format %q; want raw, uuid\n%s", target.KeySyntax, profile.KeyFormat, out)
 	}
 }
 
