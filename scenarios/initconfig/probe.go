@@ -181,9 +181,16 @@ type learnt struct {
 	mismatchStatus    int
 	mismatchWhy       string
 	mutation          map[string]any
-	mutationWhy       string
 	// uuidOnly says why the API takes only UUID keys ("": it does not).
 	uuidOnly string
+}
+
+// accepted is an exchange the API answered with a 2xx: its number, the
+// response and the key header as sent.
+type accepted struct {
+	n    int
+	resp scenarios.Resp
+	key  string
 }
 
 // learn runs the exchanges: a quoted key, a bare key, (the bare form of
@@ -191,112 +198,133 @@ type learnt struct {
 // was), a replay, a key that is not a UUID, no key, a changed body.
 func (p *probe) learn(ctx context.Context, target string) (*learnt, error) {
 	l := &learnt{}
-	// UUIDs: the one key form every API accepts (some accept nothing else).
+	first, second, err := p.learnSyntax(ctx, target, l)
+	if err != nil {
+		return nil, err
+	}
+	p.learnID(ctx, l, first, second)
+	p.learnReplay(ctx, l, first)
+	p.learnKeyForm(ctx, l, first)
+	if n, missing := p.send(ctx, "no key", "", nil); missing.Err == nil {
+		l.missingStatus, l.missingWhy = missing.Status, p.describe(n)
+	}
+	p.learnMismatch(ctx, l, first)
+	return l, nil
+}
+
+// sfKey writes key as an sf-string when the API parses them.
+func (l *learnt) sfKey(key string) string {
+	if l.syntax == string(scenarios.SFString) {
+		return `"` + key + `"`
+	}
+	return key
+}
+
+// learnSyntax sends a quoted and a bare key (UUIDs: the one form every
+// API accepts, some nothing else). first is the accepted exchange the
+// replay and the mismatch reuse; second another accepted key's, if any.
+func (p *probe) learnSyntax(ctx context.Context, target string, l *learnt) (first, second *accepted, err error) {
 	k1, k2 := uuid.NewString(), uuid.NewString()
 	nq, q := p.send(ctx, "a quoted key", `"`+k1+`"`, nil)
 	nr, r := p.send(ctx, "a bare key", k2, nil)
-	if q.Err != nil && r.Err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", scenarios.ErrUnreachable, target, q.Err)
-	}
-	if !q.OK() && !r.OK() {
-		return nil, fmt.Errorf("--probe %s: no request succeeded (%s: %s; %s: %s): check --body and --header",
-			target, p.describe(nq), clip(q.Body), p.describe(nr), clip(r.Body))
-	}
-	// first is the accepted exchange the replay and the mismatch reuse.
-	var first scenarios.Resp
-	var nFirst int
-	var firstKey string
+	quoted, bare := &accepted{nq, q, `"` + k1 + `"`}, &accepted{nr, r, k2}
 	switch {
+	case q.Err != nil && r.Err != nil:
+		return nil, nil, fmt.Errorf("%w: %s: %v", scenarios.ErrUnreachable, target, q.Err)
+	case !q.OK() && !r.OK():
+		return nil, nil, fmt.Errorf("--probe %s: no request succeeded (%s: %s; %s: %s): check --body and --header",
+			target, p.describe(nq), clip(q.Body), p.describe(nr), clip(r.Body))
 	case q.OK() && !r.OK():
-		l.syntax, l.syntaxWhy = string(scenarios.SFString), fmt.Sprintf("%s, %s", p.describe(nq), p.describe(nr))
-		first, nFirst, firstKey = q, nq, `"`+k1+`"`
+		l.syntax, l.syntaxWhy = string(scenarios.SFString), p.describe(nq)+", "+p.describe(nr)
+		return quoted, nil, nil
 	case r.OK() && !q.OK():
-		l.syntax, l.syntaxWhy = string(scenarios.Raw), fmt.Sprintf("%s, %s", p.describe(nr), p.describe(nq))
-		first, nFirst, firstKey = r, nr, k2
-	default:
-		// Both accepted: the bare form of the quoted key tells a server
-		// that parses the sf-string (the same key: a replay) from one that
-		// keeps the quotes (another key: a new execution).
-		nb, b := p.send(ctx, "the quoted key of exchange 1, bare", k1, nil)
-		ptr := findID(q.Body)
-		same := b.OK() && ((ptr != "" && idAt(b.Body, ptr) == idAt(q.Body, ptr)) || (ptr == "" && string(b.Body) == string(q.Body)))
-		if same {
-			l.syntax = string(scenarios.SFString)
-			l.syntaxWhy = fmt.Sprintf("exchanges %d and %d accepted a quoted and a bare key; exchange %d, exchange %d's key bare, replayed it: the quotes are parsed", nq, nr, nb, nq)
-			first, nFirst, firstKey = q, nq, `"`+k1+`"`
-		} else {
-			l.syntax = string(scenarios.Raw)
-			l.syntaxWhy = fmt.Sprintf("exchanges %d and %d accepted a quoted and a bare key; exchange %d, exchange %d's key bare, did not replay it: the quotes are part of the key", nq, nr, nb, nq)
-			first, nFirst, firstKey = r, nr, k2
-		}
+		l.syntax, l.syntaxWhy = string(scenarios.Raw), p.describe(nr)+", "+p.describe(nq)
+		return bare, nil, nil
 	}
-	if ptr := findID(first.Body); ptr != "" {
-		// Two keys must give two values: the second accepted exchange,
-		// else one more request with a fresh key in the accepted syntax.
-		nOther, other := nr, r
-		if nFirst == nr {
-			nOther, other = nq, q
-		}
-		if !other.OK() {
-			k3 := uuid.NewString()
-			if l.syntax == string(scenarios.SFString) {
-				k3 = `"` + k3 + `"`
-			}
-			nOther, other = p.send(ctx, "another key", k3, nil)
-		}
-		a, b := idAt(first.Body, ptr), idAt(other.Body, ptr)
-		switch {
-		case other.OK() && a != b:
-			l.idPointer, l.idWhy = ptr, fmt.Sprintf("exchanges %d and %d (two keys) created %s and %s", min(nFirst, nOther), max(nFirst, nOther), a, b)
-		case other.OK():
-			l.idWhy = fmt.Sprintf("%s is %s for two keys (exchanges %d and %d): not a created id", ptr, a, nFirst, nOther)
-		default:
-			l.idPointer, l.idWhy = ptr, fmt.Sprintf("exchange %d created %s (%s: check it differs per execution)", nFirst, a, p.describe(nOther))
-		}
+	// Both accepted: the bare form of the quoted key tells a server that
+	// parses the sf-string (the same key: a replay) from one that keeps
+	// the quotes (another key: a new execution).
+	nb, b := p.send(ctx, fmt.Sprintf("exchange %d's key, bare", nq), k1, nil)
+	ptr := findID(q.Body)
+	if b.OK() && ((ptr != "" && idAt(b.Body, ptr) == idAt(q.Body, ptr)) || (ptr == "" && string(b.Body) == string(q.Body))) {
+		l.syntax = string(scenarios.SFString)
+		l.syntaxWhy = fmt.Sprintf("exchanges %d and %d accepted a quoted and a bare key; exchange %d, exchange %d's key bare, replayed it: the quotes are parsed", nq, nr, nb, nq)
+		return quoted, bare, nil
 	}
+	l.syntax = string(scenarios.Raw)
+	l.syntaxWhy = fmt.Sprintf("exchanges %d and %d accepted a quoted and a bare key; exchange %d, exchange %d's key bare, did not replay it: the quotes are part of the key", nq, nr, nb, nq)
+	return bare, quoted, nil
+}
 
-	nRe, re := p.send(ctx, "the replay of exchange "+fmt.Sprint(nFirst), firstKey, nil)
+// learnID finds the created id in first's answer and checks that two keys
+// give two values (one more key when no second was accepted).
+func (p *probe) learnID(ctx context.Context, l *learnt, first, second *accepted) {
+	ptr := findID(first.resp.Body)
+	if ptr == "" {
+		return
+	}
+	if second == nil {
+		k := l.sfKey(uuid.NewString())
+		n, r := p.send(ctx, "another key", k, nil)
+		second = &accepted{n, r, k}
+	}
+	a, b := idAt(first.resp.Body, ptr), idAt(second.resp.Body, ptr)
+	switch {
+	case second.resp.OK() && a != b:
+		l.idPointer, l.idWhy = ptr, fmt.Sprintf("exchanges %d and %d (two keys) created %s and %s", min(first.n, second.n), max(first.n, second.n), a, b)
+	case second.resp.OK():
+		l.idWhy = fmt.Sprintf("%s is %s for two keys (exchanges %d and %d): not a created id", ptr, a, first.n, second.n)
+	default:
+		l.idPointer, l.idWhy = ptr, fmt.Sprintf("exchange %d created %s (%s: check it differs per execution)", first.n, a, p.describe(second.n))
+	}
+}
+
+// learnReplay repeats first: the same answer is a replay, and a header
+// only the replay carries is its marker.
+func (p *probe) learnReplay(ctx context.Context, l *learnt, first *accepted) {
+	n, re := p.send(ctx, fmt.Sprintf("the replay of exchange %d", first.n), first.key, nil)
+	orig := first.resp
 	switch {
 	case re.Err != nil:
-		l.replayGap = p.describe(nRe)
-	case l.idPointer != "" && re.OK() && idAt(re.Body, l.idPointer) != idAt(first.Body, l.idPointer):
-		l.replayGap = fmt.Sprintf("%s with another id (%s, not %s): the key did not prevent a second execution", p.describe(nRe),
-			idAt(re.Body, l.idPointer), idAt(first.Body, l.idPointer))
-	case re.Status != first.Status:
-		l.replayGap = fmt.Sprintf("%s, not %d as exchange %d", p.describe(nRe), first.Status, nFirst)
+		l.replayGap = p.describe(n)
+	case l.idPointer != "" && re.OK() && idAt(re.Body, l.idPointer) != idAt(orig.Body, l.idPointer):
+		l.replayGap = fmt.Sprintf("%s with another id (%s, not %s): the key did not prevent a second execution", p.describe(n),
+			idAt(re.Body, l.idPointer), idAt(orig.Body, l.idPointer))
+	case re.Status != orig.Status:
+		l.replayGap = fmt.Sprintf("%s, not %d as exchange %d", p.describe(n), orig.Status, first.n)
 	}
-	if h, v := replayMarker(first.Header, re.Header); h != "" {
+	if h, v := replayMarker(orig.Header, re.Header); h != "" {
 		l.replayHeader, l.replayValue = h, v
-		l.replayWhy = fmt.Sprintf("exchange %d (the replay) carried %s: %s, exchange %d did not", nRe, h, v, nFirst)
+		l.replayWhy = fmt.Sprintf("exchange %d (the replay) carried %s: %s, exchange %d did not", n, h, v, first.n)
 	} else if l.replayGap == "" {
-		l.replayWhy = fmt.Sprintf("exchange %d (the replay) carried no header that exchange %d lacked", nRe, nFirst)
+		l.replayWhy = fmt.Sprintf("exchange %d (the replay) carried no header that exchange %d lacked", n, first.n)
 	}
+}
 
-	other := "idemcheck-" + strings.ReplaceAll(uuid.NewString(), "-", "")
-	if l.syntax == string(scenarios.SFString) {
-		other = `"` + other + `"`
+// learnKeyForm sends a key that is not a UUID: refused, the API takes
+// UUIDs only.
+func (p *probe) learnKeyForm(ctx context.Context, l *learnt, first *accepted) {
+	k := l.sfKey("idemcheck-" + strings.ReplaceAll(uuid.NewString(), "-", ""))
+	if n, r := p.send(ctx, "a key that is not a UUID", k, nil); r.Is4xx() {
+		l.uuidOnly = fmt.Sprintf("%s, exchange %d (a UUID) got %d", p.describe(n), first.n, first.resp.Status)
 	}
-	if nu, u := p.send(ctx, "a key that is not a UUID", other, nil); u.Is4xx() {
-		l.uuidOnly = fmt.Sprintf("%s, exchange %d (a UUID) got %d", p.describe(nu), nFirst, first.Status)
-	}
+}
 
-	nm, missing := p.send(ctx, "no key", "", nil)
-	if missing.Err == nil {
-		l.missingStatus, l.missingWhy = missing.Status, p.describe(nm)
+// learnMismatch sends first's key with a changed body.
+func (p *probe) learnMismatch(ctx context.Context, l *learnt, first *accepted) {
+	patch, ok := probeMutation(p.op.Body)
+	if !ok {
+		return
 	}
-
-	if patch, ok := probeMutation(p.op.Body); ok {
-		changedBody, err := jsonx.MergePatch(p.op.Body, mustJSON(patch))
-		if err == nil {
-			nc, c := p.send(ctx, "exchange "+fmt.Sprint(nFirst)+"'s key, a changed body", firstKey, changedBody)
-			l.mutation = patch
-			if c.Err == nil {
-				l.mismatchStatus, l.mismatchWhy = c.Status, p.describe(nc)
-				l.mutationWhy = p.describe(nc)
-			}
-		}
+	changedBody, err := jsonx.MergePatch(p.op.Body, mustJSON(patch))
+	if err != nil {
+		return
 	}
-	return l, nil
+	n, c := p.send(ctx, fmt.Sprintf("exchange %d's key, a changed body", first.n), first.key, changedBody)
+	l.mutation = patch
+	if c.Err == nil {
+		l.mismatchStatus, l.mismatchWhy = c.Status, p.describe(n)
+	}
 }
 
 func clip(b []byte) string {
@@ -518,7 +546,7 @@ func (p *probe) write(o ProbeOptions, l *learnt) ([]byte, error) {
 		mm := flowMapping()
 		mm.set("name", str("changed-"+slug(sortedKeys(l.mutation)[0])))
 		mm.set("patch", value(l.mutation))
-		guessed(mm.n, "a changed member; "+l.mutationWhy)
+		guessed(mm.n, "a changed member; "+l.mismatchWhy)
 		op.set("mutations", sequence(mm.n))
 	}
 	last := op.n.Content[len(op.n.Content)-2]
