@@ -418,7 +418,11 @@ func (a *analysis) operationNode(o operation, seen map[string]bool) (mapping, []
 			mm := flowMapping()
 			mm.set("name", str(mu.name))
 			mm.set("patch", value(mu.patch))
-			guessed(mm.n, "a changed member, still valid against the schema")
+			what := "a changed member"
+			if strings.HasPrefix(mu.name, "added-") {
+				what = "an added member"
+			}
+			guessed(mm.n, what+", still valid against the schema")
 			seq.Content = append(seq.Content, mm.n)
 		}
 		head(m.set("mutations", seq), markerLine...)
