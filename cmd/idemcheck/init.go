@@ -57,7 +57,7 @@ func init() {
 	fl.StringVar(&f.keyHeader, "key-header", "", "the key header's name (default Idempotency-Key)")
 	fl.StringVarP(&f.out, "output", "o", "idemcheck.yaml", "file to write ('-': stdout)")
 	fl.BoolVar(&f.force, "force", false, "overwrite the output file")
-	fl.DurationVar(&f.timeout, "timeout", 10*time.Second, "per request (--probe, a document URL)")
+	fl.DurationVar(&f.timeout, "timeout", 10*time.Second, "per request (--probe, a document URL); the TLS flags apply to both")
 	tlsFlags(fl, &f.tls)
 	rootCmd.AddCommand(cmd)
 }
@@ -86,7 +86,7 @@ func runInit(cmd *cobra.Command, f initFlags) error {
 	)
 	if f.openapi != "" {
 		out, err = initconfig.FromOpenAPI(cmd.Context(), initconfig.OpenAPIOptions{
-			Source: f.openapi, Operations: f.operations, KeyHeader: f.keyHeader, Timeout: f.timeout,
+			Source: f.openapi, Operations: f.operations, KeyHeader: f.keyHeader, Timeout: f.timeout, TLS: f.tls,
 			Command: "idemcheck init --openapi " + f.openapi,
 		})
 	} else {

@@ -47,8 +47,10 @@ type OpenAPIOptions struct {
 	// KeyHeader is the key header's name (empty: Idempotency-Key, or the
 	// one header parameter whose name holds "idempotency").
 	KeyHeader string
-	// Timeout bounds fetching a URL and its external $refs (0: 10s).
+	// Timeout bounds fetching a URL and its external $refs (0: 10s); TLS
+	// reaches an https one (a private CA, a client certificate).
 	Timeout time.Duration
+	TLS     scenarios.TLS
 	// Command is the command line that asked, quoted in the file's head.
 	Command string
 }
@@ -57,7 +59,7 @@ type OpenAPIOptions struct {
 // config: every value it took from the document says where from, every
 // guess says "guessed:", every gap says "TODO:".
 func FromOpenAPI(ctx context.Context, o OpenAPIOptions) ([]byte, error) {
-	doc, err := loadDocument(ctx, o.Source, o.Timeout)
+	doc, err := loadDocument(ctx, o.Source, o.Timeout, o.TLS)
 	if err != nil {
 		return nil, err
 	}
@@ -71,15 +73,21 @@ func FromOpenAPI(ctx context.Context, o OpenAPIOptions) ([]byte, error) {
 
 // loadDocument loads and validates the document; errors are one line
 // naming the source.
-func loadDocument(ctx context.Context, src string, timeout time.Duration) (*openapi3.T, error) {
+func loadDocument(ctx context.Context, src string, timeout time.Duration, tls scenarios.TLS) (*openapi3.T, error) {
 	if timeout <= 0 {
 		timeout = 10 * time.Second
 	}
+	// The request layer's client, as every face builds it.
+	var reach scenarios.Target
+	if err := reach.SetTLS(tls); err != nil {
+		return nil, fmt.Errorf("tls.%v", err)
+	}
+	client := reach.Client(timeout)
+	defer client.CloseIdleConnections()
 	loc, remote := &url.URL{Path: filepath.ToSlash(src)}, false
 	if u, err := url.Parse(src); err == nil && (u.Scheme == "http" || u.Scheme == "https") {
 		loc, remote = u, true
 	}
-	client := scenarios.NewClient(timeout)
 	loader := openapi3.NewLoader()
 	loader.Context = ctx
 	loader.IsExternalRefsAllowed = true

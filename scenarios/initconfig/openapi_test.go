@@ -3,6 +3,7 @@ package initconfig
 import (
 	"context"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -79,7 +80,7 @@ func TestFromOpenAPIDocuments(t *testing.T) {
 			if len(target.Operations) != len(d.ids) {
 				t.Errorf("%d operations, want %d (those declaring the key header)", len(target.Operations), len(d.ids))
 			}
-			doc, err := loadDocument(context.Background(), d.path, 0)
+			doc, err := loadDocument(context.Background(), d.path, 0, scenarios.TLS{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -408,5 +409,23 @@ func TestBaseURL(t *testing.T) {
 		if base != tc.base || (tc.gap == "") != (gap == "") || !strings.Contains(gap, tc.gap) {
 			t.Errorf("%v: %q (gap %q); want %q (gap %q)", tc.servers, base, gap, tc.base, tc.gap)
 		}
+	}
+}
+
+// TestFromOpenAPIURLTLS: a document on an https server signed by a
+// private CA loads with that CA (--ca-cert), and not without it.
+func TestFromOpenAPIURLTLS(t *testing.T) {
+	srv := httptest.NewTLSServer(http.FileServer(http.Dir("testdata")))
+	defer srv.Close()
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	src := srv.URL + "/bookings.yaml"
+	if _, err := FromOpenAPI(context.Background(), OpenAPIOptions{Source: src}); err == nil {
+		t.Error("rule: an unknown CA is refused")
+	}
+	if _, err := FromOpenAPI(context.Background(), OpenAPIOptions{Source: src, TLS: scenarios.TLS{CACert: ca}}); err != nil {
+		t.Errorf("with the CA: %v", err)
 	}
 }
