@@ -106,7 +106,10 @@ func loadDocument(ctx context.Context, src string, timeout time.Duration, tls sc
 		}
 		return nil, fmt.Errorf("%w %s: %s", ErrDocument, src, singleLine(err.Error()))
 	}
-	if doc.OpenAPI == "" || !strings.HasPrefix(doc.OpenAPI, "3.") {
+	if doc.OpenAPI == "" {
+		return nil, fmt.Errorf("%w %s: no openapi field: want an OpenAPI 3.0 or 3.1 document (convert a Swagger 2.0 one first)", ErrDocument, src)
+	}
+	if !strings.HasPrefix(doc.OpenAPI, "3.") {
 		return nil, fmt.Errorf("%w %s: openapi %q: want an OpenAPI 3.0 or 3.1 document", ErrDocument, src, doc.OpenAPI)
 	}
 	if err := doc.Validate(ctx, openapi3.DisableExamplesValidation()); err != nil {
