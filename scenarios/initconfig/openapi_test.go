@@ -429,3 +429,61 @@ func TestFromOpenAPIURLTLS(t *testing.T) {
 		t.Errorf("with the CA: %v", err)
 	}
 }
+
+// TestPrincipalsFromRequirements: of every alternative of the operations'
+// security requirements, the principals send the one with the fewest
+// secrets idemcheck can send; two secrets for one header, or a key in the
+// query, are not sendable and are named.
+func TestPrincipalsFromRequirements(t *testing.T) {
+	setTokens(t)
+	doc := filepath.Join(t.TempDir(), "security.yaml")
+	if err := os.WriteFile(doc, []byte(`openapi: 3.1.0
+info: {title: Security, version: '1'}
+servers: [{url: 'https://api.example.com'}]
+components:
+  securitySchemes:
+    basic: {type: http, scheme: basic}
+    bearer: {type: http, scheme: bearer}
+    query: {type: apiKey, in: query, name: api_key}
+    header: {type: apiKey, in: header, name: X-Key}
+    tenant: {type: apiKey, in: header, name: X-Tenant}
+paths:
+  /a:
+    post:
+      operationId: a
+      security: [{basic: [], bearer: []}, {query: []}, {header: [], tenant: []}]
+      parameters: [{name: Idempotency-Key, in: header, schema: {type: string}}]
+      responses: {'201': {description: ok}}
+  /b:
+    post:
+      operationId: b
+      security: [{bearer: []}]
+      parameters: [{name: Idempotency-Key, in: header, schema: {type: string}}]
+      responses: {'201': {description: ok}}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := FromOpenAPI(context.Background(), OpenAPIOptions{Source: doc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, _, err := scenarios.ParseConfig(out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if h := target.Principals[1].Headers; len(h) != 1 || h["Authorization"] != "Bearer token-two" {
+		t.Errorf("rule: the alternative with the fewest secrets (bearer on /b); got %v\n%s", h, out)
+	}
+	t.Setenv("IDEMCHECK_TOKEN_1_2", "tenant-one")
+	t.Setenv("IDEMCHECK_TOKEN_2_2", "tenant-two")
+	out, err = FromOpenAPI(context.Background(), OpenAPIOptions{Source: doc, Operations: []string{"a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if target, _, err = scenarios.ParseConfig(out); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if h := target.Principals[0].Headers; len(h) != 2 || h["X-Key"] != "token-one" || h["X-Tenant"] != "tenant-one" {
+		t.Errorf("rule: basic + bearer share one header and a query key is no header: X-Key + X-Tenant; got %v\n%s", h, out)
+	}
+}

@@ -163,17 +163,17 @@ func (a *analysis) baseURL() (base, note, gap string) {
 	return fallback, "", "the API's base URL (the document has no servers entry)"
 }
 
-// principals are two users from the operations' security requirement,
+// principals are two users from the operations' security requirements,
 // their secrets in ${IDEMCHECK_TOKEN_1} and ${IDEMCHECK_TOKEN_2}.
 func (a *analysis) principals(ops []operation) (*yaml.Node, []string) {
+	// Every alternative of every operation's requirement, in order: the
+	// first idemcheck can send is the principals' (one set for all).
 	var req openapi3.SecurityRequirements
-	if a.doc.Security != nil {
-		req = a.doc.Security
-	}
 	for _, o := range ops {
 		if o.op.Security != nil {
-			req = *o.op.Security
-			break
+			req = append(req, *o.op.Security...)
+		} else {
+			req = append(req, a.doc.Security...)
 		}
 	}
 	var schemes openapi3.SecuritySchemes
@@ -181,49 +181,23 @@ func (a *analysis) principals(ops []operation) (*yaml.Node, []string) {
 		schemes = a.doc.Components.SecuritySchemes
 	}
 	var unsupported []string
+	var heads [][2]string
+	var why []string
 	for _, alt := range req {
 		names := sortedKeys(alt)
 		if len(names) == 0 {
 			continue
 		}
-		var heads [][2]string // header name, value with ${} where the variable goes
-		var why []string
-		ok := true
-		for _, name := range names {
-			ref := schemes[name]
-			if ref == nil || ref.Value == nil {
-				ok = false
-				break
-			}
-			h, v, w, supported := credential(name, ref.Value)
-			if !supported {
-				unsupported = append(unsupported, w)
-				ok = false
-				break
-			}
-			heads = append(heads, [2]string{h, v})
-			why = append(why, w)
+		h, w, problem := sendable(names, schemes)
+		switch {
+		case problem != "":
+			unsupported = append(unsupported, problem)
+		case heads == nil || len(h) < len(heads): // the fewest secrets to set
+			heads, why = h, w
 		}
-		if !ok {
-			continue
-		}
-		seq := sequence()
-		for n := 1; n <= 2; n++ {
-			p := newMapping()
-			p.set("name", str(fmt.Sprintf("user%d", n)))
-			hs := flowMapping()
-			for i, hv := range heads {
-				name := tokenVar(n)
-				if i > 0 {
-					name = fmt.Sprintf("%s_%d", name, i+1)
-				}
-				hs.set(hv[0], quoted(strings.Replace(hv[1], "${}", "${"+name+"}", 1)))
-			}
-			p.set("headers", hs.n)
-			todo(hs.n, fmt.Sprintf("export %s: %s", tokenVar(n), map[int]string{1: "a user's secret", 2: "another user's, for the scope cases"}[n]))
-			seq.Content = append(seq.Content, p.n)
-		}
-		return seq, []string{"From the security scheme " + strings.Join(why, " + ") + "."}
+	}
+	if heads != nil {
+		return twoUsers(heads), []string{"From the security scheme " + strings.Join(why, " + ") + "."}
 	}
 	seq := sequence()
 	p := newMapping()
@@ -235,6 +209,55 @@ func (a *analysis) principals(ops []operation) (*yaml.Node, []string) {
 		lines = append(lines, "Not sendable as a header: "+strings.Join(unsupported, "; ")+".")
 	}
 	return seq, lines
+}
+
+// twoUsers are the principals user1 and user2 sending heads, the
+// secrets in IDEMCHECK_TOKEN_n (IDEMCHECK_TOKEN_n_2, ... for more).
+func twoUsers(heads [][2]string) *yaml.Node {
+	seq := sequence()
+	for i, whose := range []string{"a user's secret", "another user's, for the scope cases"} {
+		n := i + 1
+		p := newMapping()
+		p.set("name", str(fmt.Sprintf("user%d", n)))
+		hs := flowMapping()
+		var vars []string
+		for i, hv := range heads {
+			name := tokenVar(n)
+			if i > 0 {
+				name = fmt.Sprintf("%s_%d", name, i+1)
+			}
+			vars = append(vars, name)
+			hs.set(hv[0], quoted(strings.Replace(hv[1], "${}", "${"+name+"}", 1)))
+		}
+		p.set("headers", hs.n)
+		todo(hs.n, fmt.Sprintf("export %s: %s", strings.Join(vars, " and "), whose))
+		seq.Content = append(seq.Content, p.n)
+	}
+	return seq
+}
+
+// sendable is the headers that carry one security requirement's secrets
+// (header name, value with ${} where the variable goes), with the schemes
+// they come from; problem says why idemcheck cannot send them.
+func sendable(names []string, schemes openapi3.SecuritySchemes) (heads [][2]string, why []string, problem string) {
+	for _, name := range names {
+		ref := schemes[name]
+		if ref == nil || ref.Value == nil {
+			return nil, nil, name + " (not in components.securitySchemes)"
+		}
+		h, v, w, ok := credential(name, ref.Value)
+		if !ok {
+			return nil, nil, w
+		}
+		for _, have := range heads {
+			if strings.EqualFold(have[0], h) {
+				return nil, nil, strings.Join(names, " + ") + " (two secrets in one " + h + " header)"
+			}
+		}
+		heads = append(heads, [2]string{h, v})
+		why = append(why, w)
+	}
+	return heads, why, ""
 }
 
 // credential is the header a security scheme puts its secret in; value
