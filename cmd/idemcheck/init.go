@@ -17,6 +17,7 @@ import (
 
 type initFlags struct {
 	openapi    string
+	noValidate bool
 	operations []string
 	probe      string
 	method     string
@@ -49,6 +50,7 @@ func init() {
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.openapi, "openapi", "", "OpenAPI 3.0/3.1 document: a file or an http(s) URL")
+	fl.BoolVar(&f.noValidate, "no-validate", false, "--openapi: read a document that does not validate (e.g. path conflicts elsewhere) instead of refusing it")
 	fl.StringArrayVar(&f.operations, "operation", nil, "operationId to write (default: those declaring the key header, else every POST and PATCH); repeatable")
 	fl.StringVar(&f.probe, "probe", "", "absolute URL of a live endpoint to learn from (sends seven requests)")
 	fl.StringVar(&f.method, "method", "POST", "--probe: the endpoint's method")
@@ -86,7 +88,7 @@ func runInit(cmd *cobra.Command, f initFlags) error {
 	)
 	if f.openapi != "" {
 		out, err = initconfig.FromOpenAPI(cmd.Context(), initconfig.OpenAPIOptions{
-			Source: f.openapi, Operations: f.operations, KeyHeader: f.keyHeader, Timeout: f.timeout, TLS: f.tls,
+			Source: f.openapi, Operations: f.operations, KeyHeader: f.keyHeader, Timeout: f.timeout, TLS: f.tls, NoValidate: f.noValidate,
 			Command: "idemcheck init --openapi " + f.openapi,
 		})
 	} else {

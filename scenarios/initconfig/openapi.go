@@ -53,13 +53,16 @@ type OpenAPIOptions struct {
 	TLS     scenarios.TLS
 	// Command is the command line that asked, quoted in the file's head.
 	Command string
+	// NoValidate reads a document that does not validate (a conflict
+	// elsewhere in a large document) instead of refusing it.
+	NoValidate bool
 }
 
 // FromOpenAPI reads an OpenAPI document and writes a commented idemcheck
 // config: every value it took from the document says where from, every
 // guess says "guessed:", every gap says "TODO:".
 func FromOpenAPI(ctx context.Context, o OpenAPIOptions) ([]byte, error) {
-	doc, err := loadDocument(ctx, o.Source, o.Timeout, o.TLS)
+	doc, err := loadDocument(ctx, o.Source, o.Timeout, o.TLS, !o.NoValidate)
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +76,7 @@ func FromOpenAPI(ctx context.Context, o OpenAPIOptions) ([]byte, error) {
 
 // loadDocument loads and validates the document; errors are one line
 // naming the source.
-func loadDocument(ctx context.Context, src string, timeout time.Duration, tls scenarios.TLS) (*openapi3.T, error) {
+func loadDocument(ctx context.Context, src string, timeout time.Duration, tls scenarios.TLS, validate bool) (*openapi3.T, error) {
 	if timeout <= 0 {
 		timeout = 10 * time.Second
 	}
@@ -115,9 +118,12 @@ func loadDocument(ctx context.Context, src string, timeout time.Duration, tls sc
 	// Examples, defaults and patterns that a validator refuses (a pattern
 	// Go's regexp cannot compile, a default outside its enum) do not stop
 	// init: the bodies it writes are checked against the schema anyway.
+	if !validate {
+		return doc, nil
+	}
 	if err := doc.Validate(ctx, openapi3.DisableExamplesValidation(), openapi3.DisableSchemaDefaultsValidation(),
 		openapi3.DisableSchemaPatternValidation()); err != nil {
-		return nil, fmt.Errorf("%w %s: invalid: %s", ErrDocument, src, singleLine(err.Error()))
+		return nil, fmt.Errorf("%w %s: invalid (--no-validate reads it anyway): %s", ErrDocument, src, singleLine(err.Error()))
 	}
 	if doc.Paths == nil || doc.Paths.Len() == 0 {
 		return nil, fmt.Errorf("%w %s: paths: the document describes no operation", ErrDocument, src)
@@ -303,21 +309,18 @@ func (a *analysis) findKeyHeader(all []operation) string {
 	return DefaultKeyHeader
 }
 
-// opName is the operation's name in the config: its operationId, else
-// the last literal segment of its path.
+// opName is the operation's name in the config: its operationId (made a
+// slug when it holds characters case names and globs use), else the
+// method and the last literal segment of its path.
 func opName(o operation, seen map[string]bool) string {
 	name := o.id
-	if name == "" || strings.ContainsAny(name, " \t*?[]{},@/") {
-		segs := strings.Split(strings.Trim(o.path, "/"), "/")
-		name = strings.ToLower(o.method)
-		for i := len(segs) - 1; i >= 0; i-- {
-			if s := segs[i]; s != "" && !strings.HasPrefix(s, "{") {
-				name = s
-				if o.method != http.MethodPost {
-					name = strings.ToLower(o.method) + "-" + s
-				}
-				break
-			}
+	if strings.ContainsAny(name, " \t*?[]{},@/") {
+		name = slug(name)
+	}
+	if name == "" {
+		name = slug(resource(o.path))
+		if o.method != http.MethodPost || name == "" {
+			name = strings.Trim(strings.ToLower(o.method)+"-"+name, "-")
 		}
 	}
 	base := name
@@ -339,35 +342,42 @@ func resource(path string) string {
 	return ""
 }
 
-// fillPath replaces path parameters by their examples, else by a value
-// generated from their schema (a TODO).
-func (a *analysis) fillPath(o operation) (string, []string) {
-	path := o.path
-	var notes []string
+// fillPath replaces path parameters by their examples (the parameter's,
+// else its schema's), else by a value generated from their schema; gap
+// names those placeholders.
+func (a *analysis) fillPath(o operation) (path, gap string) {
+	path = o.path
+	var names, values []string
 	for _, p := range params(o) {
 		if p.In != openapi3.ParameterInPath || !strings.Contains(path, "{"+p.Name+"}") {
 			continue
 		}
+		var s *openapi3.Schema
+		if p.Schema != nil {
+			s = p.Schema.Value
+		}
 		v, ok := p.Example, p.Example != nil
-		if !ok {
-			for _, name := range sortedKeys(p.Examples) {
-				if e := p.Examples[name]; e != nil && e.Value != nil && e.Value.Value != nil {
-					v, ok = e.Value.Value, true
-					break
-				}
+		for _, name := range sortedKeys(p.Examples) {
+			if e := p.Examples[name]; !ok && e != nil && e.Value != nil && e.Value.Value != nil {
+				v, ok = e.Value.Value, true
 			}
 		}
 		if !ok {
-			var s *openapi3.Schema
-			if p.Schema != nil {
-				s = p.Schema.Value
-			}
+			ok = s != nil && (s.Example != nil || len(s.Examples) > 0 || len(s.Enum) > 0)
 			v = sample(s, 0)
-			notes = append(notes, fmt.Sprintf("path parameter %s is a placeholder (%v): use an existing one", p.Name, v))
+			if !ok {
+				names, values = append(names, p.Name), append(values, fmt.Sprint(v))
+			}
 		}
 		path = strings.ReplaceAll(path, "{"+p.Name+"}", url.PathEscape(fmt.Sprint(v)))
 	}
-	return path, notes
+	switch len(names) {
+	case 0:
+		return path, ""
+	case 1:
+		return path, fmt.Sprintf("path parameter %s is a placeholder (%s): use an existing one", names[0], values[0])
+	}
+	return path, fmt.Sprintf("path parameters %s are placeholders (%s): use existing ones", strings.Join(names, ", "), strings.Join(values, ", "))
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -80,7 +80,7 @@ func TestFromOpenAPIDocuments(t *testing.T) {
 			if len(target.Operations) != len(d.ids) {
 				t.Errorf("%d operations, want %d (those declaring the key header)", len(target.Operations), len(d.ids))
 			}
-			doc, err := loadDocument(context.Background(), d.path, 0, scenarios.TLS{})
+			doc, err := loadDocument(context.Background(), d.path, 0, scenarios.TLS{}, true)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -394,14 +394,14 @@ func (a *analysis) operationNode(o operation, seen map[string]bool) (mapping, []
 	}
 	m.set("name", nn)
 	m.set("method", str(o.method))
-	path, pathNotes := a.fillPath(o)
+	path, gap := a.fillPath(o)
 	pn := str(path)
-	for _, n := range pathNotes {
-		todo(pn, n)
+	if gap != "" {
+		todo(pn, gap)
 	}
 	m.set("path", pn)
 
-	b, gap := a.body(o)
+	b, bodyGap := a.body(o)
 	if b != nil {
 		hs := flowMapping()
 		hs.set("Content-Type", str("application/json"))
@@ -413,8 +413,8 @@ func (a *analysis) operationNode(o operation, seen map[string]bool) (mapping, []
 		m.set("body", bn)
 	}
 	var notes []string
-	if gap != "" {
-		notes = append(notes, fmt.Sprintf("TODO: %s: %s.", name, gap))
+	if bodyGap != "" {
+		notes = append(notes, fmt.Sprintf("TODO: %s: %s.", name, bodyGap))
 	}
 
 	code, resp := success(o)

@@ -27,6 +27,10 @@ func flowMapping() mapping {
 // set appends key: v and returns the key node (for head and foot comments).
 func (m mapping) set(key string, v *yaml.Node) *yaml.Node {
 	k := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}
+	if v.Kind != yaml.ScalarNode && v.Style&yaml.FlowStyle == 0 {
+		// A block value's comment belongs on its key's line.
+		k.LineComment, v.LineComment = v.LineComment, ""
+	}
 	m.n.Content = append(m.n.Content, k, v)
 	return k
 }
