@@ -487,3 +487,33 @@ paths:
 		t.Errorf("rule: basic + bearer share one header and a query key is no header: X-Key + X-Tenant; got %v\n%s", h, out)
 	}
 }
+
+// TestFromOpenAPINoValidate: a document that does not validate is refused
+// with the validator's words and the way out; --no-validate reads it.
+func TestFromOpenAPINoValidate(t *testing.T) {
+	setTokens(t)
+	doc := filepath.Join(t.TempDir(), "conflict.yaml")
+	if err := os.WriteFile(doc, []byte(`openapi: 3.0.3
+info: {title: Conflict, version: '1'}
+paths:
+  /orgs/{org}/items/{a}:
+    parameters: [{name: org, in: path, required: true, schema: {type: string}}, {name: a, in: path, required: true, schema: {type: string}}]
+    post: {responses: {'201': {description: ok}}}
+  /orgs/{org}/items/{b}:
+    parameters: [{name: org, in: path, required: true, schema: {type: string}}, {name: b, in: path, required: true, schema: {type: string}}]
+    get: {responses: {'200': {description: ok}}}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := FromOpenAPI(context.Background(), OpenAPIOptions{Source: doc})
+	if err == nil || !strings.Contains(err.Error(), "conflicting paths") || !strings.Contains(err.Error(), "--no-validate") {
+		t.Errorf("want the validator's reason and --no-validate: %v", err)
+	}
+	out, err := FromOpenAPI(context.Background(), OpenAPIOptions{Source: doc, NoValidate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := scenarios.ParseConfig(out); err != nil {
+		t.Errorf("%v\n%s", err, out)
+	}
+}
