@@ -113,6 +113,41 @@ func TestProbeUUIDKeys(t *testing.T) {
 	}
 }
 
+// TestProbeLegalChoices: the probe reads other legal choices of
+// examples/variants: an optional key, 409 for a changed body, integer ids.
+func TestProbeLegalChoices(t *testing.T) {
+	setTokens(t)
+	for _, tc := range []struct {
+		name     string
+		c        variants.Choices
+		required scenarios.Tri
+		mismatch int
+	}{
+		{"optional-key", variants.Choices{OptionalKey: true}, scenarios.No, 422},
+		{"mismatch-409", variants.Choices{MismatchStatus: 409}, scenarios.Yes, 409},
+		{"int-ids", variants.Choices{IntIDs: true}, scenarios.Yes, 422},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.c.TTL = time.Hour
+			base := serve(t, variants.New(tc.c))
+			out, err := Probe(context.Background(), ProbeOptions{URL: base + "/api/refunds", Body: `{"amount":5,"currency":"EUR"}`,
+				Headers: []string{"Authorization: Bearer tok_bob"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			target, profile, err := scenarios.ParseConfig(out)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			if target.KeySyntax != scenarios.SFString || target.Operations[0].IDPointer != "/id" ||
+				profile.KeyRequired != tc.required || profile.MismatchStatus[0] != tc.mismatch {
+				t.Errorf("learnt %s %q, key required %s, mismatch %v; want sf-string /id, %s, [%d]\n%s", target.KeySyntax,
+					target.Operations[0].IDPointer, profile.KeyRequired, profile.MismatchStatus, tc.required, tc.mismatch, out)
+			}
+		})
+	}
+}
+
 // TestProbeErrors: a bad flag value names the flag; an endpoint that does
 // not answer is ErrUnreachable naming the URL; one that refuses every
 // request says so with what came back.
