@@ -419,19 +419,22 @@ func (a *analysis) operationNode(o operation, seen map[string]bool) (mapping, []
 
 	code, resp := success(o)
 	ptr, why := idMember(responseSchema(resp), resource(o.path))
-	if ptr != "" {
-		src := fmt.Sprintf("%s in the %d response", why, code)
-		if strings.HasPrefix(why, "marked") {
-			m.set("id_pointer", from(str(ptr), src))
-		} else {
-			m.set("id_pointer", guessed(str(ptr), src))
-		}
-	} else {
+	var idLine []string // a commented id_pointer, when the guess is weak
+	switch src := fmt.Sprintf("%s in the %d response", why, code); {
+	case ptr != "" && strings.HasPrefix(why, "marked"):
+		m.set("id_pointer", from(str(ptr), src))
+	case ptr != "" && strings.HasPrefix(why, "a member named *_id"):
+		// Often another resource's id (a customer_id): a wrong pointer
+		// stops a run at its start, so the user confirms it.
+		idLine = []string{fmt.Sprintf("id_pointer: %s  # TODO: %s; uncomment if it is", ptr, src)}
+	case ptr != "":
+		m.set("id_pointer", guessed(str(ptr), src))
+	default:
 		notes = append(notes, fmt.Sprintf("TODO: %s: no id member in the success response's schema: set id_pointer (e.g. /id) to the created resource's id.", name))
 	}
-	var markerLine []string
+	commented := idLine // commented config put before mutations or variants
 	if mk := markerMember(bodySchema(b)); mk != "" {
-		markerLine = []string{fmt.Sprintf("marker: %s  # TODO: with downstream:, idemcheck writes a token per key here for the double to find (%s)", mk, evidenceDoc)}
+		commented = append(commented, fmt.Sprintf("marker: %s  # TODO: with downstream:, idemcheck writes a token per key here for the double to find (%s)", mk, evidenceDoc))
 	}
 
 	muts := a.mutations(b)
@@ -448,8 +451,8 @@ func (a *analysis) operationNode(o operation, seen map[string]bool) (mapping, []
 			guessed(mm.n, what+", still valid against the schema")
 			seq.Content = append(seq.Content, mm.n)
 		}
-		head(m.set("mutations", seq), markerLine...)
-		markerLine = nil
+		head(m.set("mutations", seq), commented...)
+		commented = nil
 	} else if b != nil {
 		notes = append(notes, fmt.Sprintf("TODO: %s: no member to change: add mutations (a materially different body) for the mismatch cases.", name))
 	}
@@ -464,10 +467,10 @@ func (a *analysis) operationNode(o operation, seen map[string]bool) (mapping, []
 	}
 	prose, lines := a.variantTODOs(o)
 	if len(variants.n.Content) > 0 {
-		head(m.set("variants", variants.n), markerLine...)
+		head(m.set("variants", variants.n), commented...)
 		foot(variants.n.Content[len(variants.n.Content)-2], append(prose, lines...)...)
 	} else {
-		foot(m.n.Content[len(m.n.Content)-2], append(append(append(markerLine, prose...), "variants:"), lines...)...)
+		foot(m.n.Content[len(m.n.Content)-2], append(append(append(commented, prose...), "variants:"), lines...)...)
 	}
 	return m, notes
 }
