@@ -563,15 +563,20 @@ func (a *analysis) invalid(o operation, b *body) (map[string]any, int, string) {
 	if b == nil || b.schema == nil || o.op.Responses == nil {
 		return nil, 0, ""
 	}
-	status := 0
+	// The status is kept only when the document leaves no choice: with
+	// both 400 and 422 declared, any 4xx will do.
+	var declared []int
 	for _, s := range []int{400, 422} {
 		if o.op.Responses.Status(s) != nil {
-			status = s
-			break
+			declared = append(declared, s)
 		}
 	}
-	if status == 0 {
+	if len(declared) == 0 {
 		return nil, 0, ""
+	}
+	status := declared[0]
+	if len(declared) > 1 {
+		status = 0
 	}
 	f := flatten(b.schema)
 	for _, name := range f.required {
@@ -592,7 +597,7 @@ func (a *analysis) invalid(o operation, b *body) (map[string]any, int, string) {
 		}
 		patch := map[string]any{name: bad}
 		if !a.validPatch(b, patch) {
-			return patch, status, fmt.Sprintf("%s of the wrong type; the document declares %d", name, status)
+			return patch, status, fmt.Sprintf("%s of the wrong type; the document declares %s", name, strings.Trim(fmt.Sprint(declared), "[]"))
 		}
 	}
 	return nil, 0, ""

@@ -461,7 +461,9 @@ func (a *analysis) operationNode(o operation, seen map[string]bool) (mapping, []
 	if patch, status, why := a.invalid(o, b); patch != nil {
 		v := flowMapping()
 		v.set("patch", value(patch))
-		v.set("status", value(status))
+		if status != 0 {
+			v.set("status", value(status))
+		}
 		guessed(v.n, why)
 		variants.set(scenarios.VariantInvalid, v.n)
 	}
