@@ -414,8 +414,8 @@ func changedString(s string) string {
 
 // idMember finds the created resource's id in a response schema: a
 // member marked x-idemcheck-id: true, else one named id, else the
-// resource's own *_id or *Id (order_id for /orders), else any *_id,
-// else uuid; shallowest first, through objects only.
+// resource's own *_id or *Id (order_id for /orders), else uuid, else any
+// *_id; shallowest first, through objects only.
 func idMember(s *openapi3.Schema, resource string) (pointer, why string) {
 	type found struct {
 		ptr  string
@@ -446,9 +446,9 @@ func idMember(s *openapi3.Schema, resource string) (pointer, why string) {
 				rank = 1
 			case singular != "" && (lower == singular+"_id" || lower == singular+"id"):
 				rank = 2
-			case strings.HasSuffix(lower, "_id") || strings.HasSuffix(name, "Id"):
-				rank = 3
 			case lower == "uuid":
+				rank = 3
+			case strings.HasSuffix(lower, "_id") || strings.HasSuffix(name, "Id"):
 				rank = 4
 			}
 			if rank < best.rank || (rank == best.rank && len(ptr) < len(best.ptr)) {
@@ -470,9 +470,9 @@ func idMember(s *openapi3.Schema, resource string) (pointer, why string) {
 	case 2:
 		return best.ptr, "the resource's own id member"
 	case 3:
-		return best.ptr, "a member named *_id: check it is the created resource's"
-	case 4:
 		return best.ptr, "the member named uuid"
+	case 4:
+		return best.ptr, "a member named *_id: check it is the created resource's"
 	}
 	return "", ""
 }
