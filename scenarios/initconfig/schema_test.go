@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -84,6 +85,32 @@ func TestChangedValue(t *testing.T) {
 		got, ok := changed(tc.s, tc.v)
 		if !ok || fmt.Sprint(got) != fmt.Sprint(tc.want) {
 			t.Errorf("changed(%v) = %v, %v; want %v", tc.v, got, ok, tc.want)
+		}
+	}
+}
+
+// TestIDMember: the created id is found by mark, then name, shallowest
+// first; a generic *_id comes last, as a guess to confirm.
+func TestIDMember(t *testing.T) {
+	for _, tc := range []struct {
+		schema, resource, ptr, why string
+	}{
+		{`{"properties":{"customer_id":{"type":"string"},"id":{"type":"string"}}}`, "orders", "/id", "named id"},
+		{`{"properties":{"customer_id":{"type":"string"},"order_id":{"type":"string"}}}`, "orders", "/order_id", "own id"},
+		{`{"properties":{"customer_id":{"type":"string"},"uuid":{"type":"string"}}}`, "orders", "/uuid", "uuid"},
+		{`{"properties":{"customer_id":{"type":"string"}}}`, "orders", "/customer_id", "*_id"},
+		{`{"properties":{"id":{"type":"string"},"ref":{"type":"string","x-idemcheck-id":true}}}`, "orders", "/ref", "x-idemcheck-id"},
+		{`{"properties":{"data":{"type":"object","properties":{"id":{"type":"integer"}}}}}`, "orders", "/data/id", "named id"},
+		{`{"properties":{"items":{"type":"array","items":{"type":"object","properties":{"id":{"type":"string"}}}}}}`, "orders", "", ""},
+		{`{"allOf":[{"properties":{"a/b":{"type":"object","properties":{"id":{"type":"string"}}}}}]}`, "orders", "/a~1b/id", "named id"},
+	} {
+		var s openapi3.Schema
+		if err := json.Unmarshal([]byte(tc.schema), &s); err != nil {
+			t.Fatal(err)
+		}
+		ptr, why := idMember(&s, tc.resource)
+		if ptr != tc.ptr || !strings.Contains(why, tc.why) {
+			t.Errorf("%s: %q (%s), want %q (%s)", tc.schema, ptr, why, tc.ptr, tc.why)
 		}
 	}
 }
