@@ -272,10 +272,34 @@ func Run(ctx context.Context, t *Target, p *Profile, o RunOptions) (*Report, err
 	sort.Slice(results, func(i, j int) bool { return results[i].Name() < results[j].Name() })
 	rep.Results = results
 	rep.Duration = time.Since(rep.Started)
+	rep.LeftOut = leftOutMust(t, o, ins)
 	// Interrupted only when an instance was cut short or never ran: a
 	// context ended after the last verdict (a test's, say) took nothing.
 	rep.Interrupted = slices.ContainsFunc(results, func(r Result) bool { return r.Status == Interrupted })
 	return rep, nil
+}
+
+// leftOutMust names the MUST-level instances of the whole catalog that
+// the run's --run/--skip globs left out of ins.
+func leftOutMust(t *Target, o RunOptions, ins []instance) []string {
+	if len(o.Run) == 0 && len(o.Skip) == 0 {
+		return nil
+	}
+	all, err := plan(t, RunOptions{})
+	if err != nil {
+		return nil // no globs: plan cannot fail
+	}
+	selected := map[string]bool{}
+	for _, in := range ins {
+		selected[in.Name()] = true
+	}
+	var out []string
+	for _, in := range all {
+		if in.Level == Must && !selected[in.Name()] {
+			out = append(out, in.Name())
+		}
+	}
+	return out
 }
 
 // killsTarget reports an instance that will take the managed target down.
@@ -363,11 +387,15 @@ func runInstance(ctx context.Context, t *Target, p *Profile, client *http.Client
 	start := time.Now()
 	defer func() { res.Duration = time.Since(start) }()
 	if !in.Supplied {
-		for _, n := range in.Missing {
-			if n == NeedOracle || n == NeedEffects {
-				res.Status, res.Reason = Unverifiable, "needs "+string(n)+": configure an oracle or an id_pointer to tell a replay from a re-execution"
-				return res
-			}
+		res.Missing = in.Missing
+		// Unverifiable only when counting executions is all it lacks: a
+		// case that also needs replicas (or a slow variant) is not tested,
+		// whatever the oracle.
+		onlyEffects := !slices.ContainsFunc(in.Missing, func(n Need) bool { return n != NeedOracle && n != NeedEffects })
+		if onlyEffects {
+			n := in.Missing[0]
+			res.Status, res.Reason = Unverifiable, "needs "+string(n)+": configure an oracle or an id_pointer to tell a replay from a re-execution"
+			return res
 		}
 		names := make([]string, len(in.Missing))
 		for i, n := range in.Missing {
