@@ -597,10 +597,18 @@ func (a *analysis) invalid(o operation, b *body) (map[string]any, int, string) {
 		}
 		patch := map[string]any{name: bad}
 		if !a.validPatch(b, patch) {
-			return patch, status, fmt.Sprintf("%s of the wrong type; the document declares %s", name, strings.Trim(fmt.Sprint(declared), "[]"))
+			return patch, status, fmt.Sprintf("%s of the wrong type; the document declares %s", name, joinInts(declared, " and "))
 		}
 	}
 	return nil, 0, ""
+}
+
+func joinInts(ns []int, sep string) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, sep)
 }
 
 // success is the operation's success response: 201, 200, 202, then any

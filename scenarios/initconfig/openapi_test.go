@@ -196,8 +196,10 @@ func TestFromOpenAPIDependency(t *testing.T) {
 		"# - the dependency the document names (payment provider): point the API's PROVIDER_URL at listen",
 		"#     - {name: payment-provider, method: POST",
 		"#   downstream: payment-provider",
-		"#   business_error: {downstream: {route: TODO, status: 402}, status: 402}  # the document declares 402",
-		"#   transient_error: {downstream: {route: TODO, status: 503}, status: 503}  # the document declares 503",
+		"#   slow: {downstream: {route: payment-provider, delay: 1500ms}, duration: 1500ms}",
+		"#   business_error: {downstream: {route: payment-provider, status: 402}, status: 402}  # the document declares 402",
+		"#   transient_error: {downstream: {route: payment-provider, status: 503}, status: 503}  # the document declares 503",
+		"invalid: {patch: {amount: not-a-number}} # guessed: amount of the wrong type; the document declares 400 and 422",
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("missing %q in\n%s", want, out)

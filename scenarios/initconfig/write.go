@@ -319,10 +319,8 @@ func (a *analysis) evidenceComments(k *yaml.Node, ops []operation) {
 		"- the API's database: one row per execution",
 		"oracle:",
 		`  sql: {dsn: "${DATABASE_URL}", query: "select count(*) from TODO where idempotency_key = $1"}`)
-	dep := a.dependency()
-	route := "TODO"
+	dep, route := a.dependency(), a.route()
 	if dep != "" {
-		route = slug(dep)
 		lines = append(lines, fmt.Sprintf("- the dependency the document names (%s): point the API's PROVIDER_URL at listen", dep))
 	} else {
 		lines = append(lines, "- a dependency the API calls per execution (a payment provider, ...): point its URL at listen")
@@ -362,6 +360,15 @@ func (a *analysis) counter() (url, pointer, why string) {
 
 // dependencyRE finds a dependency named in prose.
 var dependencyRE = regexp.MustCompile(`(?i)\b((?:payment |card |shipping |email |sms )?(?:provider|gateway|processor|upstream|downstream|third[- ]party(?: service| api)?))\b`)
+
+// route is the downstream route's name in the commented config: the
+// dependency the document names, else TODO.
+func (a *analysis) route() string {
+	if dep := a.dependency(); dep != "" {
+		return slug(dep)
+	}
+	return "TODO"
+}
 
 // dependency is a dependency the document names: an x-idemcheck-downstream
 // extension, else a provider or gateway its descriptions mention.
@@ -504,16 +511,14 @@ func (a *analysis) variantTODOs(o operation) (prose, lines []string) {
 	}
 	prose = []string{fmt.Sprintf("TODO: slow and error variants (%s): a request that stays in flight, and the API's", evidenceDoc),
 		"business and transient errors; with downstream:, the double plays them:"}
-	lines = []string{"  slow: {downstream: {route: TODO, delay: 1500ms}, duration: 1500ms}"}
-	if c := statuses["business_error"]; c != 0 {
-		lines = append(lines, fmt.Sprintf("  business_error: {downstream: {route: TODO, status: 402}, status: %d}  # the document declares %d", c, c))
-	} else {
-		lines = append(lines, "  business_error: {downstream: {route: TODO, status: 402}, status: TODO}")
-	}
-	if c := statuses["transient_error"]; c != 0 {
-		lines = append(lines, fmt.Sprintf("  transient_error: {downstream: {route: TODO, status: 503}, status: %d}  # the document declares %d", c, c))
-	} else {
-		lines = append(lines, "  transient_error: {downstream: {route: TODO, status: 503}, status: TODO}")
+	route := a.route()
+	lines = []string{fmt.Sprintf("  slow: {downstream: {route: %s, delay: 1500ms}, duration: 1500ms}", route)}
+	for _, v := range []struct{ name, provider string }{{"business_error", "402"}, {"transient_error", "503"}} {
+		if c := statuses[v.name]; c != 0 {
+			lines = append(lines, fmt.Sprintf("  %s: {downstream: {route: %s, status: %s}, status: %d}  # the document declares %d", v.name, route, v.provider, c, c))
+		} else {
+			lines = append(lines, fmt.Sprintf("  %s: {downstream: {route: %s, status: %s}, status: TODO}", v.name, route, v.provider))
+		}
 	}
 	return prose, lines
 }
