@@ -473,7 +473,11 @@ func (p *probe) write(o ProbeOptions, l *learnt) ([]byte, error) {
 
 	root := newMapping()
 	root.set("base_url", from(str(p.target.BaseURL), "from --probe"))
-	root.set("key_header", str(p.target.KeyHeader))
+	kh := from(str(p.target.KeyHeader), "from --key-header")
+	if o.KeyHeader == "" {
+		kh = guessed(str(p.target.KeyHeader), "the draft's header, which every exchange sent (--key-header names another)")
+	}
+	root.set("key_header", kh)
 	root.set("key_syntax", from(str(l.syntax), l.syntaxWhy))
 	tk := root.set("timeout", str(shortDuration(p.target.Timeout)))
 	foot(tk, "ttl: 24h  # TODO: how long the API keeps a key (a probe cannot see it); enables the expiry cases")
