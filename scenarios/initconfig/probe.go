@@ -232,7 +232,7 @@ func (p *probe) learnSyntax(ctx context.Context, target string, l *learnt) (firs
 	case q.Err != nil && r.Err != nil:
 		return nil, nil, fmt.Errorf("%w: %s: %v", scenarios.ErrUnreachable, target, q.Err)
 	case !q.OK() && !r.OK():
-		return nil, nil, fmt.Errorf("--probe %s: no request succeeded (%s: %s; %s: %s): check --body and --header",
+		return nil, nil, fmt.Errorf("--probe %s: no request succeeded (%s: %s; %s: %s): check --body, --header and --key-header",
 			target, p.describe(nq), clip(q.Body), p.describe(nr), clip(r.Body))
 	case q.OK() && !r.OK():
 		l.syntax, l.syntaxWhy = string(scenarios.SFString), p.describe(nq)+", "+p.describe(nr)
