@@ -110,6 +110,11 @@ func TestInitProbeCLI(t *testing.T) {
 	if strings.Contains(string(out), "Bearer alice") {
 		t.Errorf("rule: the credential given is not written to the file\n%s", out)
 	}
+	t.Setenv("IDEMCHECK_TOKEN_1", "alice")
+	t.Setenv("IDEMCHECK_TOKEN_2", "bob")
+	if run := runCLI(t, "run", "--config", cfg); !verdicts[run.code] || run.code == exitFail {
+		t.Errorf("rule: the learnt config reaches a verdict, not a fail, on the reference: exit %d\n%s\n%s", run.code, tail(run.stdout, 30), run.stderr)
+	}
 	for _, tc := range []struct {
 		args []string
 		code int
