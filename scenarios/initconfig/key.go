@@ -47,11 +47,18 @@ func durationExt(ext map[string]any) (time.Duration, bool) {
 	}
 	switch x := v.(type) {
 	case float64:
-		return time.Duration(x * float64(time.Second)), x > 0
+		if x > 0 {
+			return time.Duration(x * float64(time.Second)), true
+		}
 	case int:
-		return time.Duration(x) * time.Second, x > 0
+		if x > 0 {
+			return time.Duration(x) * time.Second, true
+		}
 	case string:
 		if d, err := time.ParseDuration(x); err == nil && d > 0 {
+			return d, true
+		}
+		if d, ok := isoDuration(x); ok {
 			return d, true
 		}
 		if d, _, ok := durationIn(x); ok {
@@ -59,6 +66,23 @@ func durationExt(ext map[string]any) (time.Duration, bool) {
 		}
 	}
 	return 0, false
+}
+
+// isoRE is an ISO 8601 duration of days and time (P1D, PT24H, PT90S).
+var isoRE = regexp.MustCompile(`^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+)S)?)?$`)
+
+func isoDuration(s string) (time.Duration, bool) {
+	m := isoRE.FindStringSubmatch(strings.ToUpper(strings.TrimSpace(s)))
+	if m == nil {
+		return 0, false
+	}
+	var d time.Duration
+	for i, unit := range []time.Duration{24 * time.Hour, time.Hour, time.Minute, time.Second} {
+		if n, err := strconv.Atoi(m[i+1]); err == nil {
+			d += time.Duration(n) * unit
+		}
+	}
+	return d, d > 0
 }
 
 // durationRE finds "24 hours", "30s", "7 days", "PT24H"-free prose.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 )
@@ -112,5 +113,25 @@ func TestIDMember(t *testing.T) {
 		if ptr != tc.ptr || !strings.Contains(why, tc.why) {
 			t.Errorf("%s: %q (%s), want %q (%s)", tc.schema, ptr, why, tc.ptr, tc.why)
 		}
+	}
+}
+
+// TestDurations: x-idempotency-ttl as a Go duration, seconds or ISO 8601;
+// a duration in prose.
+func TestDurations(t *testing.T) {
+	for _, tc := range []struct {
+		v    any
+		want time.Duration
+	}{
+		{"24h", 24 * time.Hour}, {float64(90), 90 * time.Second}, {"PT24H", 24 * time.Hour}, {"P1DT30M", 24*time.Hour + 30*time.Minute},
+		{"kept for 7 days", 7 * 24 * time.Hour}, {"forever", 0}, {"P", 0}, {float64(-1), 0},
+	} {
+		d, ok := durationExt(map[string]any{"x-idempotency-ttl": tc.v})
+		if d != tc.want || ok != (tc.want > 0) {
+			t.Errorf("%v: %s %v, want %s", tc.v, d, ok, tc.want)
+		}
+	}
+	if d, text, ok := durationIn("Keys are purged after 30 minutes."); !ok || d != 30*time.Minute || text != "30 minutes" {
+		t.Errorf("prose: %s %q %v", d, text, ok)
 	}
 }
