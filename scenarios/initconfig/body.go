@@ -25,6 +25,9 @@ func jsonMedia(c openapi3.Content) (string, *openapi3.MediaType) {
 type body struct {
 	value  map[string]any
 	schema *openapi3.Schema
+	// mediaType is the JSON media type the operation declares (sent as
+	// Content-Type: application/merge-patch+json for a merge-patch PATCH).
+	mediaType string
 	how    string // "from the example X" or "generated from ..."
 	gap    string // a TODO, when the body could not be made valid
 }
@@ -44,7 +47,7 @@ func (a *analysis) body(o operation) (*body, string) {
 	if media.Schema != nil {
 		s = media.Schema.Value
 	}
-	b := &body{schema: s}
+	b := &body{schema: s, mediaType: mt}
 	type example struct {
 		v   any
 		how string

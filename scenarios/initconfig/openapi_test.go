@@ -264,6 +264,12 @@ paths:
       requestBody:
         content: {text/csv: {schema: {type: string}}}
       responses: {'200': {description: Updated.}}
+  /carts/{cart}:
+    parameters: [{name: cart, in: path, required: true, schema: {type: integer, example: 12}}]
+    patch:
+      requestBody:
+        content: {application/merge-patch+json: {schema: {type: object, required: [note], properties: {note: {type: string}}}}}
+      responses: {'200': {description: Updated.}}
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -275,9 +281,12 @@ paths:
 	if err != nil {
 		t.Fatalf("rule: an incomplete document still gives a file that loads: %v\n%s", err, out)
 	}
-	if len(target.Operations) != 2 || target.Operations[0].Path != "/carts/7/items" || target.Operations[0].Name != "items" ||
-		target.Operations[1].Name != "patch-items" || len(target.Principals) != 1 {
+	if len(target.Operations) != 3 || target.Operations[1].Path != "/carts/7/items" || target.Operations[1].Name != "items" ||
+		target.Operations[2].Name != "patch-items" || len(target.Principals) != 1 {
 		t.Errorf("operations %+v, principals %+v", target.Operations, target.Principals)
+	}
+	if op := target.Operations[0]; op.Path != "/carts/12" || op.Headers["Content-Type"] != "application/merge-patch+json" {
+		t.Errorf("rule: the schema's example fills the path; the declared JSON media type is the Content-Type: %s %v", op.Path, op.Headers)
 	}
 	for _, want := range []string{
 		"base_url: http://127.0.0.1:8080 # TODO: the API's base URL (the document has no servers entry)",

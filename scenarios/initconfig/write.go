@@ -181,7 +181,7 @@ func (a *analysis) operationNode(o operation, seen map[string]bool) (mapping, []
 	b, bodyGap := a.body(o)
 	if b != nil {
 		hs := flowMapping()
-		hs.set("Content-Type", str("application/json"))
+		hs.set("Content-Type", str(b.mediaType))
 		m.set("headers", hs.n)
 		bn := fromOrGuess(value(b.value), b.how)
 		if b.gap != "" {
