@@ -28,8 +28,8 @@ type body struct {
 	// mediaType is the JSON media type the operation declares (sent as
 	// Content-Type: application/merge-patch+json for a merge-patch PATCH).
 	mediaType string
-	how    string // "from the example X" or "generated from ..."
-	gap    string // a TODO, when the body could not be made valid
+	how       string // "from the example X" or "generated from ..."
+	gap       string // a TODO, when the body could not be made valid
 }
 
 func (a *analysis) body(o operation) (*body, string) {
