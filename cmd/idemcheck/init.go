@@ -40,8 +40,8 @@ func init() {
 			"generated from the schemas, id_pointer, principals from the security schemes (secrets in\n" +
 			"${IDEMCHECK_TOKEN_1} and ${IDEMCHECK_TOKEN_2}), TTL, mutations. From a live endpoint (--probe):\n" +
 			"seven requests (a quoted and a bare key, a replay, a key that is not a UUID, no key, a changed\n" +
-			"body) show the key syntax, the id pointer, the replay marker and the statuses. Every guess is marked '# guessed:', every\n" +
-			"gap '# TODO:'.",
+			"body) show the key syntax, the id pointer, the replay marker and the statuses.\n" +
+			"Every guess is marked '# guessed:', every gap '# TODO:' (docs/getting-started.md).",
 		Example: `  idemcheck init --openapi examples/payments.openapi.yaml -o idemcheck.yaml
   idemcheck init --openapi https://api.example.com/openapi.json --operation createOrder -o orders.yaml
   idemcheck init --probe http://127.0.0.1:8080/v1/charges --body '{"amount":1000,"currency":"usd"}' --header 'Authorization: Bearer alice'`,
