@@ -9,12 +9,14 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"go.uber.org/goleak"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/idemcheck/idemcheck/internal/jsonx"
 	"github.com/idemcheck/idemcheck/scenarios"
@@ -534,4 +536,147 @@ paths:
 	if _, _, err := scenarios.ParseConfig(out); err != nil {
 		t.Errorf("%v\n%s", err, out)
 	}
+}
+
+// TestCommentedConfig: every block of commented config in a written file
+// is YAML of the shape the evidence config reads (docs/evidence.md), at
+// the indentation it belongs to, so that uncommenting it and filling its
+// TODOs is all a user does.
+func TestCommentedConfig(t *testing.T) {
+	shapes := map[string][][]string{ // key -> alternatives of required paths
+		"oracle":          {{"url", "count.array"}, {"sql.dsn", "sql.query"}, {"downstream"}},
+		"downstream":      {{"listen", "routes"}},
+		"variants":        {{"slow.downstream.route", "slow.downstream.delay", "slow.duration", "business_error.downstream.status", "transient_error.downstream.status"}},
+		"slow":            {{"downstream.route", "downstream.delay", "duration"}},
+		"business_error":  {{"downstream.route", "downstream.status", "status"}},
+		"transient_error": {{"downstream.route", "downstream.status", "status"}},
+		"marker":          {{}},
+		"ttl":             {{}},
+		"id_pointer":      {{}},
+	}
+	for _, tc := range []struct {
+		doc  string
+		want map[string]int
+	}{
+		// bookings: a list oracle, an invalid variant written (the others
+		// commented beside it), a marker, a declared TTL.
+		{"testdata/bookings.yaml", map[string]int{"oracle": 3, "downstream": 1, "slow": 1, "business_error": 1, "transient_error": 1, "marker": 1}},
+		// charges: no list endpoint; refund has no invalid variant.
+		{"testdata/charges.json", map[string]int{"oracle": 2, "downstream": 1, "slow": 1, "business_error": 1, "transient_error": 1, "variants": 1, "marker": 2}},
+		{"../../examples/payments.openapi.yaml", map[string]int{"slow": 2, "business_error": 2, "transient_error": 2, "marker": 2}},
+	} {
+		out, err := FromOpenAPI(context.Background(), OpenAPIOptions{Source: tc.doc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]int{}
+		for _, b := range commentedBlocks(string(out)) {
+			var m map[string]any
+			if err := yaml.Unmarshal([]byte(b.text), &m); err != nil || len(m) != 1 {
+				t.Errorf("%s: rule: commented config is YAML with one top-level key: %v\n%s", tc.doc, err, b.text)
+				continue
+			}
+			for k, v := range m {
+				seen[k]++
+				alts, ok := shapes[k]
+				if !ok {
+					t.Errorf("%s: commented %s is no config key", tc.doc, k)
+				}
+				if !anyShape(v, alts) {
+					t.Errorf("%s: commented %s has none of the shapes %v:\n%s", tc.doc, k, alts, b.text)
+				}
+				if !b.fits(string(out)) {
+					t.Errorf("%s: commented %s, uncommented, does not load at its place:\n%s", tc.doc, k, b.text)
+				}
+			}
+		}
+		for k, n := range tc.want {
+			if seen[k] != n {
+				t.Errorf("%s: %d commented %s blocks, want %d (all: %v)", tc.doc, seen[k], k, n, seen)
+			}
+		}
+	}
+}
+
+func anyShape(v any, alts [][]string) bool {
+	for _, paths := range alts {
+		ok := true
+		for _, p := range paths {
+			ok = ok && hasPath(v, strings.Split(p, "."))
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// block is a run of commented config: its text and the lines it came
+// from.
+type block struct {
+	text       string
+	start, end int // line indexes in the file, end exclusive
+}
+
+// fits reports whether the file still parses as YAML with the block
+// uncommented in place (indentation kept).
+func (b block) fits(file string) bool {
+	lines := strings.Split(file, "\n")
+	for i := b.start; i < b.end; i++ {
+		trimmed := strings.TrimLeft(lines[i], " ")
+		at := len(lines[i]) - len(trimmed)
+		text := strings.TrimPrefix(trimmed, "# ")
+		if j := strings.Index(text, "  # "); j >= 0 { // its own trailing comment
+			text = text[:j]
+		}
+		lines[i] = strings.Repeat(" ", at) + text
+	}
+	var doc yaml.Node
+	return yaml.Unmarshal([]byte(strings.Join(lines, "\n")), &doc) == nil
+}
+
+// commentedBlocks are the runs of comment lines that hold config: a
+// "key:" line and the lines after it indented under it, at one column.
+func commentedBlocks(file string) []block {
+	var blocks []block
+	var cur []string
+	start, indent := 0, -1
+	lines := strings.Split(file, "\n")
+	flush := func(end int) {
+		if len(cur) > 0 {
+			blocks = append(blocks, block{strings.Join(cur, "\n"), start, end})
+		}
+		cur, indent = nil, -1
+	}
+	keyLine := regexp.MustCompile(`^[a-z_]+:( |$)`)
+	for i, line := range lines {
+		trimmed := strings.TrimLeft(line, " ")
+		text, ok := strings.CutPrefix(trimmed, "# ")
+		at := len(line) - len(trimmed)
+		switch {
+		case !ok:
+			flush(i)
+		case keyLine.MatchString(text):
+			flush(i)
+			cur, start, indent = []string{text}, i, at
+		case cur != nil && at == indent && strings.HasPrefix(text, "  "):
+			cur = append(cur, text)
+		default:
+			flush(i)
+		}
+	}
+	flush(len(lines))
+	return blocks
+}
+
+func hasPath(v any, path []string) bool {
+	if len(path) == 0 {
+		return true
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return false
+	}
+	next, ok := m[path[0]]
+	return ok && hasPath(next, path[1:])
 }

@@ -246,6 +246,10 @@ func (a *analysis) operationNode(o operation, seen map[string]bool) (mapping, []
 	}
 	prose, lines := a.variantTODOs(o)
 	if len(variants.n.Content) > 0 {
+		// Under the written variants: the commented ones are its siblings.
+		for i, l := range lines {
+			lines[i] = strings.TrimPrefix(l, "  ")
+		}
 		head(m.set("variants", variants.n), commented...)
 		foot(variants.n.Content[len(variants.n.Content)-2], append(prose, lines...)...)
 	} else {
