@@ -140,7 +140,23 @@ func keySyntax(p *openapi3.Parameter) (scenarios.KeySyntax, string) {
 		if strings.HasPrefix(s, `"`) && strings.HasSuffix(s, `"`) {
 			return scenarios.SFString, fmt.Sprintf("from the %s example %s (quoted: an sf-string)", p.Name, s)
 		}
-		return scenarios.Raw, fmt.Sprintf("from the %s example %s (bare)", p.Name, s)
+		return scenarios.Raw, fmt.Sprintf("guessed: from the %s example %s (bare; many documents leave the quotes out)", p.Name, s)
+	}
+	if sc := p.Schema; sc != nil && sc.Value != nil {
+		if sc.Value.Format == "uuid" {
+			return scenarios.Raw, fmt.Sprintf("guessed: the %s schema's format is uuid, which a quoted key is not", p.Name)
+		}
+		// A pattern that wants the quotes, or takes a bare key and
+		// refuses it quoted.
+		if re, err := regexp.Compile(sc.Value.Pattern); err == nil && sc.Value.Pattern != "" {
+			switch k := sampleString(sc.Value); {
+			case !re.MatchString(k):
+			case strings.HasPrefix(k, `"`):
+				return scenarios.SFString, fmt.Sprintf("from the %s schema's pattern %s, which wants quotes", p.Name, sc.Value.Pattern)
+			case !re.MatchString(`"` + k + `"`):
+				return scenarios.Raw, fmt.Sprintf("from the %s schema's pattern %s, which refuses quotes", p.Name, sc.Value.Pattern)
+			}
+		}
 	}
 	d := strings.ToLower(p.Description)
 	if m := rawRE.FindString(d); m != "" {

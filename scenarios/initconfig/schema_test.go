@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/idemcheck/idemcheck/scenarios"
 )
 
 // TestSampleValid: a body generated from a schema's required members is
@@ -133,5 +135,35 @@ func TestDurations(t *testing.T) {
 	}
 	if d, text, ok := durationIn("Keys are purged after 30 minutes."); !ok || d != 30*time.Minute || text != "30 minutes" {
 		t.Errorf("prose: %s %q %v", d, text, ok)
+	}
+}
+
+// TestKeySyntax: what the key parameter says of the key's form.
+func TestKeySyntax(t *testing.T) {
+	str := func(s string) *openapi3.SchemaRef {
+		return &openapi3.SchemaRef{Value: &openapi3.Schema{Type: &openapi3.Types{"string"}, Format: s}}
+	}
+	pattern := func(p string) *openapi3.SchemaRef {
+		return &openapi3.SchemaRef{Value: &openapi3.Schema{Type: &openapi3.Types{"string"}, Pattern: p}}
+	}
+	for _, tc := range []struct {
+		p      *openapi3.Parameter
+		syntax scenarios.KeySyntax
+		why    string
+	}{
+		{nil, scenarios.SFString, "guessed: the draft's"},
+		{&openapi3.Parameter{Name: "K", Example: `"abc"`}, scenarios.SFString, "quoted"},
+		{&openapi3.Parameter{Name: "K", Example: "abc"}, scenarios.Raw, "guessed: "},
+		{&openapi3.Parameter{Name: "K", Description: "A Structured Field string."}, scenarios.SFString, "structured-field"},
+		{&openapi3.Parameter{Name: "K", Description: "The key, sent as is."}, scenarios.Raw, "sent as is"},
+		{&openapi3.Parameter{Name: "K", Schema: str("uuid")}, scenarios.Raw, "format is uuid"},
+		{&openapi3.Parameter{Name: "K", Schema: pattern("^[A-Za-z0-9-]{8,64}$")}, scenarios.Raw, "refuses quotes"},
+		{&openapi3.Parameter{Name: "K", Schema: pattern(`^"[a-z0-9-]+"$`)}, scenarios.SFString, "wants quotes"},
+		{&openapi3.Parameter{Name: "K", Schema: str("")}, scenarios.SFString, "guessed: the draft's"},
+	} {
+		syntax, why := keySyntax(tc.p)
+		if syntax != tc.syntax || !strings.Contains(why, tc.why) {
+			t.Errorf("%+v: %s (%s), want %s (%s)", tc.p, syntax, why, tc.syntax, tc.why)
+		}
 	}
 }
