@@ -47,6 +47,10 @@ type Config struct {
 	// KillEvery, with Replicas, SIGKILLs a random replica this often and
 	// restarts it (0: never).
 	KillEvery time.Duration
+	// Margin is the profile's margin before the target's TTL: attempts
+	// sent later than TTL − Margin after a key's first are not judged
+	// against its first record (the checker's Margin).
+	Margin time.Duration
 }
 
 // ErrUnreachable: the target did not answer at all (the preflight every
@@ -152,7 +156,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	// The history carries the TTL so analyze judges it as this run does.
-	hist.WriteRun(chaos.Run{TTLNS: cfg.Target.TTL.Nanoseconds()})
+	hist.WriteRun(chaos.Run{TTLNS: cfg.Target.TTL.Nanoseconds(), MarginNS: cfg.Margin.Nanoseconds(), ReplicaKills: killer != nil})
 	idPtr := cfg.Target.Operations[0].IDPointer
 	proxy, err := chaos.New(chaos.Options{
 		Upstream: cfg.Target.Bases()[0], Replicas: cfg.Target.Bases()[1:], KeyHeader: cfg.Target.KeyHeader, IDPointer: idPtr,
@@ -176,7 +180,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		gen = scenarios.UUIDKeys
 	}
 	d := newDriver(cfg, client, front.URL, hist, cfg.Target.Keys(client, gen))
-	d.onOp = newTracker(cfg, proxy)
+	d.onOp = newTracker(cfg, proxy, hist)
 	start := time.Now()
 	d.runAll(ctx)
 	elapsed := time.Since(start)
