@@ -441,12 +441,14 @@ func (r *Report) oracleLine() string {
 	switch {
 	case r.Oracle == nil:
 		return "oracle: not run (merged results carry no oracle counts)"
+	case !r.Oracle.Available && r.Oracle.Note != "":
+		return "oracle: not used — " + r.Oracle.Note + "; replay equality checked"
 	case !r.Oracle.Available:
 		return "oracle: none declared — execution counts unverified; replay equality checked"
 	}
 	var line string
-	if r.Oracle.TotalsURL == "" {
-		line = fmt.Sprintf("oracle: no totals URL, %d keys probed", r.Oracle.KeysProbed)
+	if !r.Oracle.Totals {
+		line = fmt.Sprintf("oracle: no total count, %d keys probed", r.Oracle.KeysProbed)
 	} else {
 		most := fmt.Sprint(r.Oracle.ExpectedMax)
 		if r.Oracle.ExpectedMax >= unbounded {
@@ -457,6 +459,9 @@ func (r *Report) oracleLine() string {
 	}
 	if r.Oracle.Error != "" {
 		line += " — error: " + r.Oracle.Error
+	}
+	if r.Oracle.Note != "" {
+		line += " — note: " + r.Oracle.Note
 	}
 	return line
 }

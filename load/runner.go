@@ -227,14 +227,25 @@ func buildRequest(t *scenarios.Target, c *config) (*request, error) {
 	for _, b := range t.Bases() {
 		urls = append(urls, b+op.Path)
 	}
-	return &request{
+	rq := &request{
 		method:    op.Method,
 		urls:      urls,
 		body:      body,
 		header:    t.Header(&op, 0, true),
 		keyHeader: http.CanonicalHeaderKey(keyHeader),
 		keyValue:  t.KeyValue,
-	}, nil
+	}
+	if t.Double() != nil {
+		// The downstream double: each key's token in its requests, and
+		// the variant's behaviour for the key's calls.
+		rq.mark = func(key, u string, h http.Header, body []byte) (string, []byte) {
+			if variant != "" {
+				_ = t.BehaveVariant(&op, key, variant) // routes are validated
+			}
+			return t.Mark(&op, key, u, h, body)
+		}
+	}
+	return rq, nil
 }
 
 // Run warms up (connections, then the hit pool), runs every phase of the
@@ -255,6 +266,20 @@ func Run(ctx context.Context, t *scenarios.Target, opts ...Option) (*Report, err
 		c.keys = RandomKeys()
 	}
 	c.keys = c.shard.keys(c.keys)
+	if t.Downstream != nil && t.Double() == nil {
+		// The config's downstream double: the API's provider, the oracle
+		// and what makes the contention mode's slow variant slow.
+		dt, d, err := scenarios.StartDownstream(ctx, t)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+		}
+		defer func() {
+			closing, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			_ = d.Close(closing)
+		}()
+		t = dt
+	}
 	rq, err := buildRequest(t, &c)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
@@ -306,18 +331,36 @@ func Run(ctx context.Context, t *scenarios.Target, opts ...Option) (*Report, err
 	}
 	oclient := t.Client(5 * time.Second)
 	defer oclient.CloseIdleConnections()
-	orc := newOracle(t, oclient)
+	orc, err := newOracle(t, oclient)
+	if err != nil {
+		return nil, err
+	}
+	defer orc.close()
 	orep := &OracleReport{}
+	if orc != nil {
+		// A downstream double counts only once one request is seen to
+		// call it with its key's token (calibration, as run does).
+		note, ok := scenarios.CheckDownstream(ctx, t, oclient)
+		if !ok {
+			orc = nil // closed by the deferred close above
+		}
+		orep.Note = note
+	}
 	if orc != nil {
 		orep.Available = true
 		// Concurrent shards move the totals of one another: only the
 		// per-key probes (disjoint keys) are theirs to check.
 		if c.shard.N <= 1 {
-			orep.TotalsURL = t.Oracle.TotalsURL(t)
-		}
-		if orep.TotalsURL != "" {
-			if orep.Before, err = orc.count(ctx, orc.totals); err != nil {
-				orep.Error, orep.TotalsURL = err.Error(), ""
+			orep.Before, orep.Totals, err = orc.totals(ctx)
+			if err != nil {
+				orep.Error, orep.Totals = err.Error(), false
+			}
+			if o := t.Oracle; orep.Totals && o != nil && o.URL != "" && o.Count == nil {
+				orep.TotalsURL = o.TotalsURL(t)
+				if !o.PerKey() { // the URL counts every key itself
+					orep.TotalsURL = o.KeyURL(t, "")
+				}
+				orep.TotalsURL = t.Redact(orep.TotalsURL)
 			}
 		}
 	}

@@ -49,6 +49,51 @@ type Env struct {
 	mu        sync.Mutex
 	exchanges []Exchange
 	keyErr    error // the first key that could not be fetched
+	// noKey names the case's keyless requests for the downstream double
+	// (noKeyScope).
+	noKey string
+	// sent are the keys the case sent, in order, with when each was
+	// first sent (the downstream evidence is timed from it).
+	sent []sentKey
+	// unseen, when set, names an error answer whose execution the
+	// evidence (created ids alone) cannot see: the case cannot pass.
+	unseen string
+}
+
+type sentKey struct {
+	key   string
+	first time.Time
+}
+
+// sentUnder notes that a request under key (a scope) is being sent.
+func (e *Env) sentUnder(key string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, s := range e.sent {
+		if s.key == key {
+			return
+		}
+	}
+	e.sent = append(e.sent, sentKey{key: key, first: time.Now()})
+}
+
+// sentKeys lists what sentUnder noted.
+func (e *Env) sentKeys() []sentKey {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]sentKey(nil), e.sent...)
+}
+
+// noKeyScope is what the case's keyless requests are marked and counted
+// under when the downstream double counts them (Target.countsKeyless): a
+// key of their own, never sent as a key.
+func (e *Env) noKeyScope() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.noKey == "" {
+		e.noKey = "no-key-" + uuid.NewString()
+	}
+	return e.noKey
 }
 
 // NewEnv is an Env outside a run (idemcheck init --probe): it sends op's
@@ -176,9 +221,16 @@ func (e *Env) Body(patches ...json.RawMessage) json.RawMessage {
 	return e.Target.Body(e.Op, patches...)
 }
 
-// Variant returns the body of a configured variant of the operation.
+// Variant returns the body of a configured variant of the operation. When
+// the downstream double makes the variant behave (its downstream:), the
+// body is a copy Send recognises: the key it is sent under gets the
+// variant's behaviour, even when the body equals the normal one.
 func (e *Env) Variant(name string) (json.RawMessage, Variant, bool) {
-	return e.Target.Variant(e.Op, name)
+	body, v, ok := e.Target.Variant(e.Op, name)
+	if ok && v.Downstream != nil {
+		body = e.Target.downstream.variantBody(body, name)
+	}
+	return body, v, ok
 }
 
 // Send performs one request and records it as evidence.
@@ -211,6 +263,7 @@ func (e *Env) Send(ctx context.Context, r Req) Resp {
 	case !r.NoKey:
 		x.Request.Header[hk] = []string{e.KeyValue(r.Key)}
 	}
+	e.markForDouble(op, r, &x)
 	if c := e.oracle; c != nil && c.global {
 		c.enter(ctx, e, scopeOf(r))
 		defer c.leave()
@@ -219,7 +272,24 @@ func (e *Env) Send(ctx context.Context, r Req) Resp {
 	if r.client != nil {
 		client = r.client
 	}
-	return e.doWith(ctx, client, x, true)
+	resp := e.doWith(ctx, client, x, true)
+	if c := e.oracle; c != nil && !r.NoKey && r.KeyLines == nil {
+		switch {
+		case resp.OK():
+			c.prove(r.Key, createdIDOf(op, resp))
+		case declinedAsDeclared(op, body, resp):
+			c.prove(r.Key, "") // a business error is an execution, stored
+		}
+	}
+	return resp
+}
+
+// declinedAsDeclared reports that resp answers op's business_error variant
+// (body) with the status the variant declares: the catalog takes that
+// outcome as one execution (errors/business-error-kept).
+func declinedAsDeclared(op *Operation, body []byte, resp Resp) bool {
+	vb, v, ok := op.VariantBody(VariantBusinessError)
+	return ok && v.Status != 0 && resp.Err == nil && resp.Status == v.Status && bytes.Equal(vb, body)
 }
 
 // do sends x.Request, fills in the response and, if record, keeps x as
@@ -357,47 +427,110 @@ func (e *Env) count(ctx context.Context, key string, record bool) (int, error) {
 		o.used.Store(true)
 	}
 	if !o.global {
-		if key == "" {
-			return 0, errors.New("oracle: a per-key oracle cannot count requests sent without a key")
-		}
-		total := 0
-		for _, or := range o.oracles {
-			n, err := e.probe(ctx, or, or.KeyURL(e.Target, key), record)
-			if err != nil {
-				return 0, err
+		if key == "" && e.Target.countsKeyless(e.Op) {
+			if !e.Target.countsScopes() { // the double witnesses what the oracle cannot count
+				return e.Target.downstreamCalls(e.noKeyScope(), ""), nil
 			}
-			total += n
+			key = e.noKeyScope() // the keyless requests' token (markForDouble)
 		}
-		return total, nil
+		read := func() (int, error) { return o.ev.Count(ctx, key, e.recorder(record)) }
+		n, err := read()
+		if err != nil || !record {
+			return n, err
+		}
+		return o.settle(ctx, key, n, read)
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if err := o.readLocked(ctx, e, record); err != nil {
 		return 0, err
 	}
-	return o.counts[key], nil
+	if !record {
+		return o.counts[key], nil
+	}
+	// Rises are credited to the open scope: only its count can catch up
+	// (enter let the previous scope's settle before it switched).
+	var read func() (int, error)
+	if !o.open || o.scope == key {
+		read = func() (int, error) {
+			err := o.readLocked(ctx, e, record)
+			return o.counts[key], err
+		}
+	}
+	return o.settle(ctx, key, o.counts[key], read)
 }
 
-// probe reads one oracle's count at u.
-func (e *Env) probe(ctx context.Context, o *Oracle, u string, record bool) (int, error) {
-	x := Exchange{Label: "oracle", Request: ExchangeRequest{Method: http.MethodGet, URL: u, Header: o.Header(e.Target)}}
-	r := e.do(ctx, x, record)
-	if r.Err != nil {
-		return 0, fmt.Errorf("oracle %s: %v", u, r.Err)
-	}
-	n, err := o.ParseCount(r.Status, r.Body)
-	if err != nil {
-		return 0, fmt.Errorf("oracle %s: %v", u, err)
+// lagSettle bounds how long a count below what the answers prove is
+// re-read before it is reported as not settled.
+const lagSettle = 2 * time.Second
+
+// settle re-reads a count n of key's executions that is below what key's
+// answers prove (a 2xx, or the business_error variant's declared status,
+// under a fresh key is one execution at least; each distinct created id is
+// one), with backoff, for up to lagSettle (nil
+// read: it cannot be re-read). A count that never catches up is an error:
+// the case is inconclusive, not judged on a count that contradicts its
+// own answers.
+func (c *counter) settle(ctx context.Context, key string, n int, read func() (int, error)) (int, error) {
+	lower, why := c.proven(key)
+	deadline := time.Now().Add(lagSettle)
+	wait := 50 * time.Millisecond
+	for n < lower {
+		if read == nil || time.Now().Add(wait).After(deadline) || waitUntil(ctx, time.Now().Add(wait)) != nil {
+			return 0, fmt.Errorf("oracle: counts %d executions under this key, but its answers prove at least %d (%s); re-read for %s, the count never caught up: it lags (a read replica, an asynchronous counter) or misses executions", n, lower, why, lagSettle)
+		}
+		wait *= 2
+		var err error
+		if n, err = read(); err != nil {
+			return 0, err
+		}
 	}
 	return n, nil
 }
 
-// counter is a case instance's view of the target's oracles. Under a
+// prove notes an answer under key that shows an execution, with the id it
+// created ("" none).
+func (c *counter) prove(key, id string) {
+	c.pmu.Lock()
+	defer c.pmu.Unlock()
+	if c.proofs[key] == nil {
+		c.proofs[key] = map[string]bool{}
+	}
+	c.proofs[key][id] = true
+}
+
+// proven is the fewest executions key's answers prove, and why.
+func (c *counter) proven(key string) (int, string) {
+	c.pmu.Lock()
+	defer c.pmu.Unlock()
+	ids := c.proofs[key]
+	n := len(ids)
+	if ids[""] {
+		n--
+	}
+	switch {
+	case len(ids) == 0:
+		return 0, ""
+	case n <= 1:
+		return 1, "an answer that shows an execution: a 2xx, or the business_error variant's status"
+	}
+	return n, fmt.Sprintf("%d distinct created ids", n)
+}
+
+// recorder keeps an oracle's probe exchanges as evidence (nil: not kept).
+func (e *Env) recorder(record bool) func(Exchange) {
+	if !record {
+		return nil
+	}
+	return e.record
+}
+
+// counter is a case instance's view of the run's evidence. Under a
 // global counter it attributes the counter's rises to keys (Executions).
 type counter struct {
-	oracles []*Oracle // URLs made absolute, so a proxied Env probes directly
-	global  bool
-	used    atomic.Bool // the case asked for a count
+	ev     *Evidence
+	global bool
+	used   atomic.Bool // the case asked for a count
 
 	mu sync.Mutex
 	// open: a key's requests were sent since the last reading (scope is
@@ -409,22 +542,16 @@ type counter struct {
 	counts   map[string]int // rises credited to each scope
 	// broken, once set, is why no count can be trusted any more.
 	broken error
+
+	pmu    sync.Mutex
+	proofs map[string]map[string]bool // created ids of 2xx answers by key ("": none)
 }
 
-func newCounter(t *Target) *counter {
-	os := t.Oracles()
-	if len(os) == 0 {
+func newCounter(ev *Evidence) *counter {
+	if ev == nil {
 		return nil
 	}
-	c := &counter{global: !os[0].PerKey(), counts: map[string]int{}}
-	for _, o := range os {
-		for _, r := range o.ByReplica(t) {
-			abs := *r
-			abs.URL = r.abs(t, r.URL)
-			c.oracles = append(c.oracles, &abs)
-		}
-	}
-	return c
+	return &counter{ev: ev, global: !ev.PerKey(), counts: map[string]int{}, proofs: map[string]map[string]bool{}}
 }
 
 // readLocked reads the summed global counter and credits its rise since
@@ -433,16 +560,12 @@ func (c *counter) readLocked(ctx context.Context, e *Env, record bool) error {
 	if c.broken != nil {
 		return c.broken
 	}
-	total := 0
-	for _, o := range c.oracles {
-		n, err := e.probe(ctx, o, o.URL, record)
-		if err != nil {
-			// A read lost between two keys loses the attribution of
-			// everything after it.
-			c.broken = err
-			return err
-		}
-		total += n
+	total, err := c.ev.Count(ctx, "", e.recorder(record))
+	if err != nil {
+		// A read lost between two keys loses the attribution of
+		// everything after it.
+		c.broken = err
+		return err
 	}
 	if c.open {
 		if total < c.last {
@@ -470,7 +593,33 @@ func (c *counter) enter(ctx context.Context, e *Env, scope string) {
 		c.broken = fmt.Errorf("oracle: a global counter cannot tell which of two keys executed: requests under %q and %q were under way at once", c.scope, scope)
 	}
 	_ = c.readLocked(ctx, e, true) // an error is kept in c.broken for the counts
+	c.settleOpenLocked(ctx, e)
 	c.open, c.scope, c.inflight = true, scope, 1
+}
+
+// settleOpenLocked lets the open scope's count catch up with its answers
+// (settle): a lagging global counter credits a late rise to whichever
+// scope is open, so a scope is settled before the next one opens, and
+// before the next case starts (drain).
+func (c *counter) settleOpenLocked(ctx context.Context, e *Env) {
+	if !c.open || c.broken != nil {
+		return
+	}
+	scope := c.scope
+	_, _ = c.settle(ctx, scope, c.counts[scope], func() (int, error) {
+		err := c.readLocked(ctx, e, false)
+		return c.counts[scope], err
+	})
+}
+
+// drain settles a global counter's open scope when e is done with it, so
+// that the next Env (the run is serial) starts from a settled count.
+func (e *Env) drain(ctx context.Context) {
+	if c := e.oracle; c != nil && c.global {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.settleOpenLocked(ctx, e)
+	}
 }
 
 // leave is called when a request entered under scope has its answer.
@@ -485,11 +634,12 @@ func (c *counter) leave() {
 func KeyLinesScope(lines []string) string { return "\x00lines:" + strings.Join(lines, "\n") }
 
 // linesCount reads the count that requests sent with the key field lines
-// move: under a global counter their own scope's, under a per-key oracle
+// move: under a global counter (or a downstream double that marks them
+// with a token of their own) their own scope's, under a per-key oracle
 // the executions under keys, the keys the server may read from the lines.
 // Read before and after the requests, the difference is their executions.
 func (e *Env) linesCount(ctx context.Context, lines []string, keys ...string) (int, error) {
-	if e.oracle != nil && e.oracle.global {
+	if e.oracle != nil && (e.oracle.global || e.Target.countsScopes()) {
 		return e.Executions(ctx, KeyLinesScope(lines))
 	}
 	return e.executionsUnder(ctx, slices.Compact(slices.Sorted(slices.Values(keys)))...)
@@ -531,6 +681,9 @@ func createdIDOf(op *Operation, r Resp) string {
 // are a lower bound (identity oracle). ok is false when neither is
 // available.
 func (e *Env) Effects(ctx context.Context, key string, rs ...Resp) (n int, how string, ok bool, err error) {
+	if !e.sees().ErrorAnswers {
+		e.blindTo(rs...)
+	}
 	if e.HasOracle() {
 		n, err = e.Executions(ctx, key)
 		return n, "oracle", err == nil, err
@@ -539,6 +692,50 @@ func (e *Env) Effects(ctx context.Context, key string, rs ...Resp) (n int, how s
 		return 0, "", false, nil
 	}
 	return len(e.DistinctIDs(rs...)), "distinct created ids", true, nil
+}
+
+// sees is what the case's evidence sees: the oracle's sources, else
+// created ids.
+func (e *Env) sees() Sight {
+	if e.oracle != nil {
+		return e.oracle.ev.Sees()
+	}
+	return idsSight
+}
+
+// blindTo notes the first of rs that answered an error (other than an
+// in-flight conflict, which answers before any handler runs) when the
+// evidence cannot see whether it executed (created ids): the case may then
+// not pass (runInstance makes such a pass unverifiable).
+func (e *Env) blindTo(rs ...Resp) {
+	for _, r := range rs {
+		if r.Err != nil || r.Status < 400 || (e.Profile != nil && hasStatus(e.Profile.InFlightStatus, r.Status)) {
+			continue
+		}
+		e.mu.Lock()
+		if e.unseen == "" {
+			e.unseen = fmt.Sprintf("a %d answer", r.Status)
+		}
+		e.mu.Unlock()
+		return
+	}
+}
+
+// unseenVerdict turns a pass that rested on created ids while an error
+// answer may have executed unseen into unverifiable; other verdicts stand
+// (a fail or a warn has evidence of its own).
+func (e *Env) unseenVerdict(v Verdict) Verdict {
+	e.mu.Lock()
+	unseen := e.unseen
+	e.mu.Unlock()
+	if v.Status != Pass || unseen == "" {
+		return v
+	}
+	what := "created ids"
+	if e.HasOracle() {
+		what = "the oracle"
+	}
+	return e.Unverifiable(fmt.Sprintf("%s cannot see an execution that answered an error (%s): count executions with a source that does (sql:, a list or counter url, downstream:; docs/evidence.md); the case saw: %s", what, unseen, v.Observed))
 }
 
 // DistinctIDs lists the distinct created ids among rs, sorted.

@@ -24,6 +24,7 @@ type driver struct {
 	hist   *chaos.History
 	onOp   func(chaos.Op) // progress hook, nil when not asked
 	keys   *scenarios.Keys
+	ev     *scenarios.Evidence // per-key execution counts (nil: none)
 	mu     sync.Mutex
 	rng    *rand.Rand
 	keyErr error // the first key that could not be fetched
@@ -89,16 +90,21 @@ func (d *driver) run(ctx context.Context, s shape) (rec chaos.Op, ok bool) {
 	rec = chaos.Op{Key: key, Operation: op.Name, Kind: s.kind}
 	first, later := t.Body(op), []byte(nil)
 	attempts := d.cfg.MaxAttempts
+	variant := ""
 	switch s.kind {
 	case chaos.KindStorm:
-		first, _, _ = t.Variant(op, scenarios.VariantSlow)
+		variant = scenarios.VariantSlow
 	case chaos.KindMutated:
 		later = t.Body(op, op.Mutations[0].Patch)
 	case chaos.KindBusiness:
-		first, _, _ = t.Variant(op, scenarios.VariantBusinessError)
+		variant = scenarios.VariantBusinessError
 	case chaos.KindTransient:
-		first, _, _ = t.Variant(op, scenarios.VariantTransientError)
+		variant = scenarios.VariantTransientError
 		attempts = min(attempts, transientAttempts)
+	}
+	if variant != "" {
+		first, _, _ = t.Variant(op, variant)
+		_ = t.BehaveVariant(op, key, variant) // the double's answers, when it runs; routes are validated
 	}
 	var last answer
 	if s.kind == chaos.KindStorm {
@@ -197,11 +203,13 @@ func (d *driver) wait(ctx context.Context, n int, last answer) bool {
 // send makes one attempt through the proxy.
 func (d *driver) send(ctx context.Context, op *scenarios.Operation, key string, body []byte) answer {
 	t := d.cfg.Target
-	req, err := http.NewRequestWithContext(ctx, op.Method, d.proxy+op.Path, bytes.NewReader(body))
+	h := t.Header(op, 0, true)
+	u, body := t.Mark(op, key, d.proxy+op.Path, h, body)
+	req, err := http.NewRequestWithContext(ctx, op.Method, u, bytes.NewReader(body))
 	if err != nil {
 		return answer{err: err}
 	}
-	req.Header = t.Header(op, 0, true)
+	req.Header = h
 	req.Header.Set(t.KeyHeader, t.KeyValue(key))
 	resp, err := d.client.Do(req)
 	if err != nil {
@@ -223,15 +231,15 @@ func (d *driver) send(ctx context.Context, op *scenarios.Operation, key string, 
 	return a
 }
 
-// oracle reads the effects probe for key directly from the target (not
-// through the proxy); ok is false without an oracle or on any error.
+// oracle reads key's executions from the evidence sources directly (not
+// through the proxy); ok is false without a per-key source or on any
+// error.
 func (d *driver) oracle(ctx context.Context, key string) (int, bool) {
-	o := d.cfg.Target.Oracle
-	if o == nil {
+	if d.ev == nil {
 		return 0, false
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	n, err := o.Executions(ctx, d.client, d.cfg.Target, key)
+	n, err := d.ev.Count(ctx, key, nil)
 	return n, err == nil
 }

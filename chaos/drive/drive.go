@@ -71,6 +71,9 @@ type Result struct {
 	Replicas []string `json:"replicas,omitempty"`
 	// Kills counts replicas SIGKILLed and restarted mid-run (KillEvery).
 	Kills int `json:"kills,omitempty"`
+	// Notes say why evidence was left out (a downstream double the API
+	// does not call with its keys' tokens), one line each.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Validate checks cfg and fills defaults; errors name the field.
@@ -111,6 +114,20 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, cfg.Deadline)
 	defer cancel()
+	// The config's downstream double: the API's provider, the per-key
+	// oracle and what makes the slow, business and transient kinds behave.
+	if cfg.Target.Downstream != nil && cfg.Target.Double() == nil {
+		t, d, err := scenarios.StartDownstream(ctx, cfg.Target)
+		if err != nil {
+			return nil, err
+		}
+		defer func() {
+			closing, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			_ = d.Close(closing)
+		}()
+		cfg.Target = t
+	}
 	var killer *killer
 	if cfg.Target.Command != "" {
 		t, ms, err := scenarios.StartReplicas(ctx, cfg.Target, max(cfg.Replicas, 1))
@@ -127,10 +144,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			defer killer.stop() // before the replicas stop, on every return
 			// A restarted reference process forgets the executions it
 			// counted; the created ids seen by client and proxy decide.
-			t.Oracle = nil
+			// The downstream double's counts outlive the restarts.
+			if t.Oracle != nil && t.Oracle.Downstream == "" {
+				t.Oracle = nil
+			}
 			t.Operations = slices.Clone(t.Operations) // t is a shallow copy
 			for i := range t.Operations {
-				t.Operations[i].Oracle = nil
+				if o := t.Operations[i].Oracle; o != nil && o.Downstream == "" {
+					t.Operations[i].Oracle = nil
+				}
 			}
 		}
 		cfg.Target = t
@@ -139,6 +161,28 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	defer client.CloseIdleConnections()
 	if err := scenarios.Preflight(ctx, cfg.Target, client); err != nil {
 		return nil, err
+	}
+	ev, err := scenarios.OpenEvidence(cfg.Target, client)
+	if err != nil {
+		return nil, err
+	}
+	defer ev.Close()
+	var notes []string
+	if ev != nil {
+		// A downstream double counts only once one request is seen to
+		// call it with its key's token (calibration, as run does).
+		note, ok := scenarios.CheckDownstream(ctx, cfg.Target, client)
+		if note != "" {
+			notes = append(notes, note)
+		}
+		if !ok {
+			ev = nil
+		}
+	}
+	if ev != nil && !ev.PerKey() {
+		// A global count moves with every concurrent key: it cannot say
+		// how often one key executed. Ids decide.
+		ev = nil
 	}
 
 	path := cfg.History
@@ -180,6 +224,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		gen = scenarios.UUIDKeys
 	}
 	d := newDriver(cfg, client, front.URL, hist, cfg.Target.Keys(client, gen))
+	d.ev = ev
 	d.onOp = newTracker(cfg, proxy, hist)
 	start := time.Now()
 	d.runAll(ctx)
@@ -205,7 +250,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{Report: checker.Report(), Interrupted: parent.Err() != nil, Requested: cfg.Ops, Proxy: counters, Elapsed: elapsed,
-		Replicas: cfg.Target.Replicas, Kills: kills}
+		Replicas: cfg.Target.Replicas, Kills: kills, Notes: notes}
 	if cfg.History != "" {
 		res.History = cfg.History
 	}

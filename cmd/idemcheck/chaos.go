@@ -128,6 +128,9 @@ func runChaos(ctx context.Context, stdout io.Writer, f chaosFlags) error {
 	if len(res.Replicas) > 0 {
 		fmt.Fprintf(stdout, "replicas: %s; %d killed and restarted mid-run\n", target.Redact(strings.Join(res.Replicas, " ")), res.Kills)
 	}
+	for _, n := range res.Notes {
+		fmt.Fprintf(stdout, "note: %s\n", n)
+	}
 	printChaosReport(stdout, res.Report)
 	if res.History != "" {
 		fmt.Fprintf(stdout, "history: %s (idemcheck analyze %s)\n", res.History, res.History)
