@@ -138,3 +138,47 @@ func TestInitProbeCLI(t *testing.T) {
 		t.Errorf("--force: exit %d: %s", r.code, r.stderr)
 	}
 }
+
+// TestInitListOracleUncommented: the list oracle init writes commented
+// for the bookings document (GET /v2/bookings, elements holding the key),
+// uncommented as written, counts per key: list shows it, and run against
+// the bookings API reaches a verdict on that evidence, never a fail.
+func TestInitListOracleUncommented(t *testing.T) {
+	t.Setenv("IDEMCHECK_TOKEN_1", "key_ann")
+	t.Setenv("IDEMCHECK_TOKEN_2", "key_ben")
+	cfg := filepath.Join(t.TempDir(), "idemcheck.yaml")
+	if r := runCLI(t, "init", "--openapi", "../../scenarios/initconfig/testdata/bookings.yaml", "-o", cfg); r.code != exitOK {
+		t.Fatalf("init: exit %d: %s", r.code, r.stderr)
+	}
+	raw, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(raw), "\n")
+	uncommented := 0
+	for i := 0; i+2 < len(lines) && uncommented == 0; i++ {
+		if lines[i] == "# oracle:" && strings.HasPrefix(lines[i+1], "#   url: ") && strings.HasPrefix(lines[i+2], "#   count: ") {
+			for j := i; j <= i+2; j++ {
+				lines[j] = strings.TrimPrefix(lines[j], "# ")
+			}
+			uncommented = 3
+		}
+	}
+	if uncommented == 0 {
+		t.Fatalf("no commented list oracle in\n%s", raw)
+	}
+	if err := os.WriteFile(cfg, []byte(strings.Join(lines, "\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(bookings.New(2 * time.Second))
+	defer srv.Close()
+	l := runCLI(t, "list", "--config", cfg, "--base-url", srv.URL, "--run", "replay/single-execution")
+	if l.code != exitOK || !strings.Contains(l.stdout, "per-key") {
+		t.Fatalf("rule: the uncommented list oracle counts per key: exit %d\n%s%s", l.code, l.stdout, l.stderr)
+	}
+	run := runCLI(t, "run", "--config", cfg, "--base-url", srv.URL)
+	if !verdicts[run.code] || run.code == exitFail {
+		t.Errorf("rule: a verdict on the list oracle's evidence, not a fail on a correct API: exit %d\n%s\n%s", run.code, tail(run.stdout, 40), run.stderr)
+	}
+	t.Logf("exit %d: %s", run.code, strings.TrimSpace(tail(run.stdout, 5)))
+}
