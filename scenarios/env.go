@@ -100,6 +100,13 @@ func (e *Env) noKeyScope() string {
 	return e.noKey
 }
 
+// NewEnv is an Env outside a run (idemcheck init --probe): it sends op's
+// requests through client and keeps every exchange, with no case, profile
+// or oracle.
+func NewEnv(t *Target, op *Operation, client *http.Client) *Env {
+	return &Env{Target: t, Op: op, client: client}
+}
+
 // Req describes one request of a case. Zero values mean "the normal call".
 type Req struct {
 	Label string
