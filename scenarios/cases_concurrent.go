@@ -78,12 +78,23 @@ func (e *Env) duringSlow(ctx context.Context, quick bool, dup func(k string) Res
 		// whatever the client's clock says about the two answers.
 		// Without evidence (no ids, no oracle) it is not shown to be one.
 		replayed, _ := e.Replayed(ctx, slow, d, k)
-		held = held && replayed && slow.End.Sub(d.Start) >= v.Duration/3
+		held = held && replayed && slow.End.Sub(d.Start) >= v.Duration/3 && !stalled(slow, d, v.Duration)
 		if slow.OK() && d.Err == nil && overlapped(slow, d) && (!quick || (d.End.Before(slow.End) && !replayed)) {
 			return k, slow, d, held
 		}
 	}
 	return k, slow, d, held
+}
+
+// stalled reports whether the timings of a slow original and a duplicate
+// replayed after it look like a stalled machine rather than a server that
+// held the duplicate: a holding server answers it as it completes the
+// original, and the original takes about its declared duration. Under a
+// stall either stretches by seconds (seen at 3x oversubscription: every
+// attempt "held", the case skipped where it passed on a quiet machine).
+func stalled(slow, dup Resp, d time.Duration) bool {
+	slack := max(d/2, 500*time.Millisecond)
+	return slow.End.Sub(slow.Start) > d+slack || dup.End.Sub(slow.End) > slack
 }
 
 // startInFlight sends r (a slow request under key k that stays in flight
