@@ -9,6 +9,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/dunglas/httpsfv"
@@ -26,7 +27,7 @@ const maxKeyLen = 255
 const lapsedLease = time.Second
 
 // errKey is why a key field was refused (400).
-var errKey = errors.New("Idempotency-Key must be one sf-string (a quoted string) of 1 to 255 characters, without parameters")
+var errKey = errors.New("Idempotency-Key must be one sf-string (a quoted string) of 1 to 255 characters, not all blank, without parameters")
 
 // parseKey reads the key from the request's field lines: missing is true
 // when there is none; err when it is not one valid sf-string.
@@ -42,7 +43,7 @@ func parseKey(lines []string) (key string, missing bool, err error) {
 		return "", false, errKey
 	}
 	s, ok := item.Value.(string)
-	if !ok || s == "" || len(s) > maxKeyLen || len(item.Params.Names()) > 0 {
+	if !ok || strings.TrimSpace(s) == "" || len(s) > maxKeyLen || len(item.Params.Names()) > 0 {
 		return "", false, errKey
 	}
 	return s, false, nil

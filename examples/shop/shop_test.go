@@ -73,22 +73,36 @@ type testShop struct {
 	url      string
 	shop     *shop
 	provider *fakeProvider
+	cfg      config
 }
 
+// startShop serves build d on a fresh schema, paying through a
+// fakeProvider.
 func startShop(t *testing.T, d defect, ttl time.Duration) *testShop {
 	t.Helper()
-	dsn := testenv.RequirePostgres(t)
 	p := newFakeProvider(t)
+	return startShopAt(t, testenv.RequirePostgres(t), p.srv.URL, d, ttl, p)
+}
+
+// startShopAt serves build d on database dsn, paying at providerURL.
+func startShopAt(t *testing.T, dsn, providerURL string, d defect, ttl time.Duration, p *fakeProvider) *testShop {
+	t.Helper()
+	cfg := config{dsn: dsn, providerURL: providerURL, ttl: ttl, lease: 5 * time.Second, providerTimeout: 3 * time.Second, defect: d}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	s, err := open(ctx, config{dsn: dsn, providerURL: p.srv.URL, ttl: ttl, lease: 5 * time.Second,
-		providerTimeout: 3 * time.Second, defect: d})
+	s, err := open(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(s)
 	t.Cleanup(func() { srv.Close(); s.close() })
-	return &testShop{url: srv.URL, shop: s, provider: p}
+	return &testShop{url: srv.URL, shop: s, provider: p, cfg: cfg}
+}
+
+// replica serves another shop of the same build on the same database.
+func (ts *testShop) replica(t *testing.T) *testShop {
+	t.Helper()
+	return startShopAt(t, ts.cfg.dsn, ts.cfg.providerURL, ts.cfg.defect, ts.cfg.ttl, ts.provider)
 }
 
 // reply is a response read in full.
@@ -230,7 +244,7 @@ func TestCorrectBuild(t *testing.T) {
 	})
 	t.Run("key syntax", func(t *testing.T) {
 		for _, tc := range []struct{ name, key string }{
-			{"missing", ""}, {"raw token", "raw:abc"}, {"empty", `""`}, {"parameters", `"abc";x=1`},
+			{"missing", ""}, {"raw token", "raw:abc"}, {"empty", `""`}, {"blank", `"   "`}, {"parameters", `"abc";x=1`},
 			{"two strings", `"a", "b"`}, {"too long", strings.Repeat("k", maxKeyLen+1)},
 		} {
 			ref := "ok-" + uuid.NewString()
