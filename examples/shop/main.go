@@ -5,7 +5,7 @@
 // doing, and idemcheck's downstream double plays the provider in tests.
 //
 //	DATABASE_URL=postgres://... PROVIDER_URL=http://127.0.0.1:9090 \
-//	  go run ./examples/shop -addr 127.0.0.1:8080 -ttl 3s
+//	  go run ./examples/shop -addr 127.0.0.1:8080 -ttl 4s
 //
 // SHOP_DEFECT=name starts a broken build instead (defects.go);
 // examples/shop/idemcheck.yaml describes the API to idemcheck and
