@@ -16,7 +16,7 @@ type OracleReport struct {
 	Available bool `json:"available"`
 	// Totals: executions before and after the measured window, and the
 	// range the measured requests can explain.
-	TotalsURL   string `json:"totals_url,omitempty"`
+	Totals      bool   `json:"totals,omitempty"`
 	Before      int64  `json:"before"`
 	After       int64  `json:"after"`
 	ExpectedMin uint64 `json:"expected_min"`
@@ -26,35 +26,32 @@ type OracleReport struct {
 	Error      string `json:"error,omitempty"`
 }
 
-// oracle asks the target's effects endpoint how often the handler ran.
+// oracle asks the target's evidence sources how often the handler ran.
 type oracle struct {
-	client *http.Client
-	target *scenarios.Target
+	ev *scenarios.Evidence
 }
 
-func newOracle(t *scenarios.Target, client *http.Client) *oracle {
-	if t.Oracle == nil || t.Oracle.URL == "" {
-		return nil
+// newOracle opens t's evidence (nil when t has none); close it after.
+func newOracle(t *scenarios.Target, client *http.Client) (*oracle, error) {
+	ev, err := scenarios.OpenEvidence(t, client)
+	if err != nil || ev == nil {
+		return nil, err
 	}
-	return &oracle{client: client, target: t}
+	return &oracle{ev: ev}, nil
 }
 
-// count reads the execution count at the probe URL at(oracle), summed
-// over the replicas when the oracle counts per replica.
-func (o *oracle) count(ctx context.Context, at func(*scenarios.Oracle) string) (int64, error) {
-	var total int64
-	for _, r := range o.target.Oracle.ByReplica(o.target) {
-		n, err := r.Count(ctx, o.client, o.target, at(r))
-		if err != nil {
-			return 0, err
-		}
-		total += int64(n)
+func (o *oracle) close() {
+	if o != nil {
+		_ = o.ev.Close()
 	}
-	return total, nil
 }
 
-// totals is the probe URL of every key's executions ("" when none).
-func (o *oracle) totals(r *scenarios.Oracle) string { return r.TotalsURL(o.target) }
+// totals reads every key's executions; ok is false when the sources have
+// no such count.
+func (o *oracle) totals(ctx context.Context) (int64, bool, error) {
+	n, ok, err := o.ev.Total(ctx, nil)
+	return int64(n), ok, err
+}
 
 // Per-key probes after a run, bounded so a large run ends quickly.
 const (
@@ -65,8 +62,8 @@ const (
 // saw: the totals delta and a bounded sample of per-key counts.
 func (o *oracle) verify(ctx context.Context, rep *OracleReport, c *checker, pool []string) {
 	rep.ExpectedMin, rep.ExpectedMax = c.expectedExecutions()
-	if rep.TotalsURL != "" {
-		after, err := o.count(ctx, o.totals)
+	if rep.Totals {
+		after, _, err := o.totals(ctx)
 		if err != nil {
 			rep.Error = err.Error()
 		} else {
@@ -98,7 +95,8 @@ func (o *oracle) verify(ctx context.Context, rep *OracleReport, c *checker, pool
 			if i >= maxProbesPerKind || ctx.Err() != nil {
 				return
 			}
-			n, err := o.count(ctx, func(r *scenarios.Oracle) string { return r.KeyURL(o.target, k) })
+			got, err := o.ev.Count(ctx, k, nil)
+			n := int64(got)
 			if err != nil {
 				if rep.Error == "" {
 					rep.Error = err.Error()
@@ -111,6 +109,9 @@ func (o *oracle) verify(ctx context.Context, rep *OracleReport, c *checker, pool
 					Detail: fmt.Sprintf("oracle counted %d executions for this key, want %d..%d", n, lo, hi)})
 			}
 		}
+	}
+	if !o.ev.PerKey() {
+		return // a global count says nothing about one key
 	}
 	probe(pool, 1)
 	probe(executed, 1)

@@ -391,8 +391,8 @@ func (r *Report) oracleLine() string {
 		return "oracle: none declared — execution counts unverified; replay equality checked"
 	}
 	var line string
-	if r.Oracle.TotalsURL == "" {
-		line = fmt.Sprintf("oracle: no totals URL, %d keys probed", r.Oracle.KeysProbed)
+	if !r.Oracle.Totals {
+		line = fmt.Sprintf("oracle: no total count, %d keys probed", r.Oracle.KeysProbed)
 	} else {
 		most := fmt.Sprint(r.Oracle.ExpectedMax)
 		if r.Oracle.ExpectedMax >= unbounded {

@@ -290,18 +290,20 @@ func Run(ctx context.Context, t *scenarios.Target, opts ...Option) (*Report, err
 	}
 	oclient := t.Client(5 * time.Second)
 	defer oclient.CloseIdleConnections()
-	orc := newOracle(t, oclient)
+	orc, err := newOracle(t, oclient)
+	if err != nil {
+		return nil, err
+	}
+	defer orc.close()
 	orep := &OracleReport{}
 	if orc != nil {
 		orep.Available = true
 		// Concurrent shards move the totals of one another: only the
 		// per-key probes (disjoint keys) are theirs to check.
 		if c.shard.N <= 1 {
-			orep.TotalsURL = t.Oracle.TotalsURL(t)
-		}
-		if orep.TotalsURL != "" {
-			if orep.Before, err = orc.count(ctx, orc.totals); err != nil {
-				orep.Error, orep.TotalsURL = err.Error(), ""
+			orep.Before, orep.Totals, err = orc.totals(ctx)
+			if err != nil {
+				orep.Error, orep.Totals = err.Error(), false
 			}
 		}
 	}

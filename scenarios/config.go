@@ -16,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/idemcheck/idemcheck/internal/jsonx"
+	"github.com/idemcheck/idemcheck/scenarios/double"
 )
 
 // configFile mirrors Target for YAML: bodies and patches are YAML maps
@@ -37,6 +38,9 @@ type configFile struct {
 	TLS           TLS              `yaml:"tls"`
 	SecretHeaders []string         `yaml:"secret_headers"`
 	KeySource     *keySourceConfig `yaml:"key_source"`
+	// Downstream: the double idemcheck starts for the API's dependency
+	// (downstream.go).
+	Downstream *double.Config `yaml:"downstream"`
 }
 
 type keySourceConfig struct {
@@ -57,6 +61,7 @@ type operationConfig struct {
 	Mutations []mutationConfig         `yaml:"mutations"`
 	Variants  map[string]variantConfig `yaml:"variants"`
 	Oracle    *Oracle                  `yaml:"oracle"`
+	Marker    *Marker                  `yaml:"marker"`
 }
 
 type mutationConfig struct {
@@ -68,9 +73,21 @@ type variantConfig struct {
 	Patch any `yaml:"patch"`
 	// Raw is the variant's whole body, sent as is (e.g. a malformed JSON
 	// payload for "invalid"), instead of a merge patch on the body.
-	Raw      *string       `yaml:"raw"`
-	Duration time.Duration `yaml:"duration"`
-	Status   int           `yaml:"status"`
+	Raw        *string                  `yaml:"raw"`
+	Duration   time.Duration            `yaml:"duration"`
+	Status     int                      `yaml:"status"`
+	Downstream *variantDownstreamConfig `yaml:"downstream"`
+}
+
+// variantDownstreamConfig is a variant's downstream: the double's answer
+// to the key's calls of a route.
+type variantDownstreamConfig struct {
+	Route   string            `yaml:"route"`
+	Delay   time.Duration     `yaml:"delay"`
+	Status  int               `yaml:"status"`
+	Headers map[string]string `yaml:"headers"`
+	Body    any               `yaml:"body"`
+	Hang    bool              `yaml:"hang"`
 }
 
 // ttlConfig is the ttl field: a duration, or "never" for an API that
@@ -282,7 +299,7 @@ func (cf *configFile) target() (*Target, error) {
 	t := &Target{
 		BaseURL: strings.TrimRight(cf.BaseURL, "/"), KeyHeader: cf.KeyHeader, KeySyntax: cf.KeySyntax,
 		Timeout: cf.Timeout, Principals: cf.Principals, Oracle: cf.Oracle, TTL: cf.TTL.d, NeverExpires: cf.TTL.never,
-		Lease: cf.Lease, Command: cf.TargetCmd,
+		Lease: cf.Lease, Command: cf.TargetCmd, Downstream: cf.Downstream,
 	}
 	for _, r := range cf.Replicas {
 		t.Replicas = append(t.Replicas, strings.TrimRight(r, "/"))
@@ -298,7 +315,7 @@ func (cf *configFile) target() (*Target, error) {
 	}
 	for i, oc := range cf.Operations {
 		at := fmt.Sprintf("operations[%d]", i)
-		op := Operation{Name: oc.Name, Method: strings.ToUpper(oc.Method), Path: oc.Path, Headers: oc.Headers, IDPointer: oc.IDPointer, Oracle: oc.Oracle}
+		op := Operation{Name: oc.Name, Method: strings.ToUpper(oc.Method), Path: oc.Path, Headers: oc.Headers, IDPointer: oc.IDPointer, Oracle: oc.Oracle, Marker: oc.Marker}
 		if oc.Body != nil {
 			b, err := toJSON(oc.Body)
 			if err != nil {
@@ -323,12 +340,22 @@ func (cf *configFile) target() (*Target, error) {
 				return nil, fmt.Errorf("%s.variants.%s: give either patch or raw, not both", at, name)
 			case vc.Raw != nil:
 				v.Raw = []byte(*vc.Raw)
+			case vc.Patch == nil && vc.Downstream != nil:
+				// The double makes the call behave: the body stays.
 			default:
 				b, err := toJSON(vc.Patch)
 				if err != nil {
 					return nil, fmt.Errorf("%s.variants.%s.patch: %v", at, name, err)
 				}
 				v.Patch = b
+			}
+			if dc := vc.Downstream; dc != nil {
+				b, err := toJSON(dc.Body)
+				if err != nil {
+					return nil, fmt.Errorf("%s.variants.%s.downstream.body: %v", at, name, err)
+				}
+				v.Downstream = &VariantDownstream{Route: dc.Route, Behaviour: double.Behaviour{
+					Delay: dc.Delay, Status: dc.Status, Headers: dc.Headers, Body: b, Hang: dc.Hang}}
 			}
 			op.Variants[name] = v
 		}
@@ -457,8 +484,8 @@ func (t *Target) Validate() error {
 			if !knownVariants[name] {
 				return fmt.Errorf("%s.variants.%s: unknown variant (valid: business_error, invalid, slow, transient_error)", at, name)
 			}
-			if v.Raw == nil && !isJSONObject(v.Patch) {
-				return fmt.Errorf("%s.variants.%s.patch: want a JSON object (RFC 7386 merge patch), or raw: a whole body sent as is", at, name)
+			if v.Raw == nil && !isJSONObject(v.Patch) && (v.Downstream == nil || v.Patch != nil) {
+				return fmt.Errorf("%s.variants.%s.patch: want a JSON object (RFC 7386 merge patch), raw: a whole body sent as is, or downstream: the double's answer", at, name)
 			}
 			if v.Duration < 0 {
 				return fmt.Errorf("%s.variants.%s.duration %s: must not be negative", at, name, v.Duration)
@@ -479,31 +506,16 @@ func (t *Target) Validate() error {
 			return err
 		}
 	}
+	if err := t.validateDownstream(); err != nil {
+		return err
+	}
 	// Per-key and global counts cannot be added up: one kind for the run.
 	if os := t.Oracles(); len(os) > 1 {
 		for _, o := range os[1:] {
 			if o.PerKey() != os[0].PerKey() {
-				return fmt.Errorf("oracle.url %q and %q: one counts per key ({key} in the URL), the other globally; use one kind for every operation", os[0].URL, o.URL)
+				return fmt.Errorf("oracle %s and %s: one counts per key, the other globally; use one kind for every operation", os[0], o)
 			}
 		}
-	}
-	return nil
-}
-
-// validate checks an oracle (nil is fine); at names it in errors.
-func (o *Oracle) validate(at string, principals int) error {
-	if o == nil {
-		return nil
-	}
-	if u, err := url.Parse(o.URL); o.URL == "" || err != nil ||
-		(!strings.HasPrefix(o.URL, "/") && ((u.Scheme != "http" && u.Scheme != "https") || u.Host == "")) {
-		return fmt.Errorf("%s.url %q: want a path starting with / or an absolute http(s) URL", at, o.URL)
-	}
-	if _, err := jsonx.ParsePointer(o.Pointer); err != nil || o.Pointer == "" {
-		return fmt.Errorf("%s.pointer %q: want an RFC 6901 pointer to an integer (e.g. /executions)", at, o.Pointer)
-	}
-	if o.Principal < 0 || o.Principal >= principals {
-		return fmt.Errorf("%s.principal %d: want an index into principals (0..%d)", at, o.Principal, principals-1)
 	}
 	return nil
 }
@@ -570,6 +582,9 @@ func (op *Operation) VariantBody(name string) (json.RawMessage, Variant, bool) {
 	}
 	if v.Raw != nil {
 		return v.Raw, v, true
+	}
+	if v.Patch == nil { // a variant the downstream double makes behave
+		return op.Body, v, true
 	}
 	b, err := jsonx.MergePatch(op.Body, v.Patch)
 	if err != nil { // config validation guarantees objects; keep the body

@@ -49,6 +49,15 @@ type Env struct {
 	mu        sync.Mutex
 	exchanges []Exchange
 	keyErr    error // the first key that could not be fetched
+	// variants are the bodies Variant handed out for variants the
+	// downstream double makes behave: Send knows one by its backing array.
+	variants []variantBody
+}
+
+// variantBody is a body Env.Variant returned for variant name.
+type variantBody struct {
+	name string
+	body json.RawMessage
 }
 
 // Req describes one request of a case. Zero values mean "the normal call".
@@ -169,9 +178,35 @@ func (e *Env) Body(patches ...json.RawMessage) json.RawMessage {
 	return e.Target.Body(e.Op, patches...)
 }
 
-// Variant returns the body of a configured variant of the operation.
+// Variant returns the body of a configured variant of the operation. When
+// the downstream double makes the variant behave (its downstream:), the
+// body is a copy Send recognises: the key it is sent under gets the
+// variant's behaviour, even when the body equals the normal one.
 func (e *Env) Variant(name string) (json.RawMessage, Variant, bool) {
-	return e.Target.Variant(e.Op, name)
+	body, v, ok := e.Target.Variant(e.Op, name)
+	if ok && v.Downstream != nil && e.Target.downstream != nil && len(body) > 0 {
+		body = bytes.Clone(body)
+		e.mu.Lock()
+		e.variants = append(e.variants, variantBody{name: name, body: body})
+		e.mu.Unlock()
+	}
+	return body, v, ok
+}
+
+// variantOf is the name of the variant whose body Variant handed out as
+// body (the same backing array), "" when none.
+func (e *Env) variantOf(body json.RawMessage) string {
+	if len(body) == 0 {
+		return ""
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, v := range e.variants {
+		if &v.body[0] == &body[0] {
+			return v.name
+		}
+	}
+	return ""
 }
 
 // Send performs one request and records it as evidence.
@@ -203,6 +238,10 @@ func (e *Env) Send(ctx context.Context, r Req) Resp {
 		x.Request.Header[hk] = append([]string(nil), r.KeyLines...)
 	case !r.NoKey:
 		x.Request.Header[hk] = []string{e.KeyValue(r.Key)}
+		if name := e.variantOf(body); name != "" {
+			_ = e.Target.BehaveVariant(op, r.Key, name) // the route was validated: no error
+		}
+		x.Request.URL, x.Request.Body = e.Target.mark(op, r.Key, x.Request.URL, x.Request.Header, x.Request.Body)
 	}
 	if c := e.oracle; c != nil && c.global {
 		c.enter(ctx, e, scopeOf(r))
@@ -350,18 +389,7 @@ func (e *Env) count(ctx context.Context, key string, record bool) (int, error) {
 		o.used.Store(true)
 	}
 	if !o.global {
-		if key == "" {
-			return 0, errors.New("oracle: a per-key oracle cannot count requests sent without a key")
-		}
-		total := 0
-		for _, or := range o.oracles {
-			n, err := e.probe(ctx, or, or.KeyURL(e.Target, key), record)
-			if err != nil {
-				return 0, err
-			}
-			total += n
-		}
-		return total, nil
+		return o.ev.Count(ctx, key, e.recorder(record))
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -371,26 +399,20 @@ func (e *Env) count(ctx context.Context, key string, record bool) (int, error) {
 	return o.counts[key], nil
 }
 
-// probe reads one oracle's count at u.
-func (e *Env) probe(ctx context.Context, o *Oracle, u string, record bool) (int, error) {
-	x := Exchange{Label: "oracle", Request: ExchangeRequest{Method: http.MethodGet, URL: u, Header: o.Header(e.Target)}}
-	r := e.do(ctx, x, record)
-	if r.Err != nil {
-		return 0, fmt.Errorf("oracle %s: %v", u, r.Err)
+// recorder keeps an oracle's probe exchanges as evidence (nil: not kept).
+func (e *Env) recorder(record bool) func(Exchange) {
+	if !record {
+		return nil
 	}
-	n, err := o.ParseCount(r.Status, r.Body)
-	if err != nil {
-		return 0, fmt.Errorf("oracle %s: %v", u, err)
-	}
-	return n, nil
+	return e.record
 }
 
-// counter is a case instance's view of the target's oracles. Under a
+// counter is a case instance's view of the run's evidence. Under a
 // global counter it attributes the counter's rises to keys (Executions).
 type counter struct {
-	oracles []*Oracle // URLs made absolute, so a proxied Env probes directly
-	global  bool
-	used    atomic.Bool // the case asked for a count
+	ev     *Evidence
+	global bool
+	used   atomic.Bool // the case asked for a count
 
 	mu sync.Mutex
 	// open: a key's requests were sent since the last reading (scope is
@@ -404,20 +426,11 @@ type counter struct {
 	broken error
 }
 
-func newCounter(t *Target) *counter {
-	os := t.Oracles()
-	if len(os) == 0 {
+func newCounter(ev *Evidence) *counter {
+	if ev == nil {
 		return nil
 	}
-	c := &counter{global: !os[0].PerKey(), counts: map[string]int{}}
-	for _, o := range os {
-		for _, r := range o.ByReplica(t) {
-			abs := *r
-			abs.URL = r.abs(t, r.URL)
-			c.oracles = append(c.oracles, &abs)
-		}
-	}
-	return c
+	return &counter{ev: ev, global: !ev.PerKey(), counts: map[string]int{}}
 }
 
 // readLocked reads the summed global counter and credits its rise since
@@ -426,16 +439,12 @@ func (c *counter) readLocked(ctx context.Context, e *Env, record bool) error {
 	if c.broken != nil {
 		return c.broken
 	}
-	total := 0
-	for _, o := range c.oracles {
-		n, err := e.probe(ctx, o, o.URL, record)
-		if err != nil {
-			// A read lost between two keys loses the attribution of
-			// everything after it.
-			c.broken = err
-			return err
-		}
-		total += n
+	total, err := c.ev.Count(ctx, "", e.recorder(record))
+	if err != nil {
+		// A read lost between two keys loses the attribution of
+		// everything after it.
+		c.broken = err
+		return err
 	}
 	if c.open {
 		if total < c.last {

@@ -64,22 +64,31 @@ func TestOracleExecutions(t *testing.T) {
 	defer cancel()
 	c := NewClient(5 * time.Second)
 	defer c.CloseIdleConnections()
-	if n, err := o.Executions(ctx, c, tg, "seven"); err != nil || n != 7 {
+	count := func(o *Oracle, key string) (int, error) {
+		tg.Oracle = o
+		ev, err := OpenEvidence(tg, c)
+		if err != nil {
+			return 0, err
+		}
+		defer ev.Close()
+		return ev.Count(ctx, key, nil)
+	}
+	if n, err := count(o, "seven"); err != nil || n != 7 {
 		t.Errorf("Executions(seven) = %d, %v; want 7", n, err)
 	}
 	for _, bad := range []struct{ key, want string }{
 		{"half", "/executions/n: "},
-		{"text", "is not a number"},
+		{"text", "is not a number or an array"},
 		{"missing", "nothing at /executions/n"},
 		{"garbage", "invalid character"},
 		{"unknown", "status 404"},
 	} {
-		if n, err := o.Executions(ctx, c, tg, bad.key); err == nil || !strings.Contains(err.Error(), bad.want) || !strings.Contains(err.Error(), srv.URL) {
+		if n, err := count(o, bad.key); err == nil || !strings.Contains(err.Error(), bad.want) || !strings.Contains(err.Error(), srv.URL) {
 			t.Errorf("Executions(%s) = %d, %v; want an error with the URL and %q", bad.key, n, err, bad.want)
 		}
 	}
 	noAuth := &Oracle{URL: o.URL, Pointer: o.Pointer, Principal: 1}
-	if _, err := noAuth.Executions(ctx, c, tg, "seven"); err == nil || !strings.Contains(err.Error(), "status 401") {
+	if _, err := count(noAuth, "seven"); err == nil || !strings.Contains(err.Error(), "status 401") {
 		t.Errorf("out-of-range principal sends no headers: got %v, want status 401", err)
 	}
 }

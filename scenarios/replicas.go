@@ -37,7 +37,7 @@ func (t *Target) AddReplicas(bases []string, perReplicaOracle bool) error {
 	if err := t.validateReplicas(); err != nil {
 		return fmt.Errorf("--replica: %v", err)
 	}
-	if perReplicaOracle && t.Oracle != nil {
+	if perReplicaOracle && t.Oracle != nil && t.Oracle.SQL == nil {
 		o := *t.Oracle
 		o.PerReplica = true
 		t.Oracle = &o

@@ -199,6 +199,14 @@ func Run(ctx context.Context, t *Target, p *Profile, o RunOptions) (*Report, err
 	if err != nil {
 		return nil, err
 	}
+	if t.Downstream != nil && t.downstream == nil {
+		dt, d, err := StartDownstream(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		defer closeDouble(d)
+		t = dt
+	}
 	if t.Command != "" && t.managed == nil {
 		mt, m, err := startManaged(ctx, t)
 		if err != nil {
@@ -212,6 +220,11 @@ func Run(ctx context.Context, t *Target, p *Profile, o RunOptions) (*Report, err
 	if err := Preflight(ctx, t, client); err != nil {
 		return nil, err
 	}
+	ev, err := OpenEvidence(t, client)
+	if err != nil {
+		return nil, err
+	}
+	defer ev.Close()
 	// The profile's key_format generator is the client-generated default;
 	// --hash-keys and key_source override it.
 	keys := t.Keys(client, func(uint64) string { return p.NewKey() })
@@ -219,15 +232,15 @@ func Run(ctx context.Context, t *Target, p *Profile, o RunOptions) (*Report, err
 		r := rand.New(rand.NewPCG(o.Seed, 0x1dc))
 		r.Shuffle(len(ins), func(i, j int) { ins[i], ins[j] = ins[j], ins[i] })
 	}
+	rep := &Report{Target: t.Redact(t.BaseURL), Profile: p.Name, Strict: o.Strict, Seed: o.Seed, Started: time.Now()}
+	problems, notes := calibrate(ctx, t, p, client, ev, keys, ins)
 	parallel := o.Parallel
 	if parallel <= 0 || parallel > len(ins) {
 		parallel = len(ins)
 	}
-	if t.GlobalOracle() {
+	if t.GlobalOracle() { // known once calibrated: a downstream double may have turned global
 		parallel = 1
 	}
-	rep := &Report{Target: t.Redact(t.BaseURL), Profile: p.Name, Strict: o.Strict, Seed: o.Seed, Started: time.Now()}
-	problems, notes := calibrate(ctx, t, p, client, keys, ins)
 	if t.KeySeed != "" && t.KeySource == nil {
 		// Printed so that a run can be repeated with the same keys.
 		notes = append([]string{fmt.Sprintf("keys are business-id hashes SHA-256(%s:n) (--key-seed %s repeats them)", t.KeySeed, t.KeySeed)}, notes...)
@@ -243,7 +256,7 @@ func Run(ctx context.Context, t *Target, p *Profile, o RunOptions) (*Report, err
 	var wg sync.WaitGroup
 	var cbMu sync.Mutex
 	runOne := func(i int) {
-		res := runInstance(ctx, t, p, client, keys, ins[i], problems)
+		res := runInstance(ctx, t, p, client, ev, keys, ins[i], problems)
 		res.KnownFailing = matchAny(known, res.Name(), res.ID)
 		results[i] = res
 		if o.OnResult != nil {
@@ -293,9 +306,9 @@ func caseBudget(t *Target, p *Profile) time.Duration {
 // supplied instance counts effects on: a normal request under a fresh key
 // must raise the count by exactly 1. It returns the problem found per
 // operation name and the notes for the report: one line per problem.
-func calibrate(ctx context.Context, t *Target, p *Profile, client *http.Client, keys *Keys, ins []instance) (problems map[string]string, notes []string) {
+func calibrate(ctx context.Context, t *Target, p *Profile, client *http.Client, ev *Evidence, keys *Keys, ins []instance) (problems map[string]string, notes []string) {
 	problems = map[string]string{}
-	if len(t.Oracles()) == 0 {
+	if ev == nil {
 		return problems, nil
 	}
 	used := map[string]bool{}
@@ -309,9 +322,13 @@ func calibrate(ctx context.Context, t *Target, p *Profile, client *http.Client, 
 		if !used[op.Name] {
 			continue
 		}
-		if problem := calibrateOp(ctx, t, p, client, keys, op); problem != "" {
+		problem, note := calibrateOp(ctx, t, p, client, ev, keys, op)
+		if problem != "" {
 			problems[op.Name] = problem
-			notes = append(notes, problem)
+			note = problem
+		}
+		if note != "" {
+			notes = append(notes, note)
 		}
 	}
 	return problems, notes
@@ -321,36 +338,44 @@ func calibrate(ctx context.Context, t *Target, p *Profile, client *http.Client, 
 const calibrationWait = time.Second
 
 // calibrateOp sends op's normal request under a fresh key and returns a
-// one-line problem when the oracle did not count exactly one execution.
-func calibrateOp(ctx context.Context, t *Target, p *Profile, client *http.Client, keys *Keys, op *Operation) string {
+// one-line problem when the oracle did not count exactly one execution,
+// or a note when the count changed kind (a downstream double whose calls
+// hold no token counts globally: downstreamUntokened).
+func calibrateOp(ctx context.Context, t *Target, p *Profile, client *http.Client, ev *Evidence, keys *Keys, op *Operation) (problem, note string) {
 	ctx, cancel := context.WithTimeout(ctx, 2*t.Timeout+calibrationWait)
 	defer cancel()
-	e := &Env{Target: t, Profile: p, Op: op, client: client, oracle: newCounter(t), keys: keys, ctx: ctx}
+	e := &Env{Target: t, Profile: p, Op: op, client: client, oracle: newCounter(ev), keys: keys, ctx: ctx}
 	k := e.NewKey()
 	if err := e.keyError(); err != nil {
-		return fmt.Sprintf("oracle check on %s: %v; effect-counting cases are inconclusive", op.Name, err)
+		return fmt.Sprintf("oracle check on %s: %v; effect-counting cases are inconclusive", op.Name, err), ""
 	}
 	before, err := e.Executions(ctx, k)
 	if err != nil {
-		return fmt.Sprintf("oracle check on %s: %v; effect-counting cases are inconclusive", op.Name, err)
+		return fmt.Sprintf("oracle check on %s: %v; effect-counting cases are inconclusive", op.Name, err), ""
 	}
+	untokened := t.downstreamUntokened(op)
 	r := e.Send(ctx, Req{Label: "oracle check", Key: k})
 	if !r.OK() {
-		return fmt.Sprintf("oracle check on %s: the normal call answered %s, so the oracle could not be checked; effect-counting cases are inconclusive", op.Name, r.String())
+		return fmt.Sprintf("oracle check on %s: the normal call answered %s, so the oracle could not be checked; effect-counting cases are inconclusive", op.Name, r.String()), ""
 	}
 	deadline := time.Now().Add(calibrationWait)
 	for {
 		n, err := e.Executions(ctx, k)
 		if err != nil {
-			return fmt.Sprintf("oracle check on %s: %v; effect-counting cases are inconclusive", op.Name, err)
+			return fmt.Sprintf("oracle check on %s: %v; effect-counting cases are inconclusive", op.Name, err), ""
 		}
 		switch rise := n - before; {
 		case rise == 1:
-			return ""
+			return "", ""
+		case rise == 0 && t.downstreamUntokened(op) > untokened:
+			return t.downstreamGlobal(op, t.downstreamUntokened(op)-untokened)
 		case rise > 1:
-			return fmt.Sprintf("oracle check on %s: one request under a fresh key counted %d executions: the configured oracles overlap (two count the same execution), something else moves the counter, or one request executes %d times; effect-counting cases are inconclusive", op.Name, rise, rise)
+			return fmt.Sprintf("oracle check on %s: one request under a fresh key counted %d executions: the configured oracles overlap (two count the same execution), something else moves the counter, or one request executes %d times; effect-counting cases are inconclusive", op.Name, rise, rise), ""
 		case time.Now().After(deadline) || ctx.Err() != nil:
-			return fmt.Sprintf("oracle misconfigured: a %d answer to %s %s under a fresh key left the count unchanged within %s (check the oracle's url, pointer and principal); effect-counting cases are inconclusive", r.Status, op.Method, op.Path, calibrationWait)
+			if o := t.OracleOf(op); o != nil && o.Downstream != "" {
+				return fmt.Sprintf("downstream %s: a %d answer to %s %s under a fresh key made no call to the double at %s within %s: point the API's provider URL at it; effect-counting cases are inconclusive", o.Downstream, r.Status, op.Method, op.Path, t.Double().URL(), calibrationWait), ""
+			}
+			return fmt.Sprintf("oracle misconfigured: a %d answer to %s %s under a fresh key left the count unchanged within %s (check the oracle's url, pointer and principal); effect-counting cases are inconclusive", r.Status, op.Method, op.Path, calibrationWait), ""
 		}
 		if waitUntil(ctx, time.Now().Add(50*time.Millisecond)) != nil {
 			continue // the deadline case above reports it
@@ -358,7 +383,7 @@ func calibrateOp(ctx context.Context, t *Target, p *Profile, client *http.Client
 	}
 }
 
-func runInstance(ctx context.Context, t *Target, p *Profile, client *http.Client, keys *Keys, in instance, oracleProblems map[string]string) (res Result) {
+func runInstance(ctx context.Context, t *Target, p *Profile, client *http.Client, ev *Evidence, keys *Keys, in instance, oracleProblems map[string]string) (res Result) {
 	res = Result{Meta: in.Meta, Operation: in.Operation}
 	start := time.Now()
 	defer func() { res.Duration = time.Since(start) }()
@@ -408,7 +433,7 @@ func runInstance(ctx context.Context, t *Target, p *Profile, client *http.Client
 			return res
 		}
 	}
-	e := &Env{Target: t, Profile: p, Op: in.op, Case: in.c, client: client, oracle: newCounter(t), keys: keys, ctx: ctx}
+	e := &Env{Target: t, Profile: p, Op: in.op, Case: in.c, client: client, oracle: newCounter(ev), keys: keys, ctx: ctx}
 	defer func() {
 		if r := recover(); r != nil {
 			res.Status, res.Reason = Inconclusive, fmt.Sprintf("idemcheck bug: case panicked: %v", r)

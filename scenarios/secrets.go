@@ -72,10 +72,25 @@ func (t *Target) expandConfig(secretHeaders []string) error {
 		}
 	}
 	oracle := func(o *Oracle, at string) error {
-		if o != nil {
-			o.URL, err = t.expandEnv(o.URL, at+".url", false)
+		if o == nil {
+			return nil
 		}
-		return err
+		if o.URL, err = t.expandEnv(o.URL, at+".url", false); err != nil || o.SQL == nil {
+			return err
+		}
+		// A DSN given as ${NAME} is shown as ${NAME}; one written out is
+		// shown without its password.
+		dsn, err := t.expandEnv(o.SQL.DSN, at+".sql.dsn", true)
+		if err != nil {
+			return err
+		}
+		if dsn == o.SQL.DSN {
+			if _, pw, _ := o.SQL.connector(); pw != "" {
+				t.addSecret(dsn, redactPassword(dsn, pw))
+			}
+		}
+		o.SQL.DSN = dsn
+		return nil
 	}
 	if err := oracle(t.Oracle, "oracle"); err != nil {
 		return err

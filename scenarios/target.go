@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/idemcheck/idemcheck/scenarios/double"
 )
 
 // KeySyntax is how the key is written in its header.
@@ -57,9 +59,13 @@ type Target struct {
 	// reports.
 	KeyGen  KeyGen `yaml:"-" json:"-"`
 	KeySeed string `yaml:"-" json:"key_seed,omitempty"`
+	// Downstream, when set, is the double idemcheck starts where the API
+	// sends a dependency's calls (downstream.go).
+	Downstream *double.Config `yaml:"downstream,omitempty" json:"downstream,omitempty"`
 
-	managed *Managed    // the started Command, set for the length of a run
-	tls     *tls.Config // built from TLS by SetTLS
+	managed    *Managed       // the started Command, set for the length of a run
+	downstream *downstreamRun // the started double, set for the length of a run
+	tls        *tls.Config    // built from TLS by SetTLS
 	// secrets are (value, placeholder) pairs Redact replaces, longest
 	// value first (secrets.go).
 	secrets  [][2]string
@@ -93,6 +99,9 @@ type Operation struct {
 	// target's oracle (e.g. one GET /_effects with pointer /charges here
 	// and /refunds on the refunds operation).
 	Oracle *Oracle `yaml:"oracle,omitempty" json:"oracle,omitempty"`
+	// Marker is where a key's token for the downstream double goes in the
+	// key's requests (nil: the key itself is the token).
+	Marker *Marker `yaml:"marker,omitempty" json:"marker,omitempty"`
 }
 
 // Mutation is a named materially different body.
@@ -119,25 +128,9 @@ type Variant struct {
 	Duration time.Duration `yaml:"duration,omitempty" json:"duration,omitempty"`
 	// Status: the status the variant's first execution returns, when known.
 	Status int `yaml:"status,omitempty" json:"status,omitempty"`
-}
-
-// Oracle counts handler executions from outside. With "{key}" in its URL
-// it is a per-key counter; without, a global counter of every execution,
-// which the engine reads around each key's requests, one key at a time
-// (see Env.Executions).
-type Oracle struct {
-	// URL is absolute or relative to BaseURL; "{key}" is replaced by the
-	// (unquoted, URL-escaped) idempotency key of the case.
-	URL string `yaml:"url" json:"url"`
-	// Pointer is the RFC 6901 pointer to an integer execution count.
-	Pointer string `yaml:"pointer" json:"pointer"`
-	// Principal (index into Principals) whose headers the probe sends.
-	Principal int `yaml:"principal" json:"principal"`
-	// PerReplica: each replica counts only its own executions (an
-	// in-memory counter, like the reference's), so a relative URL is read
-	// on every replica and the counts summed. Default: one shared count,
-	// read at BaseURL.
-	PerReplica bool `yaml:"per_replica" json:"per_replica,omitempty"`
+	// Downstream: the double answers the key's calls of a route this way
+	// (slow, failing), so the API needs no knob in its body.
+	Downstream *VariantDownstream `yaml:"downstream,omitempty" json:"downstream,omitempty"`
 }
 
 // ReferenceSlow is how long the reference contract's slow variant stays in
@@ -187,45 +180,4 @@ func FromURL(base string, ttl, lease time.Duration) (*Target, error) {
 		TTL:        ttl,
 		Lease:      lease,
 	}, nil
-}
-
-// PerKey reports whether the oracle counts executions per key.
-func (o *Oracle) PerKey() bool { return strings.Contains(o.URL, "{key}") }
-
-// OracleOf is the oracle counting op's executions: its own, else the
-// target's (nil: none).
-func (t *Target) OracleOf(op *Operation) *Oracle {
-	if op != nil && op.Oracle != nil {
-		return op.Oracle
-	}
-	return t.Oracle
-}
-
-// Oracles lists the distinct oracles that count the operations'
-// executions, in operation order. Summed, they count every execution of
-// the API under test, so they must count disjoint sets (the calibration
-// at the start of a run catches an overlap: one request counted twice).
-func (t *Target) Oracles() []*Oracle {
-	var out []*Oracle
-	seen := map[Oracle]bool{}
-	add := func(o *Oracle) {
-		if o != nil && !seen[*o] {
-			seen[*o] = true
-			out = append(out, o)
-		}
-	}
-	for i := range t.Operations {
-		add(t.OracleOf(&t.Operations[i]))
-	}
-	if len(t.Operations) == 0 {
-		add(t.Oracle)
-	}
-	return out
-}
-
-// GlobalOracle reports whether executions are counted by global counters
-// (no "{key}" in the oracle URLs). Validate refuses a mix of both kinds.
-func (t *Target) GlobalOracle() bool {
-	os := t.Oracles()
-	return len(os) > 0 && !os[0].PerKey()
 }

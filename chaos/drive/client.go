@@ -24,6 +24,7 @@ type driver struct {
 	hist   *chaos.History
 	onOp   func(chaos.Op) // progress hook, nil when not asked
 	keys   *scenarios.Keys
+	ev     *scenarios.Evidence // per-key execution counts (nil: none)
 	mu     sync.Mutex
 	rng    *rand.Rand
 	keyErr error // the first key that could not be fetched
@@ -223,15 +224,15 @@ func (d *driver) send(ctx context.Context, op *scenarios.Operation, key string, 
 	return a
 }
 
-// oracle reads the effects probe for key directly from the target (not
-// through the proxy); ok is false without an oracle or on any error.
+// oracle reads key's executions from the evidence sources directly (not
+// through the proxy); ok is false without a per-key source or on any
+// error.
 func (d *driver) oracle(ctx context.Context, key string) (int, bool) {
-	o := d.cfg.Target.Oracle
-	if o == nil {
+	if d.ev == nil {
 		return 0, false
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	n, err := o.Executions(ctx, d.client, d.cfg.Target, key)
+	n, err := d.ev.Count(ctx, key, nil)
 	return n, err == nil
 }

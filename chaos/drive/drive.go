@@ -136,6 +136,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := scenarios.Preflight(ctx, cfg.Target, client); err != nil {
 		return nil, err
 	}
+	ev, err := scenarios.OpenEvidence(cfg.Target, client)
+	if err != nil {
+		return nil, err
+	}
+	defer ev.Close()
+	if ev != nil && !ev.PerKey() {
+		// A global count moves with every concurrent key: it cannot say
+		// how often one key executed. Ids decide.
+		ev = nil
+	}
 
 	path := cfg.History
 	if path == "" {
@@ -176,6 +186,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		gen = scenarios.UUIDKeys
 	}
 	d := newDriver(cfg, client, front.URL, hist, cfg.Target.Keys(client, gen))
+	d.ev = ev
 	d.onOp = newTracker(cfg, proxy)
 	start := time.Now()
 	d.runAll(ctx)

@@ -117,8 +117,13 @@ func TestLoadShards(t *testing.T) {
 	defer client.CloseIdleConnections()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	ev, err := scenarios.OpenEvidence(tg, client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ev.Close()
 	for k := range owner {
-		n, err := tg.Oracle.Executions(ctx, client, tg, k)
+		n, err := ev.Count(ctx, k, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,6 +5,7 @@
 package jsonx
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -100,4 +101,75 @@ func applyMerge(target, patch any) any {
 		tm[k] = applyMerge(tm[k], v)
 	}
 	return tm
+}
+
+// Replace returns doc with the value at pointer p swapped for value (raw
+// JSON) and every other byte kept as it was, so a body's formatting and
+// member order survive. ok is false when p is invalid or names nothing.
+func Replace(doc []byte, p string, value []byte) (out []byte, ok bool) {
+	toks, err := ParsePointer(p)
+	if err != nil {
+		return nil, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.UseNumber()
+	start, end, ok := valueSpan(dec, doc, toks)
+	if !ok {
+		return nil, false
+	}
+	out = make([]byte, 0, len(doc)-(end-start)+len(value))
+	out = append(append(append(out, doc[:start]...), value...), doc[end:]...)
+	return out, true
+}
+
+// valueSpan finds the bytes [start, end) of the value at toks, reading the
+// value that starts at dec's position.
+func valueSpan(dec *json.Decoder, doc []byte, toks []string) (start, end int, ok bool) {
+	if len(toks) == 0 {
+		start = int(dec.InputOffset())
+		// The decoder reads a member's ':' (and an element's ',') lazily.
+		for start < len(doc) && strings.IndexByte(" \t\r\n:,", doc[start]) >= 0 {
+			start++
+		}
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return 0, 0, false
+		}
+		return start, int(dec.InputOffset()), true
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		return 0, 0, false
+	}
+	switch tok {
+	case json.Delim('{'):
+		for dec.More() {
+			k, err := dec.Token()
+			if err != nil {
+				return 0, 0, false
+			}
+			if k == toks[0] {
+				return valueSpan(dec, doc, toks[1:])
+			}
+			var skip json.RawMessage
+			if dec.Decode(&skip) != nil {
+				return 0, 0, false
+			}
+		}
+	case json.Delim('['):
+		i, err := strconv.Atoi(toks[0])
+		if err != nil || i < 0 {
+			return 0, 0, false
+		}
+		for n := 0; dec.More(); n++ {
+			if n == i {
+				return valueSpan(dec, doc, toks[1:])
+			}
+			var skip json.RawMessage
+			if dec.Decode(&skip) != nil {
+				return 0, 0, false
+			}
+		}
+	}
+	return 0, 0, false
 }

@@ -147,3 +147,26 @@ func sameJSON(t *testing.T, a, b []byte) bool {
 	}
 	return reflect.DeepEqual(va, vb) || bytes.Equal(a, b)
 }
+
+func TestReplace(t *testing.T) {
+	for _, tc := range []struct {
+		doc, ptr, value, want string
+		ok                    bool
+	}{
+		{`{"b": 1, "ref": "", "a": [1]}`, "/ref", `"tok"`, `{"b": 1, "ref": "tok", "a": [1]}`, true},
+		{`{"m":{"ref" :  null },"z":0}`, "/m/ref", `"tok"`, `{"m":{"ref" :  "tok" },"z":0}`, true},
+		{`{"a":[{"r":1}, {"r":2}]}`, "/a/1/r", `"t"`, `{"a":[{"r":1}, {"r":"t"}]}`, true},
+		{`{"a":[1,  2]}`, "/a/1", `3`, `{"a":[1,  3]}`, true},
+		{`{"a":{"x":[1,{"y":2}]},"ref":"old"}`, "/ref", `"new"`, `{"a":{"x":[1,{"y":2}]},"ref":"new"}`, true},
+		{`{"a/b":1,"c~d":2}`, "/a~1b", `0`, `{"a/b":0,"c~d":2}`, true},
+		{`{"ref":""}`, "/nope", `"t"`, ``, false},
+		{`{"a":[1]}`, "/a/3", `"t"`, ``, false},
+		{`not json`, "/ref", `"t"`, ``, false},
+		{`{"ref":""}`, "ref", `"t"`, ``, false},
+	} {
+		got, ok := Replace([]byte(tc.doc), tc.ptr, []byte(tc.value))
+		if ok != tc.ok || string(got) != tc.want {
+			t.Errorf("Replace(%s, %s) = %s %v, want %s %v", tc.doc, tc.ptr, got, ok, tc.want, tc.ok)
+		}
+	}
+}

@@ -1,0 +1,392 @@
+package scenarios
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/idemcheck/idemcheck/internal/jsonx"
+	"github.com/idemcheck/idemcheck/scenarios/double"
+)
+
+// The downstream double in a run: idemcheck starts it where the API under
+// test sends a dependency's calls (Target.Downstream), writes a token
+// unique to each key into the key's requests (Operation.Marker, through
+// Target.Mark), counts a key's executions as the calls of a route that
+// hold its token (Oracle.Downstream) and makes a variant's calls slow or
+// failing by the key's token (Variant.Downstream).
+
+// Marker is where a key's token goes in each of its requests: a JSON
+// pointer into the body ("marker: /reference"), a header
+// ("{header: X-Ref}") or a query parameter ("{query: ref}"). Without a
+// marker the key itself is the token (an API that forwards the client's
+// key to its provider).
+type Marker struct {
+	Pointer string `yaml:"pointer" json:"pointer,omitempty"`
+	Header  string `yaml:"header" json:"header,omitempty"`
+	Query   string `yaml:"query" json:"query,omitempty"`
+}
+
+// UnmarshalYAML reads a pointer ("/reference") or a mapping.
+func (m *Marker) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		*m = Marker{Pointer: n.Value}
+		return nil
+	}
+	type plain Marker
+	return n.Decode((*plain)(m))
+}
+
+// String is the marker as the config writes it.
+func (m *Marker) String() string {
+	switch {
+	case m.Header != "":
+		return "header " + m.Header
+	case m.Query != "":
+		return "query parameter " + m.Query
+	}
+	return "body " + m.Pointer
+}
+
+// VariantDownstream is how the double answers the calls of a key sent
+// with the variant: the route named, the behaviour for the key's token.
+type VariantDownstream struct {
+	Route string `yaml:"route" json:"route"`
+	double.Behaviour
+}
+
+// downstreamRun is the double of a run.
+type downstreamRun struct {
+	srv *double.Server
+	// salt makes the tokens of one run differ from another's, whatever
+	// the keys (--key-seed repeats keys).
+	salt string
+	// keys: some operation has no marker, so keys themselves are tracked.
+	keys bool
+	// global: calibration saw the calls carry no token; counts are read
+	// around each key's requests, as a global counter's (serial run).
+	global atomic.Bool
+}
+
+// StartDownstream starts the double of t.Downstream and returns a copy of
+// t that marks its requests and counts with it; nil when t has none. The
+// caller closes the server. Errors are one line (port in use: exit 2).
+func StartDownstream(ctx context.Context, t *Target) (*Target, *double.Server, error) {
+	if t.Downstream == nil {
+		return t, nil, nil
+	}
+	srv, err := double.Start(ctx, *t.Downstream)
+	if err != nil {
+		return nil, nil, err
+	}
+	var salt [8]byte
+	_, _ = rand.Read(salt[:])
+	dt := *t
+	dt.downstream = &downstreamRun{srv: srv, salt: hex.EncodeToString(salt[:])}
+	for i := range t.Operations {
+		if t.Operations[i].Marker == nil {
+			dt.downstream.keys = true
+		}
+	}
+	return &dt, srv, nil
+}
+
+// Double is the run's downstream double, nil when none is running.
+func (t *Target) Double() *double.Server {
+	if t.downstream == nil {
+		return nil
+	}
+	return t.downstream.srv
+}
+
+// Token is the token idemcheck writes into key's requests (a body, header
+// or query marker): double.Prefix and a hash of the run's salt and key.
+// "" when no double runs.
+func (t *Target) Token(key string) string {
+	if t.downstream == nil {
+		return ""
+	}
+	h := sha256.Sum256([]byte(t.downstream.salt + "\x00" + key))
+	return double.Prefix + hex.EncodeToString(h[:(double.TokenLen-len(double.Prefix))/2])
+}
+
+// track makes the double count key's calls: those holding its token, and
+// those holding the key itself when an operation has no marker.
+func (t *Target) track(key string) {
+	d := t.downstream
+	if d == nil || key == "" {
+		return
+	}
+	d.srv.Track(t.Token(key))
+	if d.keys {
+		d.srv.Track(key)
+	}
+}
+
+// BehaveVariant makes the double answer key's calls as op's variant says
+// (its downstream:), when a double runs and the variant has one.
+func (t *Target) BehaveVariant(op *Operation, key, variant string) error {
+	v, ok := op.Variants[variant]
+	if t.downstream == nil || !ok || v.Downstream == nil || key == "" {
+		return nil
+	}
+	t.track(key)
+	tok := key
+	if op.Marker != nil {
+		tok = t.Token(key)
+	}
+	return t.downstream.srv.Behave(tok, v.Downstream.Route, v.Downstream.Behaviour)
+}
+
+// DownstreamCalls is how many calls of route hold key's token (or the
+// key); exact, from the double's counts.
+func (t *Target) DownstreamCalls(key, route string) int {
+	d := t.downstream
+	if d == nil || key == "" {
+		return 0
+	}
+	n := d.srv.Calls(t.Token(key), route)
+	if d.keys {
+		n += d.srv.Calls(key, route)
+	}
+	return n
+}
+
+// DownstreamJournal lists the kept calls that hold key's token or the key,
+// oldest first.
+func (t *Target) DownstreamJournal(key string) []double.Call {
+	d := t.downstream
+	if d == nil || key == "" {
+		return nil
+	}
+	calls := d.srv.Journal(t.Token(key))
+	if d.keys {
+		calls = append(calls, d.srv.Journal(key)...)
+	}
+	return calls
+}
+
+// mark writes key's token into a request of op at its marker: the URL
+// and body returned, the header changed in place.
+func (t *Target) mark(op *Operation, key, rawURL string, h http.Header, body []byte) (string, []byte) {
+	if t.downstream == nil || key == "" {
+		return rawURL, body
+	}
+	t.track(key)
+	m := op.Marker
+	if m == nil {
+		return rawURL, body
+	}
+	tok := t.Token(key)
+	switch {
+	case m.Header != "":
+		h.Set(m.Header, tok)
+	case m.Query != "":
+		sep := "?"
+		if strings.Contains(rawURL, "?") {
+			sep = "&"
+		}
+		rawURL += sep + m.Query + "=" + tok // a token needs no escaping
+	default:
+		value := []byte(`"` + tok + `"`)
+		if out, ok := jsonx.Replace(body, m.Pointer, value); ok {
+			return rawURL, out
+		}
+		// The body lost the member (a patch removed it): add it back.
+		if patch, ok := pointerPatch(m.Pointer, value); ok {
+			if out, err := jsonx.MergePatch(body, patch); err == nil && isJSONObject(body) {
+				return rawURL, out
+			}
+		}
+	}
+	return rawURL, body
+}
+
+// pointerPatch is the merge patch setting value at p (objects only).
+func pointerPatch(p string, value []byte) ([]byte, bool) {
+	toks, err := jsonx.ParsePointer(p)
+	if err != nil || len(toks) == 0 {
+		return nil, false
+	}
+	out := value
+	for i := len(toks) - 1; i >= 0; i-- {
+		k, _ := json.Marshal(toks[i]) // a string always marshals
+		out = append(append(append([]byte("{"), k...), ':'), append(out, '}')...)
+	}
+	return out, true
+}
+
+// validateDownstream checks the downstream parts of t: the double's
+// config, the oracles' and variants' routes and the markers.
+func (t *Target) validateDownstream() error {
+	d := t.Downstream
+	if d != nil {
+		if err := d.Validate(); err != nil {
+			return err
+		}
+	}
+	route := func(at, name string) error {
+		if d == nil {
+			return fmt.Errorf("%s %q: no downstream: section declares the double's routes", at, name)
+		}
+		if d.Route(name) < 0 {
+			return fmt.Errorf("%s %q: no such route in downstream.routes (%s)", at, name, d.RouteNames())
+		}
+		return nil
+	}
+	if o := t.Oracle; o != nil && o.Downstream != "" {
+		if err := route("oracle.downstream", o.Downstream); err != nil {
+			return err
+		}
+	}
+	for i, op := range t.Operations {
+		at := fmt.Sprintf("operations[%d]", i)
+		if o := op.Oracle; o != nil && o.Downstream != "" {
+			if err := route(at+".oracle.downstream", o.Downstream); err != nil {
+				return err
+			}
+		}
+		for _, name := range slices.Sorted(maps.Keys(op.Variants)) {
+			v := op.Variants[name]
+			if v.Downstream == nil {
+				continue
+			}
+			vat := at + ".variants." + name + ".downstream"
+			if err := route(vat+".route", v.Downstream.Route); err != nil {
+				return err
+			}
+			b := v.Downstream.Behaviour
+			if b.Status != 0 && (b.Status < 100 || b.Status > 599) {
+				return fmt.Errorf("%s.status %d: not an HTTP status", vat, b.Status)
+			}
+			if b.Delay < 0 {
+				return fmt.Errorf("%s.delay %s: must not be negative", vat, b.Delay)
+			}
+			if name == VariantSlow && b.Delay < v.Duration && !b.Hang {
+				return fmt.Errorf("%s.delay %s: shorter than the variant's duration %s (the call stays in flight as long as the provider holds it)", vat, b.Delay, v.Duration)
+			}
+		}
+		if err := op.validateMarker(at, d != nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (op *Operation) validateMarker(at string, haveDouble bool) error {
+	m := op.Marker
+	if m == nil {
+		return nil
+	}
+	at += ".marker"
+	set := 0
+	for _, s := range []string{m.Pointer, m.Header, m.Query} {
+		if s != "" {
+			set++
+		}
+	}
+	switch {
+	case set != 1:
+		return fmt.Errorf("%s: want one of a body pointer (/reference), {header: NAME} or {query: NAME}", at)
+	case !haveDouble:
+		return fmt.Errorf("%s: a marker is for the downstream double; add a downstream: section", at)
+	case m.Header != "" && strings.ContainsAny(m.Header, " \t:\"(),/;<=>?@[\\]{}"):
+		return fmt.Errorf("%s.header %q: want an HTTP header name", at, m.Header)
+	case m.Query != "" && strings.ContainsAny(m.Query, "&=#? "):
+		return fmt.Errorf("%s.query %q: want a query parameter name", at, m.Query)
+	case m.Pointer != "":
+		if _, err := jsonx.ParsePointer(m.Pointer); err != nil {
+			return fmt.Errorf("%s %q: %v", at, m.Pointer, err)
+		}
+		if _, ok := jsonx.Replace(op.Body, m.Pointer, []byte(`""`)); !ok {
+			return fmt.Errorf("%s %q: nothing at this pointer in the operation's body (give the member a placeholder, e.g. reference: \"\")", at, m.Pointer)
+		}
+	}
+	return nil
+}
+
+// LoadDownstream reads the downstream: section of a config file (the rest
+// of the file is not read), for a double started on its own (idemcheck
+// double). Errors are one line naming the file and the field.
+func LoadDownstream(path string) (*double.Config, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %v", err)
+	}
+	var doc map[string]yaml.Node
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		return nil, fmt.Errorf("config %s: %v", path, yamlError(err))
+	}
+	n, ok := doc["downstream"]
+	if !ok {
+		return nil, fmt.Errorf("config %s: downstream: no such section (it declares the double's listen address and routes)", path)
+	}
+	// Re-encoded to decode it strictly: a misspelt field is an error.
+	section, err := yaml.Marshal(&n)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: downstream: %v", path, err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(section))
+	dec.KnownFields(true)
+	var cfg double.Config
+	if err := dec.Decode(&cfg); err != nil {
+		// Line numbers of the re-encoded section would mislead: drop them.
+		msg := yamlError(err).Error()
+		if i := strings.Index(msg, ": "); strings.HasPrefix(msg, "line ") && i > 0 {
+			msg = msg[i+2:]
+		}
+		return nil, fmt.Errorf("config %s: downstream: %s", path, msg)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("config %s: %v", path, err)
+	}
+	return &cfg, nil
+}
+
+// closeDouble stops a run's double, waiting at most a few seconds for
+// calls it holds back (they are cut at once; see double.Server.Close).
+func closeDouble(s *double.Server) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = s.Close(ctx)
+}
+
+// downstreamUntokened is how many calls of op's downstream oracle route
+// held no token so far (0 without one).
+func (t *Target) downstreamUntokened(op *Operation) int {
+	o := t.OracleOf(op)
+	if o == nil || o.Downstream == "" || t.downstream == nil {
+		return 0
+	}
+	return t.downstream.srv.Untokened(o.Downstream)
+}
+
+// downstreamGlobal is calibration's verdict when op's request under a
+// fresh key made n calls that hold no token: with one, the double counts
+// every call of the route and the run goes serial (a note says why and
+// how to avoid it); with more, nothing can be counted (a problem).
+func (t *Target) downstreamGlobal(op *Operation, n int) (problem, note string) {
+	route := t.OracleOf(op).Downstream
+	fix := "set marker: on the operation (a body member, header or query parameter the API passes on to its provider)"
+	if op.Marker != nil {
+		fix = fmt.Sprintf("the API does not pass its marker (%s) on to its provider", op.Marker)
+	}
+	if n > 1 {
+		return fmt.Sprintf("downstream %s: one request to %s %s under a fresh key made %d calls and none holds its token (%s); effect-counting cases are inconclusive", route, op.Method, op.Path, n, fix), ""
+	}
+	t.downstream.global.Store(true)
+	return "", fmt.Sprintf("downstream %s: the call %s %s made under a fresh key holds no token, so the route's calls are counted globally and the run is serial (%s)", route, op.Method, op.Path, fix)
+}

@@ -1,0 +1,133 @@
+package scenarios
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+)
+
+// Source is one place where executions of the API under test are counted
+// from outside: an HTTP counter, a list endpoint, a SQL query (one file
+// per source, oracle_*.go). The engine, the load checker and the chaos
+// driver ask every source the same questions through Evidence; nothing
+// else knows which source it is.
+type Source interface {
+	// Count reads the executions of key (the bare key, unquoted) when the
+	// source counts per key, else of every key. rec, when not nil, keeps
+	// the probe's HTTP exchange as evidence.
+	Count(ctx context.Context, key string, rec func(Exchange)) (int, error)
+	// Total reads the executions of every key; ok is false when the
+	// source has no such count (a per-key URL with the key in its path).
+	Total(ctx context.Context, rec func(Exchange)) (n int, ok bool, err error)
+	// PerKey reports whether Count answers for one key.
+	PerKey() bool
+	// Sees says which executions the source can count.
+	Sees() Sight
+}
+
+// Sight is what an evidence source can see (docs/evidence.md has the
+// table).
+type Sight struct {
+	// ErrorAnswers: an execution that answered an error (a 4xx or 5xx
+	// after the side effect) is counted.
+	ErrorAnswers bool
+	// LostResponses: an execution whose response never reached the client
+	// is counted.
+	LostResponses bool
+	// Replicas: executions on every replica are counted.
+	Replicas bool
+}
+
+// idsSight is what distinct created ids see: only the 2xx answers that
+// reached the client, each carrying its id.
+var idsSight = Sight{}
+
+// Evidence is a run's open sources: the target's oracles, one source per
+// replica where they count per replica. Open it once per run
+// (OpenEvidence) and Close it at the end.
+type Evidence struct {
+	t       *Target
+	sources []Source
+	perKey  bool
+}
+
+// OpenEvidence opens the sources of t's oracles; HTTP probes go over c.
+// It is nil (and no error) when t has no oracle.
+func OpenEvidence(t *Target, c *http.Client) (*Evidence, error) {
+	os := t.Oracles()
+	if len(os) == 0 {
+		return nil, nil
+	}
+	ev := &Evidence{t: t, perKey: os[0].PerKey()}
+	for _, o := range os {
+		ss, err := o.open(t, c)
+		if err != nil {
+			_ = ev.Close()
+			return nil, errors.New(t.Redact(err.Error()))
+		}
+		ev.sources = append(ev.sources, ss...)
+	}
+	return ev, nil
+}
+
+// PerKey reports whether the sources count per key (a downstream source
+// turns global when calibration finds its calls untokened); else each counts every
+// execution and a run must send one key at a time to attribute them.
+func (ev *Evidence) PerKey() bool { return ev.perKey && ev.sources[0].PerKey() }
+
+// Count sums the sources' counts for key (see Source.Count); errors are
+// redacted.
+func (ev *Evidence) Count(ctx context.Context, key string, rec func(Exchange)) (int, error) {
+	total := 0
+	for _, s := range ev.sources {
+		n, err := s.Count(ctx, key, rec)
+		if err != nil {
+			return 0, errors.New(ev.t.Redact(err.Error()))
+		}
+		total += n
+	}
+	return total, nil
+}
+
+// Total sums the sources' totals; ok is false when one has none.
+func (ev *Evidence) Total(ctx context.Context, rec func(Exchange)) (int, bool, error) {
+	total := 0
+	for _, s := range ev.sources {
+		n, ok, err := s.Total(ctx, rec)
+		if err != nil {
+			return 0, true, errors.New(ev.t.Redact(err.Error()))
+		}
+		if !ok {
+			return 0, false, nil
+		}
+		total += n
+	}
+	return total, true, nil
+}
+
+// Sees is what every source sees.
+func (ev *Evidence) Sees() Sight {
+	all := Sight{ErrorAnswers: true, LostResponses: true, Replicas: true}
+	for _, s := range ev.sources {
+		x := s.Sees()
+		all.ErrorAnswers = all.ErrorAnswers && x.ErrorAnswers
+		all.LostResponses = all.LostResponses && x.LostResponses
+		all.Replicas = all.Replicas && x.Replicas
+	}
+	return all
+}
+
+// Close releases the sources (a SQL pool); nil-safe.
+func (ev *Evidence) Close() error {
+	if ev == nil {
+		return nil
+	}
+	var errs []error
+	for _, s := range ev.sources {
+		if c, ok := s.(io.Closer); ok {
+			errs = append(errs, c.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
