@@ -264,7 +264,9 @@ func lostRetryStorm(ctx context.Context, e *Env) Verdict {
 		return e.Inconclusive("chaos proxy: " + err.Error())
 	}
 	defer pr.close()
-	body, _, _ := e.Variant(VariantSlow)
+	// pr's Variant: the proxied Env sends the body, and only a body its
+	// own Variant handed out makes the double slow the key's calls.
+	body, _, _ := pr.Variant(VariantSlow)
 	k, first, storm := pr.storm(ctx, body)
 	if first.Err == nil {
 		return e.Inconclusive("the proxy did not drop the response: " + first.String())
