@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -35,14 +36,30 @@ var oracles = []struct {
 }
 
 // caught names, for each broken build, the case instances that must fail
-// on it (fail, or warn for a SHOULD: Strict makes it fail), under either
-// evidence source.
-var caught = map[defect][]string{
-	executeThen422:    {"mismatch/original-survives@orders", "mismatch/changed-body@orders"},
-	leaseLapses:       {"concurrent/in-flight-offsets@orders"},
-	checkThenInsert:   {"concurrent/same-key-burst@orders", "replicas/burst-across@orders"},
-	wedges5xx:         {"errors/transient-5xx@orders", "errors/failure-releases-key@orders"},
-	declinesNotStored: {"errors/business-error-kept@orders", "replay/business-error@orders"},
+// on it and how: fail, or warn for a SHOULD unmet (Strict makes it fail
+// the run), under either evidence source. The whole catalog gives these
+// and only these (expiry/expired-key-burst also fails check-then-insert;
+// it waits out the TTL, so it is left out here).
+var caught = map[defect]map[string]scenarios.Status{
+	executeThen422: {
+		"mismatch/original-survives@orders":      scenarios.Fail,
+		"mismatch/changed-body@orders":           scenarios.Fail,
+		"mismatch/added-field@orders":            scenarios.Fail,
+		"replicas/mismatch-other-replica@orders": scenarios.Fail,
+	},
+	leaseLapses: {"concurrent/in-flight-offsets@orders": scenarios.Fail},
+	checkThenInsert: {
+		"concurrent/same-key-burst@orders": scenarios.Fail,
+		"replicas/burst-across@orders":     scenarios.Fail,
+	},
+	wedges5xx: {
+		"errors/transient-5xx@orders":        scenarios.Warn,
+		"errors/failure-releases-key@orders": scenarios.Warn,
+	},
+	declinesNotStored: {
+		"errors/business-error-kept@orders": scenarios.Warn,
+		"replay/business-error@orders":      scenarios.Warn,
+	},
 }
 
 // TestIdemcheck runs idemcheck on the shop as CI would: PostgreSQL, two
@@ -79,7 +96,7 @@ func TestIdemcheck(t *testing.T) {
 			})
 			for _, d := range defects {
 				t.Run(string(d), func(t *testing.T) {
-					want := caught[d]
+					want := slices.Sorted(maps.Keys(caught[d]))
 					rep := runIdemcheck(t, d, o.oracle, idemchecktest.Only(want...), idemchecktest.KnownFailing(want...))
 					if rep == nil {
 						return
@@ -90,8 +107,8 @@ func TestIdemcheck(t *testing.T) {
 							t.Errorf("%s: did not run", name)
 							continue
 						}
-						if r := rep.Results[i]; r.Status != scenarios.Fail && r.Status != scenarios.Warn {
-							t.Errorf("%s: %s, want it to fail on %s: %s", name, r.Status, d, r.Reason)
+						if r := rep.Results[i]; r.Status != caught[d][name] {
+							t.Errorf("%s: %s on %s, want %s: %s", name, r.Status, d, caught[d][name], r.Reason)
 						}
 					}
 				})

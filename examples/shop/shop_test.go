@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -17,7 +18,12 @@ import (
 	"github.com/idemcheck/idemcheck/internal/testenv"
 )
 
-func TestMain(m *testing.M) { testenv.Main(m) }
+// TestMain silences the shop's log: the broken builds log every lost
+// lease, and the verdicts say what matters.
+func TestMain(m *testing.M) {
+	slog.SetDefault(slog.New(slog.DiscardHandler))
+	testenv.Main(m)
+}
 
 // fakeProvider is a payment provider for the direct-HTTP tests: it
 // answers by the charge's reference prefix (decline-: 402, fail-: 503,
