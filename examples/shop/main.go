@@ -18,10 +18,12 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -120,32 +122,42 @@ func main() {
 	s, err := open(octx, c)
 	cancel()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "shop: database:", err)
+		// One line: pgx lists each address it tried on a line of its own.
+		fmt.Fprintln(os.Stderr, "shop: DATABASE_URL:", strings.Join(strings.Fields(err.Error()), " "))
 		os.Exit(4)
 	}
 	defer s.close()
 	go s.sweep(ctx, min(c.ttl, time.Minute))
 	srv := &http.Server{
-		Addr:              *addr,
 		Handler:           s,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       15 * time.Second,
 		WriteTimeout:      c.providerTimeout + 15*time.Second,
 		IdleTimeout:       60 * time.Second,
 	}
-	go func() {
-		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), c.lease)
-		defer cancel()
-		_ = srv.Shutdown(shutdown)
-	}()
 	build := "correct"
 	if c.defect != "" {
 		build = "defect " + string(c.defect)
 	}
-	slog.Info("shop: listening", "url", "http://"+*addr, "build", build, "ttl", c.ttl, "lease", c.lease)
-	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		fmt.Fprintln(os.Stderr, "shop:", err)
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "shop: -addr:", err)
 		os.Exit(2)
+	}
+	slog.Info("shop: listening", "url", "http://"+ln.Addr().String(), "build", build, "ttl", c.ttl, "lease", c.lease)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		fmt.Fprintln(os.Stderr, "shop:", err)
+		os.Exit(1)
+	case <-ctx.Done():
+	}
+	// Requests in flight finish (their charges and records complete)
+	// before the database pool closes.
+	shutdown, cancel := context.WithTimeout(context.Background(), c.lease)
+	defer cancel()
+	if err := srv.Shutdown(shutdown); err != nil {
+		slog.Warn("shop: shutdown", "err", err)
 	}
 }
