@@ -26,6 +26,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // config is how the shop is started.
@@ -43,6 +45,9 @@ func (c config) check() error {
 	switch {
 	case c.dsn == "":
 		return errors.New("DATABASE_URL is not set")
+	case !validDSN(c.dsn):
+		// Not pgx's message: it quotes the URL, password included.
+		return errors.New("DATABASE_URL: not a PostgreSQL URL (postgres://user:password@host:5432/db)")
 	case c.ttl <= 0:
 		return fmt.Errorf("-ttl %s: must be positive", c.ttl)
 	case c.providerTimeout <= 0:
@@ -56,6 +61,11 @@ func (c config) check() error {
 		return fmt.Errorf("PROVIDER_URL %q: want an absolute http(s) URL", c.providerURL)
 	}
 	return nil
+}
+
+func validDSN(dsn string) bool {
+	_, err := pgxpool.ParseConfig(dsn)
+	return err == nil
 }
 
 // open connects to the database, prepares the schema and returns the shop.

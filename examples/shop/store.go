@@ -111,7 +111,7 @@ type store struct{ pool *pgxpool.Pool }
 func openStore(ctx context.Context, dsn string) (*store, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("not a PostgreSQL URL: %v", err)
+		return nil, err // config.check parsed it already
 	}
 	cfg.MaxConns = 32
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
