@@ -118,6 +118,9 @@ type request struct {
 	header    http.Header // principal + operation headers, no key
 	keyHeader string
 	keyValue  func(string) string // the key as written (Target.KeyValue)
+	// mark, when a downstream double runs, writes a key's token into its
+	// request (Target.Mark): the URL and body to send.
+	mark func(key, u string, h http.Header, body []byte) (string, []byte)
 }
 
 // target fills t for path p and key (empty for NoKey). The path and key
@@ -153,6 +156,9 @@ func (rq *request) targetAt(t *vegeta.Target, i int, p Path, key string) {
 		h[k] = v
 	}
 	h[rq.keyHeader] = []string{rq.keyValue(key)}
+	if rq.mark != nil {
+		u, t.Body = rq.mark(key, u, h, rq.body)
+	}
 	t.Header = h
 	t.URL = u + "#path=" + string(p) + "&key=" + url.QueryEscape(key)
 }

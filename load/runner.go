@@ -211,14 +211,25 @@ func buildRequest(t *scenarios.Target, c *config) (*request, error) {
 	for _, b := range t.Bases() {
 		urls = append(urls, b+op.Path)
 	}
-	return &request{
+	rq := &request{
 		method:    op.Method,
 		urls:      urls,
 		body:      body,
 		header:    t.Header(&op, 0, true),
 		keyHeader: http.CanonicalHeaderKey(keyHeader),
 		keyValue:  t.KeyValue,
-	}, nil
+	}
+	if t.Double() != nil {
+		// The downstream double: each key's token in its requests, and
+		// the variant's behaviour for the key's calls.
+		rq.mark = func(key, u string, h http.Header, body []byte) (string, []byte) {
+			if variant != "" {
+				_ = t.BehaveVariant(&op, key, variant) // routes are validated
+			}
+			return t.Mark(&op, key, u, h, body)
+		}
+	}
+	return rq, nil
 }
 
 // Run warms up (connections, then the hit pool), runs every phase of the
@@ -239,6 +250,20 @@ func Run(ctx context.Context, t *scenarios.Target, opts ...Option) (*Report, err
 		c.keys = RandomKeys()
 	}
 	c.keys = c.shard.keys(c.keys)
+	if t.Downstream != nil && t.Double() == nil {
+		// The config's downstream double: the API's provider, the oracle
+		// and what makes the contention mode's slow variant slow.
+		dt, d, err := scenarios.StartDownstream(ctx, t)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+		}
+		defer func() {
+			closing, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			_ = d.Close(closing)
+		}()
+		t = dt
+	}
 	rq, err := buildRequest(t, &c)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrConfig, err)

@@ -41,6 +41,9 @@ func FailureText(r scenarios.Result, indent string) string {
 	if r.Reason != "" {
 		line("reason:      %s", r.Reason)
 	}
+	for _, d := range r.Downstream {
+		line("%s", d)
+	}
 	if len(r.Exchanges) > 0 {
 		line("exchanges:")
 	}

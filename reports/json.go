@@ -58,6 +58,7 @@ type jsonResult struct {
 	KnownFailing bool             `json:"known_failing"`
 	DurationMS   float64          `json:"duration_ms"`
 	Exchanges    []jsonExchange   `json:"exchanges"`
+	Downstream   []string         `json:"downstream,omitempty"` // the double's calls per key
 }
 
 type jsonExchange struct {
@@ -111,6 +112,7 @@ func JSON(w io.Writer, rep *scenarios.Report) error {
 			Explanation: r.Explanation, Needs: nonNil(r.Needs), Status: r.Status, Verdict: v.Status,
 			Expected: r.Expected, Observed: r.Observed, Reason: r.Reason, Note: v.Note, Incomplete: v.Incomplete,
 			KnownFailing: r.KnownFailing, DurationMS: ms(r.Duration), Exchanges: []jsonExchange{},
+			Downstream: r.Downstream,
 		}
 		for _, ex := range r.Exchanges {
 			je := jsonExchange{

@@ -35,8 +35,9 @@ func missingRejected(ctx context.Context, e *Env) Verdict {
 		return e.Skip("profile key_required is false (see missing/optional-executes)")
 	}
 	// A keyless request can only be counted by an oracle that is not
-	// per key: the run is then serial, and the counter is read around it.
-	counted := e.HasOracle() && e.Target.GlobalOracle()
+	// per key (the run is then serial, and the counter is read around
+	// it), or by the downstream double, which marks it with a token.
+	counted := e.HasOracle() && (e.Target.GlobalOracle() || e.Target.countsNoKey())
 	var before int
 	if counted {
 		var err error
@@ -70,7 +71,7 @@ func missingRejected(ctx context.Context, e *Env) Verdict {
 	case r.OK():
 		return e.Unmet(expected, "executed without a key: "+how)
 	case hasStatus(e.Profile.MissingStatus, r.Status) && !counted:
-		return e.Unverifiable(fmt.Sprintf("answered %d as expected, but whether it executed cannot be counted: the oracle counts per key and the request has none (declare an oracle URL without {key}, a global or per-operation counter)", r.Status))
+		return e.Unverifiable(fmt.Sprintf("answered %d as expected, but whether it executed cannot be counted: the oracle counts per key and the request has none (declare an oracle URL without {key}, a global or per-operation counter, or oracle: {downstream: ROUTE} with a marker)", r.Status))
 	case hasStatus(e.Profile.MissingStatus, r.Status):
 		return e.Pass(fmt.Sprintf("%d; no execution (oracle)", r.Status))
 	}

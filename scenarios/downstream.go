@@ -6,13 +6,13 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"maps"
-	"net/http"
 	"os"
 	"slices"
+	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -79,6 +79,39 @@ type downstreamRun struct {
 	// global: calibration saw the calls carry no token; counts are read
 	// around each key's requests, as a global counter's (serial run).
 	global atomic.Bool
+
+	// variants are the bodies Env.Variant handed out for variants with a
+	// downstream: behaviour, by their first byte's address: Env.Send
+	// knows one by its backing array, even when it equals the normal body.
+	mu       sync.Mutex
+	variants map[*byte]string
+}
+
+// variantBody returns a copy of body, the body of variant name, that
+// variantOf recognises. A nil d (no double) returns body.
+func (d *downstreamRun) variantBody(body []byte, name string) []byte {
+	if d == nil || len(body) == 0 {
+		return body
+	}
+	body = bytes.Clone(body)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.variants == nil {
+		d.variants = map[*byte]string{}
+	}
+	d.variants[&body[0]] = name
+	return body
+}
+
+// variantOf is the variant whose body variantBody handed out as body (the
+// same backing array), "" when none.
+func (d *downstreamRun) variantOf(body []byte) string {
+	if d == nil || len(body) == 0 {
+		return ""
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.variants[&body[0]]
 }
 
 // StartDownstream starts the double of t.Downstream and returns a copy of
@@ -121,6 +154,25 @@ func (t *Target) Token(key string) string {
 	}
 	h := sha256.Sum256([]byte(t.downstream.salt + "\x00" + key))
 	return double.Prefix + hex.EncodeToString(h[:(double.TokenLen-len(double.Prefix))/2])
+}
+
+// countsNoKey reports whether the double counts the calls of requests
+// sent without a key, per case: every oracle is a downstream one still
+// counting per key and every operation has a marker, so a keyless request
+// carries a token of its case's own (Env.noKeyScope). A per-key HTTP
+// counter cannot count such requests at all.
+func (t *Target) countsNoKey() bool {
+	d := t.downstream
+	if d == nil || d.keys || d.global.Load() {
+		return false
+	}
+	os := t.Oracles()
+	for _, o := range os {
+		if o.Downstream == "" {
+			return false
+		}
+	}
+	return len(os) > 0
 }
 
 // track makes the double count key's calls: those holding its token, and
@@ -175,58 +227,9 @@ func (t *Target) DownstreamJournal(key string) []double.Call {
 	calls := d.srv.Journal(t.Token(key))
 	if d.keys {
 		calls = append(calls, d.srv.Journal(key)...)
+		sort.SliceStable(calls, func(i, j int) bool { return calls[i].Time.Before(calls[j].Time) })
 	}
 	return calls
-}
-
-// mark writes key's token into a request of op at its marker: the URL
-// and body returned, the header changed in place.
-func (t *Target) mark(op *Operation, key, rawURL string, h http.Header, body []byte) (string, []byte) {
-	if t.downstream == nil || key == "" {
-		return rawURL, body
-	}
-	t.track(key)
-	m := op.Marker
-	if m == nil {
-		return rawURL, body
-	}
-	tok := t.Token(key)
-	switch {
-	case m.Header != "":
-		h.Set(m.Header, tok)
-	case m.Query != "":
-		sep := "?"
-		if strings.Contains(rawURL, "?") {
-			sep = "&"
-		}
-		rawURL += sep + m.Query + "=" + tok // a token needs no escaping
-	default:
-		value := []byte(`"` + tok + `"`)
-		if out, ok := jsonx.Replace(body, m.Pointer, value); ok {
-			return rawURL, out
-		}
-		// The body lost the member (a patch removed it): add it back.
-		if patch, ok := pointerPatch(m.Pointer, value); ok {
-			if out, err := jsonx.MergePatch(body, patch); err == nil && isJSONObject(body) {
-				return rawURL, out
-			}
-		}
-	}
-	return rawURL, body
-}
-
-// pointerPatch is the merge patch setting value at p (objects only).
-func pointerPatch(p string, value []byte) ([]byte, bool) {
-	toks, err := jsonx.ParsePointer(p)
-	if err != nil || len(toks) == 0 {
-		return nil, false
-	}
-	out := value
-	for i := len(toks) - 1; i >= 0; i-- {
-		k, _ := json.Marshal(toks[i]) // a string always marshals
-		out = append(append(append([]byte("{"), k...), ':'), append(out, '}')...)
-	}
-	return out, true
 }
 
 // validateDownstream checks the downstream parts of t: the double's
@@ -389,4 +392,90 @@ func (t *Target) downstreamGlobal(op *Operation, n int) (problem, note string) {
 	}
 	t.downstream.global.Store(true)
 	return "", fmt.Sprintf("downstream %s: the call %s %s made under a fresh key holds no token, so the route's calls are counted globally and the run is serial (%s)", route, op.Method, op.Path, fix)
+}
+
+// downstreamEvidence is the case's downstream calls, per key it sent:
+// "downstream payments: 2 calls for key …3f2a, at +3 ms (200) and
+// +1,212 ms (200)". Keys without calls are left out.
+func (e *Env) downstreamEvidence() []string {
+	t := e.Target
+	if t.downstream == nil {
+		return nil
+	}
+	var out []string
+	for _, s := range e.sentKeys() {
+		byRoute := map[string][]double.Call{}
+		var routes []string
+		for _, c := range t.DownstreamJournal(s.key) {
+			if byRoute[c.Route] == nil {
+				routes = append(routes, c.Route)
+			}
+			byRoute[c.Route] = append(byRoute[c.Route], c)
+		}
+		for _, route := range routes {
+			calls := byRoute[route]
+			if route == "" {
+				route = "(no route)"
+			}
+			name := "key " + shortKey(s.key)
+			if strings.HasPrefix(s.key, "no-key-") {
+				name = "the requests without a key"
+			}
+			at := make([]string, 0, min(len(calls), maxCallsShown+1))
+			for i, c := range calls {
+				if i == maxCallsShown {
+					at = append(at, fmt.Sprintf("%d more", len(calls)-i))
+					break
+				}
+				answer := fmt.Sprint(c.Status)
+				if c.Hung {
+					answer = "held, never answered"
+				} else if c.Delay > 0 {
+					answer += fmt.Sprintf(" after %s", c.Delay)
+				}
+				at = append(at, fmt.Sprintf("+%s ms (%s)", thousands(c.Time.Sub(s.first).Milliseconds()), answer))
+			}
+			noun := "calls"
+			if len(calls) == 1 {
+				noun = "call"
+			}
+			out = append(out, fmt.Sprintf("downstream %s: %d %s for %s, at %s", route, len(calls), noun, name, joinAnd(at)))
+		}
+	}
+	return out
+}
+
+// maxCallsShown bounds the calls one evidence line times (a same-key
+// burst against a broken API makes dozens).
+const maxCallsShown = 8
+
+// shortKey is a key's last 8 characters, enough to tell a case's keys
+// apart in one line.
+func shortKey(k string) string {
+	if len(k) <= 12 {
+		return k
+	}
+	return "…" + k[len(k)-8:]
+}
+
+// thousands writes n with comma separators (1,212).
+func thousands(n int64) string {
+	s := fmt.Sprint(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	if neg {
+		s = "-" + s
+	}
+	return s
+}
+
+// joinAnd joins "a", "a and b", "a, b and c".
+func joinAnd(parts []string) string {
+	if len(parts) <= 1 {
+		return strings.Join(parts, "")
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
 }

@@ -49,15 +49,48 @@ type Env struct {
 	mu        sync.Mutex
 	exchanges []Exchange
 	keyErr    error // the first key that could not be fetched
-	// variants are the bodies Variant handed out for variants the
-	// downstream double makes behave: Send knows one by its backing array.
-	variants []variantBody
+	// noKey names the case's keyless requests for the downstream double
+	// (noKeyScope).
+	noKey string
+	// sent are the keys the case sent, in order, with when each was
+	// first sent (the downstream evidence is timed from it).
+	sent []sentKey
 }
 
-// variantBody is a body Env.Variant returned for variant name.
-type variantBody struct {
-	name string
-	body json.RawMessage
+type sentKey struct {
+	key   string
+	first time.Time
+}
+
+// sentUnder notes that a request under key (a scope) is being sent.
+func (e *Env) sentUnder(key string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, s := range e.sent {
+		if s.key == key {
+			return
+		}
+	}
+	e.sent = append(e.sent, sentKey{key: key, first: time.Now()})
+}
+
+// sentKeys lists what sentUnder noted.
+func (e *Env) sentKeys() []sentKey {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]sentKey(nil), e.sent...)
+}
+
+// noKeyScope is what the case's keyless requests are marked and counted
+// under when the downstream double counts them (Target.countsNoKey): a
+// key of their own, never sent as a key.
+func (e *Env) noKeyScope() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.noKey == "" {
+		e.noKey = "no-key-" + uuid.NewString()
+	}
+	return e.noKey
 }
 
 // Req describes one request of a case. Zero values mean "the normal call".
@@ -184,29 +217,10 @@ func (e *Env) Body(patches ...json.RawMessage) json.RawMessage {
 // variant's behaviour, even when the body equals the normal one.
 func (e *Env) Variant(name string) (json.RawMessage, Variant, bool) {
 	body, v, ok := e.Target.Variant(e.Op, name)
-	if ok && v.Downstream != nil && e.Target.downstream != nil && len(body) > 0 {
-		body = bytes.Clone(body)
-		e.mu.Lock()
-		e.variants = append(e.variants, variantBody{name: name, body: body})
-		e.mu.Unlock()
+	if ok && v.Downstream != nil {
+		body = e.Target.downstream.variantBody(body, name)
 	}
 	return body, v, ok
-}
-
-// variantOf is the name of the variant whose body Variant handed out as
-// body (the same backing array), "" when none.
-func (e *Env) variantOf(body json.RawMessage) string {
-	if len(body) == 0 {
-		return ""
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for _, v := range e.variants {
-		if &v.body[0] == &body[0] {
-			return v.name
-		}
-	}
-	return ""
 }
 
 // Send performs one request and records it as evidence.
@@ -238,10 +252,16 @@ func (e *Env) Send(ctx context.Context, r Req) Resp {
 		x.Request.Header[hk] = append([]string(nil), r.KeyLines...)
 	case !r.NoKey:
 		x.Request.Header[hk] = []string{e.KeyValue(r.Key)}
-		if name := e.variantOf(body); name != "" {
+		if name := e.Target.downstream.variantOf(body); name != "" {
 			_ = e.Target.BehaveVariant(op, r.Key, name) // the route was validated: no error
 		}
-		x.Request.URL, x.Request.Body = e.Target.mark(op, r.Key, x.Request.URL, x.Request.Header, x.Request.Body)
+		x.Request.URL, x.Request.Body = e.Target.Mark(op, r.Key, x.Request.URL, x.Request.Header, x.Request.Body)
+		if e.Target.downstream != nil {
+			e.sentUnder(r.Key)
+		}
+	case e.Target.countsNoKey():
+		x.Request.URL, x.Request.Body = e.Target.Mark(op, e.noKeyScope(), x.Request.URL, x.Request.Header, x.Request.Body)
+		e.sentUnder(e.noKeyScope())
 	}
 	if c := e.oracle; c != nil && c.global {
 		c.enter(ctx, e, scopeOf(r))
@@ -389,6 +409,9 @@ func (e *Env) count(ctx context.Context, key string, record bool) (int, error) {
 		o.used.Store(true)
 	}
 	if !o.global {
+		if key == "" && e.Target.countsNoKey() {
+			key = e.noKeyScope() // the keyless requests' token (Send)
+		}
 		return o.ev.Count(ctx, key, e.recorder(record))
 	}
 	o.mu.Lock()

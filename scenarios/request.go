@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/dunglas/httpsfv"
@@ -199,4 +200,58 @@ func plainKey(k string) bool {
 		}
 	}
 	return true
+}
+
+// Mark writes key's token for the downstream double into a request of op
+// (every face calls it: the conformance engine's Env.Send, the chaos
+// driver, the load targets): at op's marker (a body pointer, the rest of
+// the body byte for byte; a header, set in h; a query parameter), and
+// makes the double count the key's calls. It returns the URL and body to
+// send; without a double they are unchanged.
+func (t *Target) Mark(op *Operation, key, rawURL string, h http.Header, body []byte) (string, []byte) {
+	if t.downstream == nil || key == "" {
+		return rawURL, body
+	}
+	t.track(key)
+	m := op.Marker
+	if m == nil {
+		return rawURL, body
+	}
+	tok := t.Token(key)
+	switch {
+	case m.Header != "":
+		h.Set(m.Header, tok)
+	case m.Query != "":
+		sep := "?"
+		if strings.Contains(rawURL, "?") {
+			sep = "&"
+		}
+		rawURL += sep + m.Query + "=" + tok // a token needs no escaping
+	default:
+		value := []byte(`"` + tok + `"`)
+		if out, ok := jsonx.Replace(body, m.Pointer, value); ok {
+			return rawURL, out
+		}
+		// The body lost the member (a patch removed it): add it back.
+		if patch, ok := pointerPatch(m.Pointer, value); ok {
+			if out, err := jsonx.MergePatch(body, patch); err == nil && isJSONObject(body) {
+				return rawURL, out
+			}
+		}
+	}
+	return rawURL, body
+}
+
+// pointerPatch is the merge patch setting value at p (objects only).
+func pointerPatch(p string, value []byte) ([]byte, bool) {
+	toks, err := jsonx.ParsePointer(p)
+	if err != nil || len(toks) == 0 {
+		return nil, false
+	}
+	out := value
+	for i := len(toks) - 1; i >= 0; i-- {
+		k, _ := json.Marshal(toks[i]) // a string always marshals
+		out = append(append(append([]byte("{"), k...), ':'), append(out, '}')...)
+	}
+	return out, true
 }

@@ -68,13 +68,16 @@ type Meta struct {
 // Result is the outcome of one case applied to one operation.
 type Result struct {
 	Meta
-	Operation string        `json:"operation,omitempty"`
-	Status    Status        `json:"status"`
-	Expected  string        `json:"expected,omitempty"`
-	Observed  string        `json:"observed,omitempty"`
-	Reason    string        `json:"reason,omitempty"` // why skip/unverifiable/inconclusive, or the failure in one line
-	Exchanges []Exchange    `json:"exchanges,omitempty"`
-	Duration  time.Duration `json:"duration_ns"`
+	Operation string     `json:"operation,omitempty"`
+	Status    Status     `json:"status"`
+	Expected  string     `json:"expected,omitempty"`
+	Observed  string     `json:"observed,omitempty"`
+	Reason    string     `json:"reason,omitempty"` // why skip/unverifiable/inconclusive, or the failure in one line
+	Exchanges []Exchange `json:"exchanges,omitempty"`
+	// Downstream lists, per key, the downstream double's calls that held
+	// the key's token: one line each, timed from the key's first request.
+	Downstream []string      `json:"downstream,omitempty"`
+	Duration   time.Duration `json:"duration_ns"`
 	// KnownFailing: listed in the known-failing file; a Fail is then
 	// expected and a Pass fails the run (the list cannot go stale).
 	KnownFailing bool `json:"known_failing,omitempty"`

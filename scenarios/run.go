@@ -447,6 +447,7 @@ func runInstance(ctx context.Context, t *Target, p *Profile, client *http.Client
 	}
 	res.Status, res.Expected, res.Observed, res.Reason = v.Status, v.Expected, v.Observed, v.Reason
 	res.Exchanges = e.Exchanges()
+	res.Downstream = e.downstreamEvidence()
 	res.oracleAsked = e.oracle != nil && e.oracle.used.Load()
 	return res
 }

@@ -90,16 +90,21 @@ func (d *driver) run(ctx context.Context, s shape) (rec chaos.Op, ok bool) {
 	rec = chaos.Op{Key: key, Operation: op.Name, Kind: s.kind}
 	first, later := t.Body(op), []byte(nil)
 	attempts := d.cfg.MaxAttempts
+	variant := ""
 	switch s.kind {
 	case chaos.KindStorm:
-		first, _, _ = t.Variant(op, scenarios.VariantSlow)
+		variant = scenarios.VariantSlow
 	case chaos.KindMutated:
 		later = t.Body(op, op.Mutations[0].Patch)
 	case chaos.KindBusiness:
-		first, _, _ = t.Variant(op, scenarios.VariantBusinessError)
+		variant = scenarios.VariantBusinessError
 	case chaos.KindTransient:
-		first, _, _ = t.Variant(op, scenarios.VariantTransientError)
+		variant = scenarios.VariantTransientError
 		attempts = min(attempts, transientAttempts)
+	}
+	if variant != "" {
+		first, _, _ = t.Variant(op, variant)
+		_ = t.BehaveVariant(op, key, variant) // the double's answers, when it runs; routes are validated
 	}
 	var last answer
 	if s.kind == chaos.KindStorm {
@@ -198,11 +203,13 @@ func (d *driver) wait(ctx context.Context, n int, last answer) bool {
 // send makes one attempt through the proxy.
 func (d *driver) send(ctx context.Context, op *scenarios.Operation, key string, body []byte) answer {
 	t := d.cfg.Target
-	req, err := http.NewRequestWithContext(ctx, op.Method, d.proxy+op.Path, bytes.NewReader(body))
+	h := t.Header(op, 0, true)
+	u, body := t.Mark(op, key, d.proxy+op.Path, h, body)
+	req, err := http.NewRequestWithContext(ctx, op.Method, u, bytes.NewReader(body))
 	if err != nil {
 		return answer{err: err}
 	}
-	req.Header = t.Header(op, 0, true)
+	req.Header = h
 	req.Header.Set(t.KeyHeader, t.KeyValue(key))
 	resp, err := d.client.Do(req)
 	if err != nil {

@@ -107,6 +107,20 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, cfg.Deadline)
 	defer cancel()
+	// The config's downstream double: the API's provider, the per-key
+	// oracle and what makes the slow, business and transient kinds behave.
+	if cfg.Target.Downstream != nil && cfg.Target.Double() == nil {
+		t, d, err := scenarios.StartDownstream(ctx, cfg.Target)
+		if err != nil {
+			return nil, err
+		}
+		defer func() {
+			closing, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			_ = d.Close(closing)
+		}()
+		cfg.Target = t
+	}
 	var killer *killer
 	if cfg.Target.Command != "" {
 		t, ms, err := scenarios.StartReplicas(ctx, cfg.Target, max(cfg.Replicas, 1))

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/idemcheck/idemcheck/internal/knobless"
+	"github.com/idemcheck/idemcheck/reference"
+)
+
+// serveShop starts the knob-less orders API (internal/knobless): its
+// provider is the double, or any URL o names.
+func serveShop(t *testing.T, o knobless.Options) string {
+	t.Helper()
+	shop := knobless.New(o)
+	srv := httptest.NewServer(shop)
+	t.Cleanup(func() {
+		srv.Close()
+		_ = shop.Close()
+	})
+	return srv.URL
+}
+
+// freeAddr is a loopback address nothing listens on (for the double,
+// whose address the shop must know before the run starts it).
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// downstreamOracle counts executions as the double's payments calls.
+const downstreamOracle = "{downstream: payments}"
+
+// runKnobless runs the catalog (args select cases) against the shop
+// through `idemcheck run` with the in-process double; it returns the
+// results by case ID and the run's note lines.
+func runKnobless(t *testing.T, cfg string, args ...string) (cliRun, map[string]runResult, []string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "idemcheck.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, results := runReport(t, append([]string{"--config", path}, args...)...)
+	byID := map[string]runResult{}
+	for _, res := range results {
+		byID[res.ID] = res
+	}
+	var notes []string
+	for _, l := range strings.Split(r.stdout+r.stderr, "\n") {
+		if strings.Contains(l, "note:") {
+			notes = append(notes, l)
+		}
+	}
+	return r, byID, notes
+}
+
+// TestDoubleRun: an API without knobs, its provider pointed at the
+// double. The correct build passes every MUST on the double's per-key
+// counts, the slow variant made slow by the double; a build that executes
+// a key twice is caught.
+func TestDoubleRun(t *testing.T) {
+	t.Run("correct", func(t *testing.T) {
+		addr := freeAddr(t)
+		base := serveShop(t, knobless.Options{ProviderURL: "http://" + addr})
+		r, res, notes := runKnobless(t, knobless.Config(base, addr, downstreamOracle))
+		if r.code != exitOK {
+			for id, x := range res {
+				if x.Status != "pass" && x.Status != "skip" {
+					t.Logf("%s: %s %s %s", id, x.Status, x.Observed, x.Reason)
+				}
+			}
+			t.Fatalf("exit %d, want 0; notes %q; stderr %s", r.code, notes, r.stderr)
+		}
+		if len(notes) != 0 {
+			t.Errorf("notes %q: want none (every call holds its key's token)", notes)
+		}
+		// Each needs the double: a provider call it held (slow), failed
+		// (business, transient) or counted without a key.
+		for id, observed := range map[string]string{
+			"concurrent/in-flight-conflict": "1 executions (oracle)",
+			"concurrent/same-key-burst":     "1 executions (oracle)",
+			"errors/business-error-kept":    "402, retry 402",
+			"errors/failure-releases-key":   "2 executions (oracle)",
+			"missing/rejected":              "no execution (oracle)",
+		} {
+			if x := res[id]; x.Status != "pass" || !strings.Contains(x.Observed, observed) {
+				t.Errorf("%s: %s %q, want pass with %q", id, x.Status, x.Observed, observed)
+			}
+		}
+	})
+	t.Run("executes-twice", func(t *testing.T) {
+		addr := freeAddr(t)
+		base := serveShop(t, knobless.Options{ProviderURL: "http://" + addr, Defects: []reference.Defect{reference.NoInflightLock}})
+		r, res, _ := runKnobless(t, knobless.Config(base, addr, downstreamOracle), "--run", "concurrent/**")
+		if r.code != exitFail {
+			t.Fatalf("exit %d, want 1; stderr %s", r.code, r.stderr)
+		}
+		x := res["concurrent/same-key-burst"]
+		if x.Status != "fail" {
+			t.Errorf("concurrent/same-key-burst: %+v, want fail", x)
+		}
+		// The evidence times the key's provider calls.
+		if !strings.Contains(r.stdout, "downstream payments: ") || !strings.Contains(r.stdout, " calls for key …") {
+			t.Errorf("no downstream evidence in the failures:\n%s", r.stdout)
+		}
+	})
+}
+
+// TestDoubleCalibration: calibration says what it saw when the calls do
+// not hold the key's token: none at all (the API's provider URL is not
+// the double), or calls without it (counted globally, the run serial).
+func TestDoubleCalibration(t *testing.T) {
+	t.Run("untokened", func(t *testing.T) {
+		addr := freeAddr(t)
+		base := serveShop(t, knobless.Options{ProviderURL: "http://" + addr, KeepsReference: true})
+		r, res, notes := runKnobless(t, knobless.Config(base, addr, downstreamOracle), "--run", "replay/single-execution", "--run", "concurrent/same-key-burst")
+		if len(notes) != 1 || !strings.Contains(notes[0], "holds no token") || !strings.Contains(notes[0], "the run is serial") {
+			t.Errorf("notes %q: want one saying the calls hold no token and the run is serial", notes)
+		}
+		for _, id := range []string{"replay/single-execution", "concurrent/same-key-burst"} {
+			if x := res[id]; x.Status != "pass" || !strings.Contains(x.Observed, "(oracle)") {
+				t.Errorf("%s: %+v, want pass on the global count", id, x)
+			}
+		}
+		if r.code != exitOK {
+			t.Errorf("exit %d, want 0; stderr %s", r.code, r.stderr)
+		}
+	})
+	t.Run("not-pointed", func(t *testing.T) {
+		elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"id":"pay_x"}`))
+		}))
+		defer elsewhere.Close()
+		addr := freeAddr(t)
+		base := serveShop(t, knobless.Options{ProviderURL: elsewhere.URL})
+		_, res, notes := runKnobless(t, knobless.Config(base, addr, downstreamOracle), "--run", "replay/single-execution")
+		if len(notes) != 1 || !strings.Contains(notes[0], "made no call to the double at http://"+addr) {
+			t.Errorf("notes %q: want one saying no call reached the double", notes)
+		}
+		if x := res["replay/single-execution"]; x.Status != "inconclusive" {
+			t.Errorf("replay/single-execution: %+v, want inconclusive", x)
+		}
+	})
+}
+
+// TestDoubleChaosLoad: chaos and load start the config's double too and
+// count with it: the correct shop shows no violation, each key's
+// executions read from the double; a shop that executes a same-key burst
+// many times is caught by chaos.
+func TestDoubleChaosLoad(t *testing.T) {
+	addr := freeAddr(t)
+	base := serveShop(t, knobless.Options{ProviderURL: "http://" + addr})
+	cfg := filepath.Join(t.TempDir(), "idemcheck.yaml")
+	if err := os.WriteFile(cfg, []byte(knobless.Config(base, addr, downstreamOracle)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	r := runCLI(t, "chaos", "--config", cfg, "--ops", "60", "--fault", "drop-response:0.3", "--history", filepath.Join(dir, "h.jsonl"))
+	if r.code != exitOK {
+		t.Fatalf("chaos: exit %d; stdout %s; stderr %s", r.code, r.stdout, r.stderr)
+	}
+	hist, err := os.ReadFile(filepath.Join(dir, "h.jsonl"))
+	if err != nil || !strings.Contains(string(hist), `"oracle":1`) {
+		t.Errorf("chaos history: no operation counted by the double (%v)", err)
+	}
+	r = runCLI(t, "load", "--config", cfg, "--mode", "mix", "--rate", "100", "--duration", "1s", "--json", filepath.Join(dir, "load.json"))
+	if r.code != exitOK {
+		t.Fatalf("load: exit %d; stderr %s", r.code, r.stderr)
+	}
+	doc := readJSON(t, filepath.Join(dir, "load.json"))
+	if o, _ := doc["oracle"].(map[string]any); o["available"] != true || o["error"] != nil || o["keys_probed"].(float64) == 0 {
+		t.Errorf("load oracle %v: want the double's counts, keys probed", doc["oracle"])
+	}
+
+	broken := serveShop(t, knobless.Options{ProviderURL: "http://" + addr, Defects: []reference.Defect{reference.CheckThenInsert}})
+	bcfg := filepath.Join(t.TempDir(), "idemcheck.yaml")
+	if err := os.WriteFile(bcfg, []byte(knobless.Config(broken, addr, downstreamOracle)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = runCLI(t, "chaos", "--config", bcfg, "--ops", "40", "--fault", "duplicate:p=1,mode=concurrent")
+	if r.code != exitFail || !strings.Contains(r.stdout, "double-execution") || !strings.Contains(r.stdout, "oracle=2") {
+		t.Errorf("chaos on a check-then-insert shop: exit %d, want 1 with double executions the double counted; stdout %s; stderr %s", r.code, r.stdout, r.stderr)
+	}
+}

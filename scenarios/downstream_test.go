@@ -1,0 +1,109 @@
+package scenarios
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idemcheck/idemcheck/scenarios/double"
+)
+
+const downstreamBase = `base_url: http://127.0.0.1:1
+principals: [{name: a, headers: {Authorization: Bearer a}}]
+downstream:
+  routes: [{name: payments, method: POST, path: /v1/payments}]
+`
+
+// TestDownstreamConfig: the issue's config loads; every bad downstream
+// field is one line naming it.
+func TestDownstreamConfig(t *testing.T) {
+	good := downstreamBase + `oracle: {downstream: payments}
+operations:
+  - name: orders
+    method: POST
+    path: /v1/orders
+    body: {sku: abc, quantity: 1, card: "4242", reference: ""}
+    marker: /reference
+    id_pointer: /order_id
+    variants:
+      slow: {downstream: {route: payments, delay: 1500ms}, duration: 1500ms}
+      business_error: {downstream: {route: payments, status: 402, body: {error: card_declined}}, status: 402}
+      transient_error: {downstream: {route: payments, status: 503}, status: 502}
+`
+	tg, _, err := ParseConfig([]byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := tg.Operations[0]
+	slow, decline := op.Variants[VariantSlow].Downstream, op.Variants[VariantBusinessError].Downstream
+	if tg.Downstream == nil || tg.Oracle.Downstream != "payments" || op.Marker.Pointer != "/reference" ||
+		slow.Route != "payments" || slow.Delay != 1500*time.Millisecond || decline.Status != 402 || string(decline.Body) != `{"error":"card_declined"}` {
+		t.Fatalf("loaded %+v / %+v", tg, op)
+	}
+	if body, _, _ := op.VariantBody(VariantSlow); string(body) != string(op.Body) {
+		t.Errorf("a downstream variant's body %s, want the operation's", body)
+	}
+	if !tg.Oracle.PerKey() || !Supplies(tg, NeedSlow) || !Supplies(tg, NeedOracle) {
+		t.Error("a downstream oracle counts per key; the variants supply their needs")
+	}
+	const op1 = "operations: [{name: o, method: POST, path: /o, body: {ref: \"\"}, marker: /ref}]\n"
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"unknown oracle route", downstreamBase + op1 + "oracle: {downstream: refunds}\n", `oracle.downstream "refunds": no such route in downstream.routes (payments)`},
+		{"oracle without a double", "base_url: http://127.0.0.1:1\nprincipals: [{name: a}]\noperations: [{name: o, method: POST, path: /o}]\noracle: {downstream: p}\n", `oracle.downstream "p": no downstream: section`},
+		{"oracle of two kinds", downstreamBase + op1 + "oracle: {downstream: payments, url: /e}\n", `oracle.downstream "payments": an oracle is one source`},
+		{"operation oracle route", downstreamBase + "operations: [{name: o, method: POST, path: /o, oracle: {downstream: nope}}]\n", `operations[0].oracle.downstream "nope"`},
+		{"variant route", downstreamBase + "operations: [{name: o, method: POST, path: /o, variants: {slow: {downstream: {route: pay, delay: 2s}, duration: 2s}}}]\n", `operations[0].variants.slow.downstream.route "pay"`},
+		{"variant status", downstreamBase + "operations: [{name: o, method: POST, path: /o, variants: {business_error: {downstream: {route: payments, status: 42}}}}]\n", `operations[0].variants.business_error.downstream.status 42`},
+		{"slow delay shorter", downstreamBase + "operations: [{name: o, method: POST, path: /o, variants: {slow: {downstream: {route: payments, delay: 1s}, duration: 2s}}}]\n", `operations[0].variants.slow.downstream.delay 1s: shorter than the variant's duration 2s`},
+		{"marker absent from body", downstreamBase + "operations: [{name: o, method: POST, path: /o, body: {a: 1}, marker: /reference}]\n", `operations[0].marker "/reference": nothing at this pointer`},
+		{"marker of two kinds", downstreamBase + "operations: [{name: o, method: POST, path: /o, marker: {header: X-Ref, query: ref}}]\n", `operations[0].marker: want one of`},
+		{"marker header", downstreamBase + "operations: [{name: o, method: POST, path: /o, marker: {header: \"X Ref\"}}]\n", `operations[0].marker.header "X Ref"`},
+		{"marker without a double", "base_url: http://127.0.0.1:1\nprincipals: [{name: a}]\noperations: [{name: o, method: POST, path: /o, marker: {header: X-Ref}}]\n", `operations[0].marker: a marker is for the downstream double`},
+		{"bad route path", "base_url: http://127.0.0.1:1\nprincipals: [{name: a}]\n" + "downstream: {routes: [{name: p, path: pay}]}\n" + op1, `downstream.routes[0].path "pay"`},
+		{"unknown downstream field", downstreamBase + op1 + "oracle: {downstream: payments}\ndownstream_x: 1\n", `unknown field "downstream_x"`},
+	} {
+		_, _, err := ParseConfig([]byte(tc.yaml))
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v, want one line with %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestMark: a key's token goes where the marker says, the body's other
+// bytes unchanged; the double then counts the request's calls for the key.
+func TestMark(t *testing.T) {
+	base := &Target{Downstream: &double.Config{Routes: []double.Route{{Name: "payments", Path: "/**"}}}}
+	dt, srv, err := StartDownstream(context.Background(), base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeDouble(srv)
+	key := "0c6f7d2a-1b3c-4d5e-8f90-a1b2c3d4e5f6"
+	tok := dt.Token(key)
+	if len(tok) != double.TokenLen || !strings.HasPrefix(tok, double.Prefix) || tok != dt.Token(key) || tok == dt.Token(key+"x") {
+		t.Fatalf("token %q: want a stable, per-key token", tok)
+	}
+	body := []byte(`{"sku": "abc",  "reference": "", "n": 1}`)
+	for _, tc := range []struct {
+		marker          Marker
+		url, body, head string
+	}{
+		{Marker{Pointer: "/reference"}, "http://api/v1/orders", `{"sku": "abc",  "reference": "` + tok + `", "n": 1}`, ""},
+		{Marker{Pointer: "/meta/ref"}, "http://api/v1/orders", `{"meta":{"ref":"` + tok + `"},"n":1,"reference":"","sku":"abc"}`, ""},
+		{Marker{Header: "X-Ref"}, "http://api/v1/orders", string(body), tok},
+		{Marker{Query: "ref"}, "http://api/v1/orders?ref=" + tok, string(body), ""},
+	} {
+		op := &Operation{Marker: &tc.marker}
+		h := http.Header{}
+		u, b := dt.Mark(op, key, "http://api/v1/orders", h, body)
+		if u != tc.url || string(b) != tc.body || h.Get("X-Ref") != tc.head {
+			t.Errorf("marker %s: %s %s %v", tc.marker.String(), u, b, h)
+		}
+	}
+	// Without a double nothing changes.
+	if u, b := base.Mark(&Operation{Marker: &Marker{Header: "X-Ref"}}, key, "u", http.Header{}, body); u != "u" || string(b) != string(body) {
+		t.Error("marked without a double")
+	}
+}
