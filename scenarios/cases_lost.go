@@ -264,9 +264,7 @@ func lostRetryStorm(ctx context.Context, e *Env) Verdict {
 		return e.Inconclusive("chaos proxy: " + err.Error())
 	}
 	defer pr.close()
-	// pr's Variant: the proxied Env sends the body, and only a body its
-	// own Variant handed out makes the double slow the key's calls.
-	body, _, _ := pr.Variant(VariantSlow)
+	body, _, _ := e.Variant(VariantSlow)
 	k, first, storm := pr.storm(ctx, body)
 	if first.Err == nil {
 		return e.Inconclusive("the proxy did not drop the response: " + first.String())
