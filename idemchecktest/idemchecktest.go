@@ -36,6 +36,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/idemcheck/idemcheck/reports"
 	"github.com/idemcheck/idemcheck/scenarios"
@@ -175,6 +176,10 @@ func check(t *testing.T, target *scenarios.Target, profile *scenarios.Profile, o
 			if err != nil {
 				t.Fatalf("idemcheck: %v", err)
 			}
+			// go test times a parallel subtest from when -parallel lets it
+			// resume, often after its instance has finished (0.00s): the
+			// engine's own time for the instance is logged instead.
+			t.Logf("%s in %s (engine time)", s.res.Status, s.res.Duration.Round(time.Millisecond))
 			report(t, Decide(rules, s.res))
 		})
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -104,6 +105,11 @@ func TestOutsideModule(t *testing.T) {
 			}
 			if tc.name == "narrowed" && sent.Load() > 60 {
 				t.Errorf("rule: %s: the server got %d requests", tc.rule, sent.Load())
+			}
+			// A subtest's line shows the engine's time for its instance
+			// (go test's own "(0.00s)" counts from a late resume).
+			if tc.name == "server" && !regexp.MustCompile(`pass in [1-9][0-9.]*s \(engine time\)`).Match(out) {
+				t.Errorf("rule: a subtest logs its instance's engine time: no instance (the slow ones take over 1 s) logs one in:\n%s", out)
 			}
 			if tc.wantFail && !strings.Contains(string(out), "draft §") {
 				t.Errorf("rule: %s: the failure quotes no spec sentence:\n%s", tc.rule, out)

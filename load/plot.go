@@ -13,7 +13,9 @@ var pathColour = map[Path]string{Hit: "#1b9e77", Miss: "#d95f02", Contention: "#
 
 // WriteHDRPlot writes a self-contained SVG of the latency percentile
 // spectrum per path (HdrHistogram style: the x axis stretches the tail,
-// 90% 99% 99.9% ... equally spaced), one line per path.
+// 90% 99% 99.9% ... equally spaced), one line per path. The y axis is
+// logarithmic, a decade per grid line: on a linear one a miss tail of
+// seconds flattens a hit curve of tenths of a millisecond into the floor.
 func (r *Report) WriteHDRPlot(w io.Writer) error {
 	const (
 		width, height = 820.0, 460.0
@@ -27,7 +29,7 @@ func (r *Report) WriteHDRPlot(w io.Writer) error {
 		pts  [][2]float64 // x in nines, y in ms
 	}
 	var all []series
-	maxY := 0.0
+	maxY, minY := 0.0, math.Inf(1)
 	for _, p := range Paths {
 		s := r.Paths[p]
 		if s == nil || s.hist == nil || s.Requests == 0 {
@@ -40,15 +42,30 @@ func (r *Report) WriteHDRPlot(w io.Writer) error {
 			y := ms(s.hist.ValueAtQuantile(q))
 			ser.pts = append(ser.pts, [2]float64{x, y})
 			maxY = math.Max(maxY, y)
+			if y > 0 {
+				minY = math.Min(minY, y)
+			}
 		}
 		all = append(all, ser)
 	}
 	if maxY == 0 {
-		maxY = 1
+		maxY, minY = 1, 1
+	}
+	// Whole decades around the data, at least one.
+	lo, hi := math.Floor(math.Log10(minY)), math.Ceil(math.Log10(maxY))
+	if hi <= lo {
+		hi = lo + 1
 	}
 	plotW, plotH := width-left-right, height-top-bottom
 	px := func(x float64) float64 { return left + x/nines*plotW }
-	py := func(y float64) float64 { return top + plotH - y/maxY*plotH }
+	py := func(y float64) float64 {
+		// A zero reading (below the histogram's resolution) sits on the floor.
+		l := lo
+		if y > 0 {
+			l = math.Max(math.Log10(y), lo)
+		}
+		return top + plotH - (l-lo)/(hi-lo)*plotH
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" font-family="sans-serif" font-size="12">`+"\n", width, height)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
@@ -62,12 +79,13 @@ func (r *Report) WriteHDRPlot(w io.Writer) error {
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", x, top, x, top+plotH)
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", x, top+plotH+18, label)
 	}
-	for i := 0; i <= 4; i++ {
-		y := maxY * float64(i) / 4
+	for d := lo; d <= hi; d++ {
+		y := math.Pow(10, d)
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", left, py(y), left+plotW, py(y))
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end">%s</text>`+"\n", left-6, py(y)+4, fmtMs(y))
 	}
 	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">percentile</text>`+"\n", left+plotW/2, height-8)
+	fmt.Fprintf(&b, `<text x="14" y="%.1f" text-anchor="middle" transform="rotate(-90 14 %.1f)">latency (log scale)</text>`+"\n", top+plotH/2, top+plotH/2)
 	for i, s := range all {
 		var pts []string
 		for _, p := range s.pts {

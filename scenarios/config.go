@@ -153,6 +153,10 @@ func parseConfig(raw []byte, preset string) (*Target, *Profile, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, nil, errors.New("empty config")
 		}
+		var te *yaml.TypeError
+		if !errors.As(err, &te) {
+			err = atFirstBadLine(raw, err)
+		}
 		return nil, nil, withField(raw, yamlError(err))
 	}
 	field := "profile.preset"
@@ -180,6 +184,35 @@ func parseConfig(raw []byte, preset string) (*Target, *Profile, error) {
 		return nil, nil, err
 	}
 	return t, p, nil
+}
+
+// atFirstBadLine corrects a syntax error's line: the YAML library reports
+// where the enclosing block began ("line 2: did not find expected key" for
+// a bad indent on line 4), so the line given is that of the shortest
+// prefix of the document that no longer parses.
+func atFirstBadLine(raw []byte, err error) error {
+	var reported int
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	if _, scanErr := fmt.Sscanf(msg, "line %d:", &reported); scanErr != nil {
+		return err
+	}
+	lines := bytes.SplitAfter(raw, []byte("\n"))
+	end := 0
+	for n, l := range lines {
+		end += len(l)
+		if n+1 < reported {
+			continue
+		}
+		var v any
+		if yaml.Unmarshal(raw[:end], &v) != nil {
+			if n+1 == reported {
+				return err
+			}
+			rest := msg[strings.Index(msg, ":")+1:]
+			return fmt.Errorf("yaml: line %d:%s", n+1, rest)
+		}
+	}
+	return err
 }
 
 // yamlError turns the YAML library's multi-line errors into one line.
@@ -424,8 +457,11 @@ func (t *Target) Validate() error {
 	if t.Timeout <= 0 {
 		return fmt.Errorf("timeout %s: must be positive", t.Timeout)
 	}
-	if t.TTL < 0 || t.Lease < 0 {
-		return fmt.Errorf("ttl %s / lease %s: must not be negative", t.TTL, t.Lease)
+	if t.TTL < 0 {
+		return fmt.Errorf("ttl %s: must not be negative", t.TTL)
+	}
+	if t.Lease < 0 {
+		return fmt.Errorf("lease %s: must not be negative", t.Lease)
 	}
 	if len(t.Principals) == 0 {
 		return errors.New("principals: at least one principal is required (add a second one for the scope cases)")

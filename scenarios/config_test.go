@@ -46,6 +46,10 @@ func TestConfigErrors(t *testing.T) {
 	}{
 		{"malformed YAML", "base_url: [unclosed\n", "line"},
 		{"empty file", "", "empty config"},
+		// The YAML library names the line where the enclosing block began
+		// (line 3 for these); the mistake is on line 5.
+		{"mis-indented key", base + "operations:\n  - name: c\n  path: /c\n", "line 5: did not find expected '-' indicator"},
+		{"unclosed flow sequence", base + "operations:\n  - name: c\n    body: {a: [1, 2}\n", "line 5: did not find expected ',' or ']'"},
 		{"unknown top-level field", base + op + "colour: red\n", `line 4: unknown field "colour"`},
 		{"unknown operation field", base + "operations: [{name: c, method: POST, path: /c, verb: x}]\n", `unknown field "verb"`},
 		{"unknown profile", base + op + "profile: {preset: paypal}\n", `unknown profile "paypal" (valid: ietf, lenient, reference, seeds, stripe)`},

@@ -75,8 +75,11 @@ func (s Selection) Load() (*Target, *Profile, error) {
 			return nil, nil, fmt.Errorf("--profile: %v", err)
 		}
 	}
-	if s.TTL < 0 || s.Lease < 0 {
-		return nil, nil, fmt.Errorf("--ttl %s / --lease %s: must not be negative", s.TTL, s.Lease)
+	if s.TTL < 0 {
+		return nil, nil, fmt.Errorf("--ttl %s: must not be negative", s.TTL)
+	}
+	if s.Lease < 0 {
+		return nil, nil, fmt.Errorf("--lease %s: must not be negative", s.Lease)
 	}
 	if s.TargetCmd != "" {
 		if _, err := SplitCommand(s.TargetCmd); err != nil {

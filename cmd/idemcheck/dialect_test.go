@@ -313,3 +313,18 @@ func shellWords(t *testing.T, line string) []string {
 	}
 	return words
 }
+
+// TestNegativeClock: a negative --ttl or --lease is named alone (a
+// negative --ttl named "--lease 0s", a flag not given).
+func TestNegativeClock(t *testing.T) {
+	down := closedPort(t)
+	for flag, want := range map[string]string{
+		"--ttl":   "idemcheck: --ttl -2s: must not be negative",
+		"--lease": "idemcheck: --lease -2s: must not be negative",
+	} {
+		r := runCLI(t, "run", "--target", down, flag, "-2s")
+		if stderr := strings.TrimSpace(r.stderr); r.code != exitUsage || stderr != want {
+			t.Errorf("run %s -2s: exit %d, stderr %q: want exit 2 and %q", flag, r.code, r.stderr, want)
+		}
+	}
+}
