@@ -3,14 +3,10 @@ package main
 import (
 	"maps"
 	"net"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	"go.yaml.in/yaml/v3"
 
 	"github.com/idemcheck/idemcheck/idemchecktest"
 	"github.com/idemcheck/idemcheck/internal/testenv"
@@ -166,28 +162,14 @@ func runIdemcheck(t *testing.T, d defect, oracle func(string) map[string]any, op
 	a := startShopAt(t, dsn, "http://"+listen, d, shopTTL, nil)
 	b := a.replica(t)
 
-	raw, err := os.ReadFile("idemcheck.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cfg map[string]any
-	if err := yaml.Unmarshal(raw, &cfg); err != nil {
-		t.Fatal(err)
-	}
-	cfg["base_url"] = a.url
-	cfg["replicas"] = []string{a.url, b.url}
-	cfg["downstream"].(map[string]any)["listen"] = listen
-	if oracle != nil {
-		cfg["oracle"] = oracle(dsn)
-	}
-	out, err := yaml.Marshal(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "idemcheck.yaml")
-	if err := os.WriteFile(path, out, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := writeConfig(t, func(cfg map[string]any) {
+		cfg["base_url"] = a.url
+		cfg["replicas"] = []string{a.url, b.url}
+		cfg["downstream"].(map[string]any)["listen"] = listen
+		if oracle != nil {
+			cfg["oracle"] = oracle(dsn)
+		}
+	})
 
 	var rep *scenarios.Report
 	t.Run("catalog", func(t *testing.T) {
