@@ -391,7 +391,13 @@ func (t *Target) downstreamGlobal(op *Operation, n int) (problem, note string) {
 		return fmt.Sprintf("downstream %s: one request to %s %s under a fresh key made %d calls and none holds its token (%s); effect-counting cases are inconclusive", route, op.Method, op.Path, n, fix), ""
 	}
 	t.downstream.global.Store(true)
-	return "", fmt.Sprintf("downstream %s: the call %s %s made under a fresh key holds no token, so the route's calls are counted globally and the run is serial (%s)", route, op.Method, op.Path, fix)
+	behaves := ""
+	for _, v := range op.Variants {
+		if v.Downstream != nil {
+			behaves = "; the variants' downstream: behaviours follow the token too, so the cases needing them are inconclusive"
+		}
+	}
+	return "", fmt.Sprintf("downstream %s: the call %s %s made under a fresh key holds no token, so the route's calls are counted globally and the run is serial (%s)%s", route, op.Method, op.Path, fix, behaves)
 }
 
 // downstreamEvidence is the case's downstream calls, per key it sent:

@@ -28,8 +28,9 @@ type Options struct {
 	// KeepsReference: the reference is not passed on to the provider (the
 	// double then sees calls without a token).
 	KeepsReference bool
-	// Effects serves GET /v1/effects?key=K, the executions per key: a
-	// test knob, for comparing the double with an HTTP oracle.
+	// Effects serves GET /v1/effects?key=K, the executions per key (every
+	// key's without ?key): a test knob, for comparing the double with an
+	// HTTP oracle.
 	Effects bool
 	Defects []reference.Defect
 }
@@ -62,6 +63,12 @@ func New(o Options) *Shop {
 		mux.HandleFunc("GET /v1/effects", func(w http.ResponseWriter, r *http.Request) {
 			s.mu.Lock()
 			n := s.effects[r.URL.Query().Get("key")]
+			if !r.URL.Query().Has("key") { // every key's: a global counter
+				n = 0
+				for _, c := range s.effects {
+					n += c
+				}
+			}
 			s.mu.Unlock()
 			answer(w, http.StatusOK, fmt.Sprintf(`{"executions":%d}`, n))
 		})

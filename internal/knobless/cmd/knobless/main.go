@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/idemcheck/idemcheck/internal/knobless"
@@ -17,7 +18,12 @@ func main() {
 	provider := flag.String("provider", "http://127.0.0.1:9090", "payment provider base URL (the double)")
 	keeps := flag.Bool("keeps-reference", false, "do not pass the order's reference on to the provider")
 	effects := flag.Bool("effects", false, "serve GET /v1/effects?key=K (executions per key)")
+	config := flag.String("print-config", "", "print the idemcheck config of this shop with this oracle: section (e.g. '{downstream: payments}') and exit")
 	flag.Parse()
+	if *config != "" {
+		fmt.Print(knobless.Config("http://"+*addr, strings.TrimPrefix(*provider, "http://"), *config))
+		return
+	}
 	shop := knobless.New(knobless.Options{ProviderURL: *provider, KeepsReference: *keeps, Effects: *effects})
 	defer shop.Close()
 	srv := &http.Server{Addr: *addr, Handler: shop, ReadHeaderTimeout: 5 * time.Second}
