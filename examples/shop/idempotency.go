@@ -98,7 +98,7 @@ func (s *shop) once(ctx context.Context, w http.ResponseWriter, sc scope, fp []b
 			s.unavailable(w, "lookup", err)
 			return
 		}
-		if rec == nil || rec.expired || (rec.state == inProgress && !rec.live) {
+		if rec == nil || rec.free() {
 			continue
 		}
 		switch {
@@ -127,7 +127,7 @@ func (s *shop) once(ctx context.Context, w http.ResponseWriter, sc scope, fp []b
 func (s *shop) claim(ctx context.Context, sc scope, fp []byte, owner string) (bool, error) {
 	if s.defect == checkThenInsert {
 		rec, err := s.store.lookup(ctx, sc)
-		if err != nil || (rec != nil && !rec.expired && !(rec.state == inProgress && !rec.live)) {
+		if err != nil || (rec != nil && !rec.free()) {
 			return false, err
 		}
 		return true, s.store.insertUnchecked(ctx, sc, fp, owner, s.leaseFor(), s.ttl)

@@ -82,6 +82,10 @@ type record struct {
 	resp        *stored
 }
 
+// free reports whether the record no longer holds its key: past its TTL,
+// or in progress with its lease run out (its owner died).
+func (r *record) free() bool { return r.expired || (r.state == inProgress && !r.live) }
+
 // stored is a response kept for replay.
 type stored struct {
 	Status int         `json:"status"`
