@@ -62,12 +62,11 @@ CREATE INDEX IF NOT EXISTS idempotency_records_expires ON idempotency_records (e
 `
 
 // Record states. A record is in progress while its owner holds the lease,
-// completed once it holds a response; failed is only ever written by the
-// 5xx-wedges-key build.
+// completed once it holds a response; only the 5xx-wedges-key build ever
+// writes a third, "failed" (finish).
 const (
 	inProgress = "in_progress"
 	completed  = "completed"
-	failedRec  = "failed"
 )
 
 // scope is what a key is unique within.
@@ -88,9 +87,9 @@ func (r *record) free() bool { return r.expired || (r.state == inProgress && !r.
 
 // stored is a response kept for replay.
 type stored struct {
-	Status int         `json:"status"`
-	Header http.Header `json:"header"`
-	Body   []byte      `json:"-"`
+	Status int
+	Header http.Header
+	Body   []byte
 }
 
 // order is one row of orders.
