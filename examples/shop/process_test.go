@@ -17,44 +17,48 @@ import (
 )
 
 // TestProcess runs the shop as the README does, a process configured by
-// DATABASE_URL, PROVIDER_URL, SHOP_DEFECT and -ttl, checks the correct
-// build and a broken one with idemcheck.yaml, then stops each with
-// SIGTERM: it exits 0.
+// DATABASE_URL, PROVIDER_URL, SHOP_DEFECT and flags. The correct build is
+// idemcheck's managed target (target_cmd), so lease/crash-recovers can
+// SIGKILL it during a slow charge and restart it: the in-flight record
+// must hold the key until its lease ends, then give it up. A broken build
+// started by hand is caught, then stops on SIGTERM with exit 0.
 func TestProcess(t *testing.T) {
 	dsn := testenv.RequirePostgres(t)
 	bin := filepath.Join(t.TempDir(), "shop")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v: %s", err, out)
 	}
-	for _, tc := range []struct {
-		defect defect
-		opts   []idemchecktest.Option
-	}{
-		// A few cases through the database, the provider and a slow charge
-		// (TestIdemcheck runs the whole catalog in-process).
-		{"", []idemchecktest.Option{idemchecktest.Only("replay/single-execution", "errors/business-error-kept", "concurrent/in-flight-offsets")}},
-		{executeThen422, []idemchecktest.Option{
-			idemchecktest.Only("mismatch/original-survives"), idemchecktest.KnownFailing("mismatch/original-survives")}},
-	} {
-		name := string(tc.defect)
-		if name == "" {
-			name = "correct"
-		}
-		t.Run(name, func(t *testing.T) {
-			listen := freeAddr(t)
-			base, stop := startShopProcess(t, bin, dsn, "http://"+listen, tc.defect)
-			cfg := writeConfig(t, func(c map[string]any) {
-				c["base_url"] = base
-				c["downstream"].(map[string]any)["listen"] = listen
-			})
-			t.Run("catalog", func(t *testing.T) {
-				idemchecktest.Run(t, idemchecktest.Config{Config: cfg}, append(tc.opts, idemchecktest.Strict())...)
-			})
-			if code := stop(); code != 0 {
-				t.Errorf("the shop exited %d after SIGTERM, want 0", code)
-			}
+	t.Run("correct", func(t *testing.T) {
+		listen := freeAddr(t)
+		// target_cmd inherits the environment.
+		t.Setenv("DATABASE_URL", dsn)
+		t.Setenv("PROVIDER_URL", "http://"+listen)
+		t.Setenv("SHOP_DEFECT", "")
+		cfg := writeConfig(t, func(c map[string]any) {
+			c["base_url"] = "http://127.0.0.1:{port}"
+			c["target_cmd"] = bin + " -addr 127.0.0.1:{port} -ttl " + shopTTL.String()
+			c["downstream"].(map[string]any)["listen"] = listen
 		})
-	}
+		// A few cases through the database, the provider and a slow charge
+		// (TestIdemcheck runs the whole catalog in-process), and the crash.
+		idemchecktest.Run(t, idemchecktest.Config{Config: cfg}, idemchecktest.Strict(),
+			idemchecktest.Only("replay/single-execution", "errors/business-error-kept", "concurrent/in-flight-offsets", "lease/crash-recovers"))
+	})
+	t.Run(string(executeThen422), func(t *testing.T) {
+		listen := freeAddr(t)
+		base, stop := startShopProcess(t, bin, dsn, "http://"+listen, executeThen422)
+		cfg := writeConfig(t, func(c map[string]any) {
+			c["base_url"] = base
+			c["downstream"].(map[string]any)["listen"] = listen
+		})
+		t.Run("catalog", func(t *testing.T) {
+			idemchecktest.Run(t, idemchecktest.Config{Config: cfg}, idemchecktest.Strict(),
+				idemchecktest.Only("mismatch/original-survives"), idemchecktest.KnownFailing("mismatch/original-survives"))
+		})
+		if code := stop(); code != 0 {
+			t.Errorf("the shop exited %d after SIGTERM, want 0", code)
+		}
+	})
 }
 
 // listening is the shop's start-up line (log/slog's default output).
