@@ -35,6 +35,7 @@ func TestDecide(t *testing.T) {
 		{"a fail fails with the spec sentence, expected vs observed and curl", scenarios.Fail, scenarios.Must, false, false, false, fail, "reproduce: curl"},
 		{"an unmet SHOULD passes outside strict, with its evidence logged", scenarios.Warn, scenarios.Should, false, false, false, pass, "SHOULD unmet"},
 		{"an unmet SHOULD fails under Strict", scenarios.Warn, scenarios.Should, false, true, false, fail, "--strict"},
+		{"a MUST that warns fails, strict or not", scenarios.Warn, scenarios.Must, false, false, false, fail, "MUST-level warning"},
 		{"a skip skips with its reason", scenarios.Skip, scenarios.Must, false, false, false, skip, "skip: why"},
 		{"a MUST without evidence fails (the CLI exits 5)", scenarios.Unverifiable, scenarios.Must, false, false, false, fail, "MUST without evidence"},
 		{"a MUST without evidence skips under AllowIncomplete", scenarios.Inconclusive, scenarios.Must, false, false, true, skip, "inconclusive: why"},

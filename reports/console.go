@@ -89,6 +89,9 @@ func Console(w io.Writer, rep *scenarios.Report, opt ConsoleOptions) error {
 
 	fmt.Fprintf(&b, "idemcheck conformance: target %s, profile %s, strict %t, seed %d\n",
 		rep.Target, rep.Profile, rep.Strict, rep.Seed)
+	if rep.Command != "" {
+		fmt.Fprintf(&b, "command: %s\n", rep.Command)
+	}
 	for _, fam := range byFamily(rep) {
 		fmt.Fprintf(&b, "\n%s\n", paint(ansiBold, fam.Name))
 		for _, c := range groupCases(fam.Results) {
@@ -149,6 +152,13 @@ func Console(w io.Writer, rep *scenarios.Report, opt ConsoleOptions) error {
 	for _, line := range requirementLines(rep) {
 		b.WriteString(line + "\n")
 	}
+	if untested := untestedLines(rep); len(untested) > 0 {
+		fmt.Fprintf(&b, "MUST not tested (%d):\n", len(untested))
+		for _, line := range untested {
+			b.WriteString("  - " + line + "\n")
+		}
+	}
+	fmt.Fprintf(&b, "conformance: %s\n", conformanceText(rep.Conformance()))
 	if rep.Interrupted {
 		b.WriteString("interrupted: instances cut short are not judged; this report is partial\n")
 	}

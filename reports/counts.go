@@ -136,3 +136,35 @@ func byFamily(rep *scenarios.Report) []family {
 	}
 	return fams
 }
+
+// conformanceText says the run's level in one line: the level, then what
+// blocks the next one, or why no level is claimed.
+func conformanceText(c scenarios.Conformance) string {
+	switch {
+	case c.Level == scenarios.LevelNone || c.Level == scenarios.LevelNotConformant:
+		if c.Blocker != "" && c.Level == scenarios.LevelNotConformant {
+			return c.Level + ": " + c.Blocker
+		}
+		return c.Level + ": " + c.Why
+	case c.Blocker != "":
+		return fmt.Sprintf("%s (%s blocked by %s)", c.Level, scenarios.LevelFull, c.Blocker)
+	}
+	return c.Level
+}
+
+// untestedLines list the MUSTs the run did not test, each with the one
+// config line that would test it.
+func untestedLines(rep *scenarios.Report) []string {
+	var out []string
+	for _, u := range rep.UntestedMust() {
+		line := u.Instance + ": " + u.Reason
+		if u.Requirement != "" {
+			line = u.Requirement + " " + line
+		}
+		if u.Hint != "" {
+			line += "; add " + u.Hint
+		}
+		out = append(out, line)
+	}
+	return out
+}

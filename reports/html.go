@@ -50,6 +50,9 @@ type htmlData struct {
 	JS                   template.JS
 	Problems, NoEvidence []string
 	ExitCode             int
+	Level, LevelText     string
+	Command              string
+	Untested             []string
 }
 
 type htmlLevel struct {
@@ -129,7 +132,10 @@ func HTML(w io.Writer, rep *scenarios.Report) error {
 		Counts: Tally(rep),
 		CSS:    template.CSS(htmlCSS), JS: template.JS(htmlJS),
 		Problems: j.Problems, NoEvidence: j.WithoutEvidence,
+		Command: rep.Command, Untested: untestedLines(rep),
 	}
+	level := rep.Conformance()
+	d.Level, d.LevelText = level.Level, conformanceText(level)
 	reqs := rep.Requirements()
 	for _, l := range []scenarios.Level{scenarios.Must, scenarios.Should} {
 		d.Levels = append(d.Levels, htmlLevel{Level: string(l), RequirementCounts: reqs[l]})

@@ -3,6 +3,7 @@ package reports
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"time"
@@ -21,6 +22,7 @@ type jsonReport struct {
 	Profile         string    `json:"profile"`
 	Strict          bool      `json:"strict"`
 	AllowIncomplete bool      `json:"allow_incomplete"`
+	RequireMust     bool      `json:"require_must"`
 	Interrupted     bool      `json:"interrupted"`
 	Seed            uint64    `json:"seed"`
 	Started         time.Time `json:"started"`
@@ -33,9 +35,19 @@ type jsonReport struct {
 	// Requirements counts requirement IDs per level (MUST, SHOULD, ...).
 	Requirements map[scenarios.Level]scenarios.RequirementCounts `json:"requirements"`
 	// WithoutEvidence names the MUST instances behind an "incomplete".
-	WithoutEvidence []string     `json:"without_evidence"`
-	Notes           []string     `json:"notes,omitempty"` // e.g. the oracle check's finding
-	Results         []jsonResult `json:"results"`
+	WithoutEvidence []string `json:"without_evidence"`
+	// Conformance is the level reached (docs/certify.md); UntestedMust the
+	// MUSTs no instance tested, with the config line for each; LeftOut the
+	// MUST instances the --run/--skip globs left out.
+	Conformance  scenarios.Conformance `json:"conformance"`
+	UntestedMust []scenarios.Untested  `json:"untested_must"`
+	LeftOut      []string              `json:"left_out,omitempty"`
+	// Command is the command line that ran (secrets as ${NAME}); Config the
+	// config file it read, with the SHA-256 of its redacted content.
+	Command string              `json:"command,omitempty"`
+	Config  *scenarios.Resource `json:"config,omitempty"`
+	Notes   []string            `json:"notes,omitempty"` // e.g. the oracle check's finding
+	Results []jsonResult        `json:"results"`
 }
 
 type jsonResult struct {
@@ -48,6 +60,7 @@ type jsonResult struct {
 	Requirement  string           `json:"requirement"`
 	Explanation  string           `json:"explanation"`
 	Needs        []scenarios.Need `json:"needs"`
+	Missing      []scenarios.Need `json:"missing,omitempty"`
 	Status       scenarios.Status `json:"status"`
 	Verdict      scenarios.Status `json:"verdict"`
 	Expected     string           `json:"expected"`
@@ -89,6 +102,7 @@ func JSON(w io.Writer, rep *scenarios.Report) error {
 		Profile:         rep.Profile,
 		Strict:          rep.Strict,
 		AllowIncomplete: rep.AllowIncomplete,
+		RequireMust:     rep.RequireMust,
 		Interrupted:     rep.Interrupted,
 		Seed:            rep.Seed,
 		Started:         rep.Started.UTC(),
@@ -98,6 +112,11 @@ func JSON(w io.Writer, rep *scenarios.Report) error {
 		Counts:          Tally(rep),
 		Requirements:    rep.Requirements(),
 		WithoutEvidence: []string{},
+		Conformance:     rep.Conformance(),
+		UntestedMust:    nonNil(rep.UntestedMust()),
+		LeftOut:         rep.LeftOut,
+		Command:         rep.Command,
+		Config:          rep.Config,
 		Notes:           rep.Notes,
 		Results:         []jsonResult{},
 	}
@@ -109,7 +128,7 @@ func JSON(w io.Writer, rep *scenarios.Report) error {
 		jr := jsonResult{
 			Name: r.Name(), ID: r.ID, Family: r.Family, Operation: r.Operation,
 			Level: r.Level, Requirements: nonNil(r.Requirements), Requirement: r.Requirement,
-			Explanation: r.Explanation, Needs: nonNil(r.Needs), Status: r.Status, Verdict: v.Status,
+			Explanation: r.Explanation, Needs: nonNil(r.Needs), Missing: r.Missing, Status: r.Status, Verdict: v.Status,
 			Expected: r.Expected, Observed: r.Observed, Reason: r.Reason, Note: v.Note, Incomplete: v.Incomplete,
 			KnownFailing: r.KnownFailing, DurationMS: ms(r.Duration), Exchanges: []jsonExchange{},
 			Downstream: r.Downstream,
@@ -137,6 +156,35 @@ func JSON(w io.Writer, rep *scenarios.Report) error {
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	return enc.Encode(out)
+}
+
+// ReadJSON reads a report written by JSON back: the run's settings and
+// every result's verdict, requirements and reason (not the exchanges), so
+// that its level and outcome can be decided again by the same rule
+// (idemcheck verify, --expect, --replay-of). A report of another schema
+// is an error.
+func ReadJSON(r io.Reader) (*scenarios.Report, error) {
+	var in jsonReport
+	if err := json.NewDecoder(r).Decode(&in); err != nil {
+		return nil, fmt.Errorf("not a JSON report: %v", err)
+	}
+	if in.Schema != SchemaV1 {
+		return nil, fmt.Errorf("schema %q, want %q", in.Schema, SchemaV1)
+	}
+	rep := &scenarios.Report{
+		Target: in.Target, Profile: in.Profile, Strict: in.Strict, AllowIncomplete: in.AllowIncomplete, RequireMust: in.RequireMust,
+		Interrupted: in.Interrupted, Seed: in.Seed, Started: in.Started, Duration: time.Duration(in.DurationMS * float64(time.Millisecond)),
+		Notes: in.Notes, LeftOut: in.LeftOut, Command: in.Command, Config: in.Config,
+	}
+	for _, jr := range in.Results {
+		rep.Results = append(rep.Results, scenarios.Result{
+			Meta: scenarios.Meta{ID: jr.ID, Family: jr.Family, Requirements: jr.Requirements, Level: jr.Level,
+				Requirement: jr.Requirement, Explanation: jr.Explanation, Needs: jr.Needs},
+			Operation: jr.Operation, Status: jr.Status, Expected: jr.Expected, Observed: jr.Observed, Reason: jr.Reason,
+			KnownFailing: jr.KnownFailing, Missing: jr.Missing, Duration: time.Duration(jr.DurationMS * float64(time.Millisecond)),
+		})
+	}
+	return rep, nil
 }
 
 // jsonBody keeps a UTF-8 body as text and anything else as base64.

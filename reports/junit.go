@@ -16,7 +16,8 @@ import (
 // skip, unverifiable and inconclusive results are <skipped> with a reason,
 // except a MUST without evidence, which is an <error> (it holds the run
 // back: exit 5) as is an instance cut short by an interruption (exit 130).
-// The suites' properties carry the run's outcome and exit code.
+// The suites' properties carry the run's outcome, exit code, conformance
+// level (and what blocks the next one) and command line.
 
 type junitSuites struct {
 	XMLName  xml.Name     `xml:"testsuites"`
@@ -73,6 +74,7 @@ func JUnit(w io.Writer, rep *scenarios.Report) error {
 	out := junitSuites{Name: "idemcheck", Time: seconds(rep.Duration)}
 	stamp := rep.Started.UTC().Format(time.RFC3339)
 	outcome := rep.Judge().Outcome
+	level := rep.Conformance()
 	for _, fam := range byFamily(rep) {
 		s := junitSuite{
 			Name:      fam.Name,
@@ -86,6 +88,9 @@ func JUnit(w io.Writer, rep *scenarios.Report) error {
 				{Name: "interrupted", Value: fmt.Sprint(rep.Interrupted)},
 				{Name: "outcome", Value: string(outcome)},
 				{Name: "exit_code", Value: fmt.Sprint(outcome.ExitCode())},
+				{Name: "conformance", Value: level.Level},
+				{Name: "conformance_detail", Value: conformanceText(level)},
+				{Name: "command", Value: rep.Command},
 			},
 		}
 		var total time.Duration

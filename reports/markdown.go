@@ -20,6 +20,10 @@ func Markdown(w io.Writer, rep *scenarios.Report) error {
 	fmt.Fprintf(&b, "## idemcheck conformance: %s %s\n\n", icon, outcomeText(o))
 	fmt.Fprintf(&b, "Target `%s` · profile `%s` · strict `%t` · seed `%d` · %s\n\n",
 		rep.Target, rep.Profile, rep.Strict, rep.Seed, rep.Duration.Round(time.Millisecond))
+	fmt.Fprintf(&b, "**Conformance: %s**\n\n", mdEscape(conformanceText(rep.Conformance())))
+	if rep.Command != "" {
+		fmt.Fprintf(&b, "Command: `%s`\n\n", strings.ReplaceAll(rep.Command, "`", "'"))
+	}
 
 	c := Tally(rep)
 	if rep.Interrupted {
@@ -63,6 +67,12 @@ func Markdown(w io.Writer, rep *scenarios.Report) error {
 		b.WriteString("\n### Not enough evidence (MUST)\n\nThese hold the run back (exit 5) unless `--allow-incomplete`:\n\n")
 		for _, r := range missing {
 			fmt.Fprintf(&b, "- `%s` %s: %s\n", r.Name(), r.Status, mdEscape(oneLine(r.Reason)))
+		}
+	}
+	if untested := untestedLines(rep); len(untested) > 0 {
+		b.WriteString("\n### MUST not tested\n\n")
+		for _, line := range untested {
+			fmt.Fprintf(&b, "- %s\n", mdEscape(line))
 		}
 	}
 	if warns := warnings(rep); len(warns) > 0 {

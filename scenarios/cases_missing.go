@@ -37,7 +37,7 @@ func missingRejected(ctx context.Context, e *Env) Verdict {
 	// A keyless request can only be counted by an oracle that is not
 	// per key (the run is then serial, and the counter is read around
 	// it), or by the downstream double, which marks it with a token.
-	counted := e.HasOracle() && (e.Target.GlobalOracle() || e.Target.countsNoKey())
+	counted := e.HasOracle() && (e.Target.GlobalOracle() || e.Target.countsScopes())
 	var before int
 	if counted {
 		var err error

@@ -7,15 +7,15 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
+	"github.com/idemcheck/idemcheck/internal/testenv"
 	"github.com/idemcheck/idemcheck/reference/demo"
 	"github.com/idemcheck/idemcheck/scenarios"
 )
 
 // TestMain fails the package if a test leaves goroutines behind: servers,
-// run clients and burst clients must all be closed.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// run clients and burst clients must all be closed. It also stops the
+// shared databases the SQL oracle tests started.
+func TestMain(m *testing.M) { testenv.Main(m) }
 
 // Reference deployment knobs shared by the engine's tests: a short TTL so
 // the expiry cases finish quickly, yet 3.5 s longer than the slow variant

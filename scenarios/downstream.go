@@ -156,12 +156,14 @@ func (t *Target) Token(key string) string {
 	return double.Prefix + hex.EncodeToString(h[:(double.TokenLen-len(double.Prefix))/2])
 }
 
-// countsNoKey reports whether the double counts the calls of requests
-// sent without a key, per case: every oracle is a downstream one still
-// counting per key and every operation has a marker, so a keyless request
-// carries a token of its case's own (Env.noKeyScope). A per-key HTTP
-// counter cannot count such requests at all.
-func (t *Target) countsNoKey() bool {
+// countsScopes reports whether the double counts the calls of requests
+// sent without a key, or with raw key field lines, by a scope of their
+// own: every oracle is a downstream one still counting per key and every
+// operation has a marker, so such a request carries a token of its own
+// (Env.noKeyScope, KeyLinesScope), not one of a key the server may or may
+// not read from it. A per-key HTTP counter cannot count a keyless request
+// at all.
+func (t *Target) countsScopes() bool {
 	d := t.downstream
 	if d == nil || d.keys || d.global.Load() {
 		return false
@@ -424,8 +426,11 @@ func (e *Env) downstreamEvidence() []string {
 				route = "(no route)"
 			}
 			name := "key " + shortKey(s.key)
-			if strings.HasPrefix(s.key, "no-key-") {
+			switch {
+			case strings.HasPrefix(s.key, "no-key-"):
 				name = "the requests without a key"
+			case strings.HasPrefix(s.key, KeyLinesScope(nil)):
+				name = fmt.Sprintf("the key field lines %q", strings.Split(strings.TrimPrefix(s.key, KeyLinesScope(nil)), "\n"))
 			}
 			at := make([]string, 0, min(len(calls), maxCallsShown+1))
 			for i, c := range calls {

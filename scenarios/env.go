@@ -55,6 +55,9 @@ type Env struct {
 	// sent are the keys the case sent, in order, with when each was
 	// first sent (the downstream evidence is timed from it).
 	sent []sentKey
+	// unseen, when set, names an error answer whose execution the
+	// evidence (created ids alone) cannot see: the case cannot pass.
+	unseen string
 }
 
 type sentKey struct {
@@ -82,7 +85,7 @@ func (e *Env) sentKeys() []sentKey {
 }
 
 // noKeyScope is what the case's keyless requests are marked and counted
-// under when the downstream double counts them (Target.countsNoKey): a
+// under when the downstream double counts them (Target.countsScopes): a
 // key of their own, never sent as a key.
 func (e *Env) noKeyScope() string {
 	e.mu.Lock()
@@ -250,6 +253,11 @@ func (e *Env) Send(ctx context.Context, r Req) Resp {
 	switch {
 	case r.KeyLines != nil:
 		x.Request.Header[hk] = append([]string(nil), r.KeyLines...)
+		if e.Target.countsScopes() { // counted under the lines' scope (linesCount)
+			scope := KeyLinesScope(r.KeyLines)
+			x.Request.URL, x.Request.Body = e.Target.Mark(op, scope, x.Request.URL, x.Request.Header, x.Request.Body)
+			e.sentUnder(scope)
+		}
 	case !r.NoKey:
 		x.Request.Header[hk] = []string{e.KeyValue(r.Key)}
 		if name := e.Target.downstream.variantOf(body); name != "" {
@@ -259,7 +267,7 @@ func (e *Env) Send(ctx context.Context, r Req) Resp {
 		if e.Target.downstream != nil {
 			e.sentUnder(r.Key)
 		}
-	case e.Target.countsNoKey():
+	case e.Target.countsScopes():
 		x.Request.URL, x.Request.Body = e.Target.Mark(op, e.noKeyScope(), x.Request.URL, x.Request.Header, x.Request.Body)
 		e.sentUnder(e.noKeyScope())
 	}
@@ -271,7 +279,11 @@ func (e *Env) Send(ctx context.Context, r Req) Resp {
 	if r.client != nil {
 		client = r.client
 	}
-	return e.doWith(ctx, client, x, true)
+	resp := e.doWith(ctx, client, x, true)
+	if c := e.oracle; c != nil && resp.OK() && !r.NoKey && r.KeyLines == nil {
+		c.prove(r.Key, createdIDOf(op, resp))
+	}
+	return resp
 }
 
 // do sends x.Request, fills in the response and, if record, keeps x as
@@ -409,17 +421,89 @@ func (e *Env) count(ctx context.Context, key string, record bool) (int, error) {
 		o.used.Store(true)
 	}
 	if !o.global {
-		if key == "" && e.Target.countsNoKey() {
+		if key == "" && e.Target.countsScopes() {
 			key = e.noKeyScope() // the keyless requests' token (Send)
 		}
-		return o.ev.Count(ctx, key, e.recorder(record))
+		read := func() (int, error) { return o.ev.Count(ctx, key, e.recorder(record)) }
+		n, err := read()
+		if err != nil || !record {
+			return n, err
+		}
+		return o.settle(ctx, key, n, read)
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if err := o.readLocked(ctx, e, record); err != nil {
 		return 0, err
 	}
-	return o.counts[key], nil
+	if !record {
+		return o.counts[key], nil
+	}
+	// Rises are credited to the open scope: only its count can catch up
+	// (enter let the previous scope's settle before it switched).
+	var read func() (int, error)
+	if !o.open || o.scope == key {
+		read = func() (int, error) {
+			err := o.readLocked(ctx, e, record)
+			return o.counts[key], err
+		}
+	}
+	return o.settle(ctx, key, o.counts[key], read)
+}
+
+// lagSettle bounds how long a count below what the answers prove is
+// re-read before it is reported as not settled.
+const lagSettle = 2 * time.Second
+
+// settle re-reads a count n of key's executions that is below what key's
+// answers prove (a 2xx under a fresh key is one execution at least; each
+// distinct created id is one), with backoff, for up to lagSettle (nil
+// read: it cannot be re-read). A count that never catches up is an error:
+// the case is inconclusive, not judged on a count that contradicts its
+// own answers.
+func (c *counter) settle(ctx context.Context, key string, n int, read func() (int, error)) (int, error) {
+	lower, why := c.proven(key)
+	deadline := time.Now().Add(lagSettle)
+	wait := 50 * time.Millisecond
+	for n < lower {
+		if read == nil || time.Now().Add(wait).After(deadline) || waitUntil(ctx, time.Now().Add(wait)) != nil {
+			return 0, fmt.Errorf("oracle: counts %d executions under this key, but its answers prove at least %d (%s); re-read for %s, the count never caught up: it lags (a read replica, an asynchronous counter) or misses executions", n, lower, why, lagSettle)
+		}
+		wait *= 2
+		var err error
+		if n, err = read(); err != nil {
+			return 0, err
+		}
+	}
+	return n, nil
+}
+
+// prove notes a 2xx answer under key, with the id it created ("" none).
+func (c *counter) prove(key, id string) {
+	c.pmu.Lock()
+	defer c.pmu.Unlock()
+	if c.proofs[key] == nil {
+		c.proofs[key] = map[string]bool{}
+	}
+	c.proofs[key][id] = true
+}
+
+// proven is the fewest executions key's answers prove, and why.
+func (c *counter) proven(key string) (int, string) {
+	c.pmu.Lock()
+	defer c.pmu.Unlock()
+	ids := c.proofs[key]
+	n := len(ids)
+	if ids[""] {
+		n--
+	}
+	switch {
+	case len(ids) == 0:
+		return 0, ""
+	case n <= 1:
+		return 1, "a 2xx answer"
+	}
+	return n, fmt.Sprintf("%d distinct created ids", n)
 }
 
 // recorder keeps an oracle's probe exchanges as evidence (nil: not kept).
@@ -447,13 +531,16 @@ type counter struct {
 	counts   map[string]int // rises credited to each scope
 	// broken, once set, is why no count can be trusted any more.
 	broken error
+
+	pmu    sync.Mutex
+	proofs map[string]map[string]bool // created ids of 2xx answers by key ("": none)
 }
 
 func newCounter(ev *Evidence) *counter {
 	if ev == nil {
 		return nil
 	}
-	return &counter{ev: ev, global: !ev.PerKey(), counts: map[string]int{}}
+	return &counter{ev: ev, global: !ev.PerKey(), counts: map[string]int{}, proofs: map[string]map[string]bool{}}
 }
 
 // readLocked reads the summed global counter and credits its rise since
@@ -495,6 +582,15 @@ func (c *counter) enter(ctx context.Context, e *Env, scope string) {
 		c.broken = fmt.Errorf("oracle: a global counter cannot tell which of two keys executed: requests under %q and %q were under way at once", c.scope, scope)
 	}
 	_ = c.readLocked(ctx, e, true) // an error is kept in c.broken for the counts
+	if c.open && c.broken == nil {
+		// A lagging counter credits late rises to whichever scope is open:
+		// let the previous scope's count catch up with its answers first.
+		prev := c.scope
+		_, _ = c.settle(ctx, prev, c.counts[prev], func() (int, error) {
+			err := c.readLocked(ctx, e, true)
+			return c.counts[prev], err
+		})
+	}
 	c.open, c.scope, c.inflight = true, scope, 1
 }
 
@@ -510,11 +606,12 @@ func (c *counter) leave() {
 func KeyLinesScope(lines []string) string { return "\x00lines:" + strings.Join(lines, "\n") }
 
 // linesCount reads the count that requests sent with the key field lines
-// move: under a global counter their own scope's, under a per-key oracle
+// move: under a global counter (or a downstream double that marks them
+// with a token of their own) their own scope's, under a per-key oracle
 // the executions under keys, the keys the server may read from the lines.
 // Read before and after the requests, the difference is their executions.
 func (e *Env) linesCount(ctx context.Context, lines []string, keys ...string) (int, error) {
-	if e.oracle != nil && e.oracle.global {
+	if e.oracle != nil && (e.oracle.global || e.Target.countsScopes()) {
 		return e.Executions(ctx, KeyLinesScope(lines))
 	}
 	return e.executionsUnder(ctx, slices.Compact(slices.Sorted(slices.Values(keys)))...)
@@ -563,7 +660,39 @@ func (e *Env) Effects(ctx context.Context, key string, rs ...Resp) (n int, how s
 	if e.Op.IDPointer == "" {
 		return 0, "", false, nil
 	}
+	e.idsBlindTo(rs...)
 	return len(e.DistinctIDs(rs...)), "distinct created ids", true, nil
+}
+
+// idsBlindTo notes the first of rs that answered an error (other than an
+// in-flight conflict, which answers before any handler runs): created ids
+// cannot see whether it executed, so the case may not pass on ids alone
+// (runInstance makes such a pass unverifiable).
+func (e *Env) idsBlindTo(rs ...Resp) {
+	for _, r := range rs {
+		if r.Err != nil || r.Status < 400 || (e.Profile != nil && hasStatus(e.Profile.InFlightStatus, r.Status)) {
+			continue
+		}
+		e.mu.Lock()
+		if e.unseen == "" {
+			e.unseen = fmt.Sprintf("a %d answer", r.Status)
+		}
+		e.mu.Unlock()
+		return
+	}
+}
+
+// unseenVerdict turns a pass that rested on created ids while an error
+// answer may have executed unseen into unverifiable; other verdicts stand
+// (a fail or a warn has evidence of its own).
+func (e *Env) unseenVerdict(v Verdict) Verdict {
+	e.mu.Lock()
+	unseen := e.unseen
+	e.mu.Unlock()
+	if v.Status != Pass || unseen == "" {
+		return v
+	}
+	return e.Unverifiable(fmt.Sprintf("created ids cannot see an execution that answered an error (%s): count executions with an oracle (sql:, a list or counter url) or downstream: (docs/evidence.md); on ids alone: %s", unseen, v.Observed))
 }
 
 // DistinctIDs lists the distinct created ids among rs, sorted.

@@ -3,6 +3,7 @@ package scenarios_test
 import (
 	"context"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -12,9 +13,12 @@ import (
 
 // Flake guard (trap C13): a conformance verdict must not depend on timing.
 // flakeRuns full-catalog runs against the reference, each against its own
-// server, must agree on every verdict, while the machine is deliberately
-// loaded: flakeParallel runs at a time, plus one CPU-burning goroutine per
-// core for as long as the runs last. An overlap that cannot be created is
+// server, must agree on every verdict and never fail or warn it, and
+// flakeDefectRuns runs against each flakeDefects build must never pass the
+// cases that catch it, while the machine is deliberately oversubscribed:
+// flakeParallel runs at a time, plus flakeOversubscribe CPU-burning
+// goroutines per core for as long as the runs last (a loaded CI machine
+// gave a false fail and a false pass at 1x). An overlap that cannot be created is
 // retried with a fresh key, then inconclusive: an inconclusive instance is
 // not a flip (nothing was concluded), but more than flakeMaxInconclusive of
 // all instances means the guard no longer exercises the catalog. The
@@ -27,19 +31,28 @@ import (
 // in-flight claim runs out mid-request.
 const (
 	flakeRuns            = 20
+	flakeDefectRuns      = 4
 	flakeParallel        = 10
+	flakeOversubscribe   = 3
 	flakeTTL             = 12 * time.Second
 	flakeMaxInconclusive = 0.05
 	// flakeBurnFor bounds the CPU burners whatever happens to the runs.
 	flakeBurnFor = 5 * time.Minute
 )
 
-// burnCPU keeps one goroutine per core busy until the returned stop is
-// called (or flakeBurnFor has passed); stop waits for them to end.
-func burnCPU() (stop func()) {
+// flakeDefects are builds whose catching cases rest on engineered overlaps
+// (the in-flight duplicate released once the original runs): a stall may
+// make them inconclusive, never pass.
+var flakeDefects = map[string][]string{
+	"no-inflight-lock": {"concurrent/in-flight-conflict", "concurrent/same-key-burst"},
+}
+
+// burnCPU keeps perCore goroutines per core busy until the returned stop
+// is called (or flakeBurnFor has passed); stop waits for them to end.
+func burnCPU(perCore int) (stop func()) {
 	ctx, cancel := context.WithTimeout(context.Background(), flakeBurnFor)
 	var wg sync.WaitGroup
-	for range runtime.NumCPU() {
+	for range perCore * runtime.NumCPU() {
 		wg.Go(func() {
 			x := uint64(1)
 			for ctx.Err() == nil {
@@ -62,10 +75,27 @@ func TestFlakeGuard(t *testing.T) {
 	for i := range targets {
 		targets[i] = startDemoTTL(t, flakeTTL)
 	}
+	type broken struct {
+		defect string
+		target *scenarios.Target
+		rep    *scenarios.Report
+		err    error
+	}
+	var defective []*broken
+	for d := range flakeDefects {
+		for range flakeDefectRuns {
+			defective = append(defective, &broken{defect: d, target: startDemoTTL(t, flakeTTL, d)})
+		}
+	}
 	runs := make([]map[string]scenarios.Result, flakeRuns)
 	errs := make([]error, flakeRuns)
-	stop := burnCPU()
-	concurrently(flakeRuns, flakeParallel, func(i int) {
+	stop := burnCPU(flakeOversubscribe)
+	concurrently(flakeRuns+len(defective), flakeParallel, func(i int) {
+		if i >= flakeRuns {
+			b := defective[i-flakeRuns]
+			b.rep, b.err = runCatalog(b.target, p, true)
+			return
+		}
 		rep, err := runCatalog(targets[i], p, true)
 		if err != nil {
 			errs[i] = err
@@ -82,6 +112,16 @@ func TestFlakeGuard(t *testing.T) {
 			t.Fatalf("run %d: %v", i+1, err)
 		}
 	}
+	for i, b := range defective {
+		if b.err != nil {
+			t.Fatalf("%s run %d: %v", b.defect, i+1, b.err)
+		}
+		for _, r := range b.rep.Results {
+			if r.Status == scenarios.Pass && slices.Contains(flakeDefects[b.defect], r.ID) {
+				t.Errorf("%s run %d: %s passed a broken build (a false pass): %s", b.defect, i+1, r.Name(), r.Observed)
+			}
+		}
+	}
 	// The reference verdict of each instance is its first decisive one.
 	ref := map[string]scenarios.Result{}
 	inconclusive, total := 0, 0
@@ -93,6 +133,9 @@ func TestFlakeGuard(t *testing.T) {
 			total++
 			if _, ok := runs[0][name]; !ok {
 				t.Errorf("run %d: %s is not in run 1", i+1, name)
+			}
+			if r.Status == scenarios.Fail || r.Status == scenarios.Warn {
+				t.Errorf("run %d: %s: %s on the correct reference (a false verdict): expected %q, observed %q %s", i+1, name, r.Status, r.Expected, r.Observed, r.Reason)
 			}
 			if r.Status == scenarios.Inconclusive {
 				inconclusive++
@@ -112,7 +155,7 @@ func TestFlakeGuard(t *testing.T) {
 	if float64(inconclusive) > flakeMaxInconclusive*float64(total) {
 		t.Errorf("%d of %d instances inconclusive (more than %.0f%%): overlaps are not being created under load", inconclusive, total, 100*flakeMaxInconclusive)
 	}
-	t.Logf("%d runs under %d CPU burners: %d instances, %d inconclusive, no flip between decisive verdicts unless reported above", flakeRuns, runtime.NumCPU(), total, inconclusive)
+	t.Logf("%d runs (+%d of broken builds) under %d CPU burners on %d cores: %d instances, %d inconclusive, no flip between decisive verdicts unless reported above", flakeRuns, len(defective), flakeOversubscribe*runtime.NumCPU(), runtime.NumCPU(), total, inconclusive)
 	for name, r := range runs[0] {
 		if r.Family == "expiry" && r.Status == scenarios.Skip {
 			t.Errorf("%s skipped (%s): the guard must cover the expiry cases", name, r.Reason)

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"net/http"
+	"slices"
 	"time"
 )
 
@@ -21,7 +22,8 @@ type Status string
 const (
 	Pass Status = "pass"
 	Fail Status = "fail"
-	// Warn: a SHOULD is unmet; Fail under --strict.
+	// Warn: a SHOULD is unmet; Fail under --strict. A MUST-level case that
+	// warns fails the run (Report.Effective).
 	Warn Status = "warn"
 	// Skip: the config does not supply what the case needs, or the profile
 	// says the behaviour is not applicable.
@@ -81,6 +83,9 @@ type Result struct {
 	// KnownFailing: listed in the known-failing file; a Fail is then
 	// expected and a Pass fails the run (the list cannot go stale).
 	KnownFailing bool `json:"known_failing,omitempty"`
+	// Missing lists what the config lacks for a skipped or unverifiable
+	// case (Needs it does not supply).
+	Missing []Need `json:"missing,omitempty"`
 
 	oracleAsked bool // the case asked the oracle (tests check it declared so)
 }
@@ -126,6 +131,9 @@ type Report struct {
 	// AllowIncomplete lets a run pass although a MUST-level instance ended
 	// unverifiable or inconclusive (--allow-incomplete).
 	AllowIncomplete bool `json:"allow_incomplete"`
+	// RequireMust makes a MUST not tested hold the run back like one
+	// without evidence (--require-must: exit 5).
+	RequireMust bool `json:"require_must"`
 	// Interrupted: the run was stopped before every instance finished.
 	Interrupted bool          `json:"interrupted"`
 	Seed        uint64        `json:"seed"`
@@ -135,6 +143,22 @@ type Report struct {
 	// Notes are run-wide remarks printed before the results, e.g. the
 	// oracle check's finding that a 2xx execution left the count unchanged.
 	Notes []string `json:"notes,omitempty"`
+	// LeftOut names the MUST-level instances the --run/--skip globs left
+	// out: a run that leaves out a MUST claims no conformance level.
+	LeftOut []string `json:"left_out,omitempty"`
+	// Command is the command line that ran (secrets as ${NAME}) and Config
+	// the config it read, with its digest: what a replay repeats and an
+	// attestation cites. Set by the front end.
+	Command string    `json:"command,omitempty"`
+	Config  *Resource `json:"config,omitempty"`
+}
+
+// Resource names a file a run read, by path and SHA-256 digest.
+type Resource struct {
+	Path string `json:"path"`
+	// SHA256 is the hex digest of the content as cited (a config with its
+	// secrets redacted, see RedactedConfig).
+	SHA256 string `json:"sha256"`
 }
 
 // Effective is a result's verdict once the run's rules are applied.
@@ -150,8 +174,10 @@ type Effective struct {
 	Note string
 }
 
-// Effective applies the run-level rules to one result: under Strict a
-// warning fails; a known-failing case that fails is an expected failure;
+// Effective applies the run-level rules to one result: a MUST-level
+// warning is a failure (a MUST unmet, however the case phrased it: it can
+// never let a run pass); under Strict a SHOULD warning fails; a
+// known-failing case that fails is an expected failure;
 // a known-failing case that passes fails the run, so the list cannot go
 // stale; a MUST without evidence is incomplete unless AllowIncomplete.
 // Report.Judge and every report writer read verdicts through it.
@@ -161,6 +187,8 @@ func (r *Report) Effective(res Result) Effective {
 		return Effective{Status: Fail, Expected: true, Note: "failed as expected (known-failing list)"}
 	case res.KnownFailing && res.Status == Pass:
 		return Effective{Status: Fail, Note: "listed as known-failing but passed: remove it from the list"}
+	case res.Status == Warn && res.Level == Must:
+		return Effective{Status: Fail, Note: "a MUST-level warning is a failure: the requirement is not met"}
 	case res.Status == Warn && r.Strict && res.Level != Info:
 		return Effective{Status: Fail, Note: "SHOULD unmet; --strict makes it a failure"}
 	case res.Level == Must && (res.Status == Unverifiable || res.Status == Inconclusive) && !r.AllowIncomplete:
@@ -204,10 +232,12 @@ type Judgment struct {
 	// WithoutEvidence are the MUST-level instances that ended unverifiable
 	// or inconclusive (empty under AllowIncomplete), one line each.
 	WithoutEvidence []string
+	// Untested are the MUSTs not tested under RequireMust, one line each.
+	Untested []string
 }
 
 // Judge decides the run: interrupted beats a failure, which beats a MUST
-// without evidence, which beats a pass. A skip never holds a run back: it
+// without evidence (or, under RequireMust, not tested), which beats a pass. A skip never holds a run back: it
 // says the config does not describe what the case needs or the profile
 // leaves the behaviour open, and the requirement counts show it as not
 // tested.
@@ -226,12 +256,21 @@ func (r *Report) Judge() Judgment {
 			j.WithoutEvidence = append(j.WithoutEvidence, res.Name()+": "+string(res.Status)+": "+res.Reason)
 		}
 	}
+	if r.RequireMust {
+		for _, u := range r.UntestedMust() {
+			line := u.Instance + ": " + u.Reason
+			if u.Requirement != "" {
+				line = u.Requirement + " " + line
+			}
+			j.Untested = append(j.Untested, line)
+		}
+	}
 	switch {
 	case r.Interrupted:
 		j.Outcome = OutcomeInterrupted
 	case len(j.Problems) > 0:
 		j.Outcome = OutcomeFail
-	case len(j.WithoutEvidence) > 0:
+	case len(j.WithoutEvidence) > 0 || len(j.Untested) > 0:
 		j.Outcome = OutcomeIncomplete
 	default:
 		j.Outcome = OutcomePass
@@ -243,7 +282,7 @@ func (r *Report) Judge() Judgment {
 // not, the results that hold it back.
 func (r *Report) Outcome() (ok bool, problems []string) {
 	j := r.Judge()
-	return j.Outcome == OutcomePass, append(j.Problems, j.WithoutEvidence...)
+	return j.Outcome == OutcomePass, slices.Concat(j.Problems, j.WithoutEvidence, j.Untested)
 }
 
 // RequirementCounts tally the requirements of one level by what the run
@@ -262,55 +301,80 @@ type RequirementCounts struct {
 	NotTested int `json:"not_tested"`
 }
 
-// Requirements counts requirements, not instances: each requirement ID a
-// case cites (the case ID when it cites none) is counted once per level,
-// by the worst of its instances: violated, then without evidence, then
-// verified, then not tested.
-func (r *Report) Requirements() map[Level]RequirementCounts {
-	const (
-		notTested = iota
-		verified
-		noEvidence
-		violated
-	)
-	type req struct {
-		level Level
-		id    string
-	}
-	state := map[req]int{}
+// Requirement states, from best: what the run established about one
+// requirement, by the worst of its instances.
+const (
+	reqNotTested = iota
+	reqVerified
+	reqNoEvidence
+	reqViolated
+)
+
+// requirementState is one requirement at one level: its state and the
+// first instance (in report order) that set it.
+type requirementState struct {
+	Level Level
+	ID    string
+	State int
+	By    Result
+}
+
+// requirementStates lists each requirement ID a case cites (the case ID
+// when it cites none) once per level, in first-cited order, with the
+// worst of its instances: violated, then without evidence, then verified,
+// then not tested. Requirements, Conformance and UntestedMust read it.
+func (r *Report) requirementStates() []requirementState {
+	var out []requirementState
+	idx := map[[2]string]int{}
 	for _, res := range r.Results {
-		s := notTested
+		s := reqNotTested
 		switch res.Status {
 		case Pass:
-			s = verified
+			s = reqVerified
 		case Unverifiable, Inconclusive, Interrupted:
-			s = noEvidence
+			s = reqNoEvidence
 		case Fail, Warn:
-			s = violated
+			s = reqViolated
 		}
 		ids := res.Requirements
 		if len(ids) == 0 {
 			ids = []string{res.ID}
 		}
 		for _, id := range ids {
-			k := req{res.Level, id}
-			state[k] = max(state[k], s)
+			k := [2]string{string(res.Level), id}
+			i, ok := idx[k]
+			if !ok {
+				i = len(out)
+				idx[k] = i
+				out = append(out, requirementState{Level: res.Level, ID: id, State: s, By: res})
+			}
+			if s > out[i].State {
+				out[i].State, out[i].By = s, res
+			}
 		}
 	}
+	return out
+}
+
+// Requirements counts requirements, not instances: each requirement ID a
+// case cites (the case ID when it cites none) is counted once per level,
+// by the worst of its instances: violated, then without evidence, then
+// verified, then not tested.
+func (r *Report) Requirements() map[Level]RequirementCounts {
 	out := map[Level]RequirementCounts{}
-	for k, s := range state {
-		c := out[k.level]
-		switch s {
-		case verified:
+	for _, st := range r.requirementStates() {
+		c := out[st.Level]
+		switch st.State {
+		case reqVerified:
 			c.Verified++
-		case noEvidence:
+		case reqNoEvidence:
 			c.WithoutEvidence++
-		case violated:
+		case reqViolated:
 			c.Violated++
 		default:
 			c.NotTested++
 		}
-		out[k.level] = c
+		out[st.Level] = c
 	}
 	return out
 }

@@ -21,6 +21,7 @@ func TestJudge(t *testing.T) {
 		{"pass", "a pass passes", false, false, false, []Result{res("a/b", Must, Pass, false)}, OutcomePass, 0, 0},
 		{"fail", "a failure fails", false, false, false, []Result{res("a/b", Must, Fail, false)}, OutcomeFail, 1, 0},
 		{"warn", "an unmet SHOULD only warns", false, false, false, []Result{res("a/b", Should, Warn, false)}, OutcomePass, 0, 0},
+		{"must warn", "a MUST that warns fails the run: a MUST unmet never passes", false, false, false, []Result{res("a/b", Must, Warn, false)}, OutcomeFail, 1, 0},
 		{"warn strict", "--strict makes an unmet SHOULD fail", true, false, false, []Result{res("a/b", Should, Warn, false)}, OutcomeFail, 1, 0},
 		{"info warn strict", "an informational case never fails", true, false, false, []Result{res("a/b", Info, Warn, false)}, OutcomePass, 0, 0},
 		{"known failing fails", "an announced failure does not fail the run", false, false, false, []Result{res("a/b", Must, Fail, true)}, OutcomePass, 0, 0},
@@ -77,5 +78,31 @@ func TestRequirements(t *testing.T) {
 	}
 	if len(got) != len(want) || got[Must] != want[Must] || got[Should] != want[Should] {
 		t.Errorf("got %+v, want %+v", got, want)
+	}
+}
+
+// TestRequireMust: under RequireMust a MUST requirement no instance
+// tested holds the run back (exit 5), one line each; a skipped MUST whose
+// requirement another instance verified does not; a failure still wins.
+func TestRequireMust(t *testing.T) {
+	skip := Result{Meta: Meta{ID: "scope/other-user-isolated", Level: Must, Requirements: []string{"IK-SCOPE-1"}}, Status: Skip, Missing: []Need{NeedSecondPrincipal}}
+	pass := Result{Meta: Meta{ID: "replay/single-execution", Level: Must, Requirements: []string{"IK-REPLAY-3"}}, Status: Pass}
+	rep := &Report{Results: []Result{pass, skip}}
+	if j := rep.Judge(); j.Outcome != OutcomePass || len(j.Untested) != 0 {
+		t.Errorf("without --require-must an untested MUST is only listed: %+v", j)
+	}
+	rep.RequireMust = true
+	if j := rep.Judge(); j.Outcome != OutcomeIncomplete || len(j.Untested) != 1 || !strings.Contains(j.Untested[0], "IK-SCOPE-1 scope/other-user-isolated: needs second-principal") {
+		t.Errorf("--require-must: an untested MUST is exit 5, named: %+v", j)
+	}
+	covered := skip
+	covered.Requirements = []string{"IK-REPLAY-3"}
+	rep.Results = []Result{pass, covered}
+	if j := rep.Judge(); j.Outcome != OutcomePass {
+		t.Errorf("a skipped instance of a verified requirement is not untested: %+v", j)
+	}
+	rep.Results = []Result{{Meta: Meta{ID: "a/b", Level: Must}, Status: Fail}, skip}
+	if j := rep.Judge(); j.Outcome != OutcomeFail {
+		t.Errorf("a failure beats an untested MUST: %+v", j)
 	}
 }

@@ -233,6 +233,9 @@ func Run(ctx context.Context, t *Target, p *Profile, o RunOptions) (*Report, err
 		r.Shuffle(len(ins), func(i, j int) { ins[i], ins[j] = ins[j], ins[i] })
 	}
 	rep := &Report{Target: t.Redact(t.BaseURL), Profile: p.Name, Strict: o.Strict, Seed: o.Seed, Started: time.Now()}
+	if err := checkIDPointers(ctx, t, p, client, ev, keys, ins); err != nil {
+		return nil, err
+	}
 	problems, notes := calibrate(ctx, t, p, client, ev, keys, ins)
 	parallel := o.Parallel
 	if parallel <= 0 || parallel > len(ins) {
@@ -285,10 +288,34 @@ func Run(ctx context.Context, t *Target, p *Profile, o RunOptions) (*Report, err
 	sort.Slice(results, func(i, j int) bool { return results[i].Name() < results[j].Name() })
 	rep.Results = results
 	rep.Duration = time.Since(rep.Started)
+	rep.LeftOut = leftOutMust(t, o, ins)
 	// Interrupted only when an instance was cut short or never ran: a
 	// context ended after the last verdict (a test's, say) took nothing.
 	rep.Interrupted = slices.ContainsFunc(results, func(r Result) bool { return r.Status == Interrupted })
 	return rep, nil
+}
+
+// leftOutMust names the MUST-level instances of the whole catalog that
+// the run's --run/--skip globs left out of ins.
+func leftOutMust(t *Target, o RunOptions, ins []instance) []string {
+	if len(o.Run) == 0 && len(o.Skip) == 0 {
+		return nil
+	}
+	all, err := plan(t, RunOptions{})
+	if err != nil {
+		return nil // no globs: plan cannot fail
+	}
+	selected := map[string]bool{}
+	for _, in := range ins {
+		selected[in.Name()] = true
+	}
+	var out []string
+	for _, in := range all {
+		if in.Level == Must && !selected[in.Name()] {
+			out = append(out, in.Name())
+		}
+	}
+	return out
 }
 
 // killsTarget reports an instance that will take the managed target down.
@@ -334,8 +361,68 @@ func calibrate(ctx context.Context, t *Target, p *Profile, client *http.Client, 
 	return problems, notes
 }
 
-// calibrationWait bounds how long a count may lag behind its response.
-const calibrationWait = time.Second
+// checkIDPointers checks each id_pointer a selected, supplied instance
+// relies on before any verdict rests on it: two normal requests under two
+// fresh keys must answer ids at the pointer, and two different ones. A typo
+// (/id for /order_id) would otherwise read as "0 executions" and fail a
+// correct server. The error is one line naming the pointer and the body's
+// members. An operation whose normal call does not succeed is left to the
+// cases (and to the oracle check) to report.
+func checkIDPointers(ctx context.Context, t *Target, p *Profile, client *http.Client, ev *Evidence, keys *Keys, ins []instance) error {
+	checked := map[string]bool{}
+	for _, in := range ins {
+		op := in.op
+		if !in.Supplied || op == nil || op.IDPointer == "" || checked[op.Name] ||
+			!(countsEffects(in.c) || slices.Contains(in.c.Needs, NeedIDPointer)) {
+			continue
+		}
+		checked[op.Name] = true
+		if err := checkIDPointer(ctx, t, p, client, ev, keys, op); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkIDPointer(ctx context.Context, t *Target, p *Profile, client *http.Client, ev *Evidence, keys *Keys, op *Operation) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*t.Timeout)
+	defer cancel()
+	e := &Env{Target: t, Profile: p, Op: op, client: client, oracle: newCounter(ev), keys: keys, ctx: ctx}
+	at := fmt.Sprintf("operations[%d].id_pointer %s", slices.IndexFunc(t.Operations, func(o Operation) bool { return o.Name == op.Name }), op.IDPointer)
+	var ids []string
+	for range 2 {
+		k := e.NewKey()
+		if e.keyError() != nil {
+			return nil // the cases report it
+		}
+		r := e.Send(ctx, Req{Label: "id_pointer check", Key: k})
+		if !r.OK() {
+			return nil
+		}
+		id := e.CreatedID(r)
+		doc, _ := decodeJSON(r.Body)
+		switch {
+		case id == "":
+			return fmt.Errorf("%s: nothing there in the %d body%s", at, r.Status, bodyMembers(doc))
+		case len(ids) == 1 && ids[0] == id:
+			return fmt.Errorf("%s: the same value %q for two keys: not the created resource's id%s", at, id, bodyMembers(doc))
+		}
+		ids = append(ids, id)
+	}
+	return nil
+}
+
+// bodyMembers lists a JSON body's top-level members for an error.
+func bodyMembers(doc any) string {
+	if m, ok := doc.(map[string]any); !ok || len(m) == 0 {
+		return " (not a JSON object with members)"
+	}
+	return members(doc)
+}
+
+// calibrationWait bounds how long a count may lag behind its response:
+// as long as a case's count is re-read (lagSettle).
+const calibrationWait = lagSettle
 
 // calibrateOp sends op's normal request under a fresh key and returns a
 // one-line problem when the oracle did not count exactly one execution,
@@ -360,7 +447,7 @@ func calibrateOp(ctx context.Context, t *Target, p *Profile, client *http.Client
 	}
 	deadline := time.Now().Add(calibrationWait)
 	for {
-		n, err := e.Executions(ctx, k)
+		n, err := e.count(ctx, k, false) // polled here: not settled in count
 		if err != nil {
 			return fmt.Sprintf("oracle check on %s: %v; effect-counting cases are inconclusive", op.Name, err), ""
 		}
@@ -388,11 +475,15 @@ func runInstance(ctx context.Context, t *Target, p *Profile, client *http.Client
 	start := time.Now()
 	defer func() { res.Duration = time.Since(start) }()
 	if !in.Supplied {
-		for _, n := range in.Missing {
-			if n == NeedOracle || n == NeedEffects {
-				res.Status, res.Reason = Unverifiable, "needs "+string(n)+": configure an oracle or an id_pointer to tell a replay from a re-execution"
-				return res
-			}
+		res.Missing = in.Missing
+		// Unverifiable only when counting executions is all it lacks: a
+		// case that also needs replicas (or a slow variant) is not tested,
+		// whatever the oracle.
+		onlyEffects := !slices.ContainsFunc(in.Missing, func(n Need) bool { return n != NeedOracle && n != NeedEffects })
+		if onlyEffects {
+			n := in.Missing[0]
+			res.Status, res.Reason = Unverifiable, "needs "+string(n)+": configure an oracle or an id_pointer to tell a replay from a re-execution"
+			return res
 		}
 		names := make([]string, len(in.Missing))
 		for i, n := range in.Missing {
@@ -440,7 +531,7 @@ func runInstance(ctx context.Context, t *Target, p *Profile, client *http.Client
 			res.Exchanges = e.Exchanges()
 		}
 	}()
-	v := in.c.Run(ctx, e)
+	v := e.unseenVerdict(in.c.Run(ctx, e))
 	if err := e.keyError(); err != nil {
 		// A case that could not get its keys judged nothing about them.
 		v = e.Inconclusive(err.Error())

@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // envRef is a ${NAME} reference in a config value.
@@ -209,3 +211,47 @@ func curlWord(s string) string {
 	}
 	return b.String()
 }
+
+// RedactedConfig is a YAML config as an attestation cites it: the
+// literal values of its secret_headers headers replaced by <redacted>
+// (values given as ${NAME} are placeholders already). It reads no
+// environment, so a third party holding the redacted file gets the same
+// bytes back, and so the same digest.
+func RedactedConfig(raw []byte) ([]byte, error) {
+	var cf struct {
+		SecretHeaders []string `yaml:"secret_headers"`
+		Principals    []struct {
+			Headers map[string]string `yaml:"headers"`
+		} `yaml:"principals"`
+		Operations []struct {
+			Headers map[string]string `yaml:"headers"`
+		} `yaml:"operations"`
+	}
+	if err := yaml.Unmarshal(raw, &cf); err != nil {
+		return nil, yamlError(err)
+	}
+	secret := map[string]bool{}
+	for _, h := range cf.SecretHeaders {
+		secret[http.CanonicalHeaderKey(h)] = true
+	}
+	var t Target
+	redact := func(h map[string]string) {
+		for k, v := range h {
+			if secret[http.CanonicalHeaderKey(k)] && v != "" && !envRef.MatchString(v) {
+				t.addSecret(v, redactedMark)
+			}
+		}
+	}
+	for _, p := range cf.Principals {
+		redact(p.Headers)
+	}
+	for _, op := range cf.Operations {
+		redact(op.Headers)
+	}
+	return []byte(t.Redact(string(raw))), nil
+}
+
+// ShellWord quotes s for a POSIX shell as the curl reproductions do: each
+// ${NAME} placeholder stays outside the single quotes, so a recorded
+// command line reads its secrets from the environment.
+func ShellWord(s string) string { return curlWord(s) }

@@ -11,8 +11,8 @@ import (
 // TestConformMatcher checks the matcher's verdicts and that its failure
 // message carries the evidence a reader needs.
 func TestConformMatcher(t *testing.T) {
-	res := func(s scenarios.Status) scenarios.Result {
-		return scenarios.Result{Meta: scenarios.Meta{ID: "replay/one-execution", Family: "replay", Level: scenarios.Must,
+	res := func(s scenarios.Status, level scenarios.Level) scenarios.Result {
+		return scenarios.Result{Meta: scenarios.Meta{ID: "replay/one-execution", Family: "replay", Level: level,
 			Requirements: []string{"IK-REPLAY-3"}, Requirement: "N replays cause exactly one side effect."},
 			Operation: "charges", Status: s, Expected: "1 execution", Observed: "2 executions",
 			Exchanges: []scenarios.Exchange{{Label: "first", Request: scenarios.ExchangeRequest{Method: "POST", URL: "http://127.0.0.1:9/v1/charges"}}}}
@@ -20,25 +20,27 @@ func TestConformMatcher(t *testing.T) {
 	for _, tc := range []struct {
 		name, rule string
 		status     scenarios.Status
+		level      scenarios.Level
 		strict     bool
 		match      bool
 	}{
-		{"pass", "a pass conforms", scenarios.Pass, false, true},
-		{"fail", "a fail does not conform", scenarios.Fail, false, false},
-		{"warn", "an unmet SHOULD conforms outside strict mode", scenarios.Warn, false, true},
-		{"warn-strict", "an unmet SHOULD fails under -strict", scenarios.Warn, true, false},
-		{"skip", "a skip does not fail the run", scenarios.Skip, false, true},
-		{"unverifiable-must", "a MUST without evidence fails the run", scenarios.Unverifiable, false, false},
+		{"pass", "a pass conforms", scenarios.Pass, scenarios.Must, false, true},
+		{"fail", "a fail does not conform", scenarios.Fail, scenarios.Must, false, false},
+		{"warn", "an unmet SHOULD conforms outside strict mode", scenarios.Warn, scenarios.Should, false, true},
+		{"warn-strict", "an unmet SHOULD fails under -strict", scenarios.Warn, scenarios.Should, true, false},
+		{"warn-must", "a MUST that warns fails, strict or not", scenarios.Warn, scenarios.Must, false, false},
+		{"skip", "a skip does not fail the run", scenarios.Skip, scenarios.Must, false, true},
+		{"unverifiable-must", "a MUST without evidence fails the run", scenarios.Unverifiable, scenarios.Must, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := suite.Conform(tc.strict)
-			ok, err := m.Match(res(tc.status))
+			ok, err := m.Match(res(tc.status, tc.level))
 			if err != nil || ok != tc.match {
 				t.Fatalf("rule: %s: got match=%t err=%v", tc.rule, ok, err)
 			}
 		})
 	}
-	msg := suite.Conform(false).FailureMessage(res(scenarios.Fail))
+	msg := suite.Conform(false).FailureMessage(res(scenarios.Fail, scenarios.Must))
 	for _, want := range []string{"replay/one-execution@charges", "N replays cause exactly one side effect.",
 		"expected:    1 execution", "observed:    2 executions", "#1 first: POST http://127.0.0.1:9/v1/charges", "reproduce: curl"} {
 		if !strings.Contains(msg, want) {

@@ -194,3 +194,18 @@ func TestDoubleChaosLoad(t *testing.T) {
 		t.Errorf("chaos on a check-then-insert shop: exit %d, want 1 with double executions the double counted; stdout %s; stderr %s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestDoubleKeyLines: requests sent with raw key field lines (two
+// Idempotency-Key lines) carry a token of their own, so the executions of
+// a shop that accepts them are counted (the first line's key executes
+// once, then replays: deterministic, a pass). Unmarked, their provider
+// calls held no token and read as 0 executions after two 201s.
+func TestDoubleKeyLines(t *testing.T) {
+	addr := freeAddr(t)
+	base := serveShop(t, knobless.Options{ProviderURL: "http://" + addr, Defects: []reference.Defect{reference.UnvalidatedKey}})
+	_, res, _ := runKnobless(t, knobless.Config(base, addr, downstreamOracle), "--run", "syntax/repeated-header")
+	x := res["syntax/repeated-header"]
+	if want := "201 then 201, 1 executions (oracle)"; strings.Count(x.Observed, want) != 2 {
+		t.Errorf("syntax/repeated-header on a shop accepting two key lines: %s %q %s, want %q for both forms", x.Status, x.Observed, x.Reason, want)
+	}
+}

@@ -29,7 +29,8 @@ func init() {
 		Long: "List the selected case instances (case@operation) with their level, requirement IDs and\n" +
 			"spec sentence, whether the config supplies what each case needs, and how each counts\n" +
 			"executions (ORACLE: per-key, global-serial (a global counter read around each key's\n" +
-			"requests; the run is serial), identity (distinct created ids), none). Sends no request;\n" +
+			"requests; the run is serial), identity (distinct created ids), none). It ends with the\n" +
+			"MUST requirements the config cannot verify, each with its fix. Sends no request;\n" +
 			"with neither --config nor --target it lists against the reference contract.",
 		Example: `  idemcheck list
   idemcheck list --target http://127.0.0.1:8080 --profile stripe
@@ -90,6 +91,15 @@ func runList(w io.Writer, f listFlags) error {
 		fmt.Fprintf(w, "%-*s  %-6s  %-28s  %-13s  %s\n", width, p.Name(), p.Level, strings.Join(p.Requirements, ","), p.OracleMode, status)
 		fmt.Fprintf(w, "    %s\n", p.Requirement)
 	}
-	_, err = fmt.Fprintf(w, "\n%d case instances, %d runnable with this config, profile %s\n", len(planned), supplied, profile.Name)
-	return err
+	fmt.Fprintf(w, "\n%d case instances, %d runnable with this config, profile %s\n", len(planned), supplied, profile.Name)
+	gaps := scenarios.Gaps(planned)
+	if len(gaps) == 0 {
+		_, err = fmt.Fprintln(w, "Every MUST requirement listed is verifiable with this config.")
+		return err
+	}
+	fmt.Fprintf(w, "\nMUST requirements this config cannot verify (%d):\n", len(gaps))
+	for _, g := range gaps {
+		fmt.Fprintf(w, "  %s (%s): %s\n", g.Case, strings.Join(g.Requirements, ","), g.Fix)
+	}
+	return nil
 }

@@ -56,3 +56,29 @@ func TestListOracleModes(t *testing.T) {
 		})
 	}
 }
+
+// TestListGaps: list ends with the MUST requirements the config cannot
+// verify, each with its fix: ids alone cannot see an execution that
+// answered an error, a missing slow variant leaves the in-flight MUSTs
+// untested; with an oracle and a slow variant those lines go.
+func TestListGaps(t *testing.T) {
+	const base = "base_url: http://127.0.0.1:1\nprincipals: [{name: a}, {name: b}]\n"
+	ids := writeTemp(t, "ids.yaml", base+"operations: [{name: orders, method: POST, path: /orders, body: {a: 1}, id_pointer: /order_id}]\n")
+	full := writeTemp(t, "full.yaml", base+"oracle: {sql: {dsn: \"postgres://app:pw@127.0.0.1:1/shop\", query: \"select count(*) from orders where k = $1\"}}\n"+
+		"operations: [{name: orders, method: POST, path: /orders, body: {a: 1}, id_pointer: /order_id, variants: {slow: {patch: {delay: 1}, duration: 1s}}}]\n")
+	globs := []string{"--run", "mismatch/original-survives", "--run", "scope/other-user-in-flight"}
+	r := runCLI(t, append([]string{"list", "--config", ids}, globs...)...)
+	for _, want := range []string{
+		"MUST requirements this config cannot verify (2):",
+		"mismatch/original-survives@orders (IK-MISMATCH-3): created ids cannot see an execution that answered an error: add oracle:",
+		"scope/other-user-in-flight@orders (IK-SCOPE-1): add a slow variant",
+	} {
+		if r.code != 0 || !strings.Contains(r.stdout, want) {
+			t.Errorf("ids only: exit %d, want %q in\n%s", r.code, want, r.stdout)
+		}
+	}
+	r = runCLI(t, append([]string{"list", "--config", full}, globs...)...)
+	if r.code != 0 || !strings.Contains(r.stdout, "Every MUST requirement listed is verifiable with this config.") || strings.Contains(r.stdout, "pw@") {
+		t.Errorf("oracle and slow variant: exit %d, want no gap and no password\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}

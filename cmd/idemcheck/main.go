@@ -68,6 +68,7 @@ func main() {
 // run executes the CLI and maps errors to exit codes: flag errors and
 // unknown commands are usage errors (2).
 func run(args []string) int {
+	invocation = args
 	rootCmd.SetArgs(args)
 	rootCmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &exitError{code: exitUsage, err: flagError(err)}

@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/idemcheck/idemcheck/internal/progress"
 	"github.com/idemcheck/idemcheck/reports"
@@ -22,6 +23,7 @@ type runFlags struct {
 	sel                   scenarios.Selection
 	strict                bool
 	allowIncomplete       bool
+	requireMust           bool
 	run, skip             []string
 	knownFailing          string
 	seed                  uint64
@@ -29,6 +31,12 @@ type runFlags struct {
 	html                  string
 	format                string
 	verbose               bool
+	// Certification (docs/certify.md).
+	attest, badge    string
+	subjects         []string
+	replayOf, expect string
+	// replayConfig is the config the --replay-of report ran with.
+	replayConfig *scenarios.Resource
 }
 
 func init() {
@@ -38,22 +46,33 @@ func init() {
 		Short: "Run the conformance catalog against an API and report per case",
 		Long: "Run every selected case of the conformance catalog against the API described by --config\n" +
 			"(or a server following the reference contract at --target) and print a verdict per\n" +
-			"case@operation. Exit codes: 0 pass, 1 a case fails (or a known-failing case passes),\n" +
-			"2 usage or config error (including a --target-cmd that cannot be started), 4 target\n" +
-			"unreachable (including a --target-cmd that started but never answered HTTP within 15s),\n" +
-			"5 not enough evidence: nothing failed but a MUST-level case ended unverifiable or\n" +
-			"inconclusive (configure an oracle or id_pointer, or accept it with --allow-incomplete),\n" +
-			"130 interrupted (SIGINT/SIGTERM): cases cut short are not judged, every report says\n" +
-			"interrupted. A failure beats not enough evidence, which beats a pass.",
+			"case@operation and the conformance level reached (docs/certify.md). Exit codes: 0 pass,\n" +
+			"1 a case fails (a MUST-level case that warns included, or a known-failing case passes; with\n" +
+			"--expect: a verdict worse than the expected report's), 2 usage or config error (including a\n" +
+			"--target-cmd that cannot be started), 4 target unreachable (including a --target-cmd that\n" +
+			"started but never answered HTTP within 15s), 5 not enough evidence: nothing failed but a\n" +
+			"MUST-level case ended unverifiable or inconclusive (accept it with --allow-incomplete), or\n" +
+			"with --require-must a MUST was not tested, 130 interrupted (SIGINT/SIGTERM): cases cut\n" +
+			"short are not judged, every report says interrupted. A failure beats not enough evidence,\n" +
+			"which beats a pass.",
 		Example: `  idemcheck run --target http://127.0.0.1:8080 --ttl 2s
   idemcheck run --config examples/reference.yaml --junit idemcheck.xml --json idemcheck.json --html report.html
   idemcheck run --config examples/reference.yaml --run 'replay/**' --skip 'replay/concurrent*' --format json
-  idemcheck run --target-cmd 'idemcheck serve --addr 127.0.0.1:{port} --ttl 2s' --ttl 2s --strict --seed 7`,
+  idemcheck run --target-cmd 'idemcheck serve --addr 127.0.0.1:{port} --ttl 2s' --ttl 2s --strict --seed 7
+  idemcheck run --config api.yaml --require-must --json report.json --attest idemcheck.intoto.json --badge badge.json
+  idemcheck run --replay-of report.json --expect report.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runConformance(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f)
+			return runConformance(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f, givenCommand(cmd))
 		},
 	}
+	bindRunFlags(cmd, &f)
+	rootCmd.AddCommand(cmd)
+}
+
+// bindRunFlags defines run's flags on cmd; --replay-of parses a report's
+// recorded command line with them.
+func bindRunFlags(cmd *cobra.Command, f *runFlags) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.sel.Config, "config", "", "YAML config describing the API under test")
 	fl.StringVar(&f.sel.Target, "target", "", "base URL of a server following the reference contract (idemcheck serve)")
@@ -61,7 +80,8 @@ func init() {
 	fl.StringArrayVar(&f.sel.Replicas, "replica", nil, replicaUsage)
 	fl.StringVar(&f.sel.Profile, "profile", "", "profile preset: "+strings.Join(scenarios.ProfileNames(), ", ")+" (replaces the config's profile)")
 	fl.BoolVar(&f.strict, "strict", false, "an unmet SHOULD fails the run instead of warning")
-	fl.BoolVar(&f.allowIncomplete, "allow-incomplete", false, "pass although a MUST-level case ended unverifiable or inconclusive (instead of exit 5)")
+	fl.BoolVar(&f.allowIncomplete, "allow-incomplete", false, "pass although a MUST-level case ended unverifiable or inconclusive (instead of exit 5); no conformance level is claimed")
+	fl.BoolVar(&f.requireMust, "require-must", false, "exit 5 when a MUST was not tested (skipped for what the config lacks, or left out by --run/--skip)")
 	fl.StringArrayVar(&f.run, "run", nil, "run only cases matching this glob (family/case@operation; * within a segment, a ** segment across, {a,b} alternatives); repeatable")
 	fl.StringArrayVar(&f.skip, "skip", nil, "skip cases matching this glob; repeatable")
 	fl.StringVar(&f.knownFailing, "known-failing", "", "file of globs (one per line, # comments) of cases expected to fail; one that passes fails the run")
@@ -72,16 +92,86 @@ func init() {
 	fl.StringVar(&f.json, "json", "", "write the JSON report (schema idemcheck.report/v1) to `FILE`")
 	fl.StringVar(&f.markdown, "markdown", "", "write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY) to `FILE`")
 	fl.StringVar(&f.html, "html", "", "write the HTML conformance report (one self-contained file) to `FILE`")
+	fl.StringVar(&f.attest, "attest", "", "write an in-toto test-result attestation (Statement v1) of the run to `FILE` (docs/certify.md)")
+	fl.StringArrayVar(&f.subjects, "subject", nil, "what the attestation certifies, `NAME=sha256:HEX` (e.g. the API's image digest); repeatable; default: the base URL with the config's digest")
+	fl.StringVar(&f.badge, "badge", "", "write a shields.io endpoint badge (JSON) of the conformance level to `FILE`")
+	fl.StringVar(&f.replayOf, "replay-of", "", "run again the selection, profile, seed and config of the JSON report `FILE` (refused if the config's digest differs)")
+	fl.StringVar(&f.expect, "expect", "", "compare with the JSON report `FILE`: exit 1 only for verdicts worse than it (better ones are listed)")
 	addFormatFlag(cmd, &f.format, "stdout format")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "print each result as it finishes, the reasons of skipped cases, and progress even when stdout is not a terminal")
 	reachFlags(fl, &f.sel)
-	rootCmd.AddCommand(cmd)
 }
 
-func runConformance(ctx context.Context, stdout, stderr io.Writer, f runFlags) error {
+// outputFlags are run's flags that say where results go, not what runs:
+// --replay-of takes them from the new command line, never the report's.
+var outputFlags = map[string]bool{"junit": true, "json": true, "markdown": true, "html": true, "format": true, "verbose": true,
+	"attest": true, "subject": true, "badge": true, "replay-of": true, "expect": true}
+
+// invocation is the command line main was given (run sets it): what a
+// report records as the exact command.
+var invocation []string
+
+// givenCommand is the command line as given, else (run called another
+// way) as commandLine rebuilds it.
+func givenCommand(cmd *cobra.Command) []string {
+	if len(invocation) > 0 {
+		return append([]string{"idemcheck"}, invocation...)
+	}
+	return commandLine(cmd)
+}
+
+// commandLine rebuilds cmd's command line from the flags set, in name
+// order, "--name value" (bool: "--name=true") each.
+func commandLine(cmd *cobra.Command) []string {
+	words := []string{"idemcheck", cmd.Name()}
+	cmd.Flags().Visit(func(fl *pflag.Flag) {
+		if sv, ok := fl.Value.(pflag.SliceValue); ok {
+			for _, v := range sv.GetSlice() {
+				words = append(words, "--"+fl.Name, v)
+			}
+			return
+		}
+		if fl.Value.Type() == "bool" {
+			words = append(words, "--"+fl.Name+"="+fl.Value.String())
+			return
+		}
+		words = append(words, "--"+fl.Name, fl.Value.String())
+	})
+	return words
+}
+
+func runConformance(ctx context.Context, stdout, stderr io.Writer, f runFlags, argv []string) error {
+	if f.replayOf != "" {
+		var err error
+		if f, argv, err = replayFlags(f); err != nil {
+			return withCode(exitUsage, err)
+		}
+	}
+	subjects, err := parseSubjects(f.subjects)
+	if err != nil {
+		return withCode(exitUsage, err)
+	}
+	var expected *scenarios.Report
+	if f.expect != "" {
+		if expected, err = readReport("--expect", f.expect); err != nil {
+			return withCode(exitUsage, err)
+		}
+	}
 	target, profile, err := f.sel.Load()
 	if err != nil {
 		return withCode(exitUsage, err)
+	}
+	config, err := configResource(f.sel.Config)
+	if err != nil {
+		return withCode(exitUsage, err)
+	}
+	if f.attest != "" && len(subjects) == 0 && config == nil {
+		return usageErrorf("--attest without --config: give --subject NAME=sha256:HEX (what the attestation certifies)")
+	}
+	if f.replayOf != "" {
+		if err := sameConfig(f, config); err != nil {
+			return withCode(exitUsage, err)
+		}
 	}
 	opts := scenarios.RunOptions{Run: f.run, Skip: f.skip, Strict: f.strict, Seed: f.seed}
 	if f.knownFailing != "" {
@@ -134,15 +224,23 @@ func runConformance(ctx context.Context, stdout, stderr io.Writer, f runFlags) e
 		return withCode(exitUsage, err)
 	}
 	rep.AllowIncomplete = f.allowIncomplete
+	rep.RequireMust = f.requireMust
+	rep.Command = recordedCommand(target, argv)
+	rep.Config = config
 
 	for _, out := range []struct {
 		path  string
 		write func(io.Writer, *scenarios.Report) error
-	}{{f.junit, reports.JUnit}, {f.json, reports.JSON}, {f.markdown, reports.Markdown}, {f.html, reports.HTML}} {
+	}{{f.junit, reports.JUnit}, {f.json, reports.JSON}, {f.markdown, reports.Markdown}, {f.html, reports.HTML}, {f.badge, reports.WriteBadge}} {
 		if out.path == "" {
 			continue
 		}
 		if err := writeReport(out.path, rep, out.write); err != nil {
+			return withCode(exitUsage, err)
+		}
+	}
+	if f.attest != "" {
+		if err := writeAttestation(f, rep, profile, subjects); err != nil {
 			return withCode(exitUsage, err)
 		}
 	}
@@ -154,14 +252,39 @@ func runConformance(ctx context.Context, stdout, stderr io.Writer, f runFlags) e
 	if err != nil {
 		return err
 	}
-	switch j := rep.Judge(); j.Outcome {
-	case scenarios.OutcomeInterrupted:
+	return runExit(stderr, rep, f, expected)
+}
+
+// runExit maps the judged run to its exit code: interrupted 130; with
+// --expect, 1 only for verdicts worse than expected; else 1 for a failure,
+// 5 for a MUST without evidence; then, under --require-must, 5 for a MUST
+// not tested (Report.Judge's rule, which --expect does not lift).
+func runExit(stderr io.Writer, rep *scenarios.Report, f runFlags, expected *scenarios.Report) error {
+	j := rep.Judge()
+	if j.Outcome == scenarios.OutcomeInterrupted {
 		return withCode(exitInterrupted, fmt.Errorf("interrupted: %d case instances cut short and not judged", reports.Tally(rep).Interrupted))
-	case scenarios.OutcomeFail:
-		return withCode(exitFail, fmt.Errorf("%d failing: %s", len(j.Problems), strings.Join(j.Problems, "; ")))
-	case scenarios.OutcomeIncomplete:
-		return withCode(exitIncomplete, fmt.Errorf("not enough evidence: %d MUST-level case instances unverifiable or inconclusive, listed in the report (--allow-incomplete accepts them)",
-			len(j.WithoutEvidence)))
+	}
+	if expected != nil {
+		worse, better := reports.Compare(expected, rep)
+		for _, b := range better {
+			fmt.Fprintln(stderr, "better than expected: "+b)
+		}
+		if len(worse) > 0 {
+			return withCode(exitFail, fmt.Errorf("%d verdicts worse than %s: %s", len(worse), f.expect, strings.Join(worse, "; ")))
+		}
+	} else {
+		switch j.Outcome {
+		case scenarios.OutcomeFail:
+			return withCode(exitFail, fmt.Errorf("%d failing: %s", len(j.Problems), strings.Join(j.Problems, "; ")))
+		case scenarios.OutcomeIncomplete:
+			if len(j.WithoutEvidence) > 0 {
+				return withCode(exitIncomplete, fmt.Errorf("not enough evidence: %d MUST-level case instances unverifiable or inconclusive, listed in the report (--allow-incomplete accepts them)",
+					len(j.WithoutEvidence)))
+			}
+		}
+	}
+	if len(j.Untested) > 0 {
+		return withCode(exitIncomplete, fmt.Errorf("--require-must: %d MUSTs not tested: %s (the summary names the config line for each)", len(j.Untested), strings.Join(j.Untested, "; ")))
 	}
 	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/idemcheck/idemcheck/reports"
 )
 
 // version is set at build time with -ldflags "-X main.version=..." (the
@@ -34,28 +36,11 @@ version, as the binary's build info holds them.`,
 // ldflags wins over the module version; a checkout built with go build
 // has module version "(devel)" (or none), printed as "dev".
 func versionLine(ldflags string, bi *debug.BuildInfo) string {
-	v := ldflags
-	if v == "" && bi != nil && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		v = bi.Main.Version
-	}
-	if v == "" {
-		v = "dev"
-	}
+	v := toolVersion(ldflags, bi)
 	if bi == nil {
 		return "idemcheck " + v
 	}
-	var rev, at string
-	dirty := false
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.time":
-			at = s.Value
-		case "vcs.modified":
-			dirty = s.Value == "true"
-		}
-	}
+	rev, at, dirty := vcsInfo(bi)
 	var parts []string
 	if rev != "" {
 		rev = rev[:min(12, len(rev))]
@@ -74,4 +59,46 @@ func versionLine(ldflags string, bi *debug.BuildInfo) string {
 		return "idemcheck " + v
 	}
 	return fmt.Sprintf("idemcheck %s (%s)", v, strings.Join(parts, ", "))
+}
+
+// toolVersion is the version a build reports: ldflags, else the module
+// version go install recorded, else "dev".
+func toolVersion(ldflags string, bi *debug.BuildInfo) string {
+	v := ldflags
+	if v == "" && bi != nil && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		v = bi.Main.Version
+	}
+	if v == "" {
+		v = "dev"
+	}
+	return v
+}
+
+// vcsInfo is the build's VCS revision, commit time and whether the tree
+// had uncommitted changes.
+func vcsInfo(bi *debug.BuildInfo) (rev, at string, dirty bool) {
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			at = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	return rev, at, dirty
+}
+
+// toolInfo is this build as an attestation names it.
+func toolInfo() reports.Tool {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return reports.Tool{Version: toolVersion(version, nil)}
+	}
+	rev, _, dirty := vcsInfo(bi)
+	if dirty {
+		rev += "+dirty"
+	}
+	return reports.Tool{Version: toolVersion(version, bi), Revision: rev, GoVersion: bi.GoVersion}
 }

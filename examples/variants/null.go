@@ -1,13 +1,16 @@
 package variants
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
 )
 
 // Null is the broken server that ignores the Idempotency-Key entirely:
-// every POST executes and answers 201 {"status":"accepted"}. Its counters
+// every POST executes and answers 201 {"id": a new id, "status":
+// "accepted"} (the id the configs' id_pointer names, which the engine
+// checks before the cases). Its counters
 // are honest (GET /_effects per table, ?key= per key header value), so a
 // config with an oracle sees every execution; without one, nothing it
 // answers can be told from a correct server's replay.
@@ -20,8 +23,9 @@ func Null() http.Handler {
 			mu.Lock()
 			runs[table]++
 			perKey[strings.Trim(r.Header.Get("Idempotency-Key"), `"`)]++ // the oracle names keys unquoted
+			id := fmt.Sprintf("%s_%d", table, runs[table])
 			mu.Unlock()
-			writeJSON(w, http.StatusCreated, map[string]string{"status": "accepted"})
+			writeJSON(w, http.StatusCreated, map[string]string{"id": id, "status": "accepted"})
 		})
 	}
 	mux.HandleFunc("GET /_effects", func(w http.ResponseWriter, r *http.Request) {

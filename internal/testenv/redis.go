@@ -226,4 +226,7 @@ func stopShared() {
 	if redisStop != nil {
 		redisStop()
 	}
+	if myStop != nil {
+		myStop()
+	}
 }

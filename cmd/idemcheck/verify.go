@@ -1,0 +1,59 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/idemcheck/idemcheck/reports"
+)
+
+func init() {
+	var reportPath, configPath string
+	cmd := &cobra.Command{
+		Use:   "verify ATTESTATION [--report report.json] [--config FILE]",
+		Short: "Check a conformance attestation against its report and config",
+		Long: "Check an in-toto test-result attestation written by run --attest: its shape, the tool\n" +
+			"version it names, that its level follows from its results by the run's rule, and, when\n" +
+			"given, that --report (the JSON report) and --config (as run, or as redacted) are the ones it\n" +
+			"cites by digest and that the report's verdicts give its result, lists and level. Prints one\n" +
+			"line per mismatch. Exit codes: 0 consistent, 1 a mismatch, 2 usage error or an unreadable\n" +
+			"attestation. Signatures are checked by the signer's tool (docs/certify.md).",
+		Example: `  idemcheck verify idemcheck.intoto.json --report report.json --config idemcheck.yaml`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			in := reports.VerifyInput{Tool: toolInfo()}
+			var err error
+			if in.Attestation, err = os.ReadFile(args[0]); err != nil {
+				return withCode(exitUsage, fmt.Errorf("attestation: %v", err))
+			}
+			if reportPath != "" {
+				if in.Report, err = os.ReadFile(reportPath); err != nil {
+					return withCode(exitUsage, fmt.Errorf("--report: %v", err))
+				}
+			}
+			if configPath != "" {
+				if in.Config, err = os.ReadFile(configPath); err != nil {
+					return withCode(exitUsage, fmt.Errorf("--config: %v", err))
+				}
+			}
+			bad, err := reports.Verify(in)
+			if err != nil {
+				return withCode(exitUsage, fmt.Errorf("%s: %v", args[0], err))
+			}
+			out := cmd.OutOrStdout()
+			for _, b := range bad {
+				fmt.Fprintln(out, "mismatch: "+b)
+			}
+			if len(bad) > 0 {
+				return withCode(exitFail, fmt.Errorf("%s: %d mismatches", args[0], len(bad)))
+			}
+			fmt.Fprintf(out, "%s: consistent\n", args[0])
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&reportPath, "report", "", "the JSON report the attestation cites")
+	cmd.Flags().StringVar(&configPath, "config", "", "the config the run read (or its redacted copy)")
+	rootCmd.AddCommand(cmd)
+}

@@ -1,0 +1,139 @@
+package scenarios_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idemcheck/idemcheck/scenarios"
+)
+
+// listOracle is GET /orders as a per-key oracle: the orders whose
+// idempotency_key is the key.
+const listOracle = "oracle: {url: /orders, count: {array: /data, where: /idempotency_key}}\n"
+
+// mustFails lists the MUST cases that failed.
+func mustFails(rep *scenarios.Report) []string {
+	var out []string
+	for _, r := range rep.Results {
+		if r.Level == scenarios.Must && r.Status == scenarios.Fail {
+			out = append(out, r.Name()+": "+r.Observed)
+		}
+	}
+	return out
+}
+
+// TestListOracle: a list endpoint is an oracle. With where, per key: the
+// correct orders API passes the effect-counting families on it, and the
+// run stays concurrent. A pointer at the array is its length, a global
+// count (serial). A pointer past the array says where the array is.
+func TestListOracle(t *testing.T) {
+	tg := startOrders(t, &ordersAPI{}, listOracle)
+	if tg.GlobalOracle() {
+		t.Fatal("count.where makes the list a per-key oracle")
+	}
+	rep := runSelected(t, tg, ietf(t), "replay/**", "mismatch/**")
+	oracleSeen := false
+	for _, r := range rep.Results {
+		if r.Status != scenarios.Pass && r.Status != scenarios.Skip {
+			t.Errorf("%s: %s: expected %q, observed %q %s", r.Name(), r.Status, r.Expected, r.Observed, r.Reason)
+		}
+		oracleSeen = oracleSeen || strings.Contains(r.Observed, "(oracle)")
+	}
+	if !oracleSeen || len(rep.Notes) > 0 {
+		t.Errorf("want verdicts on the list's count and no note; notes %q", rep.Notes)
+	}
+
+	global := startOrders(t, &ordersAPI{}, "oracle: {url: /orders, pointer: /data}\n")
+	if !global.GlobalOracle() {
+		t.Fatal("an array's length is a global count")
+	}
+	rep = runSelected(t, global, ietf(t), "replay/single-execution", "mismatch/original-survives")
+	for _, r := range rep.Results {
+		if r.Status != scenarios.Pass {
+			t.Errorf("global list: %s: %s: %q %s", r.Name(), r.Status, r.Observed, r.Reason)
+		}
+	}
+
+	wrong := startOrders(t, &ordersAPI{}, "oracle: {url: /orders, pointer: /data/length}\n")
+	rep = runSelected(t, wrong, ietf(t), "replay/single-execution")
+	if len(rep.Notes) != 1 || !strings.Contains(rep.Notes[0], "nothing at /data/length (/data is an array of") {
+		t.Errorf("a pointer past the array: notes %q; want one saying /data is an array", rep.Notes)
+	}
+}
+
+// TestLaggingOracle: a list refreshed every 300 ms (a read replica, an
+// asynchronous index) answers 0 for a key just after its 201. The count is
+// re-read until it catches up with what the answers prove, so the correct
+// API gets no MUST failure; a list that lags past the bound (2.5 s) makes
+// the cases inconclusive, never failed.
+func TestLaggingOracle(t *testing.T) {
+	for _, row := range []struct {
+		name   string
+		lag    time.Duration
+		settle bool // the count catches up within the bound
+	}{
+		{"refreshed every 300ms", 300 * time.Millisecond, true},
+		{"refreshed every 2.5s", 2500 * time.Millisecond, false},
+	} {
+		t.Run(row.name, func(t *testing.T) {
+			tg := startOrders(t, &ordersAPI{lag: row.lag}, listOracle)
+			rep := runSelected(t, tg, ietf(t), "replay/**", "mismatch/**")
+			if f := mustFails(rep); len(f) > 0 {
+				t.Errorf("a lagging oracle failed the correct API: %q", f)
+			}
+			counts := rep.Counts()
+			if row.settle && (counts[scenarios.Inconclusive] > 0 || counts[scenarios.Fail] > 0 || counts[scenarios.Pass] == 0) {
+				t.Errorf("a count that catches up within 2s: %v; want passes only", counts)
+			}
+			if !row.settle && (counts[scenarios.Fail] > 0 || counts[scenarios.Inconclusive] == 0) {
+				t.Errorf("a count that never catches up: %v; want inconclusive, no fail", counts)
+			}
+		})
+	}
+}
+
+// TestIDPointerChecked: an id_pointer that names nothing in the 201 (a
+// typo: /id for /order_id), or the same value for two keys, stops the run
+// before any verdict with one line naming the pointer and the members.
+func TestIDPointerChecked(t *testing.T) {
+	api := startOrders(t, &ordersAPI{}, "")
+	for _, c := range []struct{ pointer, want string }{
+		{"/id", "operations[0].id_pointer /id: nothing there in the 201 body (members: amount, order_id, status)"},
+		{"/status", `operations[0].id_pointer /status: the same value "created" for two keys: not the created resource's id (members: amount, order_id, status)`},
+	} {
+		tg := ordersTarget(t, api.BaseURL, c.pointer, "")
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		_, err := scenarios.Run(ctx, tg, ietf(t), scenarios.RunOptions{Run: []string{"replay/**"}})
+		cancel()
+		if err == nil || err.Error() != c.want || errors.Is(err, scenarios.ErrUnreachable) {
+			t.Errorf("id_pointer %s: %v; want %q", c.pointer, err, c.want)
+		}
+	}
+}
+
+// TestIDsCannotSeeErrorAnswers: an orders API that executes a changed body
+// and then answers 422 looks correct to created ids (the 422 carries no
+// id). With ids alone the mismatch cases say unverifiable, never pass; with
+// the list oracle the execution is counted and the MUST fails.
+func TestIDsCannotSeeErrorAnswers(t *testing.T) {
+	globs := []string{"mismatch/original-survives", "mismatch/changed-body", "missing/rejected"}
+	ids := runSelected(t, startOrders(t, &ordersAPI{executeOnMismatch: true}, ""), ietf(t), globs...)
+	if len(ids.Results) != len(globs) {
+		t.Fatalf("%d results, want %d", len(ids.Results), len(globs))
+	}
+	for _, r := range ids.Results {
+		if r.Status != scenarios.Unverifiable {
+			t.Errorf("ids only: %s: %s %q %s; want unverifiable", r.Name(), r.Status, r.Observed, r.Reason)
+		}
+	}
+	if j := ids.Judge(); j.Outcome.ExitCode() != 5 {
+		t.Errorf("ids only: outcome %s; want exit 5 (not enough evidence)", j.Outcome)
+	}
+	counted := runSelected(t, startOrders(t, &ordersAPI{executeOnMismatch: true}, listOracle), ietf(t), "mismatch/original-survives")
+	if r := counted.Results[0]; r.Status != scenarios.Fail || !strings.Contains(r.Observed, "2 executions (oracle)") {
+		t.Errorf("list oracle: %s %q; want fail on 2 executions (oracle)", r.Status, r.Observed)
+	}
+}

@@ -1,0 +1,64 @@
+package scenarios
+
+import "strings"
+
+// Gap is a MUST requirement a config cannot verify, with the one-line fix.
+type Gap struct {
+	Case         string   `json:"case"` // case@operation
+	Requirements []string `json:"requirements"`
+	Fix          string   `json:"fix"`
+}
+
+// needFixes says how a config supplies each need.
+var needFixes = map[Need]string{
+	NeedOracle:          "add oracle: (sql:, a list or counter url) or downstream: to count executions (docs/evidence.md)",
+	NeedEffects:         "add oracle: (sql:, a list or counter url), downstream:, or id_pointer: to count executions (docs/evidence.md)",
+	NeedIDPointer:       "add id_pointer: the created resource's id in the 2xx body",
+	NeedSecondPrincipal: "add a second principal (principals:)",
+	NeedSecondOperation: "add a second operation",
+	NeedSlow:            "add a slow variant (variants.slow: a body or a downstream delay that keeps the request in flight)",
+	NeedBusinessError:   "add a business_error variant (a body or a downstream answer that makes the API fail with a 4xx)",
+	NeedTransientError:  "add a transient_error variant (a body or a downstream answer that makes the API fail with a 5xx)",
+	NeedInvalid:         "add an invalid variant (a body the API rejects as invalid)",
+	NeedTTL:             "add ttl: the declared retention (or ttl: never)",
+	NeedLease:           "add lease: the declared in-flight lease",
+	NeedTargetCmd:       "add target_cmd: a command that starts the API (the harness kills and restarts it)",
+	NeedReplicas:        "add replicas: two or more base URLs of one API",
+}
+
+// errorAnswerCases are the cases whose verdict rests on whether a request
+// that answered an error executed: created ids alone make them
+// unverifiable (Env.idsBlindTo decides it as they run).
+var errorAnswerCases = map[string]bool{
+	"mismatch/original-survives": true,
+	"mismatch/changed-body":      true,
+	"mismatch/added-field":       true,
+	"missing/rejected":           true,
+}
+
+// Gaps lists the MUST instances of planned that the config cannot verify:
+// one lacks what it needs, or counts executions by created ids alone where
+// an execution that answered an error decides the verdict.
+func Gaps(planned []Planned) []Gap {
+	var out []Gap
+	for _, p := range planned {
+		if p.Level != Must {
+			continue
+		}
+		var fixes []string
+		for _, n := range p.Missing {
+			if f, ok := needFixes[n]; ok {
+				fixes = append(fixes, f)
+			} else {
+				fixes = append(fixes, "supply "+string(n))
+			}
+		}
+		if p.Supplied && p.OracleMode == OracleIdentity && errorAnswerCases[p.ID] {
+			fixes = append(fixes, "created ids cannot see an execution that answered an error: "+needFixes[NeedOracle])
+		}
+		if len(fixes) > 0 {
+			out = append(out, Gap{Case: p.Name(), Requirements: p.Requirements, Fix: strings.Join(fixes, "; ")})
+		}
+	}
+	return out
+}
