@@ -100,8 +100,9 @@ func (e *Env) judgeProbe(ctx context.Context, pr probe, k string, first, r Resp)
 		if n != 1 {
 			return mismatchOutcome{Fail, fmt.Sprintf("%s: %d executions under one key (oracle), answer %s", pr.name, n, r.String())}
 		}
-	} else {
-		e.idsBlindTo(r) // an error answer may hide an execution
+	}
+	if !e.sees().ErrorAnswers {
+		e.blindTo(r) // an error answer may hide an execution
 	}
 	replayed, err := e.Replayed(ctx, first, r, k)
 	if err != nil {

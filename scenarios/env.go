@@ -582,16 +582,33 @@ func (c *counter) enter(ctx context.Context, e *Env, scope string) {
 		c.broken = fmt.Errorf("oracle: a global counter cannot tell which of two keys executed: requests under %q and %q were under way at once", c.scope, scope)
 	}
 	_ = c.readLocked(ctx, e, true) // an error is kept in c.broken for the counts
-	if c.open && c.broken == nil {
-		// A lagging counter credits late rises to whichever scope is open:
-		// let the previous scope's count catch up with its answers first.
-		prev := c.scope
-		_, _ = c.settle(ctx, prev, c.counts[prev], func() (int, error) {
-			err := c.readLocked(ctx, e, true)
-			return c.counts[prev], err
-		})
-	}
+	c.settleOpenLocked(ctx, e)
 	c.open, c.scope, c.inflight = true, scope, 1
+}
+
+// settleOpenLocked lets the open scope's count catch up with its answers
+// (settle): a lagging global counter credits a late rise to whichever
+// scope is open, so a scope is settled before the next one opens, and
+// before the next case starts (drain).
+func (c *counter) settleOpenLocked(ctx context.Context, e *Env) {
+	if !c.open || c.broken != nil {
+		return
+	}
+	scope := c.scope
+	_, _ = c.settle(ctx, scope, c.counts[scope], func() (int, error) {
+		err := c.readLocked(ctx, e, false)
+		return c.counts[scope], err
+	})
+}
+
+// drain settles a global counter's open scope when e is done with it, so
+// that the next Env (the run is serial) starts from a settled count.
+func (e *Env) drain(ctx context.Context) {
+	if c := e.oracle; c != nil && c.global {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.settleOpenLocked(ctx, e)
+	}
 }
 
 // leave is called when a request entered under scope has its answer.
@@ -653,6 +670,9 @@ func createdIDOf(op *Operation, r Resp) string {
 // are a lower bound (identity oracle). ok is false when neither is
 // available.
 func (e *Env) Effects(ctx context.Context, key string, rs ...Resp) (n int, how string, ok bool, err error) {
+	if !e.sees().ErrorAnswers {
+		e.blindTo(rs...)
+	}
 	if e.HasOracle() {
 		n, err = e.Executions(ctx, key)
 		return n, "oracle", err == nil, err
@@ -660,15 +680,23 @@ func (e *Env) Effects(ctx context.Context, key string, rs ...Resp) (n int, how s
 	if e.Op.IDPointer == "" {
 		return 0, "", false, nil
 	}
-	e.idsBlindTo(rs...)
 	return len(e.DistinctIDs(rs...)), "distinct created ids", true, nil
 }
 
-// idsBlindTo notes the first of rs that answered an error (other than an
-// in-flight conflict, which answers before any handler runs): created ids
-// cannot see whether it executed, so the case may not pass on ids alone
-// (runInstance makes such a pass unverifiable).
-func (e *Env) idsBlindTo(rs ...Resp) {
+// sees is what the case's evidence sees: the oracle's sources, else
+// created ids.
+func (e *Env) sees() Sight {
+	if e.oracle != nil {
+		return e.oracle.ev.Sees()
+	}
+	return idsSight
+}
+
+// blindTo notes the first of rs that answered an error (other than an
+// in-flight conflict, which answers before any handler runs) when the
+// evidence cannot see whether it executed (created ids): the case may then
+// not pass (runInstance makes such a pass unverifiable).
+func (e *Env) blindTo(rs ...Resp) {
 	for _, r := range rs {
 		if r.Err != nil || r.Status < 400 || (e.Profile != nil && hasStatus(e.Profile.InFlightStatus, r.Status)) {
 			continue
@@ -692,7 +720,11 @@ func (e *Env) unseenVerdict(v Verdict) Verdict {
 	if v.Status != Pass || unseen == "" {
 		return v
 	}
-	return e.Unverifiable(fmt.Sprintf("created ids cannot see an execution that answered an error (%s): count executions with an oracle (sql:, a list or counter url) or downstream: (docs/evidence.md); on ids alone: %s", unseen, v.Observed))
+	what := "created ids"
+	if e.HasOracle() {
+		what = "the oracle"
+	}
+	return e.Unverifiable(fmt.Sprintf("%s cannot see an execution that answered an error (%s): count executions with a source that does (sql:, a list or counter url, downstream:; docs/evidence.md); the case saw: %s", what, unseen, v.Observed))
 }
 
 // DistinctIDs lists the distinct created ids among rs, sorted.

@@ -28,7 +28,7 @@ var needFixes = map[Need]string{
 
 // errorAnswerCases are the cases whose verdict rests on whether a request
 // that answered an error executed: created ids alone make them
-// unverifiable (Env.idsBlindTo decides it as they run).
+// unverifiable (Env.blindTo decides it as they run).
 var errorAnswerCases = map[string]bool{
 	"mismatch/original-survives": true,
 	"mismatch/changed-body":      true,

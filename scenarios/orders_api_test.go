@@ -53,9 +53,9 @@ func (a *ordersAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.Method == http.MethodGet && r.URL.Path == "/orders":
 		if a.lag > 0 && time.Since(a.snapAt) >= a.lag {
-			a.snap, a.snapAt = append([]map[string]any(nil), a.orders...), time.Now()
+			a.snap, a.snapAt = append(make([]map[string]any, 0, len(a.orders)), a.orders...), time.Now()
 		}
-		list := a.orders
+		list := append(make([]map[string]any, 0, len(a.orders)), a.orders...) // [] when empty, not null
 		if a.lag > 0 {
 			list = a.snap
 		}

@@ -388,6 +388,7 @@ func checkIDPointer(ctx context.Context, t *Target, p *Profile, client *http.Cli
 	ctx, cancel := context.WithTimeout(ctx, 2*t.Timeout)
 	defer cancel()
 	e := &Env{Target: t, Profile: p, Op: op, client: client, oracle: newCounter(ev), keys: keys, ctx: ctx}
+	defer e.drain(ctx)
 	at := fmt.Sprintf("operations[%d].id_pointer %s", slices.IndexFunc(t.Operations, func(o Operation) bool { return o.Name == op.Name }), op.IDPointer)
 	var ids []string
 	for range 2 {
@@ -432,6 +433,7 @@ func calibrateOp(ctx context.Context, t *Target, p *Profile, client *http.Client
 	ctx, cancel := context.WithTimeout(ctx, 2*t.Timeout+calibrationWait)
 	defer cancel()
 	e := &Env{Target: t, Profile: p, Op: op, client: client, oracle: newCounter(ev), keys: keys, ctx: ctx}
+	defer e.drain(ctx)
 	k := e.NewKey()
 	if err := e.keyError(); err != nil {
 		return fmt.Sprintf("oracle check on %s: %v; effect-counting cases are inconclusive", op.Name, err), ""
@@ -532,6 +534,7 @@ func runInstance(ctx context.Context, t *Target, p *Profile, client *http.Client
 		}
 	}()
 	v := e.unseenVerdict(in.c.Run(ctx, e))
+	e.drain(ctx)
 	if err := e.keyError(); err != nil {
 		// A case that could not get its keys judged nothing about them.
 		v = e.Inconclusive(err.Error())
