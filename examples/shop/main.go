@@ -7,6 +7,8 @@
 //	DATABASE_URL=postgres://... PROVIDER_URL=http://127.0.0.1:9090 \
 //	  go run ./examples/shop -addr 127.0.0.1:8080 -ttl 4s
 //
+// Replicas share the database: start more on other addresses.
+//
 // SHOP_DEFECT=name starts a broken build instead (defects.go);
 // examples/shop/idemcheck.yaml describes the API to idemcheck and
 // idemcheck_test.go proves each build gets the verdict it deserves.

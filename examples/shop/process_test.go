@@ -36,6 +36,7 @@ func TestProcess(t *testing.T) {
 		t.Setenv("SHOP_DEFECT", "")
 		cfg := writeConfig(t, func(c map[string]any) {
 			c["base_url"] = "http://127.0.0.1:{port}"
+			delete(c, "replicas") // one managed shop
 			c["target_cmd"] = bin + " -addr 127.0.0.1:{port} -ttl " + shopTTL.String()
 			c["downstream"].(map[string]any)["listen"] = listen
 		})
@@ -49,6 +50,7 @@ func TestProcess(t *testing.T) {
 		base, stop := startShopProcess(t, bin, dsn, "http://"+listen, executeThen422)
 		cfg := writeConfig(t, func(c map[string]any) {
 			c["base_url"] = base
+			delete(c, "replicas")
 			c["downstream"].(map[string]any)["listen"] = listen
 		})
 		t.Run("catalog", func(t *testing.T) {
