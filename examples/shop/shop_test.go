@@ -364,3 +364,29 @@ func TestDefectsAreReal(t *testing.T) {
 		})
 	}
 }
+
+// Replicas starting together on an empty database all prepare the schema:
+// concurrent CREATE TABLE IF NOT EXISTS fails on PostgreSQL without the
+// schema lock.
+func TestReplicasStartTogether(t *testing.T) {
+	dsn := testenv.RequirePostgres(t)
+	errs := make([]error, 4)
+	var wg sync.WaitGroup
+	for i := range errs {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			s, err := open(ctx, config{dsn: dsn, providerURL: "http://127.0.0.1:9", ttl: time.Hour, lease: 5 * time.Second, providerTimeout: time.Second})
+			if err == nil {
+				s.close()
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("replica %d: %v", i, err)
+		}
+	}
+}

@@ -121,11 +121,30 @@ func openStore(ctx context.Context, dsn string) (*store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := pool.Exec(ctx, schema); err != nil {
+	if err := migrate(ctx, pool); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("schema: %w", err)
 	}
 	return &store{pool: pool}, nil
+}
+
+// schemaLock serialises replicas preparing the schema: concurrent CREATE
+// ... IF NOT EXISTS of one table can fail on PostgreSQL's catalog.
+const schemaLock = 0x5709
+
+func migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, schemaLock); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, schema); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
 }
 
 func (s *store) close() { s.pool.Close() }
