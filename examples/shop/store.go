@@ -233,7 +233,7 @@ func (s *store) finish(ctx context.Context, o order, sc scope, owner string, res
 	if err := insertOrder(ctx, tx, o); err != nil {
 		return false, err
 	}
-	stored := false
+	kept := false
 	switch {
 	case resp != nil:
 		header, err := json.Marshal(resp.Header)
@@ -248,7 +248,7 @@ WHERE account = $1 AND method = $2 AND path = $3 AND key = $4 AND owner = $5 AND
 		if err != nil {
 			return false, fmt.Errorf("complete record: %w", err)
 		}
-		stored = tag.RowsAffected() == 1
+		kept = tag.RowsAffected() == 1
 	case wedge:
 		if _, err := tx.Exec(ctx, `
 UPDATE idempotency_records SET state = 'failed', owner = NULL
@@ -264,7 +264,7 @@ WHERE account = $1 AND method = $2 AND path = $3 AND key = $4 AND owner = $5`,
 	if err := tx.Commit(ctx); err != nil {
 		return false, err
 	}
-	return stored, nil
+	return kept, nil
 }
 
 // executor runs a statement: the pool or a transaction.
