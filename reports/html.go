@@ -78,6 +78,7 @@ type htmlResult struct {
 	Key, Label, Status           string // filter key, shown verdict, the case's own status
 	Expected, Observed, Reason   string
 	Note                         string
+	Downstream                   []string // the double's calls per key
 	Duration                     string
 	Exchanges                    []htmlExchange
 	MoreExchanges                int
@@ -167,7 +168,7 @@ func htmlResultOf(rep *scenarios.Report, r scenarios.Result) htmlResult {
 		Name: r.Name(), ID: r.ID, Operation: r.Operation, Level: string(r.Level),
 		Requirements: strings.Join(r.Requirements, ", "), Requirement: r.Requirement, Explanation: r.Explanation,
 		Key: filterKey(v), Status: string(r.Status),
-		Expected: r.Expected, Observed: r.Observed, Reason: r.Reason, Note: v.Note,
+		Expected: r.Expected, Observed: r.Observed, Reason: r.Reason, Note: v.Note, Downstream: r.Downstream,
 		Duration: r.Duration.Round(time.Millisecond).String(),
 	}
 	hr.Label = string(v.Status)
@@ -177,7 +178,7 @@ func htmlResultOf(rep *scenarios.Report, r scenarios.Result) htmlResult {
 		}
 	}
 	hr.StatusDiffer = string(v.Status) != string(r.Status)
-	hr.HasVerdictText = hr.Expected != "" || hr.Observed != "" || hr.Reason != "" || hr.Note != ""
+	hr.HasVerdictText = hr.Expected != "" || hr.Observed != "" || hr.Reason != "" || hr.Note != "" || len(hr.Downstream) > 0
 	for i, ex := range r.Exchanges {
 		if i == maxHTMLExchanges {
 			hr.MoreExchanges = len(r.Exchanges) - i

@@ -81,8 +81,9 @@ type downstreamRun struct {
 	global atomic.Bool
 
 	// variants are the bodies Env.Variant handed out for variants with a
-	// downstream: behaviour, by their first byte's address: Env.Send
-	// knows one by its backing array, even when it equals the normal body.
+	// downstream: behaviour, by their first byte's address: the request
+	// layer (Env.markForDouble) knows one by its backing array, even when
+	// it equals the normal body.
 	mu       sync.Mutex
 	variants map[*byte]string
 }
@@ -115,8 +116,9 @@ func (d *downstreamRun) variantOf(body []byte) string {
 }
 
 // StartDownstream starts the double of t.Downstream and returns a copy of
-// t that marks its requests and counts with it; nil when t has none. The
-// caller closes the server. Errors are one line (port in use: exit 2).
+// t that marks its requests and counts with it (t itself and no server
+// when t has no downstream:). The caller closes the server. Errors are one
+// line (port in use: exit 2).
 func StartDownstream(ctx context.Context, t *Target) (*Target, *double.Server, error) {
 	if t.Downstream == nil {
 		return t, nil, nil
@@ -145,15 +147,46 @@ func (t *Target) Double() *double.Server {
 	return t.downstream.srv
 }
 
-// Token is the token idemcheck writes into key's requests (a body, header
+// token is the token idemcheck writes into key's requests (a body, header
 // or query marker): double.Prefix and a hash of the run's salt and key.
 // "" when no double runs.
-func (t *Target) Token(key string) string {
+func (t *Target) token(key string) string {
 	if t.downstream == nil {
 		return ""
 	}
 	h := sha256.Sum256([]byte(t.downstream.salt + "\x00" + key))
 	return double.Prefix + hex.EncodeToString(h[:(double.TokenLen-len(double.Prefix))/2])
+}
+
+// markForDouble writes into x (a request of op built from r) the token
+// the downstream double counts it under, when a double runs: the key's,
+// the key field lines' own scope's or the case's keyless scope's
+// (countsScopes); a variant's body gives the key the variant's behaviour.
+// The scope is noted for the evidence (downstreamEvidence).
+func (e *Env) markForDouble(op *Operation, r Req, x *Exchange) {
+	t := e.Target
+	if t.downstream == nil {
+		return
+	}
+	var scope string
+	switch {
+	case r.KeyLines != nil:
+		if !t.countsScopes() {
+			return
+		}
+		scope = KeyLinesScope(r.KeyLines) // counted under it: linesCount
+	case !r.NoKey:
+		scope = r.Key
+		if name := t.downstream.variantOf(x.Request.Body); name != "" {
+			_ = t.BehaveVariant(op, r.Key, name) // the route was validated: no error
+		}
+	case t.countsScopes():
+		scope = e.noKeyScope()
+	default:
+		return
+	}
+	x.Request.URL, x.Request.Body = t.Mark(op, scope, x.Request.URL, x.Request.Header, x.Request.Body)
+	e.sentUnder(scope)
 }
 
 // countsScopes reports whether the double counts the calls of requests
@@ -177,17 +210,16 @@ func (t *Target) countsScopes() bool {
 	return len(os) > 0
 }
 
-// track makes the double count key's calls: those holding its token, and
-// those holding the key itself when an operation has no marker.
-func (t *Target) track(key string) {
-	d := t.downstream
-	if d == nil || key == "" {
-		return
+// track makes the double count key's calls: those holding its token
+// (returned), and those holding the key itself when an operation has no
+// marker. A double must be running.
+func (t *Target) track(key string) string {
+	tok := t.token(key)
+	t.downstream.srv.Track(tok)
+	if t.downstream.keys {
+		t.downstream.srv.Track(key)
 	}
-	d.srv.Track(t.Token(key))
-	if d.keys {
-		d.srv.Track(key)
-	}
+	return tok
 }
 
 // BehaveVariant makes the double answer key's calls as op's variant says
@@ -197,36 +229,35 @@ func (t *Target) BehaveVariant(op *Operation, key, variant string) error {
 	if t.downstream == nil || !ok || v.Downstream == nil || key == "" {
 		return nil
 	}
-	t.track(key)
-	tok := key
-	if op.Marker != nil {
-		tok = t.Token(key)
+	tok := t.track(key)
+	if op.Marker == nil {
+		tok = key // the API forwards the key itself
 	}
 	return t.downstream.srv.Behave(tok, v.Downstream.Route, v.Downstream.Behaviour)
 }
 
-// DownstreamCalls is how many calls of route hold key's token (or the
+// downstreamCalls is how many calls of route hold key's token (or the
 // key); exact, from the double's counts.
-func (t *Target) DownstreamCalls(key, route string) int {
+func (t *Target) downstreamCalls(key, route string) int {
 	d := t.downstream
 	if d == nil || key == "" {
 		return 0
 	}
-	n := d.srv.Calls(t.Token(key), route)
+	n := d.srv.Calls(t.token(key), route)
 	if d.keys {
 		n += d.srv.Calls(key, route)
 	}
 	return n
 }
 
-// DownstreamJournal lists the kept calls that hold key's token or the key,
+// downstreamJournal lists the kept calls that hold key's token or the key,
 // oldest first.
-func (t *Target) DownstreamJournal(key string) []double.Call {
+func (t *Target) downstreamJournal(key string) []double.Call {
 	d := t.downstream
 	if d == nil || key == "" {
 		return nil
 	}
-	calls := d.srv.Journal(t.Token(key))
+	calls := d.srv.Journal(t.token(key))
 	if d.keys {
 		calls = append(calls, d.srv.Journal(key)...)
 		sort.SliceStable(calls, func(i, j int) bool { return calls[i].Time.Before(calls[j].Time) })
@@ -242,6 +273,9 @@ func (t *Target) validateDownstream() error {
 		if err := d.Validate(); err != nil {
 			return err
 		}
+	}
+	if strings.Contains(t.Command, downstreamPlaceholder) && d == nil {
+		return fmt.Errorf("target_cmd %q: %s is the downstream double's URL; add a downstream: section", t.Command, downstreamPlaceholder)
 	}
 	route := func(at, name string) error {
 		if d == nil {
@@ -414,7 +448,7 @@ func (e *Env) downstreamEvidence() []string {
 	for _, s := range e.sentKeys() {
 		byRoute := map[string][]double.Call{}
 		var routes []string
-		for _, c := range t.DownstreamJournal(s.key) {
+		for _, c := range t.downstreamJournal(s.key) {
 			if byRoute[c.Route] == nil {
 				routes = append(routes, c.Route)
 			}

@@ -81,8 +81,8 @@ func TestMark(t *testing.T) {
 	}
 	defer closeDouble(srv)
 	key := "0c6f7d2a-1b3c-4d5e-8f90-a1b2c3d4e5f6"
-	tok := dt.Token(key)
-	if len(tok) != double.TokenLen || !strings.HasPrefix(tok, double.Prefix) || tok != dt.Token(key) || tok == dt.Token(key+"x") {
+	tok := dt.token(key)
+	if len(tok) != double.TokenLen || !strings.HasPrefix(tok, double.Prefix) || tok != dt.token(key) || tok == dt.token(key+"x") {
 		t.Fatalf("token %q: want a stable, per-key token", tok)
 	}
 	body := []byte(`{"sku": "abc",  "reference": "", "n": 1}`)

@@ -253,24 +253,10 @@ func (e *Env) Send(ctx context.Context, r Req) Resp {
 	switch {
 	case r.KeyLines != nil:
 		x.Request.Header[hk] = append([]string(nil), r.KeyLines...)
-		if e.Target.countsScopes() { // counted under the lines' scope (linesCount)
-			scope := KeyLinesScope(r.KeyLines)
-			x.Request.URL, x.Request.Body = e.Target.Mark(op, scope, x.Request.URL, x.Request.Header, x.Request.Body)
-			e.sentUnder(scope)
-		}
 	case !r.NoKey:
 		x.Request.Header[hk] = []string{e.KeyValue(r.Key)}
-		if name := e.Target.downstream.variantOf(body); name != "" {
-			_ = e.Target.BehaveVariant(op, r.Key, name) // the route was validated: no error
-		}
-		x.Request.URL, x.Request.Body = e.Target.Mark(op, r.Key, x.Request.URL, x.Request.Header, x.Request.Body)
-		if e.Target.downstream != nil {
-			e.sentUnder(r.Key)
-		}
-	case e.Target.countsScopes():
-		x.Request.URL, x.Request.Body = e.Target.Mark(op, e.noKeyScope(), x.Request.URL, x.Request.Header, x.Request.Body)
-		e.sentUnder(e.noKeyScope())
 	}
+	e.markForDouble(op, r, &x)
 	if c := e.oracle; c != nil && c.global {
 		c.enter(ctx, e, scopeOf(r))
 		defer c.leave()

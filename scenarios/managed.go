@@ -36,6 +36,10 @@ var managedReadyTimeout = 15 * time.Second
 // harness picked.
 const portPlaceholder = "{port}"
 
+// downstreamPlaceholder in target_cmd is replaced by the downstream
+// double's base URL (the API's provider URL).
+const downstreamPlaceholder = "{downstream}"
+
 // Managed is a target process the harness started: its own process group,
 // killed with the harness (Pdeathsig), output kept for evidence.
 type Managed struct {
@@ -140,6 +144,9 @@ func startManaged(ctx context.Context, t *Target) (*Target, *Managed, error) {
 	p := strconv.Itoa(port)
 	for i := range argv {
 		argv[i] = strings.ReplaceAll(argv[i], portPlaceholder, p)
+		if d := t.Double(); d != nil { // the API's provider URL
+			argv[i] = strings.ReplaceAll(argv[i], downstreamPlaceholder, d.URL())
+		}
 	}
 	base := t.BaseURL
 	if base == "" {

@@ -7,7 +7,7 @@ import (
 
 // downstreamSource counts executions as the downstream double's calls of
 // one route (oracle: {downstream: ROUTE}): per key, the calls that hold
-// the key's token (Target.Token) or the key itself; once calibration found
+// the key's token (Target.token) or the key itself; once calibration found
 // the calls carry no token, every call of the route (a global count).
 type downstreamSource struct {
 	t     *Target
@@ -36,7 +36,7 @@ func (s *downstreamSource) Count(_ context.Context, key string, _ func(Exchange)
 	if key == "" {
 		return 0, fmt.Errorf("oracle downstream %s: calls of requests sent without a key hold no token", s.route)
 	}
-	return s.t.DownstreamCalls(key, s.route), nil
+	return s.t.downstreamCalls(key, s.route), nil
 }
 
 func (s *downstreamSource) Total(context.Context, func(Exchange)) (int, bool, error) {

@@ -212,12 +212,11 @@ func (t *Target) Mark(op *Operation, key, rawURL string, h http.Header, body []b
 	if t.downstream == nil || key == "" {
 		return rawURL, body
 	}
-	t.track(key)
+	tok := t.track(key)
 	m := op.Marker
 	if m == nil {
 		return rawURL, body
 	}
-	tok := t.Token(key)
 	switch {
 	case m.Header != "":
 		h.Set(m.Header, tok)

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -207,5 +208,21 @@ func TestDoubleKeyLines(t *testing.T) {
 	x := res["syntax/repeated-header"]
 	if want := "201 then 201, 1 executions (oracle)"; strings.Count(x.Observed, want) != 2 {
 		t.Errorf("syntax/repeated-header on a shop accepting two key lines: %s %q %s, want %q for both forms", x.Status, x.Observed, x.Reason, want)
+	}
+}
+
+// TestDoubleManagedTarget: a target_cmd gets the double's URL as
+// {downstream}, so a managed API needs no fixed provider port (listen
+// picks a free one).
+func TestDoubleManagedTarget(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "knobless")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/idemcheck/idemcheck/internal/knobless/cmd/knobless").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v: %s", err, out)
+	}
+	cfg := knobless.Config("http://127.0.0.1:1", "127.0.0.1:0", downstreamOracle)
+	cfg = strings.Replace(cfg, "base_url: http://127.0.0.1:1\n", "target_cmd: "+bin+" --addr 127.0.0.1:{port} --provider {downstream}\n", 1)
+	r, res, notes := runKnobless(t, cfg, "--run", "replay/single-execution")
+	if x := res["replay/single-execution"]; x.Status != "pass" || !strings.Contains(x.Observed, "(oracle)") || len(notes) != 0 {
+		t.Errorf("replay/single-execution: %+v, notes %q, exit %d, stderr %s: want a pass counted by the double", x, notes, r.code, r.stderr)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -65,6 +66,23 @@ func TestDoubleCLIErrors(t *testing.T) {
 		lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
 		if r.code != exitUsage || len(lines) != 1 || !strings.Contains(r.stderr, tc.stderr) {
 			t.Errorf("%s: exit %d, stderr %q; want exit 2 and one line with %q", tc.name, r.code, r.stderr, tc.stderr)
+		}
+	}
+	// run starts the config's double before any request: its port in use
+	// is the same one line, exit 2.
+	api := httptest.NewServer(http.NotFoundHandler())
+	defer api.Close()
+	cfg := writeFile(t, "run.yaml", "base_url: "+api.URL+`
+principals: [{name: a, headers: {Authorization: Bearer a}}]
+downstream: {listen: "`+busy.Addr().String()+`", routes: [{name: payments, path: /v1/payments}]}
+oracle: {downstream: payments}
+operations: [{name: o, method: POST, path: /o, body: {ref: ""}, marker: /ref}]
+`)
+	for _, command := range []string{"run", "chaos", "load"} {
+		r := runCLI(t, command, "--config", cfg)
+		lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+		if want := "downstream.listen " + busy.Addr().String() + ": bind: address already in use"; r.code != exitUsage || len(lines) != 1 || !strings.Contains(r.stderr, want) {
+			t.Errorf("%s with the double's port in use: exit %d, stderr %q; want exit 2 and one line with %q", command, r.code, r.stderr, want)
 		}
 	}
 }
