@@ -61,7 +61,7 @@ func TestMixSlowMiss(t *testing.T) {
 	if hit.StatusCodes["201"] != hit.Requests || miss.StatusCodes["201"] != miss.Requests {
 		t.Fatalf("status codes hit %v miss %v", hit.StatusCodes, miss.StatusCodes)
 	}
-	if !rep.Oracle.Available || !rep.Oracle.Totals || rep.Oracle.KeysProbed == 0 ||
+	if !rep.Oracle.Available || !rep.Oracle.Totals || rep.Oracle.TotalsURL == "" || rep.Oracle.KeysProbed == 0 ||
 		rep.Oracle.After-rep.Oracle.Before != int64(miss.Requests) {
 		t.Fatalf("oracle %+v for %d misses", rep.Oracle, miss.Requests)
 	}

@@ -16,7 +16,9 @@ type OracleReport struct {
 	Available bool `json:"available"`
 	// Totals: executions before and after the measured window, and the
 	// range the measured requests can explain.
-	Totals      bool   `json:"totals,omitempty"`
+	Totals bool `json:"totals,omitempty"`
+	// TotalsURL is where an HTTP counter's totals were read.
+	TotalsURL   string `json:"totals_url,omitempty"`
 	Before      int64  `json:"before"`
 	After       int64  `json:"after"`
 	ExpectedMin uint64 `json:"expected_min"`

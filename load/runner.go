@@ -330,6 +330,13 @@ func Run(ctx context.Context, t *scenarios.Target, opts ...Option) (*Report, err
 			if err != nil {
 				orep.Error, orep.Totals = err.Error(), false
 			}
+			if o := t.Oracle; orep.Totals && o != nil && o.URL != "" && o.Count == nil {
+				orep.TotalsURL = o.TotalsURL(t)
+				if !o.PerKey() { // the URL counts every key itself
+					orep.TotalsURL = o.KeyURL(t, "")
+				}
+				orep.TotalsURL = t.Redact(orep.TotalsURL)
+			}
 		}
 	}
 

@@ -33,7 +33,8 @@ func serveNull(t *testing.T) string {
 
 // TestNullServerNeverPasses: a server that ignores the key can never exit 0
 // under a config that names an operation; whatever the config supplies,
-// the run either catches it (1) or says it lacks the evidence (5).
+// the run either catches it (1), says it lacks the evidence (5), or finds
+// the evidence unusable before any verdict (2).
 // --allow-incomplete is the user accepting that, explicitly.
 func TestNullServerNeverPasses(t *testing.T) {
 	url := serveNull(t)
@@ -46,8 +47,8 @@ func TestNullServerNeverPasses(t *testing.T) {
 	}{
 		{"bare", "no oracle, no id_pointer: the MUSTs that need one lack evidence (5), never a pass",
 			base + strings.Replace(op, "%s", "", 1), nil, []int{exitIncomplete}},
-		{"id-pointer-finds-nothing", "an id_pointer that matches nothing in the body decides nothing: not a pass",
-			base + strings.Replace(op, "%s", ", id_pointer: /id", 1), nil, []int{exitFail, exitIncomplete}},
+		{"id-pointer-finds-nothing", "an id_pointer that matches nothing in the body stops the run before any verdict: a config error (2), not a pass",
+			base + strings.Replace(op, "%s", ", id_pointer: /id", 1), nil, []int{exitUsage}},
 		{"oracle-never-moves", "an oracle whose counter never moves is misconfigured: not a pass",
 			base + "oracle: {url: /_effects, pointer: /executions}\n" + strings.Replace(op, "%s", "", 1), nil, []int{exitFail, exitIncomplete}},
 		{"allow-incomplete", "--allow-incomplete accepts missing evidence: the user said so",
@@ -62,6 +63,9 @@ func TestNullServerNeverPasses(t *testing.T) {
 			}
 			if !ok {
 				t.Fatalf("rule: %s: exit %d, want one of %v\nstdout:\n%s\nstderr:\n%s", tc.rule, r.code, tc.codes, r.stdout, r.stderr)
+			}
+			if r.code == exitUsage && r.stderr != "idemcheck: operations[0].id_pointer /id: nothing there in the 201 body (members: status)\n" {
+				t.Errorf("rule: the id_pointer error is one line naming the pointer and the body's members; stderr:\n%s", r.stderr)
 			}
 			if r.code == exitIncomplete && (!strings.Contains(r.stdout, "Not enough evidence (MUST):") ||
 				!strings.Contains(r.stdout, "outcome: not enough evidence (exit 5)") || !strings.Contains(r.stderr, "not enough evidence")) {
