@@ -8,6 +8,8 @@
 //	  go run ./examples/shop -addr 127.0.0.1:8080 -ttl 4s
 //
 // Replicas share the database: start more on other addresses.
+// -provider-url overrides PROVIDER_URL (a managed target's
+// "-provider-url {downstream}").
 //
 // SHOP_DEFECT=name starts a broken build instead (defects.go);
 // examples/shop/idemcheck.yaml describes the API to idemcheck and
@@ -60,7 +62,7 @@ func (c config) check() error {
 		return fmt.Errorf("-lease %s: must exceed -provider-timeout %s by more than 1s", c.lease, c.providerTimeout)
 	}
 	if u, err := url.Parse(c.providerURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("PROVIDER_URL %q: want an absolute http(s) URL", c.providerURL)
+		return fmt.Errorf("PROVIDER_URL (-provider-url) %q: want an absolute http(s) URL", c.providerURL)
 	}
 	return nil
 }
@@ -115,6 +117,7 @@ func (s *shop) sweep(ctx context.Context, period time.Duration) {
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8080", "listen address")
 	c := config{dsn: os.Getenv("DATABASE_URL"), providerURL: os.Getenv("PROVIDER_URL")}
+	flag.StringVar(&c.providerURL, "provider-url", c.providerURL, "the payment provider's base URL (default $PROVIDER_URL)")
 	flag.DurationVar(&c.ttl, "ttl", 24*time.Hour, "how long a key's outcome is replayed, counted from completion")
 	flag.DurationVar(&c.lease, "lease", 5*time.Second, "how long an in-flight request holds its key")
 	flag.DurationVar(&c.providerTimeout, "provider-timeout", 3*time.Second, "the bound on one call to the payment provider")

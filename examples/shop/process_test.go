@@ -29,16 +29,15 @@ func TestProcess(t *testing.T) {
 		t.Fatalf("go build: %v: %s", err, out)
 	}
 	t.Run("correct", func(t *testing.T) {
-		listen := freeAddr(t)
-		// target_cmd inherits the environment.
+		// target_cmd inherits the environment; idemcheck picks the shop's
+		// port and the double's, and writes them into the command line.
 		t.Setenv("DATABASE_URL", dsn)
-		t.Setenv("PROVIDER_URL", "http://"+listen)
 		t.Setenv("SHOP_DEFECT", "")
 		cfg := writeConfig(t, func(c map[string]any) {
 			c["base_url"] = "http://127.0.0.1:{port}"
 			delete(c, "replicas") // one managed shop
-			c["target_cmd"] = bin + " -addr 127.0.0.1:{port} -ttl " + shopTTL.String()
-			c["downstream"].(map[string]any)["listen"] = listen
+			c["target_cmd"] = bin + " -addr 127.0.0.1:{port} -provider-url {downstream} -ttl " + shopTTL.String()
+			delete(c["downstream"].(map[string]any), "listen")
 		})
 		// A few cases through the database, the provider and a slow charge
 		// (TestIdemcheck runs the whole catalog in-process), and the crash.
