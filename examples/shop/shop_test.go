@@ -390,3 +390,32 @@ func TestReplicasStartTogether(t *testing.T) {
 		}
 	}
 }
+
+// A replica starting on a current schema runs no DDL: an order being
+// written (a row lock on orders, held open here) does not hold it up.
+func TestStartBesideTraffic(t *testing.T) {
+	dsn := testenv.RequirePostgres(t)
+	cfg := config{dsn: dsn, providerURL: "http://127.0.0.1:9", ttl: time.Hour, lease: 5 * time.Second, providerTimeout: time.Second}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	first, err := open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.close()
+	tx, err := first.store.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, `LOCK TABLE orders, idempotency_records IN ROW EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	octx, ocancel := context.WithTimeout(ctx, 3*time.Second)
+	defer ocancel()
+	second, err := open(octx, cfg)
+	if err != nil {
+		t.Fatalf("a replica beside an open write: %v", err)
+	}
+	second.close()
+}

@@ -130,6 +130,7 @@ func openStore(ctx context.Context, dsn string) (*store, error) {
 
 // schemaLock serialises replicas preparing the schema: concurrent CREATE
 // ... IF NOT EXISTS of one table can fail on PostgreSQL's catalog.
+// Replicas that find the schema current run no DDL.
 const schemaLock = 0x5709
 
 func migrate(ctx context.Context, pool *pgxpool.Pool) error {
@@ -139,6 +140,13 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, schemaLock); err != nil {
+		return err
+	}
+	// On a current schema no DDL runs: CREATE INDEX IF NOT EXISTS still
+	// locks its table, and a replica restarting beside serving ones would
+	// stall their orders behind it. The schema's last object says current.
+	var current bool
+	if err := tx.QueryRow(ctx, `SELECT to_regclass('idempotency_records_expires') IS NOT NULL`).Scan(&current); err != nil || current {
 		return err
 	}
 	if _, err := tx.Exec(ctx, schema); err != nil {
