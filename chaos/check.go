@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
+
+	"github.com/idemcheck/idemcheck/internal/expiry"
 )
 
 // Checker decides exactly-once per key from a history: the proxy's
@@ -15,10 +18,19 @@ type Checker struct {
 	// With it, an execution that may have come after the key expired is
 	// a legal fresh execution: shown in Report.AfterTTL, not a violation.
 	// Set it before feeding lines; a history's "run" line sets it when 0.
-	TTL      time.Duration
-	keys     map[string]*keyState
-	attempts int
-	faults   map[string]int
+	TTL time.Duration
+	// Margin is the profile's margin before the TTL: an attempt sent
+	// within TTL − Margin of the key's first contact met its record,
+	// however late it was answered (expiry.SentInside, the rule every face
+	// shares). A history's "run" line sets it when 0.
+	Margin time.Duration
+	// ReplicaKills: the harness SIGKILLed replicas during the run, so an
+	// upstream exchange that failed (connection refused or reset) may be
+	// its doing, like a fault's. A history's "run" line sets it.
+	ReplicaKills bool
+	keys         map[string]*keyState
+	attempts     int
+	faults       map[string]int
 }
 
 type keyState struct {
@@ -34,11 +46,40 @@ type keyState struct {
 	definite  int // first upstream status that is a final answer (not 409/429/5xx)
 	op        *Op
 	// Timing, for the TTL: the key's first contact (no record of it can
-	// be older), the earliest end of an attempt that returned each id and
-	// each 2xx body (it was executed by then), and the last attempt end.
-	first, last    time.Time
-	idEnd, bodyEnd map[string]time.Time
+	// be older), the earliest send of an attempt that returned each id and
+	// each 2xx body, and the latest attempt sent. Attempts are judged by
+	// when they were sent (expiry.SentInside).
+	first, lastSent  time.Time
+	idSent, bodySent map[string]time.Time
+	// committed is the earliest end of an attempt that got a 2xx with a
+	// created id: the server had committed by then.
+	committed time.Time
+	// cut counts attempts whose answer the harness dropped, cut or made
+	// up (by fault kind): no evidence against the server. served is the
+	// latest-sent attempt whose answer came from the server unaltered,
+	// final the latest-sent attempt of all.
+	cut           map[string]int
+	served, final *sent
 }
+
+// sent is what the checker keeps of an attempt to judge what the client
+// ended with: when it was sent, and the answer the client got.
+type sent struct {
+	at      time.Time
+	attempt int
+	status  int  // the server's answer (0: none)
+	cut     bool // the harness dropped, cut or replaced the answer
+}
+
+// after reports whether a was sent after b (the attempt number breaks
+// ties).
+func (a *sent) after(b *sent) bool {
+	return b == nil || a.at.After(b.at) || (a.at.Equal(b.at) && a.attempt > b.attempt)
+}
+
+// cutByHarness reports whether the client did not get the server's own
+// answer to ev because a fault dropped, reset, truncated or replaced it.
+func cutByHarness(ev *Event) bool { return ev.Fault != "" && ev.Client != ClientOK }
 
 // NewChecker returns an empty checker.
 func NewChecker() *Checker {
@@ -68,8 +109,39 @@ func (c *Checker) Attempt(ev Event) {
 	if s.first.IsZero() || ev.Time.Before(s.first) {
 		s.first = ev.Time
 	}
-	if end.After(s.last) {
-		s.last = end
+	// An attempt reaches the server when the proxy forwards it (a delay
+	// fault holds it): that is when it was sent, for the TTL and the
+	// commit.
+	at := ev.Time
+	if len(ev.Upstream) > 0 {
+		at = ev.Time.Add(time.Duration(ev.Upstream[0].SentNS))
+	}
+	for _, u := range ev.Upstream {
+		if t := ev.Time.Add(time.Duration(u.SentNS)); t.After(s.lastSent) {
+			s.lastSent = t
+		}
+	}
+	if ev.Time.After(s.lastSent) {
+		s.lastSent = ev.Time
+	}
+	a := &sent{at: at, attempt: ev.Attempt, status: ev.Status, cut: cutByHarness(&ev)}
+	fault := ev.Fault
+	if !a.cut && c.ReplicaKills && ev.Client != ClientOK && len(ev.Upstream) > 0 && ev.Upstream[0].Error != "" {
+		a.cut, fault = true, "replica killed"
+	}
+	if a.status == 0 && len(ev.Upstream) > 0 && ev.Upstream[0].Error == "" {
+		a.status = ev.Upstream[0].Status // a history without the client's status
+	}
+	if a.after(s.final) {
+		s.final = a
+	}
+	if a.cut {
+		if s.cut == nil {
+			s.cut = map[string]int{}
+		}
+		s.cut[fault]++
+	} else if a.after(s.served) {
+		s.served = a
 	}
 	for _, u := range ev.Upstream {
 		if u.Error != "" {
@@ -86,8 +158,12 @@ func (c *Checker) Attempt(ev Event) {
 			if !slices.Contains(s.okBodies, ev.RequestSHA256) {
 				s.okBodies = append(s.okBodies, ev.RequestSHA256)
 			}
-			s.idEnd = earliest(s.idEnd, u.ID, end)
-			s.bodyEnd = earliest(s.bodyEnd, ev.RequestSHA256, end)
+			sentAt := ev.Time.Add(time.Duration(u.SentNS))
+			s.idSent = earliest(s.idSent, u.ID, sentAt)
+			s.bodySent = earliest(s.bodySent, ev.RequestSHA256, sentAt)
+			if u.ID != "" && (s.committed.IsZero() || end.Before(s.committed)) {
+				s.committed = end
+			}
 		case u.Status >= 500:
 			s.errors5xx++
 			if !slices.Contains(s.errBodies, u.SHA256) {
@@ -120,6 +196,19 @@ func (c *Checker) Op(op Op) {
 	}
 }
 
+// KeyViolations judges one key on what was fed so far, by the rules
+// Report applies, and forgets it: a live view counts, per finished
+// operation, only what the final check will count.
+func (c *Checker) KeyViolations(key string) int {
+	s := c.keys[key]
+	if s == nil {
+		return 0
+	}
+	delete(c.keys, key)
+	viol, _, _ := s.check(key, c.TTL, c.Margin)
+	return len(viol)
+}
+
 // Violation is one broken exactly-once property of one key, with evidence.
 type Violation struct {
 	Key      string   `json:"key"`
@@ -129,31 +218,46 @@ type Violation struct {
 	IDs      []string `json:"ids,omitempty"`
 	Statuses []int    `json:"upstream_statuses,omitempty"`
 	Oracle   *int     `json:"oracle,omitempty"`
+	// Reason, on a key not judged, says why (a NotJudged* constant).
+	Reason string `json:"reason,omitempty"`
 }
 
 // Report is the checker's verdict over a whole history.
 type Report struct {
-	Keys       int            `json:"keys"`
-	Ops        int            `json:"ops"`
-	Attempts   int            `json:"attempts"`
-	Faults     map[string]int `json:"faults"`
-	Outcomes   map[string]int `json:"outcomes"`   // client outcomes of ops
-	Unresolved int            `json:"unresolved"` // ops that ended without an answer and with no effect seen
+	Keys     int            `json:"keys"`
+	Ops      int            `json:"ops"`
+	Attempts int            `json:"attempts"`
+	Faults   map[string]int `json:"faults"`
+	Outcomes map[string]int `json:"outcomes"` // client outcomes of ops
+	// FailsByKind splits the "fail" outcomes by op kind: the business
+	// and transient kinds' are their variants' expected answers (402,
+	// 503), the mutated kind's a changed body's rejection (422).
+	FailsByKind map[string]int `json:"fails_by_kind"`
+	Unresolved  int            `json:"unresolved"` // ops that ended without an answer and with no effect seen
 	// Interrupted: ops the run's end cut short (SIGINT, --deadline);
 	// nothing the client did not get to see is judged for them.
 	Interrupted int         `json:"interrupted_ops"`
 	Violations  []Violation `json:"violations"`
-	// TTL is the key lifetime the checker applied (0: none).
-	TTL time.Duration `json:"ttl_ns"`
+	// TTL is the key lifetime the checker applied (0: none), Margin the
+	// margin before it: attempts sent later than TTL − margin after a
+	// key's first contact are not judged against its first record.
+	TTL    time.Duration `json:"ttl_ns"`
+	Margin time.Duration `json:"margin_ns"`
 	// AfterTTL are keys executed again when their first record may have
 	// expired: legal fresh executions, shown with the same evidence as a
 	// violation but not counted as one.
 	AfterTTL []Violation `json:"after_ttl"`
 	// Unjudged are keys whose evidence would be a violation but has an
-	// explanation the history cannot rule out (5xx answers from two
-	// sources, e.g. the handler's error and a store outage's 503): shown,
-	// not counted.
+	// explanation the history cannot rule out: 5xx answers from two
+	// sources (the handler's error and a store outage's 503), or a client
+	// that ended without the committed result because the harness
+	// dropped or cut the answers. Shown, not counted.
 	Unjudged []Violation `json:"unjudged"`
+	// Judged counts keys the rules could decide (with or without a
+	// violation); NotJudged counts the others by reason (a key after its
+	// TTL, the harness dropped every answer, ...). Every key is in one.
+	Judged    int            `json:"judged_keys"`
+	NotJudged map[string]int `json:"not_judged"`
 	// Executed counts keys with evidence of an execution: a 2xx answer,
 	// a created id or an oracle count.
 	Executed int `json:"executed_keys"`
@@ -164,19 +268,38 @@ type Report struct {
 	Exercised bool `json:"exercised"`
 }
 
+// Reasons a key is not judged (Report.NotJudged).
+const (
+	NotJudgedHarness     = "the harness dropped every answer"
+	NotJudgedAfterCommit = "the harness dropped every answer after the commit"
+	NotJudgedAfterTTL    = "executed again after its TTL may have run out"
+	NotJudgedTwoSources  = "5xx answers with another explanation"
+	NotJudgedInterrupted = "cut short by the run's end"
+)
+
+// MostlyUnjudged reports whether more keys were left unjudged than were
+// judged: a clean report then says little.
+func (r Report) MostlyUnjudged() bool {
+	n := 0
+	for _, c := range r.NotJudged {
+		n += c
+	}
+	return n > r.Judged
+}
+
 // Violation rules.
 const (
 	RuleDoubleExecution    = "double-execution"    // more than one effect for one key
 	RuleFingerprintIgnored = "fingerprint-ignored" // different bodies under one key both succeeded
 	RuleWrongAnswer        = "wrong-answer"        // the client's final answer is not the committed result
-	RuleLost               = "lost"                // committed, but the client never learned it
+	RuleLost               = "lost"                // committed, but the server answered its retries with something else
 	RuleErrorReplayed      = "error-replayed"      // a 5xx was replayed instead of re-executed
 )
 
 // Report applies the rules to every key.
 func (c *Checker) Report() Report {
-	r := Report{Keys: len(c.keys), Attempts: c.attempts, Faults: c.faults, Outcomes: map[string]int{}, Violations: []Violation{},
-		TTL: c.TTL, AfterTTL: []Violation{}, Unjudged: []Violation{}}
+	r := Report{Keys: len(c.keys), Attempts: c.attempts, Faults: c.faults, Outcomes: map[string]int{}, FailsByKind: map[string]int{}, Violations: []Violation{},
+		TTL: c.TTL, Margin: c.Margin, AfterTTL: []Violation{}, Unjudged: []Violation{}, NotJudged: map[string]int{}}
 	keys := make([]string, 0, len(c.keys))
 	for k := range c.keys {
 		keys = append(keys, k)
@@ -187,6 +310,9 @@ func (c *Checker) Report() Report {
 		if s.op != nil {
 			r.Ops++
 			r.Outcomes[s.op.Outcome]++
+			if s.op.Outcome == ClientFail {
+				r.FailsByKind[s.op.Kind]++
+			}
 			switch {
 			case s.op.Outcome == ClientInterrupted:
 				r.Interrupted++
@@ -197,10 +323,26 @@ func (c *Checker) Report() Report {
 		if s.executed() {
 			r.Executed++
 		}
-		viol, legal, unjudged := s.check(k, c.TTL)
+		viol, legal, unjudged := s.check(k, c.TTL, c.Margin)
 		r.Violations = append(r.Violations, viol...)
 		r.AfterTTL = append(r.AfterTTL, legal...)
 		r.Unjudged = append(r.Unjudged, unjudged...)
+		switch {
+		case len(viol) > 0:
+			r.Judged++
+		case s.op != nil && s.op.Outcome == ClientInterrupted:
+			r.NotJudged[NotJudgedInterrupted]++
+		case len(unjudged) > 0:
+			r.NotJudged[unjudged[0].Reason]++
+		case len(legal) > 0:
+			r.NotJudged[NotJudgedAfterTTL]++
+		case s.served == nil && len(s.cut) > 0 && s.op != nil && s.op.Outcome != ClientOK:
+			// Nothing the server said reached the client: only the
+			// upstream's evidence was judged, and it showed nothing.
+			r.NotJudged[NotJudgedHarness]++
+		default:
+			r.Judged++
+		}
 	}
 	r.Exercised = r.Ops == 0 || r.Executed > 0
 	return r
@@ -214,17 +356,14 @@ func (s *keyState) executed() bool {
 	return s.op != nil && (s.op.Outcome == ClientOK || (s.op.Oracle != nil && *s.op.Oracle > 0))
 }
 
-// live counts the entries of ends (ids or bodies) executed for certain
-// while the key's first record was alive: no record of the key is older
-// than its first contact, and none expires sooner than ttl after it. With
-// no ttl every entry is live.
-func (s *keyState) live(ends map[string]time.Time, all []string, ttl time.Duration) int {
-	if ttl <= 0 {
-		return len(all)
-	}
+// live counts the entries of sent (ids or bodies) first produced by an
+// attempt sent while the key's first record must have been alive: inside
+// TTL − margin of the key's first contact (expiry.SentInside), however
+// late it was answered. With no ttl every entry is live.
+func (s *keyState) live(sent map[string]time.Time, all []string, ttl, margin time.Duration) int {
 	n := 0
 	for _, k := range all {
-		if ends[k].Before(s.first.Add(ttl)) {
+		if expiry.SentInside(s.first, sent[k], ttl, margin) {
 			n++
 		}
 	}
@@ -234,21 +373,22 @@ func (s *keyState) live(ends map[string]time.Time, all []string, ttl time.Durati
 // check applies the rules to one key: violations, and executions that a
 // key expiry makes legal, and evidence with another explanation (both
 // shown, not counted).
-func (s *keyState) check(key string, ttl time.Duration) (out, legal, unjudged []Violation) {
-	v := func(list *[]Violation, rule, format string, args ...any) {
+func (s *keyState) check(key string, ttl, margin time.Duration) (out, legal, unjudged []Violation) {
+	v := func(list *[]Violation, rule, format string, args ...any) *Violation {
 		viol := Violation{Key: key, Rule: rule, Detail: fmt.Sprintf(format, args...), IDs: s.ids, Statuses: s.statuses}
 		if s.op != nil {
 			viol.Kind, viol.Oracle = s.op.Kind, s.op.Oracle
 		}
 		*list = append(*list, viol)
+		return &(*list)[len(*list)-1]
 	}
-	afterTTL := fmt.Sprintf(" after the key's TTL (%s) may have run out: a legal fresh execution", ttl)
-	if n := s.live(s.idEnd, s.ids, ttl); n > 1 {
+	afterTTL := fmt.Sprintf(" sent past the key's TTL (%s) − margin (%s): the key may have expired, a legal fresh execution", ttl, margin)
+	if n := s.live(s.idSent, s.ids, ttl, margin); n > 1 {
 		v(&out, RuleDoubleExecution, "%d distinct created ids for one key", len(s.ids))
 	} else if len(s.ids) > 1 {
 		v(&legal, RuleDoubleExecution, "%d distinct created ids for one key, the later ones%s", len(s.ids), afterTTL)
 	}
-	if n := s.live(s.bodyEnd, s.okBodies, ttl); n > 1 {
+	if n := s.live(s.bodySent, s.okBodies, ttl, margin); n > 1 {
 		v(&out, RuleFingerprintIgnored, "%d different request bodies under one key all got 2xx (a changed body must be rejected, e.g. 422)", len(s.okBodies))
 	} else if len(s.okBodies) > 1 {
 		v(&legal, RuleFingerprintIgnored, "%d different request bodies under one key got 2xx, the later ones%s", len(s.okBodies), afterTTL)
@@ -259,10 +399,10 @@ func (s *keyState) check(key string, ttl time.Duration) (out, legal, unjudged []
 	}
 	transient := op.Kind == KindTransient
 	if op.Oracle != nil && !transient && *op.Oracle > 1 && len(s.ids) <= 1 {
-		// The oracle does not say when; only a key whose attempts all fit
-		// in its TTL proves the executions overlapped its first record.
-		if ttl > 0 && !s.last.Before(s.first.Add(ttl)) {
-			v(&legal, RuleDoubleExecution, "effects oracle counts %d executions, attempts spanning %s%s", *op.Oracle, s.last.Sub(s.first).Round(time.Millisecond), afterTTL)
+		// The oracle does not say when; only a key whose attempts were all
+		// sent inside TTL − margin proves the executions met its record.
+		if !expiry.SentInside(s.first, s.lastSent, ttl, margin) {
+			v(&legal, RuleDoubleExecution, "effects oracle counts %d executions, the last attempt%s", *op.Oracle, afterTTL)
 		} else {
 			v(&out, RuleDoubleExecution, "effects oracle counts %d executions", *op.Oracle)
 		}
@@ -280,20 +420,65 @@ func (s *keyState) check(key string, ttl time.Duration) (out, legal, unjudged []
 		if len(s.errBodies) == 1 {
 			v(&out, RuleErrorReplayed, "%d upstream 5xx answers, all with the same body, but only %d executions: a 5xx was replayed instead of re-executed", s.errors5xx, *op.Oracle)
 		} else {
-			v(&unjudged, RuleErrorReplayed, "%d upstream 5xx answers with %d different bodies but only %d executions: the uncounted ones may be replays or another source's (a store outage's 503)", s.errors5xx, len(s.errBodies), *op.Oracle)
+			v(&unjudged, RuleErrorReplayed, "%d upstream 5xx answers with %d different bodies but only %d executions: the uncounted ones may be replays or another source's (a store outage's 503)", s.errors5xx, len(s.errBodies), *op.Oracle).Reason = NotJudgedTwoSources
 		}
 	}
 	switch op.Kind {
 	case KindNormal, KindStorm:
 		if len(s.ids) >= 1 && op.Outcome != ClientOK {
-			v(&out, RuleLost, "the upstream created %s but the client ended %s (status %d, %s)", s.ids[0], op.Outcome, op.Status, op.Error)
+			s.lost(op, v, &out, &unjudged)
 		} else if len(s.ids) == 1 && op.ID != s.ids[0] {
 			v(&out, RuleWrongAnswer, "client got id %q, committed id %q", op.ID, s.ids[0])
 		}
 	case KindBusiness:
 		if op.Outcome != ClientUnknown && s.definite != 0 && op.Status != s.definite {
-			v(&out, RuleWrongAnswer, "client got status %d, the committed answer was %d", op.Status, s.definite)
+			if s.final != nil && s.final.cut {
+				v(&unjudged, RuleWrongAnswer, "client got status %d, the committed answer was %d, but the harness made up or cut the last answer (%s)", op.Status, s.definite, s.cutList()).Reason = NotJudgedHarness
+			} else {
+				v(&out, RuleWrongAnswer, "client got status %d, the committed answer was %d", op.Status, s.definite)
+			}
 		}
 	}
 	return out, legal, unjudged
+}
+
+// lost judges a key the upstream committed (a created id) while the client
+// ended without it. Only the server's own answers are evidence: the rule
+// holds when the server answered non-success to an attempt sent after it
+// had committed (the latest such answer the client got unaltered). When
+// the harness dropped or cut every answer, or every one after the commit,
+// the loss is the harness's doing: not judged.
+func (s *keyState) lost(op *Op, v func(*[]Violation, string, string, ...any) *Violation, out, unjudged *[]Violation) {
+	srv := s.served
+	switch {
+	case srv == nil:
+		v(unjudged, RuleLost, "not judged: the harness dropped every answer (%s); the upstream created %s, the client ended %s", s.cutList(), s.ids[0], op.Outcome).Reason = NotJudgedHarness
+	case srv.at.Before(s.committed):
+		v(unjudged, RuleLost, "not judged: the harness dropped every answer after the commit (%s); the server's last answer the client got (status %d) was to an attempt sent before it; the upstream created %s, the client ended %s",
+			s.cutList(), srv.status, s.ids[0], op.Outcome).Reason = NotJudgedAfterCommit
+	case srv.status >= 200 && srv.status < 300:
+		// The server answered 2xx after the commit and the client still
+		// ended without it: the client's side, not the server's.
+		v(unjudged, RuleLost, "not judged: the server answered %d to the attempt sent last, yet the client ended %s (%s); the harness cut %s",
+			srv.status, op.Outcome, op.Error, s.cutList()).Reason = NotJudgedAfterCommit
+	default:
+		v(out, RuleLost, "the upstream created %s, then answered a retry sent after the commit with status %d; the client ended %s (status %d, %s)", s.ids[0], srv.status, op.Outcome, op.Status, op.Error)
+	}
+}
+
+// cutList is "drop-response×19, status×1": the attempts the harness cut.
+func (s *keyState) cutList() string {
+	if len(s.cut) == 0 {
+		return "none cut"
+	}
+	kinds := make([]string, 0, len(s.cut))
+	for k := range s.cut {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	parts := make([]string, len(kinds))
+	for i, k := range kinds {
+		parts[i] = fmt.Sprintf("%s×%d", k, s.cut[k])
+	}
+	return strings.Join(parts, ", ")
 }

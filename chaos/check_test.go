@@ -17,6 +17,13 @@ func TestChecker(t *testing.T) {
 	attempt := func(n int, body string, up ...chaos.Upstream) chaos.Event {
 		return chaos.Event{Type: "attempt", Key: "k", Attempt: n, RequestSHA256: body, Upstream: up}
 	}
+	// dropped: the upstream answered, drop-response closed the client's
+	// connection.
+	dropped := func(n int, up chaos.Upstream) chaos.Event {
+		ev := attempt(n, "a", up)
+		ev.Fault, ev.Client = "drop-response", chaos.ClientUnknown
+		return ev
+	}
 	cases := []struct {
 		name, explanation string
 		attempts          []chaos.Event
@@ -36,9 +43,15 @@ func TestChecker(t *testing.T) {
 		{"changed body rejected", "a different body got 422: fine",
 			[]chaos.Event{attempt(1, "a", ok("x")), attempt(2, "b", chaos.Upstream{Status: 422})},
 			&chaos.Op{Key: "k", Kind: chaos.KindMutated, Outcome: chaos.ClientFail, Status: 422, Oracle: intp(1)}, ""},
-		{"lost", "committed upstream, the client gave up unknowing",
-			[]chaos.Event{attempt(1, "a", ok("x"))},
-			&chaos.Op{Key: "k", Kind: chaos.KindNormal, Outcome: chaos.ClientUnknown, Oracle: intp(1)}, chaos.RuleLost},
+		{"lost", "committed upstream (its answer dropped), then the server answered the retries 409: the client never learned it",
+			[]chaos.Event{dropped(1, ok("x")), attempt(2, "a", chaos.Upstream{Status: 409}), attempt(3, "a", chaos.Upstream{Status: 409})},
+			&chaos.Op{Key: "k", Kind: chaos.KindNormal, Outcome: chaos.ClientUnknown, Status: 409, Oracle: intp(1)}, chaos.RuleLost},
+		{"every answer dropped", "the server replayed x to every attempt, the harness dropped each answer: not the server's doing",
+			[]chaos.Event{dropped(1, ok("x")), dropped(2, ok("x")), dropped(3, ok("x"))},
+			&chaos.Op{Key: "k", Kind: chaos.KindNormal, Outcome: chaos.ClientUnknown, Oracle: intp(1)}, ""},
+		{"business answer made up", "the harness answered the last attempt 400 itself: not the server's answer",
+			[]chaos.Event{attempt(1, "a", chaos.Upstream{Status: 402}), {Type: "attempt", Key: "k", Attempt: 2, Fault: "status", Client: chaos.ClientFail, Status: 400}},
+			&chaos.Op{Key: "k", Kind: chaos.KindBusiness, Outcome: chaos.ClientFail, Status: 400, Oracle: intp(1)}, ""},
 		{"wrong answer", "the client ended with another id than the committed one",
 			[]chaos.Event{attempt(1, "a", ok("x"))},
 			&chaos.Op{Key: "k", Kind: chaos.KindNormal, Outcome: chaos.ClientOK, ID: "y"}, chaos.RuleDoubleExecution},
@@ -237,5 +250,122 @@ func TestCheckerUnjudged(t *testing.T) {
 	r := c.Report()
 	if len(r.Violations) != 0 || len(r.Unjudged) != 1 || r.Unjudged[0].Rule != chaos.RuleErrorReplayed || !strings.Contains(r.Unjudged[0].Detail, "2 different bodies") {
 		t.Fatalf("violations %v, unjudged %v: want none, and one error-replayed not judged", r.Violations, r.Unjudged)
+	}
+}
+
+// TestCheckerSentTime: one time rule (expiry.SentInside): an execution
+// from an attempt sent inside TTL − margin of the key's first contact is
+// judged however late it was answered; one sent later is legal.
+func TestCheckerSentTime(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(ms int, dur time.Duration, up chaos.Upstream) chaos.Event {
+		return chaos.Event{Type: "attempt", Key: "k", Time: t0.Add(time.Duration(ms) * time.Millisecond), DurationNS: dur.Nanoseconds(),
+			RequestSHA256: "a", Upstream: []chaos.Upstream{up}}
+	}
+	ok := func(id string) chaos.Upstream { return chaos.Upstream{Status: 201, ID: id} }
+	for _, tc := range []struct {
+		name, explanation string
+		attempts          []chaos.Event
+		op                *chaos.Op
+		violation, legal  string
+	}{
+		{"slow re-execution", "sent at +0.5s (inside 2s − 0.5s), it ran the slow handler again and answered at +2.5s: a violation",
+			[]chaos.Event{at(0, 1500*time.Millisecond, ok("x")), at(500, 2*time.Second, ok("y"))}, nil, chaos.RuleDoubleExecution, ""},
+		{"sent inside the margin", "sent at +1.7s, past TTL − margin: the key may have expired by the time it arrived",
+			[]chaos.Event{at(0, 10*time.Millisecond, ok("x")), at(1700, 10*time.Millisecond, ok("y"))}, nil, "", chaos.RuleDoubleExecution},
+		{"forward held by a delay fault", "received at +0.1s but forwarded at +1.7s (delay before=1.6s): sent past TTL − margin",
+			[]chaos.Event{at(0, 10*time.Millisecond, ok("x")), at(100, 1700*time.Millisecond, chaos.Upstream{Status: 201, ID: "y", SentNS: int64(1600 * time.Millisecond)})},
+			nil, "", chaos.RuleDoubleExecution},
+		{"oracle two, last sent inside", "the oracle counts 2, every attempt sent by +1.4s: a violation",
+			[]chaos.Event{at(0, 10*time.Millisecond, ok("x")), at(1400, 900*time.Millisecond, ok("x"))},
+			&chaos.Op{Key: "k", Kind: chaos.KindNormal, Outcome: chaos.ClientOK, Status: 201, ID: "x", Oracle: intp(2)}, chaos.RuleDoubleExecution, ""},
+	} {
+		c := chaos.NewChecker()
+		c.TTL, c.Margin = 2*time.Second, 500*time.Millisecond
+		for _, ev := range tc.attempts {
+			c.Attempt(ev)
+		}
+		if tc.op != nil {
+			c.Op(*tc.op)
+		}
+		rep := c.Report()
+		rules := func(vs []chaos.Violation) string {
+			var out []string
+			for _, v := range vs {
+				out = append(out, v.Rule)
+			}
+			return strings.Join(out, ",")
+		}
+		if got := rules(rep.Violations); got != tc.violation {
+			t.Errorf("%s (%s): violations %q, want %q: %+v", tc.name, tc.explanation, got, tc.violation, rep.Violations)
+		}
+		if got := rules(rep.AfterTTL); got != tc.legal {
+			t.Errorf("%s (%s): after TTL %q, want %q: %+v", tc.name, tc.explanation, got, tc.legal, rep.AfterTTL)
+		}
+	}
+}
+
+// TestCheckerHarnessCut: keys whose answers the harness dropped are shown
+// as not judged with the reason and counted apart; a report where they
+// are the majority is mostly unjudged.
+func TestCheckerHarnessCut(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ev := func(key string, n, ms int, fault string, up chaos.Upstream) chaos.Event {
+		e := chaos.Event{Type: "attempt", Key: key, Attempt: n, Time: t0.Add(time.Duration(ms) * time.Millisecond), DurationNS: int64(time.Millisecond),
+			RequestSHA256: "a", Fault: fault, Client: chaos.ClientOK, Status: up.Status, Upstream: []chaos.Upstream{up}}
+		if fault != "" {
+			e.Client = chaos.ClientUnknown
+		}
+		return e
+	}
+	ok := chaos.Upstream{Status: 201, ID: "x"}
+	c := chaos.NewChecker()
+	// dropped: every answer dropped. inflight: the server's 409 came
+	// before the commit, every later answer dropped. judged: answered.
+	c.Attempt(ev("dropped", 1, 0, "drop-response", ok))
+	c.Attempt(ev("dropped", 2, 10, "reset-midbody", ok))
+	c.Op(chaos.Op{Key: "dropped", Kind: chaos.KindNormal, Outcome: chaos.ClientUnknown, Oracle: intp(1)})
+	c.Attempt(ev("inflight", 1, 0, "drop-response", chaos.Upstream{Status: 201, ID: "y"}))
+	c.Attempt(chaos.Event{Type: "attempt", Key: "inflight", Attempt: 2, Time: t0.Add(-time.Millisecond), DurationNS: int64(time.Millisecond),
+		Client: chaos.ClientOK, Status: 409, Upstream: []chaos.Upstream{{Status: 409}}})
+	c.Attempt(ev("inflight", 3, 50, "drop-response", chaos.Upstream{Status: 201, ID: "y"}))
+	c.Op(chaos.Op{Key: "inflight", Kind: chaos.KindStorm, Outcome: chaos.ClientUnknown, Oracle: intp(1)})
+	c.Attempt(ev("judged", 1, 0, "", chaos.Upstream{Status: 201, ID: "z"}))
+	c.Op(chaos.Op{Key: "judged", Kind: chaos.KindNormal, Outcome: chaos.ClientOK, Status: 201, ID: "z", Oracle: intp(1)})
+	r := c.Report()
+	if len(r.Violations) != 0 {
+		t.Fatalf("violations %+v, want none: the harness dropped the answers", r.Violations)
+	}
+	want := map[string]int{chaos.NotJudgedHarness: 1, chaos.NotJudgedAfterCommit: 1}
+	if r.Judged != 1 || len(r.NotJudged) != 2 || r.NotJudged[chaos.NotJudgedHarness] != 1 || r.NotJudged[chaos.NotJudgedAfterCommit] != 1 {
+		t.Errorf("judged %d, not judged %v; want 1 and %v", r.Judged, r.NotJudged, want)
+	}
+	if len(r.Unjudged) != 2 || !strings.Contains(r.Unjudged[0].Detail, "not judged: the harness dropped every answer (drop-response×1, reset-midbody×1)") {
+		t.Errorf("unjudged %+v: want both keys, the first naming the faults", r.Unjudged)
+	}
+	if !r.MostlyUnjudged() {
+		t.Errorf("2 of 3 keys not judged: want MostlyUnjudged")
+	}
+}
+
+// TestCheckerReplicaKills: in a run that SIGKILLs replicas, an upstream
+// exchange that failed (the replica died under it) is the harness's doing:
+// a key whose answers were dropped or lost that way is not judged lost;
+// without kills the same failure is the server's.
+func TestCheckerReplicaKills(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, kills := range []bool{true, false} {
+		c := chaos.NewChecker()
+		c.ReplicaKills = kills
+		c.Attempt(chaos.Event{Type: "attempt", Key: "k", Attempt: 1, Time: t0, DurationNS: int64(time.Millisecond), Fault: "drop-response",
+			Client: chaos.ClientUnknown, Upstream: []chaos.Upstream{{Status: 201, ID: "x"}}})
+		c.Attempt(chaos.Event{Type: "attempt", Key: "k", Attempt: 2, Time: t0.Add(10 * time.Millisecond), DurationNS: int64(time.Millisecond),
+			Client: chaos.ClientUnknown, Status: 502, Upstream: []chaos.Upstream{{Error: "connection refused"}}})
+		c.Op(chaos.Op{Key: "k", Kind: chaos.KindNormal, Outcome: chaos.ClientUnknown, Status: 502})
+		r := c.Report()
+		lost := len(r.Violations) == 1 && r.Violations[0].Rule == chaos.RuleLost
+		if lost == kills {
+			t.Errorf("replica kills %v: violations %+v, unjudged %+v; want lost only without kills", kills, r.Violations, r.Unjudged)
+		}
 	}
 }

@@ -51,6 +51,9 @@ func (x *Exchange) forward(body []byte) *Upstream {
 		defer cancel()
 	}
 	u := &Upstream{}
+	if p.opts.History != nil {
+		u.SentNS = max(time.Since(x.ev.Time).Nanoseconds(), 0)
+	}
 	resp, err := p.opts.Transport.RoundTrip(p.upstreamRequest(ctx, x.r, body))
 	if err == nil {
 		u.Status, u.header = resp.StatusCode, resp.Header

@@ -28,6 +28,12 @@ type Run struct {
 	// TTLNS is the target's key lifetime in nanoseconds (0: forever or
 	// unknown).
 	TTLNS int64 `json:"ttl_ns"`
+	// MarginNS is the profile's margin before the TTL (the checker's
+	// Margin).
+	MarginNS int64 `json:"margin_ns,omitempty"`
+	// ReplicaKills: the run SIGKILLed replicas (the checker's
+	// ReplicaKills).
+	ReplicaKills bool `json:"replica_kills,omitempty"`
 }
 
 // Event is one attempt as the proxy saw it: one JSONL line of type
@@ -85,6 +91,16 @@ type History struct {
 	enc *json.Encoder
 	c   io.Closer
 	err error
+	// observe, when set, sees every attempt line as it is written.
+	observe func(Event)
+}
+
+// Observe calls f with every attempt written from now on (a live view of
+// the run); f must not block. Set it before the proxy serves.
+func (h *History) Observe(f func(Event)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.observe = f
 }
 
 // CreateHistory creates (truncates) the JSONL file at path.
@@ -110,6 +126,9 @@ func (h *History) write(v any) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if ev, ok := v.(*Event); ok && h.observe != nil {
+		h.observe(*ev)
+	}
 	if h.err == nil {
 		h.err = h.enc.Encode(v)
 	}
@@ -194,6 +213,10 @@ func ReadHistory(r io.Reader, c *Checker, skipTornTail bool) (torn string, err e
 			if c.TTL == 0 {
 				c.TTL = time.Duration(run.TTLNS)
 			}
+			if c.Margin == 0 {
+				c.Margin = time.Duration(run.MarginNS)
+			}
+			c.ReplicaKills = c.ReplicaKills || run.ReplicaKills
 		case "attempt":
 			var ev Event
 			if err := json.Unmarshal(line, &ev); err != nil {

@@ -387,6 +387,9 @@ func (onceBody) Close() error { return nil }
 
 // Upstream is one forwarded copy's result as the proxy saw it.
 type Upstream struct {
+	// SentNS is when this copy was sent upstream, in nanoseconds after
+	// the attempt's time: a delay fault or a slow body read holds it.
+	SentNS int64  `json:"sent_ns,omitempty"`
 	Status int    `json:"status,omitempty"`
 	SHA256 string `json:"sha256,omitempty"`
 	ID     string `json:"id,omitempty"`

@@ -39,6 +39,9 @@ func TestHandlerWithDouble(t *testing.T) {
 		t.Fatalf("report %+v: want the 4 selected instances", rep)
 	}
 	for _, r := range rep.Results {
+		if r.Status == scenarios.Inconclusive && r.ID == "concurrent/in-flight-conflict" {
+			continue // an overlap a loaded machine could not make
+		}
 		if r.Status != scenarios.Pass || (!strings.Contains(r.Observed, "oracle") && r.ID != "errors/business-error-kept") {
 			t.Errorf("%s: %s %q %s, want pass counted by the double", r.Name(), r.Status, r.Observed, r.Reason)
 		}

@@ -1,12 +1,16 @@
 package load
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/idemcheck/idemcheck/internal/expiry"
 )
 
 // Violation is one broken idempotency guarantee seen under load.
@@ -20,7 +24,8 @@ type Violation struct {
 const (
 	// A replay of a completed key did not repeat its original status and body.
 	ReplayDiffers = "replay-differs"
-	// One key produced two different successful responses: the handler ran twice.
+	// One key produced two executions (two created ids, or two 2xx
+	// bodies that are not the same replay): the handler ran twice.
 	SecondExecution = "second-execution"
 	// The oracle counted more (or fewer) executions for a key than one.
 	OracleKey = "oracle-key-executions"
@@ -34,62 +39,77 @@ const maxViolationExamples = 20
 // original is a pool key's warm-up response.
 type original struct {
 	code uint16
-	sum  string // bodySum
+	sum  string // bodySum: of the replay form
+	id   string // created id, with an id_pointer
 	// evidence quotes the body's start for a replay-differs report.
 	evidence string
 	// start is when the warm-up request was sent: no record of the key is
-	// older, so none expires before start+TTL. last is the latest end of a
-	// request on the key.
-	start, last time.Time
+	// older, so none expires before start+TTL. lastSent is the latest
+	// send of a request on the key.
+	start, lastSent time.Time
 }
 
 // keyOutcome is what the responses for one non-pool key showed.
 type keyOutcome struct {
-	body      string               // bodySum of the first 2xx body
-	bodyEnd   time.Time            // earliest end of a response carrying it
-	others    map[string]time.Time // further, different 2xx bodies: earliest end of each
+	// exec identifies the first execution seen (execution), execSent is
+	// the earliest send of a request answered with it.
+	exec      string
+	execSent  time.Time
+	others    map[string]time.Time // further executions: earliest send of each
 	example   string               // the start of one of those bodies, quoted
 	executed  bool                 // some response was 2xx
 	uncertain bool                 // some response was 5xx, 409 or a transport error
-	// first and last bound the key's requests: the earliest send, the
-	// latest end.
-	first, last time.Time
+	// first and lastSent bound the key's requests: the earliest and the
+	// latest send.
+	first, lastSent time.Time
 }
 
 // checker verifies responses as they stream by; it needs no oracle, so a
 // merged results file is re-checked by `load report` the same way. It
-// compares bodies by their sums (bodySum) and keeps only a clipped quote
-// of each body it may have to show.
+// compares bodies by the sums of their replay forms (bodySum), tells
+// executions apart by created ids where an id_pointer is configured, and
+// keeps only a clipped quote of each body it may have to show.
 type checker struct {
-	// ttl is the target's key lifetime (0: forever or unknown): a
-	// response that may have come after its key expired is a legal fresh
-	// execution, counted in afterTTL and not judged.
-	ttl        time.Duration
-	originals  map[string]original
-	keys       map[string]*keyOutcome
-	nokeyRan   uint64 // nokey 2xx: each is an execution
-	nokeyMaybe uint64 // nokey 5xx/errors: may or may not have executed
-	count      int
-	examples   []Violation
-	unchecked  uint64 // hits whose key had no usable warm-up response
-	afterTTL   uint64 // differing replays / executions after the key may have expired
-	finished   bool
+	// ttl is the target's key lifetime (0: forever or unknown), margin
+	// the profile's margin before it: an answer to a request sent later
+	// than TTL − margin after its key's first request may legally be a
+	// fresh execution, and is not judged (expiry.SentInside).
+	ttl, margin time.Duration
+	originals   map[string]original
+	keys        map[string]*keyOutcome
+	nokeyRan    uint64 // nokey 2xx: each is an execution
+	nokeyMaybe  uint64 // nokey 5xx/errors: may or may not have executed
+	count       int
+	examples    []Violation
+	unchecked   uint64 // hits whose key had no usable warm-up response
+	afterTTL    uint64 // differing replays / executions after the key may have expired
+	// judged counts keyed answers the rules applied to; notJudged the
+	// others, by reason.
+	judged    uint64
+	notJudged map[string]uint64
+	finished  bool
 }
 
-func newChecker(ttl time.Duration) *checker {
-	return &checker{ttl: ttl, originals: map[string]original{}, keys: map[string]*keyOutcome{}}
+// Reasons an answer is not judged (Report.NotJudged).
+const (
+	NotJudgedExpired    = "sent after its key may have expired"
+	NotJudgedNoOriginal = "no warm-up response for the key"
+)
+
+func newChecker(ttl, margin time.Duration) *checker {
+	return &checker{ttl: ttl, margin: margin, originals: map[string]original{}, keys: map[string]*keyOutcome{}, notJudged: map[string]uint64{}}
 }
 
-// live reports whether something that ended at end certainly happened
-// while a key first sent at first was still alive.
-func (c *checker) live(first, end time.Time) bool {
-	return c.ttl <= 0 || end.Before(first.Add(c.ttl))
+// inside reports whether a request sent at sent, on a key first sent at
+// first, met the key's first record: the rule every face shares.
+func (c *checker) inside(first, sent time.Time) bool {
+	return expiry.SentInside(first, sent, c.ttl, c.margin)
 }
 
 // spansTTL reports whether a key's requests may straddle its expiry, so
 // that it may legally have executed more than once.
-func (c *checker) spansTTL(first, last time.Time) bool {
-	return c.ttl > 0 && !c.live(first, last)
+func (c *checker) spansTTL(first, lastSent time.Time) bool {
+	return !c.inside(first, lastSent)
 }
 
 func (c *checker) violate(v Violation) {
@@ -103,30 +123,61 @@ func (c *checker) violate(v Violation) {
 // server was overloaded; they are errors, not wrong answers.
 func uncertain(code uint16) bool { return code == 0 || code == 409 || code == 429 || code >= 500 }
 
+// execution identifies the execution a 2xx answer reports: its created
+// id with an id_pointer, else its replay form's sum ("" under
+// replay_compare status without an id_pointer: bodies then say nothing
+// about executions, as in `run`, and the oracle decides).
+func execution(r *vegeta.Result) string {
+	if id := createdID(r); id != "" {
+		return "id " + id
+	}
+	if sum := bodySum(r); sum != statusOnlySum {
+		return sum
+	}
+	return ""
+}
+
+// statusOnlySum is the sum of the empty replay form (replay_compare
+// status).
+var statusOnlySum = func() string {
+	sum := sha256.Sum256(nil)
+	return formatSum(sum[:], 0)
+}()
+
 func (c *checker) add(r *vegeta.Result, p Path, key string) {
 	switch p {
 	case warmup:
 		if r.Code >= 200 && r.Code < 300 {
-			c.originals[key] = original{code: r.Code, sum: bodySum(r), evidence: clip(r.Body), start: r.Timestamp, last: r.End()}
+			c.originals[key] = original{code: r.Code, sum: bodySum(r), id: createdID(r), evidence: clip(r.Body), start: r.Timestamp, lastSent: r.Timestamp}
 		}
 	case Hit:
 		orig, ok := c.originals[key]
 		if !ok {
 			c.unchecked++
+			c.notJudged[NotJudgedNoOriginal]++
 			return
 		}
-		if r.End().After(orig.last) {
-			orig.last = r.End()
+		if r.Timestamp.After(orig.lastSent) {
+			orig.lastSent = r.Timestamp
 			c.originals[key] = orig
 		}
+		if !c.inside(orig.start, r.Timestamp) {
+			c.notJudged[NotJudgedExpired]++
+			if r.Code != orig.code || bodySum(r) != orig.sum {
+				c.afterTTL++ // the key may have expired: a fresh execution is legal
+			}
+			return
+		}
+		c.judged++
 		if r.Code == 0 || r.Code == 429 || r.Code >= 500 {
 			return // an error, counted in the path's success ratio
 		}
+		if id := createdID(r); id != "" && orig.id != "" && id != orig.id {
+			c.violate(Violation{Kind: SecondExecution, Key: key,
+				Detail: fmt.Sprintf("replay created id %q, the original %q: the handler ran again (%d %s)", id, orig.id, r.Code, clip(r.Body))})
+			return
+		}
 		if r.Code != orig.code || bodySum(r) != orig.sum {
-			if !c.live(orig.start, r.End()) {
-				c.afterTTL++ // the key may have expired: a fresh execution is legal
-				return
-			}
 			got := clip(r.Body)
 			if got == orig.evidence && r.Code == orig.code {
 				got += " (differing past the quoted start)"
@@ -143,26 +194,34 @@ func (c *checker) add(r *vegeta.Result, p Path, key string) {
 		if r.Timestamp.Before(o.first) {
 			o.first = r.Timestamp
 		}
-		end := r.End()
-		if end.After(o.last) {
-			o.last = end
+		if r.Timestamp.After(o.lastSent) {
+			o.lastSent = r.Timestamp
+		}
+		// Counted against the earliest send seen so far; the verdicts
+		// below are taken at finish, against the key's first request.
+		if c.inside(o.first, r.Timestamp) {
+			c.judged++
+		} else {
+			c.notJudged[NotJudgedExpired]++
 		}
 		switch {
 		case r.Code >= 200 && r.Code < 300:
-			h := bodySum(r)
+			h := execution(r)
 			switch {
 			case !o.executed:
-				o.executed, o.body, o.bodyEnd = true, h, end
-			case h == o.body:
-				if end.Before(o.bodyEnd) {
-					o.bodyEnd = end
+				o.executed, o.exec, o.execSent = true, h, r.Timestamp
+			case h == "":
+				// replay_compare status, no id_pointer: nothing to tell
+			case h == o.exec:
+				if r.Timestamp.Before(o.execSent) {
+					o.execSent = r.Timestamp
 				}
 			default:
 				if o.others == nil {
 					o.others, o.example = map[string]time.Time{}, clip(r.Body)
 				}
-				if old, seen := o.others[h]; !seen || end.Before(old) {
-					o.others[h] = end
+				if old, seen := o.others[h]; !seen || r.Timestamp.Before(old) {
+					o.others[h] = r.Timestamp
 				}
 			}
 		case uncertain(r.Code):
@@ -194,14 +253,14 @@ func (c *checker) finish() {
 	sort.Strings(keys)
 	for _, k := range keys {
 		o := c.keys[k]
-		// Bodies executed for certain while the key's first record lived:
-		// two of them are a second execution; later ones are legal.
+		// Executions from requests sent while the key's first record
+		// lived: two of them are a second execution; later ones are legal.
 		live := 0
-		if c.live(o.first, o.bodyEnd) {
+		if c.inside(o.first, o.execSent) {
 			live++
 		}
-		for _, end := range o.others {
-			if c.live(o.first, end) {
+		for _, sent := range o.others {
+			if c.inside(o.first, sent) {
 				live++
 			}
 		}
@@ -209,9 +268,13 @@ func (c *checker) finish() {
 			c.afterTTL++
 			continue
 		}
+		what := "different 2xx bodies"
+		if strings.HasPrefix(o.exec, "id ") {
+			what = "different created ids"
+		}
 		c.violate(Violation{Kind: SecondExecution, Key: k, Detail: fmt.Sprintf(
-			"%d different 2xx bodies for one key: the handler ran at least %d times (e.g. %s)",
-			len(o.others)+1, len(o.others)+1, o.example)})
+			"%d %s for one key: the handler ran at least %d times (e.g. %s)",
+			len(o.others)+1, what, len(o.others)+1, o.example)})
 	}
 }
 
@@ -233,12 +296,12 @@ func (c *checker) expectedExecutions() (lo, hi uint64) {
 		case o.uncertain:
 			hi++
 		}
-		if c.spansTTL(o.first, o.last) {
+		if c.spansTTL(o.first, o.lastSent) {
 			hi = unbounded
 		}
 	}
 	for _, o := range c.originals {
-		if c.spansTTL(o.start, o.last) {
+		if c.spansTTL(o.start, o.lastSent) {
 			hi = unbounded
 		}
 	}
@@ -248,10 +311,10 @@ func (c *checker) expectedExecutions() (lo, hi uint64) {
 // maxExecutions is how many executions the oracle may count for key: one,
 // unless its requests may straddle its expiry.
 func (c *checker) maxExecutions(key string) int64 {
-	if o, ok := c.originals[key]; ok && c.spansTTL(o.start, o.last) {
+	if o, ok := c.originals[key]; ok && c.spansTTL(o.start, o.lastSent) {
 		return unbounded
 	}
-	if o, ok := c.keys[key]; ok && c.spansTTL(o.first, o.last) {
+	if o, ok := c.keys[key]; ok && c.spansTTL(o.first, o.lastSent) {
 		return unbounded
 	}
 	return 1

@@ -35,7 +35,7 @@ func benchHitResult(b *testing.B, body []byte) {
 	c.mode = ModeHit
 	client := &http.Client{Transport: c.resultTransport(scenarios.NewTransport(1))}
 	defer client.CloseIdleConnections()
-	col := newCollector(0, 0)
+	col := newCollector(0, 0, 0)
 	for _, p := range []Path{warmup, Hit} {
 		n, maxBody := uint64(b.N), c.phaseMaxBody()
 		if p == warmup {

@@ -27,8 +27,11 @@ type htmlData struct {
 	Oracle   string
 	// Delayed is the worker-cap warning: a page read without the console
 	// output must not look better than the run was.
-	Delayed      string
-	Breached     int
+	Delayed  string
+	Breached int
+	// Judged is the checks' headline: violations of the answers judged,
+	// and how many were not judged and why.
+	Judged       string
 	VerdictClass string
 	Verdict      string
 }
@@ -59,7 +62,7 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		Duration: (time.Duration(r.DurationS * float64(time.Second))).Round(time.Millisecond).String(),
 		// Both SVGs are written by this package with escaped text.
 		TimePlot: template.HTML(tp.String()), HDRPlot: template.HTML(hdr.String()),
-		Oracle: r.oracleLine(), Breached: len(r.Breached()), Delayed: r.DelayWarning(),
+		Oracle: r.oracleLine(), Breached: len(r.Breached()), Delayed: r.DelayWarning(), Judged: r.JudgedLine(),
 	}
 	d.Cols, d.Rows = r.table()
 	for _, k := range sortedKeys(r.Ratios) {
@@ -70,6 +73,8 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		d.VerdictClass, d.Verdict = "bad", fmt.Sprintf("%d of %d thresholds breached (exit 3)", d.Breached, len(r.Thresholds))
 	case r.Violations > 0:
 		d.VerdictClass, d.Verdict = "bad", fmt.Sprintf("%d idempotency violations (exit 1)", r.Violations)
+	case r.MostlyUnjudged():
+		d.VerdictClass, d.Verdict = "bad", fmt.Sprintf("not enough evidence: %d of %d answers not judged (exit 5 unless --allow-incomplete)", r.NotJudgedCount(), r.NotJudgedCount()+r.Judged)
 	default:
 		d.VerdictClass, d.Verdict = "good", "no violation, no threshold breached"
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,32 +53,35 @@ func TestMixSlowMiss(t *testing.T) {
 		t.Fatal(err)
 	}
 	hit, miss := rep.Paths[load.Hit], rep.Paths[load.Miss]
-	if hit == nil || miss == nil || hit.Requests < 500 || miss.Requests < 50 {
-		t.Fatalf("paths: %+v", rep.Paths)
+	// 1,000 planned; a starved loader sends fewer by the phase's end.
+	if hit == nil || miss == nil || hit.Requests < 300 || miss.Requests < 30 {
+		t.Fatalf("paths: %s; want at least 300 hits and 30 misses", pathSummary(rep))
 	}
 	if rep.Violations != 0 {
 		t.Fatalf("violations on a correct server: %+v", rep.ViolationList)
 	}
 	if hit.StatusCodes["201"] != hit.Requests || miss.StatusCodes["201"] != miss.Requests {
-		t.Fatalf("status codes hit %v miss %v", hit.StatusCodes, miss.StatusCodes)
+		t.Fatalf("status codes: %s; want 201 only", pathSummary(rep))
 	}
 	if !rep.Oracle.Available || !rep.Oracle.Totals || rep.Oracle.TotalsURL == "" || rep.Oracle.KeysProbed == 0 ||
 		rep.Oracle.After-rep.Oracle.Before != int64(miss.Requests) {
-		t.Fatalf("oracle %+v for %d misses", rep.Oracle, miss.Requests)
+		t.Fatalf("oracle %+v for %d misses", *rep.Oracle, miss.Requests)
 	}
-	// The miss path sleeps 50 ms by construction; a replay never runs the
-	// handler, so hit p50 below miss p50 is a correctness fact, not speed.
-	if miss.LatencyMs.P50 < 50 || hit.LatencyMs.P50 >= miss.LatencyMs.P50 {
-		t.Fatalf("hit p50 %.2fms, miss p50 %.2fms", hit.LatencyMs.P50, miss.LatencyMs.P50)
+	// The miss path sleeps 50 ms by construction, so no miss is faster; a
+	// replay never runs the handler, so some hit is. Minimums, not
+	// medians: a loaded machine stretches latencies, it cannot make an
+	// execution that sleeps 50 ms take less.
+	if miss.LatencyMs.Min < 49 || hit.LatencyMs.Min >= 49 {
+		t.Fatalf("hit min %.2fms, miss min %.2fms: want no miss below the 50ms sleep (49ms: the histogram's precision), some hit below", hit.LatencyMs.Min, miss.LatencyMs.Min)
 	}
-	t.Logf("hit.p50/miss.p50 = %.3f", rep.Ratios["hit.p50/miss.p50"])
+	t.Logf("hit.p50/miss.p50 = %.3f (%s)", rep.Ratios["hit.p50/miss.p50"], pathSummary(rep))
 
 	// The results file merges back into the same figures, replay checks included.
 	f := filepath.Join(t.TempDir(), "a.bin")
 	if err := os.WriteFile(f, results.Bytes(), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	merged, err := load.ReadResults([]string{f, f}, time.Second, 0, true)
+	merged, err := load.ReadResults([]string{f, f}, time.Second, 0, 0, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,9 +93,31 @@ func TestMixSlowMiss(t *testing.T) {
 	if err := rep.WriteHTML(&html); err != nil || !strings.Contains(html.String(), `data-path="miss" data-stat="p50"`) {
 		t.Fatalf("html report: %v", err)
 	}
+	// The headline says out of how many judged answers (every keyed one:
+	// no TTL declared).
+	if judged := fmt.Sprintf(`<span data-violations="0">0</span> of %d judged`, hit.Requests+miss.Requests); rep.Judged != hit.Requests+miss.Requests ||
+		!strings.Contains(html.String(), judged) || !strings.Contains(html.String(), `data-not-judged="0"`) {
+		t.Fatalf("judged %d of %d keyed answers, not judged %v; html headline lacks %q", rep.Judged, hit.Requests+miss.Requests, rep.NotJudged, judged)
+	}
 	if err := rep.WriteHDRPlot(&svg); err != nil || !strings.Contains(svg.String(), "<polyline") {
 		t.Fatalf("hdr plot: %v", err)
 	}
+}
+
+// pathSummary prints each measured path's request count, status codes
+// and latency quantiles: values, not the pointers %v shows of the map.
+func pathSummary(rep *load.Report) string {
+	var parts []string
+	for _, p := range load.Paths {
+		if s := rep.Paths[p]; s != nil {
+			parts = append(parts, fmt.Sprintf("%s: %d requests, codes %v, p50 %.2fms, p99 %.2fms, min %.2fms, max %.2fms",
+				p, s.Requests, s.StatusCodes, s.LatencyMs.P50, s.LatencyMs.P99, s.LatencyMs.Min, s.LatencyMs.Max))
+		}
+	}
+	if len(parts) == 0 {
+		return "no path measured"
+	}
+	return strings.Join(parts, "; ")
 }
 
 // TestContention: hot keys hammered while the first request of each is in
@@ -121,8 +147,10 @@ func TestContention(t *testing.T) {
 				t.Fatal(err)
 			}
 			c := rep.Paths[load.Contention]
-			if c == nil || c.Requests < 500 {
-				t.Fatalf("contention path: %+v", c)
+			// 750 planned; a starved loader sends fewer by the phase's end,
+			// and the 300 ms first execution overlaps them all the same.
+			if c == nil || c.Requests < 200 {
+				t.Fatalf("contention path: %s; want at least 200 requests", pathSummary(rep))
 			}
 			if !tc.violations {
 				if rep.Violations != 0 {

@@ -26,6 +26,9 @@ type OracleReport struct {
 	// KeysProbed is how many keys were asked for their own count.
 	KeysProbed int    `json:"keys_probed"`
 	Error      string `json:"error,omitempty"`
+	// Note says why a downstream double counts globally or not at all
+	// (its calls hold no token, or it was never called).
+	Note string `json:"note,omitempty"`
 }
 
 // oracle asks the target's evidence sources how often the handler ran.

@@ -2,6 +2,7 @@ package load_test
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -53,7 +54,7 @@ func TestReplayOneByteDiffers(t *testing.T) {
 					t.Fatalf("no hits measured: %+v", rep.Paths)
 				}
 			}
-			rep, err := load.ReadResults([]string{file}, 0, 0, false)
+			rep, err := load.ReadResults([]string{file}, 0, 0, 0, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -99,6 +100,96 @@ func oneByteServer(t *testing.T, size, at int) *scenarios.Target {
 			_, _ = w.Write(changed)
 		} else {
 			_, _ = w.Write(body)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	tg, err := scenarios.FromURL(srv.URL, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg.Oracle = nil // the test server keeps no execution count
+	return tg
+}
+
+// TestReplayCompareJSON: load judges replays and executions by the rule
+// `run` uses. Under replay_compare json, replays that are the same JSON
+// document re-serialised (member order, whitespace) are replays, in hit
+// and contention mode alike (before: 300 replay-differs, and "second
+// execution: the handler ran at least 2 times"); a server that really
+// re-executes (a new created id each time) is still caught; under bytes
+// the respelt replays differ, but their one created id is one execution.
+func TestReplayCompareJSON(t *testing.T) {
+	ietf, err := scenarios.ProfileByName("ietf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	byBytes := *ietf
+	byBytes.ReplayCompare = scenarios.CompareBytes
+	cases := []struct {
+		name      string
+		reexecute bool
+		profile   *scenarios.Profile
+		mode      load.Mode
+		want      string // the violation kind expected; "" none
+	}{
+		{"json, respelt replays of hits", false, ietf, load.ModeHit, ""},
+		{"json, respelt replays under contention", false, ietf, load.ModeContention, ""},
+		{"json, hits re-executed", true, ietf, load.ModeHit, load.SecondExecution},
+		{"json, contention re-executed", true, ietf, load.ModeContention, load.SecondExecution},
+		{"bytes, respelt replays of hits differ", false, &byBytes, load.ModeHit, load.ReplayDiffers},
+		{"bytes, respelt under contention: one id, one execution", false, &byBytes, load.ModeContention, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tg := respeltServer(t, tc.reexecute)
+			rep, err := load.Run(t.Context(), tg, load.WithMode(tc.mode), load.WithPool(4), load.WithHotKeys(2),
+				load.WithPlan(plan(t, "100@500ms")), load.WithWorkers(2, 8), load.WithProfile(tc.profile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			kinds := map[string]int{}
+			for _, v := range rep.ViolationList {
+				kinds[v.Kind]++
+			}
+			switch {
+			case rep.Judged == 0:
+				t.Fatalf("no answer judged: %d not judged (%v)", rep.NotJudgedCount(), rep.NotJudged)
+			case tc.want == "" && rep.Violations != 0:
+				t.Fatalf("%d violations of %d judged, want none: %+v", rep.Violations, rep.Judged, rep.ViolationList)
+			case tc.want != "" && kinds[tc.want] == 0:
+				t.Fatalf("violations %v (%d of %d judged), want %s: %+v", kinds, rep.Violations, rep.Judged, tc.want, rep.ViolationList)
+			}
+		})
+	}
+}
+
+// respeltServer creates a resource per key and answers every later
+// request of the key with the same JSON document spelt another way
+// (members reversed, whitespace); with reexecute, every request creates
+// a new resource instead. Keyless requests (the preflight) get 200.
+func respeltServer(t *testing.T, reexecute bool) *scenarios.Target {
+	var mu sync.Mutex
+	ids := map[string]string{}
+	n := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := r.Header.Get("Idempotency-Key")
+		if key == "" {
+			return
+		}
+		mu.Lock()
+		id, replay := ids[key]
+		if !replay || reexecute {
+			n++
+			id = fmt.Sprintf("ch_%d", n)
+			ids[key] = id
+		}
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		if replay {
+			fmt.Fprintf(w, "{\n  \"status\" : \"succeeded\",\n  \"amount\" : 1000 , \"id\" : %q\n}\n", id)
+		} else {
+			fmt.Fprintf(w, `{"id":%q,"amount":1000,"status":"succeeded"}`, id)
 		}
 	}))
 	t.Cleanup(srv.Close)

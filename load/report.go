@@ -33,7 +33,10 @@ type Report struct {
 	Interrupted bool      `json:"interrupted"`
 	VerySlowMs  float64   `json:"very_slow_ms"`
 	// TTLS is the key lifetime (seconds) the replay check applied; 0: none.
-	TTLS float64 `json:"ttl_s,omitempty"`
+	// MarginS is the margin before it: answers to requests sent later than
+	// TTL − margin after their key's first request are not judged.
+	TTLS    float64 `json:"ttl_s,omitempty"`
+	MarginS float64 `json:"margin_s,omitempty"`
 	// ExpectedStatus is the declared status of the variant sent (e.g. 503
 	// for transient_error): it counts as an answer, not an error.
 	ExpectedStatus int `json:"expected_status,omitempty"`
@@ -53,6 +56,11 @@ type Report struct {
 	Violations    int         `json:"violations"`
 	ViolationList []Violation `json:"violation_list"`
 	UncheckedHits uint64      `json:"unchecked_hits,omitempty"`
+	// Judged counts the keyed answers (hit, miss, contention) the checks
+	// applied to; NotJudged the others by reason (NotJudgedExpired,
+	// NotJudgedNoOriginal). Violations are out of Judged.
+	Judged    uint64            `json:"judged"`
+	NotJudged map[string]uint64 `json:"not_judged"`
 	// AfterTTL counts answers that differed from their key's first (a
 	// hit's replay; a miss or contention key's further 2xx body) when the
 	// key may have expired: legal fresh executions, not judged.
@@ -171,9 +179,10 @@ type collector struct {
 	foreign  uint64 // results without an idemcheck tag
 }
 
-// newCollector: ttl is the target's key lifetime (0: forever or unknown).
-func newCollector(verySlow, ttl time.Duration) *collector {
-	return &collector{verySlow: verySlow, paths: map[Path]*pathMetrics{}, check: newChecker(ttl)}
+// newCollector: ttl is the target's key lifetime (0: forever or
+// unknown), margin the profile's margin before it.
+func newCollector(verySlow, ttl, margin time.Duration) *collector {
+	return &collector{verySlow: verySlow, paths: map[Path]*pathMetrics{}, check: newChecker(ttl, margin)}
 }
 
 func (c *collector) add(r *vegeta.Result) {
@@ -222,6 +231,7 @@ func (c *collector) report() *Report {
 		Thresholds: []ThresholdResult{},
 		Failures:   []PathFailure{},
 		TTLS:       c.check.ttl.Seconds(),
+		MarginS:    c.check.margin.Seconds(),
 	}
 	var first, lastEnd time.Time
 	for p, m := range c.paths {
@@ -262,7 +272,51 @@ func (c *collector) report() *Report {
 	rep.ViolationList = append([]Violation{}, c.check.examples...)
 	rep.UncheckedHits = c.check.unchecked
 	rep.AfterTTL = c.check.afterTTL
+	rep.Judged = c.check.judged
+	rep.NotJudged = map[string]uint64{}
+	for k, n := range c.check.notJudged {
+		rep.NotJudged[k] = n
+	}
 	return rep
+}
+
+// NotJudgedCount is how many keyed answers were not judged.
+func (r *Report) NotJudgedCount() uint64 {
+	var n uint64
+	for _, c := range r.NotJudged {
+		n += c
+	}
+	return n
+}
+
+// MostlyUnjudged reports whether more keyed answers were left unjudged
+// than were judged: "0 violations" then says little, and the run exits 5
+// unless incomplete evidence is accepted.
+func (r *Report) MostlyUnjudged() bool { return r.NotJudgedCount() > r.Judged }
+
+// JudgedLine is the headline of the checks: "0 violations of 3600 answers
+// judged; 14418 not judged: 14418 sent after its key may have expired
+// (TTL 2s − margin 500ms; ...)".
+func (r *Report) JudgedLine() string {
+	if r.Judged == 0 && r.NotJudgedCount() == 0 {
+		return fmt.Sprintf("%d (no keyed answer to judge)", r.Violations)
+	}
+	line := fmt.Sprintf("%d violations of %d answers judged", r.Violations, r.Judged)
+	if n := r.NotJudgedCount(); n > 0 {
+		var parts []string
+		for _, k := range sortedKeys(r.NotJudged) {
+			part := fmt.Sprintf("%d %s", r.NotJudged[k], k)
+			if k == NotJudgedExpired {
+				ttl := time.Duration(r.TTLS * float64(time.Second))
+				margin := time.Duration(r.MarginS * float64(time.Second))
+				part += fmt.Sprintf(" (TTL %s − margin %s; a target TTL ≥ the run's %s, --ttl to match, judges them)",
+					ttl, margin, time.Duration(r.DurationS*float64(time.Second)).Round(time.Second))
+			}
+			parts = append(parts, part)
+		}
+		line += fmt.Sprintf("; %d not judged: %s", n, strings.Join(parts, ", "))
+	}
+	return line
 }
 
 // refreshViolations copies checker findings made after report() (the
@@ -353,9 +407,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(w, "unchecked hits (no warm-up response for the key): %d\n", r.UncheckedHits)
 	}
 	if r.TTLS > 0 {
-		fmt.Fprintf(w, "key TTL %gs: %d answers differed after their key may have expired (legal fresh executions, not judged)\n", r.TTLS, r.AfterTTL)
+		fmt.Fprintf(w, "key TTL %gs − margin %gs: %d answers differed after their key may have expired (legal fresh executions, not judged)\n", r.TTLS, r.MarginS, r.AfterTTL)
 	}
-	fmt.Fprintf(w, "violations: %d\n", r.Violations)
+	fmt.Fprintf(w, "violations: %s\n", r.JudgedLine())
 	for _, v := range r.ViolationList {
 		if v.Key != "" {
 			fmt.Fprintf(w, "  %s key=%s: %s\n", v.Kind, v.Key, v.Detail)
@@ -387,6 +441,8 @@ func (r *Report) oracleLine() string {
 	switch {
 	case r.Oracle == nil:
 		return "oracle: not run (merged results carry no oracle counts)"
+	case !r.Oracle.Available && r.Oracle.Note != "":
+		return "oracle: not used — " + r.Oracle.Note + "; replay equality checked"
 	case !r.Oracle.Available:
 		return "oracle: none declared — execution counts unverified; replay equality checked"
 	}
@@ -403,6 +459,9 @@ func (r *Report) oracleLine() string {
 	}
 	if r.Oracle.Error != "" {
 		line += " — error: " + r.Oracle.Error
+	}
+	if r.Oracle.Note != "" {
+		line += " — note: " + r.Oracle.Note
 	}
 	return line
 }

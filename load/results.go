@@ -17,8 +17,9 @@ const maxMergedResults = 50_000_000
 // distributed run) into one report. Warm-up results in the files let it
 // re-check replay equality; oracle counts are not in the files, so the
 // report's Oracle is nil. ttl is the target's key lifetime (0: forever or
-// unknown), for the replay check.
-func ReadResults(paths []string, verySlow, ttl time.Duration, timePlot bool) (*Report, error) {
+// unknown) and margin the profile's margin before it, for the replay
+// check; the files carry the sums of the replay forms the run compared.
+func ReadResults(paths []string, verySlow, ttl, margin time.Duration, timePlot bool) (*Report, error) {
 	if len(paths) == 0 {
 		return nil, errors.New("no results files")
 	}
@@ -35,7 +36,7 @@ func ReadResults(paths []string, verySlow, ttl time.Duration, timePlot bool) (*R
 		}
 		decs = append(decs, dec)
 	}
-	col := newCollector(verySlow, ttl)
+	col := newCollector(verySlow, ttl, margin)
 	s := &sink{col: col}
 	if timePlot {
 		s.plot = newTimePlot()

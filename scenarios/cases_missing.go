@@ -12,7 +12,7 @@ func init() {
 	register(
 		Case{Meta: Meta{ID: "missing/rejected", Family: "missing", Requirements: []string{"IK-MISSING-1"}, Level: Should,
 			Requirement: "draft §2.7: if the Idempotency-Key request header is missing for a documented idempotent operation requiring this header, the resource SHOULD reply with an HTTP 400 status code; the resource MUST fail the request (an error that executed anyway did not fail it).",
-			Explanation: "A request without the key on a key-requiring operation gets 400 and does not execute: a 400 after an execution fails. Counting a keyless execution needs an oracle without {key} (a global or per-operation counter); with a per-key oracle the 400 alone is unverifiable."},
+			Explanation: "A request without the key on a key-requiring operation gets 400 and does not execute: a 400 after an execution fails. Counting a keyless execution needs an oracle without {key} (a global or per-operation counter) or the downstream double (it marks the request with a token of its own); with a per-key oracle alone the 400 is unverifiable."},
 			PerOperation: true, Run: missingRejected},
 		Case{Meta: Meta{ID: "missing/problem-link", Family: "missing", Requirements: []string{"IK-MISSING-2", "IK-PROBLEM-1", "IK-PROBLEM-2"}, Level: Should,
 			Requirement: "draft §2.7: the 400 response SHOULD carry a body or Link header pointing to relevant documentation (problem+json type, or Link rel=\"describedby\").",
@@ -37,7 +37,7 @@ func missingRejected(ctx context.Context, e *Env) Verdict {
 	// A keyless request can only be counted by an oracle that is not
 	// per key (the run is then serial, and the counter is read around
 	// it), or by the downstream double, which marks it with a token.
-	counted := e.HasOracle() && (e.Target.GlobalOracle() || e.Target.countsScopes())
+	counted := e.HasOracle() && (e.Target.GlobalOracle() || e.Target.countsKeyless(e.Op))
 	var before int
 	if counted {
 		var err error

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"maps"
+	"net/http"
 	"os"
 	"slices"
 	"sort"
@@ -16,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/idemcheck/idemcheck/internal/jsonx"
@@ -86,6 +88,10 @@ type downstreamRun struct {
 	// it equals the normal body.
 	mu       sync.Mutex
 	variants map[*byte]string
+	// witnesses are the operations whose calibration request, counted by
+	// another oracle, called the double with its key's token: the double
+	// then sees their keyless requests' executions too (countsKeyless).
+	witnesses map[string]bool
 }
 
 // variantBody returns a copy of body, the body of variant name, that
@@ -161,7 +167,7 @@ func (t *Target) token(key string) string {
 // markForDouble writes into x (a request of op built from r) the token
 // the downstream double counts it under, when a double runs: the key's,
 // the key field lines' own scope's or the case's keyless scope's
-// (countsScopes); a variant's body gives the key the variant's behaviour.
+// (countsKeyless); a variant's body gives the key the variant's behaviour.
 // The scope is noted for the evidence (downstreamEvidence).
 func (e *Env) markForDouble(op *Operation, r Req, x *Exchange) {
 	t := e.Target
@@ -180,7 +186,7 @@ func (e *Env) markForDouble(op *Operation, r Req, x *Exchange) {
 		if name := t.downstream.variantOf(x.Request.Body); name != "" {
 			_ = t.BehaveVariant(op, r.Key, name) // the route was validated: no error
 		}
-	case t.countsScopes():
+	case t.countsKeyless(op):
 		scope = e.noKeyScope()
 	default:
 		return
@@ -208,6 +214,40 @@ func (t *Target) countsScopes() bool {
 		}
 	}
 	return len(os) > 0
+}
+
+// witness notes whether op's calibration request under key (counted once
+// by the configured oracle) called the double with the key's token.
+func (t *Target) witness(op *Operation, key string) {
+	d := t.downstream
+	if d == nil {
+		return
+	}
+	seen := t.downstreamCalls(key, "") > 0
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.witnesses == nil {
+		d.witnesses = map[string]bool{}
+	}
+	d.witnesses[op.Name] = seen
+}
+
+// countsKeyless reports whether the double counts the executions of op's
+// requests sent without a key, by their case's own scope: as the oracle
+// (countsScopes), or as a witness beside an oracle that cannot count them
+// (a per-key SQL query or HTTP counter), once calibration saw op's
+// execution call the double with its token.
+func (t *Target) countsKeyless(op *Operation) bool {
+	if t.countsScopes() {
+		return true
+	}
+	d := t.downstream
+	if d == nil || d.keys || d.global.Load() || op == nil || op.Marker == nil {
+		return false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.witnesses[op.Name]
 }
 
 // track makes the double count key's calls: those holding its token
@@ -281,7 +321,7 @@ func (t *Target) validateDownstream() error {
 		if d == nil {
 			return fmt.Errorf("%s %q: no downstream: section declares the double's routes", at, name)
 		}
-		if d.Route(name) < 0 {
+		if d.RouteIndex(name) < 0 {
 			return fmt.Errorf("%s %q: no such route in downstream.routes (%s)", at, name, d.RouteNames())
 		}
 		return nil
@@ -426,6 +466,11 @@ func (t *Target) downstreamGlobal(op *Operation, n int) (problem, note string) {
 	if n > 1 {
 		return fmt.Sprintf("downstream %s: one request to %s %s under a fresh key made %d calls and none holds its token (%s); effect-counting cases are inconclusive", route, op.Method, op.Path, n, fix), ""
 	}
+	for _, o := range t.Oracles() {
+		if o.Downstream == "" { // a per-key source beside it has no global count to read
+			return fmt.Sprintf("downstream %s: the call %s %s made under a fresh key holds no token, and beside the per-key %s it cannot count globally (%s); effect-counting cases are inconclusive", route, op.Method, op.Path, o, fix), ""
+		}
+	}
 	t.downstream.global.Store(true)
 	behaves := ""
 	for _, v := range op.Variants {
@@ -523,4 +568,54 @@ func joinAnd(parts []string) string {
 		return strings.Join(parts, "")
 	}
 	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+}
+
+// CheckDownstream is calibration for the faces that do not run the
+// catalog (chaos, load): when a downstream oracle counts, one normal
+// request of its operation under a fresh key must make one call holding
+// the key's token. It returns "" when so (or when no downstream oracle
+// counts); else a one-line note, and ok says whether the double can still
+// count: untokened calls make it count globally (as in a run), no call at
+// all leaves nothing to count with.
+func CheckDownstream(ctx context.Context, t *Target, c *http.Client) (note string, ok bool) {
+	var op *Operation
+	for i := range t.Operations {
+		if o := t.OracleOf(&t.Operations[i]); o != nil && o.Downstream != "" && t.downstream != nil {
+			op = &t.Operations[i]
+			break
+		}
+	}
+	if op == nil {
+		return "", true
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*t.Timeout+calibrationWait)
+	defer cancel()
+	e := &Env{Target: t, Op: op, client: c, ctx: ctx}
+	k := uuid.NewString()
+	route := t.OracleOf(op).Downstream
+	untokened := t.downstreamUntokened(op)
+	r := e.Send(ctx, Req{Label: "double check", Key: k})
+	if !r.OK() {
+		return fmt.Sprintf("downstream %s: the normal call answered %s, so the double could not be checked; its counts are not used", route, r.String()), false
+	}
+	deadline := time.Now().Add(calibrationWait)
+	for {
+		switch n, u := t.downstreamCalls(k, route), t.downstreamUntokened(op)-untokened; {
+		case n == 1:
+			return "", true
+		case n > 1:
+			return fmt.Sprintf("downstream %s: one request under a fresh key made %d calls holding its token; its counts are not used", route, n), false
+		case u > 0:
+			problem, note := t.downstreamGlobal(op, u)
+			if problem != "" {
+				return problem, false
+			}
+			return note, true
+		case time.Now().After(deadline) || ctx.Err() != nil:
+			return fmt.Sprintf("downstream %s: a %d answer to %s %s under a fresh key made no call to the double at %s within %s: point the API's provider URL at it; its counts are not used", route, r.Status, op.Method, op.Path, t.Double().URL(), calibrationWait), false
+		}
+		if waitUntil(ctx, time.Now().Add(50*time.Millisecond)) != nil {
+			continue // the deadline case reports it
+		}
+	}
 }

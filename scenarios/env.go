@@ -85,7 +85,7 @@ func (e *Env) sentKeys() []sentKey {
 }
 
 // noKeyScope is what the case's keyless requests are marked and counted
-// under when the downstream double counts them (Target.countsScopes): a
+// under when the downstream double counts them (Target.countsKeyless): a
 // key of their own, never sent as a key.
 func (e *Env) noKeyScope() string {
 	e.mu.Lock()
@@ -266,10 +266,23 @@ func (e *Env) Send(ctx context.Context, r Req) Resp {
 		client = r.client
 	}
 	resp := e.doWith(ctx, client, x, true)
-	if c := e.oracle; c != nil && resp.OK() && !r.NoKey && r.KeyLines == nil {
-		c.prove(r.Key, createdIDOf(op, resp))
+	if c := e.oracle; c != nil && !r.NoKey && r.KeyLines == nil {
+		switch {
+		case resp.OK():
+			c.prove(r.Key, createdIDOf(op, resp))
+		case declinedAsDeclared(op, body, resp):
+			c.prove(r.Key, "") // a business error is an execution, stored
+		}
 	}
 	return resp
+}
+
+// declinedAsDeclared reports that resp answers op's business_error variant
+// (body) with the status the variant declares: the catalog takes that
+// outcome as one execution (errors/business-error-kept).
+func declinedAsDeclared(op *Operation, body []byte, resp Resp) bool {
+	vb, v, ok := op.VariantBody(VariantBusinessError)
+	return ok && v.Status != 0 && resp.Err == nil && resp.Status == v.Status && bytes.Equal(vb, body)
 }
 
 // do sends x.Request, fills in the response and, if record, keeps x as
@@ -407,8 +420,11 @@ func (e *Env) count(ctx context.Context, key string, record bool) (int, error) {
 		o.used.Store(true)
 	}
 	if !o.global {
-		if key == "" && e.Target.countsScopes() {
-			key = e.noKeyScope() // the keyless requests' token (Send)
+		if key == "" && e.Target.countsKeyless(e.Op) {
+			if !e.Target.countsScopes() { // the double witnesses what the oracle cannot count
+				return e.Target.downstreamCalls(e.noKeyScope(), ""), nil
+			}
+			key = e.noKeyScope() // the keyless requests' token (markForDouble)
 		}
 		read := func() (int, error) { return o.ev.Count(ctx, key, e.recorder(record)) }
 		n, err := read()
@@ -442,8 +458,9 @@ func (e *Env) count(ctx context.Context, key string, record bool) (int, error) {
 const lagSettle = 2 * time.Second
 
 // settle re-reads a count n of key's executions that is below what key's
-// answers prove (a 2xx under a fresh key is one execution at least; each
-// distinct created id is one), with backoff, for up to lagSettle (nil
+// answers prove (a 2xx, or the business_error variant's declared status,
+// under a fresh key is one execution at least; each distinct created id is
+// one), with backoff, for up to lagSettle (nil
 // read: it cannot be re-read). A count that never catches up is an error:
 // the case is inconclusive, not judged on a count that contradicts its
 // own answers.
@@ -464,7 +481,8 @@ func (c *counter) settle(ctx context.Context, key string, n int, read func() (in
 	return n, nil
 }
 
-// prove notes a 2xx answer under key, with the id it created ("" none).
+// prove notes an answer under key that shows an execution, with the id it
+// created ("" none).
 func (c *counter) prove(key, id string) {
 	c.pmu.Lock()
 	defer c.pmu.Unlock()
@@ -487,7 +505,7 @@ func (c *counter) proven(key string) (int, string) {
 	case len(ids) == 0:
 		return 0, ""
 	case n <= 1:
-		return 1, "a 2xx answer"
+		return 1, "an answer that shows an execution: a 2xx, or the business_error variant's status"
 	}
 	return n, fmt.Sprintf("%d distinct created ids", n)
 }

@@ -71,10 +71,18 @@ func OpenEvidence(t *Target, c *http.Client) (*Evidence, error) {
 	return ev, nil
 }
 
-// PerKey reports whether the sources count per key (a downstream source
-// turns global when calibration finds its calls untokened); else each counts every
-// execution and a run must send one key at a time to attribute them.
-func (ev *Evidence) PerKey() bool { return ev.perKey && ev.sources[0].PerKey() }
+// PerKey reports whether the sources count per key; else each counts every
+// execution and a run must send one key at a time to attribute them. A
+// downstream source turns global when calibration finds its calls
+// untokened: the run's sources all count globally from then on.
+func (ev *Evidence) PerKey() bool {
+	for _, s := range ev.sources {
+		if !s.PerKey() {
+			return false
+		}
+	}
+	return ev.perKey
+}
 
 // Count sums the sources' counts for key (see Source.Count); errors are
 // redacted.

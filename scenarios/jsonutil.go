@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"reflect"
 )
 
 // decodeJSON decodes with UseNumber so numbers compare exactly.
@@ -24,14 +23,21 @@ func decodeJSON(b []byte) (any, error) {
 	return v, nil
 }
 
-// jsonEqual reports whether a and b are equal JSON documents.
+// jsonEqual reports whether a and b are equal JSON documents (bodies that
+// are not JSON: equal bytes). It is ReplayForm's json rule.
 func jsonEqual(a, b []byte) bool {
-	va, errA := decodeJSON(a)
-	vb, errB := decodeJSON(b)
-	if errA != nil || errB != nil {
-		return bytes.Equal(a, b)
+	return bytes.Equal(ReplayForm(CompareJSON, a), ReplayForm(CompareJSON, b))
+}
+
+// canonicalJSON re-encodes a JSON document one way: members sorted by
+// name, no whitespace, numbers as written. Two documents are equal
+// exactly when their canonical encodings are.
+func canonicalJSON(b []byte) ([]byte, error) {
+	v, err := decodeJSON(b)
+	if err != nil {
+		return nil, err
 	}
-	return reflect.DeepEqual(va, vb)
+	return json.Marshal(v)
 }
 
 // isJSONObject reports whether b holds a JSON object.

@@ -185,8 +185,8 @@ func (t *Target) Oracles() []*Oracle {
 // both kinds.
 func (t *Target) GlobalOracle() bool {
 	os := t.Oracles()
-	if len(os) > 0 && os[0].Downstream != "" && t.downstream != nil {
-		return t.downstream.global.Load() // calibration found untokened calls
+	if t.downstream != nil && t.downstream.global.Load() {
+		return true // calibration found a downstream oracle's calls untokened
 	}
 	return len(os) > 0 && !os[0].PerKey()
 }

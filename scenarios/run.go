@@ -455,6 +455,7 @@ func calibrateOp(ctx context.Context, t *Target, p *Profile, client *http.Client
 		}
 		switch rise := n - before; {
 		case rise == 1:
+			t.witness(op, k)
 			return "", ""
 		case rise == 0 && t.downstreamUntokened(op) > untokened:
 			return t.downstreamGlobal(op, t.downstreamUntokened(op)-untokened)

@@ -47,6 +47,10 @@ type Config struct {
 	// KillEvery, with Replicas, SIGKILLs a random replica this often and
 	// restarts it (0: never).
 	KillEvery time.Duration
+	// Margin is the profile's margin before the target's TTL: attempts
+	// sent later than TTL − Margin after a key's first are not judged
+	// against its first record (the checker's Margin).
+	Margin time.Duration
 }
 
 // ErrUnreachable: the target did not answer at all (the preflight every
@@ -67,6 +71,9 @@ type Result struct {
 	Replicas []string `json:"replicas,omitempty"`
 	// Kills counts replicas SIGKILLed and restarted mid-run (KillEvery).
 	Kills int `json:"kills,omitempty"`
+	// Notes say why evidence was left out (a downstream double the API
+	// does not call with its keys' tokens), one line each.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Validate checks cfg and fills defaults; errors name the field.
@@ -137,10 +144,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			defer killer.stop() // before the replicas stop, on every return
 			// A restarted reference process forgets the executions it
 			// counted; the created ids seen by client and proxy decide.
-			t.Oracle = nil
+			// The downstream double's counts outlive the restarts.
+			if t.Oracle != nil && t.Oracle.Downstream == "" {
+				t.Oracle = nil
+			}
 			t.Operations = slices.Clone(t.Operations) // t is a shallow copy
 			for i := range t.Operations {
-				t.Operations[i].Oracle = nil
+				if o := t.Operations[i].Oracle; o != nil && o.Downstream == "" {
+					t.Operations[i].Oracle = nil
+				}
 			}
 		}
 		cfg.Target = t
@@ -155,6 +167,18 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	defer ev.Close()
+	var notes []string
+	if ev != nil {
+		// A downstream double counts only once one request is seen to
+		// call it with its key's token (calibration, as run does).
+		note, ok := scenarios.CheckDownstream(ctx, cfg.Target, client)
+		if note != "" {
+			notes = append(notes, note)
+		}
+		if !ok {
+			ev = nil
+		}
+	}
 	if ev != nil && !ev.PerKey() {
 		// A global count moves with every concurrent key: it cannot say
 		// how often one key executed. Ids decide.
@@ -176,7 +200,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	// The history carries the TTL so analyze judges it as this run does.
-	hist.WriteRun(chaos.Run{TTLNS: cfg.Target.TTL.Nanoseconds()})
+	hist.WriteRun(chaos.Run{TTLNS: cfg.Target.TTL.Nanoseconds(), MarginNS: cfg.Margin.Nanoseconds(), ReplicaKills: killer != nil})
 	idPtr := cfg.Target.Operations[0].IDPointer
 	proxy, err := chaos.New(chaos.Options{
 		Upstream: cfg.Target.Bases()[0], Replicas: cfg.Target.Bases()[1:], KeyHeader: cfg.Target.KeyHeader, IDPointer: idPtr,
@@ -201,7 +225,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	d := newDriver(cfg, client, front.URL, hist, cfg.Target.Keys(client, gen))
 	d.ev = ev
-	d.onOp = newTracker(cfg, proxy)
+	d.onOp = newTracker(cfg, proxy, hist)
 	start := time.Now()
 	d.runAll(ctx)
 	elapsed := time.Since(start)
@@ -226,7 +250,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{Report: checker.Report(), Interrupted: parent.Err() != nil, Requested: cfg.Ops, Proxy: counters, Elapsed: elapsed,
-		Replicas: cfg.Target.Replicas, Kills: kills}
+		Replicas: cfg.Target.Replicas, Kills: kills, Notes: notes}
 	if cfg.History != "" {
 		res.History = cfg.History
 	}

@@ -108,3 +108,47 @@ func TestUnreachable(t *testing.T) {
 		t.Errorf("got %v, want ErrUnreachable", err)
 	}
 }
+
+// TestProgressCountsWhatTheCheckCounts: the live violation count uses the
+// final check's rules. Keys living 1 s make storms' retries (sent after a
+// Retry-After) legal fresh executions: the effects oracle counts two, the
+// final check excuses them, and the live line must not count them (it
+// counted every oracle count above one). Against no-inflight-lock the live
+// count finds violations and never more than the final check.
+func TestProgressCountsWhatTheCheckCounts(t *testing.T) {
+	for _, tc := range []struct {
+		defect string
+		want   string
+	}{
+		{"", "no violation live or final, some after-TTL executions"},
+		{"no-inflight-lock", "violations live, at most the final count"},
+	} {
+		t.Run("defect="+tc.defect, func(t *testing.T) {
+			tg, err := scenarios.FromURL(demotest.Serve(t, demo.Options{Defects: defectList(tc.defect), TTL: time.Second}), time.Second, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range tg.Operations {
+				tg.Operations[i].Variants[scenarios.VariantSlow] = scenarios.Variant{Patch: json.RawMessage(`{"delay_ms":300}`), Duration: 300 * time.Millisecond}
+			}
+			var last drive.Progress
+			res, err := drive.Run(context.Background(), drive.Config{
+				Target: tg, Ops: 300, Concurrency: 16, Faults: standardFaults, Seed: 7, Deadline: 2 * time.Minute,
+				Margin: 500 * time.Millisecond, OnProgress: func(p drive.Progress) { last = p },
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if last.Done != res.Ops {
+				t.Fatalf("progress saw %d of %d operations", last.Done, res.Ops)
+			}
+			switch {
+			case tc.defect == "" && (last.Violations != 0 || len(res.Violations) != 0 || len(res.AfterTTL) == 0):
+				t.Fatalf("%s: live %d, final %d, after TTL %d", tc.want, last.Violations, len(res.Violations), len(res.AfterTTL))
+			case tc.defect != "" && (last.Violations == 0 || last.Violations > len(res.Violations)):
+				t.Fatalf("%s: live %d, final %d", tc.want, last.Violations, len(res.Violations))
+			}
+			t.Logf("live %d, final %d, after TTL %d", last.Violations, len(res.Violations), len(res.AfterTTL))
+		})
+	}
+}

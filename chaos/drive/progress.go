@@ -10,26 +10,39 @@ import (
 type Progress struct {
 	Done   int   // operations finished
 	Faults int64 // faults the proxy injected so far
-	// Doubles counts operations whose effects oracle saw more than one
-	// execution: the violations visible while running. The exactly-once
-	// check over the whole history runs at the end.
-	Doubles int
+	// Violations counts the exactly-once violations of the finished
+	// operations, by the final check's rules over what the proxy recorded
+	// of their keys (an after-TTL execution, an answer the harness
+	// dropped: not counted). The check over the whole history runs at the
+	// end.
+	Violations int
 }
 
-// tracker feeds Config.OnProgress after each operation.
+// tracker feeds Config.OnProgress after each operation. It judges each
+// finished operation's key with a checker of its own, fed the proxy's
+// attempts as they are recorded, then forgets the key.
 type tracker struct {
-	mu    sync.Mutex
-	p     Progress
-	proxy *chaos.Proxy
-	f     func(Progress)
+	mu      sync.Mutex
+	p       Progress
+	proxy   *chaos.Proxy
+	checker *chaos.Checker
+	f       func(Progress)
 }
 
-// newTracker returns the per-operation hook, nil without OnProgress.
-func newTracker(cfg Config, proxy *chaos.Proxy) func(chaos.Op) {
+// newTracker returns the per-operation hook (nil without OnProgress) and
+// has the history show it every attempt.
+func newTracker(cfg Config, proxy *chaos.Proxy, hist *chaos.History) func(chaos.Op) {
 	if cfg.OnProgress == nil {
 		return nil
 	}
-	t := &tracker{proxy: proxy, f: cfg.OnProgress}
+	c := chaos.NewChecker()
+	c.TTL, c.Margin, c.ReplicaKills = cfg.Target.TTL, cfg.Margin, cfg.Replicas > 0 && cfg.KillEvery > 0
+	t := &tracker{proxy: proxy, checker: c, f: cfg.OnProgress}
+	hist.Observe(func(ev chaos.Event) {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		c.Attempt(ev)
+	})
 	return t.op
 }
 
@@ -42,8 +55,7 @@ func (t *tracker) op(op chaos.Op) {
 	defer t.mu.Unlock()
 	t.p.Done++
 	t.p.Faults = faults
-	if op.Oracle != nil && *op.Oracle > 1 && op.Kind != chaos.KindTransient {
-		t.p.Doubles++
-	}
+	t.checker.Op(op)
+	t.p.Violations += t.checker.KeyViolations(op.Key)
 	t.f(t.p)
 }

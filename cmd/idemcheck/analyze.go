@@ -4,12 +4,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/idemcheck/idemcheck/chaos"
+	"github.com/idemcheck/idemcheck/scenarios"
 )
 
 func init() {
@@ -17,16 +22,17 @@ func init() {
 		jsonPath        string
 		skipTorn        bool
 		allowIncomplete bool
-		ttl             time.Duration
+		ttl, margin     time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "analyze HISTORY.jsonl",
 		Short: "Re-run the exactly-once checker over a recorded chaos history",
 		Long: "Read a history written by idemcheck proxy --history or idemcheck chaos --history and apply\n" +
 			"the exactly-once rules per key again, offline. The target's TTL comes from the history\n" +
-			"(chaos writes it) or --ttl: an execution after a key may have expired is legal.\n" +
-			"Exit codes: 0 clean, 1 violations, 2 unreadable, empty or torn history, 5 nothing exercised\n" +
-			"(operations recorded, none shows an execution; --allow-incomplete accepts it).",
+			"(chaos writes it) or --ttl: an execution from an attempt sent past TTL − margin may be legal.\n" +
+			"Exit codes: 0 clean, 1 violations, 2 unreadable, empty or torn history, 5 not enough evidence\n" +
+			"(operations recorded, none shows an execution, or more keys not judged than judged;\n" +
+			"--allow-incomplete accepts it).",
 		Example: `  idemcheck analyze chaos.jsonl
   idemcheck analyze attempts.jsonl --ttl 24h --json report.json
   idemcheck analyze chaos.jsonl --json -`,
@@ -38,8 +44,13 @@ func init() {
 			}
 			defer f.Close()
 			c := chaos.NewChecker()
-			c.TTL = ttl
+			c.TTL, c.Margin = ttl, margin
 			torn, err := chaos.ReadHistory(f, c, skipTorn)
+			if c.Margin == 0 && !cmd.Flags().Changed("margin") {
+				// A proxy's history carries no margin: the default profile's.
+				p, _ := scenarios.ProfileByName("")
+				c.Margin = p.Margin
+			}
 			if torn != "" {
 				fmt.Fprintf(cmd.ErrOrStderr(), "idemcheck: warning: %s: skipped %s\n", args[0], torn)
 			}
@@ -62,6 +73,7 @@ func init() {
 	cmd.Flags().StringVar(&jsonPath, "json", "", "write the JSON report to `FILE` (-: to stdout, instead of the summary)")
 	cmd.Flags().BoolVar(&skipTorn, "skip-torn-tail", false, "skip a last line that does not parse (a run killed mid-write), with a warning")
 	cmd.Flags().DurationVar(&ttl, "ttl", 0, "the target's key lifetime, overriding the history's")
+	cmd.Flags().DurationVar(&margin, "margin", 0, "the margin before the TTL: attempts sent later than TTL − margin after a key's first are not judged against it (default: the history's, else the ietf profile's 500ms)")
 	cmd.Flags().BoolVar(&allowIncomplete, "allow-incomplete", false, "exit 0 although no operation shows an execution (instead of exit 5)")
 	rootCmd.AddCommand(cmd)
 }
@@ -82,35 +94,92 @@ func writeAnalyzeJSON(path string, stdout io.Writer, rep chaos.Report) error {
 }
 
 // printChaosReport writes the human summary: counts, faults, violations
-// with evidence (at most 20, then a count).
+// with evidence (at most 20, then a count), and how many keys were judged.
 func printChaosReport(w io.Writer, r chaos.Report) {
 	fmt.Fprintf(w, "keys %d, operations %d, attempts %d, unresolved %d, interrupted %d\n", r.Keys, r.Ops, r.Attempts, r.Unresolved, r.Interrupted)
 	fmt.Fprintf(w, "faults injected: %s\n", counts(r.Faults))
 	if r.Ops > 0 {
-		fmt.Fprintf(w, "client outcomes: %s\n", counts(r.Outcomes))
+		fmt.Fprintf(w, "client outcomes: %s\n", outcomeList(r.Outcomes, r.FailsByKind))
 	}
 	if r.TTL > 0 {
-		fmt.Fprintf(w, "key TTL %s: %d keys executed again after it may have run out (legal fresh executions)\n", r.TTL, len(r.AfterTTL))
+		fmt.Fprintf(w, "key TTL %s − margin %s: %d keys executed again by an attempt sent after it (legal fresh executions, not judged)\n", r.TTL, r.Margin, len(r.AfterTTL))
 		printViolations(w, r.AfterTTL, 5)
 	}
 	if len(r.Unjudged) > 0 {
-		fmt.Fprintf(w, "not judged: %d keys whose evidence has another explanation\n", len(r.Unjudged))
+		fmt.Fprintf(w, "not judged: %d keys whose evidence against the server has another explanation (answers the harness dropped, 5xx of two sources)\n", len(r.Unjudged))
 		printViolations(w, r.Unjudged, 5)
 	}
-	if len(r.Violations) == 0 {
-		if !r.Exercised {
-			fmt.Fprintf(w, "exactly-once: NOT EXERCISED: none of %d operations shows an execution (no 2xx, created id or oracle count), so nothing committed could run twice (check the operation's body, path and credentials)\n", r.Ops)
-			return
+	judged := fmt.Sprintf("in %d of %d keys judged", r.Judged, r.Keys)
+	if len(r.NotJudged) > 0 {
+		judged += fmt.Sprintf("; %d not judged: %s", r.Keys-r.Judged, reasonList(r.NotJudged))
+	}
+	switch {
+	case len(r.Violations) > 0:
+		byRule := map[string]int{}
+		for _, v := range r.Violations {
+			byRule[v.Rule]++
 		}
-		fmt.Fprintln(w, "exactly-once: OK (no violations)")
-		return
+		fmt.Fprintf(w, "exactly-once: %d VIOLATIONS (%s) %s\n", len(r.Violations), counts(byRule), judged)
+		printViolations(w, r.Violations, 20)
+	case !r.Exercised:
+		fmt.Fprintf(w, "exactly-once: NOT EXERCISED: none of %d operations shows an execution (no 2xx, created id or oracle count), so nothing committed could run twice (check the operation's body, path and credentials)\n", r.Ops)
+	case r.MostlyUnjudged():
+		fmt.Fprintf(w, "exactly-once: NOT ENOUGH EVIDENCE: 0 violations %s\n", judged)
+	default:
+		fmt.Fprintf(w, "exactly-once: OK: 0 violations %s\n", judged)
 	}
-	byRule := map[string]int{}
-	for _, v := range r.Violations {
-		byRule[v.Rule]++
+}
+
+// outcomeMeaning says what each client outcome of an operation means.
+var outcomeMeaning = map[string]string{
+	chaos.ClientOK:          "a 2xx answer",
+	chaos.ClientFail:        "a final non-2xx answer",
+	chaos.ClientUnknown:     "no final answer: the last attempt was dropped, cut, or answered 409 or 5xx",
+	chaos.ClientInterrupted: "cut short by the run's end",
+}
+
+// failMeaning says which op kinds' failures are expected answers.
+var failMeaning = map[string]string{
+	chaos.KindBusiness:  "the business error variant's expected answer, e.g. 402",
+	chaos.KindTransient: "the transient error variant's expected answer, e.g. 503",
+	chaos.KindMutated:   "a changed body rejected, e.g. 422",
+}
+
+// outcomeList is "fail 151 (a final non-2xx answer: business 80, the
+// business error variant's ...), ok 840 (a 2xx answer)".
+func outcomeList(m, failsByKind map[string]int) string {
+	parts := make([]string, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		part := fmt.Sprintf("%s %d", k, m[k])
+		what := outcomeMeaning[k]
+		if k == chaos.ClientFail && len(failsByKind) > 0 {
+			var kinds []string
+			for _, kind := range slices.Sorted(maps.Keys(failsByKind)) {
+				why := failMeaning[kind]
+				if why == "" {
+					why = "not an expected answer"
+				}
+				kinds = append(kinds, fmt.Sprintf("%s %d, %s", kind, failsByKind[kind], why))
+			}
+			what += ": " + strings.Join(kinds, "; ")
+		}
+		if what != "" {
+			part += " (" + what + ")"
+		}
+		parts = append(parts, part)
 	}
-	fmt.Fprintf(w, "exactly-once: %d VIOLATIONS (%s)\n", len(r.Violations), counts(byRule))
-	printViolations(w, r.Violations, 20)
+	return strings.Join(parts, ", ")
+}
+
+// reasonList is "the harness dropped every answer 11, ..." (most first).
+func reasonList(m map[string]int) string {
+	reasons := slices.Sorted(maps.Keys(m))
+	sort.SliceStable(reasons, func(i, j int) bool { return m[reasons[i]] > m[reasons[j]] })
+	parts := make([]string, len(reasons))
+	for i, k := range reasons {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
 }
 
 // printViolations writes the first limit of vs, then how many more there are.
@@ -134,14 +203,17 @@ func printViolation(w io.Writer, v chaos.Violation) {
 	fmt.Fprintf(w, "  %s key=%s kind=%s: %s; ids=%s upstream statuses=%s oracle=%s\n", v.Rule, v.Key, v.Kind, v.Detail, list(v.IDs), list(v.Statuses), oracle)
 }
 
-// A run that exercised nothing exits 5 like a conformance run without
-// evidence, unless allowIncomplete (--allow-incomplete).
+// A run that exercised nothing, or judged fewer keys than it left
+// unjudged, exits 5 like a conformance run without evidence, unless
+// allowIncomplete (--allow-incomplete).
 func violationsError(r chaos.Report, allowIncomplete bool) error {
 	switch {
 	case len(r.Violations) > 0:
 		return withCode(exitFail, fmt.Errorf("%d exactly-once violations", len(r.Violations)))
 	case !r.Exercised && !allowIncomplete:
 		return withCode(exitIncomplete, fmt.Errorf("no operation shows an execution: exactly-once was not exercised (--allow-incomplete accepts this)"))
+	case r.MostlyUnjudged() && !allowIncomplete:
+		return withCode(exitIncomplete, fmt.Errorf("%d of %d keys not judged (%s): not enough evidence (--allow-incomplete accepts this)", r.Keys-r.Judged, r.Keys, reasonList(r.NotJudged)))
 	}
 	return nil
 }

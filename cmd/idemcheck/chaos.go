@@ -43,16 +43,20 @@ func init() {
 			"(created ids seen by client and proxy, plus the effects oracle), the client's final answer\n" +
 			"equals the committed result, nothing lost. The op mix adds slow same-key storms, changed-body\n" +
 			"retries, business and transient errors where the target configures them. With the target's\n" +
-			"TTL (config ttl or --ttl) an execution after a key may have expired is a legal fresh\n" +
-			"execution, shown apart; without it every second execution is a violation.\n" +
+			"TTL (config ttl or --ttl) an execution from an attempt sent later than TTL − margin (the\n" +
+			"profile's) after the key's first is a legal fresh execution, shown apart; without it every\n" +
+			"second execution is a violation. An answer the harness dropped, cut or made up is no evidence\n" +
+			"against the server: a key whose every answer it dropped is not judged, never lost. The verdict\n" +
+			"says how many keys were judged, how many not and why.\n" +
 			"Replicas: with --replica or --target repeated (or the config's replicas) the proxy sends attempts to each replica in\n" +
 			"turn, so a key's retries land on different replicas. With --target-cmd CMD --replicas N it starts\n" +
 			"N processes of CMD ({port} becomes each one's port; CMD must name a shared store) and every\n" +
 			"--kill-every SIGKILLs a random one and restarts it; the effects oracle is then not asked (a\n" +
 			"restarted process forgets its counts) and created ids decide.\n" +
 			"SIGINT/SIGTERM stops sending; operations cut short are counted, not judged.\n" +
-			"Exit codes: 0 clean, 1 violations, 2 usage, 4 target unreachable, 5 nothing exercised (no\n" +
-			"operation shows an execution; --allow-incomplete accepts it), 130 interrupted.",
+			"Exit codes: 0 clean, 1 violations, 2 usage, 4 target unreachable, 5 not enough evidence (no\n" +
+			"operation shows an execution, or more keys not judged than judged; --allow-incomplete accepts\n" +
+			"it), 130 interrupted.",
 		Example: `  idemcheck chaos --target http://127.0.0.1:8080 --ops 500 --concurrency 16 --fault drop-response:0.3 --fault duplicate:0.1
   idemcheck chaos --config examples/reference.yaml --ops 2000 --fault drop-response:p=0.3,mode=rst --seed 7 --history chaos.jsonl --json chaos.json`,
 		Args: cobra.NoArgs,
@@ -66,6 +70,7 @@ func init() {
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.sel.Config, "config", "", "YAML config describing the API under test")
+	fl.StringVar(&f.sel.Profile, "profile", "", "profile preset: "+strings.Join(scenarios.ProfileNames(), ", ")+" (replaces the config's profile); its margin before the TTL judges attempts, as in run")
 	fl.StringArrayVar(&f.targets, "target", nil, "base URL of a server following the reference contract (idemcheck serve); repeated, the others are replicas of the first (like --replica)")
 	fl.StringArrayVar(&f.sel.Replicas, "replica", nil, replicaUsage)
 	fl.StringVar(&f.sel.TargetCmd, "target-cmd", "", "command line starting the target ({port} becomes a free loopback port); alone it implies the reference contract")
@@ -91,11 +96,11 @@ func runChaos(ctx context.Context, stdout io.Writer, f chaosFlags) error {
 		f.sel.Target = f.targets[0]
 		f.sel.Replicas = append(slices.Clone(f.targets[1:]), f.sel.Replicas...)
 	}
-	target, _, err := f.sel.Load()
+	target, profile, err := f.sel.Load()
 	if err != nil {
 		return withCode(exitUsage, err)
 	}
-	f.cfg.Target = target
+	f.cfg.Target, f.cfg.Margin = target, profile.Margin
 	if f.cfg.Faults, err = chaos.ParseRules(f.faults); err != nil {
 		return usageErrorf("--fault: %v", err)
 	}
@@ -122,6 +127,9 @@ func runChaos(ctx context.Context, stdout io.Writer, f chaosFlags) error {
 		res.Ops, res.Requested, against, res.Elapsed.Round(time.Millisecond), res.Proxy.Requests, res.Proxy.Forwarded)
 	if len(res.Replicas) > 0 {
 		fmt.Fprintf(stdout, "replicas: %s; %d killed and restarted mid-run\n", target.Redact(strings.Join(res.Replicas, " ")), res.Kills)
+	}
+	for _, n := range res.Notes {
+		fmt.Fprintf(stdout, "note: %s\n", n)
 	}
 	printChaosReport(stdout, res.Report)
 	if res.History != "" {

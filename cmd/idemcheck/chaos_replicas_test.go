@@ -36,7 +36,7 @@ func TestChaosReplicaKills(t *testing.T) {
 			js := filepath.Join(t.TempDir(), "chaos.json")
 			r := runCLI(t, "chaos", "--target-cmd", strings.Join(serve, " "), "--replicas", "2", "--kill-every", "1s",
 				"--ops", "600", "--concurrency", "16", "--fault", "drop-response:0.3", "--fault", "duplicate:0.05",
-				"--seed", "3", "--deadline", "90s", "--json", js)
+				"--seed", "3", "--deadline", "4m", "--json", js)
 			if r.code != row.code || !strings.Contains(r.stdout, row.want) {
 				t.Fatalf("%s: exit %d (want %d), want %q in stdout:\n%s\nstderr:\n%s", row.explain, r.code, row.code, row.want, r.stdout, r.stderr)
 			}

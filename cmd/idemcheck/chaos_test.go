@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -36,18 +38,27 @@ func TestChaosCLI(t *testing.T) {
 		faults                []string
 		code                  int
 		out                   string
+		ops                   int // 0: 300
 	}{
-		{"correct reference", good, filepath.Join(dir, "good.jsonl"), 0, []string{"drop-response:0.3"}, exitOK, "exactly-once: OK"},
-		{"no-inflight-lock", defective, filepath.Join(dir, "bad.jsonl"), 0, []string{"drop-response:0.3"}, exitFail, "double-execution key="},
-		{"short TTL declared", shortTTL, filepath.Join(dir, "ttl.jsonl"), 2 * time.Second, []string{"drop-response:0.3"}, exitOK, "key TTL 2s: "},
-		{"bad fault spec", good, "", 0, []string{"drop-response:p=0.3,mode=slam"}, exitUsage, ""},
-		{"unreachable", closedPort(t), "", 0, nil, exitUnreachable, ""},
+		{"correct reference", good, filepath.Join(dir, "good.jsonl"), 0, []string{"drop-response:0.3"}, exitOK, "exactly-once: OK", 0},
+		{"no-inflight-lock", defective, filepath.Join(dir, "bad.jsonl"), 0, []string{"drop-response:0.3"}, exitFail, "double-execution key=", 0},
+		{"short TTL declared", shortTTL, filepath.Join(dir, "ttl.jsonl"), 2 * time.Second, []string{"drop-response:0.3"}, exitOK, "key TTL 2s − margin 500ms: ", 0},
+		// The harness dropped the answers, the server replayed each time:
+		// before, "exactly-once: 9 VIOLATIONS (lost 9)", exit 1.
+		{"most answers dropped", good, filepath.Join(dir, "drop90.jsonl"), 0, []string{"drop-response:0.9"}, exitOK, "not judged: the harness dropped every answer", 100},
+		{"every answer dropped", good, filepath.Join(dir, "drop100.jsonl"), 0, []string{"drop-response:1"}, exitIncomplete, "exactly-once: NOT ENOUGH EVIDENCE: 0 violations in 0 of 12 keys judged; 12 not judged: the harness dropped every answer 12", 12},
+		{"bad fault spec", good, "", 0, []string{"drop-response:p=0.3,mode=slam"}, exitUsage, "", 0},
+		{"unreachable", closedPort(t), "", 0, nil, exitUnreachable, "", 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
+			ops := tc.ops
+			if ops == 0 {
+				ops = 300
+			}
 			f := chaosFlags{sel: scenarios.Selection{Target: tc.target, TTL: tc.ttl}, faults: tc.faults,
-				cfg: drive.Config{Ops: 300, Concurrency: 8, Seed: 3, History: tc.history, MaxAttempts: 20, Deadline: time.Minute}}
+				cfg: drive.Config{Ops: ops, Concurrency: 12, Seed: 3, History: tc.history, MaxAttempts: 20, Deadline: 2 * time.Minute}}
 			err := runChaos(t.Context(), &out, f)
 			code := exitOK
 			var ee *exitError
@@ -200,5 +211,47 @@ func TestChaosNotExercised(t *testing.T) {
 	}
 	if r := runCLI(t, "chaos", "--config", cfg, "--ops", "5", "--allow-incomplete"); r.code != exitOK {
 		t.Fatalf("--allow-incomplete: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// TestChaosLostByServer: lost stays for a server whose own answers to the
+// retries after the commit are non-success. In front of the reference, a
+// wrapper answers 500 to every POST of a key it has seen answered 2xx;
+// the harness drops half of the answers. Keys whose first answer was
+// dropped are lost by the server's 500s (exit 1), not excused.
+func TestChaosLostByServer(t *testing.T) {
+	var mu sync.Mutex
+	done := map[string]bool{}
+	app := demotest.App(t, demo.Options{})
+	wedged := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := r.Header.Get("Idempotency-Key")
+		mu.Lock()
+		seen := done[key]
+		mu.Unlock()
+		if r.Method == http.MethodPost && key != "" && seen {
+			http.Error(w, "record unreadable", http.StatusInternalServerError)
+			return
+		}
+		rec := httptest.NewRecorder()
+		app.ServeHTTP(rec, r)
+		if r.Method == http.MethodPost && rec.Code >= 200 && rec.Code < 300 {
+			mu.Lock()
+			done[key] = true
+			mu.Unlock()
+		}
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(rec.Body.Bytes())
+	})
+	base := demotest.ServeOn(t, wedged, "127.0.0.1:0")
+	var out bytes.Buffer
+	f := chaosFlags{sel: scenarios.Selection{Target: base}, faults: []string{"drop-response:0.5"},
+		cfg: drive.Config{Ops: 40, Concurrency: 8, Seed: 3, MaxAttempts: 4, Deadline: time.Minute}}
+	err := runChaos(t.Context(), &out, f)
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != exitFail || !strings.Contains(out.String(), "answered a retry sent after the commit with status 500") {
+		t.Fatalf("%v: want exit 1 and lost by the server's 500\n%s", err, out.String())
 	}
 }

@@ -131,15 +131,15 @@ func TestDefectList(t *testing.T) {
 func TestChaosReportWords(t *testing.T) {
 	two := 2
 	var out bytes.Buffer
-	printChaosReport(&out, chaos.Report{Keys: 3, Ops: 3, Attempts: 9,
+	printChaosReport(&out, chaos.Report{Keys: 3, Ops: 3, Attempts: 9, Judged: 2, NotJudged: map[string]int{chaos.NotJudgedHarness: 1},
 		Faults:   map[string]int{"duplicate": 74, "drop-response": 239},
-		Outcomes: map[string]int{"ok": 2, "gave-up": 1},
+		Outcomes: map[string]int{"ok": 2, "gave-up": 1, "fail": 3}, FailsByKind: map[string]int{"business": 2, "normal": 1},
 		Violations: []chaos.Violation{{Key: "k1", Rule: "double-execution", Kind: "charge", Detail: "two ids",
 			IDs: []string{"a", "b"}, Statuses: []int{201, 201}, Oracle: &two}}})
 	for _, want := range []string{
 		"faults injected: drop-response 239, duplicate 74\n",
-		"client outcomes: gave-up 1, ok 2\n",
-		"exactly-once: 1 VIOLATIONS (double-execution 1)\n",
+		"client outcomes: fail 3 (a final non-2xx answer: business 2, the business error variant's expected answer, e.g. 402; normal 1, not an expected answer), gave-up 1, ok 2 (a 2xx answer)\n",
+		"exactly-once: 1 VIOLATIONS (double-execution 1) in 2 of 3 keys judged; 1 not judged: the harness dropped every answer 1\n",
 		"ids=a,b upstream statuses=201,201 oracle=2\n",
 	} {
 		if !strings.Contains(out.String(), want) {

@@ -31,9 +31,9 @@ func init() {
 			"in-process when the config has downstream:; this command is for inspecting it by hand.\n" +
 			"GET " + double.JournalPath + "[?token=T] serves the journal and the counts as JSON.\n" +
 			"SIGINT or SIGTERM stops it gracefully. See docs/double.md.",
-		Example: `  idemcheck double --config idemcheck.yaml
-  idemcheck double --config idemcheck.yaml --listen 127.0.0.1:9091 &
-  curl -s http://127.0.0.1:9091` + double.JournalPath,
+		Example: `  idemcheck double --config examples/downstream.yaml
+  idemcheck double --config examples/downstream.yaml --listen 127.0.0.1:9091 &
+  # then: curl -s http://127.0.0.1:9091` + double.JournalPath,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)

@@ -71,32 +71,44 @@ func runKnobless(t *testing.T, cfg string, args ...string) (cliRun, map[string]r
 // counts, the slow variant made slow by the double; a build that executes
 // a key twice is caught.
 func TestDoubleRun(t *testing.T) {
+	// On a loaded machine an overlap may be missed: such a case says
+	// inconclusive (and a MUST among them makes the exit 5), never a
+	// wrong verdict; the assertions allow that and nothing else.
 	t.Run("correct", func(t *testing.T) {
 		addr := freeAddr(t)
 		base := serveShop(t, knobless.Options{ProviderURL: "http://" + addr})
 		r, res, notes := runKnobless(t, knobless.Config(base, addr, downstreamOracle))
-		if r.code != exitOK {
-			for id, x := range res {
-				if x.Status != "pass" && x.Status != "skip" {
-					t.Logf("%s: %s %s %s", id, x.Status, x.Observed, x.Reason)
-				}
-			}
+		if r.code != exitOK && r.code != exitIncomplete {
 			t.Fatalf("exit %d, want 0; notes %q; stderr %s", r.code, notes, r.stderr)
 		}
 		if len(notes) != 0 {
 			t.Errorf("notes %q: want none (every call holds its key's token)", notes)
 		}
+		for id, x := range res {
+			if x.Status == "fail" || x.Status == "warn" || x.Status == "unverifiable" {
+				t.Errorf("%s: %s %q %s, want no fail, no warn and evidence for every case", id, x.Status, x.Observed, x.Reason)
+			}
+		}
 		// Each needs the double: a provider call it held (slow), failed
-		// (business, transient) or counted without a key.
-		for id, observed := range map[string]string{
-			"concurrent/in-flight-conflict": "1 executions (oracle)",
-			"concurrent/same-key-burst":     "1 executions (oracle)",
-			"errors/business-error-kept":    "402, retry 402",
-			"errors/failure-releases-key":   "2 executions (oracle)",
-			"missing/rejected":              "no execution (oracle)",
+		// (business, transient) or counted without a key. The first two
+		// need an overlap; the others are decided whatever the load.
+		for id, tc := range map[string]struct {
+			observed string
+			overlap  bool
+		}{
+			"concurrent/in-flight-conflict": {"1 executions (oracle)", true},
+			"concurrent/same-key-burst":     {"1 executions (oracle)", true},
+			"errors/business-error-kept":    {"402, retry 402", false},
+			"errors/failure-releases-key":   {"2 executions (oracle)", false},
+			"missing/rejected":              {"no execution (oracle)", false},
+			"replay/single-execution":       {"1 execution over", false},
 		} {
-			if x := res[id]; x.Status != "pass" || !strings.Contains(x.Observed, observed) {
-				t.Errorf("%s: %s %q, want pass with %q", id, x.Status, x.Observed, observed)
+			x := res[id]
+			if tc.overlap && x.Status == "inconclusive" {
+				continue
+			}
+			if x.Status != "pass" || !strings.Contains(x.Observed, tc.observed) {
+				t.Errorf("%s: %s %q %s, want pass with %q", id, x.Status, x.Observed, x.Reason, tc.observed)
 			}
 		}
 	})
@@ -104,12 +116,16 @@ func TestDoubleRun(t *testing.T) {
 		addr := freeAddr(t)
 		base := serveShop(t, knobless.Options{ProviderURL: "http://" + addr, Defects: []reference.Defect{reference.NoInflightLock}})
 		r, res, _ := runKnobless(t, knobless.Config(base, addr, downstreamOracle), "--run", "concurrent/**")
+		for _, id := range []string{"concurrent/in-flight-conflict", "concurrent/same-key-burst"} {
+			if x := res[id]; x.Status == "pass" {
+				t.Errorf("%s passed on a build that executes a key twice: %q", id, x.Observed)
+			}
+		}
+		if r.code == exitIncomplete {
+			t.Skip("every catching case was inconclusive (a loaded machine)")
+		}
 		if r.code != exitFail {
 			t.Fatalf("exit %d, want 1; stderr %s", r.code, r.stderr)
-		}
-		x := res["concurrent/same-key-burst"]
-		if x.Status != "fail" {
-			t.Errorf("concurrent/same-key-burst: %+v, want fail", x)
 		}
 		// The evidence times the key's provider calls.
 		if !strings.Contains(r.stdout, "downstream payments: ") || !strings.Contains(r.stdout, " calls for key …") {
@@ -130,11 +146,15 @@ func TestDoubleCalibration(t *testing.T) {
 			t.Errorf("notes %q: want one saying the calls hold no token and the run is serial", notes)
 		}
 		for _, id := range []string{"replay/single-execution", "concurrent/same-key-burst"} {
-			if x := res[id]; x.Status != "pass" || !strings.Contains(x.Observed, "(oracle)") {
+			x := res[id]
+			if x.Status == "inconclusive" && id == "concurrent/same-key-burst" {
+				continue // a burst a loaded machine could not overlap
+			}
+			if x.Status != "pass" || !strings.Contains(x.Observed, "(oracle)") {
 				t.Errorf("%s: %+v, want pass on the global count", id, x)
 			}
 		}
-		if r.code != exitOK {
+		if r.code != exitOK && r.code != exitIncomplete {
 			t.Errorf("exit %d, want 0; stderr %s", r.code, r.stderr)
 		}
 	})
@@ -224,5 +244,79 @@ func TestDoubleManagedTarget(t *testing.T) {
 	r, res, notes := runKnobless(t, cfg, "--run", "replay/single-execution")
 	if x := res["replay/single-execution"]; x.Status != "pass" || !strings.Contains(x.Observed, "(oracle)") || len(notes) != 0 {
 		t.Errorf("replay/single-execution: %+v, notes %q, exit %d, stderr %s: want a pass counted by the double", x, notes, r.code, r.stderr)
+	}
+}
+
+// TestDoubleWitnessesKeyless: beside a per-key oracle that cannot count a
+// request without a key (here the shop's effects endpoint, as a per-key
+// SQL query), the double, once calibration saw it called with the key's
+// token, counts the keyless requests' executions: missing/rejected is
+// decided instead of unverifiable. (Calibration checks the operations the
+// selected effect-counting cases use: replay/single-execution here.)
+func TestDoubleWitnessesKeyless(t *testing.T) {
+	const effects = `{url: "/v1/effects?key={key}", pointer: /executions}`
+	addr := freeAddr(t)
+	base := serveShop(t, knobless.Options{ProviderURL: "http://" + addr, Effects: true})
+	_, res, notes := runKnobless(t, knobless.Config(base, addr, effects), "--run", "missing/rejected", "--run", "replay/single-execution")
+	if x := res["missing/rejected"]; x.Status != "pass" || !strings.Contains(x.Observed, "no execution (oracle)") {
+		t.Errorf("missing/rejected %s %q %s (notes %q), want a pass counted by the double", x.Status, x.Observed, x.Reason, notes)
+	}
+}
+
+// TestDoubleForwardedKey: an API that forwards the client's key to its
+// provider needs no marker: the double tracks the keys themselves, counts
+// by them and makes the slow variant slow by them.
+func TestDoubleForwardedKey(t *testing.T) {
+	addr := freeAddr(t)
+	base := serveShop(t, knobless.Options{ProviderURL: "http://" + addr, ForwardsKey: true})
+	cfg := strings.Replace(knobless.Config(base, addr, downstreamOracle), "    marker: /reference\n", "", 1)
+	_, res, notes := runKnobless(t, cfg, "--run", "replay/single-execution", "--run", "concurrent/in-flight-conflict")
+	for _, id := range []string{"replay/single-execution", "concurrent/in-flight-conflict"} {
+		x := res[id]
+		if x.Status == "inconclusive" && id == "concurrent/in-flight-conflict" {
+			continue // an overlap a loaded machine could not make
+		}
+		if x.Status != "pass" || !strings.Contains(x.Observed, "(oracle)") {
+			t.Errorf("%s: %s %q %s (notes %q), want a pass counted by the forwarded key", id, x.Status, x.Observed, x.Reason, notes)
+		}
+	}
+}
+
+// TestDoubleChaosLoadCalibration: chaos and load check the double as run
+// does before counting with it: an API not pointed at it leaves its counts
+// unused (one note, no false violation: a per-key count of 0 would have
+// read as a missed execution), and calls without a token are counted
+// globally (load's totals), never per key.
+func TestDoubleChaosLoadCalibration(t *testing.T) {
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"id":"pay_x"}`))
+	}))
+	defer elsewhere.Close()
+	for _, tc := range []struct {
+		name       string
+		shop       knobless.Options
+		note, line string
+	}{
+		{"not-pointed", knobless.Options{ProviderURL: elsewhere.URL}, "made no call to the double", "oracle: not used"},
+		{"untokened", knobless.Options{KeepsReference: true}, "holds no token", "executions in the window"},
+	} {
+		addr := freeAddr(t)
+		if tc.shop.ProviderURL == "" {
+			tc.shop.ProviderURL = "http://" + addr
+		}
+		base := serveShop(t, tc.shop)
+		cfg := filepath.Join(t.TempDir(), "idemcheck.yaml")
+		if err := os.WriteFile(cfg, []byte(knobless.Config(base, addr, downstreamOracle)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r := runCLI(t, "chaos", "--config", cfg, "--ops", "30", "--fault", "drop-response:0.3")
+		if r.code != exitOK || !strings.Contains(r.stdout, "note: downstream payments: ") || !strings.Contains(r.stdout, tc.note) {
+			t.Errorf("%s: chaos exit %d, want 0 with a note %q; stdout %s; stderr %s", tc.name, r.code, tc.note, r.stdout, r.stderr)
+		}
+		r = runCLI(t, "load", "--config", cfg, "--mode", "mix", "--rate", "100", "--duration", "1s")
+		if r.code != exitOK || !strings.Contains(r.stdout, tc.line) || !strings.Contains(r.stdout, tc.note) {
+			t.Errorf("%s: load exit %d, want 0 with %q and %q; stdout %s; stderr %s", tc.name, r.code, tc.line, tc.note, r.stdout, r.stderr)
+		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck/internal/testenv"
+	"github.com/idemcheck/idemcheck/scenarios"
 	"github.com/idemcheck/idemcheck/scenarios/double"
 )
 
@@ -140,5 +141,18 @@ func TestDoubleCLI(t *testing.T) {
 	}
 	if !strings.Contains(string(rest), "stopped after 2 calls") {
 		t.Errorf("output after SIGTERM %q: want the totals", rest)
+	}
+}
+
+// TestDownstreamExample: examples/downstream.yaml (the help's example)
+// loads, with the double, its oracle, marker and variants.
+func TestDownstreamExample(t *testing.T) {
+	tg, _, err := scenarios.LoadConfig("../../examples/downstream.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := tg.Operations[0]
+	if tg.Downstream == nil || tg.Oracle.Downstream != "payments" || op.Marker == nil || op.Variants[scenarios.VariantSlow].Downstream == nil {
+		t.Errorf("examples/downstream.yaml: %+v", tg)
 	}
 }

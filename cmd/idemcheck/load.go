@@ -38,6 +38,8 @@ type loadFlags struct {
 	out                loadOutputs
 	verbose            bool
 	shard              string
+	// allowIncomplete: most answers not judged is exit 0, not 5.
+	allowIncomplete bool
 }
 
 // loadOutputs are the files both `load` and `load report` can write.
@@ -63,12 +65,18 @@ func init() {
 			"Plans: RATE@DUR, RATE->RATE@DUR (ramp), sine(MEAN,AMP,PERIOD)@DUR, max@DUR; space-separated.\n" +
 			"Thresholds: PATH.STAT OP VALUE, PATH.STAT/PATH.STAT OP N, violations OP N\n" +
 			"  (paths hit miss contention nokey; stats min mean p50 p90 p99 p99.9 max requests rate throughput success very_slow).\n" +
-			"A replay or execution after its key may have expired (config ttl or --ttl) is legal, not judged.\n" +
+			"An answer to a request sent later than TTL − margin after its key's first request (config ttl\n" +
+			"or --ttl; the profile's margin) may legally be a fresh execution: not judged.\n" +
 			"A path fails the run outright when none of its requests got an expected answer or more than\n" +
 			"--max-error-share of them were transport errors or unexpected 5xx, thresholds or not.\n" +
 			"SIGINT/SIGTERM stops the attack; the partial report is written and says interrupted.\n" +
+			"Replays are compared under the profile's replay_compare (bytes, the JSON document, or the\n" +
+			"status) and executions told apart by created ids at the operation's id_pointer, as in run.\n" +
+			"The report says how many answers were judged, how many were not and why.\n" +
 			"Exit codes: 0 ok, 1 a failed path (before thresholds) or violations (double execution, wrong\n" +
-			"replay), 2 usage, 3 threshold breached, 4 unreachable, 130 interrupted.",
+			"replay), 2 usage, 3 threshold breached, 4 unreachable, 5 most answers not judged (keys that\n" +
+			"may have expired: a target TTL shorter than the run; --allow-incomplete accepts it), 130\n" +
+			"interrupted.",
 		Example: `  idemcheck load --target http://127.0.0.1:8080 --mode mix --hit-ratio 0.9 --rate 500 --duration 10s --threshold 'hit.p99<5ms' --threshold 'violations==0'
   idemcheck load --config examples/reference.yaml --mode contention --plan '100@10s 1000@30s' --html load.html --results run-a.bin
   idemcheck load report run-a.bin run-b.bin --json merged.json`,
@@ -80,6 +88,7 @@ func init() {
 	fl := cmd.Flags()
 	fl.StringVar(&f.sel.Target, "target", "", "base URL of a server following the reference contract (idemcheck serve)")
 	fl.StringVar(&f.sel.Config, "config", "", "idemcheck.yaml describing the target")
+	fl.StringVar(&f.sel.Profile, "profile", "", "profile preset: "+strings.Join(scenarios.ProfileNames(), ", ")+" (replaces the config's profile); its replay_compare and margin judge replays, as in run")
 	fl.StringVar(&f.mode, "mode", "mix", "key strategy: miss, hit, mix, contention, nokey")
 	fl.IntVar(&f.rate, "rate", 100, "requests per second (constant plan)")
 	fl.DurationVar(&f.duration, "duration", 5*time.Second, "measured duration (constant plan)")
@@ -100,6 +109,7 @@ func init() {
 	fl.StringArrayVar(&f.thresholds, "threshold", nil, "k6-style pass condition, repeatable, e.g. 'hit.p99<5ms'")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "show progress even when stdout is not a terminal")
 	fl.StringArrayVar(&f.sel.Replicas, "replica", nil, replicaUsage)
+	fl.BoolVar(&f.allowIncomplete, "allow-incomplete", false, "exit 0 although most answers were not judged (keys that may have expired, no warm-up response), instead of exit 5")
 	fl.StringVar(&f.shard, "shard", "", "run shard I of N (I/N, 0-based, e.g. $(JOB_COMPLETION_INDEX)/3): the same plan with a disjoint key space; merge the shards' --results with 'idemcheck load report'")
 	reachFlags(fl, &f.sel)
 	f.out.register(cmd)
@@ -108,16 +118,16 @@ func init() {
 }
 
 // loadTarget resolves --target or --config (with --base-url, TLS and key
-// flags) into a Target (usage errors: 2).
-func loadTarget(f *loadFlags) (*scenarios.Target, error) {
+// flags) into a Target and its profile (usage errors: 2).
+func loadTarget(f *loadFlags) (*scenarios.Target, *scenarios.Profile, error) {
 	if f.sel.Config == "" && f.sel.Target == "" {
-		return nil, usageErrorf("--target URL or --config FILE is required")
+		return nil, nil, usageErrorf("--target URL or --config FILE is required")
 	}
-	t, _, err := f.sel.Load()
+	t, p, err := f.sel.Load()
 	if err != nil {
-		return nil, withCode(exitUsage, err)
+		return nil, nil, withCode(exitUsage, err)
 	}
-	return t, nil
+	return t, p, nil
 }
 
 // parseThresholds reads every --threshold and, when mode is known, refuses
@@ -193,7 +203,7 @@ func loadOptions(cmd *cobra.Command, f *loadFlags) ([]load.Option, load.Mode, er
 }
 
 func runLoad(cmd *cobra.Command, f loadFlags) error {
-	t, err := loadTarget(&f)
+	t, profile, err := loadTarget(&f)
 	if err != nil {
 		return err
 	}
@@ -201,6 +211,8 @@ func runLoad(cmd *cobra.Command, f loadFlags) error {
 	if err != nil {
 		return err
 	}
+	// Replays and executions are judged as `run` judges them.
+	opts = append(opts, load.WithProfile(profile))
 	ths, err := parseThresholds(f.thresholds, mode)
 	if err != nil {
 		return err
@@ -239,14 +251,14 @@ func runLoad(cmd *cobra.Command, f loadFlags) error {
 	case err != nil:
 		return withCode(exitFail, err)
 	}
-	return finishLoad(cmd.OutOrStdout(), rep, ths, f.out, f.maxErrorShare)
+	return finishLoad(cmd.OutOrStdout(), rep, ths, f.out, f.maxErrorShare, f.allowIncomplete)
 }
 
 // finishLoad evaluates thresholds and the paths' health, writes every
 // requested output and maps the verdict to an exit code: 130 if
 // interrupted, else 1 if a path failed outright (thresholds or not), else
 // 3 if a threshold breached, else 1 if the run saw violations.
-func finishLoad(stdout io.Writer, rep *load.Report, ths []load.Threshold, out loadOutputs, maxErrorShare float64) error {
+func finishLoad(stdout io.Writer, rep *load.Report, ths []load.Threshold, out loadOutputs, maxErrorShare float64, allowIncomplete bool) error {
 	rep.ApplyThresholds(ths)
 	rep.CheckHealth(maxErrorShare)
 	if err := rep.WriteText(stdout); err != nil {
@@ -293,6 +305,10 @@ func finishLoad(stdout io.Writer, rep *load.Report, ths []load.Threshold, out lo
 	}
 	if rep.Violations > 0 {
 		return withCode(exitFail, fmt.Errorf("%d idempotency violations under load", rep.Violations))
+	}
+	if rep.MostlyUnjudged() && !allowIncomplete {
+		return withCode(exitIncomplete, fmt.Errorf("%d of %d answers not judged: not enough evidence (--allow-incomplete accepts this)",
+			rep.NotJudgedCount(), rep.NotJudgedCount()+rep.Judged))
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemcheck/idemcheck/load"
+	"github.com/idemcheck/idemcheck/scenarios"
 )
 
 // newLoadReportCmd merges results files of a distributed run.
@@ -14,8 +15,10 @@ func newLoadReportCmd() *cobra.Command {
 		out        loadOutputs
 		verySlow   time.Duration
 		ttl        time.Duration
+		margin     time.Duration
 		maxErrors  float64
 		thresholds []string
+		allow      bool
 	)
 	cmd := &cobra.Command{
 		Use:   "report FILE...",
@@ -33,16 +36,19 @@ func newLoadReportCmd() *cobra.Command {
 			if maxErrors < 0 || maxErrors > 1 {
 				return usageErrorf("--max-error-share %v: want 0..1", maxErrors)
 			}
-			rep, err := load.ReadResults(files, verySlow, ttl, out.html != "")
+			rep, err := load.ReadResults(files, verySlow, ttl, margin, out.html != "")
 			if err != nil {
 				return usageErrorf("load report: %v", err)
 			}
-			return finishLoad(cmd.OutOrStdout(), rep, ths, out, maxErrors)
+			return finishLoad(cmd.OutOrStdout(), rep, ths, out, maxErrors, allow)
 		},
 	}
 	out.register(cmd)
 	cmd.Flags().DurationVar(&verySlow, "very-slow", time.Second, "latency counted as very slow")
 	cmd.Flags().DurationVar(&ttl, "ttl", 0, "the target's key lifetime: a replay after it may legally execute anew")
+	ietf, _ := scenarios.ProfileByName("")
+	cmd.Flags().DurationVar(&margin, "margin", ietf.Margin, "the profile's margin before the TTL: answers to requests sent later than TTL − margin after their key's first are not judged")
+	cmd.Flags().BoolVar(&allow, "allow-incomplete", false, "exit 0 although most answers were not judged, instead of exit 5")
 	cmd.Flags().Float64Var(&maxErrors, "max-error-share", load.DefaultMaxErrorShare, "share (0..1) of transport errors and 5xx a path may have before the run fails")
 	cmd.Flags().StringArrayVar(&thresholds, "threshold", nil, "k6-style pass condition, repeatable")
 	return cmd

@@ -137,11 +137,22 @@ operations: [{name: charges, method: POST, path: /v1/charges, headers: {Content-
 		if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
 			t.Fatal(err)
 		}
+		// Every hit is sent past TTL − margin (500ms − 500ms): none is
+		// judged, and the run says so and exits 5 (before: "violations: 0"
+		// and exit 0, with every hit unchecked).
 		out := filepath.Join(dir, "ttl.json")
 		r := runCLI(t, "load", "--config", cfg, "--mode", "hit", "--pool", "5", "--rate", "100", "--duration", "1500ms", "--json", out)
 		doc := readJSON(t, out)
-		if r.code != exitOK || doc["violations"] != 0.0 || doc["after_ttl"].(float64) == 0 || doc["ttl_s"] != 0.5 {
-			t.Fatalf("exit %d, violations %v, after_ttl %v, ttl_s %v: %s\n%s", r.code, doc["violations"], doc["after_ttl"], doc["ttl_s"], r.stderr, r.stdout)
+		notJudged, _ := doc["not_judged"].(map[string]any)
+		if r.code != exitIncomplete || doc["violations"] != 0.0 || doc["after_ttl"].(float64) == 0 || doc["ttl_s"] != 0.5 ||
+			notJudged["sent after its key may have expired"] == nil || !strings.Contains(r.stdout, "violations: 0 violations of 0 answers judged; ") ||
+			!strings.Contains(r.stderr, "not judged") {
+			t.Fatalf("exit %d (want %d), violations %v, after_ttl %v, ttl_s %v, not judged %v: %s\n%s", r.code, exitIncomplete,
+				doc["violations"], doc["after_ttl"], doc["ttl_s"], doc["not_judged"], r.stderr, r.stdout)
+		}
+		r = runCLI(t, "load", "--config", cfg, "--mode", "hit", "--pool", "5", "--rate", "100", "--duration", "500ms", "--allow-incomplete")
+		if r.code != exitOK {
+			t.Fatalf("--allow-incomplete: exit %d: %s\n%s", r.code, r.stderr, r.stdout)
 		}
 	})
 	t.Run("json-schema", func(t *testing.T) {

@@ -38,9 +38,9 @@ func runProgress(stdout, stderr io.Writer, verbose bool, rules *scenarios.Report
 	return line.Stop
 }
 
-// chaosProgress shows operations done, faults injected and the double
-// executions the effects oracle saw so far (the full exactly-once check
-// runs over the history at the end).
+// chaosProgress shows operations done, faults injected and the
+// violations of the finished operations so far, by the final check's rules
+// (which runs over the whole history at the end).
 func chaosProgress(stdout, stderr io.Writer, verbose bool, cfg *drive.Config) (stop func()) {
 	var (
 		mu   sync.Mutex
@@ -51,8 +51,8 @@ func chaosProgress(stdout, stderr io.Writer, verbose bool, cfg *drive.Config) (s
 		mu.Lock()
 		p := last
 		mu.Unlock()
-		return fmt.Sprintf("chaos: %d/%d operations, %d faults injected, %d violations so far (oracle; the full check runs at the end), %s",
-			p.Done, cfg.Ops, p.Faults, p.Doubles, time.Since(start).Round(time.Second))
+		return fmt.Sprintf("chaos: %d/%d operations, %d faults injected, %d violations so far (the final check's rules; it runs over the whole history at the end), %s",
+			p.Done, cfg.Ops, p.Faults, p.Violations, time.Since(start).Round(time.Second))
 	})
 	if line != nil {
 		cfg.OnProgress = func(p drive.Progress) {

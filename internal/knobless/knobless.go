@@ -28,6 +28,9 @@ type Options struct {
 	// KeepsReference: the reference is not passed on to the provider (the
 	// double then sees calls without a token).
 	KeepsReference bool
+	// ForwardsKey: the client's idempotency key goes on to the provider
+	// as its Idempotency-Key (Stripe-style), so the double needs no marker.
+	ForwardsKey bool
 	// Effects serves GET /v1/effects?key=K, the executions per key (every
 	// key's without ?key): a test knob, for comparing the double with an
 	// HTTP oracle.
@@ -112,6 +115,9 @@ func (s *Shop) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if key, ok := reference.KeyFromContext(r.Context()); ok && s.o.ForwardsKey {
+		req.Header.Set("Idempotency-Key", key)
+	}
 	resp, err := s.client.Do(req)
 	if err != nil {
 		answer(w, http.StatusBadGateway, `{"error":"payment provider unreachable"}`)

@@ -70,3 +70,37 @@ func TestCleanupAndClose(t *testing.T) {
 	}
 	goleak.VerifyNone(t, ignore)
 }
+
+// TestOpenBesideTraffic: a store opening on a current schema runs no DDL,
+// so it does not wait for (or deadlock with) a transaction writing both
+// tables, as a serving replica's completion does while another restarts.
+// Before, Open's ALTER TABLE waited behind the open transaction until its
+// context ran out.
+func TestOpenBesideTraffic(t *testing.T) {
+	dsn := testenv.RequirePostgres(t) // one schema for both stores
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s, err := pgstore.Open(ctx, dsn) // the schema is current from here on
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tx, err := s.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	if _, err := tx.Exec(ctx, `INSERT INTO charges (id, object, principal, amount, currency, created) VALUES ('ch_open_beside', 'charge', 'p', 1, 'usd', now())`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM idempotency_records WHERE key = 'none'`); err != nil {
+		t.Fatal(err)
+	}
+	octx, ocancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer ocancel()
+	second, err := pgstore.Open(octx, dsn)
+	if err != nil {
+		t.Fatalf("open beside a transaction on both tables: %v", err)
+	}
+	_ = second.Close()
+}

@@ -1,6 +1,7 @@
 -- idemcheck PostgreSQL store schema. Every statement is idempotent: Open
--- runs it on each start, under an advisory lock so concurrent starts do
--- not race on the catalog.
+-- runs it on a start that finds an object missing (pgstore.go
+-- schemaCurrent: keep it in step), under an advisory lock so concurrent
+-- starts do not race on the catalog.
 CREATE TABLE IF NOT EXISTS idempotency_records (
     principal    text        NOT NULL,
     method       text        NOT NULL,

@@ -144,8 +144,8 @@ func (r Response) validate(at string) error {
 	return nil
 }
 
-// Route returns the index of the route named name, -1 when none.
-func (c *Config) Route(name string) int {
+// RouteIndex is the index of the route named name, -1 when none.
+func (c *Config) RouteIndex(name string) int {
 	for i, r := range c.Routes {
 		if r.Name == name {
 			return i

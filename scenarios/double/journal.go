@@ -96,7 +96,7 @@ func (s *Server) Calls(token, route string) int {
 		}
 		return n
 	}
-	if ri := s.cfg.Route(route); ri >= 0 {
+	if ri := s.cfg.RouteIndex(route); ri >= 0 {
 		return st.calls[ri]
 	}
 	return 0
@@ -107,7 +107,7 @@ func (s *Server) Calls(token, route string) int {
 func (s *Server) RouteCalls(route string) int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if ri := s.cfg.Route(route); ri >= 0 {
+	if ri := s.cfg.RouteIndex(route); ri >= 0 {
 		return s.j.routed[ri]
 	}
 	return 0
@@ -121,7 +121,7 @@ func (s *Server) Untokened(route string) int {
 	if route == "" {
 		return s.j.totals.Untokened
 	}
-	if ri := s.cfg.Route(route); ri >= 0 {
+	if ri := s.cfg.RouteIndex(route); ri >= 0 {
 		return s.j.untokened[ri]
 	}
 	return 0

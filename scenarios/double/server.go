@@ -150,7 +150,7 @@ func (s *Server) Untrack(tokens ...string) {
 func (s *Server) Behave(token, route string, b Behaviour) error {
 	ri := -1
 	if route != "" {
-		if ri = s.cfg.Route(route); ri < 0 {
+		if ri = s.cfg.RouteIndex(route); ri < 0 {
 			return fmt.Errorf("double: no route %q (routes: %s)", route, s.cfg.RouteNames())
 		}
 	}
