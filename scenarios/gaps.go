@@ -62,3 +62,27 @@ func Gaps(planned []Planned) []Gap {
 	}
 	return out
 }
+
+// EvidenceLine says what t's config counts executions with: its oracles,
+// per key or global (a serial run), else created ids and what they cannot
+// see, else nothing.
+func EvidenceLine(t *Target) string {
+	os := t.Oracles()
+	if len(os) > 0 {
+		names := make([]string, len(os))
+		for i, o := range os {
+			names[i] = o.String()
+		}
+		how := "per key"
+		if !os[0].PerKey() {
+			how = "a global count: the run is serial"
+		}
+		return t.Redact("evidence: " + strings.Join(names, "; ") + " (" + how + ")")
+	}
+	for _, op := range t.Operations {
+		if op.IDPointer != "" {
+			return "evidence: created ids only (id_pointer): they cannot see an execution that answered an error, nor one whose response was lost (docs/evidence.md)"
+		}
+	}
+	return "evidence: none: effect-counting cases are unverifiable (docs/evidence.md)"
+}

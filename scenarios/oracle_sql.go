@@ -95,7 +95,7 @@ func (o *SQLOracle) connector() (c driver.Connector, password string, err error)
 type sqlSource struct {
 	db       *sql.DB
 	query    string
-	uses     int // occurrences of the key placeholder in query
+	nargs    int // the key, once per placeholder the driver reads
 	password string
 	dsn      string
 }
@@ -105,21 +105,22 @@ func openSQL(o *SQLOracle) (*sqlSource, error) {
 	if err != nil {
 		return nil, fmt.Errorf("oracle.sql.dsn: %v", err)
 	}
-	q, uses, err := placeholders(o.Query, "$1")
+	q, nargs, err := placeholders(o.Query, "$1")
 	if err != nil {
 		return nil, fmt.Errorf("oracle.sql.query: %v", err)
 	}
 	if !strings.HasPrefix(o.DSN, mysqlScheme) {
-		q = o.Query // PostgreSQL reads $1 itself, however often it appears
+		// PostgreSQL reads $1 itself, however often it appears.
+		q, nargs = o.Query, min(nargs, 1)
 	}
 	db := sql.OpenDB(conn)
 	db.SetMaxOpenConns(sqlMaxConns)
 	db.SetMaxIdleConns(sqlMaxConns)
 	db.SetConnMaxIdleTime(time.Minute)
-	return &sqlSource{db: db, query: q, uses: uses, password: password, dsn: o.DSN}, nil
+	return &sqlSource{db: db, query: q, nargs: nargs, password: password, dsn: o.DSN}, nil
 }
 
-func (s *sqlSource) PerKey() bool { return s.uses > 0 }
+func (s *sqlSource) PerKey() bool { return s.nargs > 0 }
 
 // Sees: a committed row is counted however the request answered, on every
 // replica that writes to the database.
@@ -151,12 +152,9 @@ func (s *sqlSource) Total(ctx context.Context, rec func(Exchange)) (int, bool, e
 func (s *sqlSource) read(ctx context.Context, key string) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, sqlQueryTimeout)
 	defer cancel()
-	args := make([]any, 0, s.uses)
-	for range s.uses {
-		args = append(args, key)
-	}
-	if !strings.HasPrefix(s.dsn, mysqlScheme) && s.uses > 0 {
-		args = args[:1] // $1 once, however often the query names it
+	args := make([]any, s.nargs)
+	for i := range args {
+		args[i] = key
 	}
 	rows, err := s.db.QueryContext(ctx, s.query, args...)
 	if err != nil {

@@ -92,6 +92,7 @@ func runList(w io.Writer, f listFlags) error {
 		fmt.Fprintf(w, "    %s\n", p.Requirement)
 	}
 	fmt.Fprintf(w, "\n%d case instances, %d runnable with this config, profile %s\n", len(planned), supplied, profile.Name)
+	fmt.Fprintln(w, scenarios.EvidenceLine(target))
 	gaps := scenarios.Gaps(planned)
 	if len(gaps) == 0 {
 		_, err = fmt.Fprintln(w, "Every MUST requirement listed is verifiable with this config.")
