@@ -96,6 +96,9 @@ func TestIdemcheck(t *testing.T) {
 							t.Errorf("%s: did not run", name)
 						} else if r.Status != want {
 							t.Errorf("%s: %s on %s, want %s: %s", name, r.Status, d, want, r.Reason)
+						} else if !slices.ContainsFunc(r.Downstream, func(l string) bool { return strings.HasPrefix(l, "downstream payments: ") }) {
+							// The verdict shows the charges behind it.
+							t.Errorf("%s: no provider calls in its evidence: %q", name, r.Downstream)
 						}
 					}
 				})
