@@ -16,8 +16,8 @@ build:
 demo: build
 	bash scripts/demo.sh $(BIN) $(OUT)
 
-# The test command CI runs (.ci/run). Real PostgreSQL and Redis are started
-# by internal/testenv; everything runs under the race detector.
+# The test command CI runs (.ci/run). Real PostgreSQL, Redis and MariaDB are
+# started by internal/testenv; everything runs under the race detector.
 test: lint
 	$(GO) test -race -count=1 -timeout 30m $(PKGS)
 

@@ -48,6 +48,10 @@ operations:
 	if !tg.Oracle.PerKey() || !Supplies(tg, NeedSlow) || !Supplies(tg, NeedOracle) {
 		t.Error("a downstream oracle counts per key; the variants supply their needs")
 	}
+	hung, _, err := ParseConfig([]byte(downstreamBase + "operations: [{name: o, method: POST, path: /o, variants: {slow: {downstream: {route: payments, hang: true}, duration: 2s}}}]\n"))
+	if err != nil || !hung.Operations[0].Variants[VariantSlow].Downstream.Hang {
+		t.Errorf("a slow variant held by a hung provider: %v", err)
+	}
 	const op1 = "operations: [{name: o, method: POST, path: /o, body: {ref: \"\"}, marker: /ref}]\n"
 	for _, tc := range []struct{ name, yaml, want string }{
 		{"unknown oracle route", downstreamBase + op1 + "oracle: {downstream: refunds}\n", `oracle.downstream "refunds": no such route in downstream.routes (payments)`},

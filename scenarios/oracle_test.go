@@ -92,3 +92,40 @@ func TestOracleExecutions(t *testing.T) {
 		t.Errorf("out-of-range principal sends no headers: got %v, want status 401", err)
 	}
 }
+
+// TestListCount: a list oracle counts an array's elements, only those whose
+// member at where equals the key (as text) when asked for a key; a pointer
+// at an array counts it; errors say where the array is.
+func TestListCount(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		o    Oracle
+		body string
+		key  string
+		want int
+		err  string
+	}{
+		{"the body is the array, per key", Oracle{Count: &ListCount{Where: "/k"}}, `[{"k":"a"},{"k":"b"},{"k":"a"}]`, "a", 2, ""},
+		{"the body is the array, total", Oracle{Count: &ListCount{Where: "/k"}}, `[{"k":"a"},{"k":"b"},{"k":"a"}]`, "", 3, ""},
+		{"a number compared as text", Oracle{Count: &ListCount{Array: "/data", Where: "/ref/n"}}, `{"data":[{"ref":{"n":7}},{"ref":{}}]}`, "7", 1, ""},
+		{"no where: the length", Oracle{Count: &ListCount{Array: "/data"}}, `{"data":[1,2,3]}`, "k", 3, ""},
+		{"a pointer at an array", Oracle{Pointer: "/data"}, `{"data":[1,2]}`, "", 2, ""},
+		{"a pointer past the array", Oracle{Pointer: "/data/length"}, `{"data":[1,2]}`, "", 0, "nothing at /data/length (/data is an array of 2: point at it to count its elements)"},
+		{"a pointer into a top-level array", Oracle{Pointer: "/length"}, `[1,2]`, "", 0, `nothing at /length (the body is an array of 2: count it with count: {array: ""})`},
+		{"not an array", Oracle{Count: &ListCount{Array: "/data"}}, `{"data":{"x":1}}`, "", 0, "count.array /data: not an array (members: x)"},
+		{"nothing at the array", Oracle{Count: &ListCount{Array: "/items"}}, `{"data":[]}`, "", 0, "count.array /items: nothing there (members: data)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			n, err := c.o.parseCount(http.StatusOK, []byte(c.body), c.key)
+			if c.err != "" {
+				if err == nil || err.Error() != c.err {
+					t.Errorf("got %d, %v; want error %q", n, err, c.err)
+				}
+				return
+			}
+			if err != nil || n != c.want {
+				t.Errorf("got %d, %v; want %d", n, err, c.want)
+			}
+		})
+	}
+}
