@@ -363,7 +363,8 @@ func calibrate(ctx context.Context, t *Target, p *Profile, client *http.Client, 
 
 // checkIDPointers checks each id_pointer a selected, supplied instance
 // relies on before any verdict rests on it: two normal requests under two
-// fresh keys must answer ids at the pointer, and two different ones. A typo
+// fresh keys must answer ids at the pointer, and two different ones for a
+// POST (a PUT or PATCH of one resource names the same one). A typo
 // (/id for /order_id) would otherwise read as "0 executions" and fail a
 // correct server. The error is one line naming the pointer and the body's
 // members. An operation whose normal call does not succeed is left to the
@@ -405,7 +406,9 @@ func checkIDPointer(ctx context.Context, t *Target, p *Profile, client *http.Cli
 		switch {
 		case id == "":
 			return fmt.Errorf("%s: nothing there in the %d body%s", at, r.Status, bodyMembers(doc))
-		case len(ids) == 1 && ids[0] == id:
+		case len(ids) == 1 && ids[0] == id && op.Method == http.MethodPost:
+			// A PUT or PATCH of one resource legally names it in every
+			// answer; a POST that creates one must not.
 			return fmt.Errorf("%s: the same value %q for two keys: not the created resource's id%s", at, id, bodyMembers(doc))
 		}
 		ids = append(ids, id)
