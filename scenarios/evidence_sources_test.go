@@ -70,6 +70,44 @@ func TestListOracle(t *testing.T) {
 	}
 }
 
+// TestListOracleMarker: with a downstream double configured, idemcheck
+// writes a token of each key at the operation's marker (/reference); a list
+// whose where names that member counts the key's orders by their token, for
+// an API that does not list the idempotency key.
+func TestListOracleMarker(t *testing.T) {
+	a := &ordersAPI{records: map[string]orderRecord{}}
+	srv := httptest.NewServer(a)
+	defer srv.Close()
+	tg, _, err := scenarios.ParseConfig([]byte(`base_url: ` + srv.URL + `
+key_syntax: sf-string
+principals: [{name: alice, headers: {Authorization: Bearer alice}}]
+downstream:
+  listen: 127.0.0.1:0
+  routes: [{name: payments, method: POST, path: /v1/payments, response: {status: 200}}]
+oracle: {url: /orders, count: {array: /data, where: /reference}}
+operations:
+  - name: orders
+    method: POST
+    path: /orders
+    body: {sku: abc, quantity: 1, amount: 1000, reference: ""}
+    marker: /reference
+    id_pointer: /order_id
+    mutations: [{name: changed-amount, patch: {amount: 1001}}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := runSelected(t, tg, ietf(t), "replay/single-execution", "mismatch/original-survives")
+	for _, r := range rep.Results {
+		if r.Status != scenarios.Pass || !strings.Contains(r.Observed, "(oracle)") {
+			t.Errorf("%s: %s %q %s; want a pass on the list's count by token", r.Name(), r.Status, r.Observed, r.Reason)
+		}
+	}
+	if len(rep.Notes) > 0 {
+		t.Errorf("notes %q", rep.Notes)
+	}
+}
+
 // TestLaggingOracle: a list refreshed every 300 ms (a read replica, an
 // asynchronous index) answers 0 for a key just after its 201. The count is
 // re-read until it catches up with what the answers prove, so the correct

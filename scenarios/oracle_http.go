@@ -52,8 +52,9 @@ func (s *httpSource) Total(ctx context.Context, rec func(Exchange)) (int, bool, 
 	return n, true, err
 }
 
-// read GETs u and counts there: for key (a list's matching elements) or,
-// with key "", every element. Errors name the URL.
+// read GETs u and counts there: for key (a list's elements holding the key
+// or its marker token) or, with key "", every element. Errors name the
+// URL.
 func (s *httpSource) read(ctx context.Context, u, key string, rec func(Exchange)) (int, error) {
 	x := Exchange{Label: "oracle", Request: ExchangeRequest{Method: http.MethodGet, URL: u, Header: s.o.Header(s.t)}}
 	status, body, err := s.get(ctx, &x)
@@ -63,7 +64,14 @@ func (s *httpSource) read(ctx context.Context, u, key string, rec func(Exchange)
 	if err != nil {
 		return 0, fmt.Errorf("oracle %s: %v", u, err)
 	}
-	n, err := s.o.parseCount(status, body, key)
+	var match []string
+	if key != "" {
+		match = []string{key}
+		if tok := s.t.token(key); tok != "" {
+			match = append(match, tok)
+		}
+	}
+	n, err := s.o.parseCount(status, body, match)
 	if err != nil {
 		return 0, fmt.Errorf("oracle %s: %v", u, err)
 	}
@@ -135,9 +143,9 @@ func (o *Oracle) abs(t *Target, u string) string {
 
 // parseCount reads the execution count from a probe's response: a 200
 // whose JSON body holds an integer at Pointer, or an array there (or at
-// Count.Array) whose elements are counted; with key set and Count.Where,
-// only the elements whose member there equals key.
-func (o *Oracle) parseCount(status int, body []byte, key string) (int, error) {
+// Count.Array) whose elements are counted; with match set and Count.Where,
+// only the elements whose member there is one of match.
+func (o *Oracle) parseCount(status int, body []byte, match []string) (int, error) {
 	if status != http.StatusOK {
 		return 0, fmt.Errorf("status %d", status)
 	}
@@ -146,7 +154,7 @@ func (o *Oracle) parseCount(status int, body []byte, key string) (int, error) {
 		return 0, err
 	}
 	if o.Count != nil {
-		return o.Count.count(doc, key)
+		return o.Count.count(doc, match)
 	}
 	v, ok := jsonx.Pointer(doc, o.Pointer)
 	if !ok {

@@ -12,8 +12,9 @@ import (
 
 // ListCount makes an oracle URL a list endpoint (GET /orders): the
 // elements of the array at Array are counted. With Where, only those whose
-// member at Where equals the key (the bare key, as the API stores it):
-// the list is then a per-key oracle. Without, its length is a global count
+// member at Where equals the key (the bare key, as the API stores it) or,
+// when a downstream double runs, the token idemcheck wrote at the
+// operation's marker: the list is then a per-key oracle. Without, its length is a global count
 // (the run goes serial).
 type ListCount struct {
 	// Array is the RFC 6901 pointer to the array; "" is the body itself.
@@ -44,9 +45,10 @@ func (c *ListCount) validate(at string) error {
 	return nil
 }
 
-// count counts the array's elements in doc: those matching key when Where
-// is set and key is not "" (a total counts them all).
-func (c *ListCount) count(doc any, key string) (int, error) {
+// count counts the array's elements in doc: those whose member at Where
+// is one of match when Where is set and match is not empty (a total
+// counts them all).
+func (c *ListCount) count(doc any, match []string) (int, error) {
 	v, ok := jsonx.Pointer(doc, c.Array)
 	if !ok {
 		return 0, fmt.Errorf("count.array %s: nothing there%s", c.Array, arrayHint(doc, c.Array))
@@ -55,12 +57,12 @@ func (c *ListCount) count(doc any, key string) (int, error) {
 	if !ok {
 		return 0, fmt.Errorf("count.array %s: not an array%s", c.Array, members(v))
 	}
-	if c.Where == "" || key == "" {
+	if c.Where == "" || len(match) == 0 {
 		return len(arr), nil
 	}
 	n := 0
 	for _, el := range arr {
-		if m, ok := jsonx.Pointer(el, c.Where); ok && scalarText(m) == key {
+		if m, ok := jsonx.Pointer(el, c.Where); ok && slices.Contains(match, scalarText(m)) {
 			n++
 		}
 	}

@@ -106,6 +106,7 @@ func TestListCount(t *testing.T) {
 		err  string
 	}{
 		{"the body is the array, per key", Oracle{Count: &ListCount{Where: "/k"}}, `[{"k":"a"},{"k":"b"},{"k":"a"}]`, "a", 2, ""},
+		{"the key's marker token", Oracle{Count: &ListCount{Where: "/k"}}, `[{"k":"idc_token"},{"k":"b"},{"k":"a"}]`, "a", 2, ""},
 		{"the body is the array, total", Oracle{Count: &ListCount{Where: "/k"}}, `[{"k":"a"},{"k":"b"},{"k":"a"}]`, "", 3, ""},
 		{"a number compared as text", Oracle{Count: &ListCount{Array: "/data", Where: "/ref/n"}}, `{"data":[{"ref":{"n":7}},{"ref":{}}]}`, "7", 1, ""},
 		{"no where: the length", Oracle{Count: &ListCount{Array: "/data"}}, `{"data":[1,2,3]}`, "k", 3, ""},
@@ -116,7 +117,11 @@ func TestListCount(t *testing.T) {
 		{"nothing at the array", Oracle{Count: &ListCount{Array: "/items"}}, `{"data":[]}`, "", 0, "count.array /items: nothing there (members: data)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			n, err := c.o.parseCount(http.StatusOK, []byte(c.body), c.key)
+			var match []string
+			if c.key != "" {
+				match = []string{c.key, "idc_token"} // the key or its marker token
+			}
+			n, err := c.o.parseCount(http.StatusOK, []byte(c.body), match)
 			if c.err != "" {
 				if err == nil || err.Error() != c.err {
 					t.Errorf("got %d, %v; want error %q", n, err, c.err)

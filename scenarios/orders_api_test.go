@@ -108,7 +108,7 @@ func (a *ordersAPI) post(w http.ResponseWriter, r *http.Request) {
 // create is the handler's side effect: one order, listed and stored.
 func (a *ordersAPI) create(key string, body map[string]any) string {
 	id := fmt.Sprintf("ord_%d", len(a.orders)+1)
-	a.orders = append(a.orders, map[string]any{"order_id": id, "idempotency_key": key, "amount": body["amount"]})
+	a.orders = append(a.orders, map[string]any{"order_id": id, "idempotency_key": key, "amount": body["amount"], "reference": body["reference"]})
 	if a.db != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
