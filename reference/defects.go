@@ -19,6 +19,16 @@ const (
 	// between) an insert that overwrites whatever got there first; a
 	// same-key burst executes many times.
 	CheckThenInsert Defect = "check-then-insert"
+	// LookupBeforeBody: a check-then-insert whose lookup runs as soon as
+	// the headers are in, before the body is read, and whose insert runs
+	// once it is: a window of microseconds when the body arrives with the
+	// headers, as wide as the client makes it otherwise.
+	LookupBeforeBody Defect = "lookup-before-body"
+	// ExpiredReclaimUnlocked: a key whose record expired is reclaimed
+	// without an in-flight marker, its outcome stored only at the end:
+	// every same-key request that arrives while the reclaiming one runs
+	// executes too.
+	ExpiredReclaimUnlocked Defect = "expired-reclaim-unlocked"
 	// NoInflightLock: in-flight records are treated as absent; a retry
 	// during the first execution runs the handler again.
 	NoInflightLock Defect = "no-inflight-lock"
@@ -46,6 +56,22 @@ const (
 	// ReplayDropsHeaders: replays carry the body but none of the stored
 	// headers (no Content-Type, no Location).
 	ReplayDropsHeaders Defect = "replay-drops-headers"
+	// ReplayJoinsHeaders: a header sent on several lines is stored as one
+	// comma-joined line (a map of strings), which breaks Set-Cookie.
+	ReplayJoinsHeaders Defect = "replay-joins-headers"
+	// ReplayTruncatesBody: stored bodies are cut at 64 KiB (a column
+	// limit), so a large response replays truncated.
+	ReplayTruncatesBody Defect = "replay-truncates-body"
+	// ReplayReencodesBody: bodies are stored as UTF-8 text, so the bytes of
+	// a binary response that are not valid UTF-8 replay as U+FFFD.
+	ReplayReencodesBody Defect = "replay-reencodes-body"
+	// FailureWedgesKey: a handler that panics or times out (504) leaves its
+	// key "in progress": every retry gets 409, past any lease.
+	FailureWedgesKey Defect = "failure-wedges-key"
+	// ConflictAs500: a request that loses the race for its key (the record
+	// is in flight) gets 500, as a unique-constraint violation surfacing as
+	// an internal error, instead of 409.
+	ConflictAs500 Defect = "conflict-as-500"
 	// MismatchAs409: a payload mismatch answers 409 instead of 422.
 	MismatchAs409 Defect = "mismatch-as-409"
 	// StoreConflicts: the middleware's own 409/422 answers are saved as
@@ -77,6 +103,8 @@ type DefectInfo struct {
 var defectCatalog = []DefectInfo{
 	{NoFingerprint, "same key + changed body replays the old response instead of 422", "IK-MISMATCH-1, IK-MISMATCH-5"},
 	{CheckThenInsert, "non-atomic claim: a same-key burst executes more than once", "IK-CONCURRENT-2, IK-LOST-3"},
+	{LookupBeforeBody, "non-atomic claim looked up before the body is read: requests whose headers arrive together all execute", "IK-CONCURRENT-2"},
+	{ExpiredReclaimUnlocked, "an expired key is reclaimed without an in-flight marker: requests arriving while it runs execute too", "IK-CONCURRENT-2, IK-EXPIRY-2"},
 	{NoInflightLock, "a retry while the first runs executes again instead of 409", "IK-CONCURRENT-1, IK-CONCURRENT-2"},
 	{BlockInflight, "a retry while the first runs waits and replays instead of 409", "IK-CONCURRENT-1 (fails unless block_ok)"},
 	{NoUserScope, "another user with the same key receives the first user's response", "IK-SCOPE-1, IK-SECURITY-3"},
@@ -87,6 +115,11 @@ var defectCatalog = []DefectInfo{
 	{NoCache4xx, "a business 4xx (402) is not stored; the retry executes again", "IK-REPLAY-5, IK-ERRORS-2"},
 	{ReplayAs200, "replays answer 200 instead of the stored status (201, 402)", "IK-REPLAY-1"},
 	{ReplayDropsHeaders, "replays lose Content-Type and Location", "IK-REPLAY-2, IK-REPLAY-6"},
+	{ReplayJoinsHeaders, "a repeated header (Set-Cookie) replays as one comma-joined line", "IK-REPLAY-6"},
+	{ReplayTruncatesBody, "a response larger than 64 KiB replays truncated", "IK-REPLAY-2"},
+	{ReplayReencodesBody, "a binary response replays re-encoded as UTF-8 text", "IK-REPLAY-2"},
+	{FailureWedgesKey, "after a handler crash or timeout the key answers 409 in flight forever", "IK-LEASE-1, IK-ERRORS-5"},
+	{ConflictAs500, "a request that loses the race for its key (in flight) gets 500 instead of 409", "IK-CONCURRENT-1"},
 	{MismatchAs409, "a payload mismatch answers 409 instead of 422", "IK-MISMATCH-1 (ietf profile)"},
 	{StoreConflicts, "a 409/422 answer is stored as the key's outcome and replayed", "IK-ERRORS-6, IK-CONCURRENT-3, IK-MISMATCH-3"},
 	{MissingKeyPassthrough, "a mutating request without a key executes instead of 400", "IK-MISSING-1"},

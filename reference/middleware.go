@@ -14,6 +14,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -41,7 +42,7 @@ func Middleware(store Store, opts ...Option) func(http.Handler) http.Handler {
 	local, _ := store.(Local)
 	probs := newProblems(c.docsURL)
 	return func(next http.Handler) http.Handler {
-		return &middleware{config: c, store: store, atomic: atomic, local: local, next: next, problems: probs, poisoned: newPoisonCache(), unfinished: newUnfinished(), localLocks: newLocalLocks()}
+		return &middleware{config: c, store: store, atomic: atomic, local: local, next: next, problems: probs, poisoned: newPoisonCache(), wedged: newPoisonCache(), completed: newPoisonCache(), unfinished: newUnfinished(), localLocks: newLocalLocks()}
 	}
 }
 
@@ -53,6 +54,10 @@ type middleware struct {
 	next     http.Handler
 	problems *problems
 	poisoned *poisonCache // store-conflicts defect only
+	wedged   *poisonCache // failure-wedges-key defect only
+	// completed: scopes whose outcome was stored (expired-reclaim-unlocked
+	// defect only), so a later claim of one is a reclaim.
+	completed *poisonCache
 	// unfinished: outcomes to store before their scope is claimed again.
 	unfinished *unfinished
 	localLocks *localLocks // process-local-lock defect only
@@ -114,6 +119,12 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	var early *lookup
+	if m.defects.has(LookupBeforeBody) {
+		rec, err := m.store.Lookup(r.Context(), m.scope(r, key))
+		early = &lookup{rec, err}
+	}
+
 	buf := bufPool.Get().(*bytes.Buffer)
 	buf.Reset()
 	defer bufPool.Put(buf)
@@ -142,12 +153,12 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		hex.Encode(x.raw[:], sum[:])
 		x.hashed = true
 	}
-	x.scope = Scope{Principal: m.principal(r), Method: r.Method, Path: r.URL.Path, Key: key}
-	if m.defects.has(NoUserScope) {
-		x.scope.Principal = ""
-	}
-	if m.defects.has(NoEndpointScope) {
-		x.scope.Method, x.scope.Path = "", ""
+	x.scope = m.scope(r, key)
+	if m.defects.has(FailureWedgesKey) {
+		if _, ok := m.wedged.get(x.scope); ok {
+			m.problems.write(w, probInFlight)
+			return
+		}
 	}
 	if m.defects.has(StoreConflicts) {
 		if resp, ok := m.poisoned.get(x.scope); ok {
@@ -155,8 +166,13 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if early != nil {
+		x.insertAfter(early.rec, early.err, 0)
+		return
+	}
 	if m.defects.has(CheckThenInsert) {
-		x.checkThenInsert()
+		rec, err := m.store.Lookup(r.Context(), x.scope)
+		x.insertAfter(rec, err, m.checkThenInsertGap)
 		return
 	}
 	if m.defects.has(ProcessLocalLock) {
@@ -164,6 +180,25 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	x.claim()
+}
+
+// scope is the record scope of r under key.
+func (m *middleware) scope(r *http.Request, key string) Scope {
+	s := Scope{Principal: m.principal(r), Method: r.Method, Path: r.URL.Path, Key: key}
+	if m.defects.has(NoUserScope) {
+		s.Principal = ""
+	}
+	if m.defects.has(NoEndpointScope) {
+		s.Method, s.Path = "", ""
+	}
+	return s
+}
+
+// lookup is a Lookup's answer, kept by the lookup-before-body defect
+// until the body is read.
+type lookup struct {
+	rec *Record
+	err error
 }
 
 // key reads the Idempotency-Key field.
@@ -229,6 +264,9 @@ type exchange struct {
 	fp     string                // canonical fingerprint, once fpDone
 	fpDone bool
 	scope  Scope
+	// lateClaim: the handler runs unowned and the outcome is claimed and
+	// stored after it (expired-reclaim-unlocked defect only).
+	lateClaim bool
 }
 
 // rawHash is the hex SHA-256 of the body as stored in a record ("" under
@@ -289,6 +327,13 @@ func (x *exchange) claim() {
 			return
 		}
 		if c.Outcome == Claimed {
+			if _, ok := x.m.completed.get(x.scope); ok && x.m.defects.has(ExpiredReclaimUnlocked) {
+				// The bug: the expired key's reclaim keeps no marker.
+				_ = x.m.store.Release(context.WithoutCancel(x.r.Context()), x.scope, c.Token)
+				x.lateClaim = true
+				x.execute("", false)
+				return
+			}
 			x.execute(c.Token, true)
 			return
 		}
@@ -308,11 +353,11 @@ func (x *exchange) claim() {
 	}
 }
 
-// checkThenInsert is the check-then-insert defect: a lookup, the work a
-// real service does between its SELECT and its INSERT (here a fixed gap),
-// then an insert that wins whether or not someone else got there first.
-func (x *exchange) checkThenInsert() {
-	rec, err := x.m.store.Lookup(x.r.Context(), x.scope)
+// insertAfter is the end of the check-then-insert defects: rec and err
+// are the scope's lookup; after the work a real service does between its
+// SELECT and its INSERT (gap), an insert that wins whether or not someone
+// else got there first.
+func (x *exchange) insertAfter(rec *Record, err error, gap time.Duration) {
 	if err != nil {
 		x.m.problems.write(x.w, probUnavailable)
 		return
@@ -323,7 +368,7 @@ func (x *exchange) checkThenInsert() {
 		}
 		return
 	}
-	if sleepCtx(x.r.Context(), x.m.checkThenInsertGap) != nil {
+	if gap > 0 && sleepCtx(x.r.Context(), gap) != nil {
 		return
 	}
 	ttl, lease := x.m.ttlAndLease()
@@ -361,6 +406,10 @@ func (x *exchange) existing(rec *Record) verdict {
 			return runUnowned
 		case x.m.defects.has(BlockInflight):
 			return wait
+		}
+		if x.m.defects.has(ConflictAs500) {
+			x.m.problems.write(x.w, probPanic)
+			return answered
 		}
 		x.conflict(probInFlight, rec)
 		return answered
@@ -404,7 +453,22 @@ func (x *exchange) execute(token string, owned bool) {
 	r.ContentLength = int64(len(x.body))
 
 	rec := &recorder{header: make(http.Header)}
-	if panicked := runHandler(m.next, rec, r); panicked {
+	panicked := runHandler(m.next, rec, r)
+	if m.defects.has(FailureWedgesKey) && (panicked || rec.statusCode() == http.StatusGatewayTimeout) {
+		// The bug: the failure path forgets the record, left in flight.
+		ttl, _ := m.ttlAndLease()
+		m.wedged.put(x.scope, Response{}, time.Now().Add(100*ttl))
+		if unit != nil {
+			_ = unit.Rollback(bg)
+		}
+		if panicked {
+			m.problems.write(x.w, probPanic)
+			return
+		}
+		rec.flush(x.w)
+		return
+	}
+	if panicked {
 		if unit != nil {
 			_ = unit.Rollback(bg)
 		}
@@ -417,7 +481,7 @@ func (x *exchange) execute(token string, owned bool) {
 	status := rec.statusCode()
 	if owned {
 		if m.keeps(status) && !st.noStore {
-			resp := Response{Status: status, Header: m.storedHeader(rec.header), Body: slices.Clone(rec.body.Bytes())}
+			resp := Response{Status: status, Header: m.storedHeader(rec.header), Body: m.storedBody(rec.body.Bytes())}
 			if unit != nil {
 				if err := unit.Commit(bg, resp); err != nil {
 					// The effects were rolled back with the record: a retry is safe.
@@ -434,14 +498,31 @@ func (x *exchange) execute(token string, owned bool) {
 					m.unfinished.put(x.scope, token, resp, time.Now().Add(ttl))
 				}
 			}
+			m.markCompleted(x.scope)
 		} else {
 			if unit != nil {
 				_ = unit.Rollback(bg)
 			}
 			_ = m.store.Release(bg, x.scope, token)
 		}
+	} else if x.lateClaim && m.keeps(status) && !st.noStore {
+		ttl, lease := m.ttlAndLease()
+		c, err := m.store.Claim(bg, ClaimRequest{Scope: x.scope, Fingerprint: x.fingerprint(), RawHash: x.rawHash(), Lease: lease, TTL: ttl})
+		if err == nil && c.Outcome == Claimed {
+			_ = m.store.Complete(bg, x.scope, c.Token, Response{Status: status, Header: m.storedHeader(rec.header), Body: m.storedBody(rec.body.Bytes())})
+			m.markCompleted(x.scope)
+		}
 	}
 	rec.flush(x.w)
+}
+
+// markCompleted remembers that scope's outcome was stored, under the
+// expired-reclaim-unlocked defect.
+func (m *middleware) markCompleted(scope Scope) {
+	if m.defects.has(ExpiredReclaimUnlocked) {
+		ttl, _ := m.ttlAndLease()
+		m.completed.put(scope, Response{}, time.Now().Add(100*ttl))
+	}
 }
 
 // keeps reports whether an outcome with status is stored.
@@ -459,10 +540,27 @@ func (m *middleware) storedHeader(h http.Header) http.Header {
 	out := make(http.Header, len(m.replayHeaders))
 	for _, name := range m.replayHeaders {
 		if v := h[name]; len(v) > 0 {
+			if m.defects.has(ReplayJoinsHeaders) {
+				v = []string{strings.Join(v, ", ")}
+			}
 			out[name] = slices.Clip(slices.Clone(v))
 		}
 	}
 	return out
+}
+
+// truncatedBody is where the replay-truncates-body defect cuts bodies.
+const truncatedBody = 64 << 10
+
+// storedBody is the copy of a response body a record keeps.
+func (m *middleware) storedBody(b []byte) []byte {
+	switch {
+	case m.defects.has(ReplayTruncatesBody) && len(b) > truncatedBody:
+		b = b[:truncatedBody]
+	case m.defects.has(ReplayReencodesBody):
+		return []byte(strings.ToValidUTF8(string(b), "\uFFFD"))
+	}
+	return slices.Clone(b)
 }
 
 // replay writes a stored response. Header slices are shared with the

@@ -32,10 +32,11 @@ const (
 	DefaultMaxBody = 1 << 20
 )
 
-// DefaultReplayHeaders are the response headers stored and replayed.
-// Per-response headers (Date, Set-Cookie, request ids) are deliberately
-// absent.
-var DefaultReplayHeaders = []string{"Content-Type", "Content-Language", "Content-Location", "Location", "ETag", "Last-Modified", "Link"}
+// DefaultReplayHeaders are the response headers stored and replayed: the
+// representation's, and the cookies the operation set (part of its result;
+// every line kept). Per-response headers (Date, request ids, rate limits)
+// are deliberately absent.
+var DefaultReplayHeaders = []string{"Content-Type", "Content-Language", "Content-Location", "Location", "ETag", "Last-Modified", "Link", "Set-Cookie"}
 
 func defaultConfig() config {
 	return config{

@@ -119,6 +119,7 @@ type profileConfig struct {
 // knownVariants are the variant names the catalog understands.
 var knownVariants = map[string]bool{
 	VariantSlow: true, VariantBusinessError: true, VariantTransientError: true, VariantInvalid: true,
+	VariantLarge: true, VariantBinary: true, VariantCrash: true, VariantTimeout: true,
 }
 
 // LoadConfig reads a YAML config: the target plus its profile. Every error
@@ -518,7 +519,7 @@ func (t *Target) Validate() error {
 		}
 		for name, v := range op.Variants {
 			if !knownVariants[name] {
-				return fmt.Errorf("%s.variants.%s: unknown variant (valid: business_error, invalid, slow, transient_error)", at, name)
+				return fmt.Errorf("%s.variants.%s: unknown variant (valid: binary, business_error, crash, invalid, large, slow, timeout, transient_error)", at, name)
 			}
 			if v.Raw == nil && !isJSONObject(v.Patch) && (v.Downstream == nil || v.Patch != nil) {
 				return fmt.Errorf("%s.variants.%s.patch: want a JSON object (RFC 7386 merge patch), raw: a whole body sent as is, or downstream: the double's answer", at, name)
@@ -595,6 +596,14 @@ func suppliesFor(t *Target, op *Operation, n Need) bool {
 		return variant(VariantTransientError)
 	case NeedInvalid:
 		return variant(VariantInvalid)
+	case NeedLarge:
+		return variant(VariantLarge)
+	case NeedBinary:
+		return variant(VariantBinary)
+	case NeedCrash:
+		return variant(VariantCrash)
+	case NeedTimeout:
+		return variant(VariantTimeout)
 	case NeedTTL:
 		// "ttl: never" supplies it too: the expiry cases then record that
 		// keys never expire (see Env.neverExpires).

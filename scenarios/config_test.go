@@ -27,7 +27,7 @@ func TestLoadConfigFull(t *testing.T) {
 	if tg.KeySyntax != SFString || tg.TTL != 2*time.Second || len(tg.Principals) != 2 || tg.Oracle.Pointer != "/executions" {
 		t.Errorf("target = %+v", tg)
 	}
-	for _, n := range []Need{NeedOracle, NeedEffects, NeedIDPointer, NeedSecondPrincipal, NeedSlow, NeedBusinessError, NeedTransientError, NeedInvalid, NeedTTL, NeedLease} {
+	for _, n := range []Need{NeedOracle, NeedEffects, NeedIDPointer, NeedSecondPrincipal, NeedSlow, NeedBusinessError, NeedTransientError, NeedInvalid, NeedTTL, NeedLease, NeedLarge, NeedBinary, NeedCrash, NeedTimeout} {
 		if !Supplies(tg, n) {
 			t.Errorf("Supplies(%s) = false", n)
 		}

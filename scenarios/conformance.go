@@ -234,6 +234,14 @@ func (n Need) ConfigHint() string {
 		return "operations[].variants.transient_error: {patch: {fail: transient}, status: 503}"
 	case NeedInvalid:
 		return "operations[].variants.invalid: {patch: {amount: not-a-number}, status: 400}"
+	case NeedLarge:
+		return "operations[].variants.large: {patch: {pad_bytes: 1048576}} (a body whose 2xx is at least 1 MiB)"
+	case NeedBinary:
+		return "operations[].variants.binary: {patch: {format: binary}} (a body whose 2xx is not JSON)"
+	case NeedCrash:
+		return "operations[].variants.crash: {patch: {fail: crash}, status: 500} (a body that makes the handler crash)"
+	case NeedTimeout:
+		return "operations[].variants.timeout: {patch: {fail: timeout}, status: 504} (a body that makes the handler time out)"
 	case NeedTTL:
 		return "ttl: 24h (the retention the API publishes, or never)"
 	case NeedLease:

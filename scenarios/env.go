@@ -228,6 +228,23 @@ func (e *Env) Variant(name string) (json.RawMessage, Variant, bool) {
 
 // Send performs one request and records it as evidence.
 func (e *Env) Send(ctx context.Context, r Req) Resp {
+	x := e.exchange(r)
+	if c := e.oracle; c != nil && c.global {
+		c.enter(ctx, e, scopeOf(r))
+		defer c.leave()
+	}
+	client := e.client
+	if r.client != nil {
+		client = r.client
+	}
+	resp := e.doWith(ctx, client, x, true)
+	e.proveBy(r, resp)
+	return resp
+}
+
+// exchange builds the request r describes: method, URL, headers (the key
+// header in the target's syntax) and body.
+func (e *Env) exchange(r Req) Exchange {
 	op := e.Op
 	if r.Op != nil {
 		op = r.Op
@@ -257,24 +274,31 @@ func (e *Env) Send(ctx context.Context, r Req) Resp {
 		x.Request.Header[hk] = []string{e.KeyValue(r.Key)}
 	}
 	e.markForDouble(op, r, &x)
-	if c := e.oracle; c != nil && c.global {
-		c.enter(ctx, e, scopeOf(r))
-		defer c.leave()
+	return x
+}
+
+// proveBy keeps what resp, the answer to r, proves about the executions
+// under r's key (counter.prove): a 2xx, or the business_error variant's
+// declared status.
+func (e *Env) proveBy(r Req, resp Resp) {
+	c := e.oracle
+	if c == nil || r.NoKey || r.KeyLines != nil {
+		return
 	}
-	client := e.client
-	if r.client != nil {
-		client = r.client
+	op := e.Op
+	if r.Op != nil {
+		op = r.Op
 	}
-	resp := e.doWith(ctx, client, x, true)
-	if c := e.oracle; c != nil && !r.NoKey && r.KeyLines == nil {
-		switch {
-		case resp.OK():
-			c.prove(r.Key, createdIDOf(op, resp))
-		case declinedAsDeclared(op, body, resp):
-			c.prove(r.Key, "") // a business error is an execution, stored
-		}
+	body := r.Body
+	if body == nil {
+		body = op.Body
 	}
-	return resp
+	switch {
+	case resp.OK():
+		c.prove(r.Key, createdIDOf(op, resp))
+	case declinedAsDeclared(op, body, resp):
+		c.prove(r.Key, "") // a business error is an execution, stored
+	}
 }
 
 // declinedAsDeclared reports that resp answers op's business_error variant

@@ -110,12 +110,16 @@ type Profile struct {
 	// fingerprint.
 	VolatileFields []string `yaml:"volatile_fields" json:"volatile_fields,omitempty"`
 	// BurstRounds and BurstSize shape concurrent/same-key-burst: rounds of
-	// size same-key requests (a fresh key per round) released by a barrier.
+	// size same-key requests (a fresh key per round) released together.
 	// 0 means the defaults (DefaultBurstRounds, DefaultBurstSize), sized so
 	// that a 1 ms check-then-insert window on the reference is caught in at
 	// least 99 of 100 runs (docs/conformance-engine.md).
 	BurstRounds int `yaml:"burst_rounds" json:"burst_rounds,omitempty"`
 	BurstSize   int `yaml:"burst_size" json:"burst_size,omitempty"`
+	// BurstSync is how a burst's requests are released: last-byte (the
+	// default, "": last-byte synchronisation, SyncLastByte, falling back to
+	// the barrier where it cannot) or barrier (SyncBarrier).
+	BurstSync string `yaml:"burst_sync" json:"burst_sync,omitempty"`
 	// StaleReplayOnMismatch (IK-MISMATCH-5): a changed payload under a used
 	// key gets the old response replayed, with no error and no execution.
 	// The draft, Stripe and the seeds rules make that a failure (false);
@@ -276,6 +280,9 @@ func (p *Profile) Validate() error {
 	}
 	if p.BurstSize != 0 && (p.BurstSize < 2 || p.BurstSize > maxBurstSize) {
 		return fmt.Errorf("profile burst_size %d: want 0 (default %d) or 2 to %d", p.BurstSize, DefaultBurstSize, maxBurstSize)
+	}
+	if p.BurstSync != "" && p.BurstSync != SyncLastByte && p.BurstSync != SyncBarrier {
+		return fmt.Errorf("profile burst_sync %q: want last-byte (default) or barrier", p.BurstSync)
 	}
 	if err := p.validKeyFormat(); err != nil {
 		return err

@@ -52,6 +52,10 @@ const (
 	NeedInvalid         Need = "invalid"
 	NeedTTL             Need = "ttl"
 	NeedLease           Need = "lease"
+	NeedLarge           Need = "large"
+	NeedBinary          Need = "binary"
+	NeedCrash           Need = "crash"
+	NeedTimeout         Need = "timeout"
 )
 
 // Meta describes a case: what it checks and why.

@@ -74,7 +74,8 @@ func TestLongestWait(t *testing.T) {
 	}{
 		{"no waiting case: nothing to wait for", 0, 0, []string{"replay/same-status"}, 0},
 		{"an overlap case waits for the slow variant", 0, 0, []string{"concurrent/**"}, slow},
-		{"an expiry case waits out TTL plus grace", 3 * time.Second, 0, []string{"expiry/**"}, 3*time.Second + p.Grace},
+		{"an expiry case waits out TTL plus grace", 3 * time.Second, 0, []string{"expiry/fresh-after-ttl"}, 3*time.Second + p.Grace},
+		{"the expired-key burst also waits out its slow original and slow burst", 3 * time.Second, 0, []string{"expiry/**"}, 3*time.Second + p.Grace + 2*slow},
 		{"an expiry case past its limit skips: no wait", 10 * time.Minute, 0, []string{"expiry/**"}, 0},
 		{"a lease case waits out the lease plus a margin", 0, 4 * time.Second, []string{"lease/**"}, 4*time.Second + leaseMargin},
 		{"unsupplied instances do not count", 0, 0, []string{"expiry/**"}, 0},

@@ -116,6 +116,10 @@ const (
 	VariantBusinessError  = "business_error"  // a deterministic 4xx outcome (e.g. 402 decline)
 	VariantTransientError = "transient_error" // a deterministic 5xx outcome (e.g. 503)
 	VariantInvalid        = "invalid"         // fails validation (400/422)
+	VariantLarge          = "large"           // succeeds with a response of at least 1 MiB (largeResponse)
+	VariantBinary         = "binary"          // succeeds with a binary (non-JSON) response
+	VariantCrash          = "crash"           // the handler crashes (an unhandled exception: 5xx or a dropped connection)
+	VariantTimeout        = "timeout"         // the handler times out (a downstream that never answers: 5xx, often 504)
 )
 
 // Variant is a merge patch plus what the variant promises.
@@ -163,6 +167,10 @@ func FromURL(base string, ttl, lease time.Duration) (*Target, error) {
 				VariantBusinessError:  {Patch: json.RawMessage(`{"fail":"decline"}`), Status: 402},
 				VariantTransientError: {Patch: json.RawMessage(`{"fail":"transient"}`), Status: 503},
 				VariantInvalid:        {Patch: json.RawMessage(`{"amount":"not-a-number"}`), Status: 400},
+				VariantLarge:          {Patch: json.RawMessage(fmt.Sprintf(`{"pad_bytes":%d}`, largeResponse))},
+				VariantBinary:         {Patch: json.RawMessage(`{"format":"binary"}`)},
+				VariantCrash:          {Patch: json.RawMessage(`{"fail":"crash"}`), Status: 500},
+				VariantTimeout:        {Patch: json.RawMessage(`{"fail":"timeout"}`), Status: 504},
 			},
 		}
 	}

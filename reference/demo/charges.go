@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -15,6 +16,16 @@ import (
 // maxDelay bounds the delay_ms knob.
 const maxDelay = 60 * time.Second
 
+// maxPad bounds the pad_bytes knob: a response of up to 4 MiB.
+const maxPad = 4 << 20
+
+// binarySize is the length of a binary (format "binary") response.
+const binarySize = 4 << 10
+
+// downstreamTimeout is how long a "fail": "timeout" request waits for a
+// downstream that never answers before the handler gives up with 504.
+const downstreamTimeout = 200 * time.Millisecond
+
 // createRequest is the body of POST /v1/charges and /v1/refunds.
 type createRequest struct {
 	Amount      *int64          `json:"amount"`
@@ -23,6 +34,11 @@ type createRequest struct {
 	Metadata    json.RawMessage `json:"metadata"`
 	DelayMS     int64           `json:"delay_ms"`
 	Fail        string          `json:"fail"`
+	// PadBytes adds a "padding" member of that many bytes to the
+	// response (a large response); Format "binary" answers the created
+	// resource as application/octet-stream bytes instead of JSON.
+	PadBytes int64  `json:"pad_bytes"`
+	Format   string `json:"format"`
 }
 
 func (c *createRequest) validate() string {
@@ -33,8 +49,12 @@ func (c *createRequest) validate() string {
 		return "currency must be a 3-letter code"
 	case c.DelayMS < 0 || c.DelayMS > maxDelay.Milliseconds():
 		return "delay_ms must be between 0 and 60000"
-	case c.Fail != "" && c.Fail != "decline" && c.Fail != "transient":
-		return `fail must be "decline" or "transient"`
+	case c.Fail != "" && c.Fail != "decline" && c.Fail != "transient" && c.Fail != "crash" && c.Fail != "timeout":
+		return `fail must be "decline", "transient", "crash" or "timeout"`
+	case c.PadBytes < 0 || c.PadBytes > maxPad:
+		return "pad_bytes must be between 0 and 4194304"
+	case c.Format != "" && c.Format != "json" && c.Format != "binary":
+		return `format must be "json" or "binary"`
 	case len(c.Metadata) > 0 && c.Metadata[0] != '{':
 		return "metadata must be an object"
 	}
@@ -84,6 +104,15 @@ func (a *App) create(op, idPrefix, object string) http.HandlerFunc {
 			w.Header().Set("Retry-After", "1")
 			writeProblem(w, http.StatusServiceUnavailable, "temporarily-unavailable", "Temporarily unavailable", "A transient failure; retry with the same key.")
 			return
+		case "crash":
+			panic("demo: the handler crashed (fail: crash)")
+		case "timeout":
+			// A downstream that never answers, given up at the deadline.
+			ctx, cancel := context.WithTimeout(r.Context(), downstreamTimeout)
+			<-ctx.Done()
+			cancel()
+			writeProblem(w, http.StatusGatewayTimeout, "downstream-timeout", "Downstream timeout", "A downstream call did not answer in time; nothing was charged.")
+			return
 		}
 
 		c := Charge{
@@ -103,17 +132,51 @@ func (a *App) create(op, idPrefix, object string) http.HandlerFunc {
 			writeProblem(w, http.StatusServiceUnavailable, "ledger-unavailable", "Ledger unavailable", "The charge was not recorded; retry with the same key.")
 			return
 		}
-		body, err := json.Marshal(c)
+		var body []byte
+		var err error
+		h := w.Header()
+		switch {
+		case in.Format == "binary":
+			body = make([]byte, binarySize)
+			_, _ = rand.Read(body) // never fails (Go 1.24+)
+			h.Set("Content-Type", "application/octet-stream")
+		case in.PadBytes > 0:
+			body, err = json.Marshal(padded{c, padding(in.PadBytes)})
+			h.Set("Content-Type", "application/json")
+		default:
+			body, err = json.Marshal(c)
+			h.Set("Content-Type", "application/json")
+		}
 		if err != nil {
 			writeProblem(w, http.StatusInternalServerError, "internal-error", "Internal error", "encoding the response failed")
 			return
 		}
-		h := w.Header()
-		h.Set("Content-Type", "application/json")
 		h.Set("Location", "/v1/"+op+"/"+c.ID)
+		h.Set("ETag", `"`+c.ID+`"`)
+		// Two cookies, two lines: a replay must keep both (RFC 6265 forbids
+		// folding Set-Cookie lines into one).
+		h.Add("Set-Cookie", "last_"+object+"="+c.ID+"; Path=/; HttpOnly; SameSite=Lax")
+		h.Add("Set-Cookie", "idemcheck_demo=1; Path=/; SameSite=Lax")
 		w.WriteHeader(http.StatusCreated)
 		_, _ = w.Write(body)
 	}
+}
+
+// padded is a created resource with a padding member (pad_bytes).
+type padded struct {
+	Charge
+	Padding string `json:"padding"`
+}
+
+// padding is n bytes of a repeating alphabet: a cut or a shifted byte
+// shows wherever it happens.
+func padding(n int64) string {
+	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = alphabet[i%len(alphabet)]
+	}
+	return string(b)
 }
 
 // get handles GET /v1/{op}/{id}: only the owner sees a resource.

@@ -187,6 +187,66 @@ func TestDefects(t *testing.T) {
 			<-done
 			return r.status != 409, fmt.Sprintf("retry after the lease of a stuck claim -> %d", r.status)
 		}},
+		{reference.LookupBeforeBody, Options{}, func(t *testing.T, h *harness) (bool, string) {
+			k := newKey()
+			statuses := h.lastByteBurst(4, k, chargeBody)
+			n, _, _ := h.executions(k)
+			return n == 1, fmt.Sprintf("4 requests whose last bytes came together -> %v, %d executions", statuses, n)
+		}},
+		{reference.ExpiredReclaimUnlocked, Options{TTL: 300 * time.Millisecond}, func(t *testing.T, h *harness) (bool, string) {
+			// After expiry, four slow same-key requests at once: the first
+			// reclaims the key; the others must meet its in-flight record.
+			k, slow := newKey(), `{"amount":1000,"currency":"usd","delay_ms":300}`
+			h.post("/v1/charges", "alice", k, slow)
+			time.Sleep(500 * time.Millisecond)
+			var wg sync.WaitGroup
+			for range 4 {
+				wg.Go(func() { h.post("/v1/charges", "alice", k, slow) })
+			}
+			wg.Wait()
+			n, _, _ := h.executions(k)
+			return n == 2, fmt.Sprintf("1 execution, then 4 slow requests after expiry -> %d executions", n)
+		}},
+		{reference.ConflictAs500, Options{}, func(t *testing.T, h *harness) (bool, string) {
+			k := newKey()
+			done := slowInFlight(h, k)
+			r := h.post("/v1/charges", "alice", k, `{"amount":1000,"currency":"usd","delay_ms":1500}`)
+			<-done
+			return r.status == http.StatusConflict, fmt.Sprintf("duplicate in flight -> %d", r.status)
+		}},
+		{reference.ReplayJoinsHeaders, Options{}, func(t *testing.T, h *harness) (bool, string) {
+			k := newKey()
+			a := h.post("/v1/charges", "alice", k, chargeBody)
+			r := h.post("/v1/charges", "alice", k, chargeBody)
+			want, got := a.header.Values("Set-Cookie"), r.header.Values("Set-Cookie")
+			return len(want) == 2 && len(got) == 2, fmt.Sprintf("Set-Cookie lines: original %q, replay %q", want, got)
+		}},
+		{reference.ReplayTruncatesBody, Options{}, func(t *testing.T, h *harness) (bool, string) {
+			k, body := newKey(), `{"amount":1000,"currency":"usd","pad_bytes":1048576}`
+			a := h.post("/v1/charges", "alice", k, body)
+			r := h.post("/v1/charges", "alice", k, body)
+			return len(a.body) > 1<<20 && r.body == a.body, fmt.Sprintf("original %d bytes, replay %d bytes", len(a.body), len(r.body))
+		}},
+		{reference.ReplayReencodesBody, Options{}, func(t *testing.T, h *harness) (bool, string) {
+			k, body := newKey(), `{"amount":1000,"currency":"usd","format":"binary"}`
+			a := h.post("/v1/charges", "alice", k, body)
+			r := h.post("/v1/charges", "alice", k, body)
+			return a.header.Get("Content-Type") == "application/octet-stream" && r.body == a.body, fmt.Sprintf("original %d bytes, replay %d bytes", len(a.body), len(r.body))
+		}},
+		{reference.FailureWedgesKey, Options{Lease: 150 * time.Millisecond}, func(t *testing.T, h *harness) (bool, string) {
+			var saw []string
+			for _, fail := range []string{"crash", "timeout"} {
+				k, body := newKey(), `{"amount":1000,"currency":"usd","fail":"`+fail+`"}`
+				a := h.post("/v1/charges", "alice", k, body)
+				time.Sleep(300 * time.Millisecond) // past the lease
+				r := h.post("/v1/charges", "alice", k, body)
+				saw = append(saw, fmt.Sprintf("%s: %d, retry after the lease %d", fail, a.status, r.status))
+				if r.status == http.StatusConflict {
+					return false, strings.Join(saw, "; ")
+				}
+			}
+			return true, strings.Join(saw, "; ")
+		}},
 	}
 	if len(cases) != len(reference.Defects()) {
 		t.Fatalf("%d probes for %d defects", len(cases), len(reference.Defects()))

@@ -1,8 +1,10 @@
 package demo
 
 import (
+	"bufio"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -130,6 +132,43 @@ func (h *harness) waitExecutions(key string, n int) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	h.t.Fatalf("key %s never reached %d executions", key, n)
+}
+
+// lastByteBurst sends n POST /v1/charges requests under key (sf-string
+// quoted) as alice, each on its own connection, every request but its last
+// byte first, then, once the server has had time to take their headers,
+// the last bytes together; it returns the statuses.
+func (h *harness) lastByteBurst(n int, key, body string) []int {
+	h.t.Helper()
+	wire := "POST /v1/charges HTTP/1.1\r\nHost: demo\r\nAuthorization: Bearer alice\r\nContent-Type: application/json\r\n" +
+		"Idempotency-Key: \"" + key + "\"\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
+	conns := make([]net.Conn, n)
+	for i := range conns {
+		c, err := net.DialTimeout("tcp", h.srv.Listener.Addr().String(), 5*time.Second)
+		if err != nil {
+			h.t.Fatalf("dial: %v", err)
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+		if _, err := io.WriteString(c, wire[:len(wire)-1]); err != nil {
+			h.t.Fatalf("write: %v", err)
+		}
+		conns[i] = c
+	}
+	time.Sleep(200 * time.Millisecond)
+	for _, c := range conns {
+		_, _ = io.WriteString(c, wire[len(wire)-1:])
+	}
+	statuses := make([]int, n)
+	for i, c := range conns {
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			h.t.Fatalf("read: %v", err)
+		}
+		resp.Body.Close()
+		statuses[i] = resp.StatusCode
+	}
+	return statuses
 }
 
 var keySeq atomic.Int64
