@@ -24,15 +24,11 @@ var oracles = []struct {
 	name string
 	// oracle replaces the file's oracle: (nil keeps it).
 	oracle func(dsn string) map[string]any
-	// keyless: the source counts a request sent without a key (the
-	// double does, by the token idemcheck still writes in it); a query by
-	// key cannot, so missing/rejected stays unverifiable under it.
-	keyless bool
 }{
-	{"downstream", nil, true},
+	{"downstream", nil},
 	{"sql", func(dsn string) map[string]any {
 		return map[string]any{"sql": map[string]any{"dsn": dsn, "query": "select count(*) from orders where idempotency_key = $1"}}
-	}, false},
+	}},
 }
 
 // caught names, for each broken build, the case instances that must fail
@@ -81,8 +77,7 @@ func TestIdemcheck(t *testing.T) {
 						t.Errorf("MUST %s: %s, want pass: %s", name, r.Status, r.Reason)
 					case r.Status == scenarios.Fail || r.Status == scenarios.Warn:
 						t.Errorf("%s: %s", name, r.Status)
-					case (r.Status == scenarios.Unverifiable || r.Status == scenarios.Inconclusive) &&
-						(o.keyless || r.ID != "missing/rejected"):
+					case r.Status == scenarios.Unverifiable || r.Status == scenarios.Inconclusive:
 						t.Errorf("%s: %s: %s", name, r.Status, r.Reason)
 					}
 				}
