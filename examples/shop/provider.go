@@ -50,7 +50,7 @@ type outcome int
 const (
 	paid     outcome = iota // 2xx: the card was charged
 	declined                // 402: a business outcome, final
-	failed                  // 5xx, a timeout, no answer: nothing is known to be final
+	failed                  // 5xx, no answer in time, unreachable: nothing is known to be final
 )
 
 // result is a charge's outcome with what the shop keeps of it.
@@ -58,6 +58,7 @@ type result struct {
 	outcome   outcome
 	paymentID string // paid
 	reason    string // declined, failed
+	timedOut  bool   // failed: no answer within the provider timeout
 }
 
 // charge calls the provider once, bounded by the provider timeout. The
@@ -79,7 +80,7 @@ func (p *provider) charge(ctx context.Context, c charge) result {
 	resp, err := p.client.Do(req)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
-			return result{outcome: failed, reason: fmt.Sprintf("no answer within %s", p.timeout)}
+			return result{outcome: failed, reason: fmt.Sprintf("no answer within %s", p.timeout), timedOut: true}
 		}
 		return result{outcome: failed, reason: "unreachable"}
 	}

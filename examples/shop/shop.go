@@ -135,7 +135,7 @@ func (s *shop) validate(ctx context.Context, body []byte) (orderRequest, string)
 
 // attempt charges the order once and returns its row and its answer:
 // 201 with the order when paid, 402 when declined, 502 when the provider
-// failed or did not answer in time.
+// failed, 504 when it did not answer in time.
 func (s *shop) attempt(ctx context.Context, sc scope, o orderRequest) (order, *stored, result) {
 	row := order{
 		OrderID: newID("ord_"), SKU: o.SKU, Quantity: o.Quantity, Amount: o.price * int64(o.Quantity),
@@ -156,7 +156,11 @@ func (s *shop) attempt(ctx context.Context, sc scope, o orderRequest) (order, *s
 		return row, problemDoc(http.StatusPaymentRequired, "card-declined", "Card declined", res.reason, extra), res
 	}
 	row.Status = "failed"
-	return row, problemDoc(http.StatusBadGateway, "payment-provider-unavailable", "Bad Gateway",
+	status, code := http.StatusBadGateway, "payment-provider-unavailable"
+	if res.timedOut {
+		status, code = http.StatusGatewayTimeout, "payment-provider-timeout"
+	}
+	return row, problemDoc(status, code, http.StatusText(status),
 		"the payment provider failed ("+res.reason+"); nothing was charged as far as the shop knows: retry with the same Idempotency-Key", extra), res
 }
 

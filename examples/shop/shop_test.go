@@ -27,7 +27,8 @@ func TestMain(m *testing.M) {
 
 // fakeProvider is a payment provider for the direct-HTTP tests: it
 // answers by the charge's reference prefix (decline-: 402, fail-: 503,
-// slow-: 200 after 1.5 s, else 200) and counts calls per reference.
+// hang-: never, slow-: 200 after 1.5 s, else 200) and counts calls per
+// reference.
 type fakeProvider struct {
 	srv   *httptest.Server
 	mu    sync.Mutex
@@ -54,6 +55,9 @@ func newFakeProvider(t *testing.T) *fakeProvider {
 			return
 		case strings.HasPrefix(c.Reference, "fail-"):
 			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		case strings.HasPrefix(c.Reference, "hang-"):
+			<-r.Context().Done() // until the shop gives up
 			return
 		case strings.HasPrefix(c.Reference, "slow-"):
 			select {
@@ -418,4 +422,29 @@ func TestStartBesideTraffic(t *testing.T) {
 		t.Fatalf("a replica beside an open write: %v", err)
 	}
 	second.close()
+}
+
+// A provider that never answers costs one provider timeout: the shop
+// answers 504 and releases the key, so the retry charges again.
+func TestProviderTimeout(t *testing.T) {
+	p := newFakeProvider(t)
+	dsn := testenv.RequirePostgres(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s, err := open(ctx, config{dsn: dsn, providerURL: p.srv.URL, ttl: time.Hour, lease: 1500 * time.Millisecond, providerTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s)
+	defer func() { srv.Close(); s.close() }()
+	ts := &testShop{url: srv.URL, shop: s, provider: p}
+	key, ref := uuid.NewString(), "hang-"+uuid.NewString()
+	first := ts.post(t, key, orderBody(ref))
+	again := ts.post(t, key, orderBody(ref))
+	if first.status != http.StatusGatewayTimeout || again.status != http.StatusGatewayTimeout {
+		t.Errorf("a hanging provider: %d then %d, want 504 twice", first.status, again.status)
+	}
+	if n := ts.provider.count(ref); n != 2 {
+		t.Errorf("%d charges, want 2 (the key was released after the timeout)", n)
+	}
 }
