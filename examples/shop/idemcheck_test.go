@@ -66,6 +66,7 @@ var caught = map[defect]map[string]scenarios.Status{
 func TestIdemcheck(t *testing.T) {
 	for _, o := range oracles {
 		t.Run(o.name, func(t *testing.T) {
+			t.Parallel() // each on its own schemas and double
 			t.Run("correct", func(t *testing.T) {
 				res := judged(t, "", o.oracle, nil)
 				counts := map[scenarios.Status]int{}
