@@ -137,8 +137,11 @@ func Console(w io.Writer, rep *scenarios.Report, opt ConsoleOptions) error {
 		fmt.Fprintf(&b, "\n%s\n", paint(ansiYellow+ansiBold, "Not enough evidence (MUST):"))
 		for _, r := range missing {
 			fmt.Fprintf(&b, "  ? %s %s: %s\n", r.Name(), r.Status, r.Reason)
+			if a := scenarios.Advice(r); a != "" {
+				fmt.Fprintf(&b, "    to decide it: %s\n", a)
+			}
 		}
-		b.WriteString("  configure what they lack (an oracle, an id_pointer: see idemcheck list), or accept with --allow-incomplete\n")
+		b.WriteString("  or accept them with --allow-incomplete\n")
 	}
 
 	c := Tally(rep)
@@ -149,6 +152,9 @@ func Console(w io.Writer, rep *scenarios.Report, opt ConsoleOptions) error {
 	}
 	fmt.Fprintf(&b, "%d unverifiable, %d inconclusive, %d failed as expected%s; %d results in %s\n",
 		c.Unverifiable, c.Inconclusive, c.ExpectedFailures, interrupted, c.Total(), rep.Duration.Round(time.Millisecond))
+	if rep.TTLSkipped > 0 {
+		fmt.Fprintf(&b, "ttl too short: %d case instances skipped; a declared ttl ≥ %s runs them all\n", rep.TTLSkipped, rep.NeedsTTL)
+	}
 	for _, line := range requirementLines(rep) {
 		b.WriteString(line + "\n")
 	}

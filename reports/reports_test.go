@@ -123,7 +123,8 @@ func TestConsole(t *testing.T) {
 		{"no-evidence-recap", "a MUST without evidence is recapped with its reason and the way out",
 			false, ConsoleOptions{}, func(out string) bool {
 				_, recap, ok := strings.Cut(out, "Not enough evidence (MUST):")
-				return ok && strings.Contains(recap, "? concurrent/burst@charges unverifiable: no oracle") && strings.Contains(recap, "--allow-incomplete")
+				return ok && strings.Contains(recap, "? concurrent/burst@charges unverifiable: no oracle") &&
+					strings.Contains(recap, "to decide it: configure an oracle or an id_pointer") && strings.Contains(recap, "--allow-incomplete")
 			}},
 		{"no-evidence-tree", "a MUST without evidence shows its reason in the tree without --verbose",
 			false, ConsoleOptions{}, func(out string) bool { return strings.Contains(out, "? charges: no oracle") }},

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 )
 
 // NeedEffects: a way to count executions, the oracle or created-id
@@ -24,7 +25,22 @@ type Case struct {
 	// idemcheck list shows, and which instances a broken oracle makes
 	// inconclusive.
 	UsesOracle bool
-	Run        func(ctx context.Context, e *Env) Verdict
+	// Skips, when set, says why the case does not apply to op under t and
+	// p before any request is sent ("" when it applies): the profile
+	// does not require the behaviour, or the declared TTL is too short for
+	// the case. The plan applies it, so idemcheck list forecasts the skips
+	// of a run.
+	Skips func(t *Target, p *Profile, op *Operation) string
+	// MinTTL, when set, is the least declared TTL with which the case
+	// judges op (and what it needs it for): under a shorter one every
+	// verdict it could reach would be inconclusive, so the plan skips it,
+	// naming the TTL that would run it.
+	MinTTL func(t *Target, p *Profile, op *Operation) (need time.Duration, why string)
+	// Peer, when set, is the other operation the case sends op's key to
+	// (nil: none fits): the run checks the oracle on it too, and the
+	// case judges those requests by its evidence.
+	Peer func(t *Target, op *Operation) *Operation
+	Run  func(ctx context.Context, e *Env) Verdict
 }
 
 // Verdict is what a case concluded.

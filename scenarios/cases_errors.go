@@ -21,7 +21,7 @@ func init() {
 			Requirement: "draft §2.6: respond with the result of the completed operation, \"success or an error\" (seeds, Stripe, rocket-rides store a 402).",
 			Explanation: "A key whose request ended in a business error keeps that outcome: retries replay it and a changed request under the key does not execute.",
 			Needs:       []Need{NeedBusinessError, NeedOracle}},
-			PerOperation: true, Run: errorsBusinessErrorKept},
+			PerOperation: true, Skips: skipNoCache4xx, Run: errorsBusinessErrorKept},
 		Case{Meta: Meta{ID: "errors/validation-not-stored", Family: "errors", Requirements: []string{"IK-ERRORS-3"}, Level: Should,
 			Requirement: "Stripe: if incoming parameters fail validation, no idempotent result is saved; rocket-rides: 422 before the key exists. Profile cache_validation.",
 			Explanation: "After an invalid body is rejected under a key, the corrected body with the same key executes normally (not a mismatch, not the old 4xx).",
@@ -95,10 +95,10 @@ func errorsTransient5xx(ctx context.Context, e *Env) Verdict {
 		return e.Finding("cache_5xx", mode+": "+observed)
 	case Yes:
 		if n != 1 {
-			return e.inTTLAnswered(e.Unmet("the 5xx replayed with no new execution (profile cache_5xx true)", observed), first, retry)
+			return e.inTTL(e.Unmet("the 5xx replayed with no new execution (profile cache_5xx true)", observed), first, retry)
 		}
 		if same, diff := e.SameResponse(first, retry); !same {
-			return e.inTTLAnswered(e.Unmet("the original 5xx response", diff), first, retry)
+			return e.inTTL(e.Unmet("the original 5xx response", diff), first, retry)
 		}
 		return e.Pass(observed)
 	}
@@ -108,10 +108,14 @@ func errorsTransient5xx(ctx context.Context, e *Env) Verdict {
 	return e.Pass(observed)
 }
 
-func errorsBusinessErrorKept(ctx context.Context, e *Env) Verdict {
-	if e.Profile.Cache4xxBusiness == No {
-		return e.Skip("profile cache_4xx_business is false: a business error does not use up the key")
+func skipNoCache4xx(_ *Target, p *Profile, _ *Operation) string {
+	if p.Cache4xxBusiness == No {
+		return "profile cache_4xx_business is false: a business error does not use up the key"
 	}
+	return ""
+}
+
+func errorsBusinessErrorKept(ctx context.Context, e *Env) Verdict {
 	k := e.NewKey()
 	first, body, bad := e.failedFirst(ctx, k, VariantBusinessError)
 	if bad != nil {
@@ -132,12 +136,12 @@ func errorsBusinessErrorKept(ctx context.Context, e *Env) Verdict {
 	}
 	switch {
 	case normal.OK():
-		return e.inTTLAnswered(e.Unmet("the key keeps its business error: the normal request under it does not execute", observed), first, retry, normal)
+		return e.inTTL(e.Unmet("the key keeps its business error: the normal request under it does not execute", observed), first, retry, normal)
 	case n != 1:
-		return e.inTTLAnswered(e.Unmet("one execution: the business error is replayed", observed), first, retry, normal)
+		return e.inTTL(e.Unmet("one execution: the business error is replayed", observed), first, retry, normal)
 	}
 	if same, diff := e.SameResponse(first, retry); !same {
-		return e.inTTLAnswered(e.Unmet("the original error response on retry", diff), first, retry)
+		return e.inTTL(e.Unmet("the original error response on retry", diff), first, retry)
 	}
 	return e.Pass(observed)
 }
@@ -282,7 +286,7 @@ func errorsIdempotencyErrorsNotStored(ctx context.Context, e *Env) Verdict {
 		return e.undecided(err, observed)
 	}
 	if !replayed {
-		return e.inTTLAnswered(e.Unmet("the original's replay after the mismatch error", observed), first, again)
+		return e.inTTL(e.Unmet("the original's replay after the mismatch error", observed), first, again)
 	}
 	return e.Pass(observed)
 }

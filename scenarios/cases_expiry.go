@@ -20,17 +20,17 @@ func init() {
 			Requirement: "draft §2.3 (keys MAY expire under a published policy); profile ttl and margin: a retry before TTL − margin still gets the original result.",
 			Explanation: "A retry sent shortly before the declared TTL runs out replays the original and does not execute again.",
 			Needs:       []Need{NeedTTL, NeedEffects}},
-			PerOperation: true, Run: expiryReplaysBeforeTTL},
+			PerOperation: true, Skips: expiryWaitTooLong, MinTTL: ttlPastMargin, Run: expiryReplaysBeforeTTL},
 		Case{Meta: Meta{ID: "expiry/fresh-after-ttl", Family: "expiry", Requirements: []string{"IK-EXPIRY-2", "IK-EXPIRY-3"}, Level: Should,
 			Requirement: "Stripe (a key reused after the original is pruned is a new request), seeds (fresh after expiry); Echo alternative: 409 \"result expired\". Profile expiry decides which.",
 			Explanation: "After TTL + grace the same key executes as a new request (expiry fresh) or gets 409 (expiry expired-409), never the stale replay.",
 			Needs:       []Need{NeedTTL, NeedEffects}},
-			PerOperation: true, Run: expiryFreshAfterTTL},
+			PerOperation: true, Skips: expiryWaitTooLong, Run: expiryFreshAfterTTL},
 		Case{Meta: Meta{ID: "expiry/counted-from", Family: "expiry", Requirements: []string{"IK-EXPIRY-4"}, Level: Info,
 			Requirement: "No source defines it: is retention measured from the first request (rocket-rides: created_at) or slid forward by replays?",
 			Explanation: "A replay near the TTL edge, then a retry past the original's expiry, shows whether replays extend a key's life.",
 			Needs:       []Need{NeedTTL, NeedEffects}},
-			PerOperation: true, Run: expiryCountedFrom},
+			PerOperation: true, Skips: expiryWaitTooLong, MinTTL: ttlSlidWindow, Run: expiryCountedFrom},
 	)
 }
 
@@ -38,18 +38,38 @@ func init() {
 // TTL (Stripe's 24 h) needs a test deployment with a short one (trap C9).
 const maxExpiryWait = 2 * time.Minute
 
-// tooLongToWait returns a Skip verdict when the TTL plus grace exceeds
-// maxExpiryWait, or when the API declares that keys never expire ("ttl:
-// never"): then there is no expiry to test, and the declaration is
-// recorded as the finding.
+// expiryWaitTooLong is the Skips of the expiry cases: a TTL plus grace
+// longer than maxExpiryWait cannot be waited out.
+func expiryWaitTooLong(t *Target, p *Profile, _ *Operation) string {
+	if w := t.TTL + p.Grace; !t.NeverExpires && w > maxExpiryWait {
+		return fmt.Sprintf("declared ttl %s + grace %s is longer than the %s an expiry case waits; run against a deployment with a short TTL", t.TTL, p.Grace, maxExpiryWait)
+	}
+	return ""
+}
+
+// ttlPastMargin is the MinTTL of a retry at TTL − margin: it must come
+// after the original.
+func ttlPastMargin(_ *Target, p *Profile, _ *Operation) (time.Duration, string) {
+	return p.Margin + 100*time.Millisecond, fmt.Sprintf("the retry is sent at TTL − margin %s, after the original", p.Margin)
+}
+
+// slidSlack is how far expiry/counted-from's last retry lands past a
+// window its mid-life replay would have slid.
+const slidSlack = 250 * time.Millisecond
+
+// ttlSlidWindow is expiry/counted-from's MinTTL: its mid-life replay must
+// fit between grace + slack and TTL − margin.
+func ttlSlidWindow(_ *Target, p *Profile, _ *Operation) (time.Duration, string) {
+	return p.Margin + p.Grace + slidSlack + 100*time.Millisecond, fmt.Sprintf("to tell a slid window apart: more than margin %s + grace %s + %s", p.Margin, p.Grace, slidSlack)
+}
+
+// tooLongToWait returns a Skip verdict when the API declares that keys
+// never expire ("ttl: never"): then there is no expiry to test, and the
+// declaration is recorded as the finding.
 func (e *Env) tooLongToWait() *Verdict {
 	if e.Target.NeverExpires {
 		v := Verdict{Status: Skip, Observed: "the API declares that keys never expire (ttl: never)",
 			Reason: "ttl: never: no expiry to test; finding recorded (draft §2.3 lets keys expire under a published policy, it does not require it)"}
-		return &v
-	}
-	if w := e.Target.TTL + e.Profile.Grace; w > maxExpiryWait {
-		v := e.Skip(fmt.Sprintf("declared ttl %s + grace %s is longer than the %s an expiry case waits; run against a deployment with a short TTL", e.Target.TTL, e.Profile.Grace, maxExpiryWait))
 		return &v
 	}
 	return nil
@@ -107,9 +127,6 @@ func (e *Env) replaysBeforeTTL(ctx context.Context, base string) Verdict {
 		return *v
 	}
 	ttl, margin := e.Target.TTL, e.Profile.Margin
-	if ttl <= margin {
-		return e.Skip(fmt.Sprintf("declared ttl %s is not longer than the profile margin %s", ttl, margin))
-	}
 	k := e.NewKey()
 	first, bad := e.original(ctx, k, nil)
 	if bad != nil {
@@ -189,16 +206,12 @@ func expiryCountedFrom(ctx context.Context, e *Env) Verdict {
 	// The mid-life replay must come late enough that a window slid by it
 	// still covers the last retry (after grace + slack) and early enough
 	// to be a replay (before TTL − margin): halfway between the two.
-	const slack = 250 * time.Millisecond
-	if ttl <= margin+grace+slack {
-		return e.Skip(fmt.Sprintf("declared ttl %s is too short to tell a slid window apart (needs more than margin %s + grace %s + %s)", ttl, margin, grace, slack))
-	}
 	k := e.NewKey()
 	first, bad := e.original(ctx, k, nil)
 	if bad != nil {
 		return *bad
 	}
-	midAt := (grace + slack + ttl - margin) / 2
+	midAt := (grace + slidSlack + ttl - margin) / 2
 	if err := waitUntil(ctx, first.Start.Add(midAt)); err != nil {
 		return e.Inconclusive(err.Error())
 	}

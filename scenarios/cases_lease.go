@@ -27,7 +27,7 @@ func init() {
 			Requirement: "seeds, trap C17: a legitimately slow request that outlives the lease must not lead to a second concurrent execution, or the profile must document that risk.",
 			Explanation: "A same-key retry sent after the lease ran out, while the slow original still runs, does not execute a second time.",
 			Needs:       []Need{NeedSlow, NeedLease, NeedEffects}},
-			PerOperation: true, Run: leaseSlowOutlivesLease},
+			PerOperation: true, Skips: skipSlowWithinLease, Run: leaseSlowOutlivesLease},
 	)
 }
 
@@ -107,12 +107,16 @@ func leaseCrashRecovers(ctx context.Context, e *Env) Verdict {
 	}
 }
 
+func skipSlowWithinLease(t *Target, _ *Profile, op *Operation) string {
+	if d := op.Variants[VariantSlow].Duration; d < t.Lease+2*leaseMargin {
+		return fmt.Sprintf("the slow variant (%s) does not outlive the declared lease (%s) by %s; declare a shorter lease or a slower variant", d, t.Lease, 2*leaseMargin)
+	}
+	return ""
+}
+
 func leaseSlowOutlivesLease(ctx context.Context, e *Env) Verdict {
 	body, v, _ := e.Variant(VariantSlow)
 	lease := e.Target.Lease
-	if v.Duration < lease+2*leaseMargin {
-		return e.Skip(fmt.Sprintf("the slow variant (%s) does not outlive the declared lease (%s) by %s; declare a shorter lease or a slower variant", v.Duration, lease, 2*leaseMargin))
-	}
 	k := e.NewKey()
 	var slow Resp
 	done := make(chan struct{})

@@ -168,11 +168,10 @@ func (e *Env) untilDone(ctx context.Context, label, k string, body []byte) []Res
 // judgeLost decides a lost-response case once the retries are done: one
 // created id (the committed one), the client's last answer is it, and the
 // effects count is one. A verdict against the server stands only when every
-// retry was answered within TTL − margin of first (the original attempt):
-// past it the key may legally have expired and executed afresh (see
-// answered).
+// retry was sent within TTL − margin of first (the original attempt): past
+// it the key may legally have expired and executed afresh (see inTTL).
 func (pr *proxied) judgeLost(ctx context.Context, k, committed string, first Resp, rs []Resp) Verdict {
-	return pr.inTTLAnswered(pr.judgeLostRaw(ctx, k, committed, rs), first, rs...)
+	return pr.inTTL(pr.judgeLostRaw(ctx, k, committed, rs), first, rs...)
 }
 
 func (pr *proxied) judgeLostRaw(ctx context.Context, k, committed string, rs []Resp) Verdict {

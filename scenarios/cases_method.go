@@ -16,11 +16,11 @@ func init() {
 		Case{Meta: Meta{ID: "method/get-ignores-key", Family: "method", Requirements: []string{"IK-METHOD-1"}, Level: Should,
 			Requirement: "Stripe (on GET and DELETE the key has no effect), Adyen (POST only): on methods outside the key's scope the key is ignored and the current state returned, not a stored copy.",
 			Explanation: "GETs of two created resources (their Location) under one key each return that resource, as the same GET without a key does."},
-			PerOperation: true, Run: methodGetIgnoresKey},
+			PerOperation: true, Skips: skipGetOperation, Run: methodGetIgnoresKey},
 		Case{Meta: Meta{ID: "method/patch-honours-key", Family: "method", Requirements: []string{"IK-METHOD-2"}, Level: Should,
 			Requirement: "draft abstract: the Idempotency-Key makes non-idempotent methods such as POST or PATCH fault-tolerant; a PATCH operation honours the key like POST.",
 			Explanation: "On a PATCH operation, retries with the same key replay the original and execute once (needs the oracle: every PATCH names the same resource)."},
-			PerOperation: true, UsesOracle: true, Run: methodPatchHonoursKey},
+			PerOperation: true, UsesOracle: true, Skips: skipNotPatch, Run: methodPatchHonoursKey},
 	)
 }
 
@@ -45,10 +45,14 @@ func (e *Env) location(r Resp) string {
 	return u.RequestURI()
 }
 
-func methodGetIgnoresKey(ctx context.Context, e *Env) Verdict {
-	if e.Op.Method == http.MethodGet {
-		return e.Skip("the operation itself is a GET")
+func skipGetOperation(_ *Target, _ *Profile, op *Operation) string {
+	if op.Method == http.MethodGet {
+		return "the operation itself is a GET"
 	}
+	return ""
+}
+
+func methodGetIgnoresKey(ctx context.Context, e *Env) Verdict {
 	a, bad := e.original(ctx, e.NewKey(), nil)
 	if bad != nil {
 		return *bad
@@ -87,10 +91,14 @@ func methodGetIgnoresKey(ctx context.Context, e *Env) Verdict {
 	return e.Pass(observed)
 }
 
-func methodPatchHonoursKey(ctx context.Context, e *Env) Verdict {
-	if e.Op.Method != http.MethodPatch {
-		return e.Skip("needs a PATCH operation in the config; this one is " + e.Op.Method)
+func skipNotPatch(_ *Target, _ *Profile, op *Operation) string {
+	if op.Method != http.MethodPatch {
+		return "needs a PATCH operation in the config; this one is " + op.Method
 	}
+	return ""
+}
+
+func methodPatchHonoursKey(ctx context.Context, e *Env) Verdict {
 	if !e.HasOracle() {
 		// Every PATCH of one resource names the same id: only an oracle can
 		// count its executions.

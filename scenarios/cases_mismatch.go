@@ -17,7 +17,7 @@ func init() {
 			Requirement: "draft §2.7: if there is an attempt to reuse an idempotency key with a different request payload, the resource SHOULD reply with HTTP 422 (status per profile).",
 			Explanation: "Every configured mutation of the body under a used key gets the profile's mismatch error; a replay of the old response or an execution fails.",
 			Needs:       []Need{NeedEffects}},
-			PerOperation: true, Run: mismatchChangedBody},
+			PerOperation: true, Skips: skipNoMutations, Run: mismatchChangedBody},
 		Case{Meta: Meta{ID: "mismatch/added-field", Family: "mismatch", Requirements: []string{"IK-MISMATCH-1", "IK-MISMATCH-5"}, Level: Should,
 			Requirement: "draft §2.7: a different request payload under a used key SHOULD get HTTP 422 (status per profile); an added member makes the payload different.",
 			Explanation: "The body plus a member idemcheck adds under a used key gets the mismatch error (a replay warns: unknown members may be outside the fingerprint); an execution fails.",
@@ -26,7 +26,7 @@ func init() {
 		Case{Meta: Meta{ID: "mismatch/problem-link", Family: "mismatch", Requirements: []string{"IK-MISMATCH-2", "IK-PROBLEM-1", "IK-PROBLEM-2"}, Level: Should,
 			Requirement: "draft §2.7: the 422 response SHOULD carry a body or Link header pointing to relevant documentation (problem+json type, or Link rel=\"describedby\").",
 			Explanation: "The mismatch error links to the idempotency documentation."},
-			PerOperation: true, Run: mismatchProblemLink},
+			PerOperation: true, Skips: skipNoProblemJSON, Run: mismatchProblemLink},
 		Case{Meta: Meta{ID: "mismatch/original-survives", Family: "mismatch", Requirements: []string{"IK-MISMATCH-3"}, Level: Must,
 			Requirement: "A mismatched request executes nothing and the original record survives: replaying the original payload still returns the original response.",
 			Explanation: "After a mismatch error, the original request with its key still replays the original response, with one execution in all.",
@@ -72,8 +72,8 @@ type mismatchOutcome struct {
 }
 
 // runProbe stores the original under a fresh key, sends the mutated body
-// under the same key and judges the answer. A failing answer that came past
-// TTL − margin proves nothing: the key may legally have expired.
+// under the same key and judges the answer. A failing answer to a request
+// sent past TTL − margin proves nothing: the key may legally have expired.
 func (e *Env) runProbe(ctx context.Context, pr probe) mismatchOutcome {
 	k := e.NewKey()
 	first := e.Send(ctx, Req{Label: "original", Key: k})
@@ -82,9 +82,9 @@ func (e *Env) runProbe(ctx context.Context, pr probe) mismatchOutcome {
 	}
 	r := e.Send(ctx, Req{Label: "same key, " + pr.name, Key: k, Body: e.Body(pr.patch)})
 	o := e.judgeProbe(ctx, pr, k, first, r)
-	if (o.status == Fail || o.status == Warn) && !e.WithinTTL(first, answered([]Resp{r})...) {
-		return mismatchOutcome{Inconclusive, fmt.Sprintf("%s: answered %s after the original started, past TTL %s − margin (a stall), so the key may legally have expired (would have been %s: %s)",
-			pr.name, r.End.Sub(first.Start).Round(time.Millisecond), e.Target.TTL, o.status, o.observed)}
+	if (o.status == Fail || o.status == Warn) && !e.WithinTTL(first, r) {
+		return mismatchOutcome{Inconclusive, fmt.Sprintf("%s: sent %s after the original started, past TTL %s − margin (a stall), so the key may legally have expired (would have been %s: %s)",
+			pr.name, r.SentAt().Sub(first.Start).Round(time.Millisecond), e.Target.TTL, o.status, o.observed)}
 	}
 	return o
 }
@@ -167,10 +167,14 @@ func (e *Env) judgeProbes(ctx context.Context, probes []probe) Verdict {
 	return e.Inconclusive(observed)
 }
 
-func mismatchChangedBody(ctx context.Context, e *Env) Verdict {
-	if len(e.Op.Mutations) == 0 {
-		return e.Skip("the operation has no mutations configured")
+func skipNoMutations(_ *Target, _ *Profile, op *Operation) string {
+	if len(op.Mutations) == 0 {
+		return "the operation has no mutations configured"
 	}
+	return ""
+}
+
+func mismatchChangedBody(ctx context.Context, e *Env) Verdict {
 	var probes []probe
 	for _, m := range e.Op.Mutations {
 		probes = append(probes, probe{name: m.Name, patch: m.Patch})
@@ -194,10 +198,14 @@ func (e *Env) mismatchError(ctx context.Context, k string) (first, mismatch Resp
 	return first, mismatch, pr, nil
 }
 
-func mismatchProblemLink(ctx context.Context, e *Env) Verdict {
-	if e.Profile.ProblemJSON == No {
-		return e.Skip("profile problem_json is false")
+func skipNoProblemJSON(_ *Target, p *Profile, _ *Operation) string {
+	if p.ProblemJSON == No {
+		return "profile problem_json is false"
 	}
+	return ""
+}
+
+func mismatchProblemLink(ctx context.Context, e *Env) Verdict {
 	_, r, pr, v := e.mismatchError(ctx, e.NewKey())
 	if v != nil {
 		return *v
@@ -221,7 +229,7 @@ func mismatchOriginalSurvives(ctx context.Context, e *Env) Verdict {
 	}
 	observed := fmt.Sprintf("%s answered %s; original again answered %s; %d executions (%s)", pr.name, mis.String(), again.String(), n, how)
 	if n != 1 {
-		return e.inTTLAnswered(e.Fail("exactly 1 execution", observed), first, again)
+		return e.inTTL(e.Fail("exactly 1 execution", observed), first, again)
 	}
 	// Status fidelity is replay/same-status's concern; here the record must
 	// still be there and name the same resource.
@@ -231,7 +239,7 @@ func mismatchOriginalSurvives(ctx context.Context, e *Env) Verdict {
 	if replayed, err := e.Replayed(ctx, first, again, k); err != nil {
 		return e.undecided(err, observed)
 	} else if !replayed {
-		return e.inTTLAnswered(e.Fail("the original response again (same resource)", observed), first, again)
+		return e.inTTL(e.Fail("the original response again (same resource)", observed), first, again)
 	}
 	return e.Pass(observed)
 }
@@ -251,10 +259,10 @@ func mismatchRepeatFailsAgain(ctx context.Context, e *Env) Verdict {
 		return *v
 	}
 	if again.OK() {
-		return e.inTTLAnswered(e.Fail(fmt.Sprintf("%d again", mis.Status), observed), first, again)
+		return e.inTTL(e.Fail(fmt.Sprintf("%d again", mis.Status), observed), first, again)
 	}
 	if again.Status != mis.Status {
-		return e.inTTLAnswered(e.Unmet(fmt.Sprintf("%d again", mis.Status), observed), first, again)
+		return e.inTTL(e.Unmet(fmt.Sprintf("%d again", mis.Status), observed), first, again)
 	}
 	return e.Pass(observed)
 }

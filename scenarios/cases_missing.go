@@ -13,27 +13,31 @@ func init() {
 		Case{Meta: Meta{ID: "missing/rejected", Family: "missing", Requirements: []string{"IK-MISSING-1"}, Level: Should,
 			Requirement: "draft §2.7: if the Idempotency-Key request header is missing for a documented idempotent operation requiring this header, the resource SHOULD reply with an HTTP 400 status code; the resource MUST fail the request (an error that executed anyway did not fail it).",
 			Explanation: "A request without the key on a key-requiring operation gets 400 and does not execute: a 400 after an execution fails. Counting a keyless execution needs an oracle without {key} (a global or per-operation counter) or the downstream double (it marks the request with a token of its own); with a per-key oracle alone the 400 is unverifiable."},
-			PerOperation: true, Run: missingRejected},
+			PerOperation: true, Skips: skipKeyOptional, Run: missingRejected},
 		Case{Meta: Meta{ID: "missing/problem-link", Family: "missing", Requirements: []string{"IK-MISSING-2", "IK-PROBLEM-1", "IK-PROBLEM-2"}, Level: Should,
 			Requirement: "draft §2.7: the 400 response SHOULD carry a body or Link header pointing to relevant documentation (problem+json type, or Link rel=\"describedby\").",
 			Explanation: "The missing-key error links to the idempotency documentation."},
-			PerOperation: true, Run: missingProblemLink},
+			PerOperation: true, Skips: skipKeyNotRequiredOrNoProblem, Run: missingProblemLink},
 		Case{Meta: Meta{ID: "missing/repeat-fails-again", Family: "missing", Requirements: []string{"IK-MISSING-3"}, Level: Must,
 			Requirement: "draft §2.7: clients MUST correct the request before retrying, or the resource MUST fail the request and return one of the above errors.",
 			Explanation: "Repeating the request without a key fails again the same way: nothing was recorded."},
-			PerOperation: true, Run: missingRepeatFailsAgain},
+			PerOperation: true, Skips: skipKeyNotRequired, Run: missingRepeatFailsAgain},
 		Case{Meta: Meta{ID: "missing/optional-executes", Family: "missing", Requirements: []string{"IK-MISSING-4"}, Level: Should,
 			Requirement: "Profile key_required false (Stripe, Adyen, PayPal): a request without a key is processed normally, without idempotency.",
 			Explanation: "Where the key is optional, every keyless request executes on its own.",
 			Needs:       []Need{NeedIDPointer}},
-			PerOperation: true, Run: missingOptionalExecutes},
+			PerOperation: true, Skips: skipKeyRequired, Run: missingOptionalExecutes},
 	)
 }
 
-func missingRejected(ctx context.Context, e *Env) Verdict {
-	if e.Profile.KeyRequired == No {
-		return e.Skip("profile key_required is false (see missing/optional-executes)")
+func skipKeyOptional(_ *Target, p *Profile, _ *Operation) string {
+	if p.KeyRequired == No {
+		return "profile key_required is false (see missing/optional-executes)"
 	}
+	return ""
+}
+
+func missingRejected(ctx context.Context, e *Env) Verdict {
 	// A keyless request can only be counted by an oracle that is not
 	// per key (the run is then serial, and the counter is read around
 	// it), or by the downstream double, which marks it with a token.
@@ -78,13 +82,14 @@ func missingRejected(ctx context.Context, e *Env) Verdict {
 	return e.Unmet(expected, how)
 }
 
+func skipKeyNotRequiredOrNoProblem(t *Target, p *Profile, op *Operation) string {
+	if r := skipKeyNotRequired(t, p, op); r != "" {
+		return r
+	}
+	return skipNoProblemJSON(t, p, op)
+}
+
 func missingProblemLink(ctx context.Context, e *Env) Verdict {
-	if e.Profile.KeyRequired != Yes {
-		return e.Skip("profile key_required is not true")
-	}
-	if e.Profile.ProblemJSON == No {
-		return e.Skip("profile problem_json is false")
-	}
 	r := e.Send(ctx, Req{Label: "no key", NoKey: true})
 	if !r.Is4xx() {
 		return e.Inconclusive("the keyless request was not rejected (see missing/rejected): " + r.String())
@@ -92,10 +97,14 @@ func missingProblemLink(ctx context.Context, e *Env) Verdict {
 	return e.docLinkVerdict(r)
 }
 
-func missingRepeatFailsAgain(ctx context.Context, e *Env) Verdict {
-	if e.Profile.KeyRequired != Yes {
-		return e.Skip("profile key_required is not true")
+func skipKeyNotRequired(_ *Target, p *Profile, _ *Operation) string {
+	if p.KeyRequired != Yes {
+		return "profile key_required is not true"
 	}
+	return ""
+}
+
+func missingRepeatFailsAgain(ctx context.Context, e *Env) Verdict {
 	a := e.Send(ctx, Req{Label: "no key", NoKey: true})
 	if a.OK() || a.Err != nil {
 		return e.Inconclusive("the keyless request was not rejected in the first place (see missing/rejected): " + a.String())
@@ -111,10 +120,14 @@ func missingRepeatFailsAgain(ctx context.Context, e *Env) Verdict {
 	return e.Pass(observed)
 }
 
-func missingOptionalExecutes(ctx context.Context, e *Env) Verdict {
-	if e.Profile.KeyRequired != No {
-		return e.Skip("profile key_required is not false (see missing/rejected)")
+func skipKeyRequired(_ *Target, p *Profile, _ *Operation) string {
+	if p.KeyRequired != No {
+		return "profile key_required is not false (see missing/rejected)"
 	}
+	return ""
+}
+
+func missingOptionalExecutes(ctx context.Context, e *Env) Verdict {
 	a := e.Send(ctx, Req{Label: "no key", NoKey: true})
 	b := e.Send(ctx, Req{Label: "no key again", NoKey: true})
 	observed := fmt.Sprintf("%s, then %s", a.String(), b.String())

@@ -15,11 +15,11 @@ func init() {
 		Case{Meta: Meta{ID: "problem/problem-json", Family: "problem", Requirements: []string{"IK-PROBLEM-1"}, Level: Should,
 			Requirement: "draft §2.7 examples, RFC 9457: the 400, 409 and 422 idempotency errors use application/problem+json with at least type and title; status, if present, equals the HTTP status.",
 			Explanation: "Every idempotency error idemcheck can provoke is a well-formed problem document, or links its docs another way the draft allows: Link rel=\"describedby\", or a JSON body with a documentation URL (doc_url)."},
-			PerOperation: true, Run: problemJSON},
+			PerOperation: true, Skips: skipNoProblemJSON, Run: problemJSON},
 		Case{Meta: Meta{ID: "problem/docs-link", Family: "problem", Requirements: []string{"IK-PROBLEM-2"}, Level: May,
 			Requirement: "draft §2.7, RFC 8288: an idempotency error MAY point to its documentation with a Link header rel=\"describedby\" instead of a problem type; either satisfies the docs-link requirement.",
 			Explanation: "Each idempotency error links to documentation, by a problem type URI or by a well-formed Link rel=\"describedby\"."},
-			PerOperation: true, Run: problemDocsLink},
+			PerOperation: true, Skips: skipNoProblemJSON, Run: problemDocsLink},
 		Case{Meta: Meta{ID: "problem/no-store-stable-codes", Family: "problem", Requirements: []string{"IK-PROBLEM-3"}, Level: Info,
 			Requirement: "Echo practice: idempotency errors carry Cache-Control: no-store and stable codes (idempotency_key_missing, ...).",
 			Explanation: "Idempotency errors are marked no-store, and the same error provoked twice carries the same problem type."},
@@ -91,12 +91,9 @@ func problemShape(r Resp) (bool, string) {
 	return true, "problem+json"
 }
 
-// judgeErrors applies check to each provoked error: Skip when the profile
-// says there is no docs link, a finding when it is unknown.
+// judgeErrors applies check to each provoked error: a finding when the
+// profile leaves problem_json unknown (false skips: skipNoProblemJSON).
 func (e *Env) judgeErrors(ctx context.Context, expected string, check func(Resp) (bool, string)) Verdict {
-	if e.Profile.ProblemJSON == No {
-		return e.Skip("profile problem_json is false")
-	}
 	errs, missed := e.idempotencyErrors(ctx)
 	if len(errs) == 0 {
 		return e.Inconclusive("no idempotency error could be provoked: " + strings.Join(missed, "; "))
@@ -113,6 +110,8 @@ func (e *Env) judgeErrors(ctx context.Context, expected string, check func(Resp)
 		observed += "; not provoked: " + strings.Join(missed, "; ")
 	}
 	switch {
+	case allOK && e.Case.Level == May:
+		return e.Pass(observed) // a MAY seen is a MAY met, whatever the profile knew
 	case e.Profile.ProblemJSON == Unknown:
 		return e.Finding("problem_json", observed)
 	case !allOK:

@@ -18,7 +18,7 @@ func init() {
 		Case{Meta: Meta{ID: "replay/same-body", Family: "replay", Requirements: []string{"IK-REPLAY-2"}, Level: Should,
 			Requirement: "draft §2.6: the resource SHOULD respond with the result of the previously completed operation (compared per profile: bytes, JSON or status).",
 			Explanation: "The replayed body equals the original body under the profile's comparison mode."},
-			PerOperation: true, Run: replaySameBody},
+			PerOperation: true, Skips: skipStatusCompare, Run: replaySameBody},
 		Case{Meta: Meta{ID: "replay/single-execution", Family: "replay", Requirements: []string{"IK-REPLAY-3"}, Level: Must,
 			Requirement: "Idempotency (core of every source): any number of retries with the same key and payload has the effect of one request.",
 			Explanation: "Three sequential retries of a completed request cause exactly one execution and one created resource.",
@@ -44,7 +44,7 @@ func init() {
 		Case{Meta: Meta{ID: "replay/volatile-fields", Family: "replay", Requirements: []string{"IK-REPLAY-8"}, Level: Should,
 			Requirement: "Profile volatile_fields (seeds: fingerprint excludes volatile fields): a body differing only in those fields is the same payload.",
 			Explanation: "Changing only a configured volatile field under the same key replays the original."},
-			PerOperation: true, UsesOracle: true, Run: replayVolatileFields},
+			PerOperation: true, UsesOracle: true, Skips: skipNoVolatileFields, Run: replayVolatileFields},
 	)
 }
 
@@ -76,21 +76,25 @@ func replaySameStatus(ctx context.Context, e *Env) Verdict {
 		return *bad
 	}
 	if replay.Status != first.Status {
-		return e.inTTLAnswered(e.Unmet(fmt.Sprintf("status %d again", first.Status), replay.String()), first, replay)
+		return e.inTTL(e.Unmet(fmt.Sprintf("status %d again", first.Status), replay.String()), first, replay)
 	}
 	return e.Pass(fmt.Sprintf("%d then %d", first.Status, replay.Status))
 }
 
-func replaySameBody(ctx context.Context, e *Env) Verdict {
-	if e.Profile.ReplayCompare == CompareStatus {
-		return e.Skip("profile replay_compare is status: bodies are not compared")
+func skipStatusCompare(_ *Target, p *Profile, _ *Operation) string {
+	if p.ReplayCompare == CompareStatus {
+		return "profile replay_compare is status: bodies are not compared"
 	}
+	return ""
+}
+
+func replaySameBody(ctx context.Context, e *Env) Verdict {
 	first, replay, bad := e.originalAndRetry(ctx)
 	if bad != nil {
 		return *bad
 	}
 	if same, diff := e.SameResponse(first, replay); !same {
-		return e.inTTLAnswered(e.Unmet("the original response ("+e.Profile.ReplayCompare+" comparison)", diff), first, replay)
+		return e.inTTL(e.Unmet("the original response ("+e.Profile.ReplayCompare+" comparison)", diff), first, replay)
 	}
 	return e.Pass("replay equals the original (" + e.Profile.ReplayCompare + ")")
 }
@@ -106,14 +110,14 @@ func replaySingleExecution(ctx context.Context, e *Env) Verdict {
 		rs = append(rs, e.Send(ctx, Req{Label: fmt.Sprintf("retry %d", i), Key: k}))
 	}
 	if ids := e.DistinctIDs(rs...); len(ids) > 1 {
-		return e.inTTLAnswered(e.Fail("one created resource", fmt.Sprintf("%d distinct ids: %s", len(ids), strings.Join(ids, ", "))), first, rs[1:]...)
+		return e.inTTL(e.Fail("one created resource", fmt.Sprintf("%d distinct ids: %s", len(ids), strings.Join(ids, ", "))), first, rs[1:]...)
 	}
 	n, how, _, err := e.Effects(ctx, k, rs...)
 	if err != nil {
 		return e.Inconclusive(err.Error())
 	}
 	if n != 1 {
-		return e.inTTLAnswered(e.Fail("exactly 1 execution", fmt.Sprintf("%d executions (%s)", n, how)), first, rs[1:]...)
+		return e.inTTL(e.Fail("exactly 1 execution", fmt.Sprintf("%d executions (%s)", n, how)), first, rs[1:]...)
 	}
 	return e.Pass(fmt.Sprintf("1 execution over 4 requests (%s)", how))
 }
@@ -135,7 +139,7 @@ func replayMarkerHeader(ctx context.Context, e *Env) Verdict {
 	}
 	got := replay.Header.Get(name)
 	if got == "" || (want != "" && got != want) {
-		return e.inTTLAnswered(e.Unmet(fmt.Sprintf("replay carries %s: %s", name, want), fmt.Sprintf("%s: %q", name, got)), first, replay)
+		return e.inTTL(e.Unmet(fmt.Sprintf("replay carries %s: %s", name, want), fmt.Sprintf("%s: %q", name, got)), first, replay)
 	}
 	if v := first.Header.Get(name); v != "" && (want == "" || v == want) {
 		return e.Unmet(fmt.Sprintf("first response without %s (or not %q)", name, want), fmt.Sprintf("first response %s: %q", name, v))
@@ -174,10 +178,10 @@ func replayBusinessError(ctx context.Context, e *Env) Verdict {
 		return e.Pass(observed)
 	}
 	if n != 1 {
-		return e.inTTLAnswered(e.Unmet("the error replayed with no new execution", observed), first, retry)
+		return e.inTTL(e.Unmet("the error replayed with no new execution", observed), first, retry)
 	}
 	if same, diff := e.SameResponse(first, retry); !same {
-		return e.inTTLAnswered(e.Unmet("the original error response", diff), first, retry)
+		return e.inTTL(e.Unmet("the original error response", diff), first, retry)
 	}
 	return e.Pass(observed)
 }
@@ -191,7 +195,7 @@ func replaySameHeaders(ctx context.Context, e *Env) Verdict {
 		return e.Inconclusive(fmt.Sprintf("the retry was not a replay (status %d, then %s); see replay/same-status", first.Status, replay.String()))
 	}
 	if d := HeaderDiff(first, replay); len(d) > 0 {
-		return e.inTTLAnswered(e.Unmet("the original's representation headers", strings.Join(d, "; ")), first, replay)
+		return e.inTTL(e.Unmet("the original's representation headers", strings.Join(d, "; ")), first, replay)
 	}
 	return e.Pass()
 }
@@ -210,10 +214,14 @@ func replayCanonicalJSON(ctx context.Context, e *Env) Verdict {
 	return e.judgeSamePayload(ctx, k, first, retry, e.Profile.CanonicalJSON, "canonical_json")
 }
 
-func replayVolatileFields(ctx context.Context, e *Env) Verdict {
-	if len(e.Profile.VolatileFields) == 0 {
-		return e.Skip("profile volatile_fields is empty")
+func skipNoVolatileFields(_ *Target, p *Profile, _ *Operation) string {
+	if len(p.VolatileFields) == 0 {
+		return "profile volatile_fields is empty"
 	}
+	return ""
+}
+
+func replayVolatileFields(ctx context.Context, e *Env) Verdict {
 	k := e.NewKey()
 	first, bad := e.original(ctx, k, nil)
 	if bad != nil {
@@ -240,7 +248,7 @@ func (e *Env) judgeSamePayload(ctx context.Context, k string, first, retry Resp,
 		return e.undecided(err, retry.String())
 	}
 	if retry.OK() && !replayed {
-		return e.inTTLAnswered(e.Fail("a replay or an idempotency error, never a second execution", "new execution: "+retry.String()), first, retry)
+		return e.inTTL(e.Fail("a replay or an idempotency error, never a second execution", "new execution: "+retry.String()), first, retry)
 	}
 	if v := e.lostConn(retry); v != nil {
 		return *v
@@ -251,7 +259,7 @@ func (e *Env) judgeSamePayload(ctx context.Context, k string, first, retry Resp,
 			return e.Inconclusive(err.Error())
 		}
 		if n != 1 {
-			return e.inTTLAnswered(e.Fail("exactly 1 execution", fmt.Sprintf("%d executions (oracle)", n)), first, retry)
+			return e.inTTL(e.Fail("exactly 1 execution", fmt.Sprintf("%d executions (oracle)", n)), first, retry)
 		}
 	}
 	observed := "replayed"
@@ -265,7 +273,7 @@ func (e *Env) judgeSamePayload(ctx context.Context, k string, first, retry Resp,
 		return e.Pass(observed)
 	}
 	if !retry.OK() {
-		return e.inTTLAnswered(e.Unmet("a replay of the original", observed), first, retry)
+		return e.inTTL(e.Unmet("a replay of the original", observed), first, retry)
 	}
 	return e.Pass(observed)
 }

@@ -45,7 +45,7 @@ func init() {
 			Requirement: "draft §2.3 (keys MAY expire under a published policy); profile ttl and margin: a retry before TTL − margin still gets the original result, on any replica.",
 			Explanation: "A retry on replica B shortly before the declared TTL of a request completed on replica A replays it and does not execute again.",
 			Needs:       []Need{NeedReplicas, NeedTTL, NeedEffects}},
-			PerOperation: true, Run: replicasTTLOtherReplica},
+			PerOperation: true, Skips: expiryWaitTooLong, MinTTL: ttlPastMargin, Run: replicasTTLOtherReplica},
 	)
 }
 

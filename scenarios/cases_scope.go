@@ -25,15 +25,15 @@ func init() {
 			Requirement: "Profile scope_endpoint: the same key on another endpoint is independent (seeds, ePay) or an idempotency error (Stripe); the IETF draft is silent. Returning the other endpoint's stored response is never acceptable.",
 			Explanation: "A key used on one operation, sent to another operation, executes independently or gets an error per profile, and never replays the first operation's response.",
 			Needs:       []Need{NeedSecondOperation, NeedEffects}},
-			PerOperation: true, Run: scopeOtherEndpoint},
+			PerOperation: true, Peer: endpointPeer, Skips: skipNoEndpointPeer, Run: scopeOtherEndpoint},
 		Case{Meta: Meta{ID: "scope/other-method", Family: "scope", Requirements: []string{"IK-SCOPE-3"}, Level: Info,
 			Requirement: "ePay-style scope (key + endpoint + verb): the same key on the same path with another method is recorded; a replay of the other method's response is never acceptable.",
 			Explanation: "A key used with one method, sent with another method to the same path, is recorded as independent or rejected, never answered with the other method's response.",
 			Needs:       []Need{NeedSecondOperation}},
-			PerOperation: true, UsesOracle: true, Run: scopeOtherMethod},
-		Case{Meta: Meta{ID: "scope/case-sensitive", Family: "scope", Requirements: []string{"IK-SCOPE-4"}, Level: Info,
-			Requirement: "Practice (OASIS note on UUID case): keys that differ only in letter case are different keys.",
-			Explanation: "The lower-case spelling of a completed upper-case key is recorded as a distinct key, a replay or a rejection.",
+			PerOperation: true, UsesOracle: true, Peer: methodPeer, Skips: skipNoMethodPeer, Run: scopeOtherMethod},
+		Case{Meta: Meta{ID: "scope/case-sensitive", Family: "scope", Requirements: []string{"IK-SCOPE-4"}, Level: Should,
+			Requirement: "draft §2.2: the key is an opaque sf-string, so keys that differ only in letter case are different keys, unless the profile's key_case says the API folds them (UUID-only formats may; OASIS note on UUID case).",
+			Explanation: "The lower-case spelling of a completed upper-case key executes as a distinct key (or is rejected), never gets the upper-case key's response (profile key_case sensitive); folded accepts the replay, \"?\" records it.",
 			Needs:       []Need{NeedEffects}},
 			PerOperation: true, Run: scopeCaseSensitive},
 	)
@@ -43,45 +43,79 @@ func init() {
 type leak int
 
 const (
-	leakNone   leak = iota
-	leakStored      // the stored response came back
-	leakUnsure      // JSON-equal bodies without ids or oracle: cannot tell
+	leakNone    leak = iota
+	leakStored       // the stored response came back
+	leakUnsure       // equal integer ids of two operations: weak evidence
+	leakUnknown      // nothing can tell: no oracle that sees, no ids
 )
 
-// leaked judges whether r carries first, the stored response of
-// operation op; before is the executions under key before r was sent. On
-// the same operation, created ids decide when op has them (compared at the
-// pointer, never searched for: small numeric ids would match by chance),
-// then the oracle: a JSON-equal body is a leak unless r executed. Across
-// operations (across) ids of two tables may collide (charges 1 and refunds
-// 1 are different resources), so the oracle decides first: a 2xx that
-// executed nothing carries a stored response; only without an oracle are
-// ids compared, and equal numeric ids are then leakUnsure. why explains a
-// leakUnsure; an oracle error is returned for the case to report as
-// inconclusive.
-func (e *Env) leaked(ctx context.Context, op *Operation, first, r Resp, key string, before int, across bool) (l leak, why string, err error) {
+// leaked judges whether r, an answer of operation to, carries first, the
+// stored response of operation op (to == op: the same operation); before
+// is the executions under key before r was sent.
+//
+// On the same operation, created ids decide when op has them (compared at
+// the pointer, never searched for: small numeric ids would match by
+// chance), then the oracle: a JSON-equal body is a leak unless r executed.
+//
+// Across operations r is judged with to's evidence. The oracle decides
+// first when it sees to's executions (calibrated on to: a counter of op's
+// alone never sees them, and would call every execution of to a replay):
+// a 2xx that executed nothing carries a stored response. Otherwise the
+// created ids are compared, each at its own operation's pointer (and at
+// op's, where to's finds none); equal integer ids are leakUnsure (two
+// tables may number alike). With neither, r is leakUnknown unless its
+// body differs from first's. why explains a leakUnsure or leakUnknown; an
+// oracle error is returned for the case to report as inconclusive.
+func (e *Env) leaked(ctx context.Context, op, to *Operation, first, r Resp, key string, before int) (l leak, why string, err error) {
 	if !first.OK() || !r.OK() {
 		return leakNone, "", nil
 	}
+	if to != op {
+		return e.leakedAcross(ctx, op, to, first, r, key, before)
+	}
 	id := createdIDOf(op, first)
-	if id != "" && (!across || !e.HasOracle()) {
-		switch {
-		case createdIDOf(op, r) != id:
+	if id != "" {
+		if createdIDOf(op, r) != id {
 			return leakNone, "", nil
-		case across && isInteger(id):
-			return leakUnsure, fmt.Sprintf("both answers carry id %s, but integer ids of two endpoints may number different tables, and there is no oracle to count executions (weak evidence)", id), nil
 		}
 		return leakStored, "", nil
 	}
-	if !across && !jsonEqual(first.Body, r.Body) {
+	if !jsonEqual(first.Body, r.Body) {
 		return leakNone, "", nil
 	}
 	if !e.HasOracle() {
-		if !jsonEqual(first.Body, r.Body) {
-			return leakNone, "", nil
-		}
 		return leakUnsure, "equal bodies and no ids or oracle", nil
 	}
+	return e.leakedByCount(ctx, key, before)
+}
+
+// leakedAcross is leaked for r, an answer of another operation to.
+func (e *Env) leakedAcross(ctx context.Context, op, to *Operation, first, r Resp, key string, before int) (leak, string, error) {
+	sees, blind := e.oracleSees(to)
+	if sees {
+		return e.leakedByCount(ctx, key, before)
+	}
+	id := createdIDOf(op, first)
+	other := createdIDOf(to, r)
+	if other == "" {
+		other = createdIDOf(op, r) // a replay of first carries op's shape
+	}
+	switch {
+	case id != "" && other != "" && id != other:
+		return leakNone, "", nil
+	case id != "" && other == id && isInteger(id):
+		return leakUnsure, fmt.Sprintf("both answers carry id %s, but integer ids of two operations may number different tables, and %s (weak evidence)", id, blind), nil
+	case id != "" && other == id:
+		return leakStored, "", nil
+	case !jsonEqual(first.Body, r.Body):
+		return leakNone, "", nil
+	}
+	return leakUnknown, fmt.Sprintf("equal bodies, no created id to compare (%s id_pointer %q, %s id_pointer %q) and %s", op.Name, op.IDPointer, to.Name, to.IDPointer, blind), nil
+}
+
+// leakedByCount: a 2xx under key that executed nothing carries a stored
+// response.
+func (e *Env) leakedByCount(ctx context.Context, key string, before int) (leak, string, error) {
 	n, err := e.Executions(ctx, key)
 	if err != nil {
 		return leakNone, "", err
@@ -90,6 +124,19 @@ func (e *Env) leaked(ctx context.Context, op *Operation, first, r Resp, key stri
 		return leakNone, "", nil
 	}
 	return leakStored, "", nil
+}
+
+// oracleSees reports whether the oracle counts op's executions: there is
+// one and the run's calibration on op found no problem. why says what
+// cannot count them otherwise.
+func (e *Env) oracleSees(op *Operation) (sees bool, why string) {
+	switch {
+	case e.oracle == nil:
+		return false, "there is no oracle to count executions"
+	case e.blind[op.Name] != "":
+		return false, "the oracle does not count " + op.Name + "'s executions (" + e.blind[op.Name] + ")"
+	}
+	return true, ""
 }
 
 // isInteger reports an id made of digits only.
@@ -125,7 +172,7 @@ func scopeOtherUserIsolated(ctx context.Context, e *Env) Verdict {
 func (e *Env) judgeOtherUser(ctx context.Context, k string, a, b Resp, body []byte) Verdict {
 	expected := "an execution of the second principal's own, never the first principal's response or an error about the key"
 	observed := fmt.Sprintf("first principal %s; second principal %s", a.String(), b.String())
-	l, why, err := e.leaked(ctx, e.Op, a, b, k, 1, false)
+	l, why, err := e.leaked(ctx, e.Op, e.Op, a, b, k, 1)
 	switch {
 	case err != nil:
 		return e.Inconclusive(err.Error() + ": " + observed)
@@ -176,22 +223,49 @@ func scopeOtherUserInFlight(ctx context.Context, e *Env) Verdict {
 	return e.judgeOtherUser(ctx, k, a, b, body)
 }
 
-// otherOperation returns the next configured operation after e.Op.
-func (e *Env) otherOperation() *Operation {
-	ops := e.Target.Operations
+// endpointPeer is the operation scope/other-endpoint sends op's key to:
+// the next configured one, nil when it is on op's endpoint.
+func endpointPeer(t *Target, op *Operation) *Operation {
+	ops := t.Operations
 	for i := range ops {
-		if ops[i].Name == e.Op.Name {
-			return &ops[(i+1)%len(ops)]
+		if ops[i].Name == op.Name {
+			o := &ops[(i+1)%len(ops)]
+			if o.Method == op.Method && o.Path == op.Path {
+				return nil
+			}
+			return o
 		}
 	}
 	return nil
 }
 
-func scopeOtherEndpoint(ctx context.Context, e *Env) Verdict {
-	other := e.otherOperation()
-	if other == nil || (other.Method == e.Op.Method && other.Path == e.Op.Path) {
-		return e.Skip("needs a second operation on another endpoint")
+// methodPeer is the operation on op's path with another method
+// (scope/other-method), nil when none.
+func methodPeer(t *Target, op *Operation) *Operation {
+	for i := range t.Operations {
+		if o := &t.Operations[i]; o.Path == op.Path && o.Method != op.Method {
+			return o
+		}
 	}
+	return nil
+}
+
+func skipNoEndpointPeer(t *Target, _ *Profile, op *Operation) string {
+	if endpointPeer(t, op) == nil {
+		return "needs a second operation on another endpoint"
+	}
+	return ""
+}
+
+func skipNoMethodPeer(t *Target, _ *Profile, op *Operation) string {
+	if methodPeer(t, op) == nil {
+		return "needs a second operation on the same path with another method"
+	}
+	return ""
+}
+
+func scopeOtherEndpoint(ctx context.Context, e *Env) Verdict {
+	other := endpointPeer(e.Target, e.Op)
 	k := e.NewKey()
 	first, bad := e.original(ctx, k, nil)
 	if bad != nil {
@@ -199,7 +273,7 @@ func scopeOtherEndpoint(ctx context.Context, e *Env) Verdict {
 	}
 	r := e.Send(ctx, Req{Label: "same key on " + other.Name, Key: k, Op: other})
 	observed := fmt.Sprintf("%s %s then %s %s: %s", e.Op.Method, e.Op.Path, other.Method, other.Path, r.String())
-	l, why, err := e.leaked(ctx, e.Op, first, r, k, 1, true)
+	l, why, err := e.leaked(ctx, e.Op, other, first, r, k, 1)
 	switch {
 	case err != nil:
 		return e.Inconclusive(err.Error() + ": " + observed)
@@ -207,6 +281,8 @@ func scopeOtherEndpoint(ctx context.Context, e *Env) Verdict {
 		return e.Fail("an independent execution or an idempotency error, never the other endpoint's response", "replayed "+e.Op.Name+"'s response: "+observed)
 	case l == leakUnsure:
 		return e.Inconclusive(why + ": cannot tell an execution from a replay: " + observed)
+	case l == leakUnknown:
+		return e.Unverifiable(why + ": cannot tell an execution from a replay: " + observed)
 	}
 	if v := e.lostConn(r); v != nil {
 		return *v
@@ -231,24 +307,14 @@ func scopeOtherEndpoint(ctx context.Context, e *Env) Verdict {
 		}
 	case ScopeError:
 		if mode != "error" {
-			return e.inTTLAnswered(e.Unmet("an idempotency error (profile scope_endpoint error)", observed), first, r)
+			return e.inTTL(e.Unmet("an idempotency error (profile scope_endpoint error)", observed), first, r)
 		}
 	}
 	return e.Pass(mode + ": " + observed)
 }
 
 func scopeOtherMethod(ctx context.Context, e *Env) Verdict {
-	var other *Operation
-	for i := range e.Target.Operations {
-		o := &e.Target.Operations[i]
-		if o.Path == e.Op.Path && o.Method != e.Op.Method {
-			other = o
-			break
-		}
-	}
-	if other == nil {
-		return e.Skip("needs a second operation on the same path with another method")
-	}
+	other := methodPeer(e.Target, e.Op)
 	k := e.NewKey()
 	first, bad := e.original(ctx, k, nil)
 	if bad != nil {
@@ -256,7 +322,7 @@ func scopeOtherMethod(ctx context.Context, e *Env) Verdict {
 	}
 	r := e.Send(ctx, Req{Label: "same key, " + other.Method, Key: k, Op: other})
 	observed := fmt.Sprintf("%s then %s on %s: %s", e.Op.Method, other.Method, e.Op.Path, r.String())
-	l, why, err := e.leaked(ctx, e.Op, first, r, k, 1, true)
+	l, why, err := e.leaked(ctx, e.Op, other, first, r, k, 1)
 	switch {
 	case err != nil:
 		return e.Inconclusive(err.Error() + ": " + observed)
@@ -264,6 +330,8 @@ func scopeOtherMethod(ctx context.Context, e *Env) Verdict {
 		return e.Fail("an independent answer or an idempotency error, never the other method's response", "replayed the "+e.Op.Method+" response: "+observed)
 	case l == leakUnsure:
 		return e.Inconclusive(why + ": cannot tell an execution from a replay: " + observed)
+	case l == leakUnknown:
+		return e.Unverifiable(why + ": cannot tell an execution from a replay: " + observed)
 	}
 	if v := e.lostConn(r); v != nil {
 		return *v
@@ -298,12 +366,23 @@ func scopeCaseSensitive(ctx context.Context, e *Env) Verdict {
 	if err != nil {
 		return e.undecided(err, observed)
 	}
-	switch {
-	case r.Is5xx() || r.Err != nil:
+	if r.Is5xx() || r.Err != nil {
 		return e.Unmet("a distinct key, a replay or a rejection; never a 5xx", observed)
-	case replayed:
-		return e.Unmet("a distinct key (keys are case-sensitive)", "replayed the upper-case key's response: "+observed)
-	case !r.OK():
+	}
+	if replayed {
+		shared := fmt.Sprintf("two keys share one response: %s and %s both answered %s", upper, lower, first.String())
+		if id := e.CreatedID(first); id != "" {
+			shared = fmt.Sprintf("two keys share one response: %s and %s both answered created id %s", upper, lower, id)
+		}
+		switch e.Profile.KeyCase {
+		case KeyCaseFolded:
+			return e.Pass("folded, as the profile says (key_case folded): " + shared + "; " + observed)
+		case KeyCaseSensitive:
+			return e.inTTL(e.unmetAt(Should, "a distinct key (keys are opaque sf-strings; profile key_case sensitive)", shared+"; "+observed), first, r)
+		}
+		return e.Finding("key_case", "folded: "+shared+"; "+observed)
+	}
+	if !r.OK() {
 		return e.Pass("rejected: " + observed)
 	}
 	if e.HasOracle() {
@@ -312,6 +391,9 @@ func scopeCaseSensitive(ctx context.Context, e *Env) Verdict {
 			return e.Inconclusive(err.Error())
 		}
 		observed += fmt.Sprintf("; %d executions under the lower-case key (oracle)", n)
+	}
+	if e.Profile.KeyCase == KeyCaseFolded {
+		return e.Unmet("the upper-case key's replay (profile key_case folded)", "a distinct key: "+observed)
 	}
 	return e.Pass("a distinct key: " + observed)
 }

@@ -15,7 +15,8 @@ import (
 
 // keyBugs wraps the reference with bugs its defect catalog lacks: a store
 // looked up with LIKE/glob patterns, a key layer that crashes on '%', and
-// an idempotency layer that runs before authentication.
+// an idempotency layer that runs before authentication, and no
+// authentication at all.
 type keyBugs struct {
 	next http.Handler
 	mode string
@@ -47,6 +48,10 @@ func (b *keyBugs) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 		}
+	case "no-auth": // an API without authentication: every caller is one user
+		if r.Header.Get("Authorization") == "" {
+			r.Header.Set("Authorization", "Bearer alice")
+		}
 	case "key-before-auth":
 		if owner, ok := b.keys[k]; ok && r.Header.Get("Authorization") == "" {
 			r.Header.Set("Authorization", owner)
@@ -67,6 +72,10 @@ func TestSecurityBugs(t *testing.T) {
 		{"crash-on-percent", map[string]scenarios.Status{"security/hostile-keys": scenarios.Fail, "security/unauthenticated-known-key": scenarios.Pass}},
 		{"wildcard-lookup", map[string]scenarios.Status{"security/hostile-keys": scenarios.Fail, "security/unauthenticated-known-key": scenarios.Pass}},
 		{"key-before-auth", map[string]scenarios.Status{"security/hostile-keys": scenarios.Pass, "security/unauthenticated-known-key": scenarios.Fail}},
+		// Answers without credentials: skipped before anything else (the
+		// same-key replay to an anonymous caller is its ordinary behaviour;
+		// it failed here).
+		{"no-auth", map[string]scenarios.Status{"security/hostile-keys": scenarios.Pass, "security/unauthenticated-known-key": scenarios.Skip}},
 	}
 	for _, row := range rows {
 		t.Run(row.mode, func(t *testing.T) {

@@ -23,7 +23,7 @@ func init() {
 		Case{Meta: Meta{ID: "syntax/malformed-sf-string", Family: "syntax", Requirements: []string{"IK-SYNTAX-3", "IK-SECURITY-1"}, Level: Should,
 			Requirement: "draft §5: always validate the key as per its published specification before processing the request; malformed sf-strings get 4xx, never 5xx.",
 			Explanation: "Unterminated, badly escaped, trailing-garbage and non-ASCII sf-strings are rejected with a 4xx, never a 5xx or an execution."},
-			PerOperation: true, Run: syntaxMalformed},
+			PerOperation: true, Skips: skipRawKeys, Run: syntaxMalformed},
 		Case{Meta: Meta{ID: "syntax/repeated-header", Family: "syntax", Requirements: []string{"IK-SYNTAX-4"}, Level: Should,
 			Requirement: "draft -00..-04: clients MUST NOT include more than one Idempotency-Key field; an Item field given as a list fails parsing (RFC 9651 §4.2). Expected: 400 or deterministic handling, never two executions.",
 			Explanation: "Two key field lines, or two keys in one line, are rejected (or handled deterministically) and never execute on every retry."},
@@ -31,10 +31,10 @@ func init() {
 		Case{Meta: Meta{ID: "syntax/max-length", Family: "syntax", Requirements: []string{"IK-SYNTAX-5"}, Level: Should,
 			Requirement: "Profile key_max_len (Stripe 255, Adyen 64): a key of exactly the maximum length is accepted and replayed; one character more gets a 4xx, never a 5xx and never truncation onto another key.",
 			Explanation: "The longest allowed key works; a longer one is rejected rather than silently truncated."},
-			PerOperation: true, UsesOracle: true, Run: syntaxMaxLength},
+			PerOperation: true, UsesOracle: true, Skips: skipNoMaxLen, Run: syntaxMaxLength},
 		Case{Meta: Meta{ID: "syntax/empty-key", Family: "syntax", Requirements: []string{"IK-SYNTAX-6", "IK-SECURITY-4"}, Level: Should,
-			Requirement: "draft §5: validate the key against its published format; an empty or blank key (or one below key_min_len) gets 400.",
-			Explanation: "Empty, blank and too-short keys are rejected with a 4xx, never a 5xx or an execution."},
+			Requirement: "draft §5: validate the key against its published format; an empty key (or one below key_min_len) gets 400, and a blank one (\"   \", a valid sf-string) where the profile's blank_key says reject.",
+			Explanation: "Empty and too-short keys (and blank ones, per blank_key) are rejected with a 4xx, never a 5xx or an execution."},
 			PerOperation: true, Run: syntaxEmptyKey},
 	)
 }
@@ -57,7 +57,7 @@ func syntaxKeyAccepted(ctx context.Context, e *Env) Verdict {
 		return e.undecided(err, "accepted, retry answered "+retry.String())
 	}
 	if !replayed {
-		return e.inTTLAnswered(e.Unmet("the retry replays", retry.String()), first, retry)
+		return e.inTTL(e.Unmet("the retry replays", retry.String()), first, retry)
 	}
 	return e.Pass(fmt.Sprintf("%s %s accepted and replayed", e.Target.KeyHeader, e.KeyValue(k)))
 }
@@ -122,7 +122,7 @@ func syntaxCrossForm(ctx context.Context, e *Env) Verdict {
 	}
 	switch {
 	case executed >= 2:
-		return e.inTTLAnswered(e.Fail("the other form rejected, replayed, or a distinct key; never an execution on every retry", "field ignored, executed twice: "+observed), first, a, b)
+		return e.inTTL(e.Fail("the other form rejected, replayed, or a distinct key; never an execution on every retry", "field ignored, executed twice: "+observed), first, a, b)
 	case executed == 0:
 		return e.Pass("same key (the spellings are equivalent): " + observed)
 	}
@@ -176,10 +176,14 @@ func sortedKeys(m map[string][]string) []string {
 	return keys
 }
 
-func syntaxMalformed(ctx context.Context, e *Env) Verdict {
-	if e.Target.KeySyntax != SFString {
-		return e.Skip("the target uses raw keys: sf-string parsing does not apply")
+func skipRawKeys(t *Target, _ *Profile, _ *Operation) string {
+	if t.KeySyntax != SFString {
+		return "the target uses raw keys: sf-string parsing does not apply"
 	}
+	return ""
+}
+
+func syntaxMalformed(ctx context.Context, e *Env) Verdict {
 	u := e.NewKey()
 	return e.judgeInvalidKeys(ctx, "malformed sf-string", map[string][]string{
 		"unterminated quote": {`"` + u},
@@ -232,11 +236,11 @@ func syntaxRepeatedHeader(ctx context.Context, e *Env) Verdict {
 		case a.Is5xx() || b.Is5xx() || a.Err != nil || b.Err != nil:
 			return e.Fail("400 or deterministic handling, never a 5xx", strings.Join(seen, "; "))
 		case executed >= 2:
-			return e.inTTLAnswered(e.Fail("never an execution on every retry", name+" executed twice: "+strings.Join(seen, "; ")), a, b)
+			return e.inTTL(e.Fail("never an execution on every retry", name+" executed twice: "+strings.Join(seen, "; ")), a, b)
 		case !a.OK() && !b.OK() && executed > 0:
 			return e.Unmet("a rejected request executes nothing", name+" rejected after executing: "+strings.Join(seen, "; "))
 		case a.OK() && !b.OK():
-			return e.inTTLAnswered(e.Unmet("deterministic handling", strings.Join(seen, "; ")), a, b)
+			return e.inTTL(e.Unmet("deterministic handling", strings.Join(seen, "; ")), a, b)
 		case a.OK() && b.OK() && executed < 0:
 			return e.undecided(errNoEvidence, "both answered 2xx: "+strings.Join(seen, "; "))
 		}
@@ -266,11 +270,15 @@ func keyOfLen(n int) string {
 	return string(b)
 }
 
+func skipNoMaxLen(_ *Target, p *Profile, _ *Operation) string {
+	if p.KeyMaxLen == 0 {
+		return "profile key_max_len is not published (0)"
+	}
+	return ""
+}
+
 func syntaxMaxLength(ctx context.Context, e *Env) Verdict {
 	n := e.Profile.KeyMaxLen
-	if n == 0 {
-		return e.Skip("profile key_max_len is not published (0)")
-	}
 	longest := keyOfLen(n)
 	if !e.Profile.KeyValid(longest) {
 		if k := e.NewKey(); len(k) == n {
@@ -295,7 +303,7 @@ func syntaxMaxLength(ctx context.Context, e *Env) Verdict {
 		return e.undecided(err, fmt.Sprintf("%d chars accepted, retry answered %s", n, retry.String()))
 	}
 	if !replayed {
-		return e.inTTLAnswered(e.Unmet(fmt.Sprintf("the %d-character key replays", n), retry.String()), first, retry)
+		return e.inTTL(e.Unmet(fmt.Sprintf("the %d-character key replays", n), retry.String()), first, retry)
 	}
 	over := e.Send(ctx, Req{Label: fmt.Sprintf("that key plus one char (%d chars)", n+1), Key: longest + "x"})
 	observed := fmt.Sprintf("%d chars accepted and replayed; %d chars: %s", n, n+1, over.String())
@@ -320,12 +328,37 @@ func syntaxMaxLength(ctx context.Context, e *Env) Verdict {
 }
 
 func syntaxEmptyKey(ctx context.Context, e *Env) Verdict {
-	lines := map[string][]string{"empty": {e.KeyValue("")}, "blank": {e.KeyValue("   ")}}
+	lines := map[string][]string{"empty": {e.KeyValue("")}}
 	if e.Target.KeySyntax == Raw {
 		lines["empty"] = []string{""}
 	}
 	if m := e.Profile.KeyMinLen; m > 1 {
 		lines[fmt.Sprintf("%d chars (below key_min_len %d)", m-1, m)] = []string{e.KeyValue(keyOfLen(m - 1))}
 	}
-	return e.judgeInvalidKeys(ctx, "empty, blank or too short key", lines)
+	blank := []string{e.KeyValue("   ")}
+	if e.Profile.BlankKey == BlankReject {
+		lines["blank"] = blank
+		return e.judgeInvalidKeys(ctx, "empty, blank or too short key", lines)
+	}
+	v := e.judgeInvalidKeys(ctx, "empty or too short key", lines)
+	if v.Status != Pass {
+		return v
+	}
+	// A blank key is a valid sf-string of a 1–255 character format: judged
+	// only where the profile says the API accepts it (a 4xx is then a
+	// miss), else recorded beside the verdict.
+	r := e.Send(ctx, Req{Label: "blank", KeyLines: blank})
+	if x := e.lostConn(r); x != nil {
+		return *x
+	}
+	observed := v.Observed + "; blank: " + statusOf(r)
+	switch {
+	case r.Is5xx() || r.Err != nil:
+		return e.Fail("a 4xx or an execution for a blank key, never a 5xx", observed)
+	case e.Profile.BlankKey == BlankAccept && !r.OK():
+		return e.Unmet("the blank key accepted (profile blank_key accept)", observed)
+	case e.Profile.BlankKey == BlankAccept:
+		return e.Pass(observed)
+	}
+	return e.Pass(observed + " (profile blank_key ?: recorded, not judged)")
 }

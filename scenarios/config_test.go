@@ -14,7 +14,8 @@ func TestLoadConfigFull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Name != "ietf" || p.KeyMaxLen != 255 || p.Cache5xx != No || p.ScopeEndpoint != ScopeIndependent || p.MismatchStatus[0] != 422 {
+	if p.Name != "ietf" || p.KeyMaxLen != 255 || p.Cache5xx != No || p.ScopeEndpoint != ScopeIndependent || p.MismatchStatus[0] != 422 ||
+		p.BlankKey != BlankReject || p.KeyCase != KeyCaseSensitive {
 		t.Errorf("profile overrides not applied on the ietf preset: %+v", p)
 	}
 	op := tg.Operations[0]
@@ -72,6 +73,8 @@ func TestConfigErrors(t *testing.T) {
 		{"ttl neither a duration nor never", base + op + "ttl: soon\n", `line 4: ttl: "soon" is not a duration (e.g. 2s, 24h) or never`},
 		{"variant with patch and raw", base + "operations: [{name: c, method: POST, path: /c, body: {a: 1}, variants: {invalid: {patch: {a: x}, raw: '{'}}}]\n", "operations[0].variants.invalid: give either patch or raw, not both"},
 		{"key_format not a regexp", base + op + "profile: {overrides: {key_format: '[a-'}}\n", `profile key_format "[a-": want uuid or a regular expression`},
+		{"blank_key unknown", base + op + "profile: {overrides: {blank_key: maybe}}\n", `profile blank_key "maybe": want reject, accept or "?"`},
+		{"key_case unknown", base + op + "profile: {overrides: {key_case: upper}}\n", `profile key_case "upper": want sensitive, folded or "?"`},
 		{"key_format no generated key obeys", base + op + "profile: {overrides: {key_format: '[a-z]{3}'}}\n", `profile key_format "[a-z]{3}": no key idemcheck can generate matches it`},
 		{"bad nested type", base + "operations: [{name: c, method: POST, path: /c, variants: {slow: {patch: {a: 1}, duration: 1s, status: fast}}}]\n", "operations[0].variants.slow.status: cannot unmarshal"},
 		{"negative duration", base + op + "lease: -1s\n", "must not be negative"},

@@ -19,6 +19,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/idemcheck/idemcheck/internal/expiry"
 	"github.com/idemcheck/idemcheck/internal/jsonx"
 )
 
@@ -36,8 +37,11 @@ type Env struct {
 	Case Case
 
 	client *http.Client
-	// oracle counts executions (nil: no oracle configured).
+	// oracle counts executions (nil: no oracle configured); blind names
+	// the operations it was found not to count, with the calibration's
+	// finding (see oracleSees).
 	oracle *counter
+	blind  map[string]string
 
 	// keys is the run's key strategy (nil: a fresh UUID per key).
 	keys *Keys
@@ -96,6 +100,13 @@ func (e *Env) noKeyScope() string {
 	return e.noKey
 }
 
+// NewEnv is an Env outside a run (idemcheck init --probe): it sends op's
+// requests through client and keeps every exchange, with no case, profile
+// or oracle.
+func NewEnv(t *Target, op *Operation, client *http.Client) *Env {
+	return &Env{Target: t, Op: op, client: client}
+}
+
 // Req describes one request of a case. Zero values mean "the normal call".
 type Req struct {
 	Label string
@@ -126,8 +137,21 @@ type Resp struct {
 	Header http.Header
 	Body   []byte
 	Err    error
-	// Start is when the request was sent; End when the body was read.
-	Start, End time.Time
+	// Start is when the request was started, Sent when it was fully
+	// written to the connection (zero if it never was), End when the body
+	// was read.
+	Start, Sent, End time.Time
+}
+
+// SentAt is when r's request was fully written, or, when it never was,
+// when it was started. The server cannot have seen the request earlier,
+// and a client stall before the write (dialing, a busy scheduler) does
+// not count against the server.
+func (r Resp) SentAt() time.Time {
+	if r.Sent.IsZero() {
+		return r.Start
+	}
+	return r.Sent
 }
 
 // ErrStaleConn marks a transport error on a reused keep-alive connection
@@ -321,8 +345,10 @@ func (e *Env) doWith(ctx context.Context, client *http.Client, x Exchange, recor
 		rd = bytes.NewReader(x.Request.Body)
 	}
 	var reused, answered atomic.Bool
+	var wrote atomic.Int64 // UnixNano of WroteRequest
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
 		GotConn:              func(i httptrace.GotConnInfo) { reused.Store(i.Reused) },
+		WroteRequest:         func(httptrace.WroteRequestInfo) { wrote.CompareAndSwap(0, time.Now().UnixNano()) },
 		GotFirstResponseByte: func() { answered.Store(true) },
 	})
 	req, err := http.NewRequestWithContext(ctx, x.Request.Method, x.Request.URL, rd)
@@ -343,6 +369,9 @@ func (e *Env) doWith(ctx context.Context, client *http.Client, x Exchange, recor
 			err = fmt.Errorf("%w: %w", ErrStaleConn, err)
 		}
 		resp.End = time.Now()
+		if w := wrote.Load(); w != 0 {
+			resp.Sent = time.Unix(0, w)
+		}
 		x.Duration = resp.End.Sub(x.Start)
 	}
 	if err != nil {
@@ -804,40 +833,42 @@ func (x Exchange) Curl() string {
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
-// WithinTTL reports whether every retry was sent within TTL − margin of
-// orig's start: the server then looked the key up while its record must
-// still exist, however it counts its TTL (from the claim at the earliest).
-// The send time is what matters, not the answer's: a retry that executed
-// the slow variant again answers late, yet was judged by the server early.
-// The margin absorbs transit delays. Always true when no TTL is declared.
+// WithinTTL reports whether every retry was sent (Resp.SentAt) within
+// TTL − margin of orig's start (expiry.SentInside): the server then looked the
+// key up while its record must still exist, however it counts its TTL
+// (from the claim at the earliest), and however late it answered. Always
+// true when no TTL is declared.
 func (e *Env) WithinTTL(orig Resp, retries ...Resp) bool {
-	ttl := e.Target.TTL
-	if ttl <= 0 {
-		return true
-	}
 	for _, r := range retries {
-		if r.Start.Sub(orig.Start) > ttl-e.Profile.Margin {
+		if !expiry.SentInside(orig.Start, r.SentAt(), e.Target.TTL, e.Profile.Margin) {
 			return false
 		}
 	}
 	return true
 }
 
-// inTTL is v for a case that expects retries to replay orig, unless v
-// judges against them (Fail, Warn) and one was sent outside the WithinTTL
-// window: the record may then have legally expired (a stall on the way),
-// so the verdict is Inconclusive. A replay seen late is still a replay, so
-// passes stand.
+// inTTL is v for a case that expects retries to replay orig (or not to
+// execute again), unless v judges against them (Fail, Warn) and a declared
+// clock may have excused them: a retry sent outside the WithinTTL window
+// (the record may legally have expired), or one answered past the lease
+// while orig ran (leaseTakeover). The verdict is then Inconclusive. A
+// replay seen late is still a replay, so passes stand.
 func (e *Env) inTTL(v Verdict, orig Resp, retries ...Resp) Verdict {
-	if (v.Status != Fail && v.Status != Warn) || e.WithinTTL(orig, retries...) {
+	if v.Status != Fail && v.Status != Warn {
 		return v
 	}
-	last := orig.Start
-	for _, r := range retries {
-		if r.Start.After(last) {
-			last = r.Start
+	if !e.WithinTTL(orig, retries...) {
+		last := orig.Start
+		for _, r := range retries {
+			if r.SentAt().After(last) {
+				last = r.SentAt()
+			}
 		}
+		return e.Inconclusive(fmt.Sprintf("a stall: the retry was sent %s after the original started, past TTL %s − margin %s, so the key may legally have expired (would have been %s: expected %s, observed %s)",
+			last.Sub(orig.Start).Round(time.Millisecond), e.Target.TTL, e.Profile.Margin, v.Status, v.Expected, v.Observed))
 	}
-	return e.Inconclusive(fmt.Sprintf("a stall: the retry was sent %s after the original started, past TTL %s − margin %s, so the key may legally have expired (would have been %s: expected %s, observed %s)",
-		last.Sub(orig.Start).Round(time.Millisecond), e.Target.TTL, e.Profile.Margin, v.Status, v.Expected, v.Observed))
+	if x := e.leaseTakeover(v, orig, retries...); x != nil {
+		return *x
+	}
+	return v
 }

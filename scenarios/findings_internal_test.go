@@ -40,21 +40,75 @@ func TestUntilDoneWaitsOutInFlightStatuses(t *testing.T) {
 	}
 }
 
-// TestInTTLAnswered: a quick retry sent inside TTL − margin but answered
-// past it (the client stalled between its send time and the server's
-// work) may have been handled after the key legally expired: a judgment
-// against it is inconclusive. One answered in time stands.
-func TestInTTLAnswered(t *testing.T) {
-	e := &Env{Target: &Target{TTL: 3 * time.Second}, Profile: &Profile{Margin: 500 * time.Millisecond}}
+// TestInTTLSentTime: one time rule. A retry written inside TTL − margin
+// that executed again is a failure however late it was answered (the
+// duplicate of no-inflight-lock re-runs the slow variant and answers past
+// the TTL); one written past the window is inconclusive; a client stall
+// before the write (Start early, Sent late) counts against the client.
+func TestInTTLSentTime(t *testing.T) {
+	e := &Env{Target: &Target{TTL: 2 * time.Second}, Profile: &Profile{Margin: 500 * time.Millisecond}}
 	t0 := time.Now()
-	orig := Resp{Start: t0, End: t0.Add(10 * time.Millisecond)}
-	fail := Verdict{Status: Fail, Expected: "the replay", Observed: "a new execution"}
-	stalled := Resp{Start: t0.Add(time.Second), End: t0.Add(4 * time.Second)}
-	if v := e.inTTLAnswered(fail, orig, stalled); v.Status != Inconclusive || !strings.Contains(v.Reason, "answered") {
-		t.Errorf("retry sent at +1s, answered at +4s (TTL 3s): %s %q, want inconclusive", v.Status, v.Reason)
+	orig := Resp{Start: t0, End: t0.Add(1500 * time.Millisecond)}
+	fail := Verdict{Status: Fail, Expected: "one execution", Observed: "a new execution"}
+	late := Resp{Start: t0.Add(1200 * time.Millisecond), Sent: t0.Add(1201 * time.Millisecond), End: t0.Add(2711 * time.Millisecond)}
+	if v := e.inTTL(fail, orig, late); v.Status != Fail {
+		t.Errorf("retry sent at +1.2s, answered at +2.7s (TTL 2s): %s %q, want the failure to stand", v.Status, v.Reason)
 	}
-	prompt := Resp{Start: t0.Add(time.Second), End: t0.Add(time.Second + 5*time.Millisecond)}
-	if v := e.inTTLAnswered(fail, orig, prompt); v.Status != Fail {
-		t.Errorf("retry answered at +1s: %s, want the failure to stand", v.Status)
+	stalled := Resp{Start: t0.Add(time.Second), Sent: t0.Add(1600 * time.Millisecond), End: t0.Add(1700 * time.Millisecond)}
+	if v := e.inTTL(fail, orig, stalled); v.Status != Inconclusive || !strings.Contains(v.Reason, "sent 1.6s") {
+		t.Errorf("retry started at +1s but written at +1.6s (past TTL − margin 1.5s): %s %q, want inconclusive naming the send time", v.Status, v.Reason)
+	}
+	unsent := Resp{Start: t0.Add(1600 * time.Millisecond), Err: context.DeadlineExceeded, End: t0.Add(1700 * time.Millisecond)}
+	if v := e.inTTL(fail, orig, unsent); v.Status != Inconclusive {
+		t.Errorf("retry never written, started past the window: %s, want inconclusive", v.Status)
+	}
+	if v := e.inTTL(fail, orig, late, stalled); v.Status != Inconclusive {
+		t.Errorf("one retry past the window: %s, want inconclusive (judged brings the proof down to those inside)", v.Status)
+	}
+	if got := e.judged(orig, []Resp{late}, []Resp{late, stalled}); len(got) != 1 || got[0].Sent != late.Sent {
+		t.Errorf("judged kept %d requests, want only the re-execution sent inside the window", len(got))
+	}
+}
+
+// TestLeaseTakeover: a duplicate sent while the original ran and answered
+// past the declared lease − margin may have been a legal takeover (the
+// machine stalled past the lease): inconclusive, never a fail. One
+// answered inside the lease stands, and so does a retry sent after the
+// original completed (no lease can excuse it).
+func TestLeaseTakeover(t *testing.T) {
+	e := &Env{Target: &Target{TTL: time.Minute, Lease: 5 * time.Second}, Profile: &Profile{Margin: 500 * time.Millisecond}}
+	t0 := time.Now()
+	fail := Verdict{Status: Fail, Expected: "exactly 1 execution", Observed: "2 executions"}
+	// A burst: every request sent at once, the machine stalled 8 s.
+	burst := []Resp{
+		{Start: t0, Sent: t0, End: t0.Add(8 * time.Second), Status: 201},
+		{Start: t0, Sent: t0.Add(time.Millisecond), End: t0.Add(9 * time.Second), Status: 201},
+	}
+	if v := e.inTTL(fail, spanOf(burst), burst...); v.Status != Inconclusive || !strings.Contains(v.Reason, "lease") {
+		t.Errorf("burst answered 9s after its start, lease 5s: %s %q, want inconclusive naming the lease", v.Status, v.Reason)
+	}
+	quick := []Resp{
+		{Start: t0, Sent: t0, End: t0.Add(1600 * time.Millisecond), Status: 201},
+		{Start: t0, Sent: t0, End: t0.Add(20 * time.Millisecond), Status: 201},
+	}
+	if v := e.inTTL(fail, spanOf(quick), quick...); v.Status != Fail {
+		t.Errorf("burst answered within 1.6s, lease 5s: %s %q, want the failure to stand", v.Status, v.Reason)
+	}
+	orig := Resp{Start: t0, End: t0.Add(time.Second)}
+	after := Resp{Start: t0.Add(2 * time.Second), Sent: t0.Add(2 * time.Second), End: t0.Add(7 * time.Second)}
+	if v := e.inTTL(fail, orig, after); v.Status != Fail {
+		t.Errorf("retry sent after the original completed: %s %q, want the failure to stand", v.Status, v.Reason)
+	}
+	// Duplicates that executed again: one answered inside the lease proves
+	// the failure, another past it does not excuse it.
+	inside := Resp{Start: t0, Sent: t0.Add(100 * time.Millisecond), End: t0.Add(2 * time.Second), Status: 201}
+	past := Resp{Start: t0, Sent: t0.Add(200 * time.Millisecond), End: t0.Add(6 * time.Second), Status: 201}
+	slow := Resp{Start: t0, End: t0.Add(7 * time.Second)}
+	if v := e.inTTL(fail, slow, e.judged(slow, []Resp{inside, past}, []Resp{inside, past})...); v.Status != Fail {
+		t.Errorf("one re-execution inside the lease: %s %q, want the failure to stand", v.Status, v.Reason)
+	}
+	e.Target.Lease = 0
+	if v := e.inTTL(fail, spanOf(burst), burst...); v.Status != Fail {
+		t.Errorf("no lease declared: %s, want the failure to stand", v.Status)
 	}
 }

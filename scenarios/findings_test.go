@@ -230,7 +230,7 @@ func TestStaleReplayOnMismatch(t *testing.T) {
 	}
 }
 
-// TestConflictNotPoisonedShortTTL: at the README's --ttl 2s the retry
+// TestConflictNotPoisonedShortTTL: at --ttl 2s the retry
 // after the 1.5 s slow original cannot be judged within TTL − margin; the
 // case skips and names the least TTL instead of an endless inconclusive.
 func TestConflictNotPoisonedShortTTL(t *testing.T) {

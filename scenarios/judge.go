@@ -1,32 +1,76 @@
 package scenarios
 
-import "strings"
+import (
+	"fmt"
+	"time"
+)
 
-// Quick retries (the normal body, an error variant) are judged by when they
-// were answered, not sent: see inTTLAnswered. Retries that may run the slow
-// variant again keep inTTL's send-time rule, since their answer comes late
-// by design.
+// One time rule for every case (internal/expiry.SentInside, shared with
+// the chaos and load checkers): a request is judged by when it was sent
+// (written to the connection, Resp.SentAt), never by when it was answered.
+// A retry sent inside TTL − margin of the original's start met a record
+// that must still exist, however long the server then took: a re-execution
+// it caused (distinct ids, a count) is the server's, whenever it answered.
+// A request sent later proves nothing (the key may legally have expired).
+//
+// The lease is the other declared clock: an in-flight record may be taken
+// over once its lease ran out. A duplicate sent while the original still
+// ran and answered later than lease − margin after the original started
+// may have been handled after the lease ran out (a stalled machine
+// stretches every run), so a second execution there is legal takeover,
+// not a failure.
 
-// inTTLAnswered is inTTL judging the retries by when they were answered:
-// the server handled a request no later than it answered it, while its
-// send time says little when the client stalled (seen: seconds between a
-// request's Start and the server's work on a loaded machine). For quick
-// retries, whose lookup is what is judged, this is the safe bound.
-func (e *Env) inTTLAnswered(v Verdict, orig Resp, retries ...Resp) Verdict {
-	x := e.inTTL(v, orig, answered(retries)...)
-	if x.Status != v.Status {
-		x.Reason = strings.Replace(x.Reason, "the retry was sent", "the retry was answered", 1)
+// leaseTakeover is an Inconclusive verdict in place of v (a Fail or Warn
+// against a second execution) when one of retries may have been a legal
+// takeover (pastLease). nil when none can have been.
+func (e *Env) leaseTakeover(v Verdict, orig Resp, retries ...Resp) *Verdict {
+	for _, r := range retries {
+		if !e.pastLease(orig, r) {
+			continue
+		}
+		x := e.Inconclusive(fmt.Sprintf("past the lease: a request sent while the original ran was answered %s after the original started, past the declared lease %s − margin %s, so a second execution may be a legal takeover of an expired lease (a stall stretches every run; would have been %s: expected %s, observed %s)",
+			r.End.Sub(orig.Start).Round(time.Millisecond), e.Target.Lease, e.Profile.Margin, v.Status, v.Expected, v.Observed))
+		return &x
 	}
-	return x
+	return nil
 }
 
-// answered returns rs with each Start moved to its End: the latest time
-// the server can have handled each.
-func answered(rs []Resp) []Resp {
-	out := make([]Resp, len(rs))
-	for i, r := range rs {
-		r.Start = r.End
-		out[i] = r
+// pastLease reports whether r, sent while orig still ran, was answered
+// later than the declared lease − margin after orig started: the server
+// may have handled it after orig's lease ran out. Never without a lease.
+func (e *Env) pastLease(orig, r Resp) bool {
+	lease := e.Target.Lease
+	running := orig.End.IsZero() || r.SentAt().Before(orig.End)
+	return lease > 0 && running && r.End.Sub(orig.Start) > lease-e.Profile.Margin
+}
+
+// spanOf is the stretch of time rs took, as one Resp from the earliest
+// start to the latest answer: the original of a burst, whose requests all
+// race for one claim.
+func spanOf(rs []Resp) Resp {
+	s := earliest(rs)
+	for _, r := range rs {
+		if r.End.After(s.End) {
+			s.End = r.End
+		}
 	}
-	return out
+	return s
+}
+
+// judged is the evidence inTTL weighs for a failure: the requests of proof
+// (each shown to have executed again) that no declared clock excuses (sent
+// inside TTL − margin of orig, not past its lease), when there are any —
+// one of them suffices; else all of all, so that a failure seen only where
+// a clock may excuse it stays inconclusive.
+func (e *Env) judged(orig Resp, proof, all []Resp) []Resp {
+	var in []Resp
+	for _, r := range proof {
+		if e.WithinTTL(orig, r) && !e.pastLease(orig, r) {
+			in = append(in, r)
+		}
+	}
+	if len(in) > 0 {
+		return in
+	}
+	return all
 }

@@ -55,6 +55,24 @@ const (
 	ExpiryUnknown    = "unknown"
 )
 
+// Blank keys (blank_key): a key of spaces only ("   ") is a valid
+// sf-string inside a 1–255 character format, and no draft sentence makes
+// rejecting it a requirement; the profile says what the API does.
+const (
+	BlankReject  = "reject" // a blank key is an invalid key (4xx)
+	BlankAccept  = "accept" // a blank key is a key like any other
+	BlankUnknown = "?"      // recorded, not judged
+)
+
+// Key case (key_case): keys are opaque sf-strings, so "7F40…" and
+// "7f40…" are two keys; an API may document folding them (UUID-only
+// formats do).
+const (
+	KeyCaseSensitive = "sensitive" // keys differing in case are distinct
+	KeyCaseFolded    = "folded"    // the API folds case before lookup
+	KeyCaseUnknown   = "?"
+)
+
 // Replay comparison modes (IK-REPLAY-2).
 const (
 	CompareBytes  = "bytes"
@@ -99,6 +117,14 @@ type Profile struct {
 	// Key length limits; 0 = not published.
 	KeyMaxLen int `yaml:"key_max_len" json:"key_max_len"`
 	KeyMinLen int `yaml:"key_min_len" json:"key_min_len"`
+	// BlankKey: what the API does with a key of spaces only (BlankReject,
+	// BlankAccept, BlankUnknown); syntax/empty-key judges it only when
+	// the profile says reject.
+	BlankKey string `yaml:"blank_key" json:"blank_key"`
+	// KeyCase: whether keys differing only in letter case are distinct
+	// (KeyCaseSensitive), one key (KeyCaseFolded) or unknown; judged by
+	// scope/case-sensitive.
+	KeyCase string `yaml:"key_case" json:"key_case"`
 	// KeyFormat is the key form the API accepts: "" (any), "uuid" (a bare
 	// 36-character UUID), or a regular expression the whole key must
 	// match. The generator obeys it; cases that send special keys respect
@@ -146,7 +172,7 @@ var presets = map[string]Profile{
 		BlockOK: true, MaxBlock: 10 * time.Second,
 		ReplayCompare: CompareJSON, ProblemJSON: Yes, RetryAfterOn409: Unknown,
 		Cache5xx: Unknown, Cache4xxBusiness: Yes, CacheValidation: Unknown,
-		ScopeEndpoint: ScopeUnknown, ScopeUser: "isolated", CanonicalJSON: Unknown, StaleReplayOnMismatch: No,
+		ScopeEndpoint: ScopeUnknown, ScopeUser: "isolated", BlankKey: BlankUnknown, KeyCase: KeyCaseSensitive, CanonicalJSON: Unknown, StaleReplayOnMismatch: No,
 		Expiry: ExpiryFresh, Margin: 500 * time.Millisecond, Grace: time.Second,
 	},
 	// Stripe API v1 (docs.stripe.com/idempotency).
@@ -157,7 +183,7 @@ var presets = map[string]Profile{
 		ReplayHeader: "Idempotent-Replayed", ReplayHeaderValue: "true",
 		ReplayCompare: CompareJSON, ProblemJSON: No, RetryAfterOn409: Unknown,
 		Cache5xx: Yes, Cache4xxBusiness: Yes, CacheValidation: No,
-		ScopeEndpoint: ScopeError, ScopeUser: "isolated", CanonicalJSON: Unknown, StaleReplayOnMismatch: No,
+		ScopeEndpoint: ScopeError, ScopeUser: "isolated", BlankKey: BlankUnknown, KeyCase: KeyCaseUnknown, CanonicalJSON: Unknown, StaleReplayOnMismatch: No,
 		Expiry: ExpiryFresh, Margin: 500 * time.Millisecond, Grace: time.Second,
 	},
 	// The classic "seeds" rules: byte-identical replay, canonical hash,
@@ -168,7 +194,7 @@ var presets = map[string]Profile{
 		BlockOK: true, MaxBlock: 10 * time.Second,
 		ReplayCompare: CompareBytes, ProblemJSON: Unknown, RetryAfterOn409: Unknown,
 		Cache5xx: No, Cache4xxBusiness: Yes, CacheValidation: Unknown,
-		ScopeEndpoint: ScopeIndependent, ScopeUser: "isolated", CanonicalJSON: Yes, StaleReplayOnMismatch: No,
+		ScopeEndpoint: ScopeIndependent, ScopeUser: "isolated", BlankKey: BlankUnknown, KeyCase: KeyCaseUnknown, CanonicalJSON: Yes, StaleReplayOnMismatch: No,
 		Expiry: ExpiryFresh, Margin: 500 * time.Millisecond, Grace: time.Second,
 	},
 	// The published policy of idemcheck's reference implementation
@@ -182,7 +208,7 @@ var presets = map[string]Profile{
 		ReplayHeader: "Idempotent-Replayed", ReplayHeaderValue: "true",
 		ReplayCompare: CompareBytes, ProblemJSON: Yes, RetryAfterOn409: Yes,
 		Cache5xx: No, Cache4xxBusiness: Yes, CacheValidation: No,
-		ScopeEndpoint: ScopeIndependent, ScopeUser: "isolated", CanonicalJSON: Yes, StaleReplayOnMismatch: No,
+		ScopeEndpoint: ScopeIndependent, ScopeUser: "isolated", BlankKey: BlankReject, KeyCase: KeyCaseSensitive, CanonicalJSON: Yes, StaleReplayOnMismatch: No,
 		Expiry: ExpiryFresh, Margin: 500 * time.Millisecond, Grace: time.Second,
 	},
 	// Only the outcomes every source agrees on are judged.
@@ -193,7 +219,7 @@ var presets = map[string]Profile{
 		BlockOK:        true, MaxBlock: 30 * time.Second,
 		ReplayCompare: CompareStatus, ProblemJSON: Unknown, RetryAfterOn409: Unknown,
 		Cache5xx: Unknown, Cache4xxBusiness: Unknown, CacheValidation: Unknown,
-		ScopeEndpoint: ScopeUnknown, ScopeUser: "isolated", CanonicalJSON: Unknown, StaleReplayOnMismatch: Unknown,
+		ScopeEndpoint: ScopeUnknown, ScopeUser: "isolated", BlankKey: BlankUnknown, KeyCase: KeyCaseUnknown, CanonicalJSON: Unknown, StaleReplayOnMismatch: Unknown,
 		Expiry: ExpiryUnknown, Margin: time.Second, Grace: 2 * time.Second,
 	},
 }
@@ -269,6 +295,16 @@ func (p *Profile) Validate() error {
 	}
 	if p.ScopeUser != "isolated" {
 		return fmt.Errorf("profile scope_user %q: only \"isolated\" is supported (a shared key space leaks data, trap C15)", p.ScopeUser)
+	}
+	switch p.BlankKey {
+	case BlankReject, BlankAccept, BlankUnknown:
+	default:
+		return fmt.Errorf("profile blank_key %q: want reject, accept or \"?\"", p.BlankKey)
+	}
+	switch p.KeyCase {
+	case KeyCaseSensitive, KeyCaseFolded, KeyCaseUnknown:
+	default:
+		return fmt.Errorf("profile key_case %q: want sensitive, folded or \"?\"", p.KeyCase)
 	}
 	switch p.Expiry {
 	case ExpiryFresh, ExpiryExpired409, ExpiryUnknown:

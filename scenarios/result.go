@@ -150,6 +150,10 @@ type Report struct {
 	// LeftOut names the MUST-level instances the --run/--skip globs left
 	// out: a run that leaves out a MUST claims no conformance level.
 	LeftOut []string `json:"left_out,omitempty"`
+	// TTLSkipped counts the instances skipped for a declared TTL too short
+	// (Case.MinTTL); NeedsTTL is the least TTL that runs them all.
+	TTLSkipped int           `json:"ttl_skipped,omitempty"`
+	NeedsTTL   time.Duration `json:"needs_ttl_ns,omitempty"`
 	// Command is the command line that ran (secrets as ${NAME}) and Config
 	// the config it read, with its digest: what a replay repeats and an
 	// attestation cites. Set by the front end.

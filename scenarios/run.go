@@ -45,6 +45,13 @@ type Planned struct {
 	// what it lacks.
 	Supplied bool   `json:"supplied"`
 	Missing  []Need `json:"missing,omitempty"`
+	// Skip, when set, is why a supplied instance will be skipped: the
+	// profile or the declared TTL (Case.Skips). Runnable instances are
+	// supplied and not skipped.
+	Skip string `json:"skip,omitempty"`
+	// NeedsTTL, when set, is the least declared TTL that would run an
+	// instance skipped for a TTL too short (Case.MinTTL).
+	NeedsTTL time.Duration `json:"needs_ttl,omitempty"`
 	// OracleMode is how the instance counts executions: OraclePerKey,
 	// OracleGlobalSerial, OracleIdentity or OracleNone.
 	OracleMode string `json:"oracle_mode"`
@@ -86,6 +93,10 @@ func oracleMode(t *Target, op *Operation, c Case) string {
 // Name is the instance's unique name, as Result.Name.
 func (p Planned) Name() string { return Result{Meta: p.Meta, Operation: p.Operation}.Name() }
 
+// Runnable reports an instance the run will judge: supplied by the config
+// and not skipped by the profile or the TTL.
+func (p Planned) Runnable() bool { return p.Supplied && p.Skip == "" }
+
 type instance struct {
 	Planned
 	c  Case
@@ -94,7 +105,10 @@ type instance struct {
 
 // Plan lists the selected case instances in name order.
 func Plan(t *Target, p *Profile, o RunOptions) ([]Planned, error) {
-	ins, err := plan(t, o)
+	if p == nil {
+		p, _ = ProfileByName(DefaultProfile) // a preset: never an error
+	}
+	ins, err := plan(t, p, o)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +119,7 @@ func Plan(t *Target, p *Profile, o RunOptions) ([]Planned, error) {
 	return out, nil
 }
 
-func plan(t *Target, o RunOptions) ([]instance, error) {
+func plan(t *Target, p *Profile, o RunOptions) ([]instance, error) {
 	runG, err := compileGlobs("run", o.Run)
 	if err != nil {
 		return nil, err
@@ -141,6 +155,16 @@ func plan(t *Target, o RunOptions) ([]instance, error) {
 				}
 			}
 			in.Supplied = len(in.Missing) == 0
+			if in.Supplied && c.Skips != nil {
+				in.Skip = c.Skips(t, p, subject)
+			}
+			if in.Supplied && in.Skip == "" && c.MinTTL != nil && t.TTL > 0 {
+				if need, why := c.MinTTL(t, p, subject); t.TTL < need {
+					need = (need + 99*time.Millisecond).Truncate(100 * time.Millisecond) // up: the skip names a TTL that runs the case
+					in.Skip = fmt.Sprintf("declared ttl %s is too short for this case: needs ttl ≥ %s (%s)", t.TTL, need, why)
+					in.NeedsTTL = need
+				}
+			}
 			in.OracleMode = oracleMode(t, subject, c)
 			out = append(out, in)
 		}
@@ -191,7 +215,7 @@ func Run(ctx context.Context, t *Target, p *Profile, o RunOptions) (*Report, err
 	if p == nil {
 		p, _ = ProfileByName(DefaultProfile) // a preset: never an error
 	}
-	ins, err := plan(t, o)
+	ins, err := plan(t, p, o)
 	if err != nil {
 		return nil, err
 	}
@@ -244,6 +268,11 @@ func Run(ctx context.Context, t *Target, p *Profile, o RunOptions) (*Report, err
 	if t.GlobalOracle() { // known once calibrated: a downstream double may have turned global
 		parallel = 1
 	}
+	if names, need := ttlSkips(ins); len(names) > 0 {
+		rep.TTLSkipped, rep.NeedsTTL = len(names), need
+		notes = append(notes, fmt.Sprintf("declared ttl %s is too short for %d case instances, skipped (%s): a ttl ≥ %s runs them all (--ttl, and the same TTL in the deployment)",
+			t.TTL, len(names), strings.Join(names, ", "), need))
+	}
 	if t.KeySeed != "" && t.KeySource == nil {
 		// Printed so that a run can be repeated with the same keys.
 		notes = append([]string{fmt.Sprintf("keys are business-id hashes SHA-256(%s:n) (--key-seed %s repeats them)", t.KeySeed, t.KeySeed)}, notes...)
@@ -288,20 +317,32 @@ func Run(ctx context.Context, t *Target, p *Profile, o RunOptions) (*Report, err
 	sort.Slice(results, func(i, j int) bool { return results[i].Name() < results[j].Name() })
 	rep.Results = results
 	rep.Duration = time.Since(rep.Started)
-	rep.LeftOut = leftOutMust(t, o, ins)
+	rep.LeftOut = leftOutMust(t, p, o, ins)
 	// Interrupted only when an instance was cut short or never ran: a
 	// context ended after the last verdict (a test's, say) took nothing.
 	rep.Interrupted = slices.ContainsFunc(results, func(r Result) bool { return r.Status == Interrupted })
 	return rep, nil
 }
 
+// ttlSkips names the instances skipped for a declared TTL too short
+// (Case.MinTTL) and the least TTL that runs them all.
+func ttlSkips(ins []instance) (names []string, need time.Duration) {
+	for _, in := range ins {
+		if in.NeedsTTL > 0 {
+			names = append(names, in.Name())
+			need = max(need, in.NeedsTTL)
+		}
+	}
+	return names, need
+}
+
 // leftOutMust names the MUST-level instances of the whole catalog that
 // the run's --run/--skip globs left out of ins.
-func leftOutMust(t *Target, o RunOptions, ins []instance) []string {
+func leftOutMust(t *Target, p *Profile, o RunOptions, ins []instance) []string {
 	if len(o.Run) == 0 && len(o.Skip) == 0 {
 		return nil
 	}
-	all, err := plan(t, RunOptions{})
+	all, err := plan(t, p, RunOptions{})
 	if err != nil {
 		return nil // no globs: plan cannot fail
 	}
@@ -340,8 +381,10 @@ func calibrate(ctx context.Context, t *Target, p *Profile, client *http.Client, 
 	}
 	used := map[string]bool{}
 	for _, in := range ins {
-		if in.Supplied && in.op != nil && countsEffects(in.c) {
-			used[in.op.Name] = true
+		if in.Runnable() && in.op != nil && countsEffects(in.c) {
+			for _, op := range touched(t, in) {
+				used[op.Name] = true
+			}
 		}
 	}
 	for i := range t.Operations {
@@ -358,7 +401,51 @@ func calibrate(ctx context.Context, t *Target, p *Profile, client *http.Client, 
 			notes = append(notes, note)
 		}
 	}
+	if n := sharedCounterNote(t, used, problems); n != "" {
+		notes = append(notes, n)
+	}
 	return problems, notes
+}
+
+// touched lists the operations in sends requests to: its own and its
+// case's Peer (whether or not --run/--skip selected the peer's own
+// instances).
+func touched(t *Target, in instance) []*Operation {
+	ops := []*Operation{in.op}
+	if in.c.Peer != nil {
+		if o := in.c.Peer(t, in.op); o != nil {
+			ops = append(ops, o)
+		}
+	}
+	return ops
+}
+
+// sharedCounterNote is the start-up note on one global counter (no
+// "{key}") that counts several operations, when the calibration found it
+// counting some of them but not others: a counter pointer often counts
+// one operation's executions only (pointer /charges). Requests to the
+// others are judged by their ids (Env.oracleSees); their own instances
+// are inconclusive until they get an oracle.
+func sharedCounterNote(t *Target, checked map[string]bool, problems map[string]string) string {
+	o := t.Oracle
+	if o == nil || o.PerKey() {
+		return ""
+	}
+	var seen, unseen []string
+	for i := range t.Operations {
+		switch op := &t.Operations[i]; {
+		case op.Oracle != nil || !checked[op.Name]:
+		case problems[op.Name] != "":
+			unseen = append(unseen, op.Name)
+		default:
+			seen = append(seen, op.Name)
+		}
+	}
+	if len(seen) == 0 || len(unseen) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("one counter (GET %s, pointer %s) serves every operation: it counts %s, it does not count %s; give each operation its own oracle (operations[].oracle)",
+		o.URL, o.Pointer, strings.Join(seen, ", "), strings.Join(unseen, ", "))
 }
 
 // checkIDPointers checks each id_pointer a selected, supplied instance
@@ -498,6 +585,10 @@ func runInstance(ctx context.Context, t *Target, p *Profile, client *http.Client
 		res.Status, res.Reason = Skip, "config does not supply: "+strings.Join(names, ", ")
 		return res
 	}
+	if in.Skip != "" {
+		res.Status, res.Reason = Skip, in.Skip
+		return res
+	}
 	if ctx.Err() != nil {
 		res.Status, res.Reason = Interrupted, "not started: the run was interrupted"
 		return res
@@ -519,18 +610,15 @@ func runInstance(ctx context.Context, t *Target, p *Profile, client *http.Client
 	ctx, cancel := context.WithTimeout(ctx, caseBudget(t, p))
 	defer cancel()
 	if countsEffects(in.c) && in.op != nil {
-		problem := oracleProblems[in.op.Name]
-		if problem == "" && slices.Contains(in.c.Needs, NeedSecondOperation) {
-			for _, pr := range oracleProblems {
-				problem = pr // the case counts on the other operations too
-			}
-		}
-		if problem != "" {
+		// A problem on another operation the case touches is not the
+		// case's: it judges those requests by their own evidence (ids)
+		// where the oracle does not see them (Env.oracleSees).
+		if problem := oracleProblems[in.op.Name]; problem != "" {
 			res.Status, res.Reason = Inconclusive, problem
 			return res
 		}
 	}
-	e := &Env{Target: t, Profile: p, Op: in.op, Case: in.c, client: client, oracle: newCounter(ev), keys: keys, ctx: ctx}
+	e := &Env{Target: t, Profile: p, Op: in.op, Case: in.c, client: client, oracle: newCounter(ev), blind: oracleProblems, keys: keys, ctx: ctx}
 	defer func() {
 		if r := recover(); r != nil {
 			res.Status, res.Reason = Inconclusive, fmt.Sprintf("idemcheck bug: case panicked: %v", r)

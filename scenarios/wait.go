@@ -18,7 +18,7 @@ func LongestWait(t *Target, p *Profile, planned []Planned) time.Duration {
 	}
 	var longest time.Duration
 	for _, in := range planned {
-		if !in.Supplied {
+		if !in.Runnable() {
 			continue
 		}
 		for _, n := range in.Needs {

@@ -50,7 +50,7 @@ func interruptCLI(t *testing.T, after time.Duration, args ...string) cliRun {
 // sending stops, nothing cut short is judged (no false violation), every
 // report says interrupted, exit 130.
 func TestInterrupt(t *testing.T) {
-	good := demotest.Serve(t, demo.Options{TTL: 2 * time.Second})
+	good := demotest.Serve(t, demo.Options{TTL: 3 * time.Second})
 	dir := t.TempDir()
 	file := func(name string) string { return filepath.Join(dir, name) }
 	for _, tc := range []struct {
@@ -60,7 +60,7 @@ func TestInterrupt(t *testing.T) {
 		check      func(t *testing.T, r cliRun)
 	}{
 		{"run", "cases cut short are interrupted, not failed; JSON, JUnit and Markdown say interrupted",
-			[]string{"run", "--target", good, "--ttl", "2s", "--json", file("run.json"), "--junit", file("run.xml"), "--markdown", file("run.md")},
+			[]string{"run", "--target", good, "--ttl", "3s", "--json", file("run.json"), "--junit", file("run.xml"), "--markdown", file("run.md")},
 			time.Second, func(t *testing.T, r cliRun) {
 				doc := readJSON(t, file("run.json"))
 				if doc["interrupted"] != true || doc["outcome"] != "interrupted" || doc["exit_code"] != 130.0 {
@@ -90,7 +90,7 @@ func TestInterrupt(t *testing.T) {
 				}
 			}},
 		{"chaos", "ops cut short are interrupted, not lost; the JSON says interrupted",
-			[]string{"chaos", "--target", good, "--ttl", "2s", "--ops", "100000", "--concurrency", "8", "--fault", "drop-response:0.3", "--json", file("chaos.json")},
+			[]string{"chaos", "--target", good, "--ttl", "3s", "--ops", "100000", "--concurrency", "8", "--fault", "drop-response:0.3", "--json", file("chaos.json")},
 			1500 * time.Millisecond, func(t *testing.T, r cliRun) {
 				var doc struct {
 					Interrupted bool  `json:"interrupted"`

@@ -29,14 +29,16 @@ func init() {
 		Long: "List the selected case instances (case@operation) with their level, requirement IDs and\n" +
 			"spec sentence, whether the config supplies what each case needs, and how each counts\n" +
 			"executions (ORACLE: per-key, global-serial (a global counter read around each key's\n" +
-			"requests; the run is serial), identity (distinct created ids), none). It ends with the\n" +
-			"MUST requirements the config cannot verify, each with its fix. Sends no request;\n" +
+			"requests; the run is serial), identity (distinct created ids), none), and the instances\n" +
+			"the profile or the declared TTL will skip (\"skips: ...\"; not counted as runnable). It\n" +
+			"ends with the MUST requirements the config cannot verify, each with its fix. A --run or\n" +
+			"--skip glob that matches nothing is a warning naming close matches. Sends no request;\n" +
 			"with neither --config nor --target it lists against the reference contract.",
 		Example: `  idemcheck list
   idemcheck list --target http://127.0.0.1:8080 --profile stripe
   idemcheck list --config examples/reference.yaml --run 'mismatch/**' --format json`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runList(cmd.OutOrStdout(), f) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return runList(cmd.OutOrStdout(), cmd.ErrOrStderr(), f) },
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.sel.Config, "config", "", "YAML config describing the API")
@@ -53,7 +55,7 @@ func init() {
 	rootCmd.AddCommand(cmd)
 }
 
-func runList(w io.Writer, f listFlags) error {
+func runList(w, stderr io.Writer, f listFlags) error {
 	sel := f.sel
 	if sel.Config == "" && sel.Target == "" && sel.TargetCmd == "" {
 		sel.Target = listPlaceholder
@@ -62,9 +64,13 @@ func runList(w io.Writer, f listFlags) error {
 	if err != nil {
 		return withCode(exitUsage, err)
 	}
-	planned, err := scenarios.Plan(target, profile, scenarios.RunOptions{Run: f.run, Skip: f.skip})
+	opts := scenarios.RunOptions{Run: f.run, Skip: f.skip}
+	planned, err := scenarios.Plan(target, profile, opts)
 	if err != nil {
 		return withCode(exitUsage, err)
+	}
+	for _, w := range scenarios.GlobWarnings(target, opts) {
+		fmt.Fprintln(stderr, "warning: "+w)
 	}
 	if f.format == "json" {
 		enc := json.NewEncoder(w)
@@ -76,12 +82,15 @@ func runList(w io.Writer, f listFlags) error {
 		width = max(width, len(p.Name()))
 	}
 	fmt.Fprintf(w, "%-*s  %-6s  %-28s  %-13s  %s\n", width, "CASE", "LEVEL", "REQUIREMENTS", "ORACLE", "CONFIG")
-	supplied := 0
+	runnable := 0
 	for _, p := range planned {
 		status := "supplied"
-		if p.Supplied {
-			supplied++
-		} else {
+		switch {
+		case p.Runnable():
+			runnable++
+		case p.Supplied:
+			status = "skips: " + p.Skip
+		default:
 			missing := make([]string, len(p.Missing))
 			for i, n := range p.Missing {
 				missing[i] = string(n)
@@ -91,7 +100,11 @@ func runList(w io.Writer, f listFlags) error {
 		fmt.Fprintf(w, "%-*s  %-6s  %-28s  %-13s  %s\n", width, p.Name(), p.Level, strings.Join(p.Requirements, ","), p.OracleMode, status)
 		fmt.Fprintf(w, "    %s\n", p.Requirement)
 	}
-	fmt.Fprintf(w, "\n%d case instances, %d runnable with this config, profile %s\n", len(planned), supplied, profile.Name)
+	fmt.Fprintf(w, "\n%d case instances, %d runnable with this config, profile %s", len(planned), runnable, profile.Name)
+	if target.TTL > 0 {
+		fmt.Fprintf(w, " and ttl %s", target.TTL)
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintln(w, scenarios.EvidenceLine(target))
 	gaps := scenarios.Gaps(planned)
 	if len(gaps) == 0 {

@@ -53,7 +53,9 @@ var rootCmd = &cobra.Command{
 	Short:         "Prove an API's Idempotency-Key support: conformance, chaos, load, reference",
 	SilenceUsage:  true,
 	SilenceErrors: true,
-	Example: `  # the reference implementation, certified by the conformance catalog
+	Example: `  # a config for your API, from its OpenAPI document (docs/getting-started.md)
+  idemcheck init --openapi examples/payments.openapi.yaml -o idemcheck.yaml
+  # the reference implementation, certified by the conformance catalog
   idemcheck serve --addr 127.0.0.1:8080 --ttl 2s &
   idemcheck run --config examples/reference.yaml --html report.html
   # the same API under faults, then under load (the config declares its 2s TTL)

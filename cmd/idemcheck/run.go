@@ -51,14 +51,15 @@ func init() {
 			"--expect: a verdict worse than the expected report's), 2 usage or config error (including a\n" +
 			"--target-cmd that cannot be started), 4 target unreachable (including a --target-cmd that\n" +
 			"started but never answered HTTP within 15s), 5 not enough evidence: nothing failed but a\n" +
-			"MUST-level case ended unverifiable or inconclusive (accept it with --allow-incomplete), or\n" +
+			"MUST-level case ended unverifiable or inconclusive (the report says what would decide each,\n" +
+			"e.g. an oracle, a longer TTL, a re-run; or accept it with --allow-incomplete), or\n" +
 			"with --require-must a MUST was not tested, 130 interrupted (SIGINT/SIGTERM): cases cut\n" +
 			"short are not judged, every report says interrupted. A failure beats not enough evidence,\n" +
 			"which beats a pass.",
-		Example: `  idemcheck run --target http://127.0.0.1:8080 --ttl 2s
+		Example: `  idemcheck run --target http://127.0.0.1:8080 --ttl 3s
   idemcheck run --config examples/reference.yaml --junit idemcheck.xml --json idemcheck.json --html report.html
   idemcheck run --config examples/reference.yaml --run 'replay/**' --skip 'replay/concurrent*' --format json
-  idemcheck run --target-cmd 'idemcheck serve --addr 127.0.0.1:{port} --ttl 2s' --ttl 2s --strict --seed 7
+  idemcheck run --target-cmd 'idemcheck serve --addr 127.0.0.1:{port} --ttl 3s' --ttl 3s --strict --seed 7
   idemcheck run --config api.yaml --require-must --json report.json --attest idemcheck.intoto.json --badge badge.json
   idemcheck run --replay-of report.json --expect report.json`,
 		Args: cobra.NoArgs,
@@ -184,8 +185,12 @@ func runConformance(ctx context.Context, stdout, stderr io.Writer, f runFlags, a
 	if err != nil {
 		return withCode(exitUsage, err)
 	}
+	warnings := scenarios.GlobWarnings(target, opts)
 	if len(planned) == 0 {
-		return usageErrorf("--run/--skip select no case (try idemcheck list)")
+		return usageErrorf("--run/--skip select no case (try idemcheck list)%s", globHints(warnings))
+	}
+	for _, w := range warnings {
+		fmt.Fprintln(stderr, "warning: "+w)
 	}
 	if f.verbose {
 		where := target.Redact(target.BaseURL)
@@ -287,6 +292,15 @@ func runExit(stderr io.Writer, rep *scenarios.Report, f runFlags, expected *scen
 		return withCode(exitIncomplete, fmt.Errorf("--require-must: %d MUSTs not tested: %s (the summary names the config line for each)", len(j.Untested), strings.Join(j.Untested, "; ")))
 	}
 	return nil
+}
+
+// globHints is the warnings about globs that match nothing, for the
+// error of a selection that selects no case: "; " + each, or "".
+func globHints(warnings []string) string {
+	if len(warnings) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(warnings, "; ")
 }
 
 // writeReport writes one report file; its directory must exist.

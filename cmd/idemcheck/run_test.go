@@ -105,6 +105,14 @@ func TestRunCLI(t *testing.T) {
 			[]string{"run", "--target", good, "--known-failing", filepath.Join(dir, "nope.txt")}, 2, nil, []string{"--known-failing"}, true},
 		{"no-selection", "globs that select nothing are a usage error, before any traffic",
 			[]string{"run", "--target", down, "--run", "nothing/*"}, 2, nil, []string{"select no case"}, true},
+		{"ttl-too-short", "a TTL too short for a case skips it, and the summary names the TTL that runs every case",
+			[]string{"run", "--target", good, "--ttl", "2s", "--run", "concurrent/conflict-not-poisoned@charges"}, 0,
+			[]string{"ttl too short: 1 case instances skipped; a declared ttl ≥ 2.5s runs them all"}, nil, false},
+		{"skip-matches-nothing", "a --skip that matches nothing is a one-line warning naming the close match (the run goes on: here to the closed port)",
+			[]string{"run", "--target", down, "--run", "replay/same-status", "--skip", "**@refunds"}, 4, nil,
+			[]string{"warning: --skip '**@refunds' matches no case (did you mean '**/*@refunds'?)", "target unreachable"}, false},
+		{"run-selects-nothing", "a --run that selects nothing names the close match in its error",
+			[]string{"run", "--target", down, "--run", "**@refunds"}, 2, nil, []string{"select no case", "did you mean '**/*@refunds'?"}, true},
 		{"bad-format", "an unknown --format is a usage error",
 			[]string{"run", "--target", good, "--format", "xml"}, 2, nil, []string{`--format "xml": want text or json`}, true},
 	} {
@@ -191,6 +199,12 @@ func TestListCLI(t *testing.T) {
 			[]string{"list", "--config", noOracle}, 0, []string{"@things", "lacks "}},
 		{"select", "--run narrows the list",
 			[]string{"list", "--run", "replay/same-status"}, 0, []string{"2 case instances"}},
+		{"skip", "--skip narrows the list too, and one that matches nothing is a warning naming the close match",
+			[]string{"list", "--run", "replay/same-status", "--skip", "**/*@refunds", "--skip", "**@refunds"}, 0,
+			[]string{"1 case instances", "warning: --skip '**@refunds' matches no case (did you mean '**/*@refunds'?)"}},
+		{"forecast", "the TTL's skips are forecast and not runnable: runnable equals what run judges",
+			[]string{"list", "--ttl", "2s", "--run", "concurrent/conflict-not-poisoned"}, 0,
+			[]string{"skips: declared ttl 2s is too short for this case: needs ttl ≥ 2.5s", "2 case instances, 0 runnable"}},
 		{"bad-config", "a bad config is a usage error",
 			[]string{"list", "--config", writeTemp(t, "bad.yaml", "nope: [")}, 2, nil},
 	} {
@@ -200,8 +214,8 @@ func TestListCLI(t *testing.T) {
 				t.Fatalf("rule: %s: exit %d, want %d\n%s%s", tc.rule, r.code, tc.code, r.stdout, r.stderr)
 			}
 			for _, w := range tc.want {
-				if !strings.Contains(r.stdout, w) {
-					t.Errorf("rule: %s: stdout lacks %q:\n%s", tc.rule, w, r.stdout)
+				if !strings.Contains(r.stdout+r.stderr, w) {
+					t.Errorf("rule: %s: output lacks %q:\n%s%s", tc.rule, w, r.stdout, r.stderr)
 				}
 			}
 		})

@@ -7,7 +7,7 @@
 // when the response is stored. examples/orders.yaml describes it to
 // idemcheck; main_test.go proves the suite accepts it.
 //
-//	go run ./examples/orders -addr 127.0.0.1:8090 -ttl 2s
+//	go run ./examples/orders -addr 127.0.0.1:8090 -ttl 3s
 package main
 
 import (

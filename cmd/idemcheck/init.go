@@ -1,0 +1,132 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/scenarios/initconfig"
+)
+
+type initFlags struct {
+	openapi    string
+	noValidate bool
+	operations []string
+	probe      string
+	method     string
+	body       string
+	headers    []string
+	keyHeader  string
+	out        string
+	force      bool
+	timeout    time.Duration
+	tls        scenarios.TLS
+}
+
+func init() {
+	var f initFlags
+	cmd := &cobra.Command{
+		Use:   "init (--openapi FILE|URL | --probe URL --body JSON)",
+		Short: "Write a commented config from an OpenAPI document or from a live endpoint",
+		Long: "Write an idemcheck config for an API. From an OpenAPI 3.0 or 3.1 document (YAML or JSON):\n" +
+			"the operations declaring the key header (else every POST and PATCH), bodies from examples or\n" +
+			"generated from the schemas, id_pointer, principals from the security schemes (secrets in\n" +
+			"${IDEMCHECK_TOKEN_1} and ${IDEMCHECK_TOKEN_2}), TTL, mutations. From a live endpoint (--probe):\n" +
+			"seven requests (a quoted and a bare key, a replay, a key that is not a UUID, no key, a changed\n" +
+			"body) show the key syntax, the id pointer, the replay marker and the statuses.\n" +
+			"Every guess is marked '# guessed:', every gap '# TODO:' (docs/getting-started.md).",
+		Example: `  idemcheck init --openapi examples/payments.openapi.yaml -o idemcheck.yaml
+  idemcheck init --openapi https://api.example.com/openapi.json --operation createOrder -o orders.yaml
+  idemcheck init --probe http://127.0.0.1:8080/v1/charges --body '{"amount":1000,"currency":"usd"}' --header 'Authorization: Bearer alice'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runInit(cmd, f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.openapi, "openapi", "", "OpenAPI 3.0/3.1 document: a file or an http(s) URL")
+	fl.BoolVar(&f.noValidate, "no-validate", false, "--openapi: read a document that does not validate (e.g. path conflicts elsewhere) instead of refusing it")
+	fl.StringArrayVar(&f.operations, "operation", nil, "operationId to write (default: those declaring the key header, else every POST and PATCH); repeatable")
+	fl.StringVar(&f.probe, "probe", "", "absolute URL of a live endpoint to learn from (sends seven requests)")
+	fl.StringVar(&f.method, "method", "POST", "--probe: the endpoint's method")
+	fl.StringVar(&f.body, "body", "", "--probe: a JSON object the endpoint accepts")
+	fl.StringArrayVar(&f.headers, "header", nil, "--probe: 'Name: value' sent with every request (credentials are written as ${IDEMCHECK_TOKEN_1}); repeatable")
+	fl.StringVar(&f.keyHeader, "key-header", "", "the key header's name (default Idempotency-Key)")
+	fl.StringVarP(&f.out, "output", "o", "idemcheck.yaml", "file to write ('-': stdout)")
+	fl.BoolVar(&f.force, "force", false, "overwrite the output file")
+	fl.DurationVar(&f.timeout, "timeout", 10*time.Second, "per request (--probe, a document URL); the TLS flags apply to both")
+	tlsFlags(fl, &f.tls)
+	rootCmd.AddCommand(cmd)
+}
+
+func runInit(cmd *cobra.Command, f initFlags) error {
+	if (f.openapi == "") == (f.probe == "") {
+		return usageErrorf("init: give exactly one of --openapi and --probe")
+	}
+	if f.openapi != "" && (cmd.Flags().Changed("body") || len(f.headers) > 0 || cmd.Flags().Changed("method")) {
+		return usageErrorf("init: --body, --header and --method go with --probe")
+	}
+	if f.probe != "" && len(f.operations) > 0 {
+		return usageErrorf("init: --operation goes with --openapi")
+	}
+	if f.timeout <= 0 {
+		return usageErrorf("--timeout %s: must be positive", f.timeout)
+	}
+	if f.out != "-" && !f.force {
+		if _, err := os.Stat(f.out); err == nil {
+			return usageErrorf("-o %s: the file exists (--force overwrites it)", f.out)
+		}
+	}
+	var (
+		out []byte
+		err error
+	)
+	if f.openapi != "" {
+		out, err = initconfig.FromOpenAPI(cmd.Context(), initconfig.OpenAPIOptions{
+			Source: f.openapi, Operations: f.operations, KeyHeader: f.keyHeader, Timeout: f.timeout, TLS: f.tls, NoValidate: f.noValidate,
+			Command: "idemcheck init --openapi " + f.openapi,
+		})
+	} else {
+		out, err = initconfig.Probe(cmd.Context(), initconfig.ProbeOptions{
+			URL: f.probe, Method: f.method, Body: f.body, Headers: f.headers, KeyHeader: f.keyHeader,
+			Timeout: f.timeout, TLS: f.tls, Command: "idemcheck init --probe " + f.probe + " --method " + strings.ToUpper(f.method),
+		})
+	}
+	if errors.Is(err, scenarios.ErrUnreachable) {
+		return withCode(exitUnreachable, err)
+	}
+	if err != nil {
+		return withCode(exitUsage, err)
+	}
+	if f.out == "-" {
+		_, err = cmd.OutOrStdout().Write(out)
+		return err
+	}
+	if err := os.WriteFile(f.out, out, 0o644); err != nil {
+		return usageErrorf("-o %s: %v", f.out, err)
+	}
+	return summarize(cmd.ErrOrStderr(), f.out, out)
+}
+
+// summarize tells what was written and what is left to do.
+func summarize(w io.Writer, path string, out []byte) error {
+	todos := bytes.Count(out, []byte("TODO:"))
+	guesses := bytes.Count(out, []byte("guessed:"))
+	fmt.Fprintf(w, "init: wrote %s: %d guesses to check, %d TODOs to fill\n", path, guesses, todos)
+	var vars []string
+	for _, v := range []string{"IDEMCHECK_TOKEN_1", "IDEMCHECK_TOKEN_2"} {
+		if bytes.Contains(out, []byte("${"+v+"}")) {
+			vars = append(vars, v)
+		}
+	}
+	if len(vars) > 0 {
+		fmt.Fprintf(w, "init: export %s (two users' secrets), then:\n", strings.Join(vars, " and "))
+	}
+	_, err := fmt.Fprintf(w, "  idemcheck list --config %s\n  idemcheck run --config %s\n", path, path)
+	return err
+}

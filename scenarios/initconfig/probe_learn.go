@@ -1,0 +1,300 @@
+package initconfig
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/idemcheck/idemcheck/internal/jsonx"
+	"github.com/idemcheck/idemcheck/scenarios"
+)
+
+// learnt is what the exchanges showed, each with the sentence that says
+// which exchange showed it.
+type learnt struct {
+	syntax, syntaxWhy string
+	idPointer, idWhy  string
+	replayHeader      string
+	replayValue       string
+	replayWhy         string
+	replayGap         string
+	missingStatus     int
+	missingWhy        string
+	mismatchStatus    int
+	mismatchWhy       string
+	mutation          map[string]any
+	// uuidOnly says why the API takes only UUID keys ("": it does not).
+	uuidOnly string
+}
+
+// accepted is an exchange the API answered with a 2xx: its number, the
+// response and the key header as sent.
+type accepted struct {
+	n    int
+	resp scenarios.Resp
+	key  string
+}
+
+// learn runs the exchanges: a quoted key, a bare key, (the bare form of
+// the quoted key when both were accepted, or one more key when only one
+// was), a replay, a key that is not a UUID, no key, a changed body.
+func (p *probe) learn(ctx context.Context, target string) (*learnt, error) {
+	l := &learnt{}
+	first, second, err := p.learnSyntax(ctx, target, l)
+	if err != nil {
+		return nil, err
+	}
+	p.learnID(ctx, l, first, second)
+	p.learnReplay(ctx, l, first)
+	p.learnKeyForm(ctx, l, first)
+	if n, missing := p.send(ctx, "no key", "", nil); missing.Err == nil {
+		l.missingStatus, l.missingWhy = missing.Status, p.describe(n)
+	}
+	p.learnMismatch(ctx, l, first)
+	return l, nil
+}
+
+// sfKey writes key as an sf-string when the API parses them.
+func (l *learnt) sfKey(key string) string {
+	if l.syntax == string(scenarios.SFString) {
+		return `"` + key + `"`
+	}
+	return key
+}
+
+// learnSyntax sends a quoted and a bare key (UUIDs: the one form every
+// API accepts, some nothing else). first is the accepted exchange the
+// replay and the mismatch reuse; second another accepted key's, if any.
+func (p *probe) learnSyntax(ctx context.Context, target string, l *learnt) (first, second *accepted, err error) {
+	k1, k2 := uuid.NewString(), uuid.NewString()
+	nq, q := p.send(ctx, "a quoted key", `"`+k1+`"`, nil)
+	nr, r := p.send(ctx, "a bare key", k2, nil)
+	quoted, bare := &accepted{nq, q, `"` + k1 + `"`}, &accepted{nr, r, k2}
+	switch {
+	case q.Err != nil && r.Err != nil:
+		return nil, nil, fmt.Errorf("%w: %s: %v", scenarios.ErrUnreachable, target, q.Err)
+	case !q.OK() && !r.OK():
+		return nil, nil, fmt.Errorf("--probe %s: no request succeeded (%s: %s; %s: %s): check --body, --header and --key-header",
+			target, p.describe(nq), clip(q.Body), p.describe(nr), clip(r.Body))
+	case q.OK() && !r.OK():
+		l.syntax, l.syntaxWhy = string(scenarios.SFString), p.describe(nq)+", "+p.describe(nr)
+		return quoted, nil, nil
+	case r.OK() && !q.OK():
+		l.syntax, l.syntaxWhy = string(scenarios.Raw), p.describe(nr)+", "+p.describe(nq)
+		return bare, nil, nil
+	}
+	// Both accepted: the bare form of the quoted key tells a server that
+	// parses the sf-string (the same key: a replay) from one that keeps
+	// the quotes (another key: a new execution).
+	nb, b := p.send(ctx, fmt.Sprintf("exchange %d's key, bare", nq), k1, nil)
+	ptr := findID(q.Body)
+	if b.OK() && ((ptr != "" && idAt(b.Body, ptr) == idAt(q.Body, ptr)) || (ptr == "" && string(b.Body) == string(q.Body))) {
+		l.syntax = string(scenarios.SFString)
+		l.syntaxWhy = fmt.Sprintf("exchanges %d and %d accepted a quoted and a bare key; exchange %d, exchange %d's key bare, replayed it: the quotes are parsed", nq, nr, nb, nq)
+		return quoted, bare, nil
+	}
+	l.syntax = string(scenarios.Raw)
+	l.syntaxWhy = fmt.Sprintf("exchanges %d and %d accepted a quoted and a bare key; exchange %d, exchange %d's key bare, did not replay it: the quotes are part of the key", nq, nr, nb, nq)
+	return bare, quoted, nil
+}
+
+// learnID finds the created id in first's answer and checks that two keys
+// give two values (one more key when no second was accepted).
+func (p *probe) learnID(ctx context.Context, l *learnt, first, second *accepted) {
+	ptr := findID(first.resp.Body)
+	if ptr == "" {
+		return
+	}
+	if second == nil {
+		k := l.sfKey(uuid.NewString())
+		n, r := p.send(ctx, "another key", k, nil)
+		second = &accepted{n, r, k}
+	}
+	a, b := idAt(first.resp.Body, ptr), idAt(second.resp.Body, ptr)
+	switch {
+	case second.resp.OK() && a != b:
+		l.idPointer, l.idWhy = ptr, fmt.Sprintf("exchanges %d and %d (two keys) created %s and %s", min(first.n, second.n), max(first.n, second.n), a, b)
+	case second.resp.OK():
+		l.idWhy = fmt.Sprintf("%s is %s for two keys (exchanges %d and %d): not a created id", ptr, a, first.n, second.n)
+	default:
+		l.idPointer, l.idWhy = ptr, fmt.Sprintf("exchange %d created %s (%s: check it differs per execution)", first.n, a, p.describe(second.n))
+	}
+}
+
+// learnReplay repeats first: the same answer is a replay, and a header
+// only the replay carries is its marker.
+func (p *probe) learnReplay(ctx context.Context, l *learnt, first *accepted) {
+	n, re := p.send(ctx, fmt.Sprintf("the replay of exchange %d", first.n), first.key, nil)
+	orig := first.resp
+	switch {
+	case re.Err != nil:
+		l.replayGap = p.describe(n)
+	case l.idPointer != "" && re.OK() && idAt(re.Body, l.idPointer) != idAt(orig.Body, l.idPointer):
+		l.replayGap = fmt.Sprintf("%s with another id (%s, not %s): the key did not prevent a second execution", p.describe(n),
+			idAt(re.Body, l.idPointer), idAt(orig.Body, l.idPointer))
+	case re.Status != orig.Status:
+		l.replayGap = fmt.Sprintf("%s, not %d as exchange %d", p.describe(n), orig.Status, first.n)
+	}
+	if h, v := replayMarker(orig.Header, re.Header); h != "" {
+		l.replayHeader, l.replayValue = h, v
+		l.replayWhy = fmt.Sprintf("exchange %d (the replay) carried %s: %s, exchange %d did not", n, h, v, first.n)
+	} else if l.replayGap == "" {
+		l.replayWhy = fmt.Sprintf("exchange %d (the replay) carried no header that exchange %d lacked", n, first.n)
+	}
+}
+
+// learnKeyForm sends a key that is not a UUID: refused, the API takes
+// UUIDs only.
+func (p *probe) learnKeyForm(ctx context.Context, l *learnt, first *accepted) {
+	k := l.sfKey("idemcheck-" + strings.ReplaceAll(uuid.NewString(), "-", ""))
+	if n, r := p.send(ctx, "a key that is not a UUID", k, nil); r.Is4xx() {
+		l.uuidOnly = fmt.Sprintf("%s, exchange %d (a UUID) got %d", p.describe(n), first.n, first.resp.Status)
+	}
+}
+
+// learnMismatch sends first's key with a changed body.
+func (p *probe) learnMismatch(ctx context.Context, l *learnt, first *accepted) {
+	patch, ok := probeMutation(p.op.Body)
+	if !ok {
+		return
+	}
+	changedBody, err := jsonx.MergePatch(p.op.Body, mustJSON(patch))
+	if err != nil {
+		return
+	}
+	n, c := p.send(ctx, fmt.Sprintf("exchange %d's key, a changed body", first.n), first.key, changedBody)
+	l.mutation = patch
+	if c.Err == nil {
+		l.mismatchStatus, l.mismatchWhy = c.Status, p.describe(n)
+	}
+}
+
+func clip(b []byte) string {
+	s := oneLine(string(b))
+	if len(s) > 120 {
+		s = s[:117] + "..."
+	}
+	if s == "" {
+		return "empty body"
+	}
+	return s
+}
+
+func decodeObject(b []byte) (map[string]any, bool) {
+	var m map[string]any
+	if json.Unmarshal(b, &m) != nil || m == nil {
+		return nil, false
+	}
+	return m, true
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, _ := json.Marshal(v) // JSON-decoded values always encode
+	return b
+}
+
+// findID is the pointer to the created id in a JSON body: a member named
+// id, else *_id, else uuid, shallowest first, through objects.
+func findID(body []byte) string {
+	m, ok := decodeObject(body)
+	if !ok {
+		return ""
+	}
+	best, rank := "", 9
+	var walk func(m map[string]any, at string, depth int)
+	walk = func(m map[string]any, at string, depth int) {
+		for _, k := range sortedKeys(m) {
+			ptr := at + "/" + escapePointer(k)
+			l := strings.ToLower(k)
+			r := 9
+			switch {
+			case l == "id":
+				r = 0
+			case strings.HasSuffix(l, "_id") || strings.HasSuffix(k, "Id"):
+				r = 1
+			case l == "uuid":
+				r = 2
+			}
+			switch v := m[k].(type) {
+			case map[string]any:
+				if depth < 3 {
+					walk(v, ptr, depth+1)
+				}
+			case string, float64:
+				if r < rank || (r == rank && len(ptr) < len(best)) {
+					best, rank = ptr, r
+				}
+			}
+		}
+	}
+	walk(m, "", 0)
+	return best
+}
+
+func idAt(body []byte, ptr string) string {
+	var doc any
+	if json.Unmarshal(body, &doc) != nil {
+		return ""
+	}
+	v, ok := jsonx.Pointer(doc, ptr)
+	if !ok || v == nil {
+		return ""
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// volatileHeaders differ between any two responses.
+var volatileHeaders = map[string]bool{"Date": true, "Content-Length": true, "Set-Cookie": true, "X-Request-Id": true, "Age": true}
+
+// replayMarker is a header the replay carries and the original does not,
+// preferring one named like a replay marker.
+func replayMarker(orig, replay http.Header) (string, string) {
+	var names []string
+	for k := range replay {
+		if _, ok := orig[k]; !ok && !volatileHeaders[k] {
+			names = append(names, k)
+		}
+	}
+	sort.Slice(names, func(i, j int) bool {
+		ri, rj := markerRank(names[i]), markerRank(names[j])
+		if ri != rj {
+			return ri < rj
+		}
+		return names[i] < names[j]
+	})
+	if len(names) == 0 {
+		return "", ""
+	}
+	return names[0], replay.Get(names[0])
+}
+
+func markerRank(h string) int {
+	l := strings.ToLower(h)
+	switch {
+	case strings.Contains(l, "replay"):
+		return 0
+	case strings.Contains(l, "idempot"):
+		return 1
+	}
+	return 2
+}
+
+// probeMutation changes the body's first scalar member (in name order).
+func probeMutation(body json.RawMessage) (map[string]any, bool) {
+	m, ok := decodeObject(body)
+	if !ok {
+		return nil, false
+	}
+	for _, k := range sortedKeys(m) {
+		if v, ok := changed(nil, m[k]); ok {
+			return map[string]any{k: v}, true
+		}
+	}
+	return map[string]any{"idemcheck_changed": true}, len(body) > 0
+}

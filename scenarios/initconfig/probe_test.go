@@ -1,0 +1,177 @@
+package initconfig
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idemcheck/idemcheck/examples/variants"
+	"github.com/idemcheck/idemcheck/internal/bookings"
+	"github.com/idemcheck/idemcheck/internal/demotest"
+	"github.com/idemcheck/idemcheck/reference/demo"
+	"github.com/idemcheck/idemcheck/scenarios"
+)
+
+// serve runs h on a loopback server for the test.
+func serve(t *testing.T, h http.Handler) string {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// twoKeys is the comment of a learnt id pointer.
+var twoKeys = regexp.MustCompile(`id_pointer: \S+ # exchanges \d and \d \(two keys\) created "\S+" and "\S+"`)
+
+// TestProbe: against three independently written APIs, the probe finds
+// the key syntax each accepts, the created id's pointer, the replay marker
+// and the missing-key and mismatch statuses, and the config it writes
+// loads as it is once the secrets are set.
+func TestProbe(t *testing.T) {
+	setTokens(t)
+	for _, tc := range []struct {
+		name, path, body, header string
+		syntax                   scenarios.KeySyntax
+		id, replayHeader         string
+		missing, mismatch        int
+		url                      func(t *testing.T) string
+	}{
+		{"reference", "/v1/charges", `{"amount":1000,"currency":"usd"}`, "Authorization: Bearer alice",
+			scenarios.SFString, "/id", "Idempotent-Replayed", 400, 422,
+			func(t *testing.T) string { return demotest.Serve(t, demo.Options{}) }},
+		{"variants-core", "/api/charges", `{"amount":1000,"currency":"EUR"}`, "Authorization: Bearer tok_alice",
+			scenarios.SFString, "/id", "", 400, 422,
+			func(t *testing.T) string { return serve(t, variants.New(variants.Choices{TTL: time.Hour})) }},
+		{"bookings", "/v2/bookings", `{"room":"double","nights":2,"guest":{"name":"Ann","email":"ann@example.com"}}`, "X-Api-Key: key_ann",
+			scenarios.Raw, "/booking/booking_id", "X-Idempotent-Replay", 400, 409,
+			func(t *testing.T) string { return serve(t, bookings.New(time.Hour)) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			keyHeader := ""
+			if tc.name == "bookings" {
+				keyHeader = "X-Idempotency-Key"
+			}
+			out, err := Probe(context.Background(), ProbeOptions{URL: tc.url(t) + tc.path, Body: tc.body,
+				Headers: []string{tc.header, "Accept: application/json"}, KeyHeader: keyHeader, Command: "idemcheck init --probe"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			target, profile, err := scenarios.ParseConfig(out)
+			if err != nil {
+				t.Fatalf("rule: the config loads once the secrets are set: %v\n%s", err, out)
+			}
+			op := target.Operations[0]
+			if target.KeySyntax != tc.syntax || op.IDPointer != tc.id {
+				t.Errorf("learnt key syntax %s, id pointer %q; want %s, %q\n%s", target.KeySyntax, op.IDPointer, tc.syntax, tc.id, out)
+			}
+			if profile.ReplayHeader != tc.replayHeader {
+				t.Errorf("replay header %q, want %q\n%s", profile.ReplayHeader, tc.replayHeader, out)
+			}
+			if len(profile.MissingStatus) != 1 || profile.MissingStatus[0] != tc.missing ||
+				len(profile.MismatchStatus) != 1 || profile.MismatchStatus[0] != tc.mismatch {
+				t.Errorf("missing %v, mismatch %v; want [%d], [%d]\n%s", profile.MissingStatus, profile.MismatchStatus, tc.missing, tc.mismatch, out)
+			}
+			cred, _, _ := strings.Cut(tc.header, ":")
+			if strings.Contains(string(out), strings.TrimSpace(strings.SplitN(tc.header, ":", 2)[1])) ||
+				!strings.Contains(target.Principals[1].Headers[cred], "token-two") {
+				t.Errorf("rule: the credential given is not written, ${IDEMCHECK_TOKEN_n} is\n%s", out)
+			}
+			if op.Headers["Accept"] != "application/json" || len(op.Mutations) != 1 {
+				t.Errorf("other headers are the operation's (%v); one learnt mutation (%v)", op.Headers, op.Mutations)
+			}
+			if profile.KeyFormat != "" {
+				t.Errorf("key_format %q: these APIs take any key", profile.KeyFormat)
+			}
+			if !twoKeys.Match(out) || !strings.Contains(string(out), "  7. ") {
+				t.Errorf("rule: each learnt value names the exchange that showed it\n%s", out)
+			}
+		})
+	}
+}
+
+// TestProbeUUIDKeys: an API that takes only bare UUIDs is learnt as raw
+// with key_format uuid, from the exchange a non-UUID key was refused in.
+func TestProbeUUIDKeys(t *testing.T) {
+	setTokens(t)
+	base := serve(t, variants.New(variants.Choices{TTL: time.Hour, UUIDKeys: true}))
+	out, err := Probe(context.Background(), ProbeOptions{URL: base + "/api/charges", Body: `{"amount":1,"currency":"EUR"}`,
+		Headers: []string{"Authorization: Bearer tok_alice"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, profile, err := scenarios.ParseConfig(out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if target.KeySyntax != scenarios.Raw || profile.KeyFormat != "uuid" || !strings.Contains(string(out), "key_format: uuid # exchange ") {
+		t.Errorf("learnt %s, key_format %q; want raw, uuid\n%s", target.KeySyntax, profile.KeyFormat, out)
+	}
+}
+
+// TestProbeLegalChoices: the probe reads other legal choices of
+// examples/variants: an optional key, 409 for a changed body, integer ids.
+func TestProbeLegalChoices(t *testing.T) {
+	setTokens(t)
+	for _, tc := range []struct {
+		name     string
+		c        variants.Choices
+		required scenarios.Tri
+		mismatch int
+	}{
+		{"optional-key", variants.Choices{OptionalKey: true}, scenarios.No, 422},
+		{"mismatch-409", variants.Choices{MismatchStatus: 409}, scenarios.Yes, 409},
+		{"int-ids", variants.Choices{IntIDs: true}, scenarios.Yes, 422},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.c.TTL = time.Hour
+			base := serve(t, variants.New(tc.c))
+			out, err := Probe(context.Background(), ProbeOptions{URL: base + "/api/refunds", Body: `{"amount":5,"currency":"EUR"}`,
+				Headers: []string{"Authorization: Bearer tok_bob"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			target, profile, err := scenarios.ParseConfig(out)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			if target.KeySyntax != scenarios.SFString || target.Operations[0].IDPointer != "/id" ||
+				profile.KeyRequired != tc.required || profile.MismatchStatus[0] != tc.mismatch {
+				t.Errorf("learnt %s %q, key required %s, mismatch %v; want sf-string /id, %s, [%d]\n%s", target.KeySyntax,
+					target.Operations[0].IDPointer, profile.KeyRequired, profile.MismatchStatus, tc.required, tc.mismatch, out)
+			}
+		})
+	}
+}
+
+// TestProbeErrors: a bad flag value names the flag; an endpoint that does
+// not answer is ErrUnreachable naming the URL; one that refuses every
+// request says so with what came back.
+func TestProbeErrors(t *testing.T) {
+	ref := demotest.Serve(t, demo.Options{})
+	for _, tc := range []struct {
+		name string
+		o    ProbeOptions
+		want string
+	}{
+		{"relative URL", ProbeOptions{URL: "/v1/charges"}, "--probe"},
+		{"GET", ProbeOptions{URL: ref + "/v1/charges", Method: "GET"}, "--method"},
+		{"body not an object", ProbeOptions{URL: ref + "/v1/charges", Body: "[1]"}, "--body"},
+		{"header without colon", ProbeOptions{URL: ref + "/v1/charges", Headers: []string{"Bearer x"}}, "--header"},
+		{"key header given", ProbeOptions{URL: ref + "/v1/charges", Headers: []string{"Idempotency-Key: x"}}, "--header"},
+		{"refused", ProbeOptions{URL: ref + "/v1/charges", Body: `{"amount":1}`}, "no request succeeded"},
+	} {
+		_, err := Probe(context.Background(), tc.o)
+		if err == nil || errors.Is(err, scenarios.ErrUnreachable) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v, want one line naming %s", tc.name, err, tc.want)
+		}
+	}
+	_, err := Probe(context.Background(), ProbeOptions{URL: "http://127.0.0.1:1/v1/charges", Timeout: 2 * time.Second})
+	if !errors.Is(err, scenarios.ErrUnreachable) || !strings.Contains(err.Error(), "127.0.0.1:1") {
+		t.Errorf("unreachable: %v", err)
+	}
+}
