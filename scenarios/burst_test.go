@@ -18,7 +18,7 @@ import (
 
 // roundsAPI answers same-key bursts in the order their second requests
 // arrive (the run's calibration sends keys once each): the first burst
-// loses one request to load shedding (503, a warn), the third executes
+// loses one request to load shedding (503: noted, not judged), the third executes
 // twice (a fail), every other executes once. A burst that stops at its
 // first non-pass round never reaches the third.
 type roundsAPI struct {

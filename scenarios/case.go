@@ -115,6 +115,18 @@ func (e *Env) unmetAt(l Level, expected, observed string) Verdict {
 	return Verdict{Status: Warn, Expected: expected, Observed: observed}
 }
 
+// shouldAside is the verdict of a case whose own requirement held while an
+// answer missed a SHOULD that judgedBy (a SHOULD case) decides: in a MUST
+// case a pass that records the miss, since a MUST-level warning fails the
+// run (Report.Effective) and a legal choice such as 423 in flight must not;
+// in a SHOULD case the warning itself.
+func (e *Env) shouldAside(expected, observed, judgedBy string) Verdict {
+	if e.Case.Level == Must {
+		return e.Pass(observed + "; a SHOULD is not met here (expected " + expected + "), judged by " + judgedBy)
+	}
+	return e.unmetAt(Should, expected, observed)
+}
+
 // Warn concludes a SHOULD is unmet (Fail under --strict).
 func (e *Env) Warn(expected, observed string) Verdict {
 	return Verdict{Status: Warn, Expected: expected, Observed: observed}

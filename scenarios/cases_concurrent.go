@@ -336,21 +336,32 @@ func (e *Env) judgeBurst(ctx context.Context, k, prefix string, rs []Resp) Verdi
 		return *v // the count is right, but a lost request's answer is unknown
 	}
 	expected := fmt.Sprintf("each response the success/replay or an in-flight conflict %v", e.Profile.InFlightStatus)
-	var shed *Resp
+	var shed, off *Resp
+	reached := 0
 	for i, r := range rs {
 		switch {
 		case r.OK() && e.replayOf(*okResp, r, n, how), r.Err == nil && e.Profile.InFlightOK(r.Status):
+			reached++
 		case r.Status == http.StatusTooManyRequests || r.Status == http.StatusServiceUnavailable:
 			shed = &rs[i] // load shedding before the idempotency layer (trap C11)
 		default:
-			// One execution: only the answer is off, and which answer an
-			// in-flight duplicate gets is IK-CONCURRENT-1's SHOULD, judged
-			// as concurrent/in-flight-conflict judges it.
-			return e.inTTL(e.unmetAt(Should, expected, observed+"; e.g. "+r.String()), spanOf(rs), rs...)
+			reached++
+			if off == nil {
+				off = &rs[i]
+			}
 		}
 	}
+	if reached < 2 && shed != nil {
+		// A shedder let at most one request through: nothing raced.
+		return e.Inconclusive("the burst was shed before it could race: " + observed + "; e.g. " + shed.String())
+	}
 	if shed != nil {
-		return e.Warn(expected, observed+"; shed load: "+shed.String())
+		observed += "; shed load (not judged): " + shed.String()
+	}
+	if off != nil {
+		// One execution: only the answer is off, and which answer an
+		// in-flight duplicate gets is IK-CONCURRENT-1's SHOULD.
+		return e.inTTL(e.shouldAside(expected, observed+"; e.g. "+off.String(), "concurrent/in-flight-conflict"), spanOf(rs), rs...)
 	}
 	return e.Pass(observed)
 }

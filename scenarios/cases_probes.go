@@ -98,7 +98,7 @@ func expiryExpiredKeyBurst(ctx context.Context, e *Env) Verdict {
 	case errs == len(rs):
 		return e.Inconclusive("no request of the burst got an answer: " + observed)
 	case fives > 0:
-		return e.unmetAt(Should, "a fresh execution, a replay or an idempotency error for each request, never a 5xx", observed)
+		return e.shouldAside("a fresh execution, a replay or an idempotency error for each request, never a 5xx", observed, "concurrent/in-flight-conflict")
 	}
 	return e.Pass(observed)
 }
@@ -262,7 +262,7 @@ func (e *Env) offsetsAttempt(ctx context.Context, attempt int, shift time.Durati
 		// the TTL, say): not this case's evidence. Try again.
 		return e.Inconclusive(fmt.Sprintf("%d executions, and the duplicate at the %s was not shown inside the original's run: not attributable to an in-flight duplicate (%s)", n, strings.Join(missed, ", "), observed)), false, late
 	case len(unmet) > 0:
-		return e.unmetAt(Should, expected, fmt.Sprintf("unexpected answer at: %s: %s", strings.Join(unmet, ", "), observed)), true, late
+		return e.shouldAside(expected, fmt.Sprintf("unexpected answer at: %s: %s", strings.Join(unmet, ", "), observed), "concurrent/in-flight-conflict"), true, late
 	case len(missed) > 0:
 		return e.Inconclusive(fmt.Sprintf("could not place the duplicate at its offset of the original's run at: %s (%s)", strings.Join(missed, ", "), observed)), false, late
 	}
