@@ -1,0 +1,48 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// defect names a broken build of the shop, selected at start
+// (SHOP_DEFECT=name). Each reproduces one classic idempotency bug in code
+// a developer could plausibly have written; the correct build is "".
+type defect string
+
+const (
+	// executeThen422 runs a changed body under a completed key (charges the
+	// provider, inserts the order), then answers 422 anyway.
+	executeThen422 defect = "execute-then-422"
+	// leaseLapses gives in-flight claims a 1 s lease, shorter than the
+	// provider call may take: a retry during a slow charge takes the key
+	// over and charges again.
+	leaseLapses defect = "lease-lapses"
+	// checkThenInsert looks the key up, then inserts its record without an
+	// atomic claim (ON CONFLICT DO NOTHING, result ignored): same-key
+	// requests arriving together all execute.
+	checkThenInsert defect = "check-then-insert"
+	// wedges5xx marks the record failed after a provider 5xx instead of
+	// releasing it; the lookup treats any unfinished record as in flight,
+	// so the key answers 409 until its TTL.
+	wedges5xx defect = "5xx-wedges-key"
+	// declinesNotStored releases the key after a provider decline (402)
+	// as it does after a 5xx: a retry charges the card again.
+	declinesNotStored defect = "declines-not-stored"
+)
+
+// defects lists every broken build, in the order the docs give them.
+var defects = []defect{executeThen422, leaseLapses, checkThenInsert, wedges5xx, declinesNotStored}
+
+// parseDefect accepts "" (the correct build) or one name of defects.
+func parseDefect(s string) (defect, error) {
+	if s == "" || slices.Contains(defects, defect(s)) {
+		return defect(s), nil
+	}
+	names := make([]string, len(defects))
+	for i, d := range defects {
+		names[i] = string(d)
+	}
+	return "", fmt.Errorf("SHOP_DEFECT %q: want one of %s (or unset for the correct build)", s, strings.Join(names, ", "))
+}
