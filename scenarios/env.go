@@ -141,6 +141,28 @@ type Resp struct {
 	// written to the connection (zero if it never was), End when the body
 	// was read.
 	Start, Sent, End time.Time
+	// Work is the least time the server spends executing this request:
+	// the slow variant's declared duration when it carried that body, else
+	// zero (see ReachedBy).
+	Work time.Duration
+}
+
+// ReachedBy is the latest moment the server can have looked r's key up:
+// its answer, less the work an execution of it takes at the least, and
+// never before it was sent. A stalled machine can hold a request written
+// early for seconds before the server reads it, so the send time alone
+// would blame the server for a lookup that came after the key expired.
+// A slow re-execution answered late was still looked up about when it
+// was sent. A request never answered is judged by when it gave up.
+func (r Resp) ReachedBy() time.Time {
+	if r.End.IsZero() {
+		return r.SentAt()
+	}
+	at := r.End.Add(-r.Work)
+	if sent := r.SentAt(); at.Before(sent) {
+		return sent
+	}
+	return at
 }
 
 // SentAt is when r's request was fully written, or, when it never was,
@@ -262,8 +284,33 @@ func (e *Env) Send(ctx context.Context, r Req) Resp {
 		client = r.client
 	}
 	resp := e.doWith(ctx, client, x, true)
+	op, body := e.Op, r.Body
+	if r.Op != nil {
+		op = r.Op
+	}
+	if body == nil {
+		body = op.Body
+	}
+	resp.Work = e.workOf(op, body)
 	e.proveBy(r, resp)
 	return resp
+}
+
+// workOf is the least time the server spends executing body on op: the
+// slow variant's declared duration when body is that variant's (by bytes,
+// or by identity where the variant's body equals the normal one and a
+// downstream double slows it), else zero.
+func (e *Env) workOf(op *Operation, body []byte) time.Duration {
+	slow, v, ok := e.Target.Variant(op, VariantSlow)
+	switch {
+	case !ok:
+		return 0
+	case e.Target.downstream.variantOf(body) == VariantSlow:
+		return v.Duration
+	case !bytes.Equal(slow, op.Body) && bytes.Equal(slow, body):
+		return v.Duration
+	}
+	return 0
 }
 
 // exchange builds the request r describes: method, URL, headers (the key
@@ -833,14 +880,14 @@ func (x Exchange) Curl() string {
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
-// WithinTTL reports whether every retry was sent (Resp.SentAt) within
-// TTL − margin of orig's start (expiry.SentInside): the server then looked the
-// key up while its record must still exist, however it counts its TTL
-// (from the claim at the earliest), and however late it answered. Always
-// true when no TTL is declared.
+// WithinTTL reports whether every retry reached the server (Resp.ReachedBy)
+// within TTL − margin of orig's start (expiry.SentInside): the server then
+// looked the key up while its record must still exist, however it counts
+// its TTL (from the claim at the earliest). Always true when no TTL is
+// declared.
 func (e *Env) WithinTTL(orig Resp, retries ...Resp) bool {
 	for _, r := range retries {
-		if !expiry.SentInside(orig.Start, r.SentAt(), e.Target.TTL, e.Profile.Margin) {
+		if !expiry.SentInside(orig.Start, r.ReachedBy(), e.Target.TTL, e.Profile.Margin) {
 			return false
 		}
 	}
@@ -860,11 +907,11 @@ func (e *Env) inTTL(v Verdict, orig Resp, retries ...Resp) Verdict {
 	if !e.WithinTTL(orig, retries...) {
 		last := orig.Start
 		for _, r := range retries {
-			if r.SentAt().After(last) {
-				last = r.SentAt()
+			if r.ReachedBy().After(last) {
+				last = r.ReachedBy()
 			}
 		}
-		return e.Inconclusive(fmt.Sprintf("a stall: the retry was sent %s after the original started, past TTL %s − margin %s, so the key may legally have expired (would have been %s: expected %s, observed %s)",
+		return e.Inconclusive(fmt.Sprintf("a stall: the retry may have reached the server as late as %s after the original started (its answer less the work it takes), past TTL %s − margin %s, so the key may legally have expired (would have been %s: expected %s, observed %s)",
 			last.Sub(orig.Start).Round(time.Millisecond), e.Target.TTL, e.Profile.Margin, v.Status, v.Expected, v.Observed))
 	}
 	if x := e.leaseTakeover(v, orig, retries...); x != nil {

@@ -40,22 +40,31 @@ func TestUntilDoneWaitsOutInFlightStatuses(t *testing.T) {
 	}
 }
 
-// TestInTTLSentTime: one time rule. A retry written inside TTL − margin
-// that executed again is a failure however late it was answered (the
-// duplicate of no-inflight-lock re-runs the slow variant and answers past
-// the TTL); one written past the window is inconclusive; a client stall
-// before the write (Start early, Sent late) counts against the client.
+// TestInTTLSentTime: one time rule, by when a retry can have reached the
+// server at the latest (Resp.ReachedBy). A slow retry written inside
+// TTL − margin that executed again is a failure however late it was
+// answered (the duplicate of no-inflight-lock re-runs the slow variant's
+// 1.5 s and answers past the TTL); one written past the window is
+// inconclusive; a client stall before the write (Start early, Sent late)
+// counts against the client; a quick retry written early but answered
+// past the window may have waited in a stalled server's queue until the
+// key expired: inconclusive, never a fail.
 func TestInTTLSentTime(t *testing.T) {
 	e := &Env{Target: &Target{TTL: 2 * time.Second}, Profile: &Profile{Margin: 500 * time.Millisecond}}
 	t0 := time.Now()
 	orig := Resp{Start: t0, End: t0.Add(1500 * time.Millisecond)}
 	fail := Verdict{Status: Fail, Expected: "one execution", Observed: "a new execution"}
-	late := Resp{Start: t0.Add(1200 * time.Millisecond), Sent: t0.Add(1201 * time.Millisecond), End: t0.Add(2711 * time.Millisecond)}
+	late := Resp{Start: t0.Add(1200 * time.Millisecond), Sent: t0.Add(1201 * time.Millisecond), End: t0.Add(2711 * time.Millisecond), Work: 1500 * time.Millisecond}
+	queued := late
+	queued.Work = 0
+	if v := e.inTTL(fail, orig, queued); v.Status != Inconclusive || !strings.Contains(v.Reason, "as late as 2.711s") {
+		t.Errorf("quick retry sent at +1.2s, answered at +2.7s (TTL 2s): %s %q, want inconclusive: it may have been read after expiry", v.Status, v.Reason)
+	}
 	if v := e.inTTL(fail, orig, late); v.Status != Fail {
 		t.Errorf("retry sent at +1.2s, answered at +2.7s (TTL 2s): %s %q, want the failure to stand", v.Status, v.Reason)
 	}
 	stalled := Resp{Start: t0.Add(time.Second), Sent: t0.Add(1600 * time.Millisecond), End: t0.Add(1700 * time.Millisecond)}
-	if v := e.inTTL(fail, orig, stalled); v.Status != Inconclusive || !strings.Contains(v.Reason, "sent 1.6s") {
+	if v := e.inTTL(fail, orig, stalled); v.Status != Inconclusive || !strings.Contains(v.Reason, "as late as 1.7s") {
 		t.Errorf("retry started at +1s but written at +1.6s (past TTL − margin 1.5s): %s %q, want inconclusive naming the send time", v.Status, v.Reason)
 	}
 	unsent := Resp{Start: t0.Add(1600 * time.Millisecond), Err: context.DeadlineExceeded, End: t0.Add(1700 * time.Millisecond)}

@@ -66,6 +66,10 @@ func (b *burster) send(ctx context.Context, k string, body []byte, label string)
 	if e.Profile.BurstSync != SyncBarrier {
 		var ok bool
 		if rs, how, ok, why = e.lastByteBurst(ctx, k, b.size, body, label, b.bases...); ok {
+			work := e.workOf(e.Op, body)
+			for i := range rs {
+				rs[i].Work = work
+			}
 			return rs, how
 		}
 	}
