@@ -14,7 +14,9 @@ func TestInTTL(t *testing.T) {
 	t0 := time.Now()
 	orig := Resp{Start: t0, End: t0.Add(100 * time.Millisecond)}
 	// at is a retry sent at d that ran the 1.5 s slow variant.
-	at := func(d time.Duration) Resp { return Resp{Start: t0.Add(d), End: t0.Add(d + 1500*time.Millisecond)} }
+	at := func(d time.Duration) Resp {
+		return Resp{Start: t0.Add(d), End: t0.Add(d + 1500*time.Millisecond), Work: 1500 * time.Millisecond}
+	}
 	fail := Verdict{Status: Fail, Expected: "the replay", Observed: "a new execution"}
 	warn := Verdict{Status: Warn, Expected: "the replay", Observed: "another status"}
 	pass := Verdict{Status: Pass}
@@ -33,6 +35,9 @@ func TestInTTL(t *testing.T) {
 		{"a late replay still passes", 3 * time.Second, pass, []Resp{at(4 * time.Second)}, Pass},
 		{"no declared TTL: no window", 0, fail, []Resp{at(time.Hour)}, Fail},
 		{"a TTL within the margin: every judgment is late", 400 * time.Millisecond, fail, []Resp{at(200 * time.Millisecond)}, Inconclusive},
+		// A quick retry (no slow work) answered past the window may have
+		// waited in a stalled server until the key expired.
+		{"quick retry sent inside but answered past the window is inconclusive", 3 * time.Second, fail, []Resp{{Start: t0.Add(time.Second), End: t0.Add(2600 * time.Millisecond)}}, Inconclusive},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -293,11 +293,13 @@ func TestOtherLegalChoices(t *testing.T) {
 			if errs[i] != nil {
 				t.Fatalf("Run: %v", errs[i])
 			}
+			var judged []scenarios.Result
 			for _, r := range reps[i].Results {
-				if inMatrixFamily(r.ID) && (r.Status == scenarios.Fail || r.Status == scenarios.Warn || r.Status == scenarios.Inconclusive) {
-					t.Errorf("%s: %s: expected %q, observed %q %s", r.Name(), r.Status, r.Expected, r.Observed, r.Reason)
+				if inMatrixFamily(r.ID) {
+					judged = append(judged, r)
 				}
 			}
+			neverFalse(t, "", judged)
 		})
 	}
 }
@@ -344,12 +346,9 @@ func TestReferencePreset(t *testing.T) {
 		}
 		ok, problems := reps[i].Outcome()
 		if d == "" {
-			for _, r := range reps[i].Results {
-				if r.Status == scenarios.Fail || r.Status == scenarios.Warn || r.Status == scenarios.Inconclusive {
-					t.Errorf("correct reference %s: %s: expected %q, observed %q %s", r.Name(), r.Status, r.Expected, r.Observed, r.Reason)
-				}
-			}
-			if !ok {
+			// A stall may leave a MUST inconclusive (exit 5): bounded by
+			// neverFalse; a failure is not.
+			if !neverFalse(t, "correct reference ", reps[i].Results) && !ok {
 				t.Errorf("correct reference fails under the reference preset: %v", problems)
 			}
 			continue
@@ -358,4 +357,31 @@ func TestReferencePreset(t *testing.T) {
 			t.Errorf("defect %s passes a strict run under the reference preset", d)
 		}
 	}
+}
+
+// matrixMaxInconclusive bounds the share of a correct server's instances a
+// loaded machine may leave inconclusive (a missed overlap, a stall past a
+// clock) before the check says overlaps are no longer being created.
+const matrixMaxInconclusive = 0.10
+
+// neverFalse checks a correct server's results: never a fail or a warn (a
+// false verdict); inconclusive only where a stall kept the case from
+// deciding, logged and bounded by matrixMaxInconclusive. It reports whether
+// any was inconclusive.
+func neverFalse(t *testing.T, who string, rs []scenarios.Result) (inconclusive bool) {
+	t.Helper()
+	n := 0
+	for _, r := range rs {
+		switch r.Status {
+		case scenarios.Fail, scenarios.Warn:
+			t.Errorf("%s%s: %s: expected %q, observed %q %s", who, r.Name(), r.Status, r.Expected, r.Observed, r.Reason)
+		case scenarios.Inconclusive:
+			n++
+			t.Logf("%s%s: inconclusive (a loaded machine): %s", who, r.Name(), r.Reason)
+		}
+	}
+	if float64(n) > matrixMaxInconclusive*float64(len(rs)) {
+		t.Errorf("%s%d of %d instances inconclusive (more than %.0f%%): overlaps are not being created", who, n, len(rs), 100*matrixMaxInconclusive)
+	}
+	return n > 0
 }
