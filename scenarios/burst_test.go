@@ -34,15 +34,7 @@ func newRoundsAPI() *roundsAPI {
 }
 
 func (a *roundsAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method == http.MethodGet && r.URL.Path == "/effects" {
-		a.mu.Lock()
-		n := a.execs[r.URL.Query().Get("key")]
-		a.mu.Unlock()
-		writeTestJSON(w, http.StatusOK, map[string]int{"executions": n})
-		return
-	}
-	if r.Method != http.MethodPost {
-		w.WriteHeader(http.StatusNoContent)
+	if servedEffects(w, r, &a.mu, a.execs) {
 		return
 	}
 	_, _ = io.Copy(io.Discard, r.Body)
@@ -324,15 +316,7 @@ type reclaimRecord struct {
 }
 
 func (a *reclaimAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method == http.MethodGet && r.URL.Path == "/effects" {
-		a.mu.Lock()
-		n := a.execs[r.URL.Query().Get("key")]
-		a.mu.Unlock()
-		writeTestJSON(w, http.StatusOK, map[string]int{"executions": n})
-		return
-	}
-	if r.Method != http.MethodPost {
-		w.WriteHeader(http.StatusNoContent)
+	if servedEffects(w, r, &a.mu, a.execs) {
 		return
 	}
 	var in struct {
@@ -391,4 +375,22 @@ func TestExpiredKeyBurstRidesSlow(t *testing.T) {
 	if r.Status != scenarios.Fail || !strings.Contains(r.Observed, "the slow variant") {
 		t.Errorf("%s: expected %q observed %q %s; want a fail on the slow variant", r.Status, r.Expected, r.Observed, r.Reason)
 	}
+}
+
+// servedEffects answers the test APIs' requests that are not POSTs: the
+// per-key effects oracle (GET /effects?key=K, execs read under mu) and
+// 204 for anything else. It reports whether it answered.
+func servedEffects(w http.ResponseWriter, r *http.Request, mu *sync.Mutex, execs map[string]int) bool {
+	switch {
+	case r.Method == http.MethodGet && r.URL.Path == "/effects":
+		mu.Lock()
+		n := execs[r.URL.Query().Get("key")]
+		mu.Unlock()
+		writeTestJSON(w, http.StatusOK, map[string]int{"executions": n})
+	case r.Method != http.MethodPost:
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		return false
+	}
+	return true
 }
