@@ -41,15 +41,27 @@ func FailureText(r scenarios.Result, indent string) string {
 	if r.Reason != "" {
 		line("reason:      %s", r.Reason)
 	}
+	for i, m := range r.Missed {
+		line("attempt %d:   missed its timing, tried again under fresh keys: %s", i+1, m)
+	}
 	for _, d := range r.Downstream {
 		line("%s", d)
 	}
-	if len(r.Exchanges) > 0 {
+	exchanges := r.Exchanges
+	if r.Attempts > 1 {
+		// The deciding attempt's exchanges; the missed ones' are in the JSON.
+		last := fmt.Sprintf("attempt %d: ", r.Attempts)
+		i := slices.IndexFunc(exchanges, func(ex scenarios.Exchange) bool { return strings.HasPrefix(ex.Label, last) })
+		if i > 0 {
+			line("exchanges of attempt %d (the %d earlier attempts' %d exchanges are in the JSON report):", r.Attempts, r.Attempts-1, i)
+			exchanges = exchanges[i:]
+		}
+	} else if len(exchanges) > 0 {
 		line("exchanges:")
 	}
-	for i, ex := range r.Exchanges {
+	for i, ex := range exchanges {
 		if i == maxExchangesShown {
-			line("  ... %d more exchanges (all are in the JSON report)", len(r.Exchanges)-i)
+			line("  ... %d more exchanges (all are in the JSON report)", len(exchanges)-i)
 			break
 		}
 		writeExchange(&b, indent+"  ", i+1, ex)

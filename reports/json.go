@@ -72,6 +72,8 @@ type jsonResult struct {
 	DurationMS   float64          `json:"duration_ms"`
 	Exchanges    []jsonExchange   `json:"exchanges"`
 	Downstream   []string         `json:"downstream,omitempty"` // the double's calls per key
+	Attempts     int              `json:"attempts,omitempty"`   // tries when earlier ones missed their timing
+	Missed       []string         `json:"missed,omitempty"`     // why each earlier try was inconclusive
 }
 
 type jsonExchange struct {
@@ -131,7 +133,7 @@ func JSON(w io.Writer, rep *scenarios.Report) error {
 			Explanation: r.Explanation, Needs: nonNil(r.Needs), Missing: r.Missing, Status: r.Status, Verdict: v.Status,
 			Expected: r.Expected, Observed: r.Observed, Reason: r.Reason, Note: v.Note, Incomplete: v.Incomplete,
 			KnownFailing: r.KnownFailing, DurationMS: ms(r.Duration), Exchanges: []jsonExchange{},
-			Downstream: r.Downstream,
+			Downstream: r.Downstream, Attempts: r.Attempts, Missed: r.Missed,
 		}
 		for _, ex := range r.Exchanges {
 			je := jsonExchange{
@@ -182,6 +184,7 @@ func ReadJSON(r io.Reader) (*scenarios.Report, error) {
 				Requirement: jr.Requirement, Explanation: jr.Explanation, Needs: jr.Needs},
 			Operation: jr.Operation, Status: jr.Status, Expected: jr.Expected, Observed: jr.Observed, Reason: jr.Reason,
 			KnownFailing: jr.KnownFailing, Missing: jr.Missing, Duration: time.Duration(jr.DurationMS * float64(time.Millisecond)),
+			Attempts: jr.Attempts, Missed: jr.Missed,
 		})
 	}
 	return rep, nil

@@ -49,6 +49,10 @@ type Verdict struct {
 	Expected string
 	Observed string
 	Reason   string
+	// Missed: inconclusive because the timing the case needs did not
+	// happen (an overlap missed, a stall past a declared clock): another
+	// attempt under fresh keys may decide it (RunOptions.Attempts).
+	Missed bool
 }
 
 var (
@@ -142,6 +146,16 @@ func (e *Env) Finding(field, observed string) Verdict {
 // created.
 func (e *Env) Inconclusive(reason string) Verdict {
 	return Verdict{Status: Inconclusive, Reason: reason}
+}
+
+// Missed is Inconclusive for want of timing, not of configuration or
+// evidence: the overlap the case engineers was missed, or a stall carried
+// a request past a declared clock (TTL, lease). The run tries the case
+// again under fresh keys (RunOptions.Attempts); a cause that another
+// attempt cannot change (a variant that does not fail, an oracle error)
+// is plain Inconclusive.
+func (e *Env) Missed(reason string) Verdict {
+	return Verdict{Status: Inconclusive, Reason: reason, Missed: true}
 }
 
 // Unverifiable: the case cannot decide without an oracle.

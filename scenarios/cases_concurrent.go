@@ -196,7 +196,7 @@ func (e *Env) inFlightDuplicate(ctx context.Context, base string) Verdict {
 		return e.Inconclusive("the slow variant did not succeed: " + slow.String())
 	}
 	if !overlapped(slow, dup) {
-		return e.Inconclusive("could not overlap: the duplicate was sent after the slow original completed")
+		return e.Missed("could not overlap: the duplicate was sent after the slow original completed")
 	}
 	n, how, _, err := e.Effects(ctx, k, slow, dup)
 	if err != nil {
@@ -224,12 +224,12 @@ func (e *Env) inFlightDuplicate(ctx context.Context, base string) Verdict {
 			// A replay exists only once the original completed: without
 			// every attempt showing the server holding the duplicate, a
 			// stall may have delivered it after the original completed.
-			return e.Inconclusive(fmt.Sprintf("the duplicate got the replay, but not every one of %d attempts showed the server holding it (a stall may have delivered it after the original completed): %s", overlapAttempts, observed))
+			return e.Missed(fmt.Sprintf("the duplicate got the replay, but not every one of %d attempts showed the server holding it (a stall may have delivered it after the original completed): %s", overlapAttempts, observed))
 		}
 		return e.Unmet(expected, "waited and replayed: "+observed)
 	case e.Profile.InFlightOK(dup.Status):
 		if !dup.End.Before(slow.End) {
-			return e.Inconclusive("the conflict arrived only after the original completed: " + observed)
+			return e.Missed("the conflict arrived only after the original completed: " + observed)
 		}
 		return e.Pass(observed)
 	}
@@ -364,7 +364,7 @@ func (e *Env) judgeBurst(ctx context.Context, k, prefix string, rs []Resp) Verdi
 	}
 	if reached < 2 && shed != nil {
 		// A shedder let at most one request through: nothing raced.
-		return e.Inconclusive("the burst was shed before it could race: " + observed + "; e.g. " + shed.String())
+		return e.Missed("the burst was shed before it could race: " + observed + "; e.g. " + shed.String())
 	}
 	if shed != nil {
 		observed += "; shed load (not judged): " + shed.String()
@@ -417,11 +417,11 @@ func (e *Env) conflict(ctx context.Context) (k string, slow, dup Resp, v *Verdic
 	case !slow.OK():
 		x = e.Inconclusive("the slow variant did not succeed: " + slow.String())
 	case !overlapped(slow, dup):
-		x = e.Inconclusive("could not overlap: the duplicate was sent after the slow original completed")
+		x = e.Missed("could not overlap: the duplicate was sent after the slow original completed")
 	case replayed && held && e.Profile.BlockOK:
 		x = e.Skip(fmt.Sprintf("the server holds in-flight duplicates until the original completes (%d attempts; the last got %s): no in-flight conflict to test (see concurrent/in-flight-conflict)", overlapAttempts, dup.String()))
 	case replayed, !dup.End.Before(slow.End):
-		x = e.Inconclusive(fmt.Sprintf("no in-flight conflict in %d attempts: the duplicate was answered only once the original completed (last: %s), a missed overlap or a server that holds duplicates (see concurrent/in-flight-conflict)", overlapAttempts, dup.String()))
+		x = e.Missed(fmt.Sprintf("no in-flight conflict in %d attempts: the duplicate was answered only once the original completed (last: %s), a missed overlap or a server that holds duplicates (see concurrent/in-flight-conflict)", overlapAttempts, dup.String()))
 	case !e.Profile.InFlightOK(dup.Status):
 		// Answered while the original ran, but not with a conflict: nothing
 		// to test here; concurrent/in-flight-conflict judges that answer.
@@ -520,7 +520,7 @@ func concurrentChangedBodyInFlight(ctx context.Context, e *Env) Verdict {
 		return e.Inconclusive("the slow variant did not succeed: " + slow.String())
 	}
 	if !overlapped(slow, dup) {
-		return e.Inconclusive("could not overlap: the changed request was sent after the original completed")
+		return e.Missed("could not overlap: the changed request was sent after the original completed")
 	}
 	n, how, _, err := e.Effects(ctx, k, slow, dup)
 	if err != nil {

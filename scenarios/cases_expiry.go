@@ -134,14 +134,14 @@ func (e *Env) replaysBeforeTTL(ctx context.Context, base string) Verdict {
 	}
 	at := first.Start.Add(ttl - margin)
 	if time.Now().After(at) {
-		return e.Inconclusive(fmt.Sprintf("the original took %s, past TTL − margin: no time left to retry before the TTL", first.End.Sub(first.Start).Round(time.Millisecond)))
+		return e.Missed(fmt.Sprintf("the original took %s, past TTL − margin: no time left to retry before the TTL", first.End.Sub(first.Start).Round(time.Millisecond)))
 	}
 	if err := waitUntil(ctx, at); err != nil {
 		return e.Inconclusive(err.Error())
 	}
 	retry := e.Send(ctx, Req{Label: fmt.Sprintf("%s at TTL − %s", label, margin), Key: k, Base: base})
 	if retry.Start.Sub(first.Start) >= ttl {
-		return e.Inconclusive("the retry left only after the TTL had run out")
+		return e.Missed("the retry left only after the TTL had run out")
 	}
 	executed, replayed, observed, err := e.replayedOrExecuted(ctx, k, first, retry)
 	if err != nil {
@@ -152,7 +152,7 @@ func (e *Env) replaysBeforeTTL(ctx context.Context, base string) Verdict {
 	case executed && retry.End.Sub(first.Start) >= ttl:
 		// Sent in time, answered late: the server may have seen it only
 		// after the TTL.
-		return e.Inconclusive("the retry executed again but its answer came after the TTL: " + observed)
+		return e.Missed("the retry executed again but its answer came after the TTL: " + observed)
 	case executed:
 		return e.Unmet(fmt.Sprintf("the replay up to TTL − margin (%s)", ttl-margin), early+observed)
 	case !replayed:

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 )
 
 // largeResponse is the least body the large variant must produce.
@@ -133,6 +134,13 @@ func (e *Env) notAReplay(ctx context.Context, k string, first, retry Resp) *Verd
 	}
 	if again {
 		v := e.Inconclusive(fmt.Sprintf("the retry executed again instead of replaying (see replay/single-execution): %d, %d bytes", retry.Status, len(retry.Body)))
+		if !e.WithinTTL(first, retry) || e.outlivedLease(first) {
+			// A stall may have let the record go (its TTL, or the
+			// original's lease, ran out): another attempt may see the
+			// replay whose fidelity this case judges.
+			v = e.Missed(fmt.Sprintf("%s; the original took %s and the retry was answered %s after it started: a stall past the declared TTL %s or lease %s (− margin %s) may have let the record go",
+				v.Reason, first.End.Sub(first.Start).Round(time.Millisecond), retry.End.Sub(first.Start).Round(time.Millisecond), e.Target.TTL, e.Target.Lease, e.Profile.Margin))
+		}
 		return &v
 	}
 	return nil

@@ -135,7 +135,7 @@ func leaseSlowOutlivesLease(ctx context.Context, e *Env) Verdict {
 		return e.Inconclusive("the slow variant did not succeed: " + slow.String())
 	}
 	if !retry.Start.Before(slow.End) {
-		return e.Inconclusive("could not overlap: the retry was sent after the slow original completed")
+		return e.Missed("could not overlap: the retry was sent after the slow original completed")
 	}
 	n, how, _, err := e.Effects(ctx, k, slow, retry)
 	if err != nil {

@@ -271,7 +271,7 @@ func lostRetryStorm(ctx context.Context, e *Env) Verdict {
 		return e.Inconclusive("the proxy did not drop the response: " + first.String())
 	}
 	if !stormOverlapped(first, storm) {
-		return e.Inconclusive("could not overlap: every storm retry was sent after the original completed")
+		return e.Missed("could not overlap: every storm retry was sent after the original completed")
 	}
 	committed, ok := pr.committedID(pr.upstreamSettled(ctx, k))
 	if !ok {

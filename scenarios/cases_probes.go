@@ -260,11 +260,11 @@ func (e *Env) offsetsAttempt(ctx context.Context, attempt int, shift time.Durati
 		// An extra execution, but duplicates that arrived after the
 		// original completed may have caused it (a stall carried them past
 		// the TTL, say): not this case's evidence. Try again.
-		return e.Inconclusive(fmt.Sprintf("%d executions, and the duplicate at the %s was not shown inside the original's run: not attributable to an in-flight duplicate (%s)", n, strings.Join(missed, ", "), observed)), false, late
+		return e.Missed(fmt.Sprintf("%d executions, and the duplicate at the %s was not shown inside the original's run: not attributable to an in-flight duplicate (%s)", n, strings.Join(missed, ", "), observed)), false, late
 	case len(unmet) > 0:
 		return e.shouldAside(expected, fmt.Sprintf("unexpected answer at: %s: %s", strings.Join(unmet, ", "), observed), "concurrent/in-flight-conflict"), true, late
 	case len(missed) > 0:
-		return e.Inconclusive(fmt.Sprintf("could not place the duplicate at its offset of the original's run at: %s (%s)", strings.Join(missed, ", "), observed)), false, late
+		return e.Missed(fmt.Sprintf("could not place the duplicate at its offset of the original's run at: %s (%s)", strings.Join(missed, ", "), observed)), false, late
 	}
 	return e.Pass(observed), true, late
 }

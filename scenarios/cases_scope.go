@@ -215,7 +215,7 @@ func scopeOtherUserInFlight(ctx context.Context, e *Env) Verdict {
 		return e.Inconclusive("the slow variant did not succeed: " + a.String())
 	}
 	if !overlapped(a, b) {
-		return e.Inconclusive("could not overlap: the second principal's request was sent after the first completed")
+		return e.Missed("could not overlap: the second principal's request was sent after the first completed")
 	}
 	if e.Profile.InFlightOK(b.Status) && b.Err == nil {
 		return e.Fail("the second principal's own execution", fmt.Sprintf("a conflict with the first principal's in-flight request: %s", b.String()))

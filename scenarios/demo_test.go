@@ -59,7 +59,7 @@ func startDemoTTL(t testing.TB, ttl time.Duration, defects ...string) *scenarios
 // reports an error rather than failing the test, so that runs can go in
 // goroutines (see concurrently).
 func runCatalog(tg *scenarios.Target, p *scenarios.Profile, strict bool) (*scenarios.Report, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	return scenarios.Run(ctx, tg, p, scenarios.RunOptions{Strict: strict})
 }

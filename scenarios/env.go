@@ -911,7 +911,7 @@ func (e *Env) inTTL(v Verdict, orig Resp, retries ...Resp) Verdict {
 				last = r.ReachedBy()
 			}
 		}
-		return e.Inconclusive(fmt.Sprintf("a stall: the retry may have reached the server as late as %s after the original started (its answer less the work it takes), past TTL %s − margin %s, so the key may legally have expired (would have been %s: expected %s, observed %s)",
+		return e.Missed(fmt.Sprintf("a stall: the retry may have reached the server as late as %s after the original started (its answer less the work it takes), past TTL %s − margin %s, so the key may legally have expired (would have been %s: expected %s, observed %s)",
 			last.Sub(orig.Start).Round(time.Millisecond), e.Target.TTL, e.Profile.Margin, v.Status, v.Expected, v.Observed))
 	}
 	if x := e.leaseTakeover(v, orig, retries...); x != nil {

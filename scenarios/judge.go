@@ -28,7 +28,7 @@ func (e *Env) leaseTakeover(v Verdict, orig Resp, retries ...Resp) *Verdict {
 		if !e.pastLease(orig, r) {
 			continue
 		}
-		x := e.Inconclusive(fmt.Sprintf("past the lease: a request sent while the original ran was answered %s after the original started, past the declared lease %s − margin %s, so a second execution may be a legal takeover of an expired lease (a stall stretches every run; would have been %s: expected %s, observed %s)",
+		x := e.Missed(fmt.Sprintf("past the lease: a request sent while the original ran was answered %s after the original started, past the declared lease %s − margin %s, so a second execution may be a legal takeover of an expired lease (a stall stretches every run; would have been %s: expected %s, observed %s)",
 			r.End.Sub(orig.Start).Round(time.Millisecond), e.Target.Lease, e.Profile.Margin, v.Status, v.Expected, v.Observed))
 		return &x
 	}
@@ -42,6 +42,14 @@ func (e *Env) pastLease(orig, r Resp) bool {
 	lease := e.Target.Lease
 	running := orig.End.IsZero() || r.SentAt().Before(orig.End)
 	return lease > 0 && running && r.End.Sub(orig.Start) > lease-e.Profile.Margin
+}
+
+// outlivedLease reports whether orig ran longer than the declared lease −
+// margin: the server may have lost its claim mid-run and, legally, not
+// stored the outcome. Never without a lease.
+func (e *Env) outlivedLease(orig Resp) bool {
+	lease := e.Target.Lease
+	return lease > 0 && orig.End.Sub(orig.Start) > lease-e.Profile.Margin
 }
 
 // spanOf is the stretch of time rs took, as one Resp from the earliest

@@ -1,6 +1,7 @@
 package scenarios_test
 
 import (
+	"context"
 	"net/http/httptest"
 	"slices"
 	"sort"
@@ -148,6 +149,44 @@ func caught(rep *scenarios.Report) (own, other []string) {
 	return own, other
 }
 
+// matrixReruns bounds the fresh runs of a catching case that ended
+// inconclusive (its attempts all missed their timing on a loaded machine).
+const matrixReruns = 2
+
+// rerunInconclusive runs again, each time on a fresh server with defect,
+// the cases of ids that ended inconclusive in rep, and puts their new
+// results in its place: inconclusive is honest under a stall, but the
+// table asks whether the catalog catches the defect, which a stall does
+// not answer. A pass is never rerun: it stands as the false pass it is.
+func rerunInconclusive(t *testing.T, defect string, p *scenarios.Profile, rep *scenarios.Report, ids []string) {
+	t.Helper()
+	for try := 1; try <= matrixReruns; try++ {
+		var again []string
+		for _, r := range rep.Results {
+			if r.Status == scenarios.Inconclusive && slices.Contains(ids, r.ID) {
+				again = append(again, r.Name())
+			}
+		}
+		if len(again) == 0 {
+			return
+		}
+		t.Logf("%s: %v inconclusive, run again on a fresh server (%d of %d)", defect, again, try, matrixReruns)
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+		more, err := scenarios.Run(ctx, startDemo(t, defect), p, scenarios.RunOptions{Run: again, Strict: rep.Strict})
+		cancel()
+		if err != nil {
+			t.Fatalf("%s: rerun of %v: %v", defect, again, err)
+		}
+		for _, m := range more.Results {
+			for j, r := range rep.Results {
+				if r.Name() == m.Name() {
+					rep.Results[j] = m
+				}
+			}
+		}
+	}
+}
+
 func TestReferencePassesEveryCase(t *testing.T) {
 	profiles := []*scenarios.Profile{lightBurst(ietf(t), ""), lightBurst(referenceProfile(t), "")}
 	targets := []*scenarios.Target{startDemo(t), startDemo(t)}
@@ -211,6 +250,11 @@ func TestDefectMatrix(t *testing.T) {
 			reps[i], errs[i] = runCatalog(targets[i], profiles[i], defectMatrix[i].strict)
 		}
 	})
+	for i, row := range defectMatrix {
+		if errs[i] == nil && reps[i] != nil && !row.clean {
+			rerunInconclusive(t, row.defect, profiles[i], reps[i], append(slices.Clone(row.want), row.anyOf...))
+		}
+	}
 	for i, row := range defectMatrix {
 		t.Run(row.defect, func(t *testing.T) {
 			if row.pending != "" {

@@ -90,6 +90,12 @@ type Result struct {
 	// Missing lists what the config lacks for a skipped or unverifiable
 	// case (Needs it does not supply).
 	Missing []Need `json:"missing,omitempty"`
+	// Attempts is how many times the case ran when an earlier attempt
+	// missed its timing (RunOptions.Attempts; 0: once), and Missed why
+	// each earlier attempt was inconclusive. Their exchanges are labelled
+	// "attempt N: ".
+	Attempts int      `json:"attempts,omitempty"`
+	Missed   []string `json:"missed,omitempty"`
 
 	oracleAsked bool // the case asked the oracle (tests check it declared so)
 }

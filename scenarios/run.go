@@ -35,6 +35,23 @@ type RunOptions struct {
 	// OnNote is called with each Report.Notes line as soon as it is known
 	// (before the first case starts).
 	OnNote func(string)
+	// Attempts bounds the tries of a case instance whose verdict is a
+	// missed timing (Env.Missed: an overlap missed, a stall past the TTL
+	// or the lease); each try uses fresh keys. 0 is DefaultAttempts, 1
+	// never tries again. Only such inconclusives are tried again: a pass,
+	// a fail or any other verdict is final.
+	Attempts int
+}
+
+// DefaultAttempts is RunOptions.Attempts' default: on a busy machine a
+// stall that misses one overlap seldom misses three.
+const DefaultAttempts = 3
+
+func (o RunOptions) attempts() int {
+	if o.Attempts <= 0 {
+		return DefaultAttempts
+	}
+	return o.Attempts
 }
 
 // Planned is one case instance a run would execute.
@@ -288,7 +305,7 @@ func Run(ctx context.Context, t *Target, p *Profile, o RunOptions) (*Report, err
 	var wg sync.WaitGroup
 	var cbMu sync.Mutex
 	runOne := func(i int) {
-		res := runInstance(ctx, t, p, client, ev, keys, ins[i], problems)
+		res := runInstance(ctx, t, p, client, ev, keys, ins[i], problems, o.attempts())
 		res.KnownFailing = matchAny(known, res.Name(), res.ID)
 		results[i] = res
 		if o.OnResult != nil {
@@ -563,7 +580,7 @@ func calibrateOp(ctx context.Context, t *Target, p *Profile, client *http.Client
 	}
 }
 
-func runInstance(ctx context.Context, t *Target, p *Profile, client *http.Client, ev *Evidence, keys *Keys, in instance, oracleProblems map[string]string) (res Result) {
+func runInstance(ctx context.Context, t *Target, p *Profile, client *http.Client, ev *Evidence, keys *Keys, in instance, oracleProblems map[string]string, attempts int) (res Result) {
 	res = Result{Meta: in.Meta, Operation: in.Operation}
 	start := time.Now()
 	defer func() { res.Duration = time.Since(start) }()
@@ -607,8 +624,6 @@ func runInstance(ctx context.Context, t *Target, p *Profile, client *http.Client
 			res.Status, res.Reason = Interrupted, "cut short by the interruption, not judged (the case had said "+had+")"
 		}
 	}()
-	ctx, cancel := context.WithTimeout(ctx, caseBudget(t, p))
-	defer cancel()
 	if countsEffects(in.c) && in.op != nil {
 		// A problem on another operation the case touches is not the
 		// case's: it judges those requests by their own evidence (ids)
@@ -618,11 +633,61 @@ func runInstance(ctx context.Context, t *Target, p *Profile, client *http.Client
 			return res
 		}
 	}
+	var missed []string
+	for n := 1; ; n++ {
+		a := attempt(parent, t, p, client, ev, keys, in, oracleProblems)
+		for _, x := range a.exchanges {
+			if n > 1 {
+				x.Label = fmt.Sprintf("attempt %d: %s", n, x.Label)
+			}
+			res.Exchanges = append(res.Exchanges, x)
+		}
+		res.Downstream = append(res.Downstream, a.downstream...)
+		res.oracleAsked = res.oracleAsked || a.oracleAsked
+		v := a.v
+		if v.Status != Inconclusive || !v.Missed || n == attempts || parent.Err() != nil {
+			res.Status, res.Expected, res.Observed, res.Reason = v.Status, v.Expected, v.Observed, v.Reason
+			if len(missed) > 0 {
+				res.Attempts = n
+				res.Missed = missed
+				if v.Missed && v.Status == Inconclusive {
+					res.Reason = fmt.Sprintf("in each of %d attempts under fresh keys; the last: %s", n, v.Reason)
+				} else if res.Observed != "" {
+					res.Observed += fmt.Sprintf(" (attempt %d: the %d before it missed their timing)", n, n-1)
+				}
+			}
+			return res
+		}
+		missed = append(missed, v.Reason)
+		// A stall passes: give the machine a moment before the next try.
+		if waitUntil(parent, time.Now().Add(time.Duration(n)*attemptPause)) != nil {
+			res.Status, res.Reason = v.Status, v.Reason // the deferred check says interrupted
+			return res
+		}
+	}
+}
+
+// attemptPause is the pause before a case's second attempt (doubled
+// before its third, and so on): a stall that missed an overlap may pass.
+const attemptPause = 500 * time.Millisecond
+
+// attempted is what one attempt of a case instance concluded and saw.
+type attempted struct {
+	v           Verdict
+	exchanges   []Exchange
+	downstream  []string
+	oracleAsked bool
+}
+
+// attempt runs in's case once, under fresh keys and its own budget.
+func attempt(parent context.Context, t *Target, p *Profile, client *http.Client, ev *Evidence, keys *Keys, in instance, oracleProblems map[string]string) (a attempted) {
+	ctx, cancel := context.WithTimeout(parent, caseBudget(t, p))
+	defer cancel()
 	e := &Env{Target: t, Profile: p, Op: in.op, Case: in.c, client: client, oracle: newCounter(ev), blind: oracleProblems, keys: keys, ctx: ctx}
 	defer func() {
 		if r := recover(); r != nil {
-			res.Status, res.Reason = Inconclusive, fmt.Sprintf("idemcheck bug: case panicked: %v", r)
-			res.Exchanges = e.Exchanges()
+			a.v = e.Inconclusive(fmt.Sprintf("idemcheck bug: case panicked: %v", r))
+			a.exchanges = e.Exchanges()
 		}
 	}()
 	v := e.unseenVerdict(in.c.Run(ctx, e))
@@ -631,11 +696,7 @@ func runInstance(ctx context.Context, t *Target, p *Profile, client *http.Client
 		// A case that could not get its keys judged nothing about them.
 		v = e.Inconclusive(err.Error())
 	}
-	res.Status, res.Expected, res.Observed, res.Reason = v.Status, v.Expected, v.Observed, v.Reason
-	res.Exchanges = e.Exchanges()
-	res.Downstream = e.downstreamEvidence()
-	res.oracleAsked = e.oracle != nil && e.oracle.used.Load()
-	return res
+	return attempted{v: v, exchanges: e.Exchanges(), downstream: e.downstreamEvidence(), oracleAsked: e.oracle != nil && e.oracle.used.Load()}
 }
 
 // Counts tallies the results by status.

@@ -94,3 +94,61 @@ func TestLongestWait(t *testing.T) {
 		})
 	}
 }
+
+// TestAttempts: an instance whose verdict is a missed timing (Env.Missed)
+// runs again under fresh keys, up to RunOptions.Attempts; every other
+// verdict is final. One rule per row; each attempt sends one real request,
+// and every attempt's exchange is kept.
+func TestAttempts(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusCreated) }))
+	defer srv.Close()
+	tg, err := FromURL(srv.URL, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := ProfileByName("")
+	client := tg.Client(tg.Timeout)
+	defer client.CloseIdleConnections()
+	keys := tg.Keys(client, func(uint64) string { return p.NewKey() })
+	missed := func(e *Env) Verdict { return e.Missed("could not overlap") }
+	for _, tc := range []struct {
+		rule     string
+		attempts int
+		script   []func(e *Env) Verdict // one per attempt; the last repeats
+		want     Status
+		ran      int
+	}{
+		{"a pass is final", 3, []func(*Env) Verdict{func(e *Env) Verdict { return e.Pass("replayed") }}, Pass, 1},
+		{"a fail is final", 3, []func(*Env) Verdict{func(e *Env) Verdict { return e.Fail("1 execution", "2") }}, Fail, 1},
+		{"an inconclusive for want of evidence is final", 3, []func(*Env) Verdict{func(e *Env) Verdict { return e.Inconclusive("the slow variant did not succeed") }}, Inconclusive, 1},
+		{"a missed timing is tried again, and the next verdict decides", 3, []func(*Env) Verdict{missed, func(e *Env) Verdict { return e.Fail("1 execution", "2") }}, Fail, 2},
+		{"a missed timing in every attempt stays inconclusive", 3, []func(*Env) Verdict{missed}, Inconclusive, 3},
+		{"attempts 1 never tries again", 1, []func(*Env) Verdict{missed, func(e *Env) Verdict { return e.Pass() }}, Inconclusive, 1},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			var keysSeen []string
+			c := Case{Meta: Meta{ID: "test/attempts", Family: "test", Level: Must}, Run: func(ctx context.Context, e *Env) Verdict {
+				k := e.NewKey()
+				keysSeen = append(keysSeen, k)
+				e.Send(ctx, Req{Label: "original", Key: k, Body: e.Op.Body})
+				return tc.script[min(len(keysSeen), len(tc.script))-1](e)
+			}}
+			in := instance{Planned: Planned{Meta: c.Meta, Supplied: true}, c: c, op: &tg.Operations[0]}
+			res := runInstance(t.Context(), tg, p, client, nil, keys, in, nil, RunOptions{Attempts: tc.attempts}.attempts())
+			if res.Status != tc.want || len(keysSeen) != tc.ran {
+				t.Fatalf("status %s after %d attempts (reason %q), want %s after %d", res.Status, len(keysSeen), res.Reason, tc.want, tc.ran)
+			}
+			if len(res.Exchanges) != tc.ran {
+				t.Errorf("%d exchanges kept, want one per attempt (%d)", len(res.Exchanges), tc.ran)
+			}
+			if tc.ran > 1 {
+				if keysSeen[0] == keysSeen[1] {
+					t.Errorf("attempt 2 reused key %s: each attempt needs fresh keys", keysSeen[0])
+				}
+				if res.Attempts != tc.ran || len(res.Missed) != tc.ran-1 || res.Exchanges[1].Label != "attempt 2: original" {
+					t.Errorf("attempts %d, missed %q, second label %q: want %d attempts, %d missed reasons, the label prefixed", res.Attempts, res.Missed, res.Exchanges[1].Label, tc.ran, tc.ran-1)
+				}
+			}
+		})
+	}
+}

@@ -27,6 +27,7 @@ type runFlags struct {
 	run, skip             []string
 	knownFailing          string
 	seed                  uint64
+	attempts              int
 	junit, json, markdown string
 	html                  string
 	format                string
@@ -87,6 +88,7 @@ func bindRunFlags(cmd *cobra.Command, f *runFlags) {
 	fl.StringArrayVar(&f.skip, "skip", nil, "skip cases matching this glob; repeatable")
 	fl.StringVar(&f.knownFailing, "known-failing", "", "file of globs (one per line, # comments) of cases expected to fail; one that passes fails the run")
 	fl.Uint64Var(&f.seed, "seed", 0, "shuffle the start order with this seed (0: catalog order)")
+	fl.IntVar(&f.attempts, "attempts", scenarios.DefaultAttempts, "tries of a case whose engineered timing was missed (an overlap, a stall past the TTL or lease), each under fresh keys; 1: never try again")
 	fl.DurationVar(&f.sel.TTL, "ttl", 0, "the target's retention (TTL), overriding the config; enables the expiry cases")
 	fl.DurationVar(&f.sel.Lease, "lease", 0, "the target's in-flight lease, overriding the config")
 	fl.StringVar(&f.junit, "junit", "", "write a JUnit XML report to `FILE`")
@@ -174,7 +176,10 @@ func runConformance(ctx context.Context, stdout, stderr io.Writer, f runFlags, a
 			return withCode(exitUsage, err)
 		}
 	}
-	opts := scenarios.RunOptions{Run: f.run, Skip: f.skip, Strict: f.strict, Seed: f.seed}
+	if f.attempts < 1 {
+		return usageErrorf("--attempts %d: want 1 or more (1: a missed timing is not tried again)", f.attempts)
+	}
+	opts := scenarios.RunOptions{Run: f.run, Skip: f.skip, Strict: f.strict, Seed: f.seed, Attempts: f.attempts}
 	if f.knownFailing != "" {
 		if opts.KnownFailing, err = readGlobFile(f.knownFailing); err != nil {
 			return withCode(exitUsage, err)
