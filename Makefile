@@ -4,7 +4,7 @@ BIN       := bin/idemcheck
 OUT       := out
 PKGS      := ./...
 
-.PHONY: all build demo test bench lint clean dist-check fuzz soak
+.PHONY: all build demo test bench lint clean dist-check fuzz soak flake
 
 all: build
 
@@ -31,6 +31,12 @@ fuzz:
 SOAK_TIME ?= 10m
 soak: build
 	SOAK_TIME=$(SOAK_TIME) bash scripts/soak.sh $(BIN) $(OUT)/soak
+
+# Load-proof verdicts: FLAKE_RUNS (20) catalog runs against the reference,
+# its no-inflight-lock defect and the lock-lapses variant beside CPU burners
+# and a race build; fails on any false pass, fail or warn (scripts/flake.sh).
+flake: build
+	bash scripts/flake.sh $(BIN) $(OUT)/flake
 
 bench: build
 	bash scripts/bench.sh $(OUT)/bench

@@ -411,13 +411,17 @@ func (e *Env) conflict(ctx context.Context) (k string, slow, dup Resp, v *Verdic
 	k, slow, dup, held := e.duringSlow(ctx, true, func(k string) Resp {
 		return e.Send(ctx, Req{Label: "duplicate while in flight", Key: k, Body: body})
 	})
-	replayed, _ := e.Replayed(ctx, slow, dup, k) // no evidence: not shown to be a replay
+	replayed, err := e.Replayed(ctx, slow, dup, k) // no evidence: not shown to be a replay
 	var x Verdict
 	switch {
 	case !slow.OK():
 		x = e.Inconclusive("the slow variant did not succeed: " + slow.String())
 	case !overlapped(slow, dup):
 		x = e.Missed("could not overlap: the duplicate was sent after the slow original completed")
+	case err == nil && !replayed && dup.OK():
+		// Shown to have executed again: no timing to retry for; the
+		// in-flight cases judge that execution.
+		x = e.Inconclusive("the duplicate sent in flight executed again instead of a conflict (see concurrent/in-flight-conflict): " + dup.String())
 	case replayed && held && e.Profile.BlockOK:
 		x = e.Skip(fmt.Sprintf("the server holds in-flight duplicates until the original completes (%d attempts; the last got %s): no in-flight conflict to test (see concurrent/in-flight-conflict)", overlapAttempts, dup.String()))
 	case replayed, !dup.End.Before(slow.End):
