@@ -424,6 +424,10 @@ func (e *Env) conflict(ctx context.Context) (k string, slow, dup Resp, v *Verdic
 		x = e.Inconclusive("the duplicate sent in flight executed again instead of a conflict (see concurrent/in-flight-conflict): " + dup.String())
 	case replayed && held && e.Profile.BlockOK:
 		x = e.Skip(fmt.Sprintf("the server holds in-flight duplicates until the original completes (%d attempts; the last got %s): no in-flight conflict to test (see concurrent/in-flight-conflict)", overlapAttempts, dup.String()))
+	case replayed && held:
+		// Every attempt showed the server holding the duplicate: a choice,
+		// not a missed timing; in-flight-conflict judges it (block_ok off).
+		x = e.Inconclusive(fmt.Sprintf("no in-flight conflict: the server held the duplicate until the original completed in each of %d attempts (the last got %s), which the profile does not allow (block_ok off; see concurrent/in-flight-conflict)", overlapAttempts, dup.String()))
 	case replayed, !dup.End.Before(slow.End):
 		x = e.Missed(fmt.Sprintf("no in-flight conflict in %d attempts: the duplicate was answered only once the original completed (last: %s), a missed overlap or a server that holds duplicates (see concurrent/in-flight-conflict)", overlapAttempts, dup.String()))
 	case !e.Profile.InFlightOK(dup.Status):
