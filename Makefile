@@ -18,8 +18,11 @@ demo: build
 
 # The test command CI runs (.ci/run). Real PostgreSQL, Redis and MariaDB are
 # started by internal/testenv; everything runs under the race detector.
+# -p 4: the long packages (scenarios, cmd/idemcheck, examples/variants) mostly
+# wait on slow variants and TTLs, so four at a time fit two cores; their
+# verdicts are load-proof (the flake guard runs at 3x oversubscription).
 test: lint
-	$(GO) test -race -count=1 -timeout 30m $(PKGS)
+	$(GO) test -race -count=1 -p 4 -timeout 30m $(PKGS)
 
 # Every fuzz target for FUZZTIME each (the seeds already run in `make test`).
 FUZZTIME ?= 2m

@@ -328,3 +328,15 @@ func TestNegativeClock(t *testing.T) {
 		}
 	}
 }
+
+// TestAttemptsFlag: --attempts below 1 is a usage error naming the value.
+func TestAttemptsFlag(t *testing.T) {
+	down := closedPort(t)
+	for _, n := range []string{"0", "-1"} {
+		r := runCLI(t, "run", "--target", down, "--attempts", n)
+		want := "idemcheck: --attempts " + n + ": want 1 or more (1: a missed timing is not tried again)"
+		if stderr := strings.TrimSpace(r.stderr); r.code != exitUsage || stderr != want {
+			t.Errorf("run --attempts %s: exit %d, stderr %q: want exit 2 and %q", n, r.code, r.stderr, want)
+		}
+	}
+}
