@@ -77,10 +77,16 @@ func (e *Env) duringSlow(ctx context.Context, quick bool, dup func(k string) Res
 		// A replay exists only once the original completed at the server,
 		// whatever the client's clock says about the two answers.
 		// Without evidence (no ids, no oracle) it is not shown to be one.
-		replayed, _ := e.Replayed(ctx, slow, d, k)
+		replayed, err := e.Replayed(ctx, slow, d, k)
 		held = held && replayed && slow.End.Sub(d.Start) >= v.Duration/3 && !stalled(slow, d, v.Duration)
 		if slow.OK() && d.Err == nil && overlapped(slow, d) && (!quick || (d.End.Before(slow.End) && !replayed)) {
 			return k, slow, d, held
+		}
+		if err == nil && !replayed && slow.OK() && d.OK() && overlapped(slow, d) {
+			// The evidence shows a second execution: decisive, whenever
+			// it was answered; a later attempt must not replace it (a
+			// stalled duplicate would get the replay and hide it).
+			return k, slow, d, false
 		}
 	}
 	return k, slow, d, held
@@ -217,14 +223,15 @@ func (e *Env) inFlightDuplicate(ctx context.Context, base string) Verdict {
 	case dup.OK() && !e.replayOf(slow, dup, n, how):
 		return e.inTTL(e.Fail(expected, "second execution: "+observed), slow, dup)
 	case dup.OK():
-		if e.Profile.BlockOK && dup.End.Sub(dup.Start) <= e.Profile.MaxBlock {
-			return e.Pass("blocked, then replayed: " + observed)
-		}
 		if !held {
 			// A replay exists only once the original completed: without
 			// every attempt showing the server holding the duplicate, a
-			// stall may have delivered it after the original completed.
+			// stall may have delivered it after the original completed
+			// (a server without an in-flight lock then replays too).
 			return e.Missed(fmt.Sprintf("the duplicate got the replay, but not every one of %d attempts showed the server holding it (a stall may have delivered it after the original completed): %s", overlapAttempts, observed))
+		}
+		if e.Profile.BlockOK && dup.End.Sub(dup.Start) <= e.Profile.MaxBlock {
+			return e.Pass("blocked, then replayed: " + observed)
 		}
 		return e.Unmet(expected, "waited and replayed: "+observed)
 	case e.Profile.InFlightOK(dup.Status):
