@@ -667,8 +667,8 @@ func runInstance(ctx context.Context, t *Target, p *Profile, client *http.Client
 	}
 }
 
-// attemptPause is the pause before a case's second attempt (doubled
-// before its third, and so on): a stall that missed an overlap may pass.
+// attemptPause times the attempt number is the pause before the next
+// attempt (0.5 s, then 1 s): a stall that missed an overlap may pass.
 const attemptPause = 500 * time.Millisecond
 
 // attempted is what one attempt of a case instance concluded and saw.
