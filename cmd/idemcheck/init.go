@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/scenarios/initconfig"
+	"github.com/idemcheck/idemcheck/initconfig"
 )
 
 type initFlags struct {

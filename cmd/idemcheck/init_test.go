@@ -35,14 +35,14 @@ func TestInitOpenAPIRuns(t *testing.T) {
 		{"reference", "../../examples/payments.openapi.yaml",
 			func(t *testing.T) string { return demotest.Serve(t, demo.Options{TTL: 2 * time.Second}) },
 			"alice", "bob", "3.0 YAML with examples, the reference", "createCharge"},
-		{"variants-core", "../../scenarios/initconfig/testdata/charges.json",
+		{"variants-core", "../../initconfig/testdata/charges.json",
 			func(t *testing.T) string {
 				srv := httptest.NewServer(variants.New(variants.Choices{TTL: time.Hour}))
 				t.Cleanup(srv.Close)
 				return srv.URL + "/api"
 			},
 			"tok_alice", "tok_bob", "3.1 JSON without examples, examples/variants' correct core", "charge"},
-		{"bookings", "../../scenarios/initconfig/testdata/bookings.yaml",
+		{"bookings", "../../initconfig/testdata/bookings.yaml",
 			func(t *testing.T) string {
 				srv := httptest.NewServer(bookings.New(2 * time.Second))
 				t.Cleanup(srv.Close)
@@ -147,7 +147,7 @@ func TestInitListOracleUncommented(t *testing.T) {
 	t.Setenv("IDEMCHECK_TOKEN_1", "key_ann")
 	t.Setenv("IDEMCHECK_TOKEN_2", "key_ben")
 	cfg := filepath.Join(t.TempDir(), "idemcheck.yaml")
-	if r := runCLI(t, "init", "--openapi", "../../scenarios/initconfig/testdata/bookings.yaml", "-o", cfg); r.code != exitOK {
+	if r := runCLI(t, "init", "--openapi", "../../initconfig/testdata/bookings.yaml", "-o", cfg); r.code != exitOK {
 		t.Fatalf("init: exit %d: %s", r.code, r.stderr)
 	}
 	raw, err := os.ReadFile(cfg)

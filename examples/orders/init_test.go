@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/scenarios/initconfig"
+	"github.com/idemcheck/idemcheck/initconfig"
 )
 
 // TestInitProbe: `idemcheck init --probe` on this API, which it was not

@@ -1,6 +1,6 @@
 // Package bookings is a small hotel-bookings API with its own
 // idempotency layer, written for init's tests independently of the
-// reference and of examples/: scenarios/initconfig/testdata/bookings.yaml
+// reference and of examples/: initconfig/testdata/bookings.yaml
 // describes it (OpenAPI 3.1, $refs, an API-key security scheme). Its
 // choices differ from the reference's: the key travels bare in
 // X-Idempotency-Key, users send X-Api-Key, the created id sits at

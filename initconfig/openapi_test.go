@@ -43,7 +43,7 @@ var documents = []struct {
 	// 422 the document declares, 0 when both are.
 	invalidStatus int
 }{
-	{"payments", "../../examples/payments.openapi.yaml", "3.0 YAML with examples, the reference app",
+	{"payments", "../examples/payments.openapi.yaml", "3.0 YAML with examples, the reference app",
 		"Idempotency-Key", scenarios.SFString, 24 * time.Hour, "http://127.0.0.1:8080", "Authorization",
 		map[string]string{"createCharge": "/id", "createRefund": "/id"}, "/v1/effects?key={key}", 0},
 	{"charges", "testdata/charges.json", "3.1 JSON without examples (type arrays, numeric exclusiveMinimum, const)",
@@ -568,7 +568,7 @@ func TestCommentedConfig(t *testing.T) {
 		{"testdata/bookings.yaml", map[string]int{"oracle": 3, "downstream": 1, "slow": 1, "business_error": 1, "transient_error": 1, "marker": 1}},
 		// charges: no list endpoint; refund has no invalid variant.
 		{"testdata/charges.json", map[string]int{"oracle": 2, "downstream": 1, "slow": 1, "business_error": 1, "transient_error": 1, "variants": 1, "marker": 2}},
-		{"../../examples/payments.openapi.yaml", map[string]int{"slow": 2, "business_error": 2, "transient_error": 2, "marker": 2}},
+		{"../examples/payments.openapi.yaml", map[string]int{"slow": 2, "business_error": 2, "transient_error": 2, "marker": 2}},
 	} {
 		out, err := FromOpenAPI(context.Background(), OpenAPIOptions{Source: tc.doc})
 		if err != nil {
