@@ -21,7 +21,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/idemcheck/idemcheck/internal/jsonx"
-	"github.com/idemcheck/idemcheck/scenarios/double"
+	"github.com/idemcheck/idemcheck/evidence/double"
 )
 
 // The downstream double in a run: idemcheck starts it where the API under

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemcheck/idemcheck/scenarios/double"
+	"github.com/idemcheck/idemcheck/evidence/double"
 )
 
 const downstreamBase = `base_url: http://127.0.0.1:1

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/idemcheck/idemcheck/scenarios/double"
+	"github.com/idemcheck/idemcheck/evidence/double"
 )
 
 // KeySyntax is how the key is written in its header.

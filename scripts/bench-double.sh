@@ -15,7 +15,7 @@ mkdir -p "$out"
 . scripts/benchlib.sh
 raw="$out/bench-double.raw.txt"
 go test -count=1 -run '^$' -bench '^BenchmarkDoubleCalls$' -benchtime "${DOUBLE_BENCHTIME:-3s}" \
-  ./scenarios/double 2>&1 | tee "$raw" | grep -E '^(Benchmark|ok|FAIL)' >&2 || true
+  ./evidence/double 2>&1 | tee "$raw" | grep -E '^(Benchmark|ok|FAIL)' >&2 || true
 grep -q '^ok' "$raw" || { echo "bench-double: benchmark failed, see $raw"; exit 1; }
 calls=$(awk '/^BenchmarkDoubleCalls\/token/ { for (i = 1; i <= NF; i++) if ($i == "calls/s") print $(i-1) }' "$raw")
 kcalls=$(awk '/^BenchmarkDoubleCalls\/key/ { for (i = 1; i <= NF; i++) if ($i == "calls/s") print $(i-1) }' "$raw")

@@ -18,7 +18,7 @@ import (
 
 	"github.com/idemcheck/idemcheck/internal/testenv"
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/scenarios/double"
+	"github.com/idemcheck/idemcheck/evidence/double"
 )
 
 const doubleConfig = `base_url: http://127.0.0.1:1

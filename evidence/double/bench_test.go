@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemcheck/idemcheck/scenarios/double"
+	"github.com/idemcheck/idemcheck/evidence/double"
 )
 
 // BenchmarkDoubleCalls: calls the double serves over loopback HTTP (the

@@ -14,7 +14,7 @@ import (
 	"go.uber.org/goleak"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/idemcheck/idemcheck/scenarios/double"
+	"github.com/idemcheck/idemcheck/evidence/double"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
