@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck/chaos"
-	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/wire"
 )
 
 // dialFront opens a raw connection to a proxy front, for conversations
@@ -138,7 +138,7 @@ func TestOwnLoopClientLeavesDuringDelay(t *testing.T) {
 // next attempt dials, instead of failing with a 502 it did not deserve.
 func TestUpstreamClosedIdleConnection(t *testing.T) {
 	_, upstream, _, s := frontedCounter(t)
-	c := scenarios.NewClient(5 * time.Second)
+	c := wire.NewClient(5 * time.Second)
 	defer c.CloseIdleConnections()
 	for i := range 3 {
 		resp, _, err := post(t, c, s.URL, "k", "{}")

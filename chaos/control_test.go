@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck/chaos"
-	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/wire"
 )
 
 func TestControlAPI(t *testing.T) {
@@ -18,7 +18,7 @@ func TestControlAPI(t *testing.T) {
 	front, p, _ := startProxy(t, up)
 	ctl := httptest.NewServer(chaos.Control(p))
 	defer ctl.Close()
-	c := scenarios.NewClient(5 * time.Second)
+	c := wire.NewClient(5 * time.Second)
 	defer c.CloseIdleConnections()
 	call := func(method, path, body string) (int, string) {
 		t.Helper()

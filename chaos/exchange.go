@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -70,7 +69,7 @@ func (x *Exchange) forward(body []byte) *Upstream {
 	if p.opts.History != nil {
 		u.SHA256 = digest(u.body)
 		if u.Status >= 200 && u.Status < 300 {
-			u.ID = JSONPointer(u.body, p.opts.IDPointer)
+			u.ID = jsonx.PointerText(u.body, p.opts.IDPointer)
 		}
 	}
 	return u
@@ -179,29 +178,4 @@ func (x *Exchange) Abort(mode string) {
 	}
 	// HTTP/2 or a wrapped writer: the server resets the stream.
 	panic(http.ErrAbortHandler)
-}
-
-// JSONPointer returns the string or number at an RFC 6901 pointer in a
-// JSON body, as text; "" when absent or not JSON.
-func JSONPointer(body []byte, pointer string) string {
-	var doc any
-	d := json.NewDecoder(bytes.NewReader(body))
-	d.UseNumber()
-	if d.Decode(&doc) != nil {
-		return ""
-	}
-	doc, ok := jsonx.Pointer(doc, pointer)
-	if !ok {
-		return ""
-	}
-	switch v := doc.(type) {
-	case string:
-		return v
-	case json.Number:
-		return v.String()
-	case nil:
-		return ""
-	default:
-		return fmt.Sprint(v)
-	}
 }

@@ -18,7 +18,8 @@ import (
 
 	"github.com/idemcheck/idemcheck/chaos"
 	"github.com/idemcheck/idemcheck/internal/demotest"
-	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/wire"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -178,7 +179,7 @@ func TestFaults(t *testing.T) {
 					rules = append(rules, tc.spec)
 				}
 				front, _, buf := startProxyOn(t, fe.start, up, rules...)
-				c := scenarios.NewClient(5 * time.Second)
+				c := wire.NewClient(5 * time.Second)
 				defer c.CloseIdleConnections()
 				resp, _, err := post(t, c, front.URL, "k1", body)
 				if tc.clientErr != (err != nil) {
@@ -223,7 +224,7 @@ func TestFaults(t *testing.T) {
 func TestSelectByAttempt(t *testing.T) {
 	up := &counter{}
 	front, p, _ := startProxy(t, up, "drop-response:attempt=1")
-	c := scenarios.NewClient(5 * time.Second)
+	c := wire.NewClient(5 * time.Second)
 	defer c.CloseIdleConnections()
 	if _, _, err := post(t, c, front.URL, "k", "{}"); err == nil {
 		t.Fatal("attempt 1: want a dropped response")
@@ -241,7 +242,7 @@ func TestSelectByAttempt(t *testing.T) {
 func TestSelectByMatch(t *testing.T) {
 	up := &counter{}
 	front, _, _ := startProxy(t, up, "status:method=POST,path=/v1/refunds,header=X-Chaos:yes")
-	c := scenarios.NewClient(5 * time.Second)
+	c := wire.NewClient(5 * time.Second)
 	defer c.CloseIdleConnections()
 	cases := []struct {
 		path, header string
@@ -272,7 +273,7 @@ func TestSeededSelection(t *testing.T) {
 	run := func() string {
 		up := &counter{}
 		front, _, _ := startProxy(t, up, "status:0.5")
-		c := scenarios.NewClient(5 * time.Second)
+		c := wire.NewClient(5 * time.Second)
 		defer c.CloseIdleConnections()
 		var b strings.Builder
 		for i := range 40 {
@@ -303,7 +304,7 @@ func TestPlainClientDoubleExecutes(t *testing.T) {
 		wantErr bool
 	}{
 		{"plain http.Client", &http.Client{Transport: &http.Transport{}}, 2, false},
-		{"scenarios.NewClient", scenarios.NewClient(5 * time.Second), 1, true},
+		{"wire.NewClient", wire.NewClient(5 * time.Second), 1, true},
 	}
 	for _, fe := range fronts {
 		for _, tc := range cases {
@@ -342,7 +343,7 @@ func TestUpstreamDown(t *testing.T) {
 	defer p.Close()
 	for _, fe := range fronts {
 		front := fe.start(t, p)
-		c := scenarios.NewClient(5 * time.Second)
+		c := wire.NewClient(5 * time.Second)
 		resp, b, err := post(t, c, front.URL, "k", "{}")
 		c.CloseIdleConnections()
 		front.Close()
@@ -358,7 +359,7 @@ func TestUpstreamDown(t *testing.T) {
 func TestConcurrentHistory(t *testing.T) {
 	up := &counter{}
 	front, _, buf := startProxy(t, up, "drop-response:0.3", "duplicate:0.1")
-	c := scenarios.NewClient(5 * time.Second)
+	c := wire.NewClient(5 * time.Second)
 	defer c.CloseIdleConnections()
 	var wg sync.WaitGroup
 	for i := range 8 {
@@ -385,27 +386,6 @@ func TestNewRejectsBadIDPointer(t *testing.T) {
 	}
 }
 
-// TestJSONPointer: ids are read as text from objects and arrays; anything
-// missing or not JSON is "".
-func TestJSONPointer(t *testing.T) {
-	body := []byte(`{"id":"ch_1","n":12345678901234567890,"items":[{"id":7}],"a/b":true}`)
-	for _, c := range []struct{ ptr, want string }{
-		{"/id", "ch_1"},
-		{"/n", "12345678901234567890"},
-		{"/items/0/id", "7"},
-		{"/a~1b", "true"},
-		{"/missing", ""},
-		{"/items/1/id", ""},
-	} {
-		if got := chaos.JSONPointer(body, c.ptr); got != c.want {
-			t.Errorf("JSONPointer(%q) = %q, want %q", c.ptr, got, c.want)
-		}
-	}
-	if got := chaos.JSONPointer([]byte("not json"), "/id"); got != "" {
-		t.Errorf("JSONPointer(not JSON) = %q, want empty", got)
-	}
-}
-
 // TestHTTPSUpstream: the proxy's own pool reaches an https upstream whose
 // certificate a private CA signs, on both of its paths (the byte pump
 // without a history, the parsing path with one), and refuses it without
@@ -414,7 +394,7 @@ func TestHTTPSUpstream(t *testing.T) {
 	pki := demotest.NewPKI(t)
 	var up counter
 	upstream := pki.ServeTLS(t, &up, false)
-	roots, err := scenarios.TLS{CACert: pki.CAFile}.Config()
+	roots, err := target.TLS{CACert: pki.CAFile}.Config()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -445,7 +425,7 @@ func TestHTTPSUpstream(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			c := scenarios.NewClient(5 * time.Second)
+			c := wire.NewClient(5 * time.Second)
 			defer c.CloseIdleConnections()
 			resp, b, err := post(t, c, s.URL, "k-"+tc.name, "{}")
 			if err != nil || resp.StatusCode != tc.status {

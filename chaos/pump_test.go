@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck/chaos"
-	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/wire"
 )
 
 // seen is what an upstream received, as net/http parsed it.
@@ -173,7 +173,7 @@ func TestPumpAnswersAsParsingPath(t *testing.T) {
 // exists the proxy stops pumping. Keep-alive carries every request.
 func TestPumpKeepsAttemptNumbers(t *testing.T) {
 	up, _, p, s := frontedCounter(t)
-	c := scenarios.NewClient(5 * time.Second)
+	c := wire.NewClient(5 * time.Second)
 	defer c.CloseIdleConnections()
 	for i := range 2 {
 		if resp, _, err := post(t, c, s.URL, "k", "{}"); err != nil || resp.StatusCode != 201 {

@@ -7,6 +7,7 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 
 	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/wire"
 )
 
 // TestDecide: how each verdict shows in go test, one rule per row.
@@ -16,7 +17,7 @@ func TestDecide(t *testing.T) {
 			Requirements: []string{"IK-REPLAY-3"}, Requirement: "N replays cause exactly one side effect."},
 			Operation: "charges", Status: s, Expected: "1 execution", Observed: "2 executions", Reason: "why",
 			KnownFailing: known,
-			Exchanges:    []scenarios.Exchange{{Label: "first", Request: scenarios.ExchangeRequest{Method: "POST", URL: "http://127.0.0.1:9/v1/charges"}}}}
+			Exchanges:    []wire.Exchange{{Label: "first", Request: wire.ExchangeRequest{Method: "POST", URL: "http://127.0.0.1:9/v1/charges"}}}}
 	}
 	const (
 		pass = iota

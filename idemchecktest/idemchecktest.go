@@ -40,6 +40,7 @@ import (
 
 	"github.com/idemcheck/idemcheck/reports"
 	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/target"
 )
 
 // Config names what to test, as the CLI's flags do: a YAML config (Config),
@@ -53,7 +54,7 @@ type Option func(*options)
 
 type options struct {
 	run             scenarios.RunOptions
-	profile         *scenarios.Profile
+	profile         *target.Profile
 	allowIncomplete bool
 	onReport        func(*scenarios.Report)
 }
@@ -84,7 +85,7 @@ func KnownFailing(globs ...string) Option {
 
 // WithProfile replaces the configured profile with p (e.g. a preset with
 // overrides).
-func WithProfile(p *scenarios.Profile) Option { return func(o *options) { o.profile = p } }
+func WithProfile(p *target.Profile) Option { return func(o *options) { o.profile = p } }
 
 // Parallel bounds the instances running at once (default: all).
 func Parallel(n int) Option { return func(o *options) { o.run.Parallel = n } }
@@ -134,7 +135,7 @@ type slot struct {
 
 func (s *slot) release() { s.once.Do(func() { close(s.done) }) }
 
-func check(t *testing.T, target *scenarios.Target, profile *scenarios.Profile, opts []Option) {
+func check(t *testing.T, target *target.Target, profile *target.Profile, opts []Option) {
 	t.Helper()
 	var o options
 	for _, opt := range opts {

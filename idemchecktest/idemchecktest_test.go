@@ -71,9 +71,9 @@ func TestOutsideModule(t *testing.T) {
 	}))
 	t.Cleanup(func() { counted.Close(); _ = app.Close() })
 	for _, tc := range []struct {
-		name, rule, run, target string
-		wantFail                bool
-		want, notWant           string
+		name, rule, run, tg string
+		wantFail            bool
+		want, notWant       string
 	}{
 		{"handler", "Handler on the reference middleware passes", "^TestMiddleware$", "", false,
 			"--- PASS: TestMiddleware/mismatch/changed-body@charges", "--- FAIL"},
@@ -87,7 +87,7 @@ func TestOutsideModule(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.CommandContext(t.Context(), goBin, "test", "-count=1", "-v", "-run", tc.run, ".")
 			cmd.Dir = filepath.Join("..", "examples", "gotest-module")
-			cmd.Env = append(os.Environ(), "GOWORK=off", "IDEMCHECK_TARGET="+tc.target)
+			cmd.Env = append(os.Environ(), "GOWORK=off", "IDEMCHECK_TARGET="+tc.tg)
 			cmd.WaitDelay = 10 * time.Second
 			out, err := cmd.CombinedOutput()
 			if failed := err != nil; failed != tc.wantFail {

@@ -8,8 +8,7 @@ import (
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
-
-	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/target"
 )
 
 // ttl is the retention the document declares: x-idempotency-ttl on the
@@ -120,9 +119,9 @@ var rawRE = regexp.MustCompile(`\b(sent as is|as-is|bare|unquoted|without quotes
 // keySyntax reads the key's syntax from the key parameter: an example in
 // double quotes, or a description naming a structured field, is an
 // sf-string; an example without quotes is raw; else the draft's sf-string.
-func keySyntax(p *openapi3.Parameter) (scenarios.KeySyntax, string) {
+func keySyntax(p *openapi3.Parameter) (target.KeySyntax, string) {
 	if p == nil {
-		return scenarios.SFString, "guessed: the draft's syntax (\"key\"); use raw if the API wants the bare key"
+		return target.SFString, "guessed: the draft's syntax (\"key\"); use raw if the API wants the bare key"
 	}
 	ex := p.Example
 	if ex == nil {
@@ -138,13 +137,13 @@ func keySyntax(p *openapi3.Parameter) (scenarios.KeySyntax, string) {
 	}
 	if s, ok := ex.(string); ok && s != "" {
 		if strings.HasPrefix(s, `"`) && strings.HasSuffix(s, `"`) {
-			return scenarios.SFString, fmt.Sprintf("from the %s example %s (quoted: an sf-string)", p.Name, s)
+			return target.SFString, fmt.Sprintf("from the %s example %s (quoted: an sf-string)", p.Name, s)
 		}
-		return scenarios.Raw, fmt.Sprintf("guessed: from the %s example %s (bare; many documents leave the quotes out)", p.Name, s)
+		return target.Raw, fmt.Sprintf("guessed: from the %s example %s (bare; many documents leave the quotes out)", p.Name, s)
 	}
 	if sc := p.Schema; sc != nil && sc.Value != nil {
 		if sc.Value.Format == "uuid" {
-			return scenarios.Raw, fmt.Sprintf("guessed: the %s schema's format is uuid, which a quoted key is not", p.Name)
+			return target.Raw, fmt.Sprintf("guessed: the %s schema's format is uuid, which a quoted key is not", p.Name)
 		}
 		// A pattern that wants the quotes, or takes a bare key and
 		// refuses it quoted.
@@ -152,18 +151,18 @@ func keySyntax(p *openapi3.Parameter) (scenarios.KeySyntax, string) {
 			switch k := sampleString(sc.Value); {
 			case !re.MatchString(k):
 			case strings.HasPrefix(k, `"`):
-				return scenarios.SFString, fmt.Sprintf("from the %s schema's pattern %s, which wants quotes", p.Name, sc.Value.Pattern)
+				return target.SFString, fmt.Sprintf("from the %s schema's pattern %s, which wants quotes", p.Name, sc.Value.Pattern)
 			case !re.MatchString(`"` + k + `"`):
-				return scenarios.Raw, fmt.Sprintf("from the %s schema's pattern %s, which refuses quotes", p.Name, sc.Value.Pattern)
+				return target.Raw, fmt.Sprintf("from the %s schema's pattern %s, which refuses quotes", p.Name, sc.Value.Pattern)
 			}
 		}
 	}
 	d := strings.ToLower(p.Description)
 	if m := rawRE.FindString(d); m != "" {
-		return scenarios.Raw, fmt.Sprintf("from the %s parameter's description (%q)", p.Name, m)
+		return target.Raw, fmt.Sprintf("from the %s parameter's description (%q)", p.Name, m)
 	}
 	if strings.Contains(d, "structured field") || strings.Contains(d, "sf-string") || strings.Contains(d, "rfc 8941") || strings.Contains(d, "rfc 9651") {
-		return scenarios.SFString, "from the " + p.Name + " parameter's description (a structured-field string)"
+		return target.SFString, "from the " + p.Name + " parameter's description (a structured-field string)"
 	}
-	return scenarios.SFString, "guessed: the draft's syntax (\"key\"); use raw if the API wants the bare key"
+	return target.SFString, "guessed: the draft's syntax (\"key\"); use raw if the API wants the bare key"
 }

@@ -22,12 +22,12 @@ import (
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
-
-	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/wire"
 )
 
 // ErrDocument: the OpenAPI document cannot be read, parsed or used
-// (exit 2). A URL that does not answer wraps scenarios.ErrUnreachable
+// (exit 2). A URL that does not answer wraps target.ErrUnreachable
 // instead (exit 4).
 var ErrDocument = errors.New("openapi")
 
@@ -48,7 +48,7 @@ type OpenAPIOptions struct {
 	// Timeout bounds fetching a URL and its external $refs (0: 10s); TLS
 	// reaches an https one (a private CA, a client certificate).
 	Timeout time.Duration
-	TLS     scenarios.TLS
+	TLS     target.TLS
 	// Command is the command line that asked, quoted in the file's head.
 	Command string
 	// NoValidate reads a document that does not validate (a conflict
@@ -74,16 +74,16 @@ func FromOpenAPI(ctx context.Context, o OpenAPIOptions) ([]byte, error) {
 
 // loadDocument loads and validates the document; errors are one line
 // naming the source.
-func loadDocument(ctx context.Context, src string, timeout time.Duration, tls scenarios.TLS, validate bool) (*openapi3.T, error) {
+func loadDocument(ctx context.Context, src string, timeout time.Duration, tls target.TLS, validate bool) (*openapi3.T, error) {
 	if timeout <= 0 {
 		timeout = 10 * time.Second
 	}
 	// The request layer's client, as every face builds it.
-	var reach scenarios.Target
+	var reach target.Target
 	if err := reach.SetTLS(tls); err != nil {
 		return nil, fmt.Errorf("tls.%v", err)
 	}
-	client := reach.Client(timeout)
+	client := wire.Client(&reach, timeout)
 	defer client.CloseIdleConnections()
 	loc, remote := &url.URL{Path: filepath.ToSlash(src)}, false
 	if u, err := url.Parse(src); err == nil && (u.Scheme == "http" || u.Scheme == "https") {
@@ -102,8 +102,8 @@ func loadDocument(ctx context.Context, src string, timeout time.Duration, tls sc
 	}
 	doc, err := loader.LoadFromURI(loc)
 	if err != nil {
-		if remote && errors.Is(err, scenarios.ErrUnreachable) {
-			return nil, fmt.Errorf("%w: %s: %v", scenarios.ErrUnreachable, src, unwrapUnreachable(err))
+		if remote && errors.Is(err, target.ErrUnreachable) {
+			return nil, fmt.Errorf("%w: %s: %v", target.ErrUnreachable, src, unwrapUnreachable(err))
 		}
 		return nil, fmt.Errorf("%w %s: %s", ErrDocument, src, singleLine(err.Error()))
 	}
@@ -144,7 +144,7 @@ func readURI(ctx context.Context, c *http.Client, u *url.URL) ([]byte, error) {
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", scenarios.ErrUnreachable, err)
+		return nil, fmt.Errorf("%w: %v", target.ErrUnreachable, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -156,8 +156,8 @@ func readURI(ctx context.Context, c *http.Client, u *url.URL) ([]byte, error) {
 // unwrapUnreachable is the transport error under the loader's wrapping.
 func unwrapUnreachable(err error) string {
 	msg := err.Error()
-	if i := strings.Index(msg, scenarios.ErrUnreachable.Error()+": "); i >= 0 {
-		return msg[i+len(scenarios.ErrUnreachable.Error())+2:]
+	if i := strings.Index(msg, target.ErrUnreachable.Error()+": "); i >= 0 {
+		return msg[i+len(target.ErrUnreachable.Error())+2:]
 	}
 	return msg
 }

@@ -21,7 +21,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/idemcheck/idemcheck/internal/jsonx"
-	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/target"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -33,7 +33,7 @@ var documents = []struct {
 	name, path string
 	style      string
 	keyHeader  string
-	syntax     scenarios.KeySyntax
+	syntax     target.KeySyntax
 	ttl        time.Duration
 	base       string
 	credential string            // the principals' header
@@ -44,13 +44,13 @@ var documents = []struct {
 	invalidStatus int
 }{
 	{"payments", "../examples/payments.openapi.yaml", "3.0 YAML with examples, the reference app",
-		"Idempotency-Key", scenarios.SFString, 24 * time.Hour, "http://127.0.0.1:8080", "Authorization",
+		"Idempotency-Key", target.SFString, 24 * time.Hour, "http://127.0.0.1:8080", "Authorization",
 		map[string]string{"createCharge": "/id", "createRefund": "/id"}, "/v1/effects?key={key}", 0},
 	{"charges", "testdata/charges.json", "3.1 JSON without examples (type arrays, numeric exclusiveMinimum, const)",
-		"Idempotency-Key", scenarios.SFString, 7 * 24 * time.Hour, "http://127.0.0.1:8092/api", "Authorization",
+		"Idempotency-Key", target.SFString, 7 * 24 * time.Hour, "http://127.0.0.1:8092/api", "Authorization",
 		map[string]string{"charge": "/id", "refund": "/id"}, "", 0},
 	{"bookings", "testdata/bookings.yaml", "3.1 YAML, $refs everywhere, allOf, an API-key scheme beside OAuth",
-		"X-Idempotency-Key", scenarios.Raw, 2 * time.Second, "http://127.0.0.1:8091", "X-Api-Key",
+		"X-Idempotency-Key", target.Raw, 2 * time.Second, "http://127.0.0.1:8091", "X-Api-Key",
 		map[string]string{"bookRoom": "/booking/booking_id"}, "", 400},
 }
 
@@ -72,26 +72,26 @@ func TestFromOpenAPIDocuments(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s (%s): %v", d.path, d.style, err)
 			}
-			target, _, err := scenarios.ParseConfig(out)
+			tg, _, err := target.ParseConfig(out)
 			if err != nil {
 				t.Fatalf("rule: the config loads without edits once the secrets are set: %v\n%s", err, out)
 			}
-			if target.KeyHeader != d.keyHeader || target.KeySyntax != d.syntax || target.TTL != d.ttl || target.BaseURL != d.base {
-				t.Errorf("key %s %s, ttl %s, base %s; want %s %s, %s, %s", target.KeyHeader, target.KeySyntax, target.TTL, target.BaseURL,
+			if tg.KeyHeader != d.keyHeader || tg.KeySyntax != d.syntax || tg.TTL != d.ttl || tg.BaseURL != d.base {
+				t.Errorf("key %s %s, ttl %s, base %s; want %s %s, %s, %s", tg.KeyHeader, tg.KeySyntax, tg.TTL, tg.BaseURL,
 					d.keyHeader, d.syntax, d.ttl, d.base)
 			}
-			if len(target.Principals) != 2 || !strings.Contains(target.Principals[0].Headers[d.credential], "token-one") ||
-				!strings.Contains(target.Principals[1].Headers[d.credential], "token-two") {
-				t.Errorf("rule: two principals from the security scheme, secrets from the environment: %+v", target.Principals)
+			if len(tg.Principals) != 2 || !strings.Contains(tg.Principals[0].Headers[d.credential], "token-one") ||
+				!strings.Contains(tg.Principals[1].Headers[d.credential], "token-two") {
+				t.Errorf("rule: two principals from the security scheme, secrets from the environment: %+v", tg.Principals)
 			}
-			if len(target.Operations) != len(d.ids) {
-				t.Errorf("%d operations, want %d (those declaring the key header)", len(target.Operations), len(d.ids))
+			if len(tg.Operations) != len(d.ids) {
+				t.Errorf("%d operations, want %d (those declaring the key header)", len(tg.Operations), len(d.ids))
 			}
-			doc, err := loadDocument(context.Background(), d.path, 0, scenarios.TLS{}, true)
+			doc, err := loadDocument(context.Background(), d.path, 0, target.TLS{}, true)
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, op := range target.Operations {
+			for _, op := range tg.Operations {
 				if want, ok := d.ids[op.Name]; !ok || op.IDPointer != want {
 					t.Errorf("%s: id_pointer %q, want %q", op.Name, op.IDPointer, want)
 				}
@@ -110,8 +110,8 @@ func TestFromOpenAPIDocuments(t *testing.T) {
 					}
 					checkValid(t, doc, schema, op.Name+" "+m.Name, b)
 				}
-				if v, ok := op.Variants[scenarios.VariantInvalid]; ok {
-					b, _, _ := op.VariantBody(scenarios.VariantInvalid)
+				if v, ok := op.Variants[target.VariantInvalid]; ok {
+					b, _, _ := op.VariantBody(target.VariantInvalid)
 					var x any
 					_ = json.Unmarshal(b, &x)
 					if validate(doc, schema, x) == nil {
@@ -125,11 +125,11 @@ func TestFromOpenAPIDocuments(t *testing.T) {
 			marks := []string{"# guessed: ", "# TODO: ", "docs/evidence.md", "downstream:"}
 			if d.oracle == "" {
 				marks = append(marks, "sql:")
-				if target.Oracle != nil {
-					t.Errorf("an oracle the document does not mark: %+v", target.Oracle)
+				if tg.Oracle != nil {
+					t.Errorf("an oracle the document does not mark: %+v", tg.Oracle)
 				}
-			} else if target.Oracle == nil || target.Oracle.URL != d.oracle || target.Oracle.Pointer != "/executions" {
-				t.Errorf("rule: the counter marked x-idemcheck-oracle is the oracle; got %+v", target.Oracle)
+			} else if tg.Oracle == nil || tg.Oracle.URL != d.oracle || tg.Oracle.Pointer != "/executions" {
+				t.Errorf("rule: the counter marked x-idemcheck-oracle is the oracle; got %+v", tg.Oracle)
 			}
 			for _, mark := range marks {
 				if !strings.Contains(string(out), mark) {
@@ -141,7 +141,7 @@ func TestFromOpenAPIDocuments(t *testing.T) {
 }
 
 // requestSchema is the JSON request schema of op (by method and path).
-func requestSchema(t *testing.T, doc *openapi3.T, op scenarios.Operation) *openapi3.Schema {
+func requestSchema(t *testing.T, doc *openapi3.T, op target.Operation) *openapi3.Schema {
 	t.Helper()
 	a := analysis{doc: doc}
 	for _, o := range a.all() {
@@ -218,18 +218,18 @@ func TestFromOpenAPIDependency(t *testing.T) {
 // TODO saying so.
 func TestFromOpenAPISelection(t *testing.T) {
 	setTokens(t)
-	load := func(o OpenAPIOptions) *scenarios.Target {
+	load := func(o OpenAPIOptions) *target.Target {
 		t.Helper()
 		o.Command = "idemcheck init"
 		out, err := FromOpenAPI(context.Background(), o)
 		if err != nil {
 			t.Fatal(err)
 		}
-		target, _, err := scenarios.ParseConfig(out)
+		tg, _, err := target.ParseConfig(out)
 		if err != nil {
 			t.Fatalf("%v\n%s", err, out)
 		}
-		return target
+		return tg
 	}
 	tg := load(OpenAPIOptions{Source: "testdata/charges.json", Operations: []string{"refund"}})
 	if len(tg.Operations) != 1 || tg.Operations[0].Path != "/refunds" {
@@ -282,15 +282,15 @@ paths:
 	if err != nil {
 		t.Fatal(err)
 	}
-	target, _, err := scenarios.ParseConfig(out)
+	tg, _, err := target.ParseConfig(out)
 	if err != nil {
 		t.Fatalf("rule: an incomplete document still gives a file that loads: %v\n%s", err, out)
 	}
-	if len(target.Operations) != 3 || target.Operations[1].Path != "/carts/7/items" || target.Operations[1].Name != "items" ||
-		target.Operations[2].Name != "patch-items" || len(target.Principals) != 1 {
-		t.Errorf("operations %+v, principals %+v", target.Operations, target.Principals)
+	if len(tg.Operations) != 3 || tg.Operations[1].Path != "/carts/7/items" || tg.Operations[1].Name != "items" ||
+		tg.Operations[2].Name != "patch-items" || len(tg.Principals) != 1 {
+		t.Errorf("operations %+v, principals %+v", tg.Operations, tg.Principals)
 	}
-	if op := target.Operations[0]; op.Path != "/carts/12" || op.Headers["Content-Type"] != "application/merge-patch+json" {
+	if op := tg.Operations[0]; op.Path != "/carts/12" || op.Headers["Content-Type"] != "application/merge-patch+json" {
 		t.Errorf("rule: the schema's example fills the path; the declared JSON media type is the Content-Type: %s %v", op.Path, op.Headers)
 	}
 	for _, want := range []string{
@@ -336,14 +336,14 @@ func TestFromOpenAPIErrors(t *testing.T) {
 		switch {
 		case err == nil:
 			t.Errorf("%s: no error", b.name)
-		case errors.Is(err, scenarios.ErrUnreachable):
+		case errors.Is(err, target.ErrUnreachable):
 			t.Errorf("%s: %v is not unreachable", b.name, err)
 		case strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), b.want) || !strings.Contains(err.Error(), b.src):
 			t.Errorf("%s: %q: want one line naming %s and %q", b.name, err, b.src, b.want)
 		}
 	}
 	_, err := FromOpenAPI(context.Background(), OpenAPIOptions{Source: "http://127.0.0.1:1/openapi.json", Timeout: 2 * time.Second})
-	if !errors.Is(err, scenarios.ErrUnreachable) || !strings.Contains(err.Error(), "127.0.0.1:1/openapi.json") {
+	if !errors.Is(err, target.ErrUnreachable) || !strings.Contains(err.Error(), "127.0.0.1:1/openapi.json") {
 		t.Errorf("unreachable URL: %v", err)
 	}
 }
@@ -358,14 +358,14 @@ func TestFromOpenAPIURL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	target, _, err := scenarios.ParseConfig(out)
+	tg, _, err := target.ParseConfig(out)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if op := target.Operations[0]; op.Path != "/tickets" || op.IDPointer != "/ticket_id" || !strings.Contains(string(op.Body), `"seat"`) {
+	if op := tg.Operations[0]; op.Path != "/tickets" || op.IDPointer != "/ticket_id" || !strings.Contains(string(op.Body), `"seat"`) {
 		t.Errorf("from the external schema: %s %s %s", op.Path, op.IDPointer, op.Body)
 	}
-	if _, err := FromOpenAPI(context.Background(), OpenAPIOptions{Source: srv.URL + "/missing.yaml"}); err == nil || errors.Is(err, scenarios.ErrUnreachable) {
+	if _, err := FromOpenAPI(context.Background(), OpenAPIOptions{Source: srv.URL + "/missing.yaml"}); err == nil || errors.Is(err, target.ErrUnreachable) {
 		t.Errorf("a 404 document: %v, want a document error", err)
 	}
 	local, err := filepath.Abs("testdata/split/schemas.yaml")
@@ -450,7 +450,7 @@ func TestFromOpenAPIURLTLS(t *testing.T) {
 	if _, err := FromOpenAPI(context.Background(), OpenAPIOptions{Source: src}); err == nil {
 		t.Error("rule: an unknown CA is refused")
 	}
-	if _, err := FromOpenAPI(context.Background(), OpenAPIOptions{Source: src, TLS: scenarios.TLS{CACert: ca}}); err != nil {
+	if _, err := FromOpenAPI(context.Background(), OpenAPIOptions{Source: src, TLS: target.TLS{CACert: ca}}); err != nil {
 		t.Errorf("with the CA: %v", err)
 	}
 }
@@ -492,11 +492,11 @@ paths:
 	if err != nil {
 		t.Fatal(err)
 	}
-	target, _, err := scenarios.ParseConfig(out)
+	tg, _, err := target.ParseConfig(out)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if h := target.Principals[1].Headers; len(h) != 1 || h["Authorization"] != "Bearer token-two" {
+	if h := tg.Principals[1].Headers; len(h) != 1 || h["Authorization"] != "Bearer token-two" {
 		t.Errorf("rule: the alternative with the fewest secrets (bearer on /b); got %v\n%s", h, out)
 	}
 	t.Setenv("IDEMCHECK_TOKEN_1_2", "tenant-one")
@@ -505,10 +505,10 @@ paths:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if target, _, err = scenarios.ParseConfig(out); err != nil {
+	if tg, _, err = target.ParseConfig(out); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if h := target.Principals[0].Headers; len(h) != 2 || h["X-Key"] != "token-one" || h["X-Tenant"] != "tenant-one" {
+	if h := tg.Principals[0].Headers; len(h) != 2 || h["X-Key"] != "token-one" || h["X-Tenant"] != "tenant-one" {
 		t.Errorf("rule: basic + bearer share one header and a query key is no header: X-Key + X-Tenant; got %v\n%s", h, out)
 	}
 }
@@ -538,7 +538,7 @@ paths:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := scenarios.ParseConfig(out); err != nil {
+	if _, _, err := target.ParseConfig(out); err != nil {
 		t.Errorf("%v\n%s", err, out)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/wire"
 )
 
 // ProbeOptions is the live endpoint init --probe learns from.
@@ -22,15 +24,15 @@ type ProbeOptions struct {
 	Headers   []string
 	KeyHeader string        // default Idempotency-Key
 	Timeout   time.Duration // per request (0: 10s)
-	TLS       scenarios.TLS
+	TLS       target.TLS
 	Command   string
 }
 
 // probe is one run of exchanges against the endpoint.
 type probe struct {
 	env    *scenarios.Env
-	target *scenarios.Target
-	op     *scenarios.Operation
+	target *target.Target
+	op     *target.Operation
 	// steps are the exchanges in order, numbered from 1 in the file.
 	steps []step
 }
@@ -38,12 +40,12 @@ type probe struct {
 type step struct {
 	what string
 	key  string // the key header as sent ("" : none)
-	resp scenarios.Resp
+	resp wire.Resp
 }
 
 // send makes one exchange: keyLine is the key header sent verbatim
 // (empty: none), body nil for the operation's.
-func (p *probe) send(ctx context.Context, what, keyLine string, body json.RawMessage) (int, scenarios.Resp) {
+func (p *probe) send(ctx context.Context, what, keyLine string, body json.RawMessage) (int, wire.Resp) {
 	r := scenarios.Req{Label: what, Body: body, NoKey: keyLine == ""}
 	if keyLine != "" {
 		r.KeyLines = []string{keyLine}
@@ -69,9 +71,9 @@ func Probe(ctx context.Context, o ProbeOptions) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	client := t.Client(t.Timeout)
+	client := wire.Client(t, t.Timeout)
 	defer client.CloseIdleConnections()
-	if err := scenarios.Preflight(ctx, t, client); err != nil {
+	if err := wire.Preflight(ctx, t, client); err != nil {
 		return nil, err
 	}
 	p := &probe{env: scenarios.NewEnv(t, op, client), target: t, op: op}
@@ -85,7 +87,7 @@ func Probe(ctx context.Context, o ProbeOptions) ([]byte, error) {
 // probeTarget builds the one-operation target of the probe: the
 // credentials are the first principal's, the other headers the
 // operation's.
-func probeTarget(o ProbeOptions) (*scenarios.Target, *scenarios.Operation, error) {
+func probeTarget(o ProbeOptions) (*target.Target, *target.Operation, error) {
 	u, err := url.Parse(o.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, nil, fmt.Errorf("--probe %q: want an absolute http(s) URL", o.URL)
@@ -99,7 +101,7 @@ func probeTarget(o ProbeOptions) (*scenarios.Target, *scenarios.Operation, error
 	default:
 		return nil, nil, fmt.Errorf("--method %q: want POST, PUT, PATCH or DELETE", o.Method)
 	}
-	op := &scenarios.Operation{Name: probeName(u.Path), Method: method, Path: u.RequestURI(), Headers: map[string]string{}}
+	op := &target.Operation{Name: probeName(u.Path), Method: method, Path: u.RequestURI(), Headers: map[string]string{}}
 	if strings.TrimSpace(o.Body) != "" {
 		var m map[string]any
 		if err := json.Unmarshal([]byte(o.Body), &m); err != nil {
@@ -131,9 +133,9 @@ func probeTarget(o ProbeOptions) (*scenarios.Target, *scenarios.Operation, error
 	if timeout <= 0 {
 		timeout = 10 * time.Second
 	}
-	t := &scenarios.Target{
-		BaseURL: u.Scheme + "://" + u.Host, KeyHeader: keyHeader, KeySyntax: scenarios.SFString, Timeout: timeout,
-		Principals: []scenarios.Principal{{Name: "user1", Headers: creds}}, Operations: []scenarios.Operation{*op},
+	t := &target.Target{
+		BaseURL: u.Scheme + "://" + u.Host, KeyHeader: keyHeader, KeySyntax: target.SFString, Timeout: timeout,
+		Principals: []target.Principal{{Name: "user1", Headers: creds}}, Operations: []target.Operation{*op},
 	}
 	if err := t.SetTLS(o.TLS); err != nil {
 		return nil, nil, fmt.Errorf("tls.%v", err)

@@ -11,7 +11,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/idemcheck/idemcheck/internal/jsonx"
-	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/wire"
 )
 
 // learnt is what the exchanges showed, each with the sentence that says
@@ -36,16 +37,16 @@ type learnt struct {
 // response and the key header as sent.
 type accepted struct {
 	n    int
-	resp scenarios.Resp
+	resp wire.Resp
 	key  string
 }
 
 // learn runs the exchanges: a quoted key, a bare key, (the bare form of
 // the quoted key when both were accepted, or one more key when only one
 // was), a replay, a key that is not a UUID, no key, a changed body.
-func (p *probe) learn(ctx context.Context, target string) (*learnt, error) {
+func (p *probe) learn(ctx context.Context, base string) (*learnt, error) {
 	l := &learnt{}
-	first, second, err := p.learnSyntax(ctx, target, l)
+	first, second, err := p.learnSyntax(ctx, base, l)
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +62,7 @@ func (p *probe) learn(ctx context.Context, target string) (*learnt, error) {
 
 // sfKey writes key as an sf-string when the API parses them.
 func (l *learnt) sfKey(key string) string {
-	if l.syntax == string(scenarios.SFString) {
+	if l.syntax == string(target.SFString) {
 		return `"` + key + `"`
 	}
 	return key
@@ -70,22 +71,22 @@ func (l *learnt) sfKey(key string) string {
 // learnSyntax sends a quoted and a bare key (UUIDs: the one form every
 // API accepts, some nothing else). first is the accepted exchange the
 // replay and the mismatch reuse; second another accepted key's, if any.
-func (p *probe) learnSyntax(ctx context.Context, target string, l *learnt) (first, second *accepted, err error) {
+func (p *probe) learnSyntax(ctx context.Context, base string, l *learnt) (first, second *accepted, err error) {
 	k1, k2 := uuid.NewString(), uuid.NewString()
 	nq, q := p.send(ctx, "a quoted key", `"`+k1+`"`, nil)
 	nr, r := p.send(ctx, "a bare key", k2, nil)
 	quoted, bare := &accepted{nq, q, `"` + k1 + `"`}, &accepted{nr, r, k2}
 	switch {
 	case q.Err != nil && r.Err != nil:
-		return nil, nil, fmt.Errorf("%w: %s: %v", scenarios.ErrUnreachable, target, q.Err)
+		return nil, nil, fmt.Errorf("%w: %s: %v", target.ErrUnreachable, base, q.Err)
 	case !q.OK() && !r.OK():
 		return nil, nil, fmt.Errorf("--probe %s: no request succeeded (%s: %s; %s: %s): check --body, --header and --key-header",
-			target, p.describe(nq), clip(q.Body), p.describe(nr), clip(r.Body))
+			base, p.describe(nq), clip(q.Body), p.describe(nr), clip(r.Body))
 	case q.OK() && !r.OK():
-		l.syntax, l.syntaxWhy = string(scenarios.SFString), p.describe(nq)+", "+p.describe(nr)
+		l.syntax, l.syntaxWhy = string(target.SFString), p.describe(nq)+", "+p.describe(nr)
 		return quoted, nil, nil
 	case r.OK() && !q.OK():
-		l.syntax, l.syntaxWhy = string(scenarios.Raw), p.describe(nr)+", "+p.describe(nq)
+		l.syntax, l.syntaxWhy = string(target.Raw), p.describe(nr)+", "+p.describe(nq)
 		return bare, nil, nil
 	}
 	// Both accepted: the bare form of the quoted key tells a server that
@@ -94,11 +95,11 @@ func (p *probe) learnSyntax(ctx context.Context, target string, l *learnt) (firs
 	nb, b := p.send(ctx, fmt.Sprintf("exchange %d's key, bare", nq), k1, nil)
 	ptr := findID(q.Body)
 	if b.OK() && ((ptr != "" && idAt(b.Body, ptr) == idAt(q.Body, ptr)) || (ptr == "" && string(b.Body) == string(q.Body))) {
-		l.syntax = string(scenarios.SFString)
+		l.syntax = string(target.SFString)
 		l.syntaxWhy = fmt.Sprintf("exchanges %d and %d accepted a quoted and a bare key; exchange %d, exchange %d's key bare, replayed it: the quotes are parsed", nq, nr, nb, nq)
 		return quoted, bare, nil
 	}
-	l.syntax = string(scenarios.Raw)
+	l.syntax = string(target.Raw)
 	l.syntaxWhy = fmt.Sprintf("exchanges %d and %d accepted a quoted and a bare key; exchange %d, exchange %d's key bare, did not replay it: the quotes are part of the key", nq, nr, nb, nq)
 	return bare, quoted, nil
 }

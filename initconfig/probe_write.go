@@ -6,9 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idemcheck/idemcheck/target"
 	"go.yaml.in/yaml/v3"
-
-	"github.com/idemcheck/idemcheck/scenarios"
 )
 
 // write is the config the exchanges showed.
@@ -122,9 +121,9 @@ func (p *probe) write(o ProbeOptions, l *learnt) ([]byte, error) {
 	root.set("operations", sequence(op.n))
 
 	prof := newMapping()
-	prof.set("preset", str(scenarios.DefaultProfile))
+	prof.set("preset", str(target.DefaultProfile))
 	ov := newMapping()
-	if l.syntax == string(scenarios.Raw) {
+	if l.syntax == string(target.Raw) {
 		ov.set("key_syntax", from(str(l.syntax), "as key_syntax above"))
 	}
 	switch {

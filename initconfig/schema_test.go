@@ -9,8 +9,7 @@ import (
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
-
-	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/target"
 )
 
 // TestSampleValid: a body generated from a schema's required members is
@@ -148,18 +147,18 @@ func TestKeySyntax(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		p      *openapi3.Parameter
-		syntax scenarios.KeySyntax
+		syntax target.KeySyntax
 		why    string
 	}{
-		{nil, scenarios.SFString, "guessed: the draft's"},
-		{&openapi3.Parameter{Name: "K", Example: `"abc"`}, scenarios.SFString, "quoted"},
-		{&openapi3.Parameter{Name: "K", Example: "abc"}, scenarios.Raw, "guessed: "},
-		{&openapi3.Parameter{Name: "K", Description: "A Structured Field string."}, scenarios.SFString, "structured-field"},
-		{&openapi3.Parameter{Name: "K", Description: "The key, sent as is."}, scenarios.Raw, "sent as is"},
-		{&openapi3.Parameter{Name: "K", Schema: str("uuid")}, scenarios.Raw, "format is uuid"},
-		{&openapi3.Parameter{Name: "K", Schema: pattern("^[A-Za-z0-9-]{8,64}$")}, scenarios.Raw, "refuses quotes"},
-		{&openapi3.Parameter{Name: "K", Schema: pattern(`^"[a-z0-9-]+"$`)}, scenarios.SFString, "wants quotes"},
-		{&openapi3.Parameter{Name: "K", Schema: str("")}, scenarios.SFString, "guessed: the draft's"},
+		{nil, target.SFString, "guessed: the draft's"},
+		{&openapi3.Parameter{Name: "K", Example: `"abc"`}, target.SFString, "quoted"},
+		{&openapi3.Parameter{Name: "K", Example: "abc"}, target.Raw, "guessed: "},
+		{&openapi3.Parameter{Name: "K", Description: "A Structured Field string."}, target.SFString, "structured-field"},
+		{&openapi3.Parameter{Name: "K", Description: "The key, sent as is."}, target.Raw, "sent as is"},
+		{&openapi3.Parameter{Name: "K", Schema: str("uuid")}, target.Raw, "format is uuid"},
+		{&openapi3.Parameter{Name: "K", Schema: pattern("^[A-Za-z0-9-]{8,64}$")}, target.Raw, "refuses quotes"},
+		{&openapi3.Parameter{Name: "K", Schema: pattern(`^"[a-z0-9-]+"$`)}, target.SFString, "wants quotes"},
+		{&openapi3.Parameter{Name: "K", Schema: str("")}, target.SFString, "guessed: the draft's"},
 	} {
 		syntax, why := keySyntax(tc.p)
 		if syntax != tc.syntax || !strings.Contains(why, tc.why) {

@@ -9,9 +9,8 @@ import (
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/idemcheck/idemcheck/target"
 	"go.yaml.in/yaml/v3"
-
-	"github.com/idemcheck/idemcheck/scenarios"
 )
 
 // evidenceDoc is where the commented evidence options are explained.
@@ -91,7 +90,7 @@ func (a *analysis) write(ops []operation, command string) ([]byte, error) {
 	}
 
 	prof := newMapping()
-	prof.set("preset", str(scenarios.DefaultProfile))
+	prof.set("preset", str(target.DefaultProfile))
 	if ov := a.overrides(ops, keyParam, syntax); len(ov.n.Content) > 0 {
 		prof.set("overrides", ov.n)
 	}
@@ -242,7 +241,7 @@ func (a *analysis) operationNode(o operation, seen map[string]bool) (mapping, []
 			v.set("status", value(status))
 		}
 		guessed(v.n, why)
-		variants.set(scenarios.VariantInvalid, v.n)
+		variants.set(target.VariantInvalid, v.n)
 	}
 	prose, lines := a.variantTODOs(o)
 	if len(variants.n.Content) > 0 {
@@ -268,9 +267,9 @@ func bodySchema(b *body) *openapi3.Schema {
 // overrides are the profile fields the document states: the statuses
 // its responses' descriptions give to a changed body and to a key in
 // flight, and what the key parameter's schema says of the key.
-func (a *analysis) overrides(ops []operation, p *openapi3.Parameter, syntax scenarios.KeySyntax) mapping {
+func (a *analysis) overrides(ops []operation, p *openapi3.Parameter, syntax target.KeySyntax) mapping {
 	m := newMapping()
-	if syntax == scenarios.Raw {
+	if syntax == target.Raw {
 		m.set("key_syntax", from(str(string(syntax)), "as key_syntax above"))
 	}
 	for _, field := range []struct {

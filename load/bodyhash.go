@@ -13,8 +13,9 @@ import (
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
-	"github.com/idemcheck/idemcheck/chaos"
+	"github.com/idemcheck/idemcheck/internal/jsonx"
 	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/target"
 )
 
 // bodySumHeader carries, on each response the runner reads, the SHA-256
@@ -70,13 +71,13 @@ func (c *bodyFacts) of(raw string, body []byte, compare, idPointer string) facts
 		return v.(facts)
 	}
 	f := facts{form: raw}
-	if compare == scenarios.CompareJSON {
+	if compare == target.CompareJSON {
 		form := scenarios.ReplayForm(compare, body)
 		sum := sha256.Sum256(form)
 		f.form = formatSum(sum[:], int64(len(form)))
 	}
 	if idPointer != "" {
-		f.id = chaos.JSONPointer(body, idPointer)
+		f.id = jsonx.PointerText(body, idPointer)
 	}
 	if c.n.Add(1) <= maxFacts {
 		c.m.Store(raw, f)
@@ -94,7 +95,7 @@ func (t sumTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	delete(resp.Header, createdIDHeader)
 	b := &summingBody{ReadCloser: resp.Body, h: hashes.Get().(hash.Hash), header: resp.Header, compare: t.compare,
 		idPointer: t.idPointer, facts: t.facts, created: resp.StatusCode >= 200 && resp.StatusCode < 300}
-	if t.compare == scenarios.CompareJSON || (b.created && t.idPointer != "") {
+	if t.compare == target.CompareJSON || (b.created && t.idPointer != "") {
 		b.buf = bufs.Get().(*bytes.Buffer)
 	}
 	resp.Body = b
@@ -153,7 +154,7 @@ func (b *summingBody) finish() {
 		// The body fitted: its form (json) and id, cached by its bytes.
 		f = b.facts.of(raw, b.buf.Bytes(), b.compare, b.idPointer)
 	}
-	if b.compare == scenarios.CompareStatus {
+	if b.compare == target.CompareStatus {
 		f.form = statusOnlySum // the status alone is compared
 	}
 	b.header[bodySumHeader] = []string{f.form}

@@ -7,9 +7,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/idemcheck/idemcheck/wire"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
-
-	"github.com/idemcheck/idemcheck/scenarios"
 )
 
 // BenchmarkHitResult measures the per-result path of a hit-mode run: one
@@ -33,7 +32,7 @@ func benchHitResult(b *testing.B, body []byte) {
 	defer srv.Close()
 	c := defaults()
 	c.mode = ModeHit
-	client := &http.Client{Transport: c.resultTransport(scenarios.NewTransport(1))}
+	client := &http.Client{Transport: c.resultTransport(wire.NewTransport(1))}
 	defer client.CloseIdleConnections()
 	col := newCollector(0, 0, 0)
 	for _, p := range []Path{warmup, Hit} {

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/wire"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
-
-	"github.com/idemcheck/idemcheck/scenarios"
 )
 
 // Path is what a request exercises on the server, known from what was sent.
@@ -68,21 +68,21 @@ func (m Mode) Produces() []Path {
 	return nil
 }
 
-// KeyGen makes the n-th idempotency key of a run (scenarios.KeyGen).
-type KeyGen = scenarios.KeyGen
+// KeyGen makes the n-th idempotency key of a run (target.KeyGen).
+type KeyGen = target.KeyGen
 
 // RandomKeys and HashKeys are the client-generated key strategies of the
 // request layer (scenarios/keys.go), shared with run and chaos.
 var (
-	RandomKeys = scenarios.RandomKeys
-	HashKeys   = scenarios.HashKeys
+	RandomKeys = target.RandomKeys
+	HashKeys   = target.HashKeys
 )
 
 // keySource hands out a run's fresh keys: client-generated ones numbered
 // by next, or server-issued ones (key_source). The first fetch error stops
 // the attack (the targeter fails) and is the run's error.
 type keySource struct {
-	keys *scenarios.Keys
+	keys *wire.Keys
 	ctx  context.Context
 	next *atomic.Uint64
 	err  atomic.Pointer[error]

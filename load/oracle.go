@@ -6,7 +6,8 @@ import (
 	"net/http"
 	"sort"
 
-	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/evidence"
+	"github.com/idemcheck/idemcheck/target"
 )
 
 // OracleReport is what the effects oracle said about the run.
@@ -33,12 +34,13 @@ type OracleReport struct {
 
 // oracle asks the target's evidence sources how often the handler ran.
 type oracle struct {
-	ev *scenarios.Evidence
+	ev *evidence.Evidence
 }
 
-// newOracle opens t's evidence (nil when t has none); close it after.
-func newOracle(t *scenarios.Target, client *http.Client) (*oracle, error) {
-	ev, err := scenarios.OpenEvidence(t, client)
+// newOracle opens t's evidence, d being its downstream double (nil when t
+// has no evidence); close it after.
+func newOracle(t *target.Target, client *http.Client, d *evidence.Downstream) (*oracle, error) {
+	ev, err := evidence.Open(t, client, d)
 	if err != nil || ev == nil {
 		return nil, err
 	}

@@ -16,13 +16,15 @@ import (
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
+	"github.com/idemcheck/idemcheck/evidence"
 	"github.com/idemcheck/idemcheck/internal/jsonx"
-	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/wire"
 )
 
-// ErrUnreachable wraps a failed preflight (scenarios.Preflight, shared
+// ErrUnreachable wraps a failed preflight (wire.Preflight, shared
 // by every face): nothing answered at the target.
-var ErrUnreachable = scenarios.ErrUnreachable
+var ErrUnreachable = target.ErrUnreachable
 
 // ErrConfig wraps an invalid option or an operation/variant the target
 // does not declare.
@@ -120,7 +122,7 @@ func WithTTL(d time.Duration) Option { return func(c *config) { c.ttl = d } }
 // answers count as inside a key's TTL (sent within TTL − margin of the
 // key's first request). Without it replays are compared as bytes and the
 // margin is 0.
-func WithProfile(p *scenarios.Profile) Option {
+func WithProfile(p *target.Profile) Option {
 	return func(c *config) { c.compare, c.margin = p.ReplayCompare, p.Margin }
 }
 
@@ -182,7 +184,7 @@ func (c *config) validate() error {
 }
 
 // buildRequest resolves the operation, principal and body of the run.
-func buildRequest(t *scenarios.Target, c *config) (*request, error) {
+func buildRequest(t *target.Target, d *evidence.Downstream, c *config) (*request, error) {
 	if len(t.Operations) == 0 {
 		return nil, fmt.Errorf("target declares no operations")
 	}
@@ -200,8 +202,8 @@ func buildRequest(t *scenarios.Target, c *config) (*request, error) {
 	}
 	variant := c.variant
 	if variant == "" && c.patch == nil && c.mode == ModeContention {
-		if _, ok := op.Variants[scenarios.VariantSlow]; ok {
-			variant = scenarios.VariantSlow
+		if _, ok := op.Variants[target.VariantSlow]; ok {
+			variant = target.VariantSlow
 		}
 	}
 	body := []byte(op.Body)
@@ -235,14 +237,14 @@ func buildRequest(t *scenarios.Target, c *config) (*request, error) {
 		keyHeader: http.CanonicalHeaderKey(keyHeader),
 		keyValue:  t.KeyValue,
 	}
-	if t.Double() != nil {
+	if d != nil {
 		// The downstream double: each key's token in its requests, and
 		// the variant's behaviour for the key's calls.
 		rq.mark = func(key, u string, h http.Header, body []byte) (string, []byte) {
 			if variant != "" {
-				_ = t.BehaveVariant(&op, key, variant) // routes are validated
+				_ = d.BehaveVariant(&op, key, variant) // routes are validated
 			}
-			return t.Mark(&op, key, u, h, body)
+			return d.Mark(&op, key, u, h, body)
 		}
 	}
 	return rq, nil
@@ -251,7 +253,7 @@ func buildRequest(t *scenarios.Target, c *config) (*request, error) {
 // Run warms up (connections, then the hit pool), runs every phase of the
 // plan on a fresh vegeta Attacker, then asks the oracle. Cancelling ctx
 // stops the running phase; the partial report is still returned.
-func Run(ctx context.Context, t *scenarios.Target, opts ...Option) (*Report, error) {
+func Run(ctx context.Context, t *target.Target, opts ...Option) (*Report, error) {
 	c := defaults()
 	for _, o := range opts {
 		o(&c)
@@ -266,21 +268,14 @@ func Run(ctx context.Context, t *scenarios.Target, opts ...Option) (*Report, err
 		c.keys = RandomKeys()
 	}
 	c.keys = c.shard.keys(c.keys)
-	if t.Downstream != nil && t.Double() == nil {
-		// The config's downstream double: the API's provider, the oracle
-		// and what makes the contention mode's slow variant slow.
-		dt, d, err := scenarios.StartDownstream(ctx, t)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrConfig, err)
-		}
-		defer func() {
-			closing, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			defer cancel()
-			_ = d.Close(closing)
-		}()
-		t = dt
+	// The config's downstream double: the API's provider, the oracle and
+	// what makes the contention mode's slow variant slow.
+	d, err := evidence.StartDownstream(ctx, t)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
 	}
-	rq, err := buildRequest(t, &c)
+	defer d.Close()
+	rq, err := buildRequest(t, d, &c)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
 	}
@@ -288,19 +283,19 @@ func Run(ctx context.Context, t *scenarios.Target, opts ...Option) (*Report, err
 		c.ttl = t.TTL
 	}
 	client := &http.Client{
-		Transport:     c.resultTransport(t.Transport(int(c.maxWork))),
+		Transport:     c.resultTransport(wire.Transport(t, int(c.maxWork))),
 		Timeout:       c.timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	defer client.CloseIdleConnections()
-	if err := scenarios.Preflight(ctx, t, client); err != nil {
+	if err := wire.Preflight(ctx, t, client); err != nil {
 		return nil, err
 	}
 	// next numbers client-generated keys across phases so none repeats.
 	var next atomic.Uint64
 	// c.keys already is Target.KeyGen (--hash-keys) when set, split into
 	// this run's shard.
-	keys := &keySource{keys: t.KeysFrom(client, c.keys), ctx: ctx, next: &next}
+	keys := &keySource{keys: wire.KeysFrom(t, client, c.keys), ctx: ctx, next: &next}
 
 	col := newCollector(c.verySlow, c.ttl, c.margin)
 	s := &sink{col: col}
@@ -329,9 +324,9 @@ func Run(ctx context.Context, t *scenarios.Target, opts ...Option) (*Report, err
 			hot = append(hot, k)
 		}
 	}
-	oclient := t.Client(5 * time.Second)
+	oclient := wire.Client(t, 5*time.Second)
 	defer oclient.CloseIdleConnections()
-	orc, err := newOracle(t, oclient)
+	orc, err := newOracle(t, oclient, d)
 	if err != nil {
 		return nil, err
 	}
@@ -340,7 +335,7 @@ func Run(ctx context.Context, t *scenarios.Target, opts ...Option) (*Report, err
 	if orc != nil {
 		// A downstream double counts only once one request is seen to
 		// call it with its key's token (calibration, as run does).
-		note, ok := scenarios.CheckDownstream(ctx, t, oclient)
+		note, ok := d.Check(ctx, oclient)
 		if !ok {
 			orc = nil // closed by the deferred close above
 		}

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/target"
 )
 
 // TestResultPredicate is the in-toto test-result predicate type an
@@ -60,7 +61,7 @@ type AttestOptions struct {
 	// config's digest.
 	Subjects []Subject
 	// Profile is the profile the run judged by, overrides included.
-	Profile *scenarios.Profile
+	Profile *target.Profile
 	// Report is the JSON report written beside the attestation, if any.
 	Report *scenarios.Resource
 	// URL links the CI run (the predicate's url), if any.

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/wire"
 )
 
 // maxBodyShown bounds a body printed in text evidence; JSON keeps it whole.
@@ -51,7 +52,7 @@ func FailureText(r scenarios.Result, indent string) string {
 	if r.Attempts > 1 {
 		// The deciding attempt's exchanges; the missed ones' are in the JSON.
 		last := fmt.Sprintf("attempt %d: ", r.Attempts)
-		i := slices.IndexFunc(exchanges, func(ex scenarios.Exchange) bool { return strings.HasPrefix(ex.Label, last) })
+		i := slices.IndexFunc(exchanges, func(ex wire.Exchange) bool { return strings.HasPrefix(ex.Label, last) })
 		if i > 0 {
 			line("exchanges of attempt %d (the %d earlier attempts' %d exchanges are in the JSON report):", r.Attempts, r.Attempts-1, i)
 			exchanges = exchanges[i:]
@@ -69,7 +70,7 @@ func FailureText(r scenarios.Result, indent string) string {
 	return b.String()
 }
 
-func writeExchange(b *strings.Builder, indent string, n int, ex scenarios.Exchange) {
+func writeExchange(b *strings.Builder, indent string, n int, ex wire.Exchange) {
 	label := ex.Label
 	if label == "" {
 		label = "request"

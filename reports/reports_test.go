@@ -14,10 +14,11 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/wire"
 )
 
 // charge is the request the failing sample result sends twice.
-var charge = scenarios.ExchangeRequest{Method: "POST", URL: "http://127.0.0.1:9/v1/charges",
+var charge = wire.ExchangeRequest{Method: "POST", URL: "http://127.0.0.1:9/v1/charges",
 	Header: http.Header{"Idempotency-Key": {`"k'1"`}, "Content-Type": {"application/json"}, "Content-Length": {"16"}},
 	Body:   []byte(`{"amount":1000}`)}
 
@@ -34,11 +35,11 @@ func sample(strict bool) *scenarios.Report {
 	failing := scenarios.Result{Meta: meta("replay/one-execution", "MUST"), Operation: "charges",
 		Status: scenarios.Fail, Expected: "1 execution", Observed: "2 executions", Reason: "the replay re-executed",
 		Duration: 30 * time.Millisecond,
-		Exchanges: []scenarios.Exchange{
+		Exchanges: []wire.Exchange{
 			{Label: "first", Request: charge, Start: t0, Duration: 5 * time.Millisecond,
-				Response: &scenarios.ExchangeResponse{Status: 201, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte("{\"id\":\"ch_1\"}\x00")}},
+				Response: &wire.ExchangeResponse{Status: 201, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte("{\"id\":\"ch_1\"}\x00")}},
 			{Label: "replay", Request: charge, Start: t0, Duration: 4 * time.Millisecond,
-				Response: &scenarios.ExchangeResponse{Status: 201, Body: []byte{0xff, 0xfe}}},
+				Response: &wire.ExchangeResponse{Status: 201, Body: []byte{0xff, 0xfe}}},
 		}}
 	return &scenarios.Report{
 		Target: "http://127.0.0.1:9", Profile: "ietf", Strict: strict, Seed: 7, Started: t0, Duration: 2 * time.Second,
@@ -98,7 +99,7 @@ func TestConsole(t *testing.T) {
 				return ok && strings.Contains(recap, "1) replay/one-execution@charges fail [MUST]") &&
 					strings.Contains(recap, "requirement: The server SHOULD do the replay thing.") &&
 					strings.Contains(recap, "expected:    1 execution") && strings.Contains(recap, "observed:    2 executions") &&
-					strings.Contains(recap, "reproduce: "+scenarios.Exchange{Request: charge}.Curl())
+					strings.Contains(recap, "reproduce: "+wire.Exchange{Request: charge}.Curl())
 			}},
 		{"stale-known-failing", "a known-failing case that passes is in the recap and says to remove it",
 			false, ConsoleOptions{}, func(out string) bool {
@@ -313,7 +314,7 @@ func TestJSON(t *testing.T) {
 		{"verdict", "verdict applies the run rules: a stale known-failing pass is fail", results[8].(map[string]any)["verdict"] == "fail" && results[8].(map[string]any)["status"] == "pass"},
 		{"text-body", "a UTF-8 body is kept as text", firstEx["request"].(map[string]any)["body"] == `{"amount":1000}`},
 		{"binary-body", "a non-UTF-8 body is base64", binaryResp["body_base64"] == "//4=" && binaryResp["body"] == nil},
-		{"curl", "each exchange carries its curl", firstEx["curl"] == scenarios.Exchange{Request: charge}.Curl()},
+		{"curl", "each exchange carries its curl", firstEx["curl"] == wire.Exchange{Request: charge}.Curl()},
 		{"durations", "durations are milliseconds", failing["duration_ms"] == 30.0 && doc["duration_ms"] == 2000.0},
 		{"arrays", "list fields are [] not null", results[0].(map[string]any)["exchanges"] != nil && results[0].(map[string]any)["needs"] != nil},
 	} {

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/target"
 )
 
 // VerifyInput is what idemcheck verify checks an attestation against.
@@ -128,7 +129,7 @@ func Verify(in VerifyInput) ([]string, error) {
 
 	if in.Config != nil {
 		d := a.ByRole[RoleConfig]
-		red, err := scenarios.RedactedConfig(in.Config)
+		red, err := target.RedactedConfig(in.Config)
 		switch {
 		case d == nil:
 			mismatch("--config given, but the attestation cites no config (the run used --target)")

@@ -1,6 +1,10 @@
 package scenarios
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/idemcheck/idemcheck/wire"
+)
 
 // Advice says what would let r, a result without evidence (unverifiable
 // or inconclusive), decide: the cause its reason names, never a generic
@@ -45,7 +49,7 @@ var advice = []struct {
 		"a request the case builds on failed (see the reason): fix what the config says of it (body, variant, principal, oracle)"},
 	{[]string{"was not rejected (see", "was not rejected in the first place", "was not refused"},
 		"a prerequisite case failed: see the case the reason names"},
-	{[]string{ErrStaleConn.Error(), "got an answer", "transport error"},
+	{[]string{wire.ErrStaleConn.Error(), "got an answer", "transport error"},
 		"a connection was lost before an answer: re-run"},
 	{[]string{"budget ran out", "cut short"},
 		"the case ran out of time (a stalled target or machine): re-run"},

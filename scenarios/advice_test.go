@@ -3,6 +3,8 @@ package scenarios
 import (
 	"strings"
 	"testing"
+
+	"github.com/idemcheck/idemcheck/wire"
 )
 
 // TestAdvice: exit 5's advice names the cause each result's reason gives,
@@ -20,7 +22,7 @@ func TestAdvice(t *testing.T) {
 		{Inconclusive, "past the lease: a request sent while the original ran was answered 9s after", "longer lease", "configure an oracle"},
 		{Inconclusive, "oracle misconfigured: a 201 answer to POST /v1/refunds under a fresh key left the count unchanged", "fix the oracle", ""},
 		{Inconclusive, "could not place the duplicate at its offset of the original's run at: last quarter", "lengthen the slow variant", "configure an oracle"},
-		{Inconclusive, ErrStaleConn.Error(), "re-run", "configure an oracle"},
+		{Inconclusive, wire.ErrStaleConn.Error(), "re-run", "configure an oracle"},
 		{Inconclusive, "something new", "-v prints", "configure an oracle"},
 		{Unverifiable, "needs effects: configure an oracle or an id_pointer to tell a replay from a re-execution", "", ""},
 	} {

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck/internal/jsonx"
+	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/wire"
 )
 
 // CONCURRENT: a duplicate that arrives while the original is still running
@@ -62,8 +64,8 @@ const overlapAttempts = 3
 // that every attempt looked like one: its duplicate was sent at least a
 // third of the slow variant before the original completed, yet got the
 // replay (a stall that long on every attempt is unlikely).
-func (e *Env) duringSlow(ctx context.Context, quick bool, dup func(k string) Resp) (k string, slow, d Resp, held bool) {
-	body, v, _ := e.Variant(VariantSlow)
+func (e *Env) duringSlow(ctx context.Context, quick bool, dup func(k string) wire.Resp) (k string, slow, d wire.Resp, held bool) {
+	body, v, _ := e.Variant(target.VariantSlow)
 	held = true
 	for attempt := 1; attempt <= overlapAttempts && ctx.Err() == nil; attempt++ {
 		k = e.NewKey()
@@ -98,7 +100,7 @@ func (e *Env) duringSlow(ctx context.Context, quick bool, dup func(k string) Res
 // original, and the original takes about its declared duration. Under a
 // stall either stretches by seconds (seen at 3x oversubscription: every
 // attempt "held", the case skipped where it passed on a quiet machine).
-func stalled(slow, dup Resp, d time.Duration) bool {
+func stalled(slow, dup wire.Resp, d time.Duration) bool {
 	slack := max(d/2, 500*time.Millisecond)
 	return slow.End.Sub(slow.Start) > d+slack || dup.End.Sub(slow.End) > slack
 }
@@ -113,8 +115,8 @@ func stalled(slow, dup Resp, d time.Duration) bool {
 // the end) falls back to that bound. It also returns early when r
 // completes or ctx ends; callers then see no overlap and say inconclusive.
 // wait blocks until r completes and returns its response.
-func (e *Env) startInFlight(ctx context.Context, k string, r Req, slow time.Duration) (wait func() Resp) {
-	var resp Resp
+func (e *Env) startInFlight(ctx context.Context, k string, r Req, slow time.Duration) (wait func() wire.Resp) {
+	var resp wire.Resp
 	done := make(chan struct{})
 	wrote := make(chan struct{})
 	var once sync.Once
@@ -123,7 +125,7 @@ func (e *Env) startInFlight(ctx context.Context, k string, r Req, slow time.Dura
 		defer close(done)
 		resp = e.Send(httptrace.WithClientTrace(ctx, trace), r)
 	}()
-	wait = func() Resp {
+	wait = func() wire.Resp {
 		<-done
 		return resp
 	}
@@ -163,14 +165,14 @@ func (e *Env) startInFlight(ctx context.Context, k string, r Req, slow time.Dura
 
 // overlapped reports whether d was sent (written) before the slow
 // original completed.
-func overlapped(slow, d Resp) bool { return slow.Err == nil && d.SentAt().Before(slow.End) }
+func overlapped(slow, d wire.Resp) bool { return slow.Err == nil && d.SentAt().Before(slow.End) }
 
 // replayOf reports whether second is first's replay rather than a new
 // execution, given n executions under the key counted by how. Without an
 // id pointer equal bodies prove nothing (and a replay may differ in
 // volatile members), so the oracle's count decides when there is one;
 // with an id pointer the created ids decide, as in Reproduced.
-func (e *Env) replayOf(first, second Resp, n int, how string) bool {
+func (e *Env) replayOf(first, second wire.Resp, n int, how string) bool {
 	if !first.OK() || !second.OK() {
 		return false
 	}
@@ -190,12 +192,12 @@ func concurrentInFlightConflict(ctx context.Context, e *Env) Verdict {
 // answer: the profile's in-flight status, or a blocked replay where the
 // profile allows it; never a second execution.
 func (e *Env) inFlightDuplicate(ctx context.Context, base string) Verdict {
-	body, _, _ := e.Variant(VariantSlow)
+	body, _, _ := e.Variant(target.VariantSlow)
 	label, who, once := "duplicate while in flight", "duplicate", "exactly 1 execution"
 	if base != "" {
 		label, who, once = "duplicate on replica B while in flight on A", "duplicate on replica B", "exactly 1 execution across replicas"
 	}
-	k, slow, dup, held := e.duringSlow(ctx, true, func(k string) Resp {
+	k, slow, dup, held := e.duringSlow(ctx, true, func(k string) wire.Resp {
 		return e.Send(ctx, Req{Label: label, Key: k, Body: body, Base: base})
 	})
 	if !slow.OK() {
@@ -250,7 +252,7 @@ func concurrentSameKeyBurst(ctx context.Context, e *Env) Verdict { return e.burs
 // in any of them); with bases the requests of each burst are spread over
 // those replicas (replicas/burst-across).
 func (e *Env) burstRounds(ctx context.Context, bases ...string) Verdict {
-	rounds, size := e.Profile.burst()
+	rounds, size := e.Profile.Burst()
 	b := e.newBurster(size, bases...)
 	defer b.close()
 	where := ""
@@ -266,7 +268,7 @@ func (e *Env) burstRounds(ctx context.Context, bases ...string) Verdict {
 		// shows); the others use the normal body, back to back, so that a
 		// narrow check-then-insert window gets several chances.
 		body := e.Op.Body
-		if sb, _, ok := e.Variant(VariantSlow); ok && round == 1 {
+		if sb, _, ok := e.Variant(target.VariantSlow); ok && round == 1 {
 			body = sb
 		}
 		k := e.NewKey()
@@ -302,9 +304,9 @@ func worse(a, b Verdict) bool { return severity[a.Status] > severity[b.Status] }
 // burst sends size requests under key k, released together by a barrier
 // over client's warmed connections; with bases, request i goes to replica
 // i mod len(bases).
-func (e *Env) burst(ctx context.Context, client *http.Client, k string, size int, body []byte, label string, bases ...string) []Resp {
+func (e *Env) burst(ctx context.Context, client *http.Client, k string, size int, body []byte, label string, bases ...string) []wire.Resp {
 	start := make(chan struct{})
-	rs := make([]Resp, size)
+	rs := make([]wire.Resp, size)
 	var wg sync.WaitGroup
 	for i := range rs {
 		wg.Go(func() {
@@ -325,9 +327,9 @@ func (e *Env) burst(ctx context.Context, client *http.Client, k string, size int
 // judgeBurst judges a same-key burst rs under k: exactly one execution
 // and one created resource, each answer the success/replay or an
 // in-flight conflict.
-func (e *Env) judgeBurst(ctx context.Context, k, prefix string, rs []Resp) Verdict {
+func (e *Env) judgeBurst(ctx context.Context, k, prefix string, rs []wire.Resp) Verdict {
 	statuses := map[string]int{}
-	var okResp *Resp
+	var okResp *wire.Resp
 	for i := range rs {
 		if rs[i].Err != nil {
 			statuses["error"]++
@@ -354,7 +356,7 @@ func (e *Env) judgeBurst(ctx context.Context, k, prefix string, rs []Resp) Verdi
 		return *v // the count is right, but a lost request's answer is unknown
 	}
 	expected := fmt.Sprintf("each response the success/replay or an in-flight conflict %v", e.Profile.InFlightStatus)
-	var shed, off *Resp
+	var shed, off *wire.Resp
 	reached := 0
 	for i, r := range rs {
 		switch {
@@ -385,7 +387,7 @@ func (e *Env) judgeBurst(ctx context.Context, k, prefix string, rs []Resp) Verdi
 }
 
 // earliest is the response of rs sent first: a burst's claim is no older.
-func earliest(rs []Resp) Resp {
+func earliest(rs []wire.Resp) wire.Resp {
 	first := rs[0]
 	for _, r := range rs[1:] {
 		if r.Start.Before(first.Start) {
@@ -413,9 +415,9 @@ func formatCounts(m map[string]int) string {
 // is a missed overlap (inconclusive), unless every attempt showed the
 // server holding it (see duringSlow) and the profile allows blocking: then
 // there is no conflict to test (skip).
-func (e *Env) conflict(ctx context.Context) (k string, slow, dup Resp, v *Verdict) {
-	body, _, _ := e.Variant(VariantSlow)
-	k, slow, dup, held := e.duringSlow(ctx, true, func(k string) Resp {
+func (e *Env) conflict(ctx context.Context) (k string, slow, dup wire.Resp, v *Verdict) {
+	body, _, _ := e.Variant(target.VariantSlow)
+	k, slow, dup, held := e.duringSlow(ctx, true, func(k string) wire.Resp {
 		return e.Send(ctx, Req{Label: "duplicate while in flight", Key: k, Body: body})
 	})
 	replayed, err := e.Replayed(ctx, slow, dup, k) // no evidence: not shown to be a replay
@@ -455,20 +457,20 @@ const minTTLStall = 500 * time.Millisecond
 // ttlAfterSlow is the MinTTL of a case that retries once the slow original
 // completed: every such retry would be sent past TTL − margin, never
 // judged, under a shorter TTL.
-func ttlAfterSlow(_ *Target, p *Profile, op *Operation) (time.Duration, string) {
-	d := op.Variants[VariantSlow].Duration
+func ttlAfterSlow(_ *target.Target, p *target.Profile, op *target.Operation) (time.Duration, string) {
+	d := op.Variants[target.VariantSlow].Duration
 	return d + p.Margin + minTTLStall, fmt.Sprintf("a retry after the %s slow original is judged only within TTL − margin %s, with %s for stalls", d, p.Margin, minTTLStall)
 }
 
 // ttlInSlow is the MinTTL of a case whose duplicate is sent once the slow
 // original is in flight (startInFlight waits up to half of it).
-func ttlInSlow(_ *Target, p *Profile, op *Operation) (time.Duration, string) {
-	d := op.Variants[VariantSlow].Duration
+func ttlInSlow(_ *target.Target, p *target.Profile, op *target.Operation) (time.Duration, string) {
+	d := op.Variants[target.VariantSlow].Duration
 	return d/2 + p.Margin, fmt.Sprintf("the duplicate sent up to %s into the %s slow original is judged only within TTL − margin %s", d/2, d, p.Margin)
 }
 
 func concurrentConflictNotPoisoned(ctx context.Context, e *Env) Verdict {
-	body, _, _ := e.Variant(VariantSlow)
+	body, _, _ := e.Variant(target.VariantSlow)
 	k, slow, dup, v := e.conflict(ctx)
 	if v != nil {
 		return *v
@@ -491,8 +493,8 @@ func concurrentConflictNotPoisoned(ctx context.Context, e *Env) Verdict {
 	return e.Pass(observed)
 }
 
-func skipNoRetryAfter(_ *Target, p *Profile, _ *Operation) string {
-	if p.RetryAfterOn409 == No {
+func skipNoRetryAfter(_ *target.Target, p *target.Profile, _ *target.Operation) string {
+	if p.RetryAfterOn409 == target.No {
 		return "profile retry_after_on_409 is false"
 	}
 	return ""
@@ -515,20 +517,20 @@ func concurrentRetryAfter(ctx context.Context, e *Env) Verdict {
 	switch {
 	case valid:
 		return e.Pass(observed) // a MAY seen is a MAY met, whatever the profile knew
-	case e.Profile.RetryAfterOn409 == Unknown:
+	case e.Profile.RetryAfterOn409 == target.Unknown:
 		return e.Finding("retry_after_on_409", observed)
 	}
 	return e.Unmet("Retry-After: delay-seconds or HTTP-date", observed)
 }
 
 func concurrentChangedBodyInFlight(ctx context.Context, e *Env) Verdict {
-	slowBody, _, _ := e.Variant(VariantSlow)
+	slowBody, _, _ := e.Variant(target.VariantSlow)
 	pr := e.firstProbe()
 	changed, err := jsonx.MergePatch(slowBody, pr.patch)
 	if err != nil {
 		return e.Skip(err.Error())
 	}
-	k, slow, dup, _ := e.duringSlow(ctx, true, func(k string) Resp {
+	k, slow, dup, _ := e.duringSlow(ctx, true, func(k string) wire.Resp {
 		return e.Send(ctx, Req{Label: "changed body (" + pr.name + ") while in flight", Key: k, Body: changed})
 	})
 	if !slow.OK() {
@@ -548,15 +550,15 @@ func concurrentChangedBodyInFlight(ctx context.Context, e *Env) Verdict {
 		return e.inTTL(e.Fail("exactly 1 execution", observed), slow, dup)
 	case dup.StaleConn():
 		return *e.lostConn(dup)
-	case dup.OK() && e.replayOf(slow, dup, n, how) && e.Profile.StaleReplayOnMismatch == Yes:
+	case dup.OK() && e.replayOf(slow, dup, n, how) && e.Profile.StaleReplayOnMismatch == target.Yes:
 		return e.Pass("the original's response for a different payload, as the profile allows (stale_replay_on_mismatch): " + observed)
-	case dup.OK() && e.replayOf(slow, dup, n, how) && e.Profile.StaleReplayOnMismatch == Unknown:
+	case dup.OK() && e.replayOf(slow, dup, n, how) && e.Profile.StaleReplayOnMismatch == target.Unknown:
 		return e.Finding("stale_replay_on_mismatch", "the original's response for a different payload: "+observed)
 	case dup.OK() && e.replayOf(slow, dup, n, how):
 		return e.Fail(fmt.Sprintf("%v", accepted), "the original's response for a different payload: "+observed)
 	case dup.OK():
 		return e.inTTL(e.Fail(fmt.Sprintf("%v", accepted), "executed the different payload: "+observed), slow, dup)
-	case hasStatus(accepted, dup.Status):
+	case target.HasStatus(accepted, dup.Status):
 		return e.Pass(observed)
 	}
 	return e.Unmet(fmt.Sprintf("%v", accepted), observed)

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/idemcheck/idemcheck/internal/clock"
+	"github.com/idemcheck/idemcheck/target"
 )
 
 // wedgeWait is how long after a failed execution a key may still answer
@@ -22,12 +25,12 @@ func init() {
 			Requirement: "seeds (locked_until), rocket-rides (an unhandled exception releases the lock), Powertools (a raised exception deletes the record): after the handler crashed, retries may get 409 until the lease ends; after lease + grace a retry proceeds. Never blocked forever: past a declared lease a fail, without one a SHOULD.",
 			Explanation: "After the crash variant's handler failed (5xx or a dropped connection), a retry with the same key is not answered \"in flight\" past the lease + grace.",
 			Needs:       []Need{NeedCrash}},
-			PerOperation: true, Run: func(ctx context.Context, e *Env) Verdict { return e.failureRetryable(ctx, VariantCrash) }},
+			PerOperation: true, Run: func(ctx context.Context, e *Env) Verdict { return e.failureRetryable(ctx, target.VariantCrash) }},
 		Case{Meta: Meta{ID: "crash/handler-timeout", Family: "crash", Requirements: []string{"IK-LEASE-1", "IK-ERRORS-5"}, Level: Should,
 			Requirement: "seeds, Powertools (in_progress_expiry): a handler that timed out (a downstream that never answered) has ended; retries may get 409 until the lease ends, after lease + grace a retry proceeds. Never blocked forever: past a declared lease a fail, without one a SHOULD.",
 			Explanation: "After the timeout variant's handler gave up (5xx, often 504, or no answer), a retry with the same key is not answered \"in flight\" past the lease + grace.",
 			Needs:       []Need{NeedTimeout}},
-			PerOperation: true, Run: func(ctx context.Context, e *Env) Verdict { return e.failureRetryable(ctx, VariantTimeout) }},
+			PerOperation: true, Run: func(ctx context.Context, e *Env) Verdict { return e.failureRetryable(ctx, target.VariantTimeout) }},
 	)
 }
 
@@ -79,7 +82,7 @@ func (e *Env) failureRetryable(ctx context.Context, name string) Verdict {
 		if next.After(limit) && time.Now().Before(limit) {
 			next = limit.Add(10 * time.Millisecond) // one decisive retry just past the bound
 		}
-		if err := waitUntil(ctx, next); err != nil {
+		if err := clock.Until(ctx, next); err != nil {
 			return e.Inconclusive("case budget ran out: " + observed)
 		}
 	}

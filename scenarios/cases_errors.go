@@ -3,6 +3,9 @@ package scenarios
 import (
 	"context"
 	"fmt"
+
+	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/wire"
 )
 
 // ERRORS: which failure outcomes a key keeps. The draft says "success or
@@ -47,11 +50,11 @@ func init() {
 
 // failedFirst sends variant name under k and checks it failed as promised
 // (5xx for transient_error, 4xx for business_error).
-func (e *Env) failedFirst(ctx context.Context, k, name string) (Resp, []byte, *Verdict) {
+func (e *Env) failedFirst(ctx context.Context, k, name string) (wire.Resp, []byte, *Verdict) {
 	body, v, _ := e.Variant(name)
 	r := e.Send(ctx, Req{Label: "original (" + name + ")", Key: k, Body: body})
 	okClass := r.Is5xx()
-	if name == VariantBusinessError {
+	if name == target.VariantBusinessError {
 		okClass = r.Is4xx()
 	}
 	if !okClass || (v.Status != 0 && r.Status != v.Status) {
@@ -63,9 +66,9 @@ func (e *Env) failedFirst(ctx context.Context, k, name string) (Resp, []byte, *V
 
 // transientThenRetry sends the transient-error variant under a fresh key,
 // retries it unchanged and counts the key's executions.
-func (e *Env) transientThenRetry(ctx context.Context) (first, retry Resp, n int, observed string, v *Verdict) {
+func (e *Env) transientThenRetry(ctx context.Context) (first, retry wire.Resp, n int, observed string, v *Verdict) {
 	k := e.NewKey()
-	first, body, bad := e.failedFirst(ctx, k, VariantTransientError)
+	first, body, bad := e.failedFirst(ctx, k, target.VariantTransientError)
 	if bad != nil {
 		return first, retry, 0, "", bad
 	}
@@ -87,13 +90,13 @@ func errorsTransient5xx(ctx context.Context, e *Env) Verdict {
 		return *bad
 	}
 	switch e.Profile.Cache5xx {
-	case Unknown:
+	case target.Unknown:
 		mode := "re-executed"
 		if n == 1 {
 			mode = "replayed"
 		}
 		return e.Finding("cache_5xx", mode+": "+observed)
-	case Yes:
+	case target.Yes:
 		if n != 1 {
 			return e.inTTL(e.Unmet("the 5xx replayed with no new execution (profile cache_5xx true)", observed), first, retry)
 		}
@@ -108,8 +111,8 @@ func errorsTransient5xx(ctx context.Context, e *Env) Verdict {
 	return e.Pass(observed)
 }
 
-func skipNoCache4xx(_ *Target, p *Profile, _ *Operation) string {
-	if p.Cache4xxBusiness == No {
+func skipNoCache4xx(_ *target.Target, p *target.Profile, _ *target.Operation) string {
+	if p.Cache4xxBusiness == target.No {
 		return "profile cache_4xx_business is false: a business error does not use up the key"
 	}
 	return ""
@@ -117,7 +120,7 @@ func skipNoCache4xx(_ *Target, p *Profile, _ *Operation) string {
 
 func errorsBusinessErrorKept(ctx context.Context, e *Env) Verdict {
 	k := e.NewKey()
-	first, body, bad := e.failedFirst(ctx, k, VariantBusinessError)
+	first, body, bad := e.failedFirst(ctx, k, target.VariantBusinessError)
 	if bad != nil {
 		return *bad
 	}
@@ -131,7 +134,7 @@ func errorsBusinessErrorKept(ctx context.Context, e *Env) Verdict {
 	if v := e.lostConn(retry, normal); v != nil && n == 1 {
 		return *v
 	}
-	if e.Profile.Cache4xxBusiness == Unknown {
+	if e.Profile.Cache4xxBusiness == target.Unknown {
 		return e.Finding("cache_4xx_business", observed)
 	}
 	switch {
@@ -147,7 +150,7 @@ func errorsBusinessErrorKept(ctx context.Context, e *Env) Verdict {
 }
 
 func errorsValidationNotStored(ctx context.Context, e *Env) Verdict {
-	body, v, _ := e.Variant(VariantInvalid)
+	body, v, _ := e.Variant(target.VariantInvalid)
 	k := e.NewKey()
 	bad := e.Send(ctx, Req{Label: "invalid body", Key: k, Body: body})
 	if !bad.Is4xx() || (v.Status != 0 && bad.Status != v.Status) {
@@ -169,13 +172,13 @@ func errorsValidationNotStored(ctx context.Context, e *Env) Verdict {
 		}
 	}
 	switch e.Profile.CacheValidation {
-	case Unknown:
+	case target.Unknown:
 		mode := "not stored (the corrected body executed)"
 		if !fixed.OK() {
 			mode = "stored (the corrected body was refused)"
 		}
 		return e.Finding("cache_validation", mode+": "+observed)
-	case Yes:
+	case target.Yes:
 		if fixed.OK() {
 			return e.Unmet("the key keeps its validation error (profile cache_validation true)", observed)
 		}
@@ -233,9 +236,9 @@ func errorsFailureReleasesKey(ctx context.Context, e *Env) Verdict {
 		return e.Unmet("a replay or a new execution", observed)
 	case !replayed:
 		return e.Unmet("a replay or a new execution, never a conflict after the original failed", "neither replayed nor executed again (key left locked?): "+observed)
-	case e.Profile.Cache5xx == Yes:
+	case e.Profile.Cache5xx == target.Yes:
 		return e.Skip("profile cache_5xx is true: the 5xx is the key's stored outcome (see errors/transient-5xx); " + observed)
-	case e.Profile.Cache5xx == No:
+	case e.Profile.Cache5xx == target.No:
 		return e.Unmet("the retry executes again after the failure", observed)
 	}
 	return e.Finding("cache_5xx", "replayed, the key is not locked: "+observed)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/target"
 )
 
 // TestErrorCachingFollowsProfile: the same server is right under one
@@ -15,29 +16,29 @@ func TestErrorCachingFollowsProfile(t *testing.T) {
 	rows := []struct {
 		name    string
 		defects []string
-		profile func(*scenarios.Profile)
+		profile func(*target.Profile)
 		want    map[string]scenarios.Status
 	}{
 		{"5xx not cached, profile cache_5xx false", nil,
-			func(p *scenarios.Profile) { p.Cache5xx = scenarios.No },
+			func(p *target.Profile) { p.Cache5xx = target.No },
 			map[string]scenarios.Status{"errors/transient-5xx": scenarios.Pass, "errors/failure-releases-key": scenarios.Pass}},
 		{"5xx not cached, profile cache_5xx true", nil,
-			func(p *scenarios.Profile) { p.Cache5xx = scenarios.Yes },
+			func(p *target.Profile) { p.Cache5xx = target.Yes },
 			map[string]scenarios.Status{"errors/transient-5xx": scenarios.Warn, "errors/failure-releases-key": scenarios.Pass}},
 		{"Stripe-style 5xx caching, profile cache_5xx true", []string{"cache-5xx"},
-			func(p *scenarios.Profile) { p.Cache5xx = scenarios.Yes },
+			func(p *target.Profile) { p.Cache5xx = target.Yes },
 			map[string]scenarios.Status{"errors/transient-5xx": scenarios.Pass, "errors/failure-releases-key": scenarios.Skip}},
 		{"5xx cached, profile unknown", []string{"cache-5xx"},
-			func(*scenarios.Profile) {},
+			func(*target.Profile) {},
 			map[string]scenarios.Status{"errors/transient-5xx": scenarios.Skip, "errors/failure-releases-key": scenarios.Skip}},
 		{"validation errors not stored, profile cache_validation false", nil,
-			func(p *scenarios.Profile) { p.CacheValidation = scenarios.No },
+			func(p *target.Profile) { p.CacheValidation = target.No },
 			map[string]scenarios.Status{"errors/validation-not-stored": scenarios.Pass}},
 		{"validation errors not stored, profile cache_validation true", nil,
-			func(p *scenarios.Profile) { p.CacheValidation = scenarios.Yes },
+			func(p *target.Profile) { p.CacheValidation = target.Yes },
 			map[string]scenarios.Status{"errors/validation-not-stored": scenarios.Warn}},
 		{"business errors not cached, profile cache_4xx_business false", []string{"no-cache-4xx"},
-			func(p *scenarios.Profile) { p.Cache4xxBusiness = scenarios.No },
+			func(p *target.Profile) { p.Cache4xxBusiness = target.No },
 			map[string]scenarios.Status{"errors/business-error-kept": scenarios.Skip}},
 	}
 	for _, row := range rows {

@@ -5,6 +5,10 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/idemcheck/idemcheck/internal/clock"
+	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/wire"
 )
 
 // EXPIRY: a key lives for the declared TTL and, per profile, is fresh (or
@@ -40,7 +44,7 @@ const maxExpiryWait = 2 * time.Minute
 
 // expiryWaitTooLong is the Skips of the expiry cases: a TTL plus grace
 // longer than maxExpiryWait cannot be waited out.
-func expiryWaitTooLong(t *Target, p *Profile, _ *Operation) string {
+func expiryWaitTooLong(t *target.Target, p *target.Profile, _ *target.Operation) string {
 	if w := t.TTL + p.Grace; !t.NeverExpires && w > maxExpiryWait {
 		return fmt.Sprintf("declared ttl %s + grace %s is longer than the %s an expiry case waits; run against a deployment with a short TTL", t.TTL, p.Grace, maxExpiryWait)
 	}
@@ -49,7 +53,7 @@ func expiryWaitTooLong(t *Target, p *Profile, _ *Operation) string {
 
 // ttlPastMargin is the MinTTL of a retry at TTL − margin: it must come
 // after the original.
-func ttlPastMargin(_ *Target, p *Profile, _ *Operation) (time.Duration, string) {
+func ttlPastMargin(_ *target.Target, p *target.Profile, _ *target.Operation) (time.Duration, string) {
 	return p.Margin + 100*time.Millisecond, fmt.Sprintf("the retry is sent at TTL − margin %s, after the original", p.Margin)
 }
 
@@ -59,7 +63,7 @@ const slidSlack = 250 * time.Millisecond
 
 // ttlSlidWindow is expiry/counted-from's MinTTL: its mid-life replay must
 // fit between grace + slack and TTL − margin.
-func ttlSlidWindow(_ *Target, p *Profile, _ *Operation) (time.Duration, string) {
+func ttlSlidWindow(_ *target.Target, p *target.Profile, _ *target.Operation) (time.Duration, string) {
 	return p.Margin + p.Grace + slidSlack + 100*time.Millisecond, fmt.Sprintf("to tell a slid window apart: more than margin %s + grace %s + %s", p.Margin, p.Grace, slidSlack)
 }
 
@@ -75,23 +79,11 @@ func (e *Env) tooLongToWait() *Verdict {
 	return nil
 }
 
-// waitUntil sleeps until t or the context ends.
-func waitUntil(ctx context.Context, t time.Time) error {
-	timer := time.NewTimer(time.Until(t))
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // replayedOrExecuted says whether retry under k executed again or
 // replayed first (a 2xx that did not execute), from the oracle count when
 // there is one, else from created ids. A retry lost on a stale connection
 // is neither: err says so. Without evidence err is errNoEvidence.
-func (e *Env) replayedOrExecuted(ctx context.Context, k string, first, retry Resp) (executed, replayed bool, observed string, err error) {
+func (e *Env) replayedOrExecuted(ctx context.Context, k string, first, retry wire.Resp) (executed, replayed bool, observed string, err error) {
 	n, how, have, err := e.Effects(ctx, k, first, retry)
 	switch {
 	case err != nil:
@@ -107,7 +99,7 @@ func (e *Env) replayedOrExecuted(ctx context.Context, k string, first, retry Res
 		executed = retry.OK() && (id == "" || id != e.CreatedID(retry))
 	}
 	if !executed && retry.StaleConn() {
-		return false, false, observed, ErrStaleConn
+		return false, false, observed, wire.ErrStaleConn
 	}
 	return executed, retry.OK() && !executed, observed, nil
 }
@@ -136,7 +128,7 @@ func (e *Env) replaysBeforeTTL(ctx context.Context, base string) Verdict {
 	if time.Now().After(at) {
 		return e.Missed(fmt.Sprintf("the original took %s, past TTL − margin: no time left to retry before the TTL", first.End.Sub(first.Start).Round(time.Millisecond)))
 	}
-	if err := waitUntil(ctx, at); err != nil {
+	if err := clock.Until(ctx, at); err != nil {
 		return e.Inconclusive(err.Error())
 	}
 	retry := e.Send(ctx, Req{Label: fmt.Sprintf("%s at TTL − %s", label, margin), Key: k, Base: base})
@@ -171,7 +163,7 @@ func expiryFreshAfterTTL(ctx context.Context, e *Env) Verdict {
 		return *bad
 	}
 	after := e.Target.TTL + e.Profile.Grace
-	if err := waitUntil(ctx, first.End.Add(after)); err != nil {
+	if err := clock.Until(ctx, first.End.Add(after)); err != nil {
 		return e.Inconclusive(err.Error())
 	}
 	retry := e.Send(ctx, Req{Label: fmt.Sprintf("retry at TTL + %s", e.Profile.Grace), Key: k})
@@ -183,9 +175,9 @@ func expiryFreshAfterTTL(ctx context.Context, e *Env) Verdict {
 	switch {
 	case retry.Is5xx() || retry.Err != nil:
 		return e.Unmet("a new execution or a \"result expired\" error, never a 5xx", observed)
-	case e.Profile.Expiry == ExpiryUnknown:
+	case e.Profile.Expiry == target.ExpiryUnknown:
 		return e.Finding("expiry", observed)
-	case e.Profile.Expiry == ExpiryExpired409:
+	case e.Profile.Expiry == target.ExpiryExpired409:
 		if retry.Status != http.StatusConflict {
 			return e.Unmet("409 \"result expired\" (profile expiry expired-409)", observed)
 		}
@@ -212,14 +204,14 @@ func expiryCountedFrom(ctx context.Context, e *Env) Verdict {
 		return *bad
 	}
 	midAt := (grace + slidSlack + ttl - margin) / 2
-	if err := waitUntil(ctx, first.Start.Add(midAt)); err != nil {
+	if err := clock.Until(ctx, first.Start.Add(midAt)); err != nil {
 		return e.Inconclusive(err.Error())
 	}
 	mid := e.Send(ctx, Req{Label: fmt.Sprintf("replay at %s of the TTL", midAt), Key: k})
 	if replayed, err := e.Replayed(ctx, first, mid, k); err != nil || !replayed {
 		return e.Inconclusive("the replay near the TTL edge did not replay (see expiry/replays-before-ttl): " + mid.String())
 	}
-	if err := waitUntil(ctx, first.End.Add(ttl+grace)); err != nil {
+	if err := clock.Until(ctx, first.End.Add(ttl+grace)); err != nil {
 		return e.Inconclusive(err.Error())
 	}
 	last := e.Send(ctx, Req{Label: fmt.Sprintf("retry at the original's TTL + %s", grace), Key: k})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/idemcheck/idemcheck/reference/demo"
 	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/target"
 )
 
 // resultExpired makes the reference behave like Echo: a key keeps its
@@ -57,13 +58,13 @@ func TestExpiryModes(t *testing.T) {
 		mode    string
 		want    map[string]scenarios.Status
 	}{
-		{"Echo-style server, profile expired-409", true, scenarios.ExpiryExpired409,
+		{"Echo-style server, profile expired-409", true, target.ExpiryExpired409,
 			map[string]scenarios.Status{"expiry/fresh-after-ttl": scenarios.Pass, "expiry/replays-before-ttl": scenarios.Pass}},
-		{"Echo-style server, profile fresh", true, scenarios.ExpiryFresh,
+		{"Echo-style server, profile fresh", true, target.ExpiryFresh,
 			map[string]scenarios.Status{"expiry/fresh-after-ttl": scenarios.Warn, "expiry/replays-before-ttl": scenarios.Pass}},
-		{"fresh server, profile expired-409", false, scenarios.ExpiryExpired409,
+		{"fresh server, profile expired-409", false, target.ExpiryExpired409,
 			map[string]scenarios.Status{"expiry/fresh-after-ttl": scenarios.Warn, "expiry/replays-before-ttl": scenarios.Pass}},
-		{"fresh server, profile unknown", false, scenarios.ExpiryUnknown,
+		{"fresh server, profile unknown", false, target.ExpiryUnknown,
 			map[string]scenarios.Status{"expiry/fresh-after-ttl": scenarios.Skip, "expiry/replays-before-ttl": scenarios.Pass}},
 	}
 	for _, row := range rows {
@@ -79,7 +80,7 @@ func TestExpiryModes(t *testing.T) {
 			}
 			srv := httptest.NewServer(h)
 			defer func() { srv.Close(); app.Close() }()
-			tg, err := scenarios.FromURL(srv.URL, demoTTL, demoLease)
+			tg, err := target.FromURL(srv.URL, demoTTL, demoLease)
 			if err != nil {
 				t.Fatal(err)
 			}

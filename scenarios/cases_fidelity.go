@@ -8,10 +8,11 @@ import (
 	"slices"
 	"strings"
 	"time"
-)
 
-// largeResponse is the least body the large variant must produce.
-const largeResponse = 1 << 20
+	"github.com/idemcheck/idemcheck/internal/jsonx"
+	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/wire"
+)
 
 // FIDELITY: a replay is the original response, whatever its shape — what
 // users of idempotency libraries report broken most: headers of a created
@@ -117,7 +118,7 @@ func missingFrom(want, got []string) []string {
 // The oracle decides where there is one; else created ids, when both
 // bodies carry one (a truncated or binary body may carry none). Without
 // either the answer is judged as the replay it should be.
-func (e *Env) notAReplay(ctx context.Context, k string, first, retry Resp) *Verdict {
+func (e *Env) notAReplay(ctx context.Context, k string, first, retry wire.Resp) *Verdict {
 	if !retry.OK() {
 		return nil // judged as it is: an error where the replay belongs
 	}
@@ -147,16 +148,16 @@ func (e *Env) notAReplay(ctx context.Context, k string, first, retry Resp) *Verd
 }
 
 func fidelityLargeBody(ctx context.Context, e *Env) Verdict {
-	return e.variantReplay(ctx, VariantLarge, func(first Resp) string {
-		if len(first.Body) < largeResponse {
-			return fmt.Sprintf("the large variant answered %d bytes, want at least %d (1 MiB)", len(first.Body), largeResponse)
+	return e.variantReplay(ctx, target.VariantLarge, func(first wire.Resp) string {
+		if len(first.Body) < target.LargeResponse {
+			return fmt.Sprintf("the large variant answered %d bytes, want at least %d (1 MiB)", len(first.Body), target.LargeResponse)
 		}
 		return ""
 	})
 }
 
 func fidelityBinaryBody(ctx context.Context, e *Env) Verdict {
-	return e.variantReplay(ctx, VariantBinary, func(first Resp) string {
+	return e.variantReplay(ctx, target.VariantBinary, func(first wire.Resp) string {
 		if len(first.Body) == 0 || isJSON(first.Body) {
 			return "the binary variant answered an empty or JSON body, not a binary one: " + first.String()
 		}
@@ -168,8 +169,8 @@ func fidelityBinaryBody(ctx context.Context, e *Env) Verdict {
 // that its answer is what the variant promises ("" when it is), retries
 // it and judges the retry's body against the original's: bytes, or JSON
 // equality where the profile compares JSON and both are JSON.
-func (e *Env) variantReplay(ctx context.Context, name string, shape func(Resp) string) Verdict {
-	if e.Profile.ReplayCompare == CompareStatus {
+func (e *Env) variantReplay(ctx context.Context, name string, shape func(wire.Resp) string) Verdict {
+	if e.Profile.ReplayCompare == target.CompareStatus {
 		return e.Skip("profile replay_compare is status: bodies are not compared")
 	}
 	body, _, _ := e.Variant(name)
@@ -190,7 +191,7 @@ func (e *Env) variantReplay(ctx context.Context, name string, shape func(Resp) s
 	}
 	observed := fmt.Sprintf("original %d, %d bytes; retry %d, %d bytes", first.Status, len(first.Body), retry.Status, len(retry.Body))
 	same := bytes.Equal(first.Body, retry.Body)
-	if !same && e.Profile.ReplayCompare == CompareJSON && isJSON(first.Body) && isJSON(retry.Body) {
+	if !same && e.Profile.ReplayCompare == target.CompareJSON && isJSON(first.Body) && isJSON(retry.Body) {
 		same = jsonEqual(first.Body, retry.Body)
 	}
 	// The status is replay/same-status's and fidelity/created-headers'
@@ -203,7 +204,7 @@ func (e *Env) variantReplay(ctx context.Context, name string, shape func(Resp) s
 
 // isJSON reports whether b is one JSON value.
 func isJSON(b []byte) bool {
-	_, err := decodeJSON(b)
+	_, err := jsonx.Decode(b)
 	return err == nil
 }
 

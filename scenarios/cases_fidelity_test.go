@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/target"
 )
 
 // TestFidelityAndCrashProbes: the fidelity and crash families pass the
@@ -25,7 +26,7 @@ func TestFidelityAndCrashProbes(t *testing.T) {
 		{"replay-reencodes-body", []string{"fidelity/binary-body"}},
 		{"failure-wedges-key", []string{"crash/handler-crash", "crash/handler-timeout"}},
 	}
-	targets := make([]*scenarios.Target, len(rows))
+	targets := make([]*target.Target, len(rows))
 	for i, row := range rows {
 		if row.defect == "" {
 			targets[i] = startDemo(t)

@@ -7,6 +7,9 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/wire"
 )
 
 // leaseMargin is how far past the declared lease the retry is sent, so
@@ -39,7 +42,7 @@ func leaseCrashRecovers(ctx context.Context, e *Env) Verdict {
 	if m == nil {
 		return e.Skip("needs " + string(NeedTargetCmd) + ": a managed target the harness can SIGKILL mid-flight and restart")
 	}
-	body, v, _ := e.Variant(VariantSlow)
+	body, v, _ := e.Variant(target.VariantSlow)
 	lease, grace := e.Target.Lease, e.Profile.Grace
 	k := e.NewKey()
 	sent := time.Now()
@@ -107,18 +110,18 @@ func leaseCrashRecovers(ctx context.Context, e *Env) Verdict {
 	}
 }
 
-func skipSlowWithinLease(t *Target, _ *Profile, op *Operation) string {
-	if d := op.Variants[VariantSlow].Duration; d < t.Lease+2*leaseMargin {
+func skipSlowWithinLease(t *target.Target, _ *target.Profile, op *target.Operation) string {
+	if d := op.Variants[target.VariantSlow].Duration; d < t.Lease+2*leaseMargin {
 		return fmt.Sprintf("the slow variant (%s) does not outlive the declared lease (%s) by %s; declare a shorter lease or a slower variant", d, t.Lease, 2*leaseMargin)
 	}
 	return ""
 }
 
 func leaseSlowOutlivesLease(ctx context.Context, e *Env) Verdict {
-	body, v, _ := e.Variant(VariantSlow)
+	body, v, _ := e.Variant(target.VariantSlow)
 	lease := e.Target.Lease
 	k := e.NewKey()
-	var slow Resp
+	var slow wire.Resp
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

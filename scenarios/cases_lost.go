@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck/chaos"
+	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/wire"
 )
 
 // LOST: the request reached the server and the answer was lost on the way
@@ -57,7 +59,7 @@ func (e *Env) viaProxy(rules ...string) (*proxied, error) {
 	// Without an id pointer the proxy still reads its default (/id), but
 	// nothing here uses what it finds there (see upstreamID).
 	p, err := chaos.New(chaos.Options{Upstream: e.Target.BaseURL, KeyHeader: e.Target.KeyHeader, IDPointer: e.Op.IDPointer,
-		Transport: e.Target.Transport(16), History: pr.hist, Timeout: e.Target.Timeout})
+		Transport: wire.Transport(e.Target, 16), History: pr.hist, Timeout: e.Target.Timeout})
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +77,7 @@ func (e *Env) viaProxy(rules ...string) (*proxied, error) {
 	t.BaseURL = srv.URL
 	// The counter is shared: same keys, and its probes go to the target
 	// directly, not through the proxy.
-	pr.Env = &Env{Target: &t, Profile: e.Profile, Op: e.Op, Case: e.Case, client: e.client, oracle: e.oracle, keys: e.keys, ctx: e.ctx}
+	pr.Env = &Env{Target: &t, Profile: e.Profile, Op: e.Op, Case: e.Case, client: e.client, double: e.double, oracle: e.oracle, keys: e.keys, ctx: e.ctx}
 	return pr, nil
 }
 
@@ -129,7 +131,7 @@ func (pr *proxied) upstreamID(u chaos.Upstream) string {
 }
 
 // ids is the distinct created ids under k seen by the proxy and in rs.
-func (pr *proxied) ids(k string, rs ...Resp) []string {
+func (pr *proxied) ids(k string, rs ...wire.Resp) []string {
 	ids := pr.DistinctIDs(rs...)
 	for _, u := range pr.upstream(k) {
 		if id := pr.upstreamID(u); id != "" && !slices.Contains(ids, id) {
@@ -143,8 +145,8 @@ func (pr *proxied) ids(k string, rs ...Resp) []string {
 // untilDone retries k with body until a final answer (not a transport
 // error, 409, one of the profile's in-flight statuses, 429 or 5xx), honouring Retry-After (capped at 2s); at most
 // 10 attempts. It returns every response, the last one final if any.
-func (e *Env) untilDone(ctx context.Context, label, k string, body []byte) []Resp {
-	var rs []Resp
+func (e *Env) untilDone(ctx context.Context, label, k string, body []byte) []wire.Resp {
+	var rs []wire.Resp
 	for i := 1; i <= 10 && ctx.Err() == nil; i++ {
 		r := e.Send(ctx, Req{Label: fmt.Sprintf("%s %d", label, i), Key: k, Body: body})
 		rs = append(rs, r)
@@ -170,11 +172,11 @@ func (e *Env) untilDone(ctx context.Context, label, k string, body []byte) []Res
 // effects count is one. A verdict against the server stands only when every
 // retry was sent within TTL − margin of first (the original attempt): past
 // it the key may legally have expired and executed afresh (see inTTL).
-func (pr *proxied) judgeLost(ctx context.Context, k, committed string, first Resp, rs []Resp) Verdict {
+func (pr *proxied) judgeLost(ctx context.Context, k, committed string, first wire.Resp, rs []wire.Resp) Verdict {
 	return pr.inTTL(pr.judgeLostRaw(ctx, k, committed, rs), first, rs...)
 }
 
-func (pr *proxied) judgeLostRaw(ctx context.Context, k, committed string, rs []Resp) Verdict {
+func (pr *proxied) judgeLostRaw(ctx context.Context, k, committed string, rs []wire.Resp) Verdict {
 	e := pr.Env
 	last := rs[len(rs)-1]
 	if ids := pr.ids(k, rs...); len(ids) > 1 {
@@ -265,7 +267,7 @@ func lostRetryStorm(ctx context.Context, e *Env) Verdict {
 		return e.Inconclusive("chaos proxy: " + err.Error())
 	}
 	defer pr.close()
-	body, _, _ := e.Variant(VariantSlow)
+	body, _, _ := e.Variant(target.VariantSlow)
 	k, first, storm := pr.storm(ctx, body)
 	if first.Err == nil {
 		return e.Inconclusive("the proxy did not drop the response: " + first.String())
@@ -289,8 +291,8 @@ func lostRetryStorm(ctx context.Context, e *Env) Verdict {
 // original or every retry was sent after it completed, at most
 // overlapAttempts times: a stall then costs an attempt, not the verdict.
 // The caller judges the last attempt.
-func (pr *proxied) storm(ctx context.Context, body []byte) (k string, first Resp, storm []Resp) {
-	_, v, _ := pr.Variant(VariantSlow)
+func (pr *proxied) storm(ctx context.Context, body []byte) (k string, first wire.Resp, storm []wire.Resp) {
+	_, v, _ := pr.Variant(target.VariantSlow)
 	for attempt := 1; attempt <= overlapAttempts && ctx.Err() == nil; attempt++ {
 		k = pr.NewKey()
 		label := fmt.Sprintf("slow original (%s; the proxy drops the response)", v.Duration)
@@ -298,7 +300,7 @@ func (pr *proxied) storm(ctx context.Context, body []byte) (k string, first Resp
 			label += fmt.Sprintf(", attempt %d", attempt)
 		}
 		wait := pr.startInFlight(ctx, k, Req{Label: label, Key: k, Body: body}, v.Duration)
-		storm = make([]Resp, stormRetries)
+		storm = make([]wire.Resp, stormRetries)
 		var wg sync.WaitGroup
 		for i := range storm {
 			at := time.Duration(i) * 20 * time.Millisecond
@@ -321,6 +323,6 @@ func (pr *proxied) storm(ctx context.Context, body []byte) (k string, first Resp
 
 // stormOverlapped reports whether a storm retry was sent before the
 // original's (dropped) answer came back.
-func stormOverlapped(first Resp, storm []Resp) bool {
-	return slices.ContainsFunc(storm, func(r Resp) bool { return r.Start.Before(first.End) })
+func stormOverlapped(first wire.Resp, storm []wire.Resp) bool {
+	return slices.ContainsFunc(storm, func(r wire.Resp) bool { return r.Start.Before(first.End) })
 }

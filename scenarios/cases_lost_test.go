@@ -8,6 +8,7 @@ import (
 
 	"github.com/idemcheck/idemcheck/reference/demo"
 	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/target"
 )
 
 // The LOST family through the in-process chaos proxy: the correct
@@ -69,7 +70,7 @@ func TestLeaseSlowOutlivesLease(t *testing.T) {
 	}
 	srv := httptest.NewServer(app)
 	defer func() { srv.Close(); app.Close() }()
-	tg, err := scenarios.FromURL(srv.URL, demoTTL, lease)
+	tg, err := target.FromURL(srv.URL, demoTTL, lease)
 	if err != nil {
 		t.Fatal(err)
 	}

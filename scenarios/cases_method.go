@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+
+	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/wire"
 )
 
 // METHOD: which methods honour the key. The draft names POST and PATCH;
@@ -29,7 +32,7 @@ func init() {
 var noBody = json.RawMessage{}
 
 // location returns the path of r's Location header on the target, or "".
-func (e *Env) location(r Resp) string {
+func (e *Env) location(r wire.Resp) string {
 	loc := r.Header.Get("Location")
 	if loc == "" {
 		return ""
@@ -45,7 +48,7 @@ func (e *Env) location(r Resp) string {
 	return u.RequestURI()
 }
 
-func skipGetOperation(_ *Target, _ *Profile, op *Operation) string {
+func skipGetOperation(_ *target.Target, _ *target.Profile, op *target.Operation) string {
 	if op.Method == http.MethodGet {
 		return "the operation itself is a GET"
 	}
@@ -91,7 +94,7 @@ func methodGetIgnoresKey(ctx context.Context, e *Env) Verdict {
 	return e.Pass(observed)
 }
 
-func skipNotPatch(_ *Target, _ *Profile, op *Operation) string {
+func skipNotPatch(_ *target.Target, _ *target.Profile, op *target.Operation) string {
 	if op.Method != http.MethodPatch {
 		return "needs a PATCH operation in the config; this one is " + op.Method
 	}
@@ -109,7 +112,7 @@ func methodPatchHonoursKey(ctx context.Context, e *Env) Verdict {
 	if bad != nil {
 		return *bad
 	}
-	rs := []Resp{first}
+	rs := []wire.Resp{first}
 	for i := 1; i <= 2; i++ {
 		rs = append(rs, e.Send(ctx, Req{Label: fmt.Sprintf("retry %d", i), Key: k}))
 	}

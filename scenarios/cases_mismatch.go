@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/wire"
 )
 
 // MISMATCH: the same key with a materially different payload is a client
@@ -90,7 +93,7 @@ func (e *Env) runProbe(ctx context.Context, pr probe) mismatchOutcome {
 }
 
 // judgeProbe judges the answer r to the mutated body under k.
-func (e *Env) judgeProbe(ctx context.Context, pr probe, k string, first, r Resp) mismatchOutcome {
+func (e *Env) judgeProbe(ctx context.Context, pr probe, k string, first, r wire.Resp) mismatchOutcome {
 	mutated := e.Body(pr.patch)
 	if e.HasOracle() {
 		n, err := e.Executions(ctx, k)
@@ -111,9 +114,9 @@ func (e *Env) judgeProbe(ctx context.Context, pr probe, k string, first, r Resp)
 	switch {
 	case r.StaleConn():
 		return mismatchOutcome{Inconclusive, pr.name + ": " + r.Err.Error()}
-	case replayed && e.Profile.StaleReplayOnMismatch == Yes:
+	case replayed && e.Profile.StaleReplayOnMismatch == target.Yes:
 		return mismatchOutcome{Pass, pr.name + ": replayed the old response, as the profile allows (stale_replay_on_mismatch): " + r.String()}
-	case replayed && e.Profile.StaleReplayOnMismatch == Unknown:
+	case replayed && e.Profile.StaleReplayOnMismatch == target.Unknown:
 		return mismatchOutcome{Skip, pr.name + ": replayed the old response (profile stale_replay_on_mismatch is \"?\"; finding recorded): " + r.String()}
 	case replayed && pr.generated:
 		return mismatchOutcome{Warn, pr.name + ": replayed the old response (the member may be outside the fingerprint): " + r.String()}
@@ -121,7 +124,7 @@ func (e *Env) judgeProbe(ctx context.Context, pr probe, k string, first, r Resp)
 		return mismatchOutcome{Fail, pr.name + ": replayed the old response for a different payload: " + r.String()}
 	case r.OK():
 		return mismatchOutcome{Fail, pr.name + ": executed the different payload under a used key: " + r.String()}
-	case hasStatus(e.Profile.MismatchStatus, r.Status):
+	case target.HasStatus(e.Profile.MismatchStatus, r.Status):
 		return mismatchOutcome{Pass, fmt.Sprintf("%s: %d", pr.name, r.Status)}
 	case r.Is4xx():
 		// Trap C8: the 4xx may be validation of the mutated body itself;
@@ -167,7 +170,7 @@ func (e *Env) judgeProbes(ctx context.Context, probes []probe) Verdict {
 	return e.Inconclusive(observed)
 }
 
-func skipNoMutations(_ *Target, _ *Profile, op *Operation) string {
+func skipNoMutations(_ *target.Target, _ *target.Profile, op *target.Operation) string {
 	if len(op.Mutations) == 0 {
 		return "the operation has no mutations configured"
 	}
@@ -188,18 +191,18 @@ func mismatchAddedField(ctx context.Context, e *Env) Verdict {
 
 // mismatchError stores the original under k and returns the answer to the
 // first probe under k, or a verdict when no mismatch error was obtained.
-func (e *Env) mismatchError(ctx context.Context, k string) (first, mismatch Resp, pr probe, v *Verdict) {
+func (e *Env) mismatchError(ctx context.Context, k string) (first, mismatch wire.Resp, pr probe, v *Verdict) {
 	first, v = e.original(ctx, k, nil)
 	if v != nil {
-		return first, Resp{}, pr, v
+		return first, wire.Resp{}, pr, v
 	}
 	pr = e.firstProbe()
 	mismatch = e.Send(ctx, Req{Label: "same key, " + pr.name, Key: k, Body: e.Body(pr.patch)})
 	return first, mismatch, pr, nil
 }
 
-func skipNoProblemJSON(_ *Target, p *Profile, _ *Operation) string {
-	if p.ProblemJSON == No {
+func skipNoProblemJSON(_ *target.Target, p *target.Profile, _ *target.Operation) string {
+	if p.ProblemJSON == target.No {
 		return "profile problem_json is false"
 	}
 	return ""

@@ -3,6 +3,8 @@ package scenarios
 import (
 	"context"
 	"fmt"
+
+	"github.com/idemcheck/idemcheck/target"
 )
 
 // MISSING: a request without a key on an operation documented as
@@ -30,8 +32,8 @@ func init() {
 	)
 }
 
-func skipKeyOptional(_ *Target, p *Profile, _ *Operation) string {
-	if p.KeyRequired == No {
+func skipKeyOptional(_ *target.Target, p *target.Profile, _ *target.Operation) string {
+	if p.KeyRequired == target.No {
 		return "profile key_required is false (see missing/optional-executes)"
 	}
 	return ""
@@ -41,7 +43,7 @@ func missingRejected(ctx context.Context, e *Env) Verdict {
 	// A keyless request can only be counted by an oracle that is not
 	// per key (the run is then serial, and the counter is read around
 	// it), or by the downstream double, which marks it with a token.
-	counted := e.HasOracle() && (e.Target.GlobalOracle() || e.Target.countsKeyless(e.Op))
+	counted := e.HasOracle() && (e.Target.GlobalOracle() || e.double.CountsKeyless(e.Op))
 	var before int
 	if counted {
 		var err error
@@ -63,7 +65,7 @@ func missingRejected(ctx context.Context, e *Env) Verdict {
 			executed, how = true, fmt.Sprintf("answered %s; the oracle counted %d executions", r.String(), after-before)
 		}
 	}
-	if e.Profile.KeyRequired == Unknown {
+	if e.Profile.KeyRequired == target.Unknown {
 		return e.Finding("key_required", how)
 	}
 	expected := fmt.Sprintf("%v and no execution", e.Profile.MissingStatus)
@@ -74,15 +76,15 @@ func missingRejected(ctx context.Context, e *Env) Verdict {
 		return e.Fail(expected, "executed, then answered an error: "+how)
 	case r.OK():
 		return e.Unmet(expected, "executed without a key: "+how)
-	case hasStatus(e.Profile.MissingStatus, r.Status) && !counted:
+	case target.HasStatus(e.Profile.MissingStatus, r.Status) && !counted:
 		return e.Unverifiable(fmt.Sprintf("answered %d as expected, but whether it executed cannot be counted: the oracle counts per key and the request has none (declare an oracle URL without {key}, a global or per-operation counter, or oracle: {downstream: ROUTE} with a marker)", r.Status))
-	case hasStatus(e.Profile.MissingStatus, r.Status):
+	case target.HasStatus(e.Profile.MissingStatus, r.Status):
 		return e.Pass(fmt.Sprintf("%d; no execution (oracle)", r.Status))
 	}
 	return e.Unmet(expected, how)
 }
 
-func skipKeyNotRequiredOrNoProblem(t *Target, p *Profile, op *Operation) string {
+func skipKeyNotRequiredOrNoProblem(t *target.Target, p *target.Profile, op *target.Operation) string {
 	if r := skipKeyNotRequired(t, p, op); r != "" {
 		return r
 	}
@@ -97,8 +99,8 @@ func missingProblemLink(ctx context.Context, e *Env) Verdict {
 	return e.docLinkVerdict(r)
 }
 
-func skipKeyNotRequired(_ *Target, p *Profile, _ *Operation) string {
-	if p.KeyRequired != Yes {
+func skipKeyNotRequired(_ *target.Target, p *target.Profile, _ *target.Operation) string {
+	if p.KeyRequired != target.Yes {
 		return "profile key_required is not true"
 	}
 	return ""
@@ -120,8 +122,8 @@ func missingRepeatFailsAgain(ctx context.Context, e *Env) Verdict {
 	return e.Pass(observed)
 }
 
-func skipKeyRequired(_ *Target, p *Profile, _ *Operation) string {
-	if p.KeyRequired != No {
+func skipKeyRequired(_ *target.Target, p *target.Profile, _ *target.Operation) string {
+	if p.KeyRequired != target.No {
 		return "profile key_required is not false (see missing/rejected)"
 	}
 	return ""

@@ -8,6 +8,10 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/idemcheck/idemcheck/internal/clock"
+	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/wire"
 )
 
 // Probes for behaviour seen in real implementations that the families'
@@ -34,12 +38,12 @@ func expiryExpiredKeyBurst(ctx context.Context, e *Env) Verdict {
 	if v := e.tooLongToWait(); v != nil {
 		return *v
 	}
-	_, size := e.Profile.burst()
+	_, size := e.Profile.Burst()
 	// The slow variant (where configured) keeps the first execution after
 	// expiry in flight while the rest of the burst arrives: a reclaim of
 	// the expired record without an in-flight marker lets them all run.
 	body := e.Op.Body
-	if sb, _, ok := e.Variant(VariantSlow); ok {
+	if sb, _, ok := e.Variant(target.VariantSlow); ok {
 		body = sb
 	}
 	k := e.NewKey()
@@ -52,7 +56,7 @@ func expiryExpiredKeyBurst(ctx context.Context, e *Env) Verdict {
 		return e.Inconclusive(err.Error())
 	}
 	expired := first.End.Add(e.Target.TTL + e.Profile.Grace)
-	if err := waitUntil(ctx, expired); err != nil {
+	if err := clock.Until(ctx, expired); err != nil {
 		return e.Inconclusive(err.Error())
 	}
 	// Connections are opened only now: idle for a whole TTL, they may
@@ -74,7 +78,7 @@ func expiryExpiredKeyBurst(ctx context.Context, e *Env) Verdict {
 			}
 		}
 	}
-	all, how, _, err := e.Effects(ctx, k, append([]Resp{first}, rs...)...)
+	all, how, _, err := e.Effects(ctx, k, append([]wire.Resp{first}, rs...)...)
 	if err != nil {
 		return e.Inconclusive(err.Error())
 	}
@@ -121,8 +125,8 @@ var inFlightOffsets = []struct {
 
 // ttlOffsets is concurrent/in-flight-offsets' MinTTL: its last duplicate
 // must be sent inside TTL − margin to be judged.
-func ttlOffsets(_ *Target, p *Profile, op *Operation) (time.Duration, string) {
-	d := op.Variants[VariantSlow].Duration
+func ttlOffsets(_ *target.Target, p *target.Profile, op *target.Operation) (time.Duration, string) {
+	d := op.Variants[target.VariantSlow].Duration
 	last := time.Duration(inFlightOffsets[len(inFlightOffsets)-1].at * float64(d))
 	return last + p.Margin, fmt.Sprintf("the duplicate at +%s of the %s slow original is judged only within TTL − margin %s", last, d, p.Margin)
 }
@@ -167,7 +171,7 @@ func concurrentInFlightOffsets(ctx context.Context, e *Env) Verdict {
 // because a stalled server claimed the original late probed an early
 // moment: it passed a lock that lapses after 1 s.)
 func (e *Env) offsetsAttempt(ctx context.Context, attempt int, shift time.Duration) (v Verdict, placed bool, late time.Duration) {
-	body, sv, _ := e.Variant(VariantSlow)
+	body, sv, _ := e.Variant(target.VariantSlow)
 	d := sv.Duration
 	k := e.NewKey()
 	label := fmt.Sprintf("slow original (%s)", d)
@@ -176,13 +180,13 @@ func (e *Env) offsetsAttempt(ctx context.Context, attempt int, shift time.Durati
 	}
 	sent := time.Now()
 	wait := e.startInFlight(ctx, k, Req{Label: label, Key: k, Body: body}, d)
-	dups := make([]Resp, len(inFlightOffsets))
+	dups := make([]wire.Resp, len(inFlightOffsets))
 	var wg sync.WaitGroup
 	for i, off := range inFlightOffsets {
 		wg.Go(func() {
 			at := time.Duration(off.at * float64(d))
-			if err := waitUntil(ctx, sent.Add(at+shift)); err != nil {
-				dups[i] = Resp{Err: err}
+			if err := clock.Until(ctx, sent.Add(at+shift)); err != nil {
+				dups[i] = wire.Resp{Err: err}
 				return
 			}
 			dups[i] = e.Send(ctx, Req{Label: fmt.Sprintf("duplicate at the %s (+%s)", off.name, at), Key: k, Body: body})
@@ -194,7 +198,7 @@ func (e *Env) offsetsAttempt(ctx context.Context, attempt int, shift time.Durati
 		return e.Inconclusive("the slow variant did not succeed: " + slow.String()), false, 0
 	}
 	late = min(max(slow.End.Sub(slow.SentAt())-d, 0), d/2)
-	n, how, _, err := e.Effects(ctx, k, append([]Resp{slow}, dups...)...)
+	n, how, _, err := e.Effects(ctx, k, append([]wire.Resp{slow}, dups...)...)
 	if err != nil {
 		return e.Inconclusive(err.Error()), false, late
 	}
@@ -204,7 +208,7 @@ func (e *Env) offsetsAttempt(ctx context.Context, attempt int, shift time.Durati
 	}
 	expected += ", at every offset; never a second execution"
 	var lines, again, unmet, missed []string
-	var proof []Resp // the duplicates that executed again
+	var proof []wire.Resp // the duplicates that executed again
 	for i, r := range dups {
 		off := inFlightOffsets[i].name
 		// At least this far into the original's run at the server.

@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/idemcheck/idemcheck/internal/jsonx"
+	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/wire"
 )
 
 // PROBLEM: the format of the idempotency errors themselves (draft §2.7
@@ -30,7 +34,7 @@ func init() {
 // idemError is one provoked idempotency error.
 type idemError struct {
 	name string
-	r    Resp
+	r    wire.Resp
 }
 
 // idempotencyErrors provokes the idempotency errors the config allows: a
@@ -38,14 +42,14 @@ type idemError struct {
 // a slow variant, an in-flight conflict. Only 4xx answers are returned;
 // what was not obtained is listed in missed.
 func (e *Env) idempotencyErrors(ctx context.Context) (errs []idemError, missed []string) {
-	add := func(name string, r Resp) {
+	add := func(name string, r wire.Resp) {
 		if r.Is4xx() {
 			errs = append(errs, idemError{name, r})
 		} else {
 			missed = append(missed, name+" ("+statusOf(r)+")")
 		}
 	}
-	if e.Profile.KeyRequired != No {
+	if e.Profile.KeyRequired != target.No {
 		add("missing key", e.Send(ctx, Req{Label: "no key", NoKey: true}))
 	}
 	add("invalid key", e.Send(ctx, Req{Label: "two key field lines", KeyLines: []string{e.KeyValue(e.NewKey()), e.KeyValue(e.NewKey())}}))
@@ -54,7 +58,7 @@ func (e *Env) idempotencyErrors(ctx context.Context) (errs []idemError, missed [
 	} else {
 		missed = append(missed, "mismatch (the normal call failed)")
 	}
-	if _, ok := e.Op.Variants[VariantSlow]; ok {
+	if _, ok := e.Op.Variants[target.VariantSlow]; ok {
 		if _, _, dup, v := e.conflict(ctx); v == nil {
 			add("in flight", dup)
 		} else {
@@ -65,12 +69,12 @@ func (e *Env) idempotencyErrors(ctx context.Context) (errs []idemError, missed [
 }
 
 // problemShape checks r as an RFC 9457 problem document.
-func problemShape(r Resp) (bool, string) {
+func problemShape(r wire.Resp) (bool, string) {
 	ct := strings.ToLower(r.Header.Get("Content-Type"))
 	if !strings.HasPrefix(ct, "application/problem+json") {
 		return false, fmt.Sprintf("Content-Type %q", r.Header.Get("Content-Type"))
 	}
-	doc, err := decodeJSON(r.Body)
+	doc, err := jsonx.Decode(r.Body)
 	m, ok := doc.(map[string]any)
 	if err != nil || !ok {
 		return false, "body is not a JSON object"
@@ -93,7 +97,7 @@ func problemShape(r Resp) (bool, string) {
 
 // judgeErrors applies check to each provoked error: a finding when the
 // profile leaves problem_json unknown (false skips: skipNoProblemJSON).
-func (e *Env) judgeErrors(ctx context.Context, expected string, check func(Resp) (bool, string)) Verdict {
+func (e *Env) judgeErrors(ctx context.Context, expected string, check func(wire.Resp) (bool, string)) Verdict {
 	errs, missed := e.idempotencyErrors(ctx)
 	if len(errs) == 0 {
 		return e.Inconclusive("no idempotency error could be provoked: " + strings.Join(missed, "; "))
@@ -112,7 +116,7 @@ func (e *Env) judgeErrors(ctx context.Context, expected string, check func(Resp)
 	switch {
 	case allOK && e.Case.Level == May:
 		return e.Pass(observed) // a MAY seen is a MAY met, whatever the profile knew
-	case e.Profile.ProblemJSON == Unknown:
+	case e.Profile.ProblemJSON == target.Unknown:
 		return e.Finding("problem_json", observed)
 	case !allOK:
 		return e.Unmet(expected, observed)
@@ -121,7 +125,7 @@ func (e *Env) judgeErrors(ctx context.Context, expected string, check func(Resp)
 }
 
 func problemJSON(ctx context.Context, e *Env) Verdict {
-	return e.judgeErrors(ctx, "application/problem+json with type and title, status equal to the HTTP status (or Link rel=\"describedby\")", func(r Resp) (bool, string) {
+	return e.judgeErrors(ctx, "application/problem+json with type and title, status equal to the HTTP status (or Link rel=\"describedby\")", func(r wire.Resp) (bool, string) {
 		ok, how := problemShape(r)
 		if !ok && describedBy(r) != "" {
 			return true, "Link rel=describedby instead (" + how + ")"
@@ -139,7 +143,7 @@ func problemJSON(ctx context.Context, e *Env) Verdict {
 
 // describedBy returns the target of a well-formed Link rel="describedby"
 // ("<uri>; rel=describedby", quoted or not), or "".
-func describedBy(r Resp) string {
+func describedBy(r wire.Resp) string {
 	for _, line := range r.Header.Values("Link") {
 		for _, link := range strings.Split(line, ",") {
 			parts := strings.Split(link, ";")
@@ -159,7 +163,7 @@ func describedBy(r Resp) string {
 }
 
 func problemDocsLink(ctx context.Context, e *Env) Verdict {
-	return e.judgeErrors(ctx, "a problem type URI or a Link rel=\"describedby\" on every idempotency error", func(r Resp) (bool, string) {
+	return e.judgeErrors(ctx, "a problem type URI or a Link rel=\"describedby\" on every idempotency error", func(r wire.Resp) (bool, string) {
 		if u := describedBy(r); u != "" {
 			return true, "Link rel=describedby <" + u + ">"
 		}
@@ -177,7 +181,7 @@ func problemNoStoreStableCodes(ctx context.Context, e *Env) Verdict {
 		return e.Inconclusive("no idempotency error could be provoked: " + strings.Join(missed, "; "))
 	}
 	second, _ := e.idempotencyErrors(ctx)
-	again := map[string]Resp{}
+	again := map[string]wire.Resp{}
 	for _, x := range second {
 		again[x.name] = x.r
 	}
@@ -202,8 +206,8 @@ func problemNoStoreStableCodes(ctx context.Context, e *Env) Verdict {
 
 // problemCode is the error's machine-readable code: the problem type, else
 // a "code" member, else "".
-func problemCode(r Resp) string {
-	doc, err := decodeJSON(r.Body)
+func problemCode(r wire.Resp) string {
+	doc, err := jsonx.Decode(r.Body)
 	m, ok := doc.(map[string]any)
 	if err != nil || !ok {
 		return ""

@@ -9,6 +9,7 @@ import (
 
 	"github.com/idemcheck/idemcheck/reference/demo"
 	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/target"
 )
 
 // rewriteErrors re-dresses the reference's 4xx answers the way other
@@ -72,7 +73,7 @@ func TestProblemFormats(t *testing.T) {
 			}
 			srv := httptest.NewServer(rewriteErrors(app, row.style))
 			defer func() { srv.Close(); app.Close() }()
-			tg, err := scenarios.FromURL(srv.URL, demoTTL, demoLease)
+			tg, err := target.FromURL(srv.URL, demoTTL, demoLease)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/wire"
 )
 
 // REPLAY: a completed request retried with the same key and payload gets
@@ -50,7 +53,7 @@ func init() {
 
 // original sends the normal call under key; ok is false (with the verdict
 // to return) when it did not succeed, since nothing can be replayed then.
-func (e *Env) original(ctx context.Context, key string, body []byte) (Resp, *Verdict) {
+func (e *Env) original(ctx context.Context, key string, body []byte) (wire.Resp, *Verdict) {
 	r := e.Send(ctx, Req{Label: "original", Key: key, Body: body})
 	if !r.OK() {
 		v := e.Inconclusive("the normal call did not succeed, nothing to replay: " + r.String())
@@ -61,7 +64,7 @@ func (e *Env) original(ctx context.Context, key string, body []byte) (Resp, *Ver
 
 // originalAndRetry stores the normal request under a fresh key and sends
 // it once more unchanged: the opening of every replay-fidelity case.
-func (e *Env) originalAndRetry(ctx context.Context) (first, replay Resp, bad *Verdict) {
+func (e *Env) originalAndRetry(ctx context.Context) (first, replay wire.Resp, bad *Verdict) {
 	k := e.NewKey()
 	if first, bad = e.original(ctx, k, nil); bad != nil {
 		return first, replay, bad
@@ -81,8 +84,8 @@ func replaySameStatus(ctx context.Context, e *Env) Verdict {
 	return e.Pass(fmt.Sprintf("%d then %d", first.Status, replay.Status))
 }
 
-func skipStatusCompare(_ *Target, p *Profile, _ *Operation) string {
-	if p.ReplayCompare == CompareStatus {
+func skipStatusCompare(_ *target.Target, p *target.Profile, _ *target.Operation) string {
+	if p.ReplayCompare == target.CompareStatus {
 		return "profile replay_compare is status: bodies are not compared"
 	}
 	return ""
@@ -105,7 +108,7 @@ func replaySingleExecution(ctx context.Context, e *Env) Verdict {
 	if bad != nil {
 		return *bad
 	}
-	rs := []Resp{first}
+	rs := []wire.Resp{first}
 	for i := 1; i <= 3; i++ {
 		rs = append(rs, e.Send(ctx, Req{Label: fmt.Sprintf("retry %d", i), Key: k}))
 	}
@@ -148,7 +151,7 @@ func replayMarkerHeader(ctx context.Context, e *Env) Verdict {
 }
 
 func replayBusinessError(ctx context.Context, e *Env) Verdict {
-	body, v, _ := e.Variant(VariantBusinessError)
+	body, v, _ := e.Variant(target.VariantBusinessError)
 	k := e.NewKey()
 	first := e.Send(ctx, Req{Label: "original (business error)", Key: k, Body: body})
 	if !first.Is4xx() || (v.Status != 0 && first.Status != v.Status) {
@@ -169,9 +172,9 @@ func replayBusinessError(ctx context.Context, e *Env) Verdict {
 		return *v
 	}
 	switch e.Profile.Cache4xxBusiness {
-	case Unknown:
+	case target.Unknown:
 		return e.Finding("cache_4xx_business", observed)
-	case No:
+	case target.No:
 		if n < 2 {
 			return e.Unmet("the retry executes again (profile: business errors not cached)", observed)
 		}
@@ -214,7 +217,7 @@ func replayCanonicalJSON(ctx context.Context, e *Env) Verdict {
 	return e.judgeSamePayload(ctx, k, first, retry, e.Profile.CanonicalJSON, "canonical_json")
 }
 
-func skipNoVolatileFields(_ *Target, p *Profile, _ *Operation) string {
+func skipNoVolatileFields(_ *target.Target, p *target.Profile, _ *target.Operation) string {
 	if len(p.VolatileFields) == 0 {
 		return "profile volatile_fields is empty"
 	}
@@ -236,13 +239,13 @@ func replayVolatileFields(ctx context.Context, e *Env) Verdict {
 		patches = append(patches, p)
 	}
 	retry := e.Send(ctx, Req{Label: "retry (volatile fields changed)", Key: k, Body: e.Body(patches...)})
-	return e.judgeSamePayload(ctx, k, first, retry, Yes, "volatile_fields")
+	return e.judgeSamePayload(ctx, k, first, retry, target.Yes, "volatile_fields")
 }
 
 // judgeSamePayload judges a retry whose payload the profile may consider
 // equal to the original: a replay is expected when expect is Yes; an error
 // is acceptable otherwise; a new execution is never acceptable.
-func (e *Env) judgeSamePayload(ctx context.Context, k string, first, retry Resp, expect Tri, field string) Verdict {
+func (e *Env) judgeSamePayload(ctx context.Context, k string, first, retry wire.Resp, expect target.Tri, field string) Verdict {
 	replayed, err := e.Replayed(ctx, first, retry, k)
 	if err != nil {
 		return e.undecided(err, retry.String())
@@ -267,9 +270,9 @@ func (e *Env) judgeSamePayload(ctx context.Context, k string, first, retry Resp,
 		observed = "answered " + retry.String()
 	}
 	switch expect {
-	case Unknown:
+	case target.Unknown:
 		return e.Finding(field, observed)
-	case No:
+	case target.No:
 		return e.Pass(observed)
 	}
 	if !retry.OK() {

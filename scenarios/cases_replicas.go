@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/idemcheck/idemcheck/internal/jsonx"
+	"github.com/idemcheck/idemcheck/target"
 )
 
 // NeedReplicas: at least two base URLs of one API (replicas, --replica).
@@ -118,7 +119,7 @@ func replicasMismatchOtherReplica(ctx context.Context, e *Env) Verdict {
 		return e.inTTL(e.Fail(expected, "the original's response for a different payload: "+observed), first, r)
 	case r.OK():
 		return e.inTTL(e.Fail(expected, "executed the different payload: "+observed), first, r)
-	case hasStatus(e.Profile.MismatchStatus, r.Status):
+	case target.HasStatus(e.Profile.MismatchStatus, r.Status):
 		return e.Pass(observed)
 	}
 	return e.inTTL(e.Unmet(expected, observed), first, r)

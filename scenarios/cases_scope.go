@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/wire"
 )
 
 // SCOPE: what a key is unique within. Another principal's key is always a
@@ -66,7 +69,7 @@ const (
 // tables may number alike). With neither, r is leakUnknown unless its
 // body differs from first's. why explains a leakUnsure or leakUnknown; an
 // oracle error is returned for the case to report as inconclusive.
-func (e *Env) leaked(ctx context.Context, op, to *Operation, first, r Resp, key string, before int) (l leak, why string, err error) {
+func (e *Env) leaked(ctx context.Context, op, to *target.Operation, first, r wire.Resp, key string, before int) (l leak, why string, err error) {
 	if !first.OK() || !r.OK() {
 		return leakNone, "", nil
 	}
@@ -90,7 +93,7 @@ func (e *Env) leaked(ctx context.Context, op, to *Operation, first, r Resp, key 
 }
 
 // leakedAcross is leaked for r, an answer of another operation to.
-func (e *Env) leakedAcross(ctx context.Context, op, to *Operation, first, r Resp, key string, before int) (leak, string, error) {
+func (e *Env) leakedAcross(ctx context.Context, op, to *target.Operation, first, r wire.Resp, key string, before int) (leak, string, error) {
 	sees, blind := e.oracleSees(to)
 	if sees {
 		return e.leakedByCount(ctx, key, before)
@@ -129,7 +132,7 @@ func (e *Env) leakedByCount(ctx context.Context, key string, before int) (leak, 
 // oracleSees reports whether the oracle counts op's executions: there is
 // one and the run's calibration on op found no problem. why says what
 // cannot count them otherwise.
-func (e *Env) oracleSees(op *Operation) (sees bool, why string) {
+func (e *Env) oracleSees(op *target.Operation) (sees bool, why string) {
 	switch {
 	case e.oracle == nil:
 		return false, "there is no oracle to count executions"
@@ -152,7 +155,7 @@ func isInteger(id string) bool {
 // usable reports whether principal p can call op with body under a fresh
 // key, telling an error about the reused key (trap C8) from an operation p
 // may not use at all.
-func (e *Env) usable(ctx context.Context, op *Operation, p int, body []byte) (Resp, bool) {
+func (e *Env) usable(ctx context.Context, op *target.Operation, p int, body []byte) (wire.Resp, bool) {
 	r := e.Send(ctx, Req{Label: "same request with a fresh key (can this principal call it?)", Key: e.NewKey(), Principal: p, Op: op, Body: body})
 	return r, r.OK()
 }
@@ -169,7 +172,7 @@ func scopeOtherUserIsolated(ctx context.Context, e *Env) Verdict {
 
 // judgeOtherUser judges principal 1's answer b under k, which principal 0
 // used for a: b must be b's own execution.
-func (e *Env) judgeOtherUser(ctx context.Context, k string, a, b Resp, body []byte) Verdict {
+func (e *Env) judgeOtherUser(ctx context.Context, k string, a, b wire.Resp, body []byte) Verdict {
 	expected := "an execution of the second principal's own, never the first principal's response or an error about the key"
 	observed := fmt.Sprintf("first principal %s; second principal %s", a.String(), b.String())
 	l, why, err := e.leaked(ctx, e.Op, e.Op, a, b, k, 1)
@@ -207,8 +210,8 @@ func (e *Env) judgeOtherUser(ctx context.Context, k string, a, b Resp, body []by
 }
 
 func scopeOtherUserInFlight(ctx context.Context, e *Env) Verdict {
-	body, _, _ := e.Variant(VariantSlow)
-	k, a, b, _ := e.duringSlow(ctx, false, func(k string) Resp {
+	body, _, _ := e.Variant(target.VariantSlow)
+	k, a, b, _ := e.duringSlow(ctx, false, func(k string) wire.Resp {
 		return e.Send(ctx, Req{Label: "second principal, same key, while the first is in flight", Key: k, Principal: 1, Body: body})
 	})
 	if !a.OK() {
@@ -225,7 +228,7 @@ func scopeOtherUserInFlight(ctx context.Context, e *Env) Verdict {
 
 // endpointPeer is the operation scope/other-endpoint sends op's key to:
 // the next configured one, nil when it is on op's endpoint.
-func endpointPeer(t *Target, op *Operation) *Operation {
+func endpointPeer(t *target.Target, op *target.Operation) *target.Operation {
 	ops := t.Operations
 	for i := range ops {
 		if ops[i].Name == op.Name {
@@ -241,7 +244,7 @@ func endpointPeer(t *Target, op *Operation) *Operation {
 
 // methodPeer is the operation on op's path with another method
 // (scope/other-method), nil when none.
-func methodPeer(t *Target, op *Operation) *Operation {
+func methodPeer(t *target.Target, op *target.Operation) *target.Operation {
 	for i := range t.Operations {
 		if o := &t.Operations[i]; o.Path == op.Path && o.Method != op.Method {
 			return o
@@ -250,14 +253,14 @@ func methodPeer(t *Target, op *Operation) *Operation {
 	return nil
 }
 
-func skipNoEndpointPeer(t *Target, _ *Profile, op *Operation) string {
+func skipNoEndpointPeer(t *target.Target, _ *target.Profile, op *target.Operation) string {
 	if endpointPeer(t, op) == nil {
 		return "needs a second operation on another endpoint"
 	}
 	return ""
 }
 
-func skipNoMethodPeer(t *Target, _ *Profile, op *Operation) string {
+func skipNoMethodPeer(t *target.Target, _ *target.Profile, op *target.Operation) string {
 	if methodPeer(t, op) == nil {
 		return "needs a second operation on the same path with another method"
 	}
@@ -299,13 +302,13 @@ func scopeOtherEndpoint(ctx context.Context, e *Env) Verdict {
 		mode = "error"
 	}
 	switch e.Profile.ScopeEndpoint {
-	case ScopeUnknown:
+	case target.ScopeUnknown:
 		return e.Finding("scope_endpoint", mode+": "+observed)
-	case ScopeIndependent:
+	case target.ScopeIndependent:
 		if mode != "independent" {
 			return e.Unmet("an independent execution (profile scope_endpoint independent)", observed)
 		}
-	case ScopeError:
+	case target.ScopeError:
 		if mode != "error" {
 			return e.inTTL(e.Unmet("an idempotency error (profile scope_endpoint error)", observed), first, r)
 		}
@@ -375,9 +378,9 @@ func scopeCaseSensitive(ctx context.Context, e *Env) Verdict {
 			shared = fmt.Sprintf("two keys share one response: %s and %s both answered created id %s", upper, lower, id)
 		}
 		switch e.Profile.KeyCase {
-		case KeyCaseFolded:
+		case target.KeyCaseFolded:
 			return e.Pass("folded, as the profile says (key_case folded): " + shared + "; " + observed)
-		case KeyCaseSensitive:
+		case target.KeyCaseSensitive:
 			return e.inTTL(e.unmetAt(Should, "a distinct key (keys are opaque sf-strings; profile key_case sensitive)", shared+"; "+observed), first, r)
 		}
 		return e.Finding("key_case", "folded: "+shared+"; "+observed)
@@ -392,7 +395,7 @@ func scopeCaseSensitive(ctx context.Context, e *Env) Verdict {
 		}
 		observed += fmt.Sprintf("; %d executions under the lower-case key (oracle)", n)
 	}
-	if e.Profile.KeyCase == KeyCaseFolded {
+	if e.Profile.KeyCase == target.KeyCaseFolded {
 		return e.Unmet("the upper-case key's replay (profile key_case folded)", "a distinct key: "+observed)
 	}
 	return e.Pass("a distinct key: " + observed)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/idemcheck/idemcheck/target"
 )
 
 // hostileKeyLen is the size of the oversized key probes (10 KB).
@@ -49,7 +51,7 @@ func securityInvalidFormatRejected(ctx context.Context, e *Env) Verdict {
 	if maxLen := e.Profile.KeyMaxLen; maxLen > 0 {
 		probes[fmt.Sprintf("%d-character key (key_max_len %d)", max(hostileKeyLen, 2*maxLen), maxLen)] = []string{e.KeyValue(keyOfLen(max(hostileKeyLen, 2*maxLen)))}
 	}
-	if e.Target.KeySyntax == SFString {
+	if e.Target.KeySyntax == target.SFString {
 		probes["control character in the sf-string"] = []string{`"` + e.uniquePrefix("tab") + "\tx\""}
 	}
 	if e.Profile.KeyFormat != "" {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/idemcheck/idemcheck/reference/demo"
 	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/target"
 )
 
 // keyBugs wraps the reference with bugs its defect catalog lacks: a store
@@ -86,7 +87,7 @@ func TestSecurityBugs(t *testing.T) {
 			}
 			srv := httptest.NewServer(&keyBugs{next: app, mode: row.mode, keys: map[string]string{}})
 			defer func() { srv.Close(); app.Close() }()
-			tg, err := scenarios.FromURL(srv.URL, demoTTL, demoLease)
+			tg, err := target.FromURL(srv.URL, demoTTL, demoLease)
 			if err != nil {
 				t.Fatal(err)
 			}

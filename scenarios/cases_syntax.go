@@ -6,6 +6,9 @@ import (
 	"math/rand/v2"
 	"sort"
 	"strings"
+
+	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/wire"
 )
 
 // SYNTAX: how the key is written (draft §2.1: an RFC 9651 sf-string) and
@@ -64,7 +67,7 @@ func syntaxKeyAccepted(ctx context.Context, e *Env) Verdict {
 
 // otherForm writes k in the syntax the target does not use.
 func (e *Env) otherForm(k string) string {
-	if e.Target.KeySyntax == Raw {
+	if e.Target.KeySyntax == target.Raw {
 		return `"` + k + `"`
 	}
 	return k
@@ -104,7 +107,7 @@ func syntaxCrossForm(ctx context.Context, e *Env) Verdict {
 	switch {
 	case e.Op.IDPointer != "":
 		ids := map[string]bool{e.CreatedID(first): true}
-		for _, r := range []Resp{a, b} {
+		for _, r := range []wire.Resp{a, b} {
 			if id := e.CreatedID(r); r.OK() && (id == "" || !ids[id]) {
 				ids[id] = true
 				executed++
@@ -152,7 +155,7 @@ func (e *Env) judgeInvalidKeys(ctx context.Context, what string, lines map[strin
 	switch {
 	case len(errs) > 0:
 		return e.Fail(expected+", never a 5xx", observed)
-	case len(accepted) > 0 && e.Profile.KeyRequired != Yes:
+	case len(accepted) > 0 && e.Profile.KeyRequired != target.Yes:
 		return e.Finding("key_required", "accepted or ignored as a missing key: "+observed)
 	case len(accepted) > 0:
 		return e.Unmet(expected, observed)
@@ -160,7 +163,7 @@ func (e *Env) judgeInvalidKeys(ctx context.Context, what string, lines map[strin
 	return e.Pass(observed)
 }
 
-func statusOf(r Resp) string {
+func statusOf(r wire.Resp) string {
 	if r.Err != nil {
 		return "error " + r.Err.Error()
 	}
@@ -176,8 +179,8 @@ func sortedKeys(m map[string][]string) []string {
 	return keys
 }
 
-func skipRawKeys(t *Target, _ *Profile, _ *Operation) string {
-	if t.KeySyntax != SFString {
+func skipRawKeys(t *target.Target, _ *target.Profile, _ *target.Operation) string {
+	if t.KeySyntax != target.SFString {
 		return "the target uses raw keys: sf-string parsing does not apply"
 	}
 	return ""
@@ -195,7 +198,7 @@ func syntaxMalformed(ctx context.Context, e *Env) Verdict {
 
 func syntaxRepeatedHeader(ctx context.Context, e *Env) Verdict {
 	forms := map[string][]string{"two field lines": {e.KeyValue(e.NewKey()), e.KeyValue(e.NewKey())}}
-	if e.Target.KeySyntax == SFString {
+	if e.Target.KeySyntax == target.SFString {
 		forms["two keys in one line"] = []string{e.KeyValue(e.NewKey()) + ", " + e.KeyValue(e.NewKey())}
 	}
 	var seen []string
@@ -270,7 +273,7 @@ func keyOfLen(n int) string {
 	return string(b)
 }
 
-func skipNoMaxLen(_ *Target, p *Profile, _ *Operation) string {
+func skipNoMaxLen(_ *target.Target, p *target.Profile, _ *target.Operation) string {
 	if p.KeyMaxLen == 0 {
 		return "profile key_max_len is not published (0)"
 	}
@@ -329,14 +332,14 @@ func syntaxMaxLength(ctx context.Context, e *Env) Verdict {
 
 func syntaxEmptyKey(ctx context.Context, e *Env) Verdict {
 	lines := map[string][]string{"empty": {e.KeyValue("")}}
-	if e.Target.KeySyntax == Raw {
+	if e.Target.KeySyntax == target.Raw {
 		lines["empty"] = []string{""}
 	}
 	if m := e.Profile.KeyMinLen; m > 1 {
 		lines[fmt.Sprintf("%d chars (below key_min_len %d)", m-1, m)] = []string{e.KeyValue(keyOfLen(m - 1))}
 	}
 	blank := []string{e.KeyValue("   ")}
-	if e.Profile.BlankKey == BlankReject {
+	if e.Profile.BlankKey == target.BlankReject {
 		lines["blank"] = blank
 		return e.judgeInvalidKeys(ctx, "empty, blank or too short key", lines)
 	}
@@ -355,9 +358,9 @@ func syntaxEmptyKey(ctx context.Context, e *Env) Verdict {
 	switch {
 	case r.Is5xx() || r.Err != nil:
 		return e.Fail("a 4xx or an execution for a blank key, never a 5xx", observed)
-	case e.Profile.BlankKey == BlankAccept && !r.OK():
+	case e.Profile.BlankKey == target.BlankAccept && !r.OK():
 		return e.Unmet("the blank key accepted (profile blank_key accept)", observed)
-	case e.Profile.BlankKey == BlankAccept:
+	case e.Profile.BlankKey == target.BlankAccept:
 		return e.Pass(observed)
 	}
 	return e.Pass(observed + " (profile blank_key ?: recorded, not judged)")

@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/idemcheck/idemcheck/internal/jsonx"
+	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/wire"
 )
 
 // replayedHeaders are the representation headers a replay is expected to
@@ -25,7 +27,7 @@ var knownReplayMarkers = []string{"Idempotent-Replayed", "Idempotency-Replayed",
 
 // SameResponse reports whether replay reproduces first under the profile's
 // comparison mode (IK-REPLAY-2); diff says how it differs.
-func (e *Env) SameResponse(first, replay Resp) (bool, string) {
+func (e *Env) SameResponse(first, replay wire.Resp) (bool, string) {
 	if first.Status != replay.Status {
 		return false, fmt.Sprintf("status %d, replay %d", first.Status, replay.Status)
 	}
@@ -33,7 +35,7 @@ func (e *Env) SameResponse(first, replay Resp) (bool, string) {
 	if bytes.Equal(ReplayForm(mode, first.Body), ReplayForm(mode, replay.Body)) {
 		return true, ""
 	}
-	if mode == CompareBytes {
+	if mode == target.CompareBytes {
 		return false, "body bytes differ: " + bodyDiff(first.Body, replay.Body)
 	}
 	return false, "bodies are not JSON-equal: " + bodyDiff(first.Body, replay.Body)
@@ -47,9 +49,9 @@ func (e *Env) SameResponse(first, replay Resp) (bool, string) {
 // compares these forms, and the load checker hashes them: one rule.
 func ReplayForm(mode string, body []byte) []byte {
 	switch mode {
-	case CompareStatus:
+	case target.CompareStatus:
 		return nil
-	case CompareBytes:
+	case target.CompareBytes:
 		return body
 	}
 	if c, err := canonicalJSON(body); err == nil {
@@ -60,7 +62,7 @@ func ReplayForm(mode string, body []byte) []byte {
 
 // HeaderDiff lists the representation headers of first that replay lacks
 // or changes.
-func HeaderDiff(first, replay Resp) []string {
+func HeaderDiff(first, replay wire.Resp) []string {
 	var diffs []string
 	for _, h := range replayedHeaders {
 		want := first.Header.Values(h)
@@ -86,7 +88,7 @@ var errNoEvidence = errors.New("no id_pointer and no oracle: equal bodies do not
 // (the key(s) both were sent under: first's execution, none for second).
 // Without either, err is errNoEvidence; an oracle error is returned as is.
 // e.undecided turns err into the verdict.
-func (e *Env) Replayed(ctx context.Context, first, second Resp, keys ...string) (bool, error) {
+func (e *Env) Replayed(ctx context.Context, first, second wire.Resp, keys ...string) (bool, error) {
 	if !first.OK() || !second.OK() {
 		return false, nil
 	}
@@ -190,9 +192,9 @@ func patchAt(p string, v any) (json.RawMessage, error) {
 // header with rel="describedby", or a JSON error body naming a documentation
 // URL (Stripe's error.doc_url, or a "type" that is an absolute URL), at the
 // top level or under "error".
-func DocLink(r Resp) (bool, string) {
+func DocLink(r wire.Resp) (bool, string) {
 	ct := strings.ToLower(r.Header.Get("Content-Type"))
-	doc, err := decodeJSON(r.Body)
+	doc, err := jsonx.Decode(r.Body)
 	m, isObj := doc.(map[string]any)
 	isObj = isObj && err == nil
 	if strings.HasPrefix(ct, "application/problem+json") && isObj {
@@ -239,9 +241,9 @@ func jsonDocURL(m map[string]any) string {
 
 // docLinkVerdict judges whether the idempotency error r links to the docs
 // (draft §2.7), under the profile's problem_json expectation.
-func (e *Env) docLinkVerdict(r Resp) Verdict {
+func (e *Env) docLinkVerdict(r wire.Resp) Verdict {
 	ok, how := DocLink(r)
-	if e.Profile.ProblemJSON == Unknown {
+	if e.Profile.ProblemJSON == target.Unknown {
 		return e.Finding("problem_json", how)
 	}
 	if !ok {

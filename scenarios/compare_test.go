@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/target"
 )
 
 // TestReplayForm: two bodies are the same replay under a replay_compare
@@ -16,15 +17,15 @@ func TestReplayForm(t *testing.T) {
 		name, mode, a, b string
 		same             bool
 	}{
-		{"json, re-serialised", scenarios.CompareJSON, doc, respelt, true},
-		{"json, another id", scenarios.CompareJSON, doc, `{"id":"ch_2","amount":1000,"tags":["a","b"]}`, false},
-		{"json, array order counts", scenarios.CompareJSON, doc, `{"id":"ch_1","amount":1000,"tags":["b","a"]}`, false},
-		{"json, a string is not a number", scenarios.CompareJSON, `{"n":1}`, `{"n":"1"}`, false},
-		{"json, not JSON: bytes", scenarios.CompareJSON, "plain text", "plain text", true},
-		{"json, JSON vs not", scenarios.CompareJSON, `{"a":1}`, `{"a":1}x`, false},
-		{"bytes, re-serialised", scenarios.CompareBytes, doc, respelt, false},
-		{"bytes, identical", scenarios.CompareBytes, doc, doc, true},
-		{"status, any bodies", scenarios.CompareStatus, doc, "other", true},
+		{"json, re-serialised", target.CompareJSON, doc, respelt, true},
+		{"json, another id", target.CompareJSON, doc, `{"id":"ch_2","amount":1000,"tags":["a","b"]}`, false},
+		{"json, array order counts", target.CompareJSON, doc, `{"id":"ch_1","amount":1000,"tags":["b","a"]}`, false},
+		{"json, a string is not a number", target.CompareJSON, `{"n":1}`, `{"n":"1"}`, false},
+		{"json, not JSON: bytes", target.CompareJSON, "plain text", "plain text", true},
+		{"json, JSON vs not", target.CompareJSON, `{"a":1}`, `{"a":1}x`, false},
+		{"bytes, re-serialised", target.CompareBytes, doc, respelt, false},
+		{"bytes, identical", target.CompareBytes, doc, doc, true},
+		{"status, any bodies", target.CompareStatus, doc, "other", true},
 	} {
 		got := bytes.Equal(scenarios.ReplayForm(tc.mode, []byte(tc.a)), scenarios.ReplayForm(tc.mode, []byte(tc.b)))
 		if got != tc.same {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/idemcheck/idemcheck/target"
 )
 
 // Conformance levels a run can reach (Report.Conformance). A vendor
@@ -112,7 +114,7 @@ func (r *Report) Conformance() Conformance {
 		return none("", "no MUST requirement was run")
 	case r.Profile == "":
 		return none("", "the report names no profile")
-	case r.Profile != DefaultProfile:
+	case r.Profile != target.DefaultProfile:
 		c.Level = ProfileLevel(r.Profile)
 		return c
 	}

@@ -3,6 +3,8 @@ package scenarios
 import (
 	"strings"
 	"testing"
+
+	"github.com/idemcheck/idemcheck/target"
 )
 
 // TestConformance: the level a run reaches, one row per rule; levels are
@@ -94,7 +96,7 @@ func TestUntestedMust(t *testing.T) {
 func TestRedactedConfig(t *testing.T) {
 	raw := []byte("base_url: http://127.0.0.1:1\nsecret_headers: [authorization]\nprincipals:\n" +
 		"  - {name: a, headers: {Authorization: Bearer s3cret-token}}\n  - {name: b, headers: {Authorization: 'Bearer ${B_TOKEN}', X-Trace: plain}}\n")
-	once, err := RedactedConfig(raw)
+	once, err := target.RedactedConfig(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,11 +104,11 @@ func TestRedactedConfig(t *testing.T) {
 	if strings.Contains(s, "s3cret") || !strings.Contains(s, "Authorization: <redacted>") || !strings.Contains(s, "${B_TOKEN}") || !strings.Contains(s, "X-Trace: plain") {
 		t.Errorf("want the literal secret redacted, the placeholder and other headers kept:\n%s", s)
 	}
-	twice, err := RedactedConfig(once)
+	twice, err := target.RedactedConfig(once)
 	if err != nil || string(twice) != s {
 		t.Errorf("redacting the redacted file changed it (err %v):\n%s", err, twice)
 	}
-	if _, err := RedactedConfig([]byte("principals: [")); err == nil {
+	if _, err := target.RedactedConfig([]byte("principals: [")); err == nil {
 		t.Error("a YAML error is reported")
 	}
 }

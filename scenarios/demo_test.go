@@ -10,6 +10,7 @@ import (
 	"github.com/idemcheck/idemcheck/internal/testenv"
 	"github.com/idemcheck/idemcheck/reference/demo"
 	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/target"
 )
 
 // TestMain fails the package if a test leaves goroutines behind: servers,
@@ -31,13 +32,13 @@ const (
 
 // startDemo serves the reference app (with defects) on loopback and returns
 // its Target.
-func startDemo(t testing.TB, defects ...string) *scenarios.Target {
+func startDemo(t testing.TB, defects ...string) *target.Target {
 	t.Helper()
 	return startDemoTTL(t, demoTTL, defects...)
 }
 
 // startDemoTTL is startDemo with its own TTL.
-func startDemoTTL(t testing.TB, ttl time.Duration, defects ...string) *scenarios.Target {
+func startDemoTTL(t testing.TB, ttl time.Duration, defects ...string) *target.Target {
 	t.Helper()
 	app, err := demo.New(demo.Options{TTL: ttl, Lease: demoLease, Defects: defects})
 	if err != nil {
@@ -48,7 +49,7 @@ func startDemoTTL(t testing.TB, ttl time.Duration, defects ...string) *scenarios
 		srv.Close()
 		app.Close()
 	})
-	tg, err := scenarios.FromURL(srv.URL, ttl, demoLease)
+	tg, err := target.FromURL(srv.URL, ttl, demoLease)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +59,7 @@ func startDemoTTL(t testing.TB, ttl time.Duration, defects ...string) *scenarios
 // runCatalog runs the whole catalog against tg under profile p. It
 // reports an error rather than failing the test, so that runs can go in
 // goroutines (see concurrently).
-func runCatalog(tg *scenarios.Target, p *scenarios.Profile, strict bool) (*scenarios.Report, error) {
+func runCatalog(tg *target.Target, p *target.Profile, strict bool) (*scenarios.Report, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	return scenarios.Run(ctx, tg, p, scenarios.RunOptions{Strict: strict})
@@ -81,9 +82,9 @@ func concurrently(n, limit int, f func(i int)) {
 	wg.Wait()
 }
 
-func ietf(t testing.TB) *scenarios.Profile {
+func ietf(t testing.TB) *target.Profile {
 	t.Helper()
-	p, err := scenarios.ProfileByName("ietf")
+	p, err := target.ProfileByName("ietf")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,9 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/http/httptrace"
 	"slices"
 	"sort"
 	"strings"
@@ -19,24 +17,28 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/idemcheck/idemcheck/evidence"
+	"github.com/idemcheck/idemcheck/internal/clock"
 	"github.com/idemcheck/idemcheck/internal/expiry"
 	"github.com/idemcheck/idemcheck/internal/jsonx"
+	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/wire"
 )
-
-// maxBody bounds what a response may make us buffer.
-const maxBody = 4 << 20
 
 // Env is one case instance's view of the target: it sends requests, samples
 // the oracle and keeps every exchange as evidence.
 type Env struct {
-	Target  *Target
-	Profile *Profile
+	Target  *target.Target
+	Profile *target.Profile
 	// Op is the operation under test (the first one for cases that are not
 	// per operation).
-	Op   *Operation
+	Op   *target.Operation
 	Case Case
 
 	client *http.Client
+	// double is the run's downstream double (nil: none runs): it marks
+	// requests and witnesses executions the oracle cannot count.
+	double *evidence.Downstream
 	// oracle counts executions (nil: no oracle configured); blind names
 	// the operations it was found not to count, with the calibration's
 	// finding (see oracleSees).
@@ -44,14 +46,14 @@ type Env struct {
 	blind  map[string]string
 
 	// keys is the run's key strategy (nil: a fresh UUID per key).
-	keys *Keys
+	keys *wire.Keys
 	// ctx is the case's context; it bounds key fetches (NewKey has no
 	// context argument: cases call it as they build requests). nil:
 	// context.Background().
 	ctx context.Context
 
 	mu        sync.Mutex
-	exchanges []Exchange
+	exchanges []wire.Exchange
 	keyErr    error // the first key that could not be fetched
 	// noKey names the case's keyless requests for the downstream double
 	// (noKeyScope).
@@ -103,7 +105,7 @@ func (e *Env) noKeyScope() string {
 // NewEnv is an Env outside a run (idemcheck init --probe): it sends op's
 // requests through client and keeps every exchange, with no case, profile
 // or oracle.
-func NewEnv(t *Target, op *Operation, client *http.Client) *Env {
+func NewEnv(t *target.Target, op *target.Operation, client *http.Client) *Env {
 	return &Env{Target: t, Op: op, client: client}
 }
 
@@ -122,94 +124,13 @@ type Req struct {
 	// Body replaces the operation's body (see Env.Body).
 	Body json.RawMessage
 	// Op replaces Env.Op (scope cases); Method and Path override further.
-	Op     *Operation
+	Op     *target.Operation
 	Method string
 	Path   string
 	// Base replaces Target.BaseURL: one of Target.Replicas.
 	Base string
 	// client replaces the run's shared client (bursts use warmed ones).
 	client *http.Client
-}
-
-// Resp is what came back for one Req.
-type Resp struct {
-	Status int
-	Header http.Header
-	Body   []byte
-	Err    error
-	// Start is when the request was started, Sent when it was fully
-	// written to the connection (zero if it never was), End when the body
-	// was read.
-	Start, Sent, End time.Time
-	// Work is the least time the server spends executing this request:
-	// the slow variant's declared duration when it carried that body, else
-	// zero (see ReachedBy).
-	Work time.Duration
-}
-
-// ReachedBy is the latest moment the server can have looked r's key up:
-// its answer, less the work an execution of it takes at the least, and
-// never before it was sent. A stalled machine can hold a request written
-// early for seconds before the server reads it, so the send time alone
-// would blame the server for a lookup that came after the key expired.
-// A slow re-execution answered late was still looked up about when it
-// was sent. A request never answered is judged by when it gave up.
-func (r Resp) ReachedBy() time.Time {
-	if r.End.IsZero() {
-		return r.SentAt()
-	}
-	at := r.End.Add(-r.Work)
-	if sent := r.SentAt(); at.Before(sent) {
-		return sent
-	}
-	return at
-}
-
-// SentAt is when r's request was fully written, or, when it never was,
-// when it was started. The server cannot have seen the request earlier,
-// and a client stall before the write (dialing, a busy scheduler) does
-// not count against the server.
-func (r Resp) SentAt() time.Time {
-	if r.Sent.IsZero() {
-		return r.Start
-	}
-	return r.Sent
-}
-
-// ErrStaleConn marks a transport error on a reused keep-alive connection
-// before any response byte: the server may have closed the connection as
-// idle just as the request went out (Node closes idle connections after
-// 5 s), so the request may never have reached it. It says nothing about
-// idempotency; Env.lostConn turns it into an inconclusive verdict.
-var ErrStaleConn = errors.New("transport error on a reused keep-alive connection before any response byte (the server may have closed it as idle)")
-
-// StaleConn reports that r failed on a reused connection before any
-// response byte (ErrStaleConn).
-func (r Resp) StaleConn() bool { return errors.Is(r.Err, ErrStaleConn) }
-
-// OK reports a 2xx response.
-func (r Resp) OK() bool { return r.Err == nil && r.Status >= 200 && r.Status < 300 }
-
-// Is4xx reports a 4xx response.
-func (r Resp) Is4xx() bool { return r.Err == nil && r.Status >= 400 && r.Status < 500 }
-
-// Is5xx reports a 5xx response.
-func (r Resp) Is5xx() bool { return r.Err == nil && r.Status >= 500 }
-
-// String is a short description for Observed texts.
-func (r Resp) String() string {
-	if r.Err != nil {
-		return "transport error: " + r.Err.Error()
-	}
-	s := fmt.Sprintf("%d", r.Status)
-	if len(r.Body) > 0 {
-		b := r.Body
-		if len(b) > 160 {
-			b = append(append([]byte(nil), b[:160]...), "..."...)
-		}
-		s += " " + strings.TrimSpace(string(b))
-	}
-	return s
 }
 
 // NewKey returns a fresh key, unique so nothing collides across runs: a
@@ -246,7 +167,7 @@ func (e *Env) keyError() error {
 }
 
 // record keeps x as evidence.
-func (e *Env) record(x Exchange) {
+func (e *Env) record(x wire.Exchange) {
 	e.mu.Lock()
 	e.exchanges = append(e.exchanges, x)
 	e.mu.Unlock()
@@ -264,16 +185,16 @@ func (e *Env) Body(patches ...json.RawMessage) json.RawMessage {
 // the downstream double makes the variant behave (its downstream:), the
 // body is a copy Send recognises: the key it is sent under gets the
 // variant's behaviour, even when the body equals the normal one.
-func (e *Env) Variant(name string) (json.RawMessage, Variant, bool) {
+func (e *Env) Variant(name string) (json.RawMessage, target.Variant, bool) {
 	body, v, ok := e.Target.Variant(e.Op, name)
 	if ok && v.Downstream != nil {
-		body = e.Target.downstream.variantBody(body, name)
+		body = e.double.VariantBody(body, name)
 	}
 	return body, v, ok
 }
 
 // Send performs one request and records it as evidence.
-func (e *Env) Send(ctx context.Context, r Req) Resp {
+func (e *Env) Send(ctx context.Context, r Req) wire.Resp {
 	x := e.exchange(r)
 	if c := e.oracle; c != nil && c.global {
 		c.enter(ctx, e, scopeOf(r))
@@ -300,12 +221,12 @@ func (e *Env) Send(ctx context.Context, r Req) Resp {
 // slow variant's declared duration when body is that variant's (by bytes,
 // or by identity where the variant's body equals the normal one and a
 // downstream double slows it), else zero.
-func (e *Env) workOf(op *Operation, body []byte) time.Duration {
-	slow, v, ok := e.Target.Variant(op, VariantSlow)
+func (e *Env) workOf(op *target.Operation, body []byte) time.Duration {
+	slow, v, ok := e.Target.Variant(op, target.VariantSlow)
 	switch {
 	case !ok:
 		return 0
-	case e.Target.downstream.variantOf(body) == VariantSlow:
+	case e.double.VariantOf(body) == target.VariantSlow:
 		return v.Duration
 	case !bytes.Equal(slow, op.Body) && bytes.Equal(slow, body):
 		return v.Duration
@@ -313,37 +234,15 @@ func (e *Env) workOf(op *Operation, body []byte) time.Duration {
 	return 0
 }
 
-// exchange builds the request r describes: method, URL, headers (the key
-// header in the target's syntax) and body.
-func (e *Env) exchange(r Req) Exchange {
+// exchange builds the request r describes (wire.Build) and marks it for
+// the downstream double.
+func (e *Env) exchange(r Req) wire.Exchange {
 	op := e.Op
 	if r.Op != nil {
 		op = r.Op
 	}
-	method, path := op.Method, op.Path
-	if r.Method != "" {
-		method = r.Method
-	}
-	if r.Path != "" {
-		path = r.Path
-	}
-	body := r.Body
-	if body == nil {
-		body = op.Body
-	}
-	base := e.Target.BaseURL
-	if r.Base != "" {
-		base = r.Base
-	}
-	x := Exchange{Label: r.Label, Request: ExchangeRequest{Method: method, URL: base + path,
-		Header: e.Target.Header(op, r.Principal, len(body) > 0), Body: body}}
-	hk := http.CanonicalHeaderKey(e.Target.KeyHeader)
-	switch {
-	case r.KeyLines != nil:
-		x.Request.Header[hk] = append([]string(nil), r.KeyLines...)
-	case !r.NoKey:
-		x.Request.Header[hk] = []string{e.KeyValue(r.Key)}
-	}
+	x := wire.Build(e.Target, op, wire.Request{Label: r.Label, Key: r.Key, NoKey: r.NoKey, KeyLines: r.KeyLines,
+		Principal: r.Principal, Body: r.Body, Method: r.Method, Path: r.Path, Base: r.Base})
 	e.markForDouble(op, r, &x)
 	return x
 }
@@ -351,7 +250,7 @@ func (e *Env) exchange(r Req) Exchange {
 // proveBy keeps what resp, the answer to r, proves about the executions
 // under r's key (counter.prove): a 2xx, or the business_error variant's
 // declared status.
-func (e *Env) proveBy(r Req, resp Resp) {
+func (e *Env) proveBy(r Req, resp wire.Resp) {
 	c := e.oracle
 	if c == nil || r.NoKey || r.KeyLines != nil {
 		return
@@ -375,74 +274,30 @@ func (e *Env) proveBy(r Req, resp Resp) {
 // declinedAsDeclared reports that resp answers op's business_error variant
 // (body) with the status the variant declares: the catalog takes that
 // outcome as one execution (errors/business-error-kept).
-func declinedAsDeclared(op *Operation, body []byte, resp Resp) bool {
-	vb, v, ok := op.VariantBody(VariantBusinessError)
+func declinedAsDeclared(op *target.Operation, body []byte, resp wire.Resp) bool {
+	vb, v, ok := op.VariantBody(target.VariantBusinessError)
 	return ok && v.Status != 0 && resp.Err == nil && resp.Status == v.Status && bytes.Equal(vb, body)
 }
 
 // do sends x.Request, fills in the response and, if record, keeps x as
 // evidence.
-func (e *Env) do(ctx context.Context, x Exchange, record bool) Resp {
+func (e *Env) do(ctx context.Context, x wire.Exchange, record bool) wire.Resp {
 	return e.doWith(ctx, e.client, x, record)
 }
 
-func (e *Env) doWith(ctx context.Context, client *http.Client, x Exchange, record bool) Resp {
-	var rd io.Reader
-	if len(x.Request.Body) > 0 {
-		rd = bytes.NewReader(x.Request.Body)
-	}
-	var reused, answered atomic.Bool
-	var wrote atomic.Int64 // UnixNano of WroteRequest
-	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		GotConn:              func(i httptrace.GotConnInfo) { reused.Store(i.Reused) },
-		WroteRequest:         func(httptrace.WroteRequestInfo) { wrote.CompareAndSwap(0, time.Now().UnixNano()) },
-		GotFirstResponseByte: func() { answered.Store(true) },
-	})
-	req, err := http.NewRequestWithContext(ctx, x.Request.Method, x.Request.URL, rd)
-	var resp Resp
-	if err == nil {
-		req.Header = x.Request.Header.Clone()
-		x.Start = time.Now()
-		resp.Start = x.Start
-		var hr *http.Response
-		hr, err = client.Do(req)
-		if err == nil {
-			var b []byte
-			b, err = io.ReadAll(io.LimitReader(hr.Body, maxBody))
-			hr.Body.Close()
-			resp.Status, resp.Header, resp.Body = hr.StatusCode, hr.Header, b
-			x.Response = &ExchangeResponse{Status: hr.StatusCode, Header: hr.Header, Body: b}
-		} else if reused.Load() && !answered.Load() && ctx.Err() == nil && !isTimeout(err) {
-			err = fmt.Errorf("%w: %w", ErrStaleConn, err)
-		}
-		resp.End = time.Now()
-		if w := wrote.Load(); w != 0 {
-			resp.Sent = time.Unix(0, w)
-		}
-		x.Duration = resp.End.Sub(x.Start)
-	}
-	if err != nil {
-		resp.Err = err
-		x.Error = err.Error()
-	}
+func (e *Env) doWith(ctx context.Context, client *http.Client, x wire.Exchange, record bool) wire.Resp {
+	resp, x := wire.HTTP{Client: client}.Do(ctx, x)
 	if record {
-		e.record(e.Target.redactExchange(x))
+		e.record(x.Redacted(e.Target))
 	}
 	return resp
-}
-
-// isTimeout reports a client-side timeout: a server that never answers is
-// behaviour, not a stale connection.
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // lostConn is an Inconclusive verdict when one of rs failed with
 // ErrStaleConn (the request may never have reached the server), else nil.
 // Cases call it before judging a transport error or a missing answer as
 // behaviour, unless their evidence (oracle count, created ids) decides.
-func (e *Env) lostConn(rs ...Resp) *Verdict {
+func (e *Env) lostConn(rs ...wire.Resp) *Verdict {
 	for _, r := range rs {
 		if r.StaleConn() {
 			v := e.Inconclusive(r.Err.Error())
@@ -460,7 +315,7 @@ func (e *Env) warmClient(ctx context.Context, n int, bases ...string) *http.Clie
 	if len(bases) == 0 {
 		bases = []string{e.Target.BaseURL}
 	}
-	c := &http.Client{Transport: e.Target.Transport(n), Timeout: e.client.Timeout, CheckRedirect: e.client.CheckRedirect}
+	c := &http.Client{Transport: wire.Transport(e.Target, n), Timeout: e.client.Timeout, CheckRedirect: e.client.CheckRedirect}
 	start := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range n {
@@ -520,9 +375,9 @@ func (e *Env) count(ctx context.Context, key string, record bool) (int, error) {
 		o.used.Store(true)
 	}
 	if !o.global {
-		if key == "" && e.Target.countsKeyless(e.Op) {
-			if !e.Target.countsScopes() { // the double witnesses what the oracle cannot count
-				return e.Target.downstreamCalls(e.noKeyScope(), ""), nil
+		if key == "" && e.double.CountsKeyless(e.Op) {
+			if !e.double.CountsScopes() { // the double witnesses what the oracle cannot count
+				return e.double.Calls(e.noKeyScope(), ""), nil
 			}
 			key = e.noKeyScope() // the keyless requests' token (markForDouble)
 		}
@@ -553,24 +408,20 @@ func (e *Env) count(ctx context.Context, key string, record bool) (int, error) {
 	return o.settle(ctx, key, o.counts[key], read)
 }
 
-// lagSettle bounds how long a count below what the answers prove is
-// re-read before it is reported as not settled.
-const lagSettle = 2 * time.Second
-
 // settle re-reads a count n of key's executions that is below what key's
 // answers prove (a 2xx, or the business_error variant's declared status,
 // under a fresh key is one execution at least; each distinct created id is
-// one), with backoff, for up to lagSettle (nil
+// one), with backoff, for up to LagSettle (nil
 // read: it cannot be re-read). A count that never catches up is an error:
 // the case is inconclusive, not judged on a count that contradicts its
 // own answers.
 func (c *counter) settle(ctx context.Context, key string, n int, read func() (int, error)) (int, error) {
 	lower, why := c.proven(key)
-	deadline := time.Now().Add(lagSettle)
+	deadline := time.Now().Add(evidence.LagSettle)
 	wait := 50 * time.Millisecond
 	for n < lower {
-		if read == nil || time.Now().Add(wait).After(deadline) || waitUntil(ctx, time.Now().Add(wait)) != nil {
-			return 0, fmt.Errorf("oracle: counts %d executions under this key, but its answers prove at least %d (%s); re-read for %s, the count never caught up: it lags (a read replica, an asynchronous counter) or misses executions", n, lower, why, lagSettle)
+		if read == nil || time.Now().Add(wait).After(deadline) || clock.Until(ctx, time.Now().Add(wait)) != nil {
+			return 0, fmt.Errorf("oracle: counts %d executions under this key, but its answers prove at least %d (%s); re-read for %s, the count never caught up: it lags (a read replica, an asynchronous counter) or misses executions", n, lower, why, evidence.LagSettle)
 		}
 		wait *= 2
 		var err error
@@ -611,7 +462,7 @@ func (c *counter) proven(key string) (int, string) {
 }
 
 // recorder keeps an oracle's probe exchanges as evidence (nil: not kept).
-func (e *Env) recorder(record bool) func(Exchange) {
+func (e *Env) recorder(record bool) func(wire.Exchange) {
 	if !record {
 		return nil
 	}
@@ -621,7 +472,7 @@ func (e *Env) recorder(record bool) func(Exchange) {
 // counter is a case instance's view of the run's evidence. Under a
 // global counter it attributes the counter's rises to keys (Executions).
 type counter struct {
-	ev     *Evidence
+	ev     *evidence.Evidence
 	global bool
 	used   atomic.Bool // the case asked for a count
 
@@ -640,7 +491,7 @@ type counter struct {
 	proofs map[string]map[string]bool // created ids of 2xx answers by key ("": none)
 }
 
-func newCounter(ev *Evidence) *counter {
+func newCounter(ev *evidence.Evidence) *counter {
 	if ev == nil {
 		return nil
 	}
@@ -732,7 +583,7 @@ func KeyLinesScope(lines []string) string { return "\x00lines:" + strings.Join(l
 // the executions under keys, the keys the server may read from the lines.
 // Read before and after the requests, the difference is their executions.
 func (e *Env) linesCount(ctx context.Context, lines []string, keys ...string) (int, error) {
-	if e.oracle != nil && (e.oracle.global || e.Target.countsScopes()) {
+	if e.oracle != nil && (e.oracle.global || e.double.CountsScopes()) {
 		return e.Executions(ctx, KeyLinesScope(lines))
 	}
 	return e.executionsUnder(ctx, slices.Compact(slices.Sorted(slices.Values(keys)))...)
@@ -750,30 +601,30 @@ func scopeOf(r Req) string {
 }
 
 // CreatedID returns the created resource id in r ("" if none or no pointer).
-func (e *Env) CreatedID(r Resp) string { return createdIDOf(e.Op, r) }
+func (e *Env) CreatedID(r wire.Resp) string { return createdIDOf(e.Op, r) }
 
 // createdIDOf is CreatedID for a response of operation op (scope cases
 // compare responses of two operations).
-func createdIDOf(op *Operation, r Resp) string {
+func createdIDOf(op *target.Operation, r wire.Resp) string {
 	if op.IDPointer == "" || !r.OK() {
 		return ""
 	}
-	doc, err := decodeJSON(r.Body)
+	doc, err := jsonx.Decode(r.Body)
 	if err != nil {
 		return ""
 	}
 	v, ok := jsonx.Pointer(doc, op.IDPointer)
-	if !ok || v == nil {
+	if !ok {
 		return ""
 	}
-	return fmt.Sprint(v)
+	return jsonx.ScalarText(v)
 }
 
 // Effects counts the executions caused under key. With an oracle the count
 // is exact (see Executions); otherwise the distinct created ids among rs
 // are a lower bound (identity oracle). ok is false when neither is
 // available.
-func (e *Env) Effects(ctx context.Context, key string, rs ...Resp) (n int, how string, ok bool, err error) {
+func (e *Env) Effects(ctx context.Context, key string, rs ...wire.Resp) (n int, how string, ok bool, err error) {
 	if !e.sees().ErrorAnswers {
 		e.blindTo(rs...)
 	}
@@ -789,20 +640,20 @@ func (e *Env) Effects(ctx context.Context, key string, rs ...Resp) (n int, how s
 
 // sees is what the case's evidence sees: the oracle's sources, else
 // created ids.
-func (e *Env) sees() Sight {
+func (e *Env) sees() evidence.Sight {
 	if e.oracle != nil {
 		return e.oracle.ev.Sees()
 	}
-	return idsSight
+	return evidence.Sight{} // distinct created ids see only the 2xx answers that reached the client
 }
 
 // blindTo notes the first of rs that answered an error (other than an
 // in-flight conflict, which answers before any handler runs) when the
 // evidence cannot see whether it executed (created ids): the case may then
 // not pass (runInstance makes such a pass unverifiable).
-func (e *Env) blindTo(rs ...Resp) {
+func (e *Env) blindTo(rs ...wire.Resp) {
 	for _, r := range rs {
-		if r.Err != nil || r.Status < 400 || (e.Profile != nil && hasStatus(e.Profile.InFlightStatus, r.Status)) {
+		if r.Err != nil || r.Status < 400 || (e.Profile != nil && target.HasStatus(e.Profile.InFlightStatus, r.Status)) {
 			continue
 		}
 		e.mu.Lock()
@@ -832,7 +683,7 @@ func (e *Env) unseenVerdict(v Verdict) Verdict {
 }
 
 // DistinctIDs lists the distinct created ids among rs, sorted.
-func (e *Env) DistinctIDs(rs ...Resp) []string {
+func (e *Env) DistinctIDs(rs ...wire.Resp) []string {
 	set := map[string]bool{}
 	for _, r := range rs {
 		if id := e.CreatedID(r); id != "" {
@@ -848,44 +699,18 @@ func (e *Env) DistinctIDs(rs ...Resp) []string {
 }
 
 // Exchanges returns the evidence recorded so far.
-func (e *Env) Exchanges() []Exchange {
+func (e *Env) Exchanges() []wire.Exchange {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return append([]Exchange(nil), e.exchanges...)
+	return append([]wire.Exchange(nil), e.exchanges...)
 }
-
-// Curl returns a copy-pasteable curl command reproducing the request.
-func (x Exchange) Curl() string {
-	var b strings.Builder
-	b.WriteString("curl -i -X " + x.Request.Method + " " + curlWord(x.Request.URL))
-	keys := make([]string, 0, len(x.Request.Header))
-	for k := range x.Request.Header {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		for _, v := range x.Request.Header[k] {
-			if v == "" { // curl drops "Name:" but sends "Name;" as an empty header
-				b.WriteString(" -H " + shellQuote(k+";"))
-				continue
-			}
-			b.WriteString(" -H " + curlWord(k+": "+v))
-		}
-	}
-	if len(x.Request.Body) > 0 {
-		b.WriteString(" --data-binary " + shellQuote(string(x.Request.Body)))
-	}
-	return b.String()
-}
-
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // WithinTTL reports whether every retry reached the server (Resp.ReachedBy)
 // within TTL − margin of orig's start (expiry.SentInside): the server then
 // looked the key up while its record must still exist, however it counts
 // its TTL (from the claim at the earliest). Always true when no TTL is
 // declared.
-func (e *Env) WithinTTL(orig Resp, retries ...Resp) bool {
+func (e *Env) WithinTTL(orig wire.Resp, retries ...wire.Resp) bool {
 	for _, r := range retries {
 		if !expiry.SentInside(orig.Start, r.ReachedBy(), e.Target.TTL, e.Profile.Margin) {
 			return false
@@ -900,7 +725,7 @@ func (e *Env) WithinTTL(orig Resp, retries ...Resp) bool {
 // (the record may legally have expired), or one answered past the lease
 // while orig ran (leaseTakeover). The verdict is then Inconclusive. A
 // replay seen late is still a replay, so passes stand.
-func (e *Env) inTTL(v Verdict, orig Resp, retries ...Resp) Verdict {
+func (e *Env) inTTL(v Verdict, orig wire.Resp, retries ...wire.Resp) Verdict {
 	if v.Status != Fail && v.Status != Warn {
 		return v
 	}

@@ -3,6 +3,9 @@ package scenarios
 import (
 	"testing"
 	"time"
+
+	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/wire"
 )
 
 // TestInTTL: a judgment against a retry sent inside the TTL − margin window
@@ -12,10 +15,10 @@ import (
 // changes.
 func TestInTTL(t *testing.T) {
 	t0 := time.Now()
-	orig := Resp{Start: t0, End: t0.Add(100 * time.Millisecond)}
+	orig := wire.Resp{Start: t0, End: t0.Add(100 * time.Millisecond)}
 	// at is a retry sent at d that ran the 1.5 s slow variant.
-	at := func(d time.Duration) Resp {
-		return Resp{Start: t0.Add(d), End: t0.Add(d + 1500*time.Millisecond), Work: 1500 * time.Millisecond}
+	at := func(d time.Duration) wire.Resp {
+		return wire.Resp{Start: t0.Add(d), End: t0.Add(d + 1500*time.Millisecond), Work: 1500 * time.Millisecond}
 	}
 	fail := Verdict{Status: Fail, Expected: "the replay", Observed: "a new execution"}
 	warn := Verdict{Status: Warn, Expected: "the replay", Observed: "another status"}
@@ -24,24 +27,24 @@ func TestInTTL(t *testing.T) {
 		name    string
 		ttl     time.Duration
 		v       Verdict
-		retries []Resp
+		retries []wire.Resp
 		want    Status
 	}{
-		{"fail sent inside the window stands, though answered after the TTL", 3 * time.Second, fail, []Resp{at(2 * time.Second)}, Fail},
-		{"fail sent exactly at TTL − margin stands", 3 * time.Second, fail, []Resp{at(2500 * time.Millisecond)}, Fail},
-		{"fail sent past TTL − margin is inconclusive", 3 * time.Second, fail, []Resp{at(2600 * time.Millisecond)}, Inconclusive},
-		{"warn past the window is inconclusive", 3 * time.Second, warn, []Resp{at(4 * time.Second)}, Inconclusive},
-		{"one late retry among several is enough", 3 * time.Second, fail, []Resp{at(time.Second), at(2600 * time.Millisecond)}, Inconclusive},
-		{"a late replay still passes", 3 * time.Second, pass, []Resp{at(4 * time.Second)}, Pass},
-		{"no declared TTL: no window", 0, fail, []Resp{at(time.Hour)}, Fail},
-		{"a TTL within the margin: every judgment is late", 400 * time.Millisecond, fail, []Resp{at(200 * time.Millisecond)}, Inconclusive},
+		{"fail sent inside the window stands, though answered after the TTL", 3 * time.Second, fail, []wire.Resp{at(2 * time.Second)}, Fail},
+		{"fail sent exactly at TTL − margin stands", 3 * time.Second, fail, []wire.Resp{at(2500 * time.Millisecond)}, Fail},
+		{"fail sent past TTL − margin is inconclusive", 3 * time.Second, fail, []wire.Resp{at(2600 * time.Millisecond)}, Inconclusive},
+		{"warn past the window is inconclusive", 3 * time.Second, warn, []wire.Resp{at(4 * time.Second)}, Inconclusive},
+		{"one late retry among several is enough", 3 * time.Second, fail, []wire.Resp{at(time.Second), at(2600 * time.Millisecond)}, Inconclusive},
+		{"a late replay still passes", 3 * time.Second, pass, []wire.Resp{at(4 * time.Second)}, Pass},
+		{"no declared TTL: no window", 0, fail, []wire.Resp{at(time.Hour)}, Fail},
+		{"a TTL within the margin: every judgment is late", 400 * time.Millisecond, fail, []wire.Resp{at(200 * time.Millisecond)}, Inconclusive},
 		// A quick retry (no slow work) answered past the window may have
 		// waited in a stalled server until the key expired.
-		{"quick retry sent inside but answered past the window is inconclusive", 3 * time.Second, fail, []Resp{{Start: t0.Add(time.Second), End: t0.Add(2600 * time.Millisecond)}}, Inconclusive},
+		{"quick retry sent inside but answered past the window is inconclusive", 3 * time.Second, fail, []wire.Resp{{Start: t0.Add(time.Second), End: t0.Add(2600 * time.Millisecond)}}, Inconclusive},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := &Env{Target: &Target{TTL: tt.ttl}, Profile: &Profile{Margin: 500 * time.Millisecond}}
+			e := &Env{Target: &target.Target{TTL: tt.ttl}, Profile: &target.Profile{Margin: 500 * time.Millisecond}}
 			got := e.inTTL(tt.v, orig, tt.retries...)
 			if got.Status != tt.want {
 				t.Fatalf("inTTL = %s (%s), want %s", got.Status, got.Reason, tt.want)

@@ -8,6 +8,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/wire"
 )
 
 // TestUntilDoneWaitsOutInFlightStatuses: the lost-response retries treat
@@ -24,14 +27,14 @@ func TestUntilDoneWaitsOutInFlightStatuses(t *testing.T) {
 		w.WriteHeader(http.StatusCreated)
 	}))
 	defer srv.Close()
-	client := NewClient(5 * time.Second)
+	client := wire.NewClient(5 * time.Second)
 	defer client.CloseIdleConnections()
-	op := &Operation{Name: "op", Method: http.MethodPost, Path: "/"}
-	p, err := ProfileByName("lenient") // in_flight_status includes 423
+	op := &target.Operation{Name: "op", Method: http.MethodPost, Path: "/"}
+	p, err := target.ProfileByName("lenient") // in_flight_status includes 423
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &Env{Target: &Target{BaseURL: srv.URL, KeyHeader: "Idempotency-Key", KeySyntax: Raw}, Profile: p, Op: op, client: client}
+	e := &Env{Target: &target.Target{BaseURL: srv.URL, KeyHeader: "Idempotency-Key", KeySyntax: target.Raw}, Profile: p, Op: op, client: client}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	rs := e.untilDone(ctx, "retry", "k", nil)
@@ -50,11 +53,11 @@ func TestUntilDoneWaitsOutInFlightStatuses(t *testing.T) {
 // past the window may have waited in a stalled server's queue until the
 // key expired: inconclusive, never a fail.
 func TestInTTLSentTime(t *testing.T) {
-	e := &Env{Target: &Target{TTL: 2 * time.Second}, Profile: &Profile{Margin: 500 * time.Millisecond}}
+	e := &Env{Target: &target.Target{TTL: 2 * time.Second}, Profile: &target.Profile{Margin: 500 * time.Millisecond}}
 	t0 := time.Now()
-	orig := Resp{Start: t0, End: t0.Add(1500 * time.Millisecond)}
+	orig := wire.Resp{Start: t0, End: t0.Add(1500 * time.Millisecond)}
 	fail := Verdict{Status: Fail, Expected: "one execution", Observed: "a new execution"}
-	late := Resp{Start: t0.Add(1200 * time.Millisecond), Sent: t0.Add(1201 * time.Millisecond), End: t0.Add(2711 * time.Millisecond), Work: 1500 * time.Millisecond}
+	late := wire.Resp{Start: t0.Add(1200 * time.Millisecond), Sent: t0.Add(1201 * time.Millisecond), End: t0.Add(2711 * time.Millisecond), Work: 1500 * time.Millisecond}
 	queued := late
 	queued.Work = 0
 	if v := e.inTTL(fail, orig, queued); v.Status != Inconclusive || !strings.Contains(v.Reason, "as late as 2.711s") {
@@ -63,18 +66,18 @@ func TestInTTLSentTime(t *testing.T) {
 	if v := e.inTTL(fail, orig, late); v.Status != Fail {
 		t.Errorf("retry sent at +1.2s, answered at +2.7s (TTL 2s): %s %q, want the failure to stand", v.Status, v.Reason)
 	}
-	stalled := Resp{Start: t0.Add(time.Second), Sent: t0.Add(1600 * time.Millisecond), End: t0.Add(1700 * time.Millisecond)}
+	stalled := wire.Resp{Start: t0.Add(time.Second), Sent: t0.Add(1600 * time.Millisecond), End: t0.Add(1700 * time.Millisecond)}
 	if v := e.inTTL(fail, orig, stalled); v.Status != Inconclusive || !strings.Contains(v.Reason, "as late as 1.7s") {
 		t.Errorf("retry started at +1s but written at +1.6s (past TTL − margin 1.5s): %s %q, want inconclusive naming the send time", v.Status, v.Reason)
 	}
-	unsent := Resp{Start: t0.Add(1600 * time.Millisecond), Err: context.DeadlineExceeded, End: t0.Add(1700 * time.Millisecond)}
+	unsent := wire.Resp{Start: t0.Add(1600 * time.Millisecond), Err: context.DeadlineExceeded, End: t0.Add(1700 * time.Millisecond)}
 	if v := e.inTTL(fail, orig, unsent); v.Status != Inconclusive {
 		t.Errorf("retry never written, started past the window: %s, want inconclusive", v.Status)
 	}
 	if v := e.inTTL(fail, orig, late, stalled); v.Status != Inconclusive {
 		t.Errorf("one retry past the window: %s, want inconclusive (judged brings the proof down to those inside)", v.Status)
 	}
-	if got := e.judged(orig, []Resp{late}, []Resp{late, stalled}); len(got) != 1 || got[0].Sent != late.Sent {
+	if got := e.judged(orig, []wire.Resp{late}, []wire.Resp{late, stalled}); len(got) != 1 || got[0].Sent != late.Sent {
 		t.Errorf("judged kept %d requests, want only the re-execution sent inside the window", len(got))
 	}
 }
@@ -85,35 +88,35 @@ func TestInTTLSentTime(t *testing.T) {
 // answered inside the lease stands, and so does a retry sent after the
 // original completed (no lease can excuse it).
 func TestLeaseTakeover(t *testing.T) {
-	e := &Env{Target: &Target{TTL: time.Minute, Lease: 5 * time.Second}, Profile: &Profile{Margin: 500 * time.Millisecond}}
+	e := &Env{Target: &target.Target{TTL: time.Minute, Lease: 5 * time.Second}, Profile: &target.Profile{Margin: 500 * time.Millisecond}}
 	t0 := time.Now()
 	fail := Verdict{Status: Fail, Expected: "exactly 1 execution", Observed: "2 executions"}
 	// A burst: every request sent at once, the machine stalled 8 s.
-	burst := []Resp{
+	burst := []wire.Resp{
 		{Start: t0, Sent: t0, End: t0.Add(8 * time.Second), Status: 201},
 		{Start: t0, Sent: t0.Add(time.Millisecond), End: t0.Add(9 * time.Second), Status: 201},
 	}
 	if v := e.inTTL(fail, spanOf(burst), burst...); v.Status != Inconclusive || !strings.Contains(v.Reason, "lease") {
 		t.Errorf("burst answered 9s after its start, lease 5s: %s %q, want inconclusive naming the lease", v.Status, v.Reason)
 	}
-	quick := []Resp{
+	quick := []wire.Resp{
 		{Start: t0, Sent: t0, End: t0.Add(1600 * time.Millisecond), Status: 201},
 		{Start: t0, Sent: t0, End: t0.Add(20 * time.Millisecond), Status: 201},
 	}
 	if v := e.inTTL(fail, spanOf(quick), quick...); v.Status != Fail {
 		t.Errorf("burst answered within 1.6s, lease 5s: %s %q, want the failure to stand", v.Status, v.Reason)
 	}
-	orig := Resp{Start: t0, End: t0.Add(time.Second)}
-	after := Resp{Start: t0.Add(2 * time.Second), Sent: t0.Add(2 * time.Second), End: t0.Add(7 * time.Second)}
+	orig := wire.Resp{Start: t0, End: t0.Add(time.Second)}
+	after := wire.Resp{Start: t0.Add(2 * time.Second), Sent: t0.Add(2 * time.Second), End: t0.Add(7 * time.Second)}
 	if v := e.inTTL(fail, orig, after); v.Status != Fail {
 		t.Errorf("retry sent after the original completed: %s %q, want the failure to stand", v.Status, v.Reason)
 	}
 	// Duplicates that executed again: one answered inside the lease proves
 	// the failure, another past it does not excuse it.
-	inside := Resp{Start: t0, Sent: t0.Add(100 * time.Millisecond), End: t0.Add(2 * time.Second), Status: 201}
-	past := Resp{Start: t0, Sent: t0.Add(200 * time.Millisecond), End: t0.Add(6 * time.Second), Status: 201}
-	slow := Resp{Start: t0, End: t0.Add(7 * time.Second)}
-	if v := e.inTTL(fail, slow, e.judged(slow, []Resp{inside, past}, []Resp{inside, past})...); v.Status != Fail {
+	inside := wire.Resp{Start: t0, Sent: t0.Add(100 * time.Millisecond), End: t0.Add(2 * time.Second), Status: 201}
+	past := wire.Resp{Start: t0, Sent: t0.Add(200 * time.Millisecond), End: t0.Add(6 * time.Second), Status: 201}
+	slow := wire.Resp{Start: t0, End: t0.Add(7 * time.Second)}
+	if v := e.inTTL(fail, slow, e.judged(slow, []wire.Resp{inside, past}, []wire.Resp{inside, past})...); v.Status != Fail {
 		t.Errorf("one re-execution inside the lease: %s %q, want the failure to stand", v.Status, v.Reason)
 	}
 	e.Target.Lease = 0

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/target"
 )
 
 // Flake guard (trap C13): a conformance verdict must not depend on timing.
@@ -71,20 +72,20 @@ func burnCPU(perCore int) (stop func()) {
 
 func TestFlakeGuard(t *testing.T) {
 	p := referenceProfile(t)
-	targets := make([]*scenarios.Target, flakeRuns)
+	targets := make([]*target.Target, flakeRuns)
 	for i := range targets {
 		targets[i] = startDemoTTL(t, flakeTTL)
 	}
 	type broken struct {
 		defect string
-		target *scenarios.Target
+		tg     *target.Target
 		rep    *scenarios.Report
 		err    error
 	}
 	var defective []*broken
 	for d := range flakeDefects {
 		for range flakeDefectRuns {
-			defective = append(defective, &broken{defect: d, target: startDemoTTL(t, flakeTTL, d)})
+			defective = append(defective, &broken{defect: d, tg: startDemoTTL(t, flakeTTL, d)})
 		}
 	}
 	runs := make([]map[string]scenarios.Result, flakeRuns)
@@ -93,7 +94,7 @@ func TestFlakeGuard(t *testing.T) {
 	concurrently(flakeRuns+len(defective), flakeParallel, func(i int) {
 		if i >= flakeRuns {
 			b := defective[i-flakeRuns]
-			b.rep, b.err = runCatalog(b.target, p, true)
+			b.rep, b.err = runCatalog(b.tg, p, true)
 			return
 		}
 		rep, err := runCatalog(targets[i], p, true)

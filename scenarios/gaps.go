@@ -1,6 +1,10 @@
 package scenarios
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/idemcheck/idemcheck/target"
+)
 
 // Gap is a MUST requirement a config cannot verify, with the one-line fix.
 type Gap struct {
@@ -66,7 +70,7 @@ func Gaps(planned []Planned) []Gap {
 // EvidenceLine says what t's config counts executions with: its oracles,
 // per key or global (a serial run), else created ids and what they cannot
 // see, else nothing.
-func EvidenceLine(t *Target) string {
+func EvidenceLine(t *target.Target) string {
 	os := t.Oracles()
 	if len(os) > 0 {
 		names := make([]string, len(os))

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/wire"
 )
 
 // GlobWarnings returns one line per --run or --skip glob of o that
@@ -11,7 +14,7 @@ import (
 // matches: a skip that skips nothing is silent otherwise ('**@refunds',
 // the old glob form, selects nothing under doublestar). Bad globs are
 // Plan's error, not a warning here.
-func GlobWarnings(t *Target, o RunOptions) []string {
+func GlobWarnings(t *target.Target, o RunOptions) []string {
 	names := instanceNames(t)
 	var out []string
 	for _, f := range []struct {
@@ -22,7 +25,7 @@ func GlobWarnings(t *Target, o RunOptions) []string {
 			if _, err := compileGlobs(f.flag, []string{g}); err != nil || matchAny([]string{g}, names...) {
 				continue
 			}
-			out = append(out, fmt.Sprintf("--%s %s matches no case%s", f.flag, shellQuote(g), didYouMean(g, names)))
+			out = append(out, fmt.Sprintf("--%s %s matches no case%s", f.flag, wire.ShellQuote(g), didYouMean(g, names)))
 		}
 	}
 	return out
@@ -30,7 +33,7 @@ func GlobWarnings(t *Target, o RunOptions) []string {
 
 // instanceNames lists every case instance name ("family/case@operation")
 // and case ID of the catalog against t, sorted.
-func instanceNames(t *Target) []string {
+func instanceNames(t *target.Target) []string {
 	var names []string
 	for _, c := range Catalog() {
 		names = append(names, c.ID)
@@ -75,7 +78,7 @@ func didYouMean(g string, names []string) string {
 	}
 	q := make([]string, len(close))
 	for i, c := range close {
-		q[i] = shellQuote(c)
+		q[i] = wire.ShellQuote(c)
 	}
 	return " (did you mean " + strings.Join(q, " or ") + "?)"
 }

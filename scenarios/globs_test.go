@@ -3,13 +3,15 @@ package scenarios
 import (
 	"strings"
 	"testing"
+
+	"github.com/idemcheck/idemcheck/target"
 )
 
 // TestGlobWarnings: a --run or --skip glob that matches no case instance
 // is one line naming close matches ('**@refunds', the old glob form,
 // skipped nothing, silently); globs that match say nothing.
 func TestGlobWarnings(t *testing.T) {
-	tg, err := FromURL("http://127.0.0.1:1", 0, 0)
+	tg, err := target.FromURL("http://127.0.0.1:1", 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,6 +34,56 @@ func TestGlobWarnings(t *testing.T) {
 			if !strings.Contains(got[i], w) || strings.Contains(got[i], "\n") {
 				t.Errorf("run %q skip %q: %q, want one line containing %q", tc.run, tc.skip, got[i], w)
 			}
+		}
+	}
+}
+
+func TestGlobSelection(t *testing.T) {
+	tg, _, err := target.LoadConfig("../target/testdata/full.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg.Operations = append(tg.Operations, tg.Operations[0])
+	tg.Operations[1].Name = "refunds"
+	names := func(o RunOptions) []string {
+		ps, err := Plan(tg, nil, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, p := range ps {
+			out = append(out, p.Name())
+		}
+		return out
+	}
+	cases := []struct {
+		name string
+		o    RunOptions
+		want []string
+	}{
+		{"exact name", RunOptions{Run: []string{"replay/same-status@refunds"}}, []string{"replay/same-status@refunds"}},
+		{"case ID selects every operation", RunOptions{Run: []string{"replay/same-status"}}, []string{"replay/same-status@charges", "replay/same-status@refunds"}},
+		{"star stays in its segment", RunOptions{Run: []string{"missing/*@charges"}}, []string{"missing/optional-executes@charges", "missing/problem-link@charges", "missing/rejected@charges", "missing/repeat-fails-again@charges"}},
+		{"star does not cross /", RunOptions{Run: []string{"*same-status"}}, nil},
+		{"double star segment crosses /", RunOptions{Run: []string{"**/same-status"}}, []string{"replay/same-status@charges", "replay/same-status@refunds"}},
+		{"double star inside a segment is a star", RunOptions{Run: []string{"**same-status"}}, nil},
+		{"alternatives", RunOptions{Run: []string{"{replay,scope}/same-status@charges"}}, []string{"replay/same-status@charges"}},
+		{"character class", RunOptions{Run: []string{"replay/same-[sb]*@charges"}}, []string{"replay/same-body@charges", "replay/same-status@charges"}},
+		{"skip wins", RunOptions{Run: []string{"missing/*"}, Skip: []string{"missing/*-*", "**/*@refunds"}}, []string{"missing/rejected@charges"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := names(c.o)
+			if strings.Join(got, ",") != strings.Join(c.want, ",") {
+				t.Errorf("got %v, want %v", got, c.want)
+			}
+		})
+	}
+	// An empty pattern, an unclosed class and a trailing escape are
+	// refused before any traffic.
+	for _, bad := range []string{"", "[ab", `same\`} {
+		if _, err := Plan(tg, nil, RunOptions{Skip: []string{bad}}); err == nil {
+			t.Errorf("glob %q accepted", bad)
 		}
 	}
 }

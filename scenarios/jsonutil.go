@@ -3,34 +3,18 @@ package scenarios
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"io"
 	"math/big"
 	"strconv"
 	"strings"
-)
 
-// decodeJSON decodes with UseNumber so numbers keep their exact value
-// (see canonicalNumber).
-func decodeJSON(b []byte) (any, error) {
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.UseNumber()
-	var v any
-	if err := d.Decode(&v); err != nil {
-		return nil, err
-	}
-	// d.More() alone lets a stray closing bracket through ("{}}"); only
-	// whitespace may follow the value.
-	if _, err := d.Token(); !errors.Is(err, io.EOF) {
-		return nil, errors.New("trailing data after JSON value")
-	}
-	return v, nil
-}
+	"github.com/idemcheck/idemcheck/internal/jsonx"
+	"github.com/idemcheck/idemcheck/target"
+)
 
 // jsonEqual reports whether a and b are equal JSON documents (bodies that
 // are not JSON: equal bytes). It is ReplayForm's json rule.
 func jsonEqual(a, b []byte) bool {
-	return bytes.Equal(ReplayForm(CompareJSON, a), ReplayForm(CompareJSON, b))
+	return bytes.Equal(ReplayForm(target.CompareJSON, a), ReplayForm(target.CompareJSON, b))
 }
 
 // canonicalJSON re-encodes a JSON document one way: members sorted by
@@ -38,7 +22,7 @@ func jsonEqual(a, b []byte) bool {
 // (canonicalNumber). Two documents are equal exactly when their canonical
 // encodings are, so a hash of it compares replays too.
 func canonicalJSON(b []byte) ([]byte, error) {
-	v, err := decodeJSON(b)
+	v, err := jsonx.Decode(b)
 	if err != nil {
 		return nil, err
 	}
@@ -97,10 +81,4 @@ func hugeExponent(n string) bool {
 	}
 	e, err := strconv.Atoi(strings.TrimPrefix(n[i+1:], "+"))
 	return err != nil || e > maxExponent || e < -maxExponent
-}
-
-// isJSONObject reports whether b holds a JSON object.
-func isJSONObject(b []byte) bool {
-	var m map[string]any
-	return json.Unmarshal(b, &m) == nil && m != nil
 }

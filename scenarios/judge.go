@@ -3,6 +3,8 @@ package scenarios
 import (
 	"fmt"
 	"time"
+
+	"github.com/idemcheck/idemcheck/wire"
 )
 
 // One time rule for every case (internal/expiry.SentInside, shared with
@@ -23,7 +25,7 @@ import (
 // leaseTakeover is an Inconclusive verdict in place of v (a Fail or Warn
 // against a second execution) when one of retries may have been a legal
 // takeover (pastLease). nil when none can have been.
-func (e *Env) leaseTakeover(v Verdict, orig Resp, retries ...Resp) *Verdict {
+func (e *Env) leaseTakeover(v Verdict, orig wire.Resp, retries ...wire.Resp) *Verdict {
 	for _, r := range retries {
 		if !e.pastLease(orig, r) {
 			continue
@@ -38,7 +40,7 @@ func (e *Env) leaseTakeover(v Verdict, orig Resp, retries ...Resp) *Verdict {
 // pastLease reports whether r, sent while orig still ran, was answered
 // later than the declared lease − margin after orig started: the server
 // may have handled it after orig's lease ran out. Never without a lease.
-func (e *Env) pastLease(orig, r Resp) bool {
+func (e *Env) pastLease(orig, r wire.Resp) bool {
 	lease := e.Target.Lease
 	running := orig.End.IsZero() || r.SentAt().Before(orig.End)
 	return lease > 0 && running && r.End.Sub(orig.Start) > lease-e.Profile.Margin
@@ -47,7 +49,7 @@ func (e *Env) pastLease(orig, r Resp) bool {
 // outlivedLease reports whether orig ran longer than the declared lease −
 // margin: the server may have lost its claim mid-run and, legally, not
 // stored the outcome. Never without a lease.
-func (e *Env) outlivedLease(orig Resp) bool {
+func (e *Env) outlivedLease(orig wire.Resp) bool {
 	lease := e.Target.Lease
 	return lease > 0 && orig.End.Sub(orig.Start) > lease-e.Profile.Margin
 }
@@ -55,7 +57,7 @@ func (e *Env) outlivedLease(orig Resp) bool {
 // spanOf is the stretch of time rs took, as one Resp from the earliest
 // start to the latest answer: the original of a burst, whose requests all
 // race for one claim.
-func spanOf(rs []Resp) Resp {
+func spanOf(rs []wire.Resp) wire.Resp {
 	s := earliest(rs)
 	for _, r := range rs {
 		if r.End.After(s.End) {
@@ -70,8 +72,8 @@ func spanOf(rs []Resp) Resp {
 // inside TTL − margin of orig, not past its lease), when there are any —
 // one of them suffices; else all of all, so that a failure seen only where
 // a clock may excuse it stays inconclusive.
-func (e *Env) judged(orig Resp, proof, all []Resp) []Resp {
-	var in []Resp
+func (e *Env) judged(orig wire.Resp, proof, all []wire.Resp) []wire.Resp {
+	var in []wire.Resp
 	for _, r := range proof {
 		if e.WithinTTL(orig, r) && !e.pastLease(orig, r) {
 			in = append(in, r)

@@ -13,23 +13,9 @@ import (
 	"net/url"
 	"sync"
 	"time"
-)
 
-// Burst synchronisation (Profile.BurstSync): how a same-key burst's
-// requests are released.
-const (
-	// SyncLastByte writes every request but its last byte, each on its own
-	// open connection (HTTP/1.1) or as streams of one connection (HTTP/2,
-	// where TLS negotiates it), then releases the last bytes together: one
-	// write per connection, in a tight loop (HTTP/1.1), or one write of
-	// every stream's final frame (HTTP/2, the "single-packet attack").
-	// Every request is then past header parsing, into the handler, when the
-	// bodies complete: the spread is the last bytes', not the scheduler's.
-	SyncLastByte = "last-byte"
-	// SyncBarrier releases goroutines at a barrier over warmed pooled
-	// connections; requests reach the server spread over the scheduler's
-	// and the network's jitter.
-	SyncBarrier = "barrier"
+	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/wire"
 )
 
 // lastByteSettle is how long the burst waits, once every request but its
@@ -60,10 +46,10 @@ func (b *burster) close() {
 
 // send sends one burst of b.size requests under k with body; how says how
 // they were released (and, after a fallback, why), for the evidence.
-func (b *burster) send(ctx context.Context, k string, body []byte, label string) (rs []Resp, how string) {
+func (b *burster) send(ctx context.Context, k string, body []byte, label string) (rs []wire.Resp, how string) {
 	e := b.e
 	var why string
-	if e.Profile.BurstSync != SyncBarrier {
+	if e.Profile.BurstSync != target.SyncBarrier {
 		var ok bool
 		if rs, how, ok, why = e.lastByteBurst(ctx, k, b.size, body, label, b.bases...); ok {
 			work := e.workOf(e.Op, body)
@@ -85,12 +71,12 @@ func (b *burster) send(ctx context.Context, k string, body []byte, label string)
 
 // lbReq is one request of a last-byte burst.
 type lbReq struct {
-	x    Exchange
+	x    wire.Exchange
 	r    Req
 	head []byte // everything but the last byte (HTTP/1.1)
 	last []byte
 	conn net.Conn
-	resp Resp
+	resp wire.Resp
 }
 
 // lastByteBurst sends size requests under k by last-byte synchronisation.
@@ -98,7 +84,7 @@ type lbReq struct {
 // hold back; a connection could not be opened): no request of the burst
 // was sent then (at most a warming GET), and the caller falls back to the
 // barrier.
-func (e *Env) lastByteBurst(ctx context.Context, k string, size int, body []byte, label string, bases ...string) (rs []Resp, how string, ok bool, why string) {
+func (e *Env) lastByteBurst(ctx context.Context, k string, size int, body []byte, label string, bases ...string) (rs []wire.Resp, how string, ok bool, why string) {
 	if len(body) == 0 {
 		return nil, "", false, "the body is empty: no last byte to hold back"
 	}
@@ -228,7 +214,7 @@ func (e *Env) warmConn(ctx context.Context, base string, deadline time.Time) (ne
 	_ = conn.SetDeadline(deadline)
 	if err := warm.Write(conn); err == nil {
 		if resp, err := http.ReadResponse(bufio.NewReader(conn), warm); err == nil {
-			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxBody))
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, wire.MaxBody))
 			resp.Body.Close()
 			if !resp.Close {
 				return conn, nil
@@ -242,7 +228,7 @@ func (e *Env) warmConn(ctx context.Context, base string, deadline time.Time) (ne
 
 // h1Burst writes each request's head on its connection, lets the server
 // take them in, writes every last byte in one loop and reads the answers.
-func (e *Env) h1Burst(ctx context.Context, reqs []*lbReq, deadline time.Time) []Resp {
+func (e *Env) h1Burst(ctx context.Context, reqs []*lbReq, deadline time.Time) []wire.Resp {
 	stop := context.AfterFunc(ctx, func() {
 		for _, q := range reqs {
 			q.conn.Close()
@@ -269,7 +255,7 @@ func (e *Env) h1Burst(ctx context.Context, reqs []*lbReq, deadline time.Time) []
 				hr, err := http.ReadResponse(br, nil)
 				if err == nil {
 					var b []byte
-					b, err = io.ReadAll(io.LimitReader(hr.Body, maxBody))
+					b, err = io.ReadAll(io.LimitReader(hr.Body, wire.MaxBody))
 					hr.Body.Close()
 					q.resp.Status, q.resp.Header, q.resp.Body = hr.StatusCode, hr.Header, b
 				}
@@ -303,8 +289,8 @@ func settle(ctx context.Context) {
 
 // recordBurst keeps every request of a last-byte burst as evidence and
 // returns their responses.
-func (e *Env) recordBurst(reqs []*lbReq) []Resp {
-	rs := make([]Resp, len(reqs))
+func (e *Env) recordBurst(reqs []*lbReq) []wire.Resp {
+	rs := make([]wire.Resp, len(reqs))
 	for i, q := range reqs {
 		x := q.x
 		x.Label += " (last-byte sync)"
@@ -312,9 +298,9 @@ func (e *Env) recordBurst(reqs []*lbReq) []Resp {
 		if q.resp.Err != nil {
 			x.Error = q.resp.Err.Error()
 		} else {
-			x.Response = &ExchangeResponse{Status: q.resp.Status, Header: q.resp.Header, Body: q.resp.Body}
+			x.Response = &wire.ExchangeResponse{Status: q.resp.Status, Header: q.resp.Header, Body: q.resp.Body}
 		}
-		e.record(e.Target.redactExchange(x))
+		e.record(x.Redacted(e.Target))
 		e.proveBy(q.r, q.resp)
 		rs[i] = q.resp
 	}

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/idemcheck/idemcheck/wire"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 )
@@ -161,7 +162,7 @@ func (s *h2Session) write(f func(*http2.Framer) error) error {
 // h2Burst writes every stream's headers and all but the last body byte,
 // lets the server take them in, then writes every stream's final DATA
 // frame, one write per connection, and reads the answers.
-func (e *Env) h2Burst(ctx context.Context, sessions []*h2Session, reqs []*lbReq, deadline time.Time) []Resp {
+func (e *Env) h2Burst(ctx context.Context, sessions []*h2Session, reqs []*lbReq, deadline time.Time) []wire.Resp {
 	stop := context.AfterFunc(ctx, func() {
 		for _, s := range sessions {
 			s.conn.Close()
@@ -321,7 +322,7 @@ func (s *h2Session) read() {
 			if q == nil {
 				continue
 			}
-			if room := maxBody - len(q.resp.Body); room > 0 {
+			if room := wire.MaxBody - len(q.resp.Body); room > 0 {
 				d := f.Data()
 				q.resp.Body = append(q.resp.Body, d[:min(len(d), room)]...)
 			}

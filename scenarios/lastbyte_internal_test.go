@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/wire"
 )
 
 // TestLastByteFallsBack: where last-byte sync cannot work the burst falls
@@ -26,7 +29,7 @@ func TestLastByteFallsBack(t *testing.T) {
 	}
 	closed := "http://" + l.Addr().String()
 	l.Close()
-	p, err := ProfileByName("ietf")
+	p, err := target.ProfileByName("ietf")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,10 +45,10 @@ func TestLastByteFallsBack(t *testing.T) {
 	}
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
-			client := NewClient(5 * time.Second)
+			client := wire.NewClient(5 * time.Second)
 			defer client.CloseIdleConnections()
-			op := &Operation{Name: "op", Method: http.MethodPost, Path: "/", Body: row.body}
-			e := &Env{Target: &Target{BaseURL: row.base, KeyHeader: "Idempotency-Key", KeySyntax: Raw}, Profile: p, Op: op, client: client}
+			op := &target.Operation{Name: "op", Method: http.MethodPost, Path: "/", Body: row.body}
+			e := &Env{Target: &target.Target{BaseURL: row.base, KeyHeader: "Idempotency-Key", KeySyntax: target.Raw}, Profile: p, Op: op, client: client}
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			b := e.newBurster(4)

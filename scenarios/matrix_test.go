@@ -12,6 +12,7 @@ import (
 	"github.com/idemcheck/idemcheck/reference"
 	"github.com/idemcheck/idemcheck/reference/demo"
 	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/target"
 )
 
 // matrixFamilies are the families whose verdicts this table pins exactly;
@@ -100,7 +101,7 @@ var defectMatrix = []struct {
 
 // referenceProfile is ietf plus what the reference documents: keys of up
 // to reference.MaxKeyLen characters.
-func referenceProfile(t testing.TB) *scenarios.Profile {
+func referenceProfile(t testing.TB) *target.Profile {
 	p := ietf(t)
 	p.KeyMaxLen = reference.MaxKeyLen
 	return p
@@ -117,7 +118,7 @@ func referenceProfile(t testing.TB) *scenarios.Profile {
 const matrixBurstRounds = 1
 
 // lightBurst sets matrixBurstRounds unless the defect is a check-then-insert.
-func lightBurst(p *scenarios.Profile, defect string) *scenarios.Profile {
+func lightBurst(p *target.Profile, defect string) *target.Profile {
 	if defect != "check-then-insert" && defect != "lookup-before-body" {
 		p.BurstRounds = matrixBurstRounds
 	}
@@ -158,7 +159,7 @@ const matrixReruns = 2
 // results in its place: inconclusive is honest under a stall, but the
 // table asks whether the catalog catches the defect, which a stall does
 // not answer. A pass is never rerun: it stands as the false pass it is.
-func rerunInconclusive(t *testing.T, defect string, p *scenarios.Profile, rep *scenarios.Report, ids []string) {
+func rerunInconclusive(t *testing.T, defect string, p *target.Profile, rep *scenarios.Report, ids []string) {
 	t.Helper()
 	for try := 1; try <= matrixReruns; try++ {
 		var again []string
@@ -188,8 +189,8 @@ func rerunInconclusive(t *testing.T, defect string, p *scenarios.Profile, rep *s
 }
 
 func TestReferencePassesEveryCase(t *testing.T) {
-	profiles := []*scenarios.Profile{lightBurst(ietf(t), ""), lightBurst(referenceProfile(t), "")}
-	targets := []*scenarios.Target{startDemo(t), startDemo(t)}
+	profiles := []*target.Profile{lightBurst(ietf(t), ""), lightBurst(referenceProfile(t), "")}
+	targets := []*target.Target{startDemo(t), startDemo(t)}
 	reps := make([]*scenarios.Report, len(profiles))
 	errs := make([]error, len(profiles))
 	concurrently(len(profiles), len(profiles), func(i int) {
@@ -228,8 +229,8 @@ func TestDefectMatrix(t *testing.T) {
 	}
 	// Servers start here (startDemo may t.Fatal); the runs go concurrently;
 	// each row is then judged in its own subtest.
-	targets := make([]*scenarios.Target, len(defectMatrix))
-	profiles := make([]*scenarios.Profile, len(defectMatrix))
+	targets := make([]*target.Target, len(defectMatrix))
+	profiles := make([]*target.Profile, len(defectMatrix))
 	for i, row := range defectMatrix {
 		if row.pending != "" {
 			continue
@@ -240,7 +241,7 @@ func TestDefectMatrix(t *testing.T) {
 			profiles[i].BlockOK = false
 		}
 		if row.noCache5xx {
-			profiles[i].Cache5xx = scenarios.No
+			profiles[i].Cache5xx = target.No
 		}
 	}
 	reps := make([]*scenarios.Report, len(defectMatrix))
@@ -301,16 +302,16 @@ func TestOtherLegalChoices(t *testing.T) {
 	rows := []struct {
 		name    string
 		opts    demo.Options
-		profile func(*scenarios.Profile)
+		profile func(*target.Profile)
 	}{
-		{"blocks in-flight duplicates (block_ok)", demo.Options{Defects: []string{"block-inflight"}}, func(*scenarios.Profile) {}},
-		{"409 for mismatches (seeds statuses)", demo.Options{Defects: []string{"mismatch-as-409"}}, func(p *scenarios.Profile) { p.MismatchStatus = []int{409, 422} }},
-		{"key optional", demo.Options{KeyOptional: true}, func(p *scenarios.Profile) { p.KeyRequired = scenarios.No }},
-		{"lenient profile", demo.Options{}, func(p *scenarios.Profile) { *p = *mustProfile(t, "lenient") }},
-		{"seeds profile", demo.Options{}, func(p *scenarios.Profile) { *p = *mustProfile(t, "seeds") }},
+		{"blocks in-flight duplicates (block_ok)", demo.Options{Defects: []string{"block-inflight"}}, func(*target.Profile) {}},
+		{"409 for mismatches (seeds statuses)", demo.Options{Defects: []string{"mismatch-as-409"}}, func(p *target.Profile) { p.MismatchStatus = []int{409, 422} }},
+		{"key optional", demo.Options{KeyOptional: true}, func(p *target.Profile) { p.KeyRequired = target.No }},
+		{"lenient profile", demo.Options{}, func(p *target.Profile) { *p = *mustProfile(t, "lenient") }},
+		{"seeds profile", demo.Options{}, func(p *target.Profile) { *p = *mustProfile(t, "seeds") }},
 	}
-	targets := make([]*scenarios.Target, len(rows))
-	profiles := make([]*scenarios.Profile, len(rows))
+	targets := make([]*target.Target, len(rows))
+	profiles := make([]*target.Profile, len(rows))
 	for i, row := range rows {
 		o := row.opts
 		o.TTL, o.Lease = demoTTL, demoLease
@@ -320,7 +321,7 @@ func TestOtherLegalChoices(t *testing.T) {
 		}
 		srv := httptest.NewServer(app)
 		t.Cleanup(func() { srv.Close(); app.Close() })
-		if targets[i], err = scenarios.FromURL(srv.URL, demoTTL, demoLease); err != nil {
+		if targets[i], err = target.FromURL(srv.URL, demoTTL, demoLease); err != nil {
 			t.Fatal(err)
 		}
 		profiles[i] = referenceProfile(t)
@@ -348,8 +349,8 @@ func TestOtherLegalChoices(t *testing.T) {
 	}
 }
 
-func mustProfile(t testing.TB, name string) *scenarios.Profile {
-	p, err := scenarios.ProfileByName(name)
+func mustProfile(t testing.TB, name string) *target.Profile {
+	p, err := target.ProfileByName(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,7 +370,7 @@ func TestReferencePreset(t *testing.T) {
 		}
 	}
 	names := append([]string{""}, defects...) // "" is the correct build
-	targets := make([]*scenarios.Target, len(names))
+	targets := make([]*target.Target, len(names))
 	for i, d := range names {
 		if d == "" {
 			targets[i] = startDemo(t)

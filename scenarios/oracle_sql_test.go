@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemcheck/idemcheck/evidence"
 	"github.com/idemcheck/idemcheck/internal/testenv"
 	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/target"
 )
 
 const dsnPassword = "pw-s3cret-9f2"
@@ -105,8 +107,8 @@ func TestSQLOracleErrors(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	count := func(dsn, query, key string) (int, bool, error) {
-		tg := &scenarios.Target{BaseURL: "http://127.0.0.1:9", Oracle: &scenarios.Oracle{SQL: &scenarios.SQLOracle{DSN: dsn, Query: query}}}
-		ev, err := scenarios.OpenEvidence(tg, nil)
+		tg := &target.Target{BaseURL: "http://127.0.0.1:9", Oracle: &target.Oracle{SQL: &target.SQLOracle{DSN: dsn, Query: query}}}
+		ev, err := evidence.Open(tg, nil, nil)
 		if err != nil {
 			return 0, false, err
 		}
@@ -149,7 +151,7 @@ func TestSQLOracleConfig(t *testing.T) {
 	if !tg.GlobalOracle() {
 		t.Error("a query without $1 is a global count")
 	}
-	_, _, err := scenarios.ParseConfig([]byte("base_url: http://127.0.0.1:9\nprincipals: [{name: a}]\noperations: [{name: o, method: POST, path: /o}]\noracle: {url: /e, pointer: /n, sql: {dsn: \"postgres://h/db\", query: \"select 1\"}}\n"))
+	_, _, err := target.ParseConfig([]byte("base_url: http://127.0.0.1:9\nprincipals: [{name: a}]\noperations: [{name: o, method: POST, path: /o}]\noracle: {url: /e, pointer: /n, sql: {dsn: \"postgres://h/db\", query: \"select 1\"}}\n"))
 	if err == nil || !strings.Contains(err.Error(), "oracle.sql: an oracle is one source") {
 		t.Errorf("sql beside url: %v", err)
 	}

@@ -16,6 +16,8 @@ import (
 	"github.com/idemcheck/idemcheck/internal/demotest"
 	"github.com/idemcheck/idemcheck/reference/demo"
 	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/wire"
 )
 
 // TestTargetTLS: the request layer reaches https targets the way a user
@@ -33,33 +35,33 @@ func TestTargetTLS(t *testing.T) {
 	plain, mutual := pki.ServeTLS(t, h, false), pki.ServeTLS(t, h, true)
 	cases := []struct {
 		name, base  string
-		tls         scenarios.TLS
+		tls         target.TLS
 		wantErr     string // "" = reachable
 		explanation string
 	}{
-		{"system roots", plain, scenarios.TLS{}, "certificate", "a private CA is not trusted by default"},
-		{"ca-cert", plain, scenarios.TLS{CACert: pki.CAFile}, "", "--ca-cert trusts the test CA"},
-		{"insecure", plain, scenarios.TLS{InsecureSkipVerify: true}, "", "--insecure-skip-verify skips verification"},
-		{"client cert", mutual, scenarios.TLS{CACert: pki.CAFile, ClientCert: pki.ClientCert, ClientKey: pki.ClientKey}, "", "mutual TLS with a client certificate"},
+		{"system roots", plain, target.TLS{}, "certificate", "a private CA is not trusted by default"},
+		{"ca-cert", plain, target.TLS{CACert: pki.CAFile}, "", "--ca-cert trusts the test CA"},
+		{"insecure", plain, target.TLS{InsecureSkipVerify: true}, "", "--insecure-skip-verify skips verification"},
+		{"client cert", mutual, target.TLS{CACert: pki.CAFile, ClientCert: pki.ClientCert, ClientKey: pki.ClientKey}, "", "mutual TLS with a client certificate"},
 		// TLS 1.3 reports the refusal as a reset or a certificate alert.
-		{"no client cert", mutual, scenarios.TLS{CACert: pki.CAFile}, "localhost", "a server demanding a client certificate refuses a client without one"},
+		{"no client cert", mutual, target.TLS{CACert: pki.CAFile}, "localhost", "a server demanding a client certificate refuses a client without one"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			tg, err := scenarios.FromURL(tc.base, 0, 0)
+			tg, err := target.FromURL(tc.base, 0, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if err := tg.SetTLS(tc.tls); err != nil {
 				t.Fatal(err)
 			}
-			c := tg.Client(5 * time.Second)
+			c := wire.Client(tg, 5*time.Second)
 			defer c.CloseIdleConnections()
-			err = scenarios.Preflight(context.Background(), tg, c)
+			err = wire.Preflight(context.Background(), tg, c)
 			switch {
 			case tc.wantErr == "" && err != nil:
 				t.Fatalf("%s: %v", tc.explanation, err)
-			case tc.wantErr != "" && (!errors.Is(err, scenarios.ErrUnreachable) || !strings.Contains(err.Error(), tc.wantErr)):
+			case tc.wantErr != "" && (!errors.Is(err, target.ErrUnreachable) || !strings.Contains(err.Error(), tc.wantErr)):
 				t.Fatalf("%s: got %v, want ErrUnreachable naming %q", tc.explanation, err, tc.wantErr)
 			}
 		})
@@ -67,7 +69,7 @@ func TestTargetTLS(t *testing.T) {
 	if !protos["HTTP/2.0"] {
 		t.Errorf("the server saw %v: want HTTP/2.0 negotiated over TLS", protos)
 	}
-	if _, err := (scenarios.TLS{CACert: "/nonexistent.pem"}).Config(); err == nil || !strings.Contains(err.Error(), "ca_cert") {
+	if _, err := (target.TLS{CACert: "/nonexistent.pem"}).Config(); err == nil || !strings.Contains(err.Error(), "ca_cert") {
 		t.Errorf("a missing CA file: got %v, want an error naming ca_cert", err)
 	}
 }
@@ -99,7 +101,7 @@ func TestSecretsRedacted(t *testing.T) {
 		seen.Store(r.Header.Get("Authorization"), true)
 		app.ServeHTTP(w, r)
 	}), "127.0.0.2:0")
-	tg, p, err := scenarios.ParseConfig(fmt.Appendf(nil, secretConfig, base))
+	tg, p, err := target.ParseConfig(fmt.Appendf(nil, secretConfig, base))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +137,7 @@ func TestSecretsRedacted(t *testing.T) {
 		t.Fatal("no exchange recorded")
 	}
 	t.Setenv("IDEMCHECK_TEST_TOKEN", "")
-	if _, _, err := scenarios.ParseConfig(fmt.Appendf(nil, strings.ReplaceAll(secretConfig, "IDEMCHECK_TEST_TOKEN", "IDEMCHECK_UNSET_VAR_1"), base)); err == nil ||
+	if _, _, err := target.ParseConfig(fmt.Appendf(nil, strings.ReplaceAll(secretConfig, "IDEMCHECK_TEST_TOKEN", "IDEMCHECK_UNSET_VAR_1"), base)); err == nil ||
 		!strings.Contains(err.Error(), "principals[0].headers.Authorization: ${IDEMCHECK_UNSET_VAR_1} is not set") {
 		t.Errorf("an unset variable: got %v, want an error naming the field and the variable", err)
 	}
@@ -155,7 +157,7 @@ key_source: {method: POST, path: /keys, body: {purpose: test}, pointer: /data/ke
 operations:
   - {name: charges, method: POST, path: /v1/charges, body: {amount: 1000, currency: usd}, id_pointer: /id}
 `, base)
-	tg, p, err := scenarios.ParseConfig([]byte(cfg))
+	tg, p, err := target.ParseConfig([]byte(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +183,7 @@ operations:
 	}
 	k.Fail.Store(true)
 	_, err = scenarios.Run(ctx, tg, p, scenarios.RunOptions{Run: []string{"replay/*"}})
-	if !errors.Is(err, scenarios.ErrKeySource) || !strings.Contains(err.Error(), "POST "+base+"/keys: status 503") {
+	if !errors.Is(err, target.ErrKeySource) || !strings.Contains(err.Error(), "POST "+base+"/keys: status 503") {
 		t.Errorf("a failing key service: got %v, want ErrKeySource naming the request and its status", err)
 	}
 }
@@ -201,7 +203,7 @@ func TestHashKeysInRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]bool{}
-	gen := scenarios.HashKeys("orders-7")
+	gen := target.HashKeys("orders-7")
 	for n := uint64(1); n <= 20; n++ {
 		want[tg.KeyValue(gen(n))] = true
 	}
@@ -240,8 +242,8 @@ func TestSelectionReach(t *testing.T) {
 			"--base-url replaces the config's base_url, trailing slash trimmed"},
 		{"no base-url", scenarios.Selection{Config: cfg}, "", "http://127.0.0.1:1", "the config's base_url otherwise"},
 		{"bad base-url", scenarios.Selection{Config: cfg, BaseURL: "staging"}, `--base-url "staging"`, "", "a relative URL is refused"},
-		{"missing ca", scenarios.Selection{Config: cfg, TLS: scenarios.TLS{CACert: "/nonexistent/ca.pem"}}, "--ca-cert", "", "a CA file that cannot be read"},
-		{"half client cert", scenarios.Selection{Config: cfg, TLS: scenarios.TLS{ClientCert: "c.pem"}}, "give both or neither", "", "a certificate without its key"},
+		{"missing ca", scenarios.Selection{Config: cfg, TLS: target.TLS{CACert: "/nonexistent/ca.pem"}}, "--ca-cert", "", "a CA file that cannot be read"},
+		{"half client cert", scenarios.Selection{Config: cfg, TLS: target.TLS{ClientCert: "c.pem"}}, "give both or neither", "", "a certificate without its key"},
 		{"seed alone", scenarios.Selection{Config: cfg, KeySeed: "s"}, "--key-seed needs --hash-keys", "", "a seed without hash keys"},
 	}
 	for _, tc := range cases {
@@ -267,10 +269,10 @@ func TestPreflightWithoutTimeout(t *testing.T) {
 		w.WriteHeader(http.StatusNotFound)
 	}))
 	defer srv.Close()
-	tg := &scenarios.Target{BaseURL: srv.URL}
+	tg := &target.Target{BaseURL: srv.URL}
 	c := &http.Client{Timeout: 5 * time.Second}
 	defer c.CloseIdleConnections()
-	if err := scenarios.Preflight(context.Background(), tg, c); err != nil {
+	if err := wire.Preflight(context.Background(), tg, c); err != nil {
 		t.Fatalf("Timeout 0: %v, want the server reached", err)
 	}
 }

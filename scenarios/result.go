@@ -1,9 +1,10 @@
 package scenarios
 
 import (
-	"net/http"
 	"slices"
 	"time"
+
+	"github.com/idemcheck/idemcheck/wire"
 )
 
 // Level is the strength of the requirement a case checks.
@@ -74,12 +75,12 @@ type Meta struct {
 // Result is the outcome of one case applied to one operation.
 type Result struct {
 	Meta
-	Operation string     `json:"operation,omitempty"`
-	Status    Status     `json:"status"`
-	Expected  string     `json:"expected,omitempty"`
-	Observed  string     `json:"observed,omitempty"`
-	Reason    string     `json:"reason,omitempty"` // why skip/unverifiable/inconclusive, or the failure in one line
-	Exchanges []Exchange `json:"exchanges,omitempty"`
+	Operation string          `json:"operation,omitempty"`
+	Status    Status          `json:"status"`
+	Expected  string          `json:"expected,omitempty"`
+	Observed  string          `json:"observed,omitempty"`
+	Reason    string          `json:"reason,omitempty"` // why skip/unverifiable/inconclusive, or the failure in one line
+	Exchanges []wire.Exchange `json:"exchanges,omitempty"`
 	// Downstream lists, per key, the downstream double's calls that held
 	// the key's token: one line each, timed from the key's first request.
 	Downstream []string      `json:"downstream,omitempty"`
@@ -106,31 +107,6 @@ func (r Result) Name() string {
 		return r.ID
 	}
 	return r.ID + "@" + r.Operation
-}
-
-// Exchange is one HTTP request and what came back, kept as evidence.
-type Exchange struct {
-	Label    string            `json:"label,omitempty"`
-	Request  ExchangeRequest   `json:"request"`
-	Response *ExchangeResponse `json:"response,omitempty"`
-	Error    string            `json:"error,omitempty"`
-	Start    time.Time         `json:"start"`
-	Duration time.Duration     `json:"duration_ns"`
-}
-
-// ExchangeRequest is the request half of an Exchange.
-type ExchangeRequest struct {
-	Method string      `json:"method"`
-	URL    string      `json:"url"`
-	Header http.Header `json:"header,omitempty"`
-	Body   []byte      `json:"body,omitempty"`
-}
-
-// ExchangeResponse is the response half of an Exchange.
-type ExchangeResponse struct {
-	Status int         `json:"status"`
-	Header http.Header `json:"header,omitempty"`
-	Body   []byte      `json:"body,omitempty"`
 }
 
 // Report is one conformance run.

@@ -12,6 +12,11 @@ import (
 	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
+	"github.com/idemcheck/idemcheck/evidence"
+	"github.com/idemcheck/idemcheck/internal/clock"
+	"github.com/idemcheck/idemcheck/internal/jsonx"
+	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/wire"
 )
 
 // RunOptions select and tune a run.
@@ -93,7 +98,7 @@ func countsEffects(c Case) bool {
 }
 
 // oracleMode is how case c counts executions on op under t.
-func oracleMode(t *Target, op *Operation, c Case) string {
+func oracleMode(t *target.Target, op *target.Operation, c Case) string {
 	switch {
 	case !countsEffects(c):
 		return OracleNone
@@ -117,13 +122,13 @@ func (p Planned) Runnable() bool { return p.Supplied && p.Skip == "" }
 type instance struct {
 	Planned
 	c  Case
-	op *Operation
+	op *target.Operation
 }
 
 // Plan lists the selected case instances in name order.
-func Plan(t *Target, p *Profile, o RunOptions) ([]Planned, error) {
+func Plan(t *target.Target, p *target.Profile, o RunOptions) ([]Planned, error) {
 	if p == nil {
-		p, _ = ProfileByName(DefaultProfile) // a preset: never an error
+		p, _ = target.ProfileByName(target.DefaultProfile) // a preset: never an error
 	}
 	ins, err := plan(t, p, o)
 	if err != nil {
@@ -136,7 +141,7 @@ func Plan(t *Target, p *Profile, o RunOptions) ([]Planned, error) {
 	return out, nil
 }
 
-func plan(t *Target, p *Profile, o RunOptions) ([]instance, error) {
+func plan(t *target.Target, p *target.Profile, o RunOptions) ([]instance, error) {
 	runG, err := compileGlobs("run", o.Run)
 	if err != nil {
 		return nil, err
@@ -147,7 +152,7 @@ func plan(t *Target, p *Profile, o RunOptions) ([]instance, error) {
 	}
 	var out []instance
 	for _, c := range Catalog() {
-		ops := []*Operation{nil}
+		ops := []*target.Operation{nil}
 		if c.PerOperation {
 			ops = ops[:0]
 			for i := range t.Operations {
@@ -228,9 +233,9 @@ func matchAny(globs []string, names ...string) bool {
 // operation (calibrate); a problem becomes a Report note and makes the
 // instances that count effects inconclusive. A nil p is the default
 // profile (ietf).
-func Run(ctx context.Context, t *Target, p *Profile, o RunOptions) (*Report, error) {
+func Run(ctx context.Context, t *target.Target, p *target.Profile, o RunOptions) (*Report, error) {
 	if p == nil {
-		p, _ = ProfileByName(DefaultProfile) // a preset: never an error
+		p, _ = target.ProfileByName(target.DefaultProfile) // a preset: never an error
 	}
 	ins, err := plan(t, p, o)
 	if err != nil {
@@ -240,49 +245,47 @@ func Run(ctx context.Context, t *Target, p *Profile, o RunOptions) (*Report, err
 	if err != nil {
 		return nil, err
 	}
-	if t.Downstream != nil && t.downstream == nil {
-		dt, d, err := StartDownstream(ctx, t)
-		if err != nil {
-			return nil, err
-		}
-		defer closeDouble(d)
-		t = dt
+	d, err := evidence.StartDownstream(ctx, t)
+	if err != nil {
+		return nil, err
 	}
-	if t.Command != "" && t.managed == nil {
-		mt, m, err := startManaged(ctx, t)
+	defer d.Close()
+	if t.Command != "" && t.Managed() == nil {
+		mt, m, err := target.StartManaged(ctx, t, d.URL())
 		if err != nil {
 			return nil, err
 		}
 		defer m.Stop()
 		t = mt
 	}
-	client := t.Client(t.Timeout + p.MaxBlock)
+	client := wire.Client(t, t.Timeout+p.MaxBlock)
 	defer client.CloseIdleConnections() // no keep-alive goroutines outlive the run
-	if err := Preflight(ctx, t, client); err != nil {
+	if err := wire.Preflight(ctx, t, client); err != nil {
 		return nil, err
 	}
-	ev, err := OpenEvidence(t, client)
+	ev, err := evidence.Open(t, client, d)
 	if err != nil {
 		return nil, err
 	}
 	defer ev.Close()
 	// The profile's key_format generator is the client-generated default;
 	// --hash-keys and key_source override it.
-	keys := t.Keys(client, func(uint64) string { return p.NewKey() })
+	keys := wire.NewKeys(t, client, func(uint64) string { return p.NewKey() })
+	s := &session{t: t, p: p, client: client, ev: ev, double: d, keys: keys}
 	if o.Seed != 0 {
 		r := rand.New(rand.NewPCG(o.Seed, 0x1dc))
 		r.Shuffle(len(ins), func(i, j int) { ins[i], ins[j] = ins[j], ins[i] })
 	}
 	rep := &Report{Target: t.Redact(t.BaseURL), Profile: p.Name, Strict: o.Strict, Seed: o.Seed, Started: time.Now()}
-	if err := checkIDPointers(ctx, t, p, client, ev, keys, ins); err != nil {
+	if err := checkIDPointers(ctx, s, ins); err != nil {
 		return nil, err
 	}
-	problems, notes := calibrate(ctx, t, p, client, ev, keys, ins)
+	problems, notes := calibrate(ctx, s, ins)
 	parallel := o.Parallel
 	if parallel <= 0 || parallel > len(ins) {
 		parallel = len(ins)
 	}
-	if t.GlobalOracle() { // known once calibrated: a downstream double may have turned global
+	if ev != nil && !ev.PerKey() { // known once calibrated: a downstream double may have turned global
 		parallel = 1
 	}
 	if names, need := ttlSkips(ins); len(names) > 0 {
@@ -305,7 +308,7 @@ func Run(ctx context.Context, t *Target, p *Profile, o RunOptions) (*Report, err
 	var wg sync.WaitGroup
 	var cbMu sync.Mutex
 	runOne := func(i int) {
-		res := runInstance(ctx, t, p, client, ev, keys, ins[i], problems, o.attempts())
+		res := runInstance(ctx, s, ins[i], problems, o.attempts())
 		res.KnownFailing = matchAny(known, res.Name(), res.ID)
 		results[i] = res
 		if o.OnResult != nil {
@@ -355,7 +358,7 @@ func ttlSkips(ins []instance) (names []string, need time.Duration) {
 
 // leftOutMust names the MUST-level instances of the whole catalog that
 // the run's --run/--skip globs left out of ins.
-func leftOutMust(t *Target, p *Profile, o RunOptions, ins []instance) []string {
+func leftOutMust(t *target.Target, p *target.Profile, o RunOptions, ins []instance) []string {
 	if len(o.Run) == 0 && len(o.Skip) == 0 {
 		return nil
 	}
@@ -383,7 +386,7 @@ func killsTarget(in instance) bool {
 
 // caseBudget bounds one case instance: its longest legitimate wait plus
 // room for its requests.
-func caseBudget(t *Target, p *Profile) time.Duration {
+func caseBudget(t *target.Target, p *target.Profile) time.Duration {
 	return 3*t.Timeout + t.TTL + t.Lease + p.MaxBlock + p.Grace + 10*time.Second
 }
 
@@ -391,7 +394,8 @@ func caseBudget(t *Target, p *Profile) time.Duration {
 // supplied instance counts effects on: a normal request under a fresh key
 // must raise the count by exactly 1. It returns the problem found per
 // operation name and the notes for the report: one line per problem.
-func calibrate(ctx context.Context, t *Target, p *Profile, client *http.Client, ev *Evidence, keys *Keys, ins []instance) (problems map[string]string, notes []string) {
+func calibrate(ctx context.Context, s *session, ins []instance) (problems map[string]string, notes []string) {
+	t, ev := s.t, s.ev
 	problems = map[string]string{}
 	if ev == nil {
 		return problems, nil
@@ -409,7 +413,7 @@ func calibrate(ctx context.Context, t *Target, p *Profile, client *http.Client, 
 		if !used[op.Name] {
 			continue
 		}
-		problem, note := calibrateOp(ctx, t, p, client, ev, keys, op)
+		problem, note := calibrateOp(ctx, s, op)
 		if problem != "" {
 			problems[op.Name] = problem
 			note = problem
@@ -427,8 +431,8 @@ func calibrate(ctx context.Context, t *Target, p *Profile, client *http.Client, 
 // touched lists the operations in sends requests to: its own and its
 // case's Peer (whether or not --run/--skip selected the peer's own
 // instances).
-func touched(t *Target, in instance) []*Operation {
-	ops := []*Operation{in.op}
+func touched(t *target.Target, in instance) []*target.Operation {
+	ops := []*target.Operation{in.op}
 	if in.c.Peer != nil {
 		if o := in.c.Peer(t, in.op); o != nil {
 			ops = append(ops, o)
@@ -443,7 +447,7 @@ func touched(t *Target, in instance) []*Operation {
 // one operation's executions only (pointer /charges). Requests to the
 // others are judged by their ids (Env.oracleSees); their own instances
 // are inconclusive until they get an oracle.
-func sharedCounterNote(t *Target, checked map[string]bool, problems map[string]string) string {
+func sharedCounterNote(t *target.Target, checked map[string]bool, problems map[string]string) string {
 	o := t.Oracle
 	if o == nil || o.PerKey() {
 		return ""
@@ -473,7 +477,7 @@ func sharedCounterNote(t *Target, checked map[string]bool, problems map[string]s
 // correct server. The error is one line naming the pointer and the body's
 // members. An operation whose normal call does not succeed is left to the
 // cases (and to the oracle check) to report.
-func checkIDPointers(ctx context.Context, t *Target, p *Profile, client *http.Client, ev *Evidence, keys *Keys, ins []instance) error {
+func checkIDPointers(ctx context.Context, s *session, ins []instance) error {
 	checked := map[string]bool{}
 	for _, in := range ins {
 		op := in.op
@@ -482,19 +486,20 @@ func checkIDPointers(ctx context.Context, t *Target, p *Profile, client *http.Cl
 			continue
 		}
 		checked[op.Name] = true
-		if err := checkIDPointer(ctx, t, p, client, ev, keys, op); err != nil {
+		if err := checkIDPointer(ctx, s, op); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func checkIDPointer(ctx context.Context, t *Target, p *Profile, client *http.Client, ev *Evidence, keys *Keys, op *Operation) error {
+func checkIDPointer(ctx context.Context, s *session, op *target.Operation) error {
+	t := s.t
 	ctx, cancel := context.WithTimeout(ctx, 2*t.Timeout)
 	defer cancel()
-	e := &Env{Target: t, Profile: p, Op: op, client: client, oracle: newCounter(ev), keys: keys, ctx: ctx}
+	e := s.env(ctx, op)
 	defer e.drain(ctx)
-	at := fmt.Sprintf("operations[%d].id_pointer %s", slices.IndexFunc(t.Operations, func(o Operation) bool { return o.Name == op.Name }), op.IDPointer)
+	at := fmt.Sprintf("operations[%d].id_pointer %s", slices.IndexFunc(t.Operations, func(o target.Operation) bool { return o.Name == op.Name }), op.IDPointer)
 	var ids []string
 	for range 2 {
 		k := e.NewKey()
@@ -506,7 +511,7 @@ func checkIDPointer(ctx context.Context, t *Target, p *Profile, client *http.Cli
 			return nil
 		}
 		id := e.CreatedID(r)
-		doc, _ := decodeJSON(r.Body)
+		doc, _ := jsonx.Decode(r.Body)
 		switch {
 		case id == "":
 			return fmt.Errorf("%s: nothing there in the %d body%s", at, r.Status, bodyMembers(doc))
@@ -525,21 +530,18 @@ func bodyMembers(doc any) string {
 	if m, ok := doc.(map[string]any); !ok || len(m) == 0 {
 		return " (not a JSON object with members)"
 	}
-	return members(doc)
+	return jsonx.Members(doc)
 }
-
-// calibrationWait bounds how long a count may lag behind its response:
-// as long as a case's count is re-read (lagSettle).
-const calibrationWait = lagSettle
 
 // calibrateOp sends op's normal request under a fresh key and returns a
 // one-line problem when the oracle did not count exactly one execution,
 // or a note when the count changed kind (a downstream double whose calls
 // hold no token counts globally: downstreamUntokened).
-func calibrateOp(ctx context.Context, t *Target, p *Profile, client *http.Client, ev *Evidence, keys *Keys, op *Operation) (problem, note string) {
-	ctx, cancel := context.WithTimeout(ctx, 2*t.Timeout+calibrationWait)
+func calibrateOp(ctx context.Context, s *session, op *target.Operation) (problem, note string) {
+	t := s.t
+	ctx, cancel := context.WithTimeout(ctx, 2*t.Timeout+evidence.CalibrationWait)
 	defer cancel()
-	e := &Env{Target: t, Profile: p, Op: op, client: client, oracle: newCounter(ev), keys: keys, ctx: ctx}
+	e := s.env(ctx, op)
 	defer e.drain(ctx)
 	k := e.NewKey()
 	if err := e.keyError(); err != nil {
@@ -549,12 +551,12 @@ func calibrateOp(ctx context.Context, t *Target, p *Profile, client *http.Client
 	if err != nil {
 		return fmt.Sprintf("oracle check on %s: %v; effect-counting cases are inconclusive", op.Name, err), ""
 	}
-	untokened := t.downstreamUntokened(op)
+	untokened := s.double.Untokened(op)
 	r := e.Send(ctx, Req{Label: "oracle check", Key: k})
 	if !r.OK() {
 		return fmt.Sprintf("oracle check on %s: the normal call answered %s, so the oracle could not be checked; effect-counting cases are inconclusive", op.Name, r.String()), ""
 	}
-	deadline := time.Now().Add(calibrationWait)
+	deadline := time.Now().Add(evidence.CalibrationWait)
 	for {
 		n, err := e.count(ctx, k, false) // polled here: not settled in count
 		if err != nil {
@@ -562,25 +564,25 @@ func calibrateOp(ctx context.Context, t *Target, p *Profile, client *http.Client
 		}
 		switch rise := n - before; {
 		case rise == 1:
-			t.witness(op, k)
+			s.double.Witness(op, k)
 			return "", ""
-		case rise == 0 && t.downstreamUntokened(op) > untokened:
-			return t.downstreamGlobal(op, t.downstreamUntokened(op)-untokened)
+		case rise == 0 && s.double.Untokened(op) > untokened:
+			return s.double.Global(op, s.double.Untokened(op)-untokened)
 		case rise > 1:
 			return fmt.Sprintf("oracle check on %s: one request under a fresh key counted %d executions: the configured oracles overlap (two count the same execution), something else moves the counter, or one request executes %d times; effect-counting cases are inconclusive", op.Name, rise, rise), ""
 		case time.Now().After(deadline) || ctx.Err() != nil:
 			if o := t.OracleOf(op); o != nil && o.Downstream != "" {
-				return fmt.Sprintf("downstream %s: a %d answer to %s %s under a fresh key made no call to the double at %s within %s: point the API's provider URL at it; effect-counting cases are inconclusive", o.Downstream, r.Status, op.Method, op.Path, t.Double().URL(), calibrationWait), ""
+				return s.double.Silent(op, r.Status) + "; effect-counting cases are inconclusive", ""
 			}
-			return fmt.Sprintf("oracle misconfigured: a %d answer to %s %s under a fresh key left the count unchanged within %s (check the oracle's url, pointer and principal); effect-counting cases are inconclusive", r.Status, op.Method, op.Path, calibrationWait), ""
+			return fmt.Sprintf("oracle misconfigured: a %d answer to %s %s under a fresh key left the count unchanged within %s (check the oracle's url, pointer and principal); effect-counting cases are inconclusive", r.Status, op.Method, op.Path, evidence.CalibrationWait), ""
 		}
-		if waitUntil(ctx, time.Now().Add(50*time.Millisecond)) != nil {
+		if clock.Until(ctx, time.Now().Add(50*time.Millisecond)) != nil {
 			continue // the deadline case above reports it
 		}
 	}
 }
 
-func runInstance(ctx context.Context, t *Target, p *Profile, client *http.Client, ev *Evidence, keys *Keys, in instance, oracleProblems map[string]string, attempts int) (res Result) {
+func runInstance(ctx context.Context, s *session, in instance, oracleProblems map[string]string, attempts int) (res Result) {
 	res = Result{Meta: in.Meta, Operation: in.Operation}
 	start := time.Now()
 	defer func() { res.Duration = time.Since(start) }()
@@ -635,7 +637,7 @@ func runInstance(ctx context.Context, t *Target, p *Profile, client *http.Client
 	}
 	var missed []string
 	for n := 1; ; n++ {
-		a := attempt(parent, t, p, client, ev, keys, in, oracleProblems)
+		a := attempt(parent, s, in, oracleProblems)
 		for _, x := range a.exchanges {
 			if n > 1 {
 				x.Label = fmt.Sprintf("attempt %d: %s", n, x.Label)
@@ -660,7 +662,7 @@ func runInstance(ctx context.Context, t *Target, p *Profile, client *http.Client
 		}
 		missed = append(missed, v.Reason)
 		// A stall passes: give the machine a moment before the next try.
-		if waitUntil(parent, time.Now().Add(time.Duration(n)*attemptPause)) != nil {
+		if clock.Until(parent, time.Now().Add(time.Duration(n)*attemptPause)) != nil {
 			res.Status, res.Reason = v.Status, v.Reason // the deferred check says interrupted
 			return res
 		}
@@ -674,16 +676,33 @@ const attemptPause = 500 * time.Millisecond
 // attempted is what one attempt of a case instance concluded and saw.
 type attempted struct {
 	v           Verdict
-	exchanges   []Exchange
+	exchanges   []wire.Exchange
 	downstream  []string
 	oracleAsked bool
 }
 
+// session is what every instance of one run shares.
+type session struct {
+	t      *target.Target
+	p      *target.Profile
+	client *http.Client
+	ev     *evidence.Evidence
+	double *evidence.Downstream
+	keys   *wire.Keys
+}
+
+// env is an Env of s for op, bounded by ctx.
+func (s *session) env(ctx context.Context, op *target.Operation) *Env {
+	return &Env{Target: s.t, Profile: s.p, Op: op, client: s.client, double: s.double, oracle: newCounter(s.ev), keys: s.keys, ctx: ctx}
+}
+
 // attempt runs in's case once, under fresh keys and its own budget.
-func attempt(parent context.Context, t *Target, p *Profile, client *http.Client, ev *Evidence, keys *Keys, in instance, oracleProblems map[string]string) (a attempted) {
+func attempt(parent context.Context, s *session, in instance, oracleProblems map[string]string) (a attempted) {
+	t, p := s.t, s.p
 	ctx, cancel := context.WithTimeout(parent, caseBudget(t, p))
 	defer cancel()
-	e := &Env{Target: t, Profile: p, Op: in.op, Case: in.c, client: client, oracle: newCounter(ev), blind: oracleProblems, keys: keys, ctx: ctx}
+	e := s.env(ctx, in.op)
+	e.Case, e.blind = in.c, oracleProblems
 	defer func() {
 		if r := recover(); r != nil {
 			a.v = e.Inconclusive(fmt.Sprintf("idemcheck bug: case panicked: %v", r))

@@ -8,6 +8,9 @@ import (
 	"net/http/httptest"
 	"testing"
 	"time"
+
+	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/wire"
 )
 
 func TestRunUnreachable(t *testing.T) {
@@ -17,19 +20,19 @@ func TestRunUnreachable(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close() // nothing listens there any more
-	tg, err := FromURL("http://"+addr, 0, 0)
+	tg, err := target.FromURL("http://"+addr, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, _ := ProfileByName("")
+	p, _ := target.ProfileByName("")
 	_, err = Run(context.Background(), tg, p, RunOptions{})
-	if !errors.Is(err, ErrUnreachable) {
+	if !errors.Is(err, target.ErrUnreachable) {
 		t.Fatalf("Run against a closed port: %v, want ErrUnreachable", err)
 	}
 }
 
 func TestCurl(t *testing.T) {
-	x := Exchange{Request: ExchangeRequest{
+	x := wire.Exchange{Request: wire.ExchangeRequest{
 		Method: "POST", URL: "http://127.0.0.1:8080/v1/charges",
 		Header: http.Header{"Idempotency-Key": {`"it's"`}, "X-Empty": {""}},
 		Body:   []byte(`{"a":"b'c"}`),
@@ -45,7 +48,7 @@ func TestCurl(t *testing.T) {
 func TestRunNilProfile(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	defer srv.Close()
-	tg, err := FromURL(srv.URL, 0, 0)
+	tg, err := target.FromURL(srv.URL, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,19 +56,19 @@ func TestRunNilProfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Profile != DefaultProfile || len(rep.Results) == 0 {
+	if rep.Profile != target.DefaultProfile || len(rep.Results) == 0 {
 		t.Fatalf("profile %q, %d results: want the default profile and a result", rep.Profile, len(rep.Results))
 	}
 }
 
 // TestLongestWait: the wait a run cannot skip, one rule per row.
 func TestLongestWait(t *testing.T) {
-	tg, err := FromURL("http://127.0.0.1:1", 0, 0)
+	tg, err := target.FromURL("http://127.0.0.1:1", 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	slow := tg.Operations[0].Variants[VariantSlow].Duration
-	p, _ := ProfileByName("")
+	slow := tg.Operations[0].Variants[target.VariantSlow].Duration
+	p, _ := target.ProfileByName("")
 	for _, tc := range []struct {
 		rule       string
 		ttl, lease time.Duration
@@ -102,14 +105,15 @@ func TestLongestWait(t *testing.T) {
 func TestAttempts(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusCreated) }))
 	defer srv.Close()
-	tg, err := FromURL(srv.URL, 0, 0)
+	tg, err := target.FromURL(srv.URL, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, _ := ProfileByName("")
-	client := tg.Client(tg.Timeout)
+	p, _ := target.ProfileByName("")
+	client := wire.Client(tg, tg.Timeout)
 	defer client.CloseIdleConnections()
-	keys := tg.Keys(client, func(uint64) string { return p.NewKey() })
+	keys := wire.NewKeys(tg, client, func(uint64) string { return p.NewKey() })
+	s := &session{t: tg, p: p, client: client, keys: keys}
 	missed := func(e *Env) Verdict { return e.Missed("could not overlap") }
 	for _, tc := range []struct {
 		rule     string
@@ -134,7 +138,7 @@ func TestAttempts(t *testing.T) {
 				return tc.script[min(len(keysSeen), len(tc.script))-1](e)
 			}}
 			in := instance{Planned: Planned{Meta: c.Meta, Supplied: true}, c: c, op: &tg.Operations[0]}
-			res := runInstance(t.Context(), tg, p, client, nil, keys, in, nil, RunOptions{Attempts: tc.attempts}.attempts())
+			res := runInstance(t.Context(), s, in, nil, RunOptions{Attempts: tc.attempts}.attempts())
 			if res.Status != tc.want || len(keysSeen) != tc.ran {
 				t.Fatalf("status %s after %d attempts (reason %q), want %s after %d", res.Status, len(keysSeen), res.Reason, tc.want, tc.ran)
 			}

@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/idemcheck/idemcheck/target"
 )
 
 // ErrNoTarget: neither a config, a target URL nor a target command was given.
@@ -37,7 +39,7 @@ type Selection struct {
 	// environments).
 	BaseURL string
 	// TLS fields that are set override the config's tls: ones.
-	TLS TLS
+	TLS target.TLS
 	// HashKeys makes client-generated keys business-id hashes of KeySeed
 	// (HashKeys); an empty seed is replaced by a fresh one.
 	HashKeys bool
@@ -46,32 +48,32 @@ type Selection struct {
 
 // Load resolves the selection. Errors are one line naming the flag, file
 // or field at fault; ErrNoTarget when neither Config nor Target is set.
-func (s Selection) Load() (*Target, *Profile, error) {
+func (s Selection) Load() (*target.Target, *target.Profile, error) {
 	var (
-		t   *Target
-		p   *Profile
+		t   *target.Target
+		p   *target.Profile
 		err error
 	)
 	switch {
 	case s.Config != "" && s.Target != "":
 		return nil, nil, errors.New("give either --config or --target, not both")
 	case s.Config != "":
-		if t, p, err = LoadConfigPreset(s.Config, s.Profile); err != nil {
+		if t, p, err = target.LoadConfigPreset(s.Config, s.Profile); err != nil {
 			return nil, nil, err
 		}
 	case s.Target != "":
-		if t, err = FromURL(s.Target, s.TTL, s.Lease); err != nil {
+		if t, err = target.FromURL(s.Target, s.TTL, s.Lease); err != nil {
 			return nil, nil, err
 		}
 	case s.TargetCmd != "":
-		if t, err = FromCommand(s.TargetCmd, s.TTL, s.Lease); err != nil {
+		if t, err = target.FromCommand(s.TargetCmd, s.TTL, s.Lease); err != nil {
 			return nil, nil, err
 		}
 	default:
 		return nil, nil, ErrNoTarget
 	}
 	if p == nil {
-		if p, err = ProfileByName(s.Profile); err != nil {
+		if p, err = target.ProfileByName(s.Profile); err != nil {
 			return nil, nil, fmt.Errorf("--profile: %v", err)
 		}
 	}
@@ -82,7 +84,7 @@ func (s Selection) Load() (*Target, *Profile, error) {
 		return nil, nil, fmt.Errorf("--lease %s: must not be negative", s.Lease)
 	}
 	if s.TargetCmd != "" {
-		if _, err := SplitCommand(s.TargetCmd); err != nil {
+		if _, err := target.SplitCommand(s.TargetCmd); err != nil {
 			return nil, nil, fmt.Errorf("--target-cmd %q: %v", s.TargetCmd, err)
 		}
 		t.Command = s.TargetCmd
@@ -107,7 +109,7 @@ func (s Selection) Load() (*Target, *Profile, error) {
 		// would be refused by a UUID-only API) alike.
 		gen := t.KeyGen
 		if gen == nil {
-			gen = UUIDKeys
+			gen = target.UUIDKeys
 		}
 		t.KeyGen = p.ShapedKeys(gen)
 	}
@@ -115,7 +117,7 @@ func (s Selection) Load() (*Target, *Profile, error) {
 }
 
 // reach applies --base-url, the TLS flags and --hash-keys.
-func (s Selection) reach(t *Target) error {
+func (s Selection) reach(t *target.Target) error {
 	if s.BaseURL != "" {
 		u, err := url.Parse(s.BaseURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -142,7 +144,7 @@ func (s Selection) reach(t *Target) error {
 		if seed == "" {
 			seed = fmt.Sprintf("run-%d", time.Now().UnixNano())
 		}
-		t.KeyGen, t.KeySeed = HashKeys(seed), seed
+		t.KeyGen, t.KeySeed = target.HashKeys(seed), seed
 	case s.KeySeed != "":
 		return errors.New("--key-seed needs --hash-keys")
 	}

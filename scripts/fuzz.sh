@@ -10,7 +10,7 @@ go=${GO:-go}
 targets=(
   ./reference:FuzzParseKey
   ./reference:FuzzCanonicalJSON
-  ./scenarios:FuzzParseConfig
+  ./target:FuzzParseConfig
   ./scenarios:FuzzProblemShape
   ./load:FuzzParseThreshold
   ./load:FuzzParsePlan

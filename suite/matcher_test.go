@@ -6,6 +6,7 @@ import (
 
 	"github.com/idemcheck/idemcheck/scenarios"
 	"github.com/idemcheck/idemcheck/suite"
+	"github.com/idemcheck/idemcheck/wire"
 )
 
 // TestConformMatcher checks the matcher's verdicts and that its failure
@@ -15,7 +16,7 @@ func TestConformMatcher(t *testing.T) {
 		return scenarios.Result{Meta: scenarios.Meta{ID: "replay/one-execution", Family: "replay", Level: level,
 			Requirements: []string{"IK-REPLAY-3"}, Requirement: "N replays cause exactly one side effect."},
 			Operation: "charges", Status: s, Expected: "1 execution", Observed: "2 executions",
-			Exchanges: []scenarios.Exchange{{Label: "first", Request: scenarios.ExchangeRequest{Method: "POST", URL: "http://127.0.0.1:9/v1/charges"}}}}
+			Exchanges: []wire.Exchange{{Label: "first", Request: wire.ExchangeRequest{Method: "POST", URL: "http://127.0.0.1:9/v1/charges"}}}}
 	}
 	for _, tc := range []struct {
 		name, rule string

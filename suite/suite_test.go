@@ -17,6 +17,7 @@ import (
 	"github.com/idemcheck/idemcheck/reference/demo"
 	"github.com/idemcheck/idemcheck/reports"
 	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/target"
 )
 
 // Flags after -args (go test) or -- (ginkgo). With neither -config nor
@@ -40,8 +41,8 @@ var (
 const demoTTL = 3 * time.Second
 
 var (
-	target   *scenarios.Target
-	profile  *scenarios.Profile
+	tg       *target.Target
+	profile  *target.Profile
 	useDemo  bool
 	planned  []scenarios.Planned
 	report   *scenarios.Report
@@ -53,20 +54,20 @@ func TestConformance(t *testing.T) {
 	sel := scenarios.Selection{Config: *configFlag, Target: *targetFlag, TargetCmd: *cmdFlag,
 		Profile: *profileFlag, TTL: *ttlFlag, Lease: *leaseFlag}
 	var err error
-	target, profile, err = sel.Load()
+	tg, profile, err = sel.Load()
 	if err == scenarios.ErrNoTarget {
 		useDemo = true
 		// The demo's URL is known only once it listens; the plan needs
 		// the operations, which the reference contract fixes.
-		target, err = scenarios.FromURL("http://127.0.0.1:1", demoTTL, 0)
+		tg, err = target.FromURL("http://127.0.0.1:1", demoTTL, 0)
 		if err == nil {
-			profile, err = scenarios.ProfileByName(*profileFlag)
+			profile, err = target.ProfileByName(*profileFlag)
 		}
 	}
 	if err != nil {
 		t.Fatalf("idemcheck: %v", err)
 	}
-	if planned, err = scenarios.Plan(target, profile, scenarios.RunOptions{Strict: *strictFlag}); err != nil {
+	if planned, err = scenarios.Plan(tg, profile, scenarios.RunOptions{Strict: *strictFlag}); err != nil {
 		t.Fatalf("idemcheck: %v", err)
 	}
 	RegisterFailHandler(Fail)
@@ -81,13 +82,13 @@ func TestConformance(t *testing.T) {
 // The engine runs once, on process 1, with every case concurrent inside
 // it; every process then reads the results its specs assert.
 var _ = SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
-	t := *target
+	t := *tg
 	if useDemo {
 		app, err := demo.New(demo.Options{TTL: demoTTL})
 		Expect(err).NotTo(HaveOccurred())
 		srv := httptest.NewServer(app)
 		DeferCleanup(func() { srv.Close(); _ = app.Close() })
-		demoTarget, err := scenarios.FromURL(srv.URL, demoTTL, 0)
+		demoTarget, err := target.FromURL(srv.URL, demoTTL, 0)
 		Expect(err).NotTo(HaveOccurred())
 		t = *demoTarget
 	}

@@ -11,7 +11,10 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck/chaos"
-	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/evidence"
+	"github.com/idemcheck/idemcheck/internal/jsonx"
+	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/wire"
 )
 
 // driver is the retrying client: same key on every retry, exponential
@@ -23,8 +26,9 @@ type driver struct {
 	proxy  string // base URL of the in-process proxy
 	hist   *chaos.History
 	onOp   func(chaos.Op) // progress hook, nil when not asked
-	keys   *scenarios.Keys
-	ev     *scenarios.Evidence // per-key execution counts (nil: none)
+	keys   *wire.Keys
+	ev     *evidence.Evidence   // per-key execution counts (nil: none)
+	double *evidence.Downstream // marks requests and makes variants behave (nil: none)
 	mu     sync.Mutex
 	rng    *rand.Rand
 	keyErr error // the first key that could not be fetched
@@ -41,7 +45,7 @@ const (
 	stormHedges       = 2 // extra same-key attempts while a slow one is in flight
 )
 
-func newDriver(cfg Config, c *http.Client, proxy string, h *chaos.History, keys *scenarios.Keys) *driver {
+func newDriver(cfg Config, c *http.Client, proxy string, h *chaos.History, keys *wire.Keys) *driver {
 	return &driver{cfg: cfg, client: c, proxy: proxy, hist: h, keys: keys, rng: rand.New(rand.NewPCG(cfg.Seed, 0xbac0ff))}
 }
 
@@ -93,18 +97,18 @@ func (d *driver) run(ctx context.Context, s shape) (rec chaos.Op, ok bool) {
 	variant := ""
 	switch s.kind {
 	case chaos.KindStorm:
-		variant = scenarios.VariantSlow
+		variant = target.VariantSlow
 	case chaos.KindMutated:
 		later = t.Body(op, op.Mutations[0].Patch)
 	case chaos.KindBusiness:
-		variant = scenarios.VariantBusinessError
+		variant = target.VariantBusinessError
 	case chaos.KindTransient:
-		variant = scenarios.VariantTransientError
+		variant = target.VariantTransientError
 		attempts = min(attempts, transientAttempts)
 	}
 	if variant != "" {
 		first, _, _ = t.Variant(op, variant)
-		_ = t.BehaveVariant(op, key, variant) // the double's answers, when it runs; routes are validated
+		_ = d.double.BehaveVariant(op, key, variant) // the double's answers, when it runs; routes are validated
 	}
 	var last answer
 	if s.kind == chaos.KindStorm {
@@ -146,8 +150,8 @@ func (d *driver) run(ctx context.Context, s shape) (rec chaos.Op, ok bool) {
 // with the same key at jittered moments: the overlapping retries of a
 // client whose timeout is shorter than the server's work. It returns the
 // best answer (a 2xx over anything else).
-func (d *driver) storm(ctx context.Context, op *scenarios.Operation, key string, body []byte, rec *chaos.Op) answer {
-	slow := op.Variants[scenarios.VariantSlow].Duration
+func (d *driver) storm(ctx context.Context, op *target.Operation, key string, body []byte, rec *chaos.Op) answer {
+	slow := op.Variants[target.VariantSlow].Duration
 	answers := make([]answer, 1+stormHedges)
 	var wg sync.WaitGroup
 	for i := range answers {
@@ -201,10 +205,10 @@ func (d *driver) wait(ctx context.Context, n int, last answer) bool {
 }
 
 // send makes one attempt through the proxy.
-func (d *driver) send(ctx context.Context, op *scenarios.Operation, key string, body []byte) answer {
+func (d *driver) send(ctx context.Context, op *target.Operation, key string, body []byte) answer {
 	t := d.cfg.Target
 	h := t.Header(op, 0, true)
-	u, body := t.Mark(op, key, d.proxy+op.Path, h, body)
+	u, body := d.double.Mark(op, key, d.proxy+op.Path, h, body)
 	req, err := http.NewRequestWithContext(ctx, op.Method, u, bytes.NewReader(body))
 	if err != nil {
 		return answer{err: err}
@@ -223,7 +227,7 @@ func (d *driver) send(ctx context.Context, op *scenarios.Operation, key string, 
 	}
 	a := answer{status: resp.StatusCode, injected: resp.Header.Get(chaos.FaultHeader) != "" && resp.StatusCode >= 500}
 	if a.status >= 200 && a.status < 300 {
-		a.id = chaos.JSONPointer(b, op.IDPointer)
+		a.id = jsonx.PointerText(b, op.IDPointer)
 	}
 	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s >= 0 {
 		a.retryAfter = min(time.Duration(s)*time.Second, retryAfter)

@@ -15,12 +15,14 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck/chaos"
-	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/evidence"
+	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/wire"
 )
 
 // Config is one chaos run.
 type Config struct {
-	Target      *scenarios.Target
+	Target      *target.Target
 	Ops         int          // logical operations, each a fresh key
 	Concurrency int          // operations in flight at once
 	Faults      []chaos.Rule // parsed once (chaos.ParseRules)
@@ -35,7 +37,7 @@ type Config struct {
 	// KeyGen makes the client-generated keys (default: a UUID per
 	// operation); the target's --hash-keys or key_source win over it. A
 	// profile's key_format generator (Profile.NewKey) plugs in here.
-	KeyGen scenarios.KeyGen
+	KeyGen target.KeyGen
 	// OnProgress, when set, is called after each finished operation,
 	// never concurrently.
 	OnProgress func(Progress)
@@ -54,8 +56,8 @@ type Config struct {
 }
 
 // ErrUnreachable: the target did not answer at all (the preflight every
-// face shares, scenarios.Preflight).
-var ErrUnreachable = scenarios.ErrUnreachable
+// face shares, wire.Preflight).
+var ErrUnreachable = target.ErrUnreachable
 
 // Result is a run's report.
 type Result struct {
@@ -116,21 +118,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	defer cancel()
 	// The config's downstream double: the API's provider, the per-key
 	// oracle and what makes the slow, business and transient kinds behave.
-	if cfg.Target.Downstream != nil && cfg.Target.Double() == nil {
-		t, d, err := scenarios.StartDownstream(ctx, cfg.Target)
-		if err != nil {
-			return nil, err
-		}
-		defer func() {
-			closing, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			defer cancel()
-			_ = d.Close(closing)
-		}()
-		cfg.Target = t
+	double, err := evidence.StartDownstream(ctx, cfg.Target)
+	if err != nil {
+		return nil, err
 	}
+	defer double.Close()
 	var killer *killer
 	if cfg.Target.Command != "" {
-		t, ms, err := scenarios.StartReplicas(ctx, cfg.Target, max(cfg.Replicas, 1))
+		t, ms, err := target.StartReplicas(ctx, cfg.Target, max(cfg.Replicas, 1), double.URL())
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrUnreachable, err)
 		}
@@ -157,12 +152,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		cfg.Target = t
 	}
-	client := cfg.Target.Client(cfg.Target.Timeout)
+	client := wire.Client(cfg.Target, cfg.Target.Timeout)
 	defer client.CloseIdleConnections()
-	if err := scenarios.Preflight(ctx, cfg.Target, client); err != nil {
+	if err := wire.Preflight(ctx, cfg.Target, client); err != nil {
 		return nil, err
 	}
-	ev, err := scenarios.OpenEvidence(cfg.Target, client)
+	ev, err := evidence.Open(cfg.Target, client, double)
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +166,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if ev != nil {
 		// A downstream double counts only once one request is seen to
 		// call it with its key's token (calibration, as run does).
-		note, ok := scenarios.CheckDownstream(ctx, cfg.Target, client)
+		note, ok := double.Check(ctx, client)
 		if note != "" {
 			notes = append(notes, note)
 		}
@@ -204,7 +199,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	idPtr := cfg.Target.Operations[0].IDPointer
 	proxy, err := chaos.New(chaos.Options{
 		Upstream: cfg.Target.Bases()[0], Replicas: cfg.Target.Bases()[1:], KeyHeader: cfg.Target.KeyHeader, IDPointer: idPtr,
-		Transport: cfg.Target.Transport(1024), History: hist, Seed: cfg.Seed, Timeout: cfg.Target.Timeout,
+		Transport: wire.Transport(cfg.Target, 1024), History: hist, Seed: cfg.Seed, Timeout: cfg.Target.Timeout,
 	})
 	if err != nil {
 		hist.Close()
@@ -221,10 +216,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 	gen := cfg.KeyGen
 	if gen == nil {
-		gen = scenarios.UUIDKeys
+		gen = target.UUIDKeys
 	}
-	d := newDriver(cfg, client, front.URL, hist, cfg.Target.Keys(client, gen))
-	d.ev = ev
+	d := newDriver(cfg, client, front.URL, hist, wire.NewKeys(cfg.Target, client, gen))
+	d.ev, d.double = ev, double
 	d.onOp = newTracker(cfg, proxy, hist)
 	start := time.Now()
 	d.runAll(ctx)
@@ -269,13 +264,13 @@ func plan(cfg Config) []shape {
 		// business errors (4xx caching) and transient errors (5xx not
 		// cached); each only when the target configures it.
 		switch r := rng.IntN(100); {
-		case r < 4 && hasVariant(op, scenarios.VariantSlow):
+		case r < 4 && hasVariant(op, target.VariantSlow):
 			s.kind = chaos.KindStorm
 		case r < 8 && len(op.Mutations) > 0:
 			s.kind = chaos.KindMutated
-		case r < 12 && hasVariant(op, scenarios.VariantBusinessError):
+		case r < 12 && hasVariant(op, target.VariantBusinessError):
 			s.kind = chaos.KindBusiness
-		case r < 16 && hasVariant(op, scenarios.VariantTransientError):
+		case r < 16 && hasVariant(op, target.VariantTransientError):
 			s.kind = chaos.KindTransient
 		}
 		out[i] = s
@@ -283,13 +278,13 @@ func plan(cfg Config) []shape {
 	return out
 }
 
-func hasVariant(op *scenarios.Operation, name string) bool {
+func hasVariant(op *target.Operation, name string) bool {
 	_, ok := op.Variants[name]
 	return ok
 }
 
 type shape struct {
-	op   *scenarios.Operation
+	op   *target.Operation
 	kind string
 }
 

@@ -14,21 +14,21 @@ import (
 	"github.com/idemcheck/idemcheck/chaos/drive"
 	"github.com/idemcheck/idemcheck/internal/demotest"
 	"github.com/idemcheck/idemcheck/reference/demo"
-	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/target"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // reference serves the demo app with defects and returns its Target, with
 // the slow variant shortened so storms stay quick in CI.
-func reference(t *testing.T, defects ...string) *scenarios.Target {
+func reference(t *testing.T, defects ...string) *target.Target {
 	t.Helper()
-	tg, err := scenarios.FromURL(demotest.Serve(t, demo.Options{Defects: defects, Lease: 5 * time.Second}), 0, 0)
+	tg, err := target.FromURL(demotest.Serve(t, demo.Options{Defects: defects, Lease: 5 * time.Second}), 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range tg.Operations {
-		tg.Operations[i].Variants[scenarios.VariantSlow] = scenarios.Variant{Patch: json.RawMessage(`{"delay_ms":300}`), Duration: 300 * time.Millisecond}
+		tg.Operations[i].Variants[target.VariantSlow] = target.Variant{Patch: json.RawMessage(`{"delay_ms":300}`), Duration: 300 * time.Millisecond}
 	}
 	return tg
 }
@@ -102,7 +102,7 @@ func defectList(d string) []string {
 func TestUnreachable(t *testing.T) {
 	srv := httptest.NewServer(nil)
 	srv.Close()
-	tg, _ := scenarios.FromURL(srv.URL, 0, 0)
+	tg, _ := target.FromURL(srv.URL, 0, 0)
 	_, err := drive.Run(context.Background(), drive.Config{Target: tg, Ops: 1, Concurrency: 1})
 	if !errors.Is(err, drive.ErrUnreachable) {
 		t.Errorf("got %v, want ErrUnreachable", err)
@@ -124,12 +124,12 @@ func TestProgressCountsWhatTheCheckCounts(t *testing.T) {
 		{"no-inflight-lock", "violations live, at most the final count"},
 	} {
 		t.Run("defect="+tc.defect, func(t *testing.T) {
-			tg, err := scenarios.FromURL(demotest.Serve(t, demo.Options{Defects: defectList(tc.defect), TTL: time.Second}), time.Second, 0)
+			tg, err := target.FromURL(demotest.Serve(t, demo.Options{Defects: defectList(tc.defect), TTL: time.Second}), time.Second, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
 			for i := range tg.Operations {
-				tg.Operations[i].Variants[scenarios.VariantSlow] = scenarios.Variant{Patch: json.RawMessage(`{"delay_ms":300}`), Duration: 300 * time.Millisecond}
+				tg.Operations[i].Variants[target.VariantSlow] = target.Variant{Patch: json.RawMessage(`{"delay_ms":300}`), Duration: 300 * time.Millisecond}
 			}
 			var last drive.Progress
 			res, err := drive.Run(context.Background(), drive.Config{

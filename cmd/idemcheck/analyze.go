@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemcheck/idemcheck/chaos"
-	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/target"
 )
 
 func init() {
@@ -48,7 +48,7 @@ func init() {
 			torn, err := chaos.ReadHistory(f, c, skipTorn)
 			if c.Margin == 0 && !cmd.Flags().Changed("margin") {
 				// A proxy's history carries no margin: the default profile's.
-				p, _ := scenarios.ProfileByName("")
+				p, _ := target.ProfileByName("")
 				c.Margin = p.Margin
 			}
 			if torn != "" {

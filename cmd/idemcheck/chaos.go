@@ -18,6 +18,7 @@ import (
 	"github.com/idemcheck/idemcheck/chaos"
 	"github.com/idemcheck/idemcheck/chaos/drive"
 	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/target"
 )
 
 type chaosFlags struct {
@@ -70,7 +71,7 @@ func init() {
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.sel.Config, "config", "", "YAML config describing the API under test")
-	fl.StringVar(&f.sel.Profile, "profile", "", "profile preset: "+strings.Join(scenarios.ProfileNames(), ", ")+" (replaces the config's profile); its margin before the TTL judges attempts, as in run")
+	fl.StringVar(&f.sel.Profile, "profile", "", "profile preset: "+strings.Join(target.ProfileNames(), ", ")+" (replaces the config's profile); its margin before the TTL judges attempts, as in run")
 	fl.StringArrayVar(&f.targets, "target", nil, "base URL of a server following the reference contract (idemcheck serve); repeated, the others are replicas of the first (like --replica)")
 	fl.StringArrayVar(&f.sel.Replicas, "replica", nil, replicaUsage)
 	fl.StringVar(&f.sel.TargetCmd, "target-cmd", "", "command line starting the target ({port} becomes a free loopback port); alone it implies the reference contract")

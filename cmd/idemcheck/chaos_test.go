@@ -20,6 +20,8 @@ import (
 	"github.com/idemcheck/idemcheck/internal/demotest"
 	"github.com/idemcheck/idemcheck/reference/demo"
 	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/wire"
 )
 
 // TestChaosCLI: the documented exit codes of `idemcheck chaos`, and
@@ -89,11 +91,11 @@ func TestProxyCLI(t *testing.T) {
 	pki := demotest.NewPKI(t)
 	upstreams := []struct {
 		name, url   string
-		tls         scenarios.TLS
+		tls         target.TLS
 		explanation string
 	}{
-		{"http", up, scenarios.TLS{}, "a plain upstream"},
-		{"https", pki.ServeTLS(t, demotest.App(t, demo.Options{}), false), scenarios.TLS{CACert: pki.CAFile},
+		{"http", up, target.TLS{}, "a plain upstream"},
+		{"https", pki.ServeTLS(t, demotest.App(t, demo.Options{}), false), target.TLS{CACert: pki.CAFile},
 			"an https upstream whose certificate a private CA (--ca-cert) signs"},
 	}
 	for _, u := range upstreams {
@@ -119,7 +121,7 @@ func TestProxyCLI(t *testing.T) {
 
 // proxyOnce runs idemcheck proxy in front of upstream and checks an
 // injected fault and its history line.
-func proxyOnce(t *testing.T, upstream string, tc scenarios.TLS) {
+func proxyOnce(t *testing.T, upstream string, tc target.TLS) {
 	listen := strings.TrimPrefix(closedPort(t), "http://")
 	history := filepath.Join(t.TempDir(), "h.jsonl")
 	ctx, cancel := context.WithCancel(t.Context())
@@ -128,7 +130,7 @@ func proxyOnce(t *testing.T, upstream string, tc scenarios.TLS) {
 		done <- runProxy(ctx, io.Discard, proxyFlags{listen: listen, upstream: upstream, history: history, tls: tc,
 			faults: []string{"status:path=/v1/refunds"}, seed: 1, keyHeader: "Idempotency-Key", idPointer: "/id", maxKeys: 1 << 10})
 	}()
-	c := scenarios.NewClient(5 * time.Second)
+	c := wire.NewClient(5 * time.Second)
 	defer c.CloseIdleConnections()
 	var resp *http.Response
 	var err error

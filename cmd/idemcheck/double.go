@@ -13,8 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/idemcheck/idemcheck/scenarios"
 	"github.com/idemcheck/idemcheck/evidence/double"
+	"github.com/idemcheck/idemcheck/target"
 )
 
 type doubleFlags struct {
@@ -51,7 +51,7 @@ func runDouble(ctx context.Context, stdout io.Writer, f doubleFlags) error {
 	if f.config == "" {
 		return usageErrorf("--config is required (its downstream: section declares the routes)")
 	}
-	cfg, err := scenarios.LoadDownstream(f.config)
+	cfg, err := target.LoadDownstream(f.config)
 	if err != nil {
 		return withCode(exitUsage, err)
 	}

@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/idemcheck/idemcheck/scenarios"
 	"github.com/idemcheck/idemcheck/initconfig"
+	"github.com/idemcheck/idemcheck/target"
 )
 
 type initFlags struct {
@@ -27,7 +27,7 @@ type initFlags struct {
 	out        string
 	force      bool
 	timeout    time.Duration
-	tls        scenarios.TLS
+	tls        target.TLS
 }
 
 func init() {
@@ -97,7 +97,7 @@ func runInit(cmd *cobra.Command, f initFlags) error {
 			Timeout: f.timeout, TLS: f.tls, Command: "idemcheck init --probe " + f.probe + " --method " + strings.ToUpper(f.method),
 		})
 	}
-	if errors.Is(err, scenarios.ErrUnreachable) {
+	if errors.Is(err, target.ErrUnreachable) {
 		return withCode(exitUnreachable, err)
 	}
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/idemcheck/idemcheck/load"
 	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/target"
 )
 
 type loadFlags struct {
@@ -88,7 +89,7 @@ func init() {
 	fl := cmd.Flags()
 	fl.StringVar(&f.sel.Target, "target", "", "base URL of a server following the reference contract (idemcheck serve)")
 	fl.StringVar(&f.sel.Config, "config", "", "idemcheck.yaml describing the target")
-	fl.StringVar(&f.sel.Profile, "profile", "", "profile preset: "+strings.Join(scenarios.ProfileNames(), ", ")+" (replaces the config's profile); its replay_compare and margin judge replays, as in run")
+	fl.StringVar(&f.sel.Profile, "profile", "", "profile preset: "+strings.Join(target.ProfileNames(), ", ")+" (replaces the config's profile); its replay_compare and margin judge replays, as in run")
 	fl.StringVar(&f.mode, "mode", "mix", "key strategy: miss, hit, mix, contention, nokey")
 	fl.IntVar(&f.rate, "rate", 100, "requests per second (constant plan)")
 	fl.DurationVar(&f.duration, "duration", 5*time.Second, "measured duration (constant plan)")
@@ -119,7 +120,7 @@ func init() {
 
 // loadTarget resolves --target or --config (with --base-url, TLS and key
 // flags) into a Target and its profile (usage errors: 2).
-func loadTarget(f *loadFlags) (*scenarios.Target, *scenarios.Profile, error) {
+func loadTarget(f *loadFlags) (*target.Target, *target.Profile, error) {
 	if f.sel.Config == "" && f.sel.Target == "" {
 		return nil, nil, usageErrorf("--target URL or --config FILE is required")
 	}
@@ -246,7 +247,7 @@ func runLoad(cmd *cobra.Command, f loadFlags) error {
 		return withCode(exitInterrupted, fmt.Errorf("interrupted before the measured window: %v", err))
 	case errors.Is(err, load.ErrUnreachable):
 		return withCode(exitUnreachable, err)
-	case errors.Is(err, load.ErrConfig), errors.Is(err, scenarios.ErrKeySource):
+	case errors.Is(err, load.ErrConfig), errors.Is(err, target.ErrKeySource):
 		return withCode(exitUsage, err)
 	case err != nil:
 		return withCode(exitFail, err)

@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemcheck/idemcheck/load"
-	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/target"
 )
 
 // newLoadReportCmd merges results files of a distributed run.
@@ -46,7 +46,7 @@ func newLoadReportCmd() *cobra.Command {
 	out.register(cmd)
 	cmd.Flags().DurationVar(&verySlow, "very-slow", time.Second, "latency counted as very slow")
 	cmd.Flags().DurationVar(&ttl, "ttl", 0, "the target's key lifetime: a replay after it may legally execute anew")
-	ietf, _ := scenarios.ProfileByName("")
+	ietf, _ := target.ProfileByName("")
 	cmd.Flags().DurationVar(&margin, "margin", ietf.Margin, "the profile's margin before the TTL: answers to requests sent later than TTL − margin after their key's first are not judged")
 	cmd.Flags().BoolVar(&allow, "allow-incomplete", false, "exit 0 although most answers were not judged, instead of exit 5")
 	cmd.Flags().Float64Var(&maxErrors, "max-error-share", load.DefaultMaxErrorShare, "share (0..1) of transport errors and 5xx a path may have before the run fails")

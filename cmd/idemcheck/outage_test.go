@@ -17,7 +17,8 @@ import (
 
 	"github.com/idemcheck/idemcheck/chaos"
 	"github.com/idemcheck/idemcheck/internal/testenv"
-	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/wire"
 )
 
 // TestChaosThroughStoreOutages runs `idemcheck chaos` (with lost
@@ -74,7 +75,7 @@ func TestChaosThroughStoreOutages(t *testing.T) {
 			done := make(chan error, 1)
 			go func() { done <- run.Wait() }()
 
-			tg, err := scenarios.FromURL(srv.URL, 0, 0)
+			tg, err := target.FromURL(srv.URL, 0, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -173,7 +174,7 @@ type reply struct {
 }
 
 // post sends one request of operation o under key as the run's principal.
-func post(t *testing.T, tg *scenarios.Target, o *scenarios.Operation, key string, body []byte) reply {
+func post(t *testing.T, tg *target.Target, o *target.Operation, key string, body []byte) reply {
 	t.Helper()
 	req, err := http.NewRequest(o.Method, tg.BaseURL+o.Path, bytes.NewReader(body))
 	if err != nil {
@@ -184,7 +185,7 @@ func post(t *testing.T, tg *scenarios.Target, o *scenarios.Operation, key string
 		req.Header.Set(k, v)
 	}
 	req.Header.Set(tg.KeyHeader, `"`+key+`"`)
-	c := scenarios.NewClient(10 * time.Second)
+	c := wire.NewClient(10 * time.Second)
 	defer c.CloseIdleConnections()
 	resp, err := c.Do(req)
 	if err != nil {
@@ -196,7 +197,7 @@ func post(t *testing.T, tg *scenarios.Target, o *scenarios.Operation, key string
 	return reply{resp, b.String()}
 }
 
-func opNamed(t *testing.T, tg *scenarios.Target, name string) *scenarios.Operation {
+func opNamed(t *testing.T, tg *target.Target, name string) *target.Operation {
 	t.Helper()
 	for i := range tg.Operations {
 		if tg.Operations[i].Name == name {

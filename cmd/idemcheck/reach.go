@@ -4,11 +4,12 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/target"
 )
 
 // tlsFlags registers the flags that reach an https target (run, list,
 // load, chaos, proxy).
-func tlsFlags(fl *pflag.FlagSet, o *scenarios.TLS) {
+func tlsFlags(fl *pflag.FlagSet, o *target.TLS) {
 	fl.StringVar(&o.CACert, "ca-cert", "", "PEM file of the CA(s) that sign the target's certificate (default: the system roots)")
 	fl.BoolVar(&o.InsecureSkipVerify, "insecure-skip-verify", false, "do not verify the target's TLS certificate (test deployments only)")
 	fl.StringVar(&o.ClientCert, "client-cert", "", "PEM client certificate for mutual TLS (with --client-key)")

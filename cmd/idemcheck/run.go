@@ -17,6 +17,7 @@ import (
 	"github.com/idemcheck/idemcheck/internal/progress"
 	"github.com/idemcheck/idemcheck/reports"
 	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/target"
 )
 
 type runFlags struct {
@@ -80,7 +81,7 @@ func bindRunFlags(cmd *cobra.Command, f *runFlags) {
 	fl.StringVar(&f.sel.Target, "target", "", "base URL of a server following the reference contract (idemcheck serve)")
 	fl.StringVar(&f.sel.TargetCmd, "target-cmd", "", "command line the harness starts (and kills/restarts for the lease crash case) as the target; {port} becomes a free loopback port; alone it implies the reference contract at http://127.0.0.1:{port}")
 	fl.StringArrayVar(&f.sel.Replicas, "replica", nil, replicaUsage)
-	fl.StringVar(&f.sel.Profile, "profile", "", "profile preset: "+strings.Join(scenarios.ProfileNames(), ", ")+" (replaces the config's profile)")
+	fl.StringVar(&f.sel.Profile, "profile", "", "profile preset: "+strings.Join(target.ProfileNames(), ", ")+" (replaces the config's profile)")
 	fl.BoolVar(&f.strict, "strict", false, "an unmet SHOULD fails the run instead of warning")
 	fl.BoolVar(&f.allowIncomplete, "allow-incomplete", false, "pass although a MUST-level case ended unverifiable or inconclusive (instead of exit 5); no conformance level is claimed")
 	fl.BoolVar(&f.requireMust, "require-must", false, "exit 5 when a MUST was not tested (skipped for what the config lacks, or left out by --run/--skip)")
@@ -160,7 +161,7 @@ func runConformance(ctx context.Context, stdout, stderr io.Writer, f runFlags, a
 			return withCode(exitUsage, err)
 		}
 	}
-	target, profile, err := f.sel.Load()
+	tgt, profile, err := f.sel.Load()
 	if err != nil {
 		return withCode(exitUsage, err)
 	}
@@ -186,11 +187,11 @@ func runConformance(ctx context.Context, stdout, stderr io.Writer, f runFlags, a
 		}
 	}
 	// Plan first: bad globs are a usage error before any traffic.
-	planned, err := scenarios.Plan(target, profile, opts)
+	planned, err := scenarios.Plan(tgt, profile, opts)
 	if err != nil {
 		return withCode(exitUsage, err)
 	}
-	warnings := scenarios.GlobWarnings(target, opts)
+	warnings := scenarios.GlobWarnings(tgt, opts)
 	if len(planned) == 0 {
 		return usageErrorf("--run/--skip select no case (try idemcheck list)%s", globHints(warnings))
 	}
@@ -198,15 +199,15 @@ func runConformance(ctx context.Context, stdout, stderr io.Writer, f runFlags, a
 		fmt.Fprintln(stderr, "warning: "+w)
 	}
 	if f.verbose {
-		where := target.Redact(target.BaseURL)
+		where := tgt.Redact(tgt.BaseURL)
 		if where == "" {
 			where = "the target started by --target-cmd"
 		}
 		oracle := "no oracle"
 		switch {
-		case target.GlobalOracle():
+		case tgt.GlobalOracle():
 			oracle = "global counter oracle: one case at a time"
-		case len(target.Oracles()) > 0:
+		case len(tgt.Oracles()) > 0:
 			oracle = "per-key oracle"
 		}
 		fmt.Fprintf(stderr, "running %d case instances against %s (profile %s, %s)\n", len(planned), where, profile.Name, oracle)
@@ -215,19 +216,19 @@ func runConformance(ctx context.Context, stdout, stderr io.Writer, f runFlags, a
 	// first result.
 	opts.OnNote = func(n string) { fmt.Fprintln(stderr, "note: "+n) }
 	rules := &scenarios.Report{Strict: f.strict, AllowIncomplete: f.allowIncomplete}
-	stopProgress := runProgress(stdout, stderr, f.verbose, rules, target, profile, planned, &opts)
+	stopProgress := runProgress(stdout, stderr, f.verbose, rules, tgt, profile, planned, &opts)
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	context.AfterFunc(ctx, stop) // a second Ctrl-C kills at once
-	rep, err := scenarios.Run(ctx, target, profile, opts)
+	rep, err := scenarios.Run(ctx, tgt, profile, opts)
 	stopProgress()
 	if err != nil && ctx.Err() != nil {
 		return withCode(exitInterrupted, fmt.Errorf("interrupted before the run started: %v", err))
 	}
-	if errors.Is(err, scenarios.ErrUnreachable) {
+	if errors.Is(err, target.ErrUnreachable) {
 		return withCode(exitUnreachable, err)
 	}
 	if err != nil {
@@ -235,7 +236,7 @@ func runConformance(ctx context.Context, stdout, stderr io.Writer, f runFlags, a
 	}
 	rep.AllowIncomplete = f.allowIncomplete
 	rep.RequireMust = f.requireMust
-	rep.Command = recordedCommand(target, argv)
+	rep.Command = recordedCommand(tgt, argv)
 	rep.Config = config
 
 	for _, out := range []struct {

@@ -13,9 +13,11 @@ import (
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
+	"github.com/idemcheck/idemcheck/evidence"
 	"github.com/idemcheck/idemcheck/internal/testenv"
 	"github.com/idemcheck/idemcheck/load"
-	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/wire"
 )
 
 // shardKeys reads a results file and returns its request count and the
@@ -106,18 +108,18 @@ func TestLoadShards(t *testing.T) {
 		t.Errorf("merged report counts %d requests, the shards sent %d", total, sum)
 	}
 	// Each key executed once over both replicas (each counts its own).
-	tg, err := scenarios.FromURL(urls[0], 0, 0)
+	tg, err := target.FromURL(urls[0], 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := tg.AddReplicas(urls[1:], true); err != nil {
 		t.Fatal(err)
 	}
-	client := scenarios.NewClient(5 * time.Second)
+	client := wire.NewClient(5 * time.Second)
 	defer client.CloseIdleConnections()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	ev, err := scenarios.OpenEvidence(tg, client)
+	ev, err := evidence.Open(tg, client, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

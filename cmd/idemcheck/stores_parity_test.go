@@ -12,6 +12,7 @@ import (
 	"github.com/idemcheck/idemcheck/internal/testenv"
 	"github.com/idemcheck/idemcheck/reference/demo"
 	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/target"
 )
 
 // parityStores are compared against the first, the memory store.
@@ -47,7 +48,7 @@ func serveOnStore(t *testing.T, kind string, ttl, lease time.Duration) string {
 // is reported, not compared; every decided verdict must match.
 func TestConformanceSameOnEachStore(t *testing.T) {
 	const ttl, lease = 2 * time.Second, 5 * time.Second
-	p, err := scenarios.ProfileByName("ietf")
+	p, err := target.ProfileByName("ietf")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func TestConformanceSameOnEachStore(t *testing.T) {
 		for i, b := range parityStores {
 			t.Run(b, func(t *testing.T) {
 				t.Parallel()
-				tg, err := scenarios.FromURL(serveOnStore(t, b, ttl, lease), ttl, lease)
+				tg, err := target.FromURL(serveOnStore(t, b, ttl, lease), ttl, lease)
 				if err != nil {
 					t.Fatal(err)
 				}

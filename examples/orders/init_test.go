@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemcheck/idemcheck/scenarios"
 	"github.com/idemcheck/idemcheck/initconfig"
+	"github.com/idemcheck/idemcheck/target"
 )
 
 // TestInitProbe: `idemcheck init --probe` on this API, which it was not
@@ -25,13 +25,13 @@ func TestInitProbe(t *testing.T) {
 	}
 	t.Setenv("IDEMCHECK_TOKEN_1", "key_alice")
 	t.Setenv("IDEMCHECK_TOKEN_2", "key_bob")
-	target, profile, err := scenarios.ParseConfig(out)
+	tg, profile, err := target.ParseConfig(out)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if target.KeySyntax != scenarios.Raw || target.Operations[0].IDPointer != "/order/uuid" ||
+	if tg.KeySyntax != target.Raw || tg.Operations[0].IDPointer != "/order/uuid" ||
 		profile.ReplayHeader != "" || len(profile.MismatchStatus) != 1 || profile.MismatchStatus[0] != 422 {
 		t.Errorf("learnt %s, %q, replay header %q, mismatch %v; want raw, /order/uuid, none, [422]\n%s",
-			target.KeySyntax, target.Operations[0].IDPointer, profile.ReplayHeader, profile.MismatchStatus, out)
+			tg.KeySyntax, tg.Operations[0].IDPointer, profile.ReplayHeader, profile.MismatchStatus, out)
 	}
 }

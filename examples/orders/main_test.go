@@ -8,6 +8,7 @@ import (
 
 	"github.com/idemcheck/idemcheck/idemchecktest"
 	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/target"
 )
 
 // TestConformsUnderItsProfile runs the whole catalog with
@@ -18,13 +19,13 @@ import (
 func TestConformsUnderItsProfile(t *testing.T) {
 	// Registered first, so it runs after the server and engine are gone.
 	t.Cleanup(func() { goleak.VerifyNone(t) })
-	target, _, err := scenarios.LoadConfig("../orders.yaml")
+	tg, _, err := target.LoadConfig("../orders.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var rep *scenarios.Report
 	t.Run("catalog", func(t *testing.T) {
-		idemchecktest.Handler(t, newShop(target.TTL), idemchecktest.Config{Config: "../orders.yaml"},
+		idemchecktest.Handler(t, newShop(tg.TTL), idemchecktest.Config{Config: "../orders.yaml"},
 			idemchecktest.Strict(), idemchecktest.OnReport(func(r *scenarios.Report) { rep = r }))
 	})
 	if rep == nil || len(rep.Results) == 0 {
@@ -37,7 +38,7 @@ func TestConformsUnderItsProfile(t *testing.T) {
 		// config or the slow knob does not do its job: the oracle and the
 		// overlap exist. The one exception is documented: a per-key oracle
 		// cannot count a request that carries no key.
-		keyless := r.ID == "missing/rejected" && r.Status == scenarios.Unverifiable && !target.GlobalOracle()
+		keyless := r.ID == "missing/rejected" && r.Status == scenarios.Unverifiable && !tg.GlobalOracle()
 		if (r.Status == scenarios.Unverifiable || r.Status == scenarios.Inconclusive) && !keyless {
 			t.Errorf("%s: %s: %s", r.Name(), r.Status, r.Reason)
 		}

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck/internal/testenv"
-	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/target"
 )
 
 // TestCLIExitCodes runs the built binary, `idemcheck run --config`, the way
@@ -36,11 +36,11 @@ func TestCLIExitCodes(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			target, _, err := scenarios.LoadConfig(filepath.Join("testdata", tc.config))
+			tg, _, err := target.LoadConfig(filepath.Join("testdata", tc.config))
 			if err != nil {
 				t.Fatal(err)
 			}
-			srv := httptest.NewServer(tc.server(target.TTL))
+			srv := httptest.NewServer(tc.server(tg.TTL))
 			defer srv.Close()
 			raw, err := os.ReadFile(filepath.Join("testdata", tc.config))
 			if err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/target"
 )
 
 // lateClaim delays the first request under each key by delay before the
@@ -41,16 +42,16 @@ func lateClaim(next http.Handler, delay time.Duration) http.Handler {
 // shown to reach the server at its offset is a missed overlap: retried
 // later, never a pass.
 func TestLockLapsesLateClaim(t *testing.T) {
-	target, profile, err := scenarios.LoadConfig(filepath.Join("testdata", "core.yaml"))
+	tg, profile, err := target.LoadConfig(filepath.Join("testdata", "core.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(lateClaim(New(Choices{LockLapse: time.Second, TTL: target.TTL}), 400*time.Millisecond))
+	srv := httptest.NewServer(lateClaim(New(Choices{LockLapse: time.Second, TTL: tg.TTL}), 400*time.Millisecond))
 	defer srv.Close()
-	target.BaseURL = srv.URL
+	tg.BaseURL = srv.URL
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	rep, err := scenarios.Run(ctx, target, profile, scenarios.RunOptions{Run: []string{"concurrent/in-flight-offsets@charges"}})
+	rep, err := scenarios.Run(ctx, tg, profile, scenarios.RunOptions{Run: []string{"concurrent/in-flight-offsets@charges"}})
 	if err != nil {
 		t.Fatal(err)
 	}

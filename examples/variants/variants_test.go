@@ -15,6 +15,7 @@ import (
 
 	"github.com/idemcheck/idemcheck/internal/testenv"
 	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/target"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -110,17 +111,17 @@ func TestVariants(t *testing.T) {
 	for _, v := range variants {
 		wg.Go(func() {
 			t.Run(v.name, func(t *testing.T) {
-				target, profile, err := scenarios.LoadConfig(filepath.Join("testdata", v.config))
+				tg, profile, err := target.LoadConfig(filepath.Join("testdata", v.config))
 				if err != nil {
 					t.Fatal(err)
 				}
-				if target.Oracle == nil || strings.Contains(target.Oracle.URL, "{key}") {
+				if tg.Oracle == nil || strings.Contains(tg.Oracle.URL, "{key}") {
 					heavy <- struct{}{}
 					defer func() { <-heavy }()
 				}
 				all <- struct{}{}
 				defer func() { <-all }()
-				v.check(t, target, profile)
+				v.check(t, tg, profile)
 			})
 		})
 	}
@@ -128,8 +129,8 @@ func TestVariants(t *testing.T) {
 	goleak.VerifyNone(t)
 }
 
-func (v variant) check(t *testing.T, target *scenarios.Target, profile *scenarios.Profile) {
-	rep := v.run(t, target, profile)
+func (v variant) check(t *testing.T, tg *target.Target, profile *target.Profile) {
+	rep := v.run(t, tg, profile)
 	counts := rep.Counts()
 	ok, problems := rep.Outcome()
 	t.Logf("%s: %d results %v in %s", v.why, len(rep.Results), counts, rep.Duration.Round(time.Millisecond))
@@ -187,13 +188,13 @@ func (v variant) check(t *testing.T, target *scenarios.Target, profile *scenario
 
 // run serves the variant on 127.0.0.1:0, points the config at it and runs
 // the whole catalog.
-func (v variant) run(t *testing.T, target *scenarios.Target, profile *scenarios.Profile) *scenarios.Report {
+func (v variant) run(t *testing.T, tg *target.Target, profile *target.Profile) *scenarios.Report {
 	var h http.Handler
 	if v.null {
 		h = Null()
 	} else {
 		c := v.choices
-		c.TTL = target.TTL // the server keeps keys as long as its config declares
+		c.TTL = tg.TTL // the server keeps keys as long as its config declares
 		h = New(c)
 	}
 	srv := httptest.NewUnstartedServer(h)
@@ -201,11 +202,11 @@ func (v variant) run(t *testing.T, target *scenarios.Target, profile *scenarios.
 	srv.Start()
 	defer srv.Close()
 	defer srv.CloseClientConnections()
-	target.BaseURL = srv.URL
+	tg.BaseURL = srv.URL
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	rep, err := scenarios.Run(ctx, target, profile, scenarios.RunOptions{Run: v.only})
+	rep, err := scenarios.Run(ctx, tg, profile, scenarios.RunOptions{Run: v.only})
 	if err != nil {
 		t.Fatal(err)
 	}

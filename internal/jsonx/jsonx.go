@@ -9,6 +9,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -172,4 +175,67 @@ func valueSpan(dec *json.Decoder, doc []byte, toks []string) (start, end int, ok
 		}
 	}
 	return 0, 0, false
+}
+
+// IsObject reports whether b holds a JSON object.
+func IsObject(b []byte) bool {
+	var m map[string]any
+	return json.Unmarshal(b, &m) == nil && m != nil
+}
+
+// Decode decodes with UseNumber so numbers keep their exact value
+// (see canonicalNumber).
+func Decode(b []byte) (any, error) {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, err
+	}
+	// d.More() alone lets a stray closing bracket through ("{}}"); only
+	// whitespace may follow the value.
+	if _, err := d.Token(); !errors.Is(err, io.EOF) {
+		return nil, errors.New("trailing data after JSON value")
+	}
+	return v, nil
+}
+
+// ScalarText is a JSON scalar as text (a string as is, a number as
+// written, null as ""): how an id or a key found in a document is compared.
+func ScalarText(v any) string {
+	switch v := v.(type) {
+	case string:
+		return v
+	case json.Number:
+		return v.String()
+	case nil:
+		return ""
+	}
+	return fmt.Sprint(v)
+}
+
+// Members lists an object's members for an error: " (members: a, b)".
+func Members(v any) string {
+	m, ok := v.(map[string]any)
+	if !ok || len(m) == 0 {
+		return ""
+	}
+	return " (members: " + strings.Join(slices.Sorted(maps.Keys(m)), ", ") + ")"
+}
+
+// PointerText is the scalar at an RFC 6901 pointer in a JSON body, as text
+// (ScalarText); "" when absent or the body is not JSON. Only the first
+// JSON value of body is read.
+func PointerText(body []byte, pointer string) string {
+	var doc any
+	d := json.NewDecoder(bytes.NewReader(body))
+	d.UseNumber()
+	if d.Decode(&doc) != nil {
+		return ""
+	}
+	v, ok := Pointer(doc, pointer)
+	if !ok {
+		return ""
+	}
+	return ScalarText(v)
 }

@@ -170,3 +170,24 @@ func TestReplace(t *testing.T) {
 		}
 	}
 }
+
+// TestPointerText: ids are read as text from objects and arrays; anything
+// missing or not JSON is "".
+func TestPointerText(t *testing.T) {
+	body := []byte(`{"id":"ch_1","n":12345678901234567890,"items":[{"id":7}],"a/b":true}`)
+	for _, c := range []struct{ ptr, want string }{
+		{"/id", "ch_1"},
+		{"/n", "12345678901234567890"},
+		{"/items/0/id", "7"},
+		{"/a~1b", "true"},
+		{"/missing", ""},
+		{"/items/1/id", ""},
+	} {
+		if got := PointerText(body, c.ptr); got != c.want {
+			t.Errorf("PointerText(%q) = %q, want %q", c.ptr, got, c.want)
+		}
+	}
+	if got := PointerText([]byte("not json"), "/id"); got != "" {
+		t.Errorf("PointerText(not JSON) = %q, want empty", got)
+	}
+}

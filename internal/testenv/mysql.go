@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/idemcheck/idemcheck/internal/freeport"
 )
 
 // MySQL provides a MySQL-compatible server: IDEMCHECK_MYSQL_DSN (a
@@ -68,7 +69,7 @@ func startLocalMariaDB(ctx context.Context) (*localMariaDB, error) {
 	}
 	var lastErr error
 	for range 3 { // the free port may be taken before the server binds it
-		port, err := freePort()
+		port, err := freeport.Loopback()
 		if err != nil {
 			lastErr = err
 			break

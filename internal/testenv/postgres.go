@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -19,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemcheck/idemcheck/internal/freeport"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -153,7 +153,7 @@ func startLocalPostgres(ctx context.Context) (*localPostgres, error) {
 }
 
 func runPostgres(ctx context.Context, bin, dir string, cred *syscall.Credential) (*localPostgres, error) {
-	port, err := freePort()
+	port, err := freeport.Loopback()
 	if err != nil {
 		return nil, fmt.Errorf("local postgres: %w", err)
 	}
@@ -237,15 +237,6 @@ func (pg *localPostgres) stop() {
 		pg.kill()
 	}
 	os.RemoveAll(pg.dir)
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func lastLine(s string) string {

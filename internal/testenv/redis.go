@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/idemcheck/idemcheck/internal/freeport"
 )
 
 // Redis provides a Redis server: IDEMCHECK_REDIS_URL, else Docker, else a
@@ -71,7 +73,7 @@ func startRedis(ctx context.Context, durable bool) (*RedisServer, error) {
 	rs := &RedisServer{bin: bin, dir: dir, durable: durable}
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
-		if rs.port, err = freePort(); err != nil {
+		if rs.port, err = freeport.Loopback(); err != nil {
 			lastErr = err
 			continue
 		}

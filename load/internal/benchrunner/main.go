@@ -25,7 +25,8 @@ import (
 
 	"github.com/idemcheck/idemcheck/load"
 	"github.com/idemcheck/idemcheck/reference/demo"
-	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/wire"
 )
 
 func main() {
@@ -60,22 +61,22 @@ func run(dur time.Duration, rounds int, workers uint64) error {
 	for _, m := range []struct {
 		mode load.Mode
 		path load.Path
-		op   scenarios.Operation
+		op   target.Operation
 		bare func() (float64, uint64)
 	}{
 		// nokey: a trivial handler, bodies not read by the bare loop.
-		{load.ModeNoKey, load.NoKey, scenarios.Operation{Name: "trivial", Method: "POST", Path: "/",
+		{load.ModeNoKey, load.NoKey, target.Operation{Name: "trivial", Method: "POST", Path: "/",
 			Headers: map[string]string{"Content-Type": "application/json"}, Body: json.RawMessage(`{"amount":1000}`)},
 			func() (float64, uint64) { return bareAttack(nokeyTargets(base), dur, workers, 0) }},
 		// hit: the reference server replaying a pool of keys; the bare loop
 		// reads every body, the runner also checks it.
-		{load.ModeHit, load.Hit, scenarios.Operation{Name: "charges", Method: "POST", Path: "/v1/charges",
+		{load.ModeHit, load.Hit, target.Operation{Name: "charges", Method: "POST", Path: "/v1/charges",
 			Headers: map[string]string{"Content-Type": "application/json", "Authorization": "Bearer bench"},
 			Body:    json.RawMessage(hitBody)},
 			func() (float64, uint64) { return bareAttack(hitTargets(base), dur, workers, -1) }},
 	} {
 		// Timeout as FromURL sets it: Preflight bounds its look by it.
-		target := &scenarios.Target{BaseURL: base, Operations: []scenarios.Operation{m.op}, Timeout: 10 * time.Second}
+		target := &target.Target{BaseURL: base, Operations: []target.Operation{m.op}, Timeout: 10 * time.Second}
 		runRunner := func() (float64, float64, error) {
 			c0 := cpu()
 			rep, err := load.Run(context.Background(), target, load.WithMode(m.mode), load.WithPlan(plan),
@@ -217,7 +218,7 @@ func serveTrivial() {
 // bareAttack is what a vegeta library user writes: same client kind,
 // same worker bounds, results into vegeta.Metrics.
 func bareAttack(targets []vegeta.Target, dur time.Duration, workers uint64, maxBody int64) (float64, uint64) {
-	client := &http.Client{Transport: scenarios.NewTransport(int(workers)), Timeout: 10 * time.Second}
+	client := &http.Client{Transport: wire.NewTransport(int(workers)), Timeout: 10 * time.Second}
 	defer client.CloseIdleConnections()
 	atk := vegeta.NewAttacker(vegeta.Client(client), vegeta.Workers(workers), vegeta.MaxWorkers(workers), vegeta.MaxBody(maxBody))
 	tr := vegeta.NewStaticTargeter(targets...)

@@ -1,4 +1,4 @@
-package scenarios
+package target
 
 import (
 	"context"
@@ -78,7 +78,7 @@ const maxManagedReplicas = 32
 // with their handles; the caller stops them. For them to be replicas of
 // one API the command must name a shared store (e.g. idemcheck serve
 // --store postgres --dsn ...).
-func StartReplicas(ctx context.Context, t *Target, n int) (*Target, []*Managed, error) {
+func StartReplicas(ctx context.Context, t *Target, n int, downstreamURL string) (*Target, []*Managed, error) {
 	if t.Command == "" {
 		return nil, nil, errors.New("replicas: no target command (target_cmd, --target-cmd) to start")
 	}
@@ -88,7 +88,7 @@ func StartReplicas(ctx context.Context, t *Target, n int) (*Target, []*Managed, 
 	var ms []*Managed
 	var bases []string
 	for range n {
-		_, m, err := startManaged(ctx, t)
+		_, m, err := StartManaged(ctx, t, downstreamURL)
 		if err != nil {
 			for _, m := range ms {
 				m.Stop()

@@ -1,13 +1,9 @@
-package scenarios
+package target
 
 import (
-	"context"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/idemcheck/idemcheck/evidence/double"
 )
 
 const downstreamBase = `base_url: http://127.0.0.1:1
@@ -45,8 +41,8 @@ operations:
 	if body, _, _ := op.VariantBody(VariantSlow); string(body) != string(op.Body) {
 		t.Errorf("a downstream variant's body %s, want the operation's", body)
 	}
-	if !tg.Oracle.PerKey() || !Supplies(tg, NeedSlow) || !Supplies(tg, NeedOracle) {
-		t.Error("a downstream oracle counts per key; the variants supply their needs")
+	if !tg.Oracle.PerKey() || tg.OracleOf(&op) == nil {
+		t.Error("a downstream oracle counts per key, for the operation")
 	}
 	hung, _, err := ParseConfig([]byte(downstreamBase + "operations: [{name: o, method: POST, path: /o, variants: {slow: {downstream: {route: payments, hang: true}, duration: 2s}}}]\n"))
 	if err != nil || !hung.Operations[0].Variants[VariantSlow].Downstream.Hang {
@@ -72,42 +68,5 @@ operations:
 		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: %v, want one line with %q", tc.name, err, tc.want)
 		}
-	}
-}
-
-// TestMark: a key's token goes where the marker says, the body's other
-// bytes unchanged; the double then counts the request's calls for the key.
-func TestMark(t *testing.T) {
-	base := &Target{Downstream: &double.Config{Routes: []double.Route{{Name: "payments", Path: "/**"}}}}
-	dt, srv, err := StartDownstream(context.Background(), base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeDouble(srv)
-	key := "0c6f7d2a-1b3c-4d5e-8f90-a1b2c3d4e5f6"
-	tok := dt.token(key)
-	if len(tok) != double.TokenLen || !strings.HasPrefix(tok, double.Prefix) || tok != dt.token(key) || tok == dt.token(key+"x") {
-		t.Fatalf("token %q: want a stable, per-key token", tok)
-	}
-	body := []byte(`{"sku": "abc",  "reference": "", "n": 1}`)
-	for _, tc := range []struct {
-		marker          Marker
-		url, body, head string
-	}{
-		{Marker{Pointer: "/reference"}, "http://api/v1/orders", `{"sku": "abc",  "reference": "` + tok + `", "n": 1}`, ""},
-		{Marker{Pointer: "/meta/ref"}, "http://api/v1/orders", `{"meta":{"ref":"` + tok + `"},"n":1,"reference":"","sku":"abc"}`, ""},
-		{Marker{Header: "X-Ref"}, "http://api/v1/orders", string(body), tok},
-		{Marker{Query: "ref"}, "http://api/v1/orders?ref=" + tok, string(body), ""},
-	} {
-		op := &Operation{Marker: &tc.marker}
-		h := http.Header{}
-		u, b := dt.Mark(op, key, "http://api/v1/orders", h, body)
-		if u != tc.url || string(b) != tc.body || h.Get("X-Ref") != tc.head {
-			t.Errorf("marker %s: %s %s %v", tc.marker.String(), u, b, h)
-		}
-	}
-	// Without a double nothing changes.
-	if u, b := base.Mark(&Operation{Marker: &Marker{Header: "X-Ref"}}, key, "u", http.Header{}, body); u != "u" || string(b) != string(body) {
-		t.Error("marked without a double")
 	}
 }

@@ -1,4 +1,4 @@
-package scenarios
+package target
 
 import (
 	"slices"

@@ -1,4 +1,4 @@
-package scenarios
+package target
 
 import (
 	"fmt"
@@ -123,32 +123,6 @@ func (o *Oracle) Header(t *Target) http.Header {
 	return h
 }
 
-// open makes the oracle's sources for t: one per replica for a per-replica
-// HTTP counter, else one. HTTP sources send over c.
-func (o *Oracle) open(t *Target, c *http.Client) ([]Source, error) {
-	if o.Downstream != "" {
-		s, err := openDownstream(t, o.Downstream)
-		if err != nil {
-			return nil, err
-		}
-		return []Source{s}, nil
-	}
-	if o.SQL != nil {
-		s, err := openSQL(o.SQL)
-		if err != nil {
-			return nil, err
-		}
-		return []Source{s}, nil
-	}
-	var out []Source
-	for _, r := range o.ByReplica(t) {
-		abs := *r
-		abs.URL = r.abs(t, r.URL)
-		out = append(out, &httpSource{o: &abs, t: t, client: c})
-	}
-	return out, nil
-}
-
 // OracleOf is the oracle counting op's executions: its own, else the
 // target's (nil: none).
 func (t *Target) OracleOf(op *Operation) *Oracle {
@@ -182,11 +156,48 @@ func (t *Target) Oracles() []*Oracle {
 
 // GlobalOracle reports whether executions are counted by global counters
 // (no key in the oracles' URLs or queries). Validate refuses a mix of
-// both kinds.
+// both kinds. A run's evidence may turn global after calibration
+// (evidence.Evidence.PerKey).
 func (t *Target) GlobalOracle() bool {
 	os := t.Oracles()
-	if t.downstream != nil && t.downstream.global.Load() {
-		return true // calibration found a downstream oracle's calls untokened
-	}
 	return len(os) > 0 && !os[0].PerKey()
+}
+
+// KeyURL is the absolute probe URL for key: "{key}" replaced by the
+// URL-escaped key, a relative URL resolved against t.BaseURL.
+func (o *Oracle) KeyURL(t *Target, key string) string {
+	return o.Abs(t, strings.ReplaceAll(o.URL, "{key}", url.QueryEscape(key)))
+}
+
+// TotalsURL is the probe URL with its "{key}" query parameter removed (the
+// reference contract: /v1/effects?key={key} -> /v1/effects, executions of
+// every key). It is "" when the key sits in the path or is not there.
+func (o *Oracle) TotalsURL(t *Target) string {
+	u, err := url.Parse(o.Abs(t, o.URL))
+	if err != nil || strings.Contains(u.Path, "{key}") || strings.Contains(u.EscapedPath(), "%7Bkey%7D") {
+		return ""
+	}
+	q := u.Query()
+	found := false
+	for name, vs := range q {
+		for _, v := range vs {
+			if v == "{key}" {
+				q.Del(name)
+				found = true
+			}
+		}
+	}
+	if !found {
+		return ""
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// Abs resolves u, a URL of the oracle, against t.BaseURL when relative.
+func (o *Oracle) Abs(t *Target, u string) string {
+	if strings.HasPrefix(u, "http://") || strings.HasPrefix(u, "https://") {
+		return u
+	}
+	return t.BaseURL + u
 }

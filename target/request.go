@@ -1,17 +1,13 @@
-package scenarios
+package target
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
-	"strings"
-	"time"
 
 	"github.com/dunglas/httpsfv"
 
@@ -81,60 +77,6 @@ func (t *Target) SetTLS(o TLS) error {
 // the system roots); callers must not modify it.
 func (t *Target) TLSConfig() *tls.Config { return t.tls }
 
-// Transport is NewTransport with the target's TLS settings.
-func (t *Target) Transport(maxConns int) http.RoundTripper {
-	return newTransport(maxConns, t.tls)
-}
-
-// Client is NewClient with the target's TLS settings.
-func (t *Target) Client(timeout time.Duration) *http.Client {
-	return &http.Client{
-		Transport:     t.Transport(0),
-		Timeout:       timeout,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
-}
-
-// Preflight makes sure something answers HTTP at the base URL and at every
-// replica (any status will do) and, when the target declares a key_source,
-// that it issues a key. Every face calls it before any traffic; the error
-// wraps ErrUnreachable or ErrKeySource.
-func Preflight(ctx context.Context, t *Target, c *http.Client) error {
-	for _, base := range t.Bases() {
-		if err := preflightBase(ctx, t, c, base); err != nil {
-			return err
-		}
-	}
-	if t.KeySource != nil {
-		if _, err := t.KeySource.Fetch(ctx, t, c, nil); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// preflightBase makes sure something answers HTTP at base (one replica).
-func preflightBase(ctx context.Context, t *Target, c *http.Client, base string) error {
-	// A hand-built Target may leave Timeout 0 (no per-request bound).
-	d := 5 * time.Second
-	if t.Timeout > 0 {
-		d = min(t.Timeout, d)
-	}
-	pctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	req, err := http.NewRequestWithContext(pctx, http.MethodGet, base+"/", nil)
-	if err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrUnreachable, t.Redact(base), err)
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrUnreachable, t.Redact(base), err)
-	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
-	resp.Body.Close()
-	return nil
-}
-
 // Body returns op's body with the merge patches applied in order.
 func (t *Target) Body(op *Operation, patches ...json.RawMessage) json.RawMessage {
 	b := op.Body
@@ -200,57 +142,4 @@ func plainKey(k string) bool {
 		}
 	}
 	return true
-}
-
-// Mark writes key's token for the downstream double into a request of op
-// (every face calls it: the conformance engine's Env.Send, the chaos
-// driver, the load targets): at op's marker (a body pointer, the rest of
-// the body byte for byte; a header, set in h; a query parameter), and
-// makes the double count the key's calls. It returns the URL and body to
-// send; without a double they are unchanged.
-func (t *Target) Mark(op *Operation, key, rawURL string, h http.Header, body []byte) (string, []byte) {
-	if t.downstream == nil || key == "" {
-		return rawURL, body
-	}
-	tok := t.track(key)
-	m := op.Marker
-	if m == nil {
-		return rawURL, body
-	}
-	switch {
-	case m.Header != "":
-		h.Set(m.Header, tok)
-	case m.Query != "":
-		sep := "?"
-		if strings.Contains(rawURL, "?") {
-			sep = "&"
-		}
-		rawURL += sep + m.Query + "=" + tok // a token needs no escaping
-	default:
-		value := []byte(`"` + tok + `"`)
-		if out, ok := jsonx.Replace(body, m.Pointer, value); ok {
-			return rawURL, out
-		}
-		// The body lost the member (a patch removed it): add it back.
-		if patch, ok := pointerPatch(m.Pointer, value); ok {
-			if out, err := jsonx.MergePatch(body, patch); err == nil && isJSONObject(body) {
-				return rawURL, out
-			}
-		}
-	}
-	return rawURL, body
-}
-
-// pointerPatch is the merge patch setting value at p (objects only).
-func pointerPatch(p string, value []byte) ([]byte, bool) {
-	toks, err := jsonx.ParsePointer(p)
-	if err != nil || len(toks) == 0 {
-		return nil, false
-	}
-	out := value
-	for i := len(toks) - 1; i >= 0; i-- {
-		k, _ := json.Marshal(toks[i]) // a string always marshals
-		out = append(append(append([]byte("{"), k...), ':'), append(out, '}')...)
-	}
-	return out, true
 }

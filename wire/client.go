@@ -1,4 +1,4 @@
-package scenarios
+package wire
 
 import (
 	"crypto/tls"

@@ -1,4 +1,4 @@
-package scenarios
+package target
 
 import (
 	"crypto/sha256"
@@ -346,9 +346,10 @@ func (p *Profile) Validate() error {
 }
 
 // InFlightOK reports whether status is an accepted in-flight answer.
-func (p *Profile) InFlightOK(status int) bool { return hasStatus(p.InFlightStatus, status) }
+func (p *Profile) InFlightOK(status int) bool { return HasStatus(p.InFlightStatus, status) }
 
-func hasStatus(set []int, s int) bool {
+// HasStatus reports whether s is one of the statuses set allows.
+func HasStatus(set []int, s int) bool {
 	for _, v := range set {
 		if v == s {
 			return true
@@ -475,8 +476,8 @@ const (
 	maxBurstSize       = 256
 )
 
-// burst returns the rounds and size of concurrent/same-key-burst.
-func (p *Profile) burst() (rounds, size int) {
+// Burst returns the rounds and size of concurrent/same-key-burst.
+func (p *Profile) Burst() (rounds, size int) {
 	rounds, size = p.BurstRounds, p.BurstSize
 	if rounds == 0 {
 		rounds = DefaultBurstRounds
@@ -486,3 +487,20 @@ func (p *Profile) burst() (rounds, size int) {
 	}
 	return rounds, size
 }
+
+// Burst synchronisation (Profile.BurstSync): how a same-key burst's
+// requests are released.
+const (
+	// SyncLastByte writes every request but its last byte, each on its own
+	// open connection (HTTP/1.1) or as streams of one connection (HTTP/2,
+	// where TLS negotiates it), then releases the last bytes together: one
+	// write per connection, in a tight loop (HTTP/1.1), or one write of
+	// every stream's final frame (HTTP/2, the "single-packet attack").
+	// Every request is then past header parsing, into the handler, when the
+	// bodies complete: the spread is the last bytes', not the scheduler's.
+	SyncLastByte = "last-byte"
+	// SyncBarrier releases goroutines at a barrier over warmed pooled
+	// connections; requests reach the server spread over the scheduler's
+	// and the network's jitter.
+	SyncBarrier = "barrier"
+)

@@ -1,4 +1,4 @@
-package scenarios
+package target
 
 import (
 	"bytes"
@@ -12,8 +12,8 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// envRef is a ${NAME} reference in a config value.
-var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+// EnvRef is a ${NAME} reference in a config value.
+var EnvRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
 // redactedMark replaces the value of a secret_headers header that was not
 // given through ${NAME}.
@@ -24,7 +24,7 @@ const redactedMark = "<redacted>"
 // is remembered so that reports show ${NAME} instead.
 func (t *Target) expandEnv(s, at string, secret bool) (string, error) {
 	var missing string
-	out := envRef.ReplaceAllStringFunc(s, func(ref string) string {
+	out := EnvRef.ReplaceAllStringFunc(s, func(ref string) string {
 		name := ref[2 : len(ref)-1]
 		v, ok := os.LookupEnv(name)
 		if !ok && missing == "" {
@@ -87,8 +87,8 @@ func (t *Target) expandConfig(secretHeaders []string) error {
 			return err
 		}
 		if dsn == o.SQL.DSN {
-			if _, pw, _ := o.SQL.connector(); pw != "" {
-				t.addSecret(dsn, redactPassword(dsn, pw))
+			if _, pw, _ := o.SQL.Connector(); pw != "" {
+				t.addSecret(dsn, RedactPassword(dsn, pw))
 			}
 		}
 		o.SQL.DSN = dsn
@@ -143,7 +143,7 @@ func (t *Target) Redact(s string) string {
 	return t.redactor.Replace(s)
 }
 
-func (t *Target) redactBytes(b []byte) []byte {
+func (t *Target) RedactBytes(b []byte) []byte {
 	if t.redactor == nil || len(b) == 0 {
 		return b
 	}
@@ -155,7 +155,7 @@ func (t *Target) redactBytes(b []byte) []byte {
 	return b
 }
 
-func (t *Target) redactHeader(h http.Header) http.Header {
+func (t *Target) RedactHeader(h http.Header) http.Header {
 	if t.redactor == nil || h == nil {
 		return h
 	}
@@ -168,48 +168,6 @@ func (t *Target) redactHeader(h http.Header) http.Header {
 		out[k] = rv
 	}
 	return out
-}
-
-// redactExchange returns x with every secret replaced, request and
-// response (a server may echo a credential back), for the evidence.
-func (t *Target) redactExchange(x Exchange) Exchange {
-	if t.redactor == nil {
-		return x
-	}
-	x.Request.URL = t.Redact(x.Request.URL)
-	x.Request.Header = t.redactHeader(x.Request.Header)
-	x.Request.Body = t.redactBytes(x.Request.Body)
-	if x.Response != nil {
-		r := *x.Response
-		r.Header = t.redactHeader(r.Header)
-		r.Body = t.redactBytes(r.Body)
-		x.Response = &r
-	}
-	x.Error = t.Redact(x.Error)
-	return x
-}
-
-// curlWord quotes s for a POSIX shell, leaving each ${NAME} placeholder
-// outside the single quotes so the shell expands it: a reproduction reads
-// the secret from the environment instead of carrying it.
-func curlWord(s string) string {
-	locs := envRef.FindAllStringIndex(s, -1)
-	if locs == nil {
-		return shellQuote(s)
-	}
-	var b strings.Builder
-	last := 0
-	for _, l := range locs {
-		if l[0] > last {
-			b.WriteString(shellQuote(s[last:l[0]]))
-		}
-		b.WriteString(`"` + s[l[0]:l[1]] + `"`)
-		last = l[1]
-	}
-	if last < len(s) {
-		b.WriteString(shellQuote(s[last:]))
-	}
-	return b.String()
 }
 
 // RedactedConfig is a YAML config as an attestation cites it: the
@@ -237,7 +195,7 @@ func RedactedConfig(raw []byte) ([]byte, error) {
 	var t Target
 	redact := func(h map[string]string) {
 		for k, v := range h {
-			if secret[http.CanonicalHeaderKey(k)] && v != "" && !envRef.MatchString(v) {
+			if secret[http.CanonicalHeaderKey(k)] && v != "" && !EnvRef.MatchString(v) {
 				t.addSecret(v, redactedMark)
 			}
 		}
@@ -251,7 +209,5 @@ func RedactedConfig(raw []byte) ([]byte, error) {
 	return []byte(t.Redact(string(raw))), nil
 }
 
-// ShellWord quotes s for a POSIX shell as the curl reproductions do: each
-// ${NAME} placeholder stays outside the single quotes, so a recorded
-// command line reads its secrets from the environment.
-func ShellWord(s string) string { return curlWord(s) }
+// HasSecrets reports whether the config holds secrets that Redact replaces.
+func (t *Target) HasSecrets() bool { return t.redactor != nil }

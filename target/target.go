@@ -1,4 +1,4 @@
-package scenarios
+package target
 
 import (
 	"crypto/tls"
@@ -63,9 +63,8 @@ type Target struct {
 	// sends a dependency's calls (downstream.go).
 	Downstream *double.Config `yaml:"downstream,omitempty" json:"downstream,omitempty"`
 
-	managed    *Managed       // the started Command, set for the length of a run
-	downstream *downstreamRun // the started double, set for the length of a run
-	tls        *tls.Config    // built from TLS by SetTLS
+	managed *Managed    // the started Command, set for the length of a run
+	tls     *tls.Config // built from TLS by SetTLS
 	// secrets are (value, placeholder) pairs Redact replaces, longest
 	// value first (secrets.go).
 	secrets  [][2]string
@@ -116,7 +115,7 @@ const (
 	VariantBusinessError  = "business_error"  // a deterministic 4xx outcome (e.g. 402 decline)
 	VariantTransientError = "transient_error" // a deterministic 5xx outcome (e.g. 503)
 	VariantInvalid        = "invalid"         // fails validation (400/422)
-	VariantLarge          = "large"           // succeeds with a response of at least 1 MiB (largeResponse)
+	VariantLarge          = "large"           // succeeds with a response of at least 1 MiB (LargeResponse)
 	VariantBinary         = "binary"          // succeeds with a binary (non-JSON) response
 	VariantCrash          = "crash"           // the handler crashes (an unhandled exception: 5xx or a dropped connection)
 	VariantTimeout        = "timeout"         // the handler times out (a downstream that never answers: 5xx, often 504)
@@ -167,7 +166,7 @@ func FromURL(base string, ttl, lease time.Duration) (*Target, error) {
 				VariantBusinessError:  {Patch: json.RawMessage(`{"fail":"decline"}`), Status: 402},
 				VariantTransientError: {Patch: json.RawMessage(`{"fail":"transient"}`), Status: 503},
 				VariantInvalid:        {Patch: json.RawMessage(`{"amount":"not-a-number"}`), Status: 400},
-				VariantLarge:          {Patch: json.RawMessage(fmt.Sprintf(`{"pad_bytes":%d}`, largeResponse))},
+				VariantLarge:          {Patch: json.RawMessage(fmt.Sprintf(`{"pad_bytes":%d}`, LargeResponse))},
 				VariantBinary:         {Patch: json.RawMessage(`{"format":"binary"}`)},
 				VariantCrash:          {Patch: json.RawMessage(`{"fail":"crash"}`), Status: 500},
 				VariantTimeout:        {Patch: json.RawMessage(`{"fail":"timeout"}`), Status: 504},
@@ -189,3 +188,6 @@ func FromURL(base string, ttl, lease time.Duration) (*Target, error) {
 		Lease:      lease,
 	}, nil
 }
+
+// LargeResponse is the least body the large variant must produce.
+const LargeResponse = 1 << 20

@@ -1,4 +1,4 @@
-package scenarios
+package target
 
 import (
 	"context"
@@ -44,9 +44,9 @@ func TestManagedNeverReady(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	_, m, err := startManaged(context.Background(), tg)
+	_, m, err := StartManaged(context.Background(), tg, "")
 	if m != nil || !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), "did not answer HTTP") {
-		t.Fatalf("startManaged(sleep) = %v, %v; want ErrUnreachable naming the wait", m, err)
+		t.Fatalf("StartManaged(sleep) = %v, %v; want ErrUnreachable naming the wait", m, err)
 	}
 	if d := time.Since(start); d > managedReadyTimeout+managedStopGrace+2*time.Second {
 		t.Fatalf("gave up after %s", d)
@@ -60,9 +60,9 @@ func TestManagedExitsEarly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = startManaged(context.Background(), tg)
+	_, _, err = StartManaged(context.Background(), tg, "")
 	if !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), "exit status 3") || !strings.Contains(err.Error(), "last output: listening on nothing") {
-		t.Fatalf("startManaged(exit 3) = %v; want the exit status and last output", err)
+		t.Fatalf("StartManaged(exit 3) = %v; want the exit status and last output", err)
 	}
 }
 
@@ -107,8 +107,8 @@ func TestConfigTargetCmd(t *testing.T) {
 			t.Errorf("%s: %v", r.name, err)
 			continue
 		}
-		if Supplies(tg, NeedTargetCmd) != r.supplied {
-			t.Errorf("%s: Supplies(target-cmd) = %v", r.name, !r.supplied)
+		if (tg.Command != "") != r.supplied {
+			t.Errorf("%s: a target command = %v", r.name, !r.supplied)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package scenarios
+package target
 
 import (
 	"bytes"
@@ -15,8 +15,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/idemcheck/idemcheck/internal/jsonx"
 	"github.com/idemcheck/idemcheck/evidence/double"
+	"github.com/idemcheck/idemcheck/internal/jsonx"
 )
 
 // configFile mirrors Target for YAML: bodies and patches are YAML maps
@@ -501,7 +501,7 @@ func (t *Target) Validate() error {
 		if !strings.HasPrefix(op.Path, "/") {
 			return fmt.Errorf("%s.path %q: want a path starting with /", at, op.Path)
 		}
-		if len(op.Body) > 0 && !isJSONObject(op.Body) {
+		if len(op.Body) > 0 && !jsonx.IsObject(op.Body) {
 			return fmt.Errorf("%s.body: want a JSON object (mutations and variants are merge patches on it)", at)
 		}
 		if _, err := jsonx.ParsePointer(op.IDPointer); err != nil {
@@ -513,7 +513,7 @@ func (t *Target) Validate() error {
 				return fmt.Errorf("%s.mutations[%d].name %q: want a unique non-empty name", at, j, m.Name)
 			}
 			names[m.Name] = true
-			if !isJSONObject(m.Patch) {
+			if !jsonx.IsObject(m.Patch) {
 				return fmt.Errorf("%s.mutations[%d].patch: want a JSON object (RFC 7386 merge patch)", at, j)
 			}
 		}
@@ -521,7 +521,7 @@ func (t *Target) Validate() error {
 			if !knownVariants[name] {
 				return fmt.Errorf("%s.variants.%s: unknown variant (valid: binary, business_error, crash, invalid, large, slow, timeout, transient_error)", at, name)
 			}
-			if v.Raw == nil && !isJSONObject(v.Patch) && (v.Downstream == nil || v.Patch != nil) {
+			if v.Raw == nil && !jsonx.IsObject(v.Patch) && (v.Downstream == nil || v.Patch != nil) {
 				return fmt.Errorf("%s.variants.%s.patch: want a JSON object (RFC 7386 merge patch), raw: a whole body sent as is, or downstream: the double's answer", at, name)
 			}
 			if v.Duration < 0 {
@@ -555,67 +555,6 @@ func (t *Target) Validate() error {
 		}
 	}
 	return nil
-}
-
-// Supplies reports whether t supplies n for at least one operation.
-func Supplies(t *Target, n Need) bool {
-	for i := range t.Operations {
-		if suppliesFor(t, &t.Operations[i], n) {
-			return true
-		}
-	}
-	return len(t.Operations) == 0 && suppliesFor(t, nil, n)
-}
-
-// suppliesFor reports whether t supplies n for op (nil: a case not tied to
-// one operation).
-func suppliesFor(t *Target, op *Operation, n Need) bool {
-	variant := func(name string) bool {
-		if op == nil {
-			return false
-		}
-		_, ok := op.Variants[name]
-		return ok
-	}
-	switch n {
-	case NeedOracle:
-		return t.OracleOf(op) != nil
-	case NeedEffects:
-		return t.OracleOf(op) != nil || (op != nil && op.IDPointer != "")
-	case NeedIDPointer:
-		return op != nil && op.IDPointer != ""
-	case NeedSecondPrincipal:
-		return len(t.Principals) >= 2
-	case NeedSecondOperation:
-		return len(t.Operations) >= 2
-	case NeedSlow:
-		return variant(VariantSlow)
-	case NeedBusinessError:
-		return variant(VariantBusinessError)
-	case NeedTransientError:
-		return variant(VariantTransientError)
-	case NeedInvalid:
-		return variant(VariantInvalid)
-	case NeedLarge:
-		return variant(VariantLarge)
-	case NeedBinary:
-		return variant(VariantBinary)
-	case NeedCrash:
-		return variant(VariantCrash)
-	case NeedTimeout:
-		return variant(VariantTimeout)
-	case NeedTTL:
-		// "ttl: never" supplies it too: the expiry cases then record that
-		// keys never expire (see Env.neverExpires).
-		return t.TTL > 0 || t.NeverExpires
-	case NeedLease:
-		return t.Lease > 0
-	case NeedTargetCmd:
-		return t.Command != ""
-	case NeedReplicas:
-		return len(t.Replicas) >= 2
-	}
-	return false
 }
 
 // VariantBody returns the body of op's variant name: its raw body when it

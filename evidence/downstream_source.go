@@ -1,27 +1,29 @@
-package scenarios
+package evidence
 
 import (
 	"context"
 	"fmt"
+
+	"github.com/idemcheck/idemcheck/wire"
 )
 
 // downstreamSource counts executions as the downstream double's calls of
 // one route (oracle: {downstream: ROUTE}): per key, the calls that hold
-// the key's token (Target.token) or the key itself; once calibration found
+// the key's token (Downstream.Token) or the key itself; once calibration found
 // the calls carry no token, every call of the route (a global count).
 type downstreamSource struct {
-	t     *Target
+	d     *Downstream
 	route string
 }
 
-func openDownstream(t *Target, route string) (Source, error) {
-	if t.downstream == nil {
+func openDownstream(d *Downstream, route string) (Source, error) {
+	if d == nil {
 		return nil, fmt.Errorf("oracle.downstream %q: the double is not running (the config has no downstream:, or the Target was not started by StartDownstream)", route)
 	}
-	return &downstreamSource{t: t, route: route}, nil
+	return &downstreamSource{d: d, route: route}, nil
 }
 
-func (s *downstreamSource) PerKey() bool { return !s.t.downstream.global.Load() }
+func (s *downstreamSource) PerKey() bool { return !s.d.global.Load() }
 
 // Sees: the API calls its provider while executing, whatever it answers
 // its client and on whichever replica.
@@ -29,16 +31,16 @@ func (s *downstreamSource) Sees() Sight {
 	return Sight{ErrorAnswers: true, LostResponses: true, Replicas: true}
 }
 
-func (s *downstreamSource) Count(_ context.Context, key string, _ func(Exchange)) (int, error) {
+func (s *downstreamSource) Count(_ context.Context, key string, _ func(wire.Exchange)) (int, error) {
 	if !s.PerKey() {
-		return s.t.downstream.srv.RouteCalls(s.route), nil
+		return s.d.srv.RouteCalls(s.route), nil
 	}
 	if key == "" {
 		return 0, fmt.Errorf("oracle downstream %s: calls of requests sent without a key hold no token", s.route)
 	}
-	return s.t.downstreamCalls(key, s.route), nil
+	return s.d.Calls(key, s.route), nil
 }
 
-func (s *downstreamSource) Total(context.Context, func(Exchange)) (int, bool, error) {
-	return s.t.downstream.srv.RouteCalls(s.route), true, nil
+func (s *downstreamSource) Total(context.Context, func(wire.Exchange)) (int, bool, error) {
+	return s.d.srv.RouteCalls(s.route), true, nil
 }

@@ -1,4 +1,4 @@
-package scenarios
+package target
 
 import (
 	"fmt"
@@ -27,14 +27,6 @@ func TestLoadConfigFull(t *testing.T) {
 	}
 	if tg.KeySyntax != SFString || tg.TTL != 2*time.Second || len(tg.Principals) != 2 || tg.Oracle.Pointer != "/executions" {
 		t.Errorf("target = %+v", tg)
-	}
-	for _, n := range []Need{NeedOracle, NeedEffects, NeedIDPointer, NeedSecondPrincipal, NeedSlow, NeedBusinessError, NeedTransientError, NeedInvalid, NeedTTL, NeedLease, NeedLarge, NeedBinary, NeedCrash, NeedTimeout} {
-		if !Supplies(tg, n) {
-			t.Errorf("Supplies(%s) = false", n)
-		}
-	}
-	if Supplies(tg, NeedSecondOperation) {
-		t.Error("Supplies(second-operation) with one operation")
 	}
 }
 
@@ -111,8 +103,8 @@ func TestConfigDescribesAPI(t *testing.T) {
 		check              func(*Target, *Profile) string
 	}{
 		{"ttl never: keys never expire, the expiry cases run to record it", base + op + "ttl: never\n", "", func(tg *Target, _ *Profile) string {
-			if !tg.NeverExpires || tg.TTL != 0 || !Supplies(tg, NeedTTL) {
-				return fmt.Sprintf("want NeverExpires, TTL 0 and the ttl need supplied; got %v %s %v", tg.NeverExpires, tg.TTL, Supplies(tg, NeedTTL))
+			if !tg.NeverExpires || tg.TTL != 0 {
+				return fmt.Sprintf("want NeverExpires, TTL 0; got %v %s", tg.NeverExpires, tg.TTL)
 			}
 			return ""
 		}},
@@ -179,55 +171,5 @@ func TestProfileByName(t *testing.T) {
 	a.MismatchStatus[0] = 499
 	if b, _ := ProfileByName("ietf"); b.MismatchStatus[0] != 422 {
 		t.Error("ProfileByName returns shared slices: a caller's change leaked into the preset")
-	}
-}
-
-func TestGlobSelection(t *testing.T) {
-	tg, _, err := LoadConfig("testdata/full.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tg.Operations = append(tg.Operations, tg.Operations[0])
-	tg.Operations[1].Name = "refunds"
-	names := func(o RunOptions) []string {
-		ps, err := Plan(tg, nil, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for _, p := range ps {
-			out = append(out, p.Name())
-		}
-		return out
-	}
-	cases := []struct {
-		name string
-		o    RunOptions
-		want []string
-	}{
-		{"exact name", RunOptions{Run: []string{"replay/same-status@refunds"}}, []string{"replay/same-status@refunds"}},
-		{"case ID selects every operation", RunOptions{Run: []string{"replay/same-status"}}, []string{"replay/same-status@charges", "replay/same-status@refunds"}},
-		{"star stays in its segment", RunOptions{Run: []string{"missing/*@charges"}}, []string{"missing/optional-executes@charges", "missing/problem-link@charges", "missing/rejected@charges", "missing/repeat-fails-again@charges"}},
-		{"star does not cross /", RunOptions{Run: []string{"*same-status"}}, nil},
-		{"double star segment crosses /", RunOptions{Run: []string{"**/same-status"}}, []string{"replay/same-status@charges", "replay/same-status@refunds"}},
-		{"double star inside a segment is a star", RunOptions{Run: []string{"**same-status"}}, nil},
-		{"alternatives", RunOptions{Run: []string{"{replay,scope}/same-status@charges"}}, []string{"replay/same-status@charges"}},
-		{"character class", RunOptions{Run: []string{"replay/same-[sb]*@charges"}}, []string{"replay/same-body@charges", "replay/same-status@charges"}},
-		{"skip wins", RunOptions{Run: []string{"missing/*"}, Skip: []string{"missing/*-*", "**/*@refunds"}}, []string{"missing/rejected@charges"}},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			got := names(c.o)
-			if strings.Join(got, ",") != strings.Join(c.want, ",") {
-				t.Errorf("got %v, want %v", got, c.want)
-			}
-		})
-	}
-	// An empty pattern, an unclosed class and a trailing escape are
-	// refused before any traffic.
-	for _, bad := range []string{"", "[ab", `same\`} {
-		if _, err := Plan(tg, nil, RunOptions{Skip: []string{bad}}); err == nil {
-			t.Errorf("glob %q accepted", bad)
-		}
 	}
 }

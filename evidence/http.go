@@ -1,4 +1,4 @@
-package scenarios
+package evidence
 
 import (
 	"context"
@@ -6,18 +6,20 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
 	"github.com/idemcheck/idemcheck/internal/jsonx"
+	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/wire"
 )
 
 // httpSource is an HTTP evidence source: one GET, the count read from the
 // JSON body (an integer at Pointer, or a list's elements: oracle_list.go).
 type httpSource struct {
-	o      *Oracle // URL made absolute, so a proxied Env probes directly
-	t      *Target
+	o      *target.Oracle // URL made absolute, so a proxied Env probes directly
+	t      *target.Target
+	d      *Downstream // its tokens mark list elements too
 	client *http.Client
 }
 
@@ -30,7 +32,7 @@ func (s *httpSource) Sees() Sight {
 	return Sight{ErrorAnswers: true, LostResponses: true, Replicas: true}
 }
 
-func (s *httpSource) Count(ctx context.Context, key string, rec func(Exchange)) (int, error) {
+func (s *httpSource) Count(ctx context.Context, key string, rec func(wire.Exchange)) (int, error) {
 	if !s.PerKey() {
 		n, _, err := s.Total(ctx, rec)
 		return n, err
@@ -41,7 +43,7 @@ func (s *httpSource) Count(ctx context.Context, key string, rec func(Exchange)) 
 	return s.read(ctx, s.o.KeyURL(s.t, key), key, rec)
 }
 
-func (s *httpSource) Total(ctx context.Context, rec func(Exchange)) (int, bool, error) {
+func (s *httpSource) Total(ctx context.Context, rec func(wire.Exchange)) (int, bool, error) {
 	u := s.o.URL
 	if strings.Contains(u, "{key}") {
 		if u = s.o.TotalsURL(s.t); u == "" {
@@ -55,11 +57,11 @@ func (s *httpSource) Total(ctx context.Context, rec func(Exchange)) (int, bool, 
 // read GETs u and counts there: for key (a list's elements holding the key
 // or its marker token) or, with key "", every element. Errors name the
 // URL.
-func (s *httpSource) read(ctx context.Context, u, key string, rec func(Exchange)) (int, error) {
-	x := Exchange{Label: "oracle", Request: ExchangeRequest{Method: http.MethodGet, URL: u, Header: s.o.Header(s.t)}}
+func (s *httpSource) read(ctx context.Context, u, key string, rec func(wire.Exchange)) (int, error) {
+	x := wire.Exchange{Label: "oracle", Request: wire.ExchangeRequest{Method: http.MethodGet, URL: u, Header: s.o.Header(s.t)}}
 	status, body, err := s.get(ctx, &x)
 	if rec != nil {
-		rec(s.t.redactExchange(x))
+		rec(x.Redacted(s.t))
 	}
 	if err != nil {
 		return 0, fmt.Errorf("oracle %s: %v", u, err)
@@ -67,11 +69,11 @@ func (s *httpSource) read(ctx context.Context, u, key string, rec func(Exchange)
 	var match []string
 	if key != "" {
 		match = []string{key}
-		if tok := s.t.token(key); tok != "" {
+		if tok := s.d.Token(key); tok != "" {
 			match = append(match, tok)
 		}
 	}
-	n, err := s.o.parseCount(status, body, match)
+	n, err := parseCount(s.o, status, body, match)
 	if err != nil {
 		return 0, fmt.Errorf("oracle %s: %v", u, err)
 	}
@@ -79,7 +81,7 @@ func (s *httpSource) read(ctx context.Context, u, key string, rec func(Exchange)
 }
 
 // get sends x.Request and fills in x's response.
-func (s *httpSource) get(ctx context.Context, x *Exchange) (int, []byte, error) {
+func (s *httpSource) get(ctx context.Context, x *wire.Exchange) (int, []byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, x.Request.URL, nil)
 	if err != nil {
 		x.Error = err.Error()
@@ -93,9 +95,9 @@ func (s *httpSource) get(ctx context.Context, x *Exchange) (int, []byte, error) 
 		return 0, nil, err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, wire.MaxBody))
 	x.Duration = time.Now().Sub(x.Start)
-	x.Response = &ExchangeResponse{Status: resp.StatusCode, Header: resp.Header, Body: body}
+	x.Response = &wire.ExchangeResponse{Status: resp.StatusCode, Header: resp.Header, Body: body}
 	if err != nil {
 		x.Error = err.Error()
 		return 0, nil, err
@@ -103,58 +105,20 @@ func (s *httpSource) get(ctx context.Context, x *Exchange) (int, []byte, error) 
 	return resp.StatusCode, body, nil
 }
 
-// KeyURL is the absolute probe URL for key: "{key}" replaced by the
-// URL-escaped key, a relative URL resolved against t.BaseURL.
-func (o *Oracle) KeyURL(t *Target, key string) string {
-	return o.abs(t, strings.ReplaceAll(o.URL, "{key}", url.QueryEscape(key)))
-}
-
-// TotalsURL is the probe URL with its "{key}" query parameter removed (the
-// reference contract: /v1/effects?key={key} -> /v1/effects, executions of
-// every key). It is "" when the key sits in the path or is not there.
-func (o *Oracle) TotalsURL(t *Target) string {
-	u, err := url.Parse(o.abs(t, o.URL))
-	if err != nil || strings.Contains(u.Path, "{key}") || strings.Contains(u.EscapedPath(), "%7Bkey%7D") {
-		return ""
-	}
-	q := u.Query()
-	found := false
-	for name, vs := range q {
-		for _, v := range vs {
-			if v == "{key}" {
-				q.Del(name)
-				found = true
-			}
-		}
-	}
-	if !found {
-		return ""
-	}
-	u.RawQuery = q.Encode()
-	return u.String()
-}
-
-func (o *Oracle) abs(t *Target, u string) string {
-	if strings.HasPrefix(u, "http://") || strings.HasPrefix(u, "https://") {
-		return u
-	}
-	return t.BaseURL + u
-}
-
 // parseCount reads the execution count from a probe's response: a 200
 // whose JSON body holds an integer at Pointer, or an array there (or at
 // Count.Array) whose elements are counted; with match set and Count.Where,
 // only the elements whose member there is one of match.
-func (o *Oracle) parseCount(status int, body []byte, match []string) (int, error) {
+func parseCount(o *target.Oracle, status int, body []byte, match []string) (int, error) {
 	if status != http.StatusOK {
 		return 0, fmt.Errorf("status %d", status)
 	}
-	doc, err := decodeJSON(body)
+	doc, err := jsonx.Decode(body)
 	if err != nil {
 		return 0, err
 	}
 	if o.Count != nil {
-		return o.Count.count(doc, match)
+		return listCount(o.Count, doc, match)
 	}
 	v, ok := jsonx.Pointer(doc, o.Pointer)
 	if !ok {

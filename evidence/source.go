@@ -1,10 +1,14 @@
-package scenarios
+package evidence
 
 import (
 	"context"
 	"errors"
 	"io"
 	"net/http"
+	"time"
+
+	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/wire"
 )
 
 // Source is one place where executions of the API under test are counted
@@ -16,10 +20,10 @@ type Source interface {
 	// Count reads the executions of key (the bare key, unquoted) when the
 	// source counts per key, else of every key. rec, when not nil, keeps
 	// the probe's HTTP exchange as evidence.
-	Count(ctx context.Context, key string, rec func(Exchange)) (int, error)
+	Count(ctx context.Context, key string, rec func(wire.Exchange)) (int, error)
 	// Total reads the executions of every key; ok is false when the
 	// source has no such count (a per-key URL with the key in its path).
-	Total(ctx context.Context, rec func(Exchange)) (n int, ok bool, err error)
+	Total(ctx context.Context, rec func(wire.Exchange)) (n int, ok bool, err error)
 	// PerKey reports whether Count answers for one key.
 	PerKey() bool
 	// Sees says which executions the source can count.
@@ -39,29 +43,27 @@ type Sight struct {
 	Replicas bool
 }
 
-// idsSight is what distinct created ids see: only the 2xx answers that
-// reached the client, each carrying its id.
-var idsSight = Sight{}
-
 // Evidence is a run's open sources: the target's oracles, one source per
 // replica where they count per replica. Open it once per run
-// (OpenEvidence) and Close it at the end.
+// (Open) and Close it at the end.
 type Evidence struct {
-	t       *Target
+	t       *target.Target
+	d       *Downstream
 	sources []Source
 	perKey  bool
 }
 
-// OpenEvidence opens the sources of t's oracles; HTTP probes go over c.
-// It is nil (and no error) when t has no oracle.
-func OpenEvidence(t *Target, c *http.Client) (*Evidence, error) {
+// Open opens the sources of t's oracles; HTTP probes go over c, and d is
+// the run's downstream double (nil when none runs; an oracle counting its
+// calls then fails to open). It is nil (and no error) when t has no oracle.
+func Open(t *target.Target, c *http.Client, d *Downstream) (*Evidence, error) {
 	os := t.Oracles()
 	if len(os) == 0 {
 		return nil, nil
 	}
-	ev := &Evidence{t: t, perKey: os[0].PerKey()}
+	ev := &Evidence{t: t, d: d, perKey: os[0].PerKey()}
 	for _, o := range os {
-		ss, err := o.open(t, c)
+		ss, err := open(o, t, c, d)
 		if err != nil {
 			_ = ev.Close()
 			return nil, errors.New(t.Redact(err.Error()))
@@ -86,7 +88,7 @@ func (ev *Evidence) PerKey() bool {
 
 // Count sums the sources' counts for key (see Source.Count); errors are
 // redacted.
-func (ev *Evidence) Count(ctx context.Context, key string, rec func(Exchange)) (int, error) {
+func (ev *Evidence) Count(ctx context.Context, key string, rec func(wire.Exchange)) (int, error) {
 	total := 0
 	for _, s := range ev.sources {
 		n, err := s.Count(ctx, key, rec)
@@ -99,7 +101,7 @@ func (ev *Evidence) Count(ctx context.Context, key string, rec func(Exchange)) (
 }
 
 // Total sums the sources' totals; ok is false when one has none.
-func (ev *Evidence) Total(ctx context.Context, rec func(Exchange)) (int, bool, error) {
+func (ev *Evidence) Total(ctx context.Context, rec func(wire.Exchange)) (int, bool, error) {
 	total := 0
 	for _, s := range ev.sources {
 		n, ok, err := s.Total(ctx, rec)
@@ -139,3 +141,11 @@ func (ev *Evidence) Close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// LagSettle bounds how long a count below what the answers prove is
+// re-read before it is reported as not settled.
+const LagSettle = 2 * time.Second
+
+// CalibrationWait bounds how long a count may lag behind its response:
+// as long as a case's count is re-read (LagSettle).
+const CalibrationWait = LagSettle

@@ -1,0 +1,49 @@
+package evidence
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/idemcheck/idemcheck/evidence/double"
+	"github.com/idemcheck/idemcheck/target"
+)
+
+// TestMark: a key's token goes where the marker says, the body's other
+// bytes unchanged; the double then counts the request's calls for the key.
+func TestMark(t *testing.T) {
+	base := &target.Target{Downstream: &double.Config{Routes: []double.Route{{Name: "payments", Path: "/**"}}}}
+	d, err := StartDownstream(context.Background(), base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	key := "0c6f7d2a-1b3c-4d5e-8f90-a1b2c3d4e5f6"
+	tok := d.Token(key)
+	if len(tok) != double.TokenLen || !strings.HasPrefix(tok, double.Prefix) || tok != d.Token(key) || tok == d.Token(key+"x") {
+		t.Fatalf("token %q: want a stable, per-key token", tok)
+	}
+	body := []byte(`{"sku": "abc",  "reference": "", "n": 1}`)
+	for _, tc := range []struct {
+		marker          target.Marker
+		url, body, head string
+	}{
+		{target.Marker{Pointer: "/reference"}, "http://api/v1/orders", `{"sku": "abc",  "reference": "` + tok + `", "n": 1}`, ""},
+		{target.Marker{Pointer: "/meta/ref"}, "http://api/v1/orders", `{"meta":{"ref":"` + tok + `"},"n":1,"reference":"","sku":"abc"}`, ""},
+		{target.Marker{Header: "X-Ref"}, "http://api/v1/orders", string(body), tok},
+		{target.Marker{Query: "ref"}, "http://api/v1/orders?ref=" + tok, string(body), ""},
+	} {
+		op := &target.Operation{Marker: &tc.marker}
+		h := http.Header{}
+		u, b := d.Mark(op, key, "http://api/v1/orders", h, body)
+		if u != tc.url || string(b) != tc.body || h.Get("X-Ref") != tc.head {
+			t.Errorf("marker %s: %s %s %v", tc.marker.String(), u, b, h)
+		}
+	}
+	// Without a double nothing changes.
+	var none *Downstream
+	if u, b := none.Mark(&target.Operation{Marker: &target.Marker{Header: "X-Ref"}}, key, "u", http.Header{}, body); u != "u" || string(b) != string(body) {
+		t.Error("marked without a double")
+	}
+}

@@ -1,0 +1,33 @@
+package evidence
+
+import (
+	"net/http"
+
+	"github.com/idemcheck/idemcheck/target"
+)
+
+// open makes the oracle's sources for t: one per replica for a per-replica
+// HTTP counter, else one. HTTP sources send over c.
+func open(o *target.Oracle, t *target.Target, c *http.Client, d *Downstream) ([]Source, error) {
+	if o.Downstream != "" {
+		s, err := openDownstream(d, o.Downstream)
+		if err != nil {
+			return nil, err
+		}
+		return []Source{s}, nil
+	}
+	if o.SQL != nil {
+		s, err := openSQL(o.SQL)
+		if err != nil {
+			return nil, err
+		}
+		return []Source{s}, nil
+	}
+	var out []Source
+	for _, r := range o.ByReplica(t) {
+		abs := *r
+		abs.URL = r.Abs(t, r.URL)
+		out = append(out, &httpSource{o: &abs, t: t, d: d, client: c})
+	}
+	return out, nil
+}

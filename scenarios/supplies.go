@@ -1,0 +1,69 @@
+package scenarios
+
+import "github.com/idemcheck/idemcheck/target"
+
+// Supplies reports whether t supplies n for at least one operation.
+func Supplies(t *target.Target, n Need) bool {
+	for i := range t.Operations {
+		if suppliesFor(t, &t.Operations[i], n) {
+			return true
+		}
+	}
+	return len(t.Operations) == 0 && suppliesFor(t, nil, n)
+}
+
+// suppliesFor reports whether t supplies n for op (nil: a case not tied to
+// one operation).
+func suppliesFor(t *target.Target, op *target.Operation, n Need) bool {
+	variant := func(name string) bool {
+		if op == nil {
+			return false
+		}
+		_, ok := op.Variants[name]
+		return ok
+	}
+	switch n {
+	case NeedOracle:
+		return t.OracleOf(op) != nil
+	case NeedEffects:
+		return t.OracleOf(op) != nil || (op != nil && op.IDPointer != "")
+	case NeedIDPointer:
+		return op != nil && op.IDPointer != ""
+	case NeedSecondPrincipal:
+		return len(t.Principals) >= 2
+	case NeedSecondOperation:
+		return len(t.Operations) >= 2
+	case NeedSlow:
+		return variant(target.VariantSlow)
+	case NeedBusinessError:
+		return variant(target.VariantBusinessError)
+	case NeedTransientError:
+		return variant(target.VariantTransientError)
+	case NeedInvalid:
+		return variant(target.VariantInvalid)
+	case NeedLarge:
+		return variant(target.VariantLarge)
+	case NeedBinary:
+		return variant(target.VariantBinary)
+	case NeedCrash:
+		return variant(target.VariantCrash)
+	case NeedTimeout:
+		return variant(target.VariantTimeout)
+	case NeedTTL:
+		// "ttl: never" supplies it too: the expiry cases then record that
+		// keys never expire (see Env.neverExpires).
+		return t.TTL > 0 || t.NeverExpires
+	case NeedLease:
+		return t.Lease > 0
+	case NeedTargetCmd:
+		return t.Command != ""
+	case NeedReplicas:
+		return len(t.Replicas) >= 2
+	}
+	return false
+}
+
+// NeedTargetCmd: a managed target (target_cmd, --target-cmd) the harness
+// can SIGKILL mid-flight and restart. Cases that need it run alone, after
+// the concurrent batch, because they take the target down.
+const NeedTargetCmd Need = "target-cmd"

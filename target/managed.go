@@ -1,0 +1,298 @@
+package target
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/idemcheck/idemcheck/internal/freeport"
+)
+
+// Managed-target bounds.
+const (
+	// managedOutputMax bounds the captured stdout+stderr (the tail is kept).
+	managedOutputMax = 64 << 10
+	managedStopGrace = 5 * time.Second
+	managedKillWait  = 10 * time.Second
+	managedPoll      = 50 * time.Millisecond
+)
+
+// managedReadyTimeout bounds waiting for a started target to answer HTTP.
+// A variable so that tests can shorten it.
+var managedReadyTimeout = 15 * time.Second
+
+// portPlaceholder in target_cmd and base_url is replaced by the port the
+// harness picked.
+const portPlaceholder = "{port}"
+
+// downstreamPlaceholder in target_cmd is replaced by the downstream
+// double's base URL (the API's provider URL).
+const downstreamPlaceholder = "{downstream}"
+
+// Managed is a target process the harness started: its own process group,
+// killed with the harness (Pdeathsig), output kept for evidence.
+type Managed struct {
+	argv    []string
+	baseURL string
+	out     *tailBuffer
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{} // closed when the current process has been waited for
+}
+
+// FromCommand returns the reference contract's Target for a server the
+// harness starts with command (see Target.Command); its base URL is
+// http://127.0.0.1:{port}.
+func FromCommand(command string, ttl, lease time.Duration) (*Target, error) {
+	if _, err := SplitCommand(command); err != nil {
+		return nil, fmt.Errorf("--target-cmd %q: %v", command, err)
+	}
+	t, err := FromURL("http://127.0.0.1", ttl, lease)
+	if err != nil {
+		return nil, err
+	}
+	t.BaseURL, t.Command = "", command
+	// Each started process counts its own executions (StartReplicas
+	// may start several).
+	t.Oracle.PerReplica = true
+	return t, nil
+}
+
+// SplitCommand splits a command line the way a shell splits words, without
+// running a shell: blanks separate words, '...' is literal, "..." honours
+// backslash escapes of \ " $ and `, and a backslash outside quotes escapes
+// the next character.
+func SplitCommand(s string) ([]string, error) {
+	var (
+		words []string
+		cur   strings.Builder
+		inW   bool
+	)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == ' ' || c == '\t' || c == '\n':
+			if inW {
+				words, inW = append(words, cur.String()), false
+				cur.Reset()
+			}
+		case c == '\'':
+			j := strings.IndexByte(s[i+1:], '\'')
+			if j < 0 {
+				return nil, errors.New("unterminated single quote")
+			}
+			cur.WriteString(s[i+1 : i+1+j])
+			i, inW = i+1+j, true
+		case c == '"':
+			i++
+			for ; i < len(s) && s[i] != '"'; i++ {
+				if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("\\\"$`", s[i+1]) >= 0 {
+					i++
+				}
+				cur.WriteByte(s[i])
+			}
+			if i >= len(s) {
+				return nil, errors.New("unterminated double quote")
+			}
+			inW = true
+		case c == '\\':
+			if i+1 == len(s) {
+				return nil, errors.New("trailing backslash")
+			}
+			i++
+			cur.WriteByte(s[i])
+			inW = true
+		default:
+			cur.WriteByte(c)
+			inW = true
+		}
+	}
+	if inW {
+		words = append(words, cur.String())
+	}
+	if len(words) == 0 {
+		return nil, errors.New("empty command")
+	}
+	return words, nil
+}
+
+// StartManaged starts t's command on a free loopback port and waits until
+// it answers HTTP. It returns a copy of t aimed at the started process.
+// An error wrapping ErrUnreachable means the process started but never
+// answered; any other error means it could not be started.
+func StartManaged(ctx context.Context, t *Target, downstreamURL string) (*Target, *Managed, error) {
+	argv, err := SplitCommand(t.Command)
+	if err != nil {
+		return nil, nil, fmt.Errorf("target_cmd %q: %v", t.Command, err)
+	}
+	port, err := freeport.Loopback()
+	if err != nil {
+		return nil, nil, fmt.Errorf("target_cmd: no free port: %v", err)
+	}
+	p := strconv.Itoa(port)
+	for i := range argv {
+		argv[i] = strings.ReplaceAll(argv[i], portPlaceholder, p)
+		if downstreamURL != "" { // the API's provider URL
+			argv[i] = strings.ReplaceAll(argv[i], downstreamPlaceholder, downstreamURL)
+		}
+	}
+	base := t.BaseURL
+	if base == "" {
+		base = "http://127.0.0.1:" + portPlaceholder
+	}
+	m := &Managed{argv: argv, baseURL: strings.ReplaceAll(base, portPlaceholder, p), out: &tailBuffer{max: managedOutputMax}}
+	if err := m.start(); err != nil {
+		return nil, nil, fmt.Errorf("target_cmd %q: %v", t.Command, err)
+	}
+	if err := m.waitReady(ctx); err != nil {
+		m.Stop()
+		return nil, nil, err
+	}
+	mt := *t
+	mt.BaseURL, mt.managed = m.baseURL, m
+	return &mt, m, nil
+}
+
+// BaseURL is where the managed target listens.
+func (m *Managed) BaseURL() string { return m.baseURL }
+
+// Output returns the tail of the target's captured stdout and stderr.
+func (m *Managed) Output() string { return m.out.String() }
+
+// start runs a new process of argv in its own process group.
+func (m *Managed) start() error {
+	cmd := exec.Command(m.argv[0], m.argv[1:]...)
+	// Own group: Kill reaches whatever the command spawned. Pdeathsig: the
+	// target dies with the harness even if the harness is killed.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Stdout, cmd.Stderr = m.out, m.out
+	cmd.WaitDelay = time.Second // output pipes held by an escaped grandchild
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	m.mu.Lock()
+	m.cmd, m.done = cmd, done
+	m.mu.Unlock()
+	return nil
+}
+
+// waitReady polls until the target answers any HTTP response, the process
+// exits, or managedReadyTimeout passes.
+func (m *Managed) waitReady(ctx context.Context) error {
+	m.mu.Lock()
+	cmd, done := m.cmd, m.done
+	m.mu.Unlock()
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	deadline := time.Now().Add(managedReadyTimeout)
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.baseURL+"/", nil)
+		if err != nil {
+			return fmt.Errorf("target_cmd: base URL %q: %v", m.baseURL, err)
+		}
+		if resp, err := client.Do(req); err == nil {
+			resp.Body.Close()
+			return nil
+		}
+		select {
+		case <-done:
+			return fmt.Errorf("%w: target_cmd %s exited before answering at %s (%v)%s", ErrUnreachable, m.argv[0], m.baseURL, cmd.ProcessState, m.lastLine())
+		case <-ctx.Done():
+			return fmt.Errorf("%w: target_cmd %s: %v", ErrUnreachable, m.argv[0], ctx.Err())
+		case <-time.After(managedPoll):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: target_cmd %s started but did not answer HTTP at %s within %s%s", ErrUnreachable, m.argv[0], m.baseURL, managedReadyTimeout, m.lastLine())
+		}
+	}
+}
+
+// lastLine is the last line the target printed, for one-line errors.
+func (m *Managed) lastLine() string {
+	out := strings.TrimSpace(m.out.String())
+	if out == "" {
+		return ""
+	}
+	return "; last output: " + out[strings.LastIndexByte(out, '\n')+1:]
+}
+
+// signal sends sig to the current process group and waits up to wait for
+// the process to end.
+func (m *Managed) signal(sig syscall.Signal, wait time.Duration) bool {
+	m.mu.Lock()
+	cmd, done := m.cmd, m.done
+	m.mu.Unlock()
+	if cmd == nil {
+		return true
+	}
+	select {
+	case <-done: // already gone: its pid may belong to someone else now
+		return true
+	default:
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, sig)
+	select {
+	case <-done:
+		return true
+	case <-time.After(wait):
+		return false
+	}
+}
+
+// Kill ends the target abruptly (SIGKILL to its process group), like a
+// crash, and waits until it is gone.
+func (m *Managed) Kill() { m.signal(syscall.SIGKILL, managedKillWait) }
+
+// Restart starts the target again on the same port and waits until it
+// answers HTTP.
+func (m *Managed) Restart(ctx context.Context) error {
+	m.Kill()
+	if err := m.start(); err != nil {
+		return fmt.Errorf("restart %s: %v", m.argv[0], err)
+	}
+	return m.waitReady(ctx)
+}
+
+// Stop ends the target at the end of a run: SIGTERM, then SIGKILL after a
+// grace period.
+func (m *Managed) Stop() {
+	if !m.signal(syscall.SIGTERM, managedStopGrace) {
+		m.Kill()
+	}
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if over := len(t.b) - t.max; over > 0 {
+		t.b = append(t.b[:0], t.b[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}
+
+// Managed is the process StartManaged started for t, nil when t's server
+// was not started by the harness.
+func (t *Target) Managed() *Managed { return t.managed }

@@ -1,0 +1,60 @@
+package wire
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/idemcheck/idemcheck/target"
+)
+
+// Request is one request of an operation as a case or a driver describes
+// it. Zero values mean "the normal call".
+type Request struct {
+	Label string
+	// Key is the idempotency key, bare; Build writes it in the target's
+	// syntax.
+	Key string
+	// NoKey sends no key field at all.
+	NoKey bool
+	// KeyLines, when set, are sent verbatim as key field lines (malformed
+	// and repeated-field probes); Key is then ignored.
+	KeyLines []string
+	// Principal indexes Target.Principals; -1 sends no credentials.
+	Principal int
+	// Body replaces the operation's body.
+	Body json.RawMessage
+	// Method and Path override the operation's.
+	Method, Path string
+	// Base replaces Target.BaseURL: one of Target.Replicas.
+	Base string
+}
+
+// Build is the exchange r describes on op: method, URL, fields (the key in
+// the target's syntax) and body, not yet sent.
+func Build(t *target.Target, op *target.Operation, r Request) Exchange {
+	method, path := op.Method, op.Path
+	if r.Method != "" {
+		method = r.Method
+	}
+	if r.Path != "" {
+		path = r.Path
+	}
+	body := r.Body
+	if body == nil {
+		body = op.Body
+	}
+	base := t.BaseURL
+	if r.Base != "" {
+		base = r.Base
+	}
+	x := Exchange{Label: r.Label, Request: ExchangeRequest{Method: method, URL: base + path,
+		Header: t.Header(op, r.Principal, len(body) > 0), Body: body}}
+	hk := http.CanonicalHeaderKey(t.KeyHeader)
+	switch {
+	case r.KeyLines != nil:
+		x.Request.Header[hk] = append([]string(nil), r.KeyLines...)
+	case !r.NoKey:
+		x.Request.Header[hk] = []string{t.KeyValue(r.Key)}
+	}
+	return x
+}

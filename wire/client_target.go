@@ -1,0 +1,65 @@
+package wire
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/idemcheck/idemcheck/target"
+)
+
+// Transport is NewTransport with the target's TLS settings.
+func Transport(t *target.Target, maxConns int) http.RoundTripper {
+	return newTransport(maxConns, t.TLSConfig())
+}
+
+// Client is NewClient with the target's TLS settings.
+func Client(t *target.Target, timeout time.Duration) *http.Client {
+	return &http.Client{
+		Transport:     Transport(t, 0),
+		Timeout:       timeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// Preflight makes sure something answers HTTP at the base URL and at every
+// replica (any status will do) and, when the target declares a key_source,
+// that it issues a key. Every face calls it before any traffic; the error
+// wraps ErrUnreachable or ErrKeySource.
+func Preflight(ctx context.Context, t *target.Target, c *http.Client) error {
+	for _, base := range t.Bases() {
+		if err := preflightBase(ctx, t, c, base); err != nil {
+			return err
+		}
+	}
+	if t.KeySource != nil {
+		if _, err := FetchKey(ctx, t, c, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// preflightBase makes sure something answers HTTP at base (one replica).
+func preflightBase(ctx context.Context, t *target.Target, c *http.Client, base string) error {
+	// A hand-built Target may leave Timeout 0 (no per-request bound).
+	d := 5 * time.Second
+	if t.Timeout > 0 {
+		d = min(t.Timeout, d)
+	}
+	pctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	req, err := http.NewRequestWithContext(pctx, http.MethodGet, base+"/", nil)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", target.ErrUnreachable, t.Redact(base), err)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", target.ErrUnreachable, t.Redact(base), err)
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+	resp.Body.Close()
+	return nil
+}
