@@ -156,7 +156,7 @@ func TestKeySyntax(t *testing.T) {
 		{&openapi3.Parameter{Name: "K", Example: "abc"}, scenarios.Raw, "guessed: "},
 		{&openapi3.Parameter{Name: "K", Description: "A Structured Field string."}, scenarios.SFString, "structured-field"},
 		{&openapi3.Parameter{Name: "K", Description: "The key, sent as is."}, scenarios.Raw, "sent as is"},
-		{&openapi3.Parameter{Name: "K", Schema: str("uuid")}, scenarios.Raw, "format is uuid"},
+		{&openapi3.Parameter{Name: "K", Schema: str("uuid")}, scenarios.SFString, "uuid format is the key's"},
 		{&openapi3.Parameter{Name: "K", Schema: pattern("^[A-Za-z0-9-]{8,64}$")}, scenarios.Raw, "refuses quotes"},
 		{&openapi3.Parameter{Name: "K", Schema: pattern(`^"[a-z0-9-]+"$`)}, scenarios.SFString, "wants quotes"},
 		{&openapi3.Parameter{Name: "K", Schema: str("")}, scenarios.SFString, "guessed: the draft's"},
