@@ -3,6 +3,7 @@ package initconfig
 import (
 	"fmt"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -181,25 +182,47 @@ func slug(s string) string {
 }
 
 // invalid is a patch that breaks the type of a required member, for the
-// invalid variant, when the document declares a 400 or 422 answer.
-func (a *analysis) invalid(o operation, b *body) (map[string]any, int, string) {
+// invalid variant, when the document declares a 400 or 422 answer. Its
+// status is one the document gives no other meaning: a 422 described as a
+// key reused with another body is the mismatch answer (mismatch_status),
+// and expecting it for a bad body would make the case inconclusive on a
+// correct API. taken are the statuses init gives such meanings across the
+// document. gap is a TODO when no declared status is left.
+func (a *analysis) invalid(o operation, b *body, taken map[int]string) (patch map[string]any, status int, why, gap string) {
 	if b == nil || b.schema == nil || o.op.Responses == nil {
-		return nil, 0, ""
+		return nil, 0, "", ""
 	}
-	// The status is kept only when the document leaves no choice: with
-	// both 400 and 422 declared, any 4xx will do.
-	var declared []int
+	var declared, usable []int
+	var others []string
 	for _, s := range []int{400, 422} {
-		if o.op.Responses.Status(s) != nil {
-			declared = append(declared, s)
+		r := o.op.Responses.Status(s)
+		if r == nil {
+			continue
 		}
+		declared = append(declared, s)
+		if meaning := otherMeaning(o, s, r, taken); meaning != "" {
+			others = append(others, meaning)
+			continue
+		}
+		usable = append(usable, s)
 	}
 	if len(declared) == 0 {
-		return nil, 0, ""
+		return nil, 0, "", ""
 	}
-	status := declared[0]
-	if len(declared) > 1 {
-		status = 0
+	// The status is kept only when the document leaves no choice: with
+	// both 400 and 422 free, any 4xx will do.
+	said := "the document declares " + joinInts(usable, " and ")
+	if len(usable) == 1 {
+		status = usable[0]
+	}
+	if len(others) > 0 {
+		not := "not " + strings.Join(others, "; ")
+		if len(usable) == 0 {
+			said = ""
+			gap = "the status the API answers a bad body with, any 4xx meanwhile (" + not + ")"
+		} else {
+			said += " (" + not + ")"
+		}
 	}
 	f := flatten(b.schema)
 	for _, name := range f.required {
@@ -220,10 +243,32 @@ func (a *analysis) invalid(o operation, b *body) (map[string]any, int, string) {
 		}
 		patch := map[string]any{name: bad}
 		if !a.validPatch(b, patch) {
-			return patch, status, fmt.Sprintf("%s of the wrong type; the document declares %s", name, joinInts(declared, " and "))
+			why := name + " of the wrong type"
+			if said != "" {
+				why += "; " + said
+			}
+			return patch, status, why, gap
 		}
 	}
-	return nil, 0, ""
+	return nil, 0, "", ""
+}
+
+// otherMeaning says why status s of o is not a bad body's answer, as
+// "422: its 422 says ..." when its description reads as a changed body or
+// a key in flight or init gives it that meaning elsewhere (taken); "" when
+// it has none.
+func otherMeaning(o operation, s int, r *openapi3.ResponseRef, taken map[int]string) string {
+	if r.Value != nil && r.Value.Description != nil {
+		for _, re := range []*regexp.Regexp{mismatchRE, inFlightRE} {
+			if m := re.FindString(*r.Value.Description); m != "" {
+				return fmt.Sprintf("%d: its %d says %q", s, s, m)
+			}
+		}
+	}
+	if where, ok := taken[s]; ok {
+		return fmt.Sprintf("%d, the %s", s, where)
+	}
+	return ""
 }
 
 func joinInts(ns []int, sep string) string {

@@ -54,7 +54,11 @@ func (a *analysis) evidenceComments(k *yaml.Node, ops []operation) {
 		"downstream:",
 		"  listen: 127.0.0.1:9090",
 		"  routes:",
-		fmt.Sprintf("    - {name: %s, method: POST, path: /TODO, response: {status: 200, body: {}}}", route),
+		// An empty answer breaks an API that reads the provider's id (it
+		// answers 502 to every request): the double answers one, {seq}
+		// making each call's its own.
+		fmt.Sprintf(`    - {name: %s, method: POST, path: /TODO, response: {status: 200, body: {id: "%s_{seq}"}}}  # TODO: answer as the provider does, with every member the API reads (%s)`,
+			route, idPrefix(dep), doubleDoc),
 		"oracle:",
 		fmt.Sprintf("  downstream: %s", route))
 	foot(k, lines...)
@@ -85,6 +89,18 @@ func (a *analysis) counter() (url, pointer, why string) {
 
 // dependencyRE finds a dependency named in prose.
 var dependencyRE = regexp.MustCompile(`(?i)\b((?:payment |card |shipping |email |sms )?(?:provider|gateway|processor|upstream|downstream|third[- ]party(?: service| api)?))\b`)
+
+// doubleDoc explains the double's routes and their answers.
+const doubleDoc = "docs/double.md"
+
+// idPrefix starts the ids the commented double route answers with, as a
+// provider's do ("pay_1" for a payment provider).
+func idPrefix(dependency string) string {
+	if strings.Contains(dependency, "pay") || strings.Contains(dependency, "card") {
+		return "pay"
+	}
+	return "ext"
+}
 
 // route is the downstream route's name in the commented config: the
 // dependency the document names, else TODO.

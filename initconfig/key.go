@@ -118,7 +118,9 @@ var rawRE = regexp.MustCompile(`\b(sent as is|as-is|bare|unquoted|without quotes
 
 // keySyntax reads the key's syntax from the key parameter: an example in
 // double quotes, or a description naming a structured field, is an
-// sf-string; an example without quotes is raw; else the draft's sf-string.
+// sf-string; an example without quotes, a pattern refusing quotes or a
+// description saying the key goes bare is raw; else (a uuid format
+// included) the draft's sf-string.
 func keySyntax(p *openapi3.Parameter) (target.KeySyntax, string) {
 	if p == nil {
 		return target.SFString, "guessed: the draft's syntax (\"key\"); use raw if the API wants the bare key"
@@ -139,11 +141,13 @@ func keySyntax(p *openapi3.Parameter) (target.KeySyntax, string) {
 		if strings.HasPrefix(s, `"`) && strings.HasSuffix(s, `"`) {
 			return target.SFString, fmt.Sprintf("from the %s example %s (quoted: an sf-string)", p.Name, s)
 		}
-		return target.Raw, fmt.Sprintf("guessed: from the %s example %s (bare; many documents leave the quotes out)", p.Name, s)
+		return target.Raw, fmt.Sprintf("guessed: from the %s example %s, shown bare (use sf-string if the API parses the draft's quotes)", p.Name, s)
 	}
 	if sc := p.Schema; sc != nil && sc.Value != nil {
+		// A uuid format says what the key is, not how it is sent: the
+		// draft's own example is a UUID in quotes.
 		if sc.Value.Format == "uuid" {
-			return target.Raw, fmt.Sprintf("guessed: the %s schema's format is uuid, which a quoted key is not", p.Name)
+			return target.SFString, fmt.Sprintf("guessed: the draft's syntax; the %s schema's uuid format is the key's, quoted as in the draft's example (use raw if the API wants it bare)", p.Name)
 		}
 		// A pattern that wants the quotes, or takes a bare key and
 		// refuses it quoted.

@@ -40,7 +40,7 @@ var documents = []struct {
 	ids        map[string]string // operation -> id_pointer
 	oracle     string            // from x-idemcheck-oracle ("": evidence TODOs)
 	// invalidStatus is the invalid variant's status: the one of 400 and
-	// 422 the document declares, 0 when both are.
+	// 422 the document declares with no other meaning, 0 when both are.
 	invalidStatus int
 }{
 	{"payments", "../examples/payments.openapi.yaml", "3.0 YAML with examples, the reference app",
@@ -48,7 +48,7 @@ var documents = []struct {
 		map[string]string{"createCharge": "/id", "createRefund": "/id"}, "/v1/effects?key={key}", 0},
 	{"charges", "testdata/charges.json", "3.1 JSON without examples (type arrays, numeric exclusiveMinimum, const)",
 		"Idempotency-Key", target.SFString, 7 * 24 * time.Hour, "http://127.0.0.1:8092/api", "Authorization",
-		map[string]string{"charge": "/id", "refund": "/id"}, "", 0},
+		map[string]string{"charge": "/id", "refund": "/id"}, "", 400},
 	{"bookings", "testdata/bookings.yaml", "3.1 YAML, $refs everywhere, allOf, an API-key scheme beside OAuth",
 		"X-Idempotency-Key", target.Raw, 2 * time.Second, "http://127.0.0.1:8091", "X-Api-Key",
 		map[string]string{"bookRoom": "/booking/booking_id"}, "", 400},
@@ -118,7 +118,7 @@ func TestFromOpenAPIDocuments(t *testing.T) {
 						t.Errorf("rule: the invalid variant breaks the schema; %s's is valid: %s", op.Name, b)
 					}
 					if v.Status != d.invalidStatus {
-						t.Errorf("%s: invalid status %d, want %d (the one documented, none when 400 and 422 are)", op.Name, v.Status, d.invalidStatus)
+						t.Errorf("%s: invalid status %d, want %d (the one documented for a bad body, none when 400 and 422 are)", op.Name, v.Status, d.invalidStatus)
 					}
 				}
 			}
@@ -198,13 +198,13 @@ func TestFromOpenAPIDependency(t *testing.T) {
 	}
 	for _, want := range []string{
 		"# - the dependency the document names (payment provider): point the API's PROVIDER_URL at listen",
-		"#     - {name: payment-provider, method: POST",
+		`#     - {name: payment-provider, method: POST, path: /TODO, response: {status: 200, body: {id: "pay_{seq}"}}}  # TODO: answer as the provider does`,
 		"#   downstream: payment-provider",
 		"# slow: {downstream: {route: payment-provider, delay: 1500ms}, duration: 1500ms}",
 		"# business_error: {downstream: {route: payment-provider, status: 402}, status: 402}  # the document declares 402",
 		"# transient_error: {downstream: {route: payment-provider, status: 503}, status: 503}  # the document declares 503",
 		"#   transient_error: {downstream: {route: payment-provider, status: 503}, status: TODO}",
-		"invalid: {patch: {amount: not-a-number}} # guessed: amount of the wrong type; the document declares 400 and 422",
+		`invalid: {patch: {amount: not-a-number}, status: 400} # guessed: amount of the wrong type; the document declares 400 (not 422: its 422 says "another payload")`,
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("missing %q in\n%s", want, out)

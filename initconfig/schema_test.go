@@ -155,7 +155,7 @@ func TestKeySyntax(t *testing.T) {
 		{&openapi3.Parameter{Name: "K", Example: "abc"}, target.Raw, "guessed: "},
 		{&openapi3.Parameter{Name: "K", Description: "A Structured Field string."}, target.SFString, "structured-field"},
 		{&openapi3.Parameter{Name: "K", Description: "The key, sent as is."}, target.Raw, "sent as is"},
-		{&openapi3.Parameter{Name: "K", Schema: str("uuid")}, target.Raw, "format is uuid"},
+		{&openapi3.Parameter{Name: "K", Schema: str("uuid")}, target.SFString, "uuid format is the key's"},
 		{&openapi3.Parameter{Name: "K", Schema: pattern("^[A-Za-z0-9-]{8,64}$")}, target.Raw, "refuses quotes"},
 		{&openapi3.Parameter{Name: "K", Schema: pattern(`^"[a-z0-9-]+"$`)}, target.SFString, "wants quotes"},
 		{&openapi3.Parameter{Name: "K", Schema: str("")}, target.SFString, "guessed: the draft's"},

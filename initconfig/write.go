@@ -79,8 +79,9 @@ func (a *analysis) write(ops []operation, command string) ([]byte, error) {
 	opsNode := sequence()
 	seen := map[string]bool{}
 	var notes []string
+	taken := idempotencyStatuses(ops)
 	for _, o := range ops {
-		item, opNotes := a.operationNode(o, seen)
+		item, opNotes := a.operationNode(o, seen, taken)
 		opsNode.Content = append(opsNode.Content, item.n)
 		notes = append(notes, opNotes...)
 	}
@@ -161,7 +162,8 @@ func (a *analysis) baseURL() (base, note, gap string) {
 }
 
 // operationNode writes one operation; notes are TODOs for the file head.
-func (a *analysis) operationNode(o operation, seen map[string]bool) (mapping, []string) {
+// taken are the statuses the profile gives an idempotency meaning.
+func (a *analysis) operationNode(o operation, seen map[string]bool, taken map[int]string) (mapping, []string) {
 	m := newMapping()
 	name := opName(o, seen)
 	nn := str(name)
@@ -234,13 +236,16 @@ func (a *analysis) operationNode(o operation, seen map[string]bool) (mapping, []
 	}
 
 	variants := newMapping()
-	if patch, status, why := a.invalid(o, b); patch != nil {
+	if patch, status, why, gap := a.invalid(o, b, taken); patch != nil {
 		v := flowMapping()
 		v.set("patch", value(patch))
 		if status != 0 {
 			v.set("status", value(status))
 		}
 		guessed(v.n, why)
+		if gap != "" {
+			todo(v.n, gap)
+		}
 		variants.set(target.VariantInvalid, v.n)
 	}
 	prose, lines := a.variantTODOs(o)
@@ -272,10 +277,7 @@ func (a *analysis) overrides(ops []operation, p *openapi3.Parameter, syntax targ
 	if syntax == target.Raw {
 		m.set("key_syntax", from(str(string(syntax)), "as key_syntax above"))
 	}
-	for _, field := range []struct {
-		name string
-		re   *regexp.Regexp
-	}{{"mismatch_status", mismatchRE}, {"in_flight_status", inFlightRE}} {
+	for _, field := range describedFields {
 		if code, where := describedStatus(ops, field.re); code != 0 {
 			m.set(field.name, guessed(value([]int{code}), where))
 		}
@@ -297,6 +299,25 @@ func (a *analysis) overrides(ops []operation, p *openapi3.Parameter, syntax targ
 		m.set("key_required", from(str("yes"), "the "+p.Name+" parameter is required"))
 	}
 	return m
+}
+
+// describedFields are the profile's statuses init reads from response
+// descriptions.
+var describedFields = []struct {
+	name string
+	re   *regexp.Regexp
+}{{"mismatch_status", mismatchRE}, {"in_flight_status", inFlightRE}}
+
+// idempotencyStatuses are the statuses overrides writes for a changed body
+// or a key in flight, each with where the document says so.
+func idempotencyStatuses(ops []operation) map[int]string {
+	taken := map[int]string{}
+	for _, field := range describedFields {
+		if code, where := describedStatus(ops, field.re); code != 0 {
+			taken[code] = field.name + ": " + where
+		}
+	}
+	return taken
 }
 
 var (

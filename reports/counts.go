@@ -99,20 +99,48 @@ func outcomeText(o scenarios.RunOutcome) string {
 	return fmt.Sprintf("%s (exit %d)", text, o.ExitCode())
 }
 
-// requirementLines are "MUST: N verified, N violated, N without evidence"
-// and the same for SHOULD; a level with untested requirements says so.
+// requirementLines are "MUST: N requirements verified, N violated (by K
+// case instances), N without evidence" and the same for SHOULD; a level
+// with untested requirements says so. The instances tie the count to the
+// "N failed" line above: one case citing three requirements violates
+// three.
 func requirementLines(rep *scenarios.Report) []string {
 	reqs := rep.Requirements()
 	var out []string
 	for _, l := range []scenarios.Level{scenarios.Must, scenarios.Should} {
 		c := reqs[l]
-		line := fmt.Sprintf("%s: %d verified, %d violated, %d without evidence", l, c.Verified, c.Violated, c.WithoutEvidence)
+		by := ""
+		if c.Violated > 0 {
+			by = " (by " + plural(violatingInstances(rep, l), "case instance") + ")"
+		}
+		line := fmt.Sprintf("%s: %s verified, %d violated%s, %d without evidence", l, plural(c.Verified, "requirement"), c.Violated, by, c.WithoutEvidence)
 		if c.NotTested > 0 {
 			line += fmt.Sprintf(", %d not tested", c.NotTested)
 		}
 		out = append(out, line)
 	}
 	return out
+}
+
+// violatingInstances counts the results of level l that violate their
+// requirements (failed or warned, an expected failure included), as
+// Report.Requirements counts them.
+func violatingInstances(rep *scenarios.Report, l scenarios.Level) int {
+	n := 0
+	for _, r := range rep.Results {
+		if r.Level == l && (r.Status == scenarios.Fail || r.Status == scenarios.Warn) {
+			n++
+		}
+	}
+	return n
+}
+
+// plural is "1 thing" or "N things".
+func plural(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }
 
 // family groups results by family in first-seen order, keeping the

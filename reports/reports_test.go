@@ -119,7 +119,7 @@ func TestConsole(t *testing.T) {
 			false, ConsoleOptions{}, func(out string) bool { return !strings.Contains(out, "no ttl declared") }},
 		{"requirements", "requirements are counted per level after the instance counts",
 			false, ConsoleOptions{}, func(out string) bool {
-				return strings.Contains(out, "\nMUST: 1 verified, 1 violated, 1 without evidence\nSHOULD: 1 verified, 1 violated, 1 without evidence\n")
+				return strings.Contains(out, "\nMUST: 1 requirement verified, 1 violated (by 1 case instance), 1 without evidence\nSHOULD: 1 requirement verified, 1 violated (by 1 case instance), 1 without evidence\n")
 			}},
 		{"no-evidence-recap", "a MUST without evidence is recapped with its reason and the way out",
 			false, ConsoleOptions{}, func(out string) bool {

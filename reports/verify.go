@@ -2,6 +2,8 @@ package reports
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -38,6 +40,18 @@ type Attested struct {
 // ReadAttestation parses an in-toto Statement carrying a test result, as
 // Attest writes it; anything else is an error.
 func ReadAttestation(raw []byte) (*Attested, error) {
+	// The JSON parser's error quotes the first bad byte, raw: say what
+	// the file is instead, and point a report given in its place at
+	// --report.
+	if !json.Valid(raw) {
+		return nil, errors.New("not JSON: an attestation is the JSON file run --attest writes")
+	}
+	var head struct {
+		Schema string `json:"schema"`
+	}
+	if json.Unmarshal(raw, &head) == nil && head.Schema == SchemaV1 {
+		return nil, errors.New("a JSON report (" + SchemaV1 + "), not an attestation: give the file run --attest wrote, and this one as --report")
+	}
 	st := &ita1.Statement{}
 	if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(raw, st); err != nil {
 		return nil, fmt.Errorf("not an in-toto statement: %v", err)
@@ -64,6 +78,11 @@ func ReadAttestation(raw []byte) (*Attested, error) {
 	}
 	return a, nil
 }
+
+// ToolRevision is the git revision of the build that made the
+// attestation: "" for a build without VCS stamping (a Docker image, go
+// install, a source tarball), which only its version identifies.
+func (a *Attested) ToolRevision() string { return a.annotation(RoleTool, "revision") }
 
 // annotation is a descriptor's annotation as text ("" when absent).
 func (a *Attested) annotation(role, key string) string {
@@ -107,7 +126,7 @@ func Verify(in VerifyInput) ([]string, error) {
 	default:
 		mismatch("result %q: want PASSED, WARNED or FAILED", r)
 	}
-	version, revision := a.annotation(RoleTool, "version"), a.annotation(RoleTool, "revision")
+	version, revision := a.annotation(RoleTool, "version"), a.ToolRevision()
 	if !releaseVersion.MatchString(version) {
 		mismatch("tool version %q is no idemcheck version (a release tag vX.Y.Z or dev)", version)
 	}

@@ -45,7 +45,7 @@ var advice = []struct {
 		"a request ran past the declared lease (a stalled machine): re-run on a less loaded machine, or declare a longer lease"},
 	{[]string{"could not overlap", "could not place", "no in-flight conflict", "not shown inside", "arrived only after", "not every one of"},
 		"the overlap could not be created (a stall, or a slow variant too short to open it): re-run, or lengthen the slow variant"},
-	{[]string{"did not succeed", "normal call failed", "normal call fails", "did not produce", "was not rejected as configured", "cannot call this operation", "cannot be read"},
+	{[]string{"did not succeed", "normal call failed", "normal call fails", "did not produce", "the invalid variant was", "cannot call this operation", "cannot be read"},
 		"a request the case builds on failed (see the reason): fix what the config says of it (body, variant, principal, oracle)"},
 	{[]string{"was not rejected (see", "was not rejected in the first place", "was not refused"},
 		"a prerequisite case failed: see the case the reason names"},

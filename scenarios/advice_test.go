@@ -18,6 +18,8 @@ func TestAdvice(t *testing.T) {
 	}{
 		{Unverifiable, "no oracle", "configure an oracle", ""},
 		{Inconclusive, "the slow variant did not succeed: 500 boom", "a request the case builds on failed", "configure an oracle"},
+		{Inconclusive, "the invalid variant was not rejected with a 4xx: 201", "a request the case builds on failed", "configure an oracle"},
+		{Inconclusive, "the invalid variant was rejected with 400, not the 422 variants.invalid.status names: 400", "a request the case builds on failed", "configure an oracle"},
 		{Inconclusive, "a stall: the retry was sent 2.7s after the original started, past TTL 2s − margin 500ms", "longer TTL", "configure an oracle"},
 		{Inconclusive, "past the lease: a request sent while the original ran was answered 9s after", "longer lease", "configure an oracle"},
 		{Inconclusive, "oracle misconfigured: a 201 answer to POST /v1/refunds under a fresh key left the count unchanged", "fix the oracle", ""},

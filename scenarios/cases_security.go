@@ -224,10 +224,14 @@ func securityLowEntropyKeys(ctx context.Context, e *Env) Verdict {
 	case minLen <= 1 && e.Profile.KeyFormat != "":
 		return e.Pass("keys outside key_format rejected: " + observed)
 	case minLen <= 1:
+		v := e.Finding("key_min_len", "rejected: "+observed)
 		if accepted {
-			return e.Finding("key_min_len", "accepted: "+observed)
+			v = e.Finding("key_min_len", "accepted: "+observed)
 		}
-		return e.Finding("key_min_len", "rejected: "+observed)
+		if minLen == 1 { // set, e.g. from a schema's minLength: 1
+			v.Reason = "profile's key_min_len 1 asks only for a non-empty key, no floor against low entropy; finding recorded"
+		}
+		return v
 	case accepted:
 		return e.Unmet(fmt.Sprintf("a 4xx for keys under key_min_len %d", minLen), observed)
 	}

@@ -74,7 +74,7 @@ func init() {
 	cmd.Flags().BoolVar(&skipTorn, "skip-torn-tail", false, "skip a last line that does not parse (a run killed mid-write), with a warning")
 	cmd.Flags().DurationVar(&ttl, "ttl", 0, "the target's key lifetime, overriding the history's")
 	cmd.Flags().DurationVar(&margin, "margin", 0, "the margin before the TTL: attempts sent later than TTL − margin after a key's first are not judged against it (default: the history's, else the ietf profile's 500ms)")
-	cmd.Flags().BoolVar(&allowIncomplete, "allow-incomplete", false, "exit 0 although no operation shows an execution (instead of exit 5)")
+	cmd.Flags().BoolVar(&allowIncomplete, "allow-incomplete", false, "exit 0 although no operation shows an execution, or more keys were not judged than judged (instead of exit 5)")
 	rootCmd.AddCommand(cmd)
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -22,7 +23,11 @@ func certifyConfig(t *testing.T, url string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return writeTemp(t, "api.yaml", strings.Replace(string(b), "\nttl: 2s", "\nttl: 10s", 1))
+	ttl := regexp.MustCompile(`(?m)^ttl: \S+`)
+	if !ttl.Match(b) {
+		t.Fatal("examples/reference.yaml declares no ttl")
+	}
+	return writeTemp(t, "api.yaml", ttl.ReplaceAllString(string(b), "ttl: "+certifyTTL.String()))
 }
 
 // runLevel reads a JSON report's conformance.

@@ -28,7 +28,8 @@ type chaosFlags struct {
 	faults   []string // parsed once into cfg.Faults
 	jsonPath string
 	verbose  bool
-	// allowIncomplete: no operation executed is exit 0, not 5.
+	// allowIncomplete: no operation executed, or more keys not judged
+	// than judged, is exit 0, not 5.
 	allowIncomplete bool
 	stderr          io.Writer // progress goes here
 }
@@ -87,7 +88,7 @@ func init() {
 	fl.IntVar(&f.cfg.MaxAttempts, "max-attempts", 20, "attempts per operation before giving up")
 	fl.DurationVar(&f.cfg.Deadline, "deadline", 10*time.Minute, "bound on the whole run")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "show progress even when stdout is not a terminal")
-	fl.BoolVar(&f.allowIncomplete, "allow-incomplete", false, "exit 0 although no operation shows an execution (instead of exit 5)")
+	fl.BoolVar(&f.allowIncomplete, "allow-incomplete", false, "exit 0 although no operation shows an execution, or more keys were not judged than judged (instead of exit 5)")
 	reachFlags(fl, &f.sel)
 	rootCmd.AddCommand(cmd)
 }

@@ -210,6 +210,9 @@ func TestDialect(t *testing.T) {
 			if r.code != 0 || !strings.Contains(r.stdout, "Examples:") {
 				t.Fatalf("%s: exit %d, no Examples section:\n%s%s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
 			}
+			if _, last, _ := strings.Cut(r.stdout, "\nExamples:\n"); strings.Contains(last, "\n\n") {
+				t.Errorf("rule: every --help ends with its examples (README); %s has more after them:\n%s", strings.Join(args, " "), last)
+			}
 			for _, goValue := range []string{"map[", ": [", "=["} {
 				if strings.Contains(r.stdout, goValue) {
 					t.Errorf("rule: help shows words, not Go values: %q in\n%s", goValue, r.stdout)

@@ -53,15 +53,45 @@ var rootCmd = &cobra.Command{
 	Short:         "Prove an API's Idempotency-Key support: conformance, chaos, load, reference",
 	SilenceUsage:  true,
 	SilenceErrors: true,
-	Example: `  # a config for your API, from its OpenAPI document (docs/getting-started.md)
+	// TestRootHelpExamples runs each command below as printed and checks
+	// the exit code its comment names.
+	Example: `  # a config for your API, from its OpenAPI document (docs/getting-started.md): exit 0
   idemcheck init --openapi examples/payments.openapi.yaml -o idemcheck.yaml
-  # the reference implementation, certified by the conformance catalog
-  idemcheck serve --addr 127.0.0.1:8080 --ttl 2s &
+  # the reference implementation with 3s keys (the ttl examples/reference.yaml declares; 2.5s
+  # is the least with which every case runs), certified by the conformance catalog: exit 0
+  idemcheck serve --addr 127.0.0.1:8080 --ttl 3s &
   idemcheck run --config examples/reference.yaml --html report.html
-  # the same API under faults, then under load (the config declares its 2s TTL)
+  # the same API under faults, then under load for less than its TTL, so that every answer
+  # is judged (a longer run leaves late answers unjudged, exit 5 when they are most): exit 0
   idemcheck chaos --config examples/reference.yaml --ops 500 --fault drop-response:0.3
-  idemcheck load --config examples/reference.yaml --mode mix --threshold 'violations==0'`,
+  idemcheck load --config examples/reference.yaml --mode mix --duration 2s --threshold 'violations==0'`,
 }
+
+// usageTemplate is cobra's, with the examples moved to the end: the last
+// lines a --help leaves on the screen are commands to copy.
+const usageTemplate = `Usage:{{if .Runnable}}
+  {{.UseLine}}{{end}}{{if .HasAvailableSubCommands}}
+  {{.CommandPath}} [command]{{end}}{{if gt (len .Aliases) 0}}
+
+Aliases:
+  {{.NameAndAliases}}{{end}}{{if .HasAvailableSubCommands}}
+
+Available Commands:{{range .Commands}}{{if (or .IsAvailableCommand (eq .Name "help"))}}
+  {{rpad .Name .NamePadding }} {{.Short}}{{end}}{{end}}{{end}}{{if .HasAvailableLocalFlags}}
+
+Flags:
+{{.LocalFlags.FlagUsages | trimTrailingWhitespaces}}{{end}}{{if .HasAvailableInheritedFlags}}
+
+Global Flags:
+{{.InheritedFlags.FlagUsages | trimTrailingWhitespaces}}{{end}}{{if .HasAvailableSubCommands}}
+
+Use "{{.CommandPath}} [command] --help" for more information about a command.{{end}}{{if .HasExample}}
+
+Examples:
+{{.Example}}{{end}}
+`
+
+func init() { rootCmd.SetUsageTemplate(usageTemplate) }
 
 func main() {
 	os.Exit(run(os.Args[1:]))

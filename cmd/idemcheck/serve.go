@@ -46,7 +46,7 @@ func init() {
 			"(Authorization: Bearer <user>), GET /v1/effects?key=K (execution oracle), GET /healthz.\n" +
 			"Defects: " + strings.Join(demo.DefectNames(), ", "),
 		Example: `  idemcheck serve --addr 127.0.0.1:8080
-  idemcheck serve --addr 127.0.0.1:8081 --ttl 2s --defect no-fingerprint --defect no-inflight-lock
+  idemcheck serve --addr 127.0.0.1:8081 --ttl 3s --defect no-fingerprint --defect no-inflight-lock
   idemcheck serve --store redis --redis-url redis://127.0.0.1:6379/0`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -18,8 +18,10 @@ func init() {
 			"version it names, that its level follows from its results by the run's rule, and, when\n" +
 			"given, that --report (the JSON report) and --config (as run, or as redacted) are the ones it\n" +
 			"cites by digest and that the report's verdicts give its result, lists and level. Prints one\n" +
-			"line per mismatch. Exit codes: 0 consistent, 1 a mismatch, 2 usage error or an unreadable\n" +
-			"attestation. Signatures are checked by the signer's tool (docs/certify.md).",
+			"line per mismatch; a tool revision that is not a git commit is one, a missing revision (a build\n" +
+			"without VCS stamping) a note. Exit codes: 0 consistent, 1 a mismatch, 2 usage error or an\n" +
+			"unreadable attestation (a JSON report given in its place says to pass it as --report).\n" +
+			"Signatures are checked by the signer's tool (docs/certify.md).",
 		Example: `  idemcheck verify idemcheck.intoto.json --report report.json --config idemcheck.yaml`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -43,6 +45,11 @@ func init() {
 				return withCode(exitUsage, fmt.Errorf("%s: %v", args[0], err))
 			}
 			out := cmd.OutOrStdout()
+			// No revision is no mismatch (a release image has none), but
+			// it is said: the version alone then names the build.
+			if a, err := reports.ReadAttestation(in.Attestation); err == nil && a.ToolRevision() == "" {
+				fmt.Fprintln(out, "note: the attestation names no tool revision (a build without VCS stamping): only its version identifies the build")
+			}
 			for _, b := range bad {
 				fmt.Fprintln(out, "mismatch: "+b)
 			}
