@@ -78,7 +78,7 @@ func Markdown(w io.Writer, rep *scenarios.Report) error {
 	if warns := warnings(rep); len(warns) > 0 {
 		b.WriteString("\n### Warnings (SHOULD unmet)\n\n")
 		for _, r := range warns {
-			fmt.Fprintf(&b, "- `%s`: %s\n", r.Name(), mdEscape(oneLine(summary(r))))
+			fmt.Fprintf(&b, "- `%s`: %s\n", r.Name(), mdEscape(observation(r)))
 		}
 	}
 	_, err := io.WriteString(w, b.String())
