@@ -72,6 +72,46 @@ func TestHTMLReportsInBrowser(t *testing.T) {
 			t.Errorf("page %v: want %d instances, %v failed, outcome fail", state, total, counts["failed"])
 		}
 
+		// Every instance that did not pass says why in view, without
+		// expanding it: a skip its reason, as the JSON has it.
+		reasons := map[string]string{}
+		for _, r := range doc["results"].([]any) {
+			m := r.(map[string]any)
+			if m["status"] == "skip" {
+				name := m["id"].(string) + "@" + m["operation"].(string)
+				reasons[name], _ = m["reason"].(string)
+			}
+		}
+		why, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]string](`Object.fromEntries(
+			[...document.querySelectorAll('details.result:not([data-status="pass"])')].map(d => {
+				const w = d.querySelector('summary .why');
+				return [d.dataset.name, !d.open && w && w.offsetParent !== null && w.getBoundingClientRect().height > 0 ? w.textContent : ''];
+			}))`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(reasons) == 0 || len(why) < len(reasons) {
+			t.Fatalf("want skipped instances against a bare --target: %d skips, %d rows not passing", len(reasons), len(why))
+		}
+		for name, text := range why {
+			if text == "" {
+				t.Errorf("%s: no reason in view on its closed row", name)
+			}
+			if want, skipped := reasons[name]; skipped && text != strings.Join(strings.Fields(want), " ") {
+				t.Errorf("%s: row says %q, the JSON's reason is %q", name, text, want)
+			}
+		}
+		groups, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#skip-groups")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name := range reasons {
+			id, _, _ := strings.Cut(name, "@")
+			if !strings.Contains(groups, id) {
+				t.Errorf("skipped %s is not in the skips grouped by reason:\n%s", id, groups)
+			}
+		}
+
 		// Filtering out passes leaves the others shown.
 		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`input[data-filter="pass"]`))); err != nil {
 			t.Fatal(err)
