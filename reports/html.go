@@ -79,7 +79,7 @@ type htmlResult struct {
 	Key, Label, Status           string // filter key, shown verdict, the case's own status
 	Expected, Observed, Reason   string
 	Note                         string
-	Why                          string // shown without expanding: the console tree's text (treeDetail)
+	Why                          string   // shown without expanding: the console tree's text (treeDetail)
 	Downstream                   []string // the double's calls per key
 	Duration                     string
 	Exchanges                    []htmlExchange
