@@ -51,10 +51,12 @@ type config struct {
 	idPointer string
 	// expectStatus is the declared status of the variant sent (0: none).
 	expectStatus int
-	results      io.Writer
-	timePlot     bool
-	progress     func(Progress)
-	shard        Shard
+	// injected is what buildRequest merged into the body (Report.Injected).
+	injected *Injected
+	results  io.Writer
+	timePlot bool
+	progress func(Progress)
+	shard    Shard
 }
 
 // Option configures Run.
@@ -206,13 +208,15 @@ func buildRequest(t *scenarios.Target, c *config) (*request, error) {
 	}
 	body := []byte(op.Body)
 	var err error
+	var declared scenarios.Variant
 	if variant != "" {
 		b, v, ok := t.Variant(&op, variant)
 		if !ok {
 			return nil, fmt.Errorf("variant %q: not declared by operation %q", variant, op.Name)
 		}
-		body, c.expectStatus = b, v.Status
+		body, c.expectStatus, declared = b, v.Status, v
 	}
+	c.injected = injected(&op, variant, declared, c.patch)
 	if c.patch != nil {
 		if body, err = jsonx.MergePatch(body, c.patch); err != nil {
 			return nil, fmt.Errorf("body patch: %w", err)
@@ -390,6 +394,7 @@ func Run(ctx context.Context, t *scenarios.Target, opts ...Option) (*Report, err
 	}
 	rep.Interrupted = interrupted
 	rep.ExpectedStatus = c.expectStatus
+	rep.Injected = c.injected
 	rep.Delayed = s.delayed
 	rep.plot = s.plot
 	if orc != nil {

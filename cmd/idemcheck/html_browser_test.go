@@ -203,6 +203,15 @@ func TestHTMLReportsInBrowser(t *testing.T) {
 		if verdicts["violations"] != "0" || doc["violations"].(float64) != 0 {
 			t.Errorf("violations: page %q, JSON %v", verdicts["violations"], doc["violations"])
 		}
+		// The page says the misses' 5 ms are the run's --body-patch.
+		injected, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("p.injected")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(injected, `--body-patch {"delay_ms":5}`) || !strings.Contains(injected, "asks each execution for 5ms more") ||
+			doc["injected"].(map[string]any)["execution_delay_ms"] != 5.0 {
+			t.Errorf("the page says %q, the JSON %v: want the 5ms body patch the misses pay", injected, doc["injected"])
+		}
 		browsertest.Screenshot(t, ctx, filepath.Join(screenshotDir, "load-report.png"))
 	})
 }
