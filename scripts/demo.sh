@@ -51,6 +51,6 @@ echo "== load: hit vs miss (mix 90% hits, 500 req/s for 3s)"
 echo "== chaos: 500 operations, 30% of responses dropped after the upstream committed"
 "$bin" chaos --target "$url" --ops 500 --concurrency 16 \
   --fault drop-response:0.3 --fault duplicate:0.1 \
-  --history "$out/chaos.history.jsonl" --json "$out/chaos.json"
+  --history "$out/chaos.history.jsonl" --json "$out/chaos.json" --html "$out/chaos.html"
 
-echo "== reports in $out/: conformance.{junit.xml,json,md,html} load.{json,html} load-hdr.svg chaos.{json,history.jsonl}"
+echo "== reports in $out/: conformance.{junit.xml,json,md,html} load.{json,html} load-hdr.svg chaos.{json,html,history.jsonl}"

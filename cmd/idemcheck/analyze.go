@@ -20,6 +20,7 @@ import (
 func init() {
 	var (
 		jsonPath        string
+		htmlPath        string
 		skipTorn        bool
 		allowIncomplete bool
 		ttl, margin     time.Duration
@@ -35,7 +36,8 @@ func init() {
 			"--allow-incomplete accepts it).",
 		Example: `  idemcheck analyze chaos.jsonl
   idemcheck analyze attempts.jsonl --ttl 24h --json report.json
-  idemcheck analyze chaos.jsonl --json -`,
+  idemcheck analyze chaos.jsonl --json -
+  idemcheck analyze chaos.jsonl --html chaos.html`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := os.Open(args[0])
@@ -67,10 +69,16 @@ func init() {
 					return withCode(exitUsage, fmt.Errorf("--json: %v", err))
 				}
 			}
+			if htmlPath != "" {
+				if err := writeChaosHTML(htmlPath, args[0], rep, chaos.HTMLRun{Target: args[0]}); err != nil {
+					return withCode(exitUsage, err)
+				}
+			}
 			return violationsError(rep, allowIncomplete)
 		},
 	}
 	cmd.Flags().StringVar(&jsonPath, "json", "", "write the JSON report to `FILE` (-: to stdout, instead of the summary)")
+	cmd.Flags().StringVar(&htmlPath, "html", "", htmlChaosUsage)
 	cmd.Flags().BoolVar(&skipTorn, "skip-torn-tail", false, "skip a last line that does not parse (a run killed mid-write), with a warning")
 	cmd.Flags().DurationVar(&ttl, "ttl", 0, "the target's key lifetime, overriding the history's")
 	cmd.Flags().DurationVar(&margin, "margin", 0, "the margin before the TTL: attempts sent later than TTL − margin after a key's first are not judged against it (default: the history's, else the ietf profile's 500ms)")
