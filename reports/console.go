@@ -177,7 +177,7 @@ func Console(w io.Writer, rep *scenarios.Report, opt ConsoleOptions) error {
 			b.WriteString("  - " + line + "\n")
 		}
 	}
-	fmt.Fprintf(&b, "conformance: %s\n", conformanceText(rep.Conformance()))
+	fmt.Fprintf(&b, "conformance: %s\n", conformanceText(rep, rep.Conformance()))
 	if rep.Interrupted {
 		b.WriteString("interrupted: instances cut short are not judged; this report is partial\n")
 	}

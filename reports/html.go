@@ -142,7 +142,7 @@ func HTML(w io.Writer, rep *scenarios.Report) error {
 		d.SkipGroups = append(d.SkipGroups, g.line())
 	}
 	level := rep.Conformance()
-	d.Level, d.LevelText = level.Level, conformanceText(level)
+	d.Level, d.LevelText = level.Level, conformanceText(rep, level)
 	reqs := rep.Requirements()
 	for _, l := range []scenarios.Level{scenarios.Must, scenarios.Should} {
 		d.Levels = append(d.Levels, htmlLevel{Level: string(l), RequirementCounts: reqs[l]})

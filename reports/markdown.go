@@ -20,7 +20,7 @@ func Markdown(w io.Writer, rep *scenarios.Report) error {
 	fmt.Fprintf(&b, "## idemcheck conformance: %s %s\n\n", icon, outcomeText(o))
 	fmt.Fprintf(&b, "Target `%s` · profile `%s` · strict `%t` · seed `%d` · %s\n\n",
 		rep.Target, rep.Profile, rep.Strict, rep.Seed, rep.Duration.Round(time.Millisecond))
-	fmt.Fprintf(&b, "**Conformance: %s**\n\n", mdEscape(conformanceText(rep.Conformance())))
+	fmt.Fprintf(&b, "**Conformance: %s**\n\n", mdEscape(conformanceText(rep, rep.Conformance())))
 	if rep.Command != "" {
 		fmt.Fprintf(&b, "Command: `%s`\n\n", strings.ReplaceAll(rep.Command, "`", "'"))
 	}

@@ -2,6 +2,7 @@ package reports
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -119,4 +120,94 @@ func (g skipGroup) line() string {
 func configKey(n scenarios.Need) string {
 	key, _, _ := strings.Cut(n.ConfigHint(), ":")
 	return key
+}
+
+// nextLevelText says in one sentence what stands between a run at
+// draft-07 core and draft-07 full: the SHOULD requirements no instance
+// verified, by what would test them: config entries the run lacks,
+// profile fields that leave the behaviour open, evidence the run could
+// not get, behaviour the API showed, or the case's own reason. "" when
+// the run is not at core with a blocker.
+func nextLevelText(rep *scenarios.Report, c scenarios.Conformance) string {
+	if c.Level != scenarios.LevelCore || c.Blocker == "" {
+		return ""
+	}
+	// Per SHOULD requirement, the instance closest to verifying it: a
+	// pass settles it; otherwise the first of each kind.
+	type state struct {
+		pass bool
+		by   scenarios.Result
+	}
+	reqs := map[string]*state{}
+	var order []string
+	for _, r := range rep.Results {
+		if r.Level != scenarios.Should {
+			continue
+		}
+		for _, id := range r.Requirements {
+			s := reqs[id]
+			if s == nil {
+				s = &state{by: r}
+				reqs[id] = s
+				order = append(order, id)
+			}
+			s.pass = s.pass || r.Status == scenarios.Pass
+			// A violation or missing evidence says more than a skip.
+			if r.Status != scenarios.Skip && s.by.Status == scenarios.Skip {
+				s.by = r
+			}
+		}
+	}
+	var config, profile, evidence, api, other []string
+	addOnce := func(list *[]string, s string) {
+		if !slices.Contains(*list, s) {
+			*list = append(*list, s)
+		}
+	}
+	n := 0
+	for _, id := range order {
+		s := reqs[id]
+		if s.pass {
+			continue
+		}
+		n++
+		r := s.by
+		switch {
+		case r.Status == scenarios.Warn || r.Status == scenarios.Fail:
+			addOnce(&api, fmt.Sprintf("%s (%s %s)", id, r.Name(), r.Status))
+		case r.Status == scenarios.Unverifiable || r.Status == scenarios.Inconclusive || r.Status == scenarios.Interrupted:
+			addOnce(&evidence, fmt.Sprintf("%s (%s %s)", id, r.ID, r.Status))
+		case len(r.Missing) > 0:
+			for _, need := range r.Missing {
+				addOnce(&config, configKey(need))
+			}
+		case strings.HasPrefix(r.Reason, "profile "):
+			f := strings.Fields(r.Reason)
+			field := f[1]
+			if field == "leaves" && len(f) > 2 {
+				field = f[2]
+			}
+			addOnce(&profile, field)
+		default:
+			addOnce(&other, fmt.Sprintf("%s (%s: %s)", id, r.ID, r.Reason))
+		}
+	}
+	var parts []string
+	if len(config) > 0 {
+		sort.Strings(config)
+		parts = append(parts, "the config lacks "+strings.Join(config, ", "))
+	}
+	if len(profile) > 0 {
+		parts = append(parts, "the profile leaves open "+strings.Join(profile, ", "))
+	}
+	if len(evidence) > 0 {
+		parts = append(parts, "no evidence for "+strings.Join(evidence, ", "))
+	}
+	if len(api) > 0 {
+		parts = append(parts, "the API does not meet "+strings.Join(api, ", "))
+	}
+	if len(other) > 0 {
+		parts = append(parts, "other cases say why: "+strings.Join(other, ", "))
+	}
+	return fmt.Sprintf("%s needs %d more SHOULD requirements verified: %s", scenarios.LevelFull, n, strings.Join(parts, "; "))
 }

@@ -54,3 +54,36 @@ func TestObservation(t *testing.T) {
 		}
 	}
 }
+
+// TestNextLevelText: at draft-07 core the conformance line says in one
+// sentence what stands between the run and full, by what would test it.
+func TestNextLevelText(t *testing.T) {
+	res := func(id string, level scenarios.Level, req string, st scenarios.Status, reason string, missing ...scenarios.Need) scenarios.Result {
+		return scenarios.Result{Meta: scenarios.Meta{ID: id, Family: "f", Level: level, Requirements: []string{req}}, Operation: "charges",
+			Status: st, Reason: reason, Missing: missing}
+	}
+	rep := &scenarios.Report{Profile: "ietf", Results: []scenarios.Result{
+		res("f/must", scenarios.Must, "IK-M-1", scenarios.Pass, ""),
+		res("f/verified", scenarios.Should, "IK-S-1", scenarios.Pass, ""),
+		res("f/verified-elsewhere", scenarios.Should, "IK-S-1", scenarios.Skip, "config does not supply: replicas", scenarios.NeedReplicas),
+		res("f/slow", scenarios.Should, "IK-S-2", scenarios.Skip, "config does not supply: slow", scenarios.NeedSlow),
+		res("f/finding", scenarios.Should, "IK-S-3", scenarios.Skip, "profile leaves cache_5xx unspecified; finding recorded"),
+		res("f/published", scenarios.Should, "IK-S-4", scenarios.Skip, "profile key_max_len is not published (0)"),
+		res("f/uncounted", scenarios.Should, "IK-S-5", scenarios.Unverifiable, "cannot be counted"),
+		res("f/warned", scenarios.Should, "IK-S-6", scenarios.Warn, ""),
+		res("f/patch", scenarios.Should, "IK-S-7", scenarios.Skip, "needs a PATCH operation"),
+	}}
+	c := rep.Conformance()
+	if c.Level != scenarios.LevelCore {
+		t.Fatalf("level %q, want core", c.Level)
+	}
+	want := "draft-07 full needs 6 more SHOULD requirements verified: the config lacks operations[].variants.slow; " +
+		"the profile leaves open cache_5xx, key_max_len; no evidence for IK-S-5 (f/uncounted unverifiable); " +
+		"the API does not meet IK-S-6 (f/warned@charges warn); other cases say why: IK-S-7 (f/patch: needs a PATCH operation)"
+	if got := nextLevelText(rep, c); got != want {
+		t.Errorf("rule: one sentence by what would test each unverified SHOULD (a verified one is left out)\ngot  %s\nwant %s", got, want)
+	}
+	if got := conformanceText(rep, c); got != "draft-07 core (1/1 MUST, 1/7 SHOULD verified); "+want {
+		t.Errorf("rule: the conformance line is the level, its counts and the sentence: %s", got)
+	}
+}
