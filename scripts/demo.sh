@@ -15,6 +15,9 @@ trap 'for p in "${servers[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/d
 # port and sets $url once it prints its listening line.
 start_server() {
   local log=$1; shift
+  # Created here: the background job's redirect may come after the first
+  # read below, and a missing file would end the demo (set -e).
+  : >"$log"
   "$bin" serve --addr 127.0.0.1:0 "$@" >"$log" 2>&1 &
   local pid=$!
   servers+=("$pid")
