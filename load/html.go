@@ -27,7 +27,10 @@ type htmlData struct {
 	Oracle   string
 	// Delayed is the worker-cap warning: a page read without the console
 	// output must not look better than the run was.
-	Delayed  string
+	Delayed string
+	// Injected says what the run merged into every request body and
+	// the delay that asks of each execution (Report.injectedLine).
+	Injected string
 	Breached int
 	// Judged is the checks' headline: violations of the answers judged,
 	// and how many were not judged and why.
@@ -63,6 +66,7 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		// Both SVGs are written by this package with escaped text.
 		TimePlot: template.HTML(tp.String()), HDRPlot: template.HTML(hdr.String()),
 		Oracle: r.oracleLine(), Breached: len(r.Breached()), Delayed: r.DelayWarning(), Judged: r.JudgedLine(),
+		Injected: r.injectedLine(),
 	}
 	d.Cols, d.Rows = r.table()
 	for _, k := range sortedKeys(r.Ratios) {

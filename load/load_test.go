@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html/template"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,6 +76,14 @@ func TestMixSlowMiss(t *testing.T) {
 		t.Fatalf("hit min %.2fms, miss min %.2fms: want no miss below the 50ms sleep (49ms: the histogram's precision), some hit below", hit.LatencyMs.Min, miss.LatencyMs.Min)
 	}
 	t.Logf("hit.p50/miss.p50 = %.3f (%s)", rep.Ratios["hit.p50/miss.p50"], pathSummary(rep))
+	// The report says the 50 ms are the run's doing and who pays them.
+	const injected = `injected: every request's body is operation charges's with --body-patch {"delay_ms":50} merged in, ` +
+		`which asks each execution for 50ms more (delay_ms 50, scaled by the slow variant's delay_ms 1500 = 1.5s): the misses pay it, the hits (replays) do not`
+	var text bytes.Buffer
+	if err := rep.WriteText(&text); err != nil || !strings.HasPrefix(text.String(), injected+"\n") ||
+		rep.Injected == nil || rep.Injected.ExecutionDelayMs != 50 || string(rep.Injected.BodyPatch) != `{"delay_ms":50}` {
+		t.Fatalf("injected %+v; the console's first line must be\n%s\ngot:\n%s", rep.Injected, injected, text.String())
+	}
 
 	// The results file merges back into the same figures, replay checks included.
 	f := filepath.Join(t.TempDir(), "a.bin")
@@ -89,9 +98,15 @@ func TestMixSlowMiss(t *testing.T) {
 		t.Fatalf("merged: hit %d (want %d), violations %d, unchecked %d",
 			merged.Paths[load.Hit].Requests, 2*hit.Requests, merged.Violations, merged.UncheckedHits)
 	}
+	if merged.Injected != nil {
+		t.Errorf("merged results carry no bodies, yet the report says %+v was injected", merged.Injected)
+	}
 	var html, svg bytes.Buffer
 	if err := rep.WriteHTML(&html); err != nil || !strings.Contains(html.String(), `data-path="miss" data-stat="p50"`) {
 		t.Fatalf("html report: %v", err)
+	}
+	if !strings.Contains(html.String(), `data-injected="50">`+template.HTMLEscapeString(injected)+`</p>`) {
+		t.Errorf("the HTML report does not say what was injected")
 	}
 	// The headline says out of how many judged answers (every keyed one:
 	// no TTL declared).

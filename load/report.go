@@ -37,6 +37,11 @@ type Report struct {
 	// TTL − margin after their key's first request are not judged.
 	TTLS    float64 `json:"ttl_s,omitempty"`
 	MarginS float64 `json:"margin_s,omitempty"`
+	// Injected is what the run merged into every request body (a variant,
+	// --body-patch) and the delay that asks of each execution; absent
+	// when it sent the operation's body as declared, and in merged
+	// reports (results files carry no bodies).
+	Injected *Injected `json:"injected,omitempty"`
 	// ExpectedStatus is the declared status of the variant sent (e.g. 503
 	// for transient_error): it counts as an answer, not an error.
 	ExpectedStatus int `json:"expected_status,omitempty"`
@@ -371,8 +376,12 @@ func (r *Report) table() (cols []Path, rows []tableRow) {
 	return cols, rows
 }
 
-// WriteText writes the console table: paths side by side.
+// WriteText writes the console table: paths side by side, after what
+// the run injected into the requests.
 func (r *Report) WriteText(w io.Writer) error {
+	if line := r.injectedLine(); line != "" {
+		fmt.Fprintln(w, line)
+	}
 	cols, rows := r.table()
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "\t")

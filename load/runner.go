@@ -53,10 +53,12 @@ type config struct {
 	idPointer string
 	// expectStatus is the declared status of the variant sent (0: none).
 	expectStatus int
-	results      io.Writer
-	timePlot     bool
-	progress     func(Progress)
-	shard        Shard
+	// injected is what buildRequest merged into the body (Report.Injected).
+	injected *Injected
+	results  io.Writer
+	timePlot bool
+	progress func(Progress)
+	shard    Shard
 }
 
 // Option configures Run.
@@ -208,13 +210,15 @@ func buildRequest(t *target.Target, d *evidence.Downstream, c *config) (*request
 	}
 	body := []byte(op.Body)
 	var err error
+	var declared target.Variant
 	if variant != "" {
 		b, v, ok := t.Variant(&op, variant)
 		if !ok {
 			return nil, fmt.Errorf("variant %q: not declared by operation %q", variant, op.Name)
 		}
-		body, c.expectStatus = b, v.Status
+		body, c.expectStatus, declared = b, v.Status, v
 	}
+	c.injected = injected(&op, variant, declared, c.patch)
 	if c.patch != nil {
 		if body, err = jsonx.MergePatch(body, c.patch); err != nil {
 			return nil, fmt.Errorf("body patch: %w", err)
@@ -385,6 +389,7 @@ func Run(ctx context.Context, t *target.Target, opts ...Option) (*Report, error)
 	}
 	rep.Interrupted = interrupted
 	rep.ExpectedStatus = c.expectStatus
+	rep.Injected = c.injected
 	rep.Delayed = s.delayed
 	rep.plot = s.plot
 	if orc != nil {

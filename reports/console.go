@@ -13,8 +13,8 @@ import (
 type ConsoleOptions struct {
 	// Color adds ANSI colours; set it only when writing to a terminal.
 	Color bool
-	// Verbose also prints the reason of skipped, unverifiable and
-	// inconclusive results in the tree.
+	// Verbose also prints a passing result's reason where it has one
+	// (every other status always says why).
 	Verbose bool
 }
 
@@ -102,7 +102,13 @@ func Console(w io.Writer, rep *scenarios.Report, opt ConsoleOptions) error {
 				}
 			}
 			first := c[0]
-			fmt.Fprintf(&b, "  %s %s [%s] %s\n", mark(worst), first.ID, first.Level, strings.Join(first.Requirements, ", "))
+			head := fmt.Sprintf("  %s %s [%s] %s", mark(worst), first.ID, first.Level, strings.Join(first.Requirements, ", "))
+			if reason, ops, ok := sameSkip(rep, c); ok {
+				// One line says why every operation skipped.
+				fmt.Fprintf(&b, "%s: %s (%s)\n", head, reason, strings.Join(ops, ", "))
+				continue
+			}
+			b.WriteString(head + "\n")
 			for _, r := range c {
 				v := Effective(rep, r)
 				op := r.Operation
@@ -118,6 +124,13 @@ func Console(w io.Writer, rep *scenarios.Report, opt ConsoleOptions) error {
 				}
 				b.WriteString("\n")
 			}
+		}
+	}
+
+	if groups := skipGroups(rep); len(groups) > 0 {
+		fmt.Fprintf(&b, "\n%s\n", paint(ansiBold, "Skipped, by reason:"))
+		for _, g := range groups {
+			b.WriteString("  " + g.line() + "\n")
 		}
 	}
 
@@ -164,7 +177,7 @@ func Console(w io.Writer, rep *scenarios.Report, opt ConsoleOptions) error {
 			b.WriteString("  - " + line + "\n")
 		}
 	}
-	fmt.Fprintf(&b, "conformance: %s\n", conformanceText(rep.Conformance()))
+	fmt.Fprintf(&b, "conformance: %s\n", conformanceText(rep, rep.Conformance()))
 	if rep.Interrupted {
 		b.WriteString("interrupted: instances cut short are not judged; this report is partial\n")
 	}
@@ -173,21 +186,43 @@ func Console(w io.Writer, rep *scenarios.Report, opt ConsoleOptions) error {
 	return err
 }
 
-// treeDetail is the short text after an operation line: the failure in
-// one line, or (verbose) why a case could not decide.
+// treeDetail is the short text after an operation line: why it skipped,
+// the failure or warning with its observation (and the run's rule that
+// changed its status), why a case could not decide, or (verbose) a
+// pass's remark.
 func treeDetail(r scenarios.Result, v Verdict, verbose bool) string {
+	unmet := r.Status == scenarios.Fail || r.Status == scenarios.Warn
 	switch {
 	case v.Note != "" && (v.Expected || r.Status != v.Status):
-		return v.Note
-	case v.Status == scenarios.Fail || v.Status == scenarios.Warn:
-		if r.Reason != "" {
-			return r.Reason
+		if obs := observation(r); unmet && obs != "" {
+			return obs + " (" + v.Note + ")"
 		}
-		return fmt.Sprintf("expected %s, observed %s", r.Expected, r.Observed)
-	case verbose || v.Incomplete || v.Status == scenarios.Inconclusive || v.Status == scenarios.Interrupted:
-		return r.Reason
+		return v.Note
+	case unmet:
+		if obs := observation(r); obs != "" {
+			return obs
+		}
+		return string(r.Status)
+	case v.Status != scenarios.Pass || verbose:
+		return oneLine(r.Reason)
 	}
 	return ""
+}
+
+// sameSkip reports whether every operation of a case skipped for one
+// reason, with the reason and the operations: the tree then says it once.
+func sameSkip(rep *scenarios.Report, c []scenarios.Result) (reason string, ops []string, ok bool) {
+	for _, r := range c {
+		if v := rep.Effective(r); v.Status != scenarios.Skip || v.Expected || r.Reason != c[0].Reason {
+			return "", nil, false
+		}
+		op := r.Operation
+		if op == "" {
+			op = "(target)"
+		}
+		ops = append(ops, op)
+	}
+	return oneLine(c[0].Reason), ops, true
 }
 
 // groupCases splits a family's results into runs of the same case ID.

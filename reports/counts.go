@@ -166,9 +166,12 @@ func byFamily(rep *scenarios.Report) []family {
 }
 
 // conformanceText says the run's level in one line: the level, then what
-// blocks the next one, or why no level is claimed.
-func conformanceText(c scenarios.Conformance) string {
+// blocks the next one (at core, in plain words: what the config and
+// profile leave untested), or why no level is claimed.
+func conformanceText(rep *scenarios.Report, c scenarios.Conformance) string {
 	switch {
+	case c.Level == scenarios.LevelCore && c.Blocker != "":
+		return fmt.Sprintf("%s (%d/%d MUST, %d/%d SHOULD verified); %s", c.Level, c.Must.Verified, c.Must.Total, c.Should.Verified, c.Should.Total, nextLevelText(rep, c))
 	case c.Level == scenarios.LevelNone || c.Level == scenarios.LevelNotConformant:
 		if c.Blocker != "" && c.Level == scenarios.LevelNotConformant {
 			return c.Level + ": " + c.Blocker

@@ -53,6 +53,7 @@ type htmlData struct {
 	Level, LevelText     string
 	Command              string
 	Untested             []string
+	SkipGroups           []string // skipGroups' lines: why the skips did not run
 }
 
 type htmlLevel struct {
@@ -78,6 +79,7 @@ type htmlResult struct {
 	Key, Label, Status           string // filter key, shown verdict, the case's own status
 	Expected, Observed, Reason   string
 	Note                         string
+	Why                          string   // shown without expanding: the console tree's text (treeDetail)
 	Downstream                   []string // the double's calls per key
 	Duration                     string
 	Exchanges                    []htmlExchange
@@ -118,7 +120,8 @@ var filterLabels = []htmlFilter{
 
 // HTML writes the conformance report as one self-contained page: the
 // outcome, requirement coverage per level (verified, violated, without
-// evidence), counts, a filter by status, and per family every instance,
+// evidence), counts, the skips grouped by reason, a filter by status, and
+// per family every instance, each not passing with its reason in view,
 // expandable to its spec sentence, expected vs observed, exchanges and a
 // curl reproduction of each. Counts are Tally's and Requirements', the
 // same as the JSON report's.
@@ -135,8 +138,11 @@ func HTML(w io.Writer, rep *scenarios.Report) error {
 		Problems: j.Problems, NoEvidence: j.WithoutEvidence,
 		Command: rep.Command, Untested: untestedLines(rep),
 	}
+	for _, g := range skipGroups(rep) {
+		d.SkipGroups = append(d.SkipGroups, g.line())
+	}
 	level := rep.Conformance()
-	d.Level, d.LevelText = level.Level, conformanceText(level)
+	d.Level, d.LevelText = level.Level, conformanceText(rep, level)
 	reqs := rep.Requirements()
 	for _, l := range []scenarios.Level{scenarios.Must, scenarios.Should} {
 		d.Levels = append(d.Levels, htmlLevel{Level: string(l), RequirementCounts: reqs[l]})
@@ -169,6 +175,7 @@ func htmlResultOf(rep *scenarios.Report, r scenarios.Result) htmlResult {
 		Requirements: strings.Join(r.Requirements, ", "), Requirement: r.Requirement, Explanation: r.Explanation,
 		Key: filterKey(v), Status: string(r.Status),
 		Expected: r.Expected, Observed: r.Observed, Reason: r.Reason, Note: v.Note, Downstream: r.Downstream,
+		Why:      treeDetail(r, v, false),
 		Duration: r.Duration.Round(time.Millisecond).String(),
 	}
 	hr.Label = string(v.Status)

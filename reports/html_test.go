@@ -30,6 +30,9 @@ func TestHTML(t *testing.T) {
 		{"a body that is not UTF-8 is described", "(2 bytes, not UTF-8; the JSON report has them in base64)"},
 		{"a MUST without evidence is filtered apart", `data-status="incomplete" data-name="concurrent/burst@charges"`},
 		{"a known failure that passes fails", `data-status="fail" data-name="scope/other-user@charges"`},
+		{"a skip says why on its row, without expanding it", `<span class="why">no ttl declared</span></summary>`},
+		{"a warning carries its observation on its row", `<span class="why">expected 400, observed 201</span></summary>`},
+		{"skips are grouped by reason", `<li>skip   1 case: no ttl declared — expiry/fresh-after-ttl</li>`},
 		{"hostile bodies are escaped", `&lt;/pre&gt;&lt;script&gt;alert(1)&lt;/script&gt;`},
 	} {
 		if !strings.Contains(out, tc.want) {

@@ -89,7 +89,7 @@ func JUnit(w io.Writer, rep *scenarios.Report) error {
 				{Name: "outcome", Value: string(outcome)},
 				{Name: "exit_code", Value: fmt.Sprint(outcome.ExitCode())},
 				{Name: "conformance", Value: level.Level},
-				{Name: "conformance_detail", Value: conformanceText(level)},
+				{Name: "conformance_detail", Value: conformanceText(rep, level)},
 				{Name: "command", Value: rep.Command},
 			},
 		}

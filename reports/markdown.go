@@ -20,7 +20,7 @@ func Markdown(w io.Writer, rep *scenarios.Report) error {
 	fmt.Fprintf(&b, "## idemcheck conformance: %s %s\n\n", icon, outcomeText(o))
 	fmt.Fprintf(&b, "Target `%s` · profile `%s` · strict `%t` · seed `%d` · %s\n\n",
 		rep.Target, rep.Profile, rep.Strict, rep.Seed, rep.Duration.Round(time.Millisecond))
-	fmt.Fprintf(&b, "**Conformance: %s**\n\n", mdEscape(conformanceText(rep.Conformance())))
+	fmt.Fprintf(&b, "**Conformance: %s**\n\n", mdEscape(conformanceText(rep, rep.Conformance())))
 	if rep.Command != "" {
 		fmt.Fprintf(&b, "Command: `%s`\n\n", strings.ReplaceAll(rep.Command, "`", "'"))
 	}
@@ -78,7 +78,7 @@ func Markdown(w io.Writer, rep *scenarios.Report) error {
 	if warns := warnings(rep); len(warns) > 0 {
 		b.WriteString("\n### Warnings (SHOULD unmet)\n\n")
 		for _, r := range warns {
-			fmt.Fprintf(&b, "- `%s`: %s\n", r.Name(), mdEscape(oneLine(summary(r))))
+			fmt.Fprintf(&b, "- `%s`: %s\n", r.Name(), mdEscape(observation(r)))
 		}
 	}
 	_, err := io.WriteString(w, b.String())

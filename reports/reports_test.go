@@ -111,12 +111,25 @@ func TestConsole(t *testing.T) {
 			false, ConsoleOptions{}, func(out string) bool { return !strings.Contains(out, "\x1b[") }},
 		{"colour", "with Color the fail marker is red",
 			false, ConsoleOptions{Color: true}, func(out string) bool { return strings.Contains(out, ansiRed+"✗"+ansiReset) }},
-		{"verbose-reason", "verbose prints why a case was skipped",
-			false, ConsoleOptions{Verbose: true}, func(out string) bool {
-				return strings.Contains(out, "✗ charges 30ms: the replay re-executed") && strings.Contains(out, "- charges: no ttl declared")
+		{"fail-reason", "a failure's tree line says why, with what was expected and observed",
+			false, ConsoleOptions{}, func(out string) bool {
+				return strings.Contains(out, "✗ charges 30ms: the replay re-executed (expected 1 execution, observed 2 executions)")
 			}},
-		{"quiet-skip", "without verbose a skip line carries no reason",
-			false, ConsoleOptions{}, func(out string) bool { return !strings.Contains(out, "no ttl declared") }},
+		{"skip-reason", "without verbose a skipped case says why on its own line, once for all its operations",
+			false, ConsoleOptions{}, func(out string) bool {
+				return strings.Contains(out, "\n  - expiry/fresh-after-ttl [MAY] IK-EXPIRY-1: no ttl declared (charges)\n")
+			}},
+		{"skip-groups", "skips are grouped by reason after the tree",
+			false, ConsoleOptions{}, func(out string) bool {
+				_, groups, ok := strings.Cut(out, "Skipped, by reason:\n")
+				return ok && strings.HasPrefix(groups, "  skip   1 case: no ttl declared — expiry/fresh-after-ttl\n")
+			}},
+		{"warn-observation", "a warning's tree line carries its observation",
+			false, ConsoleOptions{}, func(out string) bool { return strings.Contains(out, "! charges: expected 400, observed 201\n") }},
+		{"strict-observation", "a SHOULD unmet under --strict carries its observation beside the rule that made it fail",
+			true, ConsoleOptions{}, func(out string) bool {
+				return strings.Contains(out, "✗ charges: expected 400, observed 201 (SHOULD unmet; --strict makes it a failure)\n")
+			}},
 		{"requirements", "requirements are counted per level after the instance counts",
 			false, ConsoleOptions{}, func(out string) bool {
 				return strings.Contains(out, "\nMUST: 1 requirement verified, 1 violated (by 1 case instance), 1 without evidence\nSHOULD: 1 requirement verified, 1 violated (by 1 case instance), 1 without evidence\n")

@@ -15,6 +15,9 @@ trap 'for p in "${servers[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/d
 # port and sets $url once it prints its listening line.
 start_server() {
   local log=$1; shift
+  # Created here: the background job's redirect may come after the first
+  # read below, and a missing file would end the demo (set -e).
+  : >"$log"
   "$bin" serve --addr 127.0.0.1:0 "$@" >"$log" 2>&1 &
   local pid=$!
   servers+=("$pid")
@@ -51,6 +54,6 @@ echo "== load: hit vs miss (mix 90% hits, 500 req/s for 3s)"
 echo "== chaos: 500 operations, 30% of responses dropped after the upstream committed"
 "$bin" chaos --target "$url" --ops 500 --concurrency 16 \
   --fault drop-response:0.3 --fault duplicate:0.1 \
-  --history "$out/chaos.history.jsonl" --json "$out/chaos.json"
+  --history "$out/chaos.history.jsonl" --json "$out/chaos.json" --html "$out/chaos.html"
 
-echo "== reports in $out/: conformance.{junit.xml,json,md,html} load.{json,html} load-hdr.svg chaos.{json,history.jsonl}"
+echo "== reports in $out/: conformance.{junit.xml,json,md,html} load.{json,html} load-hdr.svg chaos.{json,html,history.jsonl}"

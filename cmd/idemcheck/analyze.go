@@ -20,6 +20,7 @@ import (
 func init() {
 	var (
 		jsonPath        string
+		htmlPath        string
 		skipTorn        bool
 		allowIncomplete bool
 		ttl, margin     time.Duration
@@ -35,7 +36,8 @@ func init() {
 			"--allow-incomplete accepts it).",
 		Example: `  idemcheck analyze chaos.jsonl
   idemcheck analyze attempts.jsonl --ttl 24h --json report.json
-  idemcheck analyze chaos.jsonl --json -`,
+  idemcheck analyze chaos.jsonl --json -
+  idemcheck analyze chaos.jsonl --html chaos.html`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := os.Open(args[0])
@@ -67,10 +69,16 @@ func init() {
 					return withCode(exitUsage, fmt.Errorf("--json: %v", err))
 				}
 			}
+			if htmlPath != "" {
+				if err := writeChaosHTML(htmlPath, args[0], rep, chaos.HTMLRun{Target: args[0]}); err != nil {
+					return withCode(exitUsage, err)
+				}
+			}
 			return violationsError(rep, allowIncomplete)
 		},
 	}
 	cmd.Flags().StringVar(&jsonPath, "json", "", "write the JSON report to `FILE` (-: to stdout, instead of the summary)")
+	cmd.Flags().StringVar(&htmlPath, "html", "", htmlChaosUsage)
 	cmd.Flags().BoolVar(&skipTorn, "skip-torn-tail", false, "skip a last line that does not parse (a run killed mid-write), with a warning")
 	cmd.Flags().DurationVar(&ttl, "ttl", 0, "the target's key lifetime, overriding the history's")
 	cmd.Flags().DurationVar(&margin, "margin", 0, "the margin before the TTL: attempts sent later than TTL − margin after a key's first are not judged against it (default: the history's, else the ietf profile's 500ms)")
@@ -101,13 +109,16 @@ func printChaosReport(w io.Writer, r chaos.Report) {
 	if r.Ops > 0 {
 		fmt.Fprintf(w, "client outcomes: %s\n", outcomeList(r.Outcomes, r.FailsByKind))
 	}
+	// Executions after the TTL and evidence with another explanation are
+	// information, not findings: their lines never name a rule as if it
+	// were broken.
 	if r.TTL > 0 {
-		fmt.Fprintf(w, "key TTL %s − margin %s: %d keys executed again by an attempt sent after it (legal fresh executions, not judged)\n", r.TTL, r.Margin, len(r.AfterTTL))
-		printViolations(w, r.AfterTTL, 5)
+		fmt.Fprintf(w, "key TTL %s − margin %s: %d keys ran again from an attempt sent after it; their record may have expired, so each is a legal fresh execution, not a violation\n", r.TTL, r.Margin, len(r.AfterTTL))
+		printViolations(w, r.AfterTTL, 5, func(chaos.Violation) string { return "fresh execution after the TTL" })
 	}
 	if len(r.Unjudged) > 0 {
 		fmt.Fprintf(w, "not judged: %d keys whose evidence against the server has another explanation (answers the harness dropped, 5xx of two sources)\n", len(r.Unjudged))
-		printViolations(w, r.Unjudged, 5)
+		printViolations(w, r.Unjudged, 5, func(v chaos.Violation) string { return "not judged (" + v.Reason + ")" })
 	}
 	judged := fmt.Sprintf("in %d of %d keys judged", r.Judged, r.Keys)
 	if len(r.NotJudged) > 0 {
@@ -120,7 +131,7 @@ func printChaosReport(w io.Writer, r chaos.Report) {
 			byRule[v.Rule]++
 		}
 		fmt.Fprintf(w, "exactly-once: %d VIOLATIONS (%s) %s\n", len(r.Violations), counts(byRule), judged)
-		printViolations(w, r.Violations, 20)
+		printViolations(w, r.Violations, 20, func(v chaos.Violation) string { return v.Rule })
 	case !r.Exercised:
 		fmt.Fprintf(w, "exactly-once: NOT EXERCISED: none of %d operations shows an execution (no 2xx, created id or oracle count), so nothing committed could run twice (check the operation's body, path and credentials)\n", r.Ops)
 	case r.MostlyUnjudged():
@@ -154,12 +165,17 @@ func outcomeList(m, failsByKind map[string]int) string {
 		what := outcomeMeaning[k]
 		if k == chaos.ClientFail && len(failsByKind) > 0 {
 			var kinds []string
+			expected := true
 			for _, kind := range slices.Sorted(maps.Keys(failsByKind)) {
 				why := failMeaning[kind]
 				if why == "" {
-					why = "not an expected answer"
+					why, expected = "not an expected answer", false
 				}
 				kinds = append(kinds, fmt.Sprintf("%s %d, %s", kind, failsByKind[kind], why))
+			}
+			if expected {
+				// Not an alarm: each is the answer its operation was built to get.
+				what = "final non-2xx answers, all expected"
 			}
 			what += ": " + strings.Join(kinds, "; ")
 		}
@@ -182,25 +198,27 @@ func reasonList(m map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
-// printViolations writes the first limit of vs, then how many more there are.
-func printViolations(w io.Writer, vs []chaos.Violation, limit int) {
+// printViolations writes the first limit of vs, each after its label,
+// then how many more there are.
+func printViolations(w io.Writer, vs []chaos.Violation, limit int, label func(chaos.Violation) string) {
 	for i, v := range vs {
 		if i == limit {
 			fmt.Fprintf(w, "  ... and %d more (see --json)\n", len(vs)-i)
 			return
 		}
-		printViolation(w, v)
+		printViolation(w, label(v), v)
 	}
 }
 
-// printViolation writes one violation (or legal after-TTL execution) with
-// its evidence on one line.
-func printViolation(w io.Writer, v chaos.Violation) {
+// printViolation writes one key's evidence on one line after its label:
+// a violation's rule, or what makes it legal or not judged.
+func printViolation(w io.Writer, label string, v chaos.Violation) {
 	oracle := "-"
 	if v.Oracle != nil {
 		oracle = fmt.Sprint(*v.Oracle)
 	}
-	fmt.Fprintf(w, "  %s key=%s kind=%s: %s; ids=%s upstream statuses=%s oracle=%s\n", v.Rule, v.Key, v.Kind, v.Detail, list(v.IDs), list(v.Statuses), oracle)
+	detail := strings.TrimPrefix(v.Detail, "not judged: ")
+	fmt.Fprintf(w, "  %s key=%s kind=%s: %s; ids=%s upstream statuses=%s oracle=%s\n", label, v.Key, v.Kind, detail, list(v.IDs), list(v.Statuses), oracle)
 }
 
 // A run that exercised nothing, or judged fewer keys than it left

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -27,6 +28,7 @@ type chaosFlags struct {
 	cfg      drive.Config
 	faults   []string // parsed once into cfg.Faults
 	jsonPath string
+	htmlPath string
 	verbose  bool
 	// allowIncomplete: no operation executed, or more keys not judged
 	// than judged, is exit 0, not 5.
@@ -60,7 +62,7 @@ func init() {
 			"operation shows an execution, or more keys not judged than judged; --allow-incomplete accepts\n" +
 			"it), 130 interrupted.",
 		Example: `  idemcheck chaos --target http://127.0.0.1:8080 --ops 500 --concurrency 16 --fault drop-response:0.3 --fault duplicate:0.1
-  idemcheck chaos --config examples/reference.yaml --ops 2000 --fault drop-response:p=0.3,mode=rst --seed 7 --history chaos.jsonl --json chaos.json`,
+  idemcheck chaos --config examples/reference.yaml --ops 2000 --fault drop-response:p=0.3,mode=rst --seed 7 --history chaos.jsonl --json chaos.json --html chaos.html`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -85,6 +87,7 @@ func init() {
 	fl.Uint64Var(&f.cfg.Seed, "seed", 1, "seed of fault draws, op mix and backoff jitter")
 	fl.StringVar(&f.cfg.History, "history", "", "keep the JSONL history here (idemcheck analyze re-checks it)")
 	fl.StringVar(&f.jsonPath, "json", "", "write the JSON report to `FILE`")
+	fl.StringVar(&f.htmlPath, "html", "", htmlChaosUsage)
 	fl.IntVar(&f.cfg.MaxAttempts, "max-attempts", 20, "attempts per operation before giving up")
 	fl.DurationVar(&f.cfg.Deadline, "deadline", 10*time.Minute, "bound on the whole run")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "show progress even when stdout is not a terminal")
@@ -109,6 +112,17 @@ func runChaos(ctx context.Context, stdout io.Writer, f chaosFlags) error {
 	if err := f.cfg.Validate(); err != nil {
 		return withCode(exitUsage, err)
 	}
+	tempHistory := f.htmlPath != "" && f.cfg.History == ""
+	if tempHistory {
+		// The page is drawn from the history: keep one until then.
+		tmp, err := os.CreateTemp("", "idemcheck-history-*.jsonl")
+		if err != nil {
+			return withCode(exitUsage, fmt.Errorf("--html: %v", err))
+		}
+		tmp.Close()
+		defer os.Remove(tmp.Name())
+		f.cfg.History = tmp.Name()
+	}
 	stopProgress := chaosProgress(stdout, f.stderr, f.verbose, &f.cfg)
 	res, err := drive.Run(ctx, f.cfg)
 	stopProgress()
@@ -120,6 +134,9 @@ func runChaos(ctx context.Context, stdout io.Writer, f chaosFlags) error {
 	}
 	if err != nil {
 		return withCode(exitUsage, err)
+	}
+	if tempHistory {
+		res.History = "" // not the user's to keep, nor to name in the reports
 	}
 	against := target.Redact(target.BaseURL)
 	if against == "" { // started by the run
@@ -134,6 +151,13 @@ func runChaos(ctx context.Context, stdout io.Writer, f chaosFlags) error {
 		fmt.Fprintf(stdout, "note: %s\n", n)
 	}
 	printChaosReport(stdout, res.Report)
+	if f.htmlPath != "" {
+		run := chaos.HTMLRun{Target: against, Requested: res.Requested, Elapsed: res.Elapsed.Round(time.Millisecond),
+			Faults: f.faults, Seed: f.cfg.Seed, Interrupted: res.Interrupted, Notes: res.Notes}
+		if err := writeChaosHTML(f.htmlPath, f.cfg.History, res.Report, run); err != nil {
+			return withCode(exitUsage, err)
+		}
+	}
 	if res.History != "" {
 		fmt.Fprintf(stdout, "history: %s (idemcheck analyze %s)\n", res.History, res.History)
 	}
@@ -154,4 +178,28 @@ func runChaos(ctx context.Context, stdout io.Writer, f chaosFlags) error {
 		return withCode(exitFail, fmt.Errorf("only %d of %d operations ran before --deadline", res.Ops, res.Requested))
 	}
 	return violationsError(res.Report, f.allowIncomplete)
+}
+
+// htmlChaosUsage documents --html of chaos and analyze alike.
+const htmlChaosUsage = "write the HTML report (timeline of attempts, faults and findings; per-key drill-down) to `FILE`"
+
+// writeChaosHTML draws the page of a run from its history file.
+func writeChaosHTML(path, history string, rep chaos.Report, run chaos.HTMLRun) error {
+	in, err := os.Open(history)
+	if err != nil {
+		return fmt.Errorf("--html: %v", err)
+	}
+	defer in.Close()
+	out, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("--html: %v", err)
+	}
+	if err := chaos.WriteHTML(out, bufio.NewReader(in), rep, run); err != nil {
+		out.Close()
+		return fmt.Errorf("--html: %v", err)
+	}
+	if err := out.Close(); err != nil {
+		return fmt.Errorf("--html: %v", err)
+	}
+	return nil
 }

@@ -156,6 +156,47 @@ func TestChaosReportWords(t *testing.T) {
 	}
 }
 
+// TestChaosCleanReportNoAlarm: a clean run's legal fresh executions
+// (after the TTL) and keys not judged are shown as information: no line
+// names a broken rule, and only violations do.
+func TestChaosCleanReportNoAlarm(t *testing.T) {
+	two := 2
+	legal := chaos.Violation{Key: "k1", Rule: chaos.RuleDoubleExecution, Kind: "normal", IDs: []string{"a", "b"}, Oracle: &two,
+		Detail: "2 distinct created ids for one key, the later ones sent past the key's TTL (2s) − margin (500ms): the key may have expired, a legal fresh execution"}
+	unjudged := chaos.Violation{Key: "k2", Rule: chaos.RuleLost, Kind: "normal", IDs: []string{"c"}, Reason: chaos.NotJudgedHarness,
+		Detail: "not judged: the harness dropped every answer (drop-response 3); the upstream created c, the client ended unknown"}
+	var out bytes.Buffer
+	printChaosReport(&out, chaos.Report{Keys: 4, Ops: 4, Attempts: 9, Judged: 2, Executed: 4, Exercised: true,
+		TTL: 2 * time.Second, Margin: 500 * time.Millisecond,
+		NotJudged: map[string]int{chaos.NotJudgedAfterTTL: 1, chaos.NotJudgedHarness: 1},
+		AfterTTL:  []chaos.Violation{legal}, Unjudged: []chaos.Violation{unjudged}})
+	text := out.String()
+	for _, alarm := range []string{chaos.RuleDoubleExecution, chaos.RuleLost + " ", "VIOLATION"} {
+		if strings.Contains(text, alarm) {
+			t.Errorf("a clean run prints %q, which reads as a violation:\n%s", alarm, text)
+		}
+	}
+	for _, want := range []string{
+		"  fresh execution after the TTL key=k1 kind=normal: 2 distinct created ids",
+		"  not judged (the harness dropped every answer) key=k2 kind=normal: the harness dropped every answer (drop-response 3)",
+		"exactly-once: OK: 0 violations",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("summary lacks %q:\n%s", want, text)
+		}
+	}
+	out.Reset()
+	printChaosReport(&out, chaos.Report{Keys: 1, Judged: 1, Exercised: true, Violations: []chaos.Violation{legal}})
+	if !strings.Contains(out.String(), "  double-execution key=k1") {
+		t.Errorf("a violation names its rule:\n%s", out.String())
+	}
+	out.Reset()
+	printChaosReport(&out, chaos.Report{Ops: 2, Outcomes: map[string]int{chaos.ClientFail: 2}, FailsByKind: map[string]int{chaos.KindBusiness: 1, chaos.KindTransient: 1}})
+	if want := "client outcomes: fail 2 (final non-2xx answers, all expected: business 1, "; !strings.Contains(out.String(), want) {
+		t.Errorf("expected error answers are said to be expected: want %q in\n%s", want, out.String())
+	}
+}
+
 // commands lists every command of the tree but cobra's own (help and
 // completion, which cobra adds and documents), each with its path's words.
 func commands(c *cobra.Command) []*cobra.Command {

@@ -102,7 +102,7 @@ func bindRunFlags(cmd *cobra.Command, f *runFlags) {
 	fl.StringVar(&f.replayOf, "replay-of", "", "run again the selection, profile, seed and config of the JSON report `FILE` (refused if the config's digest differs)")
 	fl.StringVar(&f.expect, "expect", "", "compare with the JSON report `FILE`: exit 1 only for verdicts worse than it (better ones are listed)")
 	addFormatFlag(cmd, &f.format, "stdout format")
-	fl.BoolVarP(&f.verbose, "verbose", "v", false, "print each result as it finishes, the reasons of skipped cases, and progress even when stdout is not a terminal")
+	fl.BoolVarP(&f.verbose, "verbose", "v", false, "print each result as it finishes (stderr), the remarks of passing cases in the tree, and progress even when stdout is not a terminal")
 	reachFlags(fl, &f.sel)
 }
 

@@ -1,0 +1,412 @@
+package chaos
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+//go:embed html/report.tmpl
+var htmlTemplate string
+
+var htmlPage = template.Must(template.New("chaos").Parse(htmlTemplate))
+
+// HTMLRun is what the page says about the run beside the checker's
+// report: the target, what was asked for and how long it took.
+type HTMLRun struct {
+	Target      string
+	Requested   int // operations asked for (0: a proxy's history)
+	Elapsed     time.Duration
+	Faults      []string // the fault specs as given
+	Seed        uint64
+	Interrupted bool
+	Notes       []string
+}
+
+// Bounds of the page: the timeline's slices, and the keys drilled down
+// besides those with a finding (every violation, legal re-execution and
+// key not judged is always shown).
+const (
+	htmlSlices    = 100
+	htmlOtherKeys = 200
+	htmlOpenKeys  = 10 // violations shown open
+)
+
+// Key classes, worst first: the drill-down's order and colours.
+const (
+	classViolation = "violation"
+	classUnjudged  = "unjudged"
+	classLegal     = "legal"
+	classClean     = "clean"
+)
+
+type htmlKey struct {
+	Key, Class, Label string
+	Findings          []Violation
+	Op                *Op
+	OracleText        string
+	Attempts          []htmlAttempt
+	Open              bool
+	last              time.Time
+}
+
+type htmlAttempt struct {
+	at                   time.Time
+	N                    int
+	At, Duration         string
+	Fault, Client        string
+	Status               int
+	Upstream             []string
+	Cut, Faulted, Errors bool
+}
+
+type htmlTick struct {
+	X           float64
+	Key, Class  string
+	Title, Href string
+}
+
+type htmlBar struct {
+	X, W         float64
+	Y, H         float64 // attempts lane
+	Faults       []htmlSeg
+	Count, Fault int
+	Title        string
+}
+
+type htmlSeg struct {
+	Y, H  float64
+	Kind  string
+	Color string
+}
+
+type htmlLegend struct{ Kind, Color string }
+
+type htmlData struct {
+	R                   Report
+	Run                 HTMLRun
+	Verdict, VerdictCls string
+	Faults, Outcomes    string
+	NotJudged           string
+	Span                string
+	Bars                []htmlBar
+	Ticks               []htmlTick
+	Legend              []htmlLegend
+	Axis                []htmlAxis
+	Keys                []htmlKey
+	Shown, More         int
+	TTL                 string
+}
+
+type htmlAxis struct {
+	X     float64
+	Label string
+}
+
+// Timeline geometry (SVG user units).
+const (
+	tlLeft, tlWidth         = 110.0, 860.0
+	tlAttemptsY, tlAttemptH = 20.0, 90.0
+	tlFaultsY, tlFaultsH    = 130.0, 70.0
+	tlTicksY, tlTicksH      = 220.0, 40.0
+)
+
+// faultColors colours fault kinds in a fixed order (others grey).
+var faultColors = map[string]string{
+	"drop-response": "#bc4c00", "duplicate": "#8250df", "delay": "#0969da", "status": "#9a6700",
+	"reset-midbody": "#cf222e", "truncate-request": "#1b7c83", "drop-request": "#6e7781",
+}
+
+// WriteHTML writes the chaos report as one self-contained page (no
+// script, no network): the verdict and counts, a timeline of the run
+// (attempts per slice, the faults injected in them by kind, and a tick per
+// key with a finding: violation, legal fresh execution after the TTL, not
+// judged, each linking to its key), then the per-key drill-down: every key
+// with a finding (violations first, open) and up to 200 others, each with
+// its operation and every attempt (fault, upstream answers, what the
+// client got). hist is the run's JSONL history, rep its checker's report.
+func WriteHTML(w io.Writer, hist io.Reader, rep Report, run HTMLRun) error {
+	d := htmlData{R: rep, Run: run, Faults: countList(rep.Faults), NotJudged: countList(rep.NotJudged)}
+	if rep.TTL > 0 {
+		d.TTL = fmt.Sprintf("%s − margin %s", rep.TTL, rep.Margin)
+	}
+	d.Verdict, d.VerdictCls = verdict(rep)
+	d.Outcomes = countList(rep.Outcomes)
+
+	keys := map[string]*htmlKey{}
+	var order []string // first-seen order of keys
+	add := func(vs []Violation, class string) {
+		for _, v := range vs {
+			k := keys[v.Key]
+			if k == nil {
+				k = &htmlKey{Key: v.Key, Class: class}
+				keys[v.Key] = k
+			}
+			k.Findings = append(k.Findings, v)
+		}
+	}
+	add(rep.Violations, classViolation)
+	add(rep.Unjudged, classUnjudged)
+	add(rep.AfterTTL, classLegal)
+
+	type slim struct {
+		at    time.Time
+		fault string
+	}
+	var all []slim
+	others := 0
+	err := scanHistory(hist, func(ev *Event) {
+		all = append(all, slim{ev.Time, ev.Fault})
+		if ev.Key == "" {
+			return
+		}
+		k := keys[ev.Key]
+		if k == nil {
+			if others == htmlOtherKeys {
+				d.More++
+				keys[ev.Key] = &htmlKey{Key: ev.Key, Class: "hidden"}
+				return
+			}
+			others++
+			k = &htmlKey{Key: ev.Key, Class: classClean}
+			keys[ev.Key] = k
+		}
+		if k.Class == "hidden" {
+			return
+		}
+		if len(k.Attempts) == 0 {
+			order = append(order, ev.Key)
+		}
+		k.Attempts = append(k.Attempts, attemptOf(ev))
+		if ev.Time.After(k.last) {
+			k.last = ev.Time
+		}
+	}, func(op *Op) {
+		if k := keys[op.Key]; k != nil && k.Class != "hidden" {
+			k.Op = op
+		}
+	})
+	if err != nil {
+		return err
+	}
+
+	// The timeline: slices over the run, from its first attempt.
+	var start, end time.Time
+	for _, a := range all {
+		if start.IsZero() || a.at.Before(start) {
+			start = a.at
+		}
+		if a.at.After(end) {
+			end = a.at
+		}
+	}
+	span := max(end.Sub(start), time.Millisecond)
+	d.Span = span.Round(time.Millisecond).String()
+	x := func(t time.Time) float64 {
+		return tlLeft + tlWidth*float64(t.Sub(start))/float64(span)
+	}
+	counts := make([]int, htmlSlices)
+	faults := make([]map[string]int, htmlSlices)
+	kinds := map[string]bool{}
+	for _, a := range all {
+		i := min(int(float64(a.at.Sub(start))/float64(span)*htmlSlices), htmlSlices-1)
+		counts[i]++
+		if a.fault != "" {
+			if faults[i] == nil {
+				faults[i] = map[string]int{}
+			}
+			faults[i][a.fault]++
+			kinds[a.fault] = true
+		}
+	}
+	peak := max(slices.Max(append(counts, 1)), 1)
+	kindList := slices.Sorted(maps.Keys(kinds))
+	for _, k := range kindList {
+		d.Legend = append(d.Legend, htmlLegend{Kind: k, Color: faultColor(k)})
+	}
+	bw := tlWidth / htmlSlices
+	sliceDur := span / htmlSlices
+	for i, n := range counts {
+		b := htmlBar{X: tlLeft + float64(i)*bw, W: bw * 0.9, Count: n}
+		b.H = tlAttemptH * float64(n) / float64(peak)
+		b.Y = tlAttemptsY + tlAttemptH - b.H
+		y := tlFaultsY + tlFaultsH
+		var parts []string
+		for _, k := range kindList {
+			c := faults[i][k]
+			if c == 0 {
+				continue
+			}
+			b.Fault += c
+			h := tlFaultsH * float64(c) / float64(peak)
+			y -= h
+			b.Faults = append(b.Faults, htmlSeg{Y: y, H: h, Kind: k, Color: faultColor(k)})
+			parts = append(parts, fmt.Sprintf("%s %d", k, c))
+		}
+		b.Title = fmt.Sprintf("%s–%s: %d attempts", (sliceDur * time.Duration(i)).Round(time.Millisecond), (sliceDur * time.Duration(i+1)).Round(time.Millisecond), n)
+		if len(parts) > 0 {
+			b.Title += ", faults: " + strings.Join(parts, ", ")
+		}
+		d.Bars = append(d.Bars, b)
+	}
+	for i := range 5 {
+		f := float64(i) / 4
+		d.Axis = append(d.Axis, htmlAxis{X: tlLeft + tlWidth*f, Label: (time.Duration(float64(span) * f)).Round(time.Millisecond).String()})
+	}
+
+	// The drill-down: findings worst first, then the other keys in order.
+	rank := map[string]int{classViolation: 0, classUnjudged: 1, classLegal: 2, classClean: 3}
+	var shown []*htmlKey
+	for _, k := range keys {
+		if k.Class != "hidden" {
+			shown = append(shown, k)
+		}
+	}
+	pos := map[string]int{}
+	for i, k := range order {
+		pos[k] = i
+	}
+	sort.SliceStable(shown, func(i, j int) bool {
+		a, b := shown[i], shown[j]
+		if rank[a.Class] != rank[b.Class] {
+			return rank[a.Class] < rank[b.Class]
+		}
+		return pos[a.Key] < pos[b.Key]
+	})
+	opened := 0
+	for _, k := range shown {
+		for i := range k.Attempts {
+			k.Attempts[i].At = "+" + k.Attempts[i].at.Sub(start).Round(time.Millisecond).String()
+		}
+		k.Label = keyLabel(k)
+		if k.Op != nil && k.Op.Oracle != nil {
+			k.OracleText = fmt.Sprint(*k.Op.Oracle)
+		}
+		if k.Class == classViolation && opened < htmlOpenKeys {
+			k.Open = true
+			opened++
+		}
+		if k.Class != classClean && !k.last.IsZero() {
+			d.Ticks = append(d.Ticks, htmlTick{X: x(k.last), Key: k.Key, Class: k.Class, Href: "#key-" + k.Key,
+				Title: fmt.Sprintf("%s: %s", k.Key, k.Label)})
+		}
+		d.Keys = append(d.Keys, *k)
+	}
+	d.Shown = len(d.Keys)
+	return htmlPage.Execute(w, d)
+}
+
+// scanHistory calls attempt and op for every line of a history; the run
+// line and blank lines are skipped. Errors name the line.
+func scanHistory(r io.Reader, attempt func(*Event), op func(*Op)) error {
+	dec := json.NewDecoder(r)
+	for n := 1; ; n++ {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err == io.EOF {
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("history line %d: %v", n, err)
+		}
+		var head struct {
+			Type string `json:"type"`
+		}
+		if err := json.Unmarshal(raw, &head); err != nil {
+			return fmt.Errorf("history line %d: %v", n, err)
+		}
+		switch head.Type {
+		case "attempt":
+			var ev Event
+			if err := json.Unmarshal(raw, &ev); err != nil {
+				return fmt.Errorf("history line %d: %v", n, err)
+			}
+			attempt(&ev)
+		case "op":
+			var o Op
+			if err := json.Unmarshal(raw, &o); err != nil {
+				return fmt.Errorf("history line %d: %v", n, err)
+			}
+			op(&o)
+		}
+	}
+}
+
+// attemptOf is one attempt's row of the drill-down.
+func attemptOf(ev *Event) htmlAttempt {
+	a := htmlAttempt{at: ev.Time, N: ev.Attempt, Duration: time.Duration(ev.DurationNS).Round(100 * time.Microsecond).String(),
+		Fault: ev.Fault, Client: ev.Client, Status: ev.Status, Faulted: ev.Fault != "", Cut: cutByHarness(ev)}
+	for _, u := range ev.Upstream {
+		s := fmt.Sprintf("sent +%s", time.Duration(u.SentNS).Round(100*time.Microsecond))
+		switch {
+		case u.Error != "":
+			s += ": error " + u.Error
+			a.Errors = true
+		case u.Status != 0:
+			s += fmt.Sprintf(": %d", u.Status)
+		}
+		if u.ID != "" {
+			s += " id " + u.ID
+		}
+		a.Upstream = append(a.Upstream, s)
+	}
+	return a
+}
+
+// keyLabel says in a few words why a key is where it is.
+func keyLabel(k *htmlKey) string {
+	var rules []string
+	for _, f := range k.Findings {
+		rules = append(rules, f.Rule)
+	}
+	switch k.Class {
+	case classViolation:
+		return "violation: " + strings.Join(rules, ", ")
+	case classUnjudged:
+		return "not judged: " + k.Findings[0].Reason
+	case classLegal:
+		return "legal fresh execution after the TTL"
+	}
+	if k.Op != nil {
+		return "clean, client " + k.Op.Outcome
+	}
+	return "clean"
+}
+
+// verdict is the page's headline and its colour, in the console's words.
+func verdict(r Report) (string, string) {
+	judged := fmt.Sprintf("in %d of %d keys judged", r.Judged, r.Keys)
+	switch {
+	case len(r.Violations) > 0:
+		return fmt.Sprintf("%d exactly-once violations %s", len(r.Violations), judged), "bad"
+	case !r.Exercised:
+		return fmt.Sprintf("not exercised: none of %d operations shows an execution", r.Ops), "bad"
+	case r.MostlyUnjudged():
+		return "not enough evidence: 0 violations " + judged, "bad"
+	}
+	return "exactly-once OK: 0 violations " + judged, "good"
+}
+
+// countList is "drop-response 235, duplicate 74" (names sorted), or none.
+func countList(m map[string]int) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func faultColor(kind string) string {
+	if c, ok := faultColors[kind]; ok {
+		return c
+	}
+	return "#8c959f"
+}
