@@ -86,6 +86,10 @@ const (
 	// LeaseNeverExpires: an in-flight record stays locked until its TTL, so
 	// a crashed request blocks its key with 409s.
 	LeaseNeverExpires Defect = "lease-never-expires"
+	// NoQueryFingerprint: the query is left out of the request's identity;
+	// the same key and body with another query (?capture=false after
+	// ?capture=true) replays the first response.
+	NoQueryFingerprint Defect = "no-query-fingerprint"
 	// ProcessLocalLock: the claim's lookup and write are guarded by an
 	// in-process mutex, not one atomic store operation; correct on one
 	// replica, a same-key burst spread over replicas executes many times.
@@ -125,6 +129,7 @@ var defectCatalog = []DefectInfo{
 	{MissingKeyPassthrough, "a mutating request without a key executes instead of 400", "IK-MISSING-1"},
 	{UnvalidatedKey, "malformed keys (empty, >255 chars, repeated field) are accepted", "IK-SECURITY-1, IK-SECURITY-2"},
 	{LeaseNeverExpires, "an in-flight record of a dead request blocks its key until the TTL", "IK-LEASE-1"},
+	{NoQueryFingerprint, "same key + body with another query replays the first query's response instead of 422", "IK-MISMATCH-1, IK-MISMATCH-5"},
 	{ProcessLocalLock, "a claim locked in process only: same-key requests on two replicas both execute", "IK-CONCURRENT-2 (replicas/ family)"},
 }
 

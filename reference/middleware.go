@@ -152,6 +152,7 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		sum := sha256.Sum256(body)
 		hex.Encode(x.raw[:], sum[:])
 		x.hashed = true
+		x.request = requestHash(m.requestPart(r))
 	}
 	x.scope = m.scope(r, key)
 	if m.defects.has(FailureWedgesKey) {
@@ -261,6 +262,9 @@ type exchange struct {
 	key    string
 	hashed bool                  // raw holds the body's hash (not under no-fingerprint)
 	raw    [2 * sha256.Size]byte // hex SHA-256 of body as sent
+	// request: hex SHA-256 of the query and fingerprinted headers (""
+	// when the request has neither); part of both hashes a record keeps.
+	request string
 	fp     string                // canonical fingerprint, once fpDone
 	fpDone bool
 	scope  Scope
@@ -269,13 +273,13 @@ type exchange struct {
 	lateClaim bool
 }
 
-// rawHash is the hex SHA-256 of the body as stored in a record ("" under
-// the no-fingerprint defect).
+// rawHash is the hex SHA-256 of the body as stored in a record, joined
+// with the request hash ("" under the no-fingerprint defect).
 func (x *exchange) rawHash() string {
 	if !x.hashed {
 		return ""
 	}
-	return string(x.raw[:])
+	return withRequest(string(x.raw[:]), x.request)
 }
 
 // fingerprint is the canonical fingerprint, computed on first use ("" under
@@ -284,15 +288,16 @@ func (x *exchange) fingerprint() string {
 	if !x.fpDone {
 		x.fpDone = true
 		if x.hashed {
-			x.fp = fingerprint(x.body, x.m.ignore)
+			x.fp = withRequest(fingerprint(x.body, x.m.ignore), x.request)
 		}
 	}
 	return x.fp
 }
 
-// sameRaw reports a record claimed by a request with the same body bytes.
+// sameRaw reports a record claimed by a request with the same body bytes
+// (and the same query and fingerprinted headers).
 func (x *exchange) sameRaw(rec *Record) bool {
-	return x.hashed && rec.RawHash != "" && string(x.raw[:]) == rec.RawHash
+	return x.hashed && rec.RawHash != "" && equalsJoined(rec.RawHash, x.raw[:], x.request)
 }
 
 // samePayload reports whether rec was claimed by a request with the same

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/net/http/httpguts"
 
 	"github.com/idemcheck/idemcheck/reference/demo"
 )
@@ -35,6 +36,9 @@ type serveFlags struct {
 	store       string
 	maxBody     int64
 	stores      storeFlags
+	// fingerprintHeaders: request fields that are part of a request's
+	// identity besides its query and body.
+	fingerprintHeaders []string
 }
 
 func init() {
@@ -44,6 +48,8 @@ func init() {
 		Short: "Serve the reference implementation (demo payments API) with optional defects",
 		Long: "Serve the reference Idempotency-Key implementation: POST /v1/charges and /v1/refunds\n" +
 			"(Authorization: Bearer <user>), GET /v1/effects?key=K (execution oracle), GET /healthz.\n" +
+			"A request's identity under its key is its body, its query (POST /v1/charges?capture=false\n" +
+			"authorises only) and the --fingerprint-header fields (Api-Version, echoed as api_version).\n" +
 			"Defects: " + strings.Join(demo.DefectNames(), ", "),
 		Example: `  idemcheck serve --addr 127.0.0.1:8080
   idemcheck serve --addr 127.0.0.1:8081 --ttl 2s --defect no-fingerprint --defect no-inflight-lock
@@ -61,6 +67,8 @@ func init() {
 	fl.BoolVar(&f.keyOptional, "key-optional", false, "let requests without Idempotency-Key run unprotected instead of 400")
 	fl.StringVar(&f.store, "store", "memory", "idempotency store: memory, postgres (--dsn) or redis (--redis-url)")
 	fl.Int64Var(&f.maxBody, "max-body", 1<<20, "request body limit in bytes (413 beyond)")
+	fl.StringArrayVar(&f.fingerprintHeaders, "fingerprint-header", demo.DefaultFingerprintHeaders,
+		"a request header that is part of the request's identity, as the body and the query are (the same key with another value: 422); repeatable; \"\" for none")
 	fl.StringVar(&f.stores.DSN, "dsn", "", "PostgreSQL connection string (--store postgres)")
 	fl.StringVar(&f.stores.RedisURL, "redis-url", "", "Redis URL (--store redis)")
 	fl.Int32Var(&f.stores.PGMaxConns, "pg-max-conns", 0, "PostgreSQL pool size; 0: 2 per CPU, at least 8 (--store postgres)")
@@ -86,6 +94,26 @@ func defectList(args []string) ([]string, error) {
 	return defects, nil
 }
 
+// headerNames reads --fingerprint-header: nil (not set) is the demo's
+// default; blanks are dropped (so "" names none), anything else must be a
+// field name.
+func headerNames(args []string) ([]string, error) {
+	if args == nil {
+		return nil, nil
+	}
+	names := []string{} // not nil: none means none, not the demo's default
+	for _, n := range args {
+		if n = strings.TrimSpace(n); n == "" {
+			continue
+		}
+		if !httpguts.ValidHeaderFieldName(n) {
+			return nil, usageErrorf("--fingerprint-header %q: not a header field name", n)
+		}
+		names = append(names, n)
+	}
+	return names, nil
+}
+
 // runServe validates the flags, serves until SIGINT/SIGTERM (or ctx ends)
 // and shuts down gracefully.
 func runServe(ctx context.Context, stdout io.Writer, f serveFlags) error {
@@ -108,6 +136,10 @@ func runServe(ctx context.Context, stdout io.Writer, f serveFlags) error {
 	if err != nil {
 		return err
 	}
+	fpHeaders, err := headerNames(f.fingerprintHeaders)
+	if err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -119,6 +151,7 @@ func runServe(ctx context.Context, stdout io.Writer, f serveFlags) error {
 	app, err := demo.New(demo.Options{
 		Store: store, Ledger: ledger, TTL: f.ttl, Lease: f.lease,
 		Defects: defects, KeyOptional: f.keyOptional, MaxBody: f.maxBody,
+		FingerprintHeaders: fpHeaders,
 	})
 	if err != nil {
 		return withCode(exitUsage, err)

@@ -67,6 +67,7 @@ func TestServeBadFlags(t *testing.T) {
 		{"lease-negative", "non-positive --lease", []string{"--lease", "-1s"}, "--lease -1s"},
 		{"unknown-defect", "a defect outside the catalog", []string{"--defect", "no-expiry,bogus"}, `--defect "bogus"`},
 		{"unknown-defect-repeated", "the repeated form is checked like the comma form", []string{"--defect", "no-expiry", "--defect", "bogus"}, `--defect "bogus"`},
+		{"fingerprint-header-not-a-name", "a fingerprint header that is no field name", []string{"--fingerprint-header", "Api Version"}, `--fingerprint-header "Api Version"`},
 		{"unknown-store", "a store kind nobody implements", []string{"--store", "floppy"}, `--store "floppy"`},
 		{"pg-pool-negative", "a negative PostgreSQL pool size", []string{"--store", "postgres", "--dsn", "postgres://x/y", "--pg-max-conns", "-1"}, "--pg-max-conns -1"},
 		{"pg-min-above-max", "more idle connections than the pool holds", []string{"--store", "postgres", "--dsn", "postgres://x/y", "--pg-max-conns", "8", "--pg-min-conns", "9"}, "--pg-min-conns 9"},

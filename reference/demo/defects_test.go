@@ -41,6 +41,12 @@ func TestDefects(t *testing.T) {
 			r := h.post("/v1/charges", "alice", k, changedAmount)
 			return r.status == 422, fmt.Sprintf("changed amount -> %d", r.status)
 		}},
+		{reference.NoQueryFingerprint, Options{}, func(t *testing.T, h *harness) (bool, string) {
+			k := newKey()
+			a := h.post("/v1/charges?capture=true", "alice", k, chargeBody)
+			r := h.post("/v1/charges?capture=false", "alice", k, chargeBody)
+			return a.status == 201 && r.status == 422, fmt.Sprintf("?capture=true -> %d, then ?capture=false -> %d replayed=%q", a.status, r.status, r.header.Get("Idempotent-Replayed"))
+		}},
 		{reference.CheckThenInsert, Options{}, func(t *testing.T, h *harness) (bool, string) {
 			// The window is 1 ms: one burst misses it now and then (about 1
 			// in 10 under -race), so rounds of fresh keys, as the suite's
