@@ -90,6 +90,12 @@ const (
 	// the same key and body with another query (?capture=false after
 	// ?capture=true) replays the first response.
 	NoQueryFingerprint Defect = "no-query-fingerprint"
+	// ExactKeySpelling: the key field is looked up by its exact spelling
+	// Idempotency-Key; under any other (idempotency-key, as every HTTP/2
+	// request and many gateways send it) the request runs as a keyless one,
+	// unprotected: every retry executes. HTTP/1.1 needs the server wrapped
+	// with KeepFieldSpelling for the spelling to be seen.
+	ExactKeySpelling Defect = "exact-key-spelling"
 	// ProcessLocalLock: the claim's lookup and write are guarded by an
 	// in-process mutex, not one atomic store operation; correct on one
 	// replica, a same-key burst spread over replicas executes many times.
@@ -130,6 +136,7 @@ var defectCatalog = []DefectInfo{
 	{UnvalidatedKey, "malformed keys (empty, >255 chars, repeated field) are accepted", "IK-SECURITY-1, IK-SECURITY-2"},
 	{LeaseNeverExpires, "an in-flight record of a dead request blocks its key until the TTL", "IK-LEASE-1"},
 	{NoQueryFingerprint, "same key + body with another query replays the first query's response instead of 422", "IK-MISMATCH-1, IK-MISMATCH-5"},
+	{ExactKeySpelling, "the key field is honoured only when spelled Idempotency-Key: idempotency-key (every HTTP/2 request) runs unprotected, every retry executes", "IK-REPLAY-3 (field names are case-insensitive, RFC 9110 5.1)"},
 	{ProcessLocalLock, "a claim locked in process only: same-key requests on two replicas both execute", "IK-CONCURRENT-2 (replicas/ family)"},
 }
 

@@ -105,9 +105,12 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		m.next.ServeHTTP(w, r)
 		return
 	}
-	key, present, valid := m.key(r.Header)
+	key, present, valid := m.key(r)
 	if !present {
-		if m.keyOptional || m.defects.has(MissingKeyPassthrough) {
+		// exact-key-spelling: the field is there, under a spelling the bug
+		// does not look for; the request runs as a keyless one.
+		misspelled := m.defects.has(ExactKeySpelling) && len(r.Header[headerKey]) > 0
+		if m.keyOptional || m.defects.has(MissingKeyPassthrough) || misspelled {
 			m.next.ServeHTTP(w, r)
 			return
 		}
@@ -203,16 +206,38 @@ type lookup struct {
 }
 
 // key reads the Idempotency-Key field.
-func (m *middleware) key(h http.Header) (key string, present, valid bool) {
+func (m *middleware) key(r *http.Request) (key string, present, valid bool) {
+	lines := r.Header[headerKey]
+	if m.defects.has(ExactKeySpelling) {
+		lines = exactlySpelled(r, lines)
+	}
 	if m.defects.has(UnvalidatedKey) {
-		k, ok := rawKey(h)
+		k, ok := rawKey(lines)
 		return k, ok, true
 	}
-	k, err := parseKey(h[headerKey], m.rawKeys)
+	k, err := parseKey(lines, m.rawKeys)
 	if errors.Is(err, errKeyMissing) {
 		return "", false, false
 	}
 	return k, true, err == nil
+}
+
+// exactlySpelled is the exact-key-spelling defect's view of the key
+// field: only the lines whose name was sent as Idempotency-Key. Where the
+// spelling is unknown (an HTTP/1.1 server not wrapped by
+// KeepFieldSpelling) every line counts.
+func exactlySpelled(r *http.Request, lines []string) []string {
+	names, ok := keyNames(r)
+	if !ok || len(names) != len(lines) {
+		return lines
+	}
+	var out []string
+	for i, name := range names {
+		if name == headerKey {
+			out = append(out, lines[i])
+		}
+	}
+	return out
 }
 
 func (m *middleware) ttlAndLease() (ttl, lease time.Duration) {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemcheck/idemcheck/internal/rawspelling"
 	"github.com/idemcheck/idemcheck/reference"
 	"github.com/idemcheck/idemcheck/reference/memstore"
 )
@@ -46,6 +47,18 @@ func TestDefects(t *testing.T) {
 			a := h.post("/v1/charges?capture=true", "alice", k, chargeBody)
 			r := h.post("/v1/charges?capture=false", "alice", k, chargeBody)
 			return a.status == 201 && r.status == 422, fmt.Sprintf("?capture=true -> %d, then ?capture=false -> %d replayed=%q", a.status, r.status, r.header.Get("Idempotent-Replayed"))
+		}},
+		{reference.ExactKeySpelling, Options{}, func(t *testing.T, h *harness) (bool, string) {
+			k := newKey()
+			send := func(name string) reply {
+				hdr := http.Header{"Authorization": {"Bearer alice"}}
+				rawspelling.SetVerbatim(hdr, name, k)
+				return h.do("POST", "/v1/charges", hdr, chargeBody)
+			}
+			a, r := send("idempotency-key"), send("IDEMPOTENCY-KEY")
+			n, _, _ := h.executions(k)
+			return a.status == 201 && r.header.Get("Idempotent-Replayed") == "true" && n == 1,
+				fmt.Sprintf("idempotency-key -> %d, IDEMPOTENCY-KEY -> %d replayed=%q, %d executions", a.status, r.status, r.header.Get("Idempotent-Replayed"), n)
 		}},
 		{reference.CheckThenInsert, Options{}, func(t *testing.T, h *harness) (bool, string) {
 			// The window is 1 ms: one burst misses it now and then (about 1

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/idemcheck/idemcheck/reference"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -34,7 +36,11 @@ func newHarness(t *testing.T, o Options) *harness {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	srv := httptest.NewServer(app)
+	// Field names as sent are kept, for the exact-key-spelling defect;
+	// every test here then also runs through that reader.
+	srv := httptest.NewUnstartedServer(app)
+	srv.Listener = reference.KeepFieldSpelling(srv.Config, srv.Listener)
+	srv.Start()
 	tr := &http.Transport{MaxIdleConnsPerHost: 64}
 	h := &harness{t: t, opts: o, app: app, srv: srv, client: &http.Client{Transport: tr, Timeout: 20 * time.Second}}
 	t.Cleanup(func() {
