@@ -290,9 +290,9 @@ type exchange struct {
 	// request: hex SHA-256 of the query and fingerprinted headers (""
 	// when the request has neither); part of both hashes a record keeps.
 	request string
-	fp     string                // canonical fingerprint, once fpDone
-	fpDone bool
-	scope  Scope
+	fp      string // canonical fingerprint, once fpDone
+	fpDone  bool
+	scope   Scope
 	// lateClaim: the handler runs unowned and the outcome is claimed and
 	// stored after it (expired-reclaim-unlocked defect only).
 	lateClaim bool

@@ -21,8 +21,8 @@ type config struct {
 	// fingerprintHeaders: request fields that are part of the request's
 	// identity (canonical names, sorted).
 	fingerprintHeaders []string
-	docsURL       string
-	defects       defectSet
+	docsURL            string
+	defects            defectSet
 	// checkThenInsertGap is the time the check-then-insert defect spends
 	// between its lookup and its insert: 1 ms, a realistic window (a
 	// round trip to a store), not one widened until any probe sees it.

@@ -5,10 +5,10 @@ import "testing"
 func TestCanonicalQuery(t *testing.T) {
 	cases := []struct{ a, b string }{
 		{"capture=true&amount=1", "amount=1&capture=true"}, // order of names
-		{"a=%41", "a=A"},                                   // percent-encoding
-		{"q=a+b", "q=a%20b"},                               // + is a space
-		{"a&b=1", "a=&b=1"},                                // bare name = empty value
-		{"a=1&&b=2", "b=2&a=1"},                            // empty pieces
+		{"a=%41", "a=A"},        // percent-encoding
+		{"q=a+b", "q=a%20b"},    // + is a space
+		{"a&b=1", "a=&b=1"},     // bare name = empty value
+		{"a=1&&b=2", "b=2&a=1"}, // empty pieces
 	}
 	for _, c := range cases {
 		if x, y := canonicalQuery(c.a), canonicalQuery(c.b); x != y {
