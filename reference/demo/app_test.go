@@ -222,15 +222,23 @@ func TestContract(t *testing.T) {
 			}
 		}},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			h := newHarness(t, Options{MaxBody: 4096})
-			c.run(t, h)
-			if t.Failed() {
-				t.Logf("rule: %s", c.rule)
-			}
-		})
+	// The same rules over HTTP/2 (h2c): the middleware behaves the same
+	// whatever protocol carries the request.
+	for _, h2c := range []bool{false, true} {
+		proto := map[bool]string{false: "HTTP/1.1", true: "HTTP/2.0"}[h2c]
+		for _, c := range cases {
+			t.Run(proto+"/"+c.name, func(t *testing.T) {
+				t.Parallel()
+				h := newHarnessProto(t, Options{MaxBody: 4096}, h2c)
+				if r := h.do("GET", "/healthz", http.Header{}, ""); r.proto != proto {
+					t.Fatalf("served over %s, want %s", r.proto, proto)
+				}
+				c.run(t, h)
+				if t.Failed() {
+					t.Logf("rule: %s", c.rule)
+				}
+			})
+		}
 	}
 }
 

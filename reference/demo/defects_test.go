@@ -303,3 +303,23 @@ func TestDefectsCombine(t *testing.T) {
 		t.Fatalf("combined defects: status %d Location %q, want 200 and none", r.status, r.header.Get("Location"))
 	}
 }
+
+// TestExactKeySpellingHTTP2: over HTTP/2 every field name is lower case,
+// so the exact-key-spelling defect never honours the key, however the
+// client spelled it; the correct build replays.
+func TestExactKeySpellingHTTP2(t *testing.T) {
+	for _, defect := range []bool{false, true} {
+		o := Options{}
+		if defect {
+			o.Defects = []string{string(reference.ExactKeySpelling)}
+		}
+		h := newHarnessProto(t, o, true)
+		k := newKey()
+		a := h.post("/v1/charges", "alice", k, chargeBody)
+		r := h.post("/v1/charges", "alice", k, chargeBody)
+		n, _, _ := h.executions(k)
+		if a.proto != "HTTP/2.0" || (n == 1) == defect || (r.header.Get("Idempotent-Replayed") == "true") == defect {
+			t.Errorf("defect=%v over %s: %d then %d replayed=%q, %d executions", defect, a.proto, a.status, r.status, r.header.Get("Idempotent-Replayed"), n)
+		}
+	}
+}
