@@ -110,7 +110,9 @@ func (p *PKI) ServerFiles(t testing.TB) (certFile, keyFile string) {
 }
 
 // ClientTLS is a client configuration that trusts p's CA.
-func (p *PKI) ClientTLS() *tls.Config { return &tls.Config{RootCAs: p.pool, MinVersion: tls.VersionTLS12} }
+func (p *PKI) ClientTLS() *tls.Config {
+	return &tls.Config{RootCAs: p.pool, MinVersion: tls.VersionTLS12}
+}
 
 // ServeTLS serves h over TLS (HTTP/2 offered) on 127.0.0.1 with p's server
 // certificate and returns https://localhost:PORT; with clientAuth the
