@@ -508,6 +508,15 @@ func (x *exchange) execute(token string, owned bool) {
 		m.problems.write(x.w, probPanic)
 		return
 	}
+	if m.defects.has(ReplayCodedBody) && acceptsGzip(x.r) && codable(rec.header, rec.statusCode()) && rec.body.Len() > 0 {
+		// The bug: the response is coded inside, for this request's
+		// Accept-Encoding, and stored coded with its Content-Encoding.
+		coded := gzipBody(rec.body.Bytes())
+		rec.body.Reset()
+		rec.body.Write(coded)
+		rec.header.Set("Content-Encoding", "gzip")
+		rec.header.Add("Vary", "Accept-Encoding")
+	}
 	status := rec.statusCode()
 	if owned {
 		if m.keeps(status) && !st.noStore {
@@ -566,9 +575,17 @@ func (m *middleware) keeps(status int) bool {
 	return true
 }
 
+// codingHeaders are stored besides the allow-list under the
+// replay-coded-body defect, which stores coded bodies.
+var codingHeaders = []string{"Content-Encoding", "Vary"}
+
 func (m *middleware) storedHeader(h http.Header) http.Header {
 	out := make(http.Header, len(m.replayHeaders))
-	for _, name := range m.replayHeaders {
+	names := m.replayHeaders
+	if m.defects.has(ReplayCodedBody) {
+		names = append(slices.Clip(names), codingHeaders...)
+	}
+	for _, name := range names {
 		if v := h[name]; len(v) > 0 {
 			if m.defects.has(ReplayJoinsHeaders) {
 				v = []string{strings.Join(v, ", ")}

@@ -126,7 +126,9 @@ func New(o Options) (*App, error) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
 	})
-	a.handler = mux
+	// Outside the middleware: records hold identity bodies, each answer
+	// is coded for the request it answers.
+	a.handler = reference.Compress(mux)
 	return a, nil
 }
 

@@ -1,7 +1,9 @@
 package demo
 
 import (
+	"compress/gzip"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -59,6 +61,16 @@ func TestDefects(t *testing.T) {
 			n, _, _ := h.executions(k)
 			return a.status == 201 && r.header.Get("Idempotent-Replayed") == "true" && n == 1,
 				fmt.Sprintf("idempotency-key -> %d, IDEMPOTENCY-KEY -> %d replayed=%q, %d executions", a.status, r.status, r.header.Get("Idempotent-Replayed"), n)
+		}},
+		{reference.ReplayCodedBody, Options{}, func(t *testing.T, h *harness) (bool, string) {
+			k := newKey()
+			send := func(accept string) reply {
+				hdr := http.Header{"Authorization": {"Bearer alice"}, "Idempotency-Key": {k}, "Accept-Encoding": {accept}}
+				return h.do("POST", "/v1/charges", hdr, chargeBody)
+			}
+			a, r := send("gzip"), send("identity")
+			return a.header.Get("Content-Encoding") == "gzip" && r.header.Get("Idempotent-Replayed") == "true" && r.header.Get("Content-Encoding") == "" && r.body == gunzip(t, a.body),
+				fmt.Sprintf("gzip original -> %q, identity retry -> %q replayed=%q", a.header.Get("Content-Encoding"), r.header.Get("Content-Encoding"), r.header.Get("Idempotent-Replayed"))
 		}},
 		{reference.CheckThenInsert, Options{}, func(t *testing.T, h *harness) (bool, string) {
 			// The window is 1 ms: one burst misses it now and then (about 1
@@ -291,6 +303,19 @@ func TestDefects(t *testing.T) {
 			}
 		})
 	}
+}
+
+// gunzip decodes a gzip body ("" when it is not one).
+func gunzip(t *testing.T, body string) string {
+	zr, err := gzip.NewReader(strings.NewReader(body))
+	if err != nil {
+		return ""
+	}
+	b, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatalf("gzip body: %v", err)
+	}
+	return string(b)
 }
 
 // TestDefectsCombine checks that defects stack: both named behaviours show.
