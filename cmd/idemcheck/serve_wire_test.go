@@ -13,6 +13,7 @@ import (
 
 	"github.com/idemcheck/idemcheck/internal/demotest"
 	"github.com/idemcheck/idemcheck/internal/rawspelling"
+	"github.com/idemcheck/idemcheck/reference/demo"
 )
 
 // startServe runs `serve` in-process with f until the test ends and
@@ -186,5 +187,25 @@ func TestServeHTTP2(t *testing.T) {
 				t.Errorf("%d executions, want 1", n)
 			}
 		})
+	}
+}
+
+// TestServeHelpListsDefects: serve --help names every defect of the
+// catalog, the issue 26 ones among them, and the protocol flags.
+func TestServeHelpListsDefects(t *testing.T) {
+	cmd, _, err := rootCmd.Find([]string{"serve"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	cmd.SetOut(&out)
+	defer cmd.SetOut(nil)
+	if err := cmd.Help(); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range append(demo.DefectNames(), "no-query-fingerprint", "exact-key-spelling", "replay-coded-body", "--h2c", "--tls-cert", "--fingerprint-header") {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("serve --help does not mention %s", want)
+		}
 	}
 }
