@@ -86,6 +86,21 @@ const (
 	// LeaseNeverExpires: an in-flight record stays locked until its TTL, so
 	// a crashed request blocks its key with 409s.
 	LeaseNeverExpires Defect = "lease-never-expires"
+	// NoQueryFingerprint: the query is left out of the request's identity;
+	// the same key and body with another query (?capture=false after
+	// ?capture=true) replays the first response.
+	NoQueryFingerprint Defect = "no-query-fingerprint"
+	// ReplayCodedBody: the response is gzip-coded inside the middleware
+	// for the request that ran it, and stored and replayed coded, with its
+	// Content-Encoding, whatever the retry accepts: a retry sent with
+	// Accept-Encoding: identity receives gzip.
+	ReplayCodedBody Defect = "replay-coded-body"
+	// ExactKeySpelling: the key field is looked up by its exact spelling
+	// Idempotency-Key; under any other (idempotency-key, as every HTTP/2
+	// request and many gateways send it) the request runs as a keyless one,
+	// unprotected: every retry executes. HTTP/1.1 needs the server wrapped
+	// with KeepFieldSpelling for the spelling to be seen.
+	ExactKeySpelling Defect = "exact-key-spelling"
 	// ProcessLocalLock: the claim's lookup and write are guarded by an
 	// in-process mutex, not one atomic store operation; correct on one
 	// replica, a same-key burst spread over replicas executes many times.
@@ -125,6 +140,9 @@ var defectCatalog = []DefectInfo{
 	{MissingKeyPassthrough, "a mutating request without a key executes instead of 400", "IK-MISSING-1"},
 	{UnvalidatedKey, "malformed keys (empty, >255 chars, repeated field) are accepted", "IK-SECURITY-1, IK-SECURITY-2"},
 	{LeaseNeverExpires, "an in-flight record of a dead request blocks its key until the TTL", "IK-LEASE-1"},
+	{NoQueryFingerprint, "same key + body with another query replays the first query's response instead of 422", "IK-MISMATCH-1, IK-MISMATCH-5"},
+	{ReplayCodedBody, "a response stored gzip-coded replays coded to a retry that accepts only identity", "IK-REPLAY-2 (RFC 9110 12.5.3)"},
+	{ExactKeySpelling, "the key field is honoured only when spelled Idempotency-Key: idempotency-key (every HTTP/2 request) runs unprotected, every retry executes", "IK-REPLAY-3 (field names are case-insensitive, RFC 9110 5.1)"},
 	{ProcessLocalLock, "a claim locked in process only: same-key requests on two replicas both execute", "IK-CONCURRENT-2 (replicas/ family)"},
 }
 

@@ -2,7 +2,6 @@ package reference
 
 import (
 	"errors"
-	"net/http"
 	"strings"
 
 	"github.com/dunglas/httpsfv"
@@ -91,11 +90,10 @@ func validKey(k string) error {
 	return nil
 }
 
-// rawKey is how the unvalidated-key defect reads the field: all lines
+// rawKey is how the unvalidated-key defect reads the field's lines: all
 // folded, one pair of quotes stripped, no checks at all.
-func rawKey(h http.Header) (string, bool) {
-	lines, ok := h[headerKey]
-	if !ok {
+func rawKey(lines []string) (string, bool) {
+	if len(lines) == 0 {
 		return "", false
 	}
 	v := strings.TrimSpace(strings.Join(lines, ","))

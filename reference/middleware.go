@@ -105,9 +105,12 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		m.next.ServeHTTP(w, r)
 		return
 	}
-	key, present, valid := m.key(r.Header)
+	key, present, valid := m.key(r)
 	if !present {
-		if m.keyOptional || m.defects.has(MissingKeyPassthrough) {
+		// exact-key-spelling: the field is there, under a spelling the bug
+		// does not look for; the request runs as a keyless one.
+		misspelled := m.defects.has(ExactKeySpelling) && len(r.Header[headerKey]) > 0
+		if m.keyOptional || m.defects.has(MissingKeyPassthrough) || misspelled {
 			m.next.ServeHTTP(w, r)
 			return
 		}
@@ -152,6 +155,7 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		sum := sha256.Sum256(body)
 		hex.Encode(x.raw[:], sum[:])
 		x.hashed = true
+		x.request = requestHash(m.requestPart(r))
 	}
 	x.scope = m.scope(r, key)
 	if m.defects.has(FailureWedgesKey) {
@@ -202,16 +206,38 @@ type lookup struct {
 }
 
 // key reads the Idempotency-Key field.
-func (m *middleware) key(h http.Header) (key string, present, valid bool) {
+func (m *middleware) key(r *http.Request) (key string, present, valid bool) {
+	lines := r.Header[headerKey]
+	if m.defects.has(ExactKeySpelling) {
+		lines = exactlySpelled(r, lines)
+	}
 	if m.defects.has(UnvalidatedKey) {
-		k, ok := rawKey(h)
+		k, ok := rawKey(lines)
 		return k, ok, true
 	}
-	k, err := parseKey(h[headerKey], m.rawKeys)
+	k, err := parseKey(lines, m.rawKeys)
 	if errors.Is(err, errKeyMissing) {
 		return "", false, false
 	}
 	return k, true, err == nil
+}
+
+// exactlySpelled is the exact-key-spelling defect's view of the key
+// field: only the lines whose name was sent as Idempotency-Key. Where the
+// spelling is unknown (an HTTP/1.1 server not wrapped by
+// KeepFieldSpelling) every line counts.
+func exactlySpelled(r *http.Request, lines []string) []string {
+	names, ok := keyNames(r)
+	if !ok || len(names) != len(lines) {
+		return lines
+	}
+	var out []string
+	for i, name := range names {
+		if name == headerKey {
+			out = append(out, lines[i])
+		}
+	}
+	return out
 }
 
 func (m *middleware) ttlAndLease() (ttl, lease time.Duration) {
@@ -261,21 +287,24 @@ type exchange struct {
 	key    string
 	hashed bool                  // raw holds the body's hash (not under no-fingerprint)
 	raw    [2 * sha256.Size]byte // hex SHA-256 of body as sent
-	fp     string                // canonical fingerprint, once fpDone
-	fpDone bool
-	scope  Scope
+	// request: hex SHA-256 of the query and fingerprinted headers (""
+	// when the request has neither); part of both hashes a record keeps.
+	request string
+	fp      string // canonical fingerprint, once fpDone
+	fpDone  bool
+	scope   Scope
 	// lateClaim: the handler runs unowned and the outcome is claimed and
 	// stored after it (expired-reclaim-unlocked defect only).
 	lateClaim bool
 }
 
-// rawHash is the hex SHA-256 of the body as stored in a record ("" under
-// the no-fingerprint defect).
+// rawHash is the hex SHA-256 of the body as stored in a record, joined
+// with the request hash ("" under the no-fingerprint defect).
 func (x *exchange) rawHash() string {
 	if !x.hashed {
 		return ""
 	}
-	return string(x.raw[:])
+	return withRequest(string(x.raw[:]), x.request)
 }
 
 // fingerprint is the canonical fingerprint, computed on first use ("" under
@@ -284,15 +313,16 @@ func (x *exchange) fingerprint() string {
 	if !x.fpDone {
 		x.fpDone = true
 		if x.hashed {
-			x.fp = fingerprint(x.body, x.m.ignore)
+			x.fp = withRequest(fingerprint(x.body, x.m.ignore), x.request)
 		}
 	}
 	return x.fp
 }
 
-// sameRaw reports a record claimed by a request with the same body bytes.
+// sameRaw reports a record claimed by a request with the same body bytes
+// (and the same query and fingerprinted headers).
 func (x *exchange) sameRaw(rec *Record) bool {
-	return x.hashed && rec.RawHash != "" && string(x.raw[:]) == rec.RawHash
+	return x.hashed && rec.RawHash != "" && equalsJoined(rec.RawHash, x.raw[:], x.request)
 }
 
 // samePayload reports whether rec was claimed by a request with the same
@@ -478,6 +508,15 @@ func (x *exchange) execute(token string, owned bool) {
 		m.problems.write(x.w, probPanic)
 		return
 	}
+	if m.defects.has(ReplayCodedBody) && acceptsGzip(x.r) && codable(rec.header, rec.statusCode()) && rec.body.Len() > 0 {
+		// The bug: the response is coded inside, for this request's
+		// Accept-Encoding, and stored coded with its Content-Encoding.
+		coded := gzipBody(rec.body.Bytes())
+		rec.body.Reset()
+		rec.body.Write(coded)
+		rec.header.Set("Content-Encoding", "gzip")
+		rec.header.Add("Vary", "Accept-Encoding")
+	}
 	status := rec.statusCode()
 	if owned {
 		if m.keeps(status) && !st.noStore {
@@ -536,9 +575,17 @@ func (m *middleware) keeps(status int) bool {
 	return true
 }
 
+// codingHeaders are stored besides the allow-list under the
+// replay-coded-body defect, which stores coded bodies.
+var codingHeaders = []string{"Content-Encoding", "Vary"}
+
 func (m *middleware) storedHeader(h http.Header) http.Header {
 	out := make(http.Header, len(m.replayHeaders))
-	for _, name := range m.replayHeaders {
+	names := m.replayHeaders
+	if m.defects.has(ReplayCodedBody) {
+		names = append(slices.Clip(names), codingHeaders...)
+	}
+	for _, name := range names {
 		if v := h[name]; len(v) > 0 {
 			if m.defects.has(ReplayJoinsHeaders) {
 				v = []string{strings.Join(v, ", ")}

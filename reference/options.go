@@ -2,6 +2,7 @@ package reference
 
 import (
 	"net/http"
+	"slices"
 	"time"
 )
 
@@ -17,8 +18,11 @@ type config struct {
 	ttl, lease    time.Duration
 	maxBody       int64
 	replayHeaders []string
-	docsURL       string
-	defects       defectSet
+	// fingerprintHeaders: request fields that are part of the request's
+	// identity (canonical names, sorted).
+	fingerprintHeaders []string
+	docsURL            string
+	defects            defectSet
 	// checkThenInsertGap is the time the check-then-insert defect spends
 	// between its lookup and its insert: 1 ms, a realistic window (a
 	// round trip to a store), not one widened until any probe sees it.
@@ -94,6 +98,16 @@ func WithMaxBody(n int64) Option { return func(c *config) { c.maxBody = n } }
 // WithReplayHeaders replaces the allow-list of stored response headers.
 func WithReplayHeaders(names ...string) Option {
 	return func(c *config) { c.replayHeaders = canonicalNames(names) }
+}
+
+// WithFingerprintHeaders names request header fields that are part of what
+// a request asks for (an API version, Stripe-Version): the same key with
+// another value is another request, answered 422 like a changed body.
+// The query is always part of it. Default: none.
+func WithFingerprintHeaders(names ...string) Option {
+	return func(c *config) {
+		c.fingerprintHeaders = slices.Compact(slices.Sorted(slices.Values(canonicalNames(names))))
+	}
 }
 
 // WithDocsURL sets the documentation URL the problem "type" members point at.

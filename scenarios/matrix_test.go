@@ -97,6 +97,12 @@ var defectMatrix = []struct {
 		why: "needs an in-flight request killed with its server, which the in-process matrix cannot do"},
 	{defect: "process-local-lock", clean: true,
 		why: "an in-process lock is a correct lock as long as there is one process"},
+	{defect: "no-query-fingerprint", pending: "reference/demo TestDefects (the query mutations of issue 26 are not in the catalog yet)",
+		why: "the same key with another query is answered with the first query's response"},
+	{defect: "exact-key-spelling", pending: "reference/demo TestDefects (the key-spelling case of issue 26 is not in the catalog yet)",
+		why: "a key field spelled other than Idempotency-Key is ignored: every retry executes"},
+	{defect: "replay-coded-body", pending: "reference/demo TestDefects (the content-coding case of issue 26 is not in the catalog yet)",
+		why: "a gzip body stored and replayed to a retry that accepts only identity"},
 }
 
 // referenceProfile is ietf plus what the reference documents: keys of up

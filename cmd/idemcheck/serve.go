@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -9,12 +10,15 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/net/http/httpguts"
 
+	"github.com/idemcheck/idemcheck/reference"
 	"github.com/idemcheck/idemcheck/reference/demo"
 )
 
@@ -35,6 +39,13 @@ type serveFlags struct {
 	store       string
 	maxBody     int64
 	stores      storeFlags
+	// fingerprintHeaders: request fields that are part of a request's
+	// identity besides its query and body.
+	fingerprintHeaders []string
+	// h2c: HTTP/2 with prior knowledge beside HTTP/1.1 on the plain port.
+	h2c bool
+	// tlsCert, tlsKey: serve HTTPS, HTTP/2 negotiated by ALPN.
+	tlsCert, tlsKey string
 }
 
 func init() {
@@ -44,8 +55,12 @@ func init() {
 		Short: "Serve the reference implementation (demo payments API) with optional defects",
 		Long: "Serve the reference Idempotency-Key implementation: POST /v1/charges and /v1/refunds\n" +
 			"(Authorization: Bearer <user>), GET /v1/effects?key=K (execution oracle), GET /healthz.\n" +
+			"A request's identity under its key is its body, its query (POST /v1/charges?capture=false\n" +
+			"authorises only) and the --fingerprint-header fields (Api-Version, echoed as api_version).\n" +
 			"Defects: " + strings.Join(demo.DefectNames(), ", "),
 		Example: `  idemcheck serve --addr 127.0.0.1:8080
+  idemcheck serve --h2c                       # HTTP/2 with prior knowledge beside HTTP/1.1
+  idemcheck serve --tls-cert cert.pem --tls-key key.pem   # HTTPS, h2 by ALPN
   idemcheck serve --addr 127.0.0.1:8081 --ttl 3s --defect no-fingerprint --defect no-inflight-lock
   idemcheck serve --store redis --redis-url redis://127.0.0.1:6379/0`,
 		Args: cobra.NoArgs,
@@ -61,6 +76,11 @@ func init() {
 	fl.BoolVar(&f.keyOptional, "key-optional", false, "let requests without Idempotency-Key run unprotected instead of 400")
 	fl.StringVar(&f.store, "store", "memory", "idempotency store: memory, postgres (--dsn) or redis (--redis-url)")
 	fl.Int64Var(&f.maxBody, "max-body", 1<<20, "request body limit in bytes (413 beyond)")
+	fl.BoolVar(&f.h2c, "h2c", false, "also serve HTTP/2 without TLS to clients that start with its preface (prior knowledge), beside HTTP/1.1 on the same port")
+	fl.StringVar(&f.tlsCert, "tls-cert", "", "serve HTTPS with this PEM certificate (chain) file; HTTP/2 and HTTP/1.1 are offered by ALPN (needs --tls-key)")
+	fl.StringVar(&f.tlsKey, "tls-key", "", "the PEM private key of --tls-cert")
+	fl.StringArrayVar(&f.fingerprintHeaders, "fingerprint-header", demo.DefaultFingerprintHeaders,
+		"a request header that is part of the request's identity, as the body and the query are (the same key with another value: 422); repeatable; \"\" for none")
 	fl.StringVar(&f.stores.DSN, "dsn", "", "PostgreSQL connection string (--store postgres)")
 	fl.StringVar(&f.stores.RedisURL, "redis-url", "", "Redis URL (--store redis)")
 	fl.Int32Var(&f.stores.PGMaxConns, "pg-max-conns", 0, "PostgreSQL pool size; 0: 2 per CPU, at least 8 (--store postgres)")
@@ -86,6 +106,43 @@ func defectList(args []string) ([]string, error) {
 	return defects, nil
 }
 
+// headerNames reads --fingerprint-header: nil (not set) is the demo's
+// default; blanks are dropped (so "" names none), anything else must be a
+// field name.
+func headerNames(args []string) ([]string, error) {
+	if args == nil {
+		return nil, nil
+	}
+	names := []string{} // not nil: none means none, not the demo's default
+	for _, n := range args {
+		if n = strings.TrimSpace(n); n == "" {
+			continue
+		}
+		if !httpguts.ValidHeaderFieldName(n) {
+			return nil, usageErrorf("--fingerprint-header %q: not a header field name", n)
+		}
+		names = append(names, n)
+	}
+	return names, nil
+}
+
+// serveTLS loads --tls-cert and --tls-key (nil without them).
+func serveTLS(f serveFlags) (*tls.Config, error) {
+	switch {
+	case f.tlsCert == "" && f.tlsKey == "":
+		return nil, nil
+	case f.tlsCert == "" || f.tlsKey == "":
+		return nil, usageErrorf("--tls-cert and --tls-key: give both or neither")
+	case f.h2c:
+		return nil, usageErrorf("--h2c: HTTP/2 without TLS; with --tls-cert HTTP/2 is negotiated by ALPN")
+	}
+	cert, err := tls.LoadX509KeyPair(f.tlsCert, f.tlsKey)
+	if err != nil {
+		return nil, usageErrorf("--tls-cert %s: %v", f.tlsCert, err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
 // runServe validates the flags, serves until SIGINT/SIGTERM (or ctx ends)
 // and shuts down gracefully.
 func runServe(ctx context.Context, stdout io.Writer, f serveFlags) error {
@@ -108,6 +165,14 @@ func runServe(ctx context.Context, stdout io.Writer, f serveFlags) error {
 	if err != nil {
 		return err
 	}
+	fpHeaders, err := headerNames(f.fingerprintHeaders)
+	if err != nil {
+		return err
+	}
+	tlsConf, err := serveTLS(f)
+	if err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -119,6 +184,7 @@ func runServe(ctx context.Context, stdout io.Writer, f serveFlags) error {
 	app, err := demo.New(demo.Options{
 		Store: store, Ledger: ledger, TTL: f.ttl, Lease: f.lease,
 		Defects: defects, KeyOptional: f.keyOptional, MaxBody: f.maxBody,
+		FingerprintHeaders: fpHeaders,
 	})
 	if err != nil {
 		return withCode(exitUsage, err)
@@ -142,10 +208,30 @@ func runServe(ctx context.Context, stdout io.Writer, f serveFlags) error {
 		// cancelled when it times out.
 		BaseContext: func(net.Listener) context.Context { return reqCtx },
 	}
-	fmt.Fprintf(stdout, "idemcheck: listening on http://%s\n", ln.Addr())
+	srv.Protocols = new(http.Protocols)
+	srv.Protocols.SetHTTP1(true)
+	srv.Protocols.SetUnencryptedHTTP2(f.h2c)
+	scheme := "http"
+	if tlsConf != nil {
+		srv.TLSConfig = tlsConf
+		srv.Protocols.SetHTTP2(true)
+		scheme = "https"
+	} else if slices.Contains(defects, string(reference.ExactKeySpelling)) {
+		// The defect needs field names as sent, read from the plain bytes
+		// (over TLS it shows on HTTP/2 requests only, lower case by
+		// protocol); the correct build does not pay for reading them.
+		ln = reference.KeepFieldSpelling(srv, ln)
+	}
+	fmt.Fprintf(stdout, "idemcheck: listening on %s://%s\n", scheme, ln.Addr())
 
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() {
+		if tlsConf != nil {
+			served <- srv.ServeTLS(ln, "", "")
+			return
+		}
+		served <- srv.Serve(ln)
+	}()
 	select {
 	case err := <-served:
 		return fmt.Errorf("serve: %w", err)

@@ -94,6 +94,26 @@ func writePEM(t testing.TB, path, typ string, der []byte) {
 	}
 }
 
+// ServerFiles writes the server certificate and its key as PEM files in a
+// temporary directory of t, for a server that loads them itself.
+func (p *PKI) ServerFiles(t testing.TB) (certFile, keyFile string) {
+	t.Helper()
+	dir := t.TempDir()
+	certFile, keyFile = filepath.Join(dir, "server.pem"), filepath.Join(dir, "server-key.pem")
+	writePEM(t, certFile, "CERTIFICATE", p.server.Certificate[0])
+	kb, err := x509.MarshalECPrivateKey(p.server.PrivateKey.(*ecdsa.PrivateKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writePEM(t, keyFile, "EC PRIVATE KEY", kb)
+	return certFile, keyFile
+}
+
+// ClientTLS is a client configuration that trusts p's CA.
+func (p *PKI) ClientTLS() *tls.Config {
+	return &tls.Config{RootCAs: p.pool, MinVersion: tls.VersionTLS12}
+}
+
 // ServeTLS serves h over TLS (HTTP/2 offered) on 127.0.0.1 with p's server
 // certificate and returns https://localhost:PORT; with clientAuth the
 // server demands a client certificate signed by p's CA. Closed when t ends.

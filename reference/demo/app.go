@@ -23,6 +23,9 @@ type Options struct {
 	Defects     []string        // defect names (DefectNames)
 	KeyOptional bool            // requests without a key run unprotected
 	MaxBody     int64           // 0: 1 MiB
+	// FingerprintHeaders are the request fields that are part of a
+	// request's identity besides the query; nil: DefaultFingerprintHeaders.
+	FingerprintHeaders []string
 	// CheckThenInsertGap widens the check-then-insert defect's window
 	// (0: the reference's 1 ms).
 	CheckThenInsertGap time.Duration
@@ -45,6 +48,13 @@ const (
 	opCharges = "charges"
 	opRefunds = "refunds"
 )
+
+// DefaultFingerprintHeaders: the demo's API version field, which changes
+// the answer (api_version in the resource), so the same key under another
+// version is another request.
+var DefaultFingerprintHeaders = []string{apiVersionHeader}
+
+const apiVersionHeader = "Api-Version"
 
 // New builds the app. The error names an unknown defect.
 func New(o Options) (*App, error) {
@@ -81,6 +91,10 @@ func New(o Options) (*App, error) {
 		reference.WithMaxBody(a.maxBody),
 		reference.WithDefects(defects...),
 	}
+	if o.FingerprintHeaders == nil {
+		o.FingerprintHeaders = DefaultFingerprintHeaders
+	}
+	opts = append(opts, reference.WithFingerprintHeaders(o.FingerprintHeaders...))
 	if o.TTL > 0 {
 		opts = append(opts, reference.WithTTL(o.TTL))
 	}
@@ -112,7 +126,9 @@ func New(o Options) (*App, error) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
 	})
-	a.handler = mux
+	// Outside the middleware: records hold identity bodies, each answer
+	// is coded for the request it answers.
+	a.handler = reference.Compress(mux)
 	return a, nil
 }
 

@@ -73,6 +73,39 @@ func TestContract(t *testing.T) {
 				t.Fatalf("after completion: first %d, retry %d %q", first.status, again.status, again.body)
 			}
 		}},
+		{"query-and-version-change-the-request", "?capture=false authorises only and Api-Version shows in the resource; under a used key either is a 422, and a bad capture value a 400 that is not stored", func(t *testing.T, h *harness) {
+			k := newKey()
+			auth := h.post("/v1/charges?capture=false", "alice", k, chargeBody)
+			if auth.status != 201 || auth.json(t)["captured"] != false {
+				t.Fatalf("authorise only: %d %q", auth.status, auth.body)
+			}
+			if r := h.post("/v1/charges?capture=true", "alice", k, chargeBody); r.status != 422 {
+				t.Fatalf("same key, capture=true: %d %q", r.status, r.body)
+			}
+			if r := h.post("/v1/charges", "alice", newKey(), chargeBody); r.json(t)["captured"] != true || r.json(t)["api_version"] != nil {
+				t.Fatalf("default charge: %q", r.body)
+			}
+			k2 := newKey()
+			hdr := http.Header{"Authorization": {"Bearer alice"}, "Idempotency-Key": {k2}, "Api-Version": {"2024-06-01"}}
+			v := h.do("POST", "/v1/charges", hdr, chargeBody)
+			if v.status != 201 || v.json(t)["api_version"] != "2024-06-01" {
+				t.Fatalf("Api-Version: %d %q", v.status, v.body)
+			}
+			hdr.Set("Api-Version", "2025-01-01")
+			if r := h.do("POST", "/v1/charges", hdr, chargeBody); r.status != 422 {
+				t.Fatalf("same key, another Api-Version: %d %q", r.status, r.body)
+			}
+			k3 := newKey()
+			if r := h.post("/v1/charges?capture=maybe", "alice", k3, chargeBody); r.status != 400 {
+				t.Fatalf("capture=maybe: %d", r.status)
+			}
+			if r := h.post("/v1/charges?capture=true", "alice", k3, chargeBody); r.status != 201 {
+				t.Fatalf("corrected query under the same key: %d %q", r.status, r.body)
+			}
+			if r := h.post("/v1/refunds?capture=false", "alice", newKey(), chargeBody); r.status != 201 || r.json(t)["captured"] != nil {
+				t.Fatalf("refund ignores capture: %d %q", r.status, r.body)
+			}
+		}},
 		{"missing-key-400", "POST without a key: 400 problem+json with a type URI, nothing runs", func(t *testing.T, h *harness) {
 			r := h.post("/v1/charges", "alice", "", chargeBody)
 			if r.status != 400 || !strings.HasPrefix(r.json(t)["type"].(string), "https://") {
@@ -189,15 +222,23 @@ func TestContract(t *testing.T) {
 			}
 		}},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			h := newHarness(t, Options{MaxBody: 4096})
-			c.run(t, h)
-			if t.Failed() {
-				t.Logf("rule: %s", c.rule)
-			}
-		})
+	// The same rules over HTTP/2 (h2c): the middleware behaves the same
+	// whatever protocol carries the request.
+	for _, h2c := range []bool{false, true} {
+		proto := map[bool]string{false: "HTTP/1.1", true: "HTTP/2.0"}[h2c]
+		for _, c := range cases {
+			t.Run(proto+"/"+c.name, func(t *testing.T) {
+				t.Parallel()
+				h := newHarnessProto(t, Options{MaxBody: 4096}, h2c)
+				if r := h.do("GET", "/healthz", http.Header{}, ""); r.proto != proto {
+					t.Fatalf("served over %s, want %s", r.proto, proto)
+				}
+				c.run(t, h)
+				if t.Failed() {
+					t.Logf("rule: %s", c.rule)
+				}
+			})
+		}
 	}
 }
 
@@ -210,8 +251,8 @@ func TestNewRejectsUnknownDefect(t *testing.T) {
 
 func TestDefectDocCoversCatalog(t *testing.T) {
 	names := DefectNames()
-	if len(names) != 25 {
-		t.Fatalf("catalog has %d defects, want 25", len(names))
+	if len(names) != 28 {
+		t.Fatalf("catalog has %d defects, want 28", len(names))
 	}
 	for _, n := range names {
 		if b, r, ok := DefectDoc(n); !ok || b == "" || r == "" {

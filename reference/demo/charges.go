@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -81,6 +82,12 @@ func (a *App) create(op, idPrefix, object string) http.HandlerFunc {
 			writeProblem(w, http.StatusBadRequest, "invalid-request", "Invalid request body", msg)
 			return
 		}
+		captured, msg := captureParam(op, r.URL.RawQuery)
+		if msg != "" {
+			reference.DoNotStore(r)
+			writeProblem(w, http.StatusBadRequest, "invalid-request", "Invalid query", msg)
+			return
+		}
 
 		key := effectKey(r)
 		defer a.effects.record(key, op)()
@@ -122,6 +129,8 @@ func (a *App) create(op, idPrefix, object string) http.HandlerFunc {
 			Amount:         *in.Amount,
 			Currency:       strings.ToLower(in.Currency),
 			Description:    in.Description,
+			Captured:       captured,
+			APIVersion:     strings.TrimSpace(r.Header.Get(apiVersionHeader)),
 			IdempotencyKey: effectKey(r),
 			Created:        time.Now().UTC(),
 		}
@@ -160,6 +169,30 @@ func (a *App) create(op, idPrefix, object string) http.HandlerFunc {
 		w.WriteHeader(http.StatusCreated)
 		_, _ = w.Write(body)
 	}
+}
+
+// captureParam reads the query of POST /v1/{op}: a charge's capture
+// parameter ("true", the default, or "false": authorise only) changes
+// what the request does, as in payment APIs. Other parameters are
+// ignored (they are still part of the request's identity).
+func captureParam(op, rawQuery string) (*bool, string) {
+	q, err := url.ParseQuery(rawQuery)
+	if err != nil {
+		return nil, "the query is not valid: " + err.Error()
+	}
+	if op != opCharges {
+		return nil, ""
+	}
+	captured := true
+	switch v := q["capture"]; {
+	case len(v) == 0:
+	case len(v) == 1 && v[0] == "true":
+	case len(v) == 1 && v[0] == "false":
+		captured = false
+	default:
+		return nil, `capture must be given once, "true" or "false"`
+	}
+	return &captured, ""
 }
 
 // padded is a created resource with a padding member (pad_bytes).

@@ -1,13 +1,16 @@
 package demo
 
 import (
+	"compress/gzip"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/idemcheck/idemcheck/internal/rawspelling"
 	"github.com/idemcheck/idemcheck/reference"
 	"github.com/idemcheck/idemcheck/reference/memstore"
 )
@@ -40,6 +43,34 @@ func TestDefects(t *testing.T) {
 			h.post("/v1/charges", "alice", k, chargeBody)
 			r := h.post("/v1/charges", "alice", k, changedAmount)
 			return r.status == 422, fmt.Sprintf("changed amount -> %d", r.status)
+		}},
+		{reference.NoQueryFingerprint, Options{}, func(t *testing.T, h *harness) (bool, string) {
+			k := newKey()
+			a := h.post("/v1/charges?capture=true", "alice", k, chargeBody)
+			r := h.post("/v1/charges?capture=false", "alice", k, chargeBody)
+			return a.status == 201 && r.status == 422, fmt.Sprintf("?capture=true -> %d, then ?capture=false -> %d replayed=%q", a.status, r.status, r.header.Get("Idempotent-Replayed"))
+		}},
+		{reference.ExactKeySpelling, Options{}, func(t *testing.T, h *harness) (bool, string) {
+			k := newKey()
+			send := func(name string) reply {
+				hdr := http.Header{"Authorization": {"Bearer alice"}}
+				rawspelling.SetVerbatim(hdr, name, k)
+				return h.do("POST", "/v1/charges", hdr, chargeBody)
+			}
+			a, r := send("idempotency-key"), send("IDEMPOTENCY-KEY")
+			n, _, _ := h.executions(k)
+			return a.status == 201 && r.header.Get("Idempotent-Replayed") == "true" && n == 1,
+				fmt.Sprintf("idempotency-key -> %d, IDEMPOTENCY-KEY -> %d replayed=%q, %d executions", a.status, r.status, r.header.Get("Idempotent-Replayed"), n)
+		}},
+		{reference.ReplayCodedBody, Options{}, func(t *testing.T, h *harness) (bool, string) {
+			k := newKey()
+			send := func(accept string) reply {
+				hdr := http.Header{"Authorization": {"Bearer alice"}, "Idempotency-Key": {k}, "Accept-Encoding": {accept}}
+				return h.do("POST", "/v1/charges", hdr, chargeBody)
+			}
+			a, r := send("gzip"), send("identity")
+			return a.header.Get("Content-Encoding") == "gzip" && r.header.Get("Idempotent-Replayed") == "true" && r.header.Get("Content-Encoding") == "" && r.body == gunzip(t, a.body),
+				fmt.Sprintf("gzip original -> %q, identity retry -> %q replayed=%q", a.header.Get("Content-Encoding"), r.header.Get("Content-Encoding"), r.header.Get("Idempotent-Replayed"))
 		}},
 		{reference.CheckThenInsert, Options{}, func(t *testing.T, h *harness) (bool, string) {
 			// The window is 1 ms: one burst misses it now and then (about 1
@@ -274,6 +305,19 @@ func TestDefects(t *testing.T) {
 	}
 }
 
+// gunzip decodes a gzip body ("" when it is not one).
+func gunzip(t *testing.T, body string) string {
+	zr, err := gzip.NewReader(strings.NewReader(body))
+	if err != nil {
+		return ""
+	}
+	b, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatalf("gzip body: %v", err)
+	}
+	return string(b)
+}
+
 // TestDefectsCombine checks that defects stack: both named behaviours show.
 func TestDefectsCombine(t *testing.T) {
 	h := newHarness(t, Options{Defects: []string{"replay-as-200", "replay-drops-headers"}})
@@ -282,5 +326,25 @@ func TestDefectsCombine(t *testing.T) {
 	r := h.post("/v1/charges", "alice", k, chargeBody)
 	if r.status != http.StatusOK || r.header.Get("Location") != "" {
 		t.Fatalf("combined defects: status %d Location %q, want 200 and none", r.status, r.header.Get("Location"))
+	}
+}
+
+// TestExactKeySpellingHTTP2: over HTTP/2 every field name is lower case,
+// so the exact-key-spelling defect never honours the key, however the
+// client spelled it; the correct build replays.
+func TestExactKeySpellingHTTP2(t *testing.T) {
+	for _, defect := range []bool{false, true} {
+		o := Options{}
+		if defect {
+			o.Defects = []string{string(reference.ExactKeySpelling)}
+		}
+		h := newHarnessProto(t, o, true)
+		k := newKey()
+		a := h.post("/v1/charges", "alice", k, chargeBody)
+		r := h.post("/v1/charges", "alice", k, chargeBody)
+		n, _, _ := h.executions(k)
+		if a.proto != "HTTP/2.0" || (n == 1) == defect || (r.header.Get("Idempotent-Replayed") == "true") == defect {
+			t.Errorf("defect=%v over %s: %d then %d replayed=%q, %d executions", defect, a.proto, a.status, r.status, r.header.Get("Idempotent-Replayed"), n)
+		}
 	}
 }

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/idemcheck/idemcheck/reference"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -28,14 +30,30 @@ type harness struct {
 	client *http.Client
 }
 
-func newHarness(t *testing.T, o Options) *harness {
+func newHarness(t *testing.T, o Options) *harness { return newHarnessProto(t, o, false) }
+
+// newHarnessProto serves over HTTP/1.1, or, with h2c, over HTTP/2 with
+// prior knowledge (the server takes both on one port; the client speaks
+// HTTP/2 only, so every reply says which protocol carried it).
+func newHarnessProto(t *testing.T, o Options, h2c bool) *harness {
 	t.Helper()
 	app, err := New(o)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	srv := httptest.NewServer(app)
+	// Field names as sent are kept, for the exact-key-spelling defect;
+	// every test here then also runs through that reader.
+	srv := httptest.NewUnstartedServer(app)
+	srv.Listener = reference.KeepFieldSpelling(srv.Config, srv.Listener)
 	tr := &http.Transport{MaxIdleConnsPerHost: 64}
+	if h2c {
+		srv.Config.Protocols = new(http.Protocols)
+		srv.Config.Protocols.SetHTTP1(true)
+		srv.Config.Protocols.SetUnencryptedHTTP2(true)
+		tr.Protocols = new(http.Protocols)
+		tr.Protocols.SetUnencryptedHTTP2(true)
+	}
+	srv.Start()
 	h := &harness{t: t, opts: o, app: app, srv: srv, client: &http.Client{Transport: tr, Timeout: 20 * time.Second}}
 	t.Cleanup(func() {
 		tr.CloseIdleConnections()
@@ -51,6 +69,7 @@ type reply struct {
 	status int
 	header http.Header
 	body   string
+	proto  string // HTTP/1.1 or HTTP/2.0
 }
 
 // json decodes the reply body into a map.
@@ -95,7 +114,7 @@ func (h *harness) do(method, path string, hdr http.Header, body string) reply {
 	if err != nil {
 		h.t.Fatalf("read body: %v", err)
 	}
-	return reply{status: resp.StatusCode, header: resp.Header, body: string(b)}
+	return reply{status: resp.StatusCode, header: resp.Header, body: string(b), proto: resp.Proto}
 }
 
 // executions reads the effects oracle for key (unquoted); an empty key

@@ -7,12 +7,17 @@ import (
 
 // Charge is one effect of the demo API: a created charge or refund.
 type Charge struct {
-	ID             string    `json:"id"`
-	Object         string    `json:"object"` // "charge" or "refund"
-	Principal      string    `json:"-"`
-	Amount         int64     `json:"amount"`
-	Currency       string    `json:"currency"`
-	Description    string    `json:"description,omitempty"`
+	ID          string `json:"id"`
+	Object      string `json:"object"` // "charge" or "refund"
+	Principal   string `json:"-"`
+	Amount      int64  `json:"amount"`
+	Currency    string `json:"currency"`
+	Description string `json:"description,omitempty"`
+	// Captured: a charge's funds were taken (false: ?capture=false, an
+	// authorisation only); unset for refunds.
+	Captured *bool `json:"captured,omitempty"`
+	// APIVersion is the Api-Version the request was made under, if any.
+	APIVersion     string    `json:"api_version,omitempty"`
 	IdempotencyKey string    `json:"-"`
 	Created        time.Time `json:"created"`
 }

@@ -24,13 +24,13 @@ func NewLedger(s *Store) *Ledger { return &Ledger{s: s} }
 func (l *Ledger) CommitsWithRecord() bool { return true }
 
 const insertChargeSQL = `INSERT INTO charges
-    (id, object, principal, amount, currency, description, idempotency_key, created)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`
+    (id, object, principal, amount, currency, description, idempotency_key, created, captured, api_version)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`
 
 // Insert implements demo.Ledger. Inside a unit of work the charge is
 // queued; a failure to write it then fails the unit's Commit.
 func (l *Ledger) Insert(ctx context.Context, c demo.Charge) error {
-	args := []any{c.ID, c.Object, c.Principal, c.Amount, c.Currency, c.Description, c.IdempotencyKey, c.Created}
+	args := []any{c.ID, c.Object, c.Principal, c.Amount, c.Currency, c.Description, c.IdempotencyKey, c.Created, c.Captured, c.APIVersion}
 	if u, ok := unitFrom(ctx); ok {
 		u.pending.Queue(insertChargeSQL, args...)
 		return nil
@@ -46,9 +46,9 @@ func (l *Ledger) Insert(ctx context.Context, c demo.Charge) error {
 // unit of work.
 func (l *Ledger) Get(ctx context.Context, principal, id string) (demo.Charge, bool, error) {
 	c := demo.Charge{ID: id, Principal: principal}
-	err := l.s.pool.QueryRow(ctx, `SELECT object, amount, currency, description, idempotency_key, created
+	err := l.s.pool.QueryRow(ctx, `SELECT object, amount, currency, description, idempotency_key, created, captured, api_version
 FROM charges WHERE id = $1 AND principal = $2`, id, principal).Scan(
-		&c.Object, &c.Amount, &c.Currency, &c.Description, &c.IdempotencyKey, &c.Created)
+		&c.Object, &c.Amount, &c.Currency, &c.Description, &c.IdempotencyKey, &c.Created, &c.Captured, &c.APIVersion)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return demo.Charge{}, false, nil
 	}

@@ -107,12 +107,14 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 }
 
 // schemaCurrent is true when every object schema.sql creates exists: its
-// last index on each table and the column added later. Keep it in step
+// last index on each table and the columns added later. Keep it in step
 // with schema.sql.
 const schemaCurrent = `SELECT to_regclass('idempotency_records_expires_at') IS NOT NULL
     AND to_regclass('charges_principal_key') IS NOT NULL
     AND EXISTS (SELECT 1 FROM pg_attribute
-                WHERE attrelid = to_regclass('idempotency_records') AND attname = 'raw_hash' AND NOT attisdropped)`
+                WHERE attrelid = to_regclass('idempotency_records') AND attname = 'raw_hash' AND NOT attisdropped)
+    AND EXISTS (SELECT 1 FROM pg_attribute
+                WHERE attrelid = to_regclass('charges') AND attname = 'api_version' AND NOT attisdropped)`
 
 // migrate brings the schema up to date. When it already is, it runs no
 // DDL: ALTER TABLE and CREATE INDEX lock the tables even when there is

@@ -36,3 +36,7 @@ CREATE TABLE IF NOT EXISTS charges (
     created         timestamptz NOT NULL
 );
 CREATE INDEX IF NOT EXISTS charges_principal_key ON charges (principal, idempotency_key);
+-- What the request's query and API version chose (added later: rows from
+-- before carry NULL and '').
+ALTER TABLE charges ADD COLUMN IF NOT EXISTS captured boolean;
+ALTER TABLE charges ADD COLUMN IF NOT EXISTS api_version text NOT NULL DEFAULT '';
