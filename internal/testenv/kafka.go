@@ -1,0 +1,58 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Ways of providing Kafka besides HowEnv.
+const HowKfake = "kfake"
+
+var kafkaTopics atomic.Int64
+
+// RequireKafka returns the seed brokers of a Kafka cluster for t:
+// IDEMCHECK_KAFKA_BROKERS (comma-separated host:port, a CI service
+// container), else a one-broker in-process kfake cluster of its own, which
+// speaks the real Kafka protocol on a loopback port and is closed when t
+// ends. Tests keep apart on a shared cluster with KafkaTopic.
+func RequireKafka(t testing.TB) (brokers []string, how string) {
+	t.Helper()
+	if v := os.Getenv("IDEMCHECK_KAFKA_BROKERS"); v != "" {
+		return strings.Split(v, ","), HowEnv
+	}
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		unavailable(t, "kafka", fmt.Errorf("kfake: %w", err))
+	}
+	t.Cleanup(c.Close)
+	return c.ListenAddrs(), HowKfake
+}
+
+// KafkaTopic creates a topic with partitions that no other test of this
+// run uses, and returns its name.
+func KafkaTopic(t testing.TB, brokers []string, partitions int32) string {
+	t.Helper()
+	name := fmt.Sprintf("idemcheck-t%d-%d", os.Getpid(), kafkaTopics.Add(1))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatalf("kafka client: %v", err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// Replication factor -1: the broker's default (1 on kfake and on a
+	// one-node service container).
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, -1, nil, name); err != nil {
+		t.Fatalf("create kafka topic %s: %v", name, err)
+	}
+	return name
+}
