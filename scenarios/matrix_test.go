@@ -96,6 +96,12 @@ var defectMatrix = []struct {
 		why: "needs an in-flight request killed with its server, which the in-process matrix cannot do"},
 	{defect: "process-local-lock", clean: true,
 		why: "an in-process lock is a correct lock as long as there is one process"},
+	{defect: "event-outside-tx", pending: "outbox tests of reference/demo (TestOutboxDefects): the events source is not wired into run yet (issue 28)",
+		why: "an event published before its outcome is stored: a retry after a lost lease publishes a second one"},
+	{defect: "event-on-replay", pending: "outbox tests of reference/demo (TestOutboxDefects): the events source is not wired into run yet (issue 28)",
+		why: "each replay publishes the key's event again"},
+	{defect: "relay-republish", pending: "outbox tests of reference/demo (TestOutboxDefects): the events source is not wired into run yet (issue 28)",
+		why: "a restarted relay republishes sent events without their ids"},
 }
 
 // referenceProfile is ietf plus what the reference documents: keys of up
