@@ -107,3 +107,26 @@ func KafkaRecords(t testing.TB, brokers []string, topic string) []*kgo.Record {
 	}
 	return out
 }
+
+// KafkaSettled waits until topic holds at least atLeast records (10 s at
+// most), then 300 ms more, time for a late one to show (an outbox relay
+// polls every 50 ms), and returns them all.
+func KafkaSettled(t testing.TB, brokers []string, topic string, atLeast int) []*kgo.Record {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(KafkaRecords(t, brokers, topic)) < atLeast && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
+	return KafkaRecords(t, brokers, topic)
+}
+
+// KafkaHeader is the value of r's header name ("" when absent).
+func KafkaHeader(r *kgo.Record, name string) string {
+	for _, h := range r.Headers {
+		if h.Key == name {
+			return string(h.Value)
+		}
+	}
+	return ""
+}

@@ -39,31 +39,18 @@ func newTopic(t *testing.T) *topic {
 	return &topic{brokers: brokers, name: name, pub: pub}
 }
 
-// byKey waits until the topic holds at least want events (10 s at most),
-// then for the relay's poll and more, and returns the events per key.
+// byKey groups the topic's events by key once it holds at least want.
 func (tp *topic) byKey(t *testing.T, want int) map[string][]*kgo.Record {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for len(testenv.KafkaRecords(t, tp.brokers, tp.name)) < want && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	time.Sleep(300 * time.Millisecond) // six relay polls: an extra event would be there
 	out := map[string][]*kgo.Record{}
-	for _, r := range testenv.KafkaRecords(t, tp.brokers, tp.name) {
+	for _, r := range testenv.KafkaSettled(t, tp.brokers, tp.name, want) {
 		k := header(r, outbox.HeaderKey)
 		out[k] = append(out[k], r)
 	}
 	return out
 }
 
-func header(r *kgo.Record, name string) string {
-	for _, h := range r.Headers {
-		if h.Key == name {
-			return string(h.Value)
-		}
-	}
-	return ""
-}
+var header = testenv.KafkaHeader
 
 func eventsHarness(t *testing.T, tp *topic, store reference.Store, defects ...string) *harness {
 	return newHarness(t, Options{Store: store, Events: tp.pub, Defects: defects})

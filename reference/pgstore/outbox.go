@@ -1,8 +1,8 @@
 package pgstore
 
 import (
-	"context"
 	"cmp"
+	"context"
 	"slices"
 	"time"
 
