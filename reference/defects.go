@@ -186,6 +186,16 @@ func defectNames() []string {
 	return names
 }
 
+// NeedsEvents reports whether d breaks only the events the server
+// publishes, so that it shows only with events on (demo Options.Events).
+func (d Defect) NeedsEvents() bool {
+	switch d {
+	case EventOutsideTx, EventOnReplay, RelayRepublish:
+		return true
+	}
+	return false
+}
+
 type defectSet map[Defect]bool
 
 func (s defectSet) has(d Defect) bool { return s[d] }

@@ -15,7 +15,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/idemcheck/idemcheck/reference"
 	"github.com/idemcheck/idemcheck/reference/demo"
+	"github.com/idemcheck/idemcheck/reference/outbox"
 )
 
 // Server timeouts. WriteTimeout outlives the demo's longest delay_ms (60 s).
@@ -35,6 +37,7 @@ type serveFlags struct {
 	store       string
 	maxBody     int64
 	stores      storeFlags
+	events      string
 }
 
 func init() {
@@ -47,7 +50,8 @@ func init() {
 			"Defects: " + strings.Join(demo.DefectNames(), ", "),
 		Example: `  idemcheck serve --addr 127.0.0.1:8080
   idemcheck serve --addr 127.0.0.1:8081 --ttl 2s --defect no-fingerprint --defect no-inflight-lock
-  idemcheck serve --store redis --redis-url redis://127.0.0.1:6379/0`,
+  idemcheck serve --store redis --redis-url redis://127.0.0.1:6379/0
+  idemcheck serve --store postgres --dsn "$DATABASE_URL" --events kafka://127.0.0.1:9092/charges.events`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runServe(cmd.Context(), cmd.OutOrStdout(), f)
@@ -61,6 +65,7 @@ func init() {
 	fl.BoolVar(&f.keyOptional, "key-optional", false, "let requests without Idempotency-Key run unprotected instead of 400")
 	fl.StringVar(&f.store, "store", "memory", "idempotency store: memory, postgres (--dsn) or redis (--redis-url)")
 	fl.Int64Var(&f.maxBody, "max-body", 1<<20, "request body limit in bytes (413 beyond)")
+	fl.StringVar(&f.events, "events", "", "publish a charge.created event per execution through the store's outbox: kafka://HOST:PORT/TOPIC or redis://HOST:PORT/DB?stream=NAME")
 	fl.StringVar(&f.stores.DSN, "dsn", "", "PostgreSQL connection string (--store postgres)")
 	fl.StringVar(&f.stores.RedisURL, "redis-url", "", "Redis URL (--store redis)")
 	fl.Int32Var(&f.stores.PGMaxConns, "pg-max-conns", 0, "PostgreSQL pool size; 0: 2 per CPU, at least 8 (--store postgres)")
@@ -108,18 +113,38 @@ func runServe(ctx context.Context, stdout io.Writer, f serveFlags) error {
 	if err != nil {
 		return err
 	}
+	if f.events == "" {
+		for _, d := range defects {
+			if reference.Defect(d).NeedsEvents() {
+				return usageErrorf("--defect %s: needs --events (it breaks the events the server publishes)", d)
+			}
+		}
+	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+
+	var events outbox.Publisher
+	if f.events != "" {
+		if events, err = outbox.Open(ctx, f.events); err != nil {
+			return usageErrorf("--events: %s", oneLine(err))
+		}
+		// Deferred first, so closed last: after the app's relay stopped.
+		defer func() { _ = events.Close() }()
+	}
 
 	store, ledger, closeStore, err := openStore(ctx, f.store, &f.stores)
 	if err != nil {
 		return withCode(exitUsage, err)
 	}
 	defer func() { _ = closeStore() }()
-	app, err := demo.New(demo.Options{
+	opts := demo.Options{
 		Store: store, Ledger: ledger, TTL: f.ttl, Lease: f.lease,
 		Defects: defects, KeyOptional: f.keyOptional, MaxBody: f.maxBody,
-	})
+	}
+	if events != nil {
+		opts.Events = events
+	}
+	app, err := demo.New(opts)
 	if err != nil {
 		return withCode(exitUsage, err)
 	}

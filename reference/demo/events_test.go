@@ -14,9 +14,6 @@ import (
 	"github.com/idemcheck/idemcheck/reference/outbox"
 )
 
-// eventDefects are the defects that only a broker shows.
-var eventDefects = []reference.Defect{reference.EventOutsideTx, reference.EventOnReplay, reference.RelayRepublish}
-
 // topic is a Kafka topic of the test's own (kfake in process unless
 // IDEMCHECK_KAFKA_BROKERS is set) and a publisher to it.
 type topic struct {
