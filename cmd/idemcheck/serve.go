@@ -137,14 +137,11 @@ func runServe(ctx context.Context, stdout io.Writer, f serveFlags) error {
 		return withCode(exitUsage, err)
 	}
 	defer func() { _ = closeStore() }()
-	opts := demo.Options{
+	app, err := demo.New(demo.Options{
 		Store: store, Ledger: ledger, TTL: f.ttl, Lease: f.lease,
 		Defects: defects, KeyOptional: f.keyOptional, MaxBody: f.maxBody,
-	}
-	if events != nil {
-		opts.Events = events
-	}
-	app, err := demo.New(opts)
+		Events: events, // a nil Publisher stays nil: no events
+	})
 	if err != nil {
 		return withCode(exitUsage, err)
 	}
