@@ -105,6 +105,19 @@ const (
 	// in-process mutex, not one atomic store operation; correct on one
 	// replica, a same-key burst spread over replicas executes many times.
 	ProcessLocalLock Defect = "process-local-lock"
+	// EventOutsideTx: the handler publishes its event straight to the
+	// broker instead of through the outbox: an execution whose outcome is
+	// then not stored (a crash, a lost lease, a failed commit) has
+	// published anyway, and its retry publishes again; a failed publish
+	// is lost. Needs events (serve --events).
+	EventOutsideTx Defect = "event-outside-tx"
+	// EventOnReplay: every replay publishes the key's event again (an
+	// after-response hook that does not know a replay from an execution).
+	EventOnReplay Defect = "event-on-replay"
+	// RelayRepublish: a restarted relay publishes the events it already
+	// sent once more, without their ids, so no consumer can tell them
+	// from new executions.
+	RelayRepublish Defect = "relay-republish"
 )
 
 // DefectInfo documents one defect: what it breaks, and the requirement
@@ -144,6 +157,9 @@ var defectCatalog = []DefectInfo{
 	{ReplayCodedBody, "a response stored gzip-coded replays coded to a retry that accepts only identity", "IK-REPLAY-2 (RFC 9110 12.5.3)"},
 	{ExactKeySpelling, "the key field is honoured only when spelled Idempotency-Key: idempotency-key (every HTTP/2 request) runs unprotected, every retry executes", "IK-REPLAY-3 (field names are case-insensitive, RFC 9110 5.1)"},
 	{ProcessLocalLock, "a claim locked in process only: same-key requests on two replicas both execute", "IK-CONCURRENT-2 (replicas/ family)"},
+	{EventOutsideTx, "the event is published before the outcome is stored: an execution that is then rolled back or retried publishes twice, a failed publish is lost", "one event per execution (events source, outbox)"},
+	{EventOnReplay, "each replay publishes the key's event again", "one event per execution; none for a replay (events source)"},
+	{RelayRepublish, "a restarted relay republishes sent events without their ids: duplicates no consumer can dedupe", "one event per execution (events source, outbox)"},
 }
 
 // Defects returns the catalog sorted by name.
@@ -186,6 +202,16 @@ func defectNames() []string {
 		names = append(names, string(d.Defect))
 	}
 	return names
+}
+
+// NeedsEvents reports whether d breaks only the events the server
+// publishes, so that it shows only with events on (demo Options.Events).
+func (d Defect) NeedsEvents() bool {
+	switch d {
+	case EventOutsideTx, EventOnReplay, RelayRepublish:
+		return true
+	}
+	return false
 }
 
 type defectSet map[Defect]bool

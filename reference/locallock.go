@@ -47,7 +47,7 @@ func (l *localLocks) lock(s Scope) (unlock func()) {
 // from the correct claim; two replicas on one store both find the scope
 // free during the gap and both execute (the insert wins regardless).
 func (x *exchange) processLocalLock() {
-	if !x.m.unfinished.finish(x.r.Context(), x.m.store, x.scope) {
+	if !x.m.unfinished.finish(x.r.Context(), x.m, x.scope) {
 		x.m.problems.write(x.w, probUnavailable)
 		return
 	}

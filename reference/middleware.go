@@ -40,9 +40,10 @@ func Middleware(store Store, opts ...Option) func(http.Handler) http.Handler {
 	}
 	atomic, _ := store.(Atomic)
 	local, _ := store.(Local)
+	events, _ := store.(EventStore)
 	probs := newProblems(c.docsURL)
 	return func(next http.Handler) http.Handler {
-		return &middleware{config: c, store: store, atomic: atomic, local: local, next: next, problems: probs, poisoned: newPoisonCache(), wedged: newPoisonCache(), completed: newPoisonCache(), unfinished: newUnfinished(), localLocks: newLocalLocks()}
+		return &middleware{config: c, store: store, atomic: atomic, local: local, events: events, next: next, problems: probs, poisoned: newPoisonCache(), wedged: newPoisonCache(), completed: newPoisonCache(), unfinished: newUnfinished(), localLocks: newLocalLocks()}
 	}
 }
 
@@ -50,7 +51,8 @@ type middleware struct {
 	config
 	store    Store
 	atomic   Atomic
-	local    Local // set when Lookup is an in-process read
+	local    Local      // set when Lookup is an in-process read
+	events   EventStore // set when the store keeps an outbox
 	next     http.Handler
 	problems *problems
 	poisoned *poisonCache // store-conflicts defect only
@@ -67,6 +69,8 @@ type middleware struct {
 type requestState struct {
 	key     string
 	noStore bool
+	outbox  bool    // Emit may queue events
+	events  []Event // queued by Emit, stored with the outcome
 }
 
 type ctxKey struct{}
@@ -334,7 +338,7 @@ func (x *exchange) samePayload(rec *Record) bool {
 
 // claim is the correct path: one atomic Claim decides who executes.
 func (x *exchange) claim() {
-	if !x.m.unfinished.finish(x.r.Context(), x.m.store, x.scope) {
+	if !x.m.unfinished.finish(x.r.Context(), x.m, x.scope) {
 		x.m.problems.write(x.w, probUnavailable)
 		return
 	}
@@ -464,7 +468,7 @@ func (x *exchange) conflict(k problemKind, rec *Record) {
 // so a retry after the response always finds the record.
 func (x *exchange) execute(token string, owned bool) {
 	m := x.m
-	st := &requestState{key: x.key}
+	st := &requestState{key: x.key, outbox: m.events != nil}
 	ctx := context.WithValue(x.r.Context(), ctxKey{}, st)
 	// Completion must survive a client that hangs up after the handler ran.
 	bg := context.WithoutCancel(x.r.Context())
@@ -522,6 +526,9 @@ func (x *exchange) execute(token string, owned bool) {
 		if m.keeps(status) && !st.noStore {
 			resp := Response{Status: status, Header: m.storedHeader(rec.header), Body: m.storedBody(rec.body.Bytes())}
 			if unit != nil {
+				if eu, ok := unit.(EventUnit); ok && len(st.events) > 0 {
+					eu.AddEvents(st.events)
+				}
 				if err := unit.Commit(bg, resp); err != nil {
 					// The effects were rolled back with the record: a retry is safe.
 					_ = m.store.Release(bg, x.scope, token)
@@ -532,25 +539,38 @@ func (x *exchange) execute(token string, owned bool) {
 				// An error here (lease lost, store down) cannot undo the
 				// effect; the client still gets the real outcome, and a
 				// store that was down gets it before the scope's next claim.
-				if err := m.store.Complete(bg, x.scope, token, resp); err != nil && !errors.Is(err, ErrNotOwner) {
+				err := m.complete(bg, x.scope, token, resp, st.events)
+				switch {
+				case errors.Is(err, ErrNotOwner):
+					m.appendEvents(bg, st.events)
+				case err != nil:
 					ttl, _ := m.ttlAndLease()
-					m.unfinished.put(x.scope, token, resp, time.Now().Add(ttl))
+					m.unfinished.put(x.scope, token, resp, st.events, time.Now().Add(ttl))
 				}
 			}
 			m.markCompleted(x.scope)
 		} else {
 			if unit != nil {
 				_ = unit.Rollback(bg)
+			} else {
+				m.appendEvents(bg, st.events) // effects outside a unit stay
 			}
 			_ = m.store.Release(bg, x.scope, token)
 		}
 	} else if x.lateClaim && m.keeps(status) && !st.noStore {
 		ttl, lease := m.ttlAndLease()
 		c, err := m.store.Claim(bg, ClaimRequest{Scope: x.scope, Fingerprint: x.fingerprint(), RawHash: x.rawHash(), Lease: lease, TTL: ttl})
+		stored := false
 		if err == nil && c.Outcome == Claimed {
-			_ = m.store.Complete(bg, x.scope, c.Token, Response{Status: status, Header: m.storedHeader(rec.header), Body: m.storedBody(rec.body.Bytes())})
+			resp := Response{Status: status, Header: m.storedHeader(rec.header), Body: m.storedBody(rec.body.Bytes())}
+			stored = m.complete(bg, x.scope, c.Token, resp, st.events) == nil
 			m.markCompleted(x.scope)
 		}
+		if !stored {
+			m.appendEvents(bg, st.events)
+		}
+	} else {
+		m.appendEvents(bg, st.events) // an execution that owns no record
 	}
 	rec.flush(x.w)
 }

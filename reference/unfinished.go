@@ -27,6 +27,7 @@ type unfinished struct {
 type pendingCompletion struct {
 	token   string
 	resp    Response
+	events  []Event // the outbox events stored with resp
 	expires time.Time
 }
 
@@ -35,7 +36,7 @@ const maxUnfinished = 10_000
 
 func newUnfinished() *unfinished { return &unfinished{entries: map[Scope]pendingCompletion{}} }
 
-func (u *unfinished) put(s Scope, token string, resp Response, expires time.Time) {
+func (u *unfinished) put(s Scope, token string, resp Response, events []Event, expires time.Time) {
 	now := time.Now()
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -52,14 +53,14 @@ func (u *unfinished) put(s Scope, token string, resp Response, expires time.Time
 			delete(u.entries, k)
 		}
 	}
-	u.entries[s] = pendingCompletion{token: token, resp: resp, expires: expires}
+	u.entries[s] = pendingCompletion{token: token, resp: resp, events: events, expires: expires}
 	u.n.Store(int64(len(u.entries)))
 }
 
 // finish stores a pending outcome of s, if any, before s is claimed
 // again. It reports false when the store is still down (the caller answers
 // 503: claiming now could take the lease over and run the handler twice).
-func (u *unfinished) finish(ctx context.Context, store Store, s Scope) bool {
+func (u *unfinished) finish(ctx context.Context, m *middleware, s Scope) bool {
 	if u.n.Load() == 0 {
 		return true
 	}
@@ -70,8 +71,10 @@ func (u *unfinished) finish(ctx context.Context, store Store, s Scope) bool {
 		return true
 	}
 	if time.Now().Before(p.expires) {
-		err := store.Complete(ctx, s, p.token, p.resp)
-		if err != nil && !errors.Is(err, ErrNotOwner) {
+		err := m.complete(ctx, s, p.token, p.resp, p.events)
+		if errors.Is(err, ErrNotOwner) {
+			m.appendEvents(ctx, p.events)
+		} else if err != nil {
 			return false
 		}
 	}

@@ -103,6 +103,12 @@ var defectMatrix = []struct {
 		why: "a key field spelled other than Idempotency-Key is ignored: every retry executes"},
 	{defect: "replay-coded-body", pending: "reference/demo TestDefects (the content-coding case of issue 26 is not in the catalog yet)",
 		why: "a gzip body stored and replayed to a retry that accepts only identity"},
+	{defect: "event-outside-tx", pending: "outbox tests of reference/demo (TestOutboxDefects): the events source is not wired into run yet (issue 28)",
+		why: "an event published before its outcome is stored: a retry after a lost lease publishes a second one"},
+	{defect: "event-on-replay", pending: "outbox tests of reference/demo (TestOutboxDefects): the events source is not wired into run yet (issue 28)",
+		why: "each replay publishes the key's event again"},
+	{defect: "relay-republish", pending: "outbox tests of reference/demo (TestOutboxDefects): the events source is not wired into run yet (issue 28)",
+		why: "a restarted relay republishes sent events without their ids"},
 }
 
 // referenceProfile is ietf plus what the reference documents: keys of up

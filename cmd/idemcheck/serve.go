@@ -20,6 +20,7 @@ import (
 
 	"github.com/idemcheck/idemcheck/reference"
 	"github.com/idemcheck/idemcheck/reference/demo"
+	"github.com/idemcheck/idemcheck/reference/outbox"
 )
 
 // Server timeouts. WriteTimeout outlives the demo's longest delay_ms (60 s).
@@ -46,6 +47,7 @@ type serveFlags struct {
 	h2c bool
 	// tlsCert, tlsKey: serve HTTPS, HTTP/2 negotiated by ALPN.
 	tlsCert, tlsKey string
+	events          string
 }
 
 func init() {
@@ -62,7 +64,8 @@ func init() {
   idemcheck serve --h2c                       # HTTP/2 with prior knowledge beside HTTP/1.1
   idemcheck serve --tls-cert cert.pem --tls-key key.pem   # HTTPS, h2 by ALPN
   idemcheck serve --addr 127.0.0.1:8081 --ttl 3s --defect no-fingerprint --defect no-inflight-lock
-  idemcheck serve --store redis --redis-url redis://127.0.0.1:6379/0`,
+  idemcheck serve --store redis --redis-url redis://127.0.0.1:6379/0
+  idemcheck serve --store postgres --dsn "$DATABASE_URL" --events kafka://127.0.0.1:9092/charges.events`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runServe(cmd.Context(), cmd.OutOrStdout(), f)
@@ -81,6 +84,7 @@ func init() {
 	fl.StringVar(&f.tlsKey, "tls-key", "", "the PEM private key of --tls-cert")
 	fl.StringArrayVar(&f.fingerprintHeaders, "fingerprint-header", demo.DefaultFingerprintHeaders,
 		"a request header that is part of the request's identity, as the body and the query are (the same key with another value: 422); repeatable; \"\" for none")
+	fl.StringVar(&f.events, "events", "", "publish a charge.created event per execution through the store's outbox: kafka://HOST:PORT/TOPIC or redis://HOST:PORT/DB?stream=NAME")
 	fl.StringVar(&f.stores.DSN, "dsn", "", "PostgreSQL connection string (--store postgres)")
 	fl.StringVar(&f.stores.RedisURL, "redis-url", "", "Redis URL (--store redis)")
 	fl.Int32Var(&f.stores.PGMaxConns, "pg-max-conns", 0, "PostgreSQL pool size; 0: 2 per CPU, at least 8 (--store postgres)")
@@ -173,8 +177,24 @@ func runServe(ctx context.Context, stdout io.Writer, f serveFlags) error {
 	if err != nil {
 		return err
 	}
+	if f.events == "" {
+		for _, d := range defects {
+			if reference.Defect(d).NeedsEvents() {
+				return usageErrorf("--defect %s: needs --events (it breaks the events the server publishes)", d)
+			}
+		}
+	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+
+	var events outbox.Publisher
+	if f.events != "" {
+		if events, err = outbox.Open(ctx, f.events); err != nil {
+			return usageErrorf("--events: %s", oneLine(err))
+		}
+		// Deferred first, so closed last: after the app's relay stopped.
+		defer func() { _ = events.Close() }()
+	}
 
 	store, ledger, closeStore, err := openStore(ctx, f.store, &f.stores)
 	if err != nil {
@@ -185,6 +205,7 @@ func runServe(ctx context.Context, stdout io.Writer, f serveFlags) error {
 		Store: store, Ledger: ledger, TTL: f.ttl, Lease: f.lease,
 		Defects: defects, KeyOptional: f.keyOptional, MaxBody: f.maxBody,
 		FingerprintHeaders: fpHeaders,
+		Events:             events, // a nil Publisher stays nil: no events
 	})
 	if err != nil {
 		return withCode(exitUsage, err)

@@ -13,6 +13,8 @@ import (
 
 	"github.com/spf13/pflag"
 	"go.uber.org/goleak"
+
+	"github.com/idemcheck/idemcheck/internal/testenv"
 )
 
 // runCaptured runs the CLI in-process and returns its exit code and stderr.
@@ -75,6 +77,10 @@ func TestServeBadFlags(t *testing.T) {
 		{"pg-pool-negative", "a negative PostgreSQL pool size", []string{"--store", "postgres", "--dsn", "postgres://x/y", "--pg-max-conns", "-1"}, "--pg-max-conns -1"},
 		{"pg-min-above-max", "more idle connections than the pool holds", []string{"--store", "postgres", "--dsn", "postgres://x/y", "--pg-max-conns", "8", "--pg-min-conns", "9"}, "--pg-min-conns 9"},
 		{"port-in-use", "the listener cannot bind", []string{"--addr", busy.Addr().String()}, "--addr " + busy.Addr().String()},
+		{"events-scheme", "an events URL of no broker", []string{"--events", "amqp://127.0.0.1:5672/x"}, `--events: scheme "amqp"`},
+		{"events-no-topic", "a Kafka URL without its topic", []string{"--events", "kafka://127.0.0.1:9092"}, "--events: want kafka://HOST:PORT/TOPIC"},
+		{"events-unreachable", "a broker nobody runs", []string{"--events", "redis://127.0.0.1:1/0?stream=s"}, "--events: redis 127.0.0.1:1"},
+		{"event-defect-without-events", "an event defect with no events to break", []string{"--defect", "event-on-replay"}, "--defect event-on-replay: needs --events"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -125,5 +131,40 @@ func TestServeListensAndShutsDown(t *testing.T) {
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatal("serve did not shut down")
+	}
+}
+
+// serve --events publishes one event per execution to a real Kafka topic
+// (in-process kfake): the replay adds none.
+func TestServeEvents(t *testing.T) {
+	brokers, _ := testenv.RequireKafka(t)
+	topic := testenv.KafkaTopic(t, brokers, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pr, pw := io.Pipe()
+	errc := make(chan error, 1)
+	go func() {
+		errc <- runServe(ctx, pw, serveFlags{addr: "127.0.0.1:0", ttl: time.Hour, lease: time.Second, store: "memory",
+			maxBody: 1 << 20, events: "kafka://" + brokers[0] + "/" + topic})
+		pw.Close()
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatalf("no listening line: %v (serve: %v)", err, <-errc)
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	base := strings.TrimPrefix(strings.TrimSpace(line), "idemcheck: listening on ")
+	for range 2 {
+		if r, err := testenv.Post(base, "/v1/charges", "alice", "serve-events-1", `{"amount":100,"currency":"usd"}`); err != nil || r.Status != http.StatusCreated {
+			t.Fatalf("POST: %+v %v", r, err)
+		}
+	}
+	recs := testenv.KafkaSettled(t, brokers, topic, 1)
+	cancel()
+	if err := <-errc; err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	if len(recs) != 1 || testenv.KafkaHeader(recs[0], "idempotency-key") != "serve-events-1" {
+		t.Fatalf("%d events, want 1 for the key", len(recs))
 	}
 }

@@ -1,5 +1,6 @@
 // Package testenv starts real PostgreSQL, Redis and MySQL (MariaDB) servers
-// for tests, in this order: an explicit address from the environment
+// and Kafka brokers (kafka.go: an in-process kfake cluster unless
+// IDEMCHECK_KAFKA_BROKERS names one) for tests; the servers in this order: an explicit address from the environment
 // (IDEMCHECK_PG_DSN, IDEMCHECK_REDIS_URL, IDEMCHECK_MYSQL_DSN), Docker
 // through testcontainers-go (probed once, with a timeout; not for MySQL),
 // local server binaries in a temp dir, and otherwise reports why none was

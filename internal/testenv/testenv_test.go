@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 func TestMain(m *testing.M) { Main(m) }
@@ -69,4 +70,30 @@ func TestRequireRedis(t *testing.T) {
 		t.Fatal("empty URL")
 	}
 	t.Logf("redis %s via %s", u, RedisHow())
+}
+
+// A Kafka cluster from RequireKafka takes a record on a topic of the test's
+// own and gives it back to a consumer: the real protocol, both ways.
+func TestRequireKafkaRoundTrip(t *testing.T) {
+	brokers, how := RequireKafka(t)
+	topic := KafkaTopic(t, brokers, 2)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("hello")}).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+	fs := cl.PollFetches(ctx)
+	if err := fs.Err(); err != nil {
+		t.Fatalf("fetch: %v", err)
+	}
+	if recs := fs.Records(); len(recs) != 1 || string(recs[0].Value) != "hello" {
+		t.Fatalf("consumed %d records, want the one produced", len(recs))
+	}
+	t.Logf("kafka %v via %s, topic %s", brokers, how, topic)
 }

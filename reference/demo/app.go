@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -29,6 +30,10 @@ type Options struct {
 	// CheckThenInsertGap widens the check-then-insert defect's window
 	// (0: the reference's 1 ms).
 	CheckThenInsertGap time.Duration
+	// Events, when set, publishes a charge.created (refund.created) event
+	// per execution through the store's outbox: a relay moves it to this
+	// publisher. The app does not close it.
+	Events reference.Publisher
 }
 
 // App is the demo API; it implements http.Handler.
@@ -42,6 +47,7 @@ type App struct {
 	// undoable: the ledger commits with the record, so a run the store
 	// rolled back is taken back from the oracle (serveUndoable).
 	undoable bool
+	events   *events // nil: no events published
 }
 
 const (
@@ -86,6 +92,14 @@ func New(o Options) (*App, error) {
 	if c, ok := a.ledger.(CommitsWithRecord); ok && c.CommitsWithRecord() {
 		a.undoable = true
 	}
+	if o.Events != nil {
+		if a.events, err = startEvents(o.Events, a.store, defects); err != nil {
+			if a.ownsStore {
+				_ = a.store.Close()
+			}
+			return nil, err
+		}
+	}
 	opts := []reference.Option{
 		reference.WithPrincipal(bearerUser),
 		reference.WithMaxBody(a.maxBody),
@@ -115,7 +129,11 @@ func New(o Options) (*App, error) {
 	api.HandleFunc("GET /v1/refunds/{id}", a.get("refund"))
 	// Authentication runs before any idempotency work: a 401 never
 	// touches, reads or stores a record.
-	protected := requireBearer(reference.Middleware(a.store, opts...)(api))
+	idem := reference.Middleware(a.store, opts...)(api)
+	if a.events != nil && slices.Contains(defects, reference.EventOnReplay) {
+		idem = a.events.onReplay(idem)
+	}
+	protected := requireBearer(idem)
 
 	mux := http.NewServeMux()
 	for _, p := range []string{"/v1/charges", "/v1/charges/", "/v1/refunds", "/v1/refunds/"} {
@@ -146,8 +164,9 @@ func (a *App) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	a.handler.ServeHTTP(w, r)
 }
 
-// Close releases what New created (the memory store's sweeper).
+// Close releases what New created (the relay, the memory store's sweeper).
 func (a *App) Close() error {
+	a.events.close()
 	if a.ownsStore {
 		return a.store.Close()
 	}

@@ -141,6 +141,7 @@ func (a *App) create(op, idPrefix, object string) http.HandlerFunc {
 			writeProblem(w, http.StatusServiceUnavailable, "ledger-unavailable", "Ledger unavailable", "The charge was not recorded; retry with the same key.")
 			return
 		}
+		a.events.emit(r.Context(), key, c)
 		var body []byte
 		var err error
 		h := w.Header()

@@ -279,8 +279,16 @@ func TestDefects(t *testing.T) {
 			return true, strings.Join(saw, "; ")
 		}},
 	}
-	if len(cases) != len(reference.Defects()) {
-		t.Fatalf("%d probes for %d defects", len(cases), len(reference.Defects()))
+	// The event defects are probed with a broker (events_test.go, and
+	// reference/pgstore for the one that needs a real rollback).
+	want := 0
+	for _, d := range reference.Defects() {
+		if !d.Defect.NeedsEvents() {
+			want++
+		}
+	}
+	if len(cases) != want {
+		t.Fatalf("%d probes for %d defects", len(cases), want)
 	}
 	for _, c := range cases {
 		info, _ := reference.LookupDefect(string(c.defect))

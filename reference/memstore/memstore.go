@@ -27,6 +27,8 @@ type Store struct {
 	stop     chan struct{}
 	done     chan struct{}
 	stopOnce sync.Once
+
+	outbox outbox
 }
 
 type shard struct {
@@ -105,12 +107,28 @@ func (s *Store) Claim(ctx context.Context, req reference.ClaimRequest) (referenc
 
 // Complete implements reference.Store.
 func (s *Store) Complete(ctx context.Context, scope reference.Scope, token string, resp reference.Response) error {
+	return s.CompleteWithEvents(ctx, scope, token, resp, nil)
+}
+
+// CompleteWithEvents implements reference.EventStore: the events join the
+// outbox inside the record's critical section, so a relay never sees an
+// event whose outcome is not stored.
+func (s *Store) CompleteWithEvents(ctx context.Context, scope reference.Scope, token string, resp reference.Response, events []reference.Event) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	sh := s.shardOf(scope)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	if err := s.completeLocked(sh, scope, token, resp); err != nil {
+		return err
+	}
+	s.outbox.append(events)
+	return nil
+}
+
+// completeLocked completes scope's record; sh.mu held.
+func (s *Store) completeLocked(sh *shard, scope reference.Scope, token string, resp reference.Response) error {
 	rec, ok := sh.records[scope]
 	if !ok || rec.Token != token || rec.State != reference.InFlight {
 		return reference.ErrNotOwner
@@ -217,4 +235,7 @@ func newToken() string {
 // LocalLookups implements reference.Local: a Lookup is a map read.
 func (*Store) LocalLookups() {}
 
-var _ reference.Local = (*Store)(nil)
+var (
+	_ reference.Local      = (*Store)(nil)
+	_ reference.EventStore = (*Store)(nil)
+)

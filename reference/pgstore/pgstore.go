@@ -111,6 +111,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 // with schema.sql.
 const schemaCurrent = `SELECT to_regclass('idempotency_records_expires_at') IS NOT NULL
     AND to_regclass('charges_principal_key') IS NOT NULL
+    AND to_regclass('outbox_unsent') IS NOT NULL
     AND EXISTS (SELECT 1 FROM pg_attribute
                 WHERE attrelid = to_regclass('idempotency_records') AND attname = 'raw_hash' AND NOT attisdropped)
     AND EXISTS (SELECT 1 FROM pg_attribute
@@ -309,6 +310,10 @@ func (s *Store) Cleanup(ctx context.Context) (int64, error) {
 			break
 		}
 	}
+	// Sent outbox rows are kept an hour (SentEvents reads the latest).
+	if _, err := s.pool.Exec(ctx, `DELETE FROM outbox WHERE sent_at < now() - interval '1 hour'`); err != nil {
+		return total, unavailable(err)
+	}
 	return total, nil
 }
 
@@ -329,6 +334,7 @@ func newToken() string {
 }
 
 var (
-	_ reference.Store  = (*Store)(nil)
-	_ reference.Atomic = (*Store)(nil)
+	_ reference.Store      = (*Store)(nil)
+	_ reference.Atomic     = (*Store)(nil)
+	_ reference.EventStore = (*Store)(nil)
 )

@@ -40,3 +40,19 @@ CREATE INDEX IF NOT EXISTS charges_principal_key ON charges (principal, idempote
 -- before carry NULL and '').
 ALTER TABLE charges ADD COLUMN IF NOT EXISTS captured boolean;
 ALTER TABLE charges ADD COLUMN IF NOT EXISTS api_version text NOT NULL DEFAULT '';
+
+-- The outbox: events written in the transaction of the outcome they belong
+-- to, published afterwards by a relay (reference/outbox). A relay claims
+-- rows for a lease, so two replicas' relays do not publish one row twice
+-- while both live; sent rows are deleted by the cleanup after a while.
+CREATE TABLE IF NOT EXISTS outbox (
+    seq           bigserial   PRIMARY KEY,
+    id            text        NOT NULL UNIQUE,
+    key           text        NOT NULL,
+    type          text        NOT NULL,
+    payload       bytea       NOT NULL,
+    created_at    timestamptz NOT NULL DEFAULT now(),
+    claimed_until timestamptz,
+    sent_at       timestamptz
+);
+CREATE INDEX IF NOT EXISTS outbox_unsent ON outbox (seq) WHERE sent_at IS NULL;
