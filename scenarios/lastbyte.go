@@ -1,17 +1,9 @@
 package scenarios
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"crypto/tls"
-	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
-	"net/url"
-	"sync"
 	"time"
 
 	"github.com/idemcheck/idemcheck/target"
@@ -69,240 +61,38 @@ func (b *burster) send(ctx context.Context, k string, body []byte, label string)
 	return e.burst(ctx, b.client, k, b.size, body, label, b.bases...), how
 }
 
-// lbReq is one request of a last-byte burst.
-type lbReq struct {
-	x    wire.Exchange
-	r    Req
-	head []byte // everything but the last byte (HTTP/1.1)
-	last []byte
-	conn net.Conn
-	resp wire.Resp
-}
-
-// lastByteBurst sends size requests under k by last-byte synchronisation.
-// ok is false, with why, when it cannot (an empty body has no last byte to
-// hold back; a connection could not be opened): no request of the burst
-// was sent then (at most a warming GET), and the caller falls back to the
-// barrier.
+// lastByteBurst sends size requests under k by last-byte synchronisation
+// (wire.LastByte), each kept as evidence. ok is false, with why, when it
+// cannot: no request of the burst was sent then (at most a warming GET),
+// and the caller falls back to the barrier.
 func (e *Env) lastByteBurst(ctx context.Context, k string, size int, body []byte, label string, bases ...string) (rs []wire.Resp, how string, ok bool, why string) {
 	if len(body) == 0 {
 		return nil, "", false, "the body is empty: no last byte to hold back"
 	}
-	reqs := make([]*lbReq, size)
+	reqs := make([]Req, size)
+	xs := make([]wire.Exchange, size)
+	to := make([]string, size)
 	for i := range reqs {
 		r := Req{Label: fmt.Sprintf("%s %d", label, i+1), Key: k, Body: body}
+		to[i] = e.Target.BaseURL
 		if len(bases) > 0 {
 			r.Base = bases[i%len(bases)]
 			r.Label += fmt.Sprintf(" on replica %d", i%len(bases)+1)
+			to[i] = r.Base
 		}
-		reqs[i] = &lbReq{x: e.exchange(r), r: r}
+		reqs[i], xs[i] = r, e.exchange(r)
 	}
-	timeout := e.client.Timeout
-	if timeout <= 0 {
-		timeout = time.Minute
-	}
-	deadline := time.Now().Add(timeout)
-	if sessions, err := e.h2Sessions(ctx, reqs, deadline); err != nil {
-		return nil, "", false, err.Error()
-	} else if sessions != nil {
-		rs = e.h2Burst(ctx, sessions, reqs, deadline)
-		return rs, fmt.Sprintf("last-byte sync over HTTP/2: every stream's final DATA frame in one write per connection (%d connection(s))", len(sessions)), true, ""
-	}
-	if err := e.h1Prepare(ctx, reqs, deadline); err != nil {
-		return nil, "", false, err.Error()
-	}
-	return e.h1Burst(ctx, reqs, deadline), "last-byte sync over HTTP/1.1: every request but its last byte written on its own connection, then the last bytes released together", true, ""
-}
-
-// dialBase opens a connection to base's host, TLS for https (offering
-// protos by ALPN); proto is what was negotiated ("" for plain TCP).
-func (e *Env) dialBase(ctx context.Context, base string, protos []string, deadline time.Time) (conn net.Conn, proto string, err error) {
-	u, err := url.Parse(base)
-	if err != nil {
-		return nil, "", err
-	}
-	addr := u.Host
-	if u.Port() == "" {
-		port := "80"
-		if u.Scheme == "https" {
-			port = "443"
-		}
-		addr = net.JoinHostPort(u.Hostname(), port)
-	}
-	dctx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
-	d := net.Dialer{Timeout: 5 * time.Second}
-	c, err := d.DialContext(dctx, "tcp", addr)
-	if err != nil {
-		return nil, "", err
-	}
-	if u.Scheme != "https" {
-		return c, "", nil
-	}
-	cfg := &tls.Config{}
-	if t := e.Target.TLSConfig(); t != nil {
-		cfg = t.Clone()
-	}
-	if cfg.ServerName == "" {
-		cfg.ServerName = u.Hostname()
-	}
-	cfg.NextProtos = protos
-	tc := tls.Client(c, cfg)
-	if err := tc.HandshakeContext(dctx); err != nil {
-		c.Close()
-		return nil, "", err
-	}
-	return tc, tc.ConnectionState().NegotiatedProtocol, nil
-}
-
-// h1Prepare serialises each request and opens its connection. On error
-// every connection opened is closed: nothing was sent.
-func (e *Env) h1Prepare(ctx context.Context, reqs []*lbReq, deadline time.Time) error {
-	for _, q := range reqs {
-		hr, err := http.NewRequest(q.x.Request.Method, q.x.Request.URL, bytes.NewReader(q.x.Request.Body))
-		if err != nil {
-			return err
-		}
-		hr.Header = q.x.Request.Header.Clone()
-		var buf bytes.Buffer
-		if err := hr.Write(&buf); err != nil {
-			return err
-		}
-		wire := buf.Bytes()
-		if !bytes.HasSuffix(wire, q.x.Request.Body) {
-			return errors.New("the serialised request does not end with its body")
-		}
-		q.head, q.last = wire[:len(wire)-1], wire[len(wire)-1:]
-	}
-	errs := make([]error, len(reqs))
-	var wg sync.WaitGroup
-	for i, q := range reqs {
-		wg.Go(func() {
-			base := q.r.Base
-			if base == "" {
-				base = e.Target.BaseURL
-			}
-			q.conn, errs[i] = e.warmConn(ctx, base, deadline)
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		for _, q := range reqs {
-			if q.conn != nil {
-				q.conn.Close()
-			}
-		}
-		return fmt.Errorf("opening its connections: %v", err)
-	}
-	return nil
-}
-
-// warmConn opens an HTTP/1.1 connection to base and warms it with one
-// GET of base's root (any answer), as the barrier's pooled connections
-// are: the server has accepted it and set it up before the burst. A
-// server that closes the connection after that answer gets a fresh one.
-func (e *Env) warmConn(ctx context.Context, base string, deadline time.Time) (net.Conn, error) {
-	conn, _, err := e.dialBase(ctx, base, []string{"http/1.1"}, deadline)
-	if err != nil {
-		return nil, err
-	}
-	warm, err := http.NewRequest(http.MethodGet, base+"/", nil)
-	if err != nil {
-		conn.Close()
-		return nil, err
-	}
-	_ = conn.SetDeadline(deadline)
-	if err := warm.Write(conn); err == nil {
-		if resp, err := http.ReadResponse(bufio.NewReader(conn), warm); err == nil {
-			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, wire.MaxBody))
-			resp.Body.Close()
-			if !resp.Close {
-				return conn, nil
-			}
+	lb := wire.LastByte{Target: e.Target, Timeout: e.client.Timeout}
+	if c := e.oracle; c != nil && c.global {
+		lb.Around = func(i int) func() {
+			c.enter(ctx, e, scopeOf(reqs[i]))
+			return c.leave
 		}
 	}
-	conn.Close()
-	conn, _, err = e.dialBase(ctx, base, []string{"http/1.1"}, deadline)
-	return conn, err
-}
-
-// h1Burst writes each request's head on its connection, lets the server
-// take them in, writes every last byte in one loop and reads the answers.
-func (e *Env) h1Burst(ctx context.Context, reqs []*lbReq, deadline time.Time) []wire.Resp {
-	stop := context.AfterFunc(ctx, func() {
-		for _, q := range reqs {
-			q.conn.Close()
-		}
-	})
-	defer stop()
-	c := e.oracle
-	var wg sync.WaitGroup
-	for _, q := range reqs {
-		_ = q.conn.SetDeadline(deadline)
-		if c != nil && c.global {
-			c.enter(ctx, e, scopeOf(q.r))
-		}
-		q.x.Start = time.Now()
-		q.resp.Start = q.x.Start
-		if _, err := q.conn.Write(q.head); err != nil {
-			q.resp.Err = err
-			q.last = nil
-		}
-		wg.Go(func() {
-			defer q.conn.Close()
-			if q.resp.Err == nil {
-				br := bufio.NewReader(q.conn)
-				hr, err := http.ReadResponse(br, nil)
-				if err == nil {
-					var b []byte
-					b, err = io.ReadAll(io.LimitReader(hr.Body, wire.MaxBody))
-					hr.Body.Close()
-					q.resp.Status, q.resp.Header, q.resp.Body = hr.StatusCode, hr.Header, b
-				}
-				q.resp.Err = err
-			}
-			q.resp.End = time.Now()
-			if c != nil && c.global {
-				c.leave()
-			}
-		})
-	}
-	settle(ctx)
-	for _, q := range reqs {
-		if q.last != nil {
-			_, _ = q.conn.Write(q.last) // a failure shows in the read
-		}
-	}
-	wg.Wait()
-	return e.recordBurst(reqs)
-}
-
-// settle waits lastByteSettle (or until ctx ends).
-func settle(ctx context.Context) {
-	t := time.NewTimer(lastByteSettle)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
-}
-
-// recordBurst keeps every request of a last-byte burst as evidence and
-// returns their responses.
-func (e *Env) recordBurst(reqs []*lbReq) []wire.Resp {
-	rs := make([]wire.Resp, len(reqs))
-	for i, q := range reqs {
-		x := q.x
-		x.Label += " (last-byte sync)"
-		x.Duration = q.resp.End.Sub(q.resp.Start)
-		if q.resp.Err != nil {
-			x.Error = q.resp.Err.Error()
-		} else {
-			x.Response = &wire.ExchangeResponse{Status: q.resp.Status, Header: q.resp.Header, Body: q.resp.Body}
-		}
+	rs, sent, how, ok, why := lb.Send(ctx, xs, to)
+	for i, x := range sent {
 		e.record(x.Redacted(e.Target))
-		e.proveBy(q.r, q.resp)
-		rs[i] = q.resp
+		e.proveBy(reqs[i], rs[i])
 	}
-	return rs
+	return rs, how, ok, why
 }

@@ -1,4 +1,4 @@
-package scenarios
+package wire
 
 import (
 	"bytes"
@@ -13,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/idemcheck/idemcheck/wire"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 )
@@ -42,8 +41,8 @@ const h2Window = 1 << 30
 // (too many streams, bodies beyond its flow-control windows); an error
 // when a connection could not be opened. Nothing is sent but the
 // connection preface and settings either way.
-func (e *Env) h2Sessions(ctx context.Context, reqs []*lbReq, deadline time.Time) ([]*h2Session, error) {
-	if !strings.HasPrefix(e.Target.BaseURL, "https://") {
+func (lb LastByte) h2Sessions(ctx context.Context, reqs []*lbReq, deadline time.Time) ([]*h2Session, error) {
+	if !strings.HasPrefix(lb.Target.BaseURL, "https://") {
 		return nil, nil
 	}
 	byBase := map[string]*h2Session{}
@@ -54,10 +53,7 @@ func (e *Env) h2Sessions(ctx context.Context, reqs []*lbReq, deadline time.Time)
 		}
 	}
 	for _, q := range reqs {
-		base := q.r.Base
-		if base == "" {
-			base = e.Target.BaseURL
-		}
+		base := q.base
 		s := byBase[base]
 		if s == nil {
 			u, err := url.Parse(q.x.Request.URL)
@@ -65,7 +61,7 @@ func (e *Env) h2Sessions(ctx context.Context, reqs []*lbReq, deadline time.Time)
 				closeAll()
 				return nil, err
 			}
-			conn, proto, err := e.dialBase(ctx, base, []string{"h2", "http/1.1"}, deadline)
+			conn, proto, err := lb.dialBase(ctx, base, []string{"h2", "http/1.1"}, deadline)
 			if err != nil {
 				closeAll()
 				return nil, fmt.Errorf("opening its connection: %v", err)
@@ -162,21 +158,17 @@ func (s *h2Session) write(f func(*http2.Framer) error) error {
 // h2Burst writes every stream's headers and all but the last body byte,
 // lets the server take them in, then writes every stream's final DATA
 // frame, one write per connection, and reads the answers.
-func (e *Env) h2Burst(ctx context.Context, sessions []*h2Session, reqs []*lbReq, deadline time.Time) []wire.Resp {
+func (lb LastByte) h2Burst(ctx context.Context, sessions []*h2Session, reqs []*lbReq, deadline time.Time) {
 	stop := context.AfterFunc(ctx, func() {
 		for _, s := range sessions {
 			s.conn.Close()
 		}
 	})
 	defer stop()
-	c := e.oracle
-	global := c != nil && c.global
 	var wg sync.WaitGroup
 	for _, s := range sessions {
 		for _, q := range s.reqs {
-			if global {
-				c.enter(ctx, e, scopeOf(q.r))
-			}
+			q.done = lb.around(q.i)
 			q.x.Start = time.Now()
 			q.resp.Start = q.x.Start
 		}
@@ -196,10 +188,8 @@ func (e *Env) h2Burst(ctx context.Context, sessions []*h2Session, reqs []*lbReq,
 		wg.Go(func() {
 			s.read()
 			s.conn.Close()
-			if global {
-				for range s.reqs {
-					c.leave()
-				}
+			for _, q := range s.reqs {
+				q.done()
 			}
 		})
 	}
@@ -216,7 +206,6 @@ func (e *Env) h2Burst(ctx context.Context, sessions []*h2Session, reqs []*lbReq,
 		})
 	}
 	wg.Wait()
-	return e.recordBurst(reqs)
 }
 
 // streams yields s's streams in the order they were opened.
@@ -322,7 +311,7 @@ func (s *h2Session) read() {
 			if q == nil {
 				continue
 			}
-			if room := wire.MaxBody - len(q.resp.Body); room > 0 {
+			if room := MaxBody - len(q.resp.Body); room > 0 {
 				d := f.Data()
 				q.resp.Body = append(q.resp.Body, d[:min(len(d), room)]...)
 			}
