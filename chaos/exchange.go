@@ -2,12 +2,14 @@ package chaos
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"io"
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -69,7 +71,7 @@ func (x *Exchange) forward(body []byte) *Upstream {
 	if p.opts.History != nil {
 		u.SHA256 = digest(u.body)
 		if u.Status >= 200 && u.Status < 300 {
-			u.ID = jsonx.PointerText(u.body, p.opts.IDPointer)
+			u.ID = jsonx.PointerText(decoded(u.body, u.header, p.opts.MaxBody), p.opts.IDPointer)
 		}
 	}
 	return u
@@ -178,4 +180,23 @@ func (x *Exchange) Abort(mode string) {
 	}
 	// HTTP/2 or a wrapped writer: the server resets the stream.
 	panic(http.ErrAbortHandler)
+}
+
+// decoded is body without its gzip content coding (a client that accepts
+// gzip gets the created id compressed), read up to max bytes; body itself
+// when it is not gzip-coded or does not decode.
+func decoded(body []byte, h http.Header, max int64) []byte {
+	if !strings.EqualFold(strings.TrimSpace(h.Get("Content-Encoding")), "gzip") {
+		return body
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(body))
+	if err != nil {
+		return body
+	}
+	defer zr.Close()
+	out, err := io.ReadAll(io.LimitReader(zr, max))
+	if err != nil {
+		return body
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package chaos_test
 
 import (
 	"bytes"
+	"compress/gzip"
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
@@ -432,5 +433,30 @@ func TestHTTPSUpstream(t *testing.T) {
 				t.Fatalf("%s: %v %v %s, want %d", tc.explanation, resp, err, b, tc.status)
 			}
 		})
+	}
+}
+
+// TestGzipCodedID: an upstream that gzips its answer for a client that
+// accepts it still has its created id recorded (read through the coding),
+// so the checker can tell a committed execution.
+func TestGzipCodedID(t *testing.T) {
+	up := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Encoding", "gzip")
+		w.WriteHeader(http.StatusCreated)
+		zw := gzip.NewWriter(w)
+		_, _ = zw.Write([]byte(`{"id":"ch_gz","amount":1000}`))
+		_ = zw.Close()
+	})
+	front, _, rec := startProxy(t, up)
+	c := &http.Client{Timeout: 5 * time.Second} // accepts gzip and decodes it
+	defer c.CloseIdleConnections()
+	resp, body, err := post(t, c, front.URL, "gz-1", `{"amount":1000}`)
+	if err != nil || resp.StatusCode != http.StatusCreated || !strings.Contains(string(body), "ch_gz") {
+		t.Fatalf("through the proxy: %v %v %s", err, resp, body)
+	}
+	evs := events(t, rec, 1)
+	if len(evs) != 1 || len(evs[0].Upstream) != 1 || evs[0].Upstream[0].ID != "ch_gz" {
+		t.Fatalf("recorded %+v, want the upstream's id ch_gz", evs)
 	}
 }

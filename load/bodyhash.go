@@ -14,13 +14,12 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/idemcheck/idemcheck/internal/jsonx"
-	"github.com/idemcheck/idemcheck/scenarios"
 	"github.com/idemcheck/idemcheck/target"
 )
 
 // bodySumHeader carries, on each response the runner reads, the SHA-256
 // and length of what the replay check compares of the body ("<hex>
-// <bytes>"): the body itself, or its scenarios.ReplayForm under the
+// <bytes>"): the body itself, or its target.ReplayForm under the
 // profile's replay_compare, computed while vegeta reads it. The check
 // compares these sums, so vegeta keeps only an evidence prefix of each
 // body instead of a copy of it; results files keep the header, so `load
@@ -72,7 +71,7 @@ func (c *bodyFacts) of(raw string, body []byte, compare, idPointer string) facts
 	}
 	f := facts{form: raw}
 	if compare == target.CompareJSON {
-		form := scenarios.ReplayForm(compare, body)
+		form := target.ReplayForm(compare, body)
 		sum := sha256.Sum256(form)
 		f.form = formatSum(sum[:], int64(len(form)))
 	}

@@ -119,7 +119,7 @@ func WithBodyPatch(p json.RawMessage) Option { return func(c *config) { c.patch 
 func WithTTL(d time.Duration) Option { return func(c *config) { c.ttl = d } }
 
 // WithProfile judges replays and executions as `run` does under p: its
-// replay_compare decides what a replay must repeat (scenarios.ReplayForm:
+// replay_compare decides what a replay must repeat (target.ReplayForm:
 // bytes, the JSON document, or the status alone) and its margin which
 // answers count as inside a key's TTL (sent within TTL − margin of the
 // key's first request). Without it replays are compared as bytes and the

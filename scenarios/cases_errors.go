@@ -6,7 +6,6 @@ import (
 	"net/http"
 
 	"github.com/idemcheck/idemcheck/target"
-	"github.com/idemcheck/idemcheck/wire"
 )
 
 // ERRORS: which failure outcomes a key keeps. The draft says "success or
@@ -47,42 +46,6 @@ func init() {
 			Needs:       []Need{NeedEffects}},
 			PerOperation: true, Run: errorsIdempotencyErrorsNotStored},
 	)
-}
-
-// failedFirst sends variant name under k and checks it failed as promised
-// (5xx for transient_error, 4xx for business_error).
-func (e *Env) failedFirst(ctx context.Context, k, name string) (wire.Resp, []byte, *Verdict) {
-	body, v, _ := e.Variant(name)
-	r := e.Send(ctx, Req{Label: "original (" + name + ")", Key: k, Body: body})
-	okClass := r.Is5xx()
-	if name == target.VariantBusinessError {
-		okClass = r.Is4xx()
-	}
-	if !okClass || (v.Status != 0 && r.Status != v.Status) {
-		x := e.Inconclusive(fmt.Sprintf("the %s variant did not fail as configured: %s", name, r.String()))
-		return r, body, &x
-	}
-	return r, body, nil
-}
-
-// transientThenRetry sends the transient-error variant under a fresh key,
-// retries it unchanged and counts the key's executions.
-func (e *Env) transientThenRetry(ctx context.Context) (first, retry wire.Resp, n int, observed string, v *Verdict) {
-	k := e.NewKey()
-	first, body, bad := e.failedFirst(ctx, k, target.VariantTransientError)
-	if bad != nil {
-		return first, retry, 0, "", bad
-	}
-	retry = e.Send(ctx, Req{Label: "retry", Key: k, Body: body})
-	n, err := e.Executions(ctx, k)
-	if err != nil {
-		x := e.Inconclusive(err.Error())
-		return first, retry, 0, "", &x
-	}
-	if v := e.lostConn(retry); v != nil && n < 2 {
-		return first, retry, n, "", v
-	}
-	return first, retry, n, fmt.Sprintf("%d then %s; %d executions (oracle)", first.Status, retry.String(), n), nil
 }
 
 func errorsTransient5xx(ctx context.Context, e *Env) Verdict {

@@ -1,15 +1,12 @@
 package scenarios
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 
-	"github.com/idemcheck/idemcheck/internal/jsonx"
 	"github.com/idemcheck/idemcheck/target"
 	"github.com/idemcheck/idemcheck/wire"
 )
@@ -112,41 +109,6 @@ func missingFrom(want, got []string) []string {
 	return lost
 }
 
-// notAReplay is an Inconclusive verdict when the retry under k is shown
-// to have executed again: a re-execution is replay/single-execution's to
-// judge, and its fresh answer says nothing about the replay's fidelity.
-// The oracle decides where there is one; else created ids, when both
-// bodies carry one (a truncated or binary body may carry none). Without
-// either the answer is judged as the replay it should be.
-func (e *Env) notAReplay(ctx context.Context, k string, first, retry wire.Resp) *Verdict {
-	if !retry.OK() {
-		return nil // judged as it is: an error where the replay belongs
-	}
-	again := false
-	if e.HasOracle() {
-		n, err := e.Executions(ctx, k)
-		if err != nil {
-			v := e.Inconclusive(err.Error())
-			return &v
-		}
-		again = n > 1
-	} else if a, b := e.CreatedID(first), e.CreatedID(retry); a != "" && b != "" {
-		again = a != b
-	}
-	if again {
-		v := e.Inconclusive(fmt.Sprintf("the retry executed again instead of replaying (see replay/single-execution): %d, %d bytes", retry.Status, len(retry.Body)))
-		if !e.WithinTTL(first, retry) || e.outlivedLease(first) {
-			// A stall may have let the record go (its TTL, or the
-			// original's lease, ran out): another attempt may see the
-			// replay whose fidelity this case judges.
-			v = e.Missed(fmt.Sprintf("%s; the original took %s and the retry was answered %s after it started: a stall past the declared TTL %s or lease %s (− margin %s) may have let the record go",
-				v.Reason, first.End.Sub(first.Start).Round(time.Millisecond), retry.End.Sub(first.Start).Round(time.Millisecond), e.Target.TTL, e.Target.Lease, e.Profile.Margin))
-		}
-		return &v
-	}
-	return nil
-}
-
 func fidelityLargeBody(ctx context.Context, e *Env) Verdict {
 	return e.variantReplay(ctx, target.VariantLarge, func(first wire.Resp) string {
 		if len(first.Body) < target.LargeResponse {
@@ -163,61 +125,4 @@ func fidelityBinaryBody(ctx context.Context, e *Env) Verdict {
 		}
 		return ""
 	})
-}
-
-// variantReplay sends variant name under a fresh key, checks with shape
-// that its answer is what the variant promises ("" when it is), retries
-// it and judges the retry's body against the original's: bytes, or JSON
-// equality where the profile compares JSON and both are JSON.
-func (e *Env) variantReplay(ctx context.Context, name string, shape func(wire.Resp) string) Verdict {
-	if e.Profile.ReplayCompare == target.CompareStatus {
-		return e.Skip("profile replay_compare is status: bodies are not compared")
-	}
-	body, _, _ := e.Variant(name)
-	k := e.NewKey()
-	first := e.Send(ctx, Req{Label: "original (" + name + ")", Key: k, Body: body})
-	if !first.OK() {
-		return e.Inconclusive(fmt.Sprintf("the %s variant did not succeed, nothing to replay: %s", name, first.String()))
-	}
-	if why := shape(first); why != "" {
-		return e.Inconclusive(why)
-	}
-	retry := e.Send(ctx, Req{Label: "retry (" + name + ")", Key: k, Body: body})
-	if v := e.lostConn(retry); v != nil {
-		return *v
-	}
-	if v := e.notAReplay(ctx, k, first, retry); v != nil {
-		return *v
-	}
-	observed := fmt.Sprintf("original %d, %d bytes; retry %d, %d bytes", first.Status, len(first.Body), retry.Status, len(retry.Body))
-	same := bytes.Equal(first.Body, retry.Body)
-	if !same && e.Profile.ReplayCompare == target.CompareJSON && isJSON(first.Body) && isJSON(retry.Body) {
-		same = jsonEqual(first.Body, retry.Body)
-	}
-	// The status is replay/same-status's and fidelity/created-headers'
-	// to judge; this case judges the body.
-	if !retry.OK() || !same {
-		return e.inTTL(e.Unmet("the original body, whole and byte-identical", observed+"; "+firstDifference(first.Body, retry.Body)), first, retry)
-	}
-	return e.Pass(observed + ", identical bodies")
-}
-
-// isJSON reports whether b is one JSON value.
-func isJSON(b []byte) bool {
-	_, err := jsonx.Decode(b)
-	return err == nil
-}
-
-// firstDifference says where two bodies first differ.
-func firstDifference(a, b []byte) string {
-	n := min(len(a), len(b))
-	for i := range n {
-		if a[i] != b[i] {
-			return fmt.Sprintf("first difference at byte %d (original %#02x, replay %#02x)", i, a[i], b[i])
-		}
-	}
-	if len(b) < len(a) {
-		return fmt.Sprintf("the replay is cut after %d of %d bytes", len(b), len(a))
-	}
-	return fmt.Sprintf("the replay has %d bytes beyond the original's %d", len(b)-len(a), len(a))
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
 
 	"github.com/idemcheck/idemcheck/target"
 	"github.com/idemcheck/idemcheck/wire"
@@ -30,23 +29,6 @@ func init() {
 // noBody is an explicitly empty request body (a nil Req.Body means the
 // operation's body).
 var noBody = json.RawMessage{}
-
-// location returns the path of r's Location header on the target, or "".
-func (e *Env) location(r wire.Resp) string {
-	loc := r.Header.Get("Location")
-	if loc == "" {
-		return ""
-	}
-	base, err := url.Parse(e.Target.BaseURL + "/")
-	if err != nil {
-		return ""
-	}
-	u, err := base.Parse(loc)
-	if err != nil || u.Host != base.Host {
-		return ""
-	}
-	return u.RequestURI()
-}
 
 func skipGetOperation(_ *target.Target, _ *target.Profile, op *target.Operation) string {
 	if op.Method == http.MethodGet {

@@ -17,6 +17,9 @@ import (
 // header, or a problem document whose status member is wrong.
 func rewriteErrors(next http.Handler, style string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The bodies it rewrites are sent uncoded: the inner app must not
+		// gzip them.
+		r.Header.Del("Accept-Encoding")
 		rec := httptest.NewRecorder()
 		next.ServeHTTP(rec, r)
 		for h, v := range rec.Header() {

@@ -51,28 +51,6 @@ func init() {
 	)
 }
 
-// original sends the normal call under key; ok is false (with the verdict
-// to return) when it did not succeed, since nothing can be replayed then.
-func (e *Env) original(ctx context.Context, key string, body []byte) (wire.Resp, *Verdict) {
-	r := e.Send(ctx, Req{Label: "original", Key: key, Body: body})
-	if !r.OK() {
-		v := e.Inconclusive("the normal call did not succeed, nothing to replay: " + r.String())
-		return r, &v
-	}
-	return r, nil
-}
-
-// originalAndRetry stores the normal request under a fresh key and sends
-// it once more unchanged: the opening of every replay-fidelity case.
-func (e *Env) originalAndRetry(ctx context.Context) (first, replay wire.Resp, bad *Verdict) {
-	k := e.NewKey()
-	if first, bad = e.original(ctx, k, nil); bad != nil {
-		return first, replay, bad
-	}
-	replay = e.Send(ctx, Req{Label: "retry", Key: k})
-	return first, replay, e.lostConn(replay)
-}
-
 func replaySameStatus(ctx context.Context, e *Env) Verdict {
 	first, replay, bad := e.originalAndRetry(ctx)
 	if bad != nil {
@@ -240,43 +218,4 @@ func replayVolatileFields(ctx context.Context, e *Env) Verdict {
 	}
 	retry := e.Send(ctx, Req{Label: "retry (volatile fields changed)", Key: k, Body: e.Body(patches...)})
 	return e.judgeSamePayload(ctx, k, first, retry, target.Yes, "volatile_fields")
-}
-
-// judgeSamePayload judges a retry whose payload the profile may consider
-// equal to the original: a replay is expected when expect is Yes; an error
-// is acceptable otherwise; a new execution is never acceptable.
-func (e *Env) judgeSamePayload(ctx context.Context, k string, first, retry wire.Resp, expect target.Tri, field string) Verdict {
-	replayed, err := e.Replayed(ctx, first, retry, k)
-	if err != nil {
-		return e.undecided(err, retry.String())
-	}
-	if retry.OK() && !replayed {
-		return e.inTTL(e.Fail("a replay or an idempotency error, never a second execution", "new execution: "+retry.String()), first, retry)
-	}
-	if v := e.lostConn(retry); v != nil {
-		return *v
-	}
-	if e.HasOracle() {
-		n, err := e.Executions(ctx, k)
-		if err != nil {
-			return e.Inconclusive(err.Error())
-		}
-		if n != 1 {
-			return e.inTTL(e.Fail("exactly 1 execution", fmt.Sprintf("%d executions (oracle)", n)), first, retry)
-		}
-	}
-	observed := "replayed"
-	if !retry.OK() {
-		observed = "answered " + retry.String()
-	}
-	switch expect {
-	case target.Unknown:
-		return e.Finding(field, observed)
-	case target.No:
-		return e.Pass(observed)
-	}
-	if !retry.OK() {
-		return e.inTTL(e.Unmet("a replay of the original", observed), first, retry)
-	}
-	return e.Pass(observed)
 }

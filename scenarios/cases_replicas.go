@@ -50,16 +50,6 @@ func init() {
 	)
 }
 
-// otherReplica is replica B: the first replica that is not the base URL.
-func (e *Env) otherReplica() string {
-	for _, r := range e.Target.Replicas {
-		if r != e.Target.BaseURL {
-			return r
-		}
-	}
-	return e.Target.BaseURL
-}
-
 func replicasBurstAcross(ctx context.Context, e *Env) Verdict {
 	return e.burstRounds(ctx, e.Target.Replicas...)
 }

@@ -41,11 +41,6 @@ func init() {
 	)
 }
 
-// uniquePrefix returns a short run-unique key prefix.
-func (e *Env) uniquePrefix(tag string) string {
-	return tag + strings.ReplaceAll(e.NewKey(), "-", "")[:12]
-}
-
 func securityInvalidFormatRejected(ctx context.Context, e *Env) Verdict {
 	probes := map[string][]string{}
 	if maxLen := e.Profile.KeyMaxLen; maxLen > 0 {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"sort"
 	"strings"
 
 	"github.com/idemcheck/idemcheck/target"
@@ -65,14 +64,6 @@ func syntaxKeyAccepted(ctx context.Context, e *Env) Verdict {
 	return e.Pass(fmt.Sprintf("%s %s accepted and replayed", e.Target.KeyHeader, e.KeyValue(k)))
 }
 
-// otherForm writes k in the syntax the target does not use.
-func (e *Env) otherForm(k string) string {
-	if e.Target.KeySyntax == target.Raw {
-		return `"` + k + `"`
-	}
-	return k
-}
-
 func syntaxCrossForm(ctx context.Context, e *Env) Verdict {
 	k := e.NewKey()
 	first, bad := e.original(ctx, k, nil)
@@ -130,53 +121,6 @@ func syntaxCrossForm(ctx context.Context, e *Env) Verdict {
 		return e.Pass("same key (the spellings are equivalent): " + observed)
 	}
 	return e.Pass("a distinct key (quotes are part of the key): " + observed)
-}
-
-// judgeInvalidKeys sends each invalid key field and expects a 4xx. A 5xx
-// fails; an execution is an unmet SHOULD (or a finding when the profile
-// lets the server ignore the field as a missing key).
-func (e *Env) judgeInvalidKeys(ctx context.Context, what string, lines map[string][]string) Verdict {
-	var accepted, errs, seen []string
-	for _, name := range sortedKeys(lines) {
-		r := e.Send(ctx, Req{Label: name, KeyLines: lines[name]})
-		seen = append(seen, fmt.Sprintf("%s: %s", name, statusOf(r)))
-		if v := e.lostConn(r); v != nil {
-			return *v
-		}
-		switch {
-		case r.Is5xx() || r.Err != nil:
-			errs = append(errs, name)
-		case !r.Is4xx():
-			accepted = append(accepted, name)
-		}
-	}
-	observed := strings.Join(seen, "; ")
-	expected := "a 4xx for every " + what
-	switch {
-	case len(errs) > 0:
-		return e.Fail(expected+", never a 5xx", observed)
-	case len(accepted) > 0 && e.Profile.KeyRequired != target.Yes:
-		return e.Finding("key_required", "accepted or ignored as a missing key: "+observed)
-	case len(accepted) > 0:
-		return e.Unmet(expected, observed)
-	}
-	return e.Pass(observed)
-}
-
-func statusOf(r wire.Resp) string {
-	if r.Err != nil {
-		return "error " + r.Err.Error()
-	}
-	return fmt.Sprint(r.Status)
-}
-
-func sortedKeys(m map[string][]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func skipRawKeys(t *target.Target, _ *target.Profile, _ *target.Operation) string {

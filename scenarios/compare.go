@@ -32,32 +32,13 @@ func (e *Env) SameResponse(first, replay wire.Resp) (bool, string) {
 		return false, fmt.Sprintf("status %d, replay %d", first.Status, replay.Status)
 	}
 	mode := e.Profile.ReplayCompare
-	if bytes.Equal(ReplayForm(mode, first.Body), ReplayForm(mode, replay.Body)) {
+	if bytes.Equal(target.ReplayForm(mode, first.Body), target.ReplayForm(mode, replay.Body)) {
 		return true, ""
 	}
 	if mode == target.CompareBytes {
 		return false, "body bytes differ: " + bodyDiff(first.Body, replay.Body)
 	}
 	return false, "bodies are not JSON-equal: " + bodyDiff(first.Body, replay.Body)
-}
-
-// ReplayForm is what a replay's body must repeat of its original's under
-// replay_compare mode, as bytes two bodies share exactly when they count
-// as the same: the body itself (bytes), its JSON document in a canonical
-// encoding (json: member order, whitespace and the spelling of a number
-// do not count, 1.0 = 1; a body that is not JSON stands for itself), or nothing (status). SameResponse
-// compares these forms, and the load checker hashes them: one rule.
-func ReplayForm(mode string, body []byte) []byte {
-	switch mode {
-	case target.CompareStatus:
-		return nil
-	case target.CompareBytes:
-		return body
-	}
-	if c, err := canonicalJSON(body); err == nil {
-		return c // valid JSON: never equal to a body that is not
-	}
-	return body
 }
 
 // HeaderDiff lists the representation headers of first that replay lacks
@@ -250,4 +231,10 @@ func (e *Env) docLinkVerdict(r wire.Resp) Verdict {
 		return e.Unmet("problem+json with a type, or Link rel=\"describedby\"", how)
 	}
 	return e.Pass(how)
+}
+
+// jsonEqual reports whether a and b are equal JSON documents (bodies that
+// are not JSON: equal bytes). It is ReplayForm's json rule.
+func jsonEqual(a, b []byte) bool {
+	return bytes.Equal(target.ReplayForm(target.CompareJSON, a), target.ReplayForm(target.CompareJSON, b))
 }

@@ -43,3 +43,7 @@ func LongestWait(t *target.Target, p *target.Profile, planned []Planned) time.Du
 	}
 	return longest
 }
+
+// maxExpiryWait bounds how long an expiry case may wait. A longer declared
+// TTL (Stripe's 24 h) needs a test deployment with a short one (trap C9).
+const maxExpiryWait = 2 * time.Minute

@@ -132,15 +132,48 @@ func LoadConfig(path string) (*Target, *Profile, error) {
 // config's profile.preset (--profile); the config's profile.overrides still
 // apply on top of it: they describe the API, whatever preset judges it.
 func LoadConfigPreset(path, preset string) (*Target, *Profile, error) {
+	f, err := ReadFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return f.Load(preset)
+}
+
+// File is a config file as read: every face loads it, cites it (Redacted)
+// or starts its double (Downstream) through it, so the file is read and its
+// errors are worded in one place.
+type File struct {
+	Path string
+	Raw  []byte
+}
+
+// ReadFile reads the config file at path; the error is one line.
+func ReadFile(path string) (*File, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("config: %v", err)
+		return nil, fmt.Errorf("config: %v", err)
 	}
-	t, p, err := parseConfig(raw, preset)
+	return &File{Path: path, Raw: raw}, nil
+}
+
+// Load parses the file (see LoadConfigPreset); errors name the file and
+// the field.
+func (f *File) Load(preset string) (*Target, *Profile, error) {
+	t, p, err := parseConfig(f.Raw, preset)
 	if err != nil {
-		return nil, nil, fmt.Errorf("config %s: %v", path, err)
+		return nil, nil, fmt.Errorf("config %s: %v", f.Path, err)
 	}
 	return t, p, nil
+}
+
+// Redacted is the file with every secret header value replaced
+// (RedactedConfig): what reports cite and attestations digest.
+func (f *File) Redacted() ([]byte, error) {
+	red, err := RedactedConfig(f.Raw)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %v", f.Path, err)
+	}
+	return red, nil
 }
 
 // ParseConfig is LoadConfig on bytes.
@@ -489,57 +522,14 @@ func (t *Target) Validate() error {
 		return errors.New("operations: at least one operation is required")
 	}
 	seen = map[string]bool{}
-	for i, op := range t.Operations {
+	for i := range t.Operations {
+		op := &t.Operations[i]
 		at := fmt.Sprintf("operations[%d]", i)
 		if op.Name == "" || seen[op.Name] {
 			return fmt.Errorf("%s.name %q: want a unique non-empty name", at, op.Name)
 		}
 		seen[op.Name] = true
-		if !validMethods[op.Method] {
-			return fmt.Errorf("%s.method %q: want POST, PUT, PATCH, DELETE or GET", at, op.Method)
-		}
-		if !strings.HasPrefix(op.Path, "/") {
-			return fmt.Errorf("%s.path %q: want a path starting with /", at, op.Path)
-		}
-		if len(op.Body) > 0 && !jsonx.IsObject(op.Body) {
-			return fmt.Errorf("%s.body: want a JSON object (mutations and variants are merge patches on it)", at)
-		}
-		if _, err := jsonx.ParsePointer(op.IDPointer); err != nil {
-			return fmt.Errorf("%s.id_pointer %q: %v", at, op.IDPointer, err)
-		}
-		names := map[string]bool{}
-		for j, m := range op.Mutations {
-			if m.Name == "" || names[m.Name] {
-				return fmt.Errorf("%s.mutations[%d].name %q: want a unique non-empty name", at, j, m.Name)
-			}
-			names[m.Name] = true
-			if !jsonx.IsObject(m.Patch) {
-				return fmt.Errorf("%s.mutations[%d].patch: want a JSON object (RFC 7386 merge patch)", at, j)
-			}
-		}
-		for name, v := range op.Variants {
-			if !knownVariants[name] {
-				return fmt.Errorf("%s.variants.%s: unknown variant (valid: binary, business_error, crash, invalid, large, slow, timeout, transient_error)", at, name)
-			}
-			if v.Raw == nil && !jsonx.IsObject(v.Patch) && (v.Downstream == nil || v.Patch != nil) {
-				return fmt.Errorf("%s.variants.%s.patch: want a JSON object (RFC 7386 merge patch), raw: a whole body sent as is, or downstream: the double's answer", at, name)
-			}
-			if v.Duration < 0 {
-				return fmt.Errorf("%s.variants.%s.duration %s: must not be negative", at, name, v.Duration)
-			}
-			if name == VariantSlow && v.Duration <= 0 {
-				return fmt.Errorf("%s.variants.slow.duration: want how long the slow call stays in flight (e.g. 1500ms)", at)
-			}
-			if v.Status != 0 && (v.Status < 100 || v.Status > 599) {
-				return fmt.Errorf("%s.variants.%s.status %d: not an HTTP status", at, name, v.Status)
-			}
-		}
-		for k := range op.Headers {
-			if http.CanonicalHeaderKey(k) == http.CanonicalHeaderKey(t.KeyHeader) {
-				return fmt.Errorf("%s.headers.%s: the key header is set by the suite", at, k)
-			}
-		}
-		if err := op.Oracle.validate(at+".oracle", len(t.Principals)); err != nil {
+		if err := t.validateOperation(at, op); err != nil {
 			return err
 		}
 	}
@@ -553,6 +543,58 @@ func (t *Target) Validate() error {
 				return fmt.Errorf("oracle %s and %s: one counts per key, the other globally; use one kind for every operation", os[0], o)
 			}
 		}
+	}
+	return nil
+}
+
+// validateOperation checks op, the operation at at, beyond its name.
+func (t *Target) validateOperation(at string, op *Operation) error {
+	if !validMethods[op.Method] {
+		return fmt.Errorf("%s.method %q: want POST, PUT, PATCH, DELETE or GET", at, op.Method)
+	}
+	if !strings.HasPrefix(op.Path, "/") {
+		return fmt.Errorf("%s.path %q: want a path starting with /", at, op.Path)
+	}
+	if len(op.Body) > 0 && !jsonx.IsObject(op.Body) {
+		return fmt.Errorf("%s.body: want a JSON object (mutations and variants are merge patches on it)", at)
+	}
+	if _, err := jsonx.ParsePointer(op.IDPointer); err != nil {
+		return fmt.Errorf("%s.id_pointer %q: %v", at, op.IDPointer, err)
+	}
+	names := map[string]bool{}
+	for j, m := range op.Mutations {
+		if m.Name == "" || names[m.Name] {
+			return fmt.Errorf("%s.mutations[%d].name %q: want a unique non-empty name", at, j, m.Name)
+		}
+		names[m.Name] = true
+		if !jsonx.IsObject(m.Patch) {
+			return fmt.Errorf("%s.mutations[%d].patch: want a JSON object (RFC 7386 merge patch)", at, j)
+		}
+	}
+	for name, v := range op.Variants {
+		if !knownVariants[name] {
+			return fmt.Errorf("%s.variants.%s: unknown variant (valid: binary, business_error, crash, invalid, large, slow, timeout, transient_error)", at, name)
+		}
+		if v.Raw == nil && !jsonx.IsObject(v.Patch) && (v.Downstream == nil || v.Patch != nil) {
+			return fmt.Errorf("%s.variants.%s.patch: want a JSON object (RFC 7386 merge patch), raw: a whole body sent as is, or downstream: the double's answer", at, name)
+		}
+		if v.Duration < 0 {
+			return fmt.Errorf("%s.variants.%s.duration %s: must not be negative", at, name, v.Duration)
+		}
+		if name == VariantSlow && v.Duration <= 0 {
+			return fmt.Errorf("%s.variants.slow.duration: want how long the slow call stays in flight (e.g. 1500ms)", at)
+		}
+		if v.Status != 0 && (v.Status < 100 || v.Status > 599) {
+			return fmt.Errorf("%s.variants.%s.status %d: not an HTTP status", at, name, v.Status)
+		}
+	}
+	for k := range op.Headers {
+		if http.CanonicalHeaderKey(k) == http.CanonicalHeaderKey(t.KeyHeader) {
+			return fmt.Errorf("%s.headers.%s: the key header is set by the suite", at, k)
+		}
+	}
+	if err := op.Oracle.validate(at+".oracle", len(t.Principals)); err != nil {
+		return err
 	}
 	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 
@@ -152,14 +151,11 @@ func (op *Operation) validateMarker(at string, haveDouble bool) error {
 	return nil
 }
 
-// LoadDownstream reads the downstream: section of a config file (the rest
-// of the file is not read), for a double started on its own (idemcheck
-// double). Errors are one line naming the file and the field.
-func LoadDownstream(path string) (*double.Config, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("config: %v", err)
-	}
+// Downstream reads the file's downstream: section (the rest of the file is
+// not read), for a double started on its own (idemcheck double). Errors are
+// one line naming the file and the field.
+func (f *File) Downstream() (*double.Config, error) {
+	raw, path := f.Raw, f.Path
 	var doc map[string]yaml.Node
 	if err := yaml.Unmarshal(raw, &doc); err != nil {
 		return nil, fmt.Errorf("config %s: %v", path, yamlError(err))

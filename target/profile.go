@@ -504,3 +504,22 @@ const (
 	// and the network's jitter.
 	SyncBarrier = "barrier"
 )
+
+// ReplayForm is what a replay's body must repeat of its original's under
+// replay_compare mode, as bytes two bodies share exactly when they count
+// as the same: the body itself (bytes), its JSON document in a canonical
+// encoding (json: member order, whitespace and the spelling of a number
+// do not count, 1.0 = 1; a body that is not JSON stands for itself), or nothing (status). SameResponse
+// compares these forms, and the load checker hashes them: one rule.
+func ReplayForm(mode string, body []byte) []byte {
+	switch mode {
+	case CompareStatus:
+		return nil
+	case CompareBytes:
+		return body
+	}
+	if c, err := jsonx.Canonical(body); err == nil {
+		return c // valid JSON: never equal to a body that is not
+	}
+	return body
+}

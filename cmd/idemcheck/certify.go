@@ -50,13 +50,13 @@ func configResource(path string) (*scenarios.Resource, error) {
 	if path == "" {
 		return nil, nil
 	}
-	raw, err := os.ReadFile(path)
+	f, err := target.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("config: %v", err)
+		return nil, err
 	}
-	red, err := target.RedactedConfig(raw)
+	red, err := f.Redacted()
 	if err != nil {
-		return nil, fmt.Errorf("config %s: %v", path, err)
+		return nil, err
 	}
 	return &scenarios.Resource{Path: path, SHA256: reports.SHA256(red)}, nil
 }

@@ -51,7 +51,11 @@ func runDouble(ctx context.Context, stdout io.Writer, f doubleFlags) error {
 	if f.config == "" {
 		return usageErrorf("--config is required (its downstream: section declares the routes)")
 	}
-	cfg, err := target.LoadDownstream(f.config)
+	file, err := target.ReadFile(f.config)
+	if err != nil {
+		return withCode(exitUsage, err)
+	}
+	cfg, err := file.Downstream()
 	if err != nil {
 		return withCode(exitUsage, err)
 	}

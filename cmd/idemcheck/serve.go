@@ -61,8 +61,8 @@ func init() {
 			"authorises only) and the --fingerprint-header fields (Api-Version, echoed as api_version).\n" +
 			"Defects: " + strings.Join(demo.DefectNames(), ", "),
 		Example: `  idemcheck serve --addr 127.0.0.1:8080
-  idemcheck serve --h2c                       # HTTP/2 with prior knowledge beside HTTP/1.1
-  idemcheck serve --tls-cert cert.pem --tls-key key.pem   # HTTPS, h2 by ALPN
+  idemcheck serve --addr 127.0.0.1:8082 --h2c
+  idemcheck serve --addr 127.0.0.1:8443 --tls-cert cert.pem --tls-key key.pem
   idemcheck serve --addr 127.0.0.1:8081 --ttl 3s --defect no-fingerprint --defect no-inflight-lock
   idemcheck serve --store redis --redis-url redis://127.0.0.1:6379/0
   idemcheck serve --store postgres --dsn "$DATABASE_URL" --events kafka://127.0.0.1:9092/charges.events`,

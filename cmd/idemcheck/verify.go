@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemcheck/idemcheck/reports"
+	"github.com/idemcheck/idemcheck/target"
 )
 
 func init() {
@@ -36,9 +37,11 @@ func init() {
 				}
 			}
 			if configPath != "" {
-				if in.Config, err = os.ReadFile(configPath); err != nil {
-					return withCode(exitUsage, fmt.Errorf("--config: %v", err))
+				cf, err := target.ReadFile(configPath)
+				if err != nil {
+					return withCode(exitUsage, err)
 				}
+				in.Config = cf.Raw
 			}
 			bad, err := reports.Verify(in)
 			if err != nil {

@@ -1,10 +1,9 @@
-package scenarios_test
+package target_test
 
 import (
 	"bytes"
 	"testing"
 
-	"github.com/idemcheck/idemcheck/scenarios"
 	"github.com/idemcheck/idemcheck/target"
 )
 
@@ -27,10 +26,10 @@ func TestReplayForm(t *testing.T) {
 		{"bytes, identical", target.CompareBytes, doc, doc, true},
 		{"status, any bodies", target.CompareStatus, doc, "other", true},
 	} {
-		got := bytes.Equal(scenarios.ReplayForm(tc.mode, []byte(tc.a)), scenarios.ReplayForm(tc.mode, []byte(tc.b)))
+		got := bytes.Equal(target.ReplayForm(tc.mode, []byte(tc.a)), target.ReplayForm(tc.mode, []byte(tc.b)))
 		if got != tc.same {
 			t.Errorf("%s: same = %v, want %v (forms %q, %q)", tc.name, got, tc.same,
-				scenarios.ReplayForm(tc.mode, []byte(tc.a)), scenarios.ReplayForm(tc.mode, []byte(tc.b)))
+				target.ReplayForm(tc.mode, []byte(tc.a)), target.ReplayForm(tc.mode, []byte(tc.b)))
 		}
 	}
 }

@@ -1,35 +1,25 @@
-package scenarios
+package jsonx
 
 import (
-	"bytes"
 	"encoding/json"
 	"math/big"
 	"strconv"
 	"strings"
-
-	"github.com/idemcheck/idemcheck/internal/jsonx"
-	"github.com/idemcheck/idemcheck/target"
 )
 
-// jsonEqual reports whether a and b are equal JSON documents (bodies that
-// are not JSON: equal bytes). It is ReplayForm's json rule.
-func jsonEqual(a, b []byte) bool {
-	return bytes.Equal(ReplayForm(target.CompareJSON, a), ReplayForm(target.CompareJSON, b))
-}
-
-// canonicalJSON re-encodes a JSON document one way: members sorted by
+// Canonical re-encodes a JSON document one way: members sorted by
 // name, no whitespace, every number in one spelling of its value
 // (canonicalNumber). Two documents are equal exactly when their canonical
 // encodings are, so a hash of it compares replays too.
-func canonicalJSON(b []byte) ([]byte, error) {
-	v, err := jsonx.Decode(b)
+func Canonical(b []byte) ([]byte, error) {
+	v, err := Decode(b)
 	if err != nil {
 		return nil, err
 	}
 	return json.Marshal(canonicalNumbers(v))
 }
 
-// canonicalNumbers replaces every number in a decodeJSON value by its
+// canonicalNumbers replaces every number in a Decode value by its
 // canonical spelling.
 func canonicalNumbers(v any) any {
 	switch x := v.(type) {

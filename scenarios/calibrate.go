@@ -1,0 +1,207 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/idemcheck/idemcheck/evidence"
+	"github.com/idemcheck/idemcheck/internal/clock"
+	"github.com/idemcheck/idemcheck/internal/jsonx"
+	"github.com/idemcheck/idemcheck/target"
+)
+
+// calibrate checks the oracle once per operation that a selected,
+// supplied instance counts effects on: a normal request under a fresh key
+// must raise the count by exactly 1. It returns the problem found per
+// operation name and the notes for the report: one line per problem.
+func calibrate(ctx context.Context, s *session, ins []instance) (problems map[string]string, notes []string) {
+	t, ev := s.t, s.ev
+	problems = map[string]string{}
+	if ev == nil {
+		return problems, nil
+	}
+	used := map[string]bool{}
+	for _, in := range ins {
+		if in.Runnable() && in.op != nil && countsEffects(in.c) {
+			for _, op := range touched(t, in) {
+				used[op.Name] = true
+			}
+		}
+	}
+	for i := range t.Operations {
+		op := &t.Operations[i]
+		if !used[op.Name] {
+			continue
+		}
+		problem, note := calibrateOp(ctx, s, op)
+		if problem != "" {
+			problems[op.Name] = problem
+			note = problem
+		}
+		if note != "" {
+			notes = append(notes, note)
+		}
+	}
+	if n := sharedCounterNote(t, used, problems); n != "" {
+		notes = append(notes, n)
+	}
+	return problems, notes
+}
+
+// touched lists the operations in sends requests to: its own and its
+// case's Peer (whether or not --run/--skip selected the peer's own
+// instances).
+func touched(t *target.Target, in instance) []*target.Operation {
+	ops := []*target.Operation{in.op}
+	if in.c.Peer != nil {
+		if o := in.c.Peer(t, in.op); o != nil {
+			ops = append(ops, o)
+		}
+	}
+	return ops
+}
+
+// sharedCounterNote is the start-up note on one global counter (no
+// "{key}") that counts several operations, when the calibration found it
+// counting some of them but not others: a counter pointer often counts
+// one operation's executions only (pointer /charges). Requests to the
+// others are judged by their ids (Env.oracleSees); their own instances
+// are inconclusive until they get an oracle.
+func sharedCounterNote(t *target.Target, checked map[string]bool, problems map[string]string) string {
+	o := t.Oracle
+	if o == nil || o.PerKey() {
+		return ""
+	}
+	var seen, unseen []string
+	for i := range t.Operations {
+		switch op := &t.Operations[i]; {
+		case op.Oracle != nil || !checked[op.Name]:
+		case problems[op.Name] != "":
+			unseen = append(unseen, op.Name)
+		default:
+			seen = append(seen, op.Name)
+		}
+	}
+	if len(seen) == 0 || len(unseen) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("one counter (GET %s, pointer %s) serves every operation: it counts %s, it does not count %s; give each operation its own oracle (operations[].oracle)",
+		o.URL, o.Pointer, strings.Join(seen, ", "), strings.Join(unseen, ", "))
+}
+
+// checkIDPointers checks each id_pointer a selected, supplied instance
+// relies on before any verdict rests on it: two normal requests under two
+// fresh keys must answer ids at the pointer, and two different ones for a
+// POST (a PUT or PATCH of one resource names the same one). A typo
+// (/id for /order_id) would otherwise read as "0 executions" and fail a
+// correct server. The error is one line naming the pointer and the body's
+// members. An operation whose normal call does not succeed is left to the
+// cases (and to the oracle check) to report.
+func checkIDPointers(ctx context.Context, s *session, ins []instance) error {
+	checked := map[string]bool{}
+	for _, in := range ins {
+		op := in.op
+		if !in.Supplied || op == nil || op.IDPointer == "" || checked[op.Name] ||
+			!(countsEffects(in.c) || slices.Contains(in.c.Needs, NeedIDPointer)) {
+			continue
+		}
+		checked[op.Name] = true
+		if err := checkIDPointer(ctx, s, op); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkIDPointer(ctx context.Context, s *session, op *target.Operation) error {
+	t := s.t
+	ctx, cancel := context.WithTimeout(ctx, 2*t.Timeout)
+	defer cancel()
+	e := s.env(ctx, op)
+	defer e.drain(ctx)
+	at := fmt.Sprintf("operations[%d].id_pointer %s", slices.IndexFunc(t.Operations, func(o target.Operation) bool { return o.Name == op.Name }), op.IDPointer)
+	var ids []string
+	for range 2 {
+		k := e.NewKey()
+		if e.keyError() != nil {
+			return nil // the cases report it
+		}
+		r := e.Send(ctx, Req{Label: "id_pointer check", Key: k})
+		if !r.OK() {
+			return nil
+		}
+		id := e.CreatedID(r)
+		doc, _ := jsonx.Decode(r.Body)
+		switch {
+		case id == "":
+			return fmt.Errorf("%s: nothing there in the %d body%s", at, r.Status, bodyMembers(doc))
+		case len(ids) == 1 && ids[0] == id && op.Method == http.MethodPost:
+			// A PUT or PATCH of one resource legally names it in every
+			// answer; a POST that creates one must not.
+			return fmt.Errorf("%s: the same value %q for two keys: not the created resource's id%s", at, id, bodyMembers(doc))
+		}
+		ids = append(ids, id)
+	}
+	return nil
+}
+
+// bodyMembers lists a JSON body's top-level members for an error.
+func bodyMembers(doc any) string {
+	if m, ok := doc.(map[string]any); !ok || len(m) == 0 {
+		return " (not a JSON object with members)"
+	}
+	return jsonx.Members(doc)
+}
+
+// calibrateOp sends op's normal request under a fresh key and returns a
+// one-line problem when the oracle did not count exactly one execution,
+// or a note when the count changed kind (a downstream double whose calls
+// hold no token counts globally: downstreamUntokened).
+func calibrateOp(ctx context.Context, s *session, op *target.Operation) (problem, note string) {
+	t := s.t
+	ctx, cancel := context.WithTimeout(ctx, 2*t.Timeout+evidence.CalibrationWait)
+	defer cancel()
+	e := s.env(ctx, op)
+	defer e.drain(ctx)
+	k := e.NewKey()
+	if err := e.keyError(); err != nil {
+		return fmt.Sprintf("oracle check on %s: %v; effect-counting cases are inconclusive", op.Name, err), ""
+	}
+	before, err := e.Executions(ctx, k)
+	if err != nil {
+		return fmt.Sprintf("oracle check on %s: %v; effect-counting cases are inconclusive", op.Name, err), ""
+	}
+	untokened := s.double.Untokened(op)
+	r := e.Send(ctx, Req{Label: "oracle check", Key: k})
+	if !r.OK() {
+		return fmt.Sprintf("oracle check on %s: the normal call answered %s, so the oracle could not be checked; effect-counting cases are inconclusive", op.Name, r.String()), ""
+	}
+	deadline := time.Now().Add(evidence.CalibrationWait)
+	for {
+		n, err := e.count(ctx, k, false) // polled here: not settled in count
+		if err != nil {
+			return fmt.Sprintf("oracle check on %s: %v; effect-counting cases are inconclusive", op.Name, err), ""
+		}
+		switch rise := n - before; {
+		case rise == 1:
+			s.double.Witness(op, k)
+			return "", ""
+		case rise == 0 && s.double.Untokened(op) > untokened:
+			return s.double.Global(op, s.double.Untokened(op)-untokened)
+		case rise > 1:
+			return fmt.Sprintf("oracle check on %s: one request under a fresh key counted %d executions: the configured oracles overlap (two count the same execution), something else moves the counter, or one request executes %d times; effect-counting cases are inconclusive", op.Name, rise, rise), ""
+		case time.Now().After(deadline) || ctx.Err() != nil:
+			if o := t.OracleOf(op); o != nil && o.Downstream != "" {
+				return s.double.Silent(op, r.Status) + "; effect-counting cases are inconclusive", ""
+			}
+			return fmt.Sprintf("oracle misconfigured: a %d answer to %s %s under a fresh key left the count unchanged within %s (check the oracle's url, pointer and principal); effect-counting cases are inconclusive", r.Status, op.Method, op.Path, evidence.CalibrationWait), ""
+		}
+		if clock.Until(ctx, time.Now().Add(50*time.Millisecond)) != nil {
+			continue // the deadline case above reports it
+		}
+	}
+}

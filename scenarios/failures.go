@@ -1,0 +1,107 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/idemcheck/idemcheck/internal/clock"
+	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/wire"
+)
+
+// failureRetryable sends variant name (a failing handler) under a fresh
+// key, then retries it until a retry is answered with something other
+// than an in-flight status: a re-execution (failing again), a replay of
+// the failure, anything that shows the key is not wedged. An in-flight
+// answer to a retry sent past lease + grace after the failure fails the
+// case whatever its level: the API breaks the lease it declares. Without
+// a declared lease, past grace + wedgeWait it is a SHOULD unmet. (The
+// cases are SHOULD-level so that a config without the variants leaves no
+// MUST untested.)
+func (e *Env) failureRetryable(ctx context.Context, name string) Verdict {
+	body, _, _ := e.Variant(name)
+	k := e.NewKey()
+	first := e.Send(ctx, Req{Label: "original (" + name + ")", Key: k, Body: body})
+	if first.StaleConn() || (first.Err == nil && !first.Is5xx()) {
+		return e.Inconclusive(fmt.Sprintf("the %s variant did not fail (want a 5xx or a dropped connection): %s", name, first.String()))
+	}
+	lease, level := e.Target.Lease, Must // unmetAt(Must) is a fail
+	bound := lease + e.Profile.Grace + leaseMargin
+	if lease <= 0 {
+		bound, level = e.Profile.Grace+wedgeWait, Should
+	}
+	failed := first.End
+	limit := failed.Add(bound)
+	poll := min(max(bound/10, 100*time.Millisecond), time.Second)
+	var timeline []string
+	for attempt := 1; ; attempt++ {
+		r := e.Send(ctx, Req{Label: fmt.Sprintf("retry %d", attempt), Key: k, Body: body})
+		timeline = append(timeline, fmt.Sprintf("+%s %s", r.Start.Sub(failed).Round(time.Millisecond), statusOf(r)))
+		observed := fmt.Sprintf("the %s variant answered %s; retries after it: %s", name, statusOf(first), strings.Join(timeline, ", "))
+		late := r.Start.After(limit)
+		switch {
+		case r.StaleConn() && late:
+			return *e.lostConn(r)
+		case r.StaleConn(), r.Err == nil && e.Profile.InFlightOK(r.Status):
+			if late {
+				expected := fmt.Sprintf("a retry proceeds once lease %s + grace %s have passed", lease, e.Profile.Grace)
+				if lease <= 0 {
+					expected = fmt.Sprintf("a retry proceeds within grace %s + %s of the failure (no lease declared: declare one to judge this at MUST)", e.Profile.Grace, wedgeWait)
+				}
+				return e.unmetAt(level, expected, observed+": the key is still in flight")
+			}
+		default:
+			return e.Pass(observed)
+		}
+		next := time.Now().Add(poll)
+		if next.After(limit) && time.Now().Before(limit) {
+			next = limit.Add(10 * time.Millisecond) // one decisive retry just past the bound
+		}
+		if err := clock.Until(ctx, next); err != nil {
+			return e.Inconclusive("case budget ran out: " + observed)
+		}
+	}
+}
+
+// failedFirst sends variant name under k and checks it failed as promised
+// (5xx for transient_error, 4xx for business_error).
+func (e *Env) failedFirst(ctx context.Context, k, name string) (wire.Resp, []byte, *Verdict) {
+	body, v, _ := e.Variant(name)
+	r := e.Send(ctx, Req{Label: "original (" + name + ")", Key: k, Body: body})
+	okClass := r.Is5xx()
+	if name == target.VariantBusinessError {
+		okClass = r.Is4xx()
+	}
+	if !okClass || (v.Status != 0 && r.Status != v.Status) {
+		x := e.Inconclusive(fmt.Sprintf("the %s variant did not fail as configured: %s", name, r.String()))
+		return r, body, &x
+	}
+	return r, body, nil
+}
+
+// transientThenRetry sends the transient-error variant under a fresh key,
+// retries it unchanged and counts the key's executions.
+func (e *Env) transientThenRetry(ctx context.Context) (first, retry wire.Resp, n int, observed string, v *Verdict) {
+	k := e.NewKey()
+	first, body, bad := e.failedFirst(ctx, k, target.VariantTransientError)
+	if bad != nil {
+		return first, retry, 0, "", bad
+	}
+	retry = e.Send(ctx, Req{Label: "retry", Key: k, Body: body})
+	n, err := e.Executions(ctx, k)
+	if err != nil {
+		x := e.Inconclusive(err.Error())
+		return first, retry, 0, "", &x
+	}
+	if v := e.lostConn(retry); v != nil && n < 2 {
+		return first, retry, n, "", v
+	}
+	return first, retry, n, fmt.Sprintf("%d then %s; %d executions (oracle)", first.Status, retry.String(), n), nil
+}
+
+// wedgeWait is how long after a failed execution a key may still answer
+// "in flight" when the target declares no lease (the lease, where
+// declared, bounds it instead).
+const wedgeWait = 2 * time.Second

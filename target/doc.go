@@ -1,0 +1,16 @@
+// Package target is the model of what idemcheck tests: the config file's
+// types and their one loader (LoadConfig, LoadConfigPreset, ParseConfig),
+// validation with one-line errors naming the field, profiles and their
+// presets, principals and secrets (${NAME} references, redaction), keys and
+// their syntax and format, operations with their variants and mutations,
+// the oracles' and the downstream double's configuration, replicas, and
+// the servers the harness starts itself (StartManaged, StartReplicas).
+//
+// Every face reads a config through it: run, chaos, load, the go-test face,
+// init (to validate what it writes) and verify. It answers what a config
+// says; it sends nothing but a managed server's readiness probe.
+//
+// It may import internal/ packages and evidence/double (for the double's
+// config types, which the config file embeds). It must not import wire,
+// evidence, scenarios or any front end: those build on it.
+package target

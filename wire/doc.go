@@ -1,0 +1,16 @@
+// Package wire is how one request reaches the API and its answer comes
+// back: building the request of an operation, variant and key (Build),
+// the Carrier that sends it (HTTP: HTTP/1.1 and HTTP/2 over an http.Client
+// that never re-sends, TLS from the target's settings), bursts released by
+// last-byte synchronisation over HTTP/1.1 and HTTP/2 (LastByte), fetching
+// server-issued keys (FetchKey, Keys), the preflight that something
+// answers (Preflight), and the recorded Exchange with its curl
+// reproduction.
+//
+// Carrier is the seam for another transport (gRPC): the engine sends
+// through it and records what comes back, whatever carries it.
+//
+// It may import target and internal/ packages. It must not import
+// evidence, scenarios or any front end, and it knows nothing of cases,
+// verdicts or how executions are counted.
+package wire
