@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,7 +22,8 @@ import (
 )
 
 // ErrUnreachable wraps a failed preflight (scenarios.Preflight, shared
-// by every face): nothing answered at the target.
+// by every face): nothing answered at the target, or the operation's
+// normal request did not succeed (scenarios.ErrNotWorking).
 var ErrUnreachable = scenarios.ErrUnreachable
 
 // ErrConfig wraps an invalid option or an operation/variant the target
@@ -294,6 +296,17 @@ func Run(ctx context.Context, t *scenarios.Target, opts ...Option) (*Report, err
 	}
 	defer client.CloseIdleConnections()
 	if err := scenarios.Preflight(ctx, t, client); err != nil {
+		return nil, err
+	}
+	// No number is drawn on an operation whose normal request fails. A
+	// client of its own: the probe is no measured request.
+	op := &t.Operations[0]
+	if i := slices.IndexFunc(t.Operations, func(o scenarios.Operation) bool { return o.Name == c.operation }); i >= 0 {
+		op = &t.Operations[i]
+	}
+	probe := t.Client(c.timeout)
+	defer probe.CloseIdleConnections()
+	if err := scenarios.CheckNormal(ctx, t, probe, op); err != nil {
 		return nil, err
 	}
 	// next numbers client-generated keys across phases so none repeats.

@@ -274,6 +274,10 @@ func Run(ctx context.Context, t *Target, p *Profile, o RunOptions) (*Report, err
 		r.Shuffle(len(ins), func(i, j int) { ins[i], ins[j] = ins[j], ins[i] })
 	}
 	rep := &Report{Target: t.Redact(t.BaseURL), Profile: p.Name, Strict: o.Strict, Seed: o.Seed, Started: time.Now()}
+	// No verdict is drawn on a target whose normal request fails.
+	if err := checkNormal(ctx, t, client, keys, sentOps(t, ins)); err != nil {
+		return nil, err
+	}
 	if err := checkIDPointers(ctx, t, p, client, ev, keys, ins); err != nil {
 		return nil, err
 	}

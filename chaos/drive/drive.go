@@ -54,7 +54,8 @@ type Config struct {
 }
 
 // ErrUnreachable: the target did not answer at all (the preflight every
-// face shares, scenarios.Preflight).
+// face shares, scenarios.Preflight), or an operation's normal request did
+// not succeed (scenarios.CheckNormal, scenarios.ErrNotWorking).
 var ErrUnreachable = scenarios.ErrUnreachable
 
 // Result is a run's report.
@@ -160,6 +161,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	client := cfg.Target.Client(cfg.Target.Timeout)
 	defer client.CloseIdleConnections()
 	if err := scenarios.Preflight(ctx, cfg.Target, client); err != nil {
+		return nil, err
+	}
+	// No violation is judged on a target whose normal request fails.
+	if err := scenarios.CheckNormal(ctx, cfg.Target, client); err != nil {
 		return nil, err
 	}
 	ev, err := scenarios.OpenEvidence(cfg.Target, client)
