@@ -56,11 +56,11 @@ func addedFieldProbe() probe {
 	return probe{name: "idemcheck added member", patch: json.RawMessage(`{"idemcheck_probe":"added-member"}`), generated: true}
 }
 
-// firstProbe is the mutation used where one changed body suffices.
+// firstProbe is the mutation used where one changed body suffices: the
+// first configured or the derived one, else an added member.
 func (e *Env) firstProbe() probe {
-	if len(e.Op.Mutations) > 0 {
-		m := e.Op.Mutations[0]
-		return probe{name: m.Name, patch: m.Patch}
+	if ms := mutationsOf(e.Op); len(ms) > 0 {
+		return probe{name: ms[0].Name, patch: ms[0].Patch}
 	}
 	return addedFieldProbe()
 }
@@ -118,7 +118,8 @@ func (e *Env) judgeProbe(ctx context.Context, pr probe, k string, first, r Resp)
 	case replayed && pr.generated:
 		return mismatchOutcome{Warn, pr.name + ": replayed the old response (the member may be outside the fingerprint): " + r.String()}
 	case replayed:
-		return mismatchOutcome{Fail, pr.name + ": replayed the old response for a different payload: " + r.String()}
+		return mismatchOutcome{Fail, pr.name + ": replayed the old response for a different payload: " + r.String() +
+			" (to fix: store a fingerprint of the request body with the key, and answer a reuse whose body differs with an error, " + strings.Trim(fmt.Sprint(e.Profile.MismatchStatus), "[]") + ")"}
 	case r.OK():
 		return mismatchOutcome{Fail, pr.name + ": executed the different payload under a used key: " + r.String()}
 	case hasStatus(e.Profile.MismatchStatus, r.Status):
@@ -168,15 +169,15 @@ func (e *Env) judgeProbes(ctx context.Context, probes []probe) Verdict {
 }
 
 func skipNoMutations(_ *Target, _ *Profile, op *Operation) string {
-	if len(op.Mutations) == 0 {
-		return "the operation has no mutations configured"
+	if len(mutationsOf(op)) == 0 {
+		return "the operation has no mutations configured and its body no number or boolean to derive one from"
 	}
 	return ""
 }
 
 func mismatchChangedBody(ctx context.Context, e *Env) Verdict {
 	var probes []probe
-	for _, m := range e.Op.Mutations {
+	for _, m := range mutationsOf(e.Op) {
 		probes = append(probes, probe{name: m.Name, patch: m.Patch})
 	}
 	return e.judgeProbes(ctx, probes)

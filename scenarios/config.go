@@ -132,11 +132,17 @@ func LoadConfig(path string) (*Target, *Profile, error) {
 // config's profile.preset (--profile); the config's profile.overrides still
 // apply on top of it: they describe the API, whatever preset judges it.
 func LoadConfigPreset(path, preset string) (*Target, *Profile, error) {
+	return loadConfig(path, preset, "")
+}
+
+// loadConfig is LoadConfigPreset with base standing in for a base_url the
+// config leaves out (--base-url; idemchecktest.Handler's own server).
+func loadConfig(path, preset, base string) (*Target, *Profile, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("config: %v", err)
 	}
-	t, p, err := parseConfig(raw, preset)
+	t, p, err := parseConfig(raw, preset, base)
 	if err != nil {
 		return nil, nil, fmt.Errorf("config %s: %v", path, err)
 	}
@@ -144,9 +150,9 @@ func LoadConfigPreset(path, preset string) (*Target, *Profile, error) {
 }
 
 // ParseConfig is LoadConfig on bytes.
-func ParseConfig(raw []byte) (*Target, *Profile, error) { return parseConfig(raw, "") }
+func ParseConfig(raw []byte) (*Target, *Profile, error) { return parseConfig(raw, "", "") }
 
-func parseConfig(raw []byte, preset string) (*Target, *Profile, error) {
+func parseConfig(raw []byte, preset, base string) (*Target, *Profile, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(raw))
 	dec.KnownFields(true)
 	var cf configFile
@@ -173,6 +179,9 @@ func parseConfig(raw []byte, preset string) (*Target, *Profile, error) {
 	}
 	if err := p.Validate(); err != nil {
 		return nil, nil, err
+	}
+	if cf.BaseURL == "" {
+		cf.BaseURL = base
 	}
 	t, err := cf.target()
 	if err != nil {

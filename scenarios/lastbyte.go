@@ -62,6 +62,9 @@ func (b *burster) close() {
 // they were released (and, after a fallback, why), for the evidence.
 func (b *burster) send(ctx context.Context, k string, body []byte, label string) (rs []Resp, how string) {
 	e := b.e
+	if h := e.Target.inproc; h != nil && len(b.bases) == 0 {
+		return e.inProcessBurst(ctx, h, k, b.size, body, label), inProcessHow
+	}
 	var why string
 	if e.Profile.BurstSync != SyncBarrier {
 		var ok bool
@@ -288,7 +291,7 @@ func (e *Env) h1Burst(ctx context.Context, reqs []*lbReq, deadline time.Time) []
 		}
 	}
 	wg.Wait()
-	return e.recordBurst(reqs)
+	return e.recordBurst(reqs, " (last-byte sync)")
 }
 
 // settle waits lastByteSettle (or until ctx ends).
@@ -301,13 +304,13 @@ func settle(ctx context.Context) {
 	}
 }
 
-// recordBurst keeps every request of a last-byte burst as evidence and
-// returns their responses.
-func (e *Env) recordBurst(reqs []*lbReq) []Resp {
+// recordBurst keeps every request of a last-byte (or in-process) burst as
+// evidence, its label tagged, and returns their responses.
+func (e *Env) recordBurst(reqs []*lbReq, tag string) []Resp {
 	rs := make([]Resp, len(reqs))
 	for i, q := range reqs {
 		x := q.x
-		x.Label += " (last-byte sync)"
+		x.Label += tag
 		x.Duration = q.resp.End.Sub(q.resp.Start)
 		if q.resp.Err != nil {
 			x.Error = q.resp.Err.Error()

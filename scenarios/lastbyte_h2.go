@@ -215,7 +215,7 @@ func (e *Env) h2Burst(ctx context.Context, sessions []*h2Session, reqs []*lbReq,
 		})
 	}
 	wg.Wait()
-	return e.recordBurst(reqs)
+	return e.recordBurst(reqs, " (last-byte sync)")
 }
 
 // streams yields s's streams in the order they were opened.

@@ -319,7 +319,7 @@ func Run(ctx context.Context, t *Target, p *Profile, o RunOptions) (*Report, err
 		}
 	}
 	for i := range ins {
-		if killsTarget(ins[i]) {
+		if killsTarget(ins[i]) || runsAlone(t, ins[i]) {
 			continue
 		}
 		sem <- struct{}{}
@@ -329,9 +329,10 @@ func Run(ctx context.Context, t *Target, p *Profile, o RunOptions) (*Report, err
 		})
 	}
 	wg.Wait()
-	// Cases that kill the managed target run alone, after the others.
+	// Cases that kill the managed target run alone, after the others, as
+	// do in-process bursts (runsAlone).
 	for i := range ins {
-		if killsTarget(ins[i]) {
+		if killsTarget(ins[i]) || runsAlone(t, ins[i]) {
 			runOne(i)
 		}
 	}

@@ -56,7 +56,7 @@ func (s Selection) Load() (*Target, *Profile, error) {
 	case s.Config != "" && s.Target != "":
 		return nil, nil, errors.New("give either --config or --target, not both")
 	case s.Config != "":
-		if t, p, err = LoadConfigPreset(s.Config, s.Profile); err != nil {
+		if t, p, err = loadConfig(s.Config, s.Profile, s.BaseURL); err != nil {
 			return nil, nil, err
 		}
 	case s.Target != "":

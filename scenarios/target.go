@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 	"time"
@@ -65,6 +66,7 @@ type Target struct {
 
 	managed    *Managed       // the started Command, set for the length of a run
 	downstream *downstreamRun // the started double, set for the length of a run
+	inproc     http.Handler   // the handler behind BaseURL, for in-process bursts (InProcess)
 	tls        *tls.Config    // built from TLS by SetTLS
 	// secrets are (value, placeholder) pairs Redact replaces, longest
 	// value first (secrets.go).

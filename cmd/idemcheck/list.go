@@ -106,6 +106,9 @@ func runList(w, stderr io.Writer, f listFlags) error {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, scenarios.EvidenceLine(target))
+	for _, n := range scenarios.DerivedNote(target) {
+		fmt.Fprintln(w, n)
+	}
 	gaps := scenarios.Gaps(planned)
 	if len(gaps) == 0 {
 		_, err = fmt.Fprintln(w, "Every MUST requirement listed is verifiable with this config.")
