@@ -467,3 +467,48 @@ func pointerPatch(p string, value []byte) ([]byte, bool) {
 	}
 	return out, true
 }
+
+// callsSoFar is how many calls the double has taken (0 when none runs).
+func (d *Downstream) callsSoFar() int {
+	if d == nil {
+		return 0
+	}
+	return d.srv.Totals().Calls
+}
+
+// saw says what the API called at the double since it had taken before
+// calls (a probe's: nothing else runs then) and what the double answered:
+// the route's configured answer, which no variant changes for a probe.
+func (d *Downstream) saw(before int, r wire.Resp) string {
+	srv := d.srv
+	calls := srv.Journal("")
+	if n := srv.Totals().Calls - before; n < len(calls) {
+		calls = calls[len(calls)-max(n, 0):]
+	}
+	if len(calls) == 0 {
+		return fmt.Sprintf("the API made no call to the double at %s", srv.URL())
+	}
+	routes := srv.Config().Routes
+	var said []string
+	for _, c := range calls {
+		if c.Route == "" {
+			said = append(said, fmt.Sprintf("the API called %s %s, which no route of the double matches (it answered 404)", c.Method, c.Path))
+			continue
+		}
+		answer := fmt.Sprintf("%d", c.Status)
+		if c.Hung {
+			answer = "nothing (hung)"
+		}
+		for _, rt := range routes {
+			if rt.Name == c.Route && len(rt.Response.Body) > 0 && !c.Hung {
+				answer += " " + wire.ClipText(rt.Response.Body)
+			}
+		}
+		said = append(said, fmt.Sprintf("the API called %s (%s %s); the double answered %s", c.Route, c.Method, c.Path, answer))
+	}
+	status := "gave no answer"
+	if r.Err == nil {
+		status = fmt.Sprintf("answered %d", r.Status)
+	}
+	return strings.Join(said, "; ") + " and the API " + status
+}

@@ -35,10 +35,10 @@ func TestDecide(t *testing.T) {
 		{"a pass passes", scenarios.Pass, scenarios.Must, false, false, false, pass, ""},
 		{"a fail fails with the spec sentence, expected vs observed and curl", scenarios.Fail, scenarios.Must, false, false, false, fail, "reproduce: curl"},
 		{"an unmet SHOULD passes outside strict, with its evidence logged", scenarios.Warn, scenarios.Should, false, false, false, pass, "SHOULD unmet"},
-		{"an unmet SHOULD fails under Strict", scenarios.Warn, scenarios.Should, false, true, false, fail, "--strict"},
+		{"an unmet SHOULD fails under Strict", scenarios.Warn, scenarios.Should, false, true, false, fail, "idemchecktest.Strict()"},
 		{"a MUST that warns fails, strict or not", scenarios.Warn, scenarios.Must, false, false, false, fail, "MUST-level warning"},
 		{"a skip skips with its reason", scenarios.Skip, scenarios.Must, false, false, false, skip, "skip: why"},
-		{"a MUST without evidence fails (the CLI exits 5)", scenarios.Unverifiable, scenarios.Must, false, false, false, fail, "MUST without evidence"},
+		{"a MUST without evidence fails (the CLI exits 5), saying so in a test's words", scenarios.Unverifiable, scenarios.Must, false, false, false, fail, "idemchecktest.AllowIncomplete()"},
 		{"a MUST without evidence skips under AllowIncomplete", scenarios.Inconclusive, scenarios.Must, false, false, true, skip, "inconclusive: why"},
 		{"a SHOULD without evidence skips", scenarios.Unverifiable, scenarios.Should, false, false, false, skip, "unverifiable: why"},
 		{"an interrupted instance fails: nothing was judged", scenarios.Interrupted, scenarios.Must, false, false, false, fail, "why"},
@@ -58,6 +58,11 @@ func TestDecide(t *testing.T) {
 			}
 			if got != tc.want || !strings.Contains(d.Text, tc.text) {
 				t.Errorf("rule: %s: got %+v", tc.rule, d)
+			}
+			for _, cli := range []string{"exit 5", "--allow-incomplete", "--strict", "JSON report"} {
+				if strings.Contains(d.Text, cli) {
+					t.Errorf("rule: a test speaks of its own options, not the CLI's: %q in %q", cli, d.Text)
+				}
 			}
 			if d.Fail && !strings.Contains(d.Text, "N replays cause exactly one side effect.") {
 				t.Errorf("rule: a failure names the spec sentence: %q", d.Text)

@@ -31,8 +31,10 @@
 package idemchecktest
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -101,13 +103,19 @@ func Run(t *testing.T, cfg Config, opts ...Option) {
 	if err != nil {
 		t.Fatalf("idemcheck: %v", err)
 	}
-	check(t, target, profile, opts)
+	check(t, target, profile, nil, opts)
 }
 
 // Handler serves h on a loopback httptest server for the duration of the
 // test and checks it like Run. cfg.Config, when set, describes the API
-// (its base_url is replaced by the server's); otherwise h follows the
-// reference contract (idemcheck serve). cfg.Target must be empty.
+// (its base_url may be left out: the server's replaces it); otherwise h
+// follows the reference contract (idemcheck serve). cfg.Target must be
+// empty.
+//
+// Besides the server, the same-key burst calls h directly from goroutines
+// released together, with no network between them: a check-then-act race
+// in h (look the key up, execute, store) shows far more often than over
+// loopback.
 func Handler(t *testing.T, h http.Handler, cfg Config, opts ...Option) {
 	t.Helper()
 	if cfg.Target != "" {
@@ -117,13 +125,15 @@ func Handler(t *testing.T, h http.Handler, cfg Config, opts ...Option) {
 	t.Cleanup(srv.Close)
 	if cfg.Config == "" {
 		cfg.Target = srv.URL
+	} else {
+		cfg.BaseURL = srv.URL
 	}
 	target, profile, err := cfg.Load()
 	if err != nil {
 		t.Fatalf("idemcheck: %v", err)
 	}
 	target.BaseURL = srv.URL
-	check(t, target, profile, opts)
+	check(t, target, profile, h, opts)
 }
 
 // slot is where one instance's result waits for its subtest.
@@ -135,7 +145,7 @@ type slot struct {
 
 func (s *slot) release() { s.once.Do(func() { close(s.done) }) }
 
-func check(t *testing.T, target *target.Target, profile *target.Profile, opts []Option) {
+func check(t *testing.T, target *target.Target, profile *target.Profile, inproc http.Handler, opts []Option) {
 	t.Helper()
 	var o options
 	for _, opt := range opts {
@@ -175,13 +185,18 @@ func check(t *testing.T, target *target.Target, profile *target.Profile, opts []
 			err := runErr
 			mu.Unlock()
 			if err != nil {
-				t.Fatalf("idemcheck: %v", err)
+				// The parent test carries the error, once.
+				t.Skip("idemcheck: not run: the engine stopped before any case (the parent test's failure says why)")
 			}
 			// go test times a parallel subtest from when -parallel lets it
 			// resume, often after its instance has finished (0.00s): the
 			// engine's own time for the instance is logged instead.
 			t.Logf("%s in %s (engine time)", s.res.Status, s.res.Duration.Round(time.Millisecond))
-			report(t, Decide(rules, s.res))
+			d := Decide(rules, s.res)
+			if d.Fail && rules.Effective(s.res).Incomplete {
+				d.Text += seeAlso(rules, s.res, slots)
+			}
+			report(t, d)
 		})
 	}
 	mu.Lock()
@@ -192,6 +207,7 @@ func check(t *testing.T, target *target.Target, profile *target.Profile, opts []
 	}
 	ro := o.run
 	ro.Run, ro.Skip = nil, nil
+	ro.InProcess = inproc
 	for _, name := range names {
 		ro.Run = append(ro.Run, escapeGlob(name))
 	}
@@ -209,6 +225,9 @@ func check(t *testing.T, target *target.Target, profile *target.Profile, opts []
 		defer close(finished)
 		rep, err := scenarios.Run(t.Context(), target, profile, ro)
 		if err != nil {
+			// E.g. the setup does not work (evidence.ErrNotWorking): one
+			// line per operation, on the parent, before any subtest ends.
+			t.Errorf("idemcheck: %v", err)
 			mu.Lock()
 			runErr = err
 			mu.Unlock()
@@ -254,9 +273,13 @@ type Decision struct {
 func Decide(rep *scenarios.Report, r scenarios.Result) Decision {
 	v := rep.Effective(r)
 	evidence := func() string {
-		text := reports.FailureText(r, "  ")
-		if v.Note != "" {
-			text += "  note:        " + v.Note + "\n"
+		// The CLI's words for where every exchange is kept, in a test's.
+		text := strings.ReplaceAll(reports.FailureText(r, "  "), "in the JSON report", "in the report idemchecktest.OnReport receives")
+		if note := testNote(rep, r, v); note != "" {
+			text += "  note:        " + note + "\n"
+		}
+		if a := scenarios.Advice(r); v.Incomplete && a != "" && !seeCase.MatchString(r.Reason) {
+			text += "  to decide:   " + a + "\n"
 		}
 		return text
 	}
@@ -271,6 +294,58 @@ func Decide(rep *scenarios.Report, r scenarios.Result) Decision {
 		return Decision{Skip: true, Text: string(r.Status) + ": " + r.Reason}
 	}
 	return Decision{}
+}
+
+// testNote is v's note in a test's terms (the CLI's speaks of exit codes
+// and flags).
+func testNote(rep *scenarios.Report, r scenarios.Result, v scenarios.Effective) string {
+	switch {
+	case v.Incomplete:
+		return "MUST without evidence: a MUST that could not be checked fails the test, as one that fails would pass it unseen (idemchecktest.AllowIncomplete() makes it skip instead)"
+	case r.Status == scenarios.Warn && rep.Strict && r.Level != scenarios.Must:
+		return "SHOULD unmet; idemchecktest.Strict() makes it a failure"
+	}
+	return v.Note
+}
+
+// seeCase finds the case a reason points at ("(see missing/rejected)").
+var seeCase = regexp.MustCompile(`see ([a-z0-9-]+/[a-z0-9-]+)`)
+
+// seeAlso says, for a MUST without evidence whose reason points at
+// another case of its operation, what that case concluded in this run
+// (waiting for it): the explanation a reader looks for next.
+func seeAlso(rules *scenarios.Report, r scenarios.Result, slots map[string]*slot) string {
+	m := seeCase.FindStringSubmatch(r.Reason)
+	if m == nil {
+		return ""
+	}
+	name := m[1]
+	if r.Operation != "" {
+		name += "@" + r.Operation
+	}
+	s := slots[name]
+	if s != nil {
+		<-s.done
+	}
+	if s == nil || s.res.Status == "" { // not selected, or filtered out by go test -run
+		return "  see:         " + name + " did not run in this test: run it to see why\n"
+	}
+	other := s.res
+	what := other.Observed
+	if what == "" {
+		what = other.Reason
+	}
+	d := Decide(rules, other)
+	how := "its subtest passes"
+	switch {
+	case d.Fail:
+		how = "its subtest fails"
+	case d.Skip:
+		how = "its subtest skips"
+	case other.Status == scenarios.Warn:
+		how = "its subtest passes and logs it (a SHOULD unmet; idemchecktest.Strict() makes it fail)"
+	}
+	return fmt.Sprintf("  see:         %s %s [%s]: %s; %s\n", name, other.Status, other.Level, what, how)
 }
 
 // globMeta are the characters doublestar gives a meaning; a name is

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -293,6 +294,17 @@ func Run(ctx context.Context, t *target.Target, opts ...Option) (*Report, error)
 	}
 	defer client.CloseIdleConnections()
 	if err := wire.Preflight(ctx, t, client); err != nil {
+		return nil, err
+	}
+	// No number is drawn on an operation whose normal request fails. A
+	// client of its own: the probe is no measured request.
+	op := &t.Operations[0]
+	if i := slices.IndexFunc(t.Operations, func(o target.Operation) bool { return o.Name == c.operation }); i >= 0 {
+		op = &t.Operations[i]
+	}
+	probe := wire.Client(t, c.timeout)
+	defer probe.CloseIdleConnections()
+	if err := evidence.CheckNormal(ctx, t, probe, d, evidence.NormalKeys(t, probe), []*target.Operation{op}); err != nil {
 		return nil, err
 	}
 	// next numbers client-generated keys across phases so none repeats.

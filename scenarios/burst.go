@@ -19,6 +19,7 @@ import (
 // those replicas (replicas/burst-across).
 func (e *Env) burstRounds(ctx context.Context, bases ...string) Verdict {
 	rounds, size := e.Profile.Burst()
+	rounds *= e.inProcessRounds(bases)
 	b := e.newBurster(size, bases...)
 	defer b.close()
 	where := ""
@@ -37,14 +38,17 @@ func (e *Env) burstRounds(ctx context.Context, bases ...string) Verdict {
 		if sb, _, ok := e.Variant(target.VariantSlow); ok && round == 1 {
 			body = sb
 		}
+		mark := e.exchangeMark()
 		k := e.NewKey()
 		rs, how := b.send(ctx, k, body, fmt.Sprintf("round %d/%d, burst", round, rounds))
 		v := e.judgeBurst(ctx, k, fmt.Sprintf("round %d of %d%s, %s: ", round, rounds, where, how), rs)
 		tally[string(v.Status)]++
 		done++
-		if round == 1 || !worse(worst, v) { // the last of the worst
+		reported := round == 1 || !worse(worst, v) // the last of the worst
+		if reported {
 			worst = v
 		}
+		e.keepReportedRound(bases, mark, reported)
 	}
 	summary := fmt.Sprintf("%d of %d rounds of %d same-key requests%s: %s", done, rounds, size, where, formatCounts(tally))
 	if err := ctx.Err(); err != nil && worst.Status != Fail {
@@ -107,6 +111,7 @@ func (e *Env) judgeBurst(ctx context.Context, k, prefix string, rs []wire.Resp) 
 	}
 	observed := fmt.Sprintf("%s%d executions (%s), %d distinct ids, statuses %s", prefix, n, how, len(ids), formatCounts(statuses))
 	if n != 1 || len(ids) > 1 {
+		observed += "; to fix: claim the key atomically before executing (insert-if-absent under a lock, or a unique constraint), not a lookup and later a store"
 		return e.inTTL(e.Fail("exactly 1 execution and 1 created resource", observed), spanOf(rs), rs...)
 	}
 	if okResp == nil {

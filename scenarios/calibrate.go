@@ -205,3 +205,23 @@ func calibrateOp(ctx context.Context, s *session, op *target.Operation) (problem
 		}
 	}
 }
+
+// sentOps lists, in config order, the operations the runnable instances
+// of ins send requests to (their own and their peers').
+func sentOps(t *target.Target, ins []instance) []*target.Operation {
+	used := map[string]bool{}
+	for _, in := range ins {
+		if in.Runnable() && in.op != nil {
+			for _, op := range touched(t, in) {
+				used[op.Name] = true
+			}
+		}
+	}
+	ops := []*target.Operation{}
+	for i := range t.Operations {
+		if used[t.Operations[i].Name] {
+			ops = append(ops, &t.Operations[i])
+		}
+	}
+	return ops
+}

@@ -39,15 +39,15 @@ func init() {
 }
 
 func skipNoMutations(_ *target.Target, _ *target.Profile, op *target.Operation) string {
-	if len(op.Mutations) == 0 {
-		return "the operation has no mutations configured"
+	if len(op.MutationsOrDerived()) == 0 {
+		return "the operation has no mutations configured and its body no number or boolean to derive one from"
 	}
 	return ""
 }
 
 func mismatchChangedBody(ctx context.Context, e *Env) Verdict {
 	var probes []probe
-	for _, m := range e.Op.Mutations {
+	for _, m := range e.Op.MutationsOrDerived() {
 		probes = append(probes, probe{name: m.Name, patch: m.Patch})
 	}
 	return e.judgeProbes(ctx, probes)

@@ -30,6 +30,9 @@ type Env struct {
 	// double is the run's downstream double (nil: none runs): it marks
 	// requests and witnesses executions the oracle cannot count.
 	double *evidence.Downstream
+	// inproc, when set, is the handler behind BaseURL: same-key bursts
+	// call it in-process (RunOptions.InProcess).
+	inproc http.Handler
 	// oracle counts executions (nil: no oracle configured); blind names
 	// the operations it was found not to count, with the calibration's
 	// finding (see oracleSees).

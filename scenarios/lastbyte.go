@@ -40,6 +40,9 @@ func (b *burster) close() {
 // they were released (and, after a fallback, why), for the evidence.
 func (b *burster) send(ctx context.Context, k string, body []byte, label string) (rs []wire.Resp, how string) {
 	e := b.e
+	if h := e.inproc; h != nil && len(b.bases) == 0 {
+		return e.inProcessBurst(ctx, h, k, b.size, body, label), inProcessHow
+	}
 	var why string
 	if e.Profile.BurstSync != target.SyncBarrier {
 		var ok bool

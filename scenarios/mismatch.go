@@ -11,11 +11,11 @@ import (
 	"github.com/idemcheck/idemcheck/wire"
 )
 
-// firstProbe is the mutation used where one changed body suffices.
+// firstProbe is the mutation used where one changed body suffices: the
+// first configured or the derived one, else an added member.
 func (e *Env) firstProbe() probe {
-	if len(e.Op.Mutations) > 0 {
-		m := e.Op.Mutations[0]
-		return probe{name: m.Name, patch: m.Patch}
+	if ms := e.Op.MutationsOrDerived(); len(ms) > 0 {
+		return probe{name: ms[0].Name, patch: ms[0].Patch}
 	}
 	return addedFieldProbe()
 }
@@ -67,7 +67,8 @@ func (e *Env) judgeProbe(ctx context.Context, pr probe, k string, first, r wire.
 	case replayed && pr.generated:
 		return mismatchOutcome{Warn, pr.name + ": replayed the old response (the member may be outside the fingerprint): " + r.String()}
 	case replayed:
-		return mismatchOutcome{Fail, pr.name + ": replayed the old response for a different payload: " + r.String()}
+		return mismatchOutcome{Fail, pr.name + ": replayed the old response for a different payload: " + r.String() +
+			" (to fix: store a fingerprint of the request body with the key, and answer a reuse whose body differs with an error, " + strings.Trim(fmt.Sprint(e.Profile.MismatchStatus), "[]") + ")"}
 	case r.OK():
 		return mismatchOutcome{Fail, pr.name + ": executed the different payload under a used key: " + r.String()}
 	case target.HasStatus(e.Profile.MismatchStatus, r.Status):

@@ -44,6 +44,11 @@ type RunOptions struct {
 	// never tries again. Only such inconclusives are tried again: a pass,
 	// a fail or any other verdict is final.
 	Attempts int
+	// InProcess, when set, is the handler served at the target's base URL
+	// (the go-test face's Handler): same-key bursts call it directly from
+	// goroutines released together (wire.InProcess), with no network
+	// between them, and run alone after the other cases.
+	InProcess http.Handler
 }
 
 // DefaultAttempts is RunOptions.Attempts' default: on a busy machine a
@@ -106,12 +111,16 @@ func Run(ctx context.Context, t *target.Target, p *target.Profile, o RunOptions)
 	// The profile's key_format generator is the client-generated default;
 	// --hash-keys and key_source override it.
 	keys := wire.NewKeys(t, client, func(uint64) string { return p.NewKey() })
-	s := &session{t: t, p: p, client: client, ev: ev, double: d, keys: keys}
+	s := &session{t: t, p: p, client: client, ev: ev, double: d, keys: keys, inproc: o.InProcess}
 	if o.Seed != 0 {
 		r := rand.New(rand.NewPCG(o.Seed, 0x1dc))
 		r.Shuffle(len(ins), func(i, j int) { ins[i], ins[j] = ins[j], ins[i] })
 	}
 	rep := &Report{Target: t.Redact(t.BaseURL), Profile: p.Name, Strict: o.Strict, Seed: o.Seed, Started: time.Now()}
+	// No verdict is drawn on a target whose normal request fails.
+	if err := evidence.CheckNormal(ctx, t, client, d, keys, sentOps(t, ins)); err != nil {
+		return nil, err
+	}
 	if err := checkIDPointers(ctx, s, ins); err != nil {
 		return nil, err
 	}
@@ -153,7 +162,7 @@ func Run(ctx context.Context, t *target.Target, p *target.Profile, o RunOptions)
 		}
 	}
 	for i := range ins {
-		if killsTarget(ins[i]) {
+		if killsTarget(ins[i]) || runsAlone(o.InProcess, ins[i]) {
 			continue
 		}
 		sem <- struct{}{}
@@ -163,9 +172,10 @@ func Run(ctx context.Context, t *target.Target, p *target.Profile, o RunOptions)
 		})
 	}
 	wg.Wait()
-	// Cases that kill the managed target run alone, after the others.
+	// Cases that kill the managed target run alone, after the others, as
+	// do in-process bursts (runsAlone).
 	for i := range ins {
-		if killsTarget(ins[i]) {
+		if killsTarget(ins[i]) || runsAlone(o.InProcess, ins[i]) {
 			runOne(i)
 		}
 	}
@@ -332,11 +342,12 @@ type session struct {
 	ev     *evidence.Evidence
 	double *evidence.Downstream
 	keys   *wire.Keys
+	inproc http.Handler
 }
 
 // env is an Env of s for op, bounded by ctx.
 func (s *session) env(ctx context.Context, op *target.Operation) *Env {
-	return &Env{Target: s.t, Profile: s.p, Op: op, client: s.client, double: s.double, oracle: newCounter(s.ev), keys: s.keys, ctx: ctx}
+	return &Env{Target: s.t, Profile: s.p, Op: op, client: s.client, double: s.double, inproc: s.inproc, oracle: newCounter(s.ev), keys: s.keys, ctx: ctx}
 }
 
 // attempt runs in's case once, under fresh keys and its own budget.

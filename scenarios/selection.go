@@ -58,7 +58,11 @@ func (s Selection) Load() (*target.Target, *target.Profile, error) {
 	case s.Config != "" && s.Target != "":
 		return nil, nil, errors.New("give either --config or --target, not both")
 	case s.Config != "":
-		if t, p, err = target.LoadConfigPreset(s.Config, s.Profile); err != nil {
+		f, err := target.ReadFile(s.Config)
+		if err != nil {
+			return nil, nil, err
+		}
+		if t, p, err = f.Load(s.Profile, s.BaseURL); err != nil {
 			return nil, nil, err
 		}
 	case s.Target != "":

@@ -136,7 +136,7 @@ func LoadConfigPreset(path, preset string) (*Target, *Profile, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return f.Load(preset)
+	return f.Load(preset, "")
 }
 
 // File is a config file as read: every face loads it, cites it (Redacted)
@@ -156,10 +156,11 @@ func ReadFile(path string) (*File, error) {
 	return &File{Path: path, Raw: raw}, nil
 }
 
-// Load parses the file (see LoadConfigPreset); errors name the file and
-// the field.
-func (f *File) Load(preset string) (*Target, *Profile, error) {
-	t, p, err := parseConfig(f.Raw, preset)
+// Load parses the file (see LoadConfigPreset), base standing in for a
+// base_url the file leaves out (--base-url; idemchecktest.Handler's own
+// server); errors name the file and the field.
+func (f *File) Load(preset, base string) (*Target, *Profile, error) {
+	t, p, err := parseConfig(f.Raw, preset, base)
 	if err != nil {
 		return nil, nil, fmt.Errorf("config %s: %v", f.Path, err)
 	}
@@ -177,9 +178,9 @@ func (f *File) Redacted() ([]byte, error) {
 }
 
 // ParseConfig is LoadConfig on bytes.
-func ParseConfig(raw []byte) (*Target, *Profile, error) { return parseConfig(raw, "") }
+func ParseConfig(raw []byte) (*Target, *Profile, error) { return parseConfig(raw, "", "") }
 
-func parseConfig(raw []byte, preset string) (*Target, *Profile, error) {
+func parseConfig(raw []byte, preset, base string) (*Target, *Profile, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(raw))
 	dec.KnownFields(true)
 	var cf configFile
@@ -206,6 +207,9 @@ func parseConfig(raw []byte, preset string) (*Target, *Profile, error) {
 	}
 	if err := p.Validate(); err != nil {
 		return nil, nil, err
+	}
+	if cf.BaseURL == "" {
+		cf.BaseURL = base
 	}
 	t, err := cf.target()
 	if err != nil {

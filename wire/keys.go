@@ -49,11 +49,11 @@ func FetchKey(ctx context.Context, t *target.Target, c *http.Client, record func
 			return "", err
 		}
 		if resp.StatusCode < 200 || resp.StatusCode > 299 {
-			return "", fmt.Errorf("status %d: %s", resp.StatusCode, clipText(b))
+			return "", fmt.Errorf("status %d: %s", resp.StatusCode, ClipText(b))
 		}
 		doc, err := jsonx.Decode(b)
 		if err != nil {
-			return "", fmt.Errorf("answer is not JSON: %s", clipText(b))
+			return "", fmt.Errorf("answer is not JSON: %s", ClipText(b))
 		}
 		v, ok := jsonx.Pointer(doc, s.Pointer)
 		switch v := v.(type) {
@@ -64,7 +64,7 @@ func FetchKey(ctx context.Context, t *target.Target, c *http.Client, record func
 		case json.Number, float64:
 			return fmt.Sprint(v), nil
 		}
-		return "", fmt.Errorf("no key at %s in %s", s.Pointer, clipText(b))
+		return "", fmt.Errorf("no key at %s in %s", s.Pointer, ClipText(b))
 	}()
 	x.Duration = time.Since(x.Start)
 	if err != nil {
@@ -79,7 +79,7 @@ func FetchKey(ctx context.Context, t *target.Target, c *http.Client, record func
 	return key, nil
 }
 
-func clipText(b []byte) string {
+func ClipText(b []byte) string {
 	s := strings.TrimSpace(string(b))
 	if len(s) > 160 {
 		s = s[:160] + "..."

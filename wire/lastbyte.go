@@ -71,14 +71,14 @@ func (lb LastByte) Send(ctx context.Context, xs []Exchange, bases []string) (rs 
 		return nil, nil, "", false, err.Error()
 	} else if sessions != nil {
 		lb.h2Burst(ctx, sessions, reqs, deadline)
-		rs, out = finished(reqs)
+		rs, out = finished(reqs, " (last-byte sync)")
 		return rs, out, fmt.Sprintf("last-byte sync over HTTP/2: every stream's final DATA frame in one write per connection (%d connection(s))", len(sessions)), true, ""
 	}
 	if err := lb.h1Prepare(ctx, reqs, deadline); err != nil {
 		return nil, nil, "", false, err.Error()
 	}
 	lb.h1Burst(ctx, reqs, deadline)
-	rs, out = finished(reqs)
+	rs, out = finished(reqs, " (last-byte sync)")
 	return rs, out, "last-byte sync over HTTP/1.1: every request but its last byte written on its own connection, then the last bytes released together", true, ""
 }
 
@@ -253,13 +253,14 @@ func settle(ctx context.Context) {
 	}
 }
 
-// finished is the answers to reqs and their exchanges as sent.
-func finished(reqs []*lbReq) ([]Resp, []Exchange) {
+// finished is the answers to reqs and their exchanges as sent, their
+// labels tagged with how.
+func finished(reqs []*lbReq, tag string) ([]Resp, []Exchange) {
 	rs := make([]Resp, len(reqs))
 	xs := make([]Exchange, len(reqs))
 	for i, q := range reqs {
 		x := q.x
-		x.Label += " (last-byte sync)"
+		x.Label += tag
 		x.Duration = q.resp.End.Sub(q.resp.Start)
 		if q.resp.Err != nil {
 			x.Error = q.resp.Err.Error()

@@ -56,7 +56,8 @@ type Config struct {
 }
 
 // ErrUnreachable: the target did not answer at all (the preflight every
-// face shares, wire.Preflight).
+// face shares, wire.Preflight), or an operation's normal request did not
+// succeed (evidence.CheckNormal, evidence.ErrNotWorking).
 var ErrUnreachable = target.ErrUnreachable
 
 // Result is a run's report.
@@ -155,6 +156,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	client := wire.Client(cfg.Target, cfg.Target.Timeout)
 	defer client.CloseIdleConnections()
 	if err := wire.Preflight(ctx, cfg.Target, client); err != nil {
+		return nil, err
+	}
+	// No violation is judged on a target whose normal request fails.
+	if err := evidence.CheckNormal(ctx, cfg.Target, client, double, evidence.NormalKeys(cfg.Target, client), nil); err != nil {
 		return nil, err
 	}
 	ev, err := evidence.Open(cfg.Target, client, double)

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/target"
 )
 
 // listPlaceholder stands in for --target when list runs with no target:
@@ -60,16 +61,16 @@ func runList(w, stderr io.Writer, f listFlags) error {
 	if sel.Config == "" && sel.Target == "" && sel.TargetCmd == "" {
 		sel.Target = listPlaceholder
 	}
-	target, profile, err := sel.Load()
+	tg, profile, err := sel.Load()
 	if err != nil {
 		return withCode(exitUsage, err)
 	}
 	opts := scenarios.RunOptions{Run: f.run, Skip: f.skip}
-	planned, err := scenarios.Plan(target, profile, opts)
+	planned, err := scenarios.Plan(tg, profile, opts)
 	if err != nil {
 		return withCode(exitUsage, err)
 	}
-	for _, w := range scenarios.GlobWarnings(target, opts) {
+	for _, w := range scenarios.GlobWarnings(tg, opts) {
 		fmt.Fprintln(stderr, "warning: "+w)
 	}
 	if f.format == "json" {
@@ -101,11 +102,14 @@ func runList(w, stderr io.Writer, f listFlags) error {
 		fmt.Fprintf(w, "    %s\n", p.Requirement)
 	}
 	fmt.Fprintf(w, "\n%d case instances, %d runnable with this config, profile %s", len(planned), runnable, profile.Name)
-	if target.TTL > 0 {
-		fmt.Fprintf(w, " and ttl %s", target.TTL)
+	if tg.TTL > 0 {
+		fmt.Fprintf(w, " and ttl %s", tg.TTL)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, scenarios.EvidenceLine(target))
+	fmt.Fprintln(w, scenarios.EvidenceLine(tg))
+	for _, n := range target.DerivedNote(tg) {
+		fmt.Fprintln(w, n)
+	}
 	gaps := scenarios.Gaps(planned)
 	if len(gaps) == 0 {
 		_, err = fmt.Fprintln(w, "Every MUST requirement listed is verifiable with this config.")

@@ -133,6 +133,10 @@ func (s *Shop) create(w http.ResponseWriter, r *http.Request) {
 		answer(w, http.StatusPaymentRequired, `{"error":"card_declined"}`)
 	case resp.StatusCode >= 300:
 		answer(w, http.StatusBadGateway, `{"error":"payment failed"}`)
+	case paid.ID == "":
+		// The order records the provider's payment id: a success without
+		// one cannot be booked (a double answering {} makes every order 502).
+		answer(w, http.StatusBadGateway, `{"error":"the payment provider answered no payment id"}`)
 	default:
 		answer(w, http.StatusCreated, fmt.Sprintf(`{"order_id":"ord_%d","payment":%q}`, s.orders.Add(1), paid.ID))
 	}
