@@ -1,12 +1,3 @@
-// Package chaos is a per-request HTTP fault proxy for idempotency testing:
-// it can let the upstream commit a request and then lose the response,
-// which no TCP-level proxy can do per request. Faults are small types
-// behind one interface (one file each); every attempt is written to a
-// JSONL history that the exactly-once checker reads.
-//
-// The package imports nothing of idemcheck's so that the conformance
-// catalog (scenarios) can put it in front of a target without an import
-// cycle; the retrying driver lives in chaos/drive.
 package chaos
 
 import (

@@ -1,6 +1,3 @@
-// Package load drives vegeta attacks that separate an idempotent API's
-// replay (hit) path from its execute (miss) path, hammers hot keys
-// (contention), checks correctness under load and gates on thresholds.
 package load
 
 import (

@@ -1,7 +1,3 @@
-// Package reference is an Idempotency-Key middleware for net/http that
-// follows draft-ietf-httpapi-idempotency-key-header-07 and the common
-// vendor practice: the baseline idemcheck measures other APIs against, and
-// a small example of doing it right. The demo subpackage serves it.
 package reference
 
 import (

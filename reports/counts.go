@@ -1,8 +1,3 @@
-// Package reports writes a scenarios.Report for people and machines: a
-// console tree, JUnit XML, versioned JSON and a Markdown CI summary.
-// Every writer shows the same verdicts: a case that failed shows its
-// requirement sentence, expected vs observed, the exchanges and a curl
-// reproduction.
 package reports
 
 import (

@@ -9,4 +9,9 @@
 // The package's non-test file holds the Gomega matcher (Conform); each It
 // reads its result with idemchecktest.Decide, the CLI's rule; how a
 // target is selected is scenarios.Selection, shared with the CLI.
+//
+// It is a front end: of idemcheck's packages it imports only scenarios and
+// idemchecktest (its tests also use reports, target, wire and the
+// reference demo app); it must not import cmd or another front end, and
+// nothing imports it.
 package suite

@@ -1,6 +1,3 @@
-// Package drive runs the chaos harness: an in-process fault proxy in front
-// of a Target, N logical operations through it with a retrying client,
-// then the exactly-once checker over the recorded history.
 package drive
 
 import (

@@ -1,6 +1,3 @@
-// Command idemcheck certifies that an HTTP API's Idempotency-Key support
-// really works: conformance suite, chaos harness, load runner and the
-// reference implementation they are measured against.
 package main
 
 import (

@@ -1,19 +1,3 @@
-// Command shop is a small shop API with its own Idempotency-Key handling,
-// written independently of idemcheck's reference implementation: orders
-// are kept in PostgreSQL and paid through a payment provider reached over
-// HTTP. It has no test knobs: a slow or failing payment is the provider's
-// doing, and idemcheck's downstream double plays the provider in tests.
-//
-//	DATABASE_URL=postgres://... PROVIDER_URL=http://127.0.0.1:9090 \
-//	  go run ./examples/shop -addr 127.0.0.1:8080 -ttl 4s
-//
-// Replicas share the database: start more on other addresses.
-// -provider-url overrides PROVIDER_URL (a managed target's
-// "-provider-url {downstream}").
-//
-// SHOP_DEFECT=name starts a broken build instead (defects.go);
-// examples/shop/idemcheck.yaml describes the API to idemcheck and
-// idemcheck_test.go proves each build gets the verdict it deserves.
 package main
 
 import (

@@ -1,6 +1,3 @@
-// Package browsertest opens pages in a real headless Chromium for tests,
-// driven over the DevTools protocol by chromedp: reports are checked as a
-// reader sees them, scripts and layout included.
 package browsertest
 
 import (

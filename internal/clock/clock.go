@@ -1,5 +1,3 @@
-// Package clock holds the one wait every package of idemcheck shares. It
-// imports nothing of idemcheck's.
 package clock
 
 import (

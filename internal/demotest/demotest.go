@@ -1,7 +1,3 @@
-// Package demotest serves the reference demo app on a loopback httptest
-// server for other packages' tests. It is apart from internal/testenv so
-// that reference's own in-package tests may use testenv without an import
-// cycle through reference/demo.
 package demotest
 
 import (

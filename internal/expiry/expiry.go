@@ -1,7 +1,3 @@
-// Package expiry holds the one time rule every face judges a key's
-// lifetime by: the conformance cases, the chaos checker and the load
-// checker. It imports nothing, so the chaos package (a leaf the engine
-// imports) can use it too.
 package expiry
 
 import "time"

@@ -1,6 +1,3 @@
-// Package freeport finds a free TCP port on loopback: for a managed target
-// the harness starts and for the servers tests start. It imports nothing of
-// idemcheck's.
 package freeport
 
 import "net"

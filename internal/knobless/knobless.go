@@ -1,9 +1,3 @@
-// Package knobless is an orders API as teams write them, for the tests and
-// the benchmark of the downstream double: no delay or fail field in its
-// body, no effects endpoint unless asked. POST /v1/orders charges a card
-// at a payment provider (Options.ProviderURL: the double), passing the
-// order's reference on, and keeps idempotency in memory (the reference
-// middleware; its defects make the broken builds).
 package knobless
 
 import (

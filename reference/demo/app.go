@@ -1,6 +1,3 @@
-// Package demo is the reference app idemcheck serves: a tiny payments API
-// (charges and refunds) behind the reference idempotency middleware, with
-// an effects oracle that counts handler executions per key.
 package demo
 
 import (

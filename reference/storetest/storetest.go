@@ -1,8 +1,3 @@
-// Package storetest is the contract every reference.Store must meet, run
-// like testing/slogtest: storetest.Run(t, newStore) runs a table of cases,
-// each named after the rule it checks and explaining it, against fresh
-// stores from newStore. Timing cases use short real leases and TTLs and
-// poll with a bounded deadline, so they do not depend on the machine's speed.
 package storetest
 
 import (

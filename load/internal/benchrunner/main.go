@@ -1,9 +1,3 @@
-// Command benchrunner measures the load runner's own ceiling: the highest
-// rate `idemcheck load` sustains, beside a bare vegeta library attack with
-// the same settings, alternated round by round so both see the same
-// machine load: in nokey mode against a trivial handler, in hit mode
-// against the reference server replaying a pool of keys. The server runs
-// in a child process so the client CPU per request can be measured too.
 package main
 
 import (

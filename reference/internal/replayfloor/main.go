@@ -1,10 +1,3 @@
-// Command replayfloor is the cost floor of a replay served by net/http: an
-// http.Server with the timeouts of `idemcheck serve` whose handler reads the
-// request body and writes one fixed stored response (a replayed charge: its
-// status, headers and bytes), with no routing, authentication, key parsing,
-// hashing or store lookup. scripts/bench-reference.sh measures it beside the
-// reference's hit and keyless paths: no replay inside net/http can cost less
-// CPU per request, or answer faster, than this server does.
 package main
 
 import (

@@ -1,5 +1,3 @@
-// Command knobless serves the knob-less orders API (internal/knobless) for
-// scripts/bench-double.sh.
 package main
 
 import (

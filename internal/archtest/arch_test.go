@@ -1,0 +1,313 @@
+package archtest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"go/parser"
+	"go/token"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+const module = "github.com/idemcheck/idemcheck"
+
+// A rule is one sentence of the dependency direction. Packages are named
+// relative to the module; a pattern is a package ("scenarios"), a package
+// and everything below it ("load/..."), or every package ("...").
+type rule struct {
+	says  string   // the sentence it checks, quoted by every failure
+	of    []string // the packages it is about
+	but   []string // packages of `of` it leaves out
+	deep  bool     // judge every package reached (go list's Deps), not only direct imports
+	only  []string // when set, nothing of idemcheck's outside these
+	never []string // none of these
+	// known are breaks tolerated for now, "from -> to" with why. One that
+	// no longer happens fails the test, so the list cannot go stale and
+	// the rule then holds strictly.
+	known map[string]string
+}
+
+// frontEnds are the faces above the engine (DESIGN.md: cmd -> suite,
+// idemchecktest, initconfig, chaos/drive, load, reference, reports ->
+// scenarios).
+var frontEnds = []string{"suite", "idemchecktest", "initconfig", "load/...", "chaos/drive", "reports"}
+
+var rules = []rule{
+	{
+		says:  "load and chaos, with their subpackages, never depend on the engine (scenarios)",
+		of:    []string{"load/...", "chaos/..."},
+		deep:  true,
+		never: []string{"scenarios"},
+	},
+	{
+		says: "target, the config model, imports nothing of idemcheck's but internal/* and evidence/double",
+		of:   []string{"target"},
+		only: []string{"internal/...", "evidence/double"},
+	},
+	{
+		says: "wire, the carrier, imports only target and internal/*",
+		of:   []string{"wire"},
+		only: []string{"target", "internal/..."},
+	},
+	{
+		says: "evidence (not its subpackages) imports only target, wire, evidence/double and internal/*",
+		of:   []string{"evidence"},
+		only: []string{"target", "wire", "evidence/double", "internal/..."},
+	},
+	{
+		says: "chaos, evidence/double and evidence/events are leaves: they import nothing of idemcheck's but internal/*",
+		of:   []string{"chaos", "evidence/double", "evidence/events"},
+		only: []string{"internal/..."},
+	},
+	{
+		says: "the layers under the engine (target, wire, evidence, chaos) never reach the engine, a front end, " +
+			"the CLI or the reference server, not even through an internal test fixture",
+		of:    []string{"target", "wire", "evidence/...", "chaos"},
+		deep:  true,
+		never: append([]string{"scenarios", "cmd/...", "reference/..."}, frontEnds...),
+	},
+	{
+		says:  "the engine (scenarios) depends on none of its front ends, the CLI or the reference server",
+		of:    []string{"scenarios"},
+		deep:  true,
+		never: append([]string{"cmd/...", "reference/..."}, frontEnds...),
+	},
+	{
+		says:  "initconfig, load, chaos/drive and reports depend on no other front end",
+		of:    []string{"initconfig", "load", "chaos/drive", "reports"},
+		deep:  true,
+		never: frontEnds,
+	},
+	{
+		says:  "the go test faces (idemchecktest, suite) depend on no front end but each other and reports",
+		of:    []string{"idemchecktest", "suite"},
+		deep:  true,
+		never: []string{"initconfig", "load/...", "chaos/drive"},
+	},
+	{
+		says:  "load and chaos/drive never reach the reference server: they measure APIs, they do not embed one",
+		of:    []string{"load", "chaos/drive"},
+		deep:  true,
+		never: []string{"reference/..."},
+	},
+	{
+		says: "reference and its subpackages import nothing of idemcheck's outside reference/: " +
+			"it is an independent implementation",
+		of:   []string{"reference/..."},
+		deep: true,
+		only: []string{"reference/..."},
+	},
+	{
+		says: "the internal helpers (but testenv and the reference's fixtures demotest and knobless), " +
+			"the example APIs and the replay floor import nothing of idemcheck's",
+		of:    []string{"internal/...", "examples/...", "reference/internal/replayfloor"},
+		but:   []string{"internal/testenv", "internal/demotest", "internal/knobless/..."},
+		never: []string{"..."},
+	},
+	{
+		says: "internal/testenv reaches nothing of idemcheck's but internal/*, so reference's tests can use it",
+		of:   []string{"internal/testenv"},
+		deep: true,
+		only: []string{"internal/..."},
+	},
+	{
+		says:  "only the CLI imports initconfig",
+		of:    []string{"..."},
+		but:   []string{"cmd/...", "initconfig"},
+		never: []string{"initconfig"},
+	},
+	{
+		says:  "no package imports the CLI (cmd/...)",
+		of:    []string{"..."},
+		but:   []string{"cmd/..."},
+		never: []string{"cmd/..."},
+	},
+}
+
+func (r rule) forbids(rel string) bool {
+	return r.only != nil && !matchAny(r.only, rel) || matchAny(r.never, rel)
+}
+
+
+func TestDependencyDirection(t *testing.T) {
+	pkgs := list(t)
+	for _, p := range pkgs {
+		if p.Error != nil {
+			// An import cycle or a program imported as a package: the
+			// direction is broken before any rule is asked.
+			t.Errorf("go list %s: %s", p.rel, p.Error.Err)
+		}
+	}
+	for _, r := range rules {
+		t.Run(r.says, func(t *testing.T) {
+			for _, p := range slices.Concat(r.of, r.but, r.only, r.never) {
+				if !slices.ContainsFunc(pkgs, func(q *pkg) bool { return match(p, q.rel) }) {
+					t.Errorf("the rule names %q, which is no package of the module: a rule about nothing cannot fail", p)
+				}
+			}
+			seen := map[string]bool{}
+			for _, p := range pkgs {
+				if !matchAny(r.of, p.rel) || matchAny(r.but, p.rel) {
+					continue
+				}
+				reached := p.Imports
+				if r.deep {
+					reached = p.Deps
+				}
+				for _, imp := range reached {
+					to, ours := strings.CutPrefix(imp, module+"/")
+					if !ours {
+						continue
+					}
+					if !r.forbids(to) {
+						continue
+					}
+					path := chain(pkgs, p.rel, to)
+					if slices.ContainsFunc(path[1:len(path)-1], r.forbids) {
+						continue // reported at the first forbidden package on the way
+					}
+					edge := p.rel + " -> " + to
+					if why, ok := r.known[edge]; ok {
+						seen[edge] = true
+						t.Logf("known break %s: %s", strings.Join(path, " -> "), why)
+						continue
+					}
+					t.Errorf("%s breaks it", strings.Join(path, " -> "))
+				}
+			}
+			for edge, why := range r.known {
+				if !seen[edge] {
+					t.Errorf("known break %q (%s) no longer happens: delete it so the rule holds strictly", edge, why)
+				}
+			}
+		})
+	}
+}
+
+func TestPackageCommentInDocGo(t *testing.T) {
+	pkgs := list(t)
+	for _, p := range pkgs {
+		var with []string
+		fset := token.NewFileSet()
+		for _, name := range p.GoFiles {
+			f, err := parser.ParseFile(fset, filepath.Join(p.Dir, name), nil, parser.PackageClauseOnly|parser.ParseComments)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.Doc != nil {
+				with = append(with, name)
+			}
+		}
+		if !slices.Equal(with, []string{"doc.go"}) {
+			t.Errorf("%s: every package keeps its package comment (what it is, what it may import and what it must not) in doc.go and in no other file; found it in %v", p.rel, with)
+		}
+	}
+}
+
+// pkg is what go list says of one package of the module.
+type pkg struct {
+	ImportPath string
+	Dir        string
+	GoFiles    []string
+	Imports    []string
+	Deps       []string
+	Error      *struct{ Err string }
+
+	rel string // ImportPath relative to the module
+}
+
+func list(t *testing.T) []*pkg {
+	t.Helper()
+	pkgs, err := listOnce()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pkgs
+}
+
+// listOnce runs go list over the module once per test binary, bounded in
+// time: it reads the build files, compiling nothing.
+var listOnce = sync.OnceValues(func() ([]*pkg, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "list", "-e", "-json=ImportPath,Dir,GoFiles,Imports,Deps,Error", module+"/...")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("go list: %v: %s", err, stderr.Bytes())
+	}
+	var pkgs []*pkg
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		p := new(pkg)
+		if err := dec.Decode(p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return nil, fmt.Errorf("go list output: %v", err)
+		}
+		p.rel = strings.TrimPrefix(p.ImportPath, module+"/")
+		pkgs = append(pkgs, p)
+	}
+	if len(pkgs) < 10 {
+		return nil, fmt.Errorf("go list found %d packages in %s: not the module this test was written for", len(pkgs), module)
+	}
+	return pkgs, nil
+})
+
+func match(pattern, rel string) bool {
+	if pattern == "..." {
+		return true
+	}
+	if base, ok := strings.CutSuffix(pattern, "/..."); ok {
+		return rel == base || strings.HasPrefix(rel, base+"/")
+	}
+	return rel == pattern
+}
+
+func matchAny(patterns []string, rel string) bool {
+	return slices.ContainsFunc(patterns, func(p string) bool { return match(p, rel) })
+}
+
+// chain is the shortest import path from one package of the module to
+// another (from first, to last), so a failure shows which import to remove.
+// to is among from's Deps, so a path exists.
+func chain(pkgs []*pkg, from, to string) []string {
+	imports := map[string][]string{}
+	for _, p := range pkgs {
+		for _, imp := range p.Imports {
+			if rel, ok := strings.CutPrefix(imp, module+"/"); ok {
+				imports[p.rel] = append(imports[p.rel], rel)
+			}
+		}
+	}
+	prev := map[string]string{from: ""}
+	queue := []string{from}
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		if cur == to {
+			path := []string{to}
+			for p := prev[to]; p != ""; p = prev[p] {
+				path = append([]string{p}, path...)
+			}
+			return path
+		}
+		for _, next := range imports[cur] {
+			if _, ok := prev[next]; !ok {
+				prev[next] = cur
+				queue = append(queue, next)
+			}
+		}
+	}
+	return []string{from, to} // unreached: to is among from's Deps
+}
