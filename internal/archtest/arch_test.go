@@ -30,10 +30,6 @@ type rule struct {
 	deep  bool     // judge every package reached (go list's Deps), not only direct imports
 	only  []string // when set, nothing of idemcheck's outside these
 	never []string // none of these
-	// known are breaks tolerated for now, "from -> to" with why. One that
-	// no longer happens fails the test, so the list cannot go stale and
-	// the rule then holds strictly.
-	known map[string]string
 }
 
 // frontEnds are the faces above the engine (DESIGN.md: cmd -> suite,
@@ -154,7 +150,6 @@ func TestDependencyDirection(t *testing.T) {
 					t.Errorf("the rule names %q, which is no package of the module: a rule about nothing cannot fail", p)
 				}
 			}
-			seen := map[string]bool{}
 			for _, p := range pkgs {
 				if !matchAny(r.of, p.rel) || matchAny(r.but, p.rel) {
 					continue
@@ -175,18 +170,7 @@ func TestDependencyDirection(t *testing.T) {
 					if slices.ContainsFunc(path[1:len(path)-1], r.forbids) {
 						continue // reported at the first forbidden package on the way
 					}
-					edge := p.rel + " -> " + to
-					if why, ok := r.known[edge]; ok {
-						seen[edge] = true
-						t.Logf("known break %s: %s", strings.Join(path, " -> "), why)
-						continue
-					}
 					t.Errorf("%s breaks it", strings.Join(path, " -> "))
-				}
-			}
-			for edge, why := range r.known {
-				if !seen[edge] {
-					t.Errorf("known break %q (%s) no longer happens: delete it so the rule holds strictly", edge, why)
 				}
 			}
 		})
