@@ -388,14 +388,14 @@ func (cf *configFile) target() (*Target, error) {
 		at := fmt.Sprintf("operations[%d]", i)
 		op := Operation{Name: oc.Name, Method: strings.ToUpper(oc.Method), Path: oc.Path, Headers: oc.Headers, IDPointer: oc.IDPointer, Oracle: oc.Oracle, Marker: oc.Marker}
 		if oc.Body != nil {
-			b, err := toJSON(oc.Body)
+			b, err := jsonx.Encode(oc.Body)
 			if err != nil {
 				return nil, fmt.Errorf("%s.body: %v", at, err)
 			}
 			op.Body = b
 		}
 		for j, mc := range oc.Mutations {
-			b, err := toJSON(mc.Patch)
+			b, err := jsonx.Encode(mc.Patch)
 			if err != nil {
 				return nil, fmt.Errorf("%s.mutations[%d].patch: %v", at, j, err)
 			}
@@ -414,14 +414,14 @@ func (cf *configFile) target() (*Target, error) {
 			case vc.Patch == nil && vc.Downstream != nil:
 				// The double makes the call behave: the body stays.
 			default:
-				b, err := toJSON(vc.Patch)
+				b, err := jsonx.Encode(vc.Patch)
 				if err != nil {
 					return nil, fmt.Errorf("%s.variants.%s.patch: %v", at, name, err)
 				}
 				v.Patch = b
 			}
 			if dc := vc.Downstream; dc != nil {
-				b, err := toJSON(dc.Body)
+				b, err := jsonx.Encode(dc.Body)
 				if err != nil {
 					return nil, fmt.Errorf("%s.variants.%s.downstream.body: %v", at, name, err)
 				}
@@ -437,7 +437,7 @@ func (cf *configFile) target() (*Target, error) {
 		if t.KeySource.Method == "" {
 			t.KeySource.Method = http.MethodPost
 		}
-		b, err := toJSON(ks.Body)
+		b, err := jsonx.Encode(ks.Body)
 		if err != nil {
 			return nil, fmt.Errorf("key_source.body: %v", err)
 		}
@@ -450,19 +450,6 @@ func (cf *configFile) target() (*Target, error) {
 		return nil, fmt.Errorf("tls.%v", err)
 	}
 	return t, nil
-}
-
-// toJSON converts a decoded YAML value to JSON (YAML maps have string keys
-// here because JSON objects must).
-func toJSON(v any) (json.RawMessage, error) {
-	if v == nil {
-		return nil, nil
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, fmt.Errorf("not representable as JSON: %v", err)
-	}
-	return b, nil
 }
 
 var validMethods = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "DELETE": true, "GET": true}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
+	"github.com/idemcheck/idemcheck/internal/jsonx"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -60,24 +61,12 @@ func (r *Response) UnmarshalYAML(n *yaml.Node) error {
 	if err := n.Decode(&raw); err != nil {
 		return err
 	}
-	body, err := ToJSON(raw.Body)
+	body, err := jsonx.Encode(raw.Body)
 	if err != nil {
 		return fmt.Errorf("line %d: body: %v", n.Line, err)
 	}
 	*r = Response{Status: raw.Status, Headers: raw.Headers, Body: body, Delay: raw.Delay}
 	return nil
-}
-
-// ToJSON converts a decoded YAML value to JSON (nil stays nil).
-func ToJSON(v any) (json.RawMessage, error) {
-	if v == nil {
-		return nil, nil
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, fmt.Errorf("not representable as JSON: %v", err)
-	}
-	return b, nil
 }
 
 // Validate checks the config; errors are one line naming the field

@@ -235,3 +235,16 @@ func PointerText(body []byte, pointer string) string {
 	}
 	return ScalarText(v)
 }
+
+// Encode is a decoded YAML or JSON value (a config body or patch) as
+// JSON; nil stays nil. The error says the value has no JSON form.
+func Encode(v any) (json.RawMessage, error) {
+	if v == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("not representable as JSON: %v", err)
+	}
+	return b, nil
+}

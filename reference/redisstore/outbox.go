@@ -40,16 +40,7 @@ end
 // completeEventsScript: completeScript, then the events appended in the
 // same script. KEYS record, seq, pending, events; ARGV token, status,
 // header, body, then id/JSON pairs.
-var completeEventsScript = redis.NewScript(appendLua + `
-local cur = redis.call('GET', KEYS[1])
-if not cur then return 0 end
-local r = cjson.decode(cur)
-if r.token ~= ARGV[1] or r.state ~= 1 then return 0 end
-r.state = 2
-r.status = tonumber(ARGV[2])
-r.header = ARGV[3]
-r.body = ARGV[4]
-redis.call('SET', KEYS[1], cjson.encode(r), 'KEEPTTL')
+var completeEventsScript = redis.NewScript(appendLua + completeLua + `
 append(2, 5)
 return 1
 `)

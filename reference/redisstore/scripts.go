@@ -28,9 +28,10 @@ end
 return {2, cur}
 `)
 
-// completeScript: KEYS[1] record; ARGV token, status, header JSON, body
-// (base64). Returns 1 when stored, 0 when token does not own the record.
-var completeScript = redis.NewScript(`
+// completeLua stores the outcome in the in-flight record KEYS[1] owned by
+// token ARGV[1]: status ARGV[2], header JSON ARGV[3], body (base64)
+// ARGV[4]; it returns 0 when the token does not own the record.
+const completeLua = `
 local cur = redis.call('GET', KEYS[1])
 if not cur then return 0 end
 local r = cjson.decode(cur)
@@ -40,6 +41,11 @@ r.status = tonumber(ARGV[2])
 r.header = ARGV[3]
 r.body = ARGV[4]
 redis.call('SET', KEYS[1], cjson.encode(r), 'KEEPTTL')
+`
+
+// completeScript: completeLua. Returns 1 when stored, 0 when the token
+// does not own the record.
+var completeScript = redis.NewScript(completeLua + `
 return 1
 `)
 

@@ -21,17 +21,7 @@ var OutboxCases = []Case{
 // RunOutbox runs OutboxCases against fresh stores from newStore.
 func RunOutbox(t *testing.T, newStore func(t *testing.T) reference.EventStore) {
 	t.Helper()
-	for _, c := range OutboxCases {
-		t.Run(c.Name, func(t *testing.T) {
-			s := newStore(t)
-			defer func() {
-				if t.Failed() {
-					t.Logf("rule: %s", c.Explain)
-				}
-			}()
-			c.Run(t, s)
-		})
-	}
+	runCases(t, OutboxCases, func(t *testing.T) reference.Store { return newStore(t) })
 }
 
 var eventSeq atomic.Int64

@@ -40,7 +40,14 @@ var Cases = []Case{
 // register its own cleanup (closing the store) with t.Cleanup.
 func Run(t *testing.T, newStore func(t *testing.T) reference.Store) {
 	t.Helper()
-	for _, c := range Cases {
+	runCases(t, Cases, newStore)
+}
+
+// runCases runs cases, each against a fresh store from newStore, naming
+// the rule of a case that failed.
+func runCases(t *testing.T, cases []Case, newStore func(t *testing.T) reference.Store) {
+	t.Helper()
+	for _, c := range cases {
 		t.Run(c.Name, func(t *testing.T) {
 			s := newStore(t)
 			defer func() {
