@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -123,94 +124,30 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	defer double.Close()
-	var killer *killer
-	if cfg.Target.Command != "" {
-		t, ms, err := target.StartReplicas(ctx, cfg.Target, max(cfg.Replicas, 1), double.URL())
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrUnreachable, err)
-		}
-		defer func() {
-			for _, m := range ms {
-				m.Stop()
-			}
-		}()
-		if cfg.Replicas > 0 && cfg.KillEvery > 0 {
-			killer = startKiller(ctx, ms, cfg.KillEvery, cfg.Seed)
-			defer killer.stop() // before the replicas stop, on every return
-			// A restarted reference process forgets the executions it
-			// counted; the created ids seen by client and proxy decide.
-			// The downstream double's counts outlive the restarts.
-			if t.Oracle != nil && t.Oracle.Downstream == "" {
-				t.Oracle = nil
-			}
-			t.Operations = slices.Clone(t.Operations) // t is a shallow copy
-			for i := range t.Operations {
-				if o := t.Operations[i].Oracle; o != nil && o.Downstream == "" {
-					t.Operations[i].Oracle = nil
-				}
-			}
-		}
-		cfg.Target = t
+	killer, stopReplicas, err := startReplicas(ctx, &cfg, double)
+	if err != nil {
+		return nil, err
 	}
+	defer stopReplicas()
 	client := wire.Client(cfg.Target, cfg.Target.Timeout)
 	defer client.CloseIdleConnections()
 	if err := wire.Preflight(ctx, cfg.Target, client); err != nil {
 		return nil, err
 	}
-	ev, err := evidence.Open(cfg.Target, client, double)
+	opened, err := evidence.Open(cfg.Target, client, double)
 	if err != nil {
 		return nil, err
 	}
-	defer ev.Close()
-	var notes []string
-	if ev != nil {
-		// A downstream double counts only once one request is seen to
-		// call it with its key's token (calibration, as run does).
-		note, ok := double.Check(ctx, client)
-		if note != "" {
-			notes = append(notes, note)
-		}
-		if !ok {
-			ev = nil
-		}
-	}
-	if ev != nil && !ev.PerKey() {
-		// A global count moves with every concurrent key: it cannot say
-		// how often one key executed. Ids decide.
-		ev = nil
-	}
+	defer opened.Close()
+	ev, notes := perKeyEvidence(ctx, opened, client, double)
 
-	path := cfg.History
-	if path == "" {
-		f, err := os.CreateTemp("", "idemcheck-history-*.jsonl")
-		if err != nil {
-			return nil, err
-		}
-		path = f.Name()
-		f.Close()
-		defer os.Remove(path)
-	}
-	hist, err := chaos.CreateHistory(path)
+	path, removeTemp, err := historyPath(cfg.History)
 	if err != nil {
 		return nil, err
 	}
-	// The history carries the TTL so analyze judges it as this run does.
-	hist.WriteRun(chaos.Run{TTLNS: cfg.Target.TTL.Nanoseconds(), MarginNS: cfg.Margin.Nanoseconds(), ReplicaKills: killer != nil})
-	idPtr := cfg.Target.Operations[0].IDPointer
-	proxy, err := chaos.New(chaos.Options{
-		Upstream: cfg.Target.Bases()[0], Replicas: cfg.Target.Bases()[1:], KeyHeader: cfg.Target.KeyHeader, IDPointer: idPtr,
-		Transport: wire.Transport(cfg.Target, 1024), History: hist, Seed: cfg.Seed, Timeout: cfg.Target.Timeout,
-	})
+	defer removeTemp()
+	hist, proxy, front, err := startProxy(cfg, path, killer != nil)
 	if err != nil {
-		hist.Close()
-		return nil, err
-	}
-	for _, r := range cfg.Faults {
-		proxy.Add(r)
-	}
-	front, err := chaos.Listen(proxy)
-	if err != nil {
-		hist.Close()
 		return nil, err
 	}
 
@@ -235,21 +172,133 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := d.keyError(); err != nil {
 		return nil, err
 	}
-	checker := chaos.NewChecker()
-	f, err := os.Open(path)
+	report, err := judge(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	if _, err := chaos.ReadHistory(f, checker, false); err != nil {
-		return nil, err
-	}
-	res := &Result{Report: checker.Report(), Interrupted: parent.Err() != nil, Requested: cfg.Ops, Proxy: counters, Elapsed: elapsed,
+	res := &Result{Report: report, Interrupted: parent.Err() != nil, Requested: cfg.Ops, Proxy: counters, Elapsed: elapsed,
 		Replicas: cfg.Target.Replicas, Kills: kills, Notes: notes}
 	if cfg.History != "" {
 		res.History = cfg.History
 	}
 	return res, nil
+}
+
+// startReplicas starts the target command's processes (cfg.Replicas, at
+// least one) and points cfg.Target at them, with a killer when replicas
+// are to be killed; without a command it starts nothing. stop ends the
+// killing, then the processes.
+func startReplicas(ctx context.Context, cfg *Config, double *evidence.Downstream) (k *killer, stop func(), err error) {
+	if cfg.Target.Command == "" {
+		return nil, func() {}, nil
+	}
+	t, ms, err := target.StartReplicas(ctx, cfg.Target, max(cfg.Replicas, 1), double.URL())
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", ErrUnreachable, err)
+	}
+	if cfg.Replicas > 0 && cfg.KillEvery > 0 {
+		k = startKiller(ctx, ms, cfg.KillEvery, cfg.Seed)
+		// A restarted reference process forgets the executions it
+		// counted; the created ids seen by client and proxy decide.
+		// The downstream double's counts outlive the restarts.
+		if t.Oracle != nil && t.Oracle.Downstream == "" {
+			t.Oracle = nil
+		}
+		t.Operations = slices.Clone(t.Operations) // t is a shallow copy
+		for i := range t.Operations {
+			if o := t.Operations[i].Oracle; o != nil && o.Downstream == "" {
+				t.Operations[i].Oracle = nil
+			}
+		}
+	}
+	cfg.Target = t
+	return k, func() {
+		k.stop() // before the replicas stop
+		for _, m := range ms {
+			m.Stop()
+		}
+	}, nil
+}
+
+// perKeyEvidence is the evidence that may judge one key's executions (nil:
+// ids decide), with a note when a downstream double was left out.
+func perKeyEvidence(ctx context.Context, ev *evidence.Evidence, client *http.Client, double *evidence.Downstream) (*evidence.Evidence, []string) {
+	var notes []string
+	if ev != nil {
+		// A downstream double counts only once one request is seen to
+		// call it with its key's token (calibration, as run does).
+		note, ok := double.Check(ctx, client)
+		if note != "" {
+			notes = append(notes, note)
+		}
+		if !ok {
+			ev = nil
+		}
+	}
+	if ev != nil && !ev.PerKey() {
+		// A global count moves with every concurrent key: it cannot say
+		// how often one key executed. Ids decide.
+		ev = nil
+	}
+	return ev, notes
+}
+
+// historyPath is where the run's history goes: the given file, else a
+// temporary one that remove deletes.
+func historyPath(given string) (path string, remove func(), err error) {
+	if given != "" {
+		return given, func() {}, nil
+	}
+	f, err := os.CreateTemp("", "idemcheck-history-*.jsonl")
+	if err != nil {
+		return "", nil, err
+	}
+	path = f.Name()
+	f.Close()
+	return path, func() { os.Remove(path) }, nil
+}
+
+// startProxy opens the history at path, writes its run line and starts
+// the fault proxy recording into it, listening on loopback.
+func startProxy(cfg Config, path string, kills bool) (*chaos.History, *chaos.Proxy, *chaos.Server, error) {
+	hist, err := chaos.CreateHistory(path)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	// The history carries the TTL so analyze judges it as this run does.
+	hist.WriteRun(chaos.Run{TTLNS: cfg.Target.TTL.Nanoseconds(), MarginNS: cfg.Margin.Nanoseconds(), ReplicaKills: kills})
+	idPtr := cfg.Target.Operations[0].IDPointer
+	proxy, err := chaos.New(chaos.Options{
+		Upstream: cfg.Target.Bases()[0], Replicas: cfg.Target.Bases()[1:], KeyHeader: cfg.Target.KeyHeader, IDPointer: idPtr,
+		Transport: wire.Transport(cfg.Target, 1024), History: hist, Seed: cfg.Seed, Timeout: cfg.Target.Timeout,
+	})
+	if err != nil {
+		hist.Close()
+		return nil, nil, nil, err
+	}
+	for _, r := range cfg.Faults {
+		proxy.Add(r)
+	}
+	front, err := chaos.Listen(proxy)
+	if err != nil {
+		hist.Close()
+		return nil, nil, nil, err
+	}
+	return hist, proxy, front, nil
+}
+
+// judge runs the exactly-once checker over the closed history at path.
+func judge(path string) (chaos.Report, error) {
+	checker := chaos.NewChecker()
+	f, err := os.Open(path)
+	if err != nil {
+		return chaos.Report{}, err
+	}
+	defer f.Close()
+	if _, err := chaos.ReadHistory(f, checker, false); err != nil {
+		return chaos.Report{}, err
+	}
+	return checker.Report(), nil
 }
 
 // plan assigns each operation index its shape, reproducibly from the seed.

@@ -199,18 +199,7 @@ func runConformance(ctx context.Context, stdout, stderr io.Writer, f runFlags, a
 		fmt.Fprintln(stderr, "warning: "+w)
 	}
 	if f.verbose {
-		where := tgt.Redact(tgt.BaseURL)
-		if where == "" {
-			where = "the target started by --target-cmd"
-		}
-		oracle := "no oracle"
-		switch {
-		case tgt.GlobalOracle():
-			oracle = "global counter oracle: one case at a time"
-		case len(tgt.Oracles()) > 0:
-			oracle = "per-key oracle"
-		}
-		fmt.Fprintf(stderr, "running %d case instances against %s (profile %s, %s)\n", len(planned), where, profile.Name, oracle)
+		announceRun(stderr, tgt, profile, len(planned))
 	}
 	// Run-wide notes (an oracle check that failed) go out before the
 	// first result.
@@ -239,21 +228,8 @@ func runConformance(ctx context.Context, stdout, stderr io.Writer, f runFlags, a
 	rep.Command = recordedCommand(tgt, argv)
 	rep.Config = config
 
-	for _, out := range []struct {
-		path  string
-		write func(io.Writer, *scenarios.Report) error
-	}{{f.junit, reports.JUnit}, {f.json, reports.JSON}, {f.markdown, reports.Markdown}, {f.html, reports.HTML}, {f.badge, reports.WriteBadge}} {
-		if out.path == "" {
-			continue
-		}
-		if err := writeReport(out.path, rep, out.write); err != nil {
-			return withCode(exitUsage, err)
-		}
-	}
-	if f.attest != "" {
-		if err := writeAttestation(f, rep, profile, subjects); err != nil {
-			return withCode(exitUsage, err)
-		}
+	if err := writeRunFiles(f, rep, profile, subjects); err != nil {
+		return withCode(exitUsage, err)
 	}
 	if f.format == "json" {
 		err = reports.JSON(stdout, rep)
@@ -264,6 +240,43 @@ func runConformance(ctx context.Context, stdout, stderr io.Writer, f runFlags, a
 		return err
 	}
 	return runExit(stderr, rep, f, expected)
+}
+
+// announceRun says (--verbose) what is about to run: how many instances,
+// against what, under which profile and how executions are counted.
+func announceRun(stderr io.Writer, tgt *target.Target, profile *target.Profile, instances int) {
+	where := tgt.Redact(tgt.BaseURL)
+	if where == "" {
+		where = "the target started by --target-cmd"
+	}
+	oracle := "no oracle"
+	switch {
+	case tgt.GlobalOracle():
+		oracle = "global counter oracle: one case at a time"
+	case len(tgt.Oracles()) > 0:
+		oracle = "per-key oracle"
+	}
+	fmt.Fprintf(stderr, "running %d case instances against %s (profile %s, %s)\n", instances, where, profile.Name, oracle)
+}
+
+// writeRunFiles writes every report file asked for (--junit, --json,
+// --markdown, --html, --badge) and the attestation (--attest).
+func writeRunFiles(f runFlags, rep *scenarios.Report, profile *target.Profile, subjects []reports.Subject) error {
+	for _, out := range []struct {
+		path  string
+		write func(io.Writer, *scenarios.Report) error
+	}{{f.junit, reports.JUnit}, {f.json, reports.JSON}, {f.markdown, reports.Markdown}, {f.html, reports.HTML}, {f.badge, reports.WriteBadge}} {
+		if out.path == "" {
+			continue
+		}
+		if err := writeReport(out.path, rep, out.write); err != nil {
+			return err
+		}
+	}
+	if f.attest != "" {
+		return writeAttestation(f, rep, profile, subjects)
+	}
+	return nil
 }
 
 // runExit maps the judged run to its exit code: interrupted 130; with
