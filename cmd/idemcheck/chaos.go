@@ -19,7 +19,6 @@ import (
 	"github.com/idemcheck/idemcheck/chaos"
 	"github.com/idemcheck/idemcheck/chaos/drive"
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/target"
 )
 
 type chaosFlags struct {
@@ -73,25 +72,25 @@ func init() {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.sel.Config, "config", "", "YAML config describing the API under test")
-	fl.StringVar(&f.sel.Profile, "profile", "", "profile preset: "+strings.Join(target.ProfileNames(), ", ")+" (replaces the config's profile); its margin before the TTL judges attempts, as in run")
-	fl.StringArrayVar(&f.targets, "target", nil, "base URL of a server following the reference contract (idemcheck serve); repeated, the others are replicas of the first (like --replica)")
-	fl.StringArrayVar(&f.sel.Replicas, "replica", nil, replicaUsage)
-	fl.StringVar(&f.sel.TargetCmd, "target-cmd", "", "command line starting the target ({port} becomes a free loopback port); alone it implies the reference contract")
+	addConfigFlag(fl, &f.sel.Config, "")
+	addProfileFlag(fl, &f.sel.Profile, "its margin before the TTL judges attempts, as in run")
+	fl.StringArrayVar(&f.targets, "target", nil, withNote(targetUsage, "repeated, the others are replicas of the first (like --replica)"))
+	addReplicaFlag(fl, &f.sel.Replicas)
+	addTargetCmdFlag(fl, &f.sel.TargetCmd, "")
 	fl.IntVar(&f.cfg.Replicas, "replicas", 0, "with --target-cmd: start this many processes of it as replicas of one API")
 	fl.DurationVar(&f.cfg.KillEvery, "kill-every", 2*time.Second, "with --replicas: SIGKILL a random replica this often and restart it (0: never)")
-	fl.DurationVar(&f.sel.TTL, "ttl", 0, "the target's key lifetime (TTL), overriding the config; executions after it are legal")
+	addTTLFlag(fl, &f.sel.TTL, "the config", "executions after it are legal")
 	fl.IntVar(&f.cfg.Ops, "ops", 1000, "logical operations, each with a fresh key")
 	fl.IntVar(&f.cfg.Concurrency, "concurrency", 16, "operations in flight at once")
-	fl.StringArrayVar(&f.faults, "fault", nil, "fault spec (see idemcheck proxy --help); repeatable")
+	addFaultFlag(fl, &f.faults)
 	fl.Uint64Var(&f.cfg.Seed, "seed", 1, "seed of fault draws, op mix and backoff jitter")
-	fl.StringVar(&f.cfg.History, "history", "", "keep the JSONL history here (idemcheck analyze re-checks it)")
-	fl.StringVar(&f.jsonPath, "json", "", "write the JSON report to `FILE`")
-	fl.StringVar(&f.htmlPath, "html", "", htmlChaosUsage)
+	addHistoryFlag(fl, &f.cfg.History)
+	addJSONFlag(fl, &f.jsonPath, "")
+	addHTMLFlag(fl, &f.htmlPath, htmlChaos)
 	fl.IntVar(&f.cfg.MaxAttempts, "max-attempts", 20, "attempts per operation before giving up")
 	fl.DurationVar(&f.cfg.Deadline, "deadline", 10*time.Minute, "bound on the whole run")
-	fl.BoolVarP(&f.verbose, "verbose", "v", false, "show progress even when stdout is not a terminal")
-	fl.BoolVar(&f.allowIncomplete, "allow-incomplete", false, "exit 0 although no operation shows an execution, or more keys were not judged than judged (instead of exit 5)")
+	addVerboseFlag(fl, &f.verbose, "")
+	addAllowIncompleteFlag(fl, &f.allowIncomplete, incompleteChaos)
 	reachFlags(fl, &f.sel)
 	rootCmd.AddCommand(cmd)
 }
@@ -179,9 +178,6 @@ func runChaos(ctx context.Context, stdout io.Writer, f chaosFlags) error {
 	}
 	return violationsError(res.Report, f.allowIncomplete)
 }
-
-// htmlChaosUsage documents --html of chaos and analyze alike.
-const htmlChaosUsage = "write the HTML report (timeline of attempts, faults and findings; per-key drill-down) to `FILE`"
 
 // writeChaosHTML draws the page of a run from its history file.
 func writeChaosHTML(path, history string, rep chaos.Report, run chaos.HTMLRun) error {
