@@ -24,8 +24,8 @@ import (
 type chaosFlags struct {
 	sel      scenarios.Selection
 	targets  []string // --target, repeatable: the later ones are replicas
-	cfg      drive.Config
-	faults   []string // parsed once into cfg.Faults
+	run      chaosRun
+	faults   []string // parsed once into drive.WithFaults
 	jsonPath string
 	htmlPath string
 	verbose  bool
@@ -33,6 +33,24 @@ type chaosFlags struct {
 	// than judged, is exit 0, not 5.
 	allowIncomplete bool
 	stderr          io.Writer // progress goes here
+}
+
+// chaosRun is what the flags ask of drive.Run.
+type chaosRun struct {
+	ops, concurrency int
+	seed             uint64
+	history          string
+	maxAttempts      int
+	deadline         time.Duration
+	replicas         int
+	killEvery        time.Duration
+}
+
+// options are r's drive.Run options.
+func (r chaosRun) options() []drive.Option {
+	return []drive.Option{drive.WithOps(r.ops), drive.WithConcurrency(r.concurrency), drive.WithSeed(r.seed),
+		drive.WithHistory(r.history), drive.WithMaxAttempts(r.maxAttempts), drive.WithDeadline(r.deadline),
+		drive.WithReplicas(r.replicas), drive.WithKillEvery(r.killEvery)}
 }
 
 func init() {
@@ -77,18 +95,18 @@ func init() {
 	fl.StringArrayVar(&f.targets, "target", nil, withNote(targetUsage, "repeated, the others are replicas of the first (like --replica)"))
 	addReplicaFlag(fl, &f.sel.Replicas)
 	addTargetCmdFlag(fl, &f.sel.TargetCmd, "")
-	fl.IntVar(&f.cfg.Replicas, "replicas", 0, "with --target-cmd: start this many processes of it as replicas of one API")
-	fl.DurationVar(&f.cfg.KillEvery, "kill-every", 2*time.Second, "with --replicas: SIGKILL a random replica this often and restart it (0: never)")
+	fl.IntVar(&f.run.replicas, "replicas", 0, "with --target-cmd: start this many processes of it as replicas of one API")
+	fl.DurationVar(&f.run.killEvery, "kill-every", 2*time.Second, "with --replicas: SIGKILL a random replica this often and restart it (0: never)")
 	addTTLFlag(fl, &f.sel.TTL, "the config", "executions after it are legal")
-	fl.IntVar(&f.cfg.Ops, "ops", 1000, "logical operations, each with a fresh key")
-	fl.IntVar(&f.cfg.Concurrency, "concurrency", 16, "operations in flight at once")
+	fl.IntVar(&f.run.ops, "ops", 1000, "logical operations, each with a fresh key")
+	fl.IntVar(&f.run.concurrency, "concurrency", 16, "operations in flight at once")
 	addFaultFlag(fl, &f.faults)
-	fl.Uint64Var(&f.cfg.Seed, "seed", 1, "seed of fault draws, op mix and backoff jitter")
-	addHistoryFlag(fl, &f.cfg.History)
+	fl.Uint64Var(&f.run.seed, "seed", 1, "seed of fault draws, op mix and backoff jitter")
+	addHistoryFlag(fl, &f.run.history)
 	addJSONFlag(fl, &f.jsonPath, "")
 	addHTMLFlag(fl, &f.htmlPath, htmlChaos)
-	fl.IntVar(&f.cfg.MaxAttempts, "max-attempts", 20, "attempts per operation before giving up")
-	fl.DurationVar(&f.cfg.Deadline, "deadline", 10*time.Minute, "bound on the whole run")
+	fl.IntVar(&f.run.maxAttempts, "max-attempts", 20, "attempts per operation before giving up")
+	fl.DurationVar(&f.run.deadline, "deadline", 10*time.Minute, "bound on the whole run")
 	addVerboseFlag(fl, &f.verbose, "")
 	addAllowIncompleteFlag(fl, &f.allowIncomplete, incompleteChaos)
 	reachFlags(fl, &f.sel)
@@ -104,14 +122,11 @@ func runChaos(ctx context.Context, stdout io.Writer, f chaosFlags) error {
 	if err != nil {
 		return withCode(exitUsage, err)
 	}
-	f.cfg.Target, f.cfg.Margin = target, profile.Margin
-	if f.cfg.Faults, err = chaos.ParseRules(f.faults); err != nil {
+	rules, err := chaos.ParseRules(f.faults)
+	if err != nil {
 		return usageErrorf("--fault: %v", err)
 	}
-	if err := f.cfg.Validate(); err != nil {
-		return withCode(exitUsage, err)
-	}
-	tempHistory := f.htmlPath != "" && f.cfg.History == ""
+	tempHistory := f.htmlPath != "" && f.run.history == ""
 	if tempHistory {
 		// The page is drawn from the history: keep one until then.
 		tmp, err := os.CreateTemp("", "idemcheck-history-*.jsonl")
@@ -120,10 +135,11 @@ func runChaos(ctx context.Context, stdout io.Writer, f chaosFlags) error {
 		}
 		tmp.Close()
 		defer os.Remove(tmp.Name())
-		f.cfg.History = tmp.Name()
+		f.run.history = tmp.Name()
 	}
-	stopProgress := chaosProgress(stdout, f.stderr, f.verbose, &f.cfg)
-	res, err := drive.Run(ctx, f.cfg)
+	progressOpt, stopProgress := chaosProgress(stdout, f.stderr, f.verbose, f.run.ops)
+	opts := append(f.run.options(), drive.WithFaults(rules...), drive.WithProfile(profile), progressOpt)
+	res, err := drive.Run(ctx, target, opts...)
 	stopProgress()
 	if err != nil && ctx.Err() != nil {
 		return withCode(exitInterrupted, fmt.Errorf("interrupted before the run started: %v", err))
@@ -152,8 +168,8 @@ func runChaos(ctx context.Context, stdout io.Writer, f chaosFlags) error {
 	printChaosReport(stdout, res.Report)
 	if f.htmlPath != "" {
 		run := chaos.HTMLRun{Target: against, Requested: res.Requested, Elapsed: res.Elapsed.Round(time.Millisecond),
-			Faults: f.faults, Seed: f.cfg.Seed, Interrupted: res.Interrupted, Notes: res.Notes}
-		if err := writeChaosHTML(f.htmlPath, f.cfg.History, res.Report, run); err != nil {
+			Faults: f.faults, Seed: f.run.seed, Interrupted: res.Interrupted, Notes: res.Notes}
+		if err := writeChaosHTML(f.htmlPath, f.run.history, res.Report, run); err != nil {
 			return withCode(exitUsage, err)
 		}
 	}
