@@ -312,10 +312,10 @@ func startProxy(cfg config, path string, kills bool) (*chaos.History, *chaos.Pro
 	// The history carries the TTL so analyze judges it as this run does.
 	hist.WriteRun(chaos.Run{TTLNS: cfg.target.TTL.Nanoseconds(), MarginNS: cfg.margin.Nanoseconds(), ReplicaKills: kills})
 	idPtr := cfg.target.Operations[0].IDPointer
-	proxy, err := chaos.New(chaos.Options{
-		Upstream: cfg.target.Bases()[0], Replicas: cfg.target.Bases()[1:], KeyHeader: cfg.target.KeyHeader, IDPointer: idPtr,
-		Transport: wire.Transport(cfg.target, 1024), History: hist, Seed: cfg.seed, Timeout: cfg.target.Timeout,
-	})
+	bases := cfg.target.Bases()
+	proxy, err := chaos.New(bases[0], chaos.WithReplicas(bases[1:]...), chaos.WithKeyHeader(cfg.target.KeyHeader),
+		chaos.WithIDPointer(idPtr), chaos.WithTransport(wire.Transport(cfg.target, 1024)), chaos.WithHistory(hist),
+		chaos.WithSeed(cfg.seed), chaos.WithTimeout(cfg.target.Timeout))
 	if err != nil {
 		hist.Close()
 		return nil, nil, nil, err

@@ -89,9 +89,9 @@ func runProxy(ctx context.Context, stderr io.Writer, f proxyFlags) error {
 			return withCode(exitUsage, err)
 		}
 	}
-	// No Transport: the proxy's own keep-alive pool never re-sends a request.
-	p, err := chaos.New(chaos.Options{Upstream: f.upstream, KeyHeader: f.keyHeader, IDPointer: f.idPointer,
-		History: hist, Seed: f.seed, MaxKeys: f.maxKeys, TLS: tc})
+	// No WithTransport: the proxy's own keep-alive pool never re-sends a request.
+	p, err := chaos.New(f.upstream, chaos.WithKeyHeader(f.keyHeader), chaos.WithIDPointer(f.idPointer),
+		chaos.WithHistory(hist), chaos.WithSeed(f.seed), chaos.WithMaxKeys(f.maxKeys), chaos.WithTLS(tc))
 	if err != nil {
 		hist.Close()
 		return usageErrorf("--upstream: %v", err)
