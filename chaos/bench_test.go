@@ -66,7 +66,7 @@ func skipRequest(br *bufio.Reader, n int) error {
 // benchProxy sends keyed POSTs over one keep-alive connection through a
 // proxy with the given rules and reports allocations per request.
 func benchProxy(b *testing.B, rules ...string) {
-	p, err := chaos.New(chaos.Options{Upstream: rawUpstream(b)})
+	p, err := chaos.New(rawUpstream(b))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -123,7 +123,7 @@ func (c *clientConn) serve() {
 			return
 		}
 		c.cr.limit = math.MaxInt64
-		c.dl.arm(c.conn, c.s.p.opts.Timeout)
+		c.dl.arm(c.conn, c.s.p.opts.timeout)
 		req.RemoteAddr = c.remote
 		keep, hj := c.attempt(req)
 		if hj {

@@ -60,7 +60,7 @@ func TestOwnLoop(t *testing.T) {
 			up := &counter{}
 			upstream := httptest.NewServer(up)
 			defer upstream.Close()
-			p, err := chaos.New(chaos.Options{Upstream: upstream.URL, MaxBody: 128})
+			p, err := chaos.New(upstream.URL, chaos.WithMaxBody(128))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -156,7 +156,7 @@ func frontedCounter(t *testing.T) (*counter, *httptest.Server, *chaos.Proxy, *ch
 	up := &counter{}
 	upstream := httptest.NewServer(up)
 	t.Cleanup(upstream.Close)
-	p, err := chaos.New(chaos.Options{Upstream: upstream.URL})
+	p, err := chaos.New(upstream.URL)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,22 +44,22 @@ func (x *Exchange) Forward(body []byte) *Upstream {
 func (x *Exchange) forward(body []byte) *Upstream {
 	p := x.p
 	ctx := context.WithoutCancel(x.r.Context())
-	if _, own := p.opts.Transport.(*connPool); own {
-		ctx = deadlineCtx{ctx, time.Now().Add(p.opts.Timeout)}
+	if _, own := p.opts.transport.(*connPool); own {
+		ctx = deadlineCtx{ctx, time.Now().Add(p.opts.timeout)}
 	} else {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, p.opts.Timeout)
+		ctx, cancel = context.WithTimeout(ctx, p.opts.timeout)
 		defer cancel()
 	}
 	u := &Upstream{}
-	if p.opts.History != nil {
+	if p.opts.history != nil {
 		u.SentNS = max(time.Since(x.ev.Time).Nanoseconds(), 0)
 	}
-	resp, err := p.opts.Transport.RoundTrip(p.upstreamRequest(ctx, x.r, body))
+	resp, err := p.opts.transport.RoundTrip(p.upstreamRequest(ctx, x.r, body))
 	if err == nil {
 		u.Status, u.header = resp.StatusCode, resp.Header
 		u.buf = bufPool.Get().(*bytes.Buffer)
-		err = readBody(u.buf, resp, p.opts.MaxBody)
+		err = readBody(u.buf, resp, p.opts.maxBody)
 		u.body = u.buf.Bytes()
 	}
 	p.count(true, err != nil)
@@ -68,10 +68,10 @@ func (x *Exchange) forward(body []byte) *Upstream {
 		return u
 	}
 	// Digest and id only matter to the history's reader.
-	if p.opts.History != nil {
+	if p.opts.history != nil {
 		u.SHA256 = digest(u.body)
 		if u.Status >= 200 && u.Status < 300 {
-			u.ID = jsonx.PointerText(decoded(u.body, u.header, p.opts.MaxBody), p.opts.IDPointer)
+			u.ID = jsonx.PointerText(decoded(u.body, u.header, p.opts.maxBody), p.opts.idPointer)
 		}
 	}
 	return u

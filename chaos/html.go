@@ -140,14 +140,51 @@ func WriteHTML(w io.Writer, hist io.Reader, rep Report, run HTMLRun) error {
 	d.Verdict, d.VerdictCls = verdict(rep)
 	d.Outcomes = countList(rep.Outcomes)
 
-	keys := map[string]*htmlKey{}
-	var order []string // first-seen order of keys
+	keys := keysWithFindings(rep)
+	all, err := keys.readHistory(hist)
+	if err != nil {
+		return err
+	}
+	d.More = keys.more
+
+	// The timeline: slices over the run, from its first attempt.
+	start, span := runSpan(all)
+	d.Span = span.Round(time.Millisecond).String()
+	x := func(t time.Time) float64 {
+		return tlLeft + tlWidth*float64(t.Sub(start))/float64(span)
+	}
+	d.drawTimeline(all, start, span)
+	d.drillDown(keys, start, x)
+	d.Shown = len(d.Keys)
+	return htmlPage.Execute(w, d)
+}
+
+// htmlKeys are the keys the drill-down may show: every key with a
+// finding, and up to htmlOtherKeys more in the order the history names
+// them; the rest are counted and hidden.
+type htmlKeys struct {
+	byKey  map[string]*htmlKey
+	order  []string // first-seen order of keys
+	others int      // clean keys kept
+	more   int      // keys hidden
+}
+
+// moment is one attempt as the timeline sees it.
+type moment struct {
+	at    time.Time
+	fault string
+}
+
+// keysWithFindings starts the drill-down with the report's findings, in
+// the report's order, classed by kind.
+func keysWithFindings(rep Report) *htmlKeys {
+	ks := &htmlKeys{byKey: map[string]*htmlKey{}}
 	add := func(vs []Violation, class string) {
 		for _, v := range vs {
-			k := keys[v.Key]
+			k := ks.byKey[v.Key]
 			if k == nil {
 				k = &htmlKey{Key: v.Key, Class: class}
-				keys[v.Key] = k
+				ks.byKey[v.Key] = k
 			}
 			k.Findings = append(k.Findings, v)
 		}
@@ -155,26 +192,27 @@ func WriteHTML(w io.Writer, hist io.Reader, rep Report, run HTMLRun) error {
 	add(rep.Violations, classViolation)
 	add(rep.Unjudged, classUnjudged)
 	add(rep.AfterTTL, classLegal)
+	return ks
+}
 
-	type slim struct {
-		at    time.Time
-		fault string
-	}
-	var all []slim
-	others := 0
+// readHistory gives each shown key its attempts and operation, and
+// returns every attempt of the run for the timeline.
+func (ks *htmlKeys) readHistory(hist io.Reader) ([]moment, error) {
+	keys := ks.byKey
+	var all []moment
 	err := scanHistory(hist, func(ev *Event) {
-		all = append(all, slim{ev.Time, ev.Fault})
+		all = append(all, moment{ev.Time, ev.Fault})
 		if ev.Key == "" {
 			return
 		}
 		k := keys[ev.Key]
 		if k == nil {
-			if others == htmlOtherKeys {
-				d.More++
+			if ks.others == htmlOtherKeys {
+				ks.more++
 				keys[ev.Key] = &htmlKey{Key: ev.Key, Class: "hidden"}
 				return
 			}
-			others++
+			ks.others++
 			k = &htmlKey{Key: ev.Key, Class: classClean}
 			keys[ev.Key] = k
 		}
@@ -182,7 +220,7 @@ func WriteHTML(w io.Writer, hist io.Reader, rep Report, run HTMLRun) error {
 			return
 		}
 		if len(k.Attempts) == 0 {
-			order = append(order, ev.Key)
+			ks.order = append(ks.order, ev.Key)
 		}
 		k.Attempts = append(k.Attempts, attemptOf(ev))
 		if ev.Time.After(k.last) {
@@ -193,12 +231,13 @@ func WriteHTML(w io.Writer, hist io.Reader, rep Report, run HTMLRun) error {
 			k.Op = op
 		}
 	})
-	if err != nil {
-		return err
-	}
+	return all, err
+}
 
-	// The timeline: slices over the run, from its first attempt.
-	var start, end time.Time
+// runSpan is the stretch the timeline draws: from the run's first attempt
+// to its last, at least a millisecond.
+func runSpan(all []moment) (start time.Time, span time.Duration) {
+	var end time.Time
 	for _, a := range all {
 		if start.IsZero() || a.at.Before(start) {
 			start = a.at
@@ -207,11 +246,12 @@ func WriteHTML(w io.Writer, hist io.Reader, rep Report, run HTMLRun) error {
 			end = a.at
 		}
 	}
-	span := max(end.Sub(start), time.Millisecond)
-	d.Span = span.Round(time.Millisecond).String()
-	x := func(t time.Time) float64 {
-		return tlLeft + tlWidth*float64(t.Sub(start))/float64(span)
-	}
+	return start, max(end.Sub(start), time.Millisecond)
+}
+
+// drawTimeline counts the attempts and faults of each slice of the run
+// into bars (faults stacked by kind), with their legend and time axis.
+func (d *htmlData) drawTimeline(all []moment, start time.Time, span time.Duration) {
 	counts := make([]int, htmlSlices)
 	faults := make([]map[string]int, htmlSlices)
 	kinds := map[string]bool{}
@@ -260,17 +300,21 @@ func WriteHTML(w io.Writer, hist io.Reader, rep Report, run HTMLRun) error {
 		f := float64(i) / 4
 		d.Axis = append(d.Axis, htmlAxis{X: tlLeft + tlWidth*f, Label: (time.Duration(float64(span) * f)).Round(time.Millisecond).String()})
 	}
+}
 
-	// The drill-down: findings worst first, then the other keys in order.
+// drillDown lists the shown keys, findings worst first, then the other
+// keys in order; the first violations open, and every key with a finding
+// gets its tick on the timeline at x of its last attempt.
+func (d *htmlData) drillDown(keys *htmlKeys, start time.Time, x func(time.Time) float64) {
 	rank := map[string]int{classViolation: 0, classUnjudged: 1, classLegal: 2, classClean: 3}
 	var shown []*htmlKey
-	for _, k := range keys {
+	for _, k := range keys.byKey {
 		if k.Class != "hidden" {
 			shown = append(shown, k)
 		}
 	}
 	pos := map[string]int{}
-	for i, k := range order {
+	for i, k := range keys.order {
 		pos[k] = i
 	}
 	sort.SliceStable(shown, func(i, j int) bool {
@@ -299,8 +343,6 @@ func WriteHTML(w io.Writer, hist io.Reader, rep Report, run HTMLRun) error {
 		}
 		d.Keys = append(d.Keys, *k)
 	}
-	d.Shown = len(d.Keys)
-	return htmlPage.Execute(w, d)
 }
 
 // scanHistory calls attempt and op for every line of a history; the run

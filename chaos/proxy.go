@@ -24,47 +24,72 @@ import (
 // FaultHeader labels every response the proxy answers under a fault.
 const FaultHeader = "Idemcheck-Fault"
 
-// Options configure a Proxy.
-type Options struct {
-	// Upstream is the base URL requests are forwarded to.
-	Upstream string
-	// Replicas are more base URLs of the same API (replicas on one
-	// store): attempts go to Upstream and them in turn, so a key's retries
-	// land on different replicas.
-	Replicas []string
-	// KeyHeader names the idempotency key header (default Idempotency-Key).
-	KeyHeader string
-	// IDPointer is the RFC 6901 pointer to the created id in a response
-	// body (default /id); the history records it for the checker.
-	IDPointer string
-	// Transport sends upstream requests; nil means the proxy's own
-	// HTTP/1.1 keep-alive pool (upstream.go: no goroutine hand-offs, never
-	// re-sends). Requests are built so that net/http never replays them
-	// (no GetBody), whatever the Transport; Close closes its idle
-	// connections when it can.
-	Transport http.RoundTripper
-	// History receives one line per attempt; nil records nothing.
-	History *History
-	// Seed makes the probability draws reproducible for a given arrival
-	// order of requests.
-	Seed uint64
-	// MaxBody bounds request and response bodies (default 8 MiB).
-	MaxBody int64
-	// Timeout bounds one upstream exchange (default 60s).
-	Timeout time.Duration
-	// TLS configures the proxy's own upstream pool for an https upstream
-	// (nil: system roots); a given Transport brings its own.
-	TLS *tls.Config
-	// MaxKeys bounds the keys whose attempt numbers are remembered
-	// (default 262144). Past it the oldest generation of keys is
-	// forgotten, so a long-running proxy's memory stays bounded; a key
-	// forgotten that way starts again at attempt 1.
-	MaxKeys int
+// options are a Proxy's settings, as its Options set them; New fills the
+// defaults.
+type options struct {
+	replicas  []string
+	keyHeader string
+	idPointer string
+	transport http.RoundTripper
+	history   *History
+	seed      uint64
+	maxBody   int64
+	timeout   time.Duration
+	tls       *tls.Config
+	maxKeys   int
 }
+
+// Option configures a Proxy (New).
+type Option func(*options)
+
+// WithReplicas adds base URLs of the same API (replicas on one store):
+// attempts go to the upstream and them in turn, so a key's retries land
+// on different replicas.
+func WithReplicas(urls ...string) Option {
+	return func(o *options) { o.replicas = append(o.replicas, urls...) }
+}
+
+// WithKeyHeader names the idempotency key header (default
+// Idempotency-Key).
+func WithKeyHeader(name string) Option { return func(o *options) { o.keyHeader = name } }
+
+// WithIDPointer is the RFC 6901 pointer to the created id in a response
+// body (default /id); the history records it for the checker.
+func WithIDPointer(ptr string) Option { return func(o *options) { o.idPointer = ptr } }
+
+// WithTransport sends upstream requests through rt instead of the
+// proxy's own HTTP/1.1 keep-alive pool (upstream.go: no goroutine
+// hand-offs, never re-sends). Requests are built so that net/http never
+// replays them (no GetBody), whatever the transport; Close closes its
+// idle connections when it can.
+func WithTransport(rt http.RoundTripper) Option { return func(o *options) { o.transport = rt } }
+
+// WithHistory records one line per attempt to h (default: nothing).
+func WithHistory(h *History) Option { return func(o *options) { o.history = h } }
+
+// WithSeed makes the probability draws reproducible for a given arrival
+// order of requests (default 0).
+func WithSeed(seed uint64) Option { return func(o *options) { o.seed = seed } }
+
+// WithMaxBody bounds request and response bodies (default 8 MiB).
+func WithMaxBody(n int64) Option { return func(o *options) { o.maxBody = n } }
+
+// WithTimeout bounds one upstream exchange (default 60s).
+func WithTimeout(d time.Duration) Option { return func(o *options) { o.timeout = d } }
+
+// WithTLS configures the proxy's own upstream pool for an https upstream
+// (default: the system roots); a WithTransport brings its own.
+func WithTLS(c *tls.Config) Option { return func(o *options) { o.tls = c } }
+
+// WithMaxKeys bounds the keys whose attempt numbers are remembered
+// (default 262144). Past it the oldest generation of keys is forgotten,
+// so a long-running proxy's memory stays bounded; a key forgotten that
+// way starts again at attempt 1.
+func WithMaxKeys(n int) Option { return func(o *options) { o.maxKeys = n } }
 
 // Proxy is the fault-injecting reverse proxy (an http.Handler).
 type Proxy struct {
-	opts      Options
+	opts      options
 	upstreams []*url.URL    // Upstream, then Replicas
 	next      atomic.Uint64 // the upstream of the next attempt
 
@@ -86,52 +111,57 @@ type Counters struct {
 	Faults         map[string]int64 `json:"faults"`
 }
 
-// New returns a proxy in front of o.Upstream.
-func New(o Options) (*Proxy, error) {
-	u, err := url.Parse(o.Upstream)
+// New returns a proxy in front of upstream, the base URL requests are
+// forwarded to.
+func New(upstream string, opts ...Option) (*Proxy, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	u, err := url.Parse(upstream)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("upstream %q: want an absolute http(s) URL", o.Upstream)
+		return nil, fmt.Errorf("upstream %q: want an absolute http(s) URL", upstream)
 	}
-	if o.KeyHeader == "" {
-		o.KeyHeader = "Idempotency-Key"
+	if o.keyHeader == "" {
+		o.keyHeader = "Idempotency-Key"
 	}
-	if o.IDPointer == "" {
-		o.IDPointer = "/id"
+	if o.idPointer == "" {
+		o.idPointer = "/id"
 	}
-	if _, err := jsonx.ParsePointer(o.IDPointer); err != nil {
-		return nil, fmt.Errorf("id pointer %q: %v", o.IDPointer, err)
+	if _, err := jsonx.ParsePointer(o.idPointer); err != nil {
+		return nil, fmt.Errorf("id pointer %q: %v", o.idPointer, err)
 	}
-	if o.MaxBody <= 0 {
-		o.MaxBody = 8 << 20
+	if o.maxBody <= 0 {
+		o.maxBody = 8 << 20
 	}
-	if o.Timeout <= 0 {
-		o.Timeout = 60 * time.Second
+	if o.timeout <= 0 {
+		o.timeout = 60 * time.Second
 	}
-	if o.MaxKeys <= 0 {
-		o.MaxKeys = 1 << 18
+	if o.maxKeys <= 0 {
+		o.maxKeys = 1 << 18
 	}
-	p := &Proxy{opts: o, upstreams: []*url.URL{u}, attempts: newAttemptCounts(o.MaxKeys)}
-	for _, r := range o.Replicas {
+	p := &Proxy{opts: o, upstreams: []*url.URL{u}, attempts: newAttemptCounts(o.maxKeys)}
+	for _, r := range o.replicas {
 		ru, err := url.Parse(r)
 		if err != nil || (ru.Scheme != "http" && ru.Scheme != "https") || ru.Host == "" {
 			return nil, fmt.Errorf("replica %q: want an absolute http(s) URL", r)
 		}
 		p.upstreams = append(p.upstreams, ru)
 	}
-	if o.Transport == nil {
-		p.opts.Transport = newPools(p.upstreams, o.TLS)
+	if o.transport == nil {
+		p.opts.transport = newPools(p.upstreams, o.tls)
 	}
-	p.rng = rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15))
+	p.rng = rand.New(rand.NewPCG(o.seed, o.seed^0x9e3779b97f4a7c15))
 	p.counters.Faults = map[string]int64{}
 	return p, nil
 }
 
 // Close waits for attempts in progress (their history lines included;
-// each is bounded by Options.Timeout) and releases idle upstream
+// each is bounded by WithTimeout) and releases idle upstream
 // connections. Stop the listener first.
 func (p *Proxy) Close() {
 	p.inflight.Wait()
-	if c, ok := p.opts.Transport.(interface{ CloseIdleConnections() }); ok {
+	if c, ok := p.opts.transport.(interface{ CloseIdleConnections() }); ok {
 		c.CloseIdleConnections()
 	}
 }
@@ -187,7 +217,7 @@ func (p *Proxy) Reset() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.rules = nil
-	p.attempts = newAttemptCounts(p.opts.MaxKeys)
+	p.attempts = newAttemptCounts(p.opts.maxKeys)
 	p.counters = Counters{Faults: map[string]int64{}}
 }
 
@@ -250,27 +280,27 @@ func (p *Proxy) handle(w http.ResponseWriter, r *http.Request) {
 	p.inflight.Add(1)
 	defer p.inflight.Done()
 	start := time.Now()
-	body, err := readAll(r.Body, r.ContentLength, p.opts.MaxBody)
-	key := unquoteKey(r.Header.Get(p.opts.KeyHeader))
+	body, err := readAll(r.Body, r.ContentLength, p.opts.maxBody)
+	key := unquoteKey(r.Header.Get(p.opts.keyHeader))
 	attempt, rule := p.pick(r, key)
 	x := &Exchange{w: w, r: r, p: p, Body: body, ev: Event{
 		Type: "attempt", Time: start.UTC(), Key: key, Attempt: attempt,
 		Method: r.Method, Path: r.URL.Path,
 	}}
-	if p.opts.History != nil {
+	if p.opts.history != nil {
 		x.ev.RequestSHA256 = digest(body)
 	}
 	// Written even when an abort unwinds the handler with a panic.
 	defer func() {
 		x.ev.DurationNS = time.Since(start).Nanoseconds()
-		p.opts.History.write(&x.ev)
+		p.opts.history.write(&x.ev)
 		x.release()
 	}()
 	switch {
 	case err != nil:
 		x.answer(http.StatusBadRequest, "proxy", "reading the request body: "+err.Error())
 		return
-	case int64(len(body)) > p.opts.MaxBody:
+	case int64(len(body)) > p.opts.maxBody:
 		x.answer(http.StatusRequestEntityTooLarge, "", "request body exceeds the proxy's limit")
 		return
 	}

@@ -82,7 +82,7 @@ func startProxyOn(t *testing.T, start func(*testing.T, *chaos.Proxy) *front, up 
 	upstream := httptest.NewServer(up)
 	var buf bytes.Buffer
 	h := chaos.NewHistory(&buf)
-	p, err := chaos.New(chaos.Options{Upstream: upstream.URL, History: h, Seed: 1})
+	p, err := chaos.New(upstream.URL, chaos.WithHistory(h), chaos.WithSeed(1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,7 +337,7 @@ func TestPlainClientDoubleExecutes(t *testing.T) {
 func TestUpstreamDown(t *testing.T) {
 	dead := httptest.NewServer(http.NotFoundHandler())
 	dead.Close()
-	p, err := chaos.New(chaos.Options{Upstream: dead.URL})
+	p, err := chaos.New(dead.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,7 +381,7 @@ func TestConcurrentHistory(t *testing.T) {
 // record every id as empty, so New refuses it and names the value.
 func TestNewRejectsBadIDPointer(t *testing.T) {
 	for _, ptr := range []string{"id", "/a~2"} {
-		if _, err := chaos.New(chaos.Options{Upstream: "http://127.0.0.1:1", IDPointer: ptr}); err == nil || !strings.Contains(err.Error(), ptr) {
+		if _, err := chaos.New("http://127.0.0.1:1", chaos.WithIDPointer(ptr)); err == nil || !strings.Contains(err.Error(), ptr) {
 			t.Errorf("New(IDPointer %q) error = %v, want one naming it", ptr, err)
 		}
 	}
@@ -412,11 +412,11 @@ func TestHTTPSUpstream(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			o := chaos.Options{Upstream: upstream, TLS: tc.tls}
+			opts := []chaos.Option{chaos.WithTLS(tc.tls)}
 			if tc.history {
-				o.History = chaos.NewHistory(io.Discard)
+				opts = append(opts, chaos.WithHistory(chaos.NewHistory(io.Discard)))
 			}
-			p, err := chaos.New(o)
+			p, err := chaos.New(upstream, opts...)
 			if err != nil {
 				t.Fatal(err)
 			}

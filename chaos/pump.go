@@ -20,8 +20,8 @@ import (
 // a base path, no history. Rules are checked per
 // request (pickRaw).
 func (p *Proxy) pumpable() bool {
-	_, own := p.opts.Transport.(*connPool)
-	return own && p.opts.History == nil && (p.upstreams[0].Path == "" || p.upstreams[0].Path == "/")
+	_, own := p.opts.transport.(*connPool)
+	return own && p.opts.history == nil && (p.upstreams[0].Path == "" || p.upstreams[0].Path == "/")
 }
 
 // pickRaw numbers a pumped attempt; false (nothing counted) when a rule
@@ -199,19 +199,19 @@ func parseRespHead(b []byte) (h respHead, ok bool) {
 func (c *clientConn) pump() (handled, keep bool) {
 	p := c.s.p
 	buffered, _ := c.br.Peek(c.br.Buffered())
-	h, ok := parseReqHead(buffered, p.opts.KeyHeader)
+	h, ok := parseReqHead(buffered, p.opts.keyHeader)
 	// The whole request is read before anything is forwarded, as on the
 	// parsing path: a client that leaves mid-body never reaches the upstream.
 	total := int64(h.n) + h.bodySize
-	if !ok || h.bodySize > p.opts.MaxBody || total > int64(c.br.Size()) {
+	if !ok || h.bodySize > p.opts.maxBody || total > int64(c.br.Size()) {
 		return false, false
 	}
 	// The read deadline stays the idle one unless part of the body is
 	// still to come: alternating the two would re-arm both every request.
 	if total > int64(len(buffered)) {
-		c.dl.armRead(c.conn, p.opts.Timeout)
+		c.dl.armRead(c.conn, p.opts.timeout)
 	}
-	c.dl.armWrite(c.conn, p.opts.Timeout)
+	c.dl.armWrite(c.conn, p.opts.timeout)
 	req, err := c.br.Peek(int(total))
 	if err != nil {
 		return true, false // the client went away mid-body
@@ -221,13 +221,13 @@ func (c *clientConn) pump() (handled, keep bool) {
 	}
 	p.inflight.Add(1)
 	defer p.inflight.Done()
-	pool := p.opts.Transport.(*connPool)
+	pool := p.opts.transport.(*connPool)
 	// A dial is bounded by the pool's dialer; the exchange by the deadline.
 	up, err := pool.get(context.Background())
 	if err != nil {
 		return true, c.pumpFailed(h, err)
 	}
-	up.dl.arm(up, p.opts.Timeout)
+	up.dl.arm(up, p.opts.timeout)
 	// The request as sent, with the upstream's Host.
 	_, _ = up.bw.Write(req[:h.hostAt[0]])
 	_, _ = up.bw.WriteString(p.upstreams[0].Host)
@@ -313,9 +313,9 @@ func (c *clientConn) pumpParsed(h reqHead, up *upConn) bool {
 		_ = up.Close()
 		return c.pumpFailed(h, err)
 	}
-	resp.Body = &poolBody{rc: resp.Body, c: up, p: p.opts.Transport.(*connPool), reuse: !resp.Close}
+	resp.Body = &poolBody{rc: resp.Body, c: up, p: p.opts.transport.(*connPool), reuse: !resp.Close}
 	u := &Upstream{Status: resp.StatusCode, header: resp.Header, buf: bufPool.Get().(*bytes.Buffer)}
-	err = readBody(u.buf, resp, p.opts.MaxBody)
+	err = readBody(u.buf, resp, p.opts.maxBody)
 	u.body = u.buf.Bytes()
 	if err != nil {
 		u.Error = err.Error()

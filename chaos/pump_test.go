@@ -120,7 +120,7 @@ func TestPumpAnswersAsParsingPath(t *testing.T) {
 			for i, rules := range [][]string{nil, {"status:code=500,path=/never"}} {
 				up := &echoUpstream{}
 				upstream := httptest.NewServer(up)
-				p, err := chaos.New(chaos.Options{Upstream: upstream.URL})
+				p, err := chaos.New(upstream.URL)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -22,7 +22,7 @@ func TestProxyReplicas(t *testing.T) {
 		defer srv.Close()
 		srvs = append(srvs, srv)
 	}
-	p, err := chaos.New(chaos.Options{Upstream: srvs[0].URL, Replicas: []string{srvs[1].URL, srvs[2].URL}})
+	p, err := chaos.New(srvs[0].URL, chaos.WithReplicas(srvs[1].URL, srvs[2].URL))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestProxyReplicas(t *testing.T) {
 	if hits != [3]int{2, 2, 2} {
 		t.Errorf("attempts per upstream %v, want 2 each", hits)
 	}
-	if _, err := chaos.New(chaos.Options{Upstream: srvs[0].URL, Replicas: []string{"/x"}}); err == nil {
+	if _, err := chaos.New(srvs[0].URL, chaos.WithReplicas("/x")); err == nil {
 		t.Error("a relative replica URL was accepted")
 	}
 }

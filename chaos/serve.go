@@ -97,7 +97,7 @@ func (s *Server) forget(c *clientConn) {
 // Close stops accepting, closes idle connections, lets attempts in
 // progress finish (up to 5s) and then closes what is left; it returns
 // once every connection's goroutine has ended (an attempt still
-// forwarding is bounded by Options.Timeout).
+// forwarding is bounded by WithTimeout).
 func (s *Server) Close() error {
 	s.mu.Lock()
 	s.closing = true

@@ -12,6 +12,36 @@ import (
 
 // write is the config the exchanges showed.
 func (p *probe) write(o ProbeOptions, l *learnt) ([]byte, error) {
+	root := newMapping()
+	root.set("base_url", from(str(p.target.BaseURL), "from --probe"))
+	kh := from(str(p.target.KeyHeader), "from --key-header")
+	if o.KeyHeader == "" {
+		kh = guessed(str(p.target.KeyHeader), "the draft's header, which every exchange sent (--key-header names another)")
+	}
+	root.set("key_header", kh)
+	root.set("key_syntax", from(str(l.syntax), l.syntaxWhy))
+	tk := root.set("timeout", str(shortDuration(p.target.Timeout)))
+	foot(tk, "ttl: 24h  # TODO: how long the API keeps a key (a probe cannot see it); enables the expiry cases")
+
+	seq, secHead := p.principals()
+	pk := root.set("principals", seq)
+	head(pk, secHead...)
+	foot(pk,
+		"TODO: evidence: how idemcheck counts executions (docs/evidence.md): an oracle (a list endpoint, the API's",
+		"database, a downstream double) sees what id_pointer cannot: an execution that answered an error.")
+
+	root.set("operations", sequence(p.operation(l)))
+
+	pfk := root.set("profile", learntProfile(l))
+	if l.replayGap != "" {
+		head(pfk, "TODO: the replay was not a replay: "+l.replayGap+".")
+	}
+	return render(root, p.headLines(o))
+}
+
+// headLines are the config's opening comment: where it was learnt, and
+// each exchange with what it got.
+func (p *probe) headLines(o ProbeOptions) []string {
 	headLines := []string{
 		fmt.Sprintf("idemcheck config learnt by `%s` from %d exchanges with %s on %s:", o.Command, len(p.steps),
 			p.target.Redact(o.URL), time.Now().UTC().Format("2006-01-02")),
@@ -27,55 +57,48 @@ func (p *probe) write(o ProbeOptions, l *learnt) ([]byte, error) {
 		}
 		headLines = append(headLines, fmt.Sprintf("  %d. %s (%s) -> %s", i+1, s.what, key, got))
 	}
-	headLines = append(headLines, `Every learnt value names its exchange; check each "guessed:" and fill each "TODO:".`)
+	return append(headLines, `Every learnt value names its exchange; check each "guessed:" and fill each "TODO:".`)
+}
 
-	root := newMapping()
-	root.set("base_url", from(str(p.target.BaseURL), "from --probe"))
-	kh := from(str(p.target.KeyHeader), "from --key-header")
-	if o.KeyHeader == "" {
-		kh = guessed(str(p.target.KeyHeader), "the draft's header, which every exchange sent (--key-header names another)")
-	}
-	root.set("key_header", kh)
-	root.set("key_syntax", from(str(l.syntax), l.syntaxWhy))
-	tk := root.set("timeout", str(shortDuration(p.target.Timeout)))
-	foot(tk, "ttl: 24h  # TODO: how long the API keeps a key (a probe cannot see it); enables the expiry cases")
-
-	seq := sequence()
+// principals are two users whose credentials come from the environment,
+// in the shape of the --header given, or one anonymous principal and
+// what to add (the head comment) when none was.
+func (p *probe) principals() (seq *yaml.Node, secHead []string) {
+	seq = sequence()
 	creds := p.target.Principals[0].Headers
-	var secHead []string
 	if len(creds) == 0 {
 		pr := newMapping()
 		pr.set("name", str("anonymous"))
 		seq.Content = append(seq.Content, pr.n)
 		secHead = []string{"TODO: no credential header was given (--header): add the headers that authenticate a user,",
 			"and a second principal for the scope cases."}
-	} else {
-		for n := 1; n <= 2; n++ {
-			pr := newMapping()
-			pr.set("name", str(fmt.Sprintf("user%d", n)))
-			hs := flowMapping()
-			for i, name := range sortedKeys(creds) {
-				v := tokenVar(n)
-				if i > 0 {
-					v = fmt.Sprintf("%s_%d", v, i+1)
-				}
-				hs.set(name, quoted(secretTemplate(creds[name], v)))
-			}
-			what := "the value given to --header"
-			if n == 2 {
-				what = "another user's, for the scope cases"
-			}
-			todo(hs.n, fmt.Sprintf("export %s: %s", tokenVar(n), what))
-			pr.set("headers", hs.n)
-			seq.Content = append(seq.Content, pr.n)
-		}
+		return seq, secHead
 	}
-	pk := root.set("principals", seq)
-	head(pk, secHead...)
-	foot(pk,
-		"TODO: evidence: how idemcheck counts executions (docs/evidence.md): an oracle (a list endpoint, the API's",
-		"database, a downstream double) sees what id_pointer cannot: an execution that answered an error.")
+	for n := 1; n <= 2; n++ {
+		pr := newMapping()
+		pr.set("name", str(fmt.Sprintf("user%d", n)))
+		hs := flowMapping()
+		for i, name := range sortedKeys(creds) {
+			v := tokenVar(n)
+			if i > 0 {
+				v = fmt.Sprintf("%s_%d", v, i+1)
+			}
+			hs.set(name, quoted(secretTemplate(creds[name], v)))
+		}
+		what := "the value given to --header"
+		if n == 2 {
+			what = "another user's, for the scope cases"
+		}
+		todo(hs.n, fmt.Sprintf("export %s: %s", tokenVar(n), what))
+		pr.set("headers", hs.n)
+		seq.Content = append(seq.Content, pr.n)
+	}
+	return seq, secHead
+}
 
+// operation is the probed operation with the id pointer and mutation
+// learnt, and a TODO for what a probe cannot learn.
+func (p *probe) operation(l *learnt) *yaml.Node {
 	op := newMapping()
 	op.set("name", str(p.op.Name))
 	op.set("method", str(p.op.Method))
@@ -118,8 +141,13 @@ func (p *probe) write(o ProbeOptions, l *learnt) ([]byte, error) {
 	}
 	lines = append(lines, "variants:  # TODO: slow and error variants, see docs/evidence.md (a downstream double can play them)")
 	foot(last, lines...)
-	root.set("operations", sequence(op.n))
+	return op.n
+}
 
+// learntProfile is the default preset with the overrides the exchanges showed:
+// key syntax and format, the missing-key and mismatch statuses, the
+// replay header.
+func learntProfile(l *learnt) *yaml.Node {
 	prof := newMapping()
 	prof.set("preset", str(target.DefaultProfile))
 	ov := newMapping()
@@ -150,11 +178,7 @@ func (p *probe) write(o ProbeOptions, l *learnt) ([]byte, error) {
 	if len(ov.n.Content) > 0 {
 		prof.set("overrides", ov.n)
 	}
-	pfk := root.set("profile", prof.n)
-	if l.replayGap != "" {
-		head(pfk, "TODO: the replay was not a replay: "+l.replayGap+".")
-	}
-	return render(root, headLines)
+	return prof.n
 }
 
 func statusList(code int) *yaml.Node { return value([]int{code}) }

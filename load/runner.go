@@ -256,20 +256,10 @@ func buildRequest(t *target.Target, d *evidence.Downstream, c *config) (*request
 // plan on a fresh vegeta Attacker, then asks the oracle. Cancelling ctx
 // stops the running phase; the partial report is still returned.
 func Run(ctx context.Context, t *target.Target, opts ...Option) (*Report, error) {
-	c := defaults()
-	for _, o := range opts {
-		o(&c)
-	}
-	if err := c.validate(); err != nil {
+	c, err := newConfig(t, opts)
+	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
 	}
-	if c.keys == nil && t.KeyGen != nil {
-		c.keys, c.keySeed = t.KeyGen, t.KeySeed
-	}
-	if c.keys == nil {
-		c.keys = RandomKeys()
-	}
-	c.keys = c.shard.keys(c.keys)
 	// The config's downstream double: the API's provider, the oracle and
 	// what makes the contention mode's slow variant slow.
 	d, err := evidence.StartDownstream(ctx, t)
@@ -319,23 +309,9 @@ func Run(ctx context.Context, t *target.Target, opts ...Option) (*Report, error)
 		s.plot = newTimePlot()
 	}
 
-	for _, b := range t.Bases() {
-		warmConnections(ctx, client, b+"/", int(c.workers))
-	}
-	var pool, hot []string
-	if c.mode == ModeHit || c.mode == ModeMix {
-		if pool, err = warmPool(ctx, &c, rq, client, keys, s); err != nil {
-			return nil, err
-		}
-	}
-	if c.mode == ModeContention {
-		for i := 0; i < c.hot; i++ {
-			k, err := keys.new()
-			if err != nil {
-				return nil, err
-			}
-			hot = append(hot, k)
-		}
+	pool, hot, err := warmUp(ctx, &c, t, rq, client, keys, s)
+	if err != nil {
+		return nil, err
 	}
 	oclient := wire.Client(t, 5*time.Second)
 	defer oclient.CloseIdleConnections()
@@ -345,12 +321,82 @@ func Run(ctx context.Context, t *target.Target, opts ...Option) (*Report, error)
 	}
 	defer orc.close()
 	orep := &OracleReport{}
+	orc = c.oracleBefore(ctx, t, orc, oclient, d, orep)
+
+	tr := rq.targeter(c.mode, c.hitRatio, pool, hot, keys)
+	interrupted := runPlan(ctx, &c, client, tr, s)
+	rep := c.report(t, col, s, interrupted)
+	if orc != nil {
+		// The run's ctx may be cancelled (Ctrl-C): the oracle still gets
+		// a short, bounded look so the partial report is checked too.
+		octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+		orc.verify(octx, orep, col.check, pool)
+		cancel()
+		col.refreshViolations(rep)
+	}
+	rep.Oracle = orep
+	if err := keys.failed(); err != nil {
+		return rep, err
+	}
+	return rep, s.err
+}
+
+// newConfig applies opts over the defaults, validates them and picks the
+// key generator: the option's, else the target's, else random keys, split
+// into this run's shard.
+func newConfig(t *target.Target, opts []Option) (config, error) {
+	c := defaults()
+	for _, o := range opts {
+		o(&c)
+	}
+	if err := c.validate(); err != nil {
+		return c, err
+	}
+	if c.keys == nil && t.KeyGen != nil {
+		c.keys, c.keySeed = t.KeyGen, t.KeySeed
+	}
+	if c.keys == nil {
+		c.keys = RandomKeys()
+	}
+	c.keys = c.shard.keys(c.keys)
+	return c, nil
+}
+
+// warmUp prepares what the measured window needs before it starts: open
+// connections to every base, the completed pool hits replay (hit, mix)
+// and the hot keys contention hammers.
+func warmUp(ctx context.Context, c *config, t *target.Target, rq *request, client *http.Client, keys *keySource, s *sink) (pool, hot []string, err error) {
+	for _, b := range t.Bases() {
+		warmConnections(ctx, client, b+"/", int(c.workers))
+	}
+	if c.mode == ModeHit || c.mode == ModeMix {
+		if pool, err = warmPool(ctx, c, rq, client, keys, s); err != nil {
+			return nil, nil, err
+		}
+	}
+	if c.mode == ModeContention {
+		for i := 0; i < c.hot; i++ {
+			k, err := keys.new()
+			if err != nil {
+				return nil, nil, err
+			}
+			hot = append(hot, k)
+		}
+	}
+	return pool, hot, nil
+}
+
+// oracleBefore calibrates the oracle and reads the totals before the
+// window into orep; it returns the oracle to ask after the run, nil when
+// there is none or its calibration failed (the caller closes orc).
+func (c *config) oracleBefore(ctx context.Context, t *target.Target, orc *oracle, oclient *http.Client, d *evidence.Downstream, orep *OracleReport) *oracle {
+	var err error
 	if orc != nil {
 		// A downstream double counts only once one request is seen to
 		// call it with its key's token (calibration, as run does).
 		note, ok := d.Check(ctx, oclient)
 		if !ok {
-			orc = nil // closed by the deferred close above
+			orc = nil
 		}
 		orep.Note = note
 	}
@@ -372,19 +418,26 @@ func Run(ctx context.Context, t *target.Target, opts ...Option) (*Report, error)
 			}
 		}
 	}
+	return orc
+}
 
-	tr := rq.targeter(c.mode, c.hitRatio, pool, hot, keys)
-	interrupted := false
+// runPlan runs the plan's phases in order; it reports whether ctx
+// stopped the run.
+func runPlan(ctx context.Context, c *config, client *http.Client, tr vegeta.Targeter, s *sink) bool {
 	for i, ph := range c.plan {
 		if ctx.Err() != nil {
-			interrupted = true
-			break
+			return true
 		}
-		if runPhase(ctx, &c, client, tr, ph, i, s) {
-			interrupted = true
-			break
+		if runPhase(ctx, c, client, tr, ph, i, s) {
+			return true
 		}
 	}
+	return false
+}
+
+// report is the collector's report with what the run was: target, mode,
+// plan, shard and what was sent.
+func (c *config) report(t *target.Target, col *collector, s *sink, interrupted bool) *Report {
 	rep := col.report()
 	rep.Target, rep.Mode, rep.Plan, rep.KeySeed = t.Redact(t.BaseURL), c.mode, c.plan.String(), c.keySeed
 	for _, r := range t.Replicas {
@@ -401,19 +454,7 @@ func Run(ctx context.Context, t *target.Target, opts ...Option) (*Report, error)
 	rep.Injected = c.injected
 	rep.Delayed = s.delayed
 	rep.plot = s.plot
-	if orc != nil {
-		// The run's ctx may be cancelled (Ctrl-C): the oracle still gets
-		// a short, bounded look so the partial report is checked too.
-		octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
-		orc.verify(octx, orep, col.check, pool)
-		cancel()
-		col.refreshViolations(rep)
-	}
-	rep.Oracle = orep
-	if err := keys.failed(); err != nil {
-		return rep, err
-	}
-	return rep, s.err
+	return rep
 }
 
 // sink fans each result out to the collector, the results file and the plot.

@@ -72,118 +72,146 @@ func rank(v Verdict) int {
 // N failed, N warned, N skipped", the requirement counts per level and
 // the outcome with its exit code.
 func Console(w io.Writer, rep *scenarios.Report, opt ConsoleOptions) error {
-	var b strings.Builder
-	paint := func(code, s string) string {
-		if !opt.Color {
-			return s
-		}
-		return code + s + ansiReset
-	}
-	mark := func(v Verdict) string {
-		m := markers[v.Status]
-		if v.Expected {
-			m = "x" // failed as expected: not a failure of the run
-		}
-		return paint(colours[v.Status], m)
-	}
-
-	fmt.Fprintf(&b, "idemcheck conformance: target %s, profile %s, strict %t, seed %d\n",
+	c := &console{rep: rep, opt: opt}
+	fmt.Fprintf(&c.b, "idemcheck conformance: target %s, profile %s, strict %t, seed %d\n",
 		rep.Target, rep.Profile, rep.Strict, rep.Seed)
 	if rep.Command != "" {
-		fmt.Fprintf(&b, "command: %s\n", rep.Command)
+		fmt.Fprintf(&c.b, "command: %s\n", rep.Command)
 	}
+	c.tree()
+	c.recaps()
+	c.summary()
+	_, err := io.WriteString(w, c.b.String())
+	return err
+}
+
+// console is one Console text being written.
+type console struct {
+	b   strings.Builder
+	rep *scenarios.Report
+	opt ConsoleOptions
+}
+
+func (c *console) paint(code, s string) string {
+	if !c.opt.Color {
+		return s
+	}
+	return code + s + ansiReset
+}
+
+func (c *console) mark(v Verdict) string {
+	m := markers[v.Status]
+	if v.Expected {
+		m = "x" // failed as expected: not a failure of the run
+	}
+	return c.paint(colours[v.Status], m)
+}
+
+// tree writes each family with its cases, a case's line marked by its
+// worst operation, then one line per operation (or one line for a case
+// every operation of which skipped for one reason).
+func (c *console) tree() {
+	b, rep := &c.b, c.rep
 	for _, fam := range byFamily(rep) {
-		fmt.Fprintf(&b, "\n%s\n", paint(ansiBold, fam.Name))
-		for _, c := range groupCases(fam.Results) {
+		fmt.Fprintf(b, "\n%s\n", c.paint(ansiBold, fam.Name))
+		for _, cs := range groupCases(fam.Results) {
 			worst := Verdict{Status: scenarios.Pass}
-			for _, r := range c {
+			for _, r := range cs {
 				if v := Effective(rep, r); rank(v) > rank(worst) {
 					worst = v
 				}
 			}
-			first := c[0]
-			head := fmt.Sprintf("  %s %s [%s] %s", mark(worst), first.ID, first.Level, strings.Join(first.Requirements, ", "))
-			if reason, ops, ok := sameSkip(rep, c); ok {
+			first := cs[0]
+			head := fmt.Sprintf("  %s %s [%s] %s", c.mark(worst), first.ID, first.Level, strings.Join(first.Requirements, ", "))
+			if reason, ops, ok := sameSkip(rep, cs); ok {
 				// One line says why every operation skipped.
-				fmt.Fprintf(&b, "%s: %s (%s)\n", head, reason, strings.Join(ops, ", "))
+				fmt.Fprintf(b, "%s: %s (%s)\n", head, reason, strings.Join(ops, ", "))
 				continue
 			}
 			b.WriteString(head + "\n")
-			for _, r := range c {
+			for _, r := range cs {
 				v := Effective(rep, r)
 				op := r.Operation
 				if op == "" {
 					op = "(target)"
 				}
-				fmt.Fprintf(&b, "      %s %s", mark(v), op)
+				fmt.Fprintf(b, "      %s %s", c.mark(v), op)
 				if d := r.Duration.Round(time.Millisecond); d > 0 {
-					fmt.Fprintf(&b, " %s", paint(ansiGrey, d.String()))
+					fmt.Fprintf(b, " %s", c.paint(ansiGrey, d.String()))
 				}
-				if detail := treeDetail(r, v, opt.Verbose); detail != "" {
-					fmt.Fprintf(&b, ": %s", detail)
+				if detail := treeDetail(r, v, c.opt.Verbose); detail != "" {
+					fmt.Fprintf(b, ": %s", detail)
 				}
 				b.WriteString("\n")
 			}
 		}
 	}
+}
 
+// recaps writes the skips grouped by reason, every failure with its
+// evidence and every MUST without evidence with what would decide it.
+func (c *console) recaps() {
+	b, rep := &c.b, c.rep
 	if groups := skipGroups(rep); len(groups) > 0 {
-		fmt.Fprintf(&b, "\n%s\n", paint(ansiBold, "Skipped, by reason:"))
+		fmt.Fprintf(b, "\n%s\n", c.paint(ansiBold, "Skipped, by reason:"))
 		for _, g := range groups {
 			b.WriteString("  " + g.line() + "\n")
 		}
 	}
 
 	if fails := Failures(rep); len(fails) > 0 {
-		fmt.Fprintf(&b, "\n%s\n", paint(ansiRed+ansiBold, "Failures:"))
+		fmt.Fprintf(b, "\n%s\n", c.paint(ansiRed+ansiBold, "Failures:"))
 		for i, r := range fails {
-			fmt.Fprintf(&b, "\n%d) ", i+1)
+			fmt.Fprintf(b, "\n%d) ", i+1)
 			text := FailureText(r, "   ")
 			b.WriteString(strings.TrimPrefix(text, "   "))
 			if note := Effective(rep, r).Note; note != "" {
-				fmt.Fprintf(&b, "   note:        %s\n", note)
+				fmt.Fprintf(b, "   note:        %s\n", note)
 			}
 		}
 	}
 
 	if missing := WithoutEvidence(rep); len(missing) > 0 {
-		fmt.Fprintf(&b, "\n%s\n", paint(ansiYellow+ansiBold, "Not enough evidence (MUST):"))
+		fmt.Fprintf(b, "\n%s\n", c.paint(ansiYellow+ansiBold, "Not enough evidence (MUST):"))
 		for _, r := range missing {
-			fmt.Fprintf(&b, "  ? %s %s: %s\n", r.Name(), r.Status, r.Reason)
+			fmt.Fprintf(b, "  ? %s %s: %s\n", r.Name(), r.Status, r.Reason)
 			if a := scenarios.Advice(r); a != "" {
-				fmt.Fprintf(&b, "    to decide it: %s\n", a)
+				fmt.Fprintf(b, "    to decide it: %s\n", a)
 			}
 		}
 		b.WriteString("  or accept them with --allow-incomplete\n")
 	}
+}
 
-	c := Tally(rep)
-	fmt.Fprintf(&b, "\n%d passed, %d failed, %d warned, %d skipped\n", c.Passed, c.Failed, c.Warned, c.Skipped)
+// summary writes the counts, the requirements per level, the MUSTs not
+// tested, the conformance level and the outcome.
+func (c *console) summary() {
+	b, rep := &c.b, c.rep
+	n := Tally(rep)
+	fmt.Fprintf(b, "\n%d passed, %d failed, %d warned, %d skipped\n", n.Passed, n.Failed, n.Warned, n.Skipped)
 	interrupted := ""
-	if c.Interrupted > 0 {
-		interrupted = fmt.Sprintf(", %d interrupted", c.Interrupted)
+	if n.Interrupted > 0 {
+		interrupted = fmt.Sprintf(", %d interrupted", n.Interrupted)
 	}
-	fmt.Fprintf(&b, "%d unverifiable, %d inconclusive, %d failed as expected%s; %d results in %s\n",
-		c.Unverifiable, c.Inconclusive, c.ExpectedFailures, interrupted, c.Total(), rep.Duration.Round(time.Millisecond))
+	fmt.Fprintf(b, "%d unverifiable, %d inconclusive, %d failed as expected%s; %d results in %s\n",
+		n.Unverifiable, n.Inconclusive, n.ExpectedFailures, interrupted, n.Total(), rep.Duration.Round(time.Millisecond))
 	if rep.TTLSkipped > 0 {
-		fmt.Fprintf(&b, "ttl too short: %d case instances skipped; a declared ttl ≥ %s runs them all\n", rep.TTLSkipped, rep.NeedsTTL)
+		fmt.Fprintf(b, "ttl too short: %d case instances skipped; a declared ttl ≥ %s runs them all\n", rep.TTLSkipped, rep.NeedsTTL)
 	}
 	for _, line := range requirementLines(rep) {
 		b.WriteString(line + "\n")
 	}
 	if untested := untestedLines(rep); len(untested) > 0 {
-		fmt.Fprintf(&b, "MUST not tested (%d):\n", len(untested))
+		fmt.Fprintf(b, "MUST not tested (%d):\n", len(untested))
 		for _, line := range untested {
 			b.WriteString("  - " + line + "\n")
 		}
 	}
-	fmt.Fprintf(&b, "conformance: %s\n", conformanceText(rep, rep.Conformance()))
+	fmt.Fprintf(b, "conformance: %s\n", conformanceText(rep, rep.Conformance()))
 	if rep.Interrupted {
 		b.WriteString("interrupted: instances cut short are not judged; this report is partial\n")
 	}
-	fmt.Fprintf(&b, "outcome: %s\n", outcomeText(rep.Judge().Outcome))
-	_, err := io.WriteString(w, b.String())
-	return err
+	fmt.Fprintf(b, "outcome: %s\n", outcomeText(rep.Judge().Outcome))
 }
 
 // treeDetail is the short text after an operation line: why it skipped,

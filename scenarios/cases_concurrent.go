@@ -146,7 +146,7 @@ func concurrentChangedBodyInFlight(ctx context.Context, e *Env) Verdict {
 	switch {
 	case n != 1:
 		return e.inTTL(e.Fail("exactly 1 execution", observed), slow, dup)
-	case dup.StaleConn():
+	case dup.NotReached():
 		return *e.lostConn(dup)
 	case dup.OK() && e.replayOf(slow, dup, n, how) && e.Profile.StaleReplayOnMismatch == target.Yes:
 		return e.Pass("the original's response for a different payload, as the profile allows (stale_replay_on_mismatch): " + observed)

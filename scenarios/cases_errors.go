@@ -206,7 +206,7 @@ func errorsFailureReleasesKey(ctx context.Context, e *Env) Verdict {
 	switch {
 	case n >= 2:
 		return e.Pass("re-executed: " + observed)
-	case retry.StaleConn():
+	case retry.NotReached():
 		return *e.lostConn(retry)
 	case retry.Err != nil:
 		return e.Unmet("a replay or a new execution", observed)

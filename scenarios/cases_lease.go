@@ -93,7 +93,7 @@ func leaseCrashRecovers(ctx context.Context, e *Env) Verdict {
 			return e.Pass(observed)
 		case r.Is4xx() && r.Status != http.StatusConflict && !slices.Contains(e.Profile.InFlightStatus, r.Status):
 			return e.Unmet("retries answer an in-flight status until the lease ends, then proceed and complete", observed)
-		case late && r.StaleConn():
+		case late && r.NotReached():
 			return *e.lostConn(r)
 		case late:
 			return e.Unmet(fmt.Sprintf("after lease %s + grace %s the retry proceeds and completes", lease, grace), observed+": still not completed past lease + grace")

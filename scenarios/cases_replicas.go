@@ -103,7 +103,7 @@ func replicasMismatchOtherReplica(ctx context.Context, e *Env) Verdict {
 	switch {
 	case n != 1:
 		return e.inTTL(e.Fail("exactly 1 execution across replicas", observed), first, r)
-	case r.StaleConn():
+	case r.NotReached():
 		return *e.lostConn(r)
 	case r.OK() && e.replayOf(first, r, n, how):
 		return e.inTTL(e.Fail(expected, "the original's response for a different payload: "+observed), first, r)

@@ -288,12 +288,13 @@ func (e *Env) doWith(ctx context.Context, client *http.Client, x wire.Exchange, 
 }
 
 // lostConn is an Inconclusive verdict when one of rs failed with
-// ErrStaleConn (the request may never have reached the server), else nil.
+// wire.Resp.NotReached (the request may never have reached the server),
+// else nil.
 // Cases call it before judging a transport error or a missing answer as
 // behaviour, unless their evidence (oracle count, created ids) decides.
 func (e *Env) lostConn(rs ...wire.Resp) *Verdict {
 	for _, r := range rs {
-		if r.StaleConn() {
+		if r.NotReached() {
 			v := e.Inconclusive(r.Err.Error())
 			return &v
 		}

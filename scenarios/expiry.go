@@ -41,7 +41,7 @@ func (e *Env) replayedOrExecuted(ctx context.Context, k string, first, retry wir
 		id := e.CreatedID(first)
 		executed = retry.OK() && (id == "" || id != e.CreatedID(retry))
 	}
-	if !executed && retry.StaleConn() {
+	if !executed && retry.NotReached() {
 		return false, false, observed, wire.ErrStaleConn
 	}
 	return executed, retry.OK() && !executed, observed, nil

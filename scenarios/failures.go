@@ -24,7 +24,7 @@ func (e *Env) failureRetryable(ctx context.Context, name string) Verdict {
 	body, _, _ := e.Variant(name)
 	k := e.NewKey()
 	first := e.Send(ctx, Req{Label: "original (" + name + ")", Key: k, Body: body})
-	if first.StaleConn() || (first.Err == nil && !first.Is5xx()) {
+	if first.NotReached() || (first.Err == nil && !first.Is5xx()) {
 		return e.Inconclusive(fmt.Sprintf("the %s variant did not fail (want a 5xx or a dropped connection): %s", name, first.String()))
 	}
 	lease, level := e.Target.Lease, Must // unmetAt(Must) is a fail
@@ -42,9 +42,9 @@ func (e *Env) failureRetryable(ctx context.Context, name string) Verdict {
 		observed := fmt.Sprintf("the %s variant answered %s; retries after it: %s", name, statusOf(first), strings.Join(timeline, ", "))
 		late := r.Start.After(limit)
 		switch {
-		case r.StaleConn() && late:
+		case r.NotReached() && late:
 			return *e.lostConn(r)
-		case r.StaleConn(), r.Err == nil && e.Profile.InFlightOK(r.Status):
+		case r.NotReached(), r.Err == nil && e.Profile.InFlightOK(r.Status):
 			if late {
 				expected := fmt.Sprintf("a retry proceeds once lease %s + grace %s have passed", lease, e.Profile.Grace)
 				if lease <= 0 {

@@ -58,7 +58,7 @@ func (e *Env) judgeProbe(ctx context.Context, pr probe, k string, first, r wire.
 		return mismatchOutcome{Inconclusive, pr.name + ": " + err.Error()}
 	}
 	switch {
-	case r.StaleConn():
+	case r.NotReached():
 		return mismatchOutcome{Inconclusive, pr.name + ": " + r.Err.Error()}
 	case replayed && e.Profile.StaleReplayOnMismatch == target.Yes:
 		return mismatchOutcome{Pass, pr.name + ": replayed the old response, as the profile allows (stale_replay_on_mismatch): " + r.String()}

@@ -33,8 +33,8 @@ func (e *Env) viaProxy(rules ...string) (*proxied, error) {
 	pr.hist = chaos.NewHistory(&pr.buf)
 	// Without an id pointer the proxy still reads its default (/id), but
 	// nothing here uses what it finds there (see upstreamID).
-	p, err := chaos.New(chaos.Options{Upstream: e.Target.BaseURL, KeyHeader: e.Target.KeyHeader, IDPointer: e.Op.IDPointer,
-		Transport: wire.Transport(e.Target, 16), History: pr.hist, Timeout: e.Target.Timeout})
+	p, err := chaos.New(e.Target.BaseURL, chaos.WithKeyHeader(e.Target.KeyHeader), chaos.WithIDPointer(e.Op.IDPointer),
+		chaos.WithTransport(wire.Transport(e.Target, 16)), chaos.WithHistory(pr.hist), chaos.WithTimeout(e.Target.Timeout))
 	if err != nil {
 		return nil, err
 	}

@@ -66,9 +66,6 @@ func (r Resp) SentAt() time.Time {
 // idempotency; Env.lostConn turns it into an inconclusive verdict.
 var ErrStaleConn = errors.New("transport error on a reused keep-alive connection before any response byte (the server may have closed it as idle)")
 
-// StaleConn reports that r failed on a reused connection before any
-// response byte (ErrStaleConn).
-func (r Resp) StaleConn() bool { return errors.Is(r.Err, ErrStaleConn) }
 
 // OK reports a 2xx response.
 func (r Resp) OK() bool { return r.Err == nil && r.Status >= 200 && r.Status < 300 }
@@ -93,6 +90,25 @@ func (r Resp) String() string {
 		s += " " + strings.TrimSpace(string(b))
 	}
 	return s
+}
+
+// ErrNotConnected marks a transport error before any connection was
+// made (a dial that failed or timed out, as on a machine too loaded to
+// connect): the request never reached the server.
+var ErrNotConnected = errors.New("no connection was made: the request never reached the server")
+
+// isDial reports an error of opening the connection.
+func isDial(err error) bool {
+	var oe *net.OpError
+	return errors.As(err, &oe) && oe.Op == "dial"
+}
+
+// NotReached reports that r failed before the server can have read it:
+// on a reused connection before any response byte (ErrStaleConn) or with
+// no connection at all (ErrNotConnected). Such an answer says nothing of
+// the server.
+func (r Resp) NotReached() bool {
+	return errors.Is(r.Err, ErrStaleConn) || errors.Is(r.Err, ErrNotConnected)
 }
 
 // isTimeout reports a client-side timeout: a server that never answers is
@@ -144,6 +160,8 @@ func (h HTTP) Do(ctx context.Context, x Exchange) (Resp, Exchange) {
 			x.Response = &ExchangeResponse{Status: hr.StatusCode, Header: hr.Header, Body: b}
 		} else if reused.Load() && !answered.Load() && ctx.Err() == nil && !isTimeout(err) {
 			err = fmt.Errorf("%w: %w", ErrStaleConn, err)
+		} else if isDial(err) {
+			err = fmt.Errorf("%w: %w", ErrNotConnected, err)
 		}
 		resp.End = time.Now()
 		if w := wrote.Load(); w != 0 {

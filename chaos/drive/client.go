@@ -21,7 +21,7 @@ import (
 // backoff with full jitter, honours 409/429/503 Retry-After, bounded in
 // attempts and time.
 type driver struct {
-	cfg    Config
+	cfg    config
 	client *http.Client
 	proxy  string // base URL of the in-process proxy
 	hist   *chaos.History
@@ -45,8 +45,8 @@ const (
 	stormHedges       = 2 // extra same-key attempts while a slow one is in flight
 )
 
-func newDriver(cfg Config, c *http.Client, proxy string, h *chaos.History, keys *wire.Keys) *driver {
-	return &driver{cfg: cfg, client: c, proxy: proxy, hist: h, keys: keys, rng: rand.New(rand.NewPCG(cfg.Seed, 0xbac0ff))}
+func newDriver(cfg config, c *http.Client, proxy string, h *chaos.History, keys *wire.Keys) *driver {
+	return &driver{cfg: cfg, client: c, proxy: proxy, hist: h, keys: keys, rng: rand.New(rand.NewPCG(cfg.seed, 0xbac0ff))}
 }
 
 func (d *driver) keyError() error {
@@ -90,10 +90,10 @@ func (d *driver) run(ctx context.Context, s shape) (rec chaos.Op, ok bool) {
 		d.mu.Unlock()
 		return rec, false
 	}
-	t, op := d.cfg.Target, s.op
+	t, op := d.cfg.target, s.op
 	rec = chaos.Op{Key: key, Operation: op.Name, Kind: s.kind}
 	first, later := t.Body(op), []byte(nil)
-	attempts := d.cfg.MaxAttempts
+	attempts := d.cfg.maxAttempts
 	variant := ""
 	switch s.kind {
 	case chaos.KindStorm:
@@ -206,7 +206,7 @@ func (d *driver) wait(ctx context.Context, n int, last answer) bool {
 
 // send makes one attempt through the proxy.
 func (d *driver) send(ctx context.Context, op *target.Operation, key string, body []byte) answer {
-	t := d.cfg.Target
+	t := d.cfg.target
 	h := t.Header(op, 0, true)
 	u, body := d.double.Mark(op, key, d.proxy+op.Path, h, body)
 	req, err := http.NewRequestWithContext(ctx, op.Method, u, bytes.NewReader(body))

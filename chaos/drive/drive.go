@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -17,44 +18,81 @@ import (
 	"github.com/idemcheck/idemcheck/wire"
 )
 
-// Config is one chaos run.
-type Config struct {
-	Target      *target.Target
-	Ops         int          // logical operations, each a fresh key
-	Concurrency int          // operations in flight at once
-	Faults      []chaos.Rule // parsed once (chaos.ParseRules)
-	Seed        uint64
-	// History is the JSONL file to keep; "" writes a temporary one.
-	History string
-	// MaxAttempts bounds the attempts of one operation (default 20).
-	MaxAttempts int
-	// Deadline bounds the whole run (default 10m); operations not
-	// started by then are not run, and the report says so.
-	Deadline time.Duration
-	// KeyGen makes the client-generated keys (default: a UUID per
-	// operation); the target's --hash-keys or key_source win over it. A
-	// profile's key_format generator (Profile.NewKey) plugs in here.
-	KeyGen target.KeyGen
-	// OnProgress, when set, is called after each finished operation,
-	// never concurrently.
-	OnProgress func(Progress)
-	// Replicas, with a target command (Target.Command), is how many
-	// processes of it to start as replicas of one API; the proxy sends
-	// attempts to them in turn. A target with Replicas (config, --replica)
-	// is balanced over without starting anything.
-	Replicas int
-	// KillEvery, with Replicas, SIGKILLs a random replica this often and
-	// restarts it (0: never).
-	KillEvery time.Duration
-	// Margin is the profile's margin before the target's TTL: attempts
-	// sent later than TTL − Margin after a key's first are not judged
-	// against its first record (the checker's Margin).
-	Margin time.Duration
+// config is one chaos run, as the options set it.
+type config struct {
+	target      *target.Target
+	ops         int          // logical operations, each a fresh key
+	concurrency int          // operations in flight at once
+	faults      []chaos.Rule // parsed once (chaos.ParseRules)
+	seed        uint64
+	history     string // "": a temporary file
+	maxAttempts int
+	deadline    time.Duration
+	keyGen      target.KeyGen
+	onProgress  func(Progress)
+	replicas    int
+	killEvery   time.Duration
+	margin      time.Duration
 }
 
+// Option configures Run.
+type Option func(*config)
+
+// WithOps sets how many logical operations run, each a fresh key
+// (default 1000).
+func WithOps(n int) Option { return func(c *config) { c.ops = n } }
+
+// WithConcurrency sets how many operations are in flight at once
+// (default 16).
+func WithConcurrency(n int) Option { return func(c *config) { c.concurrency = n } }
+
+// WithFaults adds the proxy's fault rules, parsed once (chaos.ParseRules);
+// tried in order, the first selected wins.
+func WithFaults(rules ...chaos.Rule) Option {
+	return func(c *config) { c.faults = append(c.faults, rules...) }
+}
+
+// WithSeed seeds the fault draws, the op mix and the backoff jitter
+// (default 0).
+func WithSeed(seed uint64) Option { return func(c *config) { c.seed = seed } }
+
+// WithHistory keeps the JSONL history at path (default: a temporary file,
+// removed after the check).
+func WithHistory(path string) Option { return func(c *config) { c.history = path } }
+
+// WithMaxAttempts bounds the attempts of one operation (default 20).
+func WithMaxAttempts(n int) Option { return func(c *config) { c.maxAttempts = n } }
+
+// WithDeadline bounds the whole run (default 10m); operations not started
+// by then are not run, and the report says so.
+func WithDeadline(d time.Duration) Option { return func(c *config) { c.deadline = d } }
+
+// WithKeyGen makes the client-generated keys with gen (default: a UUID per
+// operation); the target's --hash-keys or key_source win over it. A
+// profile's key_format generator (Profile.NewKey) plugs in here.
+func WithKeyGen(gen target.KeyGen) Option { return func(c *config) { c.keyGen = gen } }
+
+// WithProgress is called after each finished operation, never
+// concurrently.
+func WithProgress(f func(Progress)) Option { return func(c *config) { c.onProgress = f } }
+
+// WithReplicas, with a target command (Target.Command), starts n
+// processes of it as replicas of one API; the proxy sends attempts to
+// them in turn. A target with Replicas (config, --replica) is balanced
+// over without starting anything.
+func WithReplicas(n int) Option { return func(c *config) { c.replicas = n } }
+
+// WithKillEvery, with WithReplicas, SIGKILLs a random replica this often
+// and restarts it (default 0: never).
+func WithKillEvery(d time.Duration) Option { return func(c *config) { c.killEvery = d } }
+
+// WithProfile judges attempts as run does under p: those sent later than
+// TTL − p's margin after their key's first are not judged against its
+// first record (the checker's Margin). Without it the margin is 0.
+func WithProfile(p *target.Profile) Option { return func(c *config) { c.margin = p.Margin } }
+
 // ErrUnreachable: the target did not answer at all (the preflight every
-// face shares, wire.Preflight), or an operation's normal request did not
-// succeed (evidence.CheckNormal, evidence.ErrNotWorking).
+// face shares, wire.Preflight).
 var ErrUnreachable = target.ErrUnreachable
 
 // Result is a run's report.
@@ -69,101 +107,167 @@ type Result struct {
 	History     string         `json:"history,omitempty"`
 	// Replicas are the upstreams the proxy balanced over (when several).
 	Replicas []string `json:"replicas,omitempty"`
-	// Kills counts replicas SIGKILLed and restarted mid-run (KillEvery).
+	// Kills counts replicas SIGKILLed and restarted mid-run (WithKillEvery).
 	Kills int `json:"kills,omitempty"`
 	// Notes say why evidence was left out (a downstream double the API
 	// does not call with its keys' tokens), one line each.
 	Notes []string `json:"notes,omitempty"`
 }
 
-// Validate checks cfg and fills defaults; errors name the field.
-func (c *Config) Validate() error {
+// validate checks c and fills defaults; errors name the CLI's flag.
+func (c *config) validate() error {
 	switch {
-	case c.Target == nil || len(c.Target.Operations) == 0:
+	case c.target == nil || len(c.target.Operations) == 0:
 		return errors.New("target: no operations configured")
-	case c.Ops < 1:
-		return fmt.Errorf("--ops %d: want at least 1", c.Ops)
-	case c.Concurrency < 1:
-		return fmt.Errorf("--concurrency %d: want at least 1", c.Concurrency)
-	case c.MaxAttempts < 0:
-		return fmt.Errorf("--max-attempts %d: want at least 1", c.MaxAttempts)
-	case c.Deadline < 0:
-		return fmt.Errorf("--deadline %v: want a positive duration", c.Deadline)
-	case c.Replicas < 0:
-		return fmt.Errorf("--replicas %d: want at least 1", c.Replicas)
-	case c.Replicas > 0 && c.Target.Command == "":
-		return fmt.Errorf("--replicas %d: needs --target-cmd (or target_cmd) to start them", c.Replicas)
-	case c.KillEvery < 0:
-		return fmt.Errorf("--kill-every %v: want a positive duration", c.KillEvery)
+	case c.ops < 1:
+		return fmt.Errorf("--ops %d: want at least 1", c.ops)
+	case c.concurrency < 1:
+		return fmt.Errorf("--concurrency %d: want at least 1", c.concurrency)
+	case c.maxAttempts < 0:
+		return fmt.Errorf("--max-attempts %d: want at least 1", c.maxAttempts)
+	case c.deadline < 0:
+		return fmt.Errorf("--deadline %v: want a positive duration", c.deadline)
+	case c.replicas < 0:
+		return fmt.Errorf("--replicas %d: want at least 1", c.replicas)
+	case c.replicas > 0 && c.target.Command == "":
+		return fmt.Errorf("--replicas %d: needs --target-cmd (or target_cmd) to start them", c.replicas)
+	case c.killEvery < 0:
+		return fmt.Errorf("--kill-every %v: want a positive duration", c.killEvery)
 	}
-	if c.MaxAttempts == 0 {
-		c.MaxAttempts = 20
+	if c.maxAttempts == 0 {
+		c.maxAttempts = 20
 	}
-	if c.Deadline == 0 {
-		c.Deadline = 10 * time.Minute
+	if c.deadline == 0 {
+		c.deadline = 10 * time.Minute
 	}
 	return nil
 }
 
-// Run executes cfg. The error is ErrUnreachable (wrapped) when the target
-// does not answer, or a setup error; violations are in the Result.
-func Run(ctx context.Context, cfg Config) (*Result, error) {
-	if err := cfg.Validate(); err != nil {
+// Run drives the operations against t through the fault proxy, then
+// checks the history. The error is ErrUnreachable (wrapped) when the
+// target does not answer, or a setup error (an option out of range
+// included); violations are in the Result.
+func Run(ctx context.Context, t *target.Target, opts ...Option) (*Result, error) {
+	cfg := config{target: t, ops: 1000, concurrency: 16}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	parent := ctx
-	ctx, cancel := context.WithTimeout(ctx, cfg.Deadline)
+	ctx, cancel := context.WithTimeout(ctx, cfg.deadline)
 	defer cancel()
 	// The config's downstream double: the API's provider, the per-key
 	// oracle and what makes the slow, business and transient kinds behave.
-	double, err := evidence.StartDownstream(ctx, cfg.Target)
+	double, err := evidence.StartDownstream(ctx, cfg.target)
 	if err != nil {
 		return nil, err
 	}
 	defer double.Close()
-	var killer *killer
-	if cfg.Target.Command != "" {
-		t, ms, err := target.StartReplicas(ctx, cfg.Target, max(cfg.Replicas, 1), double.URL())
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrUnreachable, err)
-		}
-		defer func() {
-			for _, m := range ms {
-				m.Stop()
-			}
-		}()
-		if cfg.Replicas > 0 && cfg.KillEvery > 0 {
-			killer = startKiller(ctx, ms, cfg.KillEvery, cfg.Seed)
-			defer killer.stop() // before the replicas stop, on every return
-			// A restarted reference process forgets the executions it
-			// counted; the created ids seen by client and proxy decide.
-			// The downstream double's counts outlive the restarts.
-			if t.Oracle != nil && t.Oracle.Downstream == "" {
-				t.Oracle = nil
-			}
-			t.Operations = slices.Clone(t.Operations) // t is a shallow copy
-			for i := range t.Operations {
-				if o := t.Operations[i].Oracle; o != nil && o.Downstream == "" {
-					t.Operations[i].Oracle = nil
-				}
-			}
-		}
-		cfg.Target = t
-	}
-	client := wire.Client(cfg.Target, cfg.Target.Timeout)
-	defer client.CloseIdleConnections()
-	if err := wire.Preflight(ctx, cfg.Target, client); err != nil {
-		return nil, err
-	}
-	// No violation is judged on a target whose normal request fails.
-	if err := evidence.CheckNormal(ctx, cfg.Target, client, double, evidence.NormalKeys(cfg.Target, client), nil); err != nil {
-		return nil, err
-	}
-	ev, err := evidence.Open(cfg.Target, client, double)
+	killer, stopReplicas, err := startReplicas(ctx, &cfg, double)
 	if err != nil {
 		return nil, err
 	}
-	defer ev.Close()
+	defer stopReplicas()
+	client := wire.Client(cfg.target, cfg.target.Timeout)
+	defer client.CloseIdleConnections()
+	if err := wire.Preflight(ctx, cfg.target, client); err != nil {
+		return nil, err
+	}
+	// No violation is judged on a target whose normal request fails.
+	if err := evidence.CheckNormal(ctx, cfg.target, client, double, evidence.NormalKeys(cfg.target, client), nil); err != nil {
+		return nil, err
+	}
+	opened, err := evidence.Open(cfg.target, client, double)
+	if err != nil {
+		return nil, err
+	}
+	defer opened.Close()
+	ev, notes := perKeyEvidence(ctx, opened, client, double)
+
+	path, removeTemp, err := historyPath(cfg.history)
+	if err != nil {
+		return nil, err
+	}
+	defer removeTemp()
+	hist, proxy, front, err := startProxy(cfg, path, killer != nil)
+	if err != nil {
+		return nil, err
+	}
+
+	gen := cfg.keyGen
+	if gen == nil {
+		gen = target.UUIDKeys
+	}
+	d := newDriver(cfg, client, front.URL, hist, wire.NewKeys(cfg.target, client, gen))
+	d.ev, d.double = ev, double
+	d.onOp = newTracker(cfg, proxy, hist)
+	start := time.Now()
+	d.runAll(ctx)
+	elapsed := time.Since(start)
+	kills := killer.stop()
+
+	front.Close()
+	proxy.Close()
+	counters := proxy.Counters()
+	if err := hist.Close(); err != nil {
+		return nil, err
+	}
+	if err := d.keyError(); err != nil {
+		return nil, err
+	}
+	report, err := judge(path)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Report: report, Interrupted: parent.Err() != nil, Requested: cfg.ops, Proxy: counters, Elapsed: elapsed,
+		Replicas: cfg.target.Replicas, Kills: kills, Notes: notes}
+	if cfg.history != "" {
+		res.History = cfg.history
+	}
+	return res, nil
+}
+
+// startReplicas starts the target command's processes (cfg.replicas, at
+// least one) and points cfg.target at them, with a killer when replicas
+// are to be killed; without a command it starts nothing. stop ends the
+// killing, then the processes.
+func startReplicas(ctx context.Context, cfg *config, double *evidence.Downstream) (k *killer, stop func(), err error) {
+	if cfg.target.Command == "" {
+		return nil, func() {}, nil
+	}
+	t, ms, err := target.StartReplicas(ctx, cfg.target, max(cfg.replicas, 1), double.URL())
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", ErrUnreachable, err)
+	}
+	if cfg.replicas > 0 && cfg.killEvery > 0 {
+		k = startKiller(ctx, ms, cfg.killEvery, cfg.seed)
+		// A restarted reference process forgets the executions it
+		// counted; the created ids seen by client and proxy decide.
+		// The downstream double's counts outlive the restarts.
+		if t.Oracle != nil && t.Oracle.Downstream == "" {
+			t.Oracle = nil
+		}
+		t.Operations = slices.Clone(t.Operations) // t is a shallow copy
+		for i := range t.Operations {
+			if o := t.Operations[i].Oracle; o != nil && o.Downstream == "" {
+				t.Operations[i].Oracle = nil
+			}
+		}
+	}
+	cfg.target = t
+	return k, func() {
+		k.stop() // before the replicas stop
+		for _, m := range ms {
+			m.Stop()
+		}
+	}, nil
+}
+
+// perKeyEvidence is the evidence that may judge one key's executions (nil:
+// ids decide), with a note when a downstream double was left out.
+func perKeyEvidence(ctx context.Context, ev *evidence.Evidence, client *http.Client, double *evidence.Downstream) (*evidence.Evidence, []string) {
 	var notes []string
 	if ev != nil {
 		// A downstream double counts only once one request is seen to
@@ -181,85 +285,73 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		// how often one key executed. Ids decide.
 		ev = nil
 	}
+	return ev, notes
+}
 
-	path := cfg.History
-	if path == "" {
-		f, err := os.CreateTemp("", "idemcheck-history-*.jsonl")
-		if err != nil {
-			return nil, err
-		}
-		path = f.Name()
-		f.Close()
-		defer os.Remove(path)
+// historyPath is where the run's history goes: the given file, else a
+// temporary one that remove deletes.
+func historyPath(given string) (path string, remove func(), err error) {
+	if given != "" {
+		return given, func() {}, nil
 	}
+	f, err := os.CreateTemp("", "idemcheck-history-*.jsonl")
+	if err != nil {
+		return "", nil, err
+	}
+	path = f.Name()
+	f.Close()
+	return path, func() { os.Remove(path) }, nil
+}
+
+// startProxy opens the history at path, writes its run line and starts
+// the fault proxy recording into it, listening on loopback.
+func startProxy(cfg config, path string, kills bool) (*chaos.History, *chaos.Proxy, *chaos.Server, error) {
 	hist, err := chaos.CreateHistory(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	// The history carries the TTL so analyze judges it as this run does.
-	hist.WriteRun(chaos.Run{TTLNS: cfg.Target.TTL.Nanoseconds(), MarginNS: cfg.Margin.Nanoseconds(), ReplicaKills: killer != nil})
-	idPtr := cfg.Target.Operations[0].IDPointer
-	proxy, err := chaos.New(chaos.Options{
-		Upstream: cfg.Target.Bases()[0], Replicas: cfg.Target.Bases()[1:], KeyHeader: cfg.Target.KeyHeader, IDPointer: idPtr,
-		Transport: wire.Transport(cfg.Target, 1024), History: hist, Seed: cfg.Seed, Timeout: cfg.Target.Timeout,
-	})
+	hist.WriteRun(chaos.Run{TTLNS: cfg.target.TTL.Nanoseconds(), MarginNS: cfg.margin.Nanoseconds(), ReplicaKills: kills})
+	idPtr := cfg.target.Operations[0].IDPointer
+	bases := cfg.target.Bases()
+	proxy, err := chaos.New(bases[0], chaos.WithReplicas(bases[1:]...), chaos.WithKeyHeader(cfg.target.KeyHeader),
+		chaos.WithIDPointer(idPtr), chaos.WithTransport(wire.Transport(cfg.target, 1024)), chaos.WithHistory(hist),
+		chaos.WithSeed(cfg.seed), chaos.WithTimeout(cfg.target.Timeout))
 	if err != nil {
 		hist.Close()
-		return nil, err
+		return nil, nil, nil, err
 	}
-	for _, r := range cfg.Faults {
+	for _, r := range cfg.faults {
 		proxy.Add(r)
 	}
 	front, err := chaos.Listen(proxy)
 	if err != nil {
 		hist.Close()
-		return nil, err
+		return nil, nil, nil, err
 	}
+	return hist, proxy, front, nil
+}
 
-	gen := cfg.KeyGen
-	if gen == nil {
-		gen = target.UUIDKeys
-	}
-	d := newDriver(cfg, client, front.URL, hist, wire.NewKeys(cfg.Target, client, gen))
-	d.ev, d.double = ev, double
-	d.onOp = newTracker(cfg, proxy, hist)
-	start := time.Now()
-	d.runAll(ctx)
-	elapsed := time.Since(start)
-	kills := killer.stop()
-
-	front.Close()
-	proxy.Close()
-	counters := proxy.Counters()
-	if err := hist.Close(); err != nil {
-		return nil, err
-	}
-	if err := d.keyError(); err != nil {
-		return nil, err
-	}
+// judge runs the exactly-once checker over the closed history at path.
+func judge(path string) (chaos.Report, error) {
 	checker := chaos.NewChecker()
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return chaos.Report{}, err
 	}
 	defer f.Close()
 	if _, err := chaos.ReadHistory(f, checker, false); err != nil {
-		return nil, err
+		return chaos.Report{}, err
 	}
-	res := &Result{Report: checker.Report(), Interrupted: parent.Err() != nil, Requested: cfg.Ops, Proxy: counters, Elapsed: elapsed,
-		Replicas: cfg.Target.Replicas, Kills: kills, Notes: notes}
-	if cfg.History != "" {
-		res.History = cfg.History
-	}
-	return res, nil
+	return checker.Report(), nil
 }
 
 // plan assigns each operation index its shape, reproducibly from the seed.
-func plan(cfg Config) []shape {
-	rng := rand.New(rand.NewPCG(cfg.Seed, 0x51ed))
-	out := make([]shape, cfg.Ops)
+func plan(cfg config) []shape {
+	rng := rand.New(rand.NewPCG(cfg.seed, 0x51ed))
+	out := make([]shape, cfg.ops)
 	for i := range out {
-		op := &cfg.Target.Operations[i%len(cfg.Target.Operations)]
+		op := &cfg.target.Operations[i%len(cfg.target.Operations)]
 		s := shape{op: op, kind: chaos.KindNormal}
 		// A mix that exercises every defect the harness can see: slow
 		// storms (in-flight locking), changed-body retries (fingerprint),
@@ -296,7 +388,7 @@ func (d *driver) runAll(ctx context.Context) {
 	shapes := plan(d.cfg)
 	next := make(chan int)
 	var wg sync.WaitGroup
-	for range min(d.cfg.Concurrency, d.cfg.Ops) {
+	for range min(d.cfg.concurrency, d.cfg.ops) {
 		wg.Go(func() {
 			for i := range next {
 				op, ok := d.run(ctx, shapes[i])

@@ -4,7 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,9 +64,8 @@ func TestReference(t *testing.T) {
 	for _, tc := range cases {
 		t.Run("defect="+tc.defect, func(t *testing.T) {
 			tg := reference(t, defectList(tc.defect)...)
-			res, err := drive.Run(context.Background(), drive.Config{
-				Target: tg, Ops: 1000, Concurrency: 16, Faults: standardFaults, Seed: 7, Deadline: 2 * time.Minute,
-			})
+			res, err := drive.Run(context.Background(), tg, drive.WithOps(1000), drive.WithConcurrency(16),
+				drive.WithFaults(standardFaults...), drive.WithSeed(7), drive.WithDeadline(2*time.Minute))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -99,11 +102,46 @@ func defectList(d string) []string {
 	return []string{d}
 }
 
+// ietf is the default profile (a 500ms margin before the TTL).
+func ietf(t *testing.T) *target.Profile {
+	t.Helper()
+	p, err := target.ProfileByName("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestKeyGen: the keys of a run come from WithKeyGen's generator when the
+// target brings none of its own; the history records each operation's.
+func TestKeyGen(t *testing.T) {
+	tg := reference(t)
+	history := filepath.Join(t.TempDir(), "history.jsonl")
+	gen := func(n uint64) string { return fmt.Sprintf("drive-key-%d", n) }
+	res, err := drive.Run(context.Background(), tg, drive.WithOps(3), drive.WithConcurrency(1), drive.WithKeyGen(gen),
+		drive.WithHistory(history))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(history)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 1; n <= 3; n++ {
+		if want := fmt.Sprintf(`"key":"drive-key-%d"`, n); !strings.Contains(string(b), want) {
+			t.Errorf("history lacks %s: the generator's keys were not used (ops %d)", want, res.Ops)
+		}
+	}
+	if res.History != history {
+		t.Errorf("result names history %q, want %q", res.History, history)
+	}
+}
+
 func TestUnreachable(t *testing.T) {
 	srv := httptest.NewServer(nil)
 	srv.Close()
 	tg, _ := target.FromURL(srv.URL, 0, 0)
-	_, err := drive.Run(context.Background(), drive.Config{Target: tg, Ops: 1, Concurrency: 1})
+	_, err := drive.Run(context.Background(), tg, drive.WithOps(1), drive.WithConcurrency(1))
 	if !errors.Is(err, drive.ErrUnreachable) {
 		t.Errorf("got %v, want ErrUnreachable", err)
 	}
@@ -132,10 +170,9 @@ func TestProgressCountsWhatTheCheckCounts(t *testing.T) {
 				tg.Operations[i].Variants[target.VariantSlow] = target.Variant{Patch: json.RawMessage(`{"delay_ms":300}`), Duration: 300 * time.Millisecond}
 			}
 			var last drive.Progress
-			res, err := drive.Run(context.Background(), drive.Config{
-				Target: tg, Ops: 300, Concurrency: 16, Faults: standardFaults, Seed: 7, Deadline: 2 * time.Minute,
-				Margin: 500 * time.Millisecond, OnProgress: func(p drive.Progress) { last = p },
-			})
+			res, err := drive.Run(context.Background(), tg, drive.WithOps(300), drive.WithConcurrency(16),
+				drive.WithFaults(standardFaults...), drive.WithSeed(7), drive.WithDeadline(2*time.Minute),
+				drive.WithProfile(ietf(t)), drive.WithProgress(func(p drive.Progress) { last = p }))
 			if err != nil {
 				t.Fatal(err)
 			}

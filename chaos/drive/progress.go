@@ -6,7 +6,7 @@ import (
 	"github.com/idemcheck/idemcheck/chaos"
 )
 
-// Progress is a live snapshot of a run, passed to Config.OnProgress.
+// Progress is a live snapshot of a run, passed to WithProgress's function.
 type Progress struct {
 	Done   int   // operations finished
 	Faults int64 // faults the proxy injected so far
@@ -18,7 +18,7 @@ type Progress struct {
 	Violations int
 }
 
-// tracker feeds Config.OnProgress after each operation. It judges each
+// tracker feeds WithProgress's function after each operation. It judges each
 // finished operation's key with a checker of its own, fed the proxy's
 // attempts as they are recorded, then forgets the key.
 type tracker struct {
@@ -29,15 +29,15 @@ type tracker struct {
 	f       func(Progress)
 }
 
-// newTracker returns the per-operation hook (nil without OnProgress) and
+// newTracker returns the per-operation hook (nil without WithProgress) and
 // has the history show it every attempt.
-func newTracker(cfg Config, proxy *chaos.Proxy, hist *chaos.History) func(chaos.Op) {
-	if cfg.OnProgress == nil {
+func newTracker(cfg config, proxy *chaos.Proxy, hist *chaos.History) func(chaos.Op) {
+	if cfg.onProgress == nil {
 		return nil
 	}
 	c := chaos.NewChecker()
-	c.TTL, c.Margin, c.ReplicaKills = cfg.Target.TTL, cfg.Margin, cfg.Replicas > 0 && cfg.KillEvery > 0
-	t := &tracker{proxy: proxy, checker: c, f: cfg.OnProgress}
+	c.TTL, c.Margin, c.ReplicaKills = cfg.target.TTL, cfg.margin, cfg.replicas > 0 && cfg.killEvery > 0
+	t := &tracker{proxy: proxy, checker: c, f: cfg.onProgress}
 	hist.Observe(func(ev chaos.Event) {
 		t.mu.Lock()
 		defer t.mu.Unlock()

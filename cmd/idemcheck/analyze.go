@@ -77,12 +77,13 @@ func init() {
 			return violationsError(rep, allowIncomplete)
 		},
 	}
-	cmd.Flags().StringVar(&jsonPath, "json", "", "write the JSON report to `FILE` (-: to stdout, instead of the summary)")
-	cmd.Flags().StringVar(&htmlPath, "html", "", htmlChaosUsage)
-	cmd.Flags().BoolVar(&skipTorn, "skip-torn-tail", false, "skip a last line that does not parse (a run killed mid-write), with a warning")
-	cmd.Flags().DurationVar(&ttl, "ttl", 0, "the target's key lifetime, overriding the history's")
-	cmd.Flags().DurationVar(&margin, "margin", 0, "the margin before the TTL: attempts sent later than TTL − margin after a key's first are not judged against it (default: the history's, else the ietf profile's 500ms)")
-	cmd.Flags().BoolVar(&allowIncomplete, "allow-incomplete", false, "exit 0 although no operation shows an execution, or more keys were not judged than judged (instead of exit 5)")
+	fl := cmd.Flags()
+	addJSONFlag(fl, &jsonPath, "-: to stdout, instead of the summary")
+	addHTMLFlag(fl, &htmlPath, htmlChaos)
+	fl.BoolVar(&skipTorn, "skip-torn-tail", false, "skip a last line that does not parse (a run killed mid-write), with a warning")
+	addTTLFlag(fl, &ttl, "the history's", "executions after it are legal")
+	addMarginFlag(fl, &margin, 0, "default: the history's, else the ietf profile's 500ms")
+	addAllowIncompleteFlag(fl, &allowIncomplete, incompleteChaos)
 	rootCmd.AddCommand(cmd)
 }
 

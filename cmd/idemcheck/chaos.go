@@ -19,14 +19,13 @@ import (
 	"github.com/idemcheck/idemcheck/chaos"
 	"github.com/idemcheck/idemcheck/chaos/drive"
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/target"
 )
 
 type chaosFlags struct {
 	sel      scenarios.Selection
 	targets  []string // --target, repeatable: the later ones are replicas
-	cfg      drive.Config
-	faults   []string // parsed once into cfg.Faults
+	run      chaosRun
+	faults   []string // parsed once into drive.WithFaults
 	jsonPath string
 	htmlPath string
 	verbose  bool
@@ -34,6 +33,24 @@ type chaosFlags struct {
 	// than judged, is exit 0, not 5.
 	allowIncomplete bool
 	stderr          io.Writer // progress goes here
+}
+
+// chaosRun is what the flags ask of drive.Run.
+type chaosRun struct {
+	ops, concurrency int
+	seed             uint64
+	history          string
+	maxAttempts      int
+	deadline         time.Duration
+	replicas         int
+	killEvery        time.Duration
+}
+
+// options are r's drive.Run options.
+func (r chaosRun) options() []drive.Option {
+	return []drive.Option{drive.WithOps(r.ops), drive.WithConcurrency(r.concurrency), drive.WithSeed(r.seed),
+		drive.WithHistory(r.history), drive.WithMaxAttempts(r.maxAttempts), drive.WithDeadline(r.deadline),
+		drive.WithReplicas(r.replicas), drive.WithKillEvery(r.killEvery)}
 }
 
 func init() {
@@ -73,25 +90,25 @@ func init() {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.sel.Config, "config", "", "YAML config describing the API under test")
-	fl.StringVar(&f.sel.Profile, "profile", "", "profile preset: "+strings.Join(target.ProfileNames(), ", ")+" (replaces the config's profile); its margin before the TTL judges attempts, as in run")
-	fl.StringArrayVar(&f.targets, "target", nil, "base URL of a server following the reference contract (idemcheck serve); repeated, the others are replicas of the first (like --replica)")
-	fl.StringArrayVar(&f.sel.Replicas, "replica", nil, replicaUsage)
-	fl.StringVar(&f.sel.TargetCmd, "target-cmd", "", "command line starting the target ({port} becomes a free loopback port); alone it implies the reference contract")
-	fl.IntVar(&f.cfg.Replicas, "replicas", 0, "with --target-cmd: start this many processes of it as replicas of one API")
-	fl.DurationVar(&f.cfg.KillEvery, "kill-every", 2*time.Second, "with --replicas: SIGKILL a random replica this often and restart it (0: never)")
-	fl.DurationVar(&f.sel.TTL, "ttl", 0, "the target's key lifetime (TTL), overriding the config; executions after it are legal")
-	fl.IntVar(&f.cfg.Ops, "ops", 1000, "logical operations, each with a fresh key")
-	fl.IntVar(&f.cfg.Concurrency, "concurrency", 16, "operations in flight at once")
-	fl.StringArrayVar(&f.faults, "fault", nil, "fault spec (see idemcheck proxy --help); repeatable")
-	fl.Uint64Var(&f.cfg.Seed, "seed", 1, "seed of fault draws, op mix and backoff jitter")
-	fl.StringVar(&f.cfg.History, "history", "", "keep the JSONL history here (idemcheck analyze re-checks it)")
-	fl.StringVar(&f.jsonPath, "json", "", "write the JSON report to `FILE`")
-	fl.StringVar(&f.htmlPath, "html", "", htmlChaosUsage)
-	fl.IntVar(&f.cfg.MaxAttempts, "max-attempts", 20, "attempts per operation before giving up")
-	fl.DurationVar(&f.cfg.Deadline, "deadline", 10*time.Minute, "bound on the whole run")
-	fl.BoolVarP(&f.verbose, "verbose", "v", false, "show progress even when stdout is not a terminal")
-	fl.BoolVar(&f.allowIncomplete, "allow-incomplete", false, "exit 0 although no operation shows an execution, or more keys were not judged than judged (instead of exit 5)")
+	addConfigFlag(fl, &f.sel.Config, "")
+	addProfileFlag(fl, &f.sel.Profile, "its margin before the TTL judges attempts, as in run")
+	fl.StringArrayVar(&f.targets, "target", nil, withNote(targetUsage, "repeated, the others are replicas of the first (like --replica)"))
+	addReplicaFlag(fl, &f.sel.Replicas)
+	addTargetCmdFlag(fl, &f.sel.TargetCmd, "")
+	fl.IntVar(&f.run.replicas, "replicas", 0, "with --target-cmd: start this many processes of it as replicas of one API")
+	fl.DurationVar(&f.run.killEvery, "kill-every", 2*time.Second, "with --replicas: SIGKILL a random replica this often and restart it (0: never)")
+	addTTLFlag(fl, &f.sel.TTL, "the config", "executions after it are legal")
+	fl.IntVar(&f.run.ops, "ops", 1000, "logical operations, each with a fresh key")
+	fl.IntVar(&f.run.concurrency, "concurrency", 16, "operations in flight at once")
+	addFaultFlag(fl, &f.faults)
+	fl.Uint64Var(&f.run.seed, "seed", 1, "seed of fault draws, op mix and backoff jitter")
+	addHistoryFlag(fl, &f.run.history)
+	addJSONFlag(fl, &f.jsonPath, "")
+	addHTMLFlag(fl, &f.htmlPath, htmlChaos)
+	fl.IntVar(&f.run.maxAttempts, "max-attempts", 20, "attempts per operation before giving up")
+	fl.DurationVar(&f.run.deadline, "deadline", 10*time.Minute, "bound on the whole run")
+	addVerboseFlag(fl, &f.verbose, "")
+	addAllowIncompleteFlag(fl, &f.allowIncomplete, incompleteChaos)
 	reachFlags(fl, &f.sel)
 	rootCmd.AddCommand(cmd)
 }
@@ -105,14 +122,11 @@ func runChaos(ctx context.Context, stdout io.Writer, f chaosFlags) error {
 	if err != nil {
 		return withCode(exitUsage, err)
 	}
-	f.cfg.Target, f.cfg.Margin = target, profile.Margin
-	if f.cfg.Faults, err = chaos.ParseRules(f.faults); err != nil {
+	rules, err := chaos.ParseRules(f.faults)
+	if err != nil {
 		return usageErrorf("--fault: %v", err)
 	}
-	if err := f.cfg.Validate(); err != nil {
-		return withCode(exitUsage, err)
-	}
-	tempHistory := f.htmlPath != "" && f.cfg.History == ""
+	tempHistory := f.htmlPath != "" && f.run.history == ""
 	if tempHistory {
 		// The page is drawn from the history: keep one until then.
 		tmp, err := os.CreateTemp("", "idemcheck-history-*.jsonl")
@@ -121,10 +135,11 @@ func runChaos(ctx context.Context, stdout io.Writer, f chaosFlags) error {
 		}
 		tmp.Close()
 		defer os.Remove(tmp.Name())
-		f.cfg.History = tmp.Name()
+		f.run.history = tmp.Name()
 	}
-	stopProgress := chaosProgress(stdout, f.stderr, f.verbose, &f.cfg)
-	res, err := drive.Run(ctx, f.cfg)
+	progressOpt, stopProgress := chaosProgress(stdout, f.stderr, f.verbose, f.run.ops)
+	opts := append(f.run.options(), drive.WithFaults(rules...), drive.WithProfile(profile), progressOpt)
+	res, err := drive.Run(ctx, target, opts...)
 	stopProgress()
 	if err != nil && ctx.Err() != nil {
 		return withCode(exitInterrupted, fmt.Errorf("interrupted before the run started: %v", err))
@@ -153,8 +168,8 @@ func runChaos(ctx context.Context, stdout io.Writer, f chaosFlags) error {
 	printChaosReport(stdout, res.Report)
 	if f.htmlPath != "" {
 		run := chaos.HTMLRun{Target: against, Requested: res.Requested, Elapsed: res.Elapsed.Round(time.Millisecond),
-			Faults: f.faults, Seed: f.cfg.Seed, Interrupted: res.Interrupted, Notes: res.Notes}
-		if err := writeChaosHTML(f.htmlPath, f.cfg.History, res.Report, run); err != nil {
+			Faults: f.faults, Seed: f.run.seed, Interrupted: res.Interrupted, Notes: res.Notes}
+		if err := writeChaosHTML(f.htmlPath, f.run.history, res.Report, run); err != nil {
 			return withCode(exitUsage, err)
 		}
 	}
@@ -179,9 +194,6 @@ func runChaos(ctx context.Context, stdout io.Writer, f chaosFlags) error {
 	}
 	return violationsError(res.Report, f.allowIncomplete)
 }
-
-// htmlChaosUsage documents --html of chaos and analyze alike.
-const htmlChaosUsage = "write the HTML report (timeline of attempts, faults and findings; per-key drill-down) to `FILE`"
 
 // writeChaosHTML draws the page of a run from its history file.
 func writeChaosHTML(path, history string, rep chaos.Report, run chaos.HTMLRun) error {

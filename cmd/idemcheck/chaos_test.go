@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck/chaos"
-	"github.com/idemcheck/idemcheck/chaos/drive"
 	"github.com/idemcheck/idemcheck/internal/demotest"
 	"github.com/idemcheck/idemcheck/reference/demo"
 	"github.com/idemcheck/idemcheck/scenarios"
@@ -60,7 +59,7 @@ func TestChaosCLI(t *testing.T) {
 				ops = 300
 			}
 			f := chaosFlags{sel: scenarios.Selection{Target: tc.target, TTL: tc.ttl}, faults: tc.faults,
-				cfg: drive.Config{Ops: ops, Concurrency: 12, Seed: 3, History: tc.history, MaxAttempts: 20, Deadline: 2 * time.Minute}}
+				run: chaosRun{ops: ops, concurrency: 12, seed: 3, history: tc.history, maxAttempts: 20, deadline: 2 * time.Minute}}
 			err := runChaos(t.Context(), &out, f)
 			code := exitOK
 			var ee *exitError
@@ -252,7 +251,7 @@ func TestChaosLostByServer(t *testing.T) {
 	base := demotest.ServeOn(t, wedged, "127.0.0.1:0")
 	var out bytes.Buffer
 	f := chaosFlags{sel: scenarios.Selection{Target: base}, faults: []string{"drop-response:0.5"},
-		cfg: drive.Config{Ops: 40, Concurrency: 8, Seed: 3, MaxAttempts: 4, Deadline: time.Minute}}
+		run: chaosRun{ops: 40, concurrency: 8, seed: 3, maxAttempts: 4, deadline: time.Minute}}
 	err := runChaos(t.Context(), &out, f)
 	var ee *exitError
 	if !errors.As(err, &ee) || ee.code != exitFail || !strings.Contains(out.String(), "answered a retry sent after the commit with status 500") {

@@ -42,7 +42,7 @@ func init() {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.config, "config", "", "config file whose downstream: section declares the routes (required)")
+	addConfigFlag(fl, &f.config, "required: its downstream: section declares the routes")
 	fl.StringVar(&f.listen, "listen", "", "listen address, instead of downstream.listen (port 0 picks a free port)")
 	rootCmd.AddCommand(cmd)
 }

@@ -56,10 +56,10 @@ func init() {
 	fl.StringVar(&f.method, "method", "POST", "--probe: the endpoint's method")
 	fl.StringVar(&f.body, "body", "", "--probe: a JSON object the endpoint accepts")
 	fl.StringArrayVar(&f.headers, "header", nil, "--probe: 'Name: value' sent with every request (credentials are written as ${IDEMCHECK_TOKEN_1}); repeatable")
-	fl.StringVar(&f.keyHeader, "key-header", "", "the key header's name (default Idempotency-Key)")
+	fl.StringVar(&f.keyHeader, "key-header", "", keyHeaderUsage+" (default Idempotency-Key)")
 	fl.StringVarP(&f.out, "output", "o", "idemcheck.yaml", "file to write ('-': stdout)")
 	fl.BoolVar(&f.force, "force", false, "overwrite the output file")
-	fl.DurationVar(&f.timeout, "timeout", 10*time.Second, "per request (--probe, a document URL); the TLS flags apply to both")
+	addTimeoutFlag(fl, &f.timeout, "the --probe requests and a document URL's download; the TLS flags apply to both")
 	tlsFlags(fl, &f.tls)
 	rootCmd.AddCommand(cmd)
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/idemcheck/idemcheck/load"
 	"github.com/idemcheck/idemcheck/scenarios"
@@ -29,18 +30,39 @@ type loadFlags struct {
 	hitRatio           float64
 	pool, hotKeys      int
 	workers, maxWork   uint64
-	timeout, verySlow  time.Duration
+	timeout            time.Duration
 	ttl                time.Duration
-	maxErrorShare      float64
 	operation, variant string
 	bodyPatch          string
 	results            string
-	thresholds         []string
+	judge              loadJudging
 	out                loadOutputs
 	verbose            bool
 	shard              string
+}
+
+// loadJudging is how both `load` and `load report` judge the results.
+type loadJudging struct {
+	verySlow      time.Duration
+	maxErrorShare float64
+	thresholds    []string
 	// allowIncomplete: most answers not judged is exit 0, not 5.
 	allowIncomplete bool
+}
+
+func (j *loadJudging) register(fl *pflag.FlagSet) {
+	fl.DurationVar(&j.verySlow, "very-slow", time.Second, "latency counted as very slow, printed beside percentiles")
+	fl.Float64Var(&j.maxErrorShare, "max-error-share", load.DefaultMaxErrorShare, "share (0..1) of transport errors and unexpected 5xx a path may have before the run fails")
+	fl.StringArrayVar(&j.thresholds, "threshold", nil, "k6-style pass condition, repeatable, e.g. 'hit.p99<5ms'")
+	addAllowIncompleteFlag(fl, &j.allowIncomplete, incompleteLoad)
+}
+
+// check refuses a --max-error-share that is no share.
+func (j *loadJudging) check() error {
+	if j.maxErrorShare < 0 || j.maxErrorShare > 1 {
+		return usageErrorf("--max-error-share %v: want 0..1", j.maxErrorShare)
+	}
+	return nil
 }
 
 // loadOutputs are the files both `load` and `load report` can write.
@@ -50,8 +72,8 @@ type loadOutputs struct {
 
 func (o *loadOutputs) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVar(&o.json, "json", "", "write the JSON summary (schema idemcheck.load/v1) to `FILE`")
-	fl.StringVar(&o.html, "html", "", "write the HTML report (latency over time per path, percentile table, thresholds, violations) to `FILE`")
+	addJSONFlag(fl, &o.json, "schema idemcheck.load/v1")
+	addHTMLFlag(fl, &o.html, "latency over time per path, percentile table, thresholds, violations")
 	fl.StringVar(&o.hdr, "hdr", "", "write the HDR percentile plot of the paths (SVG) to `FILE`")
 }
 
@@ -87,9 +109,9 @@ func init() {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.sel.Target, "target", "", "base URL of a server following the reference contract (idemcheck serve)")
-	fl.StringVar(&f.sel.Config, "config", "", "idemcheck.yaml describing the target")
-	fl.StringVar(&f.sel.Profile, "profile", "", "profile preset: "+strings.Join(target.ProfileNames(), ", ")+" (replaces the config's profile); its replay_compare and margin judge replays, as in run")
+	addTargetFlag(fl, &f.sel.Target)
+	addConfigFlag(fl, &f.sel.Config, "")
+	addProfileFlag(fl, &f.sel.Profile, "its replay_compare and margin judge replays, as in run")
 	fl.StringVar(&f.mode, "mode", "mix", "key strategy: miss, hit, mix, contention, nokey")
 	fl.IntVar(&f.rate, "rate", 100, "requests per second (constant plan)")
 	fl.DurationVar(&f.duration, "duration", 5*time.Second, "measured duration (constant plan)")
@@ -99,18 +121,15 @@ func init() {
 	fl.IntVar(&f.hotKeys, "hot-keys", 4, "keys contention mode hammers at once")
 	fl.Uint64Var(&f.workers, "workers", 32, "initial workers = connections opened before the measured window")
 	fl.Uint64Var(&f.maxWork, "max-workers", 512, "upper bound on vegeta workers (and connections)")
-	fl.DurationVar(&f.timeout, "timeout", 10*time.Second, "per-request timeout")
-	fl.DurationVar(&f.verySlow, "very-slow", time.Second, "latency counted as very slow, printed beside percentiles")
-	fl.DurationVar(&f.ttl, "ttl", 0, "the target's key lifetime, overriding the config: a replay after it may legally execute anew")
-	fl.Float64Var(&f.maxErrorShare, "max-error-share", load.DefaultMaxErrorShare, "share (0..1) of transport errors and unexpected 5xx a path may have before the run fails")
+	addTimeoutFlag(fl, &f.timeout, "")
+	addTTLFlag(fl, &f.ttl, "the config", "a replay after it may legally execute anew")
 	fl.StringVar(&f.operation, "operation", "", "operation name (default: the target's first)")
 	fl.StringVar(&f.variant, "variant", "", "apply a declared variant to every request (contention defaults to slow)")
 	fl.StringVar(&f.bodyPatch, "body-patch", "", `JSON merge patch applied to the request body, e.g. '{"delay_ms":50}'`)
 	fl.StringVar(&f.results, "results", "", "write every result as vegeta gob to FILE (merge runs with 'idemcheck load report')")
-	fl.StringArrayVar(&f.thresholds, "threshold", nil, "k6-style pass condition, repeatable, e.g. 'hit.p99<5ms'")
-	fl.BoolVarP(&f.verbose, "verbose", "v", false, "show progress even when stdout is not a terminal")
-	fl.StringArrayVar(&f.sel.Replicas, "replica", nil, replicaUsage)
-	fl.BoolVar(&f.allowIncomplete, "allow-incomplete", false, "exit 0 although most answers were not judged (keys that may have expired, no warm-up response), instead of exit 5")
+	f.judge.register(fl)
+	addVerboseFlag(fl, &f.verbose, "")
+	addReplicaFlag(fl, &f.sel.Replicas)
 	fl.StringVar(&f.shard, "shard", "", "run shard I of N (I/N, 0-based, e.g. $(JOB_COMPLETION_INDEX)/3): the same plan with a disjoint key space; merge the shards' --results with 'idemcheck load report'")
 	reachFlags(fl, &f.sel)
 	f.out.register(cmd)
@@ -175,7 +194,7 @@ func loadOptions(cmd *cobra.Command, f *loadFlags) ([]load.Option, load.Mode, er
 	opts := []load.Option{
 		load.WithMode(mode), load.WithPlan(plan), load.WithHitRatio(f.hitRatio),
 		load.WithPool(f.pool), load.WithHotKeys(f.hotKeys), load.WithWorkers(f.workers, f.maxWork),
-		load.WithTimeout(f.timeout), load.WithVerySlow(f.verySlow),
+		load.WithTimeout(f.timeout), load.WithVerySlow(f.judge.verySlow),
 		load.WithOperation(f.operation), load.WithVariant(f.variant),
 	}
 	if f.ttl < 0 {
@@ -184,8 +203,8 @@ func loadOptions(cmd *cobra.Command, f *loadFlags) ([]load.Option, load.Mode, er
 	if f.ttl > 0 {
 		opts = append(opts, load.WithTTL(f.ttl))
 	}
-	if f.maxErrorShare < 0 || f.maxErrorShare > 1 {
-		return nil, "", usageErrorf("--max-error-share %v: want 0..1", f.maxErrorShare)
+	if err := f.judge.check(); err != nil {
+		return nil, "", err
 	}
 	if f.bodyPatch != "" {
 		if !json.Valid([]byte(f.bodyPatch)) {
@@ -214,7 +233,7 @@ func runLoad(cmd *cobra.Command, f loadFlags) error {
 	}
 	// Replays and executions are judged as `run` judges them.
 	opts = append(opts, load.WithProfile(profile))
-	ths, err := parseThresholds(f.thresholds, mode)
+	ths, err := parseThresholds(f.judge.thresholds, mode)
 	if err != nil {
 		return err
 	}
@@ -252,16 +271,16 @@ func runLoad(cmd *cobra.Command, f loadFlags) error {
 	case err != nil:
 		return withCode(exitFail, err)
 	}
-	return finishLoad(cmd.OutOrStdout(), rep, ths, f.out, f.maxErrorShare, f.allowIncomplete)
+	return finishLoad(cmd.OutOrStdout(), rep, ths, f.out, f.judge)
 }
 
 // finishLoad evaluates thresholds and the paths' health, writes every
 // requested output and maps the verdict to an exit code: 130 if
 // interrupted, else 1 if a path failed outright (thresholds or not), else
 // 3 if a threshold breached, else 1 if the run saw violations.
-func finishLoad(stdout io.Writer, rep *load.Report, ths []load.Threshold, out loadOutputs, maxErrorShare float64, allowIncomplete bool) error {
+func finishLoad(stdout io.Writer, rep *load.Report, ths []load.Threshold, out loadOutputs, judge loadJudging) error {
 	rep.ApplyThresholds(ths)
-	rep.CheckHealth(maxErrorShare)
+	rep.CheckHealth(judge.maxErrorShare)
 	if err := rep.WriteText(stdout); err != nil {
 		return err
 	}
@@ -307,7 +326,7 @@ func finishLoad(stdout io.Writer, rep *load.Report, ths []load.Threshold, out lo
 	if rep.Violations > 0 {
 		return withCode(exitFail, fmt.Errorf("%d idempotency violations under load", rep.Violations))
 	}
-	if rep.MostlyUnjudged() && !allowIncomplete {
+	if rep.MostlyUnjudged() && !judge.allowIncomplete {
 		return withCode(exitIncomplete, fmt.Errorf("%d of %d answers not judged: not enough evidence (--allow-incomplete accepts this)",
 			rep.NotJudgedCount(), rep.NotJudgedCount()+rep.Judged))
 	}

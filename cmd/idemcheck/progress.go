@@ -42,7 +42,7 @@ func runProgress(stdout, stderr io.Writer, verbose bool, rules *scenarios.Report
 // chaosProgress shows operations done, faults injected and the
 // violations of the finished operations so far, by the final check's rules
 // (which runs over the whole history at the end).
-func chaosProgress(stdout, stderr io.Writer, verbose bool, cfg *drive.Config) (stop func()) {
+func chaosProgress(stdout, stderr io.Writer, verbose bool, ops int) (drive.Option, func()) {
 	var (
 		mu   sync.Mutex
 		last drive.Progress
@@ -53,16 +53,17 @@ func chaosProgress(stdout, stderr io.Writer, verbose bool, cfg *drive.Config) (s
 		p := last
 		mu.Unlock()
 		return fmt.Sprintf("chaos: %d/%d operations, %d faults injected, %d violations so far (the final check's rules; it runs over the whole history at the end), %s",
-			p.Done, cfg.Ops, p.Faults, p.Violations, time.Since(start).Round(time.Second))
+			p.Done, ops, p.Faults, p.Violations, time.Since(start).Round(time.Second))
 	})
-	if line != nil {
-		cfg.OnProgress = func(p drive.Progress) {
-			mu.Lock()
-			last = p
-			mu.Unlock()
-		}
+	if line == nil {
+		return drive.WithProgress(nil), line.Stop
 	}
-	return line.Stop
+	opt := drive.WithProgress(func(p drive.Progress) {
+		mu.Lock()
+		last = p
+		mu.Unlock()
+	})
+	return opt, line.Stop
 }
 
 // loadProgress shows the phase, elapsed time, achieved rate, p99 so far

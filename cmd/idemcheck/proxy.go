@@ -56,12 +56,12 @@ func init() {
 	fl := cmd.Flags()
 	fl.StringVar(&f.listen, "listen", "127.0.0.1:8480", "address the proxy listens on")
 	fl.StringVar(&f.upstream, "upstream", "", "base URL requests are forwarded to (required)")
-	fl.StringArrayVar(&f.faults, "fault", nil, "fault spec; repeatable, tried in order, first selected wins")
+	addFaultFlag(fl, &f.faults)
 	fl.StringVar(&f.control, "control", "", "address of the JSON control API (loopback only), e.g. 127.0.0.1:8474")
-	fl.StringVar(&f.history, "history", "", "write one JSONL line per attempt to this file (truncated first)")
+	addHistoryFlag(fl, &f.history)
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the per-request probability draws")
 	fl.IntVar(&f.maxKeys, "max-keys", 1<<18, "keys whose attempt numbers are remembered, per generation (bounds the proxy's memory)")
-	fl.StringVar(&f.keyHeader, "key-header", "Idempotency-Key", "idempotency key header")
+	fl.StringVar(&f.keyHeader, "key-header", "Idempotency-Key", keyHeaderUsage)
 	fl.StringVar(&f.idPointer, "id-pointer", "/id", "JSON pointer to the created id in a 2xx response body")
 	tlsFlags(fl, &f.tls)
 	rootCmd.AddCommand(cmd)
@@ -89,9 +89,9 @@ func runProxy(ctx context.Context, stderr io.Writer, f proxyFlags) error {
 			return withCode(exitUsage, err)
 		}
 	}
-	// No Transport: the proxy's own keep-alive pool never re-sends a request.
-	p, err := chaos.New(chaos.Options{Upstream: f.upstream, KeyHeader: f.keyHeader, IDPointer: f.idPointer,
-		History: hist, Seed: f.seed, MaxKeys: f.maxKeys, TLS: tc})
+	// No WithTransport: the proxy's own keep-alive pool never re-sends a request.
+	p, err := chaos.New(f.upstream, chaos.WithKeyHeader(f.keyHeader), chaos.WithIDPointer(f.idPointer),
+		chaos.WithHistory(hist), chaos.WithSeed(f.seed), chaos.WithMaxKeys(f.maxKeys), chaos.WithTLS(tc))
 	if err != nil {
 		hist.Close()
 		return usageErrorf("--upstream: %v", err)

@@ -77,32 +77,31 @@ func init() {
 // recorded command line with them.
 func bindRunFlags(cmd *cobra.Command, f *runFlags) {
 	fl := cmd.Flags()
-	fl.StringVar(&f.sel.Config, "config", "", "YAML config describing the API under test")
-	fl.StringVar(&f.sel.Target, "target", "", "base URL of a server following the reference contract (idemcheck serve)")
-	fl.StringVar(&f.sel.TargetCmd, "target-cmd", "", "command line the harness starts (and kills/restarts for the lease crash case) as the target; {port} becomes a free loopback port; alone it implies the reference contract at http://127.0.0.1:{port}")
-	fl.StringArrayVar(&f.sel.Replicas, "replica", nil, replicaUsage)
-	fl.StringVar(&f.sel.Profile, "profile", "", "profile preset: "+strings.Join(target.ProfileNames(), ", ")+" (replaces the config's profile)")
+	addConfigFlag(fl, &f.sel.Config, "")
+	addTargetFlag(fl, &f.sel.Target)
+	addTargetCmdFlag(fl, &f.sel.TargetCmd, "run also kills and restarts it for the lease crash case")
+	addReplicaFlag(fl, &f.sel.Replicas)
+	addProfileFlag(fl, &f.sel.Profile, "")
 	fl.BoolVar(&f.strict, "strict", false, "an unmet SHOULD fails the run instead of warning")
-	fl.BoolVar(&f.allowIncomplete, "allow-incomplete", false, "pass although a MUST-level case ended unverifiable or inconclusive (instead of exit 5); no conformance level is claimed")
+	addAllowIncompleteFlag(fl, &f.allowIncomplete, "a MUST-level case ended unverifiable or inconclusive; no conformance level is claimed")
 	fl.BoolVar(&f.requireMust, "require-must", false, "exit 5 when a MUST was not tested (skipped for what the config lacks, or left out by --run/--skip)")
-	fl.StringArrayVar(&f.run, "run", nil, "run only cases matching this glob (family/case@operation; * within a segment, a ** segment across, {a,b} alternatives); repeatable")
-	fl.StringArrayVar(&f.skip, "skip", nil, "skip cases matching this glob; repeatable")
+	addSelectFlags(fl, &f.run, &f.skip)
 	fl.StringVar(&f.knownFailing, "known-failing", "", "file of globs (one per line, # comments) of cases expected to fail; one that passes fails the run")
 	fl.Uint64Var(&f.seed, "seed", 0, "shuffle the start order with this seed (0: catalog order)")
 	fl.IntVar(&f.attempts, "attempts", scenarios.DefaultAttempts, "tries of a case whose engineered timing was missed (an overlap, a stall past the TTL or lease), each under fresh keys; 1: never try again")
-	fl.DurationVar(&f.sel.TTL, "ttl", 0, "the target's retention (TTL), overriding the config; enables the expiry cases")
-	fl.DurationVar(&f.sel.Lease, "lease", 0, "the target's in-flight lease, overriding the config")
+	addTTLFlag(fl, &f.sel.TTL, "the config", "enables the expiry cases")
+	addLeaseFlag(fl, &f.sel.Lease)
 	fl.StringVar(&f.junit, "junit", "", "write a JUnit XML report to `FILE`")
-	fl.StringVar(&f.json, "json", "", "write the JSON report (schema idemcheck.report/v1) to `FILE`")
+	addJSONFlag(fl, &f.json, "schema idemcheck.report/v1")
 	fl.StringVar(&f.markdown, "markdown", "", "write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY) to `FILE`")
-	fl.StringVar(&f.html, "html", "", "write the HTML conformance report (one self-contained file) to `FILE`")
+	addHTMLFlag(fl, &f.html, "every case's verdict with its evidence")
 	fl.StringVar(&f.attest, "attest", "", "write an in-toto test-result attestation (Statement v1) of the run to `FILE` (docs/certify.md)")
 	fl.StringArrayVar(&f.subjects, "subject", nil, "what the attestation certifies, `NAME=sha256:HEX` (e.g. the API's image digest); repeatable; default: the base URL with the config's digest")
 	fl.StringVar(&f.badge, "badge", "", "write a shields.io endpoint badge (JSON) of the conformance level to `FILE`")
 	fl.StringVar(&f.replayOf, "replay-of", "", "run again the selection, profile, seed and config of the JSON report `FILE` (refused if the config's digest differs)")
 	fl.StringVar(&f.expect, "expect", "", "compare with the JSON report `FILE`: exit 1 only for verdicts worse than it (better ones are listed)")
 	addFormatFlag(cmd, &f.format, "stdout format")
-	fl.BoolVarP(&f.verbose, "verbose", "v", false, "print each result as it finishes (stderr), the remarks of passing cases in the tree, and progress even when stdout is not a terminal")
+	addVerboseFlag(fl, &f.verbose, "also print each result as it finishes (stderr) and the remarks of passing cases in the tree")
 	reachFlags(fl, &f.sel)
 }
 
@@ -199,18 +198,7 @@ func runConformance(ctx context.Context, stdout, stderr io.Writer, f runFlags, a
 		fmt.Fprintln(stderr, "warning: "+w)
 	}
 	if f.verbose {
-		where := tgt.Redact(tgt.BaseURL)
-		if where == "" {
-			where = "the target started by --target-cmd"
-		}
-		oracle := "no oracle"
-		switch {
-		case tgt.GlobalOracle():
-			oracle = "global counter oracle: one case at a time"
-		case len(tgt.Oracles()) > 0:
-			oracle = "per-key oracle"
-		}
-		fmt.Fprintf(stderr, "running %d case instances against %s (profile %s, %s)\n", len(planned), where, profile.Name, oracle)
+		announceRun(stderr, tgt, profile, len(planned))
 	}
 	// Run-wide notes (an oracle check that failed) go out before the
 	// first result.
@@ -239,21 +227,8 @@ func runConformance(ctx context.Context, stdout, stderr io.Writer, f runFlags, a
 	rep.Command = recordedCommand(tgt, argv)
 	rep.Config = config
 
-	for _, out := range []struct {
-		path  string
-		write func(io.Writer, *scenarios.Report) error
-	}{{f.junit, reports.JUnit}, {f.json, reports.JSON}, {f.markdown, reports.Markdown}, {f.html, reports.HTML}, {f.badge, reports.WriteBadge}} {
-		if out.path == "" {
-			continue
-		}
-		if err := writeReport(out.path, rep, out.write); err != nil {
-			return withCode(exitUsage, err)
-		}
-	}
-	if f.attest != "" {
-		if err := writeAttestation(f, rep, profile, subjects); err != nil {
-			return withCode(exitUsage, err)
-		}
+	if err := writeRunFiles(f, rep, profile, subjects); err != nil {
+		return withCode(exitUsage, err)
 	}
 	if f.format == "json" {
 		err = reports.JSON(stdout, rep)
@@ -264,6 +239,43 @@ func runConformance(ctx context.Context, stdout, stderr io.Writer, f runFlags, a
 		return err
 	}
 	return runExit(stderr, rep, f, expected)
+}
+
+// announceRun says (--verbose) what is about to run: how many instances,
+// against what, under which profile and how executions are counted.
+func announceRun(stderr io.Writer, tgt *target.Target, profile *target.Profile, instances int) {
+	where := tgt.Redact(tgt.BaseURL)
+	if where == "" {
+		where = "the target started by --target-cmd"
+	}
+	oracle := "no oracle"
+	switch {
+	case tgt.GlobalOracle():
+		oracle = "global counter oracle: one case at a time"
+	case len(tgt.Oracles()) > 0:
+		oracle = "per-key oracle"
+	}
+	fmt.Fprintf(stderr, "running %d case instances against %s (profile %s, %s)\n", instances, where, profile.Name, oracle)
+}
+
+// writeRunFiles writes every report file asked for (--junit, --json,
+// --markdown, --html, --badge) and the attestation (--attest).
+func writeRunFiles(f runFlags, rep *scenarios.Report, profile *target.Profile, subjects []reports.Subject) error {
+	for _, out := range []struct {
+		path  string
+		write func(io.Writer, *scenarios.Report) error
+	}{{f.junit, reports.JUnit}, {f.json, reports.JSON}, {f.markdown, reports.Markdown}, {f.html, reports.HTML}, {f.badge, reports.WriteBadge}} {
+		if out.path == "" {
+			continue
+		}
+		if err := writeReport(out.path, rep, out.write); err != nil {
+			return err
+		}
+	}
+	if f.attest != "" {
+		return writeAttestation(f, rep, profile, subjects)
+	}
+	return nil
 }
 
 // runExit maps the judged run to its exit code: interrupted 130; with

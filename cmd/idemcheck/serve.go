@@ -147,42 +147,83 @@ func serveTLS(f serveFlags) (*tls.Config, error) {
 	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
 }
 
-// runServe validates the flags, serves until SIGINT/SIGTERM (or ctx ends)
-// and shuts down gracefully.
-func runServe(ctx context.Context, stdout io.Writer, f serveFlags) error {
+// checkServeFlags refuses bad flags before anything starts (usage
+// errors) and reads the defects, the fingerprint headers and the TLS
+// configuration (nil: plain HTTP).
+func checkServeFlags(f serveFlags) (defects, fpHeaders []string, tlsConf *tls.Config, err error) {
 	if f.ttl <= 0 {
-		return usageErrorf("--ttl %s: must be positive", f.ttl)
+		return nil, nil, nil, usageErrorf("--ttl %s: must be positive", f.ttl)
 	}
 	if f.lease <= 0 {
-		return usageErrorf("--lease %s: must be positive", f.lease)
+		return nil, nil, nil, usageErrorf("--lease %s: must be positive", f.lease)
 	}
 	if f.maxBody <= 0 {
-		return usageErrorf("--max-body %d: must be positive", f.maxBody)
+		return nil, nil, nil, usageErrorf("--max-body %d: must be positive", f.maxBody)
 	}
 	if f.stores.PGMaxConns < 0 {
-		return usageErrorf("--pg-max-conns %d: must be positive (0: the default)", f.stores.PGMaxConns)
+		return nil, nil, nil, usageErrorf("--pg-max-conns %d: must be positive (0: the default)", f.stores.PGMaxConns)
 	}
 	if f.stores.PGMinConns < 0 || (f.stores.PGMaxConns > 0 && f.stores.PGMinConns > f.stores.PGMaxConns) {
-		return usageErrorf("--pg-min-conns %d: must be 0 (the default) to --pg-max-conns", f.stores.PGMinConns)
+		return nil, nil, nil, usageErrorf("--pg-min-conns %d: must be 0 (the default) to --pg-max-conns", f.stores.PGMinConns)
 	}
-	defects, err := defectList(f.defects)
-	if err != nil {
-		return err
+	if defects, err = defectList(f.defects); err != nil {
+		return nil, nil, nil, err
 	}
-	fpHeaders, err := headerNames(f.fingerprintHeaders)
-	if err != nil {
-		return err
+	if fpHeaders, err = headerNames(f.fingerprintHeaders); err != nil {
+		return nil, nil, nil, err
 	}
-	tlsConf, err := serveTLS(f)
-	if err != nil {
-		return err
+	if tlsConf, err = serveTLS(f); err != nil {
+		return nil, nil, nil, err
 	}
 	if f.events == "" {
 		for _, d := range defects {
 			if reference.Defect(d).NeedsEvents() {
-				return usageErrorf("--defect %s: needs --events (it breaks the events the server publishes)", d)
+				return nil, nil, nil, usageErrorf("--defect %s: needs --events (it breaks the events the server publishes)", d)
 			}
 		}
+	}
+	return defects, fpHeaders, tlsConf, nil
+}
+
+// newServer is the HTTP server of app on ln: bounded timeouts, requests
+// under reqCtx, HTTP/1.1 with h2c or (tlsConf) HTTPS with h2; scheme is
+// http or https. ln comes back wrapped when a defect needs the field
+// names as sent.
+func newServer(reqCtx context.Context, app http.Handler, ln net.Listener, h2c bool, tlsConf *tls.Config, defects []string) (*http.Server, net.Listener, string) {
+	srv := &http.Server{
+		Handler:           app,
+		ReadHeaderTimeout: serveReadHeaderTimeout,
+		ReadTimeout:       serveReadTimeout,
+		WriteTimeout:      serveWriteTimeout,
+		IdleTimeout:       serveIdleTimeout,
+		MaxHeaderBytes:    64 << 10,
+		// Requests keep running through a graceful shutdown and are only
+		// cancelled when it times out.
+		BaseContext: func(net.Listener) context.Context { return reqCtx },
+	}
+	srv.Protocols = new(http.Protocols)
+	srv.Protocols.SetHTTP1(true)
+	srv.Protocols.SetUnencryptedHTTP2(h2c)
+	scheme := "http"
+	if tlsConf != nil {
+		srv.TLSConfig = tlsConf
+		srv.Protocols.SetHTTP2(true)
+		scheme = "https"
+	} else if slices.Contains(defects, string(reference.ExactKeySpelling)) {
+		// The defect needs field names as sent, read from the plain bytes
+		// (over TLS it shows on HTTP/2 requests only, lower case by
+		// protocol); the correct build does not pay for reading them.
+		ln = reference.KeepFieldSpelling(srv, ln)
+	}
+	return srv, ln, scheme
+}
+
+// runServe validates the flags, serves until SIGINT/SIGTERM (or ctx ends)
+// and shuts down gracefully.
+func runServe(ctx context.Context, stdout io.Writer, f serveFlags) error {
+	defects, fpHeaders, tlsConf, err := checkServeFlags(f)
+	if err != nil {
+		return err
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -218,31 +259,7 @@ func runServe(ctx context.Context, stdout io.Writer, f serveFlags) error {
 	}
 	reqCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRequests()
-	srv := &http.Server{
-		Handler:           app,
-		ReadHeaderTimeout: serveReadHeaderTimeout,
-		ReadTimeout:       serveReadTimeout,
-		WriteTimeout:      serveWriteTimeout,
-		IdleTimeout:       serveIdleTimeout,
-		MaxHeaderBytes:    64 << 10,
-		// Requests keep running through a graceful shutdown and are only
-		// cancelled when it times out.
-		BaseContext: func(net.Listener) context.Context { return reqCtx },
-	}
-	srv.Protocols = new(http.Protocols)
-	srv.Protocols.SetHTTP1(true)
-	srv.Protocols.SetUnencryptedHTTP2(f.h2c)
-	scheme := "http"
-	if tlsConf != nil {
-		srv.TLSConfig = tlsConf
-		srv.Protocols.SetHTTP2(true)
-		scheme = "https"
-	} else if slices.Contains(defects, string(reference.ExactKeySpelling)) {
-		// The defect needs field names as sent, read from the plain bytes
-		// (over TLS it shows on HTTP/2 requests only, lower case by
-		// protocol); the correct build does not pay for reading them.
-		ln = reference.KeepFieldSpelling(srv, ln)
-	}
+	srv, ln, scheme := newServer(reqCtx, app, ln, f.h2c, tlsConf, defects)
 	fmt.Fprintf(stdout, "idemcheck: listening on %s://%s\n", scheme, ln.Addr())
 
 	served := make(chan error, 1)

@@ -64,6 +64,6 @@ func init() {
 		},
 	}
 	cmd.Flags().StringVar(&reportPath, "report", "", "the JSON report the attestation cites")
-	cmd.Flags().StringVar(&configPath, "config", "", "the config the run read (or its redacted copy)")
+	addConfigFlag(cmd.Flags(), &configPath, "the one the run read, or its redacted copy")
 	rootCmd.AddCommand(cmd)
 }
