@@ -66,7 +66,6 @@ func (r Resp) SentAt() time.Time {
 // idempotency; Env.lostConn turns it into an inconclusive verdict.
 var ErrStaleConn = errors.New("transport error on a reused keep-alive connection before any response byte (the server may have closed it as idle)")
 
-
 // OK reports a 2xx response.
 func (r Resp) OK() bool { return r.Err == nil && r.Status >= 200 && r.Status < 300 }
 
