@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"os"
 	"sort"
@@ -147,11 +148,19 @@ func (callStats) HandleRPC(ctx context.Context, s stats.RPCStats) {
 	if o == nil {
 		return
 	}
+	// The client trace of an http.Client call (RoundTrip) hears of the
+	// write and the answer as over HTTP: the engine times its overlaps
+	// from them.
+	tr := httptrace.ContextClientTrace(ctx)
 	switch s := s.(type) {
 	case *stats.OutPayload:
-		o.sent.CompareAndSwap(0, s.SentTime.UnixNano())
+		if o.sent.CompareAndSwap(0, s.SentTime.UnixNano()) && tr != nil && tr.WroteRequest != nil {
+			tr.WroteRequest(httptrace.WroteRequestInfo{})
+		}
 	case *stats.InHeader, *stats.InTrailer:
-		o.answered.Store(true)
+		if !o.answered.Swap(true) && tr != nil && tr.GotFirstResponseByte != nil {
+			tr.GotFirstResponseByte()
+		}
 	}
 }
 
