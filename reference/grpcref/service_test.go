@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -20,12 +19,17 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/idemcheck/idemcheck/internal/testenv"
 	"github.com/idemcheck/idemcheck/reference"
 	"github.com/idemcheck/idemcheck/reference/grpcref"
 	pb "github.com/idemcheck/idemcheck/reference/grpcref/paymentsv1"
+	"github.com/idemcheck/idemcheck/reference/pgstore"
+	"github.com/idemcheck/idemcheck/reference/redisstore"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain stops the shared databases the store tests started and fails
+// on a leaked goroutine.
+func TestMain(m *testing.M) { testenv.Main(m) }
 
 // serve starts the service on a loopback port and returns a client and
 // the executions counted per key.
@@ -81,6 +85,39 @@ func code(err error) codes.Code { return status.Code(err) }
 
 func TestAIPReplayMismatchMissing(t *testing.T) {
 	conn, executions := serve(t, grpcref.Options{})
+	replayMismatchMissing(t, conn, executions)
+}
+
+// TestStores: the service keeps its records in every reference store
+// (the same Store interface as the HTTP reference).
+func TestStores(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	t.Run("postgres", func(t *testing.T) {
+		s, err := pgstore.Open(ctx, testenv.RequirePostgres(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		conn, executions := serve(t, grpcref.Options{Store: s})
+		replayMismatchMissing(t, conn, executions)
+	})
+	t.Run("redis", func(t *testing.T) {
+		s, err := redisstore.Open(ctx, testenv.RequireRedis(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		conn, executions := serve(t, grpcref.Options{Store: s})
+		replayMismatchMissing(t, conn, executions)
+	})
+}
+
+// replayMismatchMissing: a replay is the stored payment, a changed
+// message INVALID_ARGUMENT, one execution; a missing or overlong key
+// INVALID_ARGUMENT; another user's key is their own.
+func replayMismatchMissing(t *testing.T, conn *grpc.ClientConn, executions func(string) int64) {
+	t.Helper()
 	c := pb.NewPaymentServiceClient(conn)
 	k := uuid.NewString()
 	first, err := c.CreatePayment(as(t, "alice"), payment(k, 1000))
