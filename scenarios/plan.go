@@ -115,7 +115,10 @@ func plan(t *target.Target, p *target.Profile, o RunOptions) ([]instance, error)
 				}
 			}
 			in.Supplied = len(in.Missing) == 0
-			if in.Supplied && c.Skips != nil {
+			if in.Supplied {
+				in.Skip = grpcSkip(t, c.ID)
+			}
+			if in.Supplied && in.Skip == "" && c.Skips != nil {
 				in.Skip = c.Skips(t, p, subject)
 			}
 			if in.Supplied && in.Skip == "" && c.MinTTL != nil && t.TTL > 0 {

@@ -41,6 +41,9 @@ type configFile struct {
 	// Downstream: the double idemcheck starts for the API's dependency
 	// (downstream.go).
 	Downstream *double.Config `yaml:"downstream"`
+	// Key and Protoset: a gRPC target's key place and descriptors (grpc.go).
+	Key      *KeyPlace `yaml:"key"`
+	Protoset string    `yaml:"protoset"`
 }
 
 type keySourceConfig struct {
@@ -55,6 +58,7 @@ type operationConfig struct {
 	Name      string                   `yaml:"name"`
 	Method    string                   `yaml:"method"`
 	Path      string                   `yaml:"path"`
+	RPC       string                   `yaml:"rpc"`
 	Headers   map[string]string        `yaml:"headers"`
 	Body      any                      `yaml:"body"`
 	IDPointer string                   `yaml:"id_pointer"`
@@ -75,7 +79,7 @@ type variantConfig struct {
 	// payload for "invalid"), instead of a merge patch on the body.
 	Raw        *string                  `yaml:"raw"`
 	Duration   time.Duration            `yaml:"duration"`
-	Status     int                      `yaml:"status"`
+	Status     Status                   `yaml:"status"`
 	Downstream *variantDownstreamConfig `yaml:"downstream"`
 }
 
@@ -371,6 +375,10 @@ func (cf *configFile) target() (*Target, error) {
 		BaseURL: strings.TrimRight(cf.BaseURL, "/"), KeyHeader: cf.KeyHeader, KeySyntax: cf.KeySyntax,
 		Timeout: cf.Timeout, Principals: cf.Principals, Oracle: cf.Oracle, TTL: cf.TTL.d, NeverExpires: cf.TTL.never,
 		Lease: cf.Lease, Command: cf.TargetCmd, Downstream: cf.Downstream,
+		Key: cf.Key, Protoset: cf.Protoset,
+	}
+	if err := cf.grpcTarget(t); err != nil {
+		return nil, err
 	}
 	for _, r := range cf.Replicas {
 		t.Replicas = append(t.Replicas, strings.TrimRight(r, "/"))
@@ -386,7 +394,13 @@ func (cf *configFile) target() (*Target, error) {
 	}
 	for i, oc := range cf.Operations {
 		at := fmt.Sprintf("operations[%d]", i)
-		op := Operation{Name: oc.Name, Method: strings.ToUpper(oc.Method), Path: oc.Path, Headers: oc.Headers, IDPointer: oc.IDPointer, Oracle: oc.Oracle, Marker: oc.Marker}
+		op := Operation{Name: oc.Name, Method: strings.ToUpper(oc.Method), Path: oc.Path, RPC: oc.RPC, Headers: oc.Headers, IDPointer: oc.IDPointer, Oracle: oc.Oracle, Marker: oc.Marker}
+		if oc.RPC != "" {
+			if oc.Method != "" || oc.Path != "" {
+				return nil, fmt.Errorf("%s.rpc: a gRPC operation has no method or path (rpc: package.Service/Method is both)", at)
+			}
+			op.Method, op.Path = http.MethodPost, "/"+oc.RPC
+		}
 		if oc.Body != nil {
 			b, err := jsonx.Encode(oc.Body)
 			if err != nil {
@@ -405,7 +419,7 @@ func (cf *configFile) target() (*Target, error) {
 			op.Variants = map[string]Variant{}
 		}
 		for name, vc := range oc.Variants {
-			v := Variant{Duration: vc.Duration, Status: vc.Status}
+			v := Variant{Duration: vc.Duration, Status: int(vc.Status)}
 			switch {
 			case vc.Raw != nil && vc.Patch != nil:
 				return nil, fmt.Errorf("%s.variants.%s: give either patch or raw, not both", at, name)
@@ -467,8 +481,11 @@ func (t *Target) Validate() error {
 		base = strings.ReplaceAll(base, portPlaceholder, "1")
 	}
 	u, err := url.Parse(base)
-	if (t.BaseURL != "" || t.Command == "") && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
-		return fmt.Errorf("base_url %q: want an absolute http(s) URL", t.BaseURL)
+	if (t.BaseURL != "" || t.Command == "") && !t.IsGRPC() && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+		return fmt.Errorf("base_url %q: want an absolute http(s) URL (grpc:// or grpcs:// for a gRPC target)", t.BaseURL)
+	}
+	if err := t.validateGRPC(); err != nil {
+		return err
 	}
 	if err := t.validateReplicas(); err != nil {
 		return err

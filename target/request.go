@@ -108,7 +108,7 @@ func (t *Target) Header(op *Operation, principal int, withBody bool) http.Header
 	for k, v := range op.Headers {
 		h.Set(k, v)
 	}
-	if withBody && h.Get("Content-Type") == "" {
+	if withBody && h.Get("Content-Type") == "" && !t.IsGRPC() { // gRPC sets its own
 		h.Set("Content-Type", "application/json")
 	}
 	if principal >= 0 && principal < len(t.Principals) {

@@ -62,6 +62,13 @@ type Target struct {
 	// Downstream, when set, is the double idemcheck starts where the API
 	// sends a dependency's calls (downstream.go).
 	Downstream *double.Config `yaml:"downstream,omitempty" json:"downstream,omitempty"`
+	// Key is where a gRPC target's key goes (grpc.go); nil for HTTP
+	// targets, whose key is KeyHeader.
+	Key *KeyPlace `yaml:"key,omitempty" json:"key,omitempty"`
+	// Protoset names a descriptor set file (protoc --include_imports
+	// --descriptor_set_out) describing a gRPC target's methods; empty:
+	// they are read by server reflection.
+	Protoset string `yaml:"protoset,omitempty" json:"protoset,omitempty"`
 
 	managed *Managed    // the started Command, set for the length of a run
 	tls     *tls.Config // built from TLS by SetTLS
@@ -69,19 +76,27 @@ type Target struct {
 	// value first (secrets.go).
 	secrets  [][2]string
 	redactor *strings.Replacer
+	// firstSent remembers when each key was first sent (FirstSent).
+	firstSent *keyTimes
 }
 
 // Principal is one user of the API: the headers that authenticate it.
 type Principal struct {
 	Name    string            `yaml:"name" json:"name"`
 	Headers map[string]string `yaml:"headers" json:"headers"`
+	// Metadata is a gRPC target's word for Headers: the config's
+	// metadata: entries become Headers, sent as metadata.
+	Metadata map[string]string `yaml:"metadata" json:"-"`
 }
 
 // Operation is one key-accepting endpoint.
 type Operation struct {
-	Name    string            `yaml:"name" json:"name"`
-	Method  string            `yaml:"method" json:"method"`
-	Path    string            `yaml:"path" json:"path"`
+	Name   string `yaml:"name" json:"name"`
+	Method string `yaml:"method" json:"method"`
+	Path   string `yaml:"path" json:"path"`
+	// RPC is a gRPC operation's method, package.Service/Method; Method is
+	// then POST and Path /package.Service/Method, as on the HTTP/2 wire.
+	RPC     string            `yaml:"rpc,omitempty" json:"rpc,omitempty"`
 	Headers map[string]string `yaml:"headers,omitempty" json:"headers,omitempty"`
 	// Body is the JSON request body of a normal, successful call.
 	Body json.RawMessage `yaml:"-" json:"body"`

@@ -49,6 +49,19 @@ func Build(t *target.Target, op *target.Operation, r Request) Exchange {
 	}
 	x := Exchange{Label: r.Label, Request: ExchangeRequest{Method: method, URL: base + path,
 		Header: t.Header(op, r.Principal, len(body) > 0), Body: body}}
+	if t.KeyField() != "" {
+		// The key is a field of the request message (AIP-155, AEP-155);
+		// a probe's raw key lines are its first line's value.
+		key, present := r.Key, !r.NoKey
+		if r.KeyLines != nil {
+			key, present = "", len(r.KeyLines) > 0
+			if present {
+				key = r.KeyLines[0]
+			}
+		}
+		x.Request.Body = withKeyField(t, body, key, present)
+		return x
+	}
 	hk := http.CanonicalHeaderKey(t.KeyHeader)
 	switch {
 	case r.KeyLines != nil:

@@ -10,8 +10,13 @@ import (
 	"github.com/idemcheck/idemcheck/target"
 )
 
-// Transport is NewTransport with the target's TLS settings.
+// Transport is NewTransport with the target's TLS settings. A gRPC
+// target's calls go through a GRPC carrier of their own (closed by
+// CloseIdleConnections); its other requests (an HTTP oracle) over HTTP.
 func Transport(t *target.Target, maxConns int) http.RoundTripper {
+	if t.IsGRPC() {
+		return grpcTransport{grpc: NewGRPC(t), http: newTransport(maxConns, t.TLSConfig())}
+	}
 	return newTransport(maxConns, t.TLSConfig())
 }
 

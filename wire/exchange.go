@@ -37,8 +37,12 @@ type ExchangeResponse struct {
 // MaxBody bounds what a response may make us buffer.
 const MaxBody = 4 << 20
 
-// Curl returns a copy-pasteable curl command reproducing the request.
+// Curl returns a copy-pasteable curl command reproducing the request (for
+// a gRPC call, a grpcurl command).
 func (x Exchange) Curl() string {
+	if target.IsGRPCURL(x.Request.URL) {
+		return grpcCurl(x)
+	}
 	var b strings.Builder
 	b.WriteString("curl -i -X " + x.Request.Method + " " + curlWord(x.Request.URL))
 	keys := make([]string, 0, len(x.Request.Header))

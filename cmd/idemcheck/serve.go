@@ -48,6 +48,8 @@ type serveFlags struct {
 	// tlsCert, tlsKey: serve HTTPS, HTTP/2 negotiated by ALPN.
 	tlsCert, tlsKey string
 	events          string
+	// grpc: also serve the reference gRPC payments service there.
+	grpc string
 }
 
 func init() {
@@ -64,6 +66,7 @@ func init() {
   idemcheck serve --addr 127.0.0.1:8082 --h2c
   idemcheck serve --addr 127.0.0.1:8443 --tls-cert cert.pem --tls-key key.pem
   idemcheck serve --addr 127.0.0.1:8081 --ttl 3s --defect no-fingerprint --defect no-inflight-lock
+  idemcheck serve --addr 127.0.0.1:8080 --grpc 127.0.0.1:50051
   idemcheck serve --store redis --redis-url redis://127.0.0.1:6379/0
   idemcheck serve --store postgres --dsn "$DATABASE_URL" --events kafka://127.0.0.1:9092/charges.events`,
 		Args: cobra.NoArgs,
@@ -85,6 +88,7 @@ func init() {
 	fl.StringArrayVar(&f.fingerprintHeaders, "fingerprint-header", demo.DefaultFingerprintHeaders,
 		"a request header that is part of the request's identity, as the body and the query are (the same key with another value: 422); repeatable; \"\" for none")
 	fl.StringVar(&f.events, "events", "", "publish a charge.created event per execution through the store's outbox: kafka://HOST:PORT/TOPIC or redis://HOST:PORT/DB?stream=NAME")
+	fl.StringVar(&f.grpc, "grpc", "", "also serve the reference gRPC payments service (idemcheck.reference.v1.PaymentService, server reflection on) at this address, on the same store; its executions count in GET /v1/effects")
 	fl.StringVar(&f.stores.DSN, "dsn", "", "PostgreSQL connection string (--store postgres)")
 	fl.StringVar(&f.stores.RedisURL, "redis-url", "", "Redis URL (--store redis)")
 	fl.Int32Var(&f.stores.PGMaxConns, "pg-max-conns", 0, "PostgreSQL pool size; 0: 2 per CPU, at least 8 (--store postgres)")
@@ -261,6 +265,13 @@ func runServe(ctx context.Context, stdout io.Writer, f serveFlags) error {
 	defer cancelRequests()
 	srv, ln, scheme := newServer(reqCtx, app, ln, f.h2c, tlsConf, defects)
 	fmt.Fprintf(stdout, "idemcheck: listening on %s://%s\n", scheme, ln.Addr())
+	if f.grpc != "" {
+		stopGRPC, err := serveGRPC(stdout, f, store, app, defects, tlsConf)
+		if err != nil {
+			return err
+		}
+		defer stopGRPC()
+	}
 
 	served := make(chan error, 1)
 	go func() {

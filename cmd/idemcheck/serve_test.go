@@ -77,6 +77,7 @@ func TestServeBadFlags(t *testing.T) {
 		{"pg-pool-negative", "a negative PostgreSQL pool size", []string{"--store", "postgres", "--dsn", "postgres://x/y", "--pg-max-conns", "-1"}, "--pg-max-conns -1"},
 		{"pg-min-above-max", "more idle connections than the pool holds", []string{"--store", "postgres", "--dsn", "postgres://x/y", "--pg-max-conns", "8", "--pg-min-conns", "9"}, "--pg-min-conns 9"},
 		{"port-in-use", "the listener cannot bind", []string{"--addr", busy.Addr().String()}, "--addr " + busy.Addr().String()},
+		{"grpc-port-in-use", "the gRPC listener cannot bind", []string{"--addr", "127.0.0.1:0", "--grpc", busy.Addr().String()}, "--grpc " + busy.Addr().String()},
 		{"events-scheme", "an events URL of no broker", []string{"--events", "amqp://127.0.0.1:5672/x"}, `--events: scheme "amqp"`},
 		{"events-no-topic", "a Kafka URL without its topic", []string{"--events", "kafka://127.0.0.1:9092"}, "--events: want kafka://HOST:PORT/TOPIC"},
 		{"events-unreachable", "a broker nobody runs", []string{"--events", "redis://127.0.0.1:1/0?stream=s"}, "--events: redis 127.0.0.1:1"},

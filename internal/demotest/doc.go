@@ -3,7 +3,9 @@
 // that reference's own in-package tests may use testenv without an import
 // cycle through reference/demo.
 //
-// Of idemcheck's packages it imports only reference/demo. It is a test
+// Of idemcheck's packages it imports only reference/demo, and for the
+// gRPC reference beside it reference, reference/grpcref and
+// reference/memstore. It is a test
 // fixture above the reference server: target, wire, evidence and chaos must
 // never reach it; only tests import it.
 package demotest

@@ -170,6 +170,17 @@ func (a *App) Close() error {
 	return nil
 }
 
+// Executing counts an execution of another front end's call under key in
+// the effects oracle (GET /v1/effects): a refund when refund is set, else a
+// charge. The gRPC reference counts its calls here, so one oracle serves
+// both. The returned func marks the execution's end.
+func (a *App) Executing(key string, refund bool) (done func()) {
+	if refund {
+		return a.effects.record(key, opRefunds)
+	}
+	return a.effects.record(key, opCharges)
+}
+
 // DefectNames lists the defect catalog, sorted.
 func DefectNames() []string {
 	infos := reference.Defects()

@@ -1,0 +1,52 @@
+package demotest
+
+import (
+	"net"
+	"testing"
+
+	"google.golang.org/grpc"
+
+	"github.com/idemcheck/idemcheck/reference"
+	"github.com/idemcheck/idemcheck/reference/demo"
+	"github.com/idemcheck/idemcheck/reference/grpcref"
+	"github.com/idemcheck/idemcheck/reference/memstore"
+)
+
+// ServeGRPC starts what idemcheck serve --grpc serves: the demo app over
+// HTTP and the reference gRPC payments service with defects, on one
+// memory store, the gRPC executions counted in the app's effects oracle.
+// It returns the HTTP base URL (the oracle's) and the grpc:// one; all is
+// closed when t ends.
+func ServeGRPC(t testing.TB, o demo.Options, defects ...reference.Defect) (httpBase, grpcBase string) {
+	t.Helper()
+	store := memstore.New()
+	o.Store = store
+	app, err := demo.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := grpcref.New(grpcref.Options{Store: store, TTL: o.TTL, Lease: o.Lease, Defects: defects, Executing: app.Executing})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := grpc.NewServer()
+	svc.Register(g)
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = g.Serve(ln)
+	}()
+	httpBase = ServeOn(t, app, "127.0.0.1:0")
+	t.Cleanup(func() {
+		g.Stop()
+		<-served
+		_ = svc.Close()
+		_ = app.Close()
+		_ = store.Close()
+	})
+	return httpBase, "grpc://" + ln.Addr().String()
+}

@@ -1,0 +1,55 @@
+package scenarios
+
+import (
+	"strings"
+
+	"github.com/idemcheck/idemcheck/target"
+)
+
+// The catalog over gRPC (docs/grpc.md). A gRPC target's calls go through
+// wire's gRPC carrier and come back as HTTP statuses (google.rpc.Code's
+// mapping), so a case that judges statuses, bodies and executions runs
+// unchanged; it is listed in grpcReady once it has been run against the
+// reference gRPC service and its defects. A case whose requirement has no
+// gRPC form skips saying so (grpcNever); any other skips as not yet run
+// over gRPC, never silently judged by HTTP rules.
+
+// grpcReady are the cases that run over a gRPC target.
+var grpcReady = map[string]bool{
+	"replay/single-execution": true, "replay/same-status": true, "replay/same-body": true,
+	"mismatch/changed-body": true, "mismatch/original-survives": true, "mismatch/repeat-fails-again": true,
+	"missing/rejected": true, "missing/repeat-fails-again": true, "missing/optional-executes": true,
+	"concurrent/same-key-burst": true, "concurrent/in-flight-conflict": true,
+	"scope/other-user-isolated": true, "scope/other-user-in-flight": true,
+}
+
+// grpcNever are the cases (by ID, or family prefix ending in /) whose
+// requirement does not exist for an RPC, with why.
+var grpcNever = map[string]string{
+	"problem/":                   "problem+json is HTTP's error document; a gRPC error is a google.rpc.Status",
+	"mismatch/problem-link":      "problem+json is HTTP's error document; a gRPC error is a google.rpc.Status",
+	"missing/problem-link":       "problem+json is HTTP's error document; a gRPC error is a google.rpc.Status",
+	"method/":                    "an RPC has no HTTP method",
+	"scope/other-method":         "an RPC has no HTTP method",
+	"syntax/malformed-sf-string": "a gRPC key is a message field or a metadata value, not an RFC 9651 sf-string",
+	"syntax/cross-form":          "a gRPC key is a message field or a metadata value, not an RFC 9651 sf-string",
+	"replay/canonical-json":      "the request travels as binary protobuf: JSON member order and whitespace never reach the server",
+	"replay/marker-header":       "no gRPC document names a replay marker",
+	"fidelity/created-headers":   "Location and the created resource's header fields are HTTP's",
+	"fidelity/binary-body":       "a gRPC answer is a message: there is no non-JSON body to keep",
+	"concurrent/retry-after":     "Retry-After is an HTTP field",
+}
+
+// grpcSkip is why case id does not run over a gRPC target ("" when it
+// does).
+func grpcSkip(t *target.Target, id string) string {
+	if !t.IsGRPC() || grpcReady[id] {
+		return ""
+	}
+	for k, why := range grpcNever {
+		if id == k || (strings.HasSuffix(k, "/") && strings.HasPrefix(id, k)) {
+			return "does not apply to gRPC: " + why
+		}
+	}
+	return "not yet run over gRPC targets (docs/grpc.md lists the cases that are)"
+}

@@ -1,0 +1,278 @@
+package target
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// A gRPC target (base_url grpc://host:port, grpcs:// for TLS) calls one
+// RPC per operation (rpc: pkg.Service/Method) with a request message
+// written in protojson as the body. Its key goes where key: says: a field
+// of the request message (AIP-155's request_id, AEP-155's idempotency_key
+// {key, first_sent}) or a metadata entry. The engine reads its answers as
+// HTTP statuses: a gRPC code stands for the HTTP status google.rpc.Code
+// maps it to (ABORTED and ALREADY_EXISTS 409, INVALID_ARGUMENT 400, ...),
+// and the exact code travels in the Grpc-Status field of the recorded
+// answer.
+
+// KeyPlace is where a gRPC target's key goes (the key: section).
+type KeyPlace struct {
+	// Field is a top-level field of the request message: request_id
+	// (AIP-155, a string) or idempotency_key (AEP-155, with FirstSent).
+	Field string `yaml:"field" json:"field,omitempty"`
+	// FirstSent: Field is a message {key, first_sent} (AEP-155's
+	// aep.api.IdempotencyKey); first_sent is the time the key was first
+	// sent, the same on every retry.
+	FirstSent bool `yaml:"first_sent" json:"first_sent,omitempty"`
+	// Metadata is a metadata key (x-idempotency-key): the key is sent as
+	// that metadata entry, raw.
+	Metadata string `yaml:"metadata" json:"metadata,omitempty"`
+}
+
+// IsGRPC reports a gRPC target (a grpc:// or grpcs:// base URL).
+func (t *Target) IsGRPC() bool { return IsGRPCURL(t.BaseURL) }
+
+// IsGRPCURL reports a grpc:// or grpcs:// URL.
+func IsGRPCURL(u string) bool {
+	return strings.HasPrefix(u, "grpc://") || strings.HasPrefix(u, "grpcs://")
+}
+
+// KeyField is the request message's field the key goes in ("" when the
+// key is a header or metadata entry).
+func (t *Target) KeyField() string {
+	if t.Key == nil {
+		return ""
+	}
+	return t.Key.Field
+}
+
+// FirstSent is when key was first sent: the first call for a key notes
+// the time, every later one gets it again, so a retry carries the
+// first_sent it was first sent with (AEP-155: a reused key with another
+// first_sent should be refused). Validate makes the memory; a Target not
+// validated gets the time of each call.
+func (t *Target) FirstSent(key string) time.Time {
+	if t.firstSent == nil {
+		return time.Now().UTC().Truncate(time.Millisecond)
+	}
+	t.firstSent.mu.Lock()
+	defer t.firstSent.mu.Unlock()
+	at, ok := t.firstSent.m[key]
+	if !ok {
+		at = time.Now().UTC().Truncate(time.Millisecond)
+		t.firstSent.m[key] = at
+	}
+	return at
+}
+
+// keyTimes holds FirstSent's times; a pointer in Target, so that copies
+// of a Target (a managed one) share it.
+type keyTimes struct {
+	mu sync.Mutex
+	m  map[string]time.Time
+}
+
+// rpcRe is an rpc: value, [package.]Service/Method.
+var rpcRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*/[A-Za-z_][A-Za-z0-9_]*$`)
+
+// fieldRe is a protobuf field name.
+var fieldRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// metadataRe is a metadata key gRPC lets a client send: lower case, not a
+// binary (-bin) or reserved (grpc-) one.
+var metadataRe = regexp.MustCompile(`^[0-9a-z_.-]+$`)
+
+// validateGRPC checks what only a gRPC target has, or must not have.
+func (t *Target) validateGRPC() error {
+	if !t.IsGRPC() {
+		if t.Key != nil {
+			return fmt.Errorf("key: a gRPC target's key place; an HTTP target's key is key_header")
+		}
+		if t.Protoset != "" {
+			return fmt.Errorf("protoset %q: describes a gRPC target's methods; base_url is not grpc:// or grpcs://", t.Protoset)
+		}
+		for i, op := range t.Operations {
+			if op.RPC != "" {
+				return fmt.Errorf("operations[%d].rpc %q: needs a grpc:// or grpcs:// base_url", i, op.RPC)
+			}
+		}
+		return nil
+	}
+	u, err := url.Parse(t.BaseURL)
+	if err != nil || u.Host == "" || u.Port() == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+		return fmt.Errorf("base_url %q: want grpc://host:port or grpcs://host:port", t.BaseURL)
+	}
+	k := t.Key
+	switch {
+	case k == nil:
+		return fmt.Errorf("key: a gRPC target says where its key goes: {field: request_id}, {field: idempotency_key, first_sent: true} or {metadata: x-idempotency-key}")
+	case (k.Field == "") == (k.Metadata == ""):
+		return fmt.Errorf("key: give field (a request message field) or metadata (a metadata key), one of them")
+	case k.Field != "" && !fieldRe.MatchString(k.Field):
+		return fmt.Errorf("key.field %q: want a top-level field name of the request message (request_id)", k.Field)
+	case k.FirstSent && k.Field == "":
+		return fmt.Errorf("key.first_sent: needs key.field (a message {key, first_sent})")
+	case k.Metadata != "" && (!metadataRe.MatchString(k.Metadata) || strings.HasSuffix(k.Metadata, "-bin") || strings.HasPrefix(k.Metadata, "grpc-")):
+		return fmt.Errorf("key.metadata %q: want a lower-case ASCII metadata key, not -bin or grpc-", k.Metadata)
+	}
+	if k.FirstSent && t.firstSent == nil {
+		t.firstSent = &keyTimes{m: map[string]time.Time{}}
+	}
+	if len(t.Replicas) > 0 {
+		return fmt.Errorf("replicas: not yet for gRPC targets")
+	}
+	if t.KeySource != nil {
+		return fmt.Errorf("key_source: not yet for gRPC targets")
+	}
+	if t.Command != "" {
+		return fmt.Errorf("target_cmd: not yet for gRPC targets (start the server yourself)")
+	}
+	for _, o := range t.Oracles() {
+		if strings.HasPrefix(o.URL, "/") {
+			return fmt.Errorf("oracle %s: a gRPC target's oracle url is an absolute http(s) URL", o)
+		}
+	}
+	for i, op := range t.Operations {
+		at := fmt.Sprintf("operations[%d]", i)
+		switch {
+		case op.RPC == "":
+			return fmt.Errorf("%s.rpc: a gRPC operation names its method (package.Service/Method)", at)
+		case !rpcRe.MatchString(op.RPC):
+			return fmt.Errorf("%s.rpc %q: want package.Service/Method", at, op.RPC)
+		}
+		if k.Field != "" && len(op.Body) > 0 {
+			var body map[string]json.RawMessage
+			if json.Unmarshal(op.Body, &body) == nil {
+				if _, ok := body[k.Field]; ok {
+					return fmt.Errorf("%s.body.%s: the key field is set by the suite", at, k.Field)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// grpcCodes are the gRPC status codes by number, each with the HTTP status
+// google.rpc.Code (google/rpc/code.proto) maps it to.
+var grpcCodes = [...]struct {
+	name string
+	http int
+}{
+	{"OK", 200}, {"CANCELLED", 499}, {"UNKNOWN", 500}, {"INVALID_ARGUMENT", 400},
+	{"DEADLINE_EXCEEDED", 504}, {"NOT_FOUND", 404}, {"ALREADY_EXISTS", 409},
+	{"PERMISSION_DENIED", 403}, {"RESOURCE_EXHAUSTED", 429}, {"FAILED_PRECONDITION", 400},
+	{"ABORTED", 409}, {"OUT_OF_RANGE", 400}, {"UNIMPLEMENTED", 501}, {"INTERNAL", 500},
+	{"UNAVAILABLE", 503}, {"DATA_LOSS", 500}, {"UNAUTHENTICATED", 401},
+}
+
+// GRPCCodeName is the name of gRPC code c (ABORTED), or its number.
+func GRPCCodeName(c int) string {
+	if c >= 0 && c < len(grpcCodes) {
+		return grpcCodes[c].name
+	}
+	return strconv.Itoa(c)
+}
+
+// GRPCHTTPStatus is the HTTP status google.rpc.Code maps gRPC code c to
+// (500 for a code it does not know).
+func GRPCHTTPStatus(c int) int {
+	if c >= 0 && c < len(grpcCodes) {
+		return grpcCodes[c].http
+	}
+	return 500
+}
+
+// grpcStatusByName is the HTTP status of the code named name.
+func grpcStatusByName(name string) (int, bool) {
+	for _, c := range grpcCodes {
+		if c.name == name {
+			return c.http, true
+		}
+	}
+	return 0, false
+}
+
+// Status is a status in a config: an HTTP status, or a gRPC code name
+// (INVALID_ARGUMENT) standing for the HTTP status google.rpc.Code maps it
+// to.
+type Status int
+
+// UnmarshalYAML accepts 409 or ABORTED.
+func (s *Status) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("line %d: cannot unmarshal a %s: want a status (409) or a gRPC code name (ABORTED)", n.Line, strings.TrimPrefix(n.ShortTag(), "!!"))
+	}
+	if v, err := strconv.Atoi(n.Value); err == nil {
+		*s = Status(v)
+		return nil
+	}
+	v, ok := grpcStatusByName(strings.ToUpper(n.Value))
+	if !ok {
+		return fmt.Errorf("line %d: cannot unmarshal `%s`: want a status (409) or a gRPC code name (OK, INVALID_ARGUMENT, ABORTED, ...)", n.Line, n.Value)
+	}
+	*s = Status(v)
+	return nil
+}
+
+// Statuses is a profile's list of statuses: HTTP statuses or gRPC code
+// names, one or a list.
+type Statuses []int
+
+// UnmarshalYAML accepts a status, a code name or a list of them.
+func (ss *Statuses) UnmarshalYAML(n *yaml.Node) error {
+	items := []*yaml.Node{n}
+	if n.Kind == yaml.SequenceNode {
+		items = n.Content
+	}
+	out := Statuses{}
+	for _, it := range items {
+		var s Status
+		if err := s.UnmarshalYAML(it); err != nil {
+			return err
+		}
+		out = append(out, int(s))
+	}
+	*ss = out
+	return nil
+}
+
+// grpcTarget applies what the config says of a gRPC target to t: the
+// principals' metadata are their headers, a metadata key is the key
+// header, sent raw. An HTTP target must not use the gRPC words.
+func (cf *configFile) grpcTarget(t *Target) error {
+	grpc := t.IsGRPC()
+	for i := range t.Principals {
+		pr := &t.Principals[i]
+		switch {
+		case pr.Metadata == nil:
+		case !grpc:
+			return fmt.Errorf("principals[%d].metadata: a gRPC target's word; an HTTP target's principal has headers", i)
+		case pr.Headers != nil:
+			return fmt.Errorf("principals[%d]: give metadata or headers, not both", i)
+		default:
+			pr.Headers, pr.Metadata = pr.Metadata, nil
+		}
+	}
+	if !grpc {
+		return nil
+	}
+	if cf.KeyHeader != "" {
+		return fmt.Errorf("key_header %q: a gRPC target's key is key: {metadata: %s} (or a field)", cf.KeyHeader, strings.ToLower(cf.KeyHeader))
+	}
+	if cf.KeySyntax != "" && cf.KeySyntax != Raw {
+		return fmt.Errorf("key_syntax %q: a gRPC target sends its key raw", cf.KeySyntax)
+	}
+	t.KeySyntax = Raw
+	if t.Key != nil && t.Key.Metadata != "" {
+		t.KeyHeader = t.Key.Metadata
+	}
+	return nil
+}

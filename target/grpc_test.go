@@ -1,0 +1,78 @@
+package target
+
+import (
+	"strings"
+	"testing"
+)
+
+const grpcBase = "base_url: grpc://127.0.0.1:50051\n" +
+	"principals: [{name: alice, metadata: {authorization: Bearer alice}}, {name: bob, metadata: {authorization: Bearer bob}}]\n"
+
+const grpcOp = "operations: [{name: payments, rpc: idemcheck.reference.v1.PaymentService/CreatePayment, " +
+	"body: {parent: accounts/a1, payment: {amount: 1000, currency: USD}}, mutations: [{name: changed-amount, patch: {payment: {amount: 1001}}}], " +
+	"variants: {business_error: {patch: {knobs: {fail: decline}}, status: FAILED_PRECONDITION}}}]\n"
+
+func TestGRPCConfig(t *testing.T) {
+	tg, p, err := ParseConfig([]byte(grpcBase + grpcOp + "key: {field: request_id}\n" +
+		"profile: {preset: aip-155, overrides: {mismatch_status: INVALID_ARGUMENT, in_flight_status: [ABORTED, 503], missing_status: invalid_argument}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := tg.Operations[0]
+	if !tg.IsGRPC() || tg.KeyField() != "request_id" || tg.KeySyntax != Raw || op.Method != "POST" || op.Path != "/idemcheck.reference.v1.PaymentService/CreatePayment" {
+		t.Errorf("target %+v, operation %+v", tg, op)
+	}
+	if tg.Principals[1].Headers["authorization"] != "Bearer bob" || op.Variants[VariantBusinessError].Status != 400 {
+		t.Errorf("principal %+v, variant %+v", tg.Principals[1], op.Variants)
+	}
+	if h := tg.Header(&op, 0, true); h.Get("Content-Type") != "" || h.Get("Authorization") != "Bearer alice" {
+		t.Errorf("header %v: want the metadata, no Content-Type (gRPC sets its own)", h)
+	}
+	// Code names stand for google.rpc.Code's HTTP statuses.
+	if p.Name != "aip-155" || p.KeyMaxLen != 36 || p.KeyRequired != No || len(p.MismatchStatus) != 1 || p.MismatchStatus[0] != 400 ||
+		p.InFlightStatus[0] != 409 || p.InFlightStatus[1] != 503 || p.MissingStatus[0] != 400 {
+		t.Errorf("profile %+v", p)
+	}
+	tg, _, err = ParseConfig([]byte(grpcBase + grpcOp + "key: {metadata: x-idempotency-key}\nprofile: {preset: grpc-metadata}\n"))
+	if err != nil || tg.KeyHeader != "x-idempotency-key" || tg.KeyField() != "" {
+		t.Fatalf("metadata key: %v, %+v", err, tg)
+	}
+	if GRPCCodeName(10) != "ABORTED" || GRPCHTTPStatus(10) != 409 || GRPCCodeName(99) != "99" {
+		t.Error("code table")
+	}
+}
+
+// TestGRPCConfigErrors: every bad gRPC input gives one line naming the field.
+func TestGRPCConfigErrors(t *testing.T) {
+	const key = "key: {field: request_id}\n"
+	cases := []struct{ name, yaml, want string }{
+		{"no key", grpcBase + grpcOp, "key: a gRPC target says where its key goes"},
+		{"both places", grpcBase + grpcOp + "key: {field: request_id, metadata: x-k}\n", "key: give field"},
+		{"first_sent without field", grpcBase + grpcOp + "key: {metadata: x-k, first_sent: true}\n", "key.first_sent: needs key.field"},
+		{"bad field", grpcBase + grpcOp + "key: {field: request-id}\n", `key.field "request-id"`},
+		{"reserved metadata", grpcBase + grpcOp + "key: {metadata: grpc-key}\n", `key.metadata "grpc-key"`},
+		{"upper-case metadata", grpcBase + grpcOp + "key: {metadata: X-Key}\n", `key.metadata "X-Key"`},
+		{"key_header", grpcBase + grpcOp + key + "key_header: X-Key\n", `key_header "X-Key": a gRPC target's key is key: {metadata: x-key}`},
+		{"sf-string", grpcBase + grpcOp + key + "key_syntax: sf-string\n", "key_syntax \"sf-string\": a gRPC target sends its key raw"},
+		{"no port", "base_url: grpc://127.0.0.1\nprincipals: [{name: a}]\n" + grpcOp + key, `base_url "grpc://127.0.0.1": want grpc://host:port`},
+		{"no rpc", grpcBase + "operations: [{name: c, body: {a: 1}}]\n" + key, "operations[0].rpc: a gRPC operation names its method"},
+		{"bad rpc", grpcBase + "operations: [{name: c, rpc: CreatePayment}]\n" + key, `operations[0].rpc "CreatePayment": want package.Service/Method`},
+		{"rpc and path", grpcBase + "operations: [{name: c, rpc: p.S/M, path: /x}]\n" + key, "operations[0].rpc: a gRPC operation has no method or path"},
+		{"key in body", grpcBase + "operations: [{name: c, rpc: p.S/M, body: {request_id: x}}]\n" + key, "operations[0].body.request_id: the key field is set by the suite"},
+		{"rpc over http", "base_url: http://127.0.0.1:1\nprincipals: [{name: a}]\noperations: [{name: c, rpc: p.S/M, body: {a: 1}}]\n", `operations[0].rpc "p.S/M": needs a grpc:// or grpcs:// base_url`},
+		{"key over http", "base_url: http://127.0.0.1:1\nprincipals: [{name: a}]\noperations: [{name: c, method: POST, path: /c}]\n" + key, "key: a gRPC target's key place"},
+		{"metadata over http", "base_url: http://127.0.0.1:1\nprincipals: [{name: a, metadata: {a: b}}]\noperations: [{name: c, method: POST, path: /c}]\n", "principals[0].metadata: a gRPC target's word"},
+		{"relative oracle", grpcBase + grpcOp + key + "oracle: {url: /v1/effects, pointer: /executions}\n", "a gRPC target's oracle url is an absolute http(s) URL"},
+		{"unknown code", grpcBase + grpcOp + key + "profile: {overrides: {mismatch_status: NOPE}}\n", "cannot unmarshal `NOPE`: want a status (409) or a gRPC code name"},
+		{"OK as an error", grpcBase + grpcOp + key + "profile: {overrides: {mismatch_status: OK}}\n", "profile mismatch_status: 200 is not an error status"},
+		{"replicas", grpcBase + grpcOp + key + "replicas: [grpc://127.0.0.1:1, grpc://127.0.0.1:2]\n", "replicas"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, _, err := ParseConfig([]byte(c.yaml))
+			if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v: want one line containing %q", err, c.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,541 @@
+package wire
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	rpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
+	"google.golang.org/grpc/stats"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protodesc"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+	"google.golang.org/protobuf/types/descriptorpb"
+	"google.golang.org/protobuf/types/dynamicpb"
+
+	"github.com/idemcheck/idemcheck/target"
+)
+
+// GRPC carries the requests of a gRPC target (base_url grpc://host:port,
+// grpcs:// for TLS). A request is the Exchange Build makes of an
+// operation with rpc: method POST, path /package.Service/Method, body the
+// request message in protojson, header the metadata. GRPC resolves the
+// method by server reflection (v1, else v1alpha) or from the target's
+// protoset, builds the message as a dynamic one, calls it once (no
+// retries) and records the answer in HTTP terms so that the engine and
+// the reports read it unchanged: status the HTTP status google.rpc.Code
+// maps the code to, header the response metadata and trailers plus
+// Grpc-Status (the code's number, as on the wire) and Grpc-Message, body
+// the response message in protojson, or the google.rpc.Status of an error.
+// A call the server never answered (no header, no trailer) is a transport
+// error, as an HTTP request without a response is.
+type GRPC struct {
+	t *target.Target
+
+	mu      sync.Mutex
+	conn    *grpc.ClientConn
+	files   *protoregistry.Files // the protoset's, once read
+	methods map[string]protoreflect.MethodDescriptor
+}
+
+// NewGRPC is the carrier of t's calls; it dials when first used. Close
+// ends its connection.
+func NewGRPC(t *target.Target) *GRPC {
+	return &GRPC{t: t, methods: map[string]protoreflect.MethodDescriptor{}}
+}
+
+// Close closes the connection, if any; a later call dials again.
+func (g *GRPC) Close() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.conn != nil {
+		_ = g.conn.Close()
+		g.conn = nil
+	}
+}
+
+// client is the connection, dialled on first use.
+func (g *GRPC) client() (*grpc.ClientConn, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.conn != nil {
+		return g.conn, nil
+	}
+	u, err := url.Parse(g.t.BaseURL)
+	if err != nil {
+		return nil, err
+	}
+	creds := insecure.NewCredentials()
+	if u.Scheme == "grpcs" {
+		tc := g.t.TLSConfig().Clone()
+		if tc == nil {
+			tc = &tls.Config{}
+		}
+		creds = credentials.NewTLS(tc)
+	}
+	// No retry policy from a service config: a call is sent once, as
+	// NoReplay makes an HTTP request; gRPC's transparent retries only
+	// re-send what never reached the server.
+	conn, err := grpc.NewClient("passthrough:///"+u.Host, grpc.WithTransportCredentials(creds),
+		grpc.WithDisableRetry(), grpc.WithDisableServiceConfig(), grpc.WithStatsHandler(callStats{}))
+	if err != nil {
+		return nil, err
+	}
+	g.conn = conn
+	return conn, nil
+}
+
+// Do implements Carrier.
+func (g *GRPC) Do(ctx context.Context, x Exchange) (Resp, Exchange) {
+	x.Start = time.Now()
+	resp := Resp{Start: x.Start}
+	status, header, body, sent, err := g.call(ctx, x.Request)
+	resp.End = time.Now()
+	x.Duration = resp.End.Sub(x.Start)
+	resp.Sent = sent
+	if err != nil {
+		resp.Err = err
+		x.Error = err.Error()
+		return resp, x
+	}
+	resp.Status, resp.Header, resp.Body = status, header, body
+	x.Response = &ExchangeResponse{Status: status, Header: header, Body: body}
+	return resp, x
+}
+
+// callKey keys a call's observation in its context.
+type callKey struct{}
+
+// observed is what the stats handler saw of one call.
+type observed struct {
+	sent     atomic.Int64 // UnixNano of the request message's write
+	answered atomic.Bool  // a header or trailer came back
+}
+
+// callStats records, per call, when its message went out and whether the
+// server answered at all.
+type callStats struct{}
+
+func (callStats) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }
+func (callStats) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context {
+	return ctx
+}
+func (callStats) HandleConn(context.Context, stats.ConnStats) {}
+func (callStats) HandleRPC(ctx context.Context, s stats.RPCStats) {
+	o, _ := ctx.Value(callKey{}).(*observed)
+	if o == nil {
+		return
+	}
+	// The client trace of an http.Client call (RoundTrip) hears of the
+	// write and the answer as over HTTP: the engine times its overlaps
+	// from them.
+	tr := httptrace.ContextClientTrace(ctx)
+	switch s := s.(type) {
+	case *stats.OutPayload:
+		if o.sent.CompareAndSwap(0, s.SentTime.UnixNano()) && tr != nil && tr.WroteRequest != nil {
+			tr.WroteRequest(httptrace.WroteRequestInfo{})
+		}
+	case *stats.InHeader, *stats.InTrailer:
+		if !o.answered.Swap(true) && tr != nil && tr.GotFirstResponseByte != nil {
+			tr.GotFirstResponseByte()
+		}
+	}
+}
+
+// call makes the call r describes.
+func (g *GRPC) call(ctx context.Context, r ExchangeRequest) (httpStatus int, h http.Header, body []byte, sent time.Time, err error) {
+	u, err := url.Parse(r.URL)
+	if err != nil {
+		return 0, nil, nil, sent, err
+	}
+	conn, err := g.client()
+	if err != nil {
+		return 0, nil, nil, sent, err
+	}
+	md, err := g.method(ctx, conn, u.Path)
+	if err != nil {
+		return 0, nil, nil, sent, err
+	}
+	in := dynamicpb.NewMessage(md.Input())
+	if err := protojson.Unmarshal(r.Body, in); err != nil {
+		return 0, nil, nil, sent, fmt.Errorf("the request body is not a %s in protojson: %v", md.Input().FullName(), err)
+	}
+	out := dynamicpb.NewMessage(md.Output())
+	o := &observed{}
+	cctx := metadata.NewOutgoingContext(context.WithValue(ctx, callKey{}, o), outgoing(r.Header))
+	var hdr, trl metadata.MD
+	cerr := conn.Invoke(cctx, u.Path, in, out, grpc.Header(&hdr), grpc.Trailer(&trl))
+	if n := o.sent.Load(); n != 0 {
+		sent = time.Unix(0, n)
+	}
+	if cerr != nil && !o.answered.Load() {
+		return 0, nil, nil, sent, fmt.Errorf("no gRPC answer: %w", cerr)
+	}
+	st := status.Convert(cerr)
+	h = http.Header{}
+	for _, m := range []metadata.MD{hdr, trl} {
+		for k, vs := range m {
+			h[http.CanonicalHeaderKey(k)] = append(h[http.CanonicalHeaderKey(k)], vs...)
+		}
+	}
+	h.Set("Grpc-Status", strconv.Itoa(int(st.Code())))
+	if st.Message() != "" {
+		h.Set("Grpc-Message", st.Message())
+	}
+	if cerr == nil {
+		body, err = compactJSON(protojson.Marshal(out))
+	} else {
+		body, err = compactJSON(protojson.Marshal(st.Proto()))
+		if err != nil { // details of a type this binary does not know
+			body, err = json.Marshal(map[string]any{"code": int(st.Code()), "message": st.Message()})
+		}
+	}
+	if err != nil {
+		return 0, nil, nil, sent, fmt.Errorf("the answer does not encode as protojson: %v", err)
+	}
+	return target.GRPCHTTPStatus(int(st.Code())), h, body, sent, nil
+}
+
+// compactJSON removes the whitespace protojson varies on purpose, so that
+// one message is always the same bytes.
+func compactJSON(b []byte, err error) ([]byte, error) {
+	if err != nil {
+		return nil, err
+	}
+	var c bytes.Buffer
+	if err := json.Compact(&c, b); err != nil {
+		return nil, err
+	}
+	return c.Bytes(), nil
+}
+
+// outgoing is the metadata of a request's header: names in lower case, as
+// gRPC sends them; the fields HTTP/2 and gRPC reserve are left to gRPC.
+func outgoing(h http.Header) metadata.MD {
+	md := metadata.MD{}
+	for k, vs := range h {
+		k = strings.ToLower(k)
+		switch {
+		case k == "content-type", k == "te", k == "user-agent", strings.HasPrefix(k, "grpc-"), strings.HasPrefix(k, ":"):
+			continue
+		}
+		md[k] = append(md[k], vs...)
+	}
+	return md
+}
+
+// method resolves path (/package.Service/Method) once.
+func (g *GRPC) method(ctx context.Context, conn *grpc.ClientConn, path string) (protoreflect.MethodDescriptor, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if md, ok := g.methods[path]; ok {
+		return md, nil
+	}
+	svc, name, ok := strings.Cut(strings.TrimPrefix(path, "/"), "/")
+	if !ok || svc == "" || name == "" {
+		return nil, fmt.Errorf("%q is not /package.Service/Method", path)
+	}
+	// A protoset is read once; reflection is asked per service (a file
+	// that defines one need not define another).
+	files := g.files
+	if files == nil || g.t.Protoset == "" {
+		var err error
+		if files, err = g.descriptors(ctx, conn, svc); err != nil {
+			return nil, err
+		}
+		if g.t.Protoset != "" {
+			g.files = files
+		}
+	}
+	d, err := files.FindDescriptorByName(protoreflect.FullName(svc))
+	if err != nil {
+		return nil, fmt.Errorf("service %s: %v", svc, g.where())
+	}
+	sd, ok := d.(protoreflect.ServiceDescriptor)
+	if !ok {
+		return nil, fmt.Errorf("%s is not a service", svc)
+	}
+	md := sd.Methods().ByName(protoreflect.Name(name))
+	if md == nil {
+		return nil, fmt.Errorf("service %s has no method %s", svc, name)
+	}
+	if md.IsStreamingClient() || md.IsStreamingServer() {
+		return nil, fmt.Errorf("%s is a streaming method; idemcheck calls unary methods", path)
+	}
+	g.methods[path] = md
+	return md, nil
+}
+
+// where says where the descriptors came from, for an error.
+func (g *GRPC) where() string {
+	if g.t.Protoset != "" {
+		return "not in protoset " + g.t.Protoset
+	}
+	return "not known to the server's reflection"
+}
+
+// descriptors are the target's protoset, or the files server reflection
+// gives for symbol with every file they import.
+func (g *GRPC) descriptors(ctx context.Context, conn *grpc.ClientConn, symbol string) (*protoregistry.Files, error) {
+	if g.t.Protoset != "" {
+		return ReadProtoset(g.t.Protoset)
+	}
+	var last error
+	for _, m := range []string{"/grpc.reflection.v1.ServerReflection/ServerReflectionInfo", "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo"} {
+		fds, err := reflectFiles(ctx, conn, m, symbol)
+		if status.Code(err) == codes.Unimplemented {
+			last = err
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("server reflection: %v", err)
+		}
+		files, err := protodesc.NewFiles(&descriptorpb.FileDescriptorSet{File: fds})
+		if err != nil {
+			return nil, fmt.Errorf("server reflection: the descriptors do not build: %v", err)
+		}
+		return files, nil
+	}
+	return nil, fmt.Errorf("the server offers no reflection (grpc.reflection.v1 or v1alpha: %v); give protoset: a descriptor set file (protoc --include_imports --descriptor_set_out)", last)
+}
+
+// ReadProtoset reads a descriptor set file (protoc --include_imports
+// --descriptor_set_out).
+func ReadProtoset(path string) (*protoregistry.Files, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("protoset: %v", err)
+	}
+	var set descriptorpb.FileDescriptorSet
+	if err := proto.Unmarshal(b, &set); err != nil {
+		return nil, fmt.Errorf("protoset %s: not a FileDescriptorSet: %v", path, err)
+	}
+	files, err := protodesc.NewFiles(&set)
+	if err != nil {
+		return nil, fmt.Errorf("protoset %s: %v (made with --include_imports?)", path, err)
+	}
+	return files, nil
+}
+
+// maxReflected bounds the files one resolution reads: an import graph
+// larger than this is not a payments API.
+const maxReflected = 1000
+
+// reflectFiles asks the reflection service at method (v1 or v1alpha: the
+// same messages on the wire) for the file defining symbol, then for each
+// file it imports that did not come with it.
+func reflectFiles(ctx context.Context, conn *grpc.ClientConn, method, symbol string) ([]*descriptorpb.FileDescriptorProto, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	st, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, method)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = st.CloseSend() }()
+	have := map[string]*descriptorpb.FileDescriptorProto{}
+	ask := func(req *rpb.ServerReflectionRequest) error {
+		resp := new(rpb.ServerReflectionResponse)
+		if err := st.SendMsg(req); err == io.EOF {
+			return st.RecvMsg(resp) // the stream ended: its status says why
+		} else if err != nil {
+			return err
+		}
+		if err := st.RecvMsg(resp); err != nil {
+			return err
+		}
+		if e := resp.GetErrorResponse(); e != nil {
+			return status.Error(codes.Code(e.GetErrorCode()), e.GetErrorMessage())
+		}
+		for _, b := range resp.GetFileDescriptorResponse().GetFileDescriptorProto() {
+			fd := new(descriptorpb.FileDescriptorProto)
+			if err := proto.Unmarshal(b, fd); err != nil {
+				return fmt.Errorf("a file descriptor does not decode: %v", err)
+			}
+			have[fd.GetName()] = fd
+		}
+		return nil
+	}
+	if err := ask(&rpb.ServerReflectionRequest{MessageRequest: &rpb.ServerReflectionRequest_FileContainingSymbol{FileContainingSymbol: symbol}}); err != nil {
+		return nil, err
+	}
+	for len(have) < maxReflected {
+		var missing []string
+		for _, fd := range have {
+			for _, dep := range fd.GetDependency() {
+				if have[dep] == nil {
+					missing = append(missing, dep)
+				}
+			}
+		}
+		if len(missing) == 0 {
+			break
+		}
+		sort.Strings(missing)
+		if err := ask(&rpb.ServerReflectionRequest{MessageRequest: &rpb.ServerReflectionRequest_FileByFilename{FileByFilename: missing[0]}}); err != nil {
+			return nil, err
+		}
+		if have[missing[0]] == nil {
+			return nil, fmt.Errorf("the server did not give %s", missing[0])
+		}
+	}
+	out := make([]*descriptorpb.FileDescriptorProto, 0, len(have))
+	for _, fd := range have {
+		out = append(out, fd)
+	}
+	return out, nil
+}
+
+// reachable waits until the connection is ready, or ctx ends: the
+// preflight's "something answers" for a gRPC target.
+func (g *GRPC) reachable(ctx context.Context) error {
+	conn, err := g.client()
+	if err != nil {
+		return err
+	}
+	conn.Connect()
+	for {
+		s := conn.GetState()
+		if s == connectivity.Ready {
+			return nil
+		}
+		// A refused or failed connection is an answer: no need to wait
+		// for gRPC's reconnection backoff to run out the deadline.
+		if s == connectivity.TransientFailure || !conn.WaitForStateChange(ctx, s) {
+			return fmt.Errorf("no gRPC server answers at %s (connection %s)", strings.TrimPrefix(g.t.BaseURL, "grpc://"), s)
+		}
+	}
+}
+
+// RoundTrip lets an http.Client reach the target (Transport): a GET of
+// the base URL is the preflight's reachability probe, answered 200 once
+// the connection is ready; any other request is a call (Do).
+func (g *GRPC) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method == http.MethodGet && (r.URL.Path == "" || r.URL.Path == "/") {
+		if err := g.reachable(r.Context()); err != nil {
+			return nil, err
+		}
+		return httpResponse(r, http.StatusOK, http.Header{}, nil), nil
+	}
+	var body []byte
+	if r.Body != nil {
+		b, err := io.ReadAll(io.LimitReader(r.Body, MaxBody))
+		r.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		body = b
+	}
+	resp, _ := g.Do(r.Context(), Exchange{Request: ExchangeRequest{Method: r.Method, URL: r.URL.String(), Header: r.Header, Body: body}})
+	if resp.Err != nil {
+		return nil, resp.Err
+	}
+	return httpResponse(r, resp.Status, resp.Header, resp.Body), nil
+}
+
+func httpResponse(r *http.Request, status int, h http.Header, body []byte) *http.Response {
+	return &http.Response{
+		Status: fmt.Sprintf("%d %s", status, http.StatusText(status)), StatusCode: status,
+		Proto: "HTTP/2.0", ProtoMajor: 2, Header: h, Body: io.NopCloser(bytes.NewReader(body)),
+		ContentLength: int64(len(body)), Request: r,
+	}
+}
+
+// grpcTransport is the RoundTripper of a gRPC target's http.Client: calls
+// to grpc:// and grpcs:// URLs go to the carrier, anything else (an HTTP
+// oracle, a downstream double) over HTTP.
+type grpcTransport struct {
+	grpc *GRPC
+	http http.RoundTripper
+}
+
+func (t grpcTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if target.IsGRPCURL(r.URL.String()) {
+		return t.grpc.RoundTrip(r)
+	}
+	return t.http.RoundTrip(r)
+}
+
+// CloseIdleConnections closes the gRPC connection and the HTTP idle ones:
+// callers close a client when they are done with it.
+func (t grpcTransport) CloseIdleConnections() {
+	t.grpc.Close()
+	if c, ok := t.http.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+// grpcCurl is the grpcurl command reproducing a gRPC exchange.
+func grpcCurl(x Exchange) string {
+	u, err := url.Parse(x.Request.URL)
+	if err != nil {
+		return "# " + x.Request.URL
+	}
+	var b strings.Builder
+	b.WriteString("grpcurl")
+	if u.Scheme == "grpc" {
+		b.WriteString(" -plaintext")
+	}
+	md := outgoing(x.Request.Header)
+	keys := make([]string, 0, len(md))
+	for k := range md {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		for _, v := range md[k] {
+			b.WriteString(" -H " + curlWord(k+": "+v))
+		}
+	}
+	if len(x.Request.Body) > 0 {
+		b.WriteString(" -d " + ShellQuote(string(x.Request.Body)))
+	}
+	b.WriteString(" " + u.Host + " " + strings.TrimPrefix(u.Path, "/"))
+	return b.String()
+}
+
+// withKeyField is body with the target's key field set to key (AIP-155
+// request_id: the key; AEP-155 idempotency_key: {key, first_sent} with
+// the key's first_sent), or removed when key is absent. A body that is
+// not a JSON object (a raw variant) is sent as it is.
+func withKeyField(t *target.Target, body []byte, key string, present bool) []byte {
+	m := map[string]json.RawMessage{}
+	if len(bytes.TrimSpace(body)) > 0 {
+		if err := json.Unmarshal(body, &m); err != nil {
+			return body
+		}
+	}
+	f := t.KeyField()
+	delete(m, f)
+	if present {
+		var v any = key
+		if t.Key.FirstSent {
+			v = map[string]string{"key": key, "first_sent": t.FirstSent(key).Format(time.RFC3339Nano)}
+		}
+		b, _ := json.Marshal(v) // strings only: never fails
+		m[f] = b
+	}
+	b, _ := json.Marshal(m) // raw JSON values that parsed: never fails
+	return b
+}
