@@ -268,7 +268,7 @@ func plan(cfg Config) []shape {
 		switch r := rng.IntN(100); {
 		case r < 4 && hasVariant(op, target.VariantSlow):
 			s.kind = chaos.KindStorm
-		case r < 8 && len(op.Mutations) > 0:
+		case r < 8 && hasBodyMutation(op):
 			s.kind = chaos.KindMutated
 		case r < 12 && hasVariant(op, target.VariantBusinessError):
 			s.kind = chaos.KindBusiness
@@ -278,6 +278,11 @@ func plan(cfg Config) []shape {
 		out[i] = s
 	}
 	return out
+}
+
+func hasBodyMutation(op *target.Operation) bool {
+	_, ok := op.BodyMutation()
+	return ok
 }
 
 func hasVariant(op *target.Operation, name string) bool {
