@@ -62,6 +62,10 @@ func newTransport(maxConns int, tc *tls.Config) http.RoundTripper {
 		// A custom TLSClientConfig turns HTTP/2 off unless forced; it
 		// is only ever negotiated over TLS.
 		ForceAttemptHTTP2: true,
+		// Never ask for gzip behind the caller's back nor decode it:
+		// a request accepts only the codings it names, and its answer is
+		// seen as the server sent it (fidelity/content-coding).
+		DisableCompression: true,
 	}}
 }
 
