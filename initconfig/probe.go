@@ -81,7 +81,7 @@ func Probe(ctx context.Context, o ProbeOptions) ([]byte, error) {
 	}
 	client := wire.Client(t, t.Timeout)
 	defer client.CloseIdleConnections()
-	if err := wire.Preflight(ctx, t, client); err != nil {
+	if _, err := wire.Preflight(ctx, t, client); err != nil {
 		return nil, err
 	}
 	p := &probe{env: scenarios.NewEnv(t, op, client), target: t, op: op}

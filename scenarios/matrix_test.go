@@ -166,17 +166,17 @@ func caught(rep *scenarios.Report) (own, other []string) {
 // inconclusive (its attempts all missed their timing on a loaded machine).
 const matrixReruns = 2
 
-// rerunInconclusive runs again, each time on a fresh server with defect,
-// the cases of ids that ended inconclusive in rep, and puts their new
-// results in its place: inconclusive is honest under a stall, but the
+// rerunInconclusive runs again, each time on a fresh server with defect
+// (start's), the cases of ids that ended inconclusive in rep (all of them
+// when ids is nil), and puts their new results in its place: inconclusive is honest under a stall, but the
 // table asks whether the catalog catches the defect, which a stall does
 // not answer. A pass is never rerun: it stands as the false pass it is.
-func rerunInconclusive(t *testing.T, defect string, p *target.Profile, rep *scenarios.Report, ids []string) {
+func rerunInconclusive(t *testing.T, defect string, start func(testing.TB, ...string) *target.Target, p *target.Profile, rep *scenarios.Report, ids []string) {
 	t.Helper()
 	for try := 1; try <= matrixReruns; try++ {
 		var again []string
 		for _, r := range rep.Results {
-			if r.Status == scenarios.Inconclusive && slices.Contains(ids, r.ID) {
+			if r.Status == scenarios.Inconclusive && (ids == nil || slices.Contains(ids, r.ID)) {
 				again = append(again, r.Name())
 			}
 		}
@@ -185,7 +185,11 @@ func rerunInconclusive(t *testing.T, defect string, p *target.Profile, rep *scen
 		}
 		t.Logf("%s: %v inconclusive, run again on a fresh server (%d of %d)", defect, again, try, matrixReruns)
 		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-		more, err := scenarios.Run(ctx, startDemo(t, defect), p, scenarios.RunOptions{Run: again, Strict: rep.Strict})
+		var defects []string
+		if defect != "" {
+			defects = []string{defect}
+		}
+		more, err := scenarios.Run(ctx, start(t, defects...), p, scenarios.RunOptions{Run: again, Strict: rep.Strict})
 		cancel()
 		if err != nil {
 			t.Fatalf("%s: rerun of %v: %v", defect, again, err)
@@ -265,7 +269,7 @@ func TestDefectMatrix(t *testing.T) {
 	})
 	for i, row := range defectMatrix {
 		if errs[i] == nil && reps[i] != nil && !row.clean {
-			rerunInconclusive(t, row.defect, profiles[i], reps[i], append(slices.Clone(row.want), row.anyOf...))
+			rerunInconclusive(t, row.defect, startDemo, profiles[i], reps[i], append(slices.Clone(row.want), row.anyOf...))
 		}
 	}
 	for i, row := range defectMatrix {

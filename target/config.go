@@ -36,6 +36,7 @@ type configFile struct {
 	Profile    profileConfig     `yaml:"profile"`
 	// Reach: TLS, secret headers, server-issued keys (request.go, secrets.go, keys.go).
 	TLS           TLS              `yaml:"tls"`
+	HTTP2         bool             `yaml:"http2"`
 	SecretHeaders []string         `yaml:"secret_headers"`
 	KeySource     *keySourceConfig `yaml:"key_source"`
 	// Downstream: the double idemcheck starts for the API's dependency
@@ -372,7 +373,7 @@ func (cf *configFile) target() (*Target, error) {
 	t := &Target{
 		BaseURL: strings.TrimRight(cf.BaseURL, "/"), KeyHeader: cf.KeyHeader, KeySyntax: cf.KeySyntax,
 		Timeout: cf.Timeout, Principals: cf.Principals, Oracle: cf.Oracle, TTL: cf.TTL.d, NeverExpires: cf.TTL.never,
-		Lease: cf.Lease, Command: cf.TargetCmd, Downstream: cf.Downstream,
+		Lease: cf.Lease, Command: cf.TargetCmd, Downstream: cf.Downstream, HTTP2: cf.HTTP2,
 	}
 	for _, r := range cf.Replicas {
 		t.Replicas = append(t.Replicas, strings.TrimRight(r, "/"))

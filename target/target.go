@@ -51,6 +51,9 @@ type Target struct {
 	Replicas []string `yaml:"replicas" json:"replicas,omitempty"`
 	// TLS configures https targets (CA bundle, client certificate).
 	TLS TLS `yaml:"tls" json:"tls,omitempty"`
+	// HTTP2 speaks HTTP/2 only: h2 by ALPN over TLS, h2c with prior
+	// knowledge over plain TCP (http2:, --http2).
+	HTTP2 bool `yaml:"http2" json:"http2,omitempty"`
 	// KeySource, when set, names a request that issues a fresh key: every
 	// key of run, load and chaos is fetched from it (keys.go).
 	KeySource *KeySource `yaml:"key_source,omitempty" json:"key_source,omitempty"`

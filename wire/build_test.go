@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -86,5 +88,54 @@ func TestKeyNameOnTheWire(t *testing.T) {
 	}
 	if len(keyLines) != 1 || keyLines[0] != `idempotency-key: "k1"` {
 		t.Errorf("key field lines on the wire %q, want exactly [idempotency-key: \"k1\"]", keyLines)
+	}
+}
+
+// TestHTTP2Only: a target with HTTP2 speaks HTTP/2 only: h2c with prior
+// knowledge over plain TCP, h2 by ALPN over TLS, field names in lower
+// case (Go's HTTP/2 server refuses an upper-case name on the wire); a
+// server without HTTP/2 fails the preflight as unreachable, saying why.
+func TestHTTP2Only(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Key", r.Header.Get("Idempotency-Key"))
+		w.WriteHeader(http.StatusCreated)
+	})
+	h2c := httptest.NewUnstartedServer(h)
+	h2c.Config.Protocols = new(http.Protocols)
+	h2c.Config.Protocols.SetHTTP1(true)
+	h2c.Config.Protocols.SetUnencryptedHTTP2(true)
+	h2c.Start()
+	defer h2c.Close()
+	tlsH2 := httptest.NewUnstartedServer(h)
+	tlsH2.EnableHTTP2 = true
+	tlsH2.StartTLS()
+	defer tlsH2.Close()
+	tlsH1 := httptest.NewTLSServer(h)
+	defer tlsH1.Close()
+	h1 := httptest.NewServer(h)
+	defer h1.Close()
+	for _, tc := range []struct {
+		name, url string
+		ok        bool
+	}{{"h2c", h2c.URL, true}, {"h2 by ALPN", tlsH2.URL, true}, {"TLS without h2", tlsH1.URL, false}, {"HTTP/1.1 only", h1.URL, false}} {
+		tg, op := buildTarget("/c")
+		tg.BaseURL, tg.HTTP2, tg.Timeout = tc.url, true, 5*time.Second
+		if err := tg.SetTLS(target.TLS{InsecureSkipVerify: true}); err != nil {
+			t.Fatal(err)
+		}
+		c := Client(tg, 5*time.Second)
+		proto, err := Preflight(context.Background(), tg, c)
+		if !tc.ok {
+			if !errors.Is(err, target.ErrUnreachable) || !strings.Contains(err.Error(), "the server must speak HTTP/2") {
+				t.Errorf("%s: preflight %q, %v; want unreachable, saying HTTP/2 is needed", tc.name, proto, err)
+			}
+			c.CloseIdleConnections()
+			continue
+		}
+		resp, _ := HTTP{Client: c}.Do(context.Background(), Build(tg, op, Request{Key: "k1", KeyName: "IDEMPOTENCY-KEY"}))
+		if err != nil || proto != "HTTP/2" || resp.Status != http.StatusCreated || resp.Proto != "HTTP/2.0" || resp.Header.Get("X-Key") != `"k1"` {
+			t.Errorf("%s: preflight %q %v; answer %s over %s, key seen %q", tc.name, proto, err, resp.String(), resp.Proto, resp.Header.Get("X-Key"))
+		}
+		c.CloseIdleConnections()
 	}
 }

@@ -152,7 +152,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	client := wire.Client(cfg.Target, cfg.Target.Timeout)
 	defer client.CloseIdleConnections()
-	if err := wire.Preflight(ctx, cfg.Target, client); err != nil {
+	if _, err := wire.Preflight(ctx, cfg.Target, client); err != nil {
 		return nil, err
 	}
 	// No violation is judged on a target whose normal request fails.

@@ -105,6 +105,9 @@ func runChaos(ctx context.Context, stdout io.Writer, f chaosFlags) error {
 	if err != nil {
 		return withCode(exitUsage, err)
 	}
+	if target.HTTP2 {
+		return usageErrorf("--http2 (or the config's http2: true): chaos injects its faults over HTTP/1.1 only (it cuts connections mid-answer); check an API over HTTP/2 with run --http2 or load --http2")
+	}
 	f.cfg.Target, f.cfg.Margin = target, profile.Margin
 	if f.cfg.Faults, err = chaos.ParseRules(f.faults); err != nil {
 		return usageErrorf("--fault: %v", err)
