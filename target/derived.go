@@ -49,6 +49,20 @@ func DerivedNote(t *Target) []string {
 	return out
 }
 
+// RequestMutationNote says, for `list`, that no operation declares a
+// mutation of the query or of a header field, and the config line that
+// adds one; "" when one does.
+func RequestMutationNote(t *Target) string {
+	for _, op := range t.Operations {
+		for _, m := range op.Mutations {
+			if m.ChangesQuery() || len(m.Headers) > 0 {
+				return ""
+			}
+		}
+	}
+	return `no operation declares a mutation of the query or of a header field: mismatch/changed-body changes bodies only; add one to operations[].mutations, e.g. {name: authorise-only, query: {capture: "false"}} or {name: other-version, headers: {Api-Version: "2024-06-01"}}`
+}
+
 // changedScalar finds the member DerivedMutation changes: its path, its
 // value and the changed value, as JSON.
 func changedScalar(body []byte) (path []string, from, to string, ok bool) {
