@@ -90,7 +90,6 @@ func fidelityContentCoding(ctx context.Context, e *Env) Verdict {
 	return e.Pass(observed)
 }
 
-
 func fidelityCreatedHeaders(ctx context.Context, e *Env) Verdict {
 	k := e.NewKey()
 	first, bad := e.original(ctx, k, nil)
