@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"net/http"
@@ -305,6 +306,69 @@ paths:
 		if !strings.Contains(string(out), want) {
 			t.Errorf("missing %q in\n%s", want, out)
 		}
+	}
+}
+
+// TestFromOpenAPIQueryAndHeader: an operation that declares a query
+// parameter and a version header gets a mutation of each (a required one
+// also goes in the normal request); the key, credentials, content
+// negotiation and tracing fields get none; the file loads without edits.
+func TestFromOpenAPIQueryAndHeader(t *testing.T) {
+	doc := filepath.Join(t.TempDir(), "versioned.yaml")
+	if err := os.WriteFile(doc, []byte(`openapi: 3.0.3
+info: {title: Versioned, version: '1'}
+servers: [{url: 'http://127.0.0.1:8080'}]
+components:
+  securitySchemes:
+    key: {type: apiKey, in: header, name: X-Partner}
+security: [{key: []}]
+paths:
+  /v1/charges:
+    post:
+      parameters:
+        - {name: Idempotency-Key, in: header, required: true, schema: {type: string}}
+        - {name: capture, in: query, schema: {type: boolean, default: true}}
+        - {name: expand, in: query, required: true, schema: {type: string, enum: [customer, none]}}
+        - {name: Api-Version, in: header, required: true, schema: {type: string, example: '2024-01-01'}}
+        - {name: Accept-Language, in: header, schema: {type: string}}
+        - {name: X-Request-Id, in: header, schema: {type: string}}
+        - {name: X-Partner, in: header, schema: {type: string}}
+      requestBody:
+        content:
+          application/json:
+            schema: {type: object, required: [amount], properties: {amount: {type: integer, example: 1000}}}
+      responses:
+        '201':
+          description: Created.
+          content: {application/json: {schema: {type: object, properties: {id: {type: string}}}}}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	setTokens(t)
+	out, err := FromOpenAPI(context.Background(), OpenAPIOptions{Source: doc, Command: "idemcheck init"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg, _, err := target.ParseConfig(out)
+	if err != nil {
+		t.Fatalf("rule: the config loads without edits: %v\n%s", err, out)
+	}
+	op := tg.Operations[0]
+	if op.Path != "/v1/charges?expand=customer" || op.Headers["Api-Version"] != "2024-01-01" {
+		t.Errorf("rule: required parameters go in the normal request: path %s, headers %v", op.Path, op.Headers)
+	}
+	got := map[string]string{}
+	for _, m := range op.Mutations {
+		got[m.Name] = m.What() + fmt.Sprint(m.Query, m.Headers)
+	}
+	want := map[string]string{
+		"changed-amount":    "bodymap[] map[]",
+		"other-capture":     "querymap[capture:false] map[]",
+		"other-expand":      "querymap[expand:none] map[]",
+		"other-api-version": "headersmap[] map[Api-Version:2024-01-02]",
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("mutations %v, want %v\n%s", got, want, out)
 	}
 }
 

@@ -190,22 +190,9 @@ func (a *analysis) fillPath(o operation) (path, gap string) {
 		if p.In != openapi3.ParameterInPath || !strings.Contains(path, "{"+p.Name+"}") {
 			continue
 		}
-		var s *openapi3.Schema
-		if p.Schema != nil {
-			s = p.Schema.Value
-		}
-		v, ok := p.Example, p.Example != nil
-		for _, name := range sortedKeys(p.Examples) {
-			if e := p.Examples[name]; !ok && e != nil && e.Value != nil && e.Value.Value != nil {
-				v, ok = e.Value.Value, true
-			}
-		}
+		v, ok := paramValue(p)
 		if !ok {
-			ok = s != nil && (s.Example != nil || len(s.Examples) > 0 || len(s.Enum) > 0)
-			v = sample(s, 0)
-			if !ok {
-				names, values = append(names, p.Name), append(values, fmt.Sprint(v))
-			}
+			names, values = append(names, p.Name), append(values, fmt.Sprint(v))
 		}
 		path = strings.ReplaceAll(path, "{"+p.Name+"}", url.PathEscape(fmt.Sprint(v)))
 	}
@@ -216,6 +203,30 @@ func (a *analysis) fillPath(o operation) (path, gap string) {
 		return path, fmt.Sprintf("path parameter %s is a placeholder (%s): use an existing one", names[0], values[0])
 	}
 	return path, fmt.Sprintf("path parameters %s are placeholders (%s): use existing ones", strings.Join(names, ", "), strings.Join(values, ", "))
+}
+
+// paramValue is a value of parameter p: its example (the parameter's,
+// else its schema's, else an enum member), else one generated from its
+// schema (declared false).
+func paramValue(p *openapi3.Parameter) (v any, declared bool) {
+	v, ok := p.Example, p.Example != nil
+	for _, name := range sortedKeys(p.Examples) {
+		if e := p.Examples[name]; !ok && e != nil && e.Value != nil && e.Value.Value != nil {
+			v, ok = e.Value.Value, true
+		}
+	}
+	if ok {
+		return v, true
+	}
+	s := paramSchema(p)
+	return sample(s, 0), s != nil && (s.Example != nil || len(s.Examples) > 0 || len(s.Enum) > 0)
+}
+
+func paramSchema(p *openapi3.Parameter) *openapi3.Schema {
+	if p.Schema != nil {
+		return p.Schema.Value
+	}
+	return nil
 }
 
 // success is the operation's success response: 201, 200, 202, then any

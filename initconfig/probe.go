@@ -22,10 +22,13 @@ type ProbeOptions struct {
 	// Headers are "Name: value" lines sent with every request
 	// (credentials become ${IDEMCHECK_TOKEN_n} in the file).
 	Headers   []string
-	KeyHeader string        // default Idempotency-Key
-	Timeout   time.Duration // per request (0: 10s)
-	TLS       target.TLS
-	Command   string
+	KeyHeader string // default Idempotency-Key
+	// Query are "name=value" parameters of another query: sent under a
+	// used key, and written as a query mutation.
+	Query   []string
+	Timeout time.Duration // per request (0: 10s)
+	TLS     target.TLS
+	Command string
 }
 
 // probe is one run of exchanges against the endpoint.
@@ -46,7 +49,12 @@ type step struct {
 // send makes one exchange: keyLine is the key header sent verbatim
 // (empty: none), body nil for the operation's.
 func (p *probe) send(ctx context.Context, what, keyLine string, body json.RawMessage) (int, wire.Resp) {
-	r := scenarios.Req{Label: what, Body: body, NoKey: keyLine == ""}
+	return p.sendReq(ctx, what, keyLine, scenarios.Req{Body: body})
+}
+
+// sendReq is send of r (its body, query) under keyLine.
+func (p *probe) sendReq(ctx context.Context, what, keyLine string, r scenarios.Req) (int, wire.Resp) {
+	r.Label, r.NoKey = what, keyLine == ""
 	if keyLine != "" {
 		r.KeyLines = []string{keyLine}
 	}
@@ -73,11 +81,12 @@ func Probe(ctx context.Context, o ProbeOptions) ([]byte, error) {
 	}
 	client := wire.Client(t, t.Timeout)
 	defer client.CloseIdleConnections()
-	if err := wire.Preflight(ctx, t, client); err != nil {
+	if _, err := wire.Preflight(ctx, t, client); err != nil {
 		return nil, err
 	}
 	p := &probe{env: scenarios.NewEnv(t, op, client), target: t, op: op}
-	l, err := p.learn(ctx, o.URL)
+	query, _ := probeQuery(o.Query) // checked in probeTarget
+	l, err := p.learn(ctx, o.URL, query)
 	if err != nil {
 		return nil, err
 	}
@@ -129,6 +138,9 @@ func probeTarget(o ProbeOptions) (*target.Target, *target.Operation, error) {
 			op.Headers[name] = strings.TrimSpace(v)
 		}
 	}
+	if _, err := probeQuery(o.Query); err != nil {
+		return nil, nil, err
+	}
 	timeout := o.Timeout
 	if timeout <= 0 {
 		timeout = 10 * time.Second
@@ -141,6 +153,22 @@ func probeTarget(o ProbeOptions) (*target.Target, *target.Operation, error) {
 		return nil, nil, fmt.Errorf("tls.%v", err)
 	}
 	return t, &t.Operations[0], nil
+}
+
+// probeQuery reads --query's "name=value" parameters (nil: none).
+func probeQuery(params []string) (map[string]string, error) {
+	if len(params) == 0 {
+		return nil, nil
+	}
+	q := map[string]string{}
+	for _, pv := range params {
+		name, v, ok := strings.Cut(pv, "=")
+		if !ok || name == "" {
+			return nil, fmt.Errorf("--query %q: want name=value", pv)
+		}
+		q[name] = v
+	}
+	return q, nil
 }
 
 // credentialHeader: a header that authenticates (its value is a secret).

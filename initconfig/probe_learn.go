@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/idemcheck/idemcheck/internal/jsonx"
+	"github.com/idemcheck/idemcheck/scenarios"
 	"github.com/idemcheck/idemcheck/target"
 	"github.com/idemcheck/idemcheck/wire"
 )
@@ -29,6 +30,10 @@ type learnt struct {
 	mismatchStatus    int
 	mismatchWhy       string
 	mutation          map[string]any
+	// query is --query's another query, queryWhy what it got under a used
+	// key.
+	query    map[string]string
+	queryWhy string
 	// uuidOnly says why the API takes only UUID keys ("": it does not).
 	uuidOnly string
 }
@@ -43,9 +48,10 @@ type accepted struct {
 
 // learn runs the exchanges: a quoted key, a bare key, (the bare form of
 // the quoted key when both were accepted, or one more key when only one
-// was), a replay, a key that is not a UUID, no key, a changed body.
-func (p *probe) learn(ctx context.Context, base string) (*learnt, error) {
-	l := &learnt{}
+// was), a replay, a key that is not a UUID, no key, a changed body,
+// another query (--query).
+func (p *probe) learn(ctx context.Context, base string, query map[string]string) (*learnt, error) {
+	l := &learnt{query: query}
 	first, second, err := p.learnSyntax(ctx, base, l)
 	if err != nil {
 		return nil, err
@@ -57,7 +63,17 @@ func (p *probe) learn(ctx context.Context, base string) (*learnt, error) {
 		l.missingStatus, l.missingWhy = missing.Status, p.describe(n)
 	}
 	p.learnMismatch(ctx, l, first)
+	p.learnQuery(ctx, l, first)
 	return l, nil
+}
+
+// learnQuery sends first's key and body with --query's other query.
+func (p *probe) learnQuery(ctx context.Context, l *learnt, first *accepted) {
+	if l.query == nil {
+		return
+	}
+	n, _ := p.sendReq(ctx, fmt.Sprintf("exchange %d's key and body, another query", first.n), first.key, scenarios.Req{Query: l.query})
+	l.queryWhy = p.describe(n)
 }
 
 // sfKey writes key as an sf-string when the API parses them.

@@ -148,6 +148,27 @@ func TestProbeLegalChoices(t *testing.T) {
 	}
 }
 
+// TestProbeQuery: --query is sent under a used key and written as a query
+// mutation, with what it got; the file loads as it is.
+func TestProbeQuery(t *testing.T) {
+	setTokens(t)
+	base := demotest.Serve(t, demo.Options{})
+	out, err := Probe(context.Background(), ProbeOptions{URL: base + "/v1/charges?capture=true", Body: `{"amount":1000,"currency":"usd"}`,
+		Headers: []string{"Authorization: Bearer alice"}, Query: []string{"capture=false"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg, _, err := target.ParseConfig(out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	op := tg.Operations[0]
+	if op.Path != "/v1/charges?capture=true" || len(op.Mutations) != 2 || op.Mutations[1].Query["capture"] != "false" ||
+		!regexp.MustCompile(`other-query, query: \{capture: "false"\}\} # from --query; exchange \d+ \(exchange \d's key and body, another query\) got 422`).Match(out) {
+		t.Errorf("path %s, mutations %+v; want the query mutation with its 422\n%s", op.Path, op.Mutations, out)
+	}
+}
+
 // TestProbeErrors: a bad flag value names the flag; an endpoint that does
 // not answer is ErrUnreachable naming the URL; one that refuses every
 // request says so with what came back.
@@ -163,6 +184,7 @@ func TestProbeErrors(t *testing.T) {
 		{"body not an object", ProbeOptions{URL: ref + "/v1/charges", Body: "[1]"}, "--body"},
 		{"header without colon", ProbeOptions{URL: ref + "/v1/charges", Headers: []string{"Bearer x"}}, "--header"},
 		{"key header given", ProbeOptions{URL: ref + "/v1/charges", Headers: []string{"Idempotency-Key: x"}}, "--header"},
+		{"query without =", ProbeOptions{URL: ref + "/v1/charges", Query: []string{"capture"}}, `--query "capture": want name=value`},
 		{"refused", ProbeOptions{URL: ref + "/v1/charges", Body: `{"amount":1}`}, "no request succeeded"},
 	} {
 		_, err := Probe(context.Background(), tc.o)

@@ -127,12 +127,27 @@ func (p *probe) operation(l *learnt) *yaml.Node {
 			idGap += " (" + l.idWhy + ")"
 		}
 	}
+	muts := sequence()
 	if l.mutation != nil {
 		mm := flowMapping()
 		mm.set("name", str("changed-"+slug(sortedKeys(l.mutation)[0])))
 		mm.set("patch", value(l.mutation))
 		guessed(mm.n, "a changed member; "+l.mismatchWhy)
-		op.set("mutations", sequence(mm.n))
+		muts.Content = append(muts.Content, mm.n)
+	}
+	if l.query != nil {
+		mm := flowMapping()
+		mm.set("name", str("other-query"))
+		q := flowMapping()
+		for _, k := range sortedKeys(l.query) {
+			q.set(k, quoted(l.query[k]))
+		}
+		mm.set("query", q.n)
+		from(mm.n, "from --query; "+l.queryWhy)
+		muts.Content = append(muts.Content, mm.n)
+	}
+	if len(muts.Content) > 0 {
+		op.set("mutations", muts)
 	}
 	last := op.n.Content[len(op.n.Content)-2]
 	lines := []string{}

@@ -173,17 +173,25 @@ func (a *analysis) operationNode(o operation, seen map[string]bool, taken map[in
 	m.set("name", nn)
 	m.set("method", str(o.method))
 	path, gap := a.fillPath(o)
-	pn := str(path)
+	query, fields, paramMuts := a.requestParams(o)
+	pn := str(withQuery(path, query))
 	if gap != "" {
 		todo(pn, gap)
 	}
 	m.set("path", pn)
 
 	b, bodyGap := a.body(o)
-	if b != nil {
+	if b != nil || len(fields) > 0 {
 		hs := flowMapping()
-		hs.set("Content-Type", str(b.mediaType))
+		if b != nil {
+			hs.set("Content-Type", str(b.mediaType))
+		}
+		for _, f := range fields {
+			hs.set(f[0], quoted(f[1]))
+		}
 		m.set("headers", hs.n)
+	}
+	if b != nil {
 		bn := fromOrGuess(value(b.value), b.how)
 		if b.gap != "" {
 			todo(bn, b.gap)
@@ -216,11 +224,13 @@ func (a *analysis) operationNode(o operation, seen map[string]bool, taken map[in
 	}
 
 	muts := a.mutations(b)
-	if len(muts) > 0 {
+	if len(muts) > 0 || len(paramMuts) > 0 {
 		seq := sequence()
+		names := map[string]bool{}
 		for _, mu := range muts {
 			mm := flowMapping()
 			mm.set("name", str(mu.name))
+			names[mu.name] = true
 			mm.set("patch", value(mu.patch))
 			what := "a changed member"
 			if strings.HasPrefix(mu.name, "added-") {
@@ -229,9 +239,28 @@ func (a *analysis) operationNode(o operation, seen map[string]bool, taken map[in
 			guessed(mm.n, what+", still valid against the schema")
 			seq.Content = append(seq.Content, mm.n)
 		}
+		for _, pm := range paramMuts {
+			mm := flowMapping()
+			n := pm.name
+			for i := 2; names[n]; i++ {
+				n = fmt.Sprintf("%s-%d", pm.name, i)
+			}
+			names[n] = true
+			mm.set("name", str(n))
+			field := flowMapping()
+			field.set(pm.param, quoted(pm.value))
+			key := "query"
+			if pm.in == openapi3.ParameterInHeader {
+				key = "headers"
+			}
+			mm.set(key, field.n)
+			guessed(mm.n, pm.why+": part of what the request asks for")
+			seq.Content = append(seq.Content, mm.n)
+		}
 		head(m.set("mutations", seq), commented...)
 		commented = nil
-	} else if b != nil {
+	}
+	if len(muts) == 0 && b != nil {
 		notes = append(notes, fmt.Sprintf("TODO: %s: no member to change: add mutations (a materially different body) for the mismatch cases.", name))
 	}
 

@@ -280,7 +280,7 @@ func Run(ctx context.Context, t *target.Target, opts ...Option) (*Report, error)
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	defer client.CloseIdleConnections()
-	if err := wire.Preflight(ctx, t, client); err != nil {
+	if _, err := wire.Preflight(ctx, t, client); err != nil {
 		return nil, err
 	}
 	// No number is drawn on an operation whose normal request fails. A

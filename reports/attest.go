@@ -138,7 +138,7 @@ func Statement(rep *scenarios.Report, o AttestOptions) (*ita1.Statement, error) 
 		"level": c.Level, "blocker": c.Blocker, "why": c.Why,
 		"must": fmt.Sprintf("%d/%d", c.Must.Verified, c.Must.Total), "should": fmt.Sprintf("%d/%d", c.Should.Verified, c.Should.Total),
 		"outcome": string(j.Outcome), "exitCode": float64(j.Outcome.ExitCode()),
-		"seed": fmt.Sprint(rep.Seed), "command": rep.Command, "profile": rep.Profile,
+		"seed": fmt.Sprint(rep.Seed), "command": rep.Command, "profile": rep.Profile, "protocol": rep.Protocol,
 		"strict": rep.Strict, "allowIncomplete": rep.AllowIncomplete, "interrupted": rep.Interrupted,
 		"started":  rep.Started.UTC().Format(time.RFC3339Nano),
 		"finished": rep.Started.Add(rep.Duration).UTC().Format(time.RFC3339Nano),

@@ -56,6 +56,14 @@ var severity = map[scenarios.Status]int{
 
 // rank is a verdict's severity; an expected failure ranks like a skip,
 // a MUST without evidence just below a warning.
+// over is " over PROTOCOL" when the run recorded its protocol.
+func over(rep *scenarios.Report) string {
+	if rep.Protocol == "" {
+		return ""
+	}
+	return " over " + rep.Protocol
+}
+
 func rank(v Verdict) int {
 	switch {
 	case v.Expected:
@@ -73,8 +81,8 @@ func rank(v Verdict) int {
 // the outcome with its exit code.
 func Console(w io.Writer, rep *scenarios.Report, opt ConsoleOptions) error {
 	c := &console{rep: rep, opt: opt}
-	fmt.Fprintf(&c.b, "idemcheck conformance: target %s, profile %s, strict %t, seed %d\n",
-		rep.Target, rep.Profile, rep.Strict, rep.Seed)
+	fmt.Fprintf(&c.b, "idemcheck conformance: target %s%s, profile %s, strict %t, seed %d\n",
+		rep.Target, over(rep), rep.Profile, rep.Strict, rep.Seed)
 	if rep.Command != "" {
 		fmt.Fprintf(&c.b, "command: %s\n", rep.Command)
 	}

@@ -37,6 +37,7 @@ const maxHTMLExchanges = 40
 
 type htmlData struct {
 	Target, Profile      string
+	Protocol             string
 	Strict, Allow        bool
 	Interrupted          bool
 	Seed                 uint64
@@ -128,7 +129,7 @@ var filterLabels = []htmlFilter{
 func HTML(w io.Writer, rep *scenarios.Report) error {
 	j := rep.Judge()
 	d := htmlData{
-		Target: rep.Target, Profile: rep.Profile, Strict: rep.Strict, Allow: rep.AllowIncomplete,
+		Target: rep.Target, Profile: rep.Profile, Protocol: rep.Protocol, Strict: rep.Strict, Allow: rep.AllowIncomplete,
 		Interrupted: rep.Interrupted, Seed: rep.Seed,
 		Started:  rep.Started.UTC().Format(time.RFC3339),
 		Duration: rep.Duration.Round(time.Millisecond).String(),

@@ -20,6 +20,7 @@ type jsonReport struct {
 	Schema          string    `json:"schema"`
 	Target          string    `json:"target"`
 	Profile         string    `json:"profile"`
+	Protocol        string    `json:"protocol,omitempty"` // HTTP/1.1, HTTP/2
 	Strict          bool      `json:"strict"`
 	AllowIncomplete bool      `json:"allow_incomplete"`
 	RequireMust     bool      `json:"require_must"`
@@ -102,6 +103,7 @@ func JSON(w io.Writer, rep *scenarios.Report) error {
 		Schema:          SchemaV1,
 		Target:          rep.Target,
 		Profile:         rep.Profile,
+		Protocol:        rep.Protocol,
 		Strict:          rep.Strict,
 		AllowIncomplete: rep.AllowIncomplete,
 		RequireMust:     rep.RequireMust,
@@ -174,7 +176,7 @@ func ReadJSON(r io.Reader) (*scenarios.Report, error) {
 		return nil, fmt.Errorf("schema %q, want %q", in.Schema, SchemaV1)
 	}
 	rep := &scenarios.Report{
-		Target: in.Target, Profile: in.Profile, Strict: in.Strict, AllowIncomplete: in.AllowIncomplete, RequireMust: in.RequireMust,
+		Target: in.Target, Profile: in.Profile, Protocol: in.Protocol, Strict: in.Strict, AllowIncomplete: in.AllowIncomplete, RequireMust: in.RequireMust,
 		Interrupted: in.Interrupted, Seed: in.Seed, Started: in.Started, Duration: time.Duration(in.DurationMS * float64(time.Millisecond)),
 		Notes: in.Notes, LeftOut: in.LeftOut, Command: in.Command, Config: in.Config,
 	}

@@ -82,6 +82,7 @@ func JUnit(w io.Writer, rep *scenarios.Report) error {
 			Properties: []junitProperty{
 				{Name: "target", Value: rep.Target},
 				{Name: "profile", Value: rep.Profile},
+				{Name: "protocol", Value: rep.Protocol},
 				{Name: "strict", Value: fmt.Sprint(rep.Strict)},
 				{Name: "seed", Value: fmt.Sprint(rep.Seed)},
 				{Name: "allow_incomplete", Value: fmt.Sprint(rep.AllowIncomplete)},

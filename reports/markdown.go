@@ -18,8 +18,8 @@ func Markdown(w io.Writer, rep *scenarios.Report) error {
 	icon := map[scenarios.RunOutcome]string{scenarios.OutcomePass: "✅", scenarios.OutcomeFail: "❌",
 		scenarios.OutcomeIncomplete: "⚠️", scenarios.OutcomeInterrupted: "⏹️"}[o]
 	fmt.Fprintf(&b, "## idemcheck conformance: %s %s\n\n", icon, outcomeText(o))
-	fmt.Fprintf(&b, "Target `%s` · profile `%s` · strict `%t` · seed `%d` · %s\n\n",
-		rep.Target, rep.Profile, rep.Strict, rep.Seed, rep.Duration.Round(time.Millisecond))
+	fmt.Fprintf(&b, "Target `%s`%s · profile `%s` · strict `%t` · seed `%d` · %s\n\n",
+		rep.Target, over(rep), rep.Profile, rep.Strict, rep.Seed, rep.Duration.Round(time.Millisecond))
 	fmt.Fprintf(&b, "**Conformance: %s**\n\n", mdEscape(conformanceText(rep, rep.Conformance())))
 	if rep.Command != "" {
 		fmt.Fprintf(&b, "Command: `%s`\n\n", strings.ReplaceAll(rep.Command, "`", "'"))

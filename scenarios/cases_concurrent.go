@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/idemcheck/idemcheck/internal/jsonx"
 	"github.com/idemcheck/idemcheck/target"
 	"github.com/idemcheck/idemcheck/wire"
 )
@@ -124,12 +123,12 @@ func concurrentRetryAfter(ctx context.Context, e *Env) Verdict {
 func concurrentChangedBodyInFlight(ctx context.Context, e *Env) Verdict {
 	slowBody, _, _ := e.Variant(target.VariantSlow)
 	pr := e.firstProbe()
-	changed, err := jsonx.MergePatch(slowBody, pr.patch)
+	changed, err := pr.on(slowBody)
 	if err != nil {
 		return e.Skip(err.Error())
 	}
 	k, slow, dup, _ := e.duringSlow(ctx, true, func(k string) wire.Resp {
-		return e.Send(ctx, Req{Label: "changed body (" + pr.name + ") while in flight", Key: k, Body: changed})
+		return e.Send(ctx, pr.req("changed request ("+pr.name+") while in flight", k, changed))
 	})
 	if !slow.OK() {
 		return e.Inconclusive("the slow variant did not succeed: " + slow.String())

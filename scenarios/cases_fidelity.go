@@ -31,7 +31,63 @@ func init() {
 			Explanation: "The binary variant's response replays byte for byte (bytes that are not UTF-8 included).",
 			Needs:       []Need{NeedBinary}},
 			PerOperation: true, UsesOracle: true, Run: fidelityBinaryBody},
+		Case{Meta: Meta{ID: "fidelity/content-coding", Family: "fidelity", Requirements: []string{"IK-REPLAY-2"}, Level: Should,
+			Requirement: "draft §2.6 with RFC 9110 §12.5.3: the replay is the result of the completed operation in a content coding the retry accepts: a retry that accepts only identity never gets the gzip body stored for an original that accepted gzip.",
+			Explanation: "The original sent with Accept-Encoding: gzip, its retry with identity, and the other way round: each answer comes in a coding its request accepted (no Content-Encoding it did not ask for) and the retry's decodes to the original's (compared per profile)."},
+			PerOperation: true, UsesOracle: true, Run: fidelityContentCoding},
 	)
+}
+
+// codingOrders are fidelity/content-coding's pairs: what the original,
+// then its retry, accept.
+var codingOrders = [][2]string{{"gzip", "identity"}, {"identity", "gzip"}}
+
+func fidelityContentCoding(ctx context.Context, e *Env) Verdict {
+	var seen, problems []string
+	coded := false
+	for _, order := range codingOrders {
+		k := e.NewKey()
+		accept := func(c string) map[string]string { return map[string]string{"Accept-Encoding": c} }
+		first := e.Send(ctx, Req{Label: "original, Accept-Encoding: " + order[0], Key: k, Headers: accept(order[0])})
+		if v := e.lostConn(first); v != nil {
+			return *v
+		}
+		if !first.OK() {
+			return e.Inconclusive("the normal call did not succeed, nothing to replay: " + first.String())
+		}
+		retry := e.Send(ctx, Req{Label: "retry, Accept-Encoding: " + order[1], Key: k, Headers: accept(order[1])})
+		if v := e.lostConn(retry); v != nil {
+			return *v
+		}
+		if v := e.notAReplay(ctx, k, first, retry); v != nil {
+			return *v
+		}
+		fb, fc, fp := decodedFor(first, order[0])
+		rb, rc, rp := decodedFor(retry, order[1])
+		coded = coded || fc != "identity" || rc != "identity"
+		seen = append(seen, fmt.Sprintf("original accepting %s answered %s, retry accepting %s answered %s", order[0], fc, order[1], rc))
+		for _, p := range [][3]string{{"original", order[0], fp}, {"retry", order[1], rp}} {
+			if p[2] != "" {
+				problems = append(problems, fmt.Sprintf("%s accepting %s: %s", p[0], p[1], p[2]))
+			}
+		}
+		if fp == "" && rp == "" {
+			// Bodies only: the status is replay/same-status's concern.
+			f, r := first, retry
+			f.Body, r.Body, r.Status = fb, rb, first.Status
+			if same, diff := e.SameResponse(f, r); !same {
+				problems = append(problems, fmt.Sprintf("retry accepting %s does not decode to the original: %s", order[1], diff))
+			}
+		}
+	}
+	observed := strings.Join(seen, "; ")
+	if !coded {
+		observed += " (the server coded no answer: nothing to replay in the wrong coding)"
+	}
+	if len(problems) > 0 {
+		return e.Unmet("each answer in a coding its request accepted, the retry decoding to the original", strings.Join(problems, "; ")+" ("+observed+")")
+	}
+	return e.Pass(observed)
 }
 
 func fidelityCreatedHeaders(ctx context.Context, e *Env) Verdict {

@@ -25,6 +25,7 @@ func TestFidelityAndCrashProbes(t *testing.T) {
 		{"replay-truncates-body", []string{"fidelity/large-body"}},
 		{"replay-reencodes-body", []string{"fidelity/binary-body"}},
 		{"failure-wedges-key", []string{"crash/handler-crash", "crash/handler-timeout"}},
+		{"replay-coded-body", []string{"fidelity/content-coding"}},
 	}
 	targets := make([]*target.Target, len(rows))
 	for i, row := range rows {
@@ -59,7 +60,7 @@ func TestFidelityAndCrashProbes(t *testing.T) {
 				}
 			}
 			slices.Sort(got)
-			if len(reps[i].Results) != 5 || !slices.Equal(got, row.want) {
+			if len(reps[i].Results) != 6 || !slices.Equal(got, row.want) {
 				t.Errorf("%d results, caught by %v, want %v", len(reps[i].Results), got, row.want)
 			}
 		})

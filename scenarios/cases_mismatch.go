@@ -14,7 +14,7 @@ func init() {
 	register(
 		Case{Meta: Meta{ID: "mismatch/changed-body", Family: "mismatch", Requirements: []string{"IK-MISMATCH-1", "IK-MISMATCH-5"}, Level: Should,
 			Requirement: "draft §2.7: if there is an attempt to reuse an idempotency key with a different request payload, the resource SHOULD reply with HTTP 422 (status per profile).",
-			Explanation: "Every configured mutation of the body under a used key gets the profile's mismatch error; a replay of the old response or an execution fails.",
+			Explanation: "Every configured mutation under a used key (of the body, the query or a header field) gets the profile's mismatch error, or for another query a fresh execution where query_mismatch allows it; a replay of the old response, or an execution of a changed body or header, fails.",
 			Needs:       []Need{NeedEffects}},
 			PerOperation: true, Skips: skipNoMutations, Run: mismatchChangedBody},
 		Case{Meta: Meta{ID: "mismatch/added-field", Family: "mismatch", Requirements: []string{"IK-MISMATCH-1", "IK-MISMATCH-5"}, Level: Should,
@@ -40,7 +40,7 @@ func init() {
 
 func skipNoMutations(_ *target.Target, _ *target.Profile, op *target.Operation) string {
 	if len(op.MutationsOrDerived()) == 0 {
-		return "the operation has no mutations configured and its body no number or boolean to derive one from"
+		return "the operation has no mutations configured (operations[].mutations: patch, query or headers) and its body no number or boolean to derive one from"
 	}
 	return ""
 }
@@ -48,7 +48,7 @@ func skipNoMutations(_ *target.Target, _ *target.Profile, op *target.Operation) 
 func mismatchChangedBody(ctx context.Context, e *Env) Verdict {
 	var probes []probe
 	for _, m := range e.Op.MutationsOrDerived() {
-		probes = append(probes, probe{name: m.Name, patch: m.Patch})
+		probes = append(probes, probeOf(m))
 	}
 	return e.judgeProbes(ctx, probes)
 }
@@ -112,7 +112,7 @@ func mismatchRepeatFailsAgain(ctx context.Context, e *Env) Verdict {
 	if mis.OK() || mis.Err != nil {
 		return e.Inconclusive(pr.name + " did not fail in the first place (see mismatch/changed-body): " + mis.String())
 	}
-	again := e.Send(ctx, Req{Label: "same key, " + pr.name + " again", Key: k, Body: e.Body(pr.patch)})
+	again := e.Send(ctx, pr.req("same key, "+pr.name+" again", k, e.Body(pr.patch)))
 	observed := fmt.Sprintf("%d then %s", mis.Status, again.String())
 	if v := e.lostConn(again); v != nil {
 		return *v

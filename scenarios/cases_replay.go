@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 
 	"github.com/idemcheck/idemcheck/target"
@@ -27,6 +28,11 @@ func init() {
 			Explanation: "Three sequential retries of a completed request cause exactly one execution and one created resource.",
 			Needs:       []Need{NeedEffects}},
 			PerOperation: true, Run: replaySingleExecution},
+		Case{Meta: Meta{ID: "replay/key-field-spelling", Family: "replay", Requirements: []string{"IK-REPLAY-3"}, Level: Must,
+			Requirement: "RFC 9110 §5.1: field names are case-insensitive, so idempotency-key and IDEMPOTENCY-KEY are the key field; any number of retries with the same key has the effect of one request.",
+			Explanation: "The original sends the key field as idempotency-key (as every HTTP/2 client and many gateways do), its retry as IDEMPOTENCY-KEY, spelled so on the wire over HTTP/1.1: one execution, the retry replayed.",
+			Needs:       []Need{NeedEffects}},
+			PerOperation: true, Run: replayKeyFieldSpelling},
 		Case{Meta: Meta{ID: "replay/marker-header", Family: "replay", Requirements: []string{"IK-REPLAY-4"}, Level: Should,
 			Requirement: "Profile: replays carry the profile's replay marker (Stripe: Idempotent-Replayed: true) and the first response does not; the IETF draft defines none (issue #46).",
 			Explanation: "The replay marker, where the profile defines one, tells a replay from a first execution."},
@@ -101,6 +107,56 @@ func replaySingleExecution(ctx context.Context, e *Env) Verdict {
 		return e.inTTL(e.Fail("exactly 1 execution", fmt.Sprintf("%d executions (%s)", n, how)), first, rs[1:]...)
 	}
 	return e.Pass(fmt.Sprintf("1 execution over 4 requests (%s)", how))
+}
+
+func replayKeyFieldSpelling(ctx context.Context, e *Env) Verdict {
+	lower, upper := strings.ToLower(e.Target.KeyHeader), strings.ToUpper(e.Target.KeyHeader)
+	k := e.NewKey()
+	first := e.Send(ctx, Req{Label: "original, key field spelled " + lower, Key: k, KeyName: lower})
+	if v := e.lostConn(first); v != nil {
+		return *v
+	}
+	exact := fmt.Sprintf("the key field is read by its exact spelling (field names are case-insensitive, RFC 9110 §5.1: to fix, look %s up case-insensitively, as your framework's header accessor does)", e.Target.KeyHeader)
+	if !first.OK() {
+		// Refused: the key may be unseen under this spelling, or the
+		// normal call may fail whatever the spelling.
+		control := e.Send(ctx, Req{Label: "control, key field spelled " + http.CanonicalHeaderKey(e.Target.KeyHeader), Key: e.NewKey()})
+		if control.OK() {
+			return e.Fail("the key honoured under any spelling of its field name", fmt.Sprintf("%s: %s, while %s: %s; %s",
+				lower, first.String(), http.CanonicalHeaderKey(e.Target.KeyHeader), control.String(), exact))
+		}
+		return e.Inconclusive("the normal call did not succeed under any spelling of the key field: " + first.String())
+	}
+	retry := e.Send(ctx, Req{Label: "retry, key field spelled " + upper, Key: k, KeyName: upper})
+	if v := e.lostConn(retry); v != nil {
+		return *v
+	}
+	over := ""
+	if retry.Proto != "" && !strings.HasPrefix(retry.Proto, "HTTP/1") {
+		over = " (over " + retry.Proto + " both went lower case, as the protocol requires)"
+	}
+	observed := fmt.Sprintf("%s: %s; %s: %s%s", lower, first.String(), upper, retry.String(), over)
+	if ids := e.DistinctIDs(first, retry); len(ids) > 1 {
+		return e.inTTL(e.Fail("one created resource", fmt.Sprintf("%d distinct ids (%s): %s; %s", len(ids), strings.Join(ids, ", "), observed, exact)), first, retry)
+	}
+	n, how, _, err := e.Effects(ctx, k, first, retry)
+	if err != nil {
+		return e.Inconclusive(err.Error())
+	}
+	if n != 1 {
+		return e.inTTL(e.Fail("exactly 1 execution", fmt.Sprintf("%d executions (%s): %s; %s", n, how, observed, exact)), first, retry)
+	}
+	if !retry.OK() {
+		// Refused, not replayed: by the spelling, when the canonical one
+		// replays.
+		control := e.Send(ctx, Req{Label: "control retry, key field spelled " + http.CanonicalHeaderKey(e.Target.KeyHeader), Key: k})
+		if control.OK() {
+			return e.inTTL(e.Fail("the retry replayed under any spelling of the key field", fmt.Sprintf("%s; %s: %s; %s",
+				observed, http.CanonicalHeaderKey(e.Target.KeyHeader), control.String(), exact)), first, retry)
+		}
+		return e.Inconclusive("the retry was refused under the canonical spelling too, so the spelling is not what decides: " + observed + "; " + control.String())
+	}
+	return e.Pass(fmt.Sprintf("1 execution over 2 requests (%s): %s", how, observed))
 }
 
 func replayMarkerHeader(ctx context.Context, e *Env) Verdict {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/idemcheck/idemcheck/internal/jsonx"
 	"github.com/idemcheck/idemcheck/target"
 )
 
@@ -89,11 +88,13 @@ func replicasMismatchOtherReplica(ctx context.Context, e *Env) Verdict {
 		return *bad
 	}
 	pr := e.firstProbe()
-	changed, err := jsonx.MergePatch(e.Body(), pr.patch)
+	changed, err := pr.on(e.Body())
 	if err != nil {
 		return e.Skip(err.Error())
 	}
-	r := e.Send(ctx, Req{Label: "same key, " + pr.name + ", on replica B", Key: k, Body: changed, Base: e.otherReplica()})
+	req := pr.req("same key, "+pr.name+", on replica B", k, changed)
+	req.Base = e.otherReplica()
+	r := e.Send(ctx, req)
 	n, how, _, err := e.Effects(ctx, k, first, r)
 	if err != nil {
 		return e.Inconclusive(err.Error())

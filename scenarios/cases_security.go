@@ -159,7 +159,9 @@ func securityCrossPrincipalGuess(ctx context.Context, e *Env) Verdict {
 	}
 	pr := e.firstProbe()
 	guess := e.Body(pr.patch)
-	b := e.Send(ctx, Req{Label: "second principal guesses the key (own payload: " + pr.name + ")", Key: k, Principal: 1, Body: guess})
+	req := pr.req("second principal guesses the key (own request: "+pr.name+")", k, guess)
+	req.Principal = 1
+	b := e.Send(ctx, req)
 	if v := e.judgeOtherUser(ctx, k, a, b, guess); v.Status != Pass {
 		return v
 	}

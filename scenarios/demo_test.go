@@ -3,11 +3,13 @@ package scenarios_test
 import (
 	"context"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/idemcheck/idemcheck/internal/testenv"
+	"github.com/idemcheck/idemcheck/reference"
 	"github.com/idemcheck/idemcheck/reference/demo"
 	"github.com/idemcheck/idemcheck/scenarios"
 	"github.com/idemcheck/idemcheck/target"
@@ -44,7 +46,13 @@ func startDemoTTL(t testing.TB, ttl time.Duration, defects ...string) *target.Ta
 	if err != nil {
 		t.Fatalf("demo.New(%v): %v", defects, err)
 	}
-	srv := httptest.NewServer(app)
+	srv := httptest.NewUnstartedServer(app)
+	if slices.Contains(defects, string(reference.ExactKeySpelling)) {
+		// The defect needs field names as sent, read from the bytes (as
+		// idemcheck serve does for it).
+		srv.Listener = reference.KeepFieldSpelling(srv.Config, srv.Listener)
+	}
+	srv.Start()
 	t.Cleanup(func() {
 		srv.Close()
 		app.Close()

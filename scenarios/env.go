@@ -123,6 +123,11 @@ type Req struct {
 	Path   string
 	// Base replaces Target.BaseURL: one of Target.Replicas.
 	Base string
+	// Query and Headers are set on the request (a mutation's); KeyName
+	// spells the key field's name as given (wire.Request).
+	Query   map[string]string
+	Headers map[string]string
+	KeyName string
 	// client replaces the run's shared client (bursts use warmed ones).
 	client *http.Client
 }
@@ -236,7 +241,8 @@ func (e *Env) exchange(r Req) wire.Exchange {
 		op = r.Op
 	}
 	x := wire.Build(e.Target, op, wire.Request{Label: r.Label, Key: r.Key, NoKey: r.NoKey, KeyLines: r.KeyLines,
-		Principal: r.Principal, Body: r.Body, Method: r.Method, Path: r.Path, Base: r.Base})
+		Principal: r.Principal, Body: r.Body, Method: r.Method, Path: r.Path, Base: r.Base,
+		Query: r.Query, Headers: r.Headers, KeyName: r.KeyName})
 	e.markForDouble(op, r, &x)
 	return x
 }

@@ -4,20 +4,38 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/idemcheck/idemcheck/internal/jsonx"
 	"github.com/idemcheck/idemcheck/target"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
-// firstProbe is the mutation used where one changed body suffices: the
-// first configured or the derived one, else an added member.
+// firstProbe is the mutation used where one changed request suffices and
+// must be refused: the first configured or derived one that the profile
+// does not let execute afresh (another query may be another resource),
+// else an added member.
 func (e *Env) firstProbe() probe {
-	if ms := e.Op.MutationsOrDerived(); len(ms) > 0 {
-		return probe{name: ms[0].Name, patch: ms[0].Patch}
+	for _, m := range e.Op.MutationsOrDerived() {
+		if pr := probeOf(m); !e.freshLegal(pr) {
+			return pr
+		}
 	}
 	return addedFieldProbe()
+}
+
+// freshLegal reports that a fresh execution answers pr legally: pr sends
+// another query and the profile's query_mismatch is fresh or either.
+func (e *Env) freshLegal(pr probe) bool {
+	return pr.query != nil && e.Profile != nil && e.Profile.QueryMismatch != target.QueryReject
+}
+
+// rejectLegal reports that the mismatch status answers pr legally: every
+// probe but another query where the profile's query_mismatch is fresh.
+func (e *Env) rejectLegal(pr probe) bool {
+	return pr.query == nil || e.Profile == nil || e.Profile.QueryMismatch != target.QueryFresh
 }
 
 // runProbe stores the original under a fresh key, sends the mutated body
@@ -29,7 +47,7 @@ func (e *Env) runProbe(ctx context.Context, pr probe) mismatchOutcome {
 	if !first.OK() {
 		return mismatchOutcome{Inconclusive, pr.name + ": the normal call did not succeed: " + first.String()}
 	}
-	r := e.Send(ctx, Req{Label: "same key, " + pr.name, Key: k, Body: e.Body(pr.patch)})
+	r := e.Send(ctx, pr.req("same key, "+pr.name, k, e.Body(pr.patch)))
 	o := e.judgeProbe(ctx, pr, k, first, r)
 	if (o.status == Fail || o.status == Warn) && !e.WithinTTL(first, r) {
 		return mismatchOutcome{Inconclusive, fmt.Sprintf("%s: sent %s after the original started, past TTL %s − margin (a stall), so the key may legally have expired (would have been %s: %s)",
@@ -38,7 +56,7 @@ func (e *Env) runProbe(ctx context.Context, pr probe) mismatchOutcome {
 	return o
 }
 
-// judgeProbe judges the answer r to the mutated body under k.
+// judgeProbe judges the answer r to the mutated request under k.
 func (e *Env) judgeProbe(ctx context.Context, pr probe, k string, first, r wire.Resp) mismatchOutcome {
 	mutated := e.Body(pr.patch)
 	if e.HasOracle() {
@@ -46,7 +64,8 @@ func (e *Env) judgeProbe(ctx context.Context, pr probe, k string, first, r wire.
 		if err != nil {
 			return mismatchOutcome{Inconclusive, pr.name + ": " + err.Error()}
 		}
-		if n != 1 {
+		// Another resource's execution is counted under the same key.
+		if fresh := n == 2 && r.OK() && e.freshLegal(pr); n != 1 && !fresh {
 			return mismatchOutcome{Fail, fmt.Sprintf("%s: %d executions under one key (oracle), answer %s", pr.name, n, r.String())}
 		}
 	}
@@ -67,18 +86,26 @@ func (e *Env) judgeProbe(ctx context.Context, pr probe, k string, first, r wire.
 	case replayed && pr.generated:
 		return mismatchOutcome{Warn, pr.name + ": replayed the old response (the member may be outside the fingerprint): " + r.String()}
 	case replayed:
-		return mismatchOutcome{Fail, pr.name + ": replayed the old response for a different payload: " + r.String() +
-			" (to fix: store a fingerprint of the request body with the key, and answer a reuse whose body differs with an error, " + strings.Trim(fmt.Sprint(e.Profile.MismatchStatus), "[]") + ")"}
+		differs, part := "a different payload", "request body"
+		if w := pr.what(); w != "body" {
+			differs, part = "a request with another "+w, "request's "+w
+		}
+		return mismatchOutcome{Fail, fmt.Sprintf("%s: replayed the old response for %s: %s (to fix: store a fingerprint of the %s with the key, and answer a reuse whose %s differs with an error, %s%s)",
+			pr.name, differs, r.String(), part, pr.what(), strings.Trim(fmt.Sprint(e.Profile.MismatchStatus), "[]"), pr.orFresh(e))}
+	case r.OK() && e.freshLegal(pr):
+		return mismatchOutcome{Pass, fmt.Sprintf("%s: executed afresh, another query taken for another resource (query_mismatch: %s): %s", pr.name, e.Profile.QueryMismatch, r.String())}
 	case r.OK():
-		return mismatchOutcome{Fail, pr.name + ": executed the different payload under a used key: " + r.String()}
+		return mismatchOutcome{Fail, fmt.Sprintf("%s: executed the request with another %s under a used key: %s", pr.name, pr.what(), r.String())}
+	case target.HasStatus(e.Profile.MismatchStatus, r.Status) && !e.rejectLegal(pr):
+		return mismatchOutcome{Warn, fmt.Sprintf("%s: %d, but the profile takes another query for another resource (query_mismatch: fresh)", pr.name, r.Status)}
 	case target.HasStatus(e.Profile.MismatchStatus, r.Status):
 		return mismatchOutcome{Pass, fmt.Sprintf("%s: %d", pr.name, r.Status)}
 	case r.Is4xx():
-		// Trap C8: the 4xx may be validation of the mutated body itself;
-		// sent with a fresh key it must then fail too.
-		fresh := e.Send(ctx, Req{Label: pr.name + ", fresh key (is the body valid?)", Key: e.NewKey(), Body: mutated})
+		// Trap C8: the 4xx may be validation of the mutated request
+		// itself; sent with a fresh key it must then fail too.
+		fresh := e.Send(ctx, pr.req(pr.name+", fresh key (is the request valid?)", e.NewKey(), mutated))
 		if !fresh.OK() {
-			return mismatchOutcome{Inconclusive, fmt.Sprintf("%s: %d, but the mutated body fails with a fresh key too (%s): not an idempotency error", pr.name, r.Status, fresh.String())}
+			return mismatchOutcome{Inconclusive, fmt.Sprintf("%s: %d, but the mutated request fails with a fresh key too (%s): not an idempotency error", pr.name, r.Status, fresh.String())}
 		}
 		return mismatchOutcome{Warn, fmt.Sprintf("%s: %d, profile prefers %v", pr.name, r.Status, e.Profile.MismatchStatus)}
 	}
@@ -103,7 +130,10 @@ func (e *Env) judgeProbes(ctx context.Context, probes []probe) Verdict {
 		}
 	}
 	observed := strings.Join(obs, "; ")
-	expected := fmt.Sprintf("%v for each changed body, no execution, no replay of the old response", e.Profile.MismatchStatus)
+	expected := fmt.Sprintf("%v for each changed request, no execution, no replay of the old response", e.Profile.MismatchStatus)
+	if slices.ContainsFunc(probes, e.freshLegal) {
+		expected += fmt.Sprintf("; for another query a fresh execution instead (query_mismatch: %s)", e.Profile.QueryMismatch)
+	}
 	switch worst {
 	case Fail:
 		return e.Fail(expected, observed)
@@ -125,19 +155,53 @@ func (e *Env) mismatchError(ctx context.Context, k string) (first, mismatch wire
 		return first, wire.Resp{}, pr, v
 	}
 	pr = e.firstProbe()
-	mismatch = e.Send(ctx, Req{Label: "same key, " + pr.name, Key: k, Body: e.Body(pr.patch)})
+	mismatch = e.Send(ctx, pr.req("same key, "+pr.name, k, e.Body(pr.patch)))
 	return first, mismatch, pr, nil
 }
 
-// probe is one materially different body.
+// probe is one materially different request.
 type probe struct {
 	name  string
 	patch json.RawMessage
+	// query and headers are set on the request (nil: unchanged).
+	query, headers map[string]string
 	// generated: idemcheck made the change up. A server may leave members
 	// it does not know out of its fingerprint (draft §2.4 allows partial
 	// fingerprints), so a replay is then a SHOULD miss, not a failure;
 	// configured mutations are declared material by the user.
 	generated bool
+}
+
+// probeOf is the probe of a configured or derived mutation.
+func probeOf(m target.Mutation) probe {
+	return probe{name: m.Name, patch: m.Patch, query: m.Query, headers: m.Headers}
+}
+
+// req is pr's request under key with body (the operation's, patched).
+func (pr probe) req(label, key string, body json.RawMessage) Req {
+	return Req{Label: label, Key: key, Body: body, Query: pr.query, Headers: pr.headers}
+}
+
+// on is body with pr's patch applied (body itself when pr patches none).
+func (pr probe) on(body json.RawMessage) (json.RawMessage, error) {
+	if len(pr.patch) == 0 {
+		return body, nil
+	}
+	return jsonx.MergePatch(body, pr.patch)
+}
+
+// what says what pr changes ("body", "query", "body+headers").
+func (pr probe) what() string {
+	return target.Mutation{Patch: pr.patch, Query: pr.query, Headers: pr.headers}.What()
+}
+
+// orFresh is the alternative to an error the profile allows pr, for a
+// fix's wording.
+func (pr probe) orFresh(e *Env) string {
+	if e.freshLegal(pr) {
+		return ", or execute it as another resource"
+	}
+	return ""
 }
 
 // addedFieldProbe is the mutation idemcheck generates itself: a member no

@@ -26,6 +26,9 @@ type proxied struct {
 	proxy *chaos.Proxy
 	hist  *chaos.History
 	buf   bytes.Buffer
+	// h1 is the client to the proxy when the run speaks HTTP/2 (nil: the
+	// run's client).
+	h1 *http.Client
 }
 
 func (e *Env) viaProxy(rules ...string) (*proxied, error) {
@@ -50,9 +53,18 @@ func (e *Env) viaProxy(rules ...string) (*proxied, error) {
 	pr.proxy, pr.srv = p, srv
 	t := *e.Target
 	t.BaseURL = srv.URL
+	client := e.client
+	if t.HTTP2 {
+		// The proxy listens in HTTP/1.1 and cuts its connections: the leg
+		// to it is local, and it carries each request to the API over
+		// HTTP/2 (its Transport), where the behaviour is judged.
+		t.HTTP2 = false
+		pr.h1 = wire.Client(&t, e.client.Timeout)
+		client = pr.h1
+	}
 	// The counter is shared: same keys, and its probes go to the target
 	// directly, not through the proxy.
-	pr.Env = &Env{Target: &t, Profile: e.Profile, Op: e.Op, Case: e.Case, client: e.client, double: e.double, oracle: e.oracle, keys: e.keys, ctx: e.ctx}
+	pr.Env = &Env{Target: &t, Profile: e.Profile, Op: e.Op, Case: e.Case, client: client, double: e.double, oracle: e.oracle, keys: e.keys, ctx: e.ctx}
 	return pr, nil
 }
 
@@ -60,6 +72,9 @@ func (e *Env) viaProxy(rules ...string) (*proxied, error) {
 func (pr *proxied) close() {
 	_ = pr.srv.Close()
 	pr.proxy.Close()
+	if pr.h1 != nil {
+		pr.h1.CloseIdleConnections()
+	}
 	_ = pr.hist.Close()
 	pr.outer.mu.Lock()
 	pr.outer.exchanges = append(pr.outer.exchanges, pr.Exchanges()...)

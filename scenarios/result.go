@@ -113,7 +113,10 @@ func (r Result) Name() string {
 type Report struct {
 	Target  string `json:"target"`
 	Profile string `json:"profile"`
-	Strict  bool   `json:"strict"`
+	// Protocol is the HTTP version the target answered the run in
+	// (HTTP/1.1, HTTP/2).
+	Protocol string `json:"protocol,omitempty"`
+	Strict   bool   `json:"strict"`
 	// AllowIncomplete lets a run pass although a MUST-level instance ended
 	// unverifiable or inconclusive (--allow-incomplete).
 	AllowIncomplete bool `json:"allow_incomplete"`

@@ -100,7 +100,8 @@ func Run(ctx context.Context, t *target.Target, p *target.Profile, o RunOptions)
 	}
 	client := wire.Client(t, t.Timeout+p.MaxBlock)
 	defer client.CloseIdleConnections() // no keep-alive goroutines outlive the run
-	if err := wire.Preflight(ctx, t, client); err != nil {
+	proto, err := wire.Preflight(ctx, t, client)
+	if err != nil {
 		return nil, err
 	}
 	ev, err := evidence.Open(t, client, d)
@@ -116,7 +117,7 @@ func Run(ctx context.Context, t *target.Target, p *target.Profile, o RunOptions)
 		r := rand.New(rand.NewPCG(o.Seed, 0x1dc))
 		r.Shuffle(len(ins), func(i, j int) { ins[i], ins[j] = ins[j], ins[i] })
 	}
-	rep := &Report{Target: t.Redact(t.BaseURL), Profile: p.Name, Strict: o.Strict, Seed: o.Seed, Started: time.Now()}
+	rep := &Report{Target: t.Redact(t.BaseURL), Profile: p.Name, Protocol: proto, Strict: o.Strict, Seed: o.Seed, Started: time.Now()}
 	// No verdict is drawn on a target whose normal request fails.
 	if err := evidence.CheckNormal(ctx, t, client, d, keys, sentOps(t, ins)); err != nil {
 		return nil, err
@@ -136,6 +137,10 @@ func Run(ctx context.Context, t *target.Target, p *target.Profile, o RunOptions)
 		rep.TTLSkipped, rep.NeedsTTL = len(names), need
 		notes = append(notes, fmt.Sprintf("declared ttl %s is too short for %d case instances, skipped (%s): a ttl ≥ %s runs them all (--ttl, and the same TTL in the deployment)",
 			t.TTL, len(names), strings.Join(names, ", "), need))
+	}
+	if t.HTTP2 && !strings.HasPrefix(t.BaseURL, "https://") {
+		// wire.LastByte holds HTTP/2 streams' last bytes over TLS only.
+		notes = append(notes, "h2c: same-key bursts synchronised on their last byte go over HTTP/1.1 (HTTP/2 last-byte synchronisation needs TLS); every other request is HTTP/2")
 	}
 	if t.KeySeed != "" && t.KeySource == nil {
 		// Printed so that a run can be repeated with the same keys.

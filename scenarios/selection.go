@@ -44,6 +44,9 @@ type Selection struct {
 	// (HashKeys); an empty seed is replaced by a fresh one.
 	HashKeys bool
 	KeySeed  string
+	// HTTP2 speaks HTTP/2 only (--http2): h2 by ALPN over TLS, h2c with
+	// prior knowledge over plain TCP; a config's http2: true does too.
+	HTTP2 bool
 }
 
 // Load resolves the selection. Errors are one line naming the flag, file
@@ -120,7 +123,7 @@ func (s Selection) Load() (*target.Target, *target.Profile, error) {
 	return t, p, nil
 }
 
-// reach applies --base-url, the TLS flags and --hash-keys.
+// reach applies --base-url, the TLS flags, --http2 and --hash-keys.
 func (s Selection) reach(t *target.Target) error {
 	if s.BaseURL != "" {
 		u, err := url.Parse(s.BaseURL)
@@ -142,6 +145,7 @@ func (s Selection) reach(t *target.Target) error {
 	if err := t.SetTLS(o); err != nil {
 		return fmt.Errorf("--%s", strings.ReplaceAll(err.Error(), "_", "-"))
 	}
+	t.HTTP2 = t.HTTP2 || s.HTTP2
 	switch {
 	case s.HashKeys:
 		seed := s.KeySeed

@@ -36,6 +36,7 @@ type configFile struct {
 	Profile    profileConfig     `yaml:"profile"`
 	// Reach: TLS, secret headers, server-issued keys (request.go, secrets.go, keys.go).
 	TLS           TLS              `yaml:"tls"`
+	HTTP2         bool             `yaml:"http2"`
 	SecretHeaders []string         `yaml:"secret_headers"`
 	KeySource     *keySourceConfig `yaml:"key_source"`
 	// Downstream: the double idemcheck starts for the API's dependency
@@ -69,8 +70,10 @@ type operationConfig struct {
 }
 
 type mutationConfig struct {
-	Name  string `yaml:"name"`
-	Patch any    `yaml:"patch"`
+	Name    string            `yaml:"name"`
+	Patch   any               `yaml:"patch"`
+	Query   map[string]string `yaml:"query"`
+	Headers map[string]string `yaml:"headers"`
 }
 
 type variantConfig struct {
@@ -374,7 +377,7 @@ func (cf *configFile) target() (*Target, error) {
 	t := &Target{
 		BaseURL: strings.TrimRight(cf.BaseURL, "/"), KeyHeader: cf.KeyHeader, KeySyntax: cf.KeySyntax,
 		Timeout: cf.Timeout, Principals: cf.Principals, Oracle: cf.Oracle, TTL: cf.TTL.d, NeverExpires: cf.TTL.never,
-		Lease: cf.Lease, Command: cf.TargetCmd, Downstream: cf.Downstream,
+		Lease: cf.Lease, Command: cf.TargetCmd, Downstream: cf.Downstream, HTTP2: cf.HTTP2,
 		Key: cf.Key, Protoset: cf.Protoset,
 	}
 	if err := cf.grpcTarget(t); err != nil {
@@ -413,7 +416,7 @@ func (cf *configFile) target() (*Target, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%s.mutations[%d].patch: %v", at, j, err)
 			}
-			op.Mutations = append(op.Mutations, Mutation{Name: mc.Name, Patch: b})
+			op.Mutations = append(op.Mutations, Mutation{Name: mc.Name, Patch: b, Query: mc.Query, Headers: mc.Headers})
 		}
 		if len(oc.Variants) > 0 {
 			op.Variants = map[string]Variant{}
@@ -490,7 +493,7 @@ func (t *Target) Validate() error {
 	if err := t.validateReplicas(); err != nil {
 		return err
 	}
-	if t.KeyHeader == "" || strings.ContainsAny(t.KeyHeader, " \t:\"(),/;<=>?@[\\]{}") {
+	if !validFieldName(t.KeyHeader) {
 		return fmt.Errorf("key_header %q: want an HTTP header name", t.KeyHeader)
 	}
 	if t.KeySyntax != SFString && t.KeySyntax != Raw {
@@ -563,6 +566,15 @@ func (t *Target) validateOperation(at string, op *Operation) error {
 	if !strings.HasPrefix(op.Path, "/") {
 		return fmt.Errorf("%s.path %q: want a path starting with /", at, op.Path)
 	}
+	u, err := url.ParseRequestURI(op.Path)
+	if err == nil {
+		_, err = url.ParseQuery(u.RawQuery)
+	} else {
+		err = errors.Unwrap(err)
+	}
+	if err != nil {
+		return fmt.Errorf("%s.path %q: want a path, optionally with a query (/v1/charges?capture=true): %v", at, op.Path, err)
+	}
 	if len(op.Body) > 0 && !jsonx.IsObject(op.Body) {
 		return fmt.Errorf("%s.body: want a JSON object (mutations and variants are merge patches on it)", at)
 	}
@@ -575,8 +587,8 @@ func (t *Target) validateOperation(at string, op *Operation) error {
 			return fmt.Errorf("%s.mutations[%d].name %q: want a unique non-empty name", at, j, m.Name)
 		}
 		names[m.Name] = true
-		if !jsonx.IsObject(m.Patch) {
-			return fmt.Errorf("%s.mutations[%d].patch: want a JSON object (RFC 7386 merge patch)", at, j)
+		if err := t.validateMutation(fmt.Sprintf("%s.mutations[%d]", at, j), m); err != nil {
+			return err
 		}
 	}
 	for name, v := range op.Variants {
@@ -605,6 +617,36 @@ func (t *Target) validateOperation(at string, op *Operation) error {
 		return err
 	}
 	return nil
+}
+
+// validateMutation checks m, the mutation at at: it changes something, its
+// patch is a merge patch, its query and header names are names.
+func (t *Target) validateMutation(at string, m Mutation) error {
+	if m.Patch == nil && len(m.Query) == 0 && len(m.Headers) == 0 {
+		return fmt.Errorf("%s: want patch (the body), query or headers: what makes the request different", at)
+	}
+	if m.Patch != nil && !jsonx.IsObject(m.Patch) {
+		return fmt.Errorf("%s.patch: want a JSON object (RFC 7386 merge patch)", at)
+	}
+	for name := range m.Query {
+		if name == "" {
+			return fmt.Errorf("%s.query: want parameter names, not an empty one", at)
+		}
+	}
+	for name := range m.Headers {
+		switch {
+		case !validFieldName(name):
+			return fmt.Errorf("%s.headers.%s: want an HTTP field name", at, name)
+		case http.CanonicalHeaderKey(name) == http.CanonicalHeaderKey(t.KeyHeader):
+			return fmt.Errorf("%s.headers.%s: the key header is set by the suite", at, name)
+		}
+	}
+	return nil
+}
+
+// validFieldName reports an RFC 9110 field name (a token).
+func validFieldName(name string) bool {
+	return name != "" && !strings.ContainsAny(name, " \t:\"(),/;<=>?@[\\]{}\r\n")
 }
 
 // VariantBody returns the body of op's variant name: its raw body when it

@@ -30,6 +30,43 @@ func TestLoadConfigFull(t *testing.T) {
 	}
 }
 
+// TestConfigMutations: a mutation may change the body, the query and
+// header fields; a path may carry a query.
+func TestConfigMutations(t *testing.T) {
+	tg, p, err := ParseConfig([]byte(`base_url: http://127.0.0.1:1
+principals: [{name: a}]
+operations:
+  - name: charges
+    method: POST
+    path: /v1/charges?capture=true
+    body: {amount: 1000}
+    mutations:
+      - {name: changed-amount, patch: {amount: 1001}}
+      - {name: authorise-only, query: {capture: "false"}}
+      - {name: other-version, headers: {Api-Version: "2024-06-01"}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := tg.Operations[0].Mutations
+	if tg.Operations[0].Path != "/v1/charges?capture=true" || len(ms) != 3 || ms[1].Query["capture"] != "false" || ms[1].Patch != nil ||
+		ms[2].Headers["Api-Version"] != "2024-06-01" {
+		t.Fatalf("mutations = %+v", ms)
+	}
+	if ms[0].What() != "body" || ms[1].What() != "query" || ms[2].What() != "headers" || !ms[1].ChangesQuery() || ms[2].ChangesQuery() {
+		t.Errorf("What = %q %q %q", ms[0].What(), ms[1].What(), ms[2].What())
+	}
+	if p.QueryMismatch != QueryEither {
+		t.Errorf("ietf query_mismatch = %q, want either: the draft leaves another query open", p.QueryMismatch)
+	}
+	// Without a body mutation the derived one comes first.
+	op := tg.Operations[0]
+	op.Mutations = ms[1:]
+	if got := op.MutationsOrDerived(); len(got) != 3 || !got[0].ChangesBody() || got[1].Name != "authorise-only" {
+		t.Errorf("MutationsOrDerived without a body mutation = %+v", got)
+	}
+}
+
 // TestConfigErrors: every bad input gives one line naming the field.
 func TestConfigErrors(t *testing.T) {
 	const base = "base_url: http://127.0.0.1:1\nprincipals: [{name: a, headers: {Authorization: Bearer a}}]\n"
@@ -72,6 +109,13 @@ func TestConfigErrors(t *testing.T) {
 		{"negative duration", base + op + "lease: -1s\n", "must not be negative"},
 		{"key header in op headers", base + "operations: [{name: c, method: POST, path: /c, headers: {idempotency-key: x}}]\n", "the key header is set by the suite"},
 		{"no operations", base, "operations: at least one"},
+		{"mutation changes nothing", base + "operations: [{name: c, method: POST, path: /c, body: {a: 1}, mutations: [{name: m}]}]\n", "operations[0].mutations[0]: want patch (the body), query or headers"},
+		{"mutation query empty name", base + "operations: [{name: c, method: POST, path: /c, mutations: [{name: m, query: {'': x}}]}]\n", "operations[0].mutations[0].query: want parameter names"},
+		{"mutation query not a mapping", base + "operations:\n  - name: c\n    method: POST\n    path: /c\n    mutations:\n      - name: m\n        query: capture=false\n", "line 9: operations[0].mutations[0].query: cannot unmarshal"},
+		{"mutation header not a name", base + "operations: [{name: c, method: POST, path: /c, mutations: [{name: m, headers: {'Api Version': x}}]}]\n", "operations[0].mutations[0].headers.Api Version: want an HTTP field name"},
+		{"mutation sets the key header", base + "operations: [{name: c, method: POST, path: /c, mutations: [{name: m, headers: {idempotency-key: x}}]}]\n", "operations[0].mutations[0].headers.idempotency-key: the key header is set by the suite"},
+		{"path with a bad query", base + "operations: [{name: c, method: POST, path: '/c?a=%zz'}]\n", `operations[0].path "/c?a=%zz"`},
+		{"bad query_mismatch", base + op + "profile: {overrides: {query_mismatch: sometimes}}\n", `profile query_mismatch "sometimes": want reject, fresh or either`},
 	}
 	dir := t.TempDir()
 	for _, c := range cases {

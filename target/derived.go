@@ -4,19 +4,20 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
 
 // DerivedMutation is the changed body idemcheck derives from op's body when
-// the config declares no mutations: the body's first number (in document
-// order, outside arrays, which a merge patch cannot reach) plus one, else
+// the config declares no mutation of the body: the body's first number (in
+// document order, outside arrays, which a merge patch cannot reach) plus one, else
 // its first boolean negated. Such a member is part of what the request
 // asks for (an amount, a quantity, a flag), so a replay of the old
 // response for it is judged as for a configured mutation. ok is false when
-// op declares mutations or its body has no such member.
+// op declares a body mutation or its body has no such member.
 func DerivedMutation(op *Operation) (m Mutation, ok bool) {
-	if op == nil || len(op.Mutations) > 0 {
+	if op == nil || slices.ContainsFunc(op.Mutations, Mutation.ChangesBody) {
 		return Mutation{}, false
 	}
 	path, from, to, ok := changedScalar(op.Body)
@@ -41,11 +42,25 @@ func DerivedNote(t *Target) []string {
 	for i := range t.Operations {
 		op := &t.Operations[i]
 		if m, ok := DerivedMutation(op); ok {
-			out = append(out, fmt.Sprintf("operations[%d] %s declares no mutations: the mismatch cases send a mutation derived from its body (%s); operations[%d].mutations chooses your own",
+			out = append(out, fmt.Sprintf("operations[%d] %s declares no body mutation: the mismatch cases send a mutation derived from its body (%s); operations[%d].mutations chooses your own",
 				i, op.Name, strings.TrimPrefix(m.Name, "derived: "), i))
 		}
 	}
 	return out
+}
+
+// RequestMutationNote says, for `list`, that no operation declares a
+// mutation of the query or of a header field, and the config line that
+// adds one; "" when one does.
+func RequestMutationNote(t *Target) string {
+	for _, op := range t.Operations {
+		for _, m := range op.Mutations {
+			if m.ChangesQuery() || len(m.Headers) > 0 {
+				return ""
+			}
+		}
+	}
+	return `no operation declares a mutation of the query or of a header field: mismatch/changed-body changes bodies only; add one to operations[].mutations, e.g. {name: authorise-only, query: {capture: "false"}} or {name: other-version, headers: {Api-Version: "2024-06-01"}}`
 }
 
 // changedScalar finds the member DerivedMutation changes: its path, its
@@ -129,11 +144,21 @@ func pointerOf(path []string) string {
 	return b.String()
 }
 
-// MutationsOrDerived is op's configured mutations, else the derived one
-// (none when the body has nothing to change).
+// MutationsOrDerived is op's configured mutations, the derived one first
+// when none of them changes the body (none when the body has nothing to
+// change).
 func (op *Operation) MutationsOrDerived() []Mutation {
 	if m, ok := DerivedMutation(op); ok {
-		return []Mutation{m}
+		return append([]Mutation{m}, op.Mutations...)
 	}
 	return op.Mutations
+}
+
+// BodyMutation is op's first configured mutation that changes the body
+// (chaos retries with a changed body: its verdicts read bodies only).
+func (op *Operation) BodyMutation() (Mutation, bool) {
+	if i := slices.IndexFunc(op.Mutations, Mutation.ChangesBody); i >= 0 {
+		return op.Mutations[i], true
+	}
+	return Mutation{}, false
 }

@@ -73,6 +73,17 @@ const (
 	KeyCaseUnknown   = "?"
 )
 
+// Another query under a used key (query_mismatch): the draft fingerprints
+// "the request payload" and says nothing of the target URI, so a server
+// may take another query for another request (rejected like a changed
+// body) or for another resource (executed fresh). Never for the same
+// request: the first answer replayed is wrong under every setting.
+const (
+	QueryReject = "reject" // another query is a mismatch: the profile's mismatch status
+	QueryFresh  = "fresh"  // another query is another resource: a fresh execution
+	QueryEither = "either" // both are legal (the draft leaves it open)
+)
+
 // Replay comparison modes (IK-REPLAY-2).
 const (
 	CompareBytes  = "bytes"
@@ -154,8 +165,11 @@ type Profile struct {
 	// some servers do it by design (Powertools without payload validation):
 	// true accepts it, "?" records it as a finding. An execution of the
 	// changed payload fails whatever the setting.
-	StaleReplayOnMismatch Tri    `yaml:"stale_replay_on_mismatch" json:"stale_replay_on_mismatch"`
-	Expiry                string `yaml:"expiry" json:"expiry"`
+	StaleReplayOnMismatch Tri `yaml:"stale_replay_on_mismatch" json:"stale_replay_on_mismatch"`
+	// QueryMismatch: what answers a mutation of the query under a used key
+	// (QueryReject, QueryFresh, QueryEither).
+	QueryMismatch string `yaml:"query_mismatch" json:"query_mismatch"`
+	Expiry        string `yaml:"expiry" json:"expiry"`
 	// Margin before the TTL where a replay is still asserted; Grace after
 	// it where freshness is asserted (trap C9: expiry is a floor).
 	Margin time.Duration `yaml:"margin" json:"margin"`
@@ -175,7 +189,7 @@ var presets = map[string]Profile{
 		ReplayCompare: CompareJSON, ProblemJSON: Yes, RetryAfterOn409: Unknown,
 		Cache5xx: Unknown, Cache4xxBusiness: Yes, CacheValidation: Unknown,
 		ScopeEndpoint: ScopeUnknown, ScopeUser: "isolated", BlankKey: BlankUnknown, KeyCase: KeyCaseSensitive, CanonicalJSON: Unknown, StaleReplayOnMismatch: No,
-		Expiry: ExpiryFresh, Margin: 500 * time.Millisecond, Grace: time.Second,
+		QueryMismatch: QueryEither, Expiry: ExpiryFresh, Margin: 500 * time.Millisecond, Grace: time.Second,
 	},
 	// Stripe API v1 (docs.stripe.com/idempotency).
 	"stripe": {
@@ -186,7 +200,7 @@ var presets = map[string]Profile{
 		ReplayCompare: CompareJSON, ProblemJSON: No, RetryAfterOn409: Unknown,
 		Cache5xx: Yes, Cache4xxBusiness: Yes, CacheValidation: No,
 		ScopeEndpoint: ScopeError, ScopeUser: "isolated", BlankKey: BlankUnknown, KeyCase: KeyCaseUnknown, CanonicalJSON: Unknown, StaleReplayOnMismatch: No,
-		Expiry: ExpiryFresh, Margin: 500 * time.Millisecond, Grace: time.Second,
+		QueryMismatch: QueryEither, Expiry: ExpiryFresh, Margin: 500 * time.Millisecond, Grace: time.Second,
 	},
 	// The classic "seeds" rules: byte-identical replay, canonical hash,
 	// transient 5xx not cached, endpoint in scope.
@@ -197,7 +211,7 @@ var presets = map[string]Profile{
 		ReplayCompare: CompareBytes, ProblemJSON: Unknown, RetryAfterOn409: Unknown,
 		Cache5xx: No, Cache4xxBusiness: Yes, CacheValidation: Unknown,
 		ScopeEndpoint: ScopeIndependent, ScopeUser: "isolated", BlankKey: BlankUnknown, KeyCase: KeyCaseUnknown, CanonicalJSON: Yes, StaleReplayOnMismatch: No,
-		Expiry: ExpiryFresh, Margin: 500 * time.Millisecond, Grace: time.Second,
+		QueryMismatch: QueryEither, Expiry: ExpiryFresh, Margin: 500 * time.Millisecond, Grace: time.Second,
 	},
 	// The published policy of idemcheck's reference implementation
 	// (idemcheck serve, docs/reference.md): the ietf preset plus what the
@@ -211,7 +225,7 @@ var presets = map[string]Profile{
 		ReplayCompare: CompareBytes, ProblemJSON: Yes, RetryAfterOn409: Yes,
 		Cache5xx: No, Cache4xxBusiness: Yes, CacheValidation: No,
 		ScopeEndpoint: ScopeIndependent, ScopeUser: "isolated", BlankKey: BlankReject, KeyCase: KeyCaseSensitive, CanonicalJSON: Yes, StaleReplayOnMismatch: No,
-		Expiry: ExpiryFresh, Margin: 500 * time.Millisecond, Grace: time.Second,
+		QueryMismatch: QueryReject, Expiry: ExpiryFresh, Margin: 500 * time.Millisecond, Grace: time.Second,
 	},
 	// Google AIP-155, Request identification (google.aip.dev/155): "a
 	// string request_id" in the request message, "restricted to 36 ASCII
@@ -232,7 +246,8 @@ var presets = map[string]Profile{
 		ReplayCompare: CompareJSON, ProblemJSON: No, RetryAfterOn409: No,
 		Cache5xx: Unknown, Cache4xxBusiness: Unknown, CacheValidation: Unknown,
 		ScopeEndpoint: ScopeUnknown, ScopeUser: "isolated", BlankKey: BlankUnknown, KeyCase: KeyCaseUnknown, CanonicalJSON: Unknown, StaleReplayOnMismatch: Unknown,
-		Expiry: ExpiryUnknown, Margin: 500 * time.Millisecond, Grace: time.Second,
+		QueryMismatch: QueryEither, // an RPC has no query: never judged
+		Expiry:        ExpiryUnknown, Margin: 500 * time.Millisecond, Grace: time.Second,
 	},
 	// AEP-155, Idempotency (aep.dev/155): "aep.api.IdempotencyKey
 	// idempotency_key" {key, first_sent} (key: config {field:
@@ -254,7 +269,8 @@ var presets = map[string]Profile{
 		ReplayCompare: CompareJSON, ProblemJSON: No, RetryAfterOn409: No,
 		Cache5xx: Unknown, Cache4xxBusiness: Unknown, CacheValidation: Unknown,
 		ScopeEndpoint: ScopeUnknown, ScopeUser: "isolated", BlankKey: BlankUnknown, KeyCase: KeyCaseUnknown, CanonicalJSON: Unknown, StaleReplayOnMismatch: Unknown,
-		Expiry: ExpiryUnknown, Margin: 500 * time.Millisecond, Grace: time.Second,
+		QueryMismatch: QueryEither, // an RPC has no query: never judged
+		Expiry:        ExpiryUnknown, Margin: 500 * time.Millisecond, Grace: time.Second,
 	},
 	// A metadata key (key: {metadata: x-idempotency-key}): the Nebius
 	// SDK's x-idempotency-key, Yandex Cloud's Idempotency-Key (which
@@ -269,7 +285,8 @@ var presets = map[string]Profile{
 		ReplayCompare: CompareJSON, ProblemJSON: No, RetryAfterOn409: No,
 		Cache5xx: Unknown, Cache4xxBusiness: Unknown, CacheValidation: Unknown,
 		ScopeEndpoint: ScopeUnknown, ScopeUser: "isolated", BlankKey: BlankUnknown, KeyCase: KeyCaseUnknown, CanonicalJSON: Unknown, StaleReplayOnMismatch: Unknown,
-		Expiry: ExpiryUnknown, Margin: 500 * time.Millisecond, Grace: time.Second,
+		QueryMismatch: QueryEither, // an RPC has no query: never judged
+		Expiry:        ExpiryUnknown, Margin: 500 * time.Millisecond, Grace: time.Second,
 	},
 	// Only the outcomes every source agrees on are judged.
 	"lenient": {
@@ -280,7 +297,7 @@ var presets = map[string]Profile{
 		ReplayCompare: CompareStatus, ProblemJSON: Unknown, RetryAfterOn409: Unknown,
 		Cache5xx: Unknown, Cache4xxBusiness: Unknown, CacheValidation: Unknown,
 		ScopeEndpoint: ScopeUnknown, ScopeUser: "isolated", BlankKey: BlankUnknown, KeyCase: KeyCaseUnknown, CanonicalJSON: Unknown, StaleReplayOnMismatch: Unknown,
-		Expiry: ExpiryUnknown, Margin: time.Second, Grace: 2 * time.Second,
+		QueryMismatch: QueryEither, Expiry: ExpiryUnknown, Margin: time.Second, Grace: 2 * time.Second,
 	},
 }
 
@@ -365,6 +382,11 @@ func (p *Profile) Validate() error {
 	case KeyCaseSensitive, KeyCaseFolded, KeyCaseUnknown:
 	default:
 		return fmt.Errorf("profile key_case %q: want sensitive, folded or \"?\"", p.KeyCase)
+	}
+	switch p.QueryMismatch {
+	case QueryReject, QueryFresh, QueryEither:
+	default:
+		return fmt.Errorf("profile query_mismatch %q: want reject, fresh or either", p.QueryMismatch)
 	}
 	switch p.Expiry {
 	case ExpiryFresh, ExpiryExpired409, ExpiryUnknown:

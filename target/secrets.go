@@ -106,6 +106,11 @@ func (t *Target) expandConfig(secretHeaders []string) error {
 		if err := headers(op.Headers, at); err != nil {
 			return err
 		}
+		for j := range op.Mutations {
+			if err := headers(op.Mutations[j].Headers, fmt.Sprintf("%s.mutations[%d]", at, j)); err != nil {
+				return err
+			}
+		}
 		if err := oracle(op.Oracle, at+".oracle"); err != nil {
 			return err
 		}

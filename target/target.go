@@ -51,6 +51,9 @@ type Target struct {
 	Replicas []string `yaml:"replicas" json:"replicas,omitempty"`
 	// TLS configures https targets (CA bundle, client certificate).
 	TLS TLS `yaml:"tls" json:"tls,omitempty"`
+	// HTTP2 speaks HTTP/2 only: h2 by ALPN over TLS, h2c with prior
+	// knowledge over plain TCP (http2:, --http2).
+	HTTP2 bool `yaml:"http2" json:"http2,omitempty"`
 	// KeySource, when set, names a request that issues a fresh key: every
 	// key of run, load and chaos is fetched from it (keys.go).
 	KeySource *KeySource `yaml:"key_source,omitempty" json:"key_source,omitempty"`
@@ -103,8 +106,9 @@ type Operation struct {
 	// IDPointer is the RFC 6901 pointer to the created resource's id in a
 	// success response (e.g. /id). Empty: identity oracle unavailable.
 	IDPointer string `yaml:"id_pointer" json:"id_pointer"`
-	// Mutations are materially different bodies: each is a JSON merge
-	// patch (RFC 7386) applied to Body.
+	// Mutations are materially different requests: each changes the body
+	// (a JSON merge patch, RFC 7386, applied to Body), the query or the
+	// header fields, or several of them.
 	Mutations []Mutation `yaml:"mutations" json:"mutations"`
 	// Variants are JSON merge patches that make the call behave a given
 	// way: "slow", "business_error", "transient_error", "invalid".
@@ -118,10 +122,41 @@ type Operation struct {
 	Marker *Marker `yaml:"marker,omitempty" json:"marker,omitempty"`
 }
 
-// Mutation is a named materially different body.
+// Mutation is a named materially different request: a body patch, query
+// parameters set on the operation's path, header fields set on its
+// headers, or several of them.
 type Mutation struct {
 	Name  string          `yaml:"name" json:"name"`
-	Patch json.RawMessage `yaml:"-" json:"patch"`
+	Patch json.RawMessage `yaml:"-" json:"patch,omitempty"`
+	// Query sets these parameters (replacing any of the same name in the
+	// operation's path): another target URI (?capture=false).
+	Query map[string]string `yaml:"query,omitempty" json:"query,omitempty"`
+	// Headers sets these fields: a field that is part of the request (an
+	// API version).
+	Headers map[string]string `yaml:"headers,omitempty" json:"headers,omitempty"`
+}
+
+// ChangesQuery reports that m sends another query: a server may take that
+// for another resource (Profile.QueryMismatch).
+func (m Mutation) ChangesQuery() bool { return len(m.Query) > 0 }
+
+// ChangesBody reports that m patches the body.
+func (m Mutation) ChangesBody() bool { return len(m.Patch) > 0 }
+
+// What says what m changes: "body", "query", "headers", or several joined
+// with "+".
+func (m Mutation) What() string {
+	var parts []string
+	if m.ChangesBody() {
+		parts = append(parts, "body")
+	}
+	if m.ChangesQuery() {
+		parts = append(parts, "query")
+	}
+	if len(m.Headers) > 0 {
+		parts = append(parts, "headers")
+	}
+	return strings.Join(parts, "+")
 }
 
 // Variant names understood by the catalog.
@@ -163,6 +198,12 @@ func FromURL(base string, ttl, lease time.Duration) (*Target, error) {
 		return nil, fmt.Errorf("--target %q: want an absolute http(s) URL", base)
 	}
 	slow := Variant{Patch: json.RawMessage(fmt.Sprintf(`{"delay_ms":%d}`, ReferenceSlow.Milliseconds())), Duration: ReferenceSlow}
+	// Another query and another API version are other requests to the
+	// reference: it fingerprints the query and Api-Version.
+	otherQuery := map[string]Mutation{
+		"charges": {Name: "authorise-only", Query: map[string]string{"capture": "false"}},
+		"refunds": {Name: "other-query", Query: map[string]string{"reason": "duplicate"}},
+	}
 	op := func(name string) Operation {
 		return Operation{
 			Name:      name,
@@ -175,6 +216,8 @@ func FromURL(base string, ttl, lease time.Duration) (*Target, error) {
 				{Name: "changed-amount", Patch: json.RawMessage(`{"amount":1001}`)},
 				{Name: "added-field", Patch: json.RawMessage(`{"metadata":{"order":"idemcheck-2"}}`)},
 				{Name: "changed-currency", Patch: json.RawMessage(`{"currency":"eur"}`)},
+				otherQuery[name],
+				{Name: "other-version", Headers: map[string]string{"Api-Version": "2024-06-01"}},
 			},
 			Variants: map[string]Variant{
 				VariantSlow:           slow,

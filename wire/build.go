@@ -3,6 +3,9 @@ package wire
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
+	"sort"
+	"strings"
 
 	"github.com/idemcheck/idemcheck/target"
 )
@@ -27,6 +30,17 @@ type Request struct {
 	Method, Path string
 	// Base replaces Target.BaseURL: one of Target.Replicas.
 	Base string
+	// Query sets these parameters on the path's query, replacing any of
+	// the same name (a mutation of the query).
+	Query map[string]string
+	// Headers sets these fields over the operation's and the principal's
+	// (a mutation of the header, Accept-Encoding).
+	Headers map[string]string
+	// KeyName, when set, is the key field's name exactly as it goes on
+	// the wire over HTTP/1.1 (idempotency-key): Build puts it in the
+	// header map as is, which net/http writes verbatim (only Set and Add
+	// canonicalise). Empty: the target's key_header, canonical.
+	KeyName string
 }
 
 // Build is the exchange r describes on op: method, URL, fields (the key in
@@ -47,8 +61,14 @@ func Build(t *target.Target, op *target.Operation, r Request) Exchange {
 	if r.Base != "" {
 		base = r.Base
 	}
+	if len(r.Query) > 0 {
+		path = withQuery(path, r.Query)
+	}
 	x := Exchange{Label: r.Label, Request: ExchangeRequest{Method: method, URL: base + path,
 		Header: t.Header(op, r.Principal, len(body) > 0), Body: body}}
+	for k, v := range r.Headers {
+		x.Request.Header.Set(k, v)
+	}
 	if t.KeyField() != "" {
 		// The key is a field of the request message (AIP-155, AEP-155);
 		// a probe's raw key lines are its first line's value.
@@ -63,6 +83,9 @@ func Build(t *target.Target, op *target.Operation, r Request) Exchange {
 		return x
 	}
 	hk := http.CanonicalHeaderKey(t.KeyHeader)
+	if r.KeyName != "" {
+		hk = r.KeyName
+	}
 	switch {
 	case r.KeyLines != nil:
 		x.Request.Header[hk] = append([]string(nil), r.KeyLines...)
@@ -70,4 +93,30 @@ func Build(t *target.Target, op *target.Operation, r Request) Exchange {
 		x.Request.Header[hk] = []string{t.KeyValue(r.Key)}
 	}
 	return x
+}
+
+// withQuery is path with the parameters of set replacing those of the same
+// name in its query. The rest of the query keeps its bytes: a server may
+// read its parameters in the order they were sent.
+func withQuery(path string, set map[string]string) string {
+	p, raw, _ := strings.Cut(path, "?")
+	var kept []string
+	for piece := range strings.SplitSeq(raw, "&") {
+		name, _, _ := strings.Cut(piece, "=")
+		if n, err := url.QueryUnescape(name); err == nil {
+			name = n
+		}
+		if _, replaced := set[name]; piece != "" && !replaced {
+			kept = append(kept, piece)
+		}
+	}
+	names := make([]string, 0, len(set))
+	for name := range set {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		kept = append(kept, url.QueryEscape(name)+"="+url.QueryEscape(set[name]))
+	}
+	return p + "?" + strings.Join(kept, "&")
 }

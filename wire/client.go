@@ -42,15 +42,16 @@ const idleConnTimeout = time.Second
 // NewTransport returns a Transport wrapped in NoReplay, with Go's TLS
 // defaults (system roots; Target.Transport adds the target's TLS
 // settings). maxConns bounds idle connections per host (0 means 64).
-func NewTransport(maxConns int) http.RoundTripper { return newTransport(maxConns, nil) }
+func NewTransport(maxConns int) http.RoundTripper { return newTransport(maxConns, nil, false) }
 
 // newTransport: HTTP/2 when an https server negotiates it (ALPN), HTTP/1.1
-// otherwise.
-func newTransport(maxConns int, tc *tls.Config) http.RoundTripper {
+// otherwise; with h2, HTTP/2 only: h2 by ALPN over TLS, h2c with prior
+// knowledge over plain TCP, and no HTTP/1.1 to fall back on.
+func newTransport(maxConns int, tc *tls.Config, h2 bool) http.RoundTripper {
 	if maxConns <= 0 {
 		maxConns = 64
 	}
-	return NoReplay{Base: &http.Transport{
+	tr := &http.Transport{
 		Proxy:                 nil, // never route test traffic through an environment proxy
 		DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		MaxIdleConns:          maxConns,
@@ -62,7 +63,26 @@ func newTransport(maxConns int, tc *tls.Config) http.RoundTripper {
 		// A custom TLSClientConfig turns HTTP/2 off unless forced; it
 		// is only ever negotiated over TLS.
 		ForceAttemptHTTP2: true,
-	}}
+		// Never ask for gzip behind the caller's back nor decode it:
+		// a request accepts only the codings it names, and its answer is
+		// seen as the server sent it (fidelity/content-coding).
+		DisableCompression: true,
+	}
+	if h2 {
+		tr.Protocols = new(http.Protocols)
+		tr.Protocols.SetHTTP2(true)
+		tr.Protocols.SetUnencryptedHTTP2(true)
+	}
+	return NoReplay{Base: tr}
+}
+
+// protoName is the protocol of a response as reports name it: HTTP/2 for
+// Go's "HTTP/2.0", else as given.
+func protoName(proto string) string {
+	if proto == "HTTP/2.0" {
+		return "HTTP/2"
+	}
+	return proto
 }
 
 // NewClient returns an http.Client that never re-sends a request, never

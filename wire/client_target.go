@@ -15,9 +15,9 @@ import (
 // CloseIdleConnections); its other requests (an HTTP oracle) over HTTP.
 func Transport(t *target.Target, maxConns int) http.RoundTripper {
 	if t.IsGRPC() {
-		return grpcTransport{grpc: NewGRPC(t), http: newTransport(maxConns, t.TLSConfig())}
+		return grpcTransport{grpc: NewGRPC(t), http: newTransport(maxConns, t.TLSConfig(), t.HTTP2)}
 	}
-	return newTransport(maxConns, t.TLSConfig())
+	return newTransport(maxConns, t.TLSConfig(), t.HTTP2)
 }
 
 // Client is NewClient with the target's TLS settings.
@@ -32,23 +32,30 @@ func Client(t *target.Target, timeout time.Duration) *http.Client {
 // Preflight makes sure something answers HTTP at the base URL and at every
 // replica (any status will do) and, when the target declares a key_source,
 // that it issues a key. Every face calls it before any traffic; the error
-// wraps ErrUnreachable or ErrKeySource.
-func Preflight(ctx context.Context, t *target.Target, c *http.Client) error {
-	for _, base := range t.Bases() {
-		if err := preflightBase(ctx, t, c, base); err != nil {
-			return err
+// wraps ErrUnreachable or ErrKeySource. It returns the protocol the base
+// URL answered in (protoName: HTTP/1.1, HTTP/2), what the run records.
+func Preflight(ctx context.Context, t *target.Target, c *http.Client) (string, error) {
+	var proto string
+	for i, base := range t.Bases() {
+		p, err := preflightBase(ctx, t, c, base)
+		if err != nil {
+			return "", err
+		}
+		if i == 0 {
+			proto = p
 		}
 	}
 	if t.KeySource != nil {
 		if _, err := FetchKey(ctx, t, c, nil); err != nil {
-			return err
+			return "", err
 		}
 	}
-	return nil
+	return proto, nil
 }
 
-// preflightBase makes sure something answers HTTP at base (one replica).
-func preflightBase(ctx context.Context, t *target.Target, c *http.Client, base string) error {
+// preflightBase makes sure something answers HTTP at base (one replica),
+// and says in which protocol.
+func preflightBase(ctx context.Context, t *target.Target, c *http.Client, base string) (string, error) {
 	// A hand-built Target may leave Timeout 0 (no per-request bound).
 	d := 5 * time.Second
 	if t.Timeout > 0 {
@@ -58,13 +65,16 @@ func preflightBase(ctx context.Context, t *target.Target, c *http.Client, base s
 	defer cancel()
 	req, err := http.NewRequestWithContext(pctx, http.MethodGet, base+"/", nil)
 	if err != nil {
-		return fmt.Errorf("%w: %s: %v", target.ErrUnreachable, t.Redact(base), err)
+		return "", fmt.Errorf("%w: %s: %v", target.ErrUnreachable, t.Redact(base), err)
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return fmt.Errorf("%w: %s: %v", target.ErrUnreachable, t.Redact(base), err)
+		if t.HTTP2 {
+			err = fmt.Errorf("%v (http2: the server must speak HTTP/2: h2 by ALPN over TLS, h2c with prior knowledge over plain TCP)", err)
+		}
+		return "", fmt.Errorf("%w: %s: %v", target.ErrUnreachable, t.Redact(base), err)
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
 	resp.Body.Close()
-	return nil
+	return protoName(resp.Proto), nil
 }

@@ -145,7 +145,7 @@ func TestGRPCUnreachableAndClient(t *testing.T) {
 	tg := healthTarget(base)
 	client := wire.Client(tg, 2*time.Second)
 	defer client.CloseIdleConnections()
-	if err := wire.Preflight(t.Context(), tg, client); err == nil {
+	if _, err := wire.Preflight(t.Context(), tg, client); err == nil {
 		t.Fatal("preflight passed with nothing listening")
 	}
 	c := wire.NewGRPC(tg)
@@ -159,7 +159,7 @@ func TestGRPCUnreachableAndClient(t *testing.T) {
 	tl := healthTarget(live)
 	hc := wire.Client(tl, 5*time.Second)
 	defer hc.CloseIdleConnections()
-	if err := wire.Preflight(t.Context(), tl, hc); err != nil {
+	if _, err := wire.Preflight(t.Context(), tl, hc); err != nil {
 		t.Fatal(err)
 	}
 	op := &target.Operation{Method: "POST", Path: "/grpc.health.v1.Health/Check", Body: json.RawMessage(`{}`)}

@@ -27,6 +27,9 @@ type Resp struct {
 	// written to the connection (zero if it never was), End when the body
 	// was read.
 	Start, Sent, End time.Time
+	// Proto is the protocol the answer came over ("HTTP/1.1", "HTTP/2.0"),
+	// empty without one.
+	Proto string
 	// Work is the least time the server spends executing this request:
 	// the slow variant's declared duration when it carried that body, else
 	// zero (see ReachedBy).
@@ -161,7 +164,7 @@ func (h HTTP) Do(ctx context.Context, x Exchange) (Resp, Exchange) {
 			var b []byte
 			b, err = io.ReadAll(io.LimitReader(hr.Body, MaxBody))
 			hr.Body.Close()
-			resp.Status, resp.Header, resp.Body = hr.StatusCode, hr.Header, b
+			resp.Status, resp.Header, resp.Body, resp.Proto = hr.StatusCode, hr.Header, b, hr.Proto
 			x.Response = &ExchangeResponse{Status: hr.StatusCode, Header: hr.Header, Body: b}
 		} else if reused.Load() && !answered.Load() && ctx.Err() == nil && !isTimeout(err) {
 			err = fmt.Errorf("%w: %w", ErrStaleConn, err)

@@ -99,7 +99,8 @@ func (d *driver) run(ctx context.Context, s shape) (rec chaos.Op, ok bool) {
 	case chaos.KindStorm:
 		variant = target.VariantSlow
 	case chaos.KindMutated:
-		later = t.Body(op, op.Mutations[0].Patch)
+		m, _ := op.BodyMutation() // the shape was chosen for it
+		later = t.Body(op, m.Patch)
 	case chaos.KindBusiness:
 		variant = target.VariantBusinessError
 	case chaos.KindTransient:

@@ -172,7 +172,7 @@ func Run(ctx context.Context, t *target.Target, opts ...Option) (*Result, error)
 	defer stopReplicas()
 	client := wire.Client(cfg.target, cfg.target.Timeout)
 	defer client.CloseIdleConnections()
-	if err := wire.Preflight(ctx, cfg.target, client); err != nil {
+	if _, err := wire.Preflight(ctx, cfg.target, client); err != nil {
 		return nil, err
 	}
 	// No violation is judged on a target whose normal request fails.
@@ -360,7 +360,7 @@ func plan(cfg config) []shape {
 		switch r := rng.IntN(100); {
 		case r < 4 && hasVariant(op, target.VariantSlow):
 			s.kind = chaos.KindStorm
-		case r < 8 && len(op.Mutations) > 0:
+		case r < 8 && hasBodyMutation(op):
 			s.kind = chaos.KindMutated
 		case r < 12 && hasVariant(op, target.VariantBusinessError):
 			s.kind = chaos.KindBusiness
@@ -370,6 +370,11 @@ func plan(cfg config) []shape {
 		out[i] = s
 	}
 	return out
+}
+
+func hasBodyMutation(op *target.Operation) bool {
+	_, ok := op.BodyMutation()
+	return ok
 }
 
 func hasVariant(op *target.Operation, name string) bool {

@@ -122,6 +122,9 @@ func runChaos(ctx context.Context, stdout io.Writer, f chaosFlags) error {
 	if err != nil {
 		return withCode(exitUsage, err)
 	}
+	if target.HTTP2 {
+		return usageErrorf("--http2 (or the config's http2: true): chaos injects its faults over HTTP/1.1 only (it cuts connections mid-answer); check an API over HTTP/2 with run --http2 or load --http2")
+	}
 	rules, err := chaos.ParseRules(f.faults)
 	if err != nil {
 		return usageErrorf("--fault: %v", err)

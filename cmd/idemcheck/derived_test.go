@@ -43,7 +43,7 @@ operations:
 				t.Fatal(err)
 			}
 			l := runCLI(t, "list", "--config", cfg, "--run", "mismatch/changed-body")
-			if want := "operations[0] charges declares no mutations: the mismatch cases send a mutation derived from its body (/amount 1000 → 1001)"; l.code != exitOK || !strings.Contains(l.stdout, want) {
+			if want := "operations[0] charges declares no body mutation: the mismatch cases send a mutation derived from its body (/amount 1000 → 1001)"; l.code != exitOK || !strings.Contains(l.stdout, want) {
 				t.Errorf("list: exit %d, want 0 and %q:\n%s", l.code, want, l.stdout)
 			}
 			r, res := runReport(t, "--config", cfg, "--run", "mismatch/changed-body")

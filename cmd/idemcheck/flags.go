@@ -139,11 +139,12 @@ func tlsFlags(fl *pflag.FlagSet, o *target.TLS) {
 	fl.StringVar(&o.ClientKey, "client-key", "", "PEM private key of --client-cert")
 }
 
-// reachFlags registers --base-url, the TLS flags and the key flags a
-// scenarios.Selection understands.
+// reachFlags registers --base-url, the TLS flags, --http2 and the key
+// flags a scenarios.Selection understands.
 func reachFlags(fl *pflag.FlagSet, sel *scenarios.Selection) {
 	fl.StringVar(&sel.BaseURL, "base-url", "", "replace the config's base_url (one config, many environments), any http(s) URL")
 	tlsFlags(fl, &sel.TLS)
+	fl.BoolVar(&sel.HTTP2, "http2", false, "speak HTTP/2 only: h2 by ALPN over https, h2c with prior knowledge over http (the config's http2: true)")
 	fl.BoolVar(&sel.HashKeys, "hash-keys", false, "client-generated keys are business-id hashes: SHA-256(seed:n) (a config's key_source still wins)")
 	fl.StringVar(&sel.KeySeed, "key-seed", "", "seed for --hash-keys (default: random, printed in the report)")
 }

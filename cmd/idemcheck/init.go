@@ -23,6 +23,7 @@ type initFlags struct {
 	method     string
 	body       string
 	headers    []string
+	query      []string
 	keyHeader  string
 	out        string
 	force      bool
@@ -56,6 +57,7 @@ func init() {
 	fl.StringVar(&f.method, "method", "POST", "--probe: the endpoint's method")
 	fl.StringVar(&f.body, "body", "", "--probe: a JSON object the endpoint accepts")
 	fl.StringArrayVar(&f.headers, "header", nil, "--probe: 'Name: value' sent with every request (credentials are written as ${IDEMCHECK_TOKEN_1}); repeatable")
+	fl.StringArrayVar(&f.query, "query", nil, "--probe: 'name=value' of another query, sent under a used key and written as a query mutation; repeatable")
 	fl.StringVar(&f.keyHeader, "key-header", "", keyHeaderUsage+" (default Idempotency-Key)")
 	fl.StringVarP(&f.out, "output", "o", "idemcheck.yaml", "file to write ('-': stdout)")
 	fl.BoolVar(&f.force, "force", false, "overwrite the output file")
@@ -68,8 +70,8 @@ func runInit(cmd *cobra.Command, f initFlags) error {
 	if (f.openapi == "") == (f.probe == "") {
 		return usageErrorf("init: give exactly one of --openapi and --probe")
 	}
-	if f.openapi != "" && (cmd.Flags().Changed("body") || len(f.headers) > 0 || cmd.Flags().Changed("method")) {
-		return usageErrorf("init: --body, --header and --method go with --probe")
+	if f.openapi != "" && (cmd.Flags().Changed("body") || len(f.headers) > 0 || len(f.query) > 0 || cmd.Flags().Changed("method")) {
+		return usageErrorf("init: --body, --header, --query and --method go with --probe")
 	}
 	if f.probe != "" && len(f.operations) > 0 {
 		return usageErrorf("init: --operation goes with --openapi")
@@ -93,7 +95,7 @@ func runInit(cmd *cobra.Command, f initFlags) error {
 		})
 	} else {
 		out, err = initconfig.Probe(cmd.Context(), initconfig.ProbeOptions{
-			URL: f.probe, Method: f.method, Body: f.body, Headers: f.headers, KeyHeader: f.keyHeader,
+			URL: f.probe, Method: f.method, Body: f.body, Headers: f.headers, Query: f.query, KeyHeader: f.keyHeader,
 			Timeout: f.timeout, TLS: f.tls, Command: "idemcheck init --probe " + f.probe + " --method " + strings.ToUpper(f.method),
 		})
 	}

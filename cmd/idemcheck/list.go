@@ -109,6 +109,9 @@ func runList(w, stderr io.Writer, f listFlags) error {
 	for _, n := range target.DerivedNote(tg) {
 		fmt.Fprintln(w, n)
 	}
+	if n := target.RequestMutationNote(tg); n != "" {
+		fmt.Fprintln(w, n)
+	}
 	gaps := scenarios.Gaps(planned)
 	if len(gaps) == 0 {
 		_, err = fmt.Fprintln(w, "Every MUST requirement listed is verifiable with this config.")
