@@ -16,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/idemcheck/idemcheck/evidence/double"
+	"github.com/idemcheck/idemcheck/evidence/events"
 	"github.com/idemcheck/idemcheck/internal/jsonx"
 )
 
@@ -41,6 +42,8 @@ type configFile struct {
 	// Downstream: the double idemcheck starts for the API's dependency
 	// (downstream.go).
 	Downstream *double.Config `yaml:"downstream"`
+	// Events: the broker the API publishes its events to (evidence/events).
+	Events *events.Config `yaml:"events"`
 }
 
 type keySourceConfig struct {
@@ -370,7 +373,7 @@ func (cf *configFile) target() (*Target, error) {
 	t := &Target{
 		BaseURL: strings.TrimRight(cf.BaseURL, "/"), KeyHeader: cf.KeyHeader, KeySyntax: cf.KeySyntax,
 		Timeout: cf.Timeout, Principals: cf.Principals, Oracle: cf.Oracle, TTL: cf.TTL.d, NeverExpires: cf.TTL.never,
-		Lease: cf.Lease, Command: cf.TargetCmd, Downstream: cf.Downstream,
+		Lease: cf.Lease, Command: cf.TargetCmd, Downstream: cf.Downstream, Events: cf.Events,
 	}
 	for _, r := range cf.Replicas {
 		t.Replicas = append(t.Replicas, strings.TrimRight(r, "/"))
@@ -539,6 +542,13 @@ func (t *Target) Validate() error {
 	}
 	if err := t.validateDownstream(); err != nil {
 		return err
+	}
+	if t.Events != nil {
+		// One validation, evidence/events': its errors name the field
+		// (events.kafka.topic: required).
+		if err := t.Events.Validate(); err != nil {
+			return err
+		}
 	}
 	// Per-key and global counts cannot be added up: one kind for the run.
 	if os := t.Oracles(); len(os) > 1 {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck/evidence/double"
+	"github.com/idemcheck/idemcheck/evidence/events"
 )
 
 // KeySyntax is how the key is written in its header.
@@ -62,6 +63,10 @@ type Target struct {
 	// Downstream, when set, is the double idemcheck starts where the API
 	// sends a dependency's calls (downstream.go).
 	Downstream *double.Config `yaml:"downstream,omitempty" json:"downstream,omitempty"`
+	// Events, when set, reads the events the API publishes per key from
+	// its broker (evidence/events): the run's oracle when no oracle is
+	// configured, else a second source the outbox cases compare with it.
+	Events *events.Config `yaml:"events,omitempty" json:"events,omitempty"`
 
 	managed *Managed    // the started Command, set for the length of a run
 	tls     *tls.Config // built from TLS by SetTLS
