@@ -134,7 +134,6 @@ func (r rule) forbids(rel string) bool {
 	return r.only != nil && !matchAny(r.only, rel) || matchAny(r.never, rel)
 }
 
-
 func TestDependencyDirection(t *testing.T) {
 	pkgs := list(t)
 	for _, p := range pkgs {
