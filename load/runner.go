@@ -339,7 +339,7 @@ func Run(ctx context.Context, t *target.Target, opts ...Option) (*Report, error)
 	}
 	oclient := wire.Client(t, 5*time.Second)
 	defer oclient.CloseIdleConnections()
-	orc, err := newOracle(t, oclient, d)
+	orc, err := newOracle(ctx, t, oclient, d)
 	if err != nil {
 		return nil, err
 	}

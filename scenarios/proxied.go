@@ -52,7 +52,7 @@ func (e *Env) viaProxy(rules ...string) (*proxied, error) {
 	t.BaseURL = srv.URL
 	// The counter is shared: same keys, and its probes go to the target
 	// directly, not through the proxy.
-	pr.Env = &Env{Target: &t, Profile: e.Profile, Op: e.Op, Case: e.Case, client: e.client, double: e.double, oracle: e.oracle, keys: e.keys, ctx: e.ctx}
+	pr.Env = &Env{Target: &t, Profile: e.Profile, Op: e.Op, Case: e.Case, client: e.client, double: e.double, oracle: e.oracle, events: e.events, keys: e.keys, ctx: e.ctx}
 	return pr, nil
 }
 
@@ -63,6 +63,7 @@ func (pr *proxied) close() {
 	_ = pr.hist.Close()
 	pr.outer.mu.Lock()
 	pr.outer.exchanges = append(pr.outer.exchanges, pr.Exchanges()...)
+	pr.outer.eventLines = append(pr.outer.eventLines, pr.eventEvidence()...)
 	pr.outer.mu.Unlock()
 }
 

@@ -159,7 +159,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := evidence.CheckNormal(ctx, cfg.Target, client, double, evidence.NormalKeys(cfg.Target, client), nil); err != nil {
 		return nil, err
 	}
-	ev, err := evidence.Open(cfg.Target, client, double)
+	ev, err := evidence.Open(ctx, cfg.Target, client, double)
 	if err != nil {
 		return nil, err
 	}

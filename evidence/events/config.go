@@ -73,9 +73,9 @@ type Key struct {
 // lag rule re-reads a count for as long.
 const DefaultSettle = 2 * time.Second
 
-// settleFactor bounds Settle: a count still changing after this many
+// SettleFactor bounds Settle: a count still changing after this many
 // settle times is reported unsettled.
-const settleFactor = 10
+const SettleFactor = 10
 
 // DefaultPayloadField is the Redis entry field holding the payload.
 const DefaultPayloadField = "payload"
