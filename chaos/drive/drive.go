@@ -74,6 +74,9 @@ type Result struct {
 	// Notes say why evidence was left out (a downstream double the API
 	// does not call with its keys' tokens), one line each.
 	Notes []string `json:"notes,omitempty"`
+	// Events is what the events source showed (nil: no events:); its
+	// lost and duplicated keys are among the violations.
+	Events *EventsReport `json:"events,omitempty"`
 }
 
 // Validate checks cfg and fills defaults; errors name the field.
@@ -164,6 +167,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	defer ev.Close()
+	// The events source is read once, over the whole history, after the
+	// run (checkEvents): as a per-operation probe each count would wait
+	// out events.settle.
+	evs := ev.Events()
+	if ev.EventsOnly() {
+		ev = nil
+	}
 	var notes []string
 	if ev != nil {
 		// A downstream double counts only once one request is seen to
@@ -248,6 +258,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	res := &Result{Report: checker.Report(), Interrupted: parent.Err() != nil, Requested: cfg.Ops, Proxy: counters, Elapsed: elapsed,
 		Replicas: cfg.Target.Replicas, Kills: kills, Notes: notes}
+	if evs != nil && !res.Interrupted {
+		er, vs := checkEvents(ctx, evs, checker.Outcomes(), time.Now())
+		res.Events = &er
+		res.Violations = append(res.Violations, vs...)
+	}
 	if cfg.History != "" {
 		res.History = cfg.History
 	}

@@ -1,0 +1,101 @@
+package drive
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/idemcheck/idemcheck/chaos"
+	"github.com/idemcheck/idemcheck/evidence"
+	"github.com/idemcheck/idemcheck/evidence/events"
+)
+
+// EventsReport is what the events source (events:) showed over the whole
+// history: every key's events once settled, held against what the key
+// executed.
+type EventsReport struct {
+	// Where names the stream and how keys are read (no secret in it).
+	Where string `json:"where"`
+	// Keys judged, and the events (each id once) they published.
+	Keys   int `json:"keys"`
+	Events int `json:"events"`
+	// Lost and Duplicated count the keys breaking the rule (their lines
+	// are violations of the report, rules event-lost and
+	// event-duplicated).
+	Lost       int `json:"lost"`
+	Duplicated int `json:"duplicated"`
+	// Unsettled keys' counts still changed at the settle bound: not
+	// judged. Error, when set, is why nothing was judged.
+	Unsettled int    `json:"unsettled,omitempty"`
+	Error     string `json:"error,omitempty"`
+}
+
+// eventsSettleTimeout bounds the final read of the events beyond the
+// settle bound itself.
+const eventsSettleTimeout = time.Minute
+
+// checkEvents holds each key of the history to its published events: a
+// key that committed (created ids seen upstream, or a 2xx final answer)
+// publishes one event per created id, at least one; any other key at most
+// one (it may or may not have executed). since is when the last answer
+// came (the relay may publish up to events.settle later).
+func checkEvents(ctx context.Context, es *evidence.Events, outs []chaos.KeyOutcome, since time.Time) (EventsReport, []chaos.Violation) {
+	cfg := es.Config()
+	where := cfg.String()
+	rep := EventsReport{Where: where}
+	keys := make([]string, len(outs))
+	for i, o := range outs {
+		keys[i] = o.Key
+	}
+	if len(keys) == 0 {
+		return rep, nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), events.SettleFactor*cfg.Settle+eventsSettleTimeout)
+	defer cancel()
+	ts, err := es.Settle(ctx, since, keys...)
+	if ts == nil && err != nil {
+		rep.Error = err.Error()
+		return rep, nil
+	}
+	var vs []chaos.Violation
+	for i, o := range outs {
+		t := ts[i]
+		if !t.Settled {
+			rep.Unsettled++
+			continue
+		}
+		rep.Keys++
+		rep.Events += t.Executions
+		committed := len(o.IDs)
+		if committed == 0 && o.Op != nil && o.Op.Outcome == chaos.ClientOK && o.Op.Status/100 == 2 {
+			committed = 1
+		}
+		v := chaos.Violation{Key: o.Key, IDs: o.IDs}
+		if o.Op != nil {
+			v.Kind = o.Op.Kind
+		}
+		list := evidence.EventList(t.Events, time.Time{})
+		switch {
+		case committed > 0 && t.Executions < committed:
+			rep.Lost++
+			v.Rule = chaos.RuleEventLost
+			v.Detail = fmt.Sprintf("executed (%s) and published %s: %s", count(committed, "created id"), count(t.Executions, "event"), list)
+		case t.Executions > max(committed, 1):
+			rep.Duplicated++
+			v.Rule = chaos.RuleEventDuplicated
+			v.Detail = fmt.Sprintf("%s for %s: %s", count(t.Executions, "event"), count(max(committed, 1), "execution"), list)
+		default:
+			continue
+		}
+		vs = append(vs, v)
+	}
+	return rep, vs
+}
+
+// count is "1 event", "2 events".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
