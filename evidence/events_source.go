@@ -81,6 +81,32 @@ func (s *Events) Settle(ctx context.Context, since time.Time, keys ...string) ([
 	return ts, nil
 }
 
+// SettleAtLeast is Settle for keys whose executions are known to be at
+// least floors[i] (an answer proved them): a relay that publishes late
+// under load is waited for up to the settle bound (events.SettleFactor
+// settle times from since) before a count below its floor is returned as
+// final. A count at or above its floor is returned once settled.
+func (s *Events) SettleAtLeast(ctx context.Context, since time.Time, floors []int, keys ...string) ([]events.Tally, error) {
+	if since.IsZero() {
+		since = time.Now()
+	}
+	bound := since.Add(events.SettleFactor * s.r.Config().Settle)
+	ts, err := s.Settle(ctx, since, keys...)
+	for err == nil && time.Now().Before(bound) && below(ts, floors) {
+		ts, err = s.Settle(ctx, time.Now(), keys...)
+	}
+	return ts, err
+}
+
+func below(ts []events.Tally, floors []int) bool {
+	for i, t := range ts {
+		if i < len(floors) && t.Executions < floors[i] {
+			return true
+		}
+	}
+	return false
+}
+
 // Stats describes every event read since the source opened.
 func (s *Events) Stats(ctx context.Context) (events.Stats, error) { return s.r.Stats(ctx) }
 
