@@ -92,6 +92,22 @@ func checkEvents(ctx context.Context, es *evidence.Events, outs []chaos.KeyOutco
 		}
 		vs = append(vs, v)
 	}
+	if rep.Events == 0 && rep.Lost > 0 {
+		// Not one event for any key: the stream or the key is wrong, not
+		// every execution of the API (run's start check says the same).
+		st, err := es.Stats(ctx)
+		rep.Error = fmt.Sprintf("none of the %d keys that executed has an event on %s", rep.Lost, where)
+		switch {
+		case err != nil:
+			rep.Error += ": " + err.Error()
+		case st.Read == 0:
+			rep.Error += ": no event at all reached it during the run (a wrong topic or stream)"
+		default:
+			rep.Error += fmt.Sprintf(": %d events read, %d of them attributed to no key (%s): check events.key", st.Read, st.Unattributed, st.WhyUnattributed)
+		}
+		rep.Keys, rep.Lost = 0, 0
+		return rep, nil
+	}
 	return rep, vs
 }
 

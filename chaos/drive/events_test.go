@@ -59,3 +59,23 @@ func TestCheckEvents(t *testing.T) {
 		t.Fatalf("violations %+v: want twice duplicated and lost lost, with their events", vs)
 	}
 }
+
+// A stream on which no key of the history has an event is a wrong topic or
+// key, not every event lost: nothing is judged, and the report says why.
+func TestCheckEventsWrongStream(t *testing.T) {
+	brokers, _ := testenv.RequireKafka(t)
+	topic := testenv.KafkaTopic(t, brokers, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tg := &target.Target{Events: &events.Config{Kafka: &events.Kafka{Brokers: brokers, Topic: topic},
+		Key: events.Key{Header: "idempotency-key"}, Settle: 20 * time.Millisecond}}
+	es, err := evidence.OpenEvents(ctx, tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer es.Close()
+	rep, vs := checkEvents(ctx, es, []chaos.KeyOutcome{{Key: "a", IDs: []string{"ch_1"}}, {Key: "b", IDs: []string{"ch_2"}}}, time.Now())
+	if len(vs) != 0 || rep.Lost != 0 || !strings.Contains(rep.Error, "none of the 2 keys that executed has an event") || !strings.Contains(rep.Error, "no event at all") {
+		t.Fatalf("report %+v, violations %d: want nothing judged and why", rep, len(vs))
+	}
+}
