@@ -32,9 +32,25 @@ func eventsDemo(t testing.TB, store reference.Store, lease time.Duration, defect
 	t.Helper()
 	brokers, _ := testenv.RequireKafka(t)
 	topic := testenv.KafkaTopic(t, brokers, 2)
+	return eventsDemoOn(t, "kafka://"+strings.Join(brokers, ",")+"/"+topic,
+		&events.Config{Kafka: &events.Kafka{Brokers: brokers, Topic: topic}}, store, lease, defects...)
+}
+
+// eventsDemoRedis is eventsDemo publishing to a Redis stream of its own.
+func eventsDemoRedis(t testing.TB, defects ...string) *target.Target {
+	t.Helper()
+	url := testenv.RequireRedis(t)
+	stream := testenv.KeyPrefix(t) + "events"
+	return eventsDemoOn(t, url+"?stream="+stream, &events.Config{Redis: &events.Redis{URL: url, Stream: stream}}, nil, demoLease, defects...)
+}
+
+// eventsDemoOn serves the reference publishing to the broker at pubURL,
+// its Target reading the stream cfg names.
+func eventsDemoOn(t testing.TB, pubURL string, cfg *events.Config, store reference.Store, lease time.Duration, defects ...string) *target.Target {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	pub, err := outbox.Open(ctx, "kafka://"+strings.Join(brokers, ",")+"/"+topic)
+	pub, err := outbox.Open(ctx, pubURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,8 +72,8 @@ func eventsDemo(t testing.TB, store reference.Store, lease time.Duration, defect
 	if err != nil {
 		t.Fatal(err)
 	}
-	tg.Events = &events.Config{Kafka: &events.Kafka{Brokers: brokers, Topic: topic},
-		Key: events.Key{Header: outbox.HeaderKey}, EventID: "/id", Settle: outboxSettle}
+	cfg.Key, cfg.EventID, cfg.Settle = events.Key{Header: outbox.HeaderKey}, "/id", outboxSettle
+	tg.Events = cfg
 	return tg
 }
 
@@ -120,6 +136,32 @@ func TestOutboxCorrectReference(t *testing.T) {
 			}
 		}
 	})
+}
+
+// On a Redis stream as on Kafka: the correct reference passes the outbox
+// cases, event-on-replay fails them.
+func TestOutboxRedisStream(t *testing.T) {
+	for _, defect := range []string{"", string(reference.EventOnReplay)} {
+		t.Run("defect="+defect, func(t *testing.T) {
+			var defects []string
+			if defect != "" {
+				defects = []string{defect}
+			}
+			rep := runOutbox(t, eventsDemoRedis(t, defects...), "outbox/one-per-execution", "outbox/none-for-replay")
+			got := failing(t, rep)
+			for _, r := range rep.Results {
+				if defect == "" && r.Status != scenarios.Pass {
+					t.Errorf("%s: %s: %s", r.Name(), r.Status, r.Reason)
+				}
+			}
+			switch {
+			case defect == "" && len(got) > 0:
+				t.Errorf("the correct reference fails %v", got)
+			case defect != "" && !slices.Equal(got, []string{"outbox/none-for-replay"}):
+				t.Errorf("caught by %v, want [outbox/none-for-replay]", got)
+			}
+		})
+	}
 }
 
 // A wrong topic is found at the start: one note line says no event
