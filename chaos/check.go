@@ -294,7 +294,30 @@ const (
 	RuleWrongAnswer        = "wrong-answer"        // the client's final answer is not the committed result
 	RuleLost               = "lost"                // committed, but the server answered its retries with something else
 	RuleErrorReplayed      = "error-replayed"      // a 5xx was replayed instead of re-executed
+	// The events rules (chaos/drive, with events: configured): each
+	// executed key publishes exactly one event.
+	RuleEventLost       = "event-lost"       // an executed key published no event
+	RuleEventDuplicated = "event-duplicated" // a key published more events than it executed
 )
+
+// KeyOutcome is what a history shows of one key: the client's op (nil:
+// none recorded) and the distinct created ids its upstream 2xx answers
+// carried, first seen first.
+type KeyOutcome struct {
+	Key string
+	Op  *Op
+	IDs []string
+}
+
+// Outcomes lists every key fed so far, sorted.
+func (c *Checker) Outcomes() []KeyOutcome {
+	out := make([]KeyOutcome, 0, len(c.keys))
+	for k, s := range c.keys {
+		out = append(out, KeyOutcome{Key: k, Op: s.op, IDs: slices.Clone(s.ids)})
+	}
+	slices.SortFunc(out, func(a, b KeyOutcome) int { return strings.Compare(a.Key, b.Key) })
+	return out
+}
 
 // Report applies the rules to every key.
 func (c *Checker) Report() Report {

@@ -10,8 +10,11 @@
 // The engine, chaos and load ask Evidence and Downstream; nothing outside
 // this package reads a source's or the double's internals, or knows which
 // source is configured. evidence/double is the double server itself;
-// evidence/events reads the events an API publishes (not yet a Source).
+// evidence/events reads the events an API publishes, and Events
+// (events_source.go) makes it a Source: the run's oracle when no oracle
+// is configured, else beside the others (Evidence.Events), never summed
+// with them.
 //
-// It may import target, wire, evidence/double and internal/ packages. It
-// must not import scenarios or any front end.
+// It may import target, wire, evidence/double, evidence/events and
+// internal/ packages. It must not import scenarios or any front end.
 package evidence

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/idemcheck/idemcheck/target"
@@ -35,11 +35,10 @@ func (e *notWorking) Is(err error) bool {
 
 // probeKeyBase numbers the keys NormalKeys generates far above those a
 // face numbers from 1 (load's phases, --hash-keys), so that a probe never
-// uses a key the run later sends as fresh; probes counts them across
-// calls (a seeded generator repeats a number's key).
+// uses a key the run later sends as fresh. Above it a probe's number is
+// random: processes that share a seed (load's shards) would otherwise
+// probe under one key at once and see each other in flight.
 const probeKeyBase = 1 << 62
-
-var probes atomic.Uint64
 
 // NormalKeys are the keys CheckNormal sends under for a face that has no
 // key strategy of its own (chaos, load): the target's generator, numbered
@@ -49,7 +48,7 @@ func NormalKeys(t *target.Target, client *http.Client) *wire.Keys {
 	if gen == nil {
 		gen = target.UUIDKeys
 	}
-	return wire.KeysFrom(t, client, func(uint64) string { return gen(probeKeyBase + probes.Add(1)) })
+	return wire.KeysFrom(t, client, func(uint64) string { return gen(probeKeyBase + rand.Uint64N(probeKeyBase)) })
 }
 
 // CheckNormal sends the normal request of each of ops (nil: every

@@ -69,7 +69,7 @@ func TestOracleExecutions(t *testing.T) {
 	defer c.CloseIdleConnections()
 	count := func(o *target.Oracle, key string) (int, error) {
 		tg.Oracle = o
-		ev, err := Open(tg, c, nil)
+		ev, err := Open(context.Background(), tg, c, nil)
 		if err != nil {
 			return 0, err
 		}

@@ -44,24 +44,36 @@ type Sight struct {
 }
 
 // Evidence is a run's open sources: the target's oracles, one source per
-// replica where they count per replica. Open it once per run
-// (Open) and Close it at the end.
+// replica where they count per replica, and its events source. Open it
+// once per run (Open) and Close it at the end.
 type Evidence struct {
 	t       *target.Target
 	d       *Downstream
 	sources []Source
 	perKey  bool
+	// events is the events source (nil: no events: section): one of
+	// sources when no oracle is configured, else beside them.
+	events *Events
 }
 
-// Open opens the sources of t's oracles; HTTP probes go over c, and d is
-// the run's downstream double (nil when none runs; an oracle counting its
-// calls then fails to open). It is nil (and no error) when t has no oracle.
-func Open(t *target.Target, c *http.Client, d *Downstream) (*Evidence, error) {
+// Open opens the sources of t's oracles and its events source; HTTP
+// probes go over c, and d is the run's downstream double (nil when none
+// runs; an oracle counting its calls then fails to open). The events
+// source is the oracle when t has none. Evidence is nil (and no error)
+// when t has neither.
+func Open(ctx context.Context, t *target.Target, c *http.Client, d *Downstream) (*Evidence, error) {
+	evs, err := OpenEvents(ctx, t)
+	if err != nil {
+		return nil, err
+	}
 	os := t.Oracles()
 	if len(os) == 0 {
-		return nil, nil
+		if evs == nil {
+			return nil, nil
+		}
+		return &Evidence{t: t, d: d, sources: []Source{evs}, perKey: true, events: evs}, nil
 	}
-	ev := &Evidence{t: t, d: d, perKey: os[0].PerKey()}
+	ev := &Evidence{t: t, d: d, perKey: os[0].PerKey(), events: evs}
 	for _, o := range os {
 		ss, err := open(o, t, c, d)
 		if err != nil {
@@ -71,6 +83,20 @@ func Open(t *target.Target, c *http.Client, d *Downstream) (*Evidence, error) {
 		ev.sources = append(ev.sources, ss...)
 	}
 	return ev, nil
+}
+
+// Events is the events source (nil: no events: section, or ev is nil).
+func (ev *Evidence) Events() *Events {
+	if ev == nil {
+		return nil
+	}
+	return ev.events
+}
+
+// EventsOnly reports that the events source is the only one: the run's
+// oracle.
+func (ev *Evidence) EventsOnly() bool {
+	return ev != nil && ev.events != nil && len(ev.sources) == 1 && ev.sources[0] == Source(ev.events)
 }
 
 // PerKey reports whether the sources count per key; else each counts every
@@ -135,10 +161,11 @@ func (ev *Evidence) Close() error {
 	}
 	var errs []error
 	for _, s := range ev.sources {
-		if c, ok := s.(io.Closer); ok {
+		if c, ok := s.(io.Closer); ok && s != Source(ev.events) {
 			errs = append(errs, c.Close())
 		}
 	}
+	errs = append(errs, ev.events.Close())
 	return errors.Join(errs...)
 }
 

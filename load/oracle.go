@@ -39,8 +39,8 @@ type oracle struct {
 
 // newOracle opens t's evidence, d being its downstream double (nil when t
 // has no evidence); close it after.
-func newOracle(t *target.Target, client *http.Client, d *evidence.Downstream) (*oracle, error) {
-	ev, err := evidence.Open(t, client, d)
+func newOracle(ctx context.Context, t *target.Target, client *http.Client, d *evidence.Downstream) (*oracle, error) {
+	ev, err := evidence.Open(ctx, t, client, d)
 	if err != nil || ev == nil {
 		return nil, err
 	}

@@ -45,7 +45,7 @@ func FailureText(r scenarios.Result, indent string) string {
 	for i, m := range r.Missed {
 		line("attempt %d:   missed its timing, tried again under fresh keys: %s", i+1, m)
 	}
-	for _, d := range r.Downstream {
+	for _, d := range slices.Concat(r.Downstream, r.Events) {
 		line("%s", d)
 	}
 	exchanges := r.Exchanges

@@ -82,6 +82,7 @@ type htmlResult struct {
 	Note                         string
 	Why                          string   // shown without expanding: the console tree's text (treeDetail)
 	Downstream                   []string // the double's calls per key
+	Events                       []string // the events published per key
 	Duration                     string
 	Exchanges                    []htmlExchange
 	MoreExchanges                int
@@ -175,7 +176,7 @@ func htmlResultOf(rep *scenarios.Report, r scenarios.Result) htmlResult {
 		Name: r.Name(), ID: r.ID, Operation: r.Operation, Level: string(r.Level),
 		Requirements: strings.Join(r.Requirements, ", "), Requirement: r.Requirement, Explanation: r.Explanation,
 		Key: filterKey(v), Status: string(r.Status),
-		Expected: r.Expected, Observed: r.Observed, Reason: r.Reason, Note: v.Note, Downstream: r.Downstream,
+		Expected: r.Expected, Observed: r.Observed, Reason: r.Reason, Note: v.Note, Downstream: r.Downstream, Events: r.Events,
 		Why:      treeDetail(r, v, false),
 		Duration: r.Duration.Round(time.Millisecond).String(),
 	}
@@ -186,7 +187,7 @@ func htmlResultOf(rep *scenarios.Report, r scenarios.Result) htmlResult {
 		}
 	}
 	hr.StatusDiffer = string(v.Status) != string(r.Status)
-	hr.HasVerdictText = hr.Expected != "" || hr.Observed != "" || hr.Reason != "" || hr.Note != "" || len(hr.Downstream) > 0
+	hr.HasVerdictText = hr.Expected != "" || hr.Observed != "" || hr.Reason != "" || hr.Note != "" || len(hr.Downstream) > 0 || len(hr.Events) > 0
 	for i, ex := range r.Exchanges {
 		if i == maxHTMLExchanges {
 			hr.MoreExchanges = len(r.Exchanges) - i

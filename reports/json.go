@@ -73,6 +73,7 @@ type jsonResult struct {
 	DurationMS   float64          `json:"duration_ms"`
 	Exchanges    []jsonExchange   `json:"exchanges"`
 	Downstream   []string         `json:"downstream,omitempty"` // the double's calls per key
+	Events       []string         `json:"events,omitempty"`     // the events published per key (events:)
 	Attempts     int              `json:"attempts,omitempty"`   // tries when earlier ones missed their timing
 	Missed       []string         `json:"missed,omitempty"`     // why each earlier try was inconclusive
 }
@@ -135,7 +136,7 @@ func JSON(w io.Writer, rep *scenarios.Report) error {
 			Explanation: r.Explanation, Needs: nonNil(r.Needs), Missing: r.Missing, Status: r.Status, Verdict: v.Status,
 			Expected: r.Expected, Observed: r.Observed, Reason: r.Reason, Note: v.Note, Incomplete: v.Incomplete,
 			KnownFailing: r.KnownFailing, DurationMS: ms(r.Duration), Exchanges: []jsonExchange{},
-			Downstream: r.Downstream, Attempts: r.Attempts, Missed: r.Missed,
+			Downstream: r.Downstream, Events: r.Events, Attempts: r.Attempts, Missed: r.Missed,
 		}
 		for _, ex := range r.Exchanges {
 			je := jsonExchange{

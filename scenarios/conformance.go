@@ -59,6 +59,7 @@ type Conformance struct {
 func (r *Report) Conformance() Conformance {
 	states := r.requirementStates()
 	var c Conformance
+	states = slices.DeleteFunc(states, requirementState.optIn)
 	for _, st := range states {
 		t := map[Level]*Tested{Must: &c.Must, Should: &c.Should}[st.Level]
 		if t == nil {
@@ -163,7 +164,7 @@ type Untested struct {
 func (r *Report) UntestedMust() []Untested {
 	var out []Untested
 	for _, st := range r.requirementStates() {
-		if st.Level != Must || st.State != reqNotTested {
+		if st.Level != Must || st.State != reqNotTested || st.optIn() {
 			continue
 		}
 		by := r.closestToTested(st)
@@ -252,6 +253,8 @@ func (n Need) ConfigHint() string {
 		return "target_cmd: ./server --port {port} (or --target-cmd)"
 	case NeedReplicas:
 		return "replicas: [http://replica-a:8080, http://replica-b:8080] (or --replica URL, repeated)"
+	case NeedEvents:
+		return "events: {kafka: {brokers: [127.0.0.1:9092], topic: orders.events}, key: {header: idempotency-key}} (docs/events.md)"
 	}
 	return string(n)
 }

@@ -19,6 +19,8 @@ func TestConformance(t *testing.T) {
 	known.KnownFailing = true
 	skipped := res("b/must", Must, "IK-S", Skip)
 	skipped.Missing = []Need{NeedReplicas}
+	outboxSkipped := res("outbox/one-per-execution", Must, "IK-OUTBOX-1", Skip)
+	outboxSkipped.Missing = []Need{NeedEvents}
 	cases := []struct {
 		name, rule string
 		rep        Report
@@ -40,6 +42,8 @@ func TestConformance(t *testing.T) {
 		{"interrupted", "an interrupted run claims no level", Report{Profile: "ietf", Interrupted: true, Results: core}, LevelNone, "interrupted"},
 		{"left out", "globs that leave out a MUST claim no level", Report{Profile: "ietf", LeftOut: []string{"concurrent/same-key-burst@charges"}, Results: core}, LevelNone, "left out 1 MUST instances (first concurrent/same-key-burst@charges)"},
 		{"no profile", "a report without a profile claims no draft level", Report{Results: core}, LevelNone, "no profile"},
+		{"outbox not configured", "a MUST whose instances all need events: (the outbox, not the draft's) does not hold a level back", Report{Profile: "ietf", Results: with(outboxSkipped)}, LevelFull, ""},
+		{"outbox violated", "with events: configured the outbox MUST is held like any other", Report{Profile: "ietf", Results: with(res("outbox/none-for-replay", Must, "IK-OUTBOX-1", Fail))}, LevelNotConformant, "IK-OUTBOX-1 (MUST) violated"},
 		{"empty", "a run without MUSTs claims nothing", Report{Profile: "ietf", Results: []Result{res("a/should", Should, "IK-B", Pass)}}, LevelNone, "no MUST"},
 	}
 	for _, c := range cases {
@@ -67,7 +71,9 @@ func TestUntestedMust(t *testing.T) {
 	done := Result{Meta: Meta{ID: "replay/single-execution", Level: Must, Requirements: []string{"IK-REPLAY-3"}}, Status: Pass}
 	across := Result{Meta: Meta{ID: "replicas/other-user-other-replica", Level: Must, Requirements: []string{"IK-SCOPE-1"}}, Operation: "charges", Status: Skip,
 		Missing: []Need{NeedReplicas, NeedSecondPrincipal}}
-	rep := &Report{Results: []Result{across, a, b, ttl, done}, LeftOut: []string{"concurrent/same-key-burst@charges"}}
+	outbox := Result{Meta: Meta{ID: "outbox/one-per-execution", Level: Must, Requirements: []string{"IK-OUTBOX-1"}}, Status: Skip, Missing: []Need{NeedEvents}}
+	// outbox: not the draft's, so not untested without events: (optIn)
+	rep := &Report{Results: []Result{across, a, b, ttl, outbox, done}, LeftOut: []string{"concurrent/same-key-burst@charges"}}
 	got := rep.UntestedMust()
 	if len(got) != 3 {
 		t.Fatalf("want IK-SCOPE-1 once, IK-EXPIRY-9 and the left-out instance, got %+v", got)
@@ -83,7 +89,7 @@ func TestUntestedMust(t *testing.T) {
 		t.Errorf("a left-out MUST is untested: %+v", got[2])
 	}
 	for _, n := range []Need{NeedOracle, NeedEffects, NeedIDPointer, NeedSecondPrincipal, NeedSecondOperation, NeedSlow, NeedBusinessError,
-		NeedTransientError, NeedInvalid, NeedTTL, NeedLease, NeedTargetCmd, NeedReplicas} {
+		NeedTransientError, NeedInvalid, NeedTTL, NeedLease, NeedTargetCmd, NeedReplicas, NeedEvents} {
 		if h := n.ConfigHint(); h == string(n) || !strings.Contains(h, ":") {
 			t.Errorf("need %s has no config line: %q", n, h)
 		}

@@ -12,7 +12,8 @@
 // replays (replay.go), mismatches (mismatch.go), scope (scope.go), keys
 // (keys.go), failures (failures.go), expiry (expiry.go), the proxy for
 // lost answers (proxied.go), problem documents (problems.go), counting
-// (count.go) and calibration (calibrate.go).
+// (count.go), calibration (calibrate.go) and the published events the
+// outbox/ cases judge (outbox.go).
 //
 // It may import target, wire, evidence, chaos (the proxy for the lost/
 // family) and internal/ packages. It must not import Ginkgo, reports or

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/idemcheck/idemcheck/evidence"
 	"github.com/idemcheck/idemcheck/target"
 	"github.com/idemcheck/idemcheck/wire"
 )
@@ -48,7 +49,7 @@ func (e *Env) downstreamEvidence() []string {
 	}
 	var out []string
 	for _, s := range e.sentKeys() {
-		name := "key " + shortKey(s.key)
+		name := "key " + evidence.ShortKey(s.key)
 		switch {
 		case strings.HasPrefix(s.key, "no-key-"):
 			name = "the requests without a key"
@@ -58,13 +59,4 @@ func (e *Env) downstreamEvidence() []string {
 		out = append(out, e.double.Lines(s.key, name, s.first)...)
 	}
 	return out
-}
-
-// shortKey is a key's last 8 characters, enough to tell a case's keys
-// apart in one line.
-func shortKey(k string) string {
-	if len(k) <= 12 {
-		return k
-	}
-	return "…" + k[len(k)-8:]
 }

@@ -38,6 +38,10 @@ type Env struct {
 	// finding (see oracleSees).
 	oracle *counter
 	blind  map[string]string
+	// events reads the API's published events (nil: no events:
+	// section); eventLines are what the case's verdict lists of them.
+	events     *evidence.Events
+	eventLines []string
 
 	// keys is the run's key strategy (nil: a fresh UUID per key).
 	keys *wire.Keys

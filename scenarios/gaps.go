@@ -15,8 +15,9 @@ type Gap struct {
 
 // needFixes says how a config supplies each need.
 var needFixes = map[Need]string{
-	NeedOracle:          "add oracle: (sql:, a list or counter url) or downstream: to count executions (docs/evidence.md)",
-	NeedEffects:         "add oracle: (sql:, a list or counter url), downstream:, or id_pointer: to count executions (docs/evidence.md)",
+	NeedOracle:          "add oracle: (sql:, a list or counter url), downstream: or events: to count executions (docs/evidence.md)",
+	NeedEffects:         "add oracle: (sql:, a list or counter url), downstream:, events: or id_pointer: to count executions (docs/evidence.md)",
+	NeedEvents:          "add events: the broker the API publishes its events to (docs/events.md)",
 	NeedIDPointer:       "add id_pointer: the created resource's id in the 2xx body",
 	NeedSecondPrincipal: "add a second principal (principals:)",
 	NeedSecondOperation: "add a second operation",
@@ -81,7 +82,14 @@ func EvidenceLine(t *target.Target) string {
 		if !os[0].PerKey() {
 			how = "a global count: the run is serial"
 		}
-		return t.Redact("evidence: " + strings.Join(names, "; ") + " (" + how + ")")
+		line := "evidence: " + strings.Join(names, "; ") + " (" + how + ")"
+		if t.Events != nil {
+			line += "; events on " + t.Events.String() + " beside it (the outbox/ cases)"
+		}
+		return t.Redact(line)
+	}
+	if t.Events != nil {
+		return t.Redact("evidence: events on " + t.Events.String() + " (per key: each key's published events, once settled)")
 	}
 	for _, op := range t.Operations {
 		if op.IDPointer != "" {

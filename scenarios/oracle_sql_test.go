@@ -108,7 +108,7 @@ func TestSQLOracleErrors(t *testing.T) {
 	defer cancel()
 	count := func(dsn, query, key string) (int, bool, error) {
 		tg := &target.Target{BaseURL: "http://127.0.0.1:9", Oracle: &target.Oracle{SQL: &target.SQLOracle{DSN: dsn, Query: query}}}
-		ev, err := evidence.Open(tg, nil, nil)
+		ev, err := evidence.Open(context.Background(), tg, nil, nil)
 		if err != nil {
 			return 0, false, err
 		}

@@ -42,7 +42,7 @@ func oracleMode(t *target.Target, op *target.Operation, c Case) string {
 		return OracleNone
 	case len(t.Oracles()) > 0 && t.GlobalOracle():
 		return OracleGlobalSerial
-	case len(t.Oracles()) > 0:
+	case len(t.Oracles()) > 0 || t.Events != nil:
 		return OraclePerKey
 	case op != nil && op.IDPointer != "":
 		return OracleIdentity

@@ -64,7 +64,7 @@ func (e *Env) viaProxy(rules ...string) (*proxied, error) {
 	}
 	// The counter is shared: same keys, and its probes go to the target
 	// directly, not through the proxy.
-	pr.Env = &Env{Target: &t, Profile: e.Profile, Op: e.Op, Case: e.Case, client: client, double: e.double, oracle: e.oracle, keys: e.keys, ctx: e.ctx}
+	pr.Env = &Env{Target: &t, Profile: e.Profile, Op: e.Op, Case: e.Case, client: client, double: e.double, oracle: e.oracle, events: e.events, keys: e.keys, ctx: e.ctx}
 	return pr, nil
 }
 
@@ -78,6 +78,7 @@ func (pr *proxied) close() {
 	_ = pr.hist.Close()
 	pr.outer.mu.Lock()
 	pr.outer.exchanges = append(pr.outer.exchanges, pr.Exchanges()...)
+	pr.outer.eventLines = append(pr.outer.eventLines, pr.eventEvidence()...)
 	pr.outer.mu.Unlock()
 }
 

@@ -83,8 +83,11 @@ type Result struct {
 	Exchanges []wire.Exchange `json:"exchanges,omitempty"`
 	// Downstream lists, per key, the downstream double's calls that held
 	// the key's token: one line each, timed from the key's first request.
-	Downstream []string      `json:"downstream,omitempty"`
-	Duration   time.Duration `json:"duration_ns"`
+	Downstream []string `json:"downstream,omitempty"`
+	// Events lists, per key, the events the API published for it (the
+	// events: source): position, time from the key's first request, id.
+	Events   []string      `json:"events,omitempty"`
+	Duration time.Duration `json:"duration_ns"`
 	// KnownFailing: listed in the known-failing file; a Fail is then
 	// expected and a Pass fails the run (the list cannot go stale).
 	KnownFailing bool `json:"known_failing,omitempty"`

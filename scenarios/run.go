@@ -104,7 +104,7 @@ func Run(ctx context.Context, t *target.Target, p *target.Profile, o RunOptions)
 	if err != nil {
 		return nil, err
 	}
-	ev, err := evidence.Open(t, client, d)
+	ev, err := evidence.Open(ctx, t, client, d)
 	if err != nil {
 		return nil, err
 	}
@@ -126,6 +126,9 @@ func Run(ctx context.Context, t *target.Target, p *target.Profile, o RunOptions)
 		return nil, err
 	}
 	problems, notes := calibrate(ctx, s, ins)
+	var outboxNotes []string
+	s.eventProblems, outboxNotes = calibrateOutbox(ctx, s, ins)
+	notes = append(notes, outboxNotes...)
 	parallel := o.Parallel
 	if parallel <= 0 || parallel > len(ins) {
 		parallel = len(ins)
@@ -284,6 +287,10 @@ func runInstance(ctx context.Context, s *session, in instance, oracleProblems ma
 			res.Status, res.Reason = Interrupted, "cut short by the interruption, not judged (the case had said "+had+")"
 		}
 	}()
+	if problem := s.eventProblems[in.Operation]; problem != "" && slices.Contains(in.c.Needs, NeedEvents) {
+		res.Status, res.Reason = Inconclusive, problem
+		return res
+	}
 	if countsEffects(in.c) && in.op != nil {
 		// A problem on another operation the case touches is not the
 		// case's: it judges those requests by their own evidence (ids)
@@ -303,6 +310,7 @@ func runInstance(ctx context.Context, s *session, in instance, oracleProblems ma
 			res.Exchanges = append(res.Exchanges, x)
 		}
 		res.Downstream = append(res.Downstream, a.downstream...)
+		res.Events = append(res.Events, a.events...)
 		res.oracleAsked = res.oracleAsked || a.oracleAsked
 		v := a.v
 		if v.Status != Inconclusive || !v.Missed || n == attempts || parent.Err() != nil {
@@ -336,6 +344,7 @@ type attempted struct {
 	v           Verdict
 	exchanges   []wire.Exchange
 	downstream  []string
+	events      []string
 	oracleAsked bool
 }
 
@@ -348,11 +357,14 @@ type session struct {
 	double *evidence.Downstream
 	keys   *wire.Keys
 	inproc http.Handler
+	// eventProblems are the events check's findings per operation when
+	// the events sit beside an oracle (calibrateOutbox).
+	eventProblems map[string]string
 }
 
 // env is an Env of s for op, bounded by ctx.
 func (s *session) env(ctx context.Context, op *target.Operation) *Env {
-	return &Env{Target: s.t, Profile: s.p, Op: op, client: s.client, double: s.double, inproc: s.inproc, oracle: newCounter(s.ev), keys: s.keys, ctx: ctx}
+	return &Env{Target: s.t, Profile: s.p, Op: op, client: s.client, double: s.double, inproc: s.inproc, oracle: newCounter(s.ev), events: s.ev.Events(), keys: s.keys, ctx: ctx}
 }
 
 // attempt runs in's case once, under fresh keys and its own budget.
@@ -374,7 +386,7 @@ func attempt(parent context.Context, s *session, in instance, oracleProblems map
 		// A case that could not get its keys judged nothing about them.
 		v = e.Inconclusive(err.Error())
 	}
-	return attempted{v: v, exchanges: e.Exchanges(), downstream: e.downstreamEvidence(), oracleAsked: e.oracle != nil && e.oracle.used.Load()}
+	return attempted{v: v, exchanges: e.Exchanges(), downstream: e.downstreamEvidence(), events: e.eventEvidence(), oracleAsked: e.oracle != nil && e.oracle.used.Load()}
 }
 
 // Counts tallies the results by status.

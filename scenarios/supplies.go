@@ -24,9 +24,11 @@ func suppliesFor(t *target.Target, op *target.Operation, n Need) bool {
 	}
 	switch n {
 	case NeedOracle:
-		return t.OracleOf(op) != nil
+		return t.OracleOf(op) != nil || t.Events != nil // events count when no oracle does
 	case NeedEffects:
-		return t.OracleOf(op) != nil || (op != nil && op.IDPointer != "")
+		return t.OracleOf(op) != nil || t.Events != nil || (op != nil && op.IDPointer != "")
+	case NeedEvents:
+		return t.Events != nil
 	case NeedIDPointer:
 		return op != nil && op.IDPointer != ""
 	case NeedSecondPrincipal:
@@ -62,6 +64,10 @@ func suppliesFor(t *target.Target, op *target.Operation, n Need) bool {
 	}
 	return false
 }
+
+// NeedEvents: the events: section, where the API's published events are
+// read (the outbox/ cases).
+const NeedEvents Need = "events"
 
 // NeedTargetCmd: a managed target (target_cmd, --target-cmd) the harness
 // can SIGKILL mid-flight and restart. Cases that need it run alone, after

@@ -16,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/idemcheck/idemcheck/evidence/double"
+	"github.com/idemcheck/idemcheck/evidence/events"
 	"github.com/idemcheck/idemcheck/internal/jsonx"
 )
 
@@ -45,6 +46,8 @@ type configFile struct {
 	// Key and Protoset: a gRPC target's key place and descriptors (grpc.go).
 	Key      *KeyPlace `yaml:"key"`
 	Protoset string    `yaml:"protoset"`
+	// Events: the broker the API publishes its events to (evidence/events).
+	Events *events.Config `yaml:"events"`
 }
 
 type keySourceConfig struct {
@@ -377,7 +380,7 @@ func (cf *configFile) target() (*Target, error) {
 	t := &Target{
 		BaseURL: strings.TrimRight(cf.BaseURL, "/"), KeyHeader: cf.KeyHeader, KeySyntax: cf.KeySyntax,
 		Timeout: cf.Timeout, Principals: cf.Principals, Oracle: cf.Oracle, TTL: cf.TTL.d, NeverExpires: cf.TTL.never,
-		Lease: cf.Lease, Command: cf.TargetCmd, Downstream: cf.Downstream, HTTP2: cf.HTTP2,
+		Lease: cf.Lease, Command: cf.TargetCmd, Downstream: cf.Downstream, HTTP2: cf.HTTP2, Events: cf.Events,
 		Key: cf.Key, Protoset: cf.Protoset,
 	}
 	if err := cf.grpcTarget(t); err != nil {
@@ -546,6 +549,13 @@ func (t *Target) Validate() error {
 	}
 	if err := t.validateDownstream(); err != nil {
 		return err
+	}
+	if t.Events != nil {
+		// One validation, evidence/events': its errors name the field
+		// (events.kafka.topic: required).
+		if err := t.Events.Validate(); err != nil {
+			return err
+		}
 	}
 	// Per-key and global counts cannot be added up: one kind for the run.
 	if os := t.Oracles(); len(os) > 1 {

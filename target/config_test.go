@@ -116,6 +116,12 @@ func TestConfigErrors(t *testing.T) {
 		{"mutation sets the key header", base + "operations: [{name: c, method: POST, path: /c, mutations: [{name: m, headers: {idempotency-key: x}}]}]\n", "operations[0].mutations[0].headers.idempotency-key: the key header is set by the suite"},
 		{"path with a bad query", base + "operations: [{name: c, method: POST, path: '/c?a=%zz'}]\n", `operations[0].path "/c?a=%zz"`},
 		{"bad query_mismatch", base + op + "profile: {overrides: {query_mismatch: sometimes}}\n", `profile query_mismatch "sometimes": want reject, fresh or either`},
+		{"events without a broker", base + op + "events: {key: {header: idempotency-key}}\n", "events: set one of kafka, nats or redis"},
+		{"events without a topic", base + op + "events: {kafka: {brokers: [127.0.0.1:9092]}, key: {header: k}}\n", "events.kafka.topic: required"},
+		{"events key pointer", base + op + "events: {redis: {url: redis://h:1/0, stream: s}, key: {pointer: data}}\n", `events.key.pointer "data": must start with '/'`},
+		{"events settle", base + op + "events: {redis: {url: redis://h:1/0, stream: s}, key: {header: k}, settle: soon}\n", "line 4: events.settle: cannot unmarshal"},
+		{"events unknown field", base + op + "events: {kafka: {brokers: [h:1], topic: t, group: g}, key: {header: k}}\n", `unknown field "group"`},
+		{"events url unset", base + op + "events: {redis: {url: '${IDEMCHECK_TEST_UNSET}', stream: s}, key: {header: k}}\n", "events.redis.url: ${IDEMCHECK_TEST_UNSET} is not set"},
 	}
 	dir := t.TempDir()
 	for _, c := range cases {
@@ -215,5 +221,33 @@ func TestProfileByName(t *testing.T) {
 	a.MismatchStatus[0] = 499
 	if b, _ := ProfileByName("ietf"); b.MismatchStatus[0] != 422 {
 		t.Error("ProfileByName returns shared slices: a caller's change leaked into the preset")
+	}
+}
+
+// The events: section is read as evidence/events validates it: defaults
+// filled in, NATS accepted here (its reader refuses it when opened), and a
+// password written into a broker URL is redacted from every report.
+func TestConfigEvents(t *testing.T) {
+	const head = "base_url: http://127.0.0.1:1\nprincipals: [{name: a}]\noperations: [{name: c, method: POST, path: /c, body: {a: 1}}]\n"
+	tg, _, err := ParseConfig([]byte(head + "events:\n  kafka: {brokers: [\"127.0.0.1:9092\"], topic: orders.events}\n  key: {pointer: /data/reference}\n  event_id: /id\n  settle: 3s\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := tg.Events
+	if ev == nil || ev.Kafka == nil || ev.Kafka.Topic != "orders.events" || ev.Key.Pointer != "/data/reference" || ev.EventID != "/id" || ev.Settle != 3*time.Second {
+		t.Fatalf("events = %+v", ev)
+	}
+	if tg, _, err = ParseConfig([]byte(head + "events: {nats: {url: nats://127.0.0.1:4222, stream: ORDERS}, key: {header: idempotency-key}}\n")); err != nil || tg.Events.NATS == nil {
+		t.Fatalf("nats: %v (a config may name it; opening it says it is not supported)", err)
+	}
+	tg, _, err = ParseConfig([]byte(head + "events: {redis: {url: \"redis://:hunter2@127.0.0.1:6379/0\", stream: s}, key: {header: k}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tg.Events.Settle != 2*time.Second || tg.Events.Redis.PayloadField != "payload" {
+		t.Fatalf("defaults not filled in: %+v", tg.Events)
+	}
+	if got := tg.Redact("dial redis://:hunter2@127.0.0.1:6379/0: refused"); strings.Contains(got, "hunter2") {
+		t.Fatalf("the broker URL's password is not redacted: %s", got)
 	}
 }

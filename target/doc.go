@@ -10,7 +10,10 @@
 // init (to validate what it writes) and verify. It answers what a config
 // says; it sends nothing but a managed server's readiness probe.
 //
-// It may import internal/ packages and evidence/double (for the double's
-// config types, which the config file embeds). It must not import wire,
+// It may import internal/ packages, evidence/double (for the double's
+// config types, which the config file embeds) and evidence/events (for
+// the events: section's Config, whose Validate is the one check of it:
+// the type lives with its reader, which stays a leaf, rather than here,
+// so that the reader never imports the config model). It must not import wire,
 // evidence, scenarios or any front end: those build on it.
 package target

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"regexp"
 	"sort"
@@ -119,6 +120,43 @@ func (t *Target) expandConfig(secretHeaders []string) error {
 		if t.KeySource.Path, err = t.expandEnv(t.KeySource.Path, "key_source.path", false); err != nil {
 			return err
 		}
+	}
+	return t.expandEvents()
+}
+
+// expandEvents expands ${NAME} in the events broker's addresses. A URL
+// given as ${NAME} is shown as ${NAME}; one written out is shown without
+// its password.
+func (t *Target) expandEvents() error {
+	ev := t.Events
+	if ev == nil {
+		return nil
+	}
+	var err error
+	brokerURL := func(raw *string, at string) error {
+		x, err := t.expandEnv(*raw, at, true)
+		if err != nil {
+			return err
+		}
+		if u, perr := url.Parse(x); x == *raw && perr == nil {
+			if pw, ok := u.User.Password(); ok && pw != "" {
+				t.addSecret(pw, redactedMark)
+			}
+		}
+		*raw = x
+		return nil
+	}
+	switch {
+	case ev.Kafka != nil:
+		for i := range ev.Kafka.Brokers {
+			if ev.Kafka.Brokers[i], err = t.expandEnv(ev.Kafka.Brokers[i], fmt.Sprintf("events.kafka.brokers[%d]", i), false); err != nil {
+				return err
+			}
+		}
+	case ev.Redis != nil:
+		return brokerURL(&ev.Redis.URL, "events.redis.url")
+	case ev.NATS != nil:
+		return brokerURL(&ev.NATS.URL, "events.nats.url")
 	}
 	return nil
 }

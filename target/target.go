@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck/evidence/double"
+	"github.com/idemcheck/idemcheck/evidence/events"
 )
 
 // KeySyntax is how the key is written in its header.
@@ -72,6 +73,10 @@ type Target struct {
 	// --descriptor_set_out) describing a gRPC target's methods; empty:
 	// they are read by server reflection.
 	Protoset string `yaml:"protoset,omitempty" json:"protoset,omitempty"`
+	// Events, when set, reads the events the API publishes per key from
+	// its broker (evidence/events): the run's oracle when no oracle is
+	// configured, else a second source the outbox cases compare with it.
+	Events *events.Config `yaml:"events,omitempty" json:"events,omitempty"`
 
 	managed *Managed    // the started Command, set for the length of a run
 	tls     *tls.Config // built from TLS by SetTLS

@@ -112,6 +112,9 @@ type Result struct {
 	// Notes say why evidence was left out (a downstream double the API
 	// does not call with its keys' tokens), one line each.
 	Notes []string `json:"notes,omitempty"`
+	// Events is what the events source showed (nil: no events:); its
+	// lost and duplicated keys are among the violations.
+	Events *EventsReport `json:"events,omitempty"`
 }
 
 // validate checks c and fills defaults; errors name the CLI's flag.
@@ -179,11 +182,18 @@ func Run(ctx context.Context, t *target.Target, opts ...Option) (*Result, error)
 	if err := evidence.CheckNormal(ctx, cfg.target, client, double, evidence.NormalKeys(cfg.target, client), nil); err != nil {
 		return nil, err
 	}
-	opened, err := evidence.Open(cfg.target, client, double)
+	opened, err := evidence.Open(ctx, cfg.target, client, double)
 	if err != nil {
 		return nil, err
 	}
 	defer opened.Close()
+	// The events source is read once, over the whole history, after the
+	// run (checkEvents): as a per-operation probe each count would wait
+	// out events.settle.
+	evs := opened.Events()
+	if opened.EventsOnly() {
+		opened = nil
+	}
 	ev, notes := perKeyEvidence(ctx, opened, client, double)
 
 	path, removeTemp, err := historyPath(cfg.history)
@@ -217,12 +227,17 @@ func Run(ctx context.Context, t *target.Target, opts ...Option) (*Result, error)
 	if err := d.keyError(); err != nil {
 		return nil, err
 	}
-	report, err := judge(path)
+	checker, err := judge(path)
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Report: report, Interrupted: parent.Err() != nil, Requested: cfg.ops, Proxy: counters, Elapsed: elapsed,
+	res := &Result{Report: checker.Report(), Interrupted: parent.Err() != nil, Requested: cfg.ops, Proxy: counters, Elapsed: elapsed,
 		Replicas: cfg.target.Replicas, Kills: kills, Notes: notes}
+	if evs != nil && !res.Interrupted {
+		er, vs := checkEvents(ctx, evs, checker.Outcomes(), time.Now())
+		res.Events = &er
+		res.Violations = append(res.Violations, vs...)
+	}
 	if cfg.history != "" {
 		res.History = cfg.history
 	}
@@ -333,17 +348,17 @@ func startProxy(cfg config, path string, kills bool) (*chaos.History, *chaos.Pro
 }
 
 // judge runs the exactly-once checker over the closed history at path.
-func judge(path string) (chaos.Report, error) {
+func judge(path string) (*chaos.Checker, error) {
 	checker := chaos.NewChecker()
 	f, err := os.Open(path)
 	if err != nil {
-		return chaos.Report{}, err
+		return nil, err
 	}
 	defer f.Close()
 	if _, err := chaos.ReadHistory(f, checker, false); err != nil {
-		return chaos.Report{}, err
+		return nil, err
 	}
-	return checker.Report(), nil
+	return checker, nil
 }
 
 // plan assigns each operation index its shape, reproducibly from the seed.

@@ -168,6 +168,14 @@ func runChaos(ctx context.Context, stdout io.Writer, f chaosFlags) error {
 	for _, n := range res.Notes {
 		fmt.Fprintf(stdout, "note: %s\n", n)
 	}
+	if e := res.Events; e != nil {
+		if e.Error != "" {
+			fmt.Fprintf(stdout, "events: not judged: %s\n", target.Redact(e.Error))
+		} else {
+			fmt.Fprintf(stdout, "events (%s): %d keys published %d events: %d lost, %d duplicated (their keys are among the violations below); %d still changing, not judged\n",
+				e.Where, e.Keys, e.Events, e.Lost, e.Duplicated, e.Unsettled)
+		}
+	}
 	printChaosReport(stdout, res.Report)
 	if f.htmlPath != "" {
 		run := chaos.HTMLRun{Target: against, Requested: res.Requested, Elapsed: res.Elapsed.Round(time.Millisecond),

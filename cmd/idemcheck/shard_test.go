@@ -119,7 +119,7 @@ func TestLoadShards(t *testing.T) {
 	defer client.CloseIdleConnections()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	ev, err := evidence.Open(tg, client, nil)
+	ev, err := evidence.Open(context.Background(), tg, client, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,7 @@ type Kafka struct {
 
 // NATS names a JetStream stream and the subjects of it to read.
 type NATS struct {
-	URL    string `yaml:"url" json:"url"`
+	URL    string `yaml:"url" json:"-"` // may hold a password: never in JSON
 	Stream string `yaml:"stream" json:"stream"`
 	// Subject filters the stream (wildcards allowed); empty: all of it.
 	Subject string `yaml:"subject,omitempty" json:"subject,omitempty"`
@@ -53,7 +53,7 @@ type NATS struct {
 // Redis names a Redis stream. An entry's fields are its headers; its
 // payload is the JSON in field PayloadField.
 type Redis struct {
-	URL    string `yaml:"url" json:"url"`
+	URL    string `yaml:"url" json:"-"` // may hold a password: never in JSON
 	Stream string `yaml:"stream" json:"stream"`
 	// PayloadField names the entry field holding the JSON payload that
 	// pointers read (default "payload").
@@ -73,9 +73,9 @@ type Key struct {
 // lag rule re-reads a count for as long.
 const DefaultSettle = 2 * time.Second
 
-// settleFactor bounds Settle: a count still changing after this many
+// SettleFactor bounds Settle: a count still changing after this many
 // settle times is reported unsettled.
-const settleFactor = 10
+const SettleFactor = 10
 
 // DefaultPayloadField is the Redis entry field holding the payload.
 const DefaultPayloadField = "payload"

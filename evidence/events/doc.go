@@ -19,5 +19,6 @@
 // Imports: the broker clients and idemcheck's internal helpers
 // (internal/jsonx) only, never the engine (scenarios, target, wire) nor
 // the reference server: the engine wires this package in, not the other
-// way round.
+// way round. target imports it for Config (the config file's events:
+// section) and evidence for the Reader (evidence.Events, the Source).
 package events

@@ -148,7 +148,7 @@ func (r *Reader) Stats(ctx context.Context) (Stats, error) {
 
 // Settle re-reads the counts of keys until none has changed for the
 // settle time, counted from since at the earliest (the time of the keys'
-// last answer; zero: now). It gives up after settleFactor settle times:
+// last answer; zero: now). It gives up after SettleFactor settle times:
 // a key whose count still changed within the last settle time then comes
 // back with Settled false. Only a broker failure is an error.
 func (r *Reader) Settle(ctx context.Context, since time.Time, keys ...string) ([]Tally, error) {
@@ -157,7 +157,7 @@ func (r *Reader) Settle(ctx context.Context, since time.Time, keys ...string) ([
 		since = start
 	}
 	settle := r.cfg.Settle
-	bound := start.Add(settleFactor * settle)
+	bound := start.Add(SettleFactor * settle)
 	poll := min(max(settle/5, 20*time.Millisecond), 250*time.Millisecond)
 	changed := make([]time.Time, len(keys))
 	counts := make([]int, len(keys))

@@ -1,0 +1,179 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/wire"
+)
+
+// OUTBOX: the events an API publishes per execution, read from its broker
+// (events:). The seed documents' rule: the idempotency record and the
+// outbound message commit in one transaction (the transactional outbox),
+// or a crash or a retry between them loses the event or publishes it
+// twice, and a replay publishes nothing. Each case sends one shape of
+// traffic and holds each key's events against its executions (outbox.go).
+const outboxRequirement = "seeds, research/reported-defects-and-carriers.md: the dedup row and the outbound message must commit in one transaction (transactional outbox); a crash between them re-executes or loses the event. "
+
+func init() {
+	outbox := func(id, requirement, explanation string, needs []Need, run func(context.Context, *Env) Verdict) Case {
+		return Case{Meta: Meta{ID: "outbox/" + id, Family: "outbox", Requirements: []string{"IK-OUTBOX-1"}, Level: Must,
+			Requirement: outboxRequirement + requirement, Explanation: explanation, Needs: append([]Need{NeedEvents}, needs...)},
+			PerOperation: true, UsesOracle: true, Run: run}
+	}
+	register(
+		outbox("one-per-execution", "An executed key publishes exactly one event.",
+			"One request under a fresh key: exactly one event for its key (one id), once the relay has had events.settle to publish it.",
+			nil, outboxOnePerExecution),
+		outbox("none-for-replay", "A replay publishes nothing.",
+			"The original and two retries that are replayed: still exactly one event for the key.",
+			nil, outboxNoneForReplay),
+		outbox("lost-answer-retry", "A retry after a lost answer publishes nothing more.",
+			"The proxy lets the original commit and drops its answer; the retries get the committed outcome: one event for the key.",
+			nil, outboxLostAnswerRetry),
+		outbox("same-key-burst", "Same-key requests at once publish one event per execution.",
+			"Eight same-key requests released together: as many events as executions, one when the API executed once.",
+			nil, outboxSameKeyBurst),
+		outbox("none-for-mismatch", "A request refused for a mismatched body did not execute and publishes nothing.",
+			"The original, then a materially different body under its key, answered with an error: one event, the original's.",
+			nil, outboxNoneForMismatch),
+		outbox("none-for-rejected", "A request rejected as invalid did not execute and publishes nothing.",
+			"The invalid variant under a fresh key is rejected: no event for its key.",
+			[]Need{NeedInvalid}, outboxNoneForRejected),
+		Case{Meta: Meta{ID: "outbox/lease-takeover", Family: "outbox", Requirements: []string{"IK-OUTBOX-1"}, Level: Must,
+			Requirement: outboxRequirement + "An execution whose outcome is not stored (its lease was taken over, its transaction rolled back) publishes no event; the one that is stored publishes one.",
+			Explanation: "A slow original outlives the lease and a retry takes the key over: as many events as executions the oracle counts (one where the store rolls the loser back).",
+			Needs:       []Need{NeedEvents, NeedSlow, NeedLease}},
+			PerOperation: true, UsesOracle: true, Skips: skipSlowWithinLease, Run: outboxLeaseTakeover},
+	)
+}
+
+func outboxOnePerExecution(ctx context.Context, e *Env) Verdict {
+	k := e.NewKey()
+	r := e.Send(ctx, Req{Label: "one request", Key: k})
+	if !r.OK() {
+		return e.Inconclusive("the normal call did not succeed: " + r.String())
+	}
+	return e.judgeOutbox(ctx, e.wantOf(k, "the key", r))
+}
+
+func outboxNoneForReplay(ctx context.Context, e *Env) Verdict {
+	k := e.NewKey()
+	first, v := e.original(ctx, k, nil)
+	if v != nil {
+		return *v
+	}
+	rs := []wire.Resp{first}
+	for i := 1; i <= 2; i++ {
+		r := e.Send(ctx, Req{Label: fmt.Sprintf("retry %d (a replay)", i), Key: k})
+		if v := e.lostConn(r); v != nil {
+			return *v
+		}
+		rs = append(rs, r)
+	}
+	return e.judgeOutbox(ctx, e.wantOf(k, "the key", rs...))
+}
+
+func outboxLostAnswerRetry(ctx context.Context, e *Env) Verdict {
+	pr, err := e.viaProxy("drop-response:attempt=1")
+	if err != nil {
+		return e.Inconclusive("chaos proxy: " + err.Error())
+	}
+	defer pr.close()
+	k := e.NewKey()
+	first := pr.Send(ctx, Req{Label: "original (the proxy drops the answer)", Key: k})
+	if first.Err == nil {
+		return e.Inconclusive("the proxy did not drop the answer: " + first.String())
+	}
+	if _, ok := pr.committedID(pr.upstreamSettled(ctx, k)); !ok {
+		return e.Inconclusive("the original did not succeed upstream")
+	}
+	rs := append([]wire.Resp{first}, pr.untilDone(ctx, "retry", k, nil)...)
+	if !rs[len(rs)-1].OK() {
+		return e.Inconclusive("the retries did not end with the committed outcome: " + rs[len(rs)-1].String())
+	}
+	w := e.wantOf(k, "the key", rs...)
+	if ids := pr.ids(k, rs...); len(ids) > w.answered {
+		w.answered = len(ids) // the proxy saw more created ids than the client
+	}
+	return pr.judgeOutbox(ctx, w)
+}
+
+// outboxBurstSize is the same-key burst of outbox/same-key-burst: enough
+// to race, few enough to list their events.
+const outboxBurstSize = 8
+
+func outboxSameKeyBurst(ctx context.Context, e *Env) Verdict {
+	client := e.warmClient(ctx, outboxBurstSize)
+	defer client.CloseIdleConnections()
+	k := e.NewKey()
+	rs := e.burst(ctx, client, k, outboxBurstSize, nil, "same-key request")
+	if v := e.lostConn(rs...); v != nil {
+		return *v
+	}
+	w := e.wantOf(k, "the burst's key", rs...)
+	if w.answered == 0 {
+		return e.Inconclusive("no request of the burst succeeded: " + w.how)
+	}
+	return e.judgeOutbox(ctx, w)
+}
+
+func outboxNoneForMismatch(ctx context.Context, e *Env) Verdict {
+	k := e.NewKey()
+	first, mismatch, pr, v := e.mismatchError(ctx, k)
+	if v != nil {
+		return *v
+	}
+	if v := e.lostConn(mismatch); v != nil {
+		return *v
+	}
+	if mismatch.OK() && e.CreatedID(mismatch) == e.CreatedID(first) {
+		return e.Inconclusive(fmt.Sprintf("the %s was answered as a replay (%s): the mismatch/ cases judge that; nothing here was refused", pr.name, mismatch.String()))
+	}
+	return e.judgeOutbox(ctx, e.wantOf(k, "the key", first, mismatch))
+}
+
+func outboxNoneForRejected(ctx context.Context, e *Env) Verdict {
+	body, _, _ := e.Variant(target.VariantInvalid)
+	k := e.NewKey()
+	r := e.Send(ctx, Req{Label: "invalid variant", Key: k, Body: body})
+	if v := e.lostConn(r); v != nil {
+		return *v
+	}
+	if r.Err != nil || r.Status < 400 || r.Status >= 500 {
+		return e.Inconclusive("the invalid variant was not rejected with a 4xx: " + r.String())
+	}
+	return e.judgeOutbox(ctx, e.wantOf(k, "the rejected key", r))
+}
+
+func outboxLeaseTakeover(ctx context.Context, e *Env) Verdict {
+	body, v, _ := e.Variant(target.VariantSlow)
+	lease := e.Target.Lease
+	k := e.NewKey()
+	var slow wire.Resp
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		slow = e.Send(ctx, Req{Label: fmt.Sprintf("slow original (%s, lease %s)", v.Duration, lease), Key: k, Body: body})
+	}()
+	select {
+	case <-time.After(lease + leaseMargin):
+	case <-done:
+	case <-ctx.Done():
+	}
+	retry := e.Send(ctx, Req{Label: "retry after the lease ran out", Key: k, Body: body})
+	<-done
+	if !retry.Start.Before(slow.End) {
+		return e.Missed("could not overlap: the retry was sent after the slow original completed")
+	}
+	if v := e.lostConn(slow, retry); v != nil {
+		return *v
+	}
+	w := e.wantOf(k, "the key", slow, retry)
+	if w.answered == 0 {
+		return e.Inconclusive("neither the slow original nor the retry succeeded: " + w.how)
+	}
+	return e.judgeOutbox(ctx, w)
+}

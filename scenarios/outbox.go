@@ -1,0 +1,233 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/idemcheck/idemcheck/evidence"
+	"github.com/idemcheck/idemcheck/evidence/events"
+	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/wire"
+)
+
+// The outbox rule (IK-OUTBOX-1): an API that publishes an event per
+// execution publishes exactly one per executed key, committed with the
+// key's outcome — none for a replay, none for a request that did not
+// execute, not two across a retry. The events come from the events:
+// source (evidence.Events); the executions they are held against from the
+// oracle when one is configured beside it, else from the answers.
+
+// outboxWant is what one key's events are judged against.
+type outboxWant struct {
+	key string
+	// name says which of the case's keys it is ("the key", "the burst's key").
+	name string
+	// answered is the executions the key's answers show: 1 for a key that
+	// got a 2xx (an original, its replays or a retry), 0 for one whose
+	// every answer says nothing executed (a 400 for an invalid body).
+	answered int
+	// how says which answers show it.
+	how string
+	// first is when the key's first request was sent (event times are
+	// shown from it); last when its last answer came (events are waited
+	// for from it).
+	first, last time.Time
+}
+
+// wantOf is the outbox expectation of key from rs, its requests' answers:
+// as many executions as distinct created ids among them, at least one when
+// one of them succeeded, else none.
+func (e *Env) wantOf(key, name string, rs ...wire.Resp) outboxWant {
+	w := outboxWant{key: key, name: name}
+	var statuses []string
+	for _, r := range rs {
+		if w.first.IsZero() || (!r.Start.IsZero() && r.Start.Before(w.first)) {
+			w.first = r.Start
+		}
+		if r.End.After(w.last) {
+			w.last = r.End
+		}
+		if r.OK() {
+			w.answered = 1
+		}
+		statuses = append(statuses, r.String())
+	}
+	if ids := e.DistinctIDs(rs...); len(ids) > 1 {
+		w.answered = len(ids) // the API executed again: one event each
+	}
+	w.how = fmt.Sprintf("%d answers: %s", len(rs), strings.Join(statuses, ", "))
+	if len(rs) == 1 {
+		w.how = "its answer: " + statuses[0]
+	}
+	return w
+}
+
+// judgeOutbox settles the events of each key and holds their count (each
+// event id once) against the executions the oracle counts for the key
+// when an oracle is configured beside the events, else against what its
+// answers show. A count that does not settle, or an oracle that cannot
+// count, is inconclusive. Every key's events are listed for the verdict.
+func (e *Env) judgeOutbox(ctx context.Context, ws ...outboxWant) Verdict {
+	if e.events == nil {
+		return e.Skip("needs " + string(NeedEvents) + ": the broker the API publishes its events to")
+	}
+	since := time.Time{}
+	keys := make([]string, len(ws))
+	wants := make([]int, len(ws))
+	hows := make([]string, len(ws))
+	for i, w := range ws {
+		keys[i] = w.key
+		if w.last.After(since) {
+			since = w.last
+		}
+		wants[i], hows[i] = w.answered, w.how
+		if e.oracle != nil && !e.oracle.ev.EventsOnly() {
+			n, err := e.Executions(ctx, w.key)
+			if err != nil {
+				return e.Inconclusive(err.Error())
+			}
+			wants[i], hows[i] = n, "the oracle counts "+plural(n, "execution")
+		}
+	}
+	// A key short of its executions' events is waited for up to the
+	// settle bound: a relay lags under load.
+	ts, err := e.events.SettleAtLeast(ctx, since, wants, keys...)
+	for i, t := range ts {
+		e.noteEvents(e.events.Lines(t, ws[i].name+" "+evidence.ShortKey(t.Key), ws[i].first))
+	}
+	if err != nil {
+		return e.Inconclusive(err.Error())
+	}
+	var seen []string
+	for i, w := range ws {
+		want, how, t := wants[i], hows[i], ts[i]
+		got := fmt.Sprintf("%s: %s (%s)", w.name, plural(t.Executions, "event"), evidence.EventList(t.Events, w.first))
+		if t.Redeliveries > 0 {
+			got = fmt.Sprintf("%s: %s, %d of them redeliveries of an id (%s)", w.name, plural(len(t.Events), "event"), t.Redeliveries, evidence.EventList(t.Events, w.first))
+		}
+		if t.Executions != want {
+			return e.Fail(fmt.Sprintf("exactly one event per execution: %s for %s (%s)", plural(want, "event"), w.name, how), got+e.outboxWhy(t.Executions, want))
+		}
+		seen = append(seen, fmt.Sprintf("%s: %s for %s (%s)", w.name, plural(t.Executions, "event"), plural(want, "execution"), how))
+	}
+	return e.Pass(strings.Join(seen, "; "))
+}
+
+// outboxWhy names the likely cause of a wrong count.
+func (e *Env) outboxWhy(got, want int) string {
+	switch {
+	case got > want && e.events.Config().EventID == "":
+		return "; events without an id (events.event_id) cannot tell a redelivery from a second publication"
+	case got > want:
+		return "; a second event (not a redelivery of the first one's id): published outside the outcome's transaction, on a replay, or again by a relay"
+	}
+	c := e.events.Config()
+	return fmt.Sprintf("; an executed key without its event within %s of its answer (%d × events.settle): the event was lost (published outside the outcome's transaction), or the relay lags more than that", events.SettleFactor*c.Settle, events.SettleFactor)
+}
+
+// noteEvents keeps lines for the verdict.
+func (e *Env) noteEvents(lines []string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.eventLines = append(e.eventLines, lines...)
+}
+
+// eventEvidence is what noteEvents kept.
+func (e *Env) eventEvidence() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]string(nil), e.eventLines...)
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// calibrateEvents sends op's normal request under a fresh key and says
+// what was seen when its events are not exactly one for that key (""
+// when they are): no event at all (a wrong topic or stream), events for
+// other keys or none (a wrong events.key), several (overlapping streams,
+// or an API that publishes more than one event per execution).
+func calibrateEvents(ctx context.Context, s *session, op *target.Operation) string {
+	es := s.ev.Events()
+	cfg := es.Config()
+	ctx, cancel := context.WithTimeout(ctx, 2*s.t.Timeout+(events.SettleFactor+1)*cfg.Settle)
+	defer cancel()
+	e := s.env(ctx, op)
+	k := e.NewKey()
+	if err := e.keyError(); err != nil {
+		return fmt.Sprintf("events check on %s: %v", op.Name, err)
+	}
+	r := e.Send(ctx, Req{Label: "events check", Key: k})
+	if !r.OK() {
+		return fmt.Sprintf("events check on %s: the normal call answered %s, so the events could not be checked", op.Name, r.String())
+	}
+	ts, err := es.SettleAtLeast(ctx, r.End, []int{1}, k)
+	if err != nil {
+		return fmt.Sprintf("events check on %s: %v", op.Name, err)
+	}
+	switch t := ts[0]; {
+	case t.Executions == 1:
+		return ""
+	case t.Executions > 1:
+		return fmt.Sprintf("events check on %s: one request under a fresh key published %d events for it (%s) within events.settle %s: two streams overlap, or the API publishes several events per execution",
+			op.Name, t.Executions, evidence.EventList(t.Events, r.Start), cfg.Settle)
+	}
+	st, err := es.Stats(ctx)
+	if err != nil {
+		return fmt.Sprintf("events check on %s: %v", op.Name, err)
+	}
+	seen := fmt.Sprintf("a %d answer to %s %s under a fresh key published no event for it within %s (%d × events.settle): ", r.Status, op.Method, op.Path, events.SettleFactor*cfg.Settle, events.SettleFactor)
+	switch {
+	case st.Read == 0:
+		seen += fmt.Sprintf("no event at all reached %s since the run started (a wrong topic or stream, or the API publishes nowhere yet)", cfg.String())
+	case st.Unattributed > 0:
+		seen += fmt.Sprintf("%d events read since the run started, %d of them attributed to no key (the first: %s): check events.key", st.Read, st.Unattributed, st.WhyUnattributed)
+	default:
+		seen += fmt.Sprintf("%d events read since the run started, each attributed to another key: events.key does not read the idempotency key the request carried", st.Read)
+	}
+	return fmt.Sprintf("events check on %s: %s", op.Name, seen)
+}
+
+// calibrateOutbox checks the events once per operation an outbox case
+// runs on, when the events sit beside an oracle (as the oracle they are
+// checked by calibrate): a problem makes that operation's outbox cases
+// inconclusive, and is a note.
+func calibrateOutbox(ctx context.Context, s *session, ins []instance) (problems map[string]string, notes []string) {
+	problems = map[string]string{}
+	if s.ev.Events() == nil || s.ev.EventsOnly() {
+		return problems, nil
+	}
+	used := map[string]bool{}
+	for _, in := range ins {
+		if in.Runnable() && in.op != nil && slices.Contains(in.c.Needs, NeedEvents) {
+			used[in.op.Name] = true
+		}
+	}
+	for i := range s.t.Operations {
+		op := &s.t.Operations[i]
+		if !used[op.Name] {
+			continue
+		}
+		if f := calibrateEvents(ctx, s, op); f != "" {
+			problems[op.Name] = f + "; the outbox cases are inconclusive"
+			notes = append(notes, problems[op.Name])
+		}
+	}
+	return problems, notes
+}
+
+// optIn reports a requirement the run was not asked to test: its
+// instances need the events: section the config does not have. The
+// outbox rule is about the events an API publishes, which the draft does
+// not speak of: a run without events: reaches its level without it (and
+// --require-must does not ask for it); a run with events: is held to it.
+func (st requirementState) optIn() bool {
+	return st.State == reqNotTested && slices.Contains(st.By.Missing, NeedEvents)
+}

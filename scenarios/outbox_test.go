@@ -1,0 +1,228 @@
+package scenarios_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idemcheck/idemcheck/evidence/events"
+	"github.com/idemcheck/idemcheck/internal/testenv"
+	"github.com/idemcheck/idemcheck/reference"
+	"github.com/idemcheck/idemcheck/reference/demo"
+	"github.com/idemcheck/idemcheck/reference/outbox"
+	"github.com/idemcheck/idemcheck/reference/pgstore"
+	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/target"
+)
+
+// outboxSettle is the events' settle time in these tests: the reference's
+// relay polls every 50 ms, but publishes one event at a time, which a
+// whole catalog under -race on a loaded machine slows to seconds behind
+// (a key short of its event is waited for ten settle times).
+const outboxSettle = time.Second
+
+// eventsDemo is the reference publishing through its outbox to a Kafka
+// topic of its own (kfake in process, or IDEMCHECK_KAFKA_BROKERS), with
+// store (nil: memory) and lease, and its Target with events: reading that
+// topic by the idempotency-key header and the payload's /id.
+func eventsDemo(t testing.TB, store reference.Store, lease time.Duration, defects ...string) *target.Target {
+	t.Helper()
+	brokers, _ := testenv.RequireKafka(t)
+	topic := testenv.KafkaTopic(t, brokers, 2)
+	return eventsDemoOn(t, "kafka://"+strings.Join(brokers, ",")+"/"+topic,
+		&events.Config{Kafka: &events.Kafka{Brokers: brokers, Topic: topic}}, store, lease, defects...)
+}
+
+// eventsDemoRedis is eventsDemo publishing to a Redis stream of its own.
+func eventsDemoRedis(t testing.TB, defects ...string) *target.Target {
+	t.Helper()
+	url := testenv.RequireRedis(t)
+	stream := testenv.KeyPrefix(t) + "events"
+	return eventsDemoOn(t, url+"?stream="+stream, &events.Config{Redis: &events.Redis{URL: url, Stream: stream}}, nil, demoLease, defects...)
+}
+
+// eventsDemoOn serves the reference publishing to the broker at pubURL,
+// its Target reading the stream cfg names.
+func eventsDemoOn(t testing.TB, pubURL string, cfg *events.Config, store reference.Store, lease time.Duration, defects ...string) *target.Target {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	pub, err := outbox.Open(ctx, pubURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := demo.Options{TTL: demoTTL, Lease: lease, Defects: defects, Events: pub, Store: store}
+	if s, ok := store.(*pgstore.Store); ok {
+		opts.Ledger = pgstore.NewLedger(s) // charges commit with their record
+	}
+	app, err := demo.New(opts)
+	if err != nil {
+		t.Fatalf("demo.New(%v): %v", defects, err)
+	}
+	srv := httptest.NewServer(app)
+	t.Cleanup(func() {
+		srv.Close()
+		_ = app.Close()
+		_ = pub.Close()
+	})
+	tg, err := target.FromURL(srv.URL, demoTTL, lease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Key, cfg.EventID, cfg.Settle = events.Key{Header: outbox.HeaderKey}, "/id", outboxSettle
+	tg.Events = cfg
+	return tg
+}
+
+func runOutbox(t *testing.T, tg *target.Target, globs ...string) *scenarios.Report {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	rep, err := scenarios.Run(ctx, tg, referenceProfile(t), scenarios.RunOptions{Run: globs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+// failing lists the outbox/ case IDs that failed, and logs every result.
+func failing(t *testing.T, rep *scenarios.Report) []string {
+	t.Helper()
+	var out []string
+	for _, r := range rep.Results {
+		t.Logf("%s: %s %s%s | %s", r.Name(), r.Status, r.Observed, r.Reason, strings.Join(r.Events, " | "))
+		if r.Status == scenarios.Fail && !slices.Contains(out, r.ID) {
+			out = append(out, r.ID)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// The correct reference passes every outbox case, beside the oracle and
+// with the events as the only oracle; each verdict lists the key's events.
+func TestOutboxCorrectReference(t *testing.T) {
+	t.Run("beside the oracle", func(t *testing.T) {
+		rep := runOutbox(t, eventsDemo(t, nil, demoLease), "outbox/**")
+		for _, r := range rep.Results {
+			switch {
+			case r.ID == "outbox/lease-takeover":
+				if r.Status != scenarios.Skip {
+					t.Errorf("%s: %s, want skipped (the 1.5 s slow variant is within the 5 s lease)", r.Name(), r.Status)
+				}
+			case r.Status != scenarios.Pass:
+				t.Errorf("%s: %s: %s %s", r.Name(), r.Status, r.Observed, r.Reason)
+			case r.ID != "outbox/none-for-rejected" && (len(r.Events) == 0 || !strings.Contains(r.Events[0], "partition ")):
+				t.Errorf("%s: events %q, want the key's events listed with their positions", r.Name(), r.Events)
+			}
+		}
+		if len(rep.Results) != 14 {
+			t.Errorf("%d results, want the 7 outbox cases on 2 operations", len(rep.Results))
+		}
+	})
+	t.Run("as the oracle", func(t *testing.T) {
+		tg := eventsDemo(t, nil, demoLease)
+		tg.Oracle = nil
+		rep := runOutbox(t, tg, "outbox/**", "replay/single-execution", "lost/dropped-response-retry")
+		if got := failing(t, rep); len(got) > 0 {
+			t.Errorf("failed: %v", got)
+		}
+		for _, r := range rep.Results {
+			if r.Status != scenarios.Pass && r.ID != "outbox/lease-takeover" {
+				t.Errorf("%s: %s: %s", r.Name(), r.Status, r.Reason)
+			}
+		}
+	})
+}
+
+// On a Redis stream as on Kafka: the correct reference passes the outbox
+// cases, event-on-replay fails them.
+func TestOutboxRedisStream(t *testing.T) {
+	for _, defect := range []string{"", string(reference.EventOnReplay)} {
+		t.Run("defect="+defect, func(t *testing.T) {
+			var defects []string
+			if defect != "" {
+				defects = []string{defect}
+			}
+			rep := runOutbox(t, eventsDemoRedis(t, defects...), "outbox/one-per-execution", "outbox/none-for-replay")
+			got := failing(t, rep)
+			for _, r := range rep.Results {
+				if defect == "" && r.Status != scenarios.Pass {
+					t.Errorf("%s: %s: %s", r.Name(), r.Status, r.Reason)
+				}
+			}
+			switch {
+			case defect == "" && len(got) > 0:
+				t.Errorf("the correct reference fails %v", got)
+			case defect != "" && !slices.Equal(got, []string{"outbox/none-for-replay"}):
+				t.Errorf("caught by %v, want [outbox/none-for-replay]", got)
+			}
+		})
+	}
+}
+
+// A wrong topic is found at the start: one note line says no event
+// arrived, and the outbox cases are inconclusive, never failed.
+func TestOutboxWrongTopic(t *testing.T) {
+	tg := eventsDemo(t, nil, demoLease)
+	tg.Events.Kafka.Topic = testenv.KafkaTopic(t, tg.Events.Kafka.Brokers, 1) // a topic the API does not publish to
+	rep := runOutbox(t, tg, "outbox/one-per-execution")
+	if len(rep.Notes) == 0 || !strings.Contains(strings.Join(rep.Notes, "\n"), "no event at all reached kafka topic") {
+		t.Errorf("notes %q: want one saying no event reached the topic", rep.Notes)
+	}
+	for _, r := range rep.Results {
+		if r.Status != scenarios.Inconclusive {
+			t.Errorf("%s: %s, want inconclusive", r.Name(), r.Status)
+		}
+	}
+}
+
+// Each event defect the in-process reference can show is caught by the
+// outbox cases: event-on-replay on the memory store, event-outside-tx on
+// PostgreSQL (whose charges roll back with their record) when a retry
+// takes over a lease. relay-republish needs a restart: cmd/idemcheck
+// TestChaosEventsKills.
+func TestOutboxDefectsCaught(t *testing.T) {
+	t.Run("event-on-replay", func(t *testing.T) {
+		rep := runOutbox(t, eventsDemo(t, nil, demoLease, string(reference.EventOnReplay)), "outbox/**")
+		got := failing(t, rep)
+		for _, want := range []string{"outbox/lost-answer-retry", "outbox/none-for-replay"} {
+			if !slices.Contains(got, want) {
+				t.Errorf("caught by %v, want %s among them", got, want)
+			}
+		}
+	})
+	dsn := testenv.RequirePostgres(t)
+	for _, defect := range []string{"", string(reference.EventOutsideTx)} {
+		t.Run("postgres "+defect, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			s, err := pgstore.Open(ctx, dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			var defects []string
+			if defect != "" {
+				defects = []string{defect}
+			}
+			// A lease shorter than the 1.5 s slow variant: the retry takes over.
+			rep := runOutbox(t, eventsDemo(t, s, 500*time.Millisecond, defects...), "outbox/lease-takeover@charges", "outbox/one-per-execution@charges")
+			got := failing(t, rep)
+			switch {
+			case defect == "" && len(got) > 0:
+				t.Errorf("the correct reference on PostgreSQL fails %v", got)
+			case defect != "" && !slices.Equal(got, []string{"outbox/lease-takeover"}):
+				t.Errorf("caught by %v, want [outbox/lease-takeover]", got)
+			}
+			for _, r := range rep.Results {
+				if defect == "" && r.Status != scenarios.Pass {
+					t.Errorf("%s: %s: %s", r.Name(), r.Status, r.Reason)
+				}
+			}
+		})
+	}
+}
