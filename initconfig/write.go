@@ -225,38 +225,7 @@ func (a *analysis) operationNode(o operation, seen map[string]bool, taken map[in
 
 	muts := a.mutations(b)
 	if len(muts) > 0 || len(paramMuts) > 0 {
-		seq := sequence()
-		names := map[string]bool{}
-		for _, mu := range muts {
-			mm := flowMapping()
-			mm.set("name", str(mu.name))
-			names[mu.name] = true
-			mm.set("patch", value(mu.patch))
-			what := "a changed member"
-			if strings.HasPrefix(mu.name, "added-") {
-				what = "an added member"
-			}
-			guessed(mm.n, what+", still valid against the schema")
-			seq.Content = append(seq.Content, mm.n)
-		}
-		for _, pm := range paramMuts {
-			mm := flowMapping()
-			n := pm.name
-			for i := 2; names[n]; i++ {
-				n = fmt.Sprintf("%s-%d", pm.name, i)
-			}
-			names[n] = true
-			mm.set("name", str(n))
-			field := flowMapping()
-			field.set(pm.param, quoted(pm.value))
-			key := "query"
-			if pm.in == openapi3.ParameterInHeader {
-				key = "headers"
-			}
-			mm.set(key, field.n)
-			guessed(mm.n, pm.why+": part of what the request asks for")
-			seq.Content = append(seq.Content, mm.n)
-		}
+		seq := mutationsNode(muts, paramMuts)
 		head(m.set("mutations", seq), commented...)
 		commented = nil
 	}
@@ -289,6 +258,45 @@ func (a *analysis) operationNode(o operation, seen map[string]bool, taken map[in
 		foot(m.n.Content[len(m.n.Content)-2], append(append(append(commented, prose...), "variants:"), lines...)...)
 	}
 	return m, notes
+}
+
+// mutationsNode is the mutations sequence init writes: each changed body
+// member, then each query or header parameter's other value, named
+// uniquely.
+func mutationsNode(muts []mutation, paramMuts []paramMutation) *yaml.Node {
+	seq := sequence()
+	names := map[string]bool{}
+	for _, mu := range muts {
+		mm := flowMapping()
+		mm.set("name", str(mu.name))
+		names[mu.name] = true
+		mm.set("patch", value(mu.patch))
+		what := "a changed member"
+		if strings.HasPrefix(mu.name, "added-") {
+			what = "an added member"
+		}
+		guessed(mm.n, what+", still valid against the schema")
+		seq.Content = append(seq.Content, mm.n)
+	}
+	for _, pm := range paramMuts {
+		mm := flowMapping()
+		n := pm.name
+		for i := 2; names[n]; i++ {
+			n = fmt.Sprintf("%s-%d", pm.name, i)
+		}
+		names[n] = true
+		mm.set("name", str(n))
+		field := flowMapping()
+		field.set(pm.param, quoted(pm.value))
+		key := "query"
+		if pm.in == openapi3.ParameterInHeader {
+			key = "headers"
+		}
+		mm.set(key, field.n)
+		guessed(mm.n, pm.why+": part of what the request asks for")
+		seq.Content = append(seq.Content, mm.n)
+	}
+	return seq
 }
 
 func bodySchema(b *body) *openapi3.Schema {

@@ -136,15 +136,7 @@ func Run(ctx context.Context, t *target.Target, p *target.Profile, o RunOptions)
 	if ev != nil && !ev.PerKey() { // known once calibrated: a downstream double may have turned global
 		parallel = 1
 	}
-	if names, need := ttlSkips(ins); len(names) > 0 {
-		rep.TTLSkipped, rep.NeedsTTL = len(names), need
-		notes = append(notes, fmt.Sprintf("declared ttl %s is too short for %d case instances, skipped (%s): a ttl ≥ %s runs them all (--ttl, and the same TTL in the deployment)",
-			t.TTL, len(names), strings.Join(names, ", "), need))
-	}
-	if t.HTTP2 && !strings.HasPrefix(t.BaseURL, "https://") {
-		// wire.LastByte holds HTTP/2 streams' last bytes over TLS only.
-		notes = append(notes, "h2c: same-key bursts synchronised on their last byte go over HTTP/1.1 (HTTP/2 last-byte synchronisation needs TLS); every other request is HTTP/2")
-	}
+	notes = append(notes, runNotes(t, rep, ins)...)
 	if t.KeySeed != "" && t.KeySource == nil {
 		// Printed so that a run can be repeated with the same keys.
 		notes = append([]string{fmt.Sprintf("keys are business-id hashes SHA-256(%s:n) (--key-seed %s repeats them)", t.KeySeed, t.KeySeed)}, notes...)
@@ -155,6 +147,37 @@ func Run(ctx context.Context, t *target.Target, p *target.Profile, o RunOptions)
 			o.OnNote(n)
 		}
 	}
+	results := runInstances(ctx, s, ins, problems, o, known, parallel)
+	sort.Slice(results, func(i, j int) bool { return results[i].Name() < results[j].Name() })
+	rep.Results = results
+	rep.Duration = time.Since(rep.Started)
+	rep.LeftOut = leftOutMust(t, p, o, ins)
+	// Interrupted only when an instance was cut short or never ran: a
+	// context ended after the last verdict (a test's, say) took nothing.
+	rep.Interrupted = slices.ContainsFunc(results, func(r Result) bool { return r.Status == Interrupted })
+	return rep, nil
+}
+
+// runNotes are the start-up notes on t's declared TTL (the instances it
+// is too short for, recorded in rep) and its protocol.
+func runNotes(t *target.Target, rep *Report, ins []instance) []string {
+	var notes []string
+	if names, need := ttlSkips(ins); len(names) > 0 {
+		rep.TTLSkipped, rep.NeedsTTL = len(names), need
+		notes = append(notes, fmt.Sprintf("declared ttl %s is too short for %d case instances, skipped (%s): a ttl ≥ %s runs them all (--ttl, and the same TTL in the deployment)",
+			t.TTL, len(names), strings.Join(names, ", "), need))
+	}
+	if t.HTTP2 && !strings.HasPrefix(t.BaseURL, "https://") {
+		// wire.LastByte holds HTTP/2 streams' last bytes over TLS only.
+		notes = append(notes, "h2c: same-key bursts synchronised on their last byte go over HTTP/1.1 (HTTP/2 last-byte synchronisation needs TLS); every other request is HTTP/2")
+	}
+	return notes
+}
+
+// runInstances runs ins, parallel at a time, then those that must run
+// alone (cases that kill the managed target, in-process bursts), and
+// returns their results in ins' order.
+func runInstances(ctx context.Context, s *session, ins []instance, problems map[string]string, o RunOptions, known []string, parallel int) []Result {
 	results := make([]Result, len(ins))
 	sem := make(chan struct{}, max(parallel, 1))
 	var wg sync.WaitGroup
@@ -187,14 +210,7 @@ func Run(ctx context.Context, t *target.Target, p *target.Profile, o RunOptions)
 			runOne(i)
 		}
 	}
-	sort.Slice(results, func(i, j int) bool { return results[i].Name() < results[j].Name() })
-	rep.Results = results
-	rep.Duration = time.Since(rep.Started)
-	rep.LeftOut = leftOutMust(t, p, o, ins)
-	// Interrupted only when an instance was cut short or never ran: a
-	// context ended after the last verdict (a test's, say) took nothing.
-	rep.Interrupted = slices.ContainsFunc(results, func(r Result) bool { return r.Status == Interrupted })
-	return rep, nil
+	return results
 }
 
 // ttlSkips names the instances skipped for a declared TTL too short
