@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck/target"
-	"github.com/idemcheck/idemcheck/wire"
 )
 
 // leaseMargin is how far past the declared lease the retry is sent, so
@@ -118,22 +117,7 @@ func skipSlowWithinLease(t *target.Target, _ *target.Profile, op *target.Operati
 }
 
 func leaseSlowOutlivesLease(ctx context.Context, e *Env) Verdict {
-	body, v, _ := e.Variant(target.VariantSlow)
-	lease := e.Target.Lease
-	k := e.NewKey()
-	var slow wire.Resp
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		slow = e.Send(ctx, Req{Label: fmt.Sprintf("slow original (%s, lease %s)", v.Duration, lease), Key: k, Body: body})
-	}()
-	select {
-	case <-time.After(lease + leaseMargin):
-	case <-done:
-	case <-ctx.Done():
-	}
-	retry := e.Send(ctx, Req{Label: "retry after the lease ran out", Key: k, Body: body})
-	<-done
+	k, slow, retry := e.retryPastLease(ctx)
 	if !slow.OK() {
 		return e.Inconclusive("the slow variant did not succeed: " + slow.String())
 	}

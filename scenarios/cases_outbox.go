@@ -3,7 +3,6 @@ package scenarios
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/idemcheck/idemcheck/target"
 	"github.com/idemcheck/idemcheck/wire"
@@ -149,22 +148,7 @@ func outboxNoneForRejected(ctx context.Context, e *Env) Verdict {
 }
 
 func outboxLeaseTakeover(ctx context.Context, e *Env) Verdict {
-	body, v, _ := e.Variant(target.VariantSlow)
-	lease := e.Target.Lease
-	k := e.NewKey()
-	var slow wire.Resp
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		slow = e.Send(ctx, Req{Label: fmt.Sprintf("slow original (%s, lease %s)", v.Duration, lease), Key: k, Body: body})
-	}()
-	select {
-	case <-time.After(lease + leaseMargin):
-	case <-done:
-	case <-ctx.Done():
-	}
-	retry := e.Send(ctx, Req{Label: "retry after the lease ran out", Key: k, Body: body})
-	<-done
+	k, slow, retry := e.retryPastLease(ctx)
 	if !retry.Start.Before(slow.End) {
 		return e.Missed("could not overlap: the retry was sent after the slow original completed")
 	}
