@@ -49,7 +49,7 @@ type Oracle struct {
 // PerKey reports whether the oracle counts executions per key.
 func (o *Oracle) PerKey() bool {
 	if o.Downstream != "" {
-		return true // calibration may find the calls untokened (downstreamRun.global)
+		return true // calibration may find the calls untokened: the run's evidence then counts globally
 	}
 	if o.SQL != nil {
 		return o.SQL.perKey()

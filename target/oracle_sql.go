@@ -29,8 +29,8 @@ type SQLOracle struct {
 	Query string `yaml:"query" json:"query"`
 }
 
-// sqlDialTimeout bounds connecting to the database (evidence.sqlSource
-// bounds each query too).
+// sqlDialTimeout bounds connecting to the database (the SQL source bounds
+// each query too).
 const sqlDialTimeout = 5 * time.Second
 
 // MySQLScheme prefixes a MySQL DSN in the config.
