@@ -192,8 +192,20 @@ func scopeOtherMethod(ctx context.Context, e *Env) Verdict {
 }
 
 func scopeCaseSensitive(ctx context.Context, e *Env) Verdict {
-	upper := strings.ToUpper(e.NewKey())
+	// A key without letters (an all-digit UUID, a hash key) has no other
+	// case: it would be sent twice as one key and read as a shared one.
+	k := e.NewKey()
+	for range 20 {
+		if strings.ToUpper(k) != strings.ToLower(k) {
+			break
+		}
+		k = e.NewKey()
+	}
+	upper := strings.ToUpper(k)
 	lower := strings.ToLower(upper)
+	if upper == lower {
+		return e.Inconclusive("the key generator made 20 keys without a letter: no two keys differing only in case")
+	}
 	if !e.Profile.KeyValid(upper) || !e.Profile.KeyValid(lower) {
 		return e.Skip(fmt.Sprintf("profile key_format %q does not allow both %s and %s: no two keys differing only in case", e.Profile.KeyFormat, upper, lower))
 	}
