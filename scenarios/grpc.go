@@ -16,11 +16,15 @@ import (
 
 // grpcReady are the cases that run over a gRPC target.
 var grpcReady = map[string]bool{
-	"replay/single-execution": true, "replay/same-status": true, "replay/same-body": true,
+	"replay/single-execution": true, "replay/same-status": true, "replay/same-body": true, "replay/business-error": true,
 	"mismatch/changed-body": true, "mismatch/original-survives": true, "mismatch/repeat-fails-again": true,
 	"missing/rejected": true, "missing/repeat-fails-again": true, "missing/optional-executes": true,
-	"concurrent/same-key-burst": true, "concurrent/in-flight-conflict": true,
+	"concurrent/same-key-burst": true, "concurrent/in-flight-conflict": true, "concurrent/in-flight-offsets": true,
+	"concurrent/conflict-not-poisoned": true, "concurrent/changed-body-in-flight": true,
 	"scope/other-user-isolated": true, "scope/other-user-in-flight": true,
+	"errors/business-error-kept": true, "errors/transient-5xx": true, "errors/failure-releases-key": true,
+	"errors/validation-not-stored": true, "errors/auth-not-stored": true, "errors/idempotency-errors-not-stored": true,
+	"syntax/key-accepted": true, "syntax/max-length": true, "syntax/empty-key": true,
 }
 
 // grpcNever are the cases (by ID, or family prefix ending in /) whose

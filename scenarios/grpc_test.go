@@ -36,9 +36,13 @@ operations:
     mutations: [{name: changed-amount, patch: {payment: {amount: 1001}}}]
     variants:
       slow: {patch: {knobs: {delay_ms: 600}}, duration: 600ms}
+      business_error: {patch: {knobs: {fail: decline}}, status: FAILED_PRECONDITION}
+      transient_error: {patch: {knobs: {fail: transient}}, status: UNAVAILABLE}
+      invalid: {patch: {payment: {amount: -1}}, status: INVALID_ARGUMENT}
 profile:
   preset: %s
-  overrides: {key_required: true, missing_status: INVALID_ARGUMENT, mismatch_status: INVALID_ARGUMENT, in_flight_status: ABORTED, block_ok: false, stale_replay_on_mismatch: false}
+  overrides: {key_required: true, missing_status: INVALID_ARGUMENT, mismatch_status: INVALID_ARGUMENT, in_flight_status: ABORTED, block_ok: false, stale_replay_on_mismatch: false,
+    cache_4xx_business: true, cache_5xx: false, cache_validation: false}
 `, grpcBase, key, httpBase, rpc, preset)
 }
 
@@ -109,9 +113,11 @@ func TestGRPCDefects(t *testing.T) {
 		fails  []string
 	}{
 		{reference.NoFingerprint, false, []string{"mismatch/changed-body"}},
-		{reference.NoInflightLock, false, []string{"concurrent/in-flight-conflict", "concurrent/same-key-burst"}},
+		{reference.NoInflightLock, false, []string{"concurrent/in-flight-conflict", "concurrent/in-flight-offsets", "concurrent/same-key-burst"}},
 		{reference.NoUserScope, false, []string{"scope/other-user-in-flight", "scope/other-user-isolated"}},
-		{reference.MissingKeyPassthrough, true, []string{"missing/rejected"}},
+		{reference.MissingKeyPassthrough, true, []string{"missing/rejected", "syntax/empty-key"}},
+		{reference.NoCache4xx, true, []string{"errors/business-error-kept", "replay/business-error"}},
+		{reference.Cache5xx, true, []string{"errors/failure-releases-key", "errors/transient-5xx"}},
 	} {
 		t.Run(string(tc.defect), func(t *testing.T) {
 			t.Parallel()
