@@ -21,7 +21,7 @@ var grpcReady = map[string]bool{
 	"missing/rejected": true, "missing/repeat-fails-again": true, "missing/optional-executes": true,
 	"concurrent/same-key-burst": true, "concurrent/in-flight-conflict": true, "concurrent/in-flight-offsets": true,
 	"concurrent/conflict-not-poisoned": true, "concurrent/changed-body-in-flight": true,
-	"scope/other-user-isolated": true, "scope/other-user-in-flight": true,
+	"scope/other-user-isolated": true, "scope/other-user-in-flight": true, "scope/other-endpoint": true,
 	"errors/business-error-kept": true, "errors/transient-5xx": true, "errors/failure-releases-key": true,
 	"errors/validation-not-stored": true, "errors/auth-not-stored": true, "errors/idempotency-errors-not-stored": true,
 	"syntax/key-accepted": true, "syntax/max-length": true, "syntax/empty-key": true,
