@@ -25,6 +25,8 @@ var grpcReady = map[string]bool{
 	"errors/business-error-kept": true, "errors/transient-5xx": true, "errors/failure-releases-key": true,
 	"errors/validation-not-stored": true, "errors/auth-not-stored": true, "errors/idempotency-errors-not-stored": true,
 	"syntax/key-accepted": true, "syntax/max-length": true, "syntax/empty-key": true,
+	"security/invalid-format-rejected": true, "security/cross-principal-guess": true,
+	"security/low-entropy-keys": true, "security/unauthenticated-known-key": true,
 }
 
 // grpcNever are the cases (by ID, or family prefix ending in /) whose
