@@ -46,7 +46,7 @@ profile:
 // grpcReference checks the reference gRPC service, with defects, through
 // GRPCServer.
 func grpcReference(t *testing.T, defects ...reference.Defect) {
-	httpBase, srv := demotest.GRPCServer(t, demo.Options{TTL: 5 * time.Second, Lease: 5 * time.Second}, defects...)
+	httpBase, srv := demotest.GRPCServer(t, demo.Options{TTL: 5 * time.Second, Lease: 5 * time.Second}, defects)
 	idemchecktest.GRPCServer(t, srv, idemchecktest.Config{Config: grpcConfigFile(t, httpBase)},
 		idemchecktest.Only("replay/**", "mismatch/**", "missing/**", "concurrent/**", "scope/**"))
 }

@@ -123,6 +123,9 @@ type Req struct {
 	Path   string
 	// Base replaces Target.BaseURL: one of Target.Replicas.
 	Base string
+	// FirstSent, when set, replaces an AEP-155 key's first_sent (the time
+	// the key was first sent): the first_sent probes.
+	FirstSent time.Time
 	// client replaces the run's shared client (bursts use warmed ones).
 	client *http.Client
 }
@@ -236,7 +239,7 @@ func (e *Env) exchange(r Req) wire.Exchange {
 		op = r.Op
 	}
 	x := wire.Build(e.Target, op, wire.Request{Label: r.Label, Key: r.Key, NoKey: r.NoKey, KeyLines: r.KeyLines,
-		Principal: r.Principal, Body: r.Body, Method: r.Method, Path: r.Path, Base: r.Base})
+		Principal: r.Principal, Body: r.Body, Method: r.Method, Path: r.Path, Base: r.Base, FirstSent: r.FirstSent})
 	e.markForDouble(op, r, &x)
 	return x
 }

@@ -1,15 +1,21 @@
 package scenarios
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/idemcheck/idemcheck/internal/demotest"
 	"github.com/idemcheck/idemcheck/reference"
 	"github.com/idemcheck/idemcheck/reference/demo"
+	"github.com/idemcheck/idemcheck/reference/grpcref/paymentsv1"
 	"github.com/idemcheck/idemcheck/target"
 )
 
@@ -34,6 +40,7 @@ func grpcConfig(httpBase, grpcBase, carrier string) string {
 	}
 	return fmt.Sprintf(`base_url: %s
 key: %s
+ttl: 5s
 principals:
   - {name: alice, metadata: {authorization: Bearer alice}}
   - {name: bob, metadata: {authorization: Bearer bob}}
@@ -58,9 +65,10 @@ profile:
 
 // runGRPC runs the cases that run over gRPC; rounds bounds the same-key
 // burst's rounds (0: the profile's), strict makes a SHOULD miss fail.
-func runGRPC(t *testing.T, carrier string, strict bool, rounds int, defects ...reference.Defect) *Report {
+func runGRPC(t *testing.T, carrier string, strict bool, rounds int, defects []reference.Defect, opts ...grpc.ServerOption) *Report {
 	t.Helper()
-	httpBase, grpcBase := demotest.ServeGRPC(t, demo.Options{TTL: 5 * time.Second, Lease: 5 * time.Second}, defects...)
+	httpBase, g := demotest.GRPCServer(t, demo.Options{TTL: 5 * time.Second, Lease: 5 * time.Second}, defects, opts...)
+	grpcBase := demotest.ServeGRPCServer(t, g)
 	tg, p, err := target.ParseConfig([]byte(grpcConfig(httpBase, grpcBase, carrier)))
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +102,7 @@ func TestGRPCReference(t *testing.T) {
 	for _, carrier := range []string{"aip", "aep", "metadata"} {
 		t.Run(carrier, func(t *testing.T) {
 			t.Parallel()
-			rep := runGRPC(t, carrier, false, 0)
+			rep := runGRPC(t, carrier, false, 0, nil)
 			ops := 1
 			if carrier == "metadata" {
 				ops = 2
@@ -144,7 +152,7 @@ func TestGRPCDefects(t *testing.T) {
 	} {
 		t.Run(string(tc.defect), func(t *testing.T) {
 			t.Parallel()
-			rep := runGRPC(t, tc.carrier, tc.strict, 1, tc.defect)
+			rep := runGRPC(t, tc.carrier, tc.strict, 1, []reference.Defect{tc.defect})
 			var failed []string
 			for _, r := range rep.Results {
 				if r.Status == Fail || (tc.strict && r.Status == Warn) {
@@ -179,5 +187,44 @@ func TestGRPCPlanSkips(t *testing.T) {
 		if in.ID == "problem/problem-json" && !strings.HasPrefix(in.Skip, "does not apply to gRPC: ") {
 			t.Errorf("problem/problem-json: %q", in.Skip)
 		}
+	}
+}
+
+// firstSentIgnored plays a defect the reference has not: CreateRefund's
+// first_sent replaced by the time the server first saw the key, as a
+// server that stamps its own time would (so an expired or future
+// first_sent is never refused).
+func firstSentIgnored() grpc.ServerOption {
+	var mu sync.Mutex
+	seen := map[string]*timestamppb.Timestamp{}
+	return grpc.UnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		if r, ok := req.(*paymentsv1.CreateRefundRequest); ok && r.GetIdempotencyKey() != nil {
+			mu.Lock()
+			at, ok := seen[r.IdempotencyKey.Key]
+			if !ok {
+				at = timestamppb.Now()
+				seen[r.IdempotencyKey.Key] = at
+			}
+			mu.Unlock()
+			r.IdempotencyKey.FirstSent = at
+		}
+		return h(ctx, req)
+	})
+}
+
+// TestGRPCFirstSentIgnored: a service that ignores AEP-155's first_sent
+// is caught by security/invalid-format-rejected (its expired and future
+// probes), a SHOULD of the draft's key validation: a warn, failing under
+// strict.
+func TestGRPCFirstSentIgnored(t *testing.T) {
+	rep := runGRPC(t, "aep", true, 1, nil, firstSentIgnored())
+	var failed []string
+	for _, r := range rep.Results {
+		if r.Status == Fail || r.Status == Warn {
+			failed = append(failed, r.ID)
+		}
+	}
+	if !slices.Equal(failed, []string{"security/invalid-format-rejected"}) {
+		t.Fatalf("caught by %v, want security/invalid-format-rejected:%s", failed, verdicts(rep))
 	}
 }

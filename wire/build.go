@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/json"
 	"net/http"
+	"time"
 
 	"github.com/idemcheck/idemcheck/target"
 )
@@ -27,6 +28,10 @@ type Request struct {
 	Method, Path string
 	// Base replaces Target.BaseURL: one of Target.Replicas.
 	Base string
+	// FirstSent, when set, is the AEP-155 key's first_sent instead of the
+	// time the key was first sent (Target.FirstSent): expired, future and
+	// changed first_sent probes.
+	FirstSent time.Time
 }
 
 // Build is the exchange r describes on op: method, URL, fields (the key in
@@ -59,7 +64,7 @@ func Build(t *target.Target, op *target.Operation, r Request) Exchange {
 				key = r.KeyLines[0]
 			}
 		}
-		x.Request.Body = withKeyField(t, body, key, present)
+		x.Request.Body = withKeyField(t, body, key, present, r.FirstSent)
 		return x
 	}
 	hk := http.CanonicalHeaderKey(t.KeyHeader)

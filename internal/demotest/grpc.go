@@ -19,7 +19,14 @@ import (
 // closed when t ends.
 func ServeGRPC(t testing.TB, o demo.Options, defects ...reference.Defect) (httpBase, grpcBase string) {
 	t.Helper()
-	httpBase, g := GRPCServer(t, o, defects...)
+	httpBase, g := GRPCServer(t, o, defects)
+	return httpBase, ServeGRPCServer(t, g)
+}
+
+// ServeGRPCServer serves g on a loopback listener until t ends and
+// returns its grpc:// base URL.
+func ServeGRPCServer(t testing.TB, g *grpc.Server) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -33,15 +40,16 @@ func ServeGRPC(t testing.TB, o demo.Options, defects ...reference.Defect) (httpB
 		g.Stop()
 		<-served
 	})
-	return httpBase, "grpc://" + ln.Addr().String()
+	return "grpc://" + ln.Addr().String()
 }
 
 // GRPCServer is ServeGRPC's gRPC server not yet serving (the go-test
 // face serves it itself): the reference service and reflection
-// registered, the demo app serving its effects oracle at httpBase. The
-// caller serves and stops g; the service, app and store close when t
-// ends, after the caller's cleanups registered later.
-func GRPCServer(t testing.TB, o demo.Options, defects ...reference.Defect) (httpBase string, g *grpc.Server) {
+// registered, the demo app serving its effects oracle at httpBase; opts
+// are the server's (an interceptor that plays a defect the service has
+// not). The caller serves and stops g; the service, app and store close
+// when t ends, after the caller's cleanups registered later.
+func GRPCServer(t testing.TB, o demo.Options, defects []reference.Defect, opts ...grpc.ServerOption) (httpBase string, g *grpc.Server) {
 	t.Helper()
 	store := memstore.New()
 	o.Store = store
@@ -58,7 +66,7 @@ func GRPCServer(t testing.TB, o demo.Options, defects ...reference.Defect) (http
 		_ = app.Close()
 		_ = store.Close()
 	})
-	g = grpc.NewServer()
+	g = grpc.NewServer(opts...)
 	svc.Register(g)
 	return ServeOn(t, app, "127.0.0.1:0"), g
 }
