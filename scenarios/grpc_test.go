@@ -15,6 +15,7 @@ import (
 	"github.com/idemcheck/idemcheck/internal/demotest"
 	"github.com/idemcheck/idemcheck/reference"
 	"github.com/idemcheck/idemcheck/reference/demo"
+	"github.com/idemcheck/idemcheck/reference/grpcref"
 	"github.com/idemcheck/idemcheck/reference/grpcref/paymentsv1"
 	"github.com/idemcheck/idemcheck/target"
 )
@@ -136,21 +137,30 @@ func TestGRPCReference(t *testing.T) {
 // TestGRPCDefects: each reference defect with a gRPC form fails the case
 // that exists to catch it.
 func TestGRPCDefects(t *testing.T) {
-	for _, tc := range []struct {
+	type row struct {
 		defect  reference.Defect
 		carrier string
 		strict  bool // a SHOULD's miss
 		fails   []string
-	}{
+	}
+	rows := []row{
 		{reference.NoFingerprint, "aip", false, []string{"mismatch/changed-body"}},
+		{reference.NoFingerprint, "aep", false, []string{"mismatch/changed-body"}},
 		{reference.NoInflightLock, "aip", false, []string{"concurrent/in-flight-conflict", "concurrent/in-flight-offsets", "concurrent/same-key-burst"}},
 		{reference.NoUserScope, "aip", false, []string{"scope/other-user-in-flight", "scope/other-user-isolated", "security/cross-principal-guess"}},
 		{reference.MissingKeyPassthrough, "aip", true, []string{"missing/rejected", "syntax/empty-key"}},
 		{reference.NoCache4xx, "aip", true, []string{"errors/business-error-kept", "replay/business-error"}},
 		{reference.Cache5xx, "aip", true, []string{"errors/failure-releases-key", "errors/transient-5xx"}},
 		{reference.NoEndpointScope, "metadata", true, []string{"scope/other-endpoint", "scope/other-endpoint"}},
-	} {
-		t.Run(string(tc.defect), func(t *testing.T) {
+	}
+	// Every defect the gRPC service plays has its row.
+	for _, d := range reference.Defects() {
+		if grpcref.Supports(d.Defect) && !slices.ContainsFunc(rows, func(r row) bool { return r.defect == d.Defect }) {
+			t.Errorf("%s: the gRPC reference plays it, and no row here checks it is caught", d.Defect)
+		}
+	}
+	for _, tc := range rows {
+		t.Run(string(tc.defect)+"/"+tc.carrier, func(t *testing.T) {
 			t.Parallel()
 			rep := runGRPC(t, tc.carrier, tc.strict, 1, []reference.Defect{tc.defect})
 			var failed []string
