@@ -14,7 +14,7 @@ func init() {
 	register(
 		Case{Meta: Meta{ID: "mismatch/changed-body", Family: "mismatch", Requirements: []string{"IK-MISMATCH-1", "IK-MISMATCH-5"}, Level: Should,
 			Requirement: "draft §2.7: if there is an attempt to reuse an idempotency key with a different request payload, the resource SHOULD reply with HTTP 422 (status per profile).",
-			Explanation: "Every configured mutation of the body under a used key gets the profile's mismatch error; a replay of the old response or an execution fails.",
+			Explanation: "Every configured mutation of the body (and an AEP-155 key's first_sent, changed) under a used key gets the profile's mismatch error; a replay of the old response or an execution fails.",
 			Needs:       []Need{NeedEffects}},
 			PerOperation: true, Skips: skipNoMutations, Run: mismatchChangedBody},
 		Case{Meta: Meta{ID: "mismatch/added-field", Family: "mismatch", Requirements: []string{"IK-MISMATCH-1", "IK-MISMATCH-5"}, Level: Should,
@@ -49,6 +49,9 @@ func mismatchChangedBody(ctx context.Context, e *Env) Verdict {
 	var probes []probe
 	for _, m := range e.Op.MutationsOrDerived() {
 		probes = append(probes, probe{name: m.Name, patch: m.Patch})
+	}
+	if e.Target.Key != nil && e.Target.Key.FirstSent {
+		probes = append(probes, firstSentProbe())
 	}
 	return e.judgeProbes(ctx, probes)
 }

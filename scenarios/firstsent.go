@@ -31,3 +31,12 @@ func (e *Env) firstSentProbes(probes map[string][]string) map[string]time.Time {
 	probes[name], out[name] = []string{e.NewKey()}, now.Add(firstSentFuture)
 	return out
 }
+
+// firstSentProbe is the retry of an AEP-155 key with the same message and
+// another first_sent, a second earlier: AEP-155 "should reject requests
+// that use the same key but have a different first_sent". As a member
+// idemcheck made up (generated), a replay is a SHOULD miss; an execution
+// fails.
+func firstSentProbe() probe {
+	return probe{name: "first_sent changed by -1s", firstSentShift: -time.Second, generated: true}
+}

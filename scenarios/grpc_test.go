@@ -224,8 +224,8 @@ func firstSentIgnored() grpc.ServerOption {
 
 // TestGRPCFirstSentIgnored: a service that ignores AEP-155's first_sent
 // is caught by security/invalid-format-rejected (its expired and future
-// probes), a SHOULD of the draft's key validation: a warn, failing under
-// strict.
+// probes) and mismatch/changed-body (its changed first_sent probe), each a
+// SHOULD of the draft: a warn, failing under strict.
 func TestGRPCFirstSentIgnored(t *testing.T) {
 	rep := runGRPC(t, "aep", true, 1, nil, firstSentIgnored())
 	var failed []string
@@ -234,7 +234,7 @@ func TestGRPCFirstSentIgnored(t *testing.T) {
 			failed = append(failed, r.ID)
 		}
 	}
-	if !slices.Equal(failed, []string{"security/invalid-format-rejected"}) {
-		t.Fatalf("caught by %v, want security/invalid-format-rejected:%s", failed, verdicts(rep))
+	if want := []string{"mismatch/changed-body", "security/invalid-format-rejected"}; !slices.Equal(failed, want) {
+		t.Fatalf("caught by %v, want %v:%s", failed, want, verdicts(rep))
 	}
 }
