@@ -24,6 +24,7 @@ var grpcReady = map[string]bool{
 	"scope/other-user-isolated": true, "scope/other-user-in-flight": true, "scope/other-endpoint": true,
 	"errors/business-error-kept": true, "errors/transient-5xx": true, "errors/failure-releases-key": true,
 	"errors/validation-not-stored": true, "errors/auth-not-stored": true, "errors/idempotency-errors-not-stored": true,
+	"expiry/replays-before-ttl": true, "expiry/fresh-after-ttl": true, "expiry/counted-from": true, "expiry/expired-key-burst": true,
 	"syntax/key-accepted": true, "syntax/max-length": true, "syntax/empty-key": true,
 	"security/invalid-format-rejected": true, "security/cross-principal-guess": true,
 	"security/low-entropy-keys": true, "security/unauthenticated-known-key": true,
@@ -46,9 +47,19 @@ var grpcNever = map[string]string{
 	"concurrent/retry-after":     "Retry-After is an HTTP field",
 }
 
+// aepNever are the cases that run over gRPC but not for an AEP-155 key
+// ({key, first_sent}), with why.
+var aepNever = map[string]string{
+	"expiry/fresh-after-ttl": "a key past its retention is refused by its first_sent, never fresh (security/invalid-format-rejected probes it)",
+	"expiry/counted-from":    "a key past its retention is refused by its first_sent, never fresh: there is no moment it turns fresh to measure",
+}
+
 // grpcSkip is why case id does not run over a gRPC target ("" when it
 // does).
 func grpcSkip(t *target.Target, id string) string {
+	if t.IsGRPC() && t.Key != nil && t.Key.FirstSent && aepNever[id] != "" {
+		return "does not apply to an AEP-155 key: " + aepNever[id]
+	}
 	if !t.IsGRPC() || grpcReady[id] {
 		return ""
 	}
