@@ -118,11 +118,12 @@ func securityHostileKeys(ctx context.Context, e *Env) Verdict {
 		}
 	}
 	// Wildcard probe: a store that matches keys with LIKE or a glob would
-	// find the stored key from its prefix. Under a declared key_format the
-	// stored key is a generated one (the abc… form would be rejected).
+	// find the stored key from its prefix. Under a declared key_format, or
+	// a key_max_len it exceeds (AIP-155's 36), the stored key is a
+	// generated one (the abc… form would be rejected).
 	w := e.uniquePrefix("abc")
 	stored := w + "123" + strings.ReplaceAll(e.NewKey(), "-", "")
-	if !e.Profile.KeyValid(stored) {
+	if !e.Profile.KeyValid(stored) || (e.Profile.KeyMaxLen > 0 && len(stored) > e.Profile.KeyMaxLen) {
 		stored = e.NewKey()
 		w = stored[:len(stored)/2]
 	}

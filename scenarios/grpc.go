@@ -26,7 +26,7 @@ var grpcReady = map[string]bool{
 	"errors/validation-not-stored": true, "errors/auth-not-stored": true, "errors/idempotency-errors-not-stored": true,
 	"expiry/replays-before-ttl": true, "expiry/fresh-after-ttl": true, "expiry/counted-from": true, "expiry/expired-key-burst": true,
 	"syntax/key-accepted": true, "syntax/max-length": true, "syntax/empty-key": true,
-	"security/invalid-format-rejected": true, "security/cross-principal-guess": true,
+	"security/invalid-format-rejected": true, "security/hostile-keys": true, "security/cross-principal-guess": true,
 	"security/low-entropy-keys": true, "security/unauthenticated-known-key": true,
 }
 

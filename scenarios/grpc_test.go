@@ -61,7 +61,7 @@ operations:
 profile:
   preset: %s
   overrides: {key_required: true, missing_status: INVALID_ARGUMENT, mismatch_status: INVALID_ARGUMENT, in_flight_status: ABORTED, block_ok: false, stale_replay_on_mismatch: false,
-    cache_4xx_business: true, cache_5xx: false, cache_validation: false, scope_endpoint: independent, expiry: %s}
+    cache_4xx_business: true, cache_5xx: false, cache_validation: false, scope_endpoint: independent, expiry: %s, key_max_len: 36}
 `, grpcBase, key, httpBase, rpc, second, preset, expiry)
 }
 
@@ -124,10 +124,9 @@ func TestGRPCReference(t *testing.T) {
 				case r.Status == Pass:
 				case r.ID == "missing/rejected" && r.Status == Unverifiable:
 				case r.Status == Skip && !strings.Contains(r.Reason, "gRPC") && (r.ID == "missing/optional-executes" ||
-					// One operation (no other endpoint); no key_max_len in
-					// grpc-metadata; refunds declare no variants.
+					// One operation (no other endpoint); refunds declare no
+					// variants.
 					(r.ID == "scope/other-endpoint" && carrier != "metadata") ||
-					((r.ID == "syntax/max-length" || r.ID == "security/invalid-format-rejected") && carrier == "metadata") ||
 					// key_min_len unspecified in every gRPC preset.
 					r.ID == "security/low-entropy-keys" ||
 					(r.Operation == "refunds" && strings.HasPrefix(r.Reason, "config does not supply"))) ||
