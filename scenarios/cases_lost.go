@@ -16,7 +16,7 @@ func init() {
 	register(
 		Case{Meta: Meta{ID: "lost/dropped-response-retry", Family: "lost", Requirements: []string{"IK-LOST-1"}, Level: Must,
 			Requirement: "draft §1 (motivation), Stripe: a client that lost the response retries with the same key and gets the original outcome; the operation executes once.",
-			Explanation: "The proxy lets the first request commit and drops its response; the retry gets the committed result (same created id) and the oracle shows one execution.",
+			Explanation: "The proxy lets the first request commit and drops its response (over gRPC: a client deadline inside the slow variant); the retry gets the committed result (same created id) and the oracle shows one execution.",
 			Needs:       []Need{NeedEffects}},
 			PerOperation: true, Run: lostDroppedResponse},
 		Case{Meta: Meta{ID: "lost/truncated-request", Family: "lost", Requirements: []string{"IK-LOST-2"}, Level: Should,
@@ -33,6 +33,9 @@ func init() {
 }
 
 func lostDroppedResponse(ctx context.Context, e *Env) Verdict {
+	if e.Target.IsGRPC() {
+		return e.lostByDeadline(ctx)
+	}
 	pr, err := e.viaProxy("drop-response:attempt=1")
 	if err != nil {
 		return e.Inconclusive("chaos proxy: " + err.Error())
