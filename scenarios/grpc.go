@@ -25,7 +25,7 @@ var grpcReady = map[string]bool{
 	"errors/business-error-kept": true, "errors/transient-5xx": true, "errors/failure-releases-key": true,
 	"errors/validation-not-stored": true, "errors/auth-not-stored": true, "errors/idempotency-errors-not-stored": true,
 	"expiry/replays-before-ttl": true, "expiry/fresh-after-ttl": true, "expiry/counted-from": true, "expiry/expired-key-burst": true,
-	"lost/dropped-response-retry": true, "scope/case-sensitive": true,
+	"lost/dropped-response-retry": true, "scope/case-sensitive": true, "syntax/repeated-header": true,
 	"syntax/key-accepted": true, "syntax/max-length": true, "syntax/empty-key": true,
 	"security/invalid-format-rejected": true, "security/hostile-keys": true, "security/cross-principal-guess": true,
 	"security/low-entropy-keys": true, "security/unauthenticated-known-key": true,
@@ -56,11 +56,20 @@ var aepNever = map[string]string{
 	"expiry/counted-from":    "a key past its retention is refused by its first_sent, never fresh: there is no moment it turns fresh to measure",
 }
 
+// fieldKeyNever are the cases that run over gRPC with a metadata key but
+// not with a key in a message field (AIP-155, AEP-155), with why.
+var fieldKeyNever = map[string]string{
+	"syntax/repeated-header": "a field holds one key: there is no second one to send beside it",
+}
+
 // grpcSkip is why case id does not run over a gRPC target ("" when it
 // does).
 func grpcSkip(t *target.Target, id string) string {
 	if t.IsGRPC() && t.Key != nil && t.Key.FirstSent && aepNever[id] != "" {
 		return "does not apply to an AEP-155 key: " + aepNever[id]
+	}
+	if t.IsGRPC() && t.KeyField() != "" && fieldKeyNever[id] != "" {
+		return "does not apply to a key in a message field: " + fieldKeyNever[id]
 	}
 	if !t.IsGRPC() || grpcReady[id] {
 		return ""
