@@ -9,6 +9,22 @@ import (
 // any clock skew a server tolerates.
 const firstSentFuture = time.Hour
 
+// nonASCIIProbe adds to probes, for a key in a message field (AIP-155's
+// request_id, AEP-155's idempotency_key), a fresh key with non-ASCII
+// letters: both documents restrict the key "to 36 ASCII characters". A
+// metadata key is not probed: gRPC cannot send such a value.
+func (e *Env) nonASCIIProbe(probes map[string][]string) {
+	if e.Target.KeyField() == "" {
+		return
+	}
+	const prefix = "ключ-"
+	k := prefix + e.NewKey()
+	if n := e.Profile.KeyMaxLen; n >= len(prefix) && len(k) > n {
+		k = k[:n] // within key_max_len (in bytes too): only the letters are off-format
+	}
+	probes["non-ASCII key"] = []string{k}
+}
+
 // firstSentProbes adds to probes, for an AEP-155 key ({key, first_sent}),
 // a fresh key whose first_sent is expired and one whose first_sent is in
 // the future: AEP-155 "must reject requests with expired keys, and must
