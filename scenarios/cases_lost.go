@@ -26,7 +26,7 @@ func init() {
 			PerOperation: true, Run: lostTruncatedRequest},
 		Case{Meta: Meta{ID: "lost/retry-storm", Family: "lost", Requirements: []string{"IK-LOST-3"}, Level: Must,
 			Requirement: "Practice: a retry storm (k jittered retries, some overlapping the original) still gives exactly one execution.",
-			Explanation: "A slow request whose response the proxy drops is retried 3 times while still in flight, then until done: one execution, one created id, and the client ends with it.",
+			Explanation: "A slow request whose response the proxy drops (over gRPC: a client deadline inside it) is retried 3 times while still in flight, then until done: one execution, one created id, and the client ends with it.",
 			Needs:       []Need{NeedSlow, NeedEffects}},
 			PerOperation: true, Run: lostRetryStorm},
 	)
@@ -86,6 +86,9 @@ func lostTruncatedRequest(ctx context.Context, e *Env) Verdict {
 }
 
 func lostRetryStorm(ctx context.Context, e *Env) Verdict {
+	if e.Target.IsGRPC() {
+		return e.lostStormByDeadline(ctx)
+	}
 	pr, err := e.viaProxy("drop-response:attempt=1")
 	if err != nil {
 		return e.Inconclusive("chaos proxy: " + err.Error())

@@ -25,7 +25,7 @@ var grpcReady = map[string]bool{
 	"errors/business-error-kept": true, "errors/transient-5xx": true, "errors/failure-releases-key": true,
 	"errors/validation-not-stored": true, "errors/auth-not-stored": true, "errors/idempotency-errors-not-stored": true,
 	"expiry/replays-before-ttl": true, "expiry/fresh-after-ttl": true, "expiry/counted-from": true, "expiry/expired-key-burst": true,
-	"lost/dropped-response-retry": true, "scope/case-sensitive": true, "syntax/repeated-header": true,
+	"lost/dropped-response-retry": true, "lost/retry-storm": true, "scope/case-sensitive": true, "syntax/repeated-header": true,
 	"syntax/key-accepted": true, "syntax/max-length": true, "syntax/empty-key": true,
 	"security/invalid-format-rejected": true, "security/hostile-keys": true, "security/cross-principal-guess": true,
 	"security/low-entropy-keys": true, "security/unauthenticated-known-key": true,
