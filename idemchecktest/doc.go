@@ -10,7 +10,9 @@
 // Run checks a server that already listens (Config.Target or the YAML
 // config's base_url); Handler serves an http.Handler on a loopback
 // httptest server and checks it, so a Go service tests its middleware
-// with no process to start. A missing profile is the default, ietf.
+// with no process to start; GRPCServer does the same for a *grpc.Server
+// (a gRPC target, docs/grpc.md), served on a loopback listener. A missing
+// profile is the default, ietf.
 //
 // Every selected instance runs once, concurrently, in the engine
 // (scenarios.Run); the subtests report what it concluded. go test's -run

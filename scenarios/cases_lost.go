@@ -16,7 +16,7 @@ func init() {
 	register(
 		Case{Meta: Meta{ID: "lost/dropped-response-retry", Family: "lost", Requirements: []string{"IK-LOST-1"}, Level: Must,
 			Requirement: "draft §1 (motivation), Stripe: a client that lost the response retries with the same key and gets the original outcome; the operation executes once.",
-			Explanation: "The proxy lets the first request commit and drops its response; the retry gets the committed result (same created id) and the oracle shows one execution.",
+			Explanation: "The proxy lets the first request commit and drops its response (over gRPC: a client deadline inside the slow variant); the retry gets the committed result (same created id) and the oracle shows one execution.",
 			Needs:       []Need{NeedEffects}},
 			PerOperation: true, Run: lostDroppedResponse},
 		Case{Meta: Meta{ID: "lost/truncated-request", Family: "lost", Requirements: []string{"IK-LOST-2"}, Level: Should,
@@ -26,13 +26,16 @@ func init() {
 			PerOperation: true, Run: lostTruncatedRequest},
 		Case{Meta: Meta{ID: "lost/retry-storm", Family: "lost", Requirements: []string{"IK-LOST-3"}, Level: Must,
 			Requirement: "Practice: a retry storm (k jittered retries, some overlapping the original) still gives exactly one execution.",
-			Explanation: "A slow request whose response the proxy drops is retried 3 times while still in flight, then until done: one execution, one created id, and the client ends with it.",
+			Explanation: "A slow request whose response the proxy drops (over gRPC: a client deadline inside it) is retried 3 times while still in flight, then until done: one execution, one created id, and the client ends with it.",
 			Needs:       []Need{NeedSlow, NeedEffects}},
 			PerOperation: true, Run: lostRetryStorm},
 	)
 }
 
 func lostDroppedResponse(ctx context.Context, e *Env) Verdict {
+	if e.Target.IsGRPC() {
+		return e.lostByDeadline(ctx)
+	}
 	pr, err := e.viaProxy("drop-response:attempt=1")
 	if err != nil {
 		return e.Inconclusive("chaos proxy: " + err.Error())
@@ -83,6 +86,9 @@ func lostTruncatedRequest(ctx context.Context, e *Env) Verdict {
 }
 
 func lostRetryStorm(ctx context.Context, e *Env) Verdict {
+	if e.Target.IsGRPC() {
+		return e.lostStormByDeadline(ctx)
+	}
 	pr, err := e.viaProxy("drop-response:attempt=1")
 	if err != nil {
 		return e.Inconclusive("chaos proxy: " + err.Error())

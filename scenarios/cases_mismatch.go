@@ -14,7 +14,7 @@ func init() {
 	register(
 		Case{Meta: Meta{ID: "mismatch/changed-body", Family: "mismatch", Requirements: []string{"IK-MISMATCH-1", "IK-MISMATCH-5"}, Level: Should,
 			Requirement: "draft §2.7: if there is an attempt to reuse an idempotency key with a different request payload, the resource SHOULD reply with HTTP 422 (status per profile).",
-			Explanation: "Every configured mutation under a used key (of the body, the query or a header field) gets the profile's mismatch error, or for another query a fresh execution where query_mismatch allows it; a replay of the old response, or an execution of a changed body or header, fails.",
+			Explanation: "Every configured mutation under a used key (of the body, the query or a header field; and an AEP-155 key's first_sent, changed) gets the profile's mismatch error, or for another query a fresh execution where query_mismatch allows it; a replay of the old response, or an execution of a changed body or header, fails.",
 			Needs:       []Need{NeedEffects}},
 			PerOperation: true, Skips: skipNoMutations, Run: mismatchChangedBody},
 		Case{Meta: Meta{ID: "mismatch/added-field", Family: "mismatch", Requirements: []string{"IK-MISMATCH-1", "IK-MISMATCH-5"}, Level: Should,
@@ -49,6 +49,9 @@ func mismatchChangedBody(ctx context.Context, e *Env) Verdict {
 	var probes []probe
 	for _, m := range e.Op.MutationsOrDerived() {
 		probes = append(probes, probeOf(m))
+	}
+	if e.Target.Key != nil && e.Target.Key.FirstSent {
+		probes = append(probes, firstSentProbe())
 	}
 	return e.judgeProbes(ctx, probes)
 }

@@ -132,6 +132,9 @@ type Req struct {
 	Query   map[string]string
 	Headers map[string]string
 	KeyName string
+	// FirstSent, when set, replaces an AEP-155 key's first_sent (the time
+	// the key was first sent): the first_sent probes.
+	FirstSent time.Time
 	// client replaces the run's shared client (bursts use warmed ones).
 	client *http.Client
 }
@@ -246,7 +249,7 @@ func (e *Env) exchange(r Req) wire.Exchange {
 	}
 	x := wire.Build(e.Target, op, wire.Request{Label: r.Label, Key: r.Key, NoKey: r.NoKey, KeyLines: r.KeyLines,
 		Principal: r.Principal, Body: r.Body, Method: r.Method, Path: r.Path, Base: r.Base,
-		Query: r.Query, Headers: r.Headers, KeyName: r.KeyName})
+		Query: r.Query, Headers: r.Headers, KeyName: r.KeyName, FirstSent: r.FirstSent})
 	e.markForDouble(op, r, &x)
 	return x
 }

@@ -16,11 +16,19 @@ import (
 
 // grpcReady are the cases that run over a gRPC target.
 var grpcReady = map[string]bool{
-	"replay/single-execution": true, "replay/same-status": true, "replay/same-body": true,
+	"replay/single-execution": true, "replay/same-status": true, "replay/same-body": true, "replay/business-error": true,
 	"mismatch/changed-body": true, "mismatch/original-survives": true, "mismatch/repeat-fails-again": true,
 	"missing/rejected": true, "missing/repeat-fails-again": true, "missing/optional-executes": true,
-	"concurrent/same-key-burst": true, "concurrent/in-flight-conflict": true,
-	"scope/other-user-isolated": true, "scope/other-user-in-flight": true,
+	"concurrent/same-key-burst": true, "concurrent/in-flight-conflict": true, "concurrent/in-flight-offsets": true,
+	"concurrent/conflict-not-poisoned": true, "concurrent/changed-body-in-flight": true,
+	"scope/other-user-isolated": true, "scope/other-user-in-flight": true, "scope/other-endpoint": true,
+	"errors/business-error-kept": true, "errors/transient-5xx": true, "errors/failure-releases-key": true,
+	"errors/validation-not-stored": true, "errors/auth-not-stored": true, "errors/idempotency-errors-not-stored": true,
+	"expiry/replays-before-ttl": true, "expiry/fresh-after-ttl": true, "expiry/counted-from": true, "expiry/expired-key-burst": true,
+	"lost/dropped-response-retry": true, "lost/retry-storm": true, "scope/case-sensitive": true, "syntax/repeated-header": true,
+	"syntax/key-accepted": true, "syntax/max-length": true, "syntax/empty-key": true,
+	"security/invalid-format-rejected": true, "security/hostile-keys": true, "security/cross-principal-guess": true,
+	"security/low-entropy-keys": true, "security/unauthenticated-known-key": true,
 }
 
 // grpcNever are the cases (by ID, or family prefix ending in /) whose
@@ -30,6 +38,7 @@ var grpcNever = map[string]string{
 	"mismatch/problem-link":      "problem+json is HTTP's error document; a gRPC error is a google.rpc.Status",
 	"missing/problem-link":       "problem+json is HTTP's error document; a gRPC error is a google.rpc.Status",
 	"method/":                    "an RPC has no HTTP method",
+	"mismatch/added-field":       "a protobuf message has no member outside its schema to add (mutations: changes a field for mismatch/changed-body)",
 	"scope/other-method":         "an RPC has no HTTP method",
 	"syntax/malformed-sf-string": "a gRPC key is a message field or a metadata value, not an RFC 9651 sf-string",
 	"syntax/cross-form":          "a gRPC key is a message field or a metadata value, not an RFC 9651 sf-string",
@@ -40,9 +49,28 @@ var grpcNever = map[string]string{
 	"concurrent/retry-after":     "Retry-After is an HTTP field",
 }
 
+// aepNever are the cases that run over gRPC but not for an AEP-155 key
+// ({key, first_sent}), with why.
+var aepNever = map[string]string{
+	"expiry/fresh-after-ttl": "a key past its retention is refused by its first_sent, never fresh (security/invalid-format-rejected probes it)",
+	"expiry/counted-from":    "a key past its retention is refused by its first_sent, never fresh: there is no moment it turns fresh to measure",
+}
+
+// fieldKeyNever are the cases that run over gRPC with a metadata key but
+// not with a key in a message field (AIP-155, AEP-155), with why.
+var fieldKeyNever = map[string]string{
+	"syntax/repeated-header": "a field holds one key: there is no second one to send beside it",
+}
+
 // grpcSkip is why case id does not run over a gRPC target ("" when it
 // does).
 func grpcSkip(t *target.Target, id string) string {
+	if t.IsGRPC() && t.Key != nil && t.Key.FirstSent && aepNever[id] != "" {
+		return "does not apply to an AEP-155 key: " + aepNever[id]
+	}
+	if t.IsGRPC() && t.KeyField() != "" && fieldKeyNever[id] != "" {
+		return "does not apply to a key in a message field: " + fieldKeyNever[id]
+	}
 	if !t.IsGRPC() || grpcReady[id] {
 		return ""
 	}

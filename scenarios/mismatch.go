@@ -47,7 +47,11 @@ func (e *Env) runProbe(ctx context.Context, pr probe) mismatchOutcome {
 	if !first.OK() {
 		return mismatchOutcome{Inconclusive, pr.name + ": the normal call did not succeed: " + first.String()}
 	}
-	r := e.Send(ctx, pr.req("same key, "+pr.name, k, e.Body(pr.patch)))
+	req := pr.req("same key, "+pr.name, k, e.Body(pr.patch))
+	if pr.firstSentShift != 0 {
+		req.FirstSent = e.Target.FirstSent(k).Add(pr.firstSentShift)
+	}
+	r := e.Send(ctx, req)
 	o := e.judgeProbe(ctx, pr, k, first, r)
 	if (o.status == Fail || o.status == Warn) && !e.WithinTTL(first, r) {
 		return mismatchOutcome{Inconclusive, fmt.Sprintf("%s: sent %s after the original started, past TTL %s − margin (a stall), so the key may legally have expired (would have been %s: %s)",
@@ -170,6 +174,9 @@ type probe struct {
 	// fingerprints), so a replay is then a SHOULD miss, not a failure;
 	// configured mutations are declared material by the user.
 	generated bool
+	// firstSentShift, when set, moves an AEP-155 key's first_sent from the
+	// original's (firstSentProbe).
+	firstSentShift time.Duration
 }
 
 // probeOf is the probe of a configured or derived mutation.

@@ -127,8 +127,9 @@ func (s Selection) Load() (*target.Target, *target.Profile, error) {
 func (s Selection) reach(t *target.Target) error {
 	if s.BaseURL != "" {
 		u, err := url.Parse(s.BaseURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("--base-url %q: want an absolute http(s) URL", s.BaseURL)
+		// A grpc(s):// one was checked as the config's base_url.
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https" && !t.IsGRPC()) || u.Host == "" {
+			return fmt.Errorf("--base-url %q: want an absolute http(s) URL (grpc:// or grpcs:// for a gRPC target)", s.BaseURL)
 		}
 		t.BaseURL = strings.TrimRight(s.BaseURL, "/")
 	}

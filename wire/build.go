@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/idemcheck/idemcheck/target"
 )
@@ -41,6 +42,10 @@ type Request struct {
 	// header map as is, which net/http writes verbatim (only Set and Add
 	// canonicalise). Empty: the target's key_header, canonical.
 	KeyName string
+	// FirstSent, when set, is the AEP-155 key's first_sent instead of the
+	// time the key was first sent (Target.FirstSent): expired, future and
+	// changed first_sent probes.
+	FirstSent time.Time
 }
 
 // Build is the exchange r describes on op: method, URL, fields (the key in
@@ -79,7 +84,7 @@ func Build(t *target.Target, op *target.Operation, r Request) Exchange {
 				key = r.KeyLines[0]
 			}
 		}
-		x.Request.Body = withKeyField(t, body, key, present)
+		x.Request.Body = withKeyField(t, body, key, present, r.FirstSent)
 		return x
 	}
 	hk := http.CanonicalHeaderKey(t.KeyHeader)

@@ -517,9 +517,9 @@ func grpcCurl(x Exchange) string {
 
 // withKeyField is body with the target's key field set to key (AIP-155
 // request_id: the key; AEP-155 idempotency_key: {key, first_sent} with
-// the key's first_sent), or removed when key is absent. A body that is
-// not a JSON object (a raw variant) is sent as it is.
-func withKeyField(t *target.Target, body []byte, key string, present bool) []byte {
+// firstSent, else the key's first_sent), or removed when key is absent.
+// A body that is not a JSON object (a raw variant) is sent as it is.
+func withKeyField(t *target.Target, body []byte, key string, present bool, firstSent time.Time) []byte {
 	m := map[string]json.RawMessage{}
 	if len(bytes.TrimSpace(body)) > 0 {
 		if err := json.Unmarshal(body, &m); err != nil {
@@ -531,7 +531,10 @@ func withKeyField(t *target.Target, body []byte, key string, present bool) []byt
 	if present {
 		var v any = key
 		if t.Key.FirstSent {
-			v = map[string]string{"key": key, "first_sent": t.FirstSent(key).Format(time.RFC3339Nano)}
+			if firstSent.IsZero() {
+				firstSent = t.FirstSent(key)
+			}
+			v = map[string]string{"key": key, "first_sent": firstSent.Format(time.RFC3339Nano)}
 		}
 		b, _ := json.Marshal(v) // strings only: never fails
 		m[f] = b

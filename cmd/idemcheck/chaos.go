@@ -118,9 +118,15 @@ func runChaos(ctx context.Context, stdout io.Writer, f chaosFlags) error {
 		f.sel.Target = f.targets[0]
 		f.sel.Replicas = append(slices.Clone(f.targets[1:]), f.sel.Replicas...)
 	}
+	if err := grpcNotYet("chaos", f.sel, nil); err != nil {
+		return err
+	}
 	target, profile, err := f.sel.Load()
 	if err != nil {
 		return withCode(exitUsage, err)
+	}
+	if err := grpcNotYet("chaos", f.sel, target); err != nil {
+		return err
 	}
 	if target.HTTP2 {
 		return usageErrorf("--http2 (or the config's http2: true): chaos injects its faults over HTTP/1.1 only (it cuts connections mid-answer); check an API over HTTP/2 with run --http2 or load --http2")

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemcheck/idemcheck/initconfig"
+	"github.com/idemcheck/idemcheck/scenarios"
 	"github.com/idemcheck/idemcheck/target"
 )
 
@@ -75,6 +76,9 @@ func runInit(cmd *cobra.Command, f initFlags) error {
 	}
 	if f.probe != "" && len(f.operations) > 0 {
 		return usageErrorf("init: --operation goes with --openapi")
+	}
+	if err := grpcNotYet("init --probe", scenarios.Selection{Target: f.probe}, nil); err != nil {
+		return err
 	}
 	if f.timeout <= 0 {
 		return usageErrorf("--timeout %s: must be positive", f.timeout)

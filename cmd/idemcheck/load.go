@@ -143,9 +143,15 @@ func loadTarget(f *loadFlags) (*target.Target, *target.Profile, error) {
 	if f.sel.Config == "" && f.sel.Target == "" {
 		return nil, nil, usageErrorf("--target URL or --config FILE is required")
 	}
+	if err := grpcNotYet("load", f.sel, nil); err != nil {
+		return nil, nil, err
+	}
 	t, p, err := f.sel.Load()
 	if err != nil {
 		return nil, nil, withCode(exitUsage, err)
+	}
+	if err := grpcNotYet("load", f.sel, t); err != nil {
+		return nil, nil, err
 	}
 	return t, p, nil
 }

@@ -19,6 +19,38 @@ import (
 // closed when t ends.
 func ServeGRPC(t testing.TB, o demo.Options, defects ...reference.Defect) (httpBase, grpcBase string) {
 	t.Helper()
+	httpBase, g := GRPCServer(t, o, defects)
+	return httpBase, ServeGRPCServer(t, g)
+}
+
+// ServeGRPCServer serves g on a loopback listener until t ends and
+// returns its grpc:// base URL.
+func ServeGRPCServer(t testing.TB, g *grpc.Server) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = g.Serve(ln)
+	}()
+	t.Cleanup(func() {
+		g.Stop()
+		<-served
+	})
+	return "grpc://" + ln.Addr().String()
+}
+
+// GRPCServer is ServeGRPC's gRPC server not yet serving (the go-test
+// face serves it itself): the reference service and reflection
+// registered, the demo app serving its effects oracle at httpBase; opts
+// are the server's (an interceptor that plays a defect the service has
+// not). The caller serves and stops g; the service, app and store close
+// when t ends, after the caller's cleanups registered later.
+func GRPCServer(t testing.TB, o demo.Options, defects []reference.Defect, opts ...grpc.ServerOption) (httpBase string, g *grpc.Server) {
+	t.Helper()
 	store := memstore.New()
 	o.Store = store
 	app, err := demo.New(o)
@@ -29,24 +61,12 @@ func ServeGRPC(t testing.TB, o demo.Options, defects ...reference.Defect) (httpB
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := grpc.NewServer()
-	svc.Register(g)
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = g.Serve(ln)
-	}()
-	httpBase = ServeOn(t, app, "127.0.0.1:0")
 	t.Cleanup(func() {
-		g.Stop()
-		<-served
 		_ = svc.Close()
 		_ = app.Close()
 		_ = store.Close()
 	})
-	return httpBase, "grpc://" + ln.Addr().String()
+	g = grpc.NewServer(opts...)
+	svc.Register(g)
+	return ServeOn(t, app, "127.0.0.1:0"), g
 }

@@ -128,8 +128,8 @@ func (s *Service) CreatePayment(ctx context.Context, req *paymentsv1.CreatePayme
 	keyless := proto.CloneOf(req)
 	keyless.RequestId = ""
 	return s.idempotent(ctx, paymentsv1.PaymentService_CreatePayment_FullMethodName, key, keyless, false,
-		func(ctx context.Context) (*paymentsv1.Payment, error) {
-			return execute(ctx, req.GetParent()+"/payments/", req.GetPayment(), req.GetKnobs())
+		func() (*paymentsv1.Payment, error) {
+			return execute(req.GetParent()+"/payments/", req.GetPayment(), req.GetKnobs())
 		})
 }
 
@@ -156,8 +156,8 @@ func (s *Service) CreateRefund(ctx context.Context, req *paymentsv1.CreateRefund
 		keyless.IdempotencyKey.Key = ""
 	}
 	return s.idempotent(ctx, paymentsv1.PaymentService_CreateRefund_FullMethodName, key, keyless, true,
-		func(ctx context.Context) (*paymentsv1.Payment, error) {
-			return execute(ctx, req.GetParent()+"/refunds/", req.GetPayment(), req.GetKnobs())
+		func() (*paymentsv1.Payment, error) {
+			return execute(req.GetParent()+"/refunds/", req.GetPayment(), req.GetKnobs())
 		})
 }
 
@@ -210,14 +210,14 @@ func keyOf(ctx context.Context, field, name string) (string, error) {
 // the replay of a completed call, the refusal of a changed message or of
 // a call while the first runs.
 func (s *Service) idempotent(ctx context.Context, method, key string, keyless proto.Message, refund bool,
-	exec func(context.Context) (*paymentsv1.Payment, error)) (*paymentsv1.Payment, error) {
+	exec func() (*paymentsv1.Payment, error)) (*paymentsv1.Payment, error) {
 	principal := bearer(ctx)
 	if principal == "" {
 		return nil, status.Error(codes.Unauthenticated, `authorization metadata: want "Bearer <user>"`)
 	}
 	if key == "" {
 		if s.defects[reference.MissingKeyPassthrough] {
-			return s.run(ctx, key, refund, exec)
+			return s.run(key, refund, exec)
 		}
 		return nil, status.Errorf(codes.InvalidArgument, "an idempotency key is required (the message's key field or %s metadata)", MetadataKey)
 	}
@@ -243,13 +243,13 @@ func (s *Service) idempotent(ctx context.Context, method, key string, keyless pr
 		case rec.Fingerprint != fp && !s.defects[reference.NoFingerprint]:
 			return nil, status.Errorf(codes.InvalidArgument, "key %q was used with another request message; send a new key", key)
 		case rec.State == reference.InFlight && s.defects[reference.NoInflightLock]:
-			return s.run(ctx, key, refund, exec) // the defect: treated as absent, nothing stored
+			return s.run(key, refund, exec) // the defect: treated as absent, nothing stored
 		case rec.State == reference.InFlight:
 			return nil, status.Errorf(codes.Aborted, "a call with key %q is in progress; retry it later", key)
 		}
 		return replay(rec.Response)
 	}
-	p, err := s.run(ctx, key, refund, exec)
+	p, err := s.run(key, refund, exec)
 	// The outcome is stored even when the caller went away: its retry
 	// must find it.
 	sctx := context.WithoutCancel(ctx)
@@ -286,10 +286,14 @@ func (s *Service) keeps(c codes.Code) bool {
 	return false
 }
 
-// run executes exec, counted under key.
-func (s *Service) run(ctx context.Context, key string, refund bool, exec func(context.Context) (*paymentsv1.Payment, error)) (*paymentsv1.Payment, error) {
+// run executes exec, counted under key. A payment once started is
+// completed though the caller goes away (its deadline, a cut
+// connection), as a provider's charge is: its outcome is stored for the
+// retry (lost/dropped-response-retry), and an execution the oracle
+// counts is one that charged.
+func (s *Service) run(key string, refund bool, exec func() (*paymentsv1.Payment, error)) (*paymentsv1.Payment, error) {
 	defer s.executing(key, refund)()
-	return exec(ctx)
+	return exec()
 }
 
 // replay answers with a stored outcome.
@@ -345,16 +349,8 @@ func validate(parent string, p *paymentsv1.Payment, k *paymentsv1.Knobs) error {
 
 // execute is the payment itself: the knobs' delay and failure, then a new
 // resource named under prefix.
-func execute(ctx context.Context, prefix string, p *paymentsv1.Payment, k *paymentsv1.Knobs) (*paymentsv1.Payment, error) {
-	if d := time.Duration(k.GetDelayMs()) * time.Millisecond; d > 0 {
-		t := time.NewTimer(d)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, status.Error(codes.Unavailable, "the call was cancelled; nothing was charged")
-		case <-t.C:
-		}
-	}
+func execute(prefix string, p *paymentsv1.Payment, k *paymentsv1.Knobs) (*paymentsv1.Payment, error) {
+	time.Sleep(time.Duration(k.GetDelayMs()) * time.Millisecond)
 	switch k.GetFail() {
 	case "decline":
 		return nil, status.Error(codes.FailedPrecondition, "card declined; nothing was charged")

@@ -1,0 +1,30 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestGRPCFacesRefuse: chaos, load and init --probe given a gRPC target
+// refuse it in one line, exit 2, rather than aim an HTTP client at it.
+// No server runs: the refusal comes before any call.
+func TestGRPCFacesRefuse(t *testing.T) {
+	cfg := grpcReferenceConfig(t, "http://127.0.0.1:1", "grpc://127.0.0.1:1")
+	cases := []struct {
+		face string
+		args []string
+	}{
+		{"chaos", []string{"chaos", "--config", cfg, "--ops", "1"}},
+		{"chaos", []string{"chaos", "--target", "grpc://127.0.0.1:1", "--ops", "1"}},
+		{"load", []string{"load", "--config", cfg, "--rate", "1", "--duration", "1s"}},
+		{"load", []string{"load", "--target", "grpcs://127.0.0.1:1", "--rate", "1", "--duration", "1s"}},
+		{"init --probe", []string{"init", "--probe", "grpc://127.0.0.1:1/idemcheck.reference.v1.PaymentService/CreatePayment", "-o", "-"}},
+	}
+	for _, c := range cases {
+		code, stderr := runCaptured(t, c.args...)
+		want := c.face + ": gRPC targets are not supported yet (docs/grpc.md)"
+		if code != 2 || !strings.Contains(stderr, want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and one line with %q", c.args, code, stderr, want)
+		}
+	}
+}
