@@ -1,7 +1,6 @@
 package idemchecktest_test
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,24 +19,7 @@ import (
 func grpcConfigFile(t *testing.T, httpBase string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "grpc.yaml")
-	cfg := fmt.Sprintf(`key: {field: request_id}
-principals:
-  - {name: alice, metadata: {authorization: Bearer alice}}
-  - {name: bob, metadata: {authorization: Bearer bob}}
-oracle: {url: "%s/v1/effects?key={key}", pointer: /executions}
-operations:
-  - name: payments
-    rpc: idemcheck.reference.v1.PaymentService/CreatePayment
-    body: {parent: accounts/a1, payment: {amount: 1000, currency: USD}}
-    id_pointer: /name
-    mutations: [{name: changed-amount, patch: {payment: {amount: 1001}}}]
-    variants:
-      slow: {patch: {knobs: {delay_ms: 600}}, duration: 600ms}
-profile:
-  preset: aip-155
-  overrides: {key_required: true, missing_status: INVALID_ARGUMENT, mismatch_status: INVALID_ARGUMENT, in_flight_status: ABORTED, block_ok: false, stale_replay_on_mismatch: false, burst_rounds: 2}
-`, httpBase)
-	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(demotest.GRPCConfig(httpBase, "")), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return path

@@ -3,11 +3,12 @@ package main
 import (
 	"bufio"
 	"context"
-	"fmt"
 	"io"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/idemcheck/idemcheck/internal/demotest"
 )
 
 // serveGRPCForTest runs serve --grpc in-process with defects and returns
@@ -52,24 +53,7 @@ func serveGRPCForTest(t *testing.T, defects ...string) (httpBase, grpcBase strin
 }
 
 func grpcReferenceConfig(t *testing.T, httpBase, grpcBase string) string {
-	return writeTemp(t, "grpc.yaml", fmt.Sprintf(`base_url: %s
-key: {field: request_id}
-principals:
-  - {name: alice, metadata: {authorization: Bearer alice}}
-  - {name: bob, metadata: {authorization: Bearer bob}}
-oracle: {url: "%s/v1/effects?key={key}", pointer: /executions}
-operations:
-  - name: payments
-    rpc: idemcheck.reference.v1.PaymentService/CreatePayment
-    body: {parent: accounts/a1, payment: {amount: 1000, currency: USD}}
-    id_pointer: /name
-    mutations: [{name: changed-amount, patch: {payment: {amount: 1001}}}]
-    variants:
-      slow: {patch: {knobs: {delay_ms: 600}}, duration: 600ms}
-profile:
-  preset: aip-155
-  overrides: {key_required: true, missing_status: INVALID_ARGUMENT, mismatch_status: INVALID_ARGUMENT, in_flight_status: ABORTED, block_ok: false, stale_replay_on_mismatch: false, burst_rounds: 2}
-`, grpcBase, httpBase))
+	return writeTemp(t, "grpc.yaml", demotest.GRPCConfig(httpBase, grpcBase))
 }
 
 // TestRunGRPC: idemcheck run on the reference gRPC service (serve --grpc)

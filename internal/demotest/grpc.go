@@ -1,6 +1,7 @@
 package demotest
 
 import (
+	"fmt"
 	"net"
 	"testing"
 
@@ -69,4 +70,32 @@ func GRPCServer(t testing.TB, o demo.Options, defects []reference.Defect, opts .
 	g = grpc.NewServer(opts...)
 	svc.Register(g)
 	return ServeOn(t, app, "127.0.0.1:0"), g
+}
+
+// GRPCConfig is a config of the reference gRPC service's CreatePayment
+// (AIP-155) at grpcBase, counted by the effects oracle at httpBase; with
+// grpcBase "" it has no base_url (idemchecktest.GRPCServer's listener is
+// the target).
+func GRPCConfig(httpBase, grpcBase string) string {
+	base := ""
+	if grpcBase != "" {
+		base = "base_url: " + grpcBase + "\n"
+	}
+	return base + fmt.Sprintf(`key: {field: request_id}
+principals:
+  - {name: alice, metadata: {authorization: Bearer alice}}
+  - {name: bob, metadata: {authorization: Bearer bob}}
+oracle: {url: "%s/v1/effects?key={key}", pointer: /executions}
+operations:
+  - name: payments
+    rpc: idemcheck.reference.v1.PaymentService/CreatePayment
+    body: {parent: accounts/a1, payment: {amount: 1000, currency: USD}}
+    id_pointer: /name
+    mutations: [{name: changed-amount, patch: {payment: {amount: 1001}}}]
+    variants:
+      slow: {patch: {knobs: {delay_ms: 600}}, duration: 600ms}
+profile:
+  preset: aip-155
+  overrides: {key_required: true, missing_status: INVALID_ARGUMENT, mismatch_status: INVALID_ARGUMENT, in_flight_status: ABORTED, block_ok: false, stale_replay_on_mismatch: false, burst_rounds: 2}
+`, httpBase)
 }
