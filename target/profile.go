@@ -179,6 +179,23 @@ type Profile struct {
 // DefaultProfile is the preset used when none is named.
 const DefaultProfile = "ietf"
 
+// grpcPreset is what the gRPC presets share (the documents quoted above
+// each differ in the key's being required and its length): a raw key, the
+// in-flight duplicate's class 409, replays compared in protojson, every
+// choice the documents leave open unknown.
+func grpcPreset(keyRequired Tri, keyMaxLen int) Profile {
+	return Profile{
+		KeySyntax: Raw, KeyRequired: keyRequired, KeyMaxLen: keyMaxLen,
+		InFlightStatus: []int{409},
+		BlockOK:        true, MaxBlock: 10 * time.Second,
+		ReplayCompare: CompareJSON, ProblemJSON: No, RetryAfterOn409: No,
+		Cache5xx: Unknown, Cache4xxBusiness: Unknown, CacheValidation: Unknown,
+		ScopeEndpoint: ScopeUnknown, ScopeUser: "isolated", BlankKey: BlankUnknown, KeyCase: KeyCaseUnknown, CanonicalJSON: Unknown, StaleReplayOnMismatch: Unknown,
+		QueryMismatch: QueryEither, // an RPC has no query: never judged
+		Expiry:        ExpiryUnknown, Margin: 500 * time.Millisecond, Grace: time.Second,
+	}
+}
+
 var presets = map[string]Profile{
 	// draft-ietf-httpapi-idempotency-key-header-07. Expiry "fresh" applies
 	// only when the deployment declares a TTL (§2.3: keys are purged).
@@ -239,16 +256,7 @@ var presets = map[string]Profile{
 	// duplicate's class, 409, which google.rpc.Code gives ABORTED ("a
 	// concurrency conflict") and ALREADY_EXISTS. What the suite's MUSTs
 	// judge (one execution per request_id) holds under every preset.
-	"aip-155": {
-		KeySyntax: Raw, KeyRequired: No, KeyMaxLen: 36,
-		InFlightStatus: []int{409},
-		BlockOK:        true, MaxBlock: 10 * time.Second,
-		ReplayCompare: CompareJSON, ProblemJSON: No, RetryAfterOn409: No,
-		Cache5xx: Unknown, Cache4xxBusiness: Unknown, CacheValidation: Unknown,
-		ScopeEndpoint: ScopeUnknown, ScopeUser: "isolated", BlankKey: BlankUnknown, KeyCase: KeyCaseUnknown, CanonicalJSON: Unknown, StaleReplayOnMismatch: Unknown,
-		QueryMismatch: QueryEither, // an RPC has no query: never judged
-		Expiry:        ExpiryUnknown, Margin: 500 * time.Millisecond, Grace: time.Second,
-	},
+	"aip-155": grpcPreset(No, 36),
 	// AEP-155, Idempotency (aep.dev/155): "aep.api.IdempotencyKey
 	// idempotency_key" {key, first_sent} (key: config {field:
 	// idempotency_key, first_sent: true}); "API servers must not execute
@@ -262,32 +270,14 @@ var presets = map[string]Profile{
 	// ASCII characters"; keys "should be optional". An expired key is
 	// refused, not fresh: expiry unknown until the expiry family knows
 	// first_sent. No error code is named (in flight: 409 as aip-155).
-	"aep-155": {
-		KeySyntax: Raw, KeyRequired: No, KeyMaxLen: 36,
-		InFlightStatus: []int{409},
-		BlockOK:        true, MaxBlock: 10 * time.Second,
-		ReplayCompare: CompareJSON, ProblemJSON: No, RetryAfterOn409: No,
-		Cache5xx: Unknown, Cache4xxBusiness: Unknown, CacheValidation: Unknown,
-		ScopeEndpoint: ScopeUnknown, ScopeUser: "isolated", BlankKey: BlankUnknown, KeyCase: KeyCaseUnknown, CanonicalJSON: Unknown, StaleReplayOnMismatch: Unknown,
-		QueryMismatch: QueryEither, // an RPC has no query: never judged
-		Expiry:        ExpiryUnknown, Margin: 500 * time.Millisecond, Grace: time.Second,
-	},
+	"aep-155": grpcPreset(No, 36),
 	// A metadata key (key: {metadata: x-idempotency-key}): the Nebius
 	// SDK's x-idempotency-key, Yandex Cloud's Idempotency-Key (which
 	// answers a duplicate with the existing Operation). No document states
 	// a contract beyond "the same key, the same result": every choice is
 	// unknown but the one execution per key the MUSTs judge and the
 	// in-flight class 409 (ABORTED, ALREADY_EXISTS).
-	"grpc-metadata": {
-		KeySyntax: Raw, KeyRequired: Unknown,
-		InFlightStatus: []int{409},
-		BlockOK:        true, MaxBlock: 10 * time.Second,
-		ReplayCompare: CompareJSON, ProblemJSON: No, RetryAfterOn409: No,
-		Cache5xx: Unknown, Cache4xxBusiness: Unknown, CacheValidation: Unknown,
-		ScopeEndpoint: ScopeUnknown, ScopeUser: "isolated", BlankKey: BlankUnknown, KeyCase: KeyCaseUnknown, CanonicalJSON: Unknown, StaleReplayOnMismatch: Unknown,
-		QueryMismatch: QueryEither, // an RPC has no query: never judged
-		Expiry:        ExpiryUnknown, Margin: 500 * time.Millisecond, Grace: time.Second,
-	},
+	"grpc-metadata": grpcPreset(Unknown, 0),
 	// Only the outcomes every source agrees on are judged.
 	"lenient": {
 		KeySyntax: SFString, KeyRequired: Unknown,
