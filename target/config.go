@@ -304,9 +304,17 @@ func withField(raw []byte, err error) error {
 			value = msg[i+1 : i+1+j]
 		}
 	}
-	path := fieldAtLine(&root, line, value, "")
+	path := ""
+	switch {
+	case value != "":
+		path = fieldAtLine(&root, line, func(v *yaml.Node) bool { return v.Kind == yaml.ScalarNode && v.Value == value }, "")
+	case strings.Contains(msg, "cannot unmarshal !!seq"):
+		path = fieldAtLine(&root, line, func(v *yaml.Node) bool { return v.Kind == yaml.SequenceNode }, "")
+	case strings.Contains(msg, "cannot unmarshal !!map"):
+		path = fieldAtLine(&root, line, func(v *yaml.Node) bool { return v.Kind == yaml.MappingNode }, "")
+	}
 	if path == "" {
-		path = fieldAtLine(&root, line, "", "")
+		path = fieldAtLine(&root, line, func(*yaml.Node) bool { return true }, "")
 	}
 	if path == "" {
 		return err
@@ -316,12 +324,14 @@ func withField(raw []byte, err error) error {
 }
 
 // fieldAtLine returns the dotted path of the innermost mapping key on line
-// (whose scalar value is value, when value is not empty).
-func fieldAtLine(n *yaml.Node, line int, value, path string) string {
+// whose value is the offending one (the error's backticked scalar, or a
+// sequence or mapping where one was not wanted): one flow-style line may
+// hold many keys.
+func fieldAtLine(n *yaml.Node, line int, offends func(*yaml.Node) bool, path string) string {
 	switch n.Kind {
 	case yaml.DocumentNode:
 		for _, c := range n.Content {
-			if p := fieldAtLine(c, line, value, path); p != "" {
+			if p := fieldAtLine(c, line, offends, path); p != "" {
 				return p
 			}
 		}
@@ -332,16 +342,16 @@ func fieldAtLine(n *yaml.Node, line int, value, path string) string {
 			if path != "" {
 				sub = path + "." + k.Value
 			}
-			if p := fieldAtLine(v, line, value, sub); p != "" {
+			if p := fieldAtLine(v, line, offends, sub); p != "" {
 				return p
 			}
-			if k.Line == line && (value == "" || (v.Kind == yaml.ScalarNode && v.Value == value)) {
+			if k.Line == line && offends(v) {
 				return sub
 			}
 		}
 	case yaml.SequenceNode:
 		for i, c := range n.Content {
-			if p := fieldAtLine(c, line, value, fmt.Sprintf("%s[%d]", path, i)); p != "" {
+			if p := fieldAtLine(c, line, offends, fmt.Sprintf("%s[%d]", path, i)); p != "" {
 				return p
 			}
 		}

@@ -111,6 +111,10 @@ func TestConfigErrors(t *testing.T) {
 		{"no operations", base, "operations: at least one"},
 		{"mutation changes nothing", base + "operations: [{name: c, method: POST, path: /c, body: {a: 1}, mutations: [{name: m}]}]\n", "operations[0].mutations[0]: want patch (the body), query or headers"},
 		{"mutation query empty name", base + "operations: [{name: c, method: POST, path: /c, mutations: [{name: m, query: {'': x}}]}]\n", "operations[0].mutations[0].query: want parameter names"},
+		// One flow-style line holds many keys: the error names the one whose
+		// value is of the wrong kind, not the line's first key.
+		{"flow mutation query a sequence", base + "operations: [{name: c, method: POST, path: /c, body: {a: 1}, mutations: [{name: m, query: [1, 2]}]}]\n", "line 3: operations[0].mutations[0].query: cannot unmarshal !!seq"},
+		{"flow query value a sequence", base + "operations: [{name: c, method: POST, path: /c, mutations: [{name: m, query: {a: [1]}}]}]\n", "line 3: operations[0].mutations[0].query.a: cannot unmarshal !!seq"},
 		{"mutation query not a mapping", base + "operations:\n  - name: c\n    method: POST\n    path: /c\n    mutations:\n      - name: m\n        query: capture=false\n", "line 9: operations[0].mutations[0].query: cannot unmarshal"},
 		{"mutation header not a name", base + "operations: [{name: c, method: POST, path: /c, mutations: [{name: m, headers: {'Api Version': x}}]}]\n", "operations[0].mutations[0].headers.Api Version: want an HTTP field name"},
 		{"mutation sets the key header", base + "operations: [{name: c, method: POST, path: /c, mutations: [{name: m, headers: {idempotency-key: x}}]}]\n", "operations[0].mutations[0].headers.idempotency-key: the key header is set by the suite"},
