@@ -12,12 +12,40 @@ import (
 // Markdown writes a CI step summary (e.g. $GITHUB_STEP_SUMMARY): outcome,
 // a counts table, a per-family table, then each failure folded in a
 // <details> block with its requirement, expected vs observed and curl.
-func Markdown(w io.Writer, rep *scenarios.Report) error {
+func Markdown(w io.Writer, rep *scenarios.Report) error { return markdown(w, rep, nil) }
+
+// MarkdownAgainst is Markdown for a run judged against an expected report
+// (run --expect): the heading gives the comparison's outcome, which the
+// step's exit follows, beside the run's own, and the verdicts worse and
+// better than expected are listed, so the summary never shows a failure
+// the job passed, or the reverse, unexplained.
+func MarkdownAgainst(expected *scenarios.Report, name string) func(io.Writer, *scenarios.Report) error {
+	return func(w io.Writer, rep *scenarios.Report) error {
+		worse, better := Compare(expected, rep)
+		return markdown(w, rep, &expectation{name: name, worse: worse, better: better})
+	}
+}
+
+// expectation is a run's comparison with an expected report.
+type expectation struct {
+	name          string
+	worse, better []string
+}
+
+var outcomeIcon = map[scenarios.RunOutcome]string{scenarios.OutcomePass: "✅", scenarios.OutcomeFail: "❌",
+	scenarios.OutcomeIncomplete: "⚠️", scenarios.OutcomeInterrupted: "⏹️"}
+
+func markdown(w io.Writer, rep *scenarios.Report, exp *expectation) error {
 	var b strings.Builder
 	o := rep.Judge().Outcome
-	icon := map[scenarios.RunOutcome]string{scenarios.OutcomePass: "✅", scenarios.OutcomeFail: "❌",
-		scenarios.OutcomeIncomplete: "⚠️", scenarios.OutcomeInterrupted: "⏹️"}[o]
-	fmt.Fprintf(&b, "## idemcheck conformance: %s %s\n\n", icon, outcomeText(o))
+	switch {
+	case exp == nil || o == scenarios.OutcomeInterrupted:
+		fmt.Fprintf(&b, "## idemcheck conformance: %s %s\n\n", outcomeIcon[o], outcomeText(o))
+	case len(exp.worse) > 0:
+		fmt.Fprintf(&b, "## idemcheck conformance: ❌ %d verdicts worse than expected (the run itself: %s)\n\n", len(exp.worse), outcomeText(o))
+	default:
+		fmt.Fprintf(&b, "## idemcheck conformance: ✅ no verdict worse than expected (the run itself: %s)\n\n", outcomeText(o))
+	}
 	fmt.Fprintf(&b, "Target `%s`%s · profile `%s` · strict `%t` · seed `%d` · %s\n\n",
 		rep.Target, over(rep), rep.Profile, rep.Strict, rep.Seed, rep.Duration.Round(time.Millisecond))
 	fmt.Fprintf(&b, "**Conformance: %s**\n\n", mdEscape(conformanceText(rep, rep.Conformance())))
@@ -25,6 +53,22 @@ func Markdown(w io.Writer, rep *scenarios.Report) error {
 		fmt.Fprintf(&b, "Command: `%s`\n\n", strings.ReplaceAll(rep.Command, "`", "'"))
 	}
 
+	if exp != nil {
+		fmt.Fprintf(&b, "Judged against the expected report `%s` (`--expect`): the step fails only for a verdict worse than it.\n\n", strings.ReplaceAll(exp.name, "`", "'"))
+		for _, l := range []struct {
+			title string
+			lines []string
+		}{{"Worse than expected", exp.worse}, {"Better than expected", exp.better}} {
+			if len(l.lines) == 0 {
+				continue
+			}
+			fmt.Fprintf(&b, "**%s (%d):**\n\n", l.title, len(l.lines))
+			for _, line := range l.lines {
+				fmt.Fprintf(&b, "- %s\n", mdEscape(line))
+			}
+			b.WriteString("\n")
+		}
+	}
 	c := Tally(rep)
 	if rep.Interrupted {
 		b.WriteString("**Interrupted**: instances cut short are not judged; this report is partial.\n\n")

@@ -361,6 +361,38 @@ func TestMarkdown(t *testing.T) {
 	}
 }
 
+// TestMarkdownAgainst: with --expect the step's exit follows the
+// comparison, and so does the summary's heading.
+func TestMarkdownAgainst(t *testing.T) {
+	failing := sample(false)
+	pass := sample(false)
+	pass.Results = pass.Results[:2]
+	fixed := sample(false)
+	for i := range fixed.Results {
+		if fixed.Results[i].Status == scenarios.Fail {
+			fixed.Results[i].Status = scenarios.Pass
+		}
+	}
+	for _, tc := range []struct {
+		rule          string
+		expected, got *scenarios.Report
+		want, wantNot string
+	}{
+		{"a known failure expected: the heading says no verdict is worse, and what the run itself was",
+			failing, failing, "## idemcheck conformance: ✅ no verdict worse than expected (the run itself: fail (exit 1))", "❌"},
+		{"a failure not expected: the heading counts the worse verdicts and they are listed",
+			pass, failing, "## idemcheck conformance: ❌ ", "✅"},
+		{"worse verdicts are listed by name", pass, failing, "**Worse than expected (", ""},
+		{"better verdicts are listed by name", failing, fixed, "**Better than expected (", ""},
+		{"the expected report is named", failing, failing, "Judged against the expected report `want.json`", ""},
+	} {
+		out := render(t, func(b *bytes.Buffer) error { return MarkdownAgainst(tc.expected, "want.json")(b, tc.got) })
+		if !strings.Contains(out, tc.want) || (tc.wantNot != "" && strings.Contains(strings.SplitN(out, "\n", 2)[0], tc.wantNot)) {
+			t.Errorf("rule: %s: want %q (and not %q in the heading)\n%s", tc.rule, tc.want, tc.wantNot, out)
+		}
+	}
+}
+
 // TestFailuresMatchOutcome: the recap lists exactly the results the
 // engine's Outcome counts as failing the run, in and out of strict mode.
 func TestFailuresMatchOutcome(t *testing.T) {

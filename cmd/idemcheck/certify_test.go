@@ -173,9 +173,14 @@ func TestCertifySelection(t *testing.T) {
 		t.Errorf("--expect against the same server: exit %d\n%s", r.code, r.stderr)
 	}
 	bad := demotest.Serve(t, demo.Options{TTL: certifyTTL, Defects: []string{"no-inflight-lock"}})
-	r = runCLI(t, "run", "--config", cfg, "--base-url", bad, "--run", "concurrent/same-key-burst", "--expect", burst)
+	md := filepath.Join(dir, "summary.md")
+	r = runCLI(t, "run", "--config", cfg, "--base-url", bad, "--run", "concurrent/same-key-burst", "--expect", burst, "--markdown", md)
 	if r.code != exitFail || !strings.Contains(r.stderr, "worse than") || !strings.Contains(r.stderr, "expected pass, got ") {
 		t.Errorf("--expect against the defect: want exit 1 listing the worse verdict, got %d\n%s", r.code, r.stderr)
+	}
+	// The summary's heading follows the exit code: the comparison's.
+	if b, err := os.ReadFile(md); err != nil || !strings.Contains(string(b), "verdicts worse than expected") {
+		t.Errorf("--expect --markdown: want a heading counting the worse verdicts (%v)\n%s", err, b)
 	}
 }
 

@@ -227,7 +227,7 @@ func runConformance(ctx context.Context, stdout, stderr io.Writer, f runFlags, a
 	rep.Command = recordedCommand(tgt, argv)
 	rep.Config = config
 
-	if err := writeRunFiles(f, rep, profile, subjects); err != nil {
+	if err := writeRunFiles(f, rep, profile, subjects, expected); err != nil {
 		return withCode(exitUsage, err)
 	}
 	if f.format == "json" {
@@ -259,12 +259,18 @@ func announceRun(stderr io.Writer, tgt *target.Target, profile *target.Profile, 
 }
 
 // writeRunFiles writes every report file asked for (--junit, --json,
-// --markdown, --html, --badge) and the attestation (--attest).
-func writeRunFiles(f runFlags, rep *scenarios.Report, profile *target.Profile, subjects []reports.Subject) error {
+// --markdown, --html, --badge) and the attestation (--attest). With
+// --expect, the Markdown summary is headed by the comparison the exit
+// code follows.
+func writeRunFiles(f runFlags, rep *scenarios.Report, profile *target.Profile, subjects []reports.Subject, expected *scenarios.Report) error {
+	markdown := reports.Markdown
+	if expected != nil {
+		markdown = reports.MarkdownAgainst(expected, f.expect)
+	}
 	for _, out := range []struct {
 		path  string
 		write func(io.Writer, *scenarios.Report) error
-	}{{f.junit, reports.JUnit}, {f.json, reports.JSON}, {f.markdown, reports.Markdown}, {f.html, reports.HTML}, {f.badge, reports.WriteBadge}} {
+	}{{f.junit, reports.JUnit}, {f.json, reports.JSON}, {f.markdown, markdown}, {f.html, reports.HTML}, {f.badge, reports.WriteBadge}} {
 		if out.path == "" {
 			continue
 		}
