@@ -143,15 +143,14 @@ func loadTarget(f *loadFlags) (*target.Target, *target.Profile, error) {
 	if f.sel.Config == "" && f.sel.Target == "" {
 		return nil, nil, usageErrorf("--target URL or --config FILE is required")
 	}
-	if err := grpcNotYet("load", f.sel, nil); err != nil {
-		return nil, nil, err
+	// A gRPC target is loaded with the paced client (load/paced.go); its
+	// key place and rpc: operations come from a config.
+	if f.sel.Config == "" && target.IsGRPCURL(f.sel.Target) {
+		return nil, nil, usageErrorf("load: a gRPC target needs --config (its key: and rpc: operations; copy examples/grpc.yaml), not --target %s", f.sel.Target)
 	}
 	t, p, err := f.sel.Load()
 	if err != nil {
 		return nil, nil, withCode(exitUsage, err)
-	}
-	if err := grpcNotYet("load", f.sel, t); err != nil {
-		return nil, nil, err
 	}
 	return t, p, nil
 }
