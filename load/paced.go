@@ -1,6 +1,7 @@
 package load
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -38,6 +39,11 @@ const (
 // pacer, hands each to one of a bounded set of workers (more started, up
 // to maxWork, when all are busy, as vegeta does), bounds each call by the
 // client's timeout, and times each result from the send's intended time.
+// Every send the plan schedules within the phase is made, however late
+// (the users of an open model arrive on schedule): the phase ends once the
+// last one was handed out. A send that waited longer than the timeout for
+// a free worker is not made: its user would have given up; its result is
+// a transport error. So a phase ends at most about two timeouts late.
 // Calls go through the run's http.Client, whose transport sends a
 // grpc:// request through wire's gRPC carrier (the key in its field or
 // metadata as Build wrote it, the answer in HTTP terms) and sums the
@@ -45,7 +51,8 @@ const (
 type pacedAttacker struct {
 	client           *http.Client
 	workers, maxWork uint64
-	maxBody          int64 // as vegeta.MaxBody: -1 keeps whole bodies
+	timeout          time.Duration // the client's per-call bound
+	maxBody          int64         // as vegeta.MaxBody: -1 keeps whole bodies
 	stopOnce         sync.Once
 	stopch           chan struct{}
 	// delayed counts sends that left more than lateTolerance after they
@@ -54,7 +61,8 @@ type pacedAttacker struct {
 }
 
 func newPaced(client *http.Client, workers, maxWork uint64, maxBody int64) *pacedAttacker {
-	return &pacedAttacker{client: client, workers: min(workers, maxWork), maxWork: maxWork, maxBody: maxBody, stopch: make(chan struct{})}
+	return &pacedAttacker{client: client, workers: min(workers, maxWork), maxWork: maxWork, timeout: client.Timeout,
+		maxBody: maxBody, stopch: make(chan struct{})}
 }
 
 // Stop ends the attack: no tick leaves after it; calls in flight finish
@@ -73,8 +81,9 @@ func closedLoop(p vegeta.Pacer) bool {
 	return ok && r.Freq == 0
 }
 
-// Attack sends until du has passed (0: until Stop or the targeter fails)
-// and closes the channel once every call has answered.
+// Attack makes the sends the pacer schedules within du (a closed loop:
+// sends until du has passed; du 0: until Stop or the targeter fails) and
+// closes the channel once every call has answered.
 func (a *pacedAttacker) Attack(tr vegeta.Targeter, p vegeta.Pacer, du time.Duration, name string) <-chan *vegeta.Result {
 	began := time.Now()
 	// A tick is the time its send is due; zero in a closed loop (due when
@@ -114,7 +123,7 @@ func (a *pacedAttacker) Attack(tr vegeta.Targeter, p vegeta.Pacer, du time.Durat
 		// sends an overdue tick at once, timed from then).
 		var at time.Duration
 		for count := uint64(0); ; count++ {
-			if du > 0 && time.Since(began) > du {
+			if closed && du > 0 && time.Since(began) > du {
 				return
 			}
 			var due time.Time
@@ -165,11 +174,13 @@ func (a *pacedAttacker) Attack(tr vegeta.Targeter, p vegeta.Pacer, du time.Durat
 // hit makes one call, timed from due (now when zero), as vegeta's
 // Attacker.hit makes one request: the targeter's failure stops the attack,
 // the body kept is cut at maxBody, and a non-2xx/3xx answer's status is
-// the result's error.
+// the result's error. A call already due longer than the timeout is not
+// made (its target is still taken, so the result says which path and key).
 func (a *pacedAttacker) hit(tr vegeta.Targeter, name string, due time.Time, seq uint64) *vegeta.Result {
 	if due.IsZero() {
 		due = time.Now()
 	}
+	abandoned := a.timeout > 0 && time.Since(due) > a.timeout
 	res := &vegeta.Result{Attack: name, Seq: seq, Timestamp: due}
 	var err error
 	defer func() {
@@ -184,6 +195,10 @@ func (a *pacedAttacker) hit(tr vegeta.Targeter, name string, due time.Time, seq 
 		return res
 	}
 	res.Method, res.URL = tgt.Method, tgt.URL
+	if abandoned {
+		err = fmt.Errorf("not sent: no worker was free within the %s timeout of its intended send", a.timeout)
+		return res
+	}
 	req, err := tgt.Request()
 	if err != nil {
 		return res

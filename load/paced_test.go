@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sort"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,10 +15,11 @@ import (
 // TestPacedOpenModel: with too few workers for the plan (2 workers, a
 // 40 ms server, 100/s planned) the paced client keeps the plan's schedule
 // (each result stamped with its intended send time, 10 ms apart whatever
-// the workers did), counts the sends it held back, and times each from
-// its intended send, so the queueing shows in the latency instead of
-// being omitted. The server is HTTP on loopback: the client is protocol
-// blind (its calls go through the run's http.Client).
+// the workers did), makes every send the plan schedules, late, counts the
+// sends it held back, and times each from its intended send, so the
+// queueing shows in the latency instead of being omitted. The server is
+// HTTP on loopback: the client is protocol blind (its calls go through
+// the run's http.Client).
 func TestPacedOpenModel(t *testing.T) {
 	const serverTime = 40 * time.Millisecond
 	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { time.Sleep(serverTime) }))
@@ -33,9 +35,10 @@ func TestPacedOpenModel(t *testing.T) {
 	for r := range a.Attack(tr, vegeta.Rate{Freq: 100, Per: time.Second}, 500*time.Millisecond, "t") {
 		rs = append(rs, r)
 	}
-	// About 25 sends fit in 500 ms through two 40 ms workers.
-	if len(rs) < 10 || len(rs) > 51 {
-		t.Fatalf("%d results; want 10..51", len(rs))
+	// 50 due in 500 ms; about 25 fit through two 40 ms workers, the rest
+	// leave late.
+	if len(rs) != 50 {
+		t.Fatalf("%d results; want the 50 the plan schedules", len(rs))
 	}
 	sort.Slice(rs, func(i, j int) bool { return rs[i].Timestamp.Before(rs[j].Timestamp) })
 	var worst time.Duration
@@ -51,9 +54,47 @@ func TestPacedOpenModel(t *testing.T) {
 	if a.delayed.Load() == 0 {
 		t.Errorf("no send counted as delayed, though 2 workers cannot keep 100/s of %s calls", serverTime)
 	}
-	// The last sends waited about half the run for a worker.
+	// The last sends waited about half a second for a worker.
 	if worst < 4*serverTime {
 		t.Errorf("worst latency %s; want the wait for a worker in it (over %s)", worst, 4*serverTime)
+	}
+}
+
+// TestPacedAbandons: a send due longer than the timeout when a worker
+// frees up is not made (its user would have given up): a transport error
+// that still says its path, so the phase ends about a timeout late at
+// most instead of draining a backlog call by call.
+func TestPacedAbandons(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { time.Sleep(40 * time.Millisecond) }))
+	defer srv.Close()
+	client := &http.Client{Timeout: 100 * time.Millisecond}
+	defer client.CloseIdleConnections()
+	a := newPaced(client, 1, 1, 0)
+	tr := func(tg *vegeta.Target) error {
+		tg.Method, tg.URL = http.MethodGet, srv.URL+"/#path=miss"
+		return nil
+	}
+	began := time.Now()
+	sent, abandoned := 0, 0
+	for r := range a.Attack(tr, vegeta.Rate{Freq: 100, Per: time.Second}, 600*time.Millisecond, "t") {
+		switch {
+		case r.Code == 200:
+			sent++
+		case r.Code == 0 && strings.HasPrefix(r.Error, "not sent: no worker was free within the 100ms timeout") && r.URL != "":
+			abandoned++
+		case r.Code == 0 && strings.Contains(r.Error, "Client.Timeout exceeded"):
+			sent++ // sent; a loaded machine can stretch 40 ms past 100
+		default:
+			t.Fatalf("result %d %q", r.Code, r.Error)
+		}
+	}
+	// 60 due; one 40 ms worker makes about 25/s of them; the ones due
+	// over 100 ms before it frees up are dropped.
+	if sent+abandoned != 60 || sent == 0 || abandoned == 0 {
+		t.Fatalf("%d sent, %d abandoned; want 60 in all, some of each", sent, abandoned)
+	}
+	if took := time.Since(began); took > 2*time.Second {
+		t.Fatalf("the phase took %s: the backlog was not cut at the timeout", took)
 	}
 }
 
