@@ -101,6 +101,15 @@ func (t sumTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
+// CloseIdleConnections forwards to the wrapped transport: the run's
+// deferred client.CloseIdleConnections closes its connections (a gRPC
+// target's carrier connection among them).
+func (t sumTransport) CloseIdleConnections() {
+	if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
 // hashes recycles the digests of bodies read to their end; bufs the
 // bodies buffered for their form or id.
 var (

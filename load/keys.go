@@ -121,6 +121,9 @@ type request struct {
 	// mark, when a downstream double runs, writes a key's token into its
 	// request (Target.Mark): the URL and body to send.
 	mark func(key, u string, h http.Header, body []byte) (string, []byte)
+	// build, for a gRPC target, is the header (metadata) and body of a
+	// request with key ("": none) as wire.Build writes them.
+	build func(key string) (http.Header, []byte)
 }
 
 // target fills t for path p and key (empty for NoKey). The path and key
@@ -145,6 +148,18 @@ func (rq *request) targetAt(t *vegeta.Target, i int, p Path, key string) {
 	u := rq.urls[i]
 	t.Method = rq.method
 	t.Body = rq.body
+	if rq.build != nil {
+		h, body := rq.build(key)
+		if rq.mark != nil {
+			u, body = rq.mark(key, u, h, body)
+		}
+		t.Header, t.Body = h, body
+		t.URL = u + "#path=" + string(p)
+		if key != "" {
+			t.URL += "&key=" + url.QueryEscape(key)
+		}
+		return
+	}
 	if key == "" {
 		// vegeta copies Target.Header into each request: sharing is safe.
 		t.Header = rq.header

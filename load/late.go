@@ -83,6 +83,10 @@ func (r *Report) DelayWarning() string {
 	}
 	msg := fmt.Sprintf("warning: %d requests (%.2f%%) left more than %s behind the rate plan because all max-workers were busy; latency omits that wait",
 		r.Delayed, 100*r.delayedShare(), lateTolerance)
+	if r.LatencyFrom == LatencyFromIntended {
+		return fmt.Sprintf("warning: %d requests (%.2f%%) left more than %s behind the rate plan because all max-workers were busy; latency includes that wait (timed from the intended send; raise --max-workers to measure the server alone)",
+			r.Delayed, 100*r.delayedShare(), lateTolerance)
+	}
 	if r.delayedShare() > delayedShareLimit {
 		msg += fmt.Sprintf(" — over %.0f%%, so latency thresholds fail (raise --max-workers or lower the rate)", 100*delayedShareLimit)
 	}

@@ -27,7 +27,16 @@ type Report struct {
 	// Shard is "I/N" when this run was one shard of N (--shard).
 	Shard string `json:"shard,omitempty"`
 	// Replicas: the base URLs requests took in turn (--replica, replicas:).
-	Replicas    []string  `json:"replicas,omitempty"`
+	Replicas []string `json:"replicas,omitempty"`
+	// Protocol is what the requests were sent in: HTTP/1.1 or HTTP/2 (as
+	// the target answered the preflight), or gRPC; absent in merged
+	// reports.
+	Protocol string `json:"protocol,omitempty"`
+	// LatencyFrom says where each latency starts: LatencyFromSend (vegeta,
+	// over HTTP) or LatencyFromIntended (the paced client, over gRPC; a
+	// max@ phase's send is due when a worker takes it); absent in merged
+	// reports.
+	LatencyFrom string    `json:"latency_from,omitempty"`
 	Started     time.Time `json:"started"`
 	DurationS   float64   `json:"duration_s"`
 	Interrupted bool      `json:"interrupted"`
@@ -399,6 +408,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if line := r.protocolLine(); line != "" {
+		fmt.Fprintln(w, line)
+	}
 	for _, ph := range r.Phases {
 		fmt.Fprintf(w, "phase %-24s %8d requests  achieved %.1f/s\n", ph.Spec, ph.Requests, ph.Rate)
 	}
@@ -443,6 +455,19 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintln(w, "interrupted: partial report; requests cut short are not judged")
 	}
 	return nil
+}
+
+// protocolLine says what the requests were sent in and where their
+// latencies start ("" in merged reports, which do not know).
+func (r *Report) protocolLine() string {
+	if r.Protocol == "" {
+		return ""
+	}
+	from := "each request's send"
+	if r.LatencyFrom == LatencyFromIntended {
+		from = "each call's intended send time in the rate plan (open model)"
+	}
+	return fmt.Sprintf("protocol %s, latency timed from %s", r.Protocol, from)
 }
 
 // oracleLine says what the effects oracle established.

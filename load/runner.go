@@ -57,6 +57,11 @@ type config struct {
 	timePlot bool
 	progress func(Progress)
 	shard    Shard
+	// paced: the run's attacks use the paced client (a gRPC target)
+	// instead of vegeta's Attacker; protocol is what the target answered
+	// in (Report.Protocol).
+	paced    bool
+	protocol string
 }
 
 // Option configures Run.
@@ -90,8 +95,9 @@ func WithHashKeys(seed string) Option {
 // key_source gets server-issued keys whatever this says.
 func WithKeyGen(gen KeyGen) Option { return func(c *config) { c.keys = gen } }
 
-// WithWorkers bounds vegeta's workers: initial (also the number of
-// connections opened before the measured window) and maximum.
+// WithWorkers bounds the attack's workers: initial (over HTTP also the
+// number of connections opened before the measured window; one HTTP/2
+// connection carries a gRPC target's calls) and maximum.
 func WithWorkers(initial, max uint64) Option {
 	return func(c *config) { c.workers, c.maxWork = initial, max }
 }
@@ -239,6 +245,15 @@ func buildRequest(t *target.Target, d *evidence.Downstream, c *config) (*request
 		keyHeader: http.CanonicalHeaderKey(keyHeader),
 		keyValue:  t.KeyValue,
 	}
+	if t.IsGRPC() {
+		// The key where run puts it (wire.Build): in its message field
+		// (AEP-155: {key, first_sent}, first_sent the key's first send)
+		// or its metadata entry; no key: neither.
+		rq.build = func(key string) (http.Header, []byte) {
+			x := wire.Build(t, &op, wire.Request{Key: key, NoKey: key == "", Body: body})
+			return x.Request.Header, x.Request.Body
+		}
+	}
 	if d != nil {
 		// The downstream double: each key's token in its requests, and
 		// the variant's behaviour for the key's calls.
@@ -253,8 +268,9 @@ func buildRequest(t *target.Target, d *evidence.Downstream, c *config) (*request
 }
 
 // Run warms up (connections, then the hit pool), runs every phase of the
-// plan on a fresh vegeta Attacker, then asks the oracle. Cancelling ctx
-// stops the running phase; the partial report is still returned.
+// plan on a fresh attacker (vegeta's; for a gRPC target the paced client,
+// paced.go), then asks the oracle. Cancelling ctx stops the running phase;
+// the partial report is still returned.
 func Run(ctx context.Context, t *target.Target, opts ...Option) (*Report, error) {
 	c, err := newConfig(t, opts)
 	if err != nil {
@@ -274,23 +290,34 @@ func Run(ctx context.Context, t *target.Target, opts ...Option) (*Report, error)
 	if c.ttl == 0 {
 		c.ttl = t.TTL
 	}
+	// A gRPC target's client sends its calls through wire's gRPC
+	// carrier (wire.Transport), paced by the paced client: vegeta is an
+	// HTTP load tool.
 	client := &http.Client{
 		Transport:     c.resultTransport(wire.Transport(t, int(c.maxWork))),
 		Timeout:       c.timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	defer client.CloseIdleConnections()
-	if _, err := wire.Preflight(ctx, t, client); err != nil {
+	if c.protocol, err = wire.Preflight(ctx, t, client); err != nil {
 		return nil, err
 	}
+	if c.paced = t.IsGRPC(); c.paced {
+		c.protocol = "gRPC"
+	}
 	// No number is drawn on an operation whose normal request fails. A
-	// client of its own: the probe is no measured request.
+	// client of its own: the probe is no measured request. Over gRPC the
+	// run's own carrier probes: the call resolves the method (server
+	// reflection) on the connection the window uses, before it starts.
 	op := &t.Operations[0]
 	if i := slices.IndexFunc(t.Operations, func(o target.Operation) bool { return o.Name == c.operation }); i >= 0 {
 		op = &t.Operations[i]
 	}
-	probe := wire.Client(t, c.timeout)
-	defer probe.CloseIdleConnections()
+	probe := client
+	if !c.paced {
+		probe = wire.Client(t, c.timeout)
+		defer probe.CloseIdleConnections()
+	}
 	if err := evidence.CheckNormal(ctx, t, probe, d, evidence.NormalKeys(t, probe), []*target.Operation{op}); err != nil {
 		return nil, err
 	}
@@ -366,8 +393,10 @@ func newConfig(t *target.Target, opts []Option) (config, error) {
 // connections to every base, the completed pool hits replay (hit, mix)
 // and the hot keys contention hammers.
 func warmUp(ctx context.Context, c *config, t *target.Target, rq *request, client *http.Client, keys *keySource, s *sink) (pool, hot []string, err error) {
-	for _, b := range t.Bases() {
-		warmConnections(ctx, client, b+"/", int(c.workers))
+	if !c.paced { // one gRPC connection carries every call: the preflight opened it
+		for _, b := range t.Bases() {
+			warmConnections(ctx, client, b+"/", int(c.workers))
+		}
 	}
 	if c.mode == ModeHit || c.mode == ModeMix {
 		if pool, err = warmPool(ctx, c, rq, client, keys, s); err != nil {
@@ -446,6 +475,10 @@ func runPlan(ctx context.Context, c *config, client *http.Client, tr vegeta.Targ
 func (c *config) report(t *target.Target, col *collector, s *sink, interrupted bool) *Report {
 	rep := col.report()
 	rep.Target, rep.Mode, rep.Plan, rep.KeySeed = t.Redact(t.BaseURL), c.mode, c.plan.String(), c.keySeed
+	rep.Protocol, rep.LatencyFrom = c.protocol, LatencyFromSend
+	if c.paced {
+		rep.LatencyFrom = LatencyFromIntended
+	}
 	for _, r := range t.Replicas {
 		rep.Replicas = append(rep.Replicas, t.Redact(r))
 	}
@@ -533,7 +566,7 @@ func warmPool(ctx context.Context, c *config, rq *request, client *http.Client, 
 		rq.target(t, warmup, pool[n])
 		return nil
 	}
-	atk := vegeta.NewAttacker(vegeta.Client(client), vegeta.Workers(c.workers), vegeta.MaxWorkers(c.workers))
+	atk := c.attacker(client, c.workers, c.workers, vegeta.DefaultMaxBody)
 	failed, first := 0, ""
 	done := 0
 	for r := range atk.Attack(tr, vegeta.Rate{Freq: 0}, 0, string(warmup)) {
@@ -584,15 +617,26 @@ func (c *config) phaseMaxBody() int64 {
 	return evidenceBytes
 }
 
-// runPhase runs one phase on a new Attacker; it reports whether ctx
+// attacker is a new attacker over client (each is single-use): the
+// paced client for a gRPC target, else vegeta's.
+func (c *config) attacker(client *http.Client, workers, maxWork uint64, maxBody int64) attacker {
+	if c.paced {
+		return newPaced(client, workers, maxWork, maxBody)
+	}
+	return vegeta.NewAttacker(vegeta.Client(client), vegeta.Workers(workers), vegeta.MaxWorkers(maxWork), vegeta.MaxBody(maxBody))
+}
+
+// runPhase runs one phase on a new attacker; it reports whether ctx
 // stopped it.
 func runPhase(ctx context.Context, c *config, client *http.Client, tr vegeta.Targeter, ph Phase, i int, s *sink) bool {
-	atk := vegeta.NewAttacker(vegeta.Client(client), vegeta.Workers(c.workers),
-		vegeta.MaxWorkers(c.maxWork), vegeta.MaxBody(c.phaseMaxBody()))
+	atk := c.attacker(client, c.workers, c.maxWork, c.phaseMaxBody())
 	// A max@ phase is closed-loop by design: nothing is due, nothing late.
+	// The paced client counts its delayed sends itself.
 	var cp *capPacer
 	pacer := ph.Pacer
-	if !ph.Max {
+	if p, ok := atk.(*pacedAttacker); ok {
+		defer func() { s.delayed += p.delayed.Load() }()
+	} else if !ph.Max {
 		cp = &capPacer{inner: ph.Pacer, maxWork: c.maxWork}
 		pacer = cp
 		defer func() { s.delayed += cp.delayed.Load() }()

@@ -98,4 +98,8 @@ func TestLoadHTTP2(t *testing.T) {
 	if h1.Load() != 0 || h2.Load() < 100 {
 		t.Errorf("the server saw %d HTTP/1.1 and %d HTTP/2 requests; want every one HTTP/2", h1.Load(), h2.Load())
 	}
+	// The report names the protocol it spoke.
+	if want := "protocol HTTP/2, latency timed from each request's send"; !strings.Contains(r.stdout, want) {
+		t.Errorf("load --http2's report lacks %q:\n%s", want, r.stdout)
+	}
 }

@@ -1,0 +1,184 @@
+package load_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idemcheck/idemcheck/internal/demotest"
+	"github.com/idemcheck/idemcheck/load"
+	"github.com/idemcheck/idemcheck/reference"
+	"github.com/idemcheck/idemcheck/reference/demo"
+	"github.com/idemcheck/idemcheck/target"
+)
+
+// startGRPC serves the reference gRPC payments service (with defects) on
+// loopback, its executions counted by the HTTP effects oracle, and returns
+// a target for carrier: "aip" CreatePayment's request_id, "aep"
+// CreateRefund's idempotency_key {key, first_sent}, "metadata" the
+// x-idempotency-key metadata entry.
+func startGRPC(t *testing.T, carrier string, defects ...reference.Defect) (*target.Target, *target.Profile) {
+	t.Helper()
+	httpBase, grpcBase := demotest.ServeGRPC(t, demo.Options{}, defects...)
+	cfg := demotest.GRPCConfig(httpBase, grpcBase)
+	switch carrier {
+	case "aep":
+		cfg = strings.NewReplacer("{field: request_id}", "{field: idempotency_key, first_sent: true}",
+			"/CreatePayment", "/CreateRefund", "preset: aip-155", "preset: aep-155").Replace(cfg)
+	case "metadata":
+		cfg = strings.NewReplacer("{field: request_id}", "{metadata: x-idempotency-key}",
+			"preset: aip-155", "preset: grpc-metadata").Replace(cfg)
+	}
+	tg, p, err := target.ParseConfig([]byte(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tg, p
+}
+
+// TestGRPCMix: the paced client drives a gRPC target at the planned rate;
+// hits replay their originals (AIP-155 request_id), the oracle counts one
+// execution per miss, and the same report, results file and thresholds
+// as over HTTP come out, saying the protocol and how latency was timed.
+func TestGRPCMix(t *testing.T) {
+	tg, p := startGRPC(t, "aip")
+	var results bytes.Buffer
+	rep, err := load.Run(context.Background(), tg, load.WithProfile(p),
+		load.WithMode(load.ModeMix), load.WithHitRatio(0.9), load.WithPlan(plan(t, "200@2s")),
+		load.WithResults(&results), load.WithTimePlot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hit, miss := rep.Paths[load.Hit], rep.Paths[load.Miss]
+	// 400 planned at 200/s: the paced client makes every send the plan
+	// schedules, late if it must.
+	if hit == nil || miss == nil || hit.Requests+miss.Requests != 400 || miss.Requests != 40 {
+		t.Fatalf("paths: %s; want the 400 the plan schedules, 40 misses (mix is exact)", pathSummary(rep))
+	}
+	if rep.Violations != 0 || rep.Judged != hit.Requests+miss.Requests {
+		t.Fatalf("violations on the correct service: %+v (judged %d)", rep.ViolationList, rep.Judged)
+	}
+	if hit.StatusCodes["200"] != hit.Requests || miss.StatusCodes["200"] != miss.Requests {
+		t.Fatalf("status codes: %s; want 200 (OK) only", pathSummary(rep))
+	}
+	if hit.LatencyMs.P50 <= 0 || rep.Ratios["hit.p50/miss.p50"] <= 0 {
+		t.Fatalf("hit p50 %.3fms, ratios %v: want the hit path's p50 and its ratio to the miss path's", hit.LatencyMs.P50, rep.Ratios)
+	}
+	if !rep.Oracle.Available || !rep.Oracle.Totals || rep.Oracle.KeysProbed == 0 ||
+		rep.Oracle.After-rep.Oracle.Before != int64(miss.Requests) {
+		t.Fatalf("oracle %+v for %d misses: want one execution per miss", *rep.Oracle, miss.Requests)
+	}
+	if rep.Protocol != "gRPC" || rep.LatencyFrom != load.LatencyFromIntended || !strings.HasPrefix(rep.Target, "grpc://") {
+		t.Fatalf("target %q protocol %q latency from %q: want grpc://, gRPC, intended", rep.Target, rep.Protocol, rep.LatencyFrom)
+	}
+	ths := []string{"hit.p50<5s", "hit.p50/miss.p50<100", "violations==0", "miss.success>=1"}
+	var parsed []load.Threshold
+	for _, e := range ths {
+		th, err := load.ParseThreshold(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parsed = append(parsed, th)
+	}
+	rep.ApplyThresholds(parsed)
+	rep.CheckHealth(load.DefaultMaxErrorShare)
+	if b := rep.Breached(); len(b) != 0 || len(rep.Failures) != 0 {
+		t.Fatalf("breached %+v, failures %+v", b, rep.Failures)
+	}
+	var text, html, js bytes.Buffer
+	if err := rep.WriteText(&text); err != nil || !strings.Contains(text.String(), "protocol gRPC, latency timed from each call's intended send time") {
+		t.Fatalf("text report (%v) lacks the protocol line:\n%s", err, text.String())
+	}
+	if err := rep.WriteHTML(&html); err != nil || !strings.Contains(html.String(), `data-protocol="gRPC"`) {
+		t.Fatalf("html report (%v) lacks the protocol", err)
+	}
+	if err := rep.WriteJSON(&js); err != nil || !strings.Contains(js.String(), `"protocol": "gRPC"`) || !strings.Contains(js.String(), `"latency_from": "intended"`) {
+		t.Fatalf("json report (%v) lacks protocol and latency_from", err)
+	}
+
+	// The results file merges back into the same figures, replays
+	// re-checked from the gRPC answers' sums.
+	f := filepath.Join(t.TempDir(), "g.bin")
+	if err := os.WriteFile(f, results.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	merged, err := load.ReadResults([]string{f}, time.Second, 0, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if merged.Paths[load.Hit].Requests != hit.Requests || merged.Violations != 0 || merged.UncheckedHits != 0 || merged.Judged != rep.Judged {
+		t.Fatalf("merged: hit %d (want %d), violations %d, unchecked %d, judged %d (want %d)",
+			merged.Paths[load.Hit].Requests, hit.Requests, merged.Violations, merged.UncheckedHits, merged.Judged, rep.Judged)
+	}
+}
+
+// TestGRPCCarriers: an AEP-155 key (the message {key, first_sent}, the
+// same first_sent on every replay of a pool key, or the reference refuses
+// it) and a metadata key replay under load as run sends them.
+func TestGRPCCarriers(t *testing.T) {
+	for _, carrier := range []string{"aep", "metadata"} {
+		t.Run(carrier, func(t *testing.T) {
+			tg, p := startGRPC(t, carrier)
+			rep, err := load.Run(context.Background(), tg, load.WithProfile(p),
+				load.WithMode(load.ModeHit), load.WithPool(20), load.WithPlan(plan(t, "100@1s")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := rep.Paths[load.Hit]
+			if h == nil || h.Requests != 100 || h.StatusCodes["200"] != h.Requests {
+				t.Fatalf("hits: %s; want the 100 planned, every one OK (a first_sent other than the original's is INVALID_ARGUMENT)", pathSummary(rep))
+			}
+			if rep.Violations != 0 || rep.Oracle.After != rep.Oracle.Before || rep.Oracle.KeysProbed != 20 {
+				t.Fatalf("violations %+v, oracle %+v: replays execute nothing, each pool key once", rep.ViolationList, *rep.Oracle)
+			}
+		})
+	}
+}
+
+// TestGRPCContention: hot keys hammered while the first call of each runs
+// (the slow variant: 600 ms): the correct service answers ABORTED (409)
+// and replays of one execution; with no-inflight-lock the retries execute
+// again, and both the created ids and the oracle say so.
+func TestGRPCContention(t *testing.T) {
+	cases := []struct {
+		name    string
+		defects []reference.Defect
+	}{
+		{"correct", nil},
+		{"no-inflight-lock", []reference.Defect{reference.NoInflightLock}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tg, p := startGRPC(t, "aip", tc.defects...)
+			rep, err := load.Run(context.Background(), tg, load.WithProfile(p),
+				load.WithMode(load.ModeContention), load.WithHotKeys(4), load.WithPlan(plan(t, "200@1s")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := rep.Paths[load.Contention]
+			if c == nil || c.Requests != 200 {
+				t.Fatalf("contention path: %s; want the 200 planned", pathSummary(rep))
+			}
+			if rep.Injected == nil || rep.Injected.Variant != target.VariantSlow {
+				t.Fatalf("injected %+v: contention sends the slow variant", rep.Injected)
+			}
+			if tc.defects == nil {
+				if rep.Violations != 0 || c.StatusCodes["409"] == 0 || c.StatusCodes["200"]+c.StatusCodes["409"] != c.Requests {
+					t.Fatalf("violations %+v, codes %v: want none, ABORTED (409) while each first call runs, else replays", rep.ViolationList, c.StatusCodes)
+				}
+				return
+			}
+			kinds := map[string]bool{}
+			for _, v := range rep.ViolationList {
+				kinds[v.Kind] = true
+			}
+			if rep.Violations == 0 || !kinds[load.SecondExecution] || !kinds[load.OracleKey] {
+				t.Fatalf("no-inflight-lock: violations %+v (codes %v); want second-execution and oracle-key-executions", rep.ViolationList, c.StatusCodes)
+			}
+		})
+	}
+}

@@ -1,0 +1,241 @@
+package load
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/idemcheck/idemcheck/target"
+)
+
+// attacker sends the requests of one phase (or of the warm-up) and
+// streams their results: vegeta's Attacker for HTTP targets, pacedAttacker
+// for gRPC ones. Both give vegeta Results tagged the same way, so one
+// collector, checker, results file and report read either.
+type attacker interface {
+	Attack(tr vegeta.Targeter, p vegeta.Pacer, du time.Duration, name string) <-chan *vegeta.Result
+	Stop() bool
+}
+
+// How Report.LatencyFrom says latencies were timed.
+const (
+	// LatencyFromSend: from when a worker sent the request (vegeta); a
+	// send the worker cap held back omits its wait (Report.Delayed).
+	LatencyFromSend = "send"
+	// LatencyFromIntended: from when the rate plan meant the request to
+	// leave (the paced client), so a send held back by busy workers
+	// counts its wait, as its user would have (no coordinated omission).
+	LatencyFromIntended = "intended"
+)
+
+// pacedAttacker is the open-model client of gRPC targets, which vegeta
+// (an HTTP load tool) cannot call: it paces sends with the plan's vegeta
+// pacer, hands each to one of a bounded set of workers (more started, up
+// to maxWork, when all are busy, as vegeta does), bounds each call by the
+// client's timeout, and times each result from the send's intended time.
+// Every send the plan schedules within the phase is made, however late
+// (the users of an open model arrive on schedule): the phase ends once the
+// last one was handed out. A send that waited longer than the timeout for
+// a free worker is not made: its user would have given up; its result is
+// a transport error. So a phase ends at most about two timeouts late.
+// Calls go through the run's http.Client, whose transport sends a
+// grpc:// request through wire's gRPC carrier (the key in its field or
+// metadata as Build wrote it, the answer in HTTP terms) and sums the
+// answer for the replay check as for HTTP (sumTransport).
+type pacedAttacker struct {
+	client           *http.Client
+	workers, maxWork uint64
+	timeout          time.Duration // the client's per-call bound
+	maxBody          int64         // as vegeta.MaxBody: -1 keeps whole bodies
+	stopOnce         sync.Once
+	stopch           chan struct{}
+	// delayed counts sends that left more than lateTolerance after they
+	// were due because every worker was busy (Report.Delayed).
+	delayed atomic.Uint64
+}
+
+func newPaced(client *http.Client, workers, maxWork uint64, maxBody int64) *pacedAttacker {
+	return &pacedAttacker{client: client, workers: min(workers, maxWork), maxWork: maxWork, timeout: client.Timeout,
+		maxBody: maxBody, stopch: make(chan struct{})}
+}
+
+// Stop ends the attack: no tick leaves after it; calls in flight finish
+// (each within the client's timeout) and their results are delivered. It
+// reports whether this call stopped it, as vegeta's does.
+func (a *pacedAttacker) Stop() bool {
+	stopped := false
+	a.stopOnce.Do(func() { close(a.stopch); stopped = true })
+	return stopped
+}
+
+// closedLoop reports a pacer that paces nothing (max@, the warm-up): a
+// send is due when a worker is free.
+func closedLoop(p vegeta.Pacer) bool {
+	r, ok := p.(vegeta.Rate)
+	return ok && r.Freq == 0
+}
+
+// Attack makes the sends the pacer schedules within du (a closed loop:
+// sends until du has passed; du 0: until Stop or the targeter fails) and
+// closes the channel once every call has answered.
+func (a *pacedAttacker) Attack(tr vegeta.Targeter, p vegeta.Pacer, du time.Duration, name string) <-chan *vegeta.Result {
+	began := time.Now()
+	// A tick is the time its send is due; zero in a closed loop (due when
+	// taken).
+	ticks := make(chan time.Time)
+	results := make(chan *vegeta.Result)
+	var wg sync.WaitGroup
+	var seq atomic.Uint64
+	spawn := func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for due := range ticks {
+				results <- a.hit(tr, name, due, seq.Add(1)-1)
+			}
+		}()
+	}
+	workers := a.workers
+	for range workers {
+		spawn()
+	}
+	closed := closedLoop(p)
+	go func() {
+		defer func() {
+			close(ticks)
+			wg.Wait()
+			close(results)
+			a.Stop()
+		}()
+		timer := time.NewTimer(time.Hour)
+		timer.Stop()
+		defer timer.Stop()
+		// at is the previous tick's offset from began. The pacers are
+		// functions of (elapsed, hits): asked as of the previous tick, they
+		// say when the next is due, whenever the loop gets to ask, so a
+		// late loop does not move the schedule (vegeta asks as of now and
+		// sends an overdue tick at once, timed from then).
+		var at time.Duration
+		for count := uint64(0); ; count++ {
+			if closed && du > 0 && time.Since(began) > du {
+				return
+			}
+			var due time.Time
+			if !closed {
+				wait, stop := p.Pace(at, count)
+				if stop {
+					return
+				}
+				at += wait
+				if du > 0 && at > du {
+					return
+				}
+				due = began.Add(at)
+				if d := time.Until(due); d > 0 {
+					timer.Reset(d)
+					select {
+					case <-timer.C:
+					case <-a.stopch:
+						return
+					}
+				}
+			}
+			select {
+			case ticks <- due:
+				continue
+			case <-a.stopch:
+				return
+			default: // every worker is busy
+			}
+			atCap := workers >= a.maxWork
+			if !atCap {
+				workers++
+				spawn()
+			}
+			select {
+			case ticks <- due:
+			case <-a.stopch:
+				return
+			}
+			if atCap && !closed && time.Since(due) > lateTolerance {
+				a.delayed.Add(1)
+			}
+		}
+	}()
+	return results
+}
+
+// hit makes one call, timed from due (now when zero), as vegeta's
+// Attacker.hit makes one request: the targeter's failure stops the attack,
+// the body kept is cut at maxBody, and a non-2xx/3xx answer's status is
+// the result's error. A call already due longer than the timeout is not
+// made (its target is still taken, so the result says which path and key).
+func (a *pacedAttacker) hit(tr vegeta.Targeter, name string, due time.Time, seq uint64) *vegeta.Result {
+	if due.IsZero() {
+		due = time.Now()
+	}
+	abandoned := a.timeout > 0 && time.Since(due) > a.timeout
+	res := &vegeta.Result{Attack: name, Seq: seq, Timestamp: due}
+	var err error
+	defer func() {
+		res.Latency = time.Since(due)
+		if err != nil {
+			res.Error = err.Error()
+		}
+	}()
+	var tgt vegeta.Target
+	if err = tr(&tgt); err != nil {
+		a.Stop()
+		return res
+	}
+	res.Method, res.URL = tgt.Method, tgt.URL
+	if abandoned {
+		err = fmt.Errorf("not sent: no worker was free within the %s timeout of its intended send", a.timeout)
+		return res
+	}
+	req, err := tgt.Request()
+	if err != nil {
+		return res
+	}
+	resp, err := a.client.Do(req)
+	if err != nil {
+		return res
+	}
+	defer resp.Body.Close()
+	body := io.Reader(resp.Body)
+	if a.maxBody >= 0 {
+		body = io.LimitReader(resp.Body, a.maxBody)
+	}
+	if res.Body, err = io.ReadAll(body); err != nil {
+		return res
+	}
+	// Read to the end: sumTransport sums the answer at EOF.
+	if _, err = io.Copy(io.Discard, resp.Body); err != nil {
+		return res
+	}
+	// BytesIn/Out are the protojson's: the binary message's size on the
+	// wire is not seen through the carrier.
+	res.BytesIn, res.BytesOut = uint64(len(res.Body)), uint64(len(tgt.Body))
+	res.Code = uint16(resp.StatusCode)
+	if res.Code < 200 || res.Code >= 400 {
+		res.Error = strconv.Itoa(resp.StatusCode) + " " + grpcCode(resp.Header)
+	}
+	res.Headers = resp.Header
+	return res
+}
+
+// grpcCode names the gRPC code of an answer the carrier recorded
+// (Grpc-Status), e.g. ABORTED; the HTTP status text when there is none.
+func grpcCode(h http.Header) string {
+	n, err := strconv.Atoi(h.Get("Grpc-Status"))
+	if err != nil {
+		return "(no grpc-status)"
+	}
+	return target.GRPCCodeName(n)
+}
