@@ -127,6 +127,15 @@ func (s Selection) Load() (*target.Target, *target.Profile, error) {
 func (s Selection) reach(t *target.Target) error {
 	if s.BaseURL != "" {
 		u, err := url.Parse(s.BaseURL)
+		// The operations were written for one carrier: an RPC is not sent
+		// to an HTTP URL, nor a path to a gRPC server.
+		if err == nil && u.Host != "" && target.IsGRPCURL(s.BaseURL) != t.IsGRPC() {
+			want := "an http(s) URL: the config's operations are HTTP requests"
+			if t.IsGRPC() {
+				want = "a grpc:// or grpcs:// URL: the config's operations are RPCs (rpc:)"
+			}
+			return fmt.Errorf("--base-url %q: want %s", s.BaseURL, want)
+		}
 		// A grpc(s):// one was checked as the config's base_url.
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https" && !t.IsGRPC()) || u.Host == "" {
 			return fmt.Errorf("--base-url %q: want an absolute http(s) URL (grpc:// or grpcs:// for a gRPC target)", s.BaseURL)
