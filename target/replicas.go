@@ -30,6 +30,9 @@ func (t *Target) AddReplicas(bases []string, perReplicaOracle bool) error {
 	if t.BaseURL == "" {
 		return errors.New("--replica: needs --target or the config's base_url (chaos --target-cmd CMD --replicas N starts several)")
 	}
+	if t.IsGRPC() {
+		return errors.New("--replica: not yet for gRPC targets (docs/grpc.md)")
+	}
 	t.Replicas = []string{t.BaseURL}
 	for _, b := range bases {
 		t.Replicas = append(t.Replicas, strings.TrimRight(b, "/"))
