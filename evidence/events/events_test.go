@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/redis/go-redis/v9"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -80,10 +82,61 @@ func redisBroker(t *testing.T) broker {
 	}
 }
 
+// natsBroker publishes to a JetStream stream of the test's own, on a
+// subject under the stream's; with filter, the reader reads that subject
+// alone and the broker publishes one message of another subject of the
+// stream before each event, which the reader must skip.
+func natsBroker(t *testing.T, filter bool) broker {
+	url, _ := testenv.RequireNATS(t)
+	stream, subject := testenv.NATSStream(t, url)
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := ""
+	if filter {
+		read = subject + ".created"
+	}
+	return broker{
+		name:   "nats",
+		config: func(c *events.Config) { c.NATS = &events.NATS{URL: url, Stream: stream, Subject: read} },
+		publish: func(t *testing.T, headers map[string]string, payload string) {
+			t.Helper()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if filter {
+				other := nats.NewMsg(subject + ".other")
+				other.Data = []byte(payload)
+				for k, v := range headers {
+					other.Header.Set(k, v)
+				}
+				if _, err := js.PublishMsg(ctx, other); err != nil {
+					t.Errorf("publish: %v", err)
+				}
+			}
+			m := nats.NewMsg(subject + ".created")
+			m.Data = []byte(payload)
+			for k, v := range headers {
+				m.Header.Set(k, v)
+			}
+			if _, err := js.PublishMsg(ctx, m); err != nil {
+				t.Errorf("publish: %v", err)
+			}
+		},
+	}
+}
+
 // eachBroker runs f against every broker.
 func eachBroker(t *testing.T, f func(t *testing.T, b broker)) {
 	t.Run("kafka", func(t *testing.T) { f(t, kafkaBroker(t, 3)) })
 	t.Run("redis", func(t *testing.T) { f(t, redisBroker(t)) })
+	t.Run("nats", func(t *testing.T) { f(t, natsBroker(t, false)) })
+	t.Run("nats subject", func(t *testing.T) { f(t, natsBroker(t, true)) })
 }
 
 func open(t *testing.T, b broker, c events.Config) *events.Reader {
@@ -313,6 +366,8 @@ func TestKafkaTransactions(t *testing.T) {
 func TestOpenErrors(t *testing.T) {
 	brokers, _ := testenv.RequireKafka(t)
 	url := testenv.RequireRedis(t)
+	natsURL, _ := testenv.RequireNATS(t)
+	stream, _ := testenv.NATSStream(t, natsURL)
 	key := testenv.KeyPrefix(t) + "string"
 	opts, _ := redis.ParseURL(url)
 	rdb := redis.NewClient(opts)
@@ -327,6 +382,9 @@ func TestOpenErrors(t *testing.T) {
 		{events.Config{Kafka: &events.Kafka{Brokers: brokers, Topic: "no-such-topic"}, Key: events.Key{Header: "h"}}, `events.kafka.topic "no-such-topic": no such topic`},
 		{events.Config{Redis: &events.Redis{URL: url, Stream: key}, Key: events.Key{Header: "h"}}, "the key holds a string, not a stream"},
 		{events.Config{Redis: &events.Redis{URL: "redis://127.0.0.1:1/0", Stream: "s"}, Key: events.Key{Header: "h"}}, "events.redis.url 127.0.0.1:1:"},
+		{events.Config{NATS: &events.NATS{URL: natsURL, Stream: "NO_SUCH"}, Key: events.Key{Header: "h"}}, `events.nats.stream "NO_SUCH": no such stream on 127.0.0.1:`},
+		{events.Config{NATS: &events.NATS{URL: natsURL, Stream: stream, Subject: "elsewhere.>"}, Key: events.Key{Header: "h"}}, `events.nats.subject "elsewhere.>": `},
+		{events.Config{NATS: &events.NATS{URL: "nats://user:secret@127.0.0.1:1", Stream: "s"}, Key: events.Key{Header: "h"}}, "events.nats.url 127.0.0.1:1:"},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		r, err := events.Open(ctx, tc.cfg)
@@ -336,8 +394,47 @@ func TestOpenErrors(t *testing.T) {
 			t.Errorf("%s: opened, want an error", tc.want)
 			continue
 		}
-		if !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+		if !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") || strings.Contains(err.Error(), "secret") {
 			t.Errorf("error %q, want one line with %q", err, tc.want)
 		}
+	}
+}
+
+// A NATS catch-up reads past its fetch batch (more events than one fetch
+// takes, most of another subject the filter skips) and leaves no consumer
+// behind on the server: each catch-up's own is deleted after it.
+func TestNATSManyEventsNoConsumerLeft(t *testing.T) {
+	b := natsBroker(t, true)
+	r := open(t, b, events.Config{Key: events.Key{Header: "idempotency-key"}})
+	for i := range 300 {
+		b.publish(t, hdr(fmt.Sprintf("k%d", i%2)), `{}`)
+	}
+	if n, _ := count(t, r, "k0"); n != 150 {
+		t.Fatalf("k0: %d executions, want 150", n)
+	}
+	b.publish(t, hdr("k1"), `{}`)
+	if n, evs := count(t, r, "k1"); n != 151 || evs[150].Position <= evs[149].Position {
+		t.Fatalf("k1: %d executions, want 151 in stream order", n)
+	}
+	st, _ := r.Stats(context.Background())
+	if st.Read != 301 || st.Unattributed != 0 {
+		t.Fatalf("stats %+v: want the 301 events of the filtered subject, the 301 others skipped", st)
+	}
+	var c events.Config
+	b.config(&c)
+	nc, err := nats.Connect(c.NATS.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	info, err := js.Stream(ctx, c.NATS.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := info.CachedInfo().State.Consumers; n != 0 {
+		t.Fatalf("%d consumers left on the stream after the catch-ups, want 0", n)
 	}
 }
