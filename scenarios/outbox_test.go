@@ -251,3 +251,42 @@ func TestOutboxDefectsCaught(t *testing.T) {
 		})
 	}
 }
+
+// An API that names an event's key by the marker token idemcheck wrote
+// into the request (the charge's description, copied into the event's
+// data), not by the key: with marker: on the operations and events.key at
+// that member, each event is its key's — no double runs — so the correct
+// reference passes the outbox cases with the events as the only oracle,
+// and event-on-replay is caught.
+func TestOutboxByMarker(t *testing.T) {
+	for _, defect := range []string{"", string(reference.EventOnReplay)} {
+		t.Run("defect="+defect, func(t *testing.T) {
+			var defects []string
+			if defect != "" {
+				defects = []string{defect}
+			}
+			tg := eventsDemo(t, nil, demoLease, defects...)
+			tg.Oracle = nil
+			tg.Events.Key = events.Key{Pointer: "/data/description"}
+			for i := range tg.Operations {
+				tg.Operations[i].Marker = &target.Marker{Pointer: "/description"}
+			}
+			rep := runOutbox(t, tg, "outbox/one-per-execution", "outbox/none-for-replay", "outbox/none-for-mismatch")
+			got := failing(t, rep)
+			if len(rep.Notes) > 0 {
+				t.Errorf("notes %q: want none (the start check attributes the event by its marker)", rep.Notes)
+			}
+			for _, r := range rep.Results {
+				if defect == "" && r.Status != scenarios.Pass {
+					t.Errorf("%s: %s: %s", r.Name(), r.Status, r.Reason)
+				}
+			}
+			switch {
+			case defect == "" && len(got) > 0:
+				t.Errorf("the correct reference fails %v", got)
+			case defect != "" && !slices.Equal(got, []string{"outbox/none-for-replay"}):
+				t.Errorf("caught by %v, want [outbox/none-for-replay]", got)
+			}
+		})
+	}
+}

@@ -139,12 +139,12 @@ func eachBroker(t *testing.T, f func(t *testing.T, b broker)) {
 	t.Run("nats subject", func(t *testing.T) { f(t, natsBroker(t, true)) })
 }
 
-func open(t *testing.T, b broker, c events.Config) *events.Reader {
+func open(t *testing.T, b broker, c events.Config, opts ...events.Option) *events.Reader {
 	t.Helper()
 	b.config(&c)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	r, err := events.Open(ctx, c)
+	r, err := events.Open(ctx, c, opts...)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -232,6 +232,47 @@ func TestAttributionByPointer(t *testing.T) {
 		st, _ := r.Stats(context.Background())
 		if st.Read != 4 || st.Unattributed != 2 || !strings.Contains(st.WhyUnattributed, "nothing at /data/reference") {
 			t.Fatalf("stats %+v: want 4 read, 2 unattributed", st)
+		}
+	})
+}
+
+// With a marker, an event that names a key's marker token is that key's,
+// beside those that name the key itself; an id seen under both is one execution delivered twice, and a token of no key
+// counts for nobody.
+func TestAttributionByMarker(t *testing.T) {
+	eachBroker(t, func(t *testing.T, b broker) {
+		token := func(k string) string { return "ref_" + k }
+		r := open(t, b, events.Config{Key: events.Key{Pointer: "/data/reference"}, EventID: "/id", Settle: 50 * time.Millisecond}, events.WithMarker(token))
+		b.publish(t, nil, `{"id":"e1","data":{"reference":"ref_k"}}`)
+		b.publish(t, nil, `{"id":"e2","data":{"reference":"k"}}`)
+		b.publish(t, nil, `{"id":"e2","data":{"reference":"ref_k"}}`)
+		b.publish(t, nil, `{"id":"e3","data":{"reference":"ref_j"}}`)
+		b.publish(t, nil, `{"id":"e4","data":{"reference":"ref_nobody"}}`)
+		ts, err := r.Settle(context.Background(), time.Time{}, "k", "j", "nobody-else")
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := ts[0]
+		if k.Executions != 2 || k.Redeliveries != 1 || len(k.Events) != 3 {
+			t.Fatalf("k: %+v; want e1 and e2 (by token and by key), e2 again a redelivery", k)
+		}
+		// Read order across Kafka partitions is not publish order: which
+		// e2 is the redelivery is the reader's to say.
+		ids := map[string]int{}
+		for _, e := range k.Events {
+			ids[e.ID]++
+			if e.Key != "k" || e.Redelivery != (e.ID == "e2" && ids["e2"] == 2) {
+				t.Fatalf("k's events %+v: want each attributed to k, the second e2 read a redelivery", k.Events)
+			}
+		}
+		if ids["e1"] != 1 || ids["e2"] != 2 {
+			t.Fatalf("k's events %+v: want e1 once and e2 twice", k.Events)
+		}
+		if j := ts[1]; j.Executions != 1 || j.Events[0].Key != "j" {
+			t.Fatalf("j: %+v; want its one event, by its token", j)
+		}
+		if n := ts[2].Executions; n != 0 {
+			t.Fatalf("nobody-else: %d executions, want 0", n)
 		}
 	})
 }
