@@ -29,6 +29,11 @@ type broker struct {
 
 func kafkaBroker(t *testing.T, partitions int32) broker {
 	brokers, _ := testenv.RequireKafka(t)
+	return kafkaBrokerOn(t, brokers, partitions)
+}
+
+// kafkaBrokerOn publishes to a topic of the test's own on brokers.
+func kafkaBrokerOn(t *testing.T, brokers []string, partitions int32) broker {
 	topic := testenv.KafkaTopic(t, brokers, partitions)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic(topic))
 	if err != nil {
@@ -131,9 +136,11 @@ func natsBroker(t *testing.T, filter bool) broker {
 	}
 }
 
-// eachBroker runs f against every broker.
+// eachBroker runs f against every broker: Kafka twice, kfake in process
+// and Redpanda through testcontainers (skipped at once without Docker).
 func eachBroker(t *testing.T, f func(t *testing.T, b broker)) {
 	t.Run("kafka", func(t *testing.T) { f(t, kafkaBroker(t, 3)) })
+	t.Run("redpanda", func(t *testing.T) { f(t, kafkaBrokerOn(t, testenv.RequireRedpanda(t), 3)) })
 	t.Run("redis", func(t *testing.T) { f(t, redisBroker(t)) })
 	t.Run("nats", func(t *testing.T) { f(t, natsBroker(t, false)) })
 	t.Run("nats subject", func(t *testing.T) { f(t, natsBroker(t, true)) })
