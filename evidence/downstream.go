@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -27,9 +28,11 @@ import (
 // keys and operations its calls are attributed to. Every method is nil-safe
 // (nil: no double runs). Open it with StartDownstream; the engine, chaos
 // and load mark their requests with Mark and count through Evidence.
+// Without a double but with markers for the events source, it only marks:
+// no server runs, and it counts no call.
 type Downstream struct {
 	t   *target.Target
-	srv *double.Server
+	srv *double.Server // nil: it only marks
 	// salt makes the tokens of one run differ from another's, whatever
 	// the keys (--key-seed repeats keys).
 	salt string
@@ -78,16 +81,19 @@ func (d *Downstream) VariantOf(body []byte) string {
 	return d.variants[&body[0]]
 }
 
-// StartDownstream starts the double of t.Downstream (nil, and no error,
-// when t has none). The caller closes it. Errors are one line (port in use:
-// exit 2).
+// StartDownstream starts the double of t.Downstream. Without one it is
+// nil (and no error), unless the events source reads the operations'
+// markers: it then only marks the requests. The caller closes it. Errors
+// are one line (port in use: exit 2).
 func StartDownstream(ctx context.Context, t *target.Target) (*Downstream, error) {
-	if t.Downstream == nil {
+	var srv *double.Server
+	if t.Downstream != nil {
+		var err error
+		if srv, err = double.Start(ctx, *t.Downstream); err != nil {
+			return nil, err
+		}
+	} else if t.Events == nil || !slices.ContainsFunc(t.Operations, func(op target.Operation) bool { return op.Marker != nil }) {
 		return nil, nil
-	}
-	srv, err := double.Start(ctx, *t.Downstream)
-	if err != nil {
-		return nil, err
 	}
 	var salt [8]byte
 	_, _ = rand.Read(salt[:])
@@ -108,9 +114,12 @@ func (d *Downstream) Server() *double.Server {
 	return d.srv
 }
 
+// runs reports whether a double runs (not only marks).
+func (d *Downstream) runs() bool { return d != nil && d.srv != nil }
+
 // URL is the double's base URL (the API's provider URL), "" when none runs.
 func (d *Downstream) URL() string {
-	if d == nil {
+	if !d.runs() {
 		return ""
 	}
 	return d.srv.URL()
@@ -119,7 +128,7 @@ func (d *Downstream) URL() string {
 // Close stops the double, waiting at most a few seconds for calls it holds
 // back (they are cut at once; see double.Server.Close). Nil-safe.
 func (d *Downstream) Close() {
-	if d == nil {
+	if !d.runs() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -146,7 +155,7 @@ func (d *Downstream) Token(key string) string {
 // not read from it. A per-key HTTP counter cannot count a keyless request
 // at all.
 func (d *Downstream) CountsScopes() bool {
-	if d == nil || d.keys || d.global.Load() {
+	if !d.runs() || d.keys || d.global.Load() {
 		return false
 	}
 	os := d.t.Oracles()
@@ -161,7 +170,7 @@ func (d *Downstream) CountsScopes() bool {
 // Witness notes whether op's calibration request under key (counted once
 // by the configured oracle) called the double with the key's token.
 func (d *Downstream) Witness(op *target.Operation, key string) {
-	if d == nil {
+	if !d.runs() {
 		return
 	}
 	seen := d.Calls(key, "") > 0
@@ -179,7 +188,7 @@ func (d *Downstream) Witness(op *target.Operation, key string) {
 // (a per-key SQL query or HTTP counter), once calibration saw op's
 // execution call the double with its token.
 func (d *Downstream) CountsKeyless(op *target.Operation) bool {
-	if d == nil {
+	if !d.runs() {
 		return false
 	}
 	if d.CountsScopes() {
@@ -198,6 +207,9 @@ func (d *Downstream) CountsKeyless(op *target.Operation) bool {
 // marker. A double must be running.
 func (d *Downstream) track(key string) string {
 	tok := d.Token(key)
+	if !d.runs() {
+		return tok
+	}
 	d.srv.Track(tok)
 	if d.keys {
 		d.srv.Track(key)
@@ -209,7 +221,7 @@ func (d *Downstream) track(key string) string {
 // (its downstream:), when a double runs and the variant has one.
 func (d *Downstream) BehaveVariant(op *target.Operation, key, variant string) error {
 	v, ok := op.Variants[variant]
-	if d == nil || !ok || v.Downstream == nil || key == "" {
+	if !d.runs() || !ok || v.Downstream == nil || key == "" {
 		return nil
 	}
 	tok := d.track(key)
@@ -222,7 +234,7 @@ func (d *Downstream) BehaveVariant(op *target.Operation, key, variant string) er
 // Calls is how many calls of route hold key's token (or the
 // key); exact, from the double's counts.
 func (d *Downstream) Calls(key, route string) int {
-	if d == nil || key == "" {
+	if !d.runs() || key == "" {
 		return 0
 	}
 	n := d.srv.Calls(d.Token(key), route)
@@ -235,7 +247,7 @@ func (d *Downstream) Calls(key, route string) int {
 // Journal lists the kept calls that hold key's token or the key,
 // oldest first.
 func (d *Downstream) Journal(key string) []double.Call {
-	if d == nil || key == "" {
+	if !d.runs() || key == "" {
 		return nil
 	}
 	calls := d.srv.Journal(d.Token(key))
@@ -249,7 +261,7 @@ func (d *Downstream) Journal(key string) []double.Call {
 // Untokened is how many calls of op's downstream oracle route
 // held no token so far (0 without one).
 func (d *Downstream) Untokened(op *target.Operation) int {
-	if d == nil {
+	if !d.runs() {
 		return 0
 	}
 	o := d.t.OracleOf(op)
@@ -362,7 +374,7 @@ func joinAnd(parts []string) string {
 // untokened calls make it count globally (as in a run), no call at all
 // leaves nothing to count with.
 func (d *Downstream) Check(ctx context.Context, c *http.Client) (note string, ok bool) {
-	if d == nil {
+	if !d.runs() {
 		return "", true
 	}
 	t := d.t
@@ -470,7 +482,7 @@ func pointerPatch(p string, value []byte) ([]byte, bool) {
 
 // callsSoFar is how many calls the double has taken (0 when none runs).
 func (d *Downstream) callsSoFar() int {
-	if d == nil {
+	if !d.runs() {
 		return 0
 	}
 	return d.srv.Totals().Calls

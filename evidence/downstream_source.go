@@ -17,7 +17,7 @@ type downstreamSource struct {
 }
 
 func openDownstream(d *Downstream, route string) (Source, error) {
-	if d == nil {
+	if !d.runs() {
 		return nil, fmt.Errorf("oracle.downstream %q: the double is not running (the config has no downstream:, or the Target was not started by StartDownstream)", route)
 	}
 	return &downstreamSource{d: d, route: route}, nil

@@ -23,13 +23,15 @@ type Events struct {
 }
 
 // OpenEvents opens t's events source at the stream's current end: only
-// what the API publishes from now on is read. It is nil (and no error)
-// when t has no events: section. The error is one line naming the field.
-func OpenEvents(ctx context.Context, t *target.Target) (*Events, error) {
+// what the API publishes from now on is read. An event names its key by
+// the key itself or by the marker token d writes into the key's requests
+// (an operation's marker:; d nil: none). It is nil (and no error) when t
+// has no events: section. The error is one line naming the field.
+func OpenEvents(ctx context.Context, t *target.Target, d *Downstream) (*Events, error) {
 	if t.Events == nil {
 		return nil, nil
 	}
-	r, err := events.Open(ctx, *t.Events)
+	r, err := events.Open(ctx, *t.Events, events.WithMarker(d.Token))
 	if err != nil {
 		return nil, errors.New(t.Redact(err.Error()))
 	}

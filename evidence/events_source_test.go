@@ -18,7 +18,8 @@ import (
 )
 
 // eventsTarget is a target whose events: section reads a fresh Kafka topic
-// (kfake in process), and a function publishing to that topic.
+// (kfake in process), and a function publishing to that topic: an event
+// with key in its idempotency-key header and at /ref, and id at /id.
 func eventsTarget(t *testing.T, settle time.Duration) (*target.Target, func(key, id string)) {
 	t.Helper()
 	brokers, _ := testenv.RequireKafka(t)
@@ -33,7 +34,7 @@ func eventsTarget(t *testing.T, settle time.Duration) (*target.Target, func(key,
 	publish := func(key, id string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		rec := &kgo.Record{Key: []byte(key), Value: fmt.Appendf(nil, `{"id":%q}`, id), Headers: []kgo.RecordHeader{{Key: "idempotency-key", Value: []byte(key)}}}
+		rec := &kgo.Record{Key: []byte(key), Value: fmt.Appendf(nil, `{"id":%q,"ref":%q}`, id, key), Headers: []kgo.RecordHeader{{Key: "idempotency-key", Value: []byte(key)}}}
 		if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
 			t.Errorf("produce: %v", err)
 		}
@@ -160,8 +161,50 @@ func TestEventsOpenError(t *testing.T) {
 	if !strings.HasPrefix(err.Error(), "events.kafka.brokers") || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("error %q: want one line naming events.kafka.brokers", err)
 	}
-	nats := &target.Target{Events: &events.Config{NATS: &events.NATS{URL: "nats://127.0.0.1:4222", Stream: "S"}, Key: events.Key{Header: "h"}}}
-	if _, err := Open(ctx, nats, http.DefaultClient, nil); err == nil || !strings.HasPrefix(err.Error(), "events.nats: not supported") {
-		t.Fatalf("nats: %v; want one line saying it is not supported", err)
+	nats := &target.Target{Events: &events.Config{NATS: &events.NATS{URL: "nats://u:secret@127.0.0.1:9", Stream: "S"}, Key: events.Key{Header: "h"}}}
+	if _, err := Open(ctx, nats, http.DefaultClient, nil); err == nil || !strings.HasPrefix(err.Error(), "events.nats.url 127.0.0.1:9: ") ||
+		strings.Contains(err.Error(), "secret") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("nats: %v; want one line naming events.nats.url without its password", err)
+	}
+}
+
+// Without a double, an operation's marker is written into each key's
+// requests for the events source alone, and an event that carries a key's
+// token (not the key) is that key's: attributed by marker.
+func TestEventsByMarkerWithoutADouble(t *testing.T) {
+	tg, publish := eventsTarget(t, 50*time.Millisecond)
+	tg.Events.Key = events.Key{Pointer: "/ref"}
+	tg.Operations = []target.Operation{{Name: "orders", Method: http.MethodPost, Path: "/orders",
+		Body: []byte(`{"sku":"a","reference":""}`), Marker: &target.Marker{Pointer: "/reference"}}}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	d, err := StartDownstream(ctx, tg)
+	if err != nil || d == nil || d.URL() != "" {
+		t.Fatalf("StartDownstream: %v, %v; want one that only marks (no double, no URL)", d, err)
+	}
+	defer d.Close()
+	ev, err := Open(ctx, tg, http.DefaultClient, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ev.Close()
+	op := &tg.Operations[0]
+	_, body := d.Mark(op, "k1", tg.BaseURL+op.Path, http.Header{}, op.Body)
+	tok := d.Token("k1")
+	if tok == "" || !strings.Contains(string(body), `"reference":"`+tok+`"`) {
+		t.Fatalf("marked body %s: want k1's token %q at /reference", body, tok)
+	}
+	// The API copies the reference it was sent into its event (/ref), not
+	// the key.
+	publish(tok, "evt_1")
+	publish("k2", "evt_2")
+	for key, want := range map[string]int{"k1": 1, "k2": 1, tok: 1, "k3": 0} {
+		if n, err := ev.Count(ctx, key, nil); err != nil || n != want {
+			t.Errorf("Count(%s) = %d, %v; want %d", key, n, err, want)
+		}
+	}
+	ts, err := ev.Events().Settle(ctx, time.Time{}, "k1")
+	if err != nil || len(ts[0].Events) != 1 || ts[0].Events[0].Key != "k1" {
+		t.Fatalf("k1's tally %+v (%v): want its one event, attributed to k1", ts, err)
 	}
 }

@@ -101,7 +101,7 @@ func probeNormal(ctx context.Context, t *target.Target, client *http.Client, d *
 		what = "answered " + what
 	}
 	line := fmt.Sprintf("%s: %s %s%s %s", op.Name, op.Method, t.Redact(base), op.Path, t.Redact(what))
-	if d != nil {
+	if d.runs() {
 		line += "; " + d.saw(before, r)
 	}
 	return line

@@ -62,7 +62,7 @@ type Evidence struct {
 // source is the oracle when t has none. Evidence is nil (and no error)
 // when t has neither.
 func Open(ctx context.Context, t *target.Target, c *http.Client, d *Downstream) (*Evidence, error) {
-	evs, err := OpenEvents(ctx, t)
+	evs, err := OpenEvents(ctx, t, d)
 	if err != nil {
 		return nil, err
 	}

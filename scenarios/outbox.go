@@ -189,8 +189,10 @@ func calibrateEvents(ctx context.Context, s *session, op *target.Operation) stri
 		seen += fmt.Sprintf("no event at all reached %s since the run started (a wrong topic or stream, or the API publishes nowhere yet)", cfg.String())
 	case st.Unattributed > 0:
 		seen += fmt.Sprintf("%d events read since the run started, %d of them attributed to no key (the first: %s): check events.key", st.Read, st.Unattributed, st.WhyUnattributed)
+	case op.Marker != nil:
+		seen += fmt.Sprintf("%d events read since the run started, each attributed to another key: events.key reads neither the idempotency key the request carried nor the marker token at its %s", st.Read, op.Marker)
 	default:
-		seen += fmt.Sprintf("%d events read since the run started, each attributed to another key: events.key does not read the idempotency key the request carried", st.Read)
+		seen += fmt.Sprintf("%d events read since the run started, each attributed to another key: events.key does not read the idempotency key the request carried (or set marker: on the operation, if the API copies a member of the request into its event)", st.Read)
 	}
 	return fmt.Sprintf("events check on %s: %s", op.Name, seen)
 }

@@ -44,6 +44,18 @@ func eventsDemoRedis(t testing.TB, defects ...string) *target.Target {
 	return eventsDemoOn(t, url+"?stream="+stream, &events.Config{Redis: &events.Redis{URL: url, Stream: stream}}, nil, demoLease, defects...)
 }
 
+// eventsDemoNATS is eventsDemo publishing to a JetStream stream of its
+// own (nats-server embedded in the test binary, or IDEMCHECK_NATS_URL),
+// on a subject under the stream's that the reader filters on.
+func eventsDemoNATS(t testing.TB, defects ...string) *target.Target {
+	t.Helper()
+	url, _ := testenv.RequireNATS(t)
+	stream, subject := testenv.NATSStream(t, url)
+	subject += ".charges"
+	return eventsDemoOn(t, url+"/"+stream+"?subject="+subject,
+		&events.Config{NATS: &events.NATS{URL: url, Stream: stream, Subject: subject}}, nil, demoLease, defects...)
+}
+
 // eventsDemoOn serves the reference publishing to the broker at pubURL,
 // its Target reading the stream cfg names.
 func eventsDemoOn(t testing.TB, pubURL string, cfg *events.Config, store reference.Store, lease time.Duration, defects ...string) *target.Target {
@@ -138,29 +150,42 @@ func TestOutboxCorrectReference(t *testing.T) {
 	})
 }
 
-// On a Redis stream as on Kafka: the correct reference passes the outbox
-// cases, event-on-replay fails them.
-func TestOutboxRedisStream(t *testing.T) {
-	for _, defect := range []string{"", string(reference.EventOnReplay)} {
-		t.Run("defect="+defect, func(t *testing.T) {
-			var defects []string
-			if defect != "" {
-				defects = []string{defect}
-			}
-			rep := runOutbox(t, eventsDemoRedis(t, defects...), "outbox/one-per-execution", "outbox/none-for-replay")
-			got := failing(t, rep)
-			for _, r := range rep.Results {
-				if defect == "" && r.Status != scenarios.Pass {
-					t.Errorf("%s: %s: %s", r.Name(), r.Status, r.Reason)
+// On a Redis stream and a NATS JetStream stream as on Kafka: the correct
+// reference passes the outbox cases (on NATS all of them), event-on-replay
+// fails them.
+func TestOutboxRedisAndNATS(t *testing.T) {
+	for _, b := range []struct {
+		name  string
+		demo  func(testing.TB, ...string) *target.Target
+		cases []string
+	}{
+		{"redis", eventsDemoRedis, []string{"outbox/one-per-execution", "outbox/none-for-replay"}},
+		{"nats", eventsDemoNATS, []string{"outbox/**"}},
+	} {
+		for _, defect := range []string{"", string(reference.EventOnReplay)} {
+			t.Run(b.name+" defect="+defect, func(t *testing.T) {
+				cases := b.cases
+				var defects []string
+				if defect != "" {
+					defects = []string{defect}
+					cases = []string{"outbox/one-per-execution", "outbox/none-for-replay"}
 				}
-			}
-			switch {
-			case defect == "" && len(got) > 0:
-				t.Errorf("the correct reference fails %v", got)
-			case defect != "" && !slices.Equal(got, []string{"outbox/none-for-replay"}):
-				t.Errorf("caught by %v, want [outbox/none-for-replay]", got)
-			}
-		})
+				rep := runOutbox(t, b.demo(t, defects...), cases...)
+				got := failing(t, rep)
+				for _, r := range rep.Results {
+					// lease-takeover is skipped: the slow variant is within the lease.
+					if defect == "" && r.Status != scenarios.Pass && r.ID != "outbox/lease-takeover" {
+						t.Errorf("%s: %s: %s", r.Name(), r.Status, r.Reason)
+					}
+				}
+				switch {
+				case defect == "" && len(got) > 0:
+					t.Errorf("the correct reference fails %v", got)
+				case defect != "" && !slices.Equal(got, []string{"outbox/none-for-replay"}):
+					t.Errorf("caught by %v, want [outbox/none-for-replay]", got)
+				}
+			})
+		}
 	}
 }
 
@@ -222,6 +247,45 @@ func TestOutboxDefectsCaught(t *testing.T) {
 				if defect == "" && r.Status != scenarios.Pass {
 					t.Errorf("%s: %s: %s", r.Name(), r.Status, r.Reason)
 				}
+			}
+		})
+	}
+}
+
+// An API that names an event's key by the marker token idemcheck wrote
+// into the request (the charge's description, copied into the event's
+// data), not by the key: with marker: on the operations and events.key at
+// that member, each event is its key's — no double runs — so the correct
+// reference passes the outbox cases with the events as the only oracle,
+// and event-on-replay is caught.
+func TestOutboxByMarker(t *testing.T) {
+	for _, defect := range []string{"", string(reference.EventOnReplay)} {
+		t.Run("defect="+defect, func(t *testing.T) {
+			var defects []string
+			if defect != "" {
+				defects = []string{defect}
+			}
+			tg := eventsDemo(t, nil, demoLease, defects...)
+			tg.Oracle = nil
+			tg.Events.Key = events.Key{Pointer: "/data/description"}
+			for i := range tg.Operations {
+				tg.Operations[i].Marker = &target.Marker{Pointer: "/description"}
+			}
+			rep := runOutbox(t, tg, "outbox/one-per-execution", "outbox/none-for-replay", "outbox/none-for-mismatch")
+			got := failing(t, rep)
+			if len(rep.Notes) > 0 {
+				t.Errorf("notes %q: want none (the start check attributes the event by its marker)", rep.Notes)
+			}
+			for _, r := range rep.Results {
+				if defect == "" && r.Status != scenarios.Pass {
+					t.Errorf("%s: %s: %s", r.Name(), r.Status, r.Reason)
+				}
+			}
+			switch {
+			case defect == "" && len(got) > 0:
+				t.Errorf("the correct reference fails %v", got)
+			case defect != "" && !slices.Equal(got, []string{"outbox/none-for-replay"}):
+				t.Errorf("caught by %v, want [outbox/none-for-replay]", got)
 			}
 		})
 	}

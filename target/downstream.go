@@ -18,7 +18,9 @@ import (
 // unique to each key into the key's requests (Operation.Marker, through
 // Target.Mark), counts a key's executions as the calls of a route that
 // hold its token (Oracle.Downstream) and makes a variant's calls slow or
-// failing by the key's token (Variant.Downstream).
+// failing by the key's token (Variant.Downstream). The events source reads
+// the tokens too: an event that carries a key's token is that key's, with
+// or without a double.
 
 // Marker is where a key's token goes in each of its requests: a JSON
 // pointer into the body ("marker: /reference"), a header
@@ -112,14 +114,16 @@ func (t *Target) validateDownstream() error {
 				return fmt.Errorf("%s.delay %s: shorter than the variant's duration %s (the call stays in flight as long as the provider holds it)", vat, b.Delay, v.Duration)
 			}
 		}
-		if err := op.validateMarker(at, d != nil); err != nil {
+		if err := op.validateMarker(at, d != nil || t.Events != nil); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (op *Operation) validateMarker(at string, haveDouble bool) error {
+// validateMarker checks op's marker; used says whether something reads
+// the tokens (the downstream double, or the events source).
+func (op *Operation) validateMarker(at string, used bool) error {
 	m := op.Marker
 	if m == nil {
 		return nil
@@ -134,8 +138,8 @@ func (op *Operation) validateMarker(at string, haveDouble bool) error {
 	switch {
 	case set != 1:
 		return fmt.Errorf("%s: want one of a body pointer (/reference), {header: NAME} or {query: NAME}", at)
-	case !haveDouble:
-		return fmt.Errorf("%s: a marker is for the downstream double; add a downstream: section", at)
+	case !used:
+		return fmt.Errorf("%s: a marker is for the downstream double or the events source; add a downstream: or an events: section", at)
 	case m.Header != "" && strings.ContainsAny(m.Header, " \t:\"(),/;<=>?@[\\]{}"):
 		return fmt.Errorf("%s.header %q: want an HTTP header name", at, m.Header)
 	case m.Query != "" && strings.ContainsAny(m.Query, "&=#? "):

@@ -49,6 +49,11 @@ operations:
 		t.Errorf("a slow variant held by a hung provider: %v", err)
 	}
 	const op1 = "operations: [{name: o, method: POST, path: /o, body: {ref: \"\"}, marker: /ref}]\n"
+	// The events source reads markers too: no double needed then.
+	if _, _, err := ParseConfig([]byte("base_url: http://127.0.0.1:1\nprincipals: [{name: a}]\n" + op1 +
+		"events: {kafka: {brokers: [\"127.0.0.1:9092\"], topic: t}, key: {pointer: /data/ref}}\n")); err != nil {
+		t.Errorf("a marker for the events source alone: %v", err)
+	}
 	for _, tc := range []struct{ name, yaml, want string }{
 		{"unknown oracle route", downstreamBase + op1 + "oracle: {downstream: refunds}\n", `oracle.downstream "refunds": no such route in downstream.routes (payments)`},
 		{"oracle without a double", "base_url: http://127.0.0.1:1\nprincipals: [{name: a}]\noperations: [{name: o, method: POST, path: /o}]\noracle: {downstream: p}\n", `oracle.downstream "p": no downstream: section`},
@@ -60,7 +65,7 @@ operations:
 		{"marker absent from body", downstreamBase + "operations: [{name: o, method: POST, path: /o, body: {a: 1}, marker: /reference}]\n", `operations[0].marker "/reference": nothing at this pointer`},
 		{"marker of two kinds", downstreamBase + "operations: [{name: o, method: POST, path: /o, marker: {header: X-Ref, query: ref}}]\n", `operations[0].marker: want one of`},
 		{"marker header", downstreamBase + "operations: [{name: o, method: POST, path: /o, marker: {header: \"X Ref\"}}]\n", `operations[0].marker.header "X Ref"`},
-		{"marker without a double", "base_url: http://127.0.0.1:1\nprincipals: [{name: a}]\noperations: [{name: o, method: POST, path: /o, marker: {header: X-Ref}}]\n", `operations[0].marker: a marker is for the downstream double`},
+		{"marker without a double", "base_url: http://127.0.0.1:1\nprincipals: [{name: a}]\noperations: [{name: o, method: POST, path: /o, marker: {header: X-Ref}}]\n", `operations[0].marker: a marker is for the downstream double or the events source`},
 		{"bad route path", "base_url: http://127.0.0.1:1\nprincipals: [{name: a}]\n" + "downstream: {routes: [{name: p, path: pay}]}\n" + op1, `downstream.routes[0].path "pay"`},
 		{"unknown downstream field", downstreamBase + op1 + "oracle: {downstream: payments}\ndownstream_x: 1\n", `unknown field "downstream_x"`},
 	} {

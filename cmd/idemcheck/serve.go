@@ -87,7 +87,7 @@ func init() {
 	fl.StringVar(&f.tlsKey, "tls-key", "", "the PEM private key of --tls-cert")
 	fl.StringArrayVar(&f.fingerprintHeaders, "fingerprint-header", demo.DefaultFingerprintHeaders,
 		"a request header that is part of the request's identity, as the body and the query are (the same key with another value: 422); repeatable; \"\" for none")
-	fl.StringVar(&f.events, "events", "", "publish a charge.created event per execution through the store's outbox: kafka://HOST:PORT/TOPIC or redis://HOST:PORT/DB?stream=NAME")
+	fl.StringVar(&f.events, "events", "", "publish a charge.created event per execution through the store's outbox: kafka://HOST:PORT/TOPIC, redis://HOST:PORT/DB?stream=NAME or nats://HOST:PORT/STREAM?subject=SUBJECT")
 	fl.StringVar(&f.grpc, "grpc", "", "also serve the reference gRPC payments service (idemcheck.reference.v1.PaymentService, server reflection on) at this address, on the same store; its executions count in GET /v1/effects")
 	fl.StringVar(&f.stores.DSN, "dsn", "", "PostgreSQL connection string (--store postgres)")
 	fl.StringVar(&f.stores.RedisURL, "redis-url", "", "Redis URL (--store redis)")

@@ -80,6 +80,8 @@ func TestServeBadFlags(t *testing.T) {
 		{"grpc-port-in-use", "the gRPC listener cannot bind", []string{"--addr", "127.0.0.1:0", "--grpc", busy.Addr().String()}, "--grpc " + busy.Addr().String()},
 		{"events-scheme", "an events URL of no broker", []string{"--events", "amqp://127.0.0.1:5672/x"}, `--events: scheme "amqp"`},
 		{"events-no-topic", "a Kafka URL without its topic", []string{"--events", "kafka://127.0.0.1:9092"}, "--events: want kafka://HOST:PORT/TOPIC"},
+		{"events-nats-no-stream", "a NATS URL without its stream", []string{"--events", "nats://127.0.0.1:4222?subject=orders"}, "--events: want nats://HOST:PORT/STREAM?subject=SUBJECT"},
+		{"events-nats-unreachable", "a NATS server nobody runs, its password never repeated", []string{"--events", "nats://u:secret@127.0.0.1:1/ORDERS"}, "--events: nats 127.0.0.1:1"},
 		{"events-unreachable", "a broker nobody runs", []string{"--events", "redis://127.0.0.1:1/0?stream=s"}, "--events: redis 127.0.0.1:1"},
 		{"event-defect-without-events", "an event defect with no events to break", []string{"--defect", "event-on-replay"}, "--defect event-on-replay: needs --events"},
 	}
@@ -87,7 +89,7 @@ func TestServeBadFlags(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			code, stderr := runCaptured(t, append([]string{"serve"}, c.args...)...)
 			lines := strings.Split(strings.TrimSpace(stderr), "\n")
-			if code != exitUsage || len(lines) != 1 || !strings.Contains(lines[0], c.want) {
+			if code != exitUsage || len(lines) != 1 || !strings.Contains(lines[0], c.want) || strings.Contains(stderr, "secret") {
 				t.Fatalf("%s: exit %d, stderr %q; want exit 2 and one line containing %q", c.why, code, stderr, c.want)
 			}
 		})

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/redis/go-redis/v9"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -27,6 +29,11 @@ type broker struct {
 
 func kafkaBroker(t *testing.T, partitions int32) broker {
 	brokers, _ := testenv.RequireKafka(t)
+	return kafkaBrokerOn(t, brokers, partitions)
+}
+
+// kafkaBrokerOn publishes to a topic of the test's own on brokers.
+func kafkaBrokerOn(t *testing.T, brokers []string, partitions int32) broker {
 	topic := testenv.KafkaTopic(t, brokers, partitions)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic(topic))
 	if err != nil {
@@ -80,18 +87,71 @@ func redisBroker(t *testing.T) broker {
 	}
 }
 
-// eachBroker runs f against every broker.
-func eachBroker(t *testing.T, f func(t *testing.T, b broker)) {
-	t.Run("kafka", func(t *testing.T) { f(t, kafkaBroker(t, 3)) })
-	t.Run("redis", func(t *testing.T) { f(t, redisBroker(t)) })
+// natsBroker publishes to a JetStream stream of the test's own, on a
+// subject under the stream's; with filter, the reader reads that subject
+// alone and the broker publishes one message of another subject of the
+// stream before each event, which the reader must skip.
+func natsBroker(t *testing.T, filter bool) broker {
+	url, _ := testenv.RequireNATS(t)
+	stream, subject := testenv.NATSStream(t, url)
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := ""
+	if filter {
+		read = subject + ".created"
+	}
+	return broker{
+		name:   "nats",
+		config: func(c *events.Config) { c.NATS = &events.NATS{URL: url, Stream: stream, Subject: read} },
+		publish: func(t *testing.T, headers map[string]string, payload string) {
+			t.Helper()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if filter {
+				other := nats.NewMsg(subject + ".other")
+				other.Data = []byte(payload)
+				for k, v := range headers {
+					other.Header.Set(k, v)
+				}
+				if _, err := js.PublishMsg(ctx, other); err != nil {
+					t.Errorf("publish: %v", err)
+				}
+			}
+			m := nats.NewMsg(subject + ".created")
+			m.Data = []byte(payload)
+			for k, v := range headers {
+				m.Header.Set(k, v)
+			}
+			if _, err := js.PublishMsg(ctx, m); err != nil {
+				t.Errorf("publish: %v", err)
+			}
+		},
+	}
 }
 
-func open(t *testing.T, b broker, c events.Config) *events.Reader {
+// eachBroker runs f against every broker: Kafka twice, kfake in process
+// and Redpanda through testcontainers (skipped at once without Docker).
+func eachBroker(t *testing.T, f func(t *testing.T, b broker)) {
+	t.Run("kafka", func(t *testing.T) { f(t, kafkaBroker(t, 3)) })
+	t.Run("redpanda", func(t *testing.T) { f(t, kafkaBrokerOn(t, testenv.RequireRedpanda(t), 3)) })
+	t.Run("redis", func(t *testing.T) { f(t, redisBroker(t)) })
+	t.Run("nats", func(t *testing.T) { f(t, natsBroker(t, false)) })
+	t.Run("nats subject", func(t *testing.T) { f(t, natsBroker(t, true)) })
+}
+
+func open(t *testing.T, b broker, c events.Config, opts ...events.Option) *events.Reader {
 	t.Helper()
 	b.config(&c)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	r, err := events.Open(ctx, c)
+	r, err := events.Open(ctx, c, opts...)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -179,6 +239,47 @@ func TestAttributionByPointer(t *testing.T) {
 		st, _ := r.Stats(context.Background())
 		if st.Read != 4 || st.Unattributed != 2 || !strings.Contains(st.WhyUnattributed, "nothing at /data/reference") {
 			t.Fatalf("stats %+v: want 4 read, 2 unattributed", st)
+		}
+	})
+}
+
+// With a marker, an event that names a key's marker token is that key's,
+// beside those that name the key itself; an id seen under both is one execution delivered twice, and a token of no key
+// counts for nobody.
+func TestAttributionByMarker(t *testing.T) {
+	eachBroker(t, func(t *testing.T, b broker) {
+		token := func(k string) string { return "ref_" + k }
+		r := open(t, b, events.Config{Key: events.Key{Pointer: "/data/reference"}, EventID: "/id", Settle: 50 * time.Millisecond}, events.WithMarker(token))
+		b.publish(t, nil, `{"id":"e1","data":{"reference":"ref_k"}}`)
+		b.publish(t, nil, `{"id":"e2","data":{"reference":"k"}}`)
+		b.publish(t, nil, `{"id":"e2","data":{"reference":"ref_k"}}`)
+		b.publish(t, nil, `{"id":"e3","data":{"reference":"ref_j"}}`)
+		b.publish(t, nil, `{"id":"e4","data":{"reference":"ref_nobody"}}`)
+		ts, err := r.Settle(context.Background(), time.Time{}, "k", "j", "nobody-else")
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := ts[0]
+		if k.Executions != 2 || k.Redeliveries != 1 || len(k.Events) != 3 {
+			t.Fatalf("k: %+v; want e1 and e2 (by token and by key), e2 again a redelivery", k)
+		}
+		// Read order across Kafka partitions is not publish order: which
+		// e2 is the redelivery is the reader's to say.
+		ids := map[string]int{}
+		for _, e := range k.Events {
+			ids[e.ID]++
+			if e.Key != "k" || e.Redelivery != (e.ID == "e2" && ids["e2"] == 2) {
+				t.Fatalf("k's events %+v: want each attributed to k, the second e2 read a redelivery", k.Events)
+			}
+		}
+		if ids["e1"] != 1 || ids["e2"] != 2 {
+			t.Fatalf("k's events %+v: want e1 once and e2 twice", k.Events)
+		}
+		if j := ts[1]; j.Executions != 1 || j.Events[0].Key != "j" {
+			t.Fatalf("j: %+v; want its one event, by its token", j)
+		}
+		if n := ts[2].Executions; n != 0 {
+			t.Fatalf("nobody-else: %d executions, want 0", n)
 		}
 	})
 }
@@ -313,6 +414,8 @@ func TestKafkaTransactions(t *testing.T) {
 func TestOpenErrors(t *testing.T) {
 	brokers, _ := testenv.RequireKafka(t)
 	url := testenv.RequireRedis(t)
+	natsURL, _ := testenv.RequireNATS(t)
+	stream, _ := testenv.NATSStream(t, natsURL)
 	key := testenv.KeyPrefix(t) + "string"
 	opts, _ := redis.ParseURL(url)
 	rdb := redis.NewClient(opts)
@@ -327,6 +430,9 @@ func TestOpenErrors(t *testing.T) {
 		{events.Config{Kafka: &events.Kafka{Brokers: brokers, Topic: "no-such-topic"}, Key: events.Key{Header: "h"}}, `events.kafka.topic "no-such-topic": no such topic`},
 		{events.Config{Redis: &events.Redis{URL: url, Stream: key}, Key: events.Key{Header: "h"}}, "the key holds a string, not a stream"},
 		{events.Config{Redis: &events.Redis{URL: "redis://127.0.0.1:1/0", Stream: "s"}, Key: events.Key{Header: "h"}}, "events.redis.url 127.0.0.1:1:"},
+		{events.Config{NATS: &events.NATS{URL: natsURL, Stream: "NO_SUCH"}, Key: events.Key{Header: "h"}}, `events.nats.stream "NO_SUCH": no such stream on 127.0.0.1:`},
+		{events.Config{NATS: &events.NATS{URL: natsURL, Stream: stream, Subject: "elsewhere.>"}, Key: events.Key{Header: "h"}}, `events.nats.subject "elsewhere.>": `},
+		{events.Config{NATS: &events.NATS{URL: "nats://user:secret@127.0.0.1:1", Stream: "s"}, Key: events.Key{Header: "h"}}, "events.nats.url 127.0.0.1:1:"},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		r, err := events.Open(ctx, tc.cfg)
@@ -336,8 +442,47 @@ func TestOpenErrors(t *testing.T) {
 			t.Errorf("%s: opened, want an error", tc.want)
 			continue
 		}
-		if !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+		if !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") || strings.Contains(err.Error(), "secret") {
 			t.Errorf("error %q, want one line with %q", err, tc.want)
 		}
+	}
+}
+
+// A NATS catch-up reads past its fetch batch (more events than one fetch
+// takes, most of another subject the filter skips) and leaves no consumer
+// behind on the server: each catch-up's own is deleted after it.
+func TestNATSManyEventsNoConsumerLeft(t *testing.T) {
+	b := natsBroker(t, true)
+	r := open(t, b, events.Config{Key: events.Key{Header: "idempotency-key"}})
+	for i := range 300 {
+		b.publish(t, hdr(fmt.Sprintf("k%d", i%2)), `{}`)
+	}
+	if n, _ := count(t, r, "k0"); n != 150 {
+		t.Fatalf("k0: %d executions, want 150", n)
+	}
+	b.publish(t, hdr("k1"), `{}`)
+	if n, evs := count(t, r, "k1"); n != 151 || evs[150].Position <= evs[149].Position {
+		t.Fatalf("k1: %d executions, want 151 in stream order", n)
+	}
+	st, _ := r.Stats(context.Background())
+	if st.Read != 301 || st.Unattributed != 0 {
+		t.Fatalf("stats %+v: want the 301 events of the filtered subject, the 301 others skipped", st)
+	}
+	var c events.Config
+	b.config(&c)
+	nc, err := nats.Connect(c.NATS.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	info, err := js.Stream(ctx, c.NATS.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := info.CachedInfo().State.Consumers; n != 0 {
+		t.Fatalf("%d consumers left on the stream after the catch-ups, want 0", n)
 	}
 }

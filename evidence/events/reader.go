@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -28,6 +29,8 @@ type Event struct {
 	// same execution delivered again (at-least-once delivery), not counted
 	// as another.
 	Redelivery bool `json:"redelivery,omitempty"`
+
+	read int // its rank among the events read since Open: the order across a key and its marker token
 }
 
 // Tally is what Settle found for one key.
@@ -80,8 +83,9 @@ const catchUpTimeout = 20 * time.Second
 // Reader counts the events of each key published since Open. It is safe
 // for concurrent use.
 type Reader struct {
-	cfg Config
-	src source
+	cfg    Config
+	src    source
+	marker func(key string) string
 
 	catchMu sync.Mutex // one catch-up at a time
 	mu      sync.Mutex
@@ -96,9 +100,21 @@ type keyEvents struct {
 	seen   time.Time // when the latest event was read: an upper bound of its arrival
 }
 
+// Option configures a Reader at Open.
+type Option func(*Reader)
+
+// WithMarker makes the events that name a key's marker token (token(key):
+// the token idemcheck writes into the key's requests at the operation's
+// marker:) that key's, beside those that name the key itself: an API may
+// copy either into its event (a header, or the member Config.Key points
+// at). A token("") of "" names no key.
+func WithMarker(token func(key string) string) Option {
+	return func(r *Reader) { r.marker = token }
+}
+
 // Open validates cfg and opens its stream at the position the stream has
 // now. The error is one line naming the field at fault.
-func Open(ctx context.Context, cfg Config) (*Reader, error) {
+func Open(ctx context.Context, cfg Config, opts ...Option) (*Reader, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -115,7 +131,11 @@ func Open(ctx context.Context, cfg Config) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Reader{cfg: cfg, src: src, keys: map[string]*keyEvents{}}, nil
+	r := &Reader{cfg: cfg, src: src, keys: map[string]*keyEvents{}}
+	for _, o := range opts {
+		o(r)
+	}
+	return r, nil
 }
 
 // Close releases the broker connection.
@@ -172,11 +192,8 @@ func (r *Reader) Settle(ctx context.Context, since time.Time, keys ...string) ([
 		calm := true
 		r.mu.Lock()
 		for i, k := range keys {
-			n, seen := 0, time.Time{}
-			if ke := r.keys[k]; ke != nil {
-				n, seen = len(ke.events), ke.seen
-			}
-			if n != counts[i] {
+			evs, seen := r.eventsOf(k)
+			if n := len(evs); n != counts[i] {
 				counts[i] = n
 				// seen is when the latest event was read, at or after
 				// its arrival: waiting from it never waits too little.
@@ -205,14 +222,47 @@ func (r *Reader) Settle(ctx context.Context, since time.Time, keys ...string) ([
 	}
 }
 
+// eventsOf is key's events in the order read, those that name its marker
+// token included, and when the latest was read. r.mu is held.
+func (r *Reader) eventsOf(key string) ([]Event, time.Time) {
+	var own, marked *keyEvents
+	own = r.keys[key]
+	if r.marker != nil {
+		if tok := r.marker(key); tok != "" && tok != key {
+			marked = r.keys[tok]
+		}
+	}
+	switch {
+	case marked == nil && own == nil:
+		return nil, time.Time{}
+	case marked == nil:
+		return own.events, own.seen
+	case own == nil:
+		own = &keyEvents{}
+	}
+	evs := slices.Concat(own.events, marked.events)
+	slices.SortStableFunc(evs, func(a, b Event) int { return a.read - b.read })
+	// A redelivery is a repeat of an id among all of the key's events.
+	ids := map[string]bool{}
+	for i := range evs {
+		evs[i].Key = key
+		evs[i].Redelivery = evs[i].ID != "" && ids[evs[i].ID]
+		ids[evs[i].ID] = true
+	}
+	seen := own.seen
+	if marked.seen.After(seen) {
+		seen = marked.seen
+	}
+	return evs, seen
+}
+
 // tally is key's current count.
 func (r *Reader) tally(key string, settled bool) Tally {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	t := Tally{Key: key, Settled: settled, Events: []Event{}}
-	if ke := r.keys[key]; ke != nil {
-		t.Events = append(t.Events, ke.events...)
-	}
+	evs, _ := r.eventsOf(key)
+	t.Events = append(t.Events, evs...)
 	for _, e := range t.Events {
 		if e.Redelivery {
 			t.Redeliveries++
@@ -266,7 +316,7 @@ func (r *Reader) add(m message, seen time.Time) {
 		ke = &keyEvents{ids: map[string]bool{}}
 		r.keys[key] = ke
 	}
-	e := Event{Key: key, ID: id, Position: m.position, Time: m.time}
+	e := Event{Key: key, ID: id, Position: m.position, Time: m.time, read: r.stats.Read}
 	if id != "" {
 		e.Redelivery = ke.ids[id]
 		ke.ids[id] = true

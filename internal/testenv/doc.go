@@ -1,6 +1,9 @@
-// Package testenv starts real PostgreSQL, Redis and MySQL (MariaDB) servers
-// and Kafka brokers (kafka.go: an in-process kfake cluster unless
-// IDEMCHECK_KAFKA_BROKERS names one) for tests; the servers in this order:
+// Package testenv starts real PostgreSQL, Redis and MySQL (MariaDB) servers,
+// Kafka brokers (kafka.go: an in-process kfake cluster unless
+// IDEMCHECK_KAFKA_BROKERS names one; redpanda.go: a Redpanda container where
+// Docker answers) and NATS servers (nats.go: nats-server with JetStream
+// embedded in the test binary unless IDEMCHECK_NATS_URL names one) for
+// tests; the servers in this order:
 // an explicit address from the environment (IDEMCHECK_PG_DSN,
 // IDEMCHECK_REDIS_URL, IDEMCHECK_MYSQL_DSN), Docker through
 // testcontainers-go (probed once, with a timeout; not for MySQL), local

@@ -220,7 +220,8 @@ func RequireRestartableRedis(t testing.TB) *RedisServer {
 	return rs
 }
 
-// stopShared stops the servers RequirePostgres and RequireRedis started.
+// stopShared stops the servers RequirePostgres, RequireRedis,
+// RequireMySQL and RequireRedpanda started.
 func stopShared() {
 	if pgStop != nil {
 		pgStop()
@@ -230,5 +231,8 @@ func stopShared() {
 	}
 	if myStop != nil {
 		myStop()
+	}
+	if redpandaStop != nil {
+		redpandaStop()
 	}
 }

@@ -4,9 +4,12 @@
 //
 //	kafka://HOST:PORT[,HOST:PORT...]/TOPIC
 //	redis://[:PASSWORD@]HOST:PORT/DB?stream=NAME
+//	nats://[USER:PASSWORD@]HOST:PORT/STREAM?subject=SUBJECT
 //
-// Every event carries its idempotency key and its id twice: as headers
-// (idempotency-key, event-id, event-type; a Redis entry's fields) and in
+// (NATS: a JetStream stream, created holding SUBJECT when no stream holds
+// it; SUBJECT defaults to the stream's name.) Every event carries its
+// idempotency key and its id twice: as headers (idempotency-key,
+// event-id, event-type; a Redis entry's fields) and in
 // its JSON payload, so a consumer can attribute and dedupe it either way.
 //
 // Of idemcheck's packages it imports only reference.

@@ -46,8 +46,10 @@ func Open(ctx context.Context, rawURL string) (Publisher, error) {
 		return openKafka(ctx, u)
 	case "redis", "rediss":
 		return openRedis(ctx, u, rawURL)
+	case "nats":
+		return openNATS(ctx, u)
 	}
-	return nil, fmt.Errorf("scheme %q: want kafka:// or redis://", u.Scheme)
+	return nil, fmt.Errorf("scheme %q: want kafka://, redis:// or nats://", u.Scheme)
 }
 
 type kafkaPublisher struct{ cl *kgo.Client }
