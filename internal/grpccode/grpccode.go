@@ -1,7 +1,3 @@
-// Package grpccode names the gRPC status codes and maps each to the HTTP
-// status google.rpc.Code (google/rpc/code.proto) gives it: the one table
-// the config model (target) and the fault proxy (chaos, a leaf that may
-// import only internal/*) read gRPC answers by.
 package grpccode
 
 import "strconv"
