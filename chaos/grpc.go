@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -334,7 +335,7 @@ func forwardMetadata(md metadata.MD) metadata.MD {
 	out := metadata.MD{}
 	for k, vs := range md {
 		switch {
-		case k == "content-type", k == "te", k == "user-agent", len(k) > 5 && k[:5] == "grpc-", len(k) > 0 && k[0] == ':':
+		case k == "content-type", k == "te", k == "user-agent", strings.HasPrefix(k, "grpc-"), strings.HasPrefix(k, ":"):
 			continue
 		}
 		out[k] = vs

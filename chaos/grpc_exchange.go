@@ -105,10 +105,10 @@ func (x *callExchange) respond(u *Upstream) error {
 		return x.answer(codes.Unavailable, "upstream", "upstream: "+u.Error)
 	}
 	a := u.call
-	x.ev.Status = u.Status
 	if x.ss.Context().Err() != nil {
 		return x.gone() // its deadline passed while the upstream worked
 	}
+	x.ev.Status = u.Status
 	if len(a.header) > 0 {
 		_ = x.ss.SetHeader(forwardMetadata(a.header))
 	}

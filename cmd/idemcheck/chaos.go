@@ -58,9 +58,9 @@ func init() {
 	cmd := &cobra.Command{
 		Use:   "chaos (--config FILE | --target URL) --ops N --concurrency C --fault SPEC...",
 		Short: "Drive operations through the fault proxy and check exactly-once per key",
-		Long: "Start an in-process fault proxy in front of the target (any http or https URL, or a gRPC config's\n" +
-			"grpc:// or grpcs:// service: docs/grpc.md), drive --ops logical\n" +
-			"operations through it with a retrying client (same key on every retry, exponential backoff\n" +
+		Long: "Start an in-process fault proxy in front of the target (any http or https URL; for a gRPC\n" +
+			"config's grpc:// service a gRPC proxy, with the faults that have a gRPC form: docs/grpc.md),\n" +
+			"drive --ops logical operations through it with a retrying client (same key on every retry, exponential backoff\n" +
 			"with jitter, honours 409 and Retry-After), then check every key: exactly one execution\n" +
 			"(created ids seen by client and proxy, plus the effects oracle), the client's final answer\n" +
 			"equals the committed result, nothing lost. The op mix adds slow same-key storms, changed-body\n" +
