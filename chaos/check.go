@@ -28,9 +28,11 @@ type Checker struct {
 	// upstream exchange that failed (connection refused or reset) may be
 	// its doing, like a fault's. A history's "run" line sets it.
 	ReplicaKills bool
-	keys         map[string]*keyState
-	attempts     int
-	faults       map[string]int
+	// Protocol is what the proxy carried (Run.Protocol), for the report.
+	Protocol string
+	keys     map[string]*keyState
+	attempts int
+	faults   map[string]int
 }
 
 type keyState struct {
@@ -224,6 +226,9 @@ type Violation struct {
 
 // Report is the checker's verdict over a whole history.
 type Report struct {
+	// Protocol is what the proxy carried: HTTP/1.1 or gRPC ("": a
+	// history that does not say).
+	Protocol string         `json:"protocol,omitempty"`
 	Keys     int            `json:"keys"`
 	Ops      int            `json:"ops"`
 	Attempts int            `json:"attempts"`
@@ -321,7 +326,7 @@ func (c *Checker) Outcomes() []KeyOutcome {
 
 // Report applies the rules to every key.
 func (c *Checker) Report() Report {
-	r := Report{Keys: len(c.keys), Attempts: c.attempts, Faults: c.faults, Outcomes: map[string]int{}, FailsByKind: map[string]int{}, Violations: []Violation{},
+	r := Report{Protocol: c.Protocol, Keys: len(c.keys), Attempts: c.attempts, Faults: c.faults, Outcomes: map[string]int{}, FailsByKind: map[string]int{}, Violations: []Violation{},
 		TTL: c.TTL, Margin: c.Margin, AfterTTL: []Violation{}, Unjudged: []Violation{}, NotJudged: map[string]int{}}
 	keys := make([]string, 0, len(c.keys))
 	for k := range c.keys {

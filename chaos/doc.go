@@ -4,9 +4,15 @@
 // behind one interface (one file each); every attempt is written to a
 // JSONL history that the exactly-once checker reads.
 //
+// GRPCProxy is its gRPC form (grpc.go): a grpc.Server forwarding each
+// call's bytes to the upstream, the faults' gRPC forms (ParseGRPCRule)
+// dropping a committed call's answer, holding or duplicating a call; its
+// history reads as the HTTP proxy's, answers in HTTP terms.
+//
 // It is a leaf that anything may use: of idemcheck's packages it imports
-// only internal/jsonx (JSON pointers into bodies) and internal/expiry (the
-// shared time rule for a key's lifetime). It never imports the engine
+// only internal/jsonx (JSON pointers into bodies), internal/expiry (the
+// shared time rule for a key's lifetime) and internal/grpccode (gRPC
+// codes in HTTP terms). It never imports the engine
 // (scenarios puts the proxy in front of a target, so that would be a
 // cycle), target, wire or evidence; the retrying driver that needs those
 // lives in chaos/drive. internal/archtest checks this.

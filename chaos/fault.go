@@ -27,9 +27,26 @@ var kinds = map[string]factory{}
 func register(kind string, f factory) { kinds[kind] = f }
 
 // Kinds lists the registered fault kinds, sorted.
-func Kinds() []string {
-	out := make([]string, 0, len(kinds))
-	for k := range kinds {
+func Kinds() []string { return sortedKeys(kinds) }
+
+// grpcFault is a fault's gRPC form: it handles one unary call through x
+// and returns what the call ends with (nil after the answer was sent).
+type grpcFault interface {
+	serveGRPC(x *callExchange) error
+}
+
+var grpcKinds = map[string]func(p params) (grpcFault, error){}
+
+// registerGRPC adds the gRPC form of a kind; its fault file calls it from
+// init beside register.
+func registerGRPC(kind string, f func(p params) (grpcFault, error)) { grpcKinds[kind] = f }
+
+// GRPCKinds lists the fault kinds with a gRPC form, sorted.
+func GRPCKinds() []string { return sortedKeys(grpcKinds) }
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
 		out = append(out, k)
 	}
 	sort.Strings(out)

@@ -11,20 +11,23 @@ import (
 type delay struct{ before, after time.Duration }
 
 func init() {
-	register("delay", func(p params) (Fault, error) {
-		before, err := p.duration("before", 0)
-		if err != nil {
-			return nil, err
-		}
-		after, err := p.duration("after", 0)
-		if err != nil {
-			return nil, err
-		}
-		if before == 0 && after == 0 {
-			return nil, errors.New("delay needs before=D and/or after=D (e.g. before=200ms)")
-		}
-		return delay{before, after}, nil
-	})
+	register("delay", func(p params) (Fault, error) { return parseDelay(p) })
+	registerGRPC("delay", func(p params) (grpcFault, error) { return parseDelay(p) })
+}
+
+func parseDelay(p params) (delay, error) {
+	before, err := p.duration("before", 0)
+	if err != nil {
+		return delay{}, err
+	}
+	after, err := p.duration("after", 0)
+	if err != nil {
+		return delay{}, err
+	}
+	if before == 0 && after == 0 {
+		return delay{}, errors.New("delay needs before=D and/or after=D (e.g. before=200ms)")
+	}
+	return delay{before, after}, nil
 }
 
 func (delay) Kind() string { return "delay" }
@@ -40,6 +43,19 @@ func (f delay) Serve(x *Exchange) {
 		return
 	}
 	x.Respond(u)
+}
+
+// serveGRPC holds the call the same way; a client that leaves meanwhile
+// (its deadline) gets nothing more.
+func (f delay) serveGRPC(x *callExchange) error {
+	if !x.sleep(f.before) {
+		return x.gone()
+	}
+	u := x.Forward()
+	if !x.sleep(f.after) {
+		return x.gone()
+	}
+	return x.respond(u)
 }
 
 // sleep waits d unless the client goes away first (then false).

@@ -34,6 +34,10 @@ type Run struct {
 	// ReplicaKills: the run SIGKILLed replicas (the checker's
 	// ReplicaKills).
 	ReplicaKills bool `json:"replica_kills,omitempty"`
+	// Protocol is what the proxy carried: HTTP/1.1, or gRPC (whose
+	// answers the attempts give in HTTP terms, the code in grpc_code).
+	// Older histories have none.
+	Protocol string `json:"protocol,omitempty"`
 }
 
 // Event is one attempt as the proxy saw it: one JSONL line of type
@@ -217,6 +221,9 @@ func ReadHistory(r io.Reader, c *Checker, skipTornTail bool) (torn string, err e
 				c.Margin = time.Duration(run.MarginNS)
 			}
 			c.ReplicaKills = c.ReplicaKills || run.ReplicaKills
+			if c.Protocol == "" {
+				c.Protocol = run.Protocol
+			}
 		case "attempt":
 			var ev Event
 			if err := json.Unmarshal(line, &ev); err != nil {

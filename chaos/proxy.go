@@ -9,10 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,6 +35,10 @@ type options struct {
 	timeout   time.Duration
 	tls       *tls.Config
 	maxKeys   int
+	// A gRPC proxy's (grpc.go).
+	keyField string
+	resolve  Resolver
+	methods  []string
 }
 
 // Option configures a Proxy (New).
@@ -95,20 +97,7 @@ type Proxy struct {
 
 	inflight sync.WaitGroup // attempts being handled, hijacked ones included
 
-	mu       sync.Mutex
-	rules    []*Rule
-	nextRule int
-	rng      *rand.Rand
-	attempts attemptCounts
-	counters Counters
-}
-
-// Counters are what the proxy has done since start or the last reset.
-type Counters struct {
-	Requests       int64            `json:"requests"`
-	Forwarded      int64            `json:"forwarded"`
-	UpstreamErrors int64            `json:"upstream_errors"`
-	Faults         map[string]int64 `json:"faults"`
+	ruleSet
 }
 
 // New returns a proxy in front of upstream, the base URL requests are
@@ -140,7 +129,7 @@ func New(upstream string, opts ...Option) (*Proxy, error) {
 	if o.maxKeys <= 0 {
 		o.maxKeys = 1 << 18
 	}
-	p := &Proxy{opts: o, upstreams: []*url.URL{u}, attempts: newAttemptCounts(o.maxKeys)}
+	p := &Proxy{opts: o, upstreams: []*url.URL{u}, ruleSet: newRuleSet(o.seed, o.maxKeys)}
 	for _, r := range o.replicas {
 		ru, err := url.Parse(r)
 		if err != nil || (ru.Scheme != "http" && ru.Scheme != "https") || ru.Host == "" {
@@ -151,8 +140,6 @@ func New(upstream string, opts ...Option) (*Proxy, error) {
 	if o.transport == nil {
 		p.opts.transport = newPools(p.upstreams, o.tls)
 	}
-	p.rng = rand.New(rand.NewPCG(o.seed, o.seed^0x9e3779b97f4a7c15))
-	p.counters.Faults = map[string]int64{}
 	return p, nil
 }
 
@@ -179,90 +166,11 @@ func (p *Proxy) AddRule(spec string) (Rule, error) {
 // Add appends a copy of a parsed rule (ParseRule, ParseRules) and returns
 // it with its ID; rules hold no state, so one parsed rule may be added to
 // several proxies.
-func (p *Proxy) Add(r Rule) Rule {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.nextRule++
-	r.ID = strconv.Itoa(p.nextRule)
-	p.rules = append(p.rules, &r)
-	return r
-}
-
-// Rules lists the active rules.
-func (p *Proxy) Rules() []Rule {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	out := make([]Rule, len(p.rules))
-	for i, r := range p.rules {
-		out[i] = *r
-	}
-	return out
-}
-
-// RemoveRule deletes the rule with id; false when there is none.
-func (p *Proxy) RemoveRule(id string) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for i, r := range p.rules {
-		if r.ID == id {
-			p.rules = append(p.rules[:i], p.rules[i+1:]...)
-			return true
-		}
-	}
-	return false
-}
-
-// Reset removes every rule and forgets attempt numbers and counters.
-func (p *Proxy) Reset() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.rules = nil
-	p.attempts = newAttemptCounts(p.opts.maxKeys)
-	p.counters = Counters{Faults: map[string]int64{}}
-}
-
-// Counters returns a snapshot of the counters.
-func (p *Proxy) Counters() Counters {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	c := p.counters
-	c.Faults = make(map[string]int64, len(p.counters.Faults))
-	for k, v := range p.counters.Faults {
-		c.Faults[k] = v
-	}
-	return c
-}
+func (p *Proxy) Add(r Rule) Rule { return p.add(r) }
 
 // pick numbers the attempt and chooses the fault for it (nil: none).
 func (p *Proxy) pick(r *http.Request, key string) (int, *Rule) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.counters.Requests++
-	attempt := 0
-	if key != "" {
-		attempt = p.attempts.next(key)
-	}
-	for _, rule := range p.rules {
-		if !rule.Select.matches(r, attempt) {
-			continue
-		}
-		if rule.Select.P >= 1 || p.rng.Float64() < rule.Select.P {
-			p.counters.Faults[rule.Kind]++
-			return attempt, rule
-		}
-	}
-	return attempt, nil
-}
-
-func (p *Proxy) count(forwarded, failed bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if forwarded {
-		p.counters.Forwarded++
-	}
-	if failed {
-		p.counters.UpstreamErrors++
-	}
+	return p.draw(key, func(s *Select, attempt int) bool { return s.matches(r, attempt) })
 }
 
 // ServeHTTP handles one client attempt.
@@ -419,14 +327,18 @@ func (onceBody) Close() error { return nil }
 type Upstream struct {
 	// SentNS is when this copy was sent upstream, in nanoseconds after
 	// the attempt's time: a delay fault or a slow body read holds it.
-	SentNS int64  `json:"sent_ns,omitempty"`
-	Status int    `json:"status,omitempty"`
-	SHA256 string `json:"sha256,omitempty"`
-	ID     string `json:"id,omitempty"`
-	Error  string `json:"error,omitempty"`
-	header http.Header
-	body   []byte
-	buf    *bytes.Buffer // pooled storage of body, released after the attempt
+	SentNS int64 `json:"sent_ns,omitempty"`
+	// Status is the HTTP status; a gRPC call's is the one google.rpc.Code
+	// maps its code to, the code itself in GRPCCode (its name).
+	Status   int    `json:"status,omitempty"`
+	GRPCCode string `json:"grpc_code,omitempty"`
+	SHA256   string `json:"sha256,omitempty"`
+	ID       string `json:"id,omitempty"`
+	Error    string `json:"error,omitempty"`
+	header   http.Header
+	body     []byte
+	buf      *bytes.Buffer // pooled storage of body, released after the attempt
+	call     *callAnswer   // a gRPC call's answer (GRPCProxy)
 }
 
 // errUpstreamBody marks a response whose body exceeded the limit.

@@ -12,11 +12,12 @@ import (
 // Rule is one active fault: which attempts it selects and what it does.
 // Its textual form is the spec, e.g. "drop-response:p=0.3,mode=rst".
 type Rule struct {
-	ID     string `json:"id"`
-	Spec   string `json:"spec"`
-	Kind   string `json:"kind"`
-	Select Select `json:"select"`
-	fault  Fault
+	ID     string    `json:"id"`
+	Spec   string    `json:"spec"`
+	Kind   string    `json:"kind"`
+	Select Select    `json:"select"`
+	fault  Fault     // the HTTP form (ParseRule)
+	call   grpcFault // the gRPC form (ParseGRPCRule)
 }
 
 // Select says which attempts a rule applies to. All set conditions must
@@ -39,19 +40,21 @@ func (s Select) matches(r *http.Request, attempt int) bool {
 	if s.Method != "" && !strings.EqualFold(s.Method, r.Method) {
 		return false
 	}
-	if s.Path != "" {
-		if prefix, ok := strings.CutSuffix(s.Path, "*"); ok {
-			if !strings.HasPrefix(r.URL.Path, prefix) {
-				return false
-			}
-		} else if r.URL.Path != s.Path {
-			return false
-		}
+	if s.Path != "" && !pathMatches(s.Path, r.URL.Path) {
+		return false
 	}
 	if s.Header != "" && r.Header.Get(s.Header) != s.Value {
 		return false
 	}
 	return true
+}
+
+// pathMatches: path is pattern, or starts with it when it ends in '*'.
+func pathMatches(pattern, path string) bool {
+	if prefix, ok := strings.CutSuffix(pattern, "*"); ok {
+		return strings.HasPrefix(path, prefix)
+	}
+	return path == pattern
 }
 
 // ParseRule parses a fault spec:
@@ -62,12 +65,36 @@ func (s Select) matches(r *http.Request, attempt int) bool {
 // method, path (exact, or prefix with a trailing *), header (Name:value).
 // Other keys belong to the fault kind (e.g. mode=rst). Errors name the bad
 // token.
-func ParseRule(spec string) (*Rule, error) {
+func ParseRule(spec string) (*Rule, error) { return parseRule(spec, false) }
+
+// ParseGRPCRule parses a fault spec for a gRPC proxy (GRPCProxy): the
+// same grammar, the kinds with a gRPC form (GRPCKinds) and their gRPC
+// parameters; a kind without one is refused by name.
+func ParseGRPCRule(spec string) (*Rule, error) { return parseRule(spec, true) }
+
+// ParseGRPCRules parses fault specs once for gRPC proxies.
+func ParseGRPCRules(specs []string) ([]Rule, error) {
+	out := make([]Rule, 0, len(specs))
+	for _, s := range specs {
+		r, err := ParseGRPCRule(s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *r)
+	}
+	return out, nil
+}
+
+func parseRule(spec string, grpc bool) (*Rule, error) {
 	spec = strings.TrimSpace(spec)
 	kind, rest, _ := strings.Cut(spec, ":")
 	mk, ok := kinds[kind]
 	if !ok {
 		return nil, fmt.Errorf("fault %q: unknown kind (want one of %s)", kind, strings.Join(Kinds(), ", "))
+	}
+	mkCall, callOK := grpcKinds[kind]
+	if grpc && !callOK {
+		return nil, fmt.Errorf("fault %q: %s has no gRPC form yet (docs/grpc.md); over gRPC: %s", spec, kind, strings.Join(GRPCKinds(), ", "))
 	}
 	p := params{}
 	sel := Select{P: -1}
@@ -90,14 +117,20 @@ func ParseRule(spec string) (*Rule, error) {
 	if err := sel.take(p); err != nil {
 		return nil, fmt.Errorf("fault %q: %w", spec, err)
 	}
-	f, err := mk(p)
+	r := &Rule{Spec: spec, Kind: kind, Select: sel}
+	var err error
+	if grpc {
+		r.call, err = mkCall(p)
+	} else {
+		r.fault, err = mk(p)
+	}
 	if err == nil {
 		err = p.leftover(kind)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("fault %q: %w", spec, err)
 	}
-	return &Rule{Spec: spec, Kind: kind, Select: sel, fault: f}, nil
+	return r, nil
 }
 
 // ParseRules parses fault specs once, for any number of proxies (Add).

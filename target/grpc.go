@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/idemcheck/idemcheck/internal/grpccode"
 )
 
 // A gRPC target (base_url grpc://host:port, grpcs:// for TLS) calls one
@@ -160,44 +162,17 @@ func (t *Target) validateGRPC() error {
 	return nil
 }
 
-// grpcCodes are the gRPC status codes by number, each with the HTTP status
-// google.rpc.Code (google/rpc/code.proto) maps it to.
-var grpcCodes = [...]struct {
-	name string
-	http int
-}{
-	{"OK", 200}, {"CANCELLED", 499}, {"UNKNOWN", 500}, {"INVALID_ARGUMENT", 400},
-	{"DEADLINE_EXCEEDED", 504}, {"NOT_FOUND", 404}, {"ALREADY_EXISTS", 409},
-	{"PERMISSION_DENIED", 403}, {"RESOURCE_EXHAUSTED", 429}, {"FAILED_PRECONDITION", 400},
-	{"ABORTED", 409}, {"OUT_OF_RANGE", 400}, {"UNIMPLEMENTED", 501}, {"INTERNAL", 500},
-	{"UNAVAILABLE", 503}, {"DATA_LOSS", 500}, {"UNAUTHENTICATED", 401},
-}
-
 // GRPCCodeName is the name of gRPC code c (ABORTED), or its number.
-func GRPCCodeName(c int) string {
-	if c >= 0 && c < len(grpcCodes) {
-		return grpcCodes[c].name
-	}
-	return strconv.Itoa(c)
-}
+func GRPCCodeName(c int) string { return grpccode.Name(c) }
 
 // GRPCHTTPStatus is the HTTP status google.rpc.Code maps gRPC code c to
 // (500 for a code it does not know).
-func GRPCHTTPStatus(c int) int {
-	if c >= 0 && c < len(grpcCodes) {
-		return grpcCodes[c].http
-	}
-	return 500
-}
+func GRPCHTTPStatus(c int) int { return grpccode.HTTPStatus(c) }
 
 // grpcStatusByName is the HTTP status of the code named name.
 func grpcStatusByName(name string) (int, bool) {
-	for _, c := range grpcCodes {
-		if c.name == name {
-			return c.http, true
-		}
-	}
-	return 0, false
+	c, ok := grpccode.ByName(name)
+	return grpccode.HTTPStatus(c), ok
 }
 
 // Status is a status in a config: an HTTP status, or a gRPC code name

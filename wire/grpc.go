@@ -246,6 +246,17 @@ func outgoing(h http.Header) metadata.MD {
 	return md
 }
 
+// Method resolves path (/package.Service/Method) as calls do: by server
+// reflection or the protoset. The chaos proxy decodes the messages it
+// forwards (the key, the created id) with it.
+func (g *GRPC) Method(ctx context.Context, path string) (protoreflect.MethodDescriptor, error) {
+	conn, err := g.client()
+	if err != nil {
+		return nil, err
+	}
+	return g.method(ctx, conn, path)
+}
+
 // method resolves path (/package.Service/Method) once.
 func (g *GRPC) method(ctx context.Context, conn *grpc.ClientConn, path string) (protoreflect.MethodDescriptor, error) {
 	g.mu.Lock()

@@ -29,6 +29,7 @@ type driver struct {
 	keys   *wire.Keys
 	ev     *evidence.Evidence   // per-key execution counts (nil: none)
 	double *evidence.Downstream // marks requests and makes variants behave (nil: none)
+	calls  *wire.GRPC           // a gRPC target's calls through the proxy (nil: HTTP)
 	mu     sync.Mutex
 	rng    *rand.Rand
 	keyErr error // the first key that could not be fetched
@@ -207,6 +208,9 @@ func (d *driver) wait(ctx context.Context, n int, last answer) bool {
 
 // send makes one attempt through the proxy.
 func (d *driver) send(ctx context.Context, op *target.Operation, key string, body []byte) answer {
+	if d.calls != nil {
+		return d.call(ctx, op, key, body)
+	}
 	t := d.cfg.target
 	h := t.Header(op, 0, true)
 	u, body := d.double.Mark(op, key, d.proxy+op.Path, h, body)

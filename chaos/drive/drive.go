@@ -201,7 +201,7 @@ func Run(ctx context.Context, t *target.Target, opts ...Option) (*Result, error)
 		return nil, err
 	}
 	defer removeTemp()
-	hist, proxy, front, err := startProxy(cfg, path, killer != nil)
+	hist, front, err := startProxy(cfg, path, killer != nil)
 	if err != nil {
 		return nil, err
 	}
@@ -210,17 +210,16 @@ func Run(ctx context.Context, t *target.Target, opts ...Option) (*Result, error)
 	if gen == nil {
 		gen = target.UUIDKeys
 	}
-	d := newDriver(cfg, client, front.URL, hist, wire.NewKeys(cfg.target, client, gen))
-	d.ev, d.double = ev, double
-	d.onOp = newTracker(cfg, proxy, hist)
+	d := newDriver(cfg, client, front.url, hist, wire.NewKeys(cfg.target, client, gen))
+	d.ev, d.double, d.calls = ev, double, front.calls
+	d.onOp = newTracker(cfg, front, hist)
 	start := time.Now()
 	d.runAll(ctx)
 	elapsed := time.Since(start)
 	kills := killer.stop()
 
-	front.Close()
-	proxy.Close()
-	counters := proxy.Counters()
+	front.close()
+	counters := front.Counters()
 	if err := hist.Close(); err != nil {
 		return nil, err
 	}
@@ -318,33 +317,61 @@ func historyPath(given string) (path string, remove func(), err error) {
 	return path, func() { os.Remove(path) }, nil
 }
 
+// front is the fault proxy in front of the target, listening on
+// loopback: the HTTP one, or for a gRPC target the gRPC one.
+type front struct {
+	url      string
+	counters func() chaos.Counters
+	close    func() // the listener, then the proxy
+	// calls carries the driver's calls to a gRPC proxy (nil: HTTP).
+	calls *wire.GRPC
+}
+
+// Counters are the proxy's.
+func (f *front) Counters() chaos.Counters { return f.counters() }
+
 // startProxy opens the history at path, writes its run line and starts
 // the fault proxy recording into it, listening on loopback.
-func startProxy(cfg config, path string, kills bool) (*chaos.History, *chaos.Proxy, *chaos.Server, error) {
+func startProxy(cfg config, path string, kills bool) (*chaos.History, *front, error) {
 	hist, err := chaos.CreateHistory(path)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
+	}
+	start, protocol := startHTTPProxy, "HTTP/1.1"
+	if cfg.target.IsGRPC() {
+		start, protocol = startGRPCProxy, "gRPC"
 	}
 	// The history carries the TTL so analyze judges it as this run does.
-	hist.WriteRun(chaos.Run{TTLNS: cfg.target.TTL.Nanoseconds(), MarginNS: cfg.margin.Nanoseconds(), ReplicaKills: kills})
+	hist.WriteRun(chaos.Run{TTLNS: cfg.target.TTL.Nanoseconds(), MarginNS: cfg.margin.Nanoseconds(), ReplicaKills: kills, Protocol: protocol})
+	f, err := start(cfg, hist)
+	if err != nil {
+		hist.Close()
+		return nil, nil, err
+	}
+	return hist, f, nil
+}
+
+func startHTTPProxy(cfg config, hist *chaos.History) (*front, error) {
 	idPtr := cfg.target.Operations[0].IDPointer
 	bases := cfg.target.Bases()
 	proxy, err := chaos.New(bases[0], chaos.WithReplicas(bases[1:]...), chaos.WithKeyHeader(cfg.target.KeyHeader),
 		chaos.WithIDPointer(idPtr), chaos.WithTransport(wire.Transport(cfg.target, 1024)), chaos.WithHistory(hist),
 		chaos.WithSeed(cfg.seed), chaos.WithTimeout(cfg.target.Timeout))
 	if err != nil {
-		hist.Close()
-		return nil, nil, nil, err
+		return nil, err
 	}
 	for _, r := range cfg.faults {
 		proxy.Add(r)
 	}
-	front, err := chaos.Listen(proxy)
+	srv, err := chaos.Listen(proxy)
 	if err != nil {
-		hist.Close()
-		return nil, nil, nil, err
+		proxy.Close()
+		return nil, err
 	}
-	return hist, proxy, front, nil
+	return &front{url: srv.URL, counters: proxy.Counters, close: func() {
+		srv.Close()
+		proxy.Close()
+	}}, nil
 }
 
 // judge runs the exactly-once checker over the closed history at path.

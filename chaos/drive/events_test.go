@@ -31,7 +31,7 @@ func TestCheckEvents(t *testing.T) {
 	defer cancel()
 	tg := &target.Target{Events: &events.Config{Kafka: &events.Kafka{Brokers: brokers, Topic: topic},
 		Key: events.Key{Header: "idempotency-key"}, EventID: "/id", Settle: 100 * time.Millisecond}}
-	es, err := evidence.OpenEvents(ctx, tg)
+	es, err := evidence.OpenEvents(ctx, tg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestCheckEventsWrongStream(t *testing.T) {
 	defer cancel()
 	tg := &target.Target{Events: &events.Config{Kafka: &events.Kafka{Brokers: brokers, Topic: topic},
 		Key: events.Key{Header: "idempotency-key"}, Settle: 20 * time.Millisecond}}
-	es, err := evidence.OpenEvents(ctx, tg)
+	es, err := evidence.OpenEvents(ctx, tg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,14 +24,14 @@ type Progress struct {
 type tracker struct {
 	mu      sync.Mutex
 	p       Progress
-	proxy   *chaos.Proxy
+	proxy   interface{ Counters() chaos.Counters }
 	checker *chaos.Checker
 	f       func(Progress)
 }
 
 // newTracker returns the per-operation hook (nil without WithProgress) and
 // has the history show it every attempt.
-func newTracker(cfg config, proxy *chaos.Proxy, hist *chaos.History) func(chaos.Op) {
+func newTracker(cfg config, proxy interface{ Counters() chaos.Counters }, hist *chaos.History) func(chaos.Op) {
 	if cfg.onProgress == nil {
 		return nil
 	}

@@ -58,8 +58,9 @@ func init() {
 	cmd := &cobra.Command{
 		Use:   "chaos (--config FILE | --target URL) --ops N --concurrency C --fault SPEC...",
 		Short: "Drive operations through the fault proxy and check exactly-once per key",
-		Long: "Start an in-process fault proxy in front of the target (any http or https URL), drive --ops logical\n" +
-			"operations through it with a retrying client (same key on every retry, exponential backoff\n" +
+		Long: "Start an in-process fault proxy in front of the target (any http or https URL; for a gRPC\n" +
+			"config's grpc:// service a gRPC proxy, with the faults that have a gRPC form: docs/grpc.md),\n" +
+			"drive --ops logical operations through it with a retrying client (same key on every retry, exponential backoff\n" +
 			"with jitter, honours 409 and Retry-After), then check every key: exactly one execution\n" +
 			"(created ids seen by client and proxy, plus the effects oracle), the client's final answer\n" +
 			"equals the committed result, nothing lost. The op mix adds slow same-key storms, changed-body\n" +
@@ -118,20 +119,20 @@ func runChaos(ctx context.Context, stdout io.Writer, f chaosFlags) error {
 		f.sel.Target = f.targets[0]
 		f.sel.Replicas = append(slices.Clone(f.targets[1:]), f.sel.Replicas...)
 	}
-	if err := grpcNotYet("chaos", f.sel, nil); err != nil {
-		return err
-	}
 	target, profile, err := f.sel.Load()
 	if err != nil {
 		return withCode(exitUsage, err)
 	}
-	if err := grpcNotYet("chaos", f.sel, target); err != nil {
-		return err
-	}
 	if target.HTTP2 {
 		return usageErrorf("--http2 (or the config's http2: true): chaos injects its faults over HTTP/1.1 only (it cuts connections mid-answer); check an API over HTTP/2 with run --http2 or load --http2")
 	}
-	rules, err := chaos.ParseRules(f.faults)
+	// A gRPC target gets the gRPC proxy and the faults' gRPC forms; a
+	// fault without one is refused, never applied over HTTP.
+	parse := chaos.ParseRules
+	if target.IsGRPC() {
+		parse = chaos.ParseGRPCRules
+	}
+	rules, err := parse(f.faults)
 	if err != nil {
 		return usageErrorf("--fault: %v", err)
 	}
@@ -166,8 +167,8 @@ func runChaos(ctx context.Context, stdout io.Writer, f chaosFlags) error {
 	if against == "" { // started by the run
 		against = "--target-cmd"
 	}
-	fmt.Fprintf(stdout, "chaos: %d/%d operations against %s in %s (proxy: %d requests, %d forwarded)\n",
-		res.Ops, res.Requested, against, res.Elapsed.Round(time.Millisecond), res.Proxy.Requests, res.Proxy.Forwarded)
+	fmt.Fprintf(stdout, "chaos: %d/%d operations against %s over %s in %s (proxy: %d requests, %d forwarded)\n",
+		res.Ops, res.Requested, against, res.Protocol, res.Elapsed.Round(time.Millisecond), res.Proxy.Requests, res.Proxy.Forwarded)
 	if len(res.Replicas) > 0 {
 		fmt.Fprintf(stdout, "replicas: %s; %d killed and restarted mid-run\n", target.Redact(strings.Join(res.Replicas, " ")), res.Kills)
 	}

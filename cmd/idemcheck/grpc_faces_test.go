@@ -5,17 +5,15 @@ import (
 	"testing"
 )
 
-// TestGRPCFacesRefuse: chaos and init --probe given a gRPC target
-// refuse it in one line, exit 2, rather than aim an HTTP client at it.
-// No server runs: the refusal comes before any call.
+// TestGRPCFacesRefuse: init --probe given a gRPC target refuses it in
+// one line, exit 2, rather than aim an HTTP client at it. No server runs:
+// the refusal comes before any call. (chaos and load drive gRPC targets:
+// TestChaosGRPC, TestLoadGRPC.)
 func TestGRPCFacesRefuse(t *testing.T) {
-	cfg := grpcReferenceConfig(t, "http://127.0.0.1:1", "grpc://127.0.0.1:1")
 	cases := []struct {
 		face string
 		args []string
 	}{
-		{"chaos", []string{"chaos", "--config", cfg, "--ops", "1"}},
-		{"chaos", []string{"chaos", "--target", "grpc://127.0.0.1:1", "--ops", "1"}},
 		{"init --probe", []string{"init", "--probe", "grpc://127.0.0.1:1/idemcheck.reference.v1.PaymentService/CreatePayment", "-o", "-"}},
 	}
 	for _, c := range cases {
