@@ -250,6 +250,8 @@ func TestSelectionReach(t *testing.T) {
 			"a gRPC config takes another gRPC address"},
 		{"replica of a grpc target", scenarios.Selection{Config: "../examples/grpc.yaml", Replicas: []string{"grpc://127.0.0.1:9"}}, "--replica: not yet for gRPC targets", "",
 			"the refusal names the flag and the reason, not the base URL"},
+		{"bare grpc target", scenarios.Selection{Target: "grpc://127.0.0.1:9"}, "a gRPC target needs --config", "",
+			"--target grpc:// has no method or key place to call: the error says what does"},
 		{"missing ca", scenarios.Selection{Config: cfg, TLS: target.TLS{CACert: "/nonexistent/ca.pem"}}, "--ca-cert", "", "a CA file that cannot be read"},
 		{"half client cert", scenarios.Selection{Config: cfg, TLS: target.TLS{ClientCert: "c.pem"}}, "give both or neither", "", "a certificate without its key"},
 		{"seed alone", scenarios.Selection{Config: cfg, KeySeed: "s"}, "--key-seed needs --hash-keys", "", "a seed without hash keys"},

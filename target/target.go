@@ -198,6 +198,11 @@ const ReferenceSlow = 1500 * time.Millisecond
 // FromURL returns the Target of a server that follows the reference app's
 // contract (idemcheck serve) at base.
 func FromURL(base string, ttl, lease time.Duration) (*Target, error) {
+	if IsGRPCURL(base) {
+		// The reference contract is HTTP's; an RPC needs its method and the
+		// key's place, which only a config says.
+		return nil, fmt.Errorf("--target %q: a gRPC target needs --config (its key: and rpc: operations; copy examples/grpc.yaml)", base)
+	}
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("--target %q: want an absolute http(s) URL", base)
