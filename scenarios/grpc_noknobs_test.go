@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/idemcheck/idemcheck/internal/demotest"
+	"github.com/idemcheck/idemcheck/reference/demo"
 	"github.com/idemcheck/idemcheck/reference/grpcref"
 	"github.com/idemcheck/idemcheck/reference/grpcref/paymentsv1"
 	"github.com/idemcheck/idemcheck/target"
@@ -167,4 +168,21 @@ func freeLoopback(t *testing.T) string {
 	}
 	defer l.Close()
 	return l.Addr().String()
+}
+
+// TestGRPCIDPointerName: an id_pointer naming a response field as the
+// .proto does (create_time) finds nothing in the protojson answer
+// (createTime); the one-line error gives the pointer by JSON names.
+func TestGRPCIDPointerName(t *testing.T) {
+	httpBase, grpcBase := demotest.ServeGRPC(t, demo.Options{TTL: time.Minute})
+	cfg := strings.Replace(demotest.GRPCConfig(httpBase, grpcBase), "id_pointer: /name", "id_pointer: /create_time", 1)
+	tg, p, err := target.ParseConfig([]byte(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(t.Context(), tg, p, RunOptions{Run: []string{"replay/single-execution"}})
+	if err == nil || !strings.Contains(err.Error(), "id_pointer /create_time: nothing there in the 200 body") ||
+		!strings.HasSuffix(err.Error(), "the fields' JSON names: /createTime") {
+		t.Fatalf("got %v, want the pointer by JSON names", err)
+	}
 }
