@@ -186,3 +186,53 @@ func TestGRPCIDPointerName(t *testing.T) {
 		t.Fatalf("got %v, want the pointer by JSON names", err)
 	}
 }
+
+// TestGRPCReplaysOtherKey: a service that answers a retry with the last
+// reply it stored, whichever key it came under (a reply cache keyed
+// without the key), fails replay/single-execution: its retries come
+// after another key's request completed.
+func TestGRPCReplaysOtherKey(t *testing.T) {
+	doubleAddr := freeLoopback(t)
+	svc := &lastReply{provider: "http://" + doubleAddr + "/v1/payments", seen: map[string]bool{}}
+	t.Cleanup(svc.client.CloseIdleConnections)
+	g := grpc.NewServer()
+	paymentsv1.RegisterPaymentServiceServer(g, svc)
+	reflection.Register(g)
+	rep := runDownstream(t, demotest.ServeGRPCServer(t, g), doubleAddr, "600ms", "replay/single-execution")
+	if r := rep.Results[0]; r.Status != Fail || !strings.Contains(r.Observed, "2 distinct ids") {
+		t.Fatalf("want a fail on the other key's id:%s", verdicts(rep))
+	}
+}
+
+// lastReply executes a key's first request (a provider call with the key
+// as its reference) and answers any later one with the newest reply.
+type lastReply struct {
+	paymentsv1.UnimplementedPaymentServiceServer
+	provider string
+	client   http.Client
+	mu       sync.Mutex
+	seen     map[string]bool
+	last     *paymentsv1.Payment
+}
+
+func (s *lastReply) CreatePayment(_ context.Context, req *paymentsv1.CreatePaymentRequest) (*paymentsv1.Payment, error) {
+	k := req.GetRequestId()
+	s.mu.Lock()
+	if s.seen[k] {
+		defer s.mu.Unlock()
+		return s.last, nil
+	}
+	s.seen[k] = true
+	s.mu.Unlock()
+	resp, err := s.client.Post(s.provider, "application/json", strings.NewReader(fmt.Sprintf(`{"reference":%q}`, k)))
+	if err != nil {
+		return nil, status.Error(codes.Unavailable, err.Error())
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	p := &paymentsv1.Payment{Name: "payments/" + uuid.NewString(), Amount: req.GetPayment().GetAmount()}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.last = p
+	return p, nil
+}
