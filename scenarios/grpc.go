@@ -28,7 +28,7 @@ var grpcReady = map[string]bool{
 	"lost/dropped-response-retry": true, "lost/retry-storm": true, "scope/case-sensitive": true, "syntax/repeated-header": true,
 	"syntax/key-accepted": true, "syntax/max-length": true, "syntax/empty-key": true,
 	"security/invalid-format-rejected": true, "security/hostile-keys": true, "security/cross-principal-guess": true,
-	"security/low-entropy-keys": true, "security/unauthenticated-known-key": true,
+	"security/low-entropy-keys": true, "security/unauthenticated-known-key": true, "crash/handler-timeout": true,
 }
 
 // grpcNever are the cases (by ID, or family prefix ending in /) whose
