@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/idemcheck/idemcheck/evidence"
 	"github.com/idemcheck/idemcheck/internal/clock"
@@ -147,7 +148,7 @@ func checkIDPointer(ctx context.Context, s *session, op *target.Operation) error
 		doc, _ := jsonx.Decode(r.Body)
 		switch {
 		case id == "":
-			return fmt.Errorf("%s: nothing there in the %d body%s", at, r.Status, bodyMembers(doc))
+			return fmt.Errorf("%s: nothing there in the %d body%s%s", at, r.Status, bodyMembers(doc), jsonNameHint(t, op.IDPointer))
 		case len(ids) == 1 && ids[0] == id && op.Method == http.MethodPost:
 			// A PUT or PATCH of one resource legally names it in every
 			// answer; a POST that creates one must not.
@@ -156,6 +157,29 @@ func checkIDPointer(ctx context.Context, s *session, op *target.Operation) error
 		ids = append(ids, id)
 	}
 	return nil
+}
+
+// jsonNameHint is, for a gRPC target's pointer naming a field as the
+// .proto does (payment_id), the pointer by the fields' JSON names, which
+// protojson answers with (paymentId); "" otherwise.
+func jsonNameHint(t *target.Target, p string) string {
+	if !t.IsGRPC() || !strings.Contains(p, "_") {
+		return ""
+	}
+	var b strings.Builder
+	upper := false
+	for _, r := range p {
+		switch {
+		case r == '_':
+			upper = true
+			continue
+		case upper && r != '/':
+			r = unicode.ToUpper(r)
+		}
+		upper = false
+		b.WriteRune(r)
+	}
+	return fmt.Sprintf("; a gRPC answer is protojson, whose members are the fields' JSON names: %s", b.String())
 }
 
 // bodyMembers lists a JSON body's top-level members for an error.

@@ -28,7 +28,10 @@ func (e *Env) markForDouble(op *target.Operation, r Req, x *wire.Exchange) {
 		scope = KeyLinesScope(r.KeyLines) // counted under it: linesCount
 	case !r.NoKey:
 		scope = r.Key
-		if name := d.VariantOf(x.Request.Body); name != "" {
+		// The body the case asked for: a key in a message field (gRPC)
+		// is written into a copy of it (wire.Build), which VariantOf does
+		// not know.
+		if name := d.VariantOf(r.Body); name != "" {
 			_ = d.BehaveVariant(op, r.Key, name) // the route was validated: no error
 		}
 	case d.CountsKeyless(op):

@@ -28,7 +28,7 @@ var grpcReady = map[string]bool{
 	"lost/dropped-response-retry": true, "lost/retry-storm": true, "scope/case-sensitive": true, "syntax/repeated-header": true,
 	"syntax/key-accepted": true, "syntax/max-length": true, "syntax/empty-key": true,
 	"security/invalid-format-rejected": true, "security/hostile-keys": true, "security/cross-principal-guess": true,
-	"security/low-entropy-keys": true, "security/unauthenticated-known-key": true,
+	"security/low-entropy-keys": true, "security/unauthenticated-known-key": true, "crash/handler-timeout": true,
 }
 
 // grpcNever are the cases (by ID, or family prefix ending in /) whose
@@ -44,6 +44,7 @@ var grpcNever = map[string]string{
 	"syntax/cross-form":          "a gRPC key is a message field or a metadata value, not an RFC 9651 sf-string",
 	"replay/canonical-json":      "the request travels as binary protobuf: JSON member order and whitespace never reach the server",
 	"replay/marker-header":       "no gRPC document names a replay marker",
+	"replay/key-field-spelling":  "a key field has one name, and metadata keys are lower case on the wire (HTTP/2): there is no other spelling to send",
 	"fidelity/created-headers":   "Location and the created resource's header fields are HTTP's",
 	"fidelity/binary-body":       "a gRPC answer is a message: there is no non-JSON body to keep",
 	"concurrent/retry-after":     "Retry-After is an HTTP field",

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,6 +19,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	// The error details of AIP-193 (ErrorInfo, BadRequest, RetryInfo, ...)
+	// decode in an error's google.rpc.Status.
+	_ "google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
@@ -209,13 +213,29 @@ func (g *GRPC) call(ctx context.Context, r ExchangeRequest) (httpStatus int, h h
 	} else {
 		body, err = compactJSON(protojson.Marshal(st.Proto()))
 		if err != nil { // details of a type this binary does not know
-			body, err = json.Marshal(map[string]any{"code": int(st.Code()), "message": st.Message()})
+			body, err = json.Marshal(rawStatus(st))
 		}
 	}
 	if err != nil {
 		return 0, nil, nil, sent, fmt.Errorf("the answer does not encode as protojson: %v", err)
 	}
 	return target.GRPCHTTPStatus(int(st.Code())), h, body, sent, nil
+}
+
+// rawStatus is st in protojson's shape when a detail's type is one this
+// binary does not know (google.rpc's own, AIP-193's ErrorInfo, BadRequest
+// and the rest, it knows): each detail is kept as its type URL and bytes
+// (base64), so a replay's comparison still sees it.
+func rawStatus(st *status.Status) map[string]any {
+	out := map[string]any{"code": int(st.Code()), "message": st.Message()}
+	var details []map[string]string
+	for _, d := range st.Proto().GetDetails() {
+		details = append(details, map[string]string{"@type": d.GetTypeUrl(), "value": base64.StdEncoding.EncodeToString(d.GetValue())})
+	}
+	if details != nil {
+		out["details"] = details
+	}
+	return out
 }
 
 // compactJSON removes the whitespace protojson varies on purpose, so that
