@@ -27,6 +27,7 @@ var grpcReady = map[string]bool{
 	"expiry/replays-before-ttl": true, "expiry/fresh-after-ttl": true, "expiry/counted-from": true, "expiry/expired-key-burst": true,
 	"lost/dropped-response-retry": true, "lost/retry-storm": true, "scope/case-sensitive": true, "syntax/repeated-header": true,
 	"syntax/key-accepted": true, "syntax/max-length": true, "syntax/empty-key": true,
+	"syntax/first-sent-expired": true, "syntax/first-sent-future": true,
 	"security/invalid-format-rejected": true, "security/hostile-keys": true, "security/cross-principal-guess": true,
 	"security/low-entropy-keys": true, "security/unauthenticated-known-key": true,
 }

@@ -54,7 +54,7 @@ type Options struct {
 // supported are the defects with a gRPC form.
 var supported = []reference.Defect{
 	reference.NoFingerprint, reference.NoInflightLock, reference.NoUserScope, reference.NoEndpointScope,
-	reference.MissingKeyPassthrough, reference.NoCache4xx, reference.Cache5xx,
+	reference.MissingKeyPassthrough, reference.NoCache4xx, reference.Cache5xx, reference.FirstSentIgnored,
 }
 
 // Supports reports whether d has a gRPC form in this service.
@@ -136,13 +136,15 @@ func (s *Service) CreatePayment(ctx context.Context, req *paymentsv1.CreatePayme
 // CreateRefund implements AEP-155: the key is idempotency_key.key, its
 // first_sent must be neither in the future nor older than the TTL, and a
 // reused key with another first_sent is another request (INVALID_ARGUMENT,
-// as a changed message): first_sent stays in the fingerprint.
+// as a changed message): first_sent stays in the fingerprint. With the
+// first-sent-ignored defect first_sent is neither checked nor
+// fingerprinted.
 func (s *Service) CreateRefund(ctx context.Context, req *paymentsv1.CreateRefundRequest) (*paymentsv1.Payment, error) {
 	if err := validate(req.GetParent(), req.GetPayment(), req.GetKnobs()); err != nil {
 		return nil, err
 	}
 	ik := req.GetIdempotencyKey()
-	if ik != nil {
+	if ik != nil && !s.defects[reference.FirstSentIgnored] {
 		if err := s.checkFirstSent(ik); err != nil {
 			return nil, err
 		}
@@ -154,6 +156,9 @@ func (s *Service) CreateRefund(ctx context.Context, req *paymentsv1.CreateRefund
 	keyless := proto.CloneOf(req)
 	if keyless.IdempotencyKey != nil {
 		keyless.IdempotencyKey.Key = ""
+		if s.defects[reference.FirstSentIgnored] {
+			keyless.IdempotencyKey.FirstSent = nil
+		}
 	}
 	return s.idempotent(ctx, paymentsv1.PaymentService_CreateRefund_FullMethodName, key, keyless, true,
 		func() (*paymentsv1.Payment, error) {

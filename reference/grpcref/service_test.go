@@ -170,13 +170,15 @@ func TestInFlightAborted(t *testing.T) {
 	}
 }
 
+// refund is a CreateRefund request under AEP-155 key {key, sent}.
+func refund(key string, sent time.Time) *pb.CreateRefundRequest {
+	return &pb.CreateRefundRequest{Parent: "accounts/a1", Payment: &pb.Payment{Amount: 5, Currency: "usd"},
+		IdempotencyKey: &pb.IdempotencyKey{Key: key, FirstSent: timestamppb.New(sent)}}
+}
+
 func TestAEPFirstSent(t *testing.T) {
 	conn, executions := serve(t, grpcref.Options{TTL: time.Hour})
 	c := pb.NewPaymentServiceClient(conn)
-	refund := func(key string, sent time.Time) *pb.CreateRefundRequest {
-		return &pb.CreateRefundRequest{Parent: "accounts/a1", Payment: &pb.Payment{Amount: 5, Currency: "usd"},
-			IdempotencyKey: &pb.IdempotencyKey{Key: key, FirstSent: timestamppb.New(sent)}}
-	}
 	k, sent := uuid.NewString(), time.Now()
 	first, err := c.CreateRefund(as(t, "alice"), refund(k, sent))
 	if err != nil {
@@ -247,6 +249,28 @@ func TestDefects(t *testing.T) {
 	}
 	if n := executions(k); n != 1 {
 		t.Fatalf("%d executions, want 1", n)
+	}
+}
+
+// TestFirstSentIgnored: with first-sent-ignored an expired or future
+// first_sent executes, and a changed one replays.
+func TestFirstSentIgnored(t *testing.T) {
+	conn, executions := serve(t, grpcref.Options{TTL: time.Hour, Defects: []reference.Defect{reference.FirstSentIgnored}})
+	c := pb.NewPaymentServiceClient(conn)
+	now := time.Now()
+	for name, at := range map[string]time.Time{"future": now.Add(time.Hour), "expired": now.Add(-2 * time.Hour)} {
+		k := uuid.NewString()
+		if _, err := c.CreateRefund(as(t, "alice"), refund(k, at)); err != nil || executions(k) != 1 {
+			t.Errorf("%s first_sent: %v, %d executions; want it executed", name, err, executions(k))
+		}
+	}
+	k := uuid.NewString()
+	first, err := c.CreateRefund(as(t, "alice"), refund(k, now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := c.CreateRefund(as(t, "alice"), refund(k, now.Add(-time.Second))); err != nil || !proto.Equal(first, again) || executions(k) != 1 {
+		t.Fatalf("changed first_sent: %v, %v; want the replay", again, err)
 	}
 }
 
