@@ -62,10 +62,10 @@ func replaySameStatus(ctx context.Context, e *Env) Verdict {
 	if bad != nil {
 		return *bad
 	}
-	if replay.Status != first.Status {
-		return e.inTTL(e.Unmet(fmt.Sprintf("status %d again", first.Status), replay.String()), first, replay)
+	if !replay.SameStatus(first) {
+		return e.inTTL(e.Unmet("status "+first.StatusText()+" again", replay.String()), first, replay)
 	}
-	return e.Pass(fmt.Sprintf("%d then %d", first.Status, replay.Status))
+	return e.Pass(first.StatusText() + " then " + replay.StatusText())
 }
 
 func skipStatusCompare(_ *target.Target, p *target.Profile, _ *target.Operation) string {
@@ -188,7 +188,7 @@ func replayBusinessError(ctx context.Context, e *Env) Verdict {
 	body, v, _ := e.Variant(target.VariantBusinessError)
 	k := e.NewKey()
 	first := e.Send(ctx, Req{Label: "original (business error)", Key: k, Body: body})
-	if !first.Is4xx() || (v.Status != 0 && first.Status != v.Status) {
+	if !first.Is4xx() || (v.Status != 0 && !first.HasStatus(v.Status)) {
 		return e.Inconclusive("the business_error variant did not produce its 4xx: " + first.String())
 	}
 	retry := e.Send(ctx, Req{Label: "retry", Key: k, Body: body})
@@ -228,8 +228,8 @@ func replaySameHeaders(ctx context.Context, e *Env) Verdict {
 	if bad != nil {
 		return *bad
 	}
-	if replay.Status != first.Status {
-		return e.Inconclusive(fmt.Sprintf("the retry was not a replay (status %d, then %s); see replay/same-status", first.Status, replay.String()))
+	if !replay.SameStatus(first) {
+		return e.Inconclusive(fmt.Sprintf("the retry was not a replay (status %s, then %s); see replay/same-status", first.StatusText(), replay.String()))
 	}
 	if d := HeaderDiff(first, replay); len(d) > 0 {
 		return e.inTTL(e.Unmet("the original's representation headers", strings.Join(d, "; ")), first, replay)

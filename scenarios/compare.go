@@ -28,8 +28,8 @@ var knownReplayMarkers = []string{"Idempotent-Replayed", "Idempotency-Replayed",
 // SameResponse reports whether replay reproduces first under the profile's
 // comparison mode (IK-REPLAY-2); diff says how it differs.
 func (e *Env) SameResponse(first, replay wire.Resp) (bool, string) {
-	if first.Status != replay.Status {
-		return false, fmt.Sprintf("status %d, replay %d", first.Status, replay.Status)
+	if !first.SameStatus(replay) {
+		return false, fmt.Sprintf("status %s, replay %s", first.StatusText(), replay.StatusText())
 	}
 	mode := e.Profile.ReplayCompare
 	if bytes.Equal(target.ReplayForm(mode, first.Body), target.ReplayForm(mode, replay.Body)) {

@@ -61,10 +61,9 @@ profile:
 `, grpcBase, key, httpBase, rpc, second, preset, expiry)
 }
 
-// runGRPC runs the cases that run over gRPC (the expiry family, which
-// waits out the TTL, only when expiry); rounds bounds the same-key
-// burst's rounds (0: the profile's), strict makes a SHOULD miss fail.
-func runGRPC(t *testing.T, carrier string, expiry, strict bool, rounds int, defects []reference.Defect, opts ...grpc.ServerOption) *Report {
+// grpcTarget serves the reference gRPC service with defects (and the
+// server options opts) for the test and returns grpcConfig's target of it.
+func grpcTarget(t *testing.T, carrier string, defects []reference.Defect, opts ...grpc.ServerOption) (*target.Target, *target.Profile) {
 	t.Helper()
 	httpBase, g := demotest.GRPCServer(t, demo.Options{TTL: 3 * time.Second, Lease: 3 * time.Second}, defects, opts...)
 	grpcBase := demotest.ServeGRPCServer(t, g)
@@ -72,6 +71,15 @@ func runGRPC(t *testing.T, carrier string, expiry, strict bool, rounds int, defe
 	if err != nil {
 		t.Fatal(err)
 	}
+	return tg, p
+}
+
+// runGRPC runs the cases that run over gRPC (the expiry family, which
+// waits out the TTL, only when expiry); rounds bounds the same-key
+// burst's rounds (0: the profile's), strict makes a SHOULD miss fail.
+func runGRPC(t *testing.T, carrier string, expiry, strict bool, rounds int, defects []reference.Defect, opts ...grpc.ServerOption) *Report {
+	t.Helper()
+	tg, p := grpcTarget(t, carrier, defects, opts...)
 	ids := slices.Sorted(func(yield func(string) bool) {
 		for id := range grpcReady {
 			if !expiry && strings.HasPrefix(id, "expiry/") {

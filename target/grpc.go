@@ -9,8 +9,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"go.yaml.in/yaml/v3"
 )
 
 // A gRPC target (base_url grpc://host:port, grpcs:// for TLS) calls one
@@ -18,10 +16,10 @@ import (
 // written in protojson as the body. Its key goes where key: says: a field
 // of the request message (AIP-155's request_id, AEP-155's idempotency_key
 // {key, first_sent}) or a metadata entry. The engine reads its answers as
-// HTTP statuses: a gRPC code stands for the HTTP status google.rpc.Code
-// maps it to (ABORTED and ALREADY_EXISTS 409, INVALID_ARGUMENT 400, ...),
-// and the exact code travels in the Grpc-Status field of the recorded
-// answer.
+// HTTP statuses (ABORTED and ALREADY_EXISTS 409, INVALID_ARGUMENT 400,
+// ..., google.rpc.Code's mapping), and the exact code travels in the
+// Grpc-Status field of the recorded answer, where a status the config
+// names by its code is judged (grpc_status.go).
 
 // KeyPlace is where a gRPC target's key goes (the key: section).
 type KeyPlace struct {
@@ -173,6 +171,12 @@ var grpcCodes = [...]struct {
 	{"UNAVAILABLE", 503}, {"DATA_LOSS", 500}, {"UNAUTHENTICATED", 401},
 }
 
+// The codes the presets name (grpcPreset).
+const (
+	grpcAlreadyExists = 6
+	grpcAborted       = 10
+)
+
 // GRPCCodeName is the name of gRPC code c (ABORTED), or its number.
 func GRPCCodeName(c int) string {
 	if c >= 0 && c < len(grpcCodes) {
@@ -188,60 +192,6 @@ func GRPCHTTPStatus(c int) int {
 		return grpcCodes[c].http
 	}
 	return 500
-}
-
-// grpcStatusByName is the HTTP status of the code named name.
-func grpcStatusByName(name string) (int, bool) {
-	for _, c := range grpcCodes {
-		if c.name == name {
-			return c.http, true
-		}
-	}
-	return 0, false
-}
-
-// Status is a status in a config: an HTTP status, or a gRPC code name
-// (INVALID_ARGUMENT) standing for the HTTP status google.rpc.Code maps it
-// to.
-type Status int
-
-// UnmarshalYAML accepts 409 or ABORTED.
-func (s *Status) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind != yaml.ScalarNode {
-		return fmt.Errorf("line %d: cannot unmarshal a %s: want a status (409) or a gRPC code name (ABORTED)", n.Line, strings.TrimPrefix(n.ShortTag(), "!!"))
-	}
-	if v, err := strconv.Atoi(n.Value); err == nil {
-		*s = Status(v)
-		return nil
-	}
-	v, ok := grpcStatusByName(strings.ToUpper(n.Value))
-	if !ok {
-		return fmt.Errorf("line %d: cannot unmarshal `%s`: want a status (409) or a gRPC code name (OK, INVALID_ARGUMENT, ABORTED, ...)", n.Line, n.Value)
-	}
-	*s = Status(v)
-	return nil
-}
-
-// Statuses is a profile's list of statuses: HTTP statuses or gRPC code
-// names, one or a list.
-type Statuses []int
-
-// UnmarshalYAML accepts a status, a code name or a list of them.
-func (ss *Statuses) UnmarshalYAML(n *yaml.Node) error {
-	items := []*yaml.Node{n}
-	if n.Kind == yaml.SequenceNode {
-		items = n.Content
-	}
-	out := Statuses{}
-	for _, it := range items {
-		var s Status
-		if err := s.UnmarshalYAML(it); err != nil {
-			return err
-		}
-		out = append(out, int(s))
-	}
-	*ss = out
-	return nil
 }
 
 // grpcTarget applies what the config says of a gRPC target to t: the

@@ -103,8 +103,8 @@ type Profile struct {
 	KeyRequired Tri `yaml:"key_required" json:"key_required"`
 	// Statuses the profile prefers; empty means unknown. Another 4xx is a
 	// SHOULD miss (warn), never a fail.
-	// A gRPC target's profile names codes (INVALID_ARGUMENT): each stands
-	// for the HTTP status google.rpc.Code maps it to (Statuses).
+	// A gRPC target's profile may name codes (INVALID_ARGUMENT): a gRPC
+	// answer is then judged by its exact code (Statuses, GRPCStatus).
 	MissingStatus  Statuses `yaml:"missing_status" json:"missing_status"`
 	MismatchStatus Statuses `yaml:"mismatch_status" json:"mismatch_status"`
 	InFlightStatus Statuses `yaml:"in_flight_status" json:"in_flight_status"`
@@ -181,12 +181,20 @@ const DefaultProfile = "ietf"
 
 // grpcPreset is what the gRPC presets share (the documents quoted above
 // each differ in the key's being required and its length): a raw key, the
-// in-flight duplicate's class 409, replays compared in protojson, every
-// choice the documents leave open unknown.
+// in-flight duplicate answered ABORTED or ALREADY_EXISTS, replays
+// compared in protojson, every choice the documents leave open unknown
+// (no mismatch or missing-key status: any error meets them). No gRPC
+// document names the in-flight code; google.rpc.Code's own sentences
+// give ABORTED ("The operation was aborted, typically due to a
+// concurrency issue such as a sequencer check failure or transaction
+// abort"; "Use ABORTED if the client should retry at a higher level") and
+// ALREADY_EXISTS ("The entity that a client attempted to create ...
+// already exists"), the two codes it maps to HTTP's 409 Conflict, the
+// draft's in-flight status: judged by exact code.
 func grpcPreset(keyRequired Tri, keyMaxLen int) Profile {
 	return Profile{
 		KeySyntax: Raw, KeyRequired: keyRequired, KeyMaxLen: keyMaxLen,
-		InFlightStatus: []int{409},
+		InFlightStatus: []int{GRPCStatus(grpcAborted), GRPCStatus(grpcAlreadyExists)},
 		BlockOK:        true, MaxBlock: 10 * time.Second,
 		ReplayCompare: CompareJSON, ProblemJSON: No, RetryAfterOn409: No,
 		Cache5xx: Unknown, Cache4xxBusiness: Unknown, CacheValidation: Unknown,
@@ -253,9 +261,8 @@ var presets = map[string]Profile{
 	// a reused id with another message or for a duplicate in flight:
 	// those stay unknown (override them with the codes the API documents,
 	// e.g. mismatch_status: INVALID_ARGUMENT), but for the in-flight
-	// duplicate's class, 409, which google.rpc.Code gives ABORTED ("a
-	// concurrency conflict") and ALREADY_EXISTS. What the suite's MUSTs
-	// judge (one execution per request_id) holds under every preset.
+	// duplicate, ABORTED or ALREADY_EXISTS (grpcPreset). What the suite's
+	// MUSTs judge (one execution per request_id) holds under every preset.
 	"aip-155": grpcPreset(No, 36),
 	// AEP-155, Idempotency (aep.dev/155): "aep.api.IdempotencyKey
 	// idempotency_key" {key, first_sent} (key: config {field:
@@ -269,14 +276,17 @@ var presets = map[string]Profile{
 	// idempotency keys for at least an hour"; "The key is restricted to 36
 	// ASCII characters"; keys "should be optional". An expired key is
 	// refused, not fresh: expiry unknown until the expiry family knows
-	// first_sent. No error code is named (in flight: 409 as aip-155).
+	// first_sent. No error code is named: a duplicate may get "an error
+	// indicating that the first_sent field of the idempotency key is
+	// invalid or cannot be honored" or "An error, if returning an
+	// equivalent response is not possible" (in flight: as aip-155).
 	"aep-155": grpcPreset(No, 36),
 	// A metadata key (key: {metadata: x-idempotency-key}): the Nebius
 	// SDK's x-idempotency-key, Yandex Cloud's Idempotency-Key (which
 	// answers a duplicate with the existing Operation). No document states
 	// a contract beyond "the same key, the same result": every choice is
 	// unknown but the one execution per key the MUSTs judge and the
-	// in-flight class 409 (ABORTED, ALREADY_EXISTS).
+	// in-flight codes ABORTED and ALREADY_EXISTS (grpcPreset).
 	"grpc-metadata": grpcPreset(Unknown, 0),
 	// Only the outcomes every source agrees on are judged.
 	"lenient": {
@@ -330,8 +340,8 @@ func (p *Profile) Validate() error {
 		v    []int
 	}{{"missing_status", p.MissingStatus}, {"mismatch_status", p.MismatchStatus}, {"in_flight_status", p.InFlightStatus}} {
 		for _, s := range f.v {
-			if s < 400 || s > 599 {
-				return fmt.Errorf("profile %s: %d is not an error status (400-599)", f.name, s)
+			if h := HTTPStatusOf(s); h < 400 || h > 599 {
+				return fmt.Errorf("profile %s: %s is not an error status (400-599)", f.name, StatusName(s))
 			}
 		}
 	}
@@ -415,19 +425,6 @@ func (p *Profile) Validate() error {
 		}
 	}
 	return nil
-}
-
-// InFlightOK reports whether status is an accepted in-flight answer.
-func (p *Profile) InFlightOK(status int) bool { return HasStatus(p.InFlightStatus, status) }
-
-// HasStatus reports whether s is one of the statuses set allows.
-func HasStatus(set []int, s int) bool {
-	for _, v := range set {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // KeyFormatUUID is the key_format of APIs that accept only bare UUIDs.

@@ -9,12 +9,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
-
-	"github.com/idemcheck/idemcheck/target"
 )
 
 // Resp is what came back for one Req.
@@ -86,10 +83,7 @@ func (r Resp) String() string {
 	if r.Err != nil {
 		return "transport error: " + r.Err.Error()
 	}
-	s := fmt.Sprintf("%d", r.Status)
-	if c, err := strconv.Atoi(r.Header.Get("Grpc-Status")); err == nil { // a gRPC answer: its code first
-		s = target.GRPCCodeName(c) + " (" + s + ")"
-	}
+	s := r.StatusText() // a gRPC answer: its code first
 	if len(r.Body) > 0 {
 		b := r.Body
 		if len(b) > 160 {
