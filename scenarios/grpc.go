@@ -17,6 +17,7 @@ import (
 // grpcReady are the cases that run over a gRPC target.
 var grpcReady = map[string]bool{
 	"replay/single-execution": true, "replay/same-status": true, "replay/same-body": true, "replay/business-error": true,
+	"replay/same-headers": true, "replay/marker-header": true,
 	"mismatch/changed-body": true, "mismatch/original-survives": true, "mismatch/repeat-fails-again": true,
 	"missing/rejected": true, "missing/repeat-fails-again": true, "missing/optional-executes": true,
 	"concurrent/same-key-burst": true, "concurrent/in-flight-conflict": true, "concurrent/in-flight-offsets": true,
@@ -44,7 +45,6 @@ var grpcNever = map[string]string{
 	"syntax/malformed-sf-string": "a gRPC key is a message field or a metadata value, not an RFC 9651 sf-string",
 	"syntax/cross-form":          "a gRPC key is a message field or a metadata value, not an RFC 9651 sf-string",
 	"replay/canonical-json":      "the request travels as binary protobuf: JSON member order and whitespace never reach the server",
-	"replay/marker-header":       "no gRPC document names a replay marker",
 	"fidelity/created-headers":   "Location and the created resource's header fields are HTTP's",
 	"fidelity/binary-body":       "a gRPC answer is a message: there is no non-JSON body to keep",
 	"concurrent/retry-after":     "Retry-After is an HTTP field",

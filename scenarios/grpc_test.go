@@ -57,7 +57,8 @@ operations:
 profile:
   preset: %s
   overrides: {key_required: true, missing_status: INVALID_ARGUMENT, mismatch_status: INVALID_ARGUMENT, in_flight_status: ABORTED, block_ok: false, stale_replay_on_mismatch: false,
-    cache_4xx_business: true, cache_5xx: false, cache_validation: false, scope_endpoint: independent, expiry: %s, key_max_len: 36}
+    cache_4xx_business: true, cache_5xx: false, cache_validation: false, scope_endpoint: independent, expiry: %s, key_max_len: 36,
+    replay_header: idempotent-replayed, replay_header_value: "true", replay_metadata: [x-resource-name], replay_binary: true}
 `, grpcBase, key, httpBase, rpc, second, preset, expiry)
 }
 
@@ -166,6 +167,7 @@ func TestGRPCDefects(t *testing.T) {
 		{reference.NoCache4xx, "aip", true, []string{"errors/business-error-kept", "replay/business-error"}, nil},
 		{reference.Cache5xx, "aip", true, []string{"errors/failure-releases-key", "errors/transient-5xx"}, nil},
 		{reference.NoEndpointScope, "metadata", true, []string{"scope/other-endpoint", "scope/other-endpoint"}, nil},
+		{reference.ReplayDropsHeaders, "aip", true, []string{"replay/same-headers"}, nil},
 		// AEP-155's "must reject" expired and future keys fail without
 		// strict; the changed first_sent replayed is a SHOULD's miss.
 		{reference.FirstSentIgnored, "aep", false, []string{"syntax/first-sent-expired", "syntax/first-sent-future"}, []string{"mismatch/changed-body"}},

@@ -232,6 +232,9 @@ func parseConfig(raw []byte, preset, base string) (*Target, *Profile, error) {
 		return nil, nil, err
 	}
 	if !t.IsGRPC() {
+		if p.ReplayBinary {
+			return nil, nil, fmt.Errorf("profile replay_binary: compares a gRPC answer's binary encoding; an HTTP body's bytes are compared by replay_compare: bytes")
+		}
 		p.HTTPStatuses()
 	}
 	return t, p, nil

@@ -95,6 +95,10 @@ func TestGRPCConfigErrors(t *testing.T) {
 		{"relative oracle", grpcBase + grpcOp + key + "oracle: {url: /v1/effects, pointer: /executions}\n", "a gRPC target's oracle url is an absolute http(s) URL"},
 		{"unknown code", grpcBase + grpcOp + key + "profile: {overrides: {mismatch_status: NOPE}}\n", "cannot unmarshal `NOPE`: want a status (409) or a gRPC code name"},
 		{"OK as an error", grpcBase + grpcOp + key + "profile: {overrides: {mismatch_status: OK}}\n", "profile mismatch_status: OK is not an error status"},
+		{"replay_binary over http", "base_url: http://127.0.0.1:1\nprincipals: [{name: a}]\noperations: [{name: c, method: POST, path: /c}]\nprofile: {overrides: {replay_binary: true}}\n",
+			"profile replay_binary: compares a gRPC answer's binary encoding"},
+		{"replay_binary without bodies", grpcBase + grpcOp + key + "profile: {overrides: {replay_binary: true, replay_compare: status}}\n", "profile replay_binary: compares a replay's message, and replay_compare status compares none"},
+		{"replay_metadata", grpcBase + grpcOp + key + "profile: {overrides: {replay_metadata: [\"x b\"]}}\n", `profile replay_metadata "x b"`},
 		{"code number", grpcBase + grpcOp + key + "profile: {overrides: {mismatch_status: 1003}}\n", "1003 is not an HTTP status"},
 		{"replicas", grpcBase + grpcOp + key + "replicas: [grpc://127.0.0.1:1, grpc://127.0.0.1:2]\n", "replicas"},
 	}

@@ -117,6 +117,16 @@ type Profile struct {
 	ReplayHeader      string `yaml:"replay_header" json:"replay_header,omitempty"`
 	ReplayHeaderValue string `yaml:"replay_header_value" json:"replay_header_value,omitempty"`
 	ReplayCompare     string `yaml:"replay_compare" json:"replay_compare"`
+	// ReplayMetadata names the response metadata (a gRPC answer's headers
+	// or trailers; an HTTP answer's header fields) a replay repeats with
+	// the original's values, beside the representation headers
+	// (replay/same-headers).
+	ReplayMetadata []string `yaml:"replay_metadata" json:"replay_metadata,omitempty"`
+	// ReplayBinary: a gRPC replay's message is also compared byte for byte
+	// in its deterministic binary encoding, beside the body (protojson)
+	// replay_compare compares: what protojson does not show (unknown
+	// fields) counts.
+	ReplayBinary bool `yaml:"replay_binary" json:"replay_binary,omitempty"`
 	// ProblemJSON: idempotency errors link to docs (problem+json type or
 	// Link rel=describedby), per the draft's §2.7 examples.
 	ProblemJSON      Tri    `yaml:"problem_json" json:"problem_json"`
@@ -325,6 +335,7 @@ func ProfileByName(name string) (*Profile, error) {
 	p.MismatchStatus = append([]int(nil), p.MismatchStatus...)
 	p.InFlightStatus = append([]int(nil), p.InFlightStatus...)
 	p.VolatileFields = append([]string(nil), p.VolatileFields...)
+	p.ReplayMetadata = append([]string(nil), p.ReplayMetadata...)
 	return &p, nil
 }
 
@@ -364,6 +375,14 @@ func (p *Profile) Validate() error {
 	case CompareBytes, CompareJSON, CompareStatus:
 	default:
 		return fmt.Errorf("profile replay_compare %q: want bytes, json or status", p.ReplayCompare)
+	}
+	if p.ReplayBinary && p.ReplayCompare == CompareStatus {
+		return fmt.Errorf("profile replay_binary: compares a replay's message, and replay_compare status compares none")
+	}
+	for _, m := range p.ReplayMetadata {
+		if !validFieldName(m) {
+			return fmt.Errorf("profile replay_metadata %q: not a metadata key or header field name", m)
+		}
 	}
 	switch p.ScopeEndpoint {
 	case ScopeIndependent, ScopeError, ScopeUnknown:

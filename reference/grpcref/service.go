@@ -36,6 +36,14 @@ const MaxKeyLen = 36
 // before it is rejected: a client clock a little ahead is not a future key.
 const firstSentSkew = time.Minute
 
+// ReplayedTrailer is the trailer metadata marking a replayed answer
+// ("true"), as the HTTP reference's Idempotent-Replayed header.
+const ReplayedTrailer = "idempotent-replayed"
+
+// ResourceHeader is the header metadata naming the payment an answer
+// created, as the HTTP reference's Location: a replay repeats it.
+const ResourceHeader = "x-resource-name"
+
 // maxDelay bounds the delay_ms knob, as the HTTP reference's.
 const maxDelay = 60 * time.Second
 
@@ -55,6 +63,7 @@ type Options struct {
 var supported = []reference.Defect{
 	reference.NoFingerprint, reference.NoInflightLock, reference.NoUserScope, reference.NoEndpointScope,
 	reference.MissingKeyPassthrough, reference.NoCache4xx, reference.Cache5xx, reference.FirstSentIgnored,
+	reference.ReplayDropsHeaders,
 }
 
 // Supports reports whether d has a gRPC form in this service.
@@ -252,7 +261,9 @@ func (s *Service) idempotent(ctx context.Context, method, key string, keyless pr
 		case rec.State == reference.InFlight:
 			return nil, status.Errorf(codes.Aborted, "a call with key %q is in progress; retry it later", key)
 		}
-		return replay(rec.Response)
+		p, err := replay(rec.Response)
+		s.annotate(ctx, p, true)
+		return p, err
 	}
 	p, err := s.run(key, refund, exec)
 	// The outcome is stored even when the caller went away: its retry
@@ -275,7 +286,20 @@ func (s *Service) idempotent(ctx context.Context, method, key string, keyless pr
 	if cerr := s.store.Complete(sctx, scope, claim.Token, resp); cerr != nil && !errors.Is(cerr, reference.ErrNotOwner) {
 		return nil, storeError(cerr)
 	}
+	s.annotate(ctx, p, false)
 	return p, err
+}
+
+// annotate sends the answer's metadata: the created payment's name
+// (ResourceHeader), and on a replay the ReplayedTrailer. With the
+// replay-drops-headers defect a replay loses the name.
+func (s *Service) annotate(ctx context.Context, p *paymentsv1.Payment, replayed bool) {
+	if p != nil && !(replayed && s.defects[reference.ReplayDropsHeaders]) {
+		_ = grpc.SetHeader(ctx, metadata.Pairs(ResourceHeader, p.GetName())) // no stream (a direct call): nothing to send
+	}
+	if replayed {
+		_ = grpc.SetTrailer(ctx, metadata.Pairs(ReplayedTrailer, "true"))
+	}
 }
 
 // keeps reports whether an error outcome is stored and replayed: a

@@ -3,6 +3,7 @@ package grpcref_test
 import (
 	"context"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -249,6 +250,40 @@ func TestDefects(t *testing.T) {
 	}
 	if n := executions(k); n != 1 {
 		t.Fatalf("%d executions, want 1", n)
+	}
+}
+
+// TestReplayMetadata: an answer names its payment in header metadata, a
+// replay repeats it and adds the replayed trailer; with
+// replay-drops-headers the replay loses the name.
+func TestReplayMetadata(t *testing.T) {
+	for _, drops := range []bool{false, true} {
+		var o grpcref.Options
+		if drops {
+			o.Defects = []reference.Defect{reference.ReplayDropsHeaders}
+		}
+		conn, _ := serve(t, o)
+		c := pb.NewPaymentServiceClient(conn)
+		k := uuid.NewString()
+		var h1, t1, h2, t2 metadata.MD
+		first, err := c.CreatePayment(as(t, "alice"), payment(k, 1000), grpc.Header(&h1), grpc.Trailer(&t1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.CreatePayment(as(t, "alice"), payment(k, 1000), grpc.Header(&h2), grpc.Trailer(&t2)); err != nil {
+			t.Fatal(err)
+		}
+		name := first.GetName()
+		if got := h1.Get(grpcref.ResourceHeader); len(got) != 1 || got[0] != name || len(t1.Get(grpcref.ReplayedTrailer)) != 0 {
+			t.Errorf("first answer: header %v, trailer %v; want %s: %s and no replay marker", h1, t1, grpcref.ResourceHeader, name)
+		}
+		want := []string{name}
+		if drops {
+			want = nil
+		}
+		if got := h2.Get(grpcref.ResourceHeader); !slices.Equal(got, want) || !slices.Equal(t2.Get(grpcref.ReplayedTrailer), []string{"true"}) {
+			t.Errorf("replay (drops %v): header %v, trailer %v; want %s: %v and %s: true", drops, h2, t2, grpcref.ResourceHeader, want, grpcref.ReplayedTrailer)
+		}
 	}
 }
 
