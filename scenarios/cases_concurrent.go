@@ -73,7 +73,7 @@ func concurrentConflictNotPoisoned(ctx context.Context, e *Env) Verdict {
 		return *v
 	}
 	retry := e.Send(ctx, Req{Label: "retry after completion", Key: k, Body: body})
-	observed := fmt.Sprintf("in flight: %d; after completion: %s", dup.Status, retry.String())
+	observed := fmt.Sprintf("in flight: %s; after completion: %s", dup.StatusText(), retry.String())
 	n, how, have, err := e.Effects(ctx, k, slow, retry)
 	switch {
 	case err != nil:

@@ -118,7 +118,7 @@ func missingRepeatFailsAgain(ctx context.Context, e *Env) Verdict {
 		return e.Inconclusive("the keyless request was not rejected in the first place (see missing/rejected): " + a.String())
 	}
 	b := e.Send(ctx, Req{Label: "no key again", NoKey: true})
-	observed := fmt.Sprintf("%d then %s", a.Status, b.String())
+	observed := fmt.Sprintf("%s then %s", a.StatusText(), b.String())
 	if v := e.lostConn(b); v != nil {
 		return *v
 	}

@@ -202,7 +202,7 @@ func replayBusinessError(ctx context.Context, e *Env) Verdict {
 		// tell a cached error from a re-executed one.
 		return e.Unverifiable("a business error creates no resource; only an oracle can count its executions")
 	}
-	observed := fmt.Sprintf("%d then %s, %d executions", first.Status, retry.String(), n)
+	observed := fmt.Sprintf("%s then %s, %d executions", first.StatusText(), retry.String(), n)
 	if v := e.lostConn(retry); v != nil && n < 2 {
 		return *v
 	}

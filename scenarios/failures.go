@@ -98,7 +98,7 @@ func (e *Env) transientThenRetry(ctx context.Context) (first, retry wire.Resp, n
 	if v := e.lostConn(retry); v != nil && n < 2 {
 		return first, retry, n, "", v
 	}
-	return first, retry, n, fmt.Sprintf("%d then %s; %d executions (oracle)", first.Status, retry.String(), n), nil
+	return first, retry, n, fmt.Sprintf("%s then %s; %d executions (oracle)", first.StatusText(), retry.String(), n), nil
 }
 
 // wedgeWait is how long after a failed execution a key may still answer
