@@ -59,3 +59,18 @@ func TestGRPCExactCodes(t *testing.T) {
 		})
 	}
 }
+
+// TestGRPCNoMismatchCode: where the profile names no mismatch status (no
+// gRPC document names one: the presets leave it empty), any refusal that
+// executed nothing meets it; a replay or an execution would still fail.
+func TestGRPCNoMismatchCode(t *testing.T) {
+	tg, p := grpcTarget(t, "aip", nil)
+	p.MismatchStatus = nil
+	rep, err := Run(t.Context(), tg, p, RunOptions{Run: []string{"mismatch/changed-body"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rep.Results[0]; r.Status != Pass || !strings.Contains(r.Observed, "INVALID_ARGUMENT (400) (the profile names no mismatch status: any error)") {
+		t.Errorf("%s, want pass naming the code:%s", r.Status, verdicts(rep))
+	}
+}
