@@ -118,6 +118,11 @@ const (
 	// sent once more, without their ids, so no consumer can tell them
 	// from new executions.
 	RelayRepublish Defect = "relay-republish"
+	// FirstSentIgnored: AEP-155's first_sent is not read (a server that
+	// takes the key alone): an expired or future first_sent is accepted,
+	// and a reused key with another first_sent is the same request. Only
+	// the gRPC reference's CreateRefund has a first_sent.
+	FirstSentIgnored Defect = "first-sent-ignored"
 )
 
 // DefectInfo documents one defect: what it breaks, and the requirement
@@ -160,6 +165,7 @@ var defectCatalog = []DefectInfo{
 	{EventOutsideTx, "the event is published before the outcome is stored: an execution that is then rolled back or retried publishes twice, a failed publish is lost", "one event per execution (events source, outbox)"},
 	{EventOnReplay, "each replay publishes the key's event again", "one event per execution; none for a replay (events source)"},
 	{RelayRepublish, "a restarted relay republishes sent events without their ids: duplicates no consumer can dedupe", "one event per execution (events source, outbox)"},
+	{FirstSentIgnored, "gRPC only: an AEP-155 first_sent expired or in the future is accepted, and a changed one replays", "IK-FIRSTSENT-1 (AEP-155 must reject), IK-MISMATCH-1"},
 }
 
 // Defects returns the catalog sorted by name.
@@ -213,6 +219,10 @@ func (d Defect) NeedsEvents() bool {
 	}
 	return false
 }
+
+// GRPCOnly reports whether d has a gRPC form only (the gRPC reference,
+// serve --grpc): the HTTP reference has no first_sent to ignore.
+func (d Defect) GRPCOnly() bool { return d == FirstSentIgnored }
 
 type defectSet map[Defect]bool
 

@@ -125,7 +125,7 @@ func (e *Env) judgeBurst(ctx context.Context, k, prefix string, rs []wire.Resp) 
 	reached := 0
 	for i, r := range rs {
 		switch {
-		case r.OK() && e.replayOf(*okResp, r, n, how), r.Err == nil && e.Profile.InFlightOK(r.Status):
+		case r.OK() && e.replayOf(*okResp, r, n, how), r.StatusIn(e.Profile.InFlightStatus):
 			reached++
 		case r.Status == http.StatusTooManyRequests || r.Status == http.StatusServiceUnavailable:
 			shed = &rs[i] // load shedding before the idempotency layer (trap C11)

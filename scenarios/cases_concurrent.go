@@ -73,7 +73,7 @@ func concurrentConflictNotPoisoned(ctx context.Context, e *Env) Verdict {
 		return *v
 	}
 	retry := e.Send(ctx, Req{Label: "retry after completion", Key: k, Body: body})
-	observed := fmt.Sprintf("in flight: %d; after completion: %s", dup.Status, retry.String())
+	observed := fmt.Sprintf("in flight: %s; after completion: %s", dup.StatusText(), retry.String())
 	n, how, have, err := e.Effects(ctx, k, slow, retry)
 	switch {
 	case err != nil:
@@ -141,7 +141,7 @@ func concurrentChangedBodyInFlight(ctx context.Context, e *Env) Verdict {
 		return e.Inconclusive(err.Error())
 	}
 	observed := fmt.Sprintf("changed body answered %s; %d executions (%s)", dup.String(), n, how)
-	accepted := append(append([]int(nil), e.Profile.InFlightStatus...), e.Profile.MismatchStatus...)
+	accepted := append(append(target.Statuses(nil), e.Profile.InFlightStatus...), e.Profile.MismatchStatus...)
 	switch {
 	case n != 1:
 		return e.inTTL(e.Fail("exactly 1 execution", observed), slow, dup)
@@ -155,7 +155,7 @@ func concurrentChangedBodyInFlight(ctx context.Context, e *Env) Verdict {
 		return e.Fail(fmt.Sprintf("%v", accepted), "the original's response for a different payload: "+observed)
 	case dup.OK():
 		return e.inTTL(e.Fail(fmt.Sprintf("%v", accepted), "executed the different payload: "+observed), slow, dup)
-	case target.HasStatus(accepted, dup.Status):
+	case dup.StatusIn(accepted):
 		return e.Pass(observed)
 	}
 	return e.Unmet(fmt.Sprintf("%v", accepted), observed)

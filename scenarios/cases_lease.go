@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
@@ -90,7 +89,7 @@ func leaseCrashRecovers(ctx context.Context, e *Env) Verdict {
 			return e.Pass(observed, "the key was fresh before its lease ended: the store lost the in-flight record across the restart (legal here; durability is not this case's requirement)")
 		case r.OK():
 			return e.Pass(observed)
-		case r.Is4xx() && r.Status != http.StatusConflict && !slices.Contains(e.Profile.InFlightStatus, r.Status):
+		case r.Is4xx() && r.Status != http.StatusConflict && !r.StatusIn(e.Profile.InFlightStatus):
 			return e.Unmet("retries answer an in-flight status until the lease ends, then proceed and complete", observed)
 		case late && r.NotReached():
 			return *e.lostConn(r)

@@ -116,7 +116,7 @@ func mismatchRepeatFailsAgain(ctx context.Context, e *Env) Verdict {
 		return e.Inconclusive(pr.name + " did not fail in the first place (see mismatch/changed-body): " + mis.String())
 	}
 	again := e.Send(ctx, pr.req("same key, "+pr.name+" again", k, e.Body(pr.patch)))
-	observed := fmt.Sprintf("%d then %s", mis.Status, again.String())
+	observed := fmt.Sprintf("%s then %s", mis.StatusText(), again.String())
 	if v := e.lostConn(again); v != nil {
 		return *v
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/idemcheck/idemcheck/target"
@@ -44,8 +45,8 @@ func init() {
 			PerOperation: true, Run: replayBusinessError},
 		Case{Meta: Meta{ID: "replay/same-headers", Family: "replay", Requirements: []string{"IK-REPLAY-6"}, Level: Should,
 			Requirement: "draft §2.6: the result of the previously completed operation includes its representation headers (Content-Type, Location, ETag...); Date, request ids, rate-limit and Set-Cookie may differ.",
-			Explanation: "A replay carries the original's representation headers with the same values."},
-			PerOperation: true, Run: replaySameHeaders},
+			Explanation: "A replay carries the original's representation headers with the same values (and the header fields profile replay_metadata names; over gRPC those metadata, headers or trailers, only)."},
+			PerOperation: true, Skips: skipNoReplayMetadata, Run: replaySameHeaders},
 		Case{Meta: Meta{ID: "replay/canonical-json", Family: "replay", Requirements: []string{"IK-REPLAY-7"}, Level: Should,
 			Requirement: "draft §2.4 (MAY fingerprint) and profile canonical_json: a semantically equal JSON body (member order, whitespace) is the same payload.",
 			Explanation: "The same key with the same JSON document spelled differently replays rather than mismatching, and never executes again."},
@@ -62,10 +63,10 @@ func replaySameStatus(ctx context.Context, e *Env) Verdict {
 	if bad != nil {
 		return *bad
 	}
-	if replay.Status != first.Status {
-		return e.inTTL(e.Unmet(fmt.Sprintf("status %d again", first.Status), replay.String()), first, replay)
+	if !replay.SameStatus(first) {
+		return e.inTTL(e.Unmet("status "+first.StatusText()+" again", replay.String()), first, replay)
 	}
-	return e.Pass(fmt.Sprintf("%d then %d", first.Status, replay.Status))
+	return e.Pass(first.StatusText() + " then " + replay.StatusText())
 }
 
 func skipStatusCompare(_ *target.Target, p *target.Profile, _ *target.Operation) string {
@@ -195,7 +196,7 @@ func replayBusinessError(ctx context.Context, e *Env) Verdict {
 	body, v, _ := e.Variant(target.VariantBusinessError)
 	k := e.NewKey()
 	first := e.Send(ctx, Req{Label: "original (business error)", Key: k, Body: body})
-	if !first.Is4xx() || (v.Status != 0 && first.Status != v.Status) {
+	if !first.Is4xx() || (v.Status != 0 && !first.HasStatus(v.Status)) {
 		return e.Inconclusive("the business_error variant did not produce its 4xx: " + first.String())
 	}
 	retry := e.Send(ctx, Req{Label: "retry", Key: k, Body: body})
@@ -208,7 +209,7 @@ func replayBusinessError(ctx context.Context, e *Env) Verdict {
 		// tell a cached error from a re-executed one.
 		return e.Unverifiable("a business error creates no resource; only an oracle can count its executions")
 	}
-	observed := fmt.Sprintf("%d then %s, %d executions", first.Status, retry.String(), n)
+	observed := fmt.Sprintf("%s then %s, %d executions", first.StatusText(), retry.String(), n)
 	if v := e.lostConn(retry); v != nil && n < 2 {
 		return *v
 	}
@@ -235,13 +236,42 @@ func replaySameHeaders(ctx context.Context, e *Env) Verdict {
 	if bad != nil {
 		return *bad
 	}
-	if replay.Status != first.Status {
-		return e.Inconclusive(fmt.Sprintf("the retry was not a replay (status %d, then %s); see replay/same-status", first.Status, replay.String()))
+	if !replay.SameStatus(first) {
+		return e.Inconclusive(fmt.Sprintf("the retry was not a replay (status %s, then %s); see replay/same-status", first.StatusText(), replay.String()))
 	}
-	if d := HeaderDiff(first, replay); len(d) > 0 {
-		return e.inTTL(e.Unmet("the original's representation headers", strings.Join(d, "; ")), first, replay)
+	names, what := append(slices.Clone(replayedHeaders), e.Profile.ReplayMetadata...), "the original's representation headers"
+	if e.Target.IsGRPC() {
+		// A gRPC answer has no representation headers: only the metadata
+		// the profile names (skipNoReplayMetadata).
+		names, what = e.Profile.ReplayMetadata, "the original's metadata "+strings.Join(e.Profile.ReplayMetadata, ", ")
+		var seen []string
+		for _, n := range names {
+			if vs := first.Header.Values(n); len(vs) > 0 {
+				seen = append(seen, fmt.Sprintf("%s: %q", strings.ToLower(n), strings.Join(vs, ", ")))
+			}
+		}
+		if len(seen) == 0 {
+			return e.Inconclusive(fmt.Sprintf("the original answer carried none of the metadata replay_metadata names (%s): nothing to compare", strings.Join(names, ", ")))
+		}
+		if d := HeaderDiff(first, replay, names); len(d) > 0 {
+			return e.inTTL(e.Unmet(what, strings.Join(d, "; ")), first, replay)
+		}
+		return e.Pass("replayed " + strings.Join(seen, "; "))
+	}
+	if d := HeaderDiff(first, replay, names); len(d) > 0 {
+		return e.inTTL(e.Unmet(what, strings.Join(d, "; ")), first, replay)
 	}
 	return e.Pass()
+}
+
+// skipNoReplayMetadata: a gRPC answer has no representation headers, and
+// no gRPC document names metadata a replay repeats: only the profile's
+// replay_metadata are compared.
+func skipNoReplayMetadata(t *target.Target, p *target.Profile, _ *target.Operation) string {
+	if t.IsGRPC() && len(p.ReplayMetadata) == 0 {
+		return "a gRPC answer has no representation headers, and profile replay_metadata names no response metadata to compare"
+	}
+	return ""
 }
 
 func replayCanonicalJSON(ctx context.Context, e *Env) Verdict {

@@ -3,8 +3,6 @@ package scenarios
 import (
 	"context"
 	"fmt"
-
-	"github.com/idemcheck/idemcheck/target"
 )
 
 // NeedReplicas: at least two base URLs of one API (replicas, --replica).
@@ -110,7 +108,7 @@ func replicasMismatchOtherReplica(ctx context.Context, e *Env) Verdict {
 		return e.inTTL(e.Fail(expected, "the original's response for a different payload: "+observed), first, r)
 	case r.OK():
 		return e.inTTL(e.Fail(expected, "executed the different payload: "+observed), first, r)
-	case target.HasStatus(e.Profile.MismatchStatus, r.Status):
+	case r.StatusIn(e.Profile.MismatchStatus):
 		return e.Pass(observed)
 	}
 	return e.inTTL(e.Unmet(expected, observed), first, r)

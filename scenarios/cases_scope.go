@@ -63,7 +63,7 @@ func scopeOtherUserInFlight(ctx context.Context, e *Env) Verdict {
 	if !overlapped(a, b) {
 		return e.Missed("could not overlap: the second principal's request was sent after the first completed")
 	}
-	if e.Profile.InFlightOK(b.Status) && b.Err == nil {
+	if b.StatusIn(e.Profile.InFlightStatus) {
 		return e.Fail("the second principal's own execution", fmt.Sprintf("a conflict with the first principal's in-flight request: %s", b.String()))
 	}
 	return e.judgeOtherUser(ctx, k, a, b, body)

@@ -19,7 +19,7 @@ func init() {
 	register(
 		Case{Meta: Meta{ID: "security/invalid-format-rejected", Family: "security", Requirements: []string{"IK-SECURITY-1"}, Level: Should,
 			Requirement: "draft §5: the resource should always validate the key as per its published specification before processing the request.",
-			Explanation: "Keys outside the published format (10 KB over key_max_len, a control character in an sf-string, a non-ASCII key in an AIP/AEP message field, an AEP-155 first_sent expired or in the future) get a 4xx and execute nothing."},
+			Explanation: "Keys outside the published format (10 KB over key_max_len, a control character in an sf-string, a non-ASCII key in an AIP/AEP message field) get a 4xx and execute nothing."},
 			PerOperation: true, UsesOracle: true, Run: securityInvalidFormatRejected},
 		Case{Meta: Meta{ID: "security/hostile-keys", Family: "security", Requirements: []string{"IK-SECURITY-2"}, Level: Should,
 			Requirement: "draft §5 (keys are client input): injection and wildcard characters and a 10 KB key get a 4xx or opaque handling, never a 5xx; a wildcard key never matches a stored one.",
@@ -55,13 +55,12 @@ func securityInvalidFormatRejected(ctx context.Context, e *Env) Verdict {
 		}
 	}
 	e.nonASCIIProbe(probes)
-	firstSent := e.firstSentProbes(probes)
 	if len(probes) == 0 {
 		return e.Skip("the profile publishes no key format to break (key_max_len 0, no key_format, raw keys)")
 	}
 	var seen, accepted, broken []string
 	for _, name := range sortedKeys(probes) {
-		r := e.Send(ctx, Req{Label: name, KeyLines: probes[name], FirstSent: firstSent[name]})
+		r := e.Send(ctx, Req{Label: name, KeyLines: probes[name]})
 		line := fmt.Sprintf("%s: %s", name, statusOf(r))
 		if e.HasOracle() {
 			// the probe keys are fresh: any count is this request's

@@ -28,24 +28,40 @@ var knownReplayMarkers = []string{"Idempotent-Replayed", "Idempotency-Replayed",
 // SameResponse reports whether replay reproduces first under the profile's
 // comparison mode (IK-REPLAY-2); diff says how it differs.
 func (e *Env) SameResponse(first, replay wire.Resp) (bool, string) {
-	if first.Status != replay.Status {
-		return false, fmt.Sprintf("status %d, replay %d", first.Status, replay.Status)
+	if !first.SameStatus(replay) {
+		return false, fmt.Sprintf("status %s, replay %s", first.StatusText(), replay.StatusText())
 	}
 	mode := e.Profile.ReplayCompare
-	if bytes.Equal(target.ReplayForm(mode, first.Body), target.ReplayForm(mode, replay.Body)) {
-		return true, ""
-	}
-	if mode == target.CompareBytes {
+	switch {
+	case bytes.Equal(target.ReplayForm(mode, first.Body), target.ReplayForm(mode, replay.Body)):
+	case mode == target.CompareBytes:
 		return false, "body bytes differ: " + bodyDiff(first.Body, replay.Body)
+	default:
+		return false, "bodies are not JSON-equal: " + bodyDiff(first.Body, replay.Body)
 	}
-	return false, "bodies are not JSON-equal: " + bodyDiff(first.Body, replay.Body)
+	// Both answers' encodings recorded (a gRPC carrier's): protojson
+	// leaves out what only the binary shows (unknown fields).
+	if e.Profile.ReplayBinary && first.Binary != nil && replay.Binary != nil && !bytes.Equal(first.Binary, replay.Binary) {
+		return false, "the messages are protojson-equal, but their binary encodings differ (replay_binary): " + binaryDiff(first.Binary, replay.Binary)
+	}
+	return true, ""
 }
 
-// HeaderDiff lists the representation headers of first that replay lacks
-// or changes.
-func HeaderDiff(first, replay wire.Resp) []string {
+// binaryDiff says where two encodings part: their lengths and the first
+// differing byte.
+func binaryDiff(a, b []byte) string {
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	return fmt.Sprintf("%d bytes, replay %d bytes, first difference at byte %d (a field protojson does not show: unknown to the schema the server reflects)", len(a), len(b), i)
+}
+
+// HeaderDiff lists the header fields (metadata) named that first has and
+// replay lacks or changes.
+func HeaderDiff(first, replay wire.Resp, names []string) []string {
 	var diffs []string
-	for _, h := range replayedHeaders {
+	for _, h := range names {
 		want := first.Header.Values(h)
 		if len(want) == 0 {
 			continue

@@ -253,6 +253,8 @@ func (n Need) ConfigHint() string {
 		return "target_cmd: ./server --port {port} (or --target-cmd)"
 	case NeedReplicas:
 		return "replicas: [http://replica-a:8080, http://replica-b:8080] (or --replica URL, repeated)"
+	case NeedFirstSent:
+		return "key: {field: idempotency_key, first_sent: true} (an AEP-155 gRPC target)"
 	case NeedEvents:
 		return "events: {kafka: {brokers: [127.0.0.1:9092], topic: orders.events}, key: {header: idempotency-key}} (docs/events.md)"
 	}

@@ -21,6 +21,10 @@ func TestConformance(t *testing.T) {
 	skipped.Missing = []Need{NeedReplicas}
 	outboxSkipped := res("outbox/one-per-execution", Must, "IK-OUTBOX-1", Skip)
 	outboxSkipped.Missing = []Need{NeedEvents}
+	notAEP := res("syntax/first-sent-expired", Must, "IK-FIRSTSENT-1", Skip)
+	notAEP.Missing = []Need{NeedFirstSent, NeedTTL}
+	aepNoTTL := res("syntax/first-sent-expired", Must, "IK-FIRSTSENT-1", Skip)
+	aepNoTTL.Missing = []Need{NeedTTL}
 	cases := []struct {
 		name, rule string
 		rep        Report
@@ -44,6 +48,9 @@ func TestConformance(t *testing.T) {
 		{"no profile", "a report without a profile claims no draft level", Report{Results: core}, LevelNone, "no profile"},
 		{"outbox not configured", "a MUST whose instances all need events: (the outbox, not the draft's) does not hold a level back", Report{Profile: "ietf", Results: with(outboxSkipped)}, LevelFull, ""},
 		{"outbox violated", "with events: configured the outbox MUST is held like any other", Report{Profile: "ietf", Results: with(res("outbox/none-for-replay", Must, "IK-OUTBOX-1", Fail))}, LevelNotConformant, "IK-OUTBOX-1 (MUST) violated"},
+		{"first_sent without an AEP-155 key", "AEP-155's first_sent MUST does not hold back a target whose key has none", Report{Profile: "ietf", Results: with(notAEP)}, LevelFull, ""},
+		{"first_sent untested", "an AEP-155 key is held to its first_sent MUST: untested for want of a ttl, no level", Report{Profile: "aep-155", Results: with(aepNoTTL)}, LevelNone, "IK-FIRSTSENT-1 (MUST) not tested: syntax/first-sent-expired@charges: needs ttl"},
+		{"first_sent violated", "an AEP-155 first_sent accepted fails the MUST", Report{Profile: "aep-155", Results: with(res("syntax/first-sent-future", Must, "IK-FIRSTSENT-1", Fail))}, LevelNotConformant, "IK-FIRSTSENT-1 (MUST) violated"},
 		{"empty", "a run without MUSTs claims nothing", Report{Profile: "ietf", Results: []Result{res("a/should", Should, "IK-B", Pass)}}, LevelNone, "no MUST"},
 	}
 	for _, c := range cases {
@@ -72,8 +79,10 @@ func TestUntestedMust(t *testing.T) {
 	across := Result{Meta: Meta{ID: "replicas/other-user-other-replica", Level: Must, Requirements: []string{"IK-SCOPE-1"}}, Operation: "charges", Status: Skip,
 		Missing: []Need{NeedReplicas, NeedSecondPrincipal}}
 	outbox := Result{Meta: Meta{ID: "outbox/one-per-execution", Level: Must, Requirements: []string{"IK-OUTBOX-1"}}, Status: Skip, Missing: []Need{NeedEvents}}
-	// outbox: not the draft's, so not untested without events: (optIn)
-	rep := &Report{Results: []Result{across, a, b, ttl, outbox, done}, LeftOut: []string{"concurrent/same-key-burst@charges"}}
+	firstSent := Result{Meta: Meta{ID: "syntax/first-sent-future", Level: Must, Requirements: []string{"IK-FIRSTSENT-1"}}, Status: Skip, Missing: []Need{NeedFirstSent}}
+	// outbox, first_sent: not the draft's, so not untested without
+	// events: or an AEP-155 key (optIn)
+	rep := &Report{Results: []Result{across, a, b, ttl, outbox, firstSent, done}, LeftOut: []string{"concurrent/same-key-burst@charges"}}
 	got := rep.UntestedMust()
 	if len(got) != 3 {
 		t.Fatalf("want IK-SCOPE-1 once, IK-EXPIRY-9 and the left-out instance, got %+v", got)
@@ -89,7 +98,7 @@ func TestUntestedMust(t *testing.T) {
 		t.Errorf("a left-out MUST is untested: %+v", got[2])
 	}
 	for _, n := range []Need{NeedOracle, NeedEffects, NeedIDPointer, NeedSecondPrincipal, NeedSecondOperation, NeedSlow, NeedBusinessError,
-		NeedTransientError, NeedInvalid, NeedTTL, NeedLease, NeedTargetCmd, NeedReplicas, NeedEvents} {
+		NeedTransientError, NeedInvalid, NeedTTL, NeedLease, NeedTargetCmd, NeedReplicas, NeedEvents, NeedFirstSent} {
 		if h := n.ConfigHint(); h == string(n) || !strings.Contains(h, ":") {
 			t.Errorf("need %s has no config line: %q", n, h)
 		}

@@ -335,7 +335,7 @@ func (e *Env) sees() evidence.Sight {
 // not pass (runInstance makes such a pass unverifiable).
 func (e *Env) blindTo(rs ...wire.Resp) {
 	for _, r := range rs {
-		if r.Err != nil || r.Status < 400 || (e.Profile != nil && target.HasStatus(e.Profile.InFlightStatus, r.Status)) {
+		if r.Err != nil || r.Status < 400 || (e.Profile != nil && r.StatusIn(e.Profile.InFlightStatus)) {
 			continue
 		}
 		e.mu.Lock()

@@ -283,7 +283,7 @@ func (e *Env) proveBy(r Req, resp wire.Resp) {
 // outcome as one execution (errors/business-error-kept).
 func declinedAsDeclared(op *target.Operation, body []byte, resp wire.Resp) bool {
 	vb, v, ok := op.VariantBody(target.VariantBusinessError)
-	return ok && v.Status != 0 && resp.Err == nil && resp.Status == v.Status && bytes.Equal(vb, body)
+	return ok && v.Status != 0 && resp.HasStatus(v.Status) && bytes.Equal(vb, body)
 }
 
 // do sends x.Request, fills in the response and, if record, keeps x as

@@ -44,7 +44,7 @@ func (e *Env) failureRetryable(ctx context.Context, name string) Verdict {
 		switch {
 		case r.NotReached() && late:
 			return *e.lostConn(r)
-		case r.NotReached(), r.Err == nil && e.Profile.InFlightOK(r.Status):
+		case r.NotReached(), r.StatusIn(e.Profile.InFlightStatus):
 			if late {
 				expected := fmt.Sprintf("a retry proceeds once lease %s + grace %s have passed", lease, e.Profile.Grace)
 				if lease <= 0 {
@@ -74,7 +74,7 @@ func (e *Env) failedFirst(ctx context.Context, k, name string) (wire.Resp, []byt
 	if name == target.VariantBusinessError {
 		okClass = r.Is4xx()
 	}
-	if !okClass || (v.Status != 0 && r.Status != v.Status) {
+	if !okClass || (v.Status != 0 && !r.HasStatus(v.Status)) {
 		x := e.Inconclusive(fmt.Sprintf("the %s variant did not fail as configured: %s", name, r.String()))
 		return r, body, &x
 	}
@@ -98,7 +98,7 @@ func (e *Env) transientThenRetry(ctx context.Context) (first, retry wire.Resp, n
 	if v := e.lostConn(retry); v != nil && n < 2 {
 		return first, retry, n, "", v
 	}
-	return first, retry, n, fmt.Sprintf("%d then %s; %d executions (oracle)", first.Status, retry.String(), n), nil
+	return first, retry, n, fmt.Sprintf("%s then %s; %d executions (oracle)", first.StatusText(), retry.String(), n), nil
 }
 
 // wedgeWait is how long after a failed execution a key may still answer

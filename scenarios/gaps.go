@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/idemcheck/idemcheck/target"
@@ -18,6 +19,7 @@ var needFixes = map[Need]string{
 	NeedOracle:          "add oracle: (sql:, a list or counter url), downstream: or events: to count executions (docs/evidence.md)",
 	NeedEffects:         "add oracle: (sql:, a list or counter url), downstream:, events: or id_pointer: to count executions (docs/evidence.md)",
 	NeedEvents:          "add events: the broker the API publishes its events to (docs/events.md)",
+	NeedFirstSent:       "an AEP-155 key: key: {field: idempotency_key, first_sent: true}",
 	NeedIDPointer:       "add id_pointer: the created resource's id in the 2xx body",
 	NeedSecondPrincipal: "add a second principal (principals:)",
 	NeedSecondOperation: "add a second operation",
@@ -43,11 +45,13 @@ var errorAnswerCases = map[string]bool{
 
 // Gaps lists the MUST instances of planned that the config cannot verify:
 // one lacks what it needs, or counts executions by created ids alone where
-// an execution that answered an error decides the verdict.
+// an execution that answered an error decides the verdict. An instance
+// that needs an AEP-155 key is no gap of a target without one: its
+// requirement is the AEP's, not this API's.
 func Gaps(planned []Planned) []Gap {
 	var out []Gap
 	for _, p := range planned {
-		if p.Level != Must {
+		if p.Level != Must || slices.Contains(p.Missing, NeedFirstSent) {
 			continue
 		}
 		var fixes []string

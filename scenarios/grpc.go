@@ -17,6 +17,7 @@ import (
 // grpcReady are the cases that run over a gRPC target.
 var grpcReady = map[string]bool{
 	"replay/single-execution": true, "replay/same-status": true, "replay/same-body": true, "replay/business-error": true,
+	"replay/same-headers": true, "replay/marker-header": true,
 	"mismatch/changed-body": true, "mismatch/original-survives": true, "mismatch/repeat-fails-again": true,
 	"missing/rejected": true, "missing/repeat-fails-again": true, "missing/optional-executes": true,
 	"concurrent/same-key-burst": true, "concurrent/in-flight-conflict": true, "concurrent/in-flight-offsets": true,
@@ -27,6 +28,7 @@ var grpcReady = map[string]bool{
 	"expiry/replays-before-ttl": true, "expiry/fresh-after-ttl": true, "expiry/counted-from": true, "expiry/expired-key-burst": true,
 	"lost/dropped-response-retry": true, "lost/retry-storm": true, "scope/case-sensitive": true, "syntax/repeated-header": true,
 	"syntax/key-accepted": true, "syntax/max-length": true, "syntax/empty-key": true,
+	"syntax/first-sent-expired": true, "syntax/first-sent-future": true,
 	"security/invalid-format-rejected": true, "security/hostile-keys": true, "security/cross-principal-guess": true,
 	"security/low-entropy-keys": true, "security/unauthenticated-known-key": true, "crash/handler-timeout": true,
 }
@@ -43,7 +45,6 @@ var grpcNever = map[string]string{
 	"syntax/malformed-sf-string": "a gRPC key is a message field or a metadata value, not an RFC 9651 sf-string",
 	"syntax/cross-form":          "a gRPC key is a message field or a metadata value, not an RFC 9651 sf-string",
 	"replay/canonical-json":      "the request travels as binary protobuf: JSON member order and whitespace never reach the server",
-	"replay/marker-header":       "no gRPC document names a replay marker",
 	"replay/key-field-spelling":  "a key field has one name, and metadata keys are lower case on the wire (HTTP/2): there is no other spelling to send",
 	"fidelity/created-headers":   "Location and the created resource's header fields are HTTP's",
 	"fidelity/binary-body":       "a gRPC answer is a message: there is no non-JSON body to keep",

@@ -58,7 +58,7 @@ func statusOf(r wire.Resp) string {
 	if r.Err != nil {
 		return "error " + r.Err.Error()
 	}
-	return fmt.Sprint(r.Status)
+	return r.StatusText()
 }
 
 func sortedKeys(m map[string][]string) []string {

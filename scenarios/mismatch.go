@@ -100,18 +100,23 @@ func (e *Env) judgeProbe(ctx context.Context, pr probe, k string, first, r wire.
 		return mismatchOutcome{Pass, fmt.Sprintf("%s: executed afresh, another query taken for another resource (query_mismatch: %s): %s", pr.name, e.Profile.QueryMismatch, r.String())}
 	case r.OK():
 		return mismatchOutcome{Fail, fmt.Sprintf("%s: executed the request with another %s under a used key: %s", pr.name, pr.what(), r.String())}
-	case target.HasStatus(e.Profile.MismatchStatus, r.Status) && !e.rejectLegal(pr):
-		return mismatchOutcome{Warn, fmt.Sprintf("%s: %d, but the profile takes another query for another resource (query_mismatch: fresh)", pr.name, r.Status)}
-	case target.HasStatus(e.Profile.MismatchStatus, r.Status):
-		return mismatchOutcome{Pass, fmt.Sprintf("%s: %d", pr.name, r.Status)}
+	case r.StatusIn(e.Profile.MismatchStatus) && !e.rejectLegal(pr):
+		return mismatchOutcome{Warn, fmt.Sprintf("%s: %s, but the profile takes another query for another resource (query_mismatch: fresh)", pr.name, r.StatusText())}
+	case r.StatusIn(e.Profile.MismatchStatus):
+		return mismatchOutcome{Pass, fmt.Sprintf("%s: %s", pr.name, r.StatusText())}
 	case r.Is4xx():
 		// Trap C8: the 4xx may be validation of the mutated request
 		// itself; sent with a fresh key it must then fail too.
 		fresh := e.Send(ctx, pr.req(pr.name+", fresh key (is the request valid?)", e.NewKey(), mutated))
 		if !fresh.OK() {
-			return mismatchOutcome{Inconclusive, fmt.Sprintf("%s: %d, but the mutated request fails with a fresh key too (%s): not an idempotency error", pr.name, r.Status, fresh.String())}
+			return mismatchOutcome{Inconclusive, fmt.Sprintf("%s: %s, but the mutated request fails with a fresh key too (%s): not an idempotency error", pr.name, r.StatusText(), fresh.String())}
 		}
-		return mismatchOutcome{Warn, fmt.Sprintf("%s: %d, profile prefers %v", pr.name, r.Status, e.Profile.MismatchStatus)}
+		if len(e.Profile.MismatchStatus) == 0 && e.rejectLegal(pr) {
+			// The profile's document names no status (AIP-155, AEP-155):
+			// any refusal that executed nothing meets it.
+			return mismatchOutcome{Pass, fmt.Sprintf("%s: %s (the profile names no mismatch status: any error)", pr.name, r.StatusText())}
+		}
+		return mismatchOutcome{Warn, fmt.Sprintf("%s: %s, profile prefers %v", pr.name, r.StatusText(), e.Profile.MismatchStatus)}
 	}
 	return mismatchOutcome{Warn, pr.name + ": " + r.String()}
 }
@@ -134,7 +139,11 @@ func (e *Env) judgeProbes(ctx context.Context, probes []probe) Verdict {
 		}
 	}
 	observed := strings.Join(obs, "; ")
-	expected := fmt.Sprintf("%v for each changed request, no execution, no replay of the old response", e.Profile.MismatchStatus)
+	want := fmt.Sprint(e.Profile.MismatchStatus)
+	if len(e.Profile.MismatchStatus) == 0 {
+		want = "an error" // the profile names no status
+	}
+	expected := want + " for each changed request, no execution, no replay of the old response"
 	if slices.ContainsFunc(probes, e.freshLegal) {
 		expected += fmt.Sprintf("; for another query a fresh execution instead (query_mismatch: %s)", e.Profile.QueryMismatch)
 	}

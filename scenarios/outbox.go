@@ -226,10 +226,12 @@ func calibrateOutbox(ctx context.Context, s *session, ins []instance) (problems 
 }
 
 // optIn reports a requirement the run was not asked to test: its
-// instances need the events: section the config does not have. The
-// outbox rule is about the events an API publishes, which the draft does
-// not speak of: a run without events: reaches its level without it (and
-// --require-must does not ask for it); a run with events: is held to it.
+// instances need the events: section the config does not have, or an
+// AEP-155 key the target does not have. The outbox rule is about the
+// events an API publishes, which the draft does not speak of; AEP-155's
+// first_sent exists only in its key message: a run without them reaches
+// its level without them (and --require-must does not ask for them); a
+// run with them is held to them.
 func (st requirementState) optIn() bool {
-	return st.State == reqNotTested && slices.Contains(st.By.Missing, NeedEvents)
+	return st.State == reqNotTested && (slices.Contains(st.By.Missing, NeedEvents) || slices.Contains(st.By.Missing, NeedFirstSent))
 }

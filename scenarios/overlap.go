@@ -177,7 +177,7 @@ func (e *Env) inFlightDuplicate(ctx context.Context, base string) Verdict {
 			return e.Pass("blocked, then replayed: " + observed)
 		}
 		return e.Unmet(expected, "waited and replayed: "+observed)
-	case e.Profile.InFlightOK(dup.Status):
+	case dup.StatusIn(e.Profile.InFlightStatus):
 		if !dup.End.Before(slow.End) {
 			return e.Missed("the conflict arrived only after the original completed: " + observed)
 		}
@@ -215,7 +215,7 @@ func (e *Env) conflict(ctx context.Context) (k string, slow, dup wire.Resp, v *V
 		x = e.Inconclusive(fmt.Sprintf("no in-flight conflict: the server held the duplicate until the original completed in each of %d attempts (the last got %s), which the profile does not allow (block_ok off; see concurrent/in-flight-conflict)", overlapAttempts, dup.String()))
 	case replayed, !dup.End.Before(slow.End):
 		x = e.Missed(fmt.Sprintf("no in-flight conflict in %d attempts: the duplicate was answered only once the original completed (last: %s), a missed overlap or a server that holds duplicates (see concurrent/in-flight-conflict)", overlapAttempts, dup.String()))
-	case !e.Profile.InFlightOK(dup.Status):
+	case !dup.StatusIn(e.Profile.InFlightStatus):
 		// Answered while the original ran, but not with a conflict: nothing
 		// to test here; concurrent/in-flight-conflict judges that answer.
 		x = e.Skip(fmt.Sprintf("the duplicate got %s, not an in-flight conflict %v (see concurrent/in-flight-conflict)", dup.String(), e.Profile.InFlightStatus))
@@ -316,7 +316,7 @@ func (e *Env) offsetsAttempt(ctx context.Context, attempt int, shift time.Durati
 			missed = append(missed, off)
 		case r.OK() && r.End.Sub(r.Start) > e.Profile.MaxBlock:
 			unmet = append(unmet, off)
-		case r.OK(), e.Profile.InFlightOK(r.Status):
+		case r.OK(), r.StatusIn(e.Profile.InFlightStatus):
 		default:
 			unmet = append(unmet, off)
 		}

@@ -141,7 +141,7 @@ func (e *Env) untilDone(ctx context.Context, label, k string, body []byte) []wir
 	for i := 1; i <= 10 && ctx.Err() == nil; i++ {
 		r := e.Send(ctx, Req{Label: fmt.Sprintf("%s %d", label, i), Key: k, Body: body})
 		rs = append(rs, r)
-		if r.Err == nil && r.Status != http.StatusConflict && !e.Profile.InFlightOK(r.Status) && r.Status != http.StatusTooManyRequests && r.Status < 500 {
+		if r.Err == nil && r.Status != http.StatusConflict && !r.StatusIn(e.Profile.InFlightStatus) && r.Status != http.StatusTooManyRequests && r.Status < 500 {
 			break
 		}
 		wait := 200 * time.Millisecond

@@ -83,6 +83,9 @@ func (s Selection) Load() (*target.Target, *target.Profile, error) {
 		if p, err = target.ProfileByName(s.Profile); err != nil {
 			return nil, nil, fmt.Errorf("--profile: %v", err)
 		}
+		if !t.IsGRPC() {
+			p.HTTPStatuses() // a gRPC preset judging an HTTP target
+		}
 	}
 	if s.TTL < 0 {
 		return nil, nil, fmt.Errorf("--ttl %s: must not be negative", s.TTL)

@@ -29,6 +29,8 @@ func suppliesFor(t *target.Target, op *target.Operation, n Need) bool {
 		return t.OracleOf(op) != nil || t.Events != nil || (op != nil && op.IDPointer != "")
 	case NeedEvents:
 		return t.Events != nil
+	case NeedFirstSent:
+		return t.Key != nil && t.Key.FirstSent
 	case NeedIDPointer:
 		return op != nil && op.IDPointer != ""
 	case NeedSecondPrincipal:

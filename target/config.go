@@ -231,6 +231,12 @@ func parseConfig(raw []byte, preset, base string) (*Target, *Profile, error) {
 	if err := t.Validate(); err != nil {
 		return nil, nil, err
 	}
+	if !t.IsGRPC() {
+		if p.ReplayBinary {
+			return nil, nil, fmt.Errorf("profile replay_binary: compares a gRPC answer's binary encoding; an HTTP body's bytes are compared by replay_compare: bytes")
+		}
+		p.HTTPStatuses()
+	}
 	return t, p, nil
 }
 
@@ -436,6 +442,9 @@ func (cf *configFile) target() (*Target, error) {
 		}
 		for name, vc := range oc.Variants {
 			v := Variant{Duration: vc.Duration, Status: int(vc.Status)}
+			if !t.IsGRPC() {
+				v.Status = HTTPStatusOf(v.Status) // an HTTP answer has no gRPC code
+			}
 			switch {
 			case vc.Raw != nil && vc.Patch != nil:
 				return nil, fmt.Errorf("%s.variants.%s: give either patch or raw, not both", at, name)
@@ -624,7 +633,7 @@ func (t *Target) validateOperation(at string, op *Operation) error {
 		if name == VariantSlow && v.Duration <= 0 {
 			return fmt.Errorf("%s.variants.slow.duration: want how long the slow call stays in flight (e.g. 1500ms)", at)
 		}
-		if v.Status != 0 && (v.Status < 100 || v.Status > 599) {
+		if h := HTTPStatusOf(v.Status); v.Status != 0 && (h < 100 || h > 599) {
 			return fmt.Errorf("%s.variants.%s.status %d: not an HTTP status", at, name, v.Status)
 		}
 	}

@@ -5,12 +5,9 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
-
-	"go.yaml.in/yaml/v3"
 
 	"github.com/idemcheck/idemcheck/internal/grpccode"
 )
@@ -20,10 +17,10 @@ import (
 // written in protojson as the body. Its key goes where key: says: a field
 // of the request message (AIP-155's request_id, AEP-155's idempotency_key
 // {key, first_sent}) or a metadata entry. The engine reads its answers as
-// HTTP statuses: a gRPC code stands for the HTTP status google.rpc.Code
-// maps it to (ABORTED and ALREADY_EXISTS 409, INVALID_ARGUMENT 400, ...),
-// and the exact code travels in the Grpc-Status field of the recorded
-// answer.
+// HTTP statuses (ABORTED and ALREADY_EXISTS 409, INVALID_ARGUMENT 400,
+// ..., google.rpc.Code's mapping), and the exact code travels in the
+// Grpc-Status field of the recorded answer, where a status the config
+// names by its code is judged (grpc_status.go).
 
 // KeyPlace is where a gRPC target's key goes (the key: section).
 type KeyPlace struct {
@@ -162,62 +159,18 @@ func (t *Target) validateGRPC() error {
 	return nil
 }
 
+// The codes the presets name (grpcPreset).
+const (
+	grpcAlreadyExists = 6
+	grpcAborted       = 10
+)
+
 // GRPCCodeName is the name of gRPC code c (ABORTED), or its number.
 func GRPCCodeName(c int) string { return grpccode.Name(c) }
 
 // GRPCHTTPStatus is the HTTP status google.rpc.Code maps gRPC code c to
 // (500 for a code it does not know).
 func GRPCHTTPStatus(c int) int { return grpccode.HTTPStatus(c) }
-
-// grpcStatusByName is the HTTP status of the code named name.
-func grpcStatusByName(name string) (int, bool) {
-	c, ok := grpccode.ByName(name)
-	return grpccode.HTTPStatus(c), ok
-}
-
-// Status is a status in a config: an HTTP status, or a gRPC code name
-// (INVALID_ARGUMENT) standing for the HTTP status google.rpc.Code maps it
-// to.
-type Status int
-
-// UnmarshalYAML accepts 409 or ABORTED.
-func (s *Status) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind != yaml.ScalarNode {
-		return fmt.Errorf("line %d: cannot unmarshal a %s: want a status (409) or a gRPC code name (ABORTED)", n.Line, strings.TrimPrefix(n.ShortTag(), "!!"))
-	}
-	if v, err := strconv.Atoi(n.Value); err == nil {
-		*s = Status(v)
-		return nil
-	}
-	v, ok := grpcStatusByName(strings.ToUpper(n.Value))
-	if !ok {
-		return fmt.Errorf("line %d: cannot unmarshal `%s`: want a status (409) or a gRPC code name (OK, INVALID_ARGUMENT, ABORTED, ...)", n.Line, n.Value)
-	}
-	*s = Status(v)
-	return nil
-}
-
-// Statuses is a profile's list of statuses: HTTP statuses or gRPC code
-// names, one or a list.
-type Statuses []int
-
-// UnmarshalYAML accepts a status, a code name or a list of them.
-func (ss *Statuses) UnmarshalYAML(n *yaml.Node) error {
-	items := []*yaml.Node{n}
-	if n.Kind == yaml.SequenceNode {
-		items = n.Content
-	}
-	out := Statuses{}
-	for _, it := range items {
-		var s Status
-		if err := s.UnmarshalYAML(it); err != nil {
-			return err
-		}
-		out = append(out, int(s))
-	}
-	*ss = out
-	return nil
-}
 
 // grpcTarget applies what the config says of a gRPC target to t: the
 // principals' metadata are their headers, a metadata key is the key

@@ -1,9 +1,20 @@
 package target
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
 
 const grpcBase = "base_url: grpc://127.0.0.1:50051\n" +
 	"principals: [{name: alice, metadata: {authorization: Bearer alice}}, {name: bob, metadata: {authorization: Bearer bob}}]\n"
@@ -22,16 +33,35 @@ func TestGRPCConfig(t *testing.T) {
 	if !tg.IsGRPC() || tg.KeyField() != "request_id" || tg.KeySyntax != Raw || op.Method != "POST" || op.Path != "/idemcheck.reference.v1.PaymentService/CreatePayment" {
 		t.Errorf("target %+v, operation %+v", tg, op)
 	}
-	if tg.Principals[1].Headers["authorization"] != "Bearer bob" || op.Variants[VariantBusinessError].Status != 400 {
+	if tg.Principals[1].Headers["authorization"] != "Bearer bob" || op.Variants[VariantBusinessError].Status != GRPCStatus(9) {
 		t.Errorf("principal %+v, variant %+v", tg.Principals[1], op.Variants)
 	}
 	if h := tg.Header(&op, 0, true); h.Get("Content-Type") != "" || h.Get("Authorization") != "Bearer alice" {
 		t.Errorf("header %v: want the metadata, no Content-Type (gRPC sets its own)", h)
 	}
-	// Code names stand for google.rpc.Code's HTTP statuses.
-	if p.Name != "aip-155" || p.KeyMaxLen != 36 || p.KeyRequired != No || len(p.MismatchStatus) != 1 || p.MismatchStatus[0] != 400 ||
-		p.InFlightStatus[0] != 409 || p.InFlightStatus[1] != 503 || p.MissingStatus[0] != 400 {
+	// Code names are held as the exact codes (judged exactly), numbers as
+	// HTTP statuses; both print as the config wrote them.
+	if p.Name != "aip-155" || p.KeyMaxLen != 36 || p.KeyRequired != No || len(p.MismatchStatus) != 1 || p.MismatchStatus[0] != GRPCStatus(3) ||
+		p.InFlightStatus[0] != GRPCStatus(10) || p.InFlightStatus[1] != 503 || p.MissingStatus[0] != GRPCStatus(3) {
 		t.Errorf("profile %+v", p)
+	}
+	if s, j := p.InFlightStatus.String(), mustJSON(t, p.InFlightStatus); s != "[ABORTED 503]" || j != `["ABORTED",503]` {
+		t.Errorf("in_flight_status prints %s, JSON %s", s, j)
+	}
+	// An HTTP target's answers have no code: its config's code names and
+	// a gRPC preset hold the HTTP statuses google.rpc.Code maps them to,
+	// as before.
+	_, hp, err := ParseConfig([]byte("base_url: http://127.0.0.1:1\nprincipals: [{name: a}]\noperations: [{name: c, method: POST, path: /c, " +
+		"variants: {business_error: {patch: {fail: decline}, status: FAILED_PRECONDITION}}}]\n" +
+		"profile: {preset: aip-155, overrides: {mismatch_status: [INVALID_ARGUMENT, 422, FAILED_PRECONDITION]}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := fmt.Sprint(hp.MismatchStatus, hp.InFlightStatus); s != "[400 422] [409]" || mustJSON(t, hp.MismatchStatus) != "[400,422]" {
+		t.Errorf("HTTP target: mismatch, in flight %s", s)
+	}
+	if mustJSON(t, Statuses(nil)) != "null" {
+		t.Error("a nil list marshals as null, as a nil []int")
 	}
 	tg, _, err = ParseConfig([]byte(grpcBase + grpcOp + "key: {metadata: x-idempotency-key}\nprofile: {preset: grpc-metadata}\n"))
 	if err != nil || tg.KeyHeader != "x-idempotency-key" || tg.KeyField() != "" {
@@ -64,7 +94,12 @@ func TestGRPCConfigErrors(t *testing.T) {
 		{"metadata over http", "base_url: http://127.0.0.1:1\nprincipals: [{name: a, metadata: {a: b}}]\noperations: [{name: c, method: POST, path: /c}]\n", "principals[0].metadata: a gRPC target's word"},
 		{"relative oracle", grpcBase + grpcOp + key + "oracle: {url: /v1/effects, pointer: /executions}\n", "a gRPC target's oracle url is an absolute http(s) URL"},
 		{"unknown code", grpcBase + grpcOp + key + "profile: {overrides: {mismatch_status: NOPE}}\n", "cannot unmarshal `NOPE`: want a status (409) or a gRPC code name"},
-		{"OK as an error", grpcBase + grpcOp + key + "profile: {overrides: {mismatch_status: OK}}\n", "profile mismatch_status: 200 is not an error status"},
+		{"OK as an error", grpcBase + grpcOp + key + "profile: {overrides: {mismatch_status: OK}}\n", "profile mismatch_status: OK is not an error status"},
+		{"replay_binary over http", "base_url: http://127.0.0.1:1\nprincipals: [{name: a}]\noperations: [{name: c, method: POST, path: /c}]\nprofile: {overrides: {replay_binary: true}}\n",
+			"profile replay_binary: compares a gRPC answer's binary encoding"},
+		{"replay_binary without bodies", grpcBase + grpcOp + key + "profile: {overrides: {replay_binary: true, replay_compare: status}}\n", "profile replay_binary: compares a replay's message, and replay_compare status compares none"},
+		{"replay_metadata", grpcBase + grpcOp + key + "profile: {overrides: {replay_metadata: [\"x b\"]}}\n", `profile replay_metadata "x b"`},
+		{"code number", grpcBase + grpcOp + key + "profile: {overrides: {mismatch_status: 1003}}\n", "1003 is not an HTTP status"},
 		{"replicas", grpcBase + grpcOp + key + "replicas: [grpc://127.0.0.1:1, grpc://127.0.0.1:2]\n", "replicas"},
 	}
 	for _, c := range cases {

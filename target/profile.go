@@ -103,8 +103,8 @@ type Profile struct {
 	KeyRequired Tri `yaml:"key_required" json:"key_required"`
 	// Statuses the profile prefers; empty means unknown. Another 4xx is a
 	// SHOULD miss (warn), never a fail.
-	// A gRPC target's profile names codes (INVALID_ARGUMENT): each stands
-	// for the HTTP status google.rpc.Code maps it to (Statuses).
+	// A gRPC target's profile may name codes (INVALID_ARGUMENT): a gRPC
+	// answer is then judged by its exact code (Statuses, GRPCStatus).
 	MissingStatus  Statuses `yaml:"missing_status" json:"missing_status"`
 	MismatchStatus Statuses `yaml:"mismatch_status" json:"mismatch_status"`
 	InFlightStatus Statuses `yaml:"in_flight_status" json:"in_flight_status"`
@@ -117,6 +117,16 @@ type Profile struct {
 	ReplayHeader      string `yaml:"replay_header" json:"replay_header,omitempty"`
 	ReplayHeaderValue string `yaml:"replay_header_value" json:"replay_header_value,omitempty"`
 	ReplayCompare     string `yaml:"replay_compare" json:"replay_compare"`
+	// ReplayMetadata names the response metadata (a gRPC answer's headers
+	// or trailers; an HTTP answer's header fields) a replay repeats with
+	// the original's values, beside the representation headers
+	// (replay/same-headers).
+	ReplayMetadata []string `yaml:"replay_metadata" json:"replay_metadata,omitempty"`
+	// ReplayBinary: a gRPC replay's message is also compared byte for byte
+	// in its deterministic binary encoding, beside the body (protojson)
+	// replay_compare compares: what protojson does not show (unknown
+	// fields) counts.
+	ReplayBinary bool `yaml:"replay_binary" json:"replay_binary,omitempty"`
 	// ProblemJSON: idempotency errors link to docs (problem+json type or
 	// Link rel=describedby), per the draft's §2.7 examples.
 	ProblemJSON      Tri    `yaml:"problem_json" json:"problem_json"`
@@ -181,12 +191,20 @@ const DefaultProfile = "ietf"
 
 // grpcPreset is what the gRPC presets share (the documents quoted above
 // each differ in the key's being required and its length): a raw key, the
-// in-flight duplicate's class 409, replays compared in protojson, every
-// choice the documents leave open unknown.
+// in-flight duplicate answered ABORTED or ALREADY_EXISTS, replays
+// compared in protojson, every choice the documents leave open unknown
+// (no mismatch or missing-key status: any error meets them). No gRPC
+// document names the in-flight code; google.rpc.Code's own sentences
+// give ABORTED ("The operation was aborted, typically due to a
+// concurrency issue such as a sequencer check failure or transaction
+// abort"; "Use ABORTED if the client should retry at a higher level") and
+// ALREADY_EXISTS ("The entity that a client attempted to create ...
+// already exists"), the two codes it maps to HTTP's 409 Conflict, the
+// draft's in-flight status: judged by exact code.
 func grpcPreset(keyRequired Tri, keyMaxLen int) Profile {
 	return Profile{
 		KeySyntax: Raw, KeyRequired: keyRequired, KeyMaxLen: keyMaxLen,
-		InFlightStatus: []int{409},
+		InFlightStatus: []int{GRPCStatus(grpcAborted), GRPCStatus(grpcAlreadyExists)},
 		BlockOK:        true, MaxBlock: 10 * time.Second,
 		ReplayCompare: CompareJSON, ProblemJSON: No, RetryAfterOn409: No,
 		Cache5xx: Unknown, Cache4xxBusiness: Unknown, CacheValidation: Unknown,
@@ -253,9 +271,8 @@ var presets = map[string]Profile{
 	// a reused id with another message or for a duplicate in flight:
 	// those stay unknown (override them with the codes the API documents,
 	// e.g. mismatch_status: INVALID_ARGUMENT), but for the in-flight
-	// duplicate's class, 409, which google.rpc.Code gives ABORTED ("a
-	// concurrency conflict") and ALREADY_EXISTS. What the suite's MUSTs
-	// judge (one execution per request_id) holds under every preset.
+	// duplicate, ABORTED or ALREADY_EXISTS (grpcPreset). What the suite's
+	// MUSTs judge (one execution per request_id) holds under every preset.
 	"aip-155": grpcPreset(No, 36),
 	// AEP-155, Idempotency (aep.dev/155): "aep.api.IdempotencyKey
 	// idempotency_key" {key, first_sent} (key: config {field:
@@ -269,14 +286,17 @@ var presets = map[string]Profile{
 	// idempotency keys for at least an hour"; "The key is restricted to 36
 	// ASCII characters"; keys "should be optional". An expired key is
 	// refused, not fresh: expiry unknown until the expiry family knows
-	// first_sent. No error code is named (in flight: 409 as aip-155).
+	// first_sent. No error code is named: a duplicate may get "an error
+	// indicating that the first_sent field of the idempotency key is
+	// invalid or cannot be honored" or "An error, if returning an
+	// equivalent response is not possible" (in flight: as aip-155).
 	"aep-155": grpcPreset(No, 36),
 	// A metadata key (key: {metadata: x-idempotency-key}): the Nebius
 	// SDK's x-idempotency-key, Yandex Cloud's Idempotency-Key (which
 	// answers a duplicate with the existing Operation). No document states
 	// a contract beyond "the same key, the same result": every choice is
 	// unknown but the one execution per key the MUSTs judge and the
-	// in-flight class 409 (ABORTED, ALREADY_EXISTS).
+	// in-flight codes ABORTED and ALREADY_EXISTS (grpcPreset).
 	"grpc-metadata": grpcPreset(Unknown, 0),
 	// Only the outcomes every source agrees on are judged.
 	"lenient": {
@@ -315,6 +335,7 @@ func ProfileByName(name string) (*Profile, error) {
 	p.MismatchStatus = append([]int(nil), p.MismatchStatus...)
 	p.InFlightStatus = append([]int(nil), p.InFlightStatus...)
 	p.VolatileFields = append([]string(nil), p.VolatileFields...)
+	p.ReplayMetadata = append([]string(nil), p.ReplayMetadata...)
 	return &p, nil
 }
 
@@ -330,8 +351,8 @@ func (p *Profile) Validate() error {
 		v    []int
 	}{{"missing_status", p.MissingStatus}, {"mismatch_status", p.MismatchStatus}, {"in_flight_status", p.InFlightStatus}} {
 		for _, s := range f.v {
-			if s < 400 || s > 599 {
-				return fmt.Errorf("profile %s: %d is not an error status (400-599)", f.name, s)
+			if h := HTTPStatusOf(s); h < 400 || h > 599 {
+				return fmt.Errorf("profile %s: %s is not an error status (400-599)", f.name, StatusName(s))
 			}
 		}
 	}
@@ -354,6 +375,14 @@ func (p *Profile) Validate() error {
 	case CompareBytes, CompareJSON, CompareStatus:
 	default:
 		return fmt.Errorf("profile replay_compare %q: want bytes, json or status", p.ReplayCompare)
+	}
+	if p.ReplayBinary && p.ReplayCompare == CompareStatus {
+		return fmt.Errorf("profile replay_binary: compares a replay's message, and replay_compare status compares none")
+	}
+	for _, m := range p.ReplayMetadata {
+		if !validFieldName(m) {
+			return fmt.Errorf("profile replay_metadata %q: not a metadata key or header field name", m)
+		}
 	}
 	switch p.ScopeEndpoint {
 	case ScopeIndependent, ScopeError, ScopeUnknown:
@@ -415,19 +444,6 @@ func (p *Profile) Validate() error {
 		}
 	}
 	return nil
-}
-
-// InFlightOK reports whether status is an accepted in-flight answer.
-func (p *Profile) InFlightOK(status int) bool { return HasStatus(p.InFlightStatus, status) }
-
-// HasStatus reports whether s is one of the statuses set allows.
-func HasStatus(set []int, s int) bool {
-	for _, v := range set {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // KeyFormatUUID is the key_format of APIs that accept only bare UUIDs.

@@ -111,11 +111,18 @@ func (g *GRPC) client() (*grpc.ClientConn, error) {
 	return conn, nil
 }
 
+// grpcAnswerKey keys, in a request's context, where GRPC leaves what an
+// http.Response cannot carry back to HTTP.Do through an http.Client (the
+// scenarios' path): the answer's binary encoding.
+type grpcAnswerKey struct{}
+
+type grpcAnswer struct{ binary []byte }
+
 // Do implements Carrier.
 func (g *GRPC) Do(ctx context.Context, x Exchange) (Resp, Exchange) {
 	x.Start = time.Now()
 	resp := Resp{Start: x.Start}
-	status, header, body, sent, err := g.call(ctx, x.Request)
+	status, header, body, binary, sent, err := g.call(ctx, x.Request)
 	resp.End = time.Now()
 	x.Duration = resp.End.Sub(x.Start)
 	resp.Sent = sent
@@ -124,7 +131,10 @@ func (g *GRPC) Do(ctx context.Context, x Exchange) (Resp, Exchange) {
 		x.Error = err.Error()
 		return resp, x
 	}
-	resp.Status, resp.Header, resp.Body = status, header, body
+	if a, _ := ctx.Value(grpcAnswerKey{}).(*grpcAnswer); a != nil {
+		a.binary = binary
+	}
+	resp.Status, resp.Header, resp.Body, resp.Binary = status, header, body, binary
 	x.Response = &ExchangeResponse{Status: status, Header: header, Body: body}
 	return resp, x
 }
@@ -169,22 +179,22 @@ func (callStats) HandleRPC(ctx context.Context, s stats.RPCStats) {
 }
 
 // call makes the call r describes.
-func (g *GRPC) call(ctx context.Context, r ExchangeRequest) (httpStatus int, h http.Header, body []byte, sent time.Time, err error) {
+func (g *GRPC) call(ctx context.Context, r ExchangeRequest) (httpStatus int, h http.Header, body, binary []byte, sent time.Time, err error) {
 	u, err := url.Parse(r.URL)
 	if err != nil {
-		return 0, nil, nil, sent, err
+		return 0, nil, nil, nil, sent, err
 	}
 	conn, err := g.client()
 	if err != nil {
-		return 0, nil, nil, sent, err
+		return 0, nil, nil, nil, sent, err
 	}
 	md, err := g.method(ctx, conn, u.Path)
 	if err != nil {
-		return 0, nil, nil, sent, err
+		return 0, nil, nil, nil, sent, err
 	}
 	in := dynamicpb.NewMessage(md.Input())
 	if err := protojson.Unmarshal(r.Body, in); err != nil {
-		return 0, nil, nil, sent, fmt.Errorf("the request body is not a %s in protojson: %v", md.Input().FullName(), err)
+		return 0, nil, nil, nil, sent, fmt.Errorf("the request body is not a %s in protojson: %v", md.Input().FullName(), err)
 	}
 	out := dynamicpb.NewMessage(md.Output())
 	o := &observed{}
@@ -195,7 +205,7 @@ func (g *GRPC) call(ctx context.Context, r ExchangeRequest) (httpStatus int, h h
 		sent = time.Unix(0, n)
 	}
 	if cerr != nil && !o.answered.Load() {
-		return 0, nil, nil, sent, fmt.Errorf("no gRPC answer: %w", cerr)
+		return 0, nil, nil, nil, sent, fmt.Errorf("no gRPC answer: %w", cerr)
 	}
 	st := status.Convert(cerr)
 	h = http.Header{}
@@ -208,18 +218,26 @@ func (g *GRPC) call(ctx context.Context, r ExchangeRequest) (httpStatus int, h h
 	if st.Message() != "" {
 		h.Set("Grpc-Message", st.Message())
 	}
+	var msg proto.Message = out
 	if cerr == nil {
 		body, err = compactJSON(protojson.Marshal(out))
 	} else {
-		body, err = compactJSON(protojson.Marshal(st.Proto()))
+		msg = st.Proto()
+		body, err = compactJSON(protojson.Marshal(msg))
 		if err != nil { // details of a type this binary does not know
 			body, err = json.Marshal(rawStatus(st))
 		}
 	}
 	if err != nil {
-		return 0, nil, nil, sent, fmt.Errorf("the answer does not encode as protojson: %v", err)
+		return 0, nil, nil, nil, sent, fmt.Errorf("the answer does not encode as protojson: %v", err)
 	}
-	return target.GRPCHTTPStatus(int(st.Code())), h, body, sent, nil
+	// Deterministic: the same message is always the same bytes, what the
+	// server's own (map) order would not give; unknown fields are kept.
+	binary, err = proto.MarshalOptions{Deterministic: true}.Marshal(msg)
+	if err != nil {
+		return 0, nil, nil, nil, sent, fmt.Errorf("the answer does not encode: %v", err)
+	}
+	return target.GRPCHTTPStatus(int(st.Code())), h, body, binary, sent, nil
 }
 
 // rawStatus is st in protojson's shape when a detail's type is one this

@@ -9,12 +9,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
-
-	"github.com/idemcheck/idemcheck/target"
 )
 
 // Resp is what came back for one Req.
@@ -30,6 +27,9 @@ type Resp struct {
 	// Proto is the protocol the answer came over ("HTTP/1.1", "HTTP/2.0"),
 	// empty without one.
 	Proto string
+	// Binary is a gRPC answer's message (or error status) in deterministic
+	// binary protobuf encoding; nil for an HTTP answer.
+	Binary []byte
 	// Work is the least time the server spends executing this request:
 	// the slow variant's declared duration when it carried that body, else
 	// zero (see ReachedBy).
@@ -86,10 +86,7 @@ func (r Resp) String() string {
 	if r.Err != nil {
 		return "transport error: " + r.Err.Error()
 	}
-	s := fmt.Sprintf("%d", r.Status)
-	if c, err := strconv.Atoi(r.Header.Get("Grpc-Status")); err == nil { // a gRPC answer: its code first
-		s = target.GRPCCodeName(c) + " (" + s + ")"
-	}
+	s := r.StatusText() // a gRPC answer: its code first
 	if len(r.Body) > 0 {
 		b := r.Body
 		if len(b) > 160 {
@@ -147,6 +144,8 @@ func (h HTTP) Do(ctx context.Context, x Exchange) (Resp, Exchange) {
 	}
 	var reused, answered atomic.Bool
 	var wrote atomic.Int64 // UnixNano of WroteRequest
+	ans := &grpcAnswer{}   // a gRPC carrier behind the client fills it in
+	ctx = context.WithValue(ctx, grpcAnswerKey{}, ans)
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
 		GotConn:              func(i httptrace.GotConnInfo) { reused.Store(i.Reused) },
 		WroteRequest:         func(httptrace.WroteRequestInfo) { wrote.CompareAndSwap(0, time.Now().UnixNano()) },
@@ -164,7 +163,7 @@ func (h HTTP) Do(ctx context.Context, x Exchange) (Resp, Exchange) {
 			var b []byte
 			b, err = io.ReadAll(io.LimitReader(hr.Body, MaxBody))
 			hr.Body.Close()
-			resp.Status, resp.Header, resp.Body, resp.Proto = hr.StatusCode, hr.Header, b, hr.Proto
+			resp.Status, resp.Header, resp.Body, resp.Proto, resp.Binary = hr.StatusCode, hr.Header, b, hr.Proto, ans.binary
 			x.Response = &ExchangeResponse{Status: hr.StatusCode, Header: hr.Header, Body: b}
 		} else if reused.Load() && !answered.Load() && ctx.Err() == nil && !isTimeout(err) {
 			err = fmt.Errorf("%w: %w", ErrStaleConn, err)

@@ -106,6 +106,9 @@ func runList(w, stderr io.Writer, f listFlags) error {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, scenarios.EvidenceLine(tg))
+	if n := target.StatusNote(tg, profile); n != "" {
+		fmt.Fprintln(w, n)
+	}
 	for _, n := range target.DerivedNote(tg) {
 		fmt.Fprintln(w, n)
 	}

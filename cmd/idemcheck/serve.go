@@ -179,6 +179,11 @@ func checkServeFlags(f serveFlags) (defects, fpHeaders []string, tlsConf *tls.Co
 	if tlsConf, err = serveTLS(f); err != nil {
 		return nil, nil, nil, err
 	}
+	for _, d := range defects {
+		if f.grpc == "" && reference.Defect(d).GRPCOnly() {
+			return nil, nil, nil, usageErrorf("--defect %s: needs --grpc (only the gRPC service's AEP-155 method has a first_sent)", d)
+		}
+	}
 	if f.events == "" {
 		for _, d := range defects {
 			if reference.Defect(d).NeedsEvents() {

@@ -84,6 +84,7 @@ func TestServeBadFlags(t *testing.T) {
 		{"events-nats-unreachable", "a NATS server nobody runs, its password never repeated", []string{"--events", "nats://u:secret@127.0.0.1:1/ORDERS"}, "--events: nats 127.0.0.1:1"},
 		{"events-unreachable", "a broker nobody runs", []string{"--events", "redis://127.0.0.1:1/0?stream=s"}, "--events: redis 127.0.0.1:1"},
 		{"event-defect-without-events", "an event defect with no events to break", []string{"--defect", "event-on-replay"}, "--defect event-on-replay: needs --events"},
+		{"grpc-defect-without-grpc", "a gRPC-only defect with no gRPC service to break", []string{"--defect", "first-sent-ignored"}, "--defect first-sent-ignored: needs --grpc"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

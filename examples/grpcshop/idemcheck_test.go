@@ -307,36 +307,28 @@ func TestDefects(t *testing.T) {
 	for _, tc := range []struct {
 		defect defect
 		config string
-		strict bool
 		// want are the instances that must end so, and the --run globs.
 		want map[string]string
 	}{
 		// A retry after another key's request completed gets that one's
 		// order. (Run alone, mismatch/changed-body fails it too: a changed
 		// request under a used key is answered from the cache, a replay.)
-		{replaysOtherResponse, "idemcheck.yaml", false, map[string]string{"replay/single-execution@orders": "fail"}},
-		{partialDigest, "idemcheck.yaml", false, map[string]string{"mismatch/changed-body@orders": "fail"}},
-		{executeOnMismatch, "idemcheck.yaml", false, map[string]string{"mismatch/changed-body@orders": "fail", "mismatch/original-survives@orders": "fail"}},
-		{checkThenInsert, "idemcheck.yaml", false, map[string]string{"concurrent/same-key-burst@orders": "fail"}},
-		{leaseLapses, "idemcheck.yaml", false, map[string]string{"concurrent/in-flight-offsets@orders": "fail", "lost/retry-storm@orders": "fail"}},
-		{noCallerScope, "idemcheck.yaml", false, map[string]string{
+		{replaysOtherResponse, "idemcheck.yaml", map[string]string{"replay/single-execution@orders": "fail"}},
+		{partialDigest, "idemcheck.yaml", map[string]string{"mismatch/changed-body@orders": "fail"}},
+		{executeOnMismatch, "idemcheck.yaml", map[string]string{"mismatch/changed-body@orders": "fail", "mismatch/original-survives@orders": "fail"}},
+		{checkThenInsert, "idemcheck.yaml", map[string]string{"concurrent/same-key-burst@orders": "fail"}},
+		{leaseLapses, "idemcheck.yaml", map[string]string{"concurrent/in-flight-offsets@orders": "fail", "lost/retry-storm@orders": "fail"}},
+		{noCallerScope, "idemcheck.yaml", map[string]string{
 			"scope/other-user-isolated@orders": "fail", "scope/other-user-in-flight@orders": "fail", "security/cross-principal-guess@orders": "fail"}},
-		// AEP-155 "must" reject an expired or a future first_sent; idemcheck
-		// judges it at the draft's SHOULD of key validation (IK-SECURITY-1)
-		// in security/invalid-format-rejected, and the changed first_sent
-		// (a SHOULD of AEP-155) in mismatch/changed-body: warnings, which
-		// fail the run under --strict. The MUST-level cases
-		// syntax/first-sent-expired and syntax/first-sent-future are
-		// expected to fail this build without --strict once they exist.
-		{firstSentIgnored, "idemcheck-aep.yaml", true, map[string]string{"security/invalid-format-rejected@refunds": "warn", "mismatch/changed-body@refunds": "warn"}},
+		// AEP-155: "API servers must reject requests with expired keys, and
+		// must reject requests with keys that are in the future" — a MUST
+		// for a target whose key is AEP-155's {key, first_sent}.
+		{firstSentIgnored, "idemcheck-aep.yaml", map[string]string{"syntax/first-sent-expired@refunds": "fail", "syntax/first-sent-future@refunds": "fail"}},
 	} {
 		t.Run(string(tc.defect), func(t *testing.T) {
 			var args []string
 			for name := range tc.want {
 				args = append(args, "--run", name)
-			}
-			if tc.strict {
-				args = append(args, "--strict")
 			}
 			code, rep := check(t, tc.config, tc.defect, nil, args...)
 			if code != 1 {

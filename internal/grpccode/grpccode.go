@@ -14,6 +14,9 @@ var codes = [...]struct {
 	{"UNAVAILABLE", 503}, {"DATA_LOSS", 500}, {"UNAUTHENTICATED", 401},
 }
 
+// Count is the number of codes: 0 to Count-1 are known.
+const Count = len(codes)
+
 // Name is the name of code c (ABORTED), or its number.
 func Name(c int) string {
 	if c >= 0 && c < len(codes) {

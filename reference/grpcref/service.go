@@ -36,6 +36,14 @@ const MaxKeyLen = 36
 // before it is rejected: a client clock a little ahead is not a future key.
 const firstSentSkew = time.Minute
 
+// ReplayedTrailer is the trailer metadata marking a replayed answer
+// ("true"), as the HTTP reference's Idempotent-Replayed header.
+const ReplayedTrailer = "idempotent-replayed"
+
+// ResourceHeader is the header metadata naming the payment an answer
+// created, as the HTTP reference's Location: a replay repeats it.
+const ResourceHeader = "x-resource-name"
+
 // maxDelay bounds the delay_ms knob, as the HTTP reference's.
 const maxDelay = 60 * time.Second
 
@@ -54,7 +62,8 @@ type Options struct {
 // supported are the defects with a gRPC form.
 var supported = []reference.Defect{
 	reference.NoFingerprint, reference.NoInflightLock, reference.NoUserScope, reference.NoEndpointScope,
-	reference.MissingKeyPassthrough, reference.NoCache4xx, reference.Cache5xx,
+	reference.MissingKeyPassthrough, reference.NoCache4xx, reference.Cache5xx, reference.FirstSentIgnored,
+	reference.ReplayDropsHeaders,
 }
 
 // Supports reports whether d has a gRPC form in this service.
@@ -136,13 +145,15 @@ func (s *Service) CreatePayment(ctx context.Context, req *paymentsv1.CreatePayme
 // CreateRefund implements AEP-155: the key is idempotency_key.key, its
 // first_sent must be neither in the future nor older than the TTL, and a
 // reused key with another first_sent is another request (INVALID_ARGUMENT,
-// as a changed message): first_sent stays in the fingerprint.
+// as a changed message): first_sent stays in the fingerprint. With the
+// first-sent-ignored defect first_sent is neither checked nor
+// fingerprinted.
 func (s *Service) CreateRefund(ctx context.Context, req *paymentsv1.CreateRefundRequest) (*paymentsv1.Payment, error) {
 	if err := validate(req.GetParent(), req.GetPayment(), req.GetKnobs()); err != nil {
 		return nil, err
 	}
 	ik := req.GetIdempotencyKey()
-	if ik != nil {
+	if ik != nil && !s.defects[reference.FirstSentIgnored] {
 		if err := s.checkFirstSent(ik); err != nil {
 			return nil, err
 		}
@@ -154,6 +165,9 @@ func (s *Service) CreateRefund(ctx context.Context, req *paymentsv1.CreateRefund
 	keyless := proto.CloneOf(req)
 	if keyless.IdempotencyKey != nil {
 		keyless.IdempotencyKey.Key = ""
+		if s.defects[reference.FirstSentIgnored] {
+			keyless.IdempotencyKey.FirstSent = nil
+		}
 	}
 	return s.idempotent(ctx, paymentsv1.PaymentService_CreateRefund_FullMethodName, key, keyless, true,
 		func() (*paymentsv1.Payment, error) {
@@ -247,7 +261,9 @@ func (s *Service) idempotent(ctx context.Context, method, key string, keyless pr
 		case rec.State == reference.InFlight:
 			return nil, status.Errorf(codes.Aborted, "a call with key %q is in progress; retry it later", key)
 		}
-		return replay(rec.Response)
+		p, err := replay(rec.Response)
+		s.annotate(ctx, p, true)
+		return p, err
 	}
 	p, err := s.run(key, refund, exec)
 	// The outcome is stored even when the caller went away: its retry
@@ -270,7 +286,20 @@ func (s *Service) idempotent(ctx context.Context, method, key string, keyless pr
 	if cerr := s.store.Complete(sctx, scope, claim.Token, resp); cerr != nil && !errors.Is(cerr, reference.ErrNotOwner) {
 		return nil, storeError(cerr)
 	}
+	s.annotate(ctx, p, false)
 	return p, err
+}
+
+// annotate sends the answer's metadata: the created payment's name
+// (ResourceHeader), and on a replay the ReplayedTrailer. With the
+// replay-drops-headers defect a replay loses the name.
+func (s *Service) annotate(ctx context.Context, p *paymentsv1.Payment, replayed bool) {
+	if p != nil && !(replayed && s.defects[reference.ReplayDropsHeaders]) {
+		_ = grpc.SetHeader(ctx, metadata.Pairs(ResourceHeader, p.GetName())) // no stream (a direct call): nothing to send
+	}
+	if replayed {
+		_ = grpc.SetTrailer(ctx, metadata.Pairs(ReplayedTrailer, "true"))
+	}
 }
 
 // keeps reports whether an error outcome is stored and replayed: a

@@ -3,6 +3,7 @@ package grpcref_test
 import (
 	"context"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -170,13 +171,15 @@ func TestInFlightAborted(t *testing.T) {
 	}
 }
 
+// refund is a CreateRefund request under AEP-155 key {key, sent}.
+func refund(key string, sent time.Time) *pb.CreateRefundRequest {
+	return &pb.CreateRefundRequest{Parent: "accounts/a1", Payment: &pb.Payment{Amount: 5, Currency: "usd"},
+		IdempotencyKey: &pb.IdempotencyKey{Key: key, FirstSent: timestamppb.New(sent)}}
+}
+
 func TestAEPFirstSent(t *testing.T) {
 	conn, executions := serve(t, grpcref.Options{TTL: time.Hour})
 	c := pb.NewPaymentServiceClient(conn)
-	refund := func(key string, sent time.Time) *pb.CreateRefundRequest {
-		return &pb.CreateRefundRequest{Parent: "accounts/a1", Payment: &pb.Payment{Amount: 5, Currency: "usd"},
-			IdempotencyKey: &pb.IdempotencyKey{Key: key, FirstSent: timestamppb.New(sent)}}
-	}
 	k, sent := uuid.NewString(), time.Now()
 	first, err := c.CreateRefund(as(t, "alice"), refund(k, sent))
 	if err != nil {
@@ -247,6 +250,62 @@ func TestDefects(t *testing.T) {
 	}
 	if n := executions(k); n != 1 {
 		t.Fatalf("%d executions, want 1", n)
+	}
+}
+
+// TestReplayMetadata: an answer names its payment in header metadata, a
+// replay repeats it and adds the replayed trailer; with
+// replay-drops-headers the replay loses the name.
+func TestReplayMetadata(t *testing.T) {
+	for _, drops := range []bool{false, true} {
+		var o grpcref.Options
+		if drops {
+			o.Defects = []reference.Defect{reference.ReplayDropsHeaders}
+		}
+		conn, _ := serve(t, o)
+		c := pb.NewPaymentServiceClient(conn)
+		k := uuid.NewString()
+		var h1, t1, h2, t2 metadata.MD
+		first, err := c.CreatePayment(as(t, "alice"), payment(k, 1000), grpc.Header(&h1), grpc.Trailer(&t1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.CreatePayment(as(t, "alice"), payment(k, 1000), grpc.Header(&h2), grpc.Trailer(&t2)); err != nil {
+			t.Fatal(err)
+		}
+		name := first.GetName()
+		if got := h1.Get(grpcref.ResourceHeader); len(got) != 1 || got[0] != name || len(t1.Get(grpcref.ReplayedTrailer)) != 0 {
+			t.Errorf("first answer: header %v, trailer %v; want %s: %s and no replay marker", h1, t1, grpcref.ResourceHeader, name)
+		}
+		want := []string{name}
+		if drops {
+			want = nil
+		}
+		if got := h2.Get(grpcref.ResourceHeader); !slices.Equal(got, want) || !slices.Equal(t2.Get(grpcref.ReplayedTrailer), []string{"true"}) {
+			t.Errorf("replay (drops %v): header %v, trailer %v; want %s: %v and %s: true", drops, h2, t2, grpcref.ResourceHeader, want, grpcref.ReplayedTrailer)
+		}
+	}
+}
+
+// TestFirstSentIgnored: with first-sent-ignored an expired or future
+// first_sent executes, and a changed one replays.
+func TestFirstSentIgnored(t *testing.T) {
+	conn, executions := serve(t, grpcref.Options{TTL: time.Hour, Defects: []reference.Defect{reference.FirstSentIgnored}})
+	c := pb.NewPaymentServiceClient(conn)
+	now := time.Now()
+	for name, at := range map[string]time.Time{"future": now.Add(time.Hour), "expired": now.Add(-2 * time.Hour)} {
+		k := uuid.NewString()
+		if _, err := c.CreateRefund(as(t, "alice"), refund(k, at)); err != nil || executions(k) != 1 {
+			t.Errorf("%s first_sent: %v, %d executions; want it executed", name, err, executions(k))
+		}
+	}
+	k := uuid.NewString()
+	first, err := c.CreateRefund(as(t, "alice"), refund(k, now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := c.CreateRefund(as(t, "alice"), refund(k, now.Add(-time.Second))); err != nil || !proto.Equal(first, again) || executions(k) != 1 {
+		t.Fatalf("changed first_sent: %v, %v; want the replay", again, err)
 	}
 }
 
