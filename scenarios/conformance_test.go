@@ -3,6 +3,7 @@ package scenarios
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/idemcheck/idemcheck/target"
 )
@@ -125,5 +126,30 @@ func TestRedactedConfig(t *testing.T) {
 	}
 	if _, err := target.RedactedConfig([]byte("principals: [")); err == nil {
 		t.Error("a YAML error is reported")
+	}
+}
+
+// TestLeftOutOptIn: the MUST instances --run leaves out are the config's
+// catalog: an opt-in requirement (the outbox without events:, first_sent
+// without an AEP-155 key) it does not ask for is not among them.
+func TestLeftOutOptIn(t *testing.T) {
+	tg, err := target.FromURL("http://127.0.0.1:1", 3*time.Second, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := target.ProfileByName(target.DefaultProfile)
+	o := RunOptions{Run: []string{"replay/*"}}
+	ins, err := plan(tg, p, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := leftOutMust(tg, p, o, ins)
+	if len(left) == 0 {
+		t.Fatal("rule: --run replay/* leaves out the other MUSTs; got none")
+	}
+	for _, name := range left {
+		if strings.HasPrefix(name, "outbox/") || strings.HasPrefix(name, "syntax/first-sent-") {
+			t.Errorf("rule: an opt-in requirement the config does not ask for is not left out: %s", name)
+		}
 	}
 }

@@ -233,5 +233,11 @@ func calibrateOutbox(ctx context.Context, s *session, ins []instance) (problems 
 // its level without them (and --require-must does not ask for them); a
 // run with them is held to them.
 func (st requirementState) optIn() bool {
-	return st.State == reqNotTested && (slices.Contains(st.By.Missing, NeedEvents) || slices.Contains(st.By.Missing, NeedFirstSent))
+	return st.State == reqNotTested && optInMissing(st.By.Missing)
+}
+
+// optInMissing reports needs that make a requirement opt-in: the events:
+// section or an AEP-155 key.
+func optInMissing(missing []Need) bool {
+	return slices.Contains(missing, NeedEvents) || slices.Contains(missing, NeedFirstSent)
 }

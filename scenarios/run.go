@@ -226,7 +226,8 @@ func ttlSkips(ins []instance) (names []string, need time.Duration) {
 }
 
 // leftOutMust names the MUST-level instances of the whole catalog that
-// the run's --run/--skip globs left out of ins.
+// the run's --run/--skip globs left out of ins; an opt-in requirement's
+// instances the config does not ask for are no part of its catalog.
 func leftOutMust(t *target.Target, p *target.Profile, o RunOptions, ins []instance) []string {
 	if len(o.Run) == 0 && len(o.Skip) == 0 {
 		return nil
@@ -241,7 +242,7 @@ func leftOutMust(t *target.Target, p *target.Profile, o RunOptions, ins []instan
 	}
 	var out []string
 	for _, in := range all {
-		if in.Level == Must && !selected[in.Name()] {
+		if in.Level == Must && !selected[in.Name()] && !optInMissing(in.Missing) {
 			out = append(out, in.Name())
 		}
 	}
