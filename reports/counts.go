@@ -2,6 +2,7 @@ package reports
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/idemcheck/idemcheck/scenarios"
 )
@@ -111,6 +112,9 @@ func requirementLines(rep *scenarios.Report) []string {
 		line := fmt.Sprintf("%s: %s verified, %d violated%s, %d without evidence", l, plural(c.Verified, "requirement"), c.Violated, by, c.WithoutEvidence)
 		if c.NotTested > 0 {
 			line += fmt.Sprintf(", %d not tested", c.NotTested)
+		}
+		if c.OptIn > 0 {
+			line += fmt.Sprintf(" (%d opt-in not asked for: %s)", c.OptIn, strings.Join(rep.OptInRequirements(l), ", "))
 		}
 		out = append(out, line)
 	}

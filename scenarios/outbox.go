@@ -236,6 +236,19 @@ func (st requirementState) optIn() bool {
 	return st.State == reqNotTested && optInMissing(st.By.Missing)
 }
 
+// OptInRequirements are the IDs of level l's requirements that are
+// opt-in and not asked for by the run's config (Requirements counts them
+// as OptIn).
+func (r *Report) OptInRequirements(l Level) []string {
+	var out []string
+	for _, st := range r.requirementStates() {
+		if st.Level == l && st.optIn() {
+			out = append(out, st.ID)
+		}
+	}
+	return out
+}
+
 // optInMissing reports needs that make a requirement opt-in: the events:
 // section or an AEP-155 key.
 func optInMissing(missing []Need) bool {

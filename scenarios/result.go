@@ -295,6 +295,10 @@ type RequirementCounts struct {
 	// NotTested: every instance skipped (config lacks what it needs, or
 	// the profile leaves the behaviour open).
 	NotTested int `json:"not_tested"`
+	// OptIn: not tested, and held only where the config asks for it (the
+	// outbox rule without events:, AEP-155's first_sent without its key):
+	// counted apart, as no part of the run's level.
+	OptIn int `json:"opt_in,omitempty"`
 }
 
 // Requirement states, from best: what the run established about one
@@ -368,7 +372,11 @@ func (r *Report) Requirements() map[Level]RequirementCounts {
 		case reqViolated:
 			c.Violated++
 		default:
-			c.NotTested++
+			if st.optIn() {
+				c.OptIn++
+			} else {
+				c.NotTested++
+			}
 		}
 		out[st.Level] = c
 	}

@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -66,18 +67,22 @@ func TestRequirements(t *testing.T) {
 		r(Must, Pass, "IK-A"), r(Must, Pass, "IK-A"), // two instances, one requirement: verified
 		r(Must, Pass, "IK-B"), r(Must, Fail, "IK-B"), // a failing instance violates it
 		r(Must, Pass, "IK-C"), r(Must, Inconclusive, "IK-C"), // a pass does not make up for a missing one
-		r(Must, Skip, "IK-D"),                                   // only skipped: not tested
+		r(Must, Skip, "IK-D"), // only skipped: not tested
+		{Meta: Meta{ID: "outbox/x", Level: Must, Requirements: []string{"IK-OUTBOX-1"}}, Status: Skip, Missing: []Need{NeedEvents}}, // opt-in, not asked for: apart
 		r(Must, Interrupted, "IK-E", "IK-F"),                    // each cited requirement counts
 		r(Should, Warn, "IK-A"),                                 // same ID at another level counts there
 		{Meta: Meta{ID: "f/bare", Level: Should}, Status: Pass}, // no citation: the case ID stands in
 	}}
 	got := rep.Requirements()
 	want := map[Level]RequirementCounts{
-		Must:   {Verified: 1, Violated: 1, WithoutEvidence: 3, NotTested: 1},
+		Must:   {Verified: 1, Violated: 1, WithoutEvidence: 3, NotTested: 1, OptIn: 1},
 		Should: {Verified: 1, Violated: 1},
 	}
 	if len(got) != len(want) || got[Must] != want[Must] || got[Should] != want[Should] {
 		t.Errorf("got %+v, want %+v", got, want)
+	}
+	if ids := rep.OptInRequirements(Must); !slices.Equal(ids, []string{"IK-OUTBOX-1"}) {
+		t.Errorf("opt-in MUSTs %v, want [IK-OUTBOX-1]", ids)
 	}
 }
 
