@@ -141,7 +141,7 @@ func nextLevelText(rep *scenarios.Report, c scenarios.Conformance) string {
 	reqs := map[string]*state{}
 	var order []string
 	for _, r := range rep.Results {
-		if r.Level != scenarios.Should {
+		if r.Level != scenarios.Should || scenarios.DoesNotApply(r) {
 			continue
 		}
 		for _, id := range r.Requirements {

@@ -72,6 +72,7 @@ func TestNextLevelText(t *testing.T) {
 		res("f/uncounted", scenarios.Should, "IK-S-5", scenarios.Unverifiable, "cannot be counted"),
 		res("f/warned", scenarios.Should, "IK-S-6", scenarios.Warn, ""),
 		res("f/patch", scenarios.Should, "IK-S-7", scenarios.Skip, "needs a PATCH operation"),
+		res("f/optional", scenarios.Should, "IK-S-8", scenarios.Skip, scenarios.NotApplicable+" where the key is required"),
 	}}
 	c := rep.Conformance()
 	if c.Level != scenarios.LevelCore {
@@ -81,7 +82,7 @@ func TestNextLevelText(t *testing.T) {
 		"the profile leaves open cache_5xx, key_max_len; no evidence for IK-S-5 (f/uncounted unverifiable); " +
 		"the API does not meet IK-S-6 (f/warned@charges warn); other cases say why: IK-S-7 (f/patch: needs a PATCH operation)"
 	if got := nextLevelText(rep, c); got != want {
-		t.Errorf("rule: one sentence by what would test each unverified SHOULD (a verified one is left out)\ngot  %s\nwant %s", got, want)
+		t.Errorf("rule: one sentence by what would test each unverified SHOULD (a verified one, and one that does not apply, are left out)\ngot  %s\nwant %s", got, want)
 	}
 	if got := conformanceText(rep, c); got != "draft-07 core (1/1 MUST, 1/7 SHOULD verified); "+want {
 		t.Errorf("rule: the conformance line is the level, its counts and the sentence: %s", got)

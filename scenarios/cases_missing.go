@@ -34,7 +34,7 @@ func init() {
 
 func skipKeyOptional(_ *target.Target, p *target.Profile, _ *target.Operation) string {
 	if p.KeyRequired == target.No {
-		return "profile key_required is false (see missing/optional-executes)"
+		return NotApplicable + " where the key is optional: profile key_required is false (see missing/optional-executes)"
 	}
 	return ""
 }
@@ -106,10 +106,14 @@ func missingProblemLink(ctx context.Context, e *Env) Verdict {
 }
 
 func skipKeyNotRequired(_ *target.Target, p *target.Profile, _ *target.Operation) string {
-	if p.KeyRequired != target.Yes {
+	switch p.KeyRequired {
+	case target.Yes:
+		return ""
+	case target.No:
+		return NotApplicable + " where the key is optional: profile key_required is false (see missing/optional-executes)"
+	default:
 		return "profile key_required is not true"
 	}
-	return ""
 }
 
 func missingRepeatFailsAgain(ctx context.Context, e *Env) Verdict {
@@ -129,10 +133,14 @@ func missingRepeatFailsAgain(ctx context.Context, e *Env) Verdict {
 }
 
 func skipKeyRequired(_ *target.Target, p *target.Profile, _ *target.Operation) string {
-	if p.KeyRequired != target.No {
+	switch p.KeyRequired {
+	case target.No:
+		return ""
+	case target.Yes:
+		return NotApplicable + " where the key is required: profile key_required is true (see missing/rejected)"
+	default:
 		return "profile key_required is not false (see missing/rejected)"
 	}
-	return ""
 }
 
 func missingOptionalExecutes(ctx context.Context, e *Env) Verdict {

@@ -26,6 +26,10 @@ func TestConformance(t *testing.T) {
 	notAEP.Missing = []Need{NeedFirstSent, NeedTTL}
 	aepNoTTL := res("syntax/first-sent-expired", Must, "IK-FIRSTSENT-1", Skip)
 	aepNoTTL.Missing = []Need{NeedTTL}
+	notApplicable := res("missing/repeat-fails-again", Must, "IK-MISSING-3", Skip)
+	notApplicable.Reason = NotApplicable + " where the key is optional: profile key_required is false"
+	profileOpen := res("missing/repeat-fails-again", Must, "IK-MISSING-3", Skip)
+	profileOpen.Reason = "profile key_required is not true"
 	cases := []struct {
 		name, rule string
 		rep        Report
@@ -52,6 +56,8 @@ func TestConformance(t *testing.T) {
 		{"first_sent without an AEP-155 key", "AEP-155's first_sent MUST does not hold back a target whose key has none", Report{Profile: "ietf", Results: with(notAEP)}, LevelFull, ""},
 		{"first_sent untested", "an AEP-155 key is held to its first_sent MUST: untested for want of a ttl, no level", Report{Profile: "aep-155", Results: with(aepNoTTL)}, LevelNone, "IK-FIRSTSENT-1 (MUST) not tested: syntax/first-sent-expired@charges: needs ttl"},
 		{"first_sent violated", "an AEP-155 first_sent accepted fails the MUST", Report{Profile: "aep-155", Results: with(res("syntax/first-sent-future", Must, "IK-FIRSTSENT-1", Fail))}, LevelNotConformant, "IK-FIRSTSENT-1 (MUST) violated"},
+		{"not applicable", "a MUST that does not apply under the profile (a second keyless rejection where the key is optional) is no part of the catalog", Report{Profile: "aep-155", Results: with(notApplicable)}, "aep-155 compatible", ""},
+		{"profile leaves it open", "a MUST the profile leaves open (key_required unknown) is not tested: no level", Report{Profile: "lenient", Results: with(profileOpen)}, LevelNone, "IK-MISSING-3 (MUST) not tested"},
 		{"empty", "a run without MUSTs claims nothing", Report{Profile: "ietf", Results: []Result{res("a/should", Should, "IK-B", Pass)}}, LevelNone, "no MUST"},
 	}
 	for _, c := range cases {

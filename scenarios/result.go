@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/idemcheck/idemcheck/wire"
@@ -301,6 +302,18 @@ type RequirementCounts struct {
 	OptIn int `json:"opt_in,omitempty"`
 }
 
+// NotApplicable begins the skip reason of an instance whose requirement
+// does not exist for the target as its profile and carrier describe it
+// (IK-MISSING-3's second rejection where the profile says the key is
+// optional, Retry-After over gRPC): it counts for no requirement, so it
+// neither holds a level back nor appears among the MUSTs not tested.
+const NotApplicable = "does not apply"
+
+// DoesNotApply reports an instance skipped as NotApplicable.
+func DoesNotApply(res Result) bool {
+	return res.Status == Skip && strings.HasPrefix(res.Reason, NotApplicable)
+}
+
 // Requirement states, from best: what the run established about one
 // requirement, by the worst of its instances.
 const (
@@ -327,6 +340,9 @@ func (r *Report) requirementStates() []requirementState {
 	var out []requirementState
 	idx := map[[2]string]int{}
 	for _, res := range r.Results {
+		if DoesNotApply(res) {
+			continue // no part of this target's catalog: neither tested nor untested
+		}
 		s := reqNotTested
 		switch res.Status {
 		case Pass:

@@ -112,10 +112,21 @@ func startService(t *testing.T, dsn, providerURL string, d defect) string {
 // report is what the tests read of idemcheck's JSON report
 // (idemcheck.report/v1).
 type report struct {
-	Outcome  string   `json:"outcome"`
-	ExitCode int      `json:"exit_code"`
-	Notes    []string `json:"notes"`
-	Results  []result `json:"results"`
+	Outcome      string   `json:"outcome"`
+	ExitCode     int      `json:"exit_code"`
+	Notes        []string `json:"notes"`
+	Results      []result `json:"results"`
+	Requirements map[string]struct {
+		Verified  int `json:"verified"`
+		NotTested int `json:"not_tested"`
+	} `json:"requirements"`
+	Conformance struct {
+		Level string `json:"level"`
+	} `json:"conformance"`
+	UntestedMust []struct {
+		Instance string `json:"instance"`
+		Reason   string `json:"reason"`
+	} `json:"untested_must"`
 }
 
 // result is one case instance's verdict.
@@ -234,10 +245,12 @@ func freeAddr(t *testing.T) string {
 
 // notRun are the reasons a MUST may skip on the correct build: what
 // neither config supplies (events, replicas, a managed process — refused
-// for gRPC targets — or a lease), missing/repeat-fails-again, which
-// judges a required key (both of grpcshop's keys are optional, as AIP-155
-// and AEP-155 let them be), and a requirement with no gRPC form.
-var notRun = []string{"config does not supply: ", "profile key_required is not true", "does not apply to gRPC: "}
+// for gRPC targets — or a lease; each such requirement is verified by
+// another instance or opt-in, as the requirements check below holds),
+// and a requirement that does not apply: missing/repeat-fails-again judges
+// a required key (both of grpcshop's keys are optional, as AIP-155 and
+// AEP-155 let them be), and a requirement with no gRPC form.
+var notRun = []string{"config does not supply: ", "does not apply"}
 
 // TestCorrectBuild: idemcheck run exits 0 on the correct build, for each
 // method's config and with the SQL oracle in place of the double's count:
@@ -283,6 +296,12 @@ func TestCorrectBuild(t *testing.T) {
 			}
 			if tc.edit != nil {
 				return
+			}
+			// Every MUST requirement of the catalog over gRPC verified: the
+			// level the preset names, none left untested (the opt-in ones,
+			// the outbox without events:, are counted apart).
+			if m := rep.Requirements["MUST"]; m.NotTested != 0 || !strings.HasSuffix(rep.Conformance.Level, " compatible") {
+				t.Errorf("MUST requirements: %+v, level %q, untested %+v; want none untested and the preset's level", m, rep.Conformance.Level, rep.UntestedMust)
 			}
 			// The timeout variant (the provider never answers) is judged.
 			if r := rep.result("crash/handler-timeout"); r == nil || r.Status != "pass" {
