@@ -279,6 +279,12 @@ func syntaxEmptyKey(ctx context.Context, e *Env) Verdict {
 	if e.Target.KeySyntax == target.Raw {
 		lines["empty"] = []string{""}
 	}
+	if e.Target.KeyField() != "" && e.Profile.KeyRequired == target.No {
+		// An empty message field is no key at all (proto3 cannot tell
+		// them apart), and the profile lets a call go without one:
+		// missing/optional-executes judges it.
+		delete(lines, "empty")
+	}
 	if m := e.Profile.KeyMinLen; m > 1 {
 		lines[fmt.Sprintf("%d chars (below key_min_len %d)", m-1, m)] = []string{e.KeyValue(keyOfLen(m - 1))}
 	}
@@ -286,6 +292,9 @@ func syntaxEmptyKey(ctx context.Context, e *Env) Verdict {
 	if e.Profile.BlankKey == target.BlankReject {
 		lines["blank"] = blank
 		return e.judgeInvalidKeys(ctx, "empty, blank or too short key", lines)
+	}
+	if len(lines) == 0 {
+		return e.Skip(NotApplicable + " to an empty key field where the key is optional: an empty field is no key (missing/optional-executes judges keyless calls)")
 	}
 	v := e.judgeInvalidKeys(ctx, "empty or too short key", lines)
 	if v.Status != Pass {

@@ -303,6 +303,11 @@ func TestCorrectBuild(t *testing.T) {
 			if m := rep.Requirements["MUST"]; m.NotTested != 0 || !strings.HasSuffix(rep.Conformance.Level, " compatible") {
 				t.Errorf("MUST requirements: %+v, level %q, untested %+v; want none untested and the preset's level", m, rep.Conformance.Level, rep.UntestedMust)
 			}
+			// An empty key field is no key, which an optional key allows:
+			// not an invalid key to refuse.
+			if r := rep.result("syntax/empty-key"); r == nil || r.Status != "skip" || !strings.HasPrefix(r.Reason, "does not apply") {
+				t.Errorf("syntax/empty-key: %+v, want a skip saying it does not apply", r)
+			}
 			// The timeout variant (the provider never answers) is judged.
 			if r := rep.result("crash/handler-timeout"); r == nil || r.Status != "pass" {
 				t.Errorf("crash/handler-timeout: %+v, want a pass", r)
