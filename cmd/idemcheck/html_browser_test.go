@@ -62,8 +62,8 @@ func TestHTMLReportsInBrowser(t *testing.T) {
 				}
 			}
 		}
-		if len(reqs) != 8 {
-			t.Errorf("requirement cells: %v, want MUST and SHOULD x 4", reqs)
+		if len(reqs) != 10 {
+			t.Errorf("requirement cells: %v, want MUST and SHOULD x 5", reqs)
 		}
 		total := len(doc["results"].([]any))
 		state := eval(`({rows: document.querySelectorAll('details.result').length,
