@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -114,6 +115,9 @@ func (s *shop) once(ctx context.Context, w http.ResponseWriter, sc scope, fp []b
 			problem(w, http.StatusUnprocessableEntity, "idempotency-key-reused", "Idempotency-Key reused",
 				"this Idempotency-Key was used with a different request body", nil)
 		default:
+			if s.defect == publishOnReplay {
+				s.announceAgain(ctx, sc.key, rec.resp)
+			}
 			w.Header().Set("Idempotent-Replayed", "true")
 			write(w, rec.resp)
 		}
@@ -145,7 +149,22 @@ func (s *shop) execute(ctx context.Context, w http.ResponseWriter, sc scope, own
 		keep = nil
 	}
 	wedge := res.outcome == failed && s.defect == wedges5xx
-	kept, err := s.store.finish(ctx, row, sc, owner, keep, s.ttl, wedge)
+	var ev *paidEvent
+	if res.outcome == paid && s.events != nil {
+		e := newPaidEvent(row)
+		ev = &e
+		if s.defect == publishBeforeCommit {
+			// The bug: the order is announced before it is recorded. A
+			// crash (or a failed commit) from here on leaves an event
+			// for an order that does not exist, and the retry announces
+			// it again under another order id.
+			if err := s.events.publishNow(ctx, e, sc.key); err != nil {
+				slog.Error("shop: event not published", "order", row.OrderID, "err", err)
+			}
+			ev = nil
+		}
+	}
+	kept, err := s.store.finish(ctx, row, ev, sc, owner, keep, s.ttl, wedge)
 	if err != nil {
 		// The provider was called but nothing could be written: the key
 		// stays claimed until its lease ends, and the answer says so.
@@ -177,4 +196,17 @@ func (s *shop) unavailable(w http.ResponseWriter, step string, err error) {
 	w.Header().Set("Retry-After", "1")
 	problem(w, http.StatusServiceUnavailable, "store-unavailable", "Service Unavailable",
 		"the order could not be processed right now; retry with the same Idempotency-Key", nil)
+}
+
+// announceAgain is the publish-on-replay build's replay: the client asked
+// for its order again, so the order.paid event goes out again (a fresh
+// event, as if the order had been paid once more).
+func (s *shop) announceAgain(ctx context.Context, key string, resp *stored) {
+	var o order
+	if s.events == nil || resp.Status != http.StatusCreated || json.Unmarshal(resp.Body, &o) != nil {
+		return
+	}
+	if err := insertEvent(ctx, s.store.pool, newPaidEvent(o), key); err != nil {
+		slog.Error("shop: event not written", "order", o.OrderID, "err", err)
+	}
 }

@@ -33,7 +33,10 @@ type shop struct {
 	ttl      time.Duration
 	lease    time.Duration
 	defect   defect
-	mux      *http.ServeMux
+	events   *publisher // nil: the shop publishes no events
+	// stopRelay ends the relay (events.go) and waits for it.
+	stopRelay func()
+	mux       *http.ServeMux
 }
 
 func newShop(st *store, p *provider, ttl, lease time.Duration, d defect) *shop {
