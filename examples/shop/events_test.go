@@ -33,7 +33,10 @@ func TestEventsOutbox(t *testing.T) {
 		failed []string // the outbox instances that fail; the others pass
 	}{
 		{"", 0, nil},
-		{publishOnReplay, 1, []string{"outbox/lost-answer-retry@orders", "outbox/none-for-replay@orders"}},
+		{publishOnReplay, 1, []string{"outbox/lost-answer-retry@orders", "outbox/none-for-replay@orders", "outbox/same-key-burst@orders"}},
+		// Not a catch: the run's traffic never breaks the shop between
+		// its publish and its commit, so this build passes here (kept
+		// so that the limit is seen, and TestEventsChaosKills fails it).
 		{publishBeforeCommit, 0, nil},
 	}
 	for _, row := range rows {
@@ -48,8 +51,14 @@ func TestEventsOutbox(t *testing.T) {
 			}
 			for name, status := range results {
 				want := "pass"
-				if slices.Contains(row.failed, name) {
+				switch {
+				case slices.Contains(row.failed, name):
 					want = "fail"
+				case name == "outbox/lease-takeover@orders":
+					// The shop refuses a lease that a charge can outlive
+					// (-lease > -provider-timeout + 1s): no slow variant
+					// can take the key over, and the case says so.
+					want = "skip"
 				}
 				if status != want {
 					t.Errorf("%s: %s, want %s", name, status, want)
@@ -60,10 +69,14 @@ func TestEventsOutbox(t *testing.T) {
 					t.Errorf("%s: did not run", name)
 				}
 			}
-			if row.code == 0 && !strings.Contains(stdout, "IK-OUTBOX-1") {
-				// The requirement is counted among the verified MUSTs,
-				// not set apart as opt-in.
-				t.Errorf("the report does not name IK-OUTBOX-1")
+			// The outbox cases' one requirement, IK-OUTBOX-1, is held
+			// like any MUST (not set apart as opt-in).
+			verdict := "MUST: 1 requirement verified, 0 violated"
+			if row.code != 0 {
+				verdict = "MUST: 0 requirements verified, 1 violated"
+			}
+			if !strings.Contains(stdout, verdict) {
+				t.Errorf("the report does not say %q", verdict)
 			}
 		})
 	}
