@@ -103,7 +103,25 @@ func (p *publisher) publishNow(ctx context.Context, ev paidEvent, key string) er
 	if err != nil {
 		return err
 	}
-	return p.client.ProduceSync(ctx, p.record(ev, key, payload)).FirstErr()
+	return p.send(ctx, p.record(ev, key, payload))
+}
+
+// send publishes recs and waits for the broker's acks, without waiting
+// out the linger.
+func (p *publisher) send(ctx context.Context, recs ...*kgo.Record) error {
+	errs := make(chan error, len(recs))
+	for _, r := range recs {
+		p.client.Produce(ctx, r, func(_ *kgo.Record, err error) { errs <- err })
+	}
+	if err := p.client.Flush(ctx); err != nil {
+		return err
+	}
+	for range recs {
+		if err := <-errs; err != nil {
+			return fmt.Errorf("publish: %w", err)
+		}
+	}
+	return nil
 }
 
 // outboxRow is a pending row as the relay reads it.
@@ -156,35 +174,18 @@ ORDER BY created_at LIMIT $1 FOR UPDATE SKIP LOCKED`)
 	if err != nil || len(rows) == 0 {
 		return 0, err
 	}
-	if err := s.produceAll(ctx, rows); err != nil {
-		return 0, err
-	}
 	ids := make([]string, len(rows))
+	recs := make([]*kgo.Record, len(rows))
 	for i, r := range rows {
-		ids[i] = r.eventID
+		ids[i], recs[i] = r.eventID, s.recordOf(r)
+	}
+	if err := s.events.send(ctx, recs...); err != nil {
+		return 0, err
 	}
 	if _, err := tx.Exec(ctx, `UPDATE outbox SET sent_at = now() WHERE event_id = ANY($1)`, ids); err != nil {
 		return 0, fmt.Errorf("mark sent: %w", err)
 	}
 	return len(rows), tx.Commit(ctx)
-}
-
-// produceAll publishes rows and waits for the broker's acks, without
-// waiting out the linger.
-func (s *shop) produceAll(ctx context.Context, rows []outboxRow) error {
-	errs := make(chan error, len(rows))
-	for _, r := range rows {
-		s.events.client.Produce(ctx, s.recordOf(r), func(_ *kgo.Record, err error) { errs <- err })
-	}
-	if err := s.events.client.Flush(ctx); err != nil {
-		return err
-	}
-	for range rows {
-		if err := <-errs; err != nil {
-			return fmt.Errorf("publish: %w", err)
-		}
-	}
-	return nil
 }
 
 // relayMarkFirst is the relay-loses-on-kill build's pass: it claims the

@@ -169,7 +169,7 @@ func TestEventsChaosKills(t *testing.T) {
 			})
 			js := filepath.Join(t.TempDir(), "chaos.json")
 			code, stdout := runBin(t, 4*time.Minute, bin, "chaos", "--config", cfg, "--replicas", "2", "--kill-every", "1s",
-				"--ops", "200", "--concurrency", "8", "--fault", "drop-response:0.3", "--seed", "5", "--deadline", "3m", "--json", js)
+				"--ops", "400", "--concurrency", "8", "--fault", "drop-response:0.3", "--seed", "5", "--deadline", "3m", "--json", js)
 			t.Logf("idemcheck chaos exited %d:\n%s", code, stdout)
 			if code != row.code || !strings.Contains(stdout, row.want) || !strings.Contains(stdout, "events (kafka topic ") {
 				t.Fatalf("exit %d (want %d), want %q in stdout", code, row.code, row.want)
