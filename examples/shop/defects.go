@@ -30,10 +30,11 @@ const (
 	// declinesNotStored releases the key after a provider decline (402)
 	// as it does after a 5xx: a retry charges the card again.
 	declinesNotStored defect = "declines-not-stored"
-	// publishBeforeCommit (with -kafka-brokers) publishes a paid order's
-	// event from the handler, before the transaction that records the
-	// order commits: a crash in between announces an order that was
-	// never recorded, and the retry announces it again.
+	// publishBeforeCommit (with -kafka-brokers) publishes the order's
+	// event from the handler as it places the order, before the charge
+	// and the transaction that records it: a charge that fails, or a
+	// crash before the commit, leaves the event out anyway, and the
+	// retry announces the order again.
 	publishBeforeCommit defect = "publish-before-commit"
 	// publishOnReplay (with -kafka-brokers) writes the order's event to
 	// the outbox again on each replay of its 201.

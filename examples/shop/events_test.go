@@ -21,10 +21,10 @@ import (
 // CI would) on two replicas of the shop publishing to a Kafka topic (an
 // in-process kfake cluster, the real protocol), with idemcheck.yaml's
 // events: section uncommented. The correct build passes with IK-OUTBOX-1
-// verified; publish-on-replay fails the cases named for it. The shop
-// cannot lose a transaction after its publish without a crash, so
-// publish-before-commit publishes exactly what the correct build does
-// here: TestEventsChaosKills catches it.
+// verified; publish-on-replay fails the cases named for it.
+// publish-before-commit publishes one event per charge, as many as the
+// provider counts, on every request these cases send (none fails its
+// charge or crashes): they pass it, and TestEventsChaosKills catches it.
 func TestEventsOutbox(t *testing.T) {
 	bin := testenv.BuildIdemcheck(t)
 	rows := []struct {
@@ -34,9 +34,9 @@ func TestEventsOutbox(t *testing.T) {
 	}{
 		{"", 0, nil},
 		{publishOnReplay, 1, []string{"outbox/lost-answer-retry@orders", "outbox/none-for-replay@orders", "outbox/same-key-burst@orders"}},
-		// Not a catch: the run's traffic never breaks the shop between
-		// its publish and its commit, so this build passes here (kept
-		// so that the limit is seen, and TestEventsChaosKills fails it).
+		// Not a catch, kept so that the limit stays in sight: no outbox
+		// case fails a charge or kills the shop between its publish and
+		// its commit.
 		{publishBeforeCommit, 0, nil},
 	}
 	for _, row := range rows {
@@ -130,8 +130,10 @@ func runOutbox(t *testing.T, bin string, d defect) (int, string, map[string]stri
 // the orders its history shows. The correct build loses and duplicates
 // none; relay-loses-on-kill loses the events its relay had marked sent
 // but not yet handed to the broker; publish-before-commit's handler
-// publishes before the order's transaction commits, so an order killed in
-// between is announced, retried, and announced again.
+// publishes before the charge and the commit, so an order whose charge
+// failed (the transient kind) or that was killed in between is announced,
+// retried, and announced again. 400 operations: with fewer, the traffic
+// is over before most kills.
 func TestEventsChaosKills(t *testing.T) {
 	bin := testenv.BuildIdemcheck(t)
 	shopBin := buildShop(t)

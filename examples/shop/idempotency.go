@@ -143,26 +143,30 @@ func (s *shop) claim(ctx context.Context, sc scope, fp []byte, owner string) (bo
 // a payment or a decline is the key's outcome, stored for replay; a
 // provider failure is not, and the key is released for a retry.
 func (s *shop) execute(ctx context.Context, w http.ResponseWriter, sc scope, owner string, o orderRequest) {
-	row, resp, res := s.attempt(ctx, sc, o)
+	row := newOrder(sc, o)
+	if s.defect == publishBeforeCommit && s.events != nil {
+		// The bug: the order is announced as it is placed, so the
+		// warehouse starts picking while the card is charged (a charge
+		// rarely fails, the reasoning goes). A charge that fails or a
+		// crash before the commit leaves an event for an order that was
+		// never recorded as paid, and the retry announces it again
+		// under another order id.
+		announced := row
+		announced.Status = "paid"
+		if err := s.events.publishNow(ctx, newPaidEvent(announced), sc.key); err != nil {
+			slog.Error("shop: event not published", "order", row.OrderID, "err", err)
+		}
+	}
+	row, resp, res := s.attempt(ctx, row, o)
 	keep := resp
 	if res.outcome == failed || (res.outcome == declined && s.defect == declinesNotStored) {
 		keep = nil
 	}
 	wedge := res.outcome == failed && s.defect == wedges5xx
 	var ev *paidEvent
-	if res.outcome == paid && s.events != nil {
+	if res.outcome == paid && s.events != nil && s.defect != publishBeforeCommit {
 		e := newPaidEvent(row)
 		ev = &e
-		if s.defect == publishBeforeCommit {
-			// The bug: the order is announced before it is recorded. A
-			// crash (or a failed commit) from here on leaves an event
-			// for an order that does not exist, and the retry announces
-			// it again under another order id.
-			if err := s.events.publishNow(ctx, e, sc.key); err != nil {
-				slog.Error("shop: event not published", "order", row.OrderID, "err", err)
-			}
-			ev = nil
-		}
 	}
 	kept, err := s.store.finish(ctx, row, ev, sc, owner, keep, s.ttl, wedge)
 	if err != nil {
@@ -183,7 +187,7 @@ func (s *shop) execute(ctx context.Context, w http.ResponseWriter, sc scope, own
 // place is the execute-then-422 build's execution outside any claim: the
 // order is charged and recorded, its answer dropped.
 func (s *shop) place(ctx context.Context, sc scope, o orderRequest) {
-	row, _, _ := s.attempt(ctx, sc, o)
+	row, _, _ := s.attempt(ctx, newOrder(sc, o), o)
 	if err := s.store.insertOrder(ctx, row); err != nil {
 		slog.Error("shop: order not recorded", "order", row.OrderID, "err", err)
 	}
