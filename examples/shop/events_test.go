@@ -244,3 +244,38 @@ func runBin(t *testing.T, limit time.Duration, bin string, args ...string) (int,
 	}
 	return 0, string(out)
 }
+
+// TestEventsConfig: the Kafka flags come as a pair of valid values, and
+// an event defect needs them; each error is one line naming the flag.
+func TestEventsConfig(t *testing.T) {
+	ok := config{dsn: "postgres://u@127.0.0.1:5432/db", providerURL: "http://127.0.0.1:9090", ttl: time.Hour,
+		lease: 5 * time.Second, providerTimeout: 3 * time.Second}
+	for _, c := range []struct {
+		brokers, topic string
+		d              defect
+		want           string // "" for no error
+	}{
+		{"", "", "", ""},
+		{"127.0.0.1:9092", "orders.events", "", ""},
+		{"127.0.0.1:9092,127.0.0.1:9093", "orders.events", relayLosesOnKill, ""},
+		{"127.0.0.1:9092", "", "", "-kafka-brokers: needs -kafka-topic"},
+		{"", "orders.events", "", `-kafka-topic "orders.events": needs -kafka-brokers`},
+		{"kafka.local", "orders.events", "", `-kafka-brokers "kafka.local": want host:port[,host:port...]`},
+		{"", "", publishOnReplay, `SHOP_DEFECT "publish-on-replay": a defect of the events, needs -kafka-brokers`},
+	} {
+		cfg := ok
+		cfg.kafkaBrokers, cfg.kafkaTopic, cfg.defect = c.brokers, c.topic, c.d
+		got := ""
+		if err := cfg.check(); err != nil {
+			got = err.Error()
+		}
+		if got != c.want {
+			t.Errorf("brokers %q topic %q defect %q: error %q, want %q", c.brokers, c.topic, c.d, got, c.want)
+		}
+	}
+	for _, d := range eventDefects {
+		if got, err := parseDefect(string(d)); err != nil || got != d {
+			t.Errorf("SHOP_DEFECT=%s: %q, %v", d, got, err)
+		}
+	}
+}
