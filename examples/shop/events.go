@@ -46,11 +46,8 @@ const (
 // the next ones; the correct relay flushes each batch at once.
 const relayLinger = 500 * time.Millisecond
 
-// publisher is the shop's Kafka producer.
-type publisher struct {
-	client *kgo.Client
-	topic  string
-}
+// publisher is the shop's Kafka producer, bound to its topic.
+type publisher struct{ client *kgo.Client }
 
 // checkKafka says what is wrong with the -kafka-brokers and -kafka-topic
 // pair: both or neither.
@@ -81,7 +78,7 @@ func newPublisher(brokers, topic string) (*publisher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("-kafka-brokers: %w", err)
 	}
-	return &publisher{client: cl, topic: topic}, nil
+	return &publisher{client: cl}, nil
 }
 
 func (p *publisher) close() { p.client.Close() }
