@@ -30,18 +30,36 @@ const (
 	// declinesNotStored releases the key after a provider decline (402)
 	// as it does after a 5xx: a retry charges the card again.
 	declinesNotStored defect = "declines-not-stored"
+	// publishBeforeCommit (with -kafka-brokers) publishes the order's
+	// event from the handler as it places the order, before the charge
+	// and the transaction that records it: a charge that fails, or a
+	// crash before the commit, leaves the event out anyway, and the
+	// retry announces the order again.
+	publishBeforeCommit defect = "publish-before-commit"
+	// publishOnReplay (with -kafka-brokers) writes the order's event to
+	// the outbox again on each replay of its 201.
+	publishOnReplay defect = "publish-on-replay"
+	// relayLosesOnKill (with -kafka-brokers) marks outbox rows sent, then
+	// hands them to the producer without waiting for the broker: a kill
+	// before the producer sends them loses their events.
+	relayLosesOnKill defect = "relay-loses-on-kill"
 )
 
 // defects lists every broken build, in the order the docs give them.
 var defects = []defect{executeThen422, leaseLapses, checkThenInsert, wedges5xx, declinesNotStored}
 
+// eventDefects lists the broken builds of the shop's events; they need
+// -kafka-brokers.
+var eventDefects = []defect{publishBeforeCommit, publishOnReplay, relayLosesOnKill}
+
 // parseDefect accepts "" (the correct build) or one name of defects.
 func parseDefect(s string) (defect, error) {
-	if s == "" || slices.Contains(defects, defect(s)) {
+	all := slices.Concat(defects, eventDefects)
+	if s == "" || slices.Contains(all, defect(s)) {
 		return defect(s), nil
 	}
-	names := make([]string, len(defects))
-	for i, d := range defects {
+	names := make([]string, len(all))
+	for i, d := range all {
 		names[i] = string(d)
 	}
 	return "", fmt.Errorf("SHOP_DEFECT %q: want one of %s (or unset for the correct build)", s, strings.Join(names, ", "))

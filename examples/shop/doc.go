@@ -11,6 +11,10 @@
 // -provider-url overrides PROVIDER_URL (a managed target's
 // "-provider-url {downstream}").
 //
+// -kafka-brokers and -kafka-topic (or KAFKA_BROKERS, KAFKA_TOPIC) make it
+// announce each paid order as an order.paid event through an outbox table
+// and a relay (events.go); without them it publishes nothing.
+//
 // SHOP_DEFECT=name starts a broken build instead (defects.go);
 // examples/shop/idemcheck.yaml describes the API to idemcheck and
 // idemcheck_test.go proves each build gets the verdict it deserves.

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -114,6 +115,9 @@ func (s *shop) once(ctx context.Context, w http.ResponseWriter, sc scope, fp []b
 			problem(w, http.StatusUnprocessableEntity, "idempotency-key-reused", "Idempotency-Key reused",
 				"this Idempotency-Key was used with a different request body", nil)
 		default:
+			if s.defect == publishOnReplay {
+				s.announceAgain(ctx, sc.key, rec.resp)
+			}
 			w.Header().Set("Idempotent-Replayed", "true")
 			write(w, rec.resp)
 		}
@@ -139,13 +143,32 @@ func (s *shop) claim(ctx context.Context, sc scope, fp []byte, owner string) (bo
 // a payment or a decline is the key's outcome, stored for replay; a
 // provider failure is not, and the key is released for a retry.
 func (s *shop) execute(ctx context.Context, w http.ResponseWriter, sc scope, owner string, o orderRequest) {
-	row, resp, res := s.attempt(ctx, sc, o)
+	row := newOrder(sc, o)
+	if s.defect == publishBeforeCommit && s.events != nil {
+		// The bug: the order is announced as it is placed, so the
+		// warehouse starts picking while the card is charged (a charge
+		// rarely fails, the reasoning goes). A charge that fails or a
+		// crash before the commit leaves an event for an order that was
+		// never recorded as paid, and the retry announces it again
+		// under another order id.
+		announced := row
+		announced.Status = "paid"
+		if err := s.events.publishNow(ctx, newPaidEvent(announced), sc.key); err != nil {
+			slog.Error("shop: event not published", "order", row.OrderID, "err", err)
+		}
+	}
+	row, resp, res := s.attempt(ctx, row, o)
 	keep := resp
 	if res.outcome == failed || (res.outcome == declined && s.defect == declinesNotStored) {
 		keep = nil
 	}
 	wedge := res.outcome == failed && s.defect == wedges5xx
-	kept, err := s.store.finish(ctx, row, sc, owner, keep, s.ttl, wedge)
+	var ev *paidEvent
+	if res.outcome == paid && s.events != nil && s.defect != publishBeforeCommit {
+		e := newPaidEvent(row)
+		ev = &e
+	}
+	kept, err := s.store.finish(ctx, row, ev, sc, owner, keep, s.ttl, wedge)
 	if err != nil {
 		// The provider was called but nothing could be written: the key
 		// stays claimed until its lease ends, and the answer says so.
@@ -164,7 +187,7 @@ func (s *shop) execute(ctx context.Context, w http.ResponseWriter, sc scope, own
 // place is the execute-then-422 build's execution outside any claim: the
 // order is charged and recorded, its answer dropped.
 func (s *shop) place(ctx context.Context, sc scope, o orderRequest) {
-	row, _, _ := s.attempt(ctx, sc, o)
+	row, _, _ := s.attempt(ctx, newOrder(sc, o), o)
 	if err := s.store.insertOrder(ctx, row); err != nil {
 		slog.Error("shop: order not recorded", "order", row.OrderID, "err", err)
 	}
@@ -177,4 +200,17 @@ func (s *shop) unavailable(w http.ResponseWriter, step string, err error) {
 	w.Header().Set("Retry-After", "1")
 	problem(w, http.StatusServiceUnavailable, "store-unavailable", "Service Unavailable",
 		"the order could not be processed right now; retry with the same Idempotency-Key", nil)
+}
+
+// announceAgain is the publish-on-replay build's replay: the client asked
+// for its order again, so the order.paid event goes out again (a fresh
+// event, as if the order had been paid once more).
+func (s *shop) announceAgain(ctx context.Context, key string, resp *stored) {
+	var o order
+	if s.events == nil || resp.Status != http.StatusCreated || json.Unmarshal(resp.Body, &o) != nil {
+		return
+	}
+	if err := insertEvent(ctx, s.store.pool, newPaidEvent(o), key); err != nil {
+		slog.Error("shop: event not written", "order", o.OrderID, "err", err)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -25,6 +26,8 @@ type config struct {
 	ttl             time.Duration // how long a key's outcome is replayed, counted from completion
 	lease           time.Duration // how long an in-flight claim holds its key
 	providerTimeout time.Duration // the bound on one charge call
+	kafkaBrokers    string        // host:port,...: where order.paid events go ("" for none)
+	kafkaTopic      string
 	defect          defect
 }
 
@@ -44,6 +47,12 @@ func (c config) check() error {
 		// A claim must outlive the longest request it covers, or a retry
 		// takes the key over while the charge is still running.
 		return fmt.Errorf("-lease %s: must exceed -provider-timeout %s by more than 1s", c.lease, c.providerTimeout)
+	}
+	if err := checkKafka(c.kafkaBrokers, c.kafkaTopic); err != nil {
+		return err
+	}
+	if c.kafkaBrokers == "" && slices.Contains(eventDefects, c.defect) {
+		return fmt.Errorf("SHOP_DEFECT %q: a defect of the events, needs -kafka-brokers", c.defect)
 	}
 	if u, err := url.Parse(c.providerURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("PROVIDER_URL (-provider-url) %q: want an absolute http(s) URL", c.providerURL)
@@ -65,12 +74,28 @@ func open(ctx context.Context, c config) (*shop, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newShop(st, newProvider(c.providerURL, c.providerTimeout), c.ttl, c.lease, c.defect), nil
+	s := newShop(st, newProvider(c.providerURL, c.providerTimeout), c.ttl, c.lease, c.defect)
+	if c.kafkaBrokers != "" {
+		if s.events, err = newPublisher(c.kafkaBrokers, c.kafkaTopic); err != nil {
+			st.close()
+			return nil, err
+		}
+		rctx, stop := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); s.relay(rctx) }()
+		s.stopRelay = func() { stop(); <-done }
+	}
+	return s, nil
 }
 
-// close releases the database pool and the provider's connections.
+// close stops the relay, then releases the database pool, the
+// provider's connections and the Kafka client.
 func (s *shop) close() {
 	s.provider.close()
+	if s.events != nil {
+		s.stopRelay()
+		s.events.close()
+	}
 	s.store.close()
 }
 
@@ -105,6 +130,8 @@ func main() {
 	flag.DurationVar(&c.ttl, "ttl", 24*time.Hour, "how long a key's outcome is replayed, counted from completion")
 	flag.DurationVar(&c.lease, "lease", 5*time.Second, "how long an in-flight request holds its key")
 	flag.DurationVar(&c.providerTimeout, "provider-timeout", 3*time.Second, "the bound on one call to the payment provider")
+	flag.StringVar(&c.kafkaBrokers, "kafka-brokers", os.Getenv("KAFKA_BROKERS"), "Kafka brokers (host:port,...) for order.paid events; none when empty (default $KAFKA_BROKERS)")
+	flag.StringVar(&c.kafkaTopic, "kafka-topic", os.Getenv("KAFKA_TOPIC"), "the topic order.paid events go to (default $KAFKA_TOPIC)")
 	flag.Parse()
 	d, err := parseDefect(os.Getenv("SHOP_DEFECT"))
 	if err == nil {

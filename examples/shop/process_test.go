@@ -24,10 +24,7 @@ import (
 // started by hand is caught, then stops on SIGTERM with exit 0.
 func TestProcess(t *testing.T) {
 	dsn := testenv.RequirePostgres(t)
-	bin := filepath.Join(t.TempDir(), "shop")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v: %s", err, out)
-	}
+	bin := buildShop(t)
 	t.Run("correct", func(t *testing.T) {
 		// target_cmd inherits the environment; idemcheck picks the shop's
 		// port and the double's, and writes them into the command line.
@@ -60,6 +57,16 @@ func TestProcess(t *testing.T) {
 			t.Errorf("the shop exited %d after SIGTERM, want 0", code)
 		}
 	})
+}
+
+// buildShop builds the shop's binary into t's temp dir.
+func buildShop(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "shop")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v: %s", err, out)
+	}
+	return bin
 }
 
 // listening is the shop's start-up line (log/slog's default output).

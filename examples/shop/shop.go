@@ -33,7 +33,10 @@ type shop struct {
 	ttl      time.Duration
 	lease    time.Duration
 	defect   defect
-	mux      *http.ServeMux
+	events   *publisher // nil: the shop publishes no events
+	// stopRelay ends the relay (events.go) and waits for it.
+	stopRelay func()
+	mux       *http.ServeMux
 }
 
 func newShop(st *store, p *provider, ttl, lease time.Duration, d defect) *shop {
@@ -133,15 +136,20 @@ func (s *shop) validate(ctx context.Context, body []byte) (orderRequest, string)
 	return o, ""
 }
 
-// attempt charges the order once and returns its row and its answer:
-// 201 with the order when paid, 402 when declined, 502 when the provider
-// failed, 504 when it did not answer in time.
-func (s *shop) attempt(ctx context.Context, sc scope, o orderRequest) (order, *stored, result) {
-	row := order{
+// newOrder is a new attempt at order o under sc's key, not yet charged.
+func newOrder(sc scope, o orderRequest) order {
+	return order{
 		OrderID: newID("ord_"), SKU: o.SKU, Quantity: o.Quantity, Amount: o.price * int64(o.Quantity),
 		Currency: currency, Reference: o.Reference, CreatedAt: time.Now().UTC().Truncate(time.Microsecond),
 		account: sc.account, key: sc.key,
 	}
+}
+
+// attempt charges row's order once (paying with o's card) and returns the
+// row with its outcome and its answer: 201 with the order when paid, 402
+// when declined, 502 when the provider failed, 504 when it did not answer
+// in time.
+func (s *shop) attempt(ctx context.Context, row order, o orderRequest) (order, *stored, result) {
 	res := s.provider.charge(ctx, charge{Amount: row.Amount, Currency: row.Currency, Card: o.Card,
 		Reference: o.Reference, OrderID: row.OrderID, Description: "shop order " + row.OrderID})
 	extra := map[string]any{"order_id": row.OrderID}

@@ -97,7 +97,12 @@ func startShop(t *testing.T, d defect, ttl time.Duration) *testShop {
 // startShopAt serves build d on database dsn, paying at providerURL.
 func startShopAt(t *testing.T, dsn, providerURL string, d defect, ttl time.Duration, p *fakeProvider) *testShop {
 	t.Helper()
-	cfg := config{dsn: dsn, providerURL: providerURL, ttl: ttl, lease: 5 * time.Second, providerTimeout: 3 * time.Second, defect: d}
+	return startShopWith(t, config{dsn: dsn, providerURL: providerURL, ttl: ttl, lease: 5 * time.Second, providerTimeout: 3 * time.Second, defect: d}, p)
+}
+
+// startShopWith serves the shop cfg describes.
+func startShopWith(t *testing.T, cfg config, p *fakeProvider) *testShop {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	s, err := open(ctx, cfg)
@@ -112,7 +117,7 @@ func startShopAt(t *testing.T, dsn, providerURL string, d defect, ttl time.Durat
 // replica serves another shop of the same build on the same database.
 func (ts *testShop) replica(t *testing.T) *testShop {
 	t.Helper()
-	return startShopAt(t, ts.cfg.dsn, ts.cfg.providerURL, ts.cfg.defect, ts.cfg.ttl, ts.provider)
+	return startShopWith(t, ts.cfg, ts.provider)
 }
 
 // reply is a response read in full.

@@ -16,7 +16,9 @@ import (
 // schema is the shop's PostgreSQL schema. orders keeps every attempt at
 // an order (paid, declined, failed) with the idempotency key it came
 // under, as sent by the client (the sf-string's content, unquoted);
-// idempotency_records holds one record per (account, method, path, key).
+// idempotency_records holds one record per (account, method, path, key);
+// outbox holds the events of paid orders until the relay has published
+// them (events.go).
 const schema = `
 CREATE TABLE IF NOT EXISTS products (
 	sku   text PRIMARY KEY,
@@ -59,6 +61,15 @@ CREATE TABLE IF NOT EXISTS idempotency_records (
 	PRIMARY KEY (account, method, path, key)
 );
 CREATE INDEX IF NOT EXISTS idempotency_records_expires ON idempotency_records (expires_at);
+CREATE TABLE IF NOT EXISTS outbox (
+	event_id        text PRIMARY KEY,
+	order_id        text NOT NULL,
+	idempotency_key text NOT NULL,
+	payload         jsonb NOT NULL,
+	created_at      timestamptz NOT NULL DEFAULT clock_timestamp(),
+	sent_at         timestamptz
+);
+CREATE INDEX IF NOT EXISTS outbox_pending ON outbox (created_at) WHERE sent_at IS NULL;
 `
 
 // Record states. A record is in progress while its owner holds the lease,
@@ -146,7 +157,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	// locks its table, and a replica restarting beside serving ones would
 	// stall their orders behind it. The schema's last object says current.
 	var current bool
-	if err := tx.QueryRow(ctx, `SELECT to_regclass('idempotency_records_expires') IS NOT NULL`).Scan(&current); err != nil || current {
+	if err := tx.QueryRow(ctx, `SELECT to_regclass('outbox_pending') IS NOT NULL`).Scan(&current); err != nil || current {
 		return err
 	}
 	if _, err := tx.Exec(ctx, schema); err != nil {
@@ -230,9 +241,10 @@ func (s *store) price(ctx context.Context, sku string) (price int64, ok bool, er
 // finish records an order attempt and settles its key in one
 // transaction: with resp it completes the record (fenced by owner: a
 // claim that lost its lease stores nothing), without it releases the key
-// (or, with wedge, marks the record failed). It reports whether the
-// response was stored.
-func (s *store) finish(ctx context.Context, o order, sc scope, owner string, resp *stored, ttl time.Duration, wedge bool) (bool, error) {
+// (or, with wedge, marks the record failed). ev, when set, is the order's
+// event, written to the outbox in the same transaction. It reports
+// whether the response was stored.
+func (s *store) finish(ctx context.Context, o order, ev *paidEvent, sc scope, owner string, resp *stored, ttl time.Duration, wedge bool) (bool, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return false, err
@@ -240,6 +252,11 @@ func (s *store) finish(ctx context.Context, o order, sc scope, owner string, res
 	defer func() { _ = tx.Rollback(ctx) }()
 	if err := insertOrder(ctx, tx, o); err != nil {
 		return false, err
+	}
+	if ev != nil {
+		if err := insertEvent(ctx, tx, *ev, sc.key); err != nil {
+			return false, err
+		}
 	}
 	kept := false
 	switch {
