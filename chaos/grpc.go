@@ -23,8 +23,6 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/dynamicpb"
-
-	"github.com/idemcheck/idemcheck/internal/jsonx"
 )
 
 // faultMetadata labels, in the trailer, every call the gRPC proxy ends
@@ -86,23 +84,8 @@ func NewGRPC(upstream string, opts ...Option) (*GRPCProxy, error) {
 	case len(o.methods) == 0 || o.resolve == nil:
 		return nil, errors.New("a gRPC proxy needs the unary methods it injects faults into, and their resolver (WithMethods)")
 	}
-	if o.keyHeader == "" {
-		o.keyHeader = "Idempotency-Key"
-	}
-	if o.idPointer == "" {
-		o.idPointer = "/id"
-	}
-	if _, err := jsonx.ParsePointer(o.idPointer); err != nil {
-		return nil, fmt.Errorf("id pointer %q: %v", o.idPointer, err)
-	}
-	if o.maxBody <= 0 {
-		o.maxBody = 8 << 20
-	}
-	if o.timeout <= 0 {
-		o.timeout = 60 * time.Second
-	}
-	if o.maxKeys <= 0 {
-		o.maxKeys = 1 << 18
+	if err := o.defaults(); err != nil {
+		return nil, err
 	}
 	creds := insecure.NewCredentials()
 	if u.Scheme == "grpcs" {

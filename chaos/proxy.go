@@ -100,6 +100,29 @@ type Proxy struct {
 	ruleSet
 }
 
+// defaults fills what the options left out, as both proxies take them.
+func (o *options) defaults() error {
+	if o.keyHeader == "" {
+		o.keyHeader = "Idempotency-Key"
+	}
+	if o.idPointer == "" {
+		o.idPointer = "/id"
+	}
+	if _, err := jsonx.ParsePointer(o.idPointer); err != nil {
+		return fmt.Errorf("id pointer %q: %v", o.idPointer, err)
+	}
+	if o.maxBody <= 0 {
+		o.maxBody = 8 << 20
+	}
+	if o.timeout <= 0 {
+		o.timeout = 60 * time.Second
+	}
+	if o.maxKeys <= 0 {
+		o.maxKeys = 1 << 18
+	}
+	return nil
+}
+
 // New returns a proxy in front of upstream, the base URL requests are
 // forwarded to.
 func New(upstream string, opts ...Option) (*Proxy, error) {
@@ -111,23 +134,8 @@ func New(upstream string, opts ...Option) (*Proxy, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("upstream %q: want an absolute http(s) URL", upstream)
 	}
-	if o.keyHeader == "" {
-		o.keyHeader = "Idempotency-Key"
-	}
-	if o.idPointer == "" {
-		o.idPointer = "/id"
-	}
-	if _, err := jsonx.ParsePointer(o.idPointer); err != nil {
-		return nil, fmt.Errorf("id pointer %q: %v", o.idPointer, err)
-	}
-	if o.maxBody <= 0 {
-		o.maxBody = 8 << 20
-	}
-	if o.timeout <= 0 {
-		o.timeout = 60 * time.Second
-	}
-	if o.maxKeys <= 0 {
-		o.maxKeys = 1 << 18
+	if err := o.defaults(); err != nil {
+		return nil, err
 	}
 	p := &Proxy{opts: o, upstreams: []*url.URL{u}, ruleSet: newRuleSet(o.seed, o.maxKeys)}
 	for _, r := range o.replicas {
