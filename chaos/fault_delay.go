@@ -3,6 +3,8 @@ package chaos
 import (
 	"errors"
 	"time"
+
+	"github.com/idemcheck/idemcheck/internal/clock"
 )
 
 // delay holds the attempt before forwarding (the request reaches the
@@ -60,15 +62,5 @@ func (f delay) serveGRPC(x *callExchange) error {
 
 // sleep waits d unless the client goes away first (then false).
 func (x *Exchange) sleep(d time.Duration) bool {
-	if d <= 0 {
-		return true
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-x.r.Context().Done():
-		return false
-	}
+	return d <= 0 || clock.Until(x.r.Context(), time.Now().Add(d)) == nil
 }

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/idemcheck/idemcheck/internal/clock"
 	"github.com/idemcheck/idemcheck/internal/grpccode"
 	"github.com/idemcheck/idemcheck/internal/jsonx"
 )
@@ -170,15 +171,5 @@ func (x *callExchange) gone() error {
 
 // sleep waits d unless the client goes away first (then false).
 func (x *callExchange) sleep(d time.Duration) bool {
-	if d <= 0 {
-		return true
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-x.ss.Context().Done():
-		return false
-	}
+	return d <= 0 || clock.Until(x.ss.Context(), time.Now().Add(d)) == nil
 }
