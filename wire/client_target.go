@@ -33,7 +33,8 @@ func Client(t *target.Target, timeout time.Duration) *http.Client {
 // replica (any status will do) and, when the target declares a key_source,
 // that it issues a key. Every face calls it before any traffic; the error
 // wraps ErrUnreachable or ErrKeySource. It returns the protocol the base
-// URL answered in (protoName: HTTP/1.1, HTTP/2), what the run records.
+// URL answered in (protoName: HTTP/1.1, HTTP/2; gRPC for a gRPC target),
+// what the run records.
 func Preflight(ctx context.Context, t *target.Target, c *http.Client) (string, error) {
 	var proto string
 	for i, base := range t.Bases() {
@@ -49,6 +50,9 @@ func Preflight(ctx context.Context, t *target.Target, c *http.Client) (string, e
 		if _, err := FetchKey(ctx, t, c, nil); err != nil {
 			return "", err
 		}
+	}
+	if t.IsGRPC() {
+		proto = "gRPC" // over HTTP/2, as every gRPC call is: the protocol is the RPC's
 	}
 	return proto, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -60,8 +61,13 @@ func grpcReferenceConfig(t *testing.T, httpBase, grpcBase string) string {
 // exits 0; with a defect, 1, naming the case that caught it.
 func TestRunGRPC(t *testing.T) {
 	httpBase, grpcBase := serveGRPCForTest(t)
-	if code, stderr := runCaptured(t, "run", "--config", grpcReferenceConfig(t, httpBase, grpcBase)); code != 0 {
+	out := filepath.Join(t.TempDir(), "r.json")
+	if code, stderr := runCaptured(t, "run", "--config", grpcReferenceConfig(t, httpBase, grpcBase), "--json", out); code != 0 {
 		t.Fatalf("the reference over gRPC: exit %d, want 0: %s", code, stderr)
+	}
+	// The report names the RPC protocol, not the HTTP/2 under it.
+	if p := readJSON(t, out)["protocol"]; p != "gRPC" {
+		t.Errorf("protocol %v, want gRPC", p)
 	}
 	httpBase, grpcBase = serveGRPCForTest(t, "no-fingerprint")
 	code, stderr := runCaptured(t, "run", "--config", grpcReferenceConfig(t, httpBase, grpcBase))
