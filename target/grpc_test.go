@@ -77,6 +77,9 @@ func TestGRPCConfigErrors(t *testing.T) {
 	const key = "key: {field: request_id}\n"
 	cases := []struct{ name, yaml, want string }{
 		{"no key", grpcBase + grpcOp, "key: a gRPC target says where its key goes"},
+		{"unset secret in metadata", "base_url: grpc://127.0.0.1:1\nprincipals: [{name: a, metadata: {authorization: \"Bearer ${IDEMCHECK_TEST_UNSET_9}\"}}]\n" + grpcOp + key,
+			"principals[0].metadata.authorization: ${IDEMCHECK_TEST_UNSET_9} is not set"},
+
 		{"both places", grpcBase + grpcOp + "key: {field: request_id, metadata: x-k}\n", "key: give field"},
 		{"first_sent without field", grpcBase + grpcOp + "key: {metadata: x-k, first_sent: true}\n", "key.first_sent: needs key.field"},
 		{"bad field", grpcBase + grpcOp + "key: {field: request-id}\n", `key.field "request-id"`},

@@ -52,9 +52,14 @@ func (t *Target) expandConfig(secretHeaders []string) error {
 	for _, h := range secretHeaders {
 		secretName[http.CanonicalHeaderKey(h)] = true
 	}
+	// A gRPC config writes its principals' header fields as metadata:.
+	field := ".headers."
+	if t.IsGRPC() {
+		field = ".metadata."
+	}
 	headers := func(h map[string]string, at string) error {
 		for k, v := range h {
-			x, err := t.expandEnv(v, at+".headers."+k, true)
+			x, err := t.expandEnv(v, at+field+k, true)
 			if err != nil {
 				return err
 			}
