@@ -1,7 +1,6 @@
 package main
 
 import (
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/idemcheck/idemcheck/internal/knobless"
+	"github.com/idemcheck/idemcheck/internal/testenv"
 	"github.com/idemcheck/idemcheck/reference"
 )
 
@@ -25,19 +25,6 @@ func serveShop(t *testing.T, o knobless.Options) string {
 		_ = shop.Close()
 	})
 	return srv.URL
-}
-
-// freeAddr is a loopback address nothing listens on (for the double,
-// whose address the shop must know before the run starts it).
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
 }
 
 // downstreamOracle counts executions as the double's payments calls.
@@ -75,7 +62,7 @@ func TestDoubleRun(t *testing.T) {
 	// inconclusive (and a MUST among them makes the exit 5), never a
 	// wrong verdict; the assertions allow that and nothing else.
 	t.Run("correct", func(t *testing.T) {
-		addr := freeAddr(t)
+		addr := testenv.FreeAddr(t)
 		base := serveShop(t, knobless.Options{ProviderURL: "http://" + addr})
 		r, res, notes := runKnobless(t, knobless.Config(base, addr, downstreamOracle))
 		if r.code != exitOK && r.code != exitIncomplete {
@@ -113,7 +100,7 @@ func TestDoubleRun(t *testing.T) {
 		}
 	})
 	t.Run("executes-twice", func(t *testing.T) {
-		addr := freeAddr(t)
+		addr := testenv.FreeAddr(t)
 		base := serveShop(t, knobless.Options{ProviderURL: "http://" + addr, Defects: []reference.Defect{reference.NoInflightLock}})
 		r, res, _ := runKnobless(t, knobless.Config(base, addr, downstreamOracle), "--run", "concurrent/**")
 		for _, id := range []string{"concurrent/in-flight-conflict", "concurrent/same-key-burst"} {
@@ -139,7 +126,7 @@ func TestDoubleRun(t *testing.T) {
 // the double), or calls without it (counted globally, the run serial).
 func TestDoubleCalibration(t *testing.T) {
 	t.Run("untokened", func(t *testing.T) {
-		addr := freeAddr(t)
+		addr := testenv.FreeAddr(t)
 		base := serveShop(t, knobless.Options{ProviderURL: "http://" + addr, KeepsReference: true})
 		r, res, notes := runKnobless(t, knobless.Config(base, addr, downstreamOracle), "--run", "replay/single-execution", "--run", "concurrent/same-key-burst")
 		if len(notes) != 1 || !strings.Contains(notes[0], "holds no token") || !strings.Contains(notes[0], "the run is serial") {
@@ -164,7 +151,7 @@ func TestDoubleCalibration(t *testing.T) {
 			_, _ = w.Write([]byte(`{"id":"pay_x"}`))
 		}))
 		defer elsewhere.Close()
-		addr := freeAddr(t)
+		addr := testenv.FreeAddr(t)
 		base := serveShop(t, knobless.Options{ProviderURL: elsewhere.URL})
 		_, res, notes := runKnobless(t, knobless.Config(base, addr, downstreamOracle), "--run", "replay/single-execution")
 		if len(notes) != 1 || !strings.Contains(notes[0], "made no call to the double at http://"+addr) {
@@ -181,7 +168,7 @@ func TestDoubleCalibration(t *testing.T) {
 // executions read from the double; a shop that executes a same-key burst
 // many times is caught by chaos.
 func TestDoubleChaosLoad(t *testing.T) {
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	base := serveShop(t, knobless.Options{ProviderURL: "http://" + addr})
 	cfg := filepath.Join(t.TempDir(), "idemcheck.yaml")
 	if err := os.WriteFile(cfg, []byte(knobless.Config(base, addr, downstreamOracle)), 0o600); err != nil {
@@ -222,7 +209,7 @@ func TestDoubleChaosLoad(t *testing.T) {
 // once, then replays: deterministic, a pass). Unmarked, their provider
 // calls held no token and read as 0 executions after two 201s.
 func TestDoubleKeyLines(t *testing.T) {
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	base := serveShop(t, knobless.Options{ProviderURL: "http://" + addr, Defects: []reference.Defect{reference.UnvalidatedKey}})
 	_, res, _ := runKnobless(t, knobless.Config(base, addr, downstreamOracle), "--run", "syntax/repeated-header")
 	x := res["syntax/repeated-header"]
@@ -255,7 +242,7 @@ func TestDoubleManagedTarget(t *testing.T) {
 // selected effect-counting cases use: replay/single-execution here.)
 func TestDoubleWitnessesKeyless(t *testing.T) {
 	const effects = `{url: "/v1/effects?key={key}", pointer: /executions}`
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	base := serveShop(t, knobless.Options{ProviderURL: "http://" + addr, Effects: true})
 	_, res, notes := runKnobless(t, knobless.Config(base, addr, effects), "--run", "missing/rejected", "--run", "replay/single-execution")
 	if x := res["missing/rejected"]; x.Status != "pass" || !strings.Contains(x.Observed, "no execution (oracle)") {
@@ -267,7 +254,7 @@ func TestDoubleWitnessesKeyless(t *testing.T) {
 // provider needs no marker: the double tracks the keys themselves, counts
 // by them and makes the slow variant slow by them.
 func TestDoubleForwardedKey(t *testing.T) {
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	base := serveShop(t, knobless.Options{ProviderURL: "http://" + addr, ForwardsKey: true})
 	cfg := strings.Replace(knobless.Config(base, addr, downstreamOracle), "    marker: /reference\n", "", 1)
 	_, res, notes := runKnobless(t, cfg, "--run", "replay/single-execution", "--run", "concurrent/in-flight-conflict")
@@ -301,7 +288,7 @@ func TestDoubleChaosLoadCalibration(t *testing.T) {
 		{"not-pointed", knobless.Options{ProviderURL: elsewhere.URL}, "made no call to the double", "oracle: not used"},
 		{"untokened", knobless.Options{KeepsReference: true}, "holds no token", "executions in the window"},
 	} {
-		addr := freeAddr(t)
+		addr := testenv.FreeAddr(t)
 		if tc.shop.ProviderURL == "" {
 			tc.shop.ProviderURL = "http://" + addr
 		}

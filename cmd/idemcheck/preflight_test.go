@@ -8,6 +8,7 @@ import (
 
 	"github.com/idemcheck/idemcheck/internal/demotest"
 	"github.com/idemcheck/idemcheck/internal/knobless"
+	"github.com/idemcheck/idemcheck/internal/testenv"
 	"github.com/idemcheck/idemcheck/reference/demo"
 )
 
@@ -39,7 +40,7 @@ operations:
     body: {amount: 1000, currency: usd, fail: transient}
     id_pointer: /id
 `)
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	shop := serveShop(t, knobless.Options{ProviderURL: "http://" + addr})
 	empty := write("empty-route.yaml", strings.Replace(knobless.Config(shop, addr, downstreamOracle),
 		`{status: 200, body: {id: "pay_{seq}", status: succeeded}}`, `{status: 200, body: {}}`, 1))

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -165,7 +164,7 @@ func (rep *report) result(name string) *result {
 func check(t *testing.T, config string, d defect, edit func(cfg map[string]any, dsn string), args ...string) (int, *report) {
 	t.Helper()
 	dsn := testenv.RequirePostgres(t)
-	listen := freeAddr(t)
+	listen := testenv.FreeAddr(t)
 	addr := startService(t, dsn, "http://"+listen, d)
 	cfg := writeConfig(t, config, func(c map[string]any) {
 		c["base_url"] = "grpc://" + addr
@@ -229,18 +228,6 @@ func writeConfig(t *testing.T, name string, edit func(map[string]any)) string {
 		t.Fatal(err)
 	}
 	return path
-}
-
-// freeAddr is a loopback address free a moment ago, for the double: the
-// service must know its provider's URL before idemcheck starts the double.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // notRun are the reasons a MUST may skip on the correct build: what

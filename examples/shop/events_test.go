@@ -86,7 +86,7 @@ func runOutbox(t *testing.T, bin string, d defect) (int, string, map[string]stri
 	t.Helper()
 	brokers, _ := testenv.RequireKafka(t)
 	topic := testenv.KafkaTopic(t, brokers, 2)
-	listen := freeAddr(t)
+	listen := testenv.FreeAddr(t)
 	a := startShopWith(t, config{dsn: testenv.RequirePostgres(t), providerURL: "http://" + listen, ttl: shopTTL,
 		lease: 5 * time.Second, providerTimeout: 3 * time.Second, defect: d,
 		kafkaBrokers: strings.Join(brokers, ","), kafkaTopic: topic}, nil)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"maps"
-	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -161,7 +160,7 @@ func stalled(reason string) bool {
 func runIdemcheck(t *testing.T, d defect, oracle func(string) map[string]any, opts ...idemchecktest.Option) *scenarios.Report {
 	t.Helper()
 	dsn := testenv.RequirePostgres(t)
-	listen := freeAddr(t)
+	listen := testenv.FreeAddr(t)
 	a := startShopAt(t, dsn, "http://"+listen, d, shopTTL, nil)
 	b := a.replica(t)
 
@@ -184,16 +183,4 @@ func runIdemcheck(t *testing.T, d defect, oracle func(string) map[string]any, op
 		return nil
 	}
 	return rep
-}
-
-// freeAddr is a loopback address free a moment ago, for the double: the
-// shop must know its provider's URL before idemcheck starts the double.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return strings.TrimPrefix(l.Addr().String(), "tcp://")
 }

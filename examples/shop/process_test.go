@@ -42,7 +42,7 @@ func TestProcess(t *testing.T) {
 			idemchecktest.Only("replay/single-execution", "errors/business-error-kept", "concurrent/in-flight-offsets", "lease/crash-recovers"))
 	})
 	t.Run(string(executeThen422), func(t *testing.T) {
-		listen := freeAddr(t)
+		listen := testenv.FreeAddr(t)
 		base, stop := startShopProcess(t, bin, dsn, "http://"+listen, executeThen422)
 		cfg := writeConfig(t, func(c map[string]any) {
 			c["base_url"] = base

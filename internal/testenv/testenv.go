@@ -3,6 +3,7 @@ package testenv
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemcheck/idemcheck/internal/freeport"
 	"go.uber.org/goleak"
 )
 
@@ -116,3 +118,15 @@ func processAlive(pid int) bool {
 
 // joinReasons renders why each way of getting a server failed.
 func joinReasons(reasons []string) string { return strings.Join(reasons, "; ") }
+
+// FreeAddr is a loopback address (127.0.0.1:port) free a moment ago, for a
+// server whose address another must know before it starts (the double the
+// API under test is pointed at).
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	port, err := freeport.Loopback()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+}
