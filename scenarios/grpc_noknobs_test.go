@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/idemcheck/idemcheck/internal/demotest"
+	"github.com/idemcheck/idemcheck/internal/testenv"
 	"github.com/idemcheck/idemcheck/reference/demo"
 	"github.com/idemcheck/idemcheck/reference/grpcref"
 	"github.com/idemcheck/idemcheck/reference/grpcref/paymentsv1"
@@ -42,13 +42,10 @@ func TestGRPCDownstreamVariants(t *testing.T) {
 // double's two charges before the original answered (it was inconclusive:
 // "the slow variant did not succeed").
 func TestGRPCLeaseTakeover(t *testing.T) {
-	doubleAddr := freeLoopback(t)
+	doubleAddr := testenv.FreeAddr(t)
 	svc := &lapsingLease{lease: 900 * time.Millisecond, provider: "http://" + doubleAddr + "/v1/payments", claims: map[string]*lapsingClaim{}}
 	t.Cleanup(svc.client.CloseIdleConnections)
-	g := grpc.NewServer()
-	paymentsv1.RegisterPaymentServiceServer(g, svc)
-	reflection.Register(g)
-	rep := runDownstream(t, demotest.ServeGRPCServer(t, g), doubleAddr, "1200ms", "concurrent/in-flight-offsets")
+	rep := runDownstream(t, servePayments(t, svc), doubleAddr, "1200ms", "concurrent/in-flight-offsets")
 	if r := rep.Results[0]; r.Status != Fail || !strings.Contains(r.Observed, "received 2 calls of the key before the original answered") {
 		t.Fatalf("want a fail on the takeover:%s", verdicts(rep))
 	}
@@ -104,7 +101,7 @@ func (s *lapsingLease) CreatePayment(ctx context.Context, req *paymentsv1.Create
 // runDownstreamGRPC serves the reference gRPC service, its executions
 // calling a downstream double, and runs globs on it.
 func runDownstreamGRPC(t *testing.T, globs ...string) *Report {
-	doubleAddr := freeLoopback(t)
+	doubleAddr := testenv.FreeAddr(t)
 	client := &http.Client{Timeout: 10 * time.Second}
 	t.Cleanup(client.CloseIdleConnections)
 	svc, err := grpcref.New(grpcref.Options{TTL: time.Minute, Lease: 10 * time.Second, Executing: func(key string, _ bool) func() {
@@ -123,6 +120,15 @@ func runDownstreamGRPC(t *testing.T, globs ...string) *Report {
 	g := grpc.NewServer()
 	svc.Register(g)
 	return runDownstream(t, demotest.ServeGRPCServer(t, g), doubleAddr, "600ms", globs...)
+}
+
+// servePayments serves svc, with reflection, on a loopback gRPC server
+// for the test; it returns its grpc:// base.
+func servePayments(t *testing.T, svc paymentsv1.PaymentServiceServer) string {
+	g := grpc.NewServer()
+	paymentsv1.RegisterPaymentServiceServer(g, svc)
+	reflection.Register(g)
+	return demotest.ServeGRPCServer(t, g)
 }
 
 // runDownstream runs globs on the CreatePayment (AIP-155) of the service
@@ -158,18 +164,6 @@ profile:
 	return rep
 }
 
-// freeLoopback is a loopback address free a moment ago: the double
-// listens there once a run starts, and the service must know it before.
-func freeLoopback(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // TestGRPCIDPointerName: an id_pointer naming a response field as the
 // .proto does (create_time) finds nothing in the protojson answer
 // (createTime); the one-line error gives the pointer by JSON names.
@@ -192,13 +186,10 @@ func TestGRPCIDPointerName(t *testing.T) {
 // without the key), fails replay/single-execution: its retries come
 // after another key's request completed.
 func TestGRPCReplaysOtherKey(t *testing.T) {
-	doubleAddr := freeLoopback(t)
+	doubleAddr := testenv.FreeAddr(t)
 	svc := &lastReply{provider: "http://" + doubleAddr + "/v1/payments", seen: map[string]bool{}}
 	t.Cleanup(svc.client.CloseIdleConnections)
-	g := grpc.NewServer()
-	paymentsv1.RegisterPaymentServiceServer(g, svc)
-	reflection.Register(g)
-	rep := runDownstream(t, demotest.ServeGRPCServer(t, g), doubleAddr, "600ms", "replay/single-execution")
+	rep := runDownstream(t, servePayments(t, svc), doubleAddr, "600ms", "replay/single-execution")
 	if r := rep.Results[0]; r.Status != Fail || !strings.Contains(r.Observed, "2 distinct ids") {
 		t.Fatalf("want a fail on the other key's id:%s", verdicts(rep))
 	}
