@@ -11,9 +11,9 @@
 //
 // It is a leaf that anything may use: of idemcheck's packages it imports
 // only internal/jsonx (JSON pointers into bodies), internal/expiry (the
-// shared time rule for a key's lifetime) and internal/grpccode (gRPC
-// codes in HTTP terms). It never imports the engine
-// (scenarios puts the proxy in front of a target, so that would be a
+// shared time rule for a key's lifetime), internal/grpccode (gRPC codes
+// in HTTP terms) and internal/clock (waits a client may cut short). It
+// never imports the engine (scenarios puts the proxy in front of a target, so that would be a
 // cycle), target, wire or evidence; the retrying driver that needs those
 // lives in chaos/drive. internal/archtest checks this.
 package chaos

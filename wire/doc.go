@@ -7,8 +7,11 @@
 // answers (Preflight), and the recorded Exchange with its curl
 // reproduction.
 //
-// Carrier is the seam for another transport (gRPC): the engine sends
-// through it and records what comes back, whatever carries it.
+// Carrier is the seam between the engine and a transport: HTTP, and GRPC
+// (a method found by server reflection or a protoset, the request built
+// as a dynamic message from its protojson, the answer's code kept beside
+// the HTTP status google.rpc.Code maps it to). The engine sends through it
+// and records what comes back, whatever carries it.
 //
 // It may import target and internal/ packages. It must not import
 // evidence, scenarios or any front end, and it knows nothing of cases,
