@@ -35,6 +35,10 @@ type outboxWant struct {
 	// shown from it); last when its last answer came (events are waited
 	// for from it).
 	first, last time.Time
+	// byAnswers: answered decides even beside an oracle. The key had an
+	// execution that failed and was not stored, which an oracle counts (a
+	// provider call, an order row, an effect) and which publishes nothing.
+	byAnswers bool
 }
 
 // wantOf is the outbox expectation of key from rs, its requests' answers:
@@ -67,8 +71,8 @@ func (e *Env) wantOf(key, name string, rs ...wire.Resp) outboxWant {
 
 // judgeOutbox settles the events of each key and holds their count (each
 // event id once) against the executions the oracle counts for the key
-// when an oracle is configured beside the events, else against what its
-// answers show. A count that does not settle, or an oracle that cannot
+// when an oracle is configured beside the events (unless byAnswers),
+// else against what its answers show. A count that does not settle, or an oracle that cannot
 // count, is inconclusive. Every key's events are listed for the verdict.
 func (e *Env) judgeOutbox(ctx context.Context, ws ...outboxWant) Verdict {
 	if e.events == nil {
@@ -84,7 +88,7 @@ func (e *Env) judgeOutbox(ctx context.Context, ws ...outboxWant) Verdict {
 			since = w.last
 		}
 		wants[i], hows[i] = w.answered, w.how
-		if e.oracle != nil && !e.oracle.ev.EventsOnly() {
+		if e.oracle != nil && !e.oracle.ev.EventsOnly() && !w.byAnswers {
 			n, err := e.Executions(ctx, w.key)
 			if err != nil {
 				return e.Inconclusive(err.Error())
