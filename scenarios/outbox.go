@@ -113,18 +113,21 @@ func (e *Env) judgeOutbox(ctx context.Context, ws ...outboxWant) Verdict {
 			got = fmt.Sprintf("%s: %s, %d of them redeliveries of an id (%s)", w.name, plural(len(t.Events), "event"), t.Redeliveries, evidence.EventList(t.Events, w.first))
 		}
 		if t.Executions != want {
-			return e.Fail(fmt.Sprintf("exactly one event per execution: %s for %s (%s)", plural(want, "event"), w.name, how), got+e.outboxWhy(t.Executions, want))
+			return e.Fail(fmt.Sprintf("exactly one event per execution: %s for %s (%s)", plural(want, "event"), w.name, how), got+e.outboxWhy(t.Executions, want, w.byAnswers))
 		}
 		seen = append(seen, fmt.Sprintf("%s: %s for %s (%s)", w.name, plural(t.Executions, "event"), plural(want, "execution"), how))
 	}
 	return e.Pass(strings.Join(seen, "; "))
 }
 
-// outboxWhy names the likely cause of a wrong count.
-func (e *Env) outboxWhy(got, want int) string {
+// outboxWhy names the likely cause of a wrong count; failed: the key had
+// an execution that failed and was not stored (byAnswers).
+func (e *Env) outboxWhy(got, want int, failed bool) string {
 	switch {
 	case got > want && e.events.Config().EventID == "":
 		return "; events without an id (events.event_id) cannot tell a redelivery from a second publication"
+	case got > want && failed:
+		return "; an event for the execution that failed: published before its outcome was stored (outside the outcome's transaction), so the failure did not take it back"
 	case got > want:
 		return "; a second event (not a redelivery of the first one's id): published outside the outcome's transaction, on a replay, or again by a relay"
 	}
