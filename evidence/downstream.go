@@ -220,6 +220,18 @@ func (d *Downstream) track(key string) string {
 // BehaveVariant makes the double answer key's calls as op's variant says
 // (its downstream:), when a double runs and the variant has one.
 func (d *Downstream) BehaveVariant(op *target.Operation, key, variant string) error {
+	return d.behave(op, key, variant, false)
+}
+
+// EndVariant makes the double answer key's calls of the route op's
+// variant names as the route does again, after BehaveVariant: the
+// provider has recovered, so a retry of the normal request under key can
+// succeed.
+func (d *Downstream) EndVariant(op *target.Operation, key, variant string) error {
+	return d.behave(op, key, variant, true)
+}
+
+func (d *Downstream) behave(op *target.Operation, key, variant string, end bool) error {
 	v, ok := op.Variants[variant]
 	if !d.runs() || !ok || v.Downstream == nil || key == "" {
 		return nil
@@ -228,7 +240,11 @@ func (d *Downstream) BehaveVariant(op *target.Operation, key, variant string) er
 	if op.Marker == nil {
 		tok = key // the API forwards the key itself
 	}
-	return d.srv.Behave(tok, v.Downstream.Route, v.Downstream.Behaviour)
+	b := v.Downstream.Behaviour
+	if end {
+		b = double.Behaviour{} // changes nothing of the route's answer
+	}
+	return d.srv.Behave(tok, v.Downstream.Route, b)
 }
 
 // Calls is how many calls of route hold key's token (or the

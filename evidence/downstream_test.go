@@ -47,3 +47,56 @@ func TestMark(t *testing.T) {
 		t.Error("marked without a double")
 	}
 }
+
+// TestEndVariant: after EndVariant the double answers a key's calls of
+// the variant's route as the route does (the provider recovered), and
+// counts them as before.
+func TestEndVariant(t *testing.T) {
+	// No marker: the API forwards the key itself, which the double counts.
+	op := &target.Operation{Variants: map[string]target.Variant{target.VariantTransientError: {
+		Downstream: &target.VariantDownstream{Route: "payments", Behaviour: double.Behaviour{Status: http.StatusServiceUnavailable}}}}}
+	base := &target.Target{Operations: []target.Operation{*op}, Downstream: &double.Config{Routes: []double.Route{{Name: "payments", Path: "/**",
+		Response: double.Response{Body: []byte(`{"id":"pay_{seq}"}`)}}}}}
+	d, err := StartDownstream(context.Background(), base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	key := "7e1d2c3b-4a59-4f68-9e7d-6c5b4a392817"
+	call := func() int {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, d.URL()+"/v1/payments", strings.NewReader(`{"reference":"`+key+`"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	if err := d.BehaveVariant(op, key, target.VariantTransientError); err != nil {
+		t.Fatal(err)
+	}
+	if got := call(); got != http.StatusServiceUnavailable {
+		t.Fatalf("during the variant: %d, want 503", got)
+	}
+	if err := d.EndVariant(op, key, target.VariantTransientError); err != nil {
+		t.Fatal(err)
+	}
+	if got := call(); got != http.StatusOK {
+		t.Errorf("after EndVariant: %d, want the route's 200", got)
+	}
+	if n := d.Calls(key, "payments"); n != 2 {
+		t.Errorf("%d calls counted for the key, want 2", n)
+	}
+	// Without a double, or for a variant the double does not play, nothing happens.
+	var none *Downstream
+	if err := none.EndVariant(op, key, target.VariantTransientError); err != nil {
+		t.Error(err)
+	}
+	if err := d.EndVariant(op, key, target.VariantSlow); err != nil {
+		t.Error(err)
+	}
+}

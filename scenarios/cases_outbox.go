@@ -3,7 +3,10 @@ package scenarios
 import (
 	"context"
 	"fmt"
+	"strings"
+	"time"
 
+	"github.com/idemcheck/idemcheck/internal/clock"
 	"github.com/idemcheck/idemcheck/target"
 	"github.com/idemcheck/idemcheck/wire"
 )
@@ -46,6 +49,13 @@ func init() {
 			Explanation: "A slow original outlives the lease and a retry takes the key over: as many events as executions the oracle counts (one where the store rolls the loser back).",
 			Needs:       []Need{NeedEvents, NeedSlow, NeedLease}},
 			PerOperation: true, UsesOracle: true, Skips: skipSlowWithinLease, Run: outboxLeaseTakeover},
+		// Not UsesOracle: an oracle counts the failed attempt (a provider
+		// call, an order row), which publishes nothing; the answers decide.
+		Case{Meta: Meta{ID: "outbox/none-for-failed", Family: "outbox", Requirements: []string{"IK-OUTBOX-1"}, Level: Must,
+			Requirement: outboxRequirement + "A request whose execution failed and was not stored publishes nothing; a retry that then executes publishes exactly one.",
+			Explanation: "The transient_error variant under a fresh key is answered with a 5xx: no event for its key. Where the downstream double plays the variant (the same body), the normal request is then retried under the key until it succeeds: exactly one event, the retry's.",
+			Needs:       []Need{NeedEvents, NeedTransientError}},
+			PerOperation: true, Skips: skipCached5xx, Run: outboxNoneForFailed},
 	)
 }
 
@@ -160,4 +170,66 @@ func outboxLeaseTakeover(ctx context.Context, e *Env) Verdict {
 		return e.Inconclusive("neither the slow original nor the retry succeeded: " + w.how)
 	}
 	return e.judgeOutbox(ctx, w)
+}
+
+// skipCached5xx: under cache_5xx true a failed execution is stored as the
+// key's outcome, and whether a stored failure is announced (a failure
+// event, or nothing) the rule does not say.
+func skipCached5xx(_ *target.Target, p *target.Profile, _ *target.Operation) string {
+	if p.Cache5xx == target.Yes {
+		return "profile cache_5xx is true: a failed execution is the key's stored outcome, and whether it publishes an event is the API's choice"
+	}
+	return ""
+}
+
+// outboxFailedRetries bounds the retries of outbox/none-for-failed after
+// the failure, beside the time releaseBound gives them.
+const outboxFailedRetries = 20
+
+func outboxNoneForFailed(ctx context.Context, e *Env) Verdict {
+	k := e.NewKey()
+	first, body, bad := e.failedFirst(ctx, k, target.VariantTransientError)
+	if bad != nil {
+		return *bad
+	}
+	if _, v, _ := e.Variant(target.VariantTransientError); v.Downstream == nil || !jsonEqual(body, e.Op.Body) {
+		// A body of its own: the normal request under the key would be
+		// another request (a mismatch), so the failure is judged alone.
+		w := e.wantOf(k, "the failed key", first)
+		w.byAnswers = true
+		return e.judgeOutbox(ctx, w)
+	}
+	// The double failed the key's provider call; it now answers as the
+	// route does, and the normal request under the key can succeed.
+	if err := e.double.EndVariant(e.Op, k, target.VariantTransientError); err != nil {
+		return e.Inconclusive("downstream double: " + err.Error())
+	}
+	bound, poll := e.releaseBound()
+	limit := first.End.Add(bound)
+	rs := []wire.Resp{first}
+	var timeline []string
+	for attempt := 1; ; attempt++ {
+		r := e.Send(ctx, Req{Label: fmt.Sprintf("retry %d (the normal request; the provider recovered)", attempt), Key: k})
+		rs = append(rs, r)
+		timeline = append(timeline, fmt.Sprintf("+%s %s", r.Start.Sub(first.End).Round(time.Millisecond), statusOf(r)))
+		observed := fmt.Sprintf("the %s variant answered %s; retries after it: %s", target.VariantTransientError, first.StatusText(), strings.Join(timeline, ", "))
+		switch {
+		case r.OK():
+			w := e.wantOf(k, "the key", rs...)
+			w.byAnswers = true
+			return e.judgeOutbox(ctx, w)
+		case r.Err == nil && r.SameStatus(first) && jsonEqual(first.Body, r.Body):
+			return e.Inconclusive("a retry was answered with the failure again, a replay: the API stored the failure as the key's outcome (cache_5xx), so nothing here failed without being stored: " + observed)
+		case r.Err == nil && !r.Is5xx() && !r.StatusIn(e.Profile.InFlightStatus):
+			return e.Inconclusive("a retry was answered neither with a success nor as in flight (errors/failure-releases-key judges that): " + observed)
+		case attempt >= outboxFailedRetries || time.Now().After(limit):
+			if v := e.lostConn(r); v != nil {
+				return *v
+			}
+			return e.Inconclusive(fmt.Sprintf("no retry succeeded within %s of the failure (errors/failure-releases-key judges a key left in flight): %s", bound, observed))
+		}
+		if err := clock.Until(ctx, time.Now().Add(poll)); err != nil {
+			return e.Inconclusive("case budget ran out: " + observed)
+		}
+	}
 }

@@ -28,13 +28,12 @@ func (e *Env) failureRetryable(ctx context.Context, name string) Verdict {
 		return e.Inconclusive(fmt.Sprintf("the %s variant did not fail (want a 5xx or a dropped connection): %s", name, first.String()))
 	}
 	lease, level := e.Target.Lease, Must // unmetAt(Must) is a fail
-	bound := lease + e.Profile.Grace + leaseMargin
 	if lease <= 0 {
-		bound, level = e.Profile.Grace+wedgeWait, Should
+		level = Should
 	}
+	bound, poll := e.releaseBound()
 	failed := first.End
 	limit := failed.Add(bound)
-	poll := min(max(bound/10, 100*time.Millisecond), time.Second)
 	var timeline []string
 	for attempt := 1; ; attempt++ {
 		r := e.Send(ctx, Req{Label: fmt.Sprintf("retry %d", attempt), Key: k, Body: body})
@@ -99,6 +98,18 @@ func (e *Env) transientThenRetry(ctx context.Context) (first, retry wire.Resp, n
 		return first, retry, n, "", v
 	}
 	return first, retry, n, fmt.Sprintf("%s then %s; %d executions (oracle)", first.StatusText(), retry.String(), n), nil
+}
+
+// releaseBound is how long after a failed execution its key may still
+// answer "in flight" (the declared lease and grace, past which a retry
+// proceeds; without a lease, grace + wedgeWait) and how often to retry
+// it within that time.
+func (e *Env) releaseBound() (bound, poll time.Duration) {
+	bound = e.Target.Lease + e.Profile.Grace + leaseMargin
+	if e.Target.Lease <= 0 {
+		bound = e.Profile.Grace + wedgeWait
+	}
+	return bound, min(max(bound/10, 100*time.Millisecond), time.Second)
 }
 
 // wedgeWait is how long after a failed execution a key may still answer

@@ -35,6 +35,10 @@ type outboxWant struct {
 	// shown from it); last when its last answer came (events are waited
 	// for from it).
 	first, last time.Time
+	// byAnswers: answered decides even beside an oracle. The key had an
+	// execution that failed and was not stored, which an oracle counts (a
+	// provider call, an order row, an effect) and which publishes nothing.
+	byAnswers bool
 }
 
 // wantOf is the outbox expectation of key from rs, its requests' answers:
@@ -67,8 +71,8 @@ func (e *Env) wantOf(key, name string, rs ...wire.Resp) outboxWant {
 
 // judgeOutbox settles the events of each key and holds their count (each
 // event id once) against the executions the oracle counts for the key
-// when an oracle is configured beside the events, else against what its
-// answers show. A count that does not settle, or an oracle that cannot
+// when an oracle is configured beside the events (unless byAnswers),
+// else against what its answers show. A count that does not settle, or an oracle that cannot
 // count, is inconclusive. Every key's events are listed for the verdict.
 func (e *Env) judgeOutbox(ctx context.Context, ws ...outboxWant) Verdict {
 	if e.events == nil {
@@ -84,7 +88,7 @@ func (e *Env) judgeOutbox(ctx context.Context, ws ...outboxWant) Verdict {
 			since = w.last
 		}
 		wants[i], hows[i] = w.answered, w.how
-		if e.oracle != nil && !e.oracle.ev.EventsOnly() {
+		if e.oracle != nil && !e.oracle.ev.EventsOnly() && !w.byAnswers {
 			n, err := e.Executions(ctx, w.key)
 			if err != nil {
 				return e.Inconclusive(err.Error())
@@ -109,18 +113,21 @@ func (e *Env) judgeOutbox(ctx context.Context, ws ...outboxWant) Verdict {
 			got = fmt.Sprintf("%s: %s, %d of them redeliveries of an id (%s)", w.name, plural(len(t.Events), "event"), t.Redeliveries, evidence.EventList(t.Events, w.first))
 		}
 		if t.Executions != want {
-			return e.Fail(fmt.Sprintf("exactly one event per execution: %s for %s (%s)", plural(want, "event"), w.name, how), got+e.outboxWhy(t.Executions, want))
+			return e.Fail(fmt.Sprintf("exactly one event per execution: %s for %s (%s)", plural(want, "event"), w.name, how), got+e.outboxWhy(t.Executions, want, w.byAnswers))
 		}
 		seen = append(seen, fmt.Sprintf("%s: %s for %s (%s)", w.name, plural(t.Executions, "event"), plural(want, "execution"), how))
 	}
 	return e.Pass(strings.Join(seen, "; "))
 }
 
-// outboxWhy names the likely cause of a wrong count.
-func (e *Env) outboxWhy(got, want int) string {
+// outboxWhy names the likely cause of a wrong count; failed: the key had
+// an execution that failed and was not stored (byAnswers).
+func (e *Env) outboxWhy(got, want int, failed bool) string {
 	switch {
 	case got > want && e.events.Config().EventID == "":
 		return "; events without an id (events.event_id) cannot tell a redelivery from a second publication"
+	case got > want && failed:
+		return "; an event for the execution that failed: published before its outcome was stored (outside the outcome's transaction), so the failure did not take it back"
 	case got > want:
 		return "; a second event (not a redelivery of the first one's id): published outside the outcome's transaction, on a replay, or again by a relay"
 	}

@@ -2,9 +2,12 @@ package scenarios_test
 
 import (
 	"context"
+	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -127,12 +130,12 @@ func TestOutboxCorrectReference(t *testing.T) {
 				}
 			case r.Status != scenarios.Pass:
 				t.Errorf("%s: %s: %s %s", r.Name(), r.Status, r.Observed, r.Reason)
-			case r.ID != "outbox/none-for-rejected" && (len(r.Events) == 0 || !strings.Contains(r.Events[0], "partition ")):
+			case r.ID != "outbox/none-for-rejected" && r.ID != "outbox/none-for-failed" && (len(r.Events) == 0 || !strings.Contains(r.Events[0], "partition ")):
 				t.Errorf("%s: events %q, want the key's events listed with their positions", r.Name(), r.Events)
 			}
 		}
-		if len(rep.Results) != 14 {
-			t.Errorf("%d results, want the 7 outbox cases on 2 operations", len(rep.Results))
+		if len(rep.Results) != 16 {
+			t.Errorf("%d results, want the 8 outbox cases on 2 operations", len(rep.Results))
 		}
 	})
 	t.Run("as the oracle", func(t *testing.T) {
@@ -289,4 +292,82 @@ func TestOutboxByMarker(t *testing.T) {
 			}
 		})
 	}
+}
+
+// outbox/none-for-failed on the reference, whose transient_error is a body
+// patch answered 503 before anything is charged: the correct reference
+// passes it, and so does event-outside-tx, whose handler publishes only
+// after the charge that this failure never reaches (a failed charge cannot
+// expose it; outbox/lease-takeover does, TestOutboxDefectsCaught). An API
+// that announces each request before executing it (the reference without
+// events, behind a handler that publishes first) fails it on both
+// operations, while one-per-execution passes it.
+func TestOutboxNoneForFailed(t *testing.T) {
+	for _, defect := range []string{"", string(reference.EventOutsideTx)} {
+		t.Run("defect="+defect, func(t *testing.T) {
+			var defects []string
+			if defect != "" {
+				defects = []string{defect}
+			}
+			rep := runOutbox(t, eventsDemo(t, nil, demoLease, defects...), "outbox/none-for-failed")
+			if got := failing(t, rep); len(got) > 0 {
+				t.Errorf("failed: %v", got)
+			}
+			for _, r := range rep.Results {
+				if r.Status != scenarios.Pass {
+					t.Errorf("%s: %s: %s", r.Name(), r.Status, r.Reason)
+				}
+			}
+			if len(rep.Results) != 2 {
+				t.Errorf("%d results, want outbox/none-for-failed on 2 operations", len(rep.Results))
+			}
+		})
+	}
+	t.Run("publish before executing", func(t *testing.T) {
+		brokers, _ := testenv.RequireKafka(t)
+		topic := testenv.KafkaTopic(t, brokers, 2)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		pub, err := outbox.Open(ctx, "kafka://"+strings.Join(brokers, ",")+"/"+topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		app, err := demo.New(demo.Options{TTL: demoTTL, Lease: demoLease})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n atomic.Int64
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if k := strings.Trim(r.Header.Get("Idempotency-Key"), `"`); r.Method == http.MethodPost && k != "" {
+				id := fmt.Sprintf("evt_%d", n.Add(1))
+				if err := pub.Publish(r.Context(), reference.Event{ID: id, Key: k, Type: "charge.announced", Payload: []byte(`{"id":"` + id + `"}`)}); err != nil {
+					t.Errorf("publish: %v", err)
+				}
+			}
+			app.ServeHTTP(w, r)
+		}))
+		t.Cleanup(func() {
+			srv.Close()
+			_ = app.Close()
+			_ = pub.Close()
+		})
+		tg, err := target.FromURL(srv.URL, demoTTL, demoLease)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tg.Events = &events.Config{Kafka: &events.Kafka{Brokers: brokers, Topic: topic}, Key: events.Key{Header: outbox.HeaderKey}, EventID: "/id", Settle: outboxSettle}
+		rep := runOutbox(t, tg, "outbox/none-for-failed", "outbox/one-per-execution")
+		if got := failing(t, rep); !slices.Equal(got, []string{"outbox/none-for-failed"}) {
+			t.Errorf("failed: %v, want [outbox/none-for-failed]", got)
+		}
+		for _, r := range rep.Results {
+			want := scenarios.Pass
+			if r.ID == "outbox/none-for-failed" {
+				want = scenarios.Fail
+			}
+			if r.Status != want {
+				t.Errorf("%s: %s, want %s", r.Name(), r.Status, want)
+			}
+		}
+	})
 }

@@ -26,10 +26,12 @@ import (
 // same-key-burst exactly when the shop answered one of the burst as a
 // replay (eight requests at once may all be refused in flight or all
 // arrive before the first commits, and then nothing is replayed).
-// publish-before-commit is not among the rows: it publishes one event per
-// charge, as many as the provider counts, on every request these cases
-// send (none fails its charge or crashes), so they cannot tell it apart;
-// TestEventsChaosKills catches it (docs/events.md says so).
+// publish-before-commit announces the order before it charges the card:
+// none-for-failed has the provider fail the charge (the transient_error
+// variant, played by the double), then retries until the order is paid,
+// and finds two events for one paid order. The other cases send nothing
+// whose charge fails, so each of their requests publishes one event per
+// order, as many as the provider counts, and they pass it.
 func TestEventsOutbox(t *testing.T) {
 	bin := testenv.BuildIdemcheck(t)
 	rows := []struct {
@@ -39,6 +41,7 @@ func TestEventsOutbox(t *testing.T) {
 	}{
 		{"", 0, nil},
 		{publishOnReplay, 1, []string{"outbox/lost-answer-retry@orders", "outbox/none-for-replay@orders"}},
+		{publishBeforeCommit, 1, []string{"outbox/none-for-failed@orders"}},
 	}
 	const burst = "outbox/same-key-burst@orders"
 	for _, row := range rows {
