@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os/exec"
 	"strconv"
@@ -208,8 +209,11 @@ func (m *Managed) waitReady(ctx context.Context) error {
 			req.Header.Set("Content-Type", "application/grpc")
 		}
 		if resp, err := client.Do(req); err == nil {
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<10)) // the trailers follow the body
 			resp.Body.Close()
-			return nil
+			if speaks == "HTTP" || isGRPCAnswer(resp) {
+				return nil
+			}
 		}
 		select {
 		case <-done:
@@ -227,14 +231,22 @@ func (m *Managed) waitReady(ctx context.Context) error {
 // grpcProbe is the readiness probe of a gRPC target at base: a call of a
 // method no server has, over HTTP/2 (prior knowledge on grpc://, ALPN on
 // grpcs://), which a gRPC server answers (UNIMPLEMENTED); an HTTP/1 server
-// or a closed port does not. Any answer will do, as any HTTP status does
-// for an HTTP target.
+// or a closed port does not. Any gRPC status will do, as any HTTP status
+// does for an HTTP target (isGRPCAnswer).
 func grpcProbe(base string, tc *tls.Config) (*http.Client, string, string, string) {
 	tr := &http.Transport{DisableKeepAlives: true, TLSClientConfig: tc, Protocols: new(http.Protocols)}
 	tr.Protocols.SetUnencryptedHTTP2(true)
 	tr.Protocols.SetHTTP2(true)
 	u := "http" + strings.TrimPrefix(base, "grpc")
 	return &http.Client{Timeout: 2 * time.Second, Transport: tr}, http.MethodPost, u + "/idemcheck.ready.v1.Ready/Probe", "gRPC"
+}
+
+// isGRPCAnswer reports an answer of a gRPC server: its content type, or
+// a grpc-status (a trailers-only answer carries it in the header). An
+// HTTP server speaking HTTP/2 (h2c) answers too, with neither.
+func isGRPCAnswer(r *http.Response) bool {
+	return strings.HasPrefix(r.Header.Get("Content-Type"), "application/grpc") ||
+		r.Header.Get("Grpc-Status") != "" || r.Trailer.Get("Grpc-Status") != ""
 }
 
 // lastLine is the last line the target printed, for one-line errors.
