@@ -303,12 +303,15 @@ func replayVolatileFields(ctx context.Context, e *Env) Verdict {
 	}
 	var patches []json.RawMessage
 	for _, f := range e.Profile.VolatileFields {
-		p, err := patchAt(f, "idemcheck-"+e.NewKey())
+		p, err := patchAt(f, e.volatileValue(f))
 		if err != nil {
 			return e.Skip(err.Error())
 		}
 		patches = append(patches, p)
 	}
 	retry := e.Send(ctx, Req{Label: "retry (volatile fields changed)", Key: k, Body: e.Body(patches...)})
+	if retry.Err != nil && e.Target.IsGRPC() && strings.Contains(retry.Err.Error(), "in protojson") {
+		return e.Inconclusive("the changed volatile fields do not fit the request message (give each a value in the operation's body, so its type is known): " + retry.Err.Error())
+	}
 	return e.judgeSamePayload(ctx, k, first, retry, target.Yes, "volatile_fields")
 }

@@ -105,9 +105,13 @@ func (t *Target) validateGRPC() error {
 		}
 		return nil
 	}
-	u, err := url.Parse(t.BaseURL)
+	base := t.BaseURL
+	if t.Command != "" { // a managed target's base_url names the picked {port}
+		base = strings.ReplaceAll(base, portPlaceholder, "1")
+	}
+	u, err := url.Parse(base)
 	if err != nil || u.Host == "" || u.Port() == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
-		return fmt.Errorf("base_url %q: want grpc://host:port or grpcs://host:port", t.BaseURL)
+		return fmt.Errorf("base_url %q: want grpc://host:port or grpcs://host:port (grpc://127.0.0.1:{port} with target_cmd)", t.BaseURL)
 	}
 	k := t.Key
 	switch {
@@ -130,9 +134,6 @@ func (t *Target) validateGRPC() error {
 	}
 	if t.KeySource != nil {
 		return fmt.Errorf("key_source: not yet for gRPC targets")
-	}
-	if t.Command != "" {
-		return fmt.Errorf("target_cmd: not yet for gRPC targets (start the server yourself)")
 	}
 	for _, o := range t.Oracles() {
 		if strings.HasPrefix(o.URL, "/") {

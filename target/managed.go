@@ -2,8 +2,10 @@ package target
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os/exec"
 	"strconv"
@@ -41,6 +43,7 @@ const downstreamPlaceholder = "{downstream}"
 type Managed struct {
 	argv    []string
 	baseURL string
+	tls     *tls.Config // a grpcs:// target's, for the readiness probe
 	out     *tailBuffer
 
 	mu   sync.Mutex
@@ -148,7 +151,7 @@ func StartManaged(ctx context.Context, t *Target, downstreamURL string) (*Target
 	if base == "" {
 		base = "http://127.0.0.1:" + portPlaceholder
 	}
-	m := &Managed{argv: argv, baseURL: strings.ReplaceAll(base, portPlaceholder, p), out: &tailBuffer{max: managedOutputMax}}
+	m := &Managed{argv: argv, baseURL: strings.ReplaceAll(base, portPlaceholder, p), tls: t.TLSConfig(), out: &tailBuffer{max: managedOutputMax}}
 	if err := m.start(); err != nil {
 		return nil, nil, fmt.Errorf("target_cmd %q: %v", t.Command, err)
 	}
@@ -192,16 +195,25 @@ func (m *Managed) waitReady(ctx context.Context) error {
 	m.mu.Lock()
 	cmd, done := m.cmd, m.done
 	m.mu.Unlock()
-	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	client, method, probe, speaks := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}, http.MethodGet, m.baseURL+"/", "HTTP"
+	if IsGRPCURL(m.baseURL) {
+		client, method, probe, speaks = grpcProbe(m.baseURL, m.tls)
+	}
 	deadline := time.Now().Add(managedReadyTimeout)
 	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.baseURL+"/", nil)
+		req, err := http.NewRequestWithContext(ctx, method, probe, nil)
 		if err != nil {
 			return fmt.Errorf("target_cmd: base URL %q: %v", m.baseURL, err)
 		}
+		if speaks == "gRPC" {
+			req.Header.Set("Content-Type", "application/grpc")
+		}
 		if resp, err := client.Do(req); err == nil {
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<10)) // the trailers follow the body
 			resp.Body.Close()
-			return nil
+			if speaks == "HTTP" || isGRPCAnswer(resp) {
+				return nil
+			}
 		}
 		select {
 		case <-done:
@@ -211,9 +223,30 @@ func (m *Managed) waitReady(ctx context.Context) error {
 		case <-time.After(managedPoll):
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%w: target_cmd %s started but did not answer HTTP at %s within %s%s", ErrUnreachable, m.argv[0], m.baseURL, managedReadyTimeout, m.lastLine())
+			return fmt.Errorf("%w: target_cmd %s started but did not answer %s at %s within %s%s", ErrUnreachable, m.argv[0], speaks, m.baseURL, managedReadyTimeout, m.lastLine())
 		}
 	}
+}
+
+// grpcProbe is the readiness probe of a gRPC target at base: a call of a
+// method no server has, over HTTP/2 (prior knowledge on grpc://, ALPN on
+// grpcs://), which a gRPC server answers (UNIMPLEMENTED); an HTTP/1 server
+// or a closed port does not. Any gRPC status will do, as any HTTP status
+// does for an HTTP target (isGRPCAnswer).
+func grpcProbe(base string, tc *tls.Config) (*http.Client, string, string, string) {
+	tr := &http.Transport{DisableKeepAlives: true, TLSClientConfig: tc, Protocols: new(http.Protocols)}
+	tr.Protocols.SetUnencryptedHTTP2(true)
+	tr.Protocols.SetHTTP2(true)
+	u := "http" + strings.TrimPrefix(base, "grpc")
+	return &http.Client{Timeout: 2 * time.Second, Transport: tr}, http.MethodPost, u + "/idemcheck.ready.v1.Ready/Probe", "gRPC"
+}
+
+// isGRPCAnswer reports an answer of a gRPC server: its content type, or
+// a grpc-status (a trailers-only answer carries it in the header). An
+// HTTP server speaking HTTP/2 (h2c) answers too, with neither.
+func isGRPCAnswer(r *http.Response) bool {
+	return strings.HasPrefix(r.Header.Get("Content-Type"), "application/grpc") ||
+		r.Header.Get("Grpc-Status") != "" || r.Trailer.Get("Grpc-Status") != ""
 }
 
 // lastLine is the last line the target printed, for one-line errors.

@@ -102,8 +102,12 @@ func (g *GRPC) client() (*grpc.ClientConn, error) {
 	// No retry policy from a service config: a call is sent once, as
 	// NoReplay makes an HTTP request; gRPC's transparent retries only
 	// re-send what never reached the server.
+	// An answer is received up to MaxBody, as an HTTP body is buffered
+	// (gRPC's own default is the same 4 MiB); a larger one is refused by
+	// the client, never taken for the server's answer (call).
 	conn, err := grpc.NewClient("passthrough:///"+u.Host, grpc.WithTransportCredentials(creds),
-		grpc.WithDisableRetry(), grpc.WithDisableServiceConfig(), grpc.WithStatsHandler(callStats{}))
+		grpc.WithDisableRetry(), grpc.WithDisableServiceConfig(), grpc.WithStatsHandler(callStats{}),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxBody)))
 	if err != nil {
 		return nil, err
 	}
@@ -206,6 +210,11 @@ func (g *GRPC) call(ctx context.Context, r ExchangeRequest) (httpStatus int, h h
 	}
 	if cerr != nil && !o.answered.Load() {
 		return 0, nil, nil, nil, sent, fmt.Errorf("no gRPC answer: %w", cerr)
+	}
+	if st, _ := status.FromError(cerr); st.Code() == codes.ResourceExhausted && strings.HasPrefix(st.Message(), "grpc: received message") {
+		// grpc-go's own refusal of an answer over the receive limit: the
+		// server answered, but not with this status.
+		return 0, nil, nil, nil, sent, fmt.Errorf("the answer message is over the client's %d-byte receive limit: %w", MaxBody, cerr)
 	}
 	st := status.Convert(cerr)
 	h = http.Header{}

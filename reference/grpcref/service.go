@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -17,6 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/idemcheck/idemcheck/reference"
@@ -47,6 +49,14 @@ const ResourceHeader = "x-resource-name"
 // maxDelay bounds the delay_ms knob, as the HTTP reference's.
 const maxDelay = 60 * time.Second
 
+// maxPad bounds the pad_bytes knob: twice gRPC's default 4 MiB receive
+// limit, so a client's limit can be shown, not the service's.
+const maxPad = 8 << 20
+
+// truncatedBody is where the replay-truncates-body defect cuts a stored
+// answer, as the HTTP reference's (a 64 KiB column).
+const truncatedBody = 64 << 10
+
 // Options configures the service. Zero values pick the defaults.
 type Options struct {
 	Store      reference.Store // nil: a new memory store, closed by Close
@@ -57,13 +67,17 @@ type Options struct {
 	// or a payment); the returned func marks its end. The HTTP reference's
 	// effects oracle (demo.App.Executing) counts them beside its own.
 	Executing func(key string, refund bool) (done func())
+	// VolatileFields are request fields, as protojson pointers
+	// (/payment/description), left out of the fingerprint: a retry that
+	// changes only them replays (a profile's volatile_fields).
+	VolatileFields []string
 }
 
 // supported are the defects with a gRPC form.
 var supported = []reference.Defect{
 	reference.NoFingerprint, reference.NoInflightLock, reference.NoUserScope, reference.NoEndpointScope,
 	reference.MissingKeyPassthrough, reference.NoCache4xx, reference.Cache5xx, reference.FirstSentIgnored,
-	reference.ReplayDropsHeaders,
+	reference.ReplayDropsHeaders, reference.ReplayTruncatesBody, reference.FailureWedgesKey, reference.LeaseNeverExpires,
 }
 
 // Supports reports whether d has a gRPC form in this service.
@@ -77,11 +91,17 @@ type Service struct {
 	ttl, lease time.Duration
 	defects    map[reference.Defect]bool
 	executing  func(string, bool) func()
+	// volatile are the request fields left out of the fingerprint.
+	volatile []string
+	// wedged are the scopes the failure-wedges-key defect left in flight
+	// for ever.
+	wedged sync.Map
 }
 
 // New builds the service; the error names a defect without a gRPC form.
 func New(o Options) (*Service, error) {
-	s := &Service{store: o.Store, ttl: o.TTL, lease: o.Lease, defects: map[reference.Defect]bool{}, executing: o.Executing}
+	s := &Service{store: o.Store, ttl: o.TTL, lease: o.Lease, defects: map[reference.Defect]bool{}, executing: o.Executing,
+		volatile: o.VolatileFields}
 	for _, d := range o.Defects {
 		if !Supports(d) {
 			return nil, fmt.Errorf("grpcref: defect %q has no gRPC form (supported: %s)", d, supportedNames())
@@ -93,6 +113,9 @@ func New(o Options) (*Service, error) {
 	}
 	if s.lease <= 0 {
 		s.lease = reference.DefaultLease
+	}
+	if s.defects[reference.LeaseNeverExpires] {
+		s.lease = s.ttl // a dead call's claim blocks its key until the TTL
 	}
 	if s.executing == nil {
 		s.executing = func(string, bool) func() { return func() {} }
@@ -235,6 +258,9 @@ func (s *Service) idempotent(ctx context.Context, method, key string, keyless pr
 		}
 		return nil, status.Errorf(codes.InvalidArgument, "an idempotency key is required (the message's key field or %s metadata)", MetadataKey)
 	}
+	for _, f := range s.volatile {
+		clearField(keyless.ProtoReflect(), f)
+	}
 	js, err := protojson.Marshal(keyless)
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "encoding the request: %v", err)
@@ -246,6 +272,9 @@ func (s *Service) idempotent(ctx context.Context, method, key string, keyless pr
 	}
 	if s.defects[reference.NoEndpointScope] {
 		scope.Path = ""
+	}
+	if _, ok := s.wedged.Load(scope); ok {
+		return nil, status.Errorf(codes.Aborted, "a call with key %q is in progress; retry it later", key)
 	}
 	claim, err := s.store.Claim(ctx, reference.ClaimRequest{Scope: scope, Fingerprint: fp, Lease: s.lease, TTL: s.ttl})
 	if err != nil {
@@ -276,7 +305,13 @@ func (s *Service) idempotent(ctx context.Context, method, key string, keyless pr
 			_ = s.store.Release(sctx, scope, claim.Token)
 			return nil, status.Errorf(codes.Internal, "encoding the response: %v", merr)
 		}
+		if s.defects[reference.ReplayTruncatesBody] && len(body) > truncatedBody {
+			body = body[:truncatedBody]
+		}
 		resp = reference.Response{Status: int(codes.OK), Body: body}
+	} else if errors.Is(err, errCrashed) && s.defects[reference.FailureWedgesKey] {
+		s.wedged.Store(scope, true) // the defect: never released, never completed
+		return nil, err
 	} else if st := status.Convert(err); s.keeps(st.Code()) {
 		resp = reference.Response{Status: int(st.Code()), Body: []byte(st.Message())}
 	} else {
@@ -320,9 +355,53 @@ func (s *Service) keeps(c codes.Code) bool {
 // connection), as a provider's charge is: its outcome is stored for the
 // retry (lost/dropped-response-retry), and an execution the oracle
 // counts is one that charged.
-func (s *Service) run(key string, refund bool, exec func() (*paymentsv1.Payment, error)) (*paymentsv1.Payment, error) {
+func (s *Service) run(key string, refund bool, exec func() (*paymentsv1.Payment, error)) (p *paymentsv1.Payment, err error) {
 	defer s.executing(key, refund)()
+	// A panic is the crash knob's (or a bug's): answered INTERNAL, the
+	// claim released like any unkept failure, as a recovery interceptor
+	// and a deferred release do in a real service (grpc-go itself does
+	// not recover: the process would die).
+	defer func() {
+		if r := recover(); r != nil {
+			p, err = nil, crashed{r}
+		}
+	}()
 	return exec()
+}
+
+// errCrashed is what a recovered panic's error is.
+var errCrashed = errors.New("the handler crashed")
+
+// crashed is a recovered panic, answered INTERNAL.
+type crashed struct{ v any }
+
+func (c crashed) Error() string     { return fmt.Sprintf("%v: %v", errCrashed, c.v) }
+func (c crashed) Is(err error) bool { return err == errCrashed }
+func (c crashed) GRPCStatus() *status.Status {
+	return status.New(codes.Internal, c.Error())
+}
+
+// clearField clears the field at path (/payment/description: field names,
+// protojson's or the proto's) in m, where every message on the way is set.
+func clearField(m protoreflect.Message, path string) {
+	names := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	for i, n := range names {
+		fd := m.Descriptor().Fields().ByJSONName(n)
+		if fd == nil {
+			fd = m.Descriptor().Fields().ByName(protoreflect.Name(n))
+		}
+		if fd == nil || !m.Has(fd) {
+			return
+		}
+		if i == len(names)-1 {
+			m.Clear(fd)
+			return
+		}
+		if fd.Message() == nil || fd.IsList() || fd.IsMap() {
+			return
+		}
+		m = m.Get(fd).Message()
+	}
 }
 
 // replay answers with a stored outcome.
@@ -370,8 +449,10 @@ func validate(parent string, p *paymentsv1.Payment, k *paymentsv1.Knobs) error {
 		return status.Error(codes.InvalidArgument, "payment.currency must be a 3-letter code")
 	case k.GetDelayMs() < 0 || k.GetDelayMs() > maxDelay.Milliseconds():
 		return status.Error(codes.InvalidArgument, "knobs.delay_ms must be between 0 and 60000")
-	case k.GetFail() != "" && k.GetFail() != "decline" && k.GetFail() != "transient":
-		return status.Error(codes.InvalidArgument, `knobs.fail must be "decline" or "transient"`)
+	case k.GetFail() != "" && k.GetFail() != "decline" && k.GetFail() != "transient" && k.GetFail() != "crash":
+		return status.Error(codes.InvalidArgument, `knobs.fail must be "decline", "transient" or "crash"`)
+	case k.GetPadBytes() < 0 || k.GetPadBytes() > maxPad:
+		return status.Errorf(codes.InvalidArgument, "knobs.pad_bytes must be between 0 and %d", maxPad)
 	}
 	return nil
 }
@@ -385,6 +466,12 @@ func execute(prefix string, p *paymentsv1.Payment, k *paymentsv1.Knobs) (*paymen
 		return nil, status.Error(codes.FailedPrecondition, "card declined; nothing was charged")
 	case "transient":
 		return nil, status.Error(codes.Unavailable, "a transient failure; retry with the same key")
+	case "crash":
+		panic("grpcref: the handler crashed (knobs.fail: crash)")
+	}
+	desc := p.GetDescription()
+	if pad := int(k.GetPadBytes()); len(desc) < pad {
+		desc += strings.Repeat("x", pad-len(desc))
 	}
 	var id [12]byte
 	_, _ = rand.Read(id[:]) // never fails (Go 1.24+)
@@ -392,7 +479,7 @@ func execute(prefix string, p *paymentsv1.Payment, k *paymentsv1.Knobs) (*paymen
 		Name:        prefix + hex.EncodeToString(id[:]),
 		Amount:      p.GetAmount(),
 		Currency:    strings.ToLower(p.GetCurrency()),
-		Description: p.GetDescription(),
+		Description: desc,
 		CreateTime:  timestamppb.Now(),
 	}, nil
 }

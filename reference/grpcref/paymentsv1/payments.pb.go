@@ -163,9 +163,14 @@ type Knobs struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// delay_ms keeps the call in flight that long (at most 60000).
 	DelayMs int64 `protobuf:"varint,1,opt,name=delay_ms,json=delayMs,proto3" json:"delay_ms,omitempty"`
-	// fail: "decline" (FAILED_PRECONDITION, stored like a success) or
-	// "transient" (UNAVAILABLE, not stored: a retry executes again).
-	Fail          string `protobuf:"bytes,2,opt,name=fail,proto3" json:"fail,omitempty"`
+	// fail: "decline" (FAILED_PRECONDITION, stored like a success),
+	// "transient" (UNAVAILABLE, not stored: a retry executes again) or
+	// "crash" (the handler panics; the service recovers it as INTERNAL and
+	// releases the key, as a recovery interceptor would).
+	Fail string `protobuf:"bytes,2,opt,name=fail,proto3" json:"fail,omitempty"`
+	// pad_bytes pads the answer's description to that many bytes (at most
+	// 8 MiB): a large response message.
+	PadBytes      int64 `protobuf:"varint,3,opt,name=pad_bytes,json=padBytes,proto3" json:"pad_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -212,6 +217,13 @@ func (x *Knobs) GetFail() string {
 		return x.Fail
 	}
 	return ""
+}
+
+func (x *Knobs) GetPadBytes() int64 {
+	if x != nil {
+		return x.PadBytes
+	}
+	return 0
 }
 
 type CreatePaymentRequest struct {
@@ -369,10 +381,11 @@ const file_payments_proto_rawDesc = "" +
 	"\bcurrency\x18\x03 \x01(\tR\bcurrency\x12 \n" +
 	"\vdescription\x18\x04 \x01(\tR\vdescription\x12;\n" +
 	"\vcreate_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"createTime\"6\n" +
+	"createTime\"S\n" +
 	"\x05Knobs\x12\x19\n" +
 	"\bdelay_ms\x18\x01 \x01(\x03R\adelayMs\x12\x12\n" +
-	"\x04fail\x18\x02 \x01(\tR\x04fail\"\xbd\x01\n" +
+	"\x04fail\x18\x02 \x01(\tR\x04fail\x12\x1b\n" +
+	"\tpad_bytes\x18\x03 \x01(\x03R\bpadBytes\"\xbd\x01\n" +
 	"\x14CreatePaymentRequest\x12\x16\n" +
 	"\x06parent\x18\x01 \x01(\tR\x06parent\x129\n" +
 	"\apayment\x18\x02 \x01(\v2\x1f.idemcheck.reference.v1.PaymentR\apayment\x12\x1d\n" +
