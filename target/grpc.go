@@ -79,6 +79,13 @@ type keyTimes struct {
 	m  map[string]time.Time
 }
 
+// grpcAddress reports a grpc://host:port or grpcs://host:port URL: a
+// server's address, no path or query.
+func grpcAddress(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && IsGRPCURL(s) && u.Host != "" && u.Port() != "" && (u.Path == "" || u.Path == "/") && u.RawQuery == ""
+}
+
 // rpcRe is an rpc: value, [package.]Service/Method.
 var rpcRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*/[A-Za-z_][A-Za-z0-9_]*$`)
 
@@ -105,8 +112,7 @@ func (t *Target) validateGRPC() error {
 		}
 		return nil
 	}
-	u, err := url.Parse(t.BaseURL)
-	if err != nil || u.Host == "" || u.Port() == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+	if !grpcAddress(t.BaseURL) {
 		return fmt.Errorf("base_url %q: want grpc://host:port or grpcs://host:port", t.BaseURL)
 	}
 	k := t.Key
@@ -124,9 +130,6 @@ func (t *Target) validateGRPC() error {
 	}
 	if k.FirstSent && t.firstSent == nil {
 		t.firstSent = &keyTimes{m: map[string]time.Time{}}
-	}
-	if len(t.Replicas) > 0 {
-		return fmt.Errorf("replicas: not yet for gRPC targets")
 	}
 	if t.KeySource != nil {
 		return fmt.Errorf("key_source: not yet for gRPC targets")
