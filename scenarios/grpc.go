@@ -31,6 +31,8 @@ var grpcReady = map[string]bool{
 	"syntax/first-sent-expired": true, "syntax/first-sent-future": true,
 	"security/invalid-format-rejected": true, "security/hostile-keys": true, "security/cross-principal-guess": true,
 	"security/low-entropy-keys": true, "security/unauthenticated-known-key": true, "crash/handler-timeout": true,
+	"replicas/burst-across": true, "replicas/in-flight-other-replica": true, "replicas/replay-other-replica": true,
+	"replicas/mismatch-other-replica": true, "replicas/other-user-other-replica": true, "replicas/ttl-other-replica": true,
 }
 
 // grpcNever are the cases (by ID, or family prefix ending in /) whose
