@@ -168,4 +168,3 @@ func TestGRPCReplicas(t *testing.T) {
 		})
 	}
 }
-
