@@ -8,48 +8,22 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-
 	"github.com/idemcheck/idemcheck/internal/demotest"
 	"github.com/idemcheck/idemcheck/internal/testenv"
 	"github.com/idemcheck/idemcheck/reference"
 	"github.com/idemcheck/idemcheck/reference/demo"
-	"github.com/idemcheck/idemcheck/reference/grpcref"
 	"github.com/idemcheck/idemcheck/reference/memstore"
 	"github.com/idemcheck/idemcheck/reference/pgstore"
 	"github.com/idemcheck/idemcheck/reference/redisstore"
 	"github.com/idemcheck/idemcheck/target"
 )
 
-// grpcReplicasTarget serves the reference gRPC service as two replicas,
-// what two `idemcheck serve --grpc` processes are: each a grpc.Server of
-// its own on a loopback port with a service on stores[i]. Both count
-// their executions in one effects oracle, as both would charge one
-// payment provider. It returns grpcConfig's target of them (replicas:
-// [A, B]).
+// grpcReplicasTarget serves the reference gRPC service as two replicas
+// on stores (demotest.GRPCReplicas) and returns grpcConfig's target of
+// them (replicas: [A, B]).
 func grpcReplicasTarget(t *testing.T, carrier string, stores [2]reference.Store) (*target.Target, *target.Profile) {
 	t.Helper()
-	appStore := memstore.New() // the app's own HTTP API is not called: only its effects oracle
-	app, err := demo.New(demo.Options{Store: appStore, TTL: 3 * time.Second, Lease: 3 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = app.Close()
-		_ = appStore.Close()
-	})
-	httpBase := demotest.ServeOn(t, app, "127.0.0.1:0")
-	var bases []string
-	for _, s := range stores {
-		svc, err := grpcref.New(grpcref.Options{Store: s, TTL: 3 * time.Second, Lease: 3 * time.Second, Executing: app.Executing})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = svc.Close() })
-		g := grpc.NewServer()
-		svc.Register(g)
-		bases = append(bases, demotest.ServeGRPCServer(t, g))
-	}
+	httpBase, bases := demotest.GRPCReplicas(t, demo.Options{TTL: 3 * time.Second, Lease: 3 * time.Second}, stores[:]...)
 	cfg := grpcConfig(httpBase, bases[0], carrier) + "replicas: [" + strings.Join(bases, ", ") + "]\n"
 	tg, p, err := target.ParseConfig([]byte(cfg))
 	if err != nil {
