@@ -393,7 +393,7 @@ func newConfig(t *target.Target, opts []Option) (config, error) {
 // connections to every base, the completed pool hits replay (hit, mix)
 // and the hot keys contention hammers.
 func warmUp(ctx context.Context, c *config, t *target.Target, rq *request, client *http.Client, keys *keySource, s *sink) (pool, hot []string, err error) {
-	if !c.paced { // one gRPC connection carries every call: the preflight opened it
+	if !c.paced { // one gRPC connection per server carries every call: the preflight opened them
 		for _, b := range t.Bases() {
 			warmConnections(ctx, client, b+"/", int(c.workers))
 		}

@@ -33,6 +33,8 @@ var grpcReady = map[string]bool{
 	"security/low-entropy-keys": true, "security/unauthenticated-known-key": true, "crash/handler-timeout": true,
 	"replay/volatile-fields": true, "fidelity/large-body": true, "crash/handler-crash": true,
 	"lease/slow-outlives-lease": true, "lease/crash-recovers": true,
+	"replicas/burst-across": true, "replicas/in-flight-other-replica": true, "replicas/replay-other-replica": true,
+	"replicas/mismatch-other-replica": true, "replicas/other-user-other-replica": true, "replicas/ttl-other-replica": true,
 }
 
 // grpcNever are the cases (by ID, or family prefix ending in /) whose

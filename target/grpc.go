@@ -79,6 +79,13 @@ type keyTimes struct {
 	m  map[string]time.Time
 }
 
+// grpcAddress reports a grpc://host:port or grpcs://host:port URL: a
+// server's address, no path or query.
+func grpcAddress(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && IsGRPCURL(s) && u.Host != "" && u.Port() != "" && (u.Path == "" || u.Path == "/") && u.RawQuery == ""
+}
+
 // rpcRe is an rpc: value, [package.]Service/Method.
 var rpcRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*/[A-Za-z_][A-Za-z0-9_]*$`)
 
@@ -109,8 +116,7 @@ func (t *Target) validateGRPC() error {
 	if t.Command != "" { // a managed target's base_url names the picked {port}
 		base = strings.ReplaceAll(base, portPlaceholder, "1")
 	}
-	u, err := url.Parse(base)
-	if err != nil || u.Host == "" || u.Port() == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+	if !grpcAddress(base) {
 		return fmt.Errorf("base_url %q: want grpc://host:port or grpcs://host:port (grpc://127.0.0.1:{port} with target_cmd)", t.BaseURL)
 	}
 	k := t.Key
@@ -128,9 +134,6 @@ func (t *Target) validateGRPC() error {
 	}
 	if k.FirstSent && t.firstSent == nil {
 		t.firstSent = &keyTimes{m: map[string]time.Time{}}
-	}
-	if len(t.Replicas) > 0 {
-		return fmt.Errorf("replicas: not yet for gRPC targets")
 	}
 	if t.KeySource != nil {
 		return fmt.Errorf("key_source: not yet for gRPC targets")

@@ -3,6 +3,7 @@ package target
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -103,7 +104,14 @@ func TestGRPCConfigErrors(t *testing.T) {
 		{"replay_binary without bodies", grpcBase + grpcOp + key + "profile: {overrides: {replay_binary: true, replay_compare: status}}\n", "profile replay_binary: compares a replay's message, and replay_compare status compares none"},
 		{"replay_metadata", grpcBase + grpcOp + key + "profile: {overrides: {replay_metadata: [\"x b\"]}}\n", `profile replay_metadata "x b"`},
 		{"code number", grpcBase + grpcOp + key + "profile: {overrides: {mismatch_status: 1003}}\n", "1003 is not an HTTP status"},
-		{"replicas", grpcBase + grpcOp + key + "replicas: [grpc://127.0.0.1:1, grpc://127.0.0.1:2]\n", "replicas"},
+		// A gRPC target's replicas share its base URL's scheme: an http(s)
+		// replica would be sent RPCs, a grpcs:// one beside grpc:// TLS
+		// the others do not speak.
+		{"http replica", grpcBase + grpcOp + key + "replicas: [grpc://127.0.0.1:1, http://127.0.0.1:2]\n", `replicas[1] "http://127.0.0.1:2": want grpc://host:port like base_url`},
+		{"grpcs replica", grpcBase + grpcOp + key + "replicas: [grpc://127.0.0.1:1, grpcs://127.0.0.1:2]\n", `replicas[1] "grpcs://127.0.0.1:2": want grpc://host:port`},
+		{"replica path", grpcBase + grpcOp + key + "replicas: [grpc://127.0.0.1:1, grpc://127.0.0.1:2/x]\n", `replicas[1] "grpc://127.0.0.1:2/x"`},
+		{"grpc replica of http", "base_url: http://127.0.0.1:1\nprincipals: [{name: a}]\noperations: [{name: c, method: POST, path: /c}]\nreplicas: [http://127.0.0.1:1, grpc://127.0.0.1:2]\n",
+			`replicas[1] "grpc://127.0.0.1:2": want an absolute http(s) URL`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -112,5 +120,28 @@ func TestGRPCConfigErrors(t *testing.T) {
 				t.Fatalf("error %v: want one line containing %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestGRPCReplicas: a gRPC target names its replicas as an HTTP one
+// does, in the config (base_url defaults to the first) and by --replica
+// (AddReplicas), the scheme the base URL's.
+func TestGRPCReplicas(t *testing.T) {
+	const key = "key: {field: request_id}\n"
+	cfg := "principals: [{name: a}]\n" + grpcOp + key + "replicas: [grpcs://127.0.0.1:1/, grpcs://127.0.0.1:2]\n"
+	tg, _, err := ParseConfig([]byte(cfg))
+	if err != nil || tg.BaseURL != "grpcs://127.0.0.1:1" || !slices.Equal(tg.Replicas, []string{"grpcs://127.0.0.1:1", "grpcs://127.0.0.1:2"}) {
+		t.Fatalf("replicas: %v: base %q, replicas %v", err, tg.BaseURL, tg.Replicas)
+	}
+	tg, _, err = ParseConfig([]byte(grpcBase + grpcOp + key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tg.AddReplicas([]string{"grpc://127.0.0.1:2/"}, false); err != nil || !slices.Equal(tg.Replicas, []string{"grpc://127.0.0.1:50051", "grpc://127.0.0.1:2"}) {
+		t.Fatalf("--replica grpc://: %v, replicas %v", err, tg.Replicas)
+	}
+	err = tg.AddReplicas([]string{"https://127.0.0.1:2"}, false)
+	if want := `--replica: replicas[1] "https://127.0.0.1:2": want grpc://host:port like base_url`; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("--replica https:// beside grpc://: %v, want %q", err, want)
 	}
 }

@@ -8,12 +8,22 @@ import (
 	"strings"
 )
 
-// validateReplicas checks Target.Replicas; the error names the entry.
+// validateReplicas checks Target.Replicas; the error names the entry. A
+// gRPC target's replicas are servers of the same scheme as its base URL
+// (grpc:// or grpcs://: one TLS setting serves them all); an HTTP
+// target's, http(s) URLs.
 func (t *Target) validateReplicas() error {
 	if len(t.Replicas) == 1 {
 		return fmt.Errorf("replicas: %d base URL; list at least 2 (or none)", len(t.Replicas))
 	}
+	grpcScheme, _, _ := strings.Cut(t.BaseURL, "://")
 	for i, r := range t.Replicas {
+		if t.IsGRPC() {
+			if !grpcAddress(r) || !strings.HasPrefix(r, grpcScheme+"://") {
+				return fmt.Errorf("replicas[%d] %q: want %s://host:port like base_url (a gRPC target's replicas are all grpc:// or all grpcs://)", i, r, grpcScheme)
+			}
+			continue
+		}
 		u, err := url.Parse(r)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return fmt.Errorf("replicas[%d] %q: want an absolute http(s) URL", i, r)
@@ -29,9 +39,6 @@ func (t *Target) validateReplicas() error {
 func (t *Target) AddReplicas(bases []string, perReplicaOracle bool) error {
 	if t.BaseURL == "" {
 		return errors.New("--replica: needs --target or the config's base_url (chaos --target-cmd CMD --replicas N starts several)")
-	}
-	if t.IsGRPC() {
-		return errors.New("--replica: not yet for gRPC targets (docs/grpc.md)")
 	}
 	t.Replicas = []string{t.BaseURL}
 	for _, b := range bases {

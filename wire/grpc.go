@@ -55,41 +55,44 @@ import (
 // the response message in protojson, or the google.rpc.Status of an error.
 // A call the server never answered (no header, no trailer) is a transport
 // error, as an HTTP request without a response is.
+//
+// Each server a call is addressed to (the base URL, every replica) gets a
+// connection of its own, as a client behind no balancer would have. The
+// methods are resolved once, on the first server asked: replicas serve
+// one API.
 type GRPC struct {
 	t *target.Target
 
 	mu      sync.Mutex
-	conn    *grpc.ClientConn
-	files   *protoregistry.Files // the protoset's, once read
+	conns   map[string]*grpc.ClientConn // by scheme://host
+	files   *protoregistry.Files        // the protoset's, once read
 	methods map[string]protoreflect.MethodDescriptor
 }
 
-// NewGRPC is the carrier of t's calls; it dials when first used. Close
-// ends its connection.
+// NewGRPC is the carrier of t's calls; it dials each server when first
+// used. Close ends its connections.
 func NewGRPC(t *target.Target) *GRPC {
-	return &GRPC{t: t, methods: map[string]protoreflect.MethodDescriptor{}}
+	return &GRPC{t: t, conns: map[string]*grpc.ClientConn{}, methods: map[string]protoreflect.MethodDescriptor{}}
 }
 
-// Close closes the connection, if any; a later call dials again.
+// Close closes the connections, if any; a later call dials again.
 func (g *GRPC) Close() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.conn != nil {
-		_ = g.conn.Close()
-		g.conn = nil
+	for at, c := range g.conns {
+		_ = c.Close()
+		delete(g.conns, at)
 	}
 }
 
-// client is the connection, dialled on first use.
-func (g *GRPC) client() (*grpc.ClientConn, error) {
+// client is the connection to the server of u (grpc://host:port/...),
+// dialled on first use.
+func (g *GRPC) client(u *url.URL) (*grpc.ClientConn, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.conn != nil {
-		return g.conn, nil
-	}
-	u, err := url.Parse(g.t.BaseURL)
-	if err != nil {
-		return nil, err
+	at := u.Scheme + "://" + u.Host
+	if c := g.conns[at]; c != nil {
+		return c, nil
 	}
 	creds := insecure.NewCredentials()
 	if u.Scheme == "grpcs" {
@@ -111,7 +114,7 @@ func (g *GRPC) client() (*grpc.ClientConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	g.conn = conn
+	g.conns[at] = conn
 	return conn, nil
 }
 
@@ -188,7 +191,7 @@ func (g *GRPC) call(ctx context.Context, r ExchangeRequest) (httpStatus int, h h
 	if err != nil {
 		return 0, nil, nil, nil, sent, err
 	}
-	conn, err := g.client()
+	conn, err := g.client(u)
 	if err != nil {
 		return 0, nil, nil, nil, sent, err
 	}
@@ -297,7 +300,11 @@ func outgoing(h http.Header) metadata.MD {
 // reflection or the protoset. The chaos proxy decodes the messages it
 // forwards (the key, the created id) with it.
 func (g *GRPC) Method(ctx context.Context, path string) (protoreflect.MethodDescriptor, error) {
-	conn, err := g.client()
+	u, err := url.Parse(g.t.BaseURL)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := g.client(u)
 	if err != nil {
 		return nil, err
 	}
@@ -465,10 +472,10 @@ func reflectFiles(ctx context.Context, conn *grpc.ClientConn, method, symbol str
 	return out, nil
 }
 
-// reachable waits until the connection is ready, or ctx ends: the
-// preflight's "something answers" for a gRPC target.
-func (g *GRPC) reachable(ctx context.Context) error {
-	conn, err := g.client()
+// reachable waits until the connection to u's server is ready, or ctx
+// ends: the preflight's "something answers" for a gRPC target.
+func (g *GRPC) reachable(ctx context.Context, u *url.URL) error {
+	conn, err := g.client(u)
 	if err != nil {
 		return err
 	}
@@ -481,7 +488,7 @@ func (g *GRPC) reachable(ctx context.Context) error {
 		// A refused or failed connection is an answer: no need to wait
 		// for gRPC's reconnection backoff to run out the deadline.
 		if s == connectivity.TransientFailure || !conn.WaitForStateChange(ctx, s) {
-			return fmt.Errorf("no gRPC server answers at %s (connection %s)", strings.TrimPrefix(g.t.BaseURL, "grpc://"), s)
+			return fmt.Errorf("no gRPC server answers at %s (connection %s)", u.Host, s)
 		}
 	}
 }
@@ -491,7 +498,7 @@ func (g *GRPC) reachable(ctx context.Context) error {
 // the connection is ready; any other request is a call (Do).
 func (g *GRPC) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.Method == http.MethodGet && (r.URL.Path == "" || r.URL.Path == "/") {
-		if err := g.reachable(r.Context()); err != nil {
+		if err := g.reachable(r.Context(), r.URL); err != nil {
 			return nil, err
 		}
 		return httpResponse(r, http.StatusOK, http.Header{}, nil), nil

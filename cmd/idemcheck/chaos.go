@@ -123,6 +123,12 @@ func runChaos(ctx context.Context, stdout io.Writer, f chaosFlags) error {
 	if err != nil {
 		return withCode(exitUsage, err)
 	}
+	if target.IsGRPC() && len(target.Replicas) > 0 {
+		// The gRPC fault proxy forwards to one server: never a silent
+		// drive of the first replica alone.
+		return usageErrorf("replicas %s: chaos's gRPC proxy forwards to one server, not yet to replicas (docs/grpc.md); run --config with them runs the replicas/ cases",
+			target.Redact(strings.Join(target.Replicas, " ")))
+	}
 	if target.HTTP2 {
 		return usageErrorf("--http2 (or the config's http2: true): chaos injects its faults over HTTP/1.1 only (it cuts connections mid-answer); check an API over HTTP/2 with run --http2 or load --http2")
 	}

@@ -39,8 +39,8 @@ func addTargetCmdFlag(fl *pflag.FlagSet, dst *string, note string) {
 // addReplicaFlag defines --replica.
 func addReplicaFlag(fl *pflag.FlagSet, dst *[]string) {
 	fl.StringArrayVar(dst, "replica", nil, "base URL of another replica of the same API (one store behind them), beside --target or "+
-		"the config's base_url; repeatable; replaces the config's replicas. The replicas/ cases spread keys over them; chaos and "+
-		"load balance over them")
+		"the config's base_url (a gRPC target's: grpc://host:port, the base URL's scheme); repeatable; replaces the config's replicas. "+
+		"The replicas/ cases spread keys over them; load balances over them, and chaos over an HTTP target's")
 }
 
 // addProfileFlag defines --profile; note says what of the profile this

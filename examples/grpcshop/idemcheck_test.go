@@ -231,8 +231,8 @@ func writeConfig(t *testing.T, name string, edit func(map[string]any)) string {
 }
 
 // notRun are the reasons a MUST may skip on the correct build: what
-// neither config supplies (events, replicas, a managed process or a
-// lease; each such requirement is verified by
+// neither config supplies (events, replicas — TestReplicas runs two —, a
+// managed process or a lease; each such requirement is verified by
 // another instance or opt-in, as the requirements check below holds),
 // and a requirement that does not apply: missing/repeat-fails-again judges
 // a required key (both of grpcshop's keys are optional, as AIP-155 and

@@ -99,3 +99,35 @@ profile:
   overrides: {key_required: true, missing_status: INVALID_ARGUMENT, mismatch_status: INVALID_ARGUMENT, in_flight_status: ABORTED, block_ok: false, stale_replay_on_mismatch: false, burst_rounds: 2}
 `, httpBase)
 }
+
+// GRPCReplicas serves the reference gRPC service as replicas, what as
+// many `idemcheck serve --grpc` processes are: each a grpc.Server of its
+// own on a loopback port, with a service on its store (one store for
+// all: replicas of one API; one each: a store local to each replica).
+// All count their executions in one effects oracle, at httpBase, as all
+// would charge one payment provider. It returns that and the replicas'
+// grpc:// base URLs; all is closed when t ends.
+func GRPCReplicas(t testing.TB, o demo.Options, stores ...reference.Store) (httpBase string, grpcBases []string) {
+	t.Helper()
+	appStore := memstore.New() // the app's own API is not called: only its effects oracle
+	o.Store = appStore
+	app, err := demo.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = app.Close()
+		_ = appStore.Close()
+	})
+	for _, s := range stores {
+		svc, err := grpcref.New(grpcref.Options{Store: s, TTL: o.TTL, Lease: o.Lease, Executing: app.Executing})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = svc.Close() })
+		g := grpc.NewServer()
+		svc.Register(g)
+		grpcBases = append(grpcBases, ServeGRPCServer(t, g))
+	}
+	return ServeOn(t, app, "127.0.0.1:0"), grpcBases
+}
