@@ -31,6 +31,8 @@ var grpcReady = map[string]bool{
 	"syntax/first-sent-expired": true, "syntax/first-sent-future": true,
 	"security/invalid-format-rejected": true, "security/hostile-keys": true, "security/cross-principal-guess": true,
 	"security/low-entropy-keys": true, "security/unauthenticated-known-key": true, "crash/handler-timeout": true,
+	"outbox/one-per-execution": true, "outbox/none-for-replay": true, "outbox/lost-answer-retry": true, "outbox/same-key-burst": true,
+	"outbox/none-for-mismatch": true, "outbox/none-for-rejected": true, "outbox/lease-takeover": true,
 }
 
 // grpcNever are the cases (by ID, or family prefix ending in /) whose
