@@ -93,7 +93,7 @@ func outboxLostAnswerRetry(ctx context.Context, e *Env) Verdict {
 	defer pr.close()
 	k := e.NewKey()
 	first := pr.Send(ctx, Req{Label: "original (the proxy drops the answer)", Key: k})
-	if first.Err == nil {
+	if !pr.answerLost(first) {
 		return e.Inconclusive("the proxy did not drop the answer: " + first.String())
 	}
 	if _, ok := pr.committedID(pr.upstreamSettled(ctx, k)); !ok {

@@ -35,6 +35,8 @@ var grpcReady = map[string]bool{
 	"lease/slow-outlives-lease": true, "lease/crash-recovers": true,
 	"replicas/burst-across": true, "replicas/in-flight-other-replica": true, "replicas/replay-other-replica": true,
 	"replicas/mismatch-other-replica": true, "replicas/other-user-other-replica": true, "replicas/ttl-other-replica": true,
+	"outbox/one-per-execution": true, "outbox/none-for-replay": true, "outbox/lost-answer-retry": true, "outbox/same-key-burst": true,
+	"outbox/none-for-mismatch": true, "outbox/none-for-rejected": true, "outbox/lease-takeover": true,
 }
 
 // grpcNever are the cases (by ID, or family prefix ending in /) whose

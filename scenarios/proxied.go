@@ -22,16 +22,19 @@ import (
 type proxied struct {
 	*Env
 	outer *Env
-	srv   *chaos.Server
-	proxy *chaos.Proxy
-	hist  *chaos.History
-	buf   bytes.Buffer
+	// stop stops the proxy (its server, then the proxy itself).
+	stop func()
+	hist *chaos.History
+	buf  bytes.Buffer
 	// h1 is the client to the proxy when the run speaks HTTP/2 (nil: the
 	// run's client).
 	h1 *http.Client
 }
 
 func (e *Env) viaProxy(rules ...string) (*proxied, error) {
+	if e.Target.IsGRPC() {
+		return e.viaGRPCProxy(rules...)
+	}
 	pr := &proxied{outer: e}
 	pr.hist = chaos.NewHistory(&pr.buf)
 	// Without an id pointer the proxy still reads its default (/id), but
@@ -50,7 +53,10 @@ func (e *Env) viaProxy(rules ...string) (*proxied, error) {
 	if err != nil {
 		return nil, err
 	}
-	pr.proxy, pr.srv = p, srv
+	pr.stop = func() {
+		_ = srv.Close()
+		p.Close()
+	}
 	t := *e.Target
 	t.BaseURL = srv.URL
 	client := e.client
@@ -70,8 +76,7 @@ func (e *Env) viaProxy(rules ...string) (*proxied, error) {
 
 // close stops the proxy and hands the evidence to the outer Env.
 func (pr *proxied) close() {
-	_ = pr.srv.Close()
-	pr.proxy.Close()
+	pr.stop()
 	if pr.h1 != nil {
 		pr.h1.CloseIdleConnections()
 	}

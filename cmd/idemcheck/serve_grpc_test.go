@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
@@ -10,18 +11,26 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck/internal/demotest"
+	"github.com/idemcheck/idemcheck/internal/testenv"
 )
 
 // serveGRPCForTest runs serve --grpc in-process with defects and returns
 // the HTTP and gRPC base URLs; it stops when t ends.
 func serveGRPCForTest(t *testing.T, defects ...string) (httpBase, grpcBase string) {
 	t.Helper()
+	return serveGRPCEventsForTest(t, "", defects...)
+}
+
+// serveGRPCEventsForTest is serveGRPCForTest with --events events (""
+// for none).
+func serveGRPCEventsForTest(t *testing.T, events string, defects ...string) (httpBase, grpcBase string) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	errc := make(chan error, 1)
 	go func() {
 		errc <- runServe(ctx, pw, serveFlags{addr: "127.0.0.1:0", grpc: "127.0.0.1:0", ttl: 5 * time.Second, lease: 5 * time.Second,
-			store: "memory", maxBody: 1 << 20, defects: defects})
+			store: "memory", maxBody: 1 << 20, defects: defects, events: events})
 		pw.Close()
 	}()
 	t.Cleanup(func() {
@@ -73,5 +82,51 @@ func TestRunGRPC(t *testing.T) {
 	code, stderr := runCaptured(t, "run", "--config", grpcReferenceConfig(t, httpBase, grpcBase))
 	if code != 1 || !strings.Contains(stderr, "mismatch/changed-body") {
 		t.Fatalf("no-fingerprint over gRPC: exit %d, want 1 naming mismatch/changed-body: %s", code, stderr)
+	}
+}
+
+// TestRunGRPCEvents: serve --grpc --events publishes the gRPC service's
+// events through the store's outbox (the HTTP reference's relay sends
+// them): idemcheck run with events: passes the outbox cases over gRPC
+// (exit 0); with event-on-replay, exit 1 naming outbox/none-for-replay.
+func TestRunGRPCEvents(t *testing.T) {
+	brokers, _ := testenv.RequireKafka(t)
+	for _, row := range []struct {
+		defect string
+		code   int
+	}{{"", exitOK}, {"event-on-replay", exitFail}} {
+		t.Run("defect="+row.defect, func(t *testing.T) {
+			topic := testenv.KafkaTopic(t, brokers, 2)
+			var defects []string
+			if row.defect != "" {
+				defects = []string{row.defect}
+			}
+			httpBase, grpcBase := serveGRPCEventsForTest(t, "kafka://"+brokers[0]+"/"+topic, defects...)
+			// The invalid variant for outbox/none-for-rejected.
+			slow := "      slow: {patch: {knobs: {delay_ms: 600}}, duration: 600ms}\n"
+			raw := demotest.GRPCConfig(httpBase, grpcBase)
+			if !strings.Contains(raw, slow) {
+				t.Fatalf("demotest.GRPCConfig has no %q", slow)
+			}
+			raw = strings.Replace(raw, slow, slow+"      invalid: {patch: {payment: {amount: -1}}, status: INVALID_ARGUMENT}\n", 1)
+			cfg := writeTemp(t, "grpc.yaml", raw+fmt.Sprintf(
+				"events:\n  kafka: {brokers: [%q], topic: %s}\n  key: {header: idempotency-key}\n  event_id: /id\n  settle: 1s\n", brokers[0], topic))
+			out := filepath.Join(t.TempDir(), "r.json")
+			code, stderr := runCaptured(t, "run", "--config", cfg, "--run", "outbox/**", "--json", out)
+			if code != row.code || (row.defect != "" && !strings.Contains(stderr, "outbox/none-for-replay")) {
+				t.Fatalf("exit %d, want %d (naming outbox/none-for-replay with the defect): %s", code, row.code, stderr)
+			}
+			results, _ := readJSON(t, out)["results"].([]any)
+			passed := 0
+			for _, r := range results {
+				if r.(map[string]any)["status"] == "pass" {
+					passed++
+				}
+			}
+			// lease-takeover skips: the config declares no lease.
+			if row.defect == "" && (len(results) != 7 || passed != 6) {
+				t.Errorf("%d outbox results, %d passed: want 7, all but lease-takeover passed: %s", len(results), passed, stderr)
+			}
+		})
 	}
 }

@@ -48,8 +48,10 @@ func ServeGRPCServer(t testing.TB, g *grpc.Server) string {
 // face serves it itself): the reference service and reflection
 // registered, the demo app serving its effects oracle at httpBase; opts
 // are the server's (an interceptor that plays a defect the service has
-// not). The caller serves and stops g; the service, app and store close
-// when t ends, after the caller's cleanups registered later.
+// not). With o.Events the service's events join the store's outbox,
+// which the app's relay publishes. The caller serves and stops g; the
+// service, app and store close when t ends, after the caller's cleanups
+// registered later.
 func GRPCServer(t testing.TB, o demo.Options, defects []reference.Defect, opts ...grpc.ServerOption) (httpBase string, g *grpc.Server) {
 	t.Helper()
 	store := memstore.New()
@@ -58,7 +60,7 @@ func GRPCServer(t testing.TB, o demo.Options, defects []reference.Defect, opts .
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := grpcref.New(grpcref.Options{Store: store, TTL: o.TTL, Lease: o.Lease, Defects: defects, Executing: app.Executing})
+	svc, err := grpcref.New(grpcref.Options{Store: store, TTL: o.TTL, Lease: o.Lease, Defects: defects, Executing: app.Executing, Events: o.Events != nil})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,9 @@
 // key INVALID_ARGUMENT (the reference requires one, as its HTTP twin
 // does, though AIP-155 lets it be optional). Server reflection (v1 and
 // v1alpha) is on. The defects with a gRPC form (Supports) can be switched
-// on as in the HTTP reference.
+// on as in the HTTP reference. With Options.Events each execution puts a
+// payment.created (refund.created) event in the store's outbox with its
+// outcome (events.go), for the HTTP reference's relay to publish.
 //
 // Like every reference package it imports nothing of idemcheck's outside
 // reference/.

@@ -71,13 +71,25 @@ type Options struct {
 	// (/payment/description), left out of the fingerprint: a retry that
 	// changes only them replays (a profile's volatile_fields).
 	VolatileFields []string
+	// Events, when set, emits a payment.created (refund.created) event per
+	// execution into the store's outbox (Store must keep one:
+	// reference.EventStore), in the step that stores the outcome. The
+	// service runs no relay: the HTTP reference's on the same store
+	// (demo.Options.Events) publishes the outbox, as idemcheck serve
+	// --events runs them.
+	Events bool
 }
 
-// supported are the defects with a gRPC form.
+// supported are the defects with a gRPC form. Of the event defects,
+// relay-republish is the relay's (the HTTP reference's, which publishes
+// this service's outbox too); event-outside-tx shows only where an
+// execution rolls back with its record (the HTTP reference's ledger on
+// PostgreSQL), and this service's executions never roll back.
 var supported = []reference.Defect{
 	reference.NoFingerprint, reference.NoInflightLock, reference.NoUserScope, reference.NoEndpointScope,
 	reference.MissingKeyPassthrough, reference.NoCache4xx, reference.Cache5xx, reference.FirstSentIgnored,
 	reference.ReplayDropsHeaders, reference.ReplayTruncatesBody, reference.FailureWedgesKey, reference.LeaseNeverExpires,
+	reference.EventOnReplay,
 }
 
 // Supports reports whether d has a gRPC form in this service.
@@ -96,6 +108,7 @@ type Service struct {
 	// wedged are the scopes the failure-wedges-key defect left in flight
 	// for ever.
 	wedged sync.Map
+	outbox reference.EventStore // nil: no events
 }
 
 // New builds the service; the error names a defect without a gRPC form.
@@ -105,6 +118,9 @@ func New(o Options) (*Service, error) {
 	for _, d := range o.Defects {
 		if !Supports(d) {
 			return nil, fmt.Errorf("grpcref: defect %q has no gRPC form (supported: %s)", d, supportedNames())
+		}
+		if d.NeedsEvents() && !o.Events {
+			return nil, fmt.Errorf("grpcref: defect %q needs Events", d)
 		}
 		s.defects[d] = true
 	}
@@ -122,6 +138,14 @@ func New(o Options) (*Service, error) {
 	}
 	if s.store == nil {
 		s.store, s.ownsStore = memstore.New(), true
+	}
+	if o.Events {
+		es, ok := s.store.(reference.EventStore)
+		if !ok {
+			s.Close()
+			return nil, errors.New("grpcref: events need a store with an outbox (memory, postgres, redis)")
+		}
+		s.outbox = es
 	}
 	return s, nil
 }
@@ -254,7 +278,7 @@ func (s *Service) idempotent(ctx context.Context, method, key string, keyless pr
 	}
 	if key == "" {
 		if s.defects[reference.MissingKeyPassthrough] {
-			return s.run(key, refund, exec)
+			return s.unrecorded(ctx, key, refund, exec)
 		}
 		return nil, status.Errorf(codes.InvalidArgument, "an idempotency key is required (the message's key field or %s metadata)", MetadataKey)
 	}
@@ -286,12 +310,13 @@ func (s *Service) idempotent(ctx context.Context, method, key string, keyless pr
 		case rec.Fingerprint != fp && !s.defects[reference.NoFingerprint]:
 			return nil, status.Errorf(codes.InvalidArgument, "key %q was used with another request message; send a new key", key)
 		case rec.State == reference.InFlight && s.defects[reference.NoInflightLock]:
-			return s.run(key, refund, exec) // the defect: treated as absent, nothing stored
+			return s.unrecorded(ctx, key, refund, exec) // the defect: treated as absent, nothing stored
 		case rec.State == reference.InFlight:
 			return nil, status.Errorf(codes.Aborted, "a call with key %q is in progress; retry it later", key)
 		}
 		p, err := replay(rec.Response)
 		s.annotate(ctx, p, true)
+		s.onReplay(context.WithoutCancel(ctx), key, refund, p)
 		return p, err
 	}
 	p, err := s.run(key, refund, exec)
@@ -299,6 +324,7 @@ func (s *Service) idempotent(ctx context.Context, method, key string, keyless pr
 	// must find it.
 	sctx := context.WithoutCancel(ctx)
 	var resp reference.Response
+	events := s.eventOf(key, refund, p)
 	if err == nil {
 		body, merr := proto.MarshalOptions{Deterministic: true}.Marshal(p)
 		if merr != nil {
@@ -318,7 +344,7 @@ func (s *Service) idempotent(ctx context.Context, method, key string, keyless pr
 		_ = s.store.Release(sctx, scope, claim.Token)
 		return nil, err
 	}
-	if cerr := s.store.Complete(sctx, scope, claim.Token, resp); cerr != nil && !errors.Is(cerr, reference.ErrNotOwner) {
+	if cerr := s.complete(sctx, scope, claim.Token, resp, events); cerr != nil && !errors.Is(cerr, reference.ErrNotOwner) {
 		return nil, storeError(cerr)
 	}
 	s.annotate(ctx, p, false)
@@ -402,6 +428,14 @@ func clearField(m protoreflect.Message, path string) {
 		}
 		m = m.Get(fd).Message()
 	}
+}
+
+// unrecorded runs exec for a call that stores no outcome; its events go
+// to the outbox alone.
+func (s *Service) unrecorded(ctx context.Context, key string, refund bool, exec func() (*paymentsv1.Payment, error)) (*paymentsv1.Payment, error) {
+	p, err := s.run(key, refund, exec)
+	s.appendEvents(context.WithoutCancel(ctx), s.eventOf(key, refund, p))
+	return p, err
 }
 
 // replay answers with a stored outcome.
