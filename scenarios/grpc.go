@@ -37,6 +37,7 @@ var grpcReady = map[string]bool{
 	"replicas/mismatch-other-replica": true, "replicas/other-user-other-replica": true, "replicas/ttl-other-replica": true,
 	"outbox/one-per-execution": true, "outbox/none-for-replay": true, "outbox/lost-answer-retry": true, "outbox/same-key-burst": true,
 	"outbox/none-for-mismatch": true, "outbox/none-for-rejected": true, "outbox/lease-takeover": true,
+	"outbox/none-for-failed": true,
 }
 
 // grpcNever are the cases (by ID, or family prefix ending in /) whose

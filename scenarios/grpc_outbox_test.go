@@ -89,6 +89,7 @@ operations:
     variants:
       slow: {patch: {knobs: {delay_ms: %d}}, duration: %s}
       invalid: {patch: {payment: {amount: -1}}, status: INVALID_ARGUMENT}
+      transient_error: {patch: {knobs: {fail: transient}}, status: UNAVAILABLE}
 profile:
   preset: %s
   overrides: {key_required: true, missing_status: INVALID_ARGUMENT, mismatch_status: INVALID_ARGUMENT, in_flight_status: ABORTED, block_ok: false}
@@ -169,12 +170,12 @@ func TestGRPCOutbox(t *testing.T) {
 				if r.Status != expect {
 					t.Errorf("%s: %s, want %s (%d answers replayed): %s %s", r.Name(), r.Status, expect, replayedAnswers(r), r.Observed, r.Reason)
 				}
-				if r.ID != "outbox/none-for-rejected" && len(r.Events) == 0 {
+				if r.ID != "outbox/none-for-rejected" && r.ID != "outbox/none-for-failed" && len(r.Events) == 0 {
 					t.Errorf("%s: no events listed, want the key's events", r.Name())
 				}
 			}
-			if len(rep.Results) != 7 {
-				t.Errorf("%d results, want the 7 outbox cases", len(rep.Results))
+			if len(rep.Results) != 8 {
+				t.Errorf("%d results, want the 8 outbox cases", len(rep.Results))
 			}
 			if row.defect == reference.EventOnReplay {
 				for _, id := range []string{"outbox/lost-answer-retry", "outbox/none-for-replay"} {
