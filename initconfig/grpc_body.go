@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strings"
 
-	"google.golang.org/protobuf/reflect/protoreflect"
 	"go.yaml.in/yaml/v3"
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // maxMessageDepth bounds how deep the skeleton recurses into nested

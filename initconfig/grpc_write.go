@@ -6,8 +6,8 @@ import (
 	"time"
 	"unicode"
 
-	"google.golang.org/protobuf/reflect/protoreflect"
 	"go.yaml.in/yaml/v3"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/idemcheck/idemcheck/target"
 )
