@@ -191,7 +191,7 @@ func (d *description) operation(m method, k keyKind, seen map[string]bool) *yaml
 	if len(body.json) == 0 {
 		bn = flowMapping().n
 	}
-	todo(bn, fmt.Sprintf("a request the server accepts: a %s in protojson, placeholders by type; the key field is set by idemcheck", m.md.Input().FullName()))
+	todo(bn, fmt.Sprintf("a request the server accepts: the %s message in protojson, placeholders by type; the key field is set by idemcheck", m.md.Input().FullName()))
 	bk := op.set("body", bn)
 	if len(body.leftOut) > 0 {
 		head(bk, "TODO: left out of the body: "+strings.Join(body.leftOut, ", ")+"; add what a request needs.")
@@ -264,6 +264,7 @@ func grpcProfile(k keyKind) *yaml.Node {
 		"names none for these: any error that executed nothing meets them until they are set.",
 		"overrides:",
 		"  mismatch_status: INVALID_ARGUMENT   # TODO: a used key with another request",
+		"  stale_replay_on_mismatch: false     # TODO: if that request is refused, never answered with the first one's response",
 		"  in_flight_status: ABORTED           # TODO: a duplicate while the first call runs (the preset takes ABORTED or ALREADY_EXISTS)",
 		"  missing_status: INVALID_ARGUMENT    # TODO: no key, where the API requires one (with key_required: true)",
 		"  key_required: true                  # TODO: if a call without a key is refused")
