@@ -32,6 +32,9 @@ func (d *description) write(o GRPCOptions, t *target.Target, s *selection, meta 
 
 	root := newMapping()
 	root.set("base_url", from(str(t.BaseURL), "from --grpc"))
+	if o.TLS != (target.TLS{}) {
+		root.set("tls", from(tlsNode(o.TLS), "from the TLS flags"))
+	}
 	if o.Protoset != "" {
 		root.set("protoset", from(str(o.Protoset), "from --protoset: the methods' descriptors (the server's reflection is not asked)"))
 	}
@@ -72,6 +75,20 @@ func (d *description) write(o GRPCOptions, t *target.Target, s *selection, meta 
 	root.set("operations", ops)
 	root.set("profile", grpcProfile(s.key))
 	return render(root, headLines)
+}
+
+// tlsNode is the tls: section of the TLS flags given.
+func tlsNode(o target.TLS) *yaml.Node {
+	m := flowMapping()
+	for _, f := range [][2]string{{"ca_cert", o.CACert}, {"client_cert", o.ClientCert}, {"client_key", o.ClientKey}} {
+		if f[1] != "" {
+			m.set(f[0], str(f[1]))
+		}
+	}
+	if o.InsecureSkipVerify {
+		m.set("insecure_skip_verify", value(true))
+	}
+	return m.n
 }
 
 func rpcList(ms []method) string {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"net"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
@@ -19,6 +21,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/idemcheck/idemcheck/examples/grpcshop/shopv1"
+	"github.com/idemcheck/idemcheck/internal/demotest"
 	"github.com/idemcheck/idemcheck/internal/testenv"
 	"github.com/idemcheck/idemcheck/reference/grpcref"
 	"github.com/idemcheck/idemcheck/reference/grpcref/paymentsv1"
@@ -149,18 +152,21 @@ func TestInitGRPC(t *testing.T) {
 }
 
 // serveServices serves register's services on a loopback listener until the
-// test ends and returns its grpc:// URL.
-func serveServices(t *testing.T, register func(*grpc.Server)) string {
+// test ends and returns its grpc:// URL (grpcs:// with TLS options).
+func serveServices(t *testing.T, register func(*grpc.Server), opts ...grpc.ServerOption) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := grpc.NewServer()
+	srv := grpc.NewServer(opts...)
 	register(srv)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = srv.Serve(ln) }()
 	t.Cleanup(func() { srv.Stop(); <-done })
+	if len(opts) > 0 {
+		return "grpcs://" + ln.Addr().String()
+	}
 	return "grpc://" + ln.Addr().String()
 }
 
@@ -231,6 +237,36 @@ func TestInitGRPCProtoset(t *testing.T) {
 		"- name: anonymous", "# TODO: no credential metadata was given")
 	if code, stderr := runCaptured(t, "list", "--config", cfg); code != exitOK {
 		t.Fatalf("list (grpcshop, CreateRefund): exit %d: %s", code, stderr)
+	}
+}
+
+// TestInitGRPCTLS: a grpcs:// service is described through the TLS
+// flags, which the config keeps (tls:), so that list and run reach it
+// as init did.
+func TestInitGRPCTLS(t *testing.T) {
+	pki := demotest.NewPKI(t)
+	certFile, keyFile := pki.ServerFiles(t)
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := grpcref.New(grpcref.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Close() })
+	base := serveServices(t, svc.Register, grpc.Creds(credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})))
+	// Without the CA the certificate is not trusted: no connection.
+	if code, stderr := runCaptured(t, "init", "--grpc", base, "-o", "-"); code != exitUnreachable {
+		t.Fatalf("grpcs:// without --ca-cert: exit %d, want 4: %s", code, stderr)
+	}
+	cfg, text := initGRPC(t, base, "--ca-cert", pki.CAFile, "--metadata", "authorization: Bearer alice")
+	wantLines(t, text, "base_url: "+base, "tls: {ca_cert: "+pki.CAFile+"} # from the TLS flags")
+	t.Setenv("IDEMCHECK_TOKEN_1", "alice")
+	t.Setenv("IDEMCHECK_TOKEN_2", "bob")
+	code, stderr := runCaptured(t, "run", "--config", fillTODOs(t, cfg, referenceBody, "", nil))
+	if code != exitOK && code != exitIncomplete {
+		t.Fatalf("run over TLS: exit %d, want 0 or 5: %s", code, stderr)
 	}
 }
 
