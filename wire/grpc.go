@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -367,23 +368,40 @@ func (g *GRPC) descriptors(ctx context.Context, conn *grpc.ClientConn, symbol st
 	if g.t.Protoset != "" {
 		return ReadProtoset(g.t.Protoset)
 	}
+	var fds []*descriptorpb.FileDescriptorProto
+	if err := withReflection(func(method string) (err error) {
+		fds, err = reflectFiles(ctx, conn, method, symbol)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	files, err := protodesc.NewFiles(&descriptorpb.FileDescriptorSet{File: fds})
+	if err != nil {
+		return nil, fmt.Errorf("server reflection: the descriptors do not build: %v", err)
+	}
+	return files, nil
+}
+
+// ErrNoReflection: the server offers neither grpc.reflection.v1 nor
+// v1alpha (a protoset must describe its methods).
+var ErrNoReflection = errors.New("the server offers no reflection")
+
+// withReflection runs ask against the reflection service, v1 else
+// v1alpha (the same messages on the wire).
+func withReflection(ask func(method string) error) error {
 	var last error
 	for _, m := range []string{"/grpc.reflection.v1.ServerReflection/ServerReflectionInfo", "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo"} {
-		fds, err := reflectFiles(ctx, conn, m, symbol)
+		err := ask(m)
 		if status.Code(err) == codes.Unimplemented {
 			last = err
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("server reflection: %v", err)
+			return fmt.Errorf("server reflection: %v", err)
 		}
-		files, err := protodesc.NewFiles(&descriptorpb.FileDescriptorSet{File: fds})
-		if err != nil {
-			return nil, fmt.Errorf("server reflection: the descriptors do not build: %v", err)
-		}
-		return files, nil
+		return nil
 	}
-	return nil, fmt.Errorf("the server offers no reflection (grpc.reflection.v1 or v1alpha: %v); give protoset: a descriptor set file (protoc --include_imports --descriptor_set_out)", last)
+	return fmt.Errorf("%w (grpc.reflection.v1 or v1alpha: %v); give protoset: a descriptor set file (protoc --include_imports --descriptor_set_out)", ErrNoReflection, last)
 }
 
 // ReadProtoset reads a descriptor set file (protoc --include_imports
@@ -421,17 +439,9 @@ func reflectFiles(ctx context.Context, conn *grpc.ClientConn, method, symbol str
 	defer func() { _ = st.CloseSend() }()
 	have := map[string]*descriptorpb.FileDescriptorProto{}
 	ask := func(req *rpb.ServerReflectionRequest) error {
-		resp := new(rpb.ServerReflectionResponse)
-		if err := st.SendMsg(req); err == io.EOF {
-			return st.RecvMsg(resp) // the stream ended: its status says why
-		} else if err != nil {
+		resp, err := reflectionAsk(st, req)
+		if err != nil {
 			return err
-		}
-		if err := st.RecvMsg(resp); err != nil {
-			return err
-		}
-		if e := resp.GetErrorResponse(); e != nil {
-			return status.Error(codes.Code(e.GetErrorCode()), e.GetErrorMessage())
 		}
 		for _, b := range resp.GetFileDescriptorResponse().GetFileDescriptorProto() {
 			fd := new(descriptorpb.FileDescriptorProto)
@@ -470,6 +480,24 @@ func reflectFiles(ctx context.Context, conn *grpc.ClientConn, method, symbol str
 		out = append(out, fd)
 	}
 	return out, nil
+}
+
+// reflectionAsk sends one request on a reflection stream and reads its
+// answer; an error answer is an error with its code.
+func reflectionAsk(st grpc.ClientStream, req *rpb.ServerReflectionRequest) (*rpb.ServerReflectionResponse, error) {
+	resp := new(rpb.ServerReflectionResponse)
+	if err := st.SendMsg(req); err == io.EOF {
+		return nil, st.RecvMsg(resp) // the stream ended: its status says why
+	} else if err != nil {
+		return nil, err
+	}
+	if err := st.RecvMsg(resp); err != nil {
+		return nil, err
+	}
+	if e := resp.GetErrorResponse(); e != nil {
+		return nil, status.Error(codes.Code(e.GetErrorCode()), e.GetErrorMessage())
+	}
+	return resp, nil
 }
 
 // reachable waits until the connection to u's server is ready, or ctx

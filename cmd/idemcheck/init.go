@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemcheck/idemcheck/initconfig"
-	"github.com/idemcheck/idemcheck/scenarios"
 	"github.com/idemcheck/idemcheck/target"
 )
 
@@ -26,27 +25,38 @@ type initFlags struct {
 	headers    []string
 	query      []string
 	keyHeader  string
-	out        string
-	force      bool
-	timeout    time.Duration
-	tls        target.TLS
+	// --grpc and its flags.
+	grpc        string
+	protoset    string
+	rpcs        []string
+	metadata    []string
+	keyMetadata string
+	out         string
+	force       bool
+	timeout     time.Duration
+	tls         target.TLS
 }
 
 func init() {
 	var f initFlags
 	cmd := &cobra.Command{
-		Use:   "init (--openapi FILE|URL | --probe URL --body JSON)",
-		Short: "Write a commented config from an OpenAPI document or from a live endpoint",
+		Use:   "init (--openapi FILE|URL | --probe URL --body JSON | --grpc grpc://HOST:PORT)",
+		Short: "Write a commented config from an OpenAPI document, a live endpoint or a gRPC service's descriptors",
 		Long: "Write an idemcheck config for an API. From an OpenAPI 3.0 or 3.1 document (YAML or JSON):\n" +
 			"the operations declaring the key header (else every POST and PATCH), bodies from examples or\n" +
 			"generated from the schemas, id_pointer, principals from the security schemes (secrets in\n" +
 			"${IDEMCHECK_TOKEN_1} and ${IDEMCHECK_TOKEN_2}), TTL, mutations. From a live endpoint (--probe):\n" +
 			"seven requests (a quoted and a bare key, a replay, a key that is not a UUID, no key, a changed\n" +
-			"body) show the key syntax, the id pointer, the replay marker and the statuses.\n" +
+			"body) show the key syntax, the id pointer, the replay marker and the statuses. From a gRPC service\n" +
+			"(--grpc): its descriptors, by server reflection or --protoset, give the methods whose request carries\n" +
+			"AIP-155's request_id or AEP-155's {key, first_sent} (or, with --key-metadata, the unary methods not\n" +
+			"named like reads), a request skeleton in protojson, id_pointer, a mutation and the preset.\n" +
 			"Every guess is marked '# guessed:', every gap '# TODO:' (docs/getting-started.md).",
 		Example: `  idemcheck init --openapi examples/payments.openapi.yaml -o idemcheck.yaml
   idemcheck init --openapi https://api.example.com/openapi.json --operation createOrder -o orders.yaml
-  idemcheck init --probe http://127.0.0.1:8080/v1/charges --body '{"amount":1000,"currency":"usd"}' --header 'Authorization: Bearer alice'`,
+  idemcheck init --probe http://127.0.0.1:8080/v1/charges --body '{"amount":1000,"currency":"usd"}' --header 'Authorization: Bearer alice'
+  idemcheck init --grpc grpc://127.0.0.1:50051 --metadata 'authorization: Bearer alice'
+  idemcheck init --grpc grpcs://payments.example.com:443 --protoset payments.protoset --rpc acme.payments.v1.PaymentService/CreatePayment`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runInit(cmd, f) },
 	}
@@ -60,6 +70,11 @@ func init() {
 	fl.StringArrayVar(&f.headers, "header", nil, "--probe: 'Name: value' sent with every request (credentials are written as ${IDEMCHECK_TOKEN_1}); repeatable")
 	fl.StringArrayVar(&f.query, "query", nil, "--probe: 'name=value' of another query, sent under a used key and written as a query mutation; repeatable")
 	fl.StringVar(&f.keyHeader, "key-header", "", keyHeaderUsage+" (default Idempotency-Key)")
+	fl.StringVar(&f.grpc, "grpc", "", "grpc://HOST:PORT or grpcs://HOST:PORT of a gRPC service to describe (server reflection, v1 else v1alpha)")
+	fl.StringVar(&f.protoset, "protoset", "", "--grpc: a descriptor set file (protoc --include_imports --descriptor_set_out) read instead of reflection; nothing is sent")
+	fl.StringArrayVar(&f.rpcs, "rpc", nil, "--grpc: package.Service/Method to write (default: those whose request carries a key); repeatable")
+	fl.StringArrayVar(&f.metadata, "metadata", nil, "--grpc: 'name: value' sent with every call (credentials are written as ${IDEMCHECK_TOKEN_1}); repeatable")
+	fl.StringVar(&f.keyMetadata, "key-metadata", "", "--grpc: the metadata key carrying the idempotency key (x-idempotency-key), for messages without a key field")
 	fl.StringVarP(&f.out, "output", "o", "idemcheck.yaml", "file to write ('-': stdout)")
 	fl.BoolVar(&f.force, "force", false, "overwrite the output file")
 	addTimeoutFlag(fl, &f.timeout, "the --probe requests and a document URL's download; the TLS flags apply to both")
@@ -68,17 +83,29 @@ func init() {
 }
 
 func runInit(cmd *cobra.Command, f initFlags) error {
-	if (f.openapi == "") == (f.probe == "") {
-		return usageErrorf("init: give exactly one of --openapi and --probe")
+	given := 0
+	for _, v := range []string{f.openapi, f.probe, f.grpc} {
+		if v != "" {
+			given++
+		}
+	}
+	if given != 1 {
+		return usageErrorf("init: give exactly one of --openapi, --probe and --grpc")
 	}
 	if f.openapi != "" && (cmd.Flags().Changed("body") || len(f.headers) > 0 || len(f.query) > 0 || cmd.Flags().Changed("method")) {
 		return usageErrorf("init: --body, --header, --query and --method go with --probe")
 	}
-	if f.probe != "" && len(f.operations) > 0 {
+	if f.openapi == "" && len(f.operations) > 0 {
 		return usageErrorf("init: --operation goes with --openapi")
 	}
-	if err := grpcNotYet("init --probe", scenarios.Selection{Target: f.probe}, nil); err != nil {
-		return err
+	if f.grpc == "" && (f.protoset != "" || len(f.rpcs) > 0 || len(f.metadata) > 0 || f.keyMetadata != "") {
+		return usageErrorf("init: --protoset, --rpc, --metadata and --key-metadata go with --grpc")
+	}
+	if f.grpc != "" && (cmd.Flags().Changed("body") || len(f.headers) > 0 || len(f.query) > 0 || cmd.Flags().Changed("method") || f.keyHeader != "" || f.noValidate) {
+		return usageErrorf("init --grpc: --body, --header, --query, --method, --key-header and --no-validate go with --probe or --openapi (gRPC: --metadata, --key-metadata)")
+	}
+	if target.IsGRPCURL(f.probe) {
+		return usageErrorf("init --probe %s: a gRPC service is described by init --grpc %s (its descriptors, not a probe)", f.probe, f.probe)
 	}
 	if f.timeout <= 0 {
 		return usageErrorf("--timeout %s: must be positive", f.timeout)
@@ -92,12 +119,18 @@ func runInit(cmd *cobra.Command, f initFlags) error {
 		out []byte
 		err error
 	)
-	if f.openapi != "" {
+	switch {
+	case f.grpc != "":
+		out, err = initconfig.FromGRPC(cmd.Context(), initconfig.GRPCOptions{
+			URL: f.grpc, Protoset: f.protoset, RPCs: f.rpcs, Metadata: f.metadata, KeyMetadata: f.keyMetadata,
+			Timeout: f.timeout, TLS: f.tls, Command: "idemcheck init --grpc " + f.grpc,
+		})
+	case f.openapi != "":
 		out, err = initconfig.FromOpenAPI(cmd.Context(), initconfig.OpenAPIOptions{
 			Source: f.openapi, Operations: f.operations, KeyHeader: f.keyHeader, Timeout: f.timeout, TLS: f.tls, NoValidate: f.noValidate,
 			Command: "idemcheck init --openapi " + f.openapi,
 		})
-	} else {
+	default:
 		out, err = initconfig.Probe(cmd.Context(), initconfig.ProbeOptions{
 			URL: f.probe, Method: f.method, Body: f.body, Headers: f.headers, Query: f.query, KeyHeader: f.keyHeader,
 			Timeout: f.timeout, TLS: f.tls, Command: "idemcheck init --probe " + f.probe + " --method " + strings.ToUpper(f.method),
