@@ -208,7 +208,7 @@ func (d *description) operation(m method, k keyKind, seen map[string]bool) *yaml
 	if len(body.json) == 0 {
 		bn = flowMapping().n
 	}
-	todo(bn, fmt.Sprintf("a request the server accepts: the %s message in protojson, placeholders by type; the key field is set by idemcheck", m.md.Input().FullName()))
+	todo(bn, fmt.Sprintf("a request the server accepts (%s in protojson, placeholders by type; idemcheck sets the key)", m.md.Input().Name()))
 	bk := op.set("body", bn)
 	if len(body.leftOut) > 0 {
 		head(bk, "TODO: left out of the body: "+strings.Join(body.leftOut, ", ")+"; add what a request needs.")

@@ -123,5 +123,8 @@ func render(root mapping, headLines []string) ([]byte, error) {
 	if err := enc.Close(); err != nil {
 		return nil, err
 	}
+	if !bytes.HasSuffix(b.Bytes(), []byte("\n")) {
+		b.WriteByte('\n') // yaml.v3 ends a trailing foot comment without one
+	}
 	return b.Bytes(), nil
 }

@@ -110,7 +110,7 @@ func TestInitGRPC(t *testing.T) {
 			"# ttl: 24h  # TODO:", "rpc: " + svc + "CreatePayment", "- name: create-payment",
 			"# TODO: " + svc + "CreateRefund carries its key as AEP-155's IdempotencyKey {key, first_sent} in the field idempotency_key",
 			"id_pointer: /name # guessed:", "{name: changed-amount, patch: {payment: {amount: 2}}} # guessed:",
-			"createTime: \"2025-01-01T00:00:00Z\"", "knobs: {delayMs: 1, fail: TODO}", "# variants:  # TODO:",
+			"createTime: \"2025-01-01T00:00:00Z\"", "knobs: {delayMs: 1, fail: TODO, padBytes: 1}", "# variants:  # TODO:",
 			`metadata: {authorization: "Bearer ${IDEMCHECK_TOKEN_1}"} # TODO: export IDEMCHECK_TOKEN_1`,
 			`metadata: {authorization: "Bearer ${IDEMCHECK_TOKEN_2}"} # TODO: export IDEMCHECK_TOKEN_2`,
 			"preset: aip-155", "#   mismatch_status: INVALID_ARGUMENT", "#   stale_replay_on_mismatch: false", "#   in_flight_status: ABORTED", "#   missing_status: INVALID_ARGUMENT",
