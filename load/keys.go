@@ -228,9 +228,16 @@ func (rq *request) targeter(m Mode, hitRatio float64, pool, hot []string, keys *
 		}
 		return out
 	}
+	// The c-th pool request sends key c mod P to replica (c mod P + c div
+	// P) mod R: each round over the pool moves every key on by one
+	// replica, so a key is replayed by every replica in turn whatever P
+	// and R are (taking both in turn would pin key i to replica i mod R
+	// when R divides P: no cross-replica hit at all).
 	fromPool := func(t *vegeta.Target, ts [][]vegeta.Target) {
-		byReplica := ts[(n.Add(1)-1)%uint64(len(ts))]
-		*t = byReplica[rq.replica()]
+		c := n.Add(1) - 1
+		p := uint64(len(ts))
+		byReplica := ts[c%p]
+		*t = byReplica[(c%p+c/p)%uint64(len(byReplica))]
 	}
 	switch m {
 	case ModeHit:
