@@ -89,6 +89,7 @@ func TestConfigErrors(t *testing.T) {
 		{"bad pointer", base + "operations: [{name: c, method: POST, path: /c, id_pointer: id}]\n", `operations[0].id_pointer "id": a JSON pointer must be empty or start with '/'`},
 		{"bad pointer escape", base + op + "oracle: {url: /e, pointer: /a~2}\n", `oracle.pointer "/a~2"`},
 		{"oracle url", base + op + "oracle: {url: \"effects?key={key}\", pointer: /n}\n", `oracle.url "effects?key={key}"`},
+		{"per_replica on one absolute counter", base + op + "oracle: {url: \"http://127.0.0.1:2/e?key={key}\", pointer: /n, per_replica: true}\n", `oracle.per_replica: needs a url that is a path`},
 		{"oracle principal out of range", base + op + "oracle: {url: /e, pointer: /n, principal: 3}\n", "oracle.principal 3"},
 		{"bad method", base + "operations: [{name: c, method: FETCH, path: /c}]\n", `operations[0].method "FETCH"`},
 		{"relative base_url", "base_url: /api\nprincipals: [{name: a}]\n" + op, `base_url "/api"`},

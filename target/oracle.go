@@ -96,6 +96,11 @@ func (o *Oracle) validate(at string, principals int) error {
 		(!strings.HasPrefix(o.URL, "/") && ((u.Scheme != "http" && u.Scheme != "https") || u.Host == "")) {
 		return fmt.Errorf("%s.url %q: want a path starting with / or an absolute http(s) URL (or sql: for a database count)", at, o.URL)
 	}
+	if o.PerReplica && !strings.HasPrefix(o.URL, "/") {
+		// An absolute URL is one counter, read once: per_replica would
+		// silently count nothing more.
+		return fmt.Errorf("%s.per_replica: needs a url that is a path each replica answers (%q is absolute: one counter for all; drop per_replica)", at, o.URL)
+	}
 	if o.Count != nil {
 		if o.Pointer != "" {
 			return fmt.Errorf("%s.pointer %q: a list oracle counts at count.array; drop pointer", at, o.Pointer)
