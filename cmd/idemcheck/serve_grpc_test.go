@@ -102,13 +102,15 @@ func TestRunGRPCEvents(t *testing.T) {
 				defects = []string{row.defect}
 			}
 			httpBase, grpcBase := serveGRPCEventsForTest(t, "kafka://"+brokers[0]+"/"+topic, defects...)
-			// The invalid variant for outbox/none-for-rejected.
+			// The invalid variant for outbox/none-for-rejected, the
+			// transient one for outbox/none-for-failed.
 			slow := "      slow: {patch: {knobs: {delay_ms: 600}}, duration: 600ms}\n"
 			raw := demotest.GRPCConfig(httpBase, grpcBase)
 			if !strings.Contains(raw, slow) {
 				t.Fatalf("demotest.GRPCConfig has no %q", slow)
 			}
-			raw = strings.Replace(raw, slow, slow+"      invalid: {patch: {payment: {amount: -1}}, status: INVALID_ARGUMENT}\n", 1)
+			raw = strings.Replace(raw, slow, slow+"      invalid: {patch: {payment: {amount: -1}}, status: INVALID_ARGUMENT}\n"+
+				"      transient_error: {patch: {knobs: {fail: transient}}, status: UNAVAILABLE}\n", 1)
 			cfg := writeTemp(t, "grpc.yaml", raw+fmt.Sprintf(
 				"events:\n  kafka: {brokers: [%q], topic: %s}\n  key: {header: idempotency-key}\n  event_id: /id\n  settle: 1s\n", brokers[0], topic))
 			out := filepath.Join(t.TempDir(), "r.json")
@@ -124,8 +126,8 @@ func TestRunGRPCEvents(t *testing.T) {
 				}
 			}
 			// lease-takeover skips: the config declares no lease.
-			if row.defect == "" && (len(results) != 7 || passed != 6) {
-				t.Errorf("%d outbox results, %d passed: want 7, all but lease-takeover passed: %s", len(results), passed, stderr)
+			if row.defect == "" && (len(results) != 8 || passed != 7) {
+				t.Errorf("%d outbox results, %d passed: want 8, all but lease-takeover passed: %s", len(results), passed, stderr)
 			}
 		})
 	}
