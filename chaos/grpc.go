@@ -65,7 +65,7 @@ type GRPCProxy struct {
 	opts     options
 	conns    []*grpc.ClientConn // the upstream's, then the replicas'
 	next     atomic.Uint64      // the connection of the next call
-	inflight sync.WaitGroup // calls being handled, and their pumps
+	inflight sync.WaitGroup     // calls being handled, and their pumps
 	ruleSet
 }
 
