@@ -164,7 +164,7 @@ func runChaos(ctx context.Context, stdout io.Writer, f chaosFlags) error {
 		res.History = "" // not the user's to keep, nor to name in the reports
 	}
 	against := target.Redact(target.BaseURL)
-	if against == "" { // started by the run
+	if target.Command != "" { // started by the run: base_url is at most a template ({port})
 		against = "--target-cmd"
 	}
 	fmt.Fprintf(stdout, "chaos: %d/%d operations against %s over %s in %s (proxy: %d requests, %d forwarded)\n",
