@@ -279,6 +279,7 @@ func startReplicas(ctx context.Context, cfg *config, double *evidence.Downstream
 		}
 	}
 	cfg.target = t
+	double.Started(t) // its check calls the started processes
 	return ms, func() {
 		for _, m := range ms {
 			m.Stop()
