@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/mem"
@@ -51,7 +52,9 @@ func WithMethods(resolve Resolver, paths ...string) Option {
 // GRPCProxy is the fault proxy of a gRPC target (ListenGRPC serves it): a
 // grpc.Server that knows no service, so that every call reaches one
 // handler, which forwards it as raw bytes (the messages are not
-// re-encoded) on one connection to the upstream. A call of the methods
+// re-encoded) on one connection to the upstream, or with WithReplicas to
+// each upstream in turn (one connection each, so that no balancer picks).
+// A call of the methods
 // WithMethods names is one attempt: numbered by its key, drawn against the
 // rules (those with a gRPC form: ParseGRPCRule), written to the history
 // with its answer in HTTP terms (the status google.rpc.Code maps the code
@@ -60,25 +63,21 @@ func WithMethods(resolve Resolver, paths ...string) Option {
 // drop the answer: the gRPC form of a response lost after the commit.
 type GRPCProxy struct {
 	opts     options
-	conn     *grpc.ClientConn
-	inflight sync.WaitGroup // calls being handled, and their pumps
+	conns    []*grpc.ClientConn // the upstream's, then the replicas'
+	next     atomic.Uint64      // the connection of the next call
+	inflight sync.WaitGroup     // calls being handled, and their pumps
 	ruleSet
 }
 
 // NewGRPC returns a gRPC proxy in front of upstream (grpc://host:port, or
-// grpcs:// with WithTLS or the system roots).
+// grpcs:// with WithTLS or the system roots); WithReplicas adds servers of
+// the same API (grpc:// or grpcs:// too), sent calls in turn.
 func NewGRPC(upstream string, opts ...Option) (*GRPCProxy, error) {
 	var o options
 	for _, opt := range opts {
 		opt(&o)
 	}
-	u, err := url.Parse(upstream)
-	if err != nil || (u.Scheme != "grpc" && u.Scheme != "grpcs") || u.Port() == "" {
-		return nil, fmt.Errorf("upstream %q: want grpc://host:port or grpcs://host:port", upstream)
-	}
 	switch {
-	case len(o.replicas) > 0:
-		return nil, errors.New("replicas: not for gRPC upstreams yet")
 	case o.transport != nil:
 		return nil, errors.New("a transport is HTTP's: a gRPC proxy dials its upstream itself")
 	case len(o.methods) == 0 || o.resolve == nil:
@@ -86,6 +85,29 @@ func NewGRPC(upstream string, opts ...Option) (*GRPCProxy, error) {
 	}
 	if err := o.defaults(); err != nil {
 		return nil, err
+	}
+	p := &GRPCProxy{opts: o, ruleSet: newRuleSet(o.seed, o.maxKeys)}
+	for i, up := range append([]string{upstream}, o.replicas...) {
+		conn, err := dialGRPC(up, o)
+		if err != nil {
+			for _, c := range p.conns {
+				_ = c.Close()
+			}
+			if i > 0 {
+				return nil, fmt.Errorf("replica %v", err)
+			}
+			return nil, fmt.Errorf("upstream %v", err)
+		}
+		p.conns = append(p.conns, conn)
+	}
+	return p, nil
+}
+
+// dialGRPC is the proxy's connection to one upstream server.
+func dialGRPC(upstream string, o options) (*grpc.ClientConn, error) {
+	u, err := url.Parse(upstream)
+	if err != nil || (u.Scheme != "grpc" && u.Scheme != "grpcs") || u.Port() == "" {
+		return nil, fmt.Errorf("%q: want grpc://host:port or grpcs://host:port", upstream)
 	}
 	creds := insecure.NewCredentials()
 	if u.Scheme == "grpcs" {
@@ -96,14 +118,28 @@ func NewGRPC(upstream string, opts ...Option) (*GRPCProxy, error) {
 		creds = credentials.NewTLS(tc)
 	}
 	// No retries, no service config: each attempt reaches the upstream
-	// once, as the HTTP proxy's requests do (NoReplay).
+	// once, as the HTTP proxy's requests do (NoReplay). A server killed
+	// and restarted on its port (chaos's replica kills) is dialled again
+	// within a fraction of a second, not after gRPC's default backoff
+	// of up to two minutes.
 	conn, err := grpc.NewClient("passthrough:///"+u.Host, grpc.WithTransportCredentials(creds),
 		grpc.WithDisableRetry(), grpc.WithDisableServiceConfig(), grpc.WithStatsHandler(answerStats{}),
+		grpc.WithConnectParams(grpc.ConnectParams{Backoff: backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+			MinConnectTimeout: 5 * time.Second}),
 		grpc.WithDefaultCallOptions(grpc.ForceCodecV2(rawCodec{}), grpc.MaxCallRecvMsgSize(int(o.maxBody)), grpc.MaxCallSendMsgSize(int(o.maxBody))))
 	if err != nil {
-		return nil, fmt.Errorf("upstream %q: %v", upstream, err)
+		return nil, fmt.Errorf("%q: %v", upstream, err)
 	}
-	return &GRPCProxy{opts: o, conn: conn, ruleSet: newRuleSet(o.seed, o.maxKeys)}, nil
+	return conn, nil
+}
+
+// conn is the connection of the next call: the upstreams in turn, so that
+// a key's retries (and a duplicated call's copies) reach different ones.
+func (p *GRPCProxy) conn() *grpc.ClientConn {
+	if len(p.conns) == 1 {
+		return p.conns[0]
+	}
+	return p.conns[(p.next.Add(1)-1)%uint64(len(p.conns))]
 }
 
 // AddRule parses spec for gRPC (ParseGRPCRule) and appends it.
@@ -134,7 +170,9 @@ func (p *GRPCProxy) Add(r Rule) (Rule, error) {
 // the server first (GRPCServer.Close).
 func (p *GRPCProxy) Close() {
 	p.inflight.Wait()
-	_ = p.conn.Close()
+	for _, c := range p.conns {
+		_ = c.Close()
+	}
 }
 
 // handle serves every call the server receives.
@@ -270,7 +308,7 @@ func (p *GRPCProxy) pass(ss grpc.ServerStream, method string) error {
 	ctx, cancel := context.WithCancel(ss.Context())
 	defer cancel()
 	md, _ := metadata.FromIncomingContext(ctx)
-	up, err := p.conn.NewStream(metadata.NewOutgoingContext(ctx, forwardMetadata(md)),
+	up, err := p.conn().NewStream(metadata.NewOutgoingContext(ctx, forwardMetadata(md)),
 		&grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, method)
 	if err != nil {
 		return err

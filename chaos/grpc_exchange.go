@@ -65,7 +65,7 @@ func (x *callExchange) forward() *Upstream {
 		u.SentNS = max(time.Since(x.ev.Time).Nanoseconds(), 0)
 	}
 	a := &callAnswer{}
-	err := p.conn.Invoke(ctx, x.method, &x.body, &a.msg, grpc.Header(&a.header), grpc.Trailer(&a.trailer))
+	err := p.conn().Invoke(ctx, x.method, &x.body, &a.msg, grpc.Header(&a.header), grpc.Trailer(&a.trailer))
 	failed := err != nil && !answered.Load()
 	p.count(true, failed)
 	if failed {

@@ -386,3 +386,72 @@ func TestParseGRPCRule(t *testing.T) {
 		t.Error("a gRPC proxy without its methods accepted")
 	}
 }
+
+// namedPayments answers every CreatePayment with a payment named after
+// its server, so that a test sees which replica a call reached.
+type namedPayments struct {
+	paymentsv1.UnimplementedPaymentServiceServer
+	name string
+}
+
+func (s namedPayments) CreatePayment(context.Context, *paymentsv1.CreatePaymentRequest) (*paymentsv1.Payment, error) {
+	return &paymentsv1.Payment{Name: s.name}, nil
+}
+
+// TestGRPCReplicas: with WithReplicas the gRPC proxy sends calls to its
+// upstreams in turn (a connection each), and records which one created
+// what; a replica that is not a gRPC URL is refused.
+func TestGRPCReplicas(t *testing.T) {
+	var ups []string
+	for i := range 3 {
+		g := grpc.NewServer()
+		paymentsv1.RegisterPaymentServiceServer(g, namedPayments{name: fmt.Sprintf("payments/r%d", i)})
+		ups = append(ups, demotest.ServeGRPCServer(t, g))
+	}
+	var buf bytes.Buffer
+	h := chaos.NewHistory(&buf)
+	p, err := chaos.NewGRPC(ups[0], chaos.WithReplicas(ups[1:]...), chaos.WithKeyField("request_id"),
+		chaos.WithMethods(describe, createPayment), chaos.WithIDPointer("/name"), chaos.WithHistory(h), chaos.WithTimeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := chaos.ListenGRPC(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := grpc.NewClient(strings.TrimPrefix(srv.URL, "grpc://"), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := paymentsv1.NewPaymentServiceClient(conn)
+	var got []string
+	for range 6 {
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		pay, err := client.CreatePayment(ctx, &paymentsv1.CreatePaymentRequest{RequestId: "same-key"})
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, pay.GetName())
+	}
+	_ = conn.Close()
+	srv.Close()
+	p.Close() // every call's line is written
+	evs := events(t, &recorded{h, &buf}, 6)
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if want := "payments/r0 payments/r1 payments/r2 payments/r0 payments/r1 payments/r2"; strings.Join(got, " ") != want {
+		t.Errorf("calls reached %v, want the upstreams in turn: %s", got, want)
+	}
+	for i, ev := range evs {
+		if ev.Attempt != i+1 || len(ev.Upstream) != 1 || ev.Upstream[0].ID != got[i] {
+			t.Errorf("history line %d: %+v, want attempt %d created %s", i, ev, i+1, got[i])
+		}
+	}
+	for _, bad := range []string{"http://127.0.0.1:1", "grpc://127.0.0.1"} {
+		if _, err := chaos.NewGRPC(ups[0], chaos.WithReplicas(bad), chaos.WithMethods(describe, createPayment)); err == nil || !strings.Contains(err.Error(), "replica") {
+			t.Errorf("replica %q: %v, want refused naming the replica", bad, err)
+		}
+	}
+}

@@ -46,7 +46,7 @@ type Option func(*options)
 
 // WithReplicas adds base URLs of the same API (replicas on one store):
 // attempts go to the upstream and them in turn, so a key's retries land
-// on different replicas.
+// on different replicas. A gRPC proxy's are grpc:// or grpcs:// URLs.
 func WithReplicas(urls ...string) Option {
 	return func(o *options) { o.replicas = append(o.replicas, urls...) }
 }

@@ -125,6 +125,15 @@ func (d *Downstream) URL() string {
 	return d.srv.URL()
 }
 
+// Started points d at t, the target as started for the run (a managed
+// target's address is known only once its process listens, after the
+// double whose URL it was given). Nil-safe.
+func (d *Downstream) Started(t *target.Target) {
+	if d != nil {
+		d.t = t
+	}
+}
+
 // Close stops the double, waiting at most a few seconds for calls it holds
 // back (they are cut at once; see double.Server.Close). Nil-safe.
 func (d *Downstream) Close() {

@@ -168,11 +168,12 @@ func Run(ctx context.Context, t *target.Target, opts ...Option) (*Result, error)
 		return nil, err
 	}
 	defer double.Close()
-	killer, stopReplicas, err := startReplicas(ctx, &cfg, double)
+	managed, stopReplicas, err := startReplicas(ctx, &cfg, double)
 	if err != nil {
 		return nil, err
 	}
 	defer stopReplicas()
+	killing := len(managed) > 0 && cfg.replicas > 0 && cfg.killEvery > 0
 	client := wire.Client(cfg.target, cfg.target.Timeout)
 	defer client.CloseIdleConnections()
 	if _, err := wire.Preflight(ctx, cfg.target, client); err != nil {
@@ -201,9 +202,17 @@ func Run(ctx context.Context, t *target.Target, opts ...Option) (*Result, error)
 		return nil, err
 	}
 	defer removeTemp()
-	hist, front, err := startProxy(cfg, path, killer != nil)
+	hist, front, err := startProxy(ctx, cfg, path, killing)
 	if err != nil {
 		return nil, err
+	}
+	// The kills start with the operations: the preflight, the normal
+	// request and the proxy's setup (a gRPC proxy resolves its methods)
+	// see every replica up.
+	var k *killer
+	if killing {
+		k = startKiller(ctx, managed, cfg.killEvery, cfg.seed)
+		defer k.stop() // before the replicas stop
 	}
 
 	gen := cfg.keyGen
@@ -216,7 +225,7 @@ func Run(ctx context.Context, t *target.Target, opts ...Option) (*Result, error)
 	start := time.Now()
 	d.runAll(ctx)
 	elapsed := time.Since(start)
-	kills := killer.stop()
+	kills := k.stop()
 
 	front.close()
 	counters := front.Counters()
@@ -244,10 +253,10 @@ func Run(ctx context.Context, t *target.Target, opts ...Option) (*Result, error)
 }
 
 // startReplicas starts the target command's processes (cfg.replicas, at
-// least one) and points cfg.target at them, with a killer when replicas
-// are to be killed; without a command it starts nothing. stop ends the
-// killing, then the processes.
-func startReplicas(ctx context.Context, cfg *config, double *evidence.Downstream) (k *killer, stop func(), err error) {
+// least one) and points cfg.target at them; without a command it starts
+// nothing. When replicas are to be killed, a reference process's own
+// counts are dropped from the evidence. stop ends the processes.
+func startReplicas(ctx context.Context, cfg *config, double *evidence.Downstream) (ms []*target.Managed, stop func(), err error) {
 	if cfg.target.Command == "" {
 		return nil, func() {}, nil
 	}
@@ -256,7 +265,6 @@ func startReplicas(ctx context.Context, cfg *config, double *evidence.Downstream
 		return nil, nil, fmt.Errorf("%w: %v", ErrUnreachable, err)
 	}
 	if cfg.replicas > 0 && cfg.killEvery > 0 {
-		k = startKiller(ctx, ms, cfg.killEvery, cfg.seed)
 		// A restarted reference process forgets the executions it
 		// counted; the created ids seen by client and proxy decide.
 		// The downstream double's counts outlive the restarts.
@@ -271,8 +279,8 @@ func startReplicas(ctx context.Context, cfg *config, double *evidence.Downstream
 		}
 	}
 	cfg.target = t
-	return k, func() {
-		k.stop() // before the replicas stop
+	double.Started(t) // its check calls the started processes
+	return ms, func() {
 		for _, m := range ms {
 			m.Stop()
 		}
@@ -332,7 +340,7 @@ func (f *front) Counters() chaos.Counters { return f.counters() }
 
 // startProxy opens the history at path, writes its run line and starts
 // the fault proxy recording into it, listening on loopback.
-func startProxy(cfg config, path string, kills bool) (*chaos.History, *front, error) {
+func startProxy(ctx context.Context, cfg config, path string, kills bool) (*chaos.History, *front, error) {
 	hist, err := chaos.CreateHistory(path)
 	if err != nil {
 		return nil, nil, err
@@ -343,7 +351,7 @@ func startProxy(cfg config, path string, kills bool) (*chaos.History, *front, er
 	}
 	// The history carries the TTL so analyze judges it as this run does.
 	hist.WriteRun(chaos.Run{TTLNS: cfg.target.TTL.Nanoseconds(), MarginNS: cfg.margin.Nanoseconds(), ReplicaKills: kills, Protocol: protocol})
-	f, err := start(cfg, hist)
+	f, err := start(ctx, cfg, hist)
 	if err != nil {
 		hist.Close()
 		return nil, nil, err
@@ -351,7 +359,7 @@ func startProxy(cfg config, path string, kills bool) (*chaos.History, *front, er
 	return hist, f, nil
 }
 
-func startHTTPProxy(cfg config, hist *chaos.History) (*front, error) {
+func startHTTPProxy(_ context.Context, cfg config, hist *chaos.History) (*front, error) {
 	idPtr := cfg.target.Operations[0].IDPointer
 	bases := cfg.target.Bases()
 	proxy, err := chaos.New(bases[0], chaos.WithReplicas(bases[1:]...), chaos.WithKeyHeader(cfg.target.KeyHeader),

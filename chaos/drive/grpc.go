@@ -2,6 +2,7 @@ package drive
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	"github.com/idemcheck/idemcheck/chaos"
@@ -13,8 +14,9 @@ import (
 // startGRPCProxy is startProxy's gRPC proxy: in front of a gRPC target,
 // faulting the calls of its operations' methods, whose messages it reads
 // with descriptors resolved as the driver's own calls resolve theirs. The
-// driver calls through it with a gRPC carrier of its own.
-func startGRPCProxy(cfg config, hist *chaos.History) (*front, error) {
+// driver calls through it with a gRPC carrier of its own. With replicas
+// the proxy sends the calls to each in turn, as the HTTP proxy does.
+func startGRPCProxy(ctx context.Context, cfg config, hist *chaos.History) (*front, error) {
 	t := cfg.target
 	var methods []string
 	for _, op := range t.Operations {
@@ -30,7 +32,9 @@ func startGRPCProxy(cfg config, hist *chaos.History) (*front, error) {
 	} else {
 		opts = append(opts, chaos.WithKeyHeader(t.KeyHeader))
 	}
-	proxy, err := chaos.NewGRPC(t.BaseURL, opts...)
+	bases := t.Bases()
+	opts = append(opts, chaos.WithReplicas(bases[1:]...))
+	proxy, err := chaos.NewGRPC(bases[0], opts...)
 	if err != nil {
 		upstream.Close()
 		return nil, err
@@ -51,8 +55,22 @@ func startGRPCProxy(cfg config, hist *chaos.History) (*front, error) {
 	// The driver's calls: the target's in all but the address (plain
 	// text on loopback; the proxy speaks TLS to a grpcs:// upstream).
 	via := *t
-	via.BaseURL = srv.URL
+	via.BaseURL, via.Replicas = srv.URL, nil
 	calls := wire.NewGRPC(&via)
+	// Both resolve the methods now, before any replica is killed: a
+	// resolution is kept once made, and one made mid-run could reach a
+	// replica that is down.
+	for _, m := range methods {
+		for _, r := range []*wire.GRPC{upstream, calls} {
+			if _, err := r.Method(ctx, m); err != nil {
+				calls.Close()
+				srv.Close()
+				proxy.Close()
+				upstream.Close()
+				return nil, fmt.Errorf("%s: %v", m, err)
+			}
+		}
+	}
 	return &front{url: srv.URL, counters: proxy.Counters, calls: calls, close: func() {
 		calls.Close()
 		srv.Close()

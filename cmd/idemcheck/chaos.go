@@ -70,8 +70,8 @@ func init() {
 			"second execution is a violation. An answer the harness dropped, cut or made up is no evidence\n" +
 			"against the server: a key whose every answer it dropped is not judged, never lost. The verdict\n" +
 			"says how many keys were judged, how many not and why.\n" +
-			"Replicas: with --replica or --target repeated (or the config's replicas) the proxy sends attempts to each replica in\n" +
-			"turn, so a key's retries land on different replicas. With --target-cmd CMD --replicas N it starts\n" +
+			"Replicas: with --replica or --target repeated (or the config's replicas) the proxy (HTTP or gRPC) sends attempts to each\n" +
+			"replica in turn, so a key's retries land on different replicas. With --target-cmd CMD --replicas N it starts\n" +
 			"N processes of CMD ({port} becomes each one's port; CMD must name a shared store) and every\n" +
 			"--kill-every SIGKILLs a random one and restarts it; the effects oracle is then not asked (a\n" +
 			"restarted process forgets its counts) and created ids decide.\n" +
@@ -123,12 +123,6 @@ func runChaos(ctx context.Context, stdout io.Writer, f chaosFlags) error {
 	if err != nil {
 		return withCode(exitUsage, err)
 	}
-	if target.IsGRPC() && len(target.Replicas) > 0 {
-		// The gRPC fault proxy forwards to one server: never a silent
-		// drive of the first replica alone.
-		return usageErrorf("replicas %s: chaos's gRPC proxy forwards to one server, not yet to replicas (docs/grpc.md); run --config with them runs the replicas/ cases",
-			target.Redact(strings.Join(target.Replicas, " ")))
-	}
 	if target.HTTP2 {
 		return usageErrorf("--http2 (or the config's http2: true): chaos injects its faults over HTTP/1.1 only (it cuts connections mid-answer); check an API over HTTP/2 with run --http2 or load --http2")
 	}
@@ -170,7 +164,7 @@ func runChaos(ctx context.Context, stdout io.Writer, f chaosFlags) error {
 		res.History = "" // not the user's to keep, nor to name in the reports
 	}
 	against := target.Redact(target.BaseURL)
-	if against == "" { // started by the run
+	if target.Command != "" { // started by the run: base_url is at most a template ({port})
 		against = "--target-cmd"
 	}
 	fmt.Fprintf(stdout, "chaos: %d/%d operations against %s over %s in %s (proxy: %d requests, %d forwarded)\n",

@@ -58,9 +58,8 @@ func TestRunGRPCReplicas(t *testing.T) {
 
 // TestGRPCReplicasRefused: a replica of another scheme than a gRPC
 // target's base URL is refused in one line naming it, exit 2, by
-// --replica and in the config; chaos, whose gRPC proxy forwards to one
-// server, refuses gRPC replicas in one line rather than drive the first
-// alone. No server runs: the refusals come before any call.
+// --replica and in the config, by run and by chaos. No server runs: the
+// refusals come before any call.
 func TestGRPCReplicasRefused(t *testing.T) {
 	cfg := grpcReferenceConfig(t, "http://127.0.0.1:1", "grpc://127.0.0.1:2")
 	mixed := writeTemp(t, "mixed.yaml", demotest.GRPCConfig("http://127.0.0.1:1", "grpc://127.0.0.1:2")+
@@ -72,7 +71,7 @@ func TestGRPCReplicasRefused(t *testing.T) {
 		{[]string{"run", "--config", cfg, "--replica", "http://127.0.0.1:3"}, `--replica: replicas[1] "http://127.0.0.1:3": want grpc://host:port like base_url`},
 		{[]string{"run", "--config", cfg, "--replica", "grpcs://127.0.0.1:3"}, `--replica: replicas[1] "grpcs://127.0.0.1:3": want grpc://host:port like base_url`},
 		{[]string{"run", "--config", mixed}, `replicas[1] "https://127.0.0.1:3": want grpc://host:port like base_url`},
-		{[]string{"chaos", "--config", cfg, "--replica", "grpc://127.0.0.1:3", "--ops", "1"}, "replicas grpc://127.0.0.1:2 grpc://127.0.0.1:3: chaos's gRPC proxy forwards to one server"},
+		{[]string{"chaos", "--config", cfg, "--replica", "http://127.0.0.1:3", "--ops", "1"}, `--replica: replicas[1] "http://127.0.0.1:3": want grpc://host:port like base_url`},
 	}
 	for _, c := range cases {
 		code, stderr := runCaptured(t, c.args...)
