@@ -283,6 +283,20 @@ func Run(ctx context.Context, t *target.Target, opts ...Option) (*Report, error)
 		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
 	}
 	defer d.Close()
+	// A managed target (target_cmd) is started here, as run and chaos
+	// start it: its base_url is a template ({port}) until then.
+	if t.Command != "" && t.Managed() == nil {
+		mt, m, err := target.StartManaged(ctx, t, d.URL())
+		if errors.Is(err, target.ErrUnreachable) {
+			return nil, fmt.Errorf("%w: %v", ErrUnreachable, err)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+		}
+		defer m.Stop()
+		t = mt
+		d.Started(t)
+	}
 	rq, err := buildRequest(t, d, &c)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrConfig, err)

@@ -307,3 +307,24 @@ func TestDoubleChaosLoadCalibration(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadManagedTarget: load starts a target_cmd as run and chaos do
+// (its base_url was a {port} template load could not reach, exit 4), and
+// the double counts the started API's executions: each miss key once.
+func TestLoadManagedTarget(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "knobless")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/idemcheck/idemcheck/internal/knobless/cmd/knobless").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v: %s", err, out)
+	}
+	cfg := knobless.Config("http://127.0.0.1:1", "127.0.0.1:0", downstreamOracle)
+	cfg = strings.Replace(cfg, "base_url: http://127.0.0.1:1\n", "target_cmd: "+bin+" --addr 127.0.0.1:{port} --provider {downstream}\n", 1)
+	out := filepath.Join(t.TempDir(), "load.json")
+	code, stderr := runCaptured(t, "load", "--config", writeTemp(t, "shop.yaml", cfg), "--mode", "miss", "--rate", "20", "--duration", "1s", "--json", out)
+	if code != exitOK {
+		t.Fatalf("load on a managed target: exit %d, want 0: %s", code, stderr)
+	}
+	oracle, _ := readJSON(t, out)["oracle"].(map[string]any)
+	if probed, _ := oracle["keys_probed"].(float64); oracle["available"] != true || probed == 0 {
+		t.Errorf("oracle %v: want the double's counts of the started API", oracle)
+	}
+}
