@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -157,5 +158,32 @@ func TestLeftOutOptIn(t *testing.T) {
 		if strings.HasPrefix(name, "outbox/") || strings.HasPrefix(name, "syntax/first-sent-") {
 			t.Errorf("rule: an opt-in requirement the config does not ask for is not left out: %s", name)
 		}
+	}
+}
+
+// TestLeftOutNotApplicable: over gRPC, a MUST instance that does not apply
+// (replay/key-field-spelling: a field has one name) is not left out by
+// --run; one that applies (replay/single-execution) is.
+func TestLeftOutNotApplicable(t *testing.T) {
+	tg, p, err := target.ParseConfig([]byte(`base_url: grpc://127.0.0.1:1
+key: {field: request_id}
+principals: [{name: a}]
+operations: [{name: pay, rpc: acme.v1.Payments/Create, body: {amount: 1}, id_pointer: /name}]
+profile: {preset: aip-155}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := RunOptions{Run: []string{"outbox/*"}}
+	ins, err := plan(tg, p, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := leftOutMust(tg, p, o, ins)
+	if !slices.Contains(left, "replay/single-execution@pay") {
+		t.Errorf("rule: --run leaves out the MUSTs that apply; got %v", left)
+	}
+	if slices.Contains(left, "replay/key-field-spelling@pay") {
+		t.Errorf("rule: a MUST that does not apply to gRPC is not left out: %v", left)
 	}
 }

@@ -227,7 +227,9 @@ func ttlSkips(ins []instance) (names []string, need time.Duration) {
 
 // leftOutMust names the MUST-level instances of the whole catalog that
 // the run's --run/--skip globs left out of ins; an opt-in requirement's
-// instances the config does not ask for are no part of its catalog.
+// instances the config does not ask for, and those that do not apply to
+// the target (a gRPC one: replay/key-field-spelling), are no part of its
+// catalog.
 func leftOutMust(t *target.Target, p *target.Profile, o RunOptions, ins []instance) []string {
 	if len(o.Run) == 0 && len(o.Skip) == 0 {
 		return nil
@@ -242,7 +244,7 @@ func leftOutMust(t *target.Target, p *target.Profile, o RunOptions, ins []instan
 	}
 	var out []string
 	for _, in := range all {
-		if in.Level == Must && !selected[in.Name()] && !optInMissing(in.Missing) {
+		if in.Level == Must && !selected[in.Name()] && !optInMissing(in.Missing) && !strings.HasPrefix(in.Skip, NotApplicable) {
 			out = append(out, in.Name())
 		}
 	}
