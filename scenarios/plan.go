@@ -98,7 +98,7 @@ func plan(t *target.Target, p *target.Profile, o RunOptions) ([]instance, error)
 			}
 		}
 		for _, op := range ops {
-			in := instance{c: c, op: op, Planned: Planned{Meta: c.Meta}}
+			in := instance{c: c, op: op, Planned: Planned{Meta: grpcMeta(t, p, c.Meta)}}
 			if op != nil {
 				in.Operation = op.Name
 			} else if len(t.Operations) > 0 {
