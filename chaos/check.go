@@ -36,17 +36,25 @@ type Checker struct {
 }
 
 type keyState struct {
-	ids       []string // distinct created ids, first seen first
-	okBodies  []string // distinct request digests that got a 2xx upstream
-	statuses  []int    // upstream statuses, first 32
-	errors5xx int      // upstream 5xx answers other than the proxy's own
+	ids      []string // distinct created ids, first seen first
+	okBodies []string // distinct request digests that got a 2xx upstream
+	statuses []int    // upstream statuses, first 32
+	// codes are a gRPC key's upstream codes (names), with statuses; the
+	// rules classify by the status, the lines print the code.
+	codes []string
+	grpc  bool // the key's answers are gRPC calls' (codes known)
+	// clientCodes are, by status, the distinct codes the client got with
+	// it (gRPC): what an op's final status was sent as.
+	clientCodes map[int][]string
+	errors5xx   int // upstream 5xx answers other than the proxy's own
 	// errBodies are the distinct body digests of those answers ("" when
 	// the history has none): a replay repeats one answer, while answers
 	// from two sources (the handler's error and a store outage's 503, say)
 	// cannot be told apart without the oracle saying which ran.
-	errBodies []string
-	definite  int // first upstream status that is a final answer (not 409/429/5xx)
-	op        *Op
+	errBodies    []string
+	definite     int    // first upstream status that is a final answer (not 409/429/5xx)
+	definiteCode string // its gRPC code ("" over HTTP)
+	op           *Op
 	// Timing, for the TTL: the key's first contact (no record of it can
 	// be older), the earliest send of an attempt that returned each id and
 	// each 2xx body, and the latest attempt sent. Attempts are judged by
@@ -69,8 +77,9 @@ type keyState struct {
 type sent struct {
 	at      time.Time
 	attempt int
-	status  int  // the server's answer (0: none)
-	cut     bool // the harness dropped, cut or replaced the answer
+	status  int    // the server's answer (0: none)
+	code    string // its gRPC code ("" over HTTP, or unknown)
+	cut     bool   // the harness dropped, cut or replaced the answer
 }
 
 // after reports whether a was sent after b (the attempt number breaks
@@ -126,13 +135,17 @@ func (c *Checker) Attempt(ev Event) {
 	if ev.Time.After(s.lastSent) {
 		s.lastSent = ev.Time
 	}
-	a := &sent{at: at, attempt: ev.Attempt, status: ev.Status, cut: cutByHarness(&ev)}
+	a := &sent{at: at, attempt: ev.Attempt, status: ev.Status, code: clientCode(&ev), cut: cutByHarness(&ev)}
 	fault := ev.Fault
 	if !a.cut && c.ReplicaKills && ev.Client != ClientOK && len(ev.Upstream) > 0 && ev.Upstream[0].Error != "" {
 		a.cut, fault = true, "replica killed"
 	}
 	if a.status == 0 && len(ev.Upstream) > 0 && ev.Upstream[0].Error == "" {
-		a.status = ev.Upstream[0].Status // a history without the client's status
+		a.status, a.code = ev.Upstream[0].Status, ev.Upstream[0].GRPCCode // a history without the client's status
+	}
+	if a.code != "" {
+		s.grpc = true
+		s.clientCodes = addCode(s.clientCodes, a.status, a.code)
 	}
 	if a.after(s.final) {
 		s.final = a
@@ -151,6 +164,10 @@ func (c *Checker) Attempt(ev Event) {
 		}
 		if len(s.statuses) < 32 {
 			s.statuses = append(s.statuses, u.Status)
+			if u.GRPCCode != "" {
+				s.grpc = true
+				s.codes = append(s.codes, u.GRPCCode)
+			}
 		}
 		switch {
 		case u.Status >= 200 && u.Status < 300:
@@ -173,7 +190,7 @@ func (c *Checker) Attempt(ev Event) {
 			}
 		}
 		if s.definite == 0 && u.Status != 409 && u.Status != 429 && u.Status < 500 {
-			s.definite = u.Status
+			s.definite, s.definiteCode = u.Status, u.GRPCCode
 		}
 	}
 }
@@ -219,7 +236,9 @@ type Violation struct {
 	Kind     string   `json:"kind,omitempty"`
 	IDs      []string `json:"ids,omitempty"`
 	Statuses []int    `json:"upstream_statuses,omitempty"`
-	Oracle   *int     `json:"oracle,omitempty"`
+	// Codes are a gRPC key's upstream codes (names), one per status.
+	Codes  []string `json:"upstream_codes,omitempty"`
+	Oracle *int     `json:"oracle,omitempty"`
 	// Reason, on a key not judged, says why (a NotJudged* constant).
 	Reason string `json:"reason,omitempty"`
 }
@@ -403,7 +422,7 @@ func (s *keyState) live(sent map[string]time.Time, all []string, ttl, margin tim
 // shown, not counted).
 func (s *keyState) check(key string, ttl, margin time.Duration) (out, legal, unjudged []Violation) {
 	v := func(list *[]Violation, rule, format string, args ...any) *Violation {
-		viol := Violation{Key: key, Rule: rule, Detail: fmt.Sprintf(format, args...), IDs: s.ids, Statuses: s.statuses}
+		viol := Violation{Key: key, Rule: rule, Detail: fmt.Sprintf(format, args...), IDs: s.ids, Statuses: s.statuses, Codes: s.codes}
 		if s.op != nil {
 			viol.Kind, viol.Oracle = s.op.Kind, s.op.Oracle
 		}
@@ -417,9 +436,13 @@ func (s *keyState) check(key string, ttl, margin time.Duration) (out, legal, unj
 		v(&legal, RuleDoubleExecution, "%d distinct created ids for one key, the later ones%s", len(s.ids), afterTTL)
 	}
 	if n := s.live(s.bodySent, s.okBodies, ttl, margin); n > 1 {
-		v(&out, RuleFingerprintIgnored, "%d different request bodies under one key all got 2xx (a changed body must be rejected, e.g. 422)", len(s.okBodies))
+		if s.grpc {
+			v(&out, RuleFingerprintIgnored, "%d different request messages under one key all got OK (a changed message must be rejected, e.g. INVALID_ARGUMENT)", len(s.okBodies))
+		} else {
+			v(&out, RuleFingerprintIgnored, "%d different request bodies under one key all got 2xx (a changed body must be rejected, e.g. 422)", len(s.okBodies))
+		}
 	} else if len(s.okBodies) > 1 {
-		v(&legal, RuleFingerprintIgnored, "%d different request bodies under one key got 2xx, the later ones%s", len(s.okBodies), afterTTL)
+		v(&legal, RuleFingerprintIgnored, "%d different request %s under one key got %s, the later ones%s", len(s.okBodies), s.words().reqs, s.words().ok, afterTTL)
 	}
 	op := s.op
 	if op == nil {
@@ -445,10 +468,11 @@ func (s *keyState) check(key string, ttl, margin time.Duration) (out, legal, unj
 	// (a store outage's 503 beside the handler's error), the answers the
 	// oracle does not count are not shown to be replays.
 	if transient && op.Oracle != nil && *op.Oracle >= 1 && *op.Oracle < s.errors5xx {
+		w := s.words()
 		if len(s.errBodies) == 1 {
-			v(&out, RuleErrorReplayed, "%d upstream 5xx answers, all with the same body, but only %d executions: a 5xx was replayed instead of re-executed", s.errors5xx, *op.Oracle)
+			v(&out, RuleErrorReplayed, "%d upstream %s answers, all with the same %s, but only %d executions: %s was replayed instead of re-executed", s.errors5xx, w.err5xx, w.errBody, *op.Oracle, w.anErr)
 		} else {
-			v(&unjudged, RuleErrorReplayed, "%d upstream 5xx answers with %d different bodies but only %d executions: the uncounted ones may be replays or another source's (a store outage's 503)", s.errors5xx, len(s.errBodies), *op.Oracle).Reason = NotJudgedTwoSources
+			v(&unjudged, RuleErrorReplayed, "%d upstream %s answers with %d different %s but only %d executions: the uncounted ones may be replays or another source's (a store outage's %s)", s.errors5xx, w.err5xx, len(s.errBodies), w.errs, *op.Oracle, w.outage).Reason = NotJudgedTwoSources
 		}
 	}
 	switch op.Kind {
@@ -461,9 +485,9 @@ func (s *keyState) check(key string, ttl, margin time.Duration) (out, legal, unj
 	case KindBusiness:
 		if op.Outcome != ClientUnknown && s.definite != 0 && op.Status != s.definite {
 			if s.final != nil && s.final.cut {
-				v(&unjudged, RuleWrongAnswer, "client got status %d, the committed answer was %d, but the harness made up or cut the last answer (%s)", op.Status, s.definite, s.cutList()).Reason = NotJudgedHarness
+				v(&unjudged, RuleWrongAnswer, "client got %s, the committed answer was %s, but the harness made up or cut the last answer (%s)", s.opAnswer(op), statusText(s.definite, s.definiteCode), s.cutList()).Reason = NotJudgedHarness
 			} else {
-				v(&out, RuleWrongAnswer, "client got status %d, the committed answer was %d", op.Status, s.definite)
+				v(&out, RuleWrongAnswer, "client got %s, the committed answer was %s", s.opAnswer(op), statusText(s.definite, s.definiteCode))
 			}
 		}
 	}
@@ -482,15 +506,15 @@ func (s *keyState) lost(op *Op, v func(*[]Violation, string, string, ...any) *Vi
 	case srv == nil:
 		v(unjudged, RuleLost, "not judged: the harness dropped every answer (%s); the upstream created %s, the client ended %s", s.cutList(), s.ids[0], op.Outcome).Reason = NotJudgedHarness
 	case srv.at.Before(s.committed):
-		v(unjudged, RuleLost, "not judged: the harness dropped every answer after the commit (%s); the server's last answer the client got (status %d) was to an attempt sent before it; the upstream created %s, the client ended %s",
-			s.cutList(), srv.status, s.ids[0], op.Outcome).Reason = NotJudgedAfterCommit
+		v(unjudged, RuleLost, "not judged: the harness dropped every answer after the commit (%s); the server's last answer the client got (%s) was to an attempt sent before it; the upstream created %s, the client ended %s",
+			s.cutList(), answer(srv.status, srv.code), s.ids[0], op.Outcome).Reason = NotJudgedAfterCommit
 	case srv.status >= 200 && srv.status < 300:
 		// The server answered 2xx after the commit and the client still
 		// ended without it: the client's side, not the server's.
-		v(unjudged, RuleLost, "not judged: the server answered %d to the attempt sent last, yet the client ended %s (%s); the harness cut %s",
-			srv.status, op.Outcome, op.Error, s.cutList()).Reason = NotJudgedAfterCommit
+		v(unjudged, RuleLost, "not judged: the server answered %s to the attempt sent last, yet the client ended %s (%s); the harness cut %s",
+			statusText(srv.status, srv.code), op.Outcome, op.Error, s.cutList()).Reason = NotJudgedAfterCommit
 	default:
-		v(out, RuleLost, "the upstream created %s, then answered a retry sent after the commit with status %d; the client ended %s (status %d, %s)", s.ids[0], srv.status, op.Outcome, op.Status, op.Error)
+		v(out, RuleLost, "the upstream created %s, then answered a retry sent after the commit with %s; the client ended %s (%s, %s)", s.ids[0], answer(srv.status, srv.code), op.Outcome, s.opAnswer(op), op.Error)
 	}
 }
 

@@ -109,7 +109,7 @@ func (x *callExchange) respond(u *Upstream) error {
 	if x.ss.Context().Err() != nil {
 		return x.gone() // its deadline passed while the upstream worked
 	}
-	x.ev.Status = u.Status
+	x.ev.Status, x.ev.GRPCCode = u.Status, u.GRPCCode
 	if len(a.header) > 0 {
 		_ = x.ss.SetHeader(forwardMetadata(a.header))
 	}
@@ -139,7 +139,7 @@ func (x *callExchange) answer(c codes.Code, label, msg string) error {
 		label = x.ev.Fault
 	}
 	x.ss.SetTrailer(metadata.Pairs(faultMetadata, label))
-	x.ev.Client, x.ev.Status = ClientFail, grpccode.HTTPStatus(int(c))
+	x.ev.Client, x.ev.Status, x.ev.GRPCCode = ClientFail, grpccode.HTTPStatus(int(c)), grpccode.Name(int(c))
 	if label == "upstream" {
 		x.ev.Client = ClientUnknown // the upstream may have acted before failing
 	}

@@ -55,7 +55,10 @@ type Event struct {
 	Upstream      []Upstream `json:"upstream,omitempty"` // one per forwarded copy
 	Client        string     `json:"client"`
 	Status        int        `json:"status,omitempty"` // sent to the client
-	DurationNS    int64      `json:"duration_ns"`
+	// GRPCCode is the code of the status sent to a gRPC client (its name),
+	// Status the HTTP status google.rpc.Code maps it to.
+	GRPCCode   string `json:"grpc_code,omitempty"`
+	DurationNS int64  `json:"duration_ns"`
 }
 
 // Op is a logical operation as the retrying client saw it: one JSONL line

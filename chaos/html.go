@@ -52,9 +52,12 @@ type htmlKey struct {
 	Findings          []Violation
 	Op                *Op
 	OracleText        string
-	Attempts          []htmlAttempt
-	Open              bool
-	last              time.Time
+	// OpStatus is the op's final status: "409", or over gRPC its code
+	// as the client got it ("ABORTED (409)").
+	OpStatus string
+	Attempts []htmlAttempt
+	Open     bool
+	last     time.Time
 }
 
 type htmlAttempt struct {
@@ -63,6 +66,8 @@ type htmlAttempt struct {
 	At, Duration         string
 	Fault, Client        string
 	Status               int
+	StatusText           string // "409", or over gRPC "ABORTED (409)"
+	code                 string // the gRPC code the client got
 	Upstream             []string
 	Cut, Faulted, Errors bool
 }
@@ -333,6 +338,9 @@ func (d *htmlData) drillDown(keys *htmlKeys, start time.Time, x func(time.Time) 
 		if k.Op != nil && k.Op.Oracle != nil {
 			k.OracleText = fmt.Sprint(*k.Op.Oracle)
 		}
+		if k.Op != nil && k.Op.Status != 0 {
+			k.OpStatus = k.opStatus()
+		}
 		if k.Class == classViolation && opened < htmlOpenKeys {
 			k.Open = true
 			opened++
@@ -383,6 +391,8 @@ func scanHistory(r io.Reader, attempt func(*Event), op func(*Op)) error {
 func attemptOf(ev *Event) htmlAttempt {
 	a := htmlAttempt{at: ev.Time, N: ev.Attempt, Duration: time.Duration(ev.DurationNS).Round(100 * time.Microsecond).String(),
 		Fault: ev.Fault, Client: ev.Client, Status: ev.Status, Faulted: ev.Fault != "", Cut: cutByHarness(ev)}
+	a.code = clientCode(ev)
+	a.StatusText = statusText(ev.Status, a.code)
 	for _, u := range ev.Upstream {
 		s := fmt.Sprintf("sent +%s", time.Duration(u.SentNS).Round(100*time.Microsecond))
 		switch {
@@ -390,7 +400,7 @@ func attemptOf(ev *Event) htmlAttempt {
 			s += ": error " + u.Error
 			a.Errors = true
 		case u.Status != 0:
-			s += fmt.Sprintf(": %d", u.Status)
+			s += ": " + statusText(u.Status, u.GRPCCode)
 		}
 		if u.ID != "" {
 			s += " id " + u.ID
@@ -451,4 +461,17 @@ func faultColor(kind string) string {
 		return c
 	}
 	return "#8c959f"
+}
+
+// opStatus is the op's final status as the client got it: over gRPC the
+// codes its attempts answered with that status (the op records the
+// status only).
+func (k *htmlKey) opStatus() string {
+	var codes []string
+	for _, a := range k.Attempts {
+		if a.code != "" && a.Status == k.Op.Status && !slices.Contains(codes, a.code) {
+			codes = append(codes, a.code)
+		}
+	}
+	return statusText(k.Op.Status, strings.Join(codes, " or "))
 }

@@ -173,7 +173,7 @@ func (r *Report) UntestedMust() []Untested {
 			u.Reason = "needs " + joinNeeds(by.Missing)
 			hints := make([]string, len(by.Missing))
 			for i, n := range by.Missing {
-				hints[i] = n.ConfigHint()
+				hints[i] = n.ConfigHintFor(r.grpc())
 			}
 			u.Hint = strings.Join(hints, "; ")
 		}

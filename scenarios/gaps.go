@@ -47,8 +47,9 @@ var errorAnswerCases = map[string]bool{
 // one lacks what it needs, or counts executions by created ids alone where
 // an execution that answered an error decides the verdict. An instance
 // that needs an AEP-155 key is no gap of a target without one: its
-// requirement is the AEP's, not this API's.
-func Gaps(planned []Planned) []Gap {
+// requirement is the AEP's, not this API's. The fixes are written for a
+// gRPC target when grpc is set (code names, message fields, metadata).
+func Gaps(planned []Planned, grpc bool) []Gap {
 	var out []Gap
 	for _, p := range planned {
 		if p.Level != Must || slices.Contains(p.Missing, NeedFirstSent) {
@@ -56,14 +57,14 @@ func Gaps(planned []Planned) []Gap {
 		}
 		var fixes []string
 		for _, n := range p.Missing {
-			if f, ok := needFixes[n]; ok {
+			if f := needFix(n, grpc); f != "" {
 				fixes = append(fixes, f)
 			} else {
 				fixes = append(fixes, "supply "+string(n))
 			}
 		}
 		if p.Supplied && p.OracleMode == OracleIdentity && errorAnswerCases[p.ID] {
-			fixes = append(fixes, "created ids cannot see an execution that answered an error: "+needFixes[NeedOracle])
+			fixes = append(fixes, "created ids cannot see an execution that answered an error: "+needFix(NeedOracle, grpc))
 		}
 		if len(fixes) > 0 {
 			out = append(out, Gap{Case: p.Name(), Requirements: p.Requirements, Fix: strings.Join(fixes, "; ")})

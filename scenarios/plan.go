@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -98,7 +99,7 @@ func plan(t *target.Target, p *target.Profile, o RunOptions) ([]instance, error)
 			}
 		}
 		for _, op := range ops {
-			in := instance{c: c, op: op, Planned: Planned{Meta: c.Meta}}
+			in := instance{c: c, op: op, Planned: Planned{Meta: grpcMeta(t, p, c.Meta)}}
 			if op != nil {
 				in.Operation = op.Name
 			} else if len(t.Operations) > 0 {
@@ -114,9 +115,13 @@ func plan(t *target.Target, p *target.Profile, o RunOptions) ([]instance, error)
 					in.Missing = append(in.Missing, n)
 				}
 			}
+			carrierSkip := grpcSkip(t, c.ID)
+			if strings.HasPrefix(carrierSkip, "does not apply") {
+				in.Missing = nil // no config entry runs it here: the skip says why, not a need
+			}
 			in.Supplied = len(in.Missing) == 0
 			if in.Supplied {
-				in.Skip = grpcSkip(t, c.ID)
+				in.Skip = carrierSkip
 			}
 			if in.Supplied && in.Skip == "" && c.Skips != nil {
 				in.Skip = c.Skips(t, p, subject)

@@ -60,6 +60,9 @@ func RequestMutationNote(t *Target) string {
 			}
 		}
 	}
+	if t.IsGRPC() { // a call has no query; headers: are sent as metadata
+		return `no operation declares a mutation of the metadata: mismatch/changed-body changes messages only; add one to operations[].mutations, e.g. {name: other-version, headers: {x-api-version: "2024-06-01"}} (sent as metadata)`
+	}
 	return `no operation declares a mutation of the query or of a header field: mismatch/changed-body changes bodies only; add one to operations[].mutations, e.g. {name: authorise-only, query: {capture: "false"}} or {name: other-version, headers: {Api-Version: "2024-06-01"}}`
 }
 

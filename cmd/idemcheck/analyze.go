@@ -108,7 +108,7 @@ func printChaosReport(w io.Writer, r chaos.Report) {
 	fmt.Fprintf(w, "keys %d, operations %d, attempts %d, unresolved %d, interrupted %d\n", r.Keys, r.Ops, r.Attempts, r.Unresolved, r.Interrupted)
 	fmt.Fprintf(w, "faults injected: %s\n", counts(r.Faults))
 	if r.Ops > 0 {
-		fmt.Fprintf(w, "client outcomes: %s\n", outcomeList(r.Outcomes, r.FailsByKind))
+		fmt.Fprintf(w, "client outcomes: %s\n", outcomeList(r.Outcomes, r.FailsByKind, r.Protocol == "gRPC"))
 	}
 	// Executions after the TTL and evidence with another explanation are
 	// information, not findings: their lines never name a rule as if it
@@ -150,6 +150,15 @@ var outcomeMeaning = map[string]string{
 	chaos.ClientInterrupted: "cut short by the run's end",
 }
 
+// grpcOutcomeMeaning is outcomeMeaning over gRPC, in codes (ABORTED and
+// ALREADY_EXISTS are the codes of 409).
+var grpcOutcomeMeaning = map[string]string{
+	chaos.ClientOK:          "an OK answer",
+	chaos.ClientFail:        "a final answer other than OK",
+	chaos.ClientUnknown:     "no final answer: the last attempt was dropped, cut, or answered ABORTED, ALREADY_EXISTS or a status the proxy made up",
+	chaos.ClientInterrupted: "cut short by the run's end",
+}
+
 // failMeaning says which op kinds' failures are expected answers.
 var failMeaning = map[string]string{
 	chaos.KindBusiness:  "the business error variant's expected answer, e.g. 402",
@@ -157,18 +166,29 @@ var failMeaning = map[string]string{
 	chaos.KindMutated:   "a changed body rejected, e.g. 422",
 }
 
+// grpcFailMeaning is failMeaning over gRPC.
+var grpcFailMeaning = map[string]string{
+	chaos.KindBusiness:  "the business error variant's expected answer, e.g. FAILED_PRECONDITION",
+	chaos.KindTransient: "the transient error variant's expected answer, e.g. UNAVAILABLE",
+	chaos.KindMutated:   "a changed message rejected, e.g. INVALID_ARGUMENT",
+}
+
 // outcomeList is "fail 151 (a final non-2xx answer: business 80, the
 // business error variant's ...), ok 840 (a 2xx answer)".
-func outcomeList(m, failsByKind map[string]int) string {
+func outcomeList(m, failsByKind map[string]int, grpc bool) string {
+	outcomes, fails := outcomeMeaning, failMeaning
+	if grpc {
+		outcomes, fails = grpcOutcomeMeaning, grpcFailMeaning
+	}
 	parts := make([]string, 0, len(m))
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		part := fmt.Sprintf("%s %d", k, m[k])
-		what := outcomeMeaning[k]
+		what := outcomes[k]
 		if k == chaos.ClientFail && len(failsByKind) > 0 {
 			var kinds []string
 			expected := true
 			for _, kind := range slices.Sorted(maps.Keys(failsByKind)) {
-				why := failMeaning[kind]
+				why := fails[kind]
 				if why == "" {
 					why, expected = "not an expected answer", false
 				}
@@ -219,7 +239,11 @@ func printViolation(w io.Writer, label string, v chaos.Violation) {
 		oracle = fmt.Sprint(*v.Oracle)
 	}
 	detail := strings.TrimPrefix(v.Detail, "not judged: ")
-	fmt.Fprintf(w, "  %s key=%s kind=%s: %s; ids=%s upstream statuses=%s oracle=%s\n", label, v.Key, v.Kind, detail, list(v.IDs), list(v.Statuses), oracle)
+	answers := "upstream statuses=" + list(v.Statuses)
+	if len(v.Codes) > 0 {
+		answers = "upstream codes=" + list(v.Codes) // a gRPC key's: the codes, not the statuses they map to
+	}
+	fmt.Fprintf(w, "  %s key=%s kind=%s: %s; ids=%s %s oracle=%s\n", label, v.Key, v.Kind, detail, list(v.IDs), answers, oracle)
 }
 
 // A run that exercised nothing, or judged fewer keys than it left

@@ -7,11 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -223,32 +221,7 @@ func TestChaosNotExercised(t *testing.T) {
 // the harness drops half of the answers. Keys whose first answer was
 // dropped are lost by the server's 500s (exit 1), not excused.
 func TestChaosLostByServer(t *testing.T) {
-	var mu sync.Mutex
-	done := map[string]bool{}
-	app := demotest.App(t, demo.Options{})
-	wedged := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		key := r.Header.Get("Idempotency-Key")
-		mu.Lock()
-		seen := done[key]
-		mu.Unlock()
-		if r.Method == http.MethodPost && key != "" && seen {
-			http.Error(w, "record unreadable", http.StatusInternalServerError)
-			return
-		}
-		rec := httptest.NewRecorder()
-		app.ServeHTTP(rec, r)
-		if r.Method == http.MethodPost && rec.Code >= 200 && rec.Code < 300 {
-			mu.Lock()
-			done[key] = true
-			mu.Unlock()
-		}
-		for k, v := range rec.Header() {
-			w.Header()[k] = v
-		}
-		w.WriteHeader(rec.Code)
-		_, _ = w.Write(rec.Body.Bytes())
-	})
-	base := demotest.ServeOn(t, wedged, "127.0.0.1:0")
+	base := wedgedHTTP(t)
 	var out bytes.Buffer
 	f := chaosFlags{sel: scenarios.Selection{Target: base}, faults: []string{"drop-response:0.5"},
 		run: chaosRun{ops: 40, concurrency: 8, seed: 3, maxAttempts: 4, deadline: time.Minute}}

@@ -43,3 +43,15 @@ func ByName(name string) (int, bool) {
 	}
 	return 0, false
 }
+
+// Names are the names of the codes google.rpc.Code maps to HTTP status
+// s, in code order (none for a status no code maps to).
+func Names(s int) []string {
+	var out []string
+	for _, k := range codes {
+		if k.http == s {
+			out = append(out, k.name)
+		}
+	}
+	return out
+}
