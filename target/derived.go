@@ -42,8 +42,12 @@ func DerivedNote(t *Target) []string {
 	for i := range t.Operations {
 		op := &t.Operations[i]
 		if m, ok := DerivedMutation(op); ok {
-			out = append(out, fmt.Sprintf("operations[%d] %s declares no body mutation: the mismatch cases send a mutation derived from its body (%s); operations[%d].mutations chooses your own",
-				i, op.Name, strings.TrimPrefix(m.Name, "derived: "), i))
+			what := "body" // a gRPC call's body is its request message
+			if t.IsGRPC() {
+				what = "message"
+			}
+			out = append(out, fmt.Sprintf("operations[%d] %s declares no %s mutation: the mismatch cases send a mutation derived from its %s (%s); operations[%d].mutations chooses your own",
+				i, op.Name, what, what, strings.TrimPrefix(m.Name, "derived: "), i))
 		}
 	}
 	return out

@@ -2,6 +2,7 @@ package target
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -30,5 +31,26 @@ func TestDerivedMutation(t *testing.T) {
 		if ok != (tc.name != "") || m.Name != tc.name || string(m.Patch) != tc.patch {
 			t.Errorf("%s: got %q %s %v, want %q %s", tc.body, m.Name, m.Patch, ok, tc.name, tc.patch)
 		}
+	}
+}
+
+// TestDerivedNoteWords: list's note names what the mismatch cases change,
+// a body over HTTP and the request message over gRPC.
+func TestDerivedNoteWords(t *testing.T) {
+	for _, tc := range []struct{ name, cfg, want string }{
+		{"http", "base_url: http://127.0.0.1:1\nprincipals: [{name: a}]\noperations: [{name: pay, method: POST, path: /p, body: {amount: 1}}]\n",
+			"operations[0] pay declares no body mutation: the mismatch cases send a mutation derived from its body (/amount 1 → 2)"},
+		{"grpc", "base_url: grpc://127.0.0.1:1\nkey: {field: request_id}\nprincipals: [{name: a}]\noperations: [{name: pay, rpc: acme.v1.Payments/Create, body: {amount: 1}}]\nprofile: {preset: aip-155}\n",
+			"operations[0] pay declares no message mutation: the mismatch cases send a mutation derived from its message (/amount 1 → 2)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tg, _, err := ParseConfig([]byte(tc.cfg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := DerivedNote(tg); len(got) != 1 || !strings.HasPrefix(got[0], tc.want) {
+				t.Errorf("rule: the note names what changes; got %q, want it to start %q", got, tc.want)
+			}
+		})
 	}
 }
