@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
+
 	"github.com/idemcheck/idemcheck/internal/grpccode"
 )
 
@@ -62,21 +64,35 @@ func (t *Target) FirstSent(key string) time.Time {
 	if t.firstSent == nil {
 		return time.Now().UTC().Truncate(time.Millisecond)
 	}
-	t.firstSent.mu.Lock()
+	t.firstSent.mu.Lock() // one time per key, even when two calls race
 	defer t.firstSent.mu.Unlock()
-	at, ok := t.firstSent.m[key]
+	at, ok := t.firstSent.lru.Get(key)
 	if !ok {
 		at = time.Now().UTC().Truncate(time.Millisecond)
-		t.firstSent.m[key] = at
+		t.firstSent.lru.Add(key, at)
 	}
 	return at
 }
 
+// firstSentKeys bounds FirstSent's memory: the keys used most recently
+// (a load run's pool and hot keys are used on every round; a case's keys
+// within seconds) keep their time, and a soak's fresh keys, never sent
+// again, fall out instead of growing the map for the whole run.
+const firstSentKeys = 1 << 17
+
 // keyTimes holds FirstSent's times; a pointer in Target, so that copies
 // of a Target (a managed one) share it.
 type keyTimes struct {
-	mu sync.Mutex
-	m  map[string]time.Time
+	mu  sync.Mutex
+	lru *lru.Cache[string, time.Time]
+}
+
+func newKeyTimes(size int) *keyTimes {
+	c, err := lru.New[string, time.Time](size)
+	if err != nil { // only for a size below 1
+		panic(err)
+	}
+	return &keyTimes{lru: c}
 }
 
 // grpcAddress reports a grpc://host:port or grpcs://host:port URL: a
@@ -133,7 +149,7 @@ func (t *Target) validateGRPC() error {
 		return fmt.Errorf("key.metadata %q: want a lower-case ASCII metadata key, not -bin or grpc-", k.Metadata)
 	}
 	if k.FirstSent && t.firstSent == nil {
-		t.firstSent = &keyTimes{m: map[string]time.Time{}}
+		t.firstSent = newKeyTimes(firstSentKeys)
 	}
 	if t.KeySource != nil {
 		return fmt.Errorf("key_source: not yet for gRPC targets")

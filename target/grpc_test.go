@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func mustJSON(t *testing.T, v any) string {
@@ -143,5 +144,32 @@ func TestGRPCReplicas(t *testing.T) {
 	err = tg.AddReplicas([]string{"https://127.0.0.1:2"}, false)
 	if want := `--replica: replicas[1] "https://127.0.0.1:2": want grpc://host:port like base_url`; err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Fatalf("--replica https:// beside grpc://: %v, want %q", err, want)
+	}
+}
+
+// TestFirstSentKept: a key sent again gets the first_sent it was first
+// sent with while it is among the most recently used; the memory holds at
+// most size keys, the least recently used falling out (a soak's fresh
+// keys), while a key used on every round (a load pool's) stays.
+func TestFirstSentKept(t *testing.T) {
+	const size = 64
+	tg := &Target{firstSent: newKeyTimes(size)}
+	pool := tg.FirstSent("pool")
+	first := tg.FirstSent("k0")
+	time.Sleep(2 * time.Millisecond) // first_sent is kept to the millisecond
+	if again := tg.FirstSent("k0"); !again.Equal(first) {
+		t.Fatalf("rule: a retry carries its first first_sent; got %s then %s", first, again)
+	}
+	for i := 1; i <= 4*size; i++ {
+		tg.FirstSent(fmt.Sprintf("k%d", i))
+		if got := tg.FirstSent("pool"); !got.Equal(pool) {
+			t.Fatalf("rule: a key used on every round keeps its first_sent; got %s, want %s", got, pool)
+		}
+	}
+	if n := tg.firstSent.lru.Len(); n > size {
+		t.Errorf("rule: the memory holds at most %d keys; it holds %d", size, n)
+	}
+	if tg.firstSent.lru.Contains("k0") {
+		t.Error("rule: the least recently used keys fall out; k0 is still held")
 	}
 }
