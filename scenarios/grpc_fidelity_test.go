@@ -126,7 +126,7 @@ func TestGRPCLargeOverLimit(t *testing.T) {
 // TestLeaseSlowOutlivesLease): a SHOULD's miss. Built with
 // lease-never-expires its claim lasts the TTL and the retry is ABORTED:
 // one execution (that build fails lease/crash-recovers instead: cmd/idemcheck
-// TestGRPCLeaseCrashRecovers).
+// TestLeaseCrashRecovers).
 func TestGRPCLeaseOutlived(t *testing.T) {
 	rows := []struct {
 		name    string

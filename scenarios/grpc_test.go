@@ -143,7 +143,7 @@ func TestGRPCReference(t *testing.T) {
 					// No volatile field declared (TestGRPCVolatileFields
 					// declares one); the slow variant within the lease
 					// (TestGRPCLease shortens it); no managed target
-					// (cmd/idemcheck TestGRPCLeaseCrashRecovers).
+					// (cmd/idemcheck TestLeaseCrashRecovers).
 					(r.ID == "replay/volatile-fields" && strings.Contains(r.Reason, "volatile_fields is empty")) ||
 					(r.ID == "lease/slow-outlives-lease" && strings.Contains(r.Reason, "does not outlive the declared lease")) ||
 					(r.ID == "lease/crash-recovers" && slices.Contains(r.Missing, NeedTargetCmd))):
@@ -197,7 +197,7 @@ func TestGRPCDefects(t *testing.T) {
 	// which need a broker, in TestGRPCOutbox), or a test of its own where
 	// the in-process catalog cannot show it.
 	elsewhere := map[reference.Defect]string{
-		reference.LeaseNeverExpires: "cmd/idemcheck TestGRPCLeaseCrashRecovers: a managed target killed mid-flight",
+		reference.LeaseNeverExpires: "cmd/idemcheck TestLeaseCrashRecovers: a managed target killed mid-flight",
 	}
 	for _, d := range reference.Defects() {
 		if grpcref.Supports(d.Defect) && !d.Defect.NeedsEvents() && elsewhere[d.Defect] == "" && !slices.ContainsFunc(rows, func(r row) bool { return r.defect == d.Defect }) {

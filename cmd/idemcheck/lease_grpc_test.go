@@ -36,47 +36,6 @@ profile:
 `, cmd, httpAddr))
 }
 
-// TestGRPCLeaseCrashRecovers runs lease/crash-recovers (IK-LEASE-1) over
-// gRPC against a managed `idemcheck serve --grpc` (ready once a gRPC
-// server answers) that the harness SIGKILLs mid-call and restarts: the
-// PostgreSQL store keeps the in-flight record, retries are ABORTED until
-// the dead call's lease ends, then one completes; the memory store forgets
-// the record (legal); a lease that never expires is caught.
-func TestGRPCLeaseCrashRecovers(t *testing.T) {
-	dsn := testenv.RequirePostgres(t)
-	rows := []struct {
-		name, explain string
-		serve         []string
-		code          int
-		status        string
-		observed      string
-	}{
-		{"postgres", "the in-flight record survives the kill; retries get ABORTED until the 1 s lease ends, then one completes",
-			[]string{"--store", "postgres", "--dsn", dsn}, exitOK, "pass", "ABORTED"},
-		{"memory", "the record dies with the process: the key is fresh at once, which LEASE-1 allows",
-			[]string{"--store", "memory"}, exitOK, "pass", "lost the in-flight record"},
-		{"lease-never-expires", "the dead call's record blocks the key past lease + grace (a SHOULD: fails under --strict)",
-			[]string{"--store", "postgres", "--dsn", dsn, "--defect", "lease-never-expires"}, exitFail, "warn", "still not completed past lease + grace"},
-	}
-	for _, row := range rows {
-		t.Run(row.name, func(t *testing.T) {
-			res, results := runReport(t, "--config", grpcManagedConfig(t, testenv.FreeAddr(t), row.serve...), "--strict",
-				"--run", "lease/crash-recovers@payments")
-			if res.code != row.code {
-				t.Fatalf("%s: exit %d, want %d; stderr: %s", row.explain, res.code, row.code, res.stderr)
-			}
-			if len(results) != 1 {
-				t.Fatalf("%s: %d results, want 1: %+v", row.explain, len(results), results)
-			}
-			r := results[0]
-			if r.Status != row.status || !strings.Contains(r.Observed, row.observed) {
-				t.Fatalf("%s: %s %q %s, want %s with %q", row.explain, r.Status, r.Observed, r.Reason, row.status, row.observed)
-			}
-			t.Logf("%s: %s", r.Status, r.Observed)
-		})
-	}
-}
-
 // TestGRPCManagedNotGRPC: a managed gRPC target whose command serves
 // HTTP, not gRPC, at {port} (the reference's HTTP API, HTTP/2 by prior
 // knowledge too) is unreachable (4) in one line saying it did not answer

@@ -41,9 +41,11 @@ func serveCmd(t *testing.T, args ...string) string {
 
 // TestLeaseCrashRecovers runs lease/crash-recovers (IK-LEASE-1) against a
 // managed `idemcheck serve` that the harness SIGKILLs mid-flight and
-// restarts: a durable store blocks the key until the dead request's lease
-// ends and then lets the retry complete; a store that forgets the record
-// is legal; a lease that never expires is caught.
+// restarts, over HTTP (--target-cmd) and over gRPC (target_cmd serving
+// --grpc on {port}, ready once a gRPC server answers): a durable store
+// blocks the key until the dead request's lease ends (409; ABORTED) and
+// then lets the retry complete; a store that forgets the record is legal;
+// a lease that never expires is caught.
 func TestLeaseCrashRecovers(t *testing.T) {
 	dsn := testenv.RequirePostgres(t)
 	rows := []struct {
@@ -51,31 +53,37 @@ func TestLeaseCrashRecovers(t *testing.T) {
 		serve         []string
 		code          int
 		status        string
-		observed      string
+		observed      map[string]string // by carrier
 	}{
-		{"postgres", "the in-flight record survives the kill; retries get 409 until the 1 s lease ends, then one completes",
-			[]string{"--store", "postgres", "--dsn", dsn}, exitOK, "pass", " 409"},
+		{"postgres", "the in-flight record survives the kill; retries are refused in flight until the 1 s lease ends, then one completes",
+			[]string{"--store", "postgres", "--dsn", dsn}, exitOK, "pass", map[string]string{"http": " 409", "grpc": "ABORTED"}},
 		{"memory", "the record dies with the process: the key is fresh at once, which LEASE-1 allows",
-			[]string{"--store", "memory"}, exitOK, "pass", "lost the in-flight record"},
+			[]string{"--store", "memory"}, exitOK, "pass", map[string]string{"http": "lost the in-flight record", "grpc": "lost the in-flight record"}},
 		{"lease-never-expires", "the dead request's record blocks the key past lease + grace (a SHOULD: fails under --strict)",
-			[]string{"--store", "postgres", "--dsn", dsn, "--defect", "lease-never-expires"}, exitFail, "warn", "still not completed past lease + grace"},
+			[]string{"--store", "postgres", "--dsn", dsn, "--defect", "lease-never-expires"}, exitFail, "warn",
+			map[string]string{"http": "still not completed past lease + grace", "grpc": "still not completed past lease + grace"}},
 	}
-	for _, row := range rows {
-		t.Run(row.name, func(t *testing.T) {
-			res, results := runReport(t, "--target-cmd", serveCmd(t, row.serve...), "--lease", "1s", "--strict",
-				"--run", "lease/crash-recovers@charges")
-			if res.code != row.code {
-				t.Fatalf("%s: exit %d, want %d; stderr: %s", row.explain, res.code, row.code, res.stderr)
-			}
-			if len(results) != 1 {
-				t.Fatalf("%s: %d results, want 1: %+v", row.explain, len(results), results)
-			}
-			r := results[0]
-			if r.Status != row.status || !strings.Contains(r.Observed, row.observed) {
-				t.Fatalf("%s: %s %q %s, want %s with %q", row.explain, r.Status, r.Observed, r.Reason, row.status, row.observed)
-			}
-			t.Logf("%s: %s", r.Status, r.Observed)
-		})
+	for _, carrier := range []string{"http", "grpc"} {
+		for _, row := range rows {
+			t.Run(carrier+"/"+row.name, func(t *testing.T) {
+				args := []string{"--target-cmd", serveCmd(t, row.serve...), "--lease", "1s", "--run", "lease/crash-recovers@charges"}
+				if carrier == "grpc" {
+					args = []string{"--config", grpcManagedConfig(t, testenv.FreeAddr(t), row.serve...), "--run", "lease/crash-recovers@payments"}
+				}
+				res, results := runReport(t, append(args, "--strict")...)
+				if res.code != row.code {
+					t.Fatalf("%s: exit %d, want %d; stderr: %s", row.explain, res.code, row.code, res.stderr)
+				}
+				if len(results) != 1 {
+					t.Fatalf("%s: %d results, want 1: %+v", row.explain, len(results), results)
+				}
+				r := results[0]
+				if r.Status != row.status || !strings.Contains(r.Observed, row.observed[carrier]) {
+					t.Fatalf("%s: %s %q %s, want %s with %q", row.explain, r.Status, r.Observed, r.Reason, row.status, row.observed[carrier])
+				}
+				t.Logf("%s: %s", r.Status, r.Observed)
+			})
+		}
 	}
 }
 
