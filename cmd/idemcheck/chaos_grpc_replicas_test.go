@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -82,60 +81,4 @@ func grpcKillsConfig(t *testing.T, dsn string, brokers []string, topic string, s
 	raw = strings.Replace(raw, slow, slow+"      business_error: {patch: {knobs: {fail: decline}}, status: FAILED_PRECONDITION}\n", 1)
 	raw += fmt.Sprintf("events:\n  kafka: {brokers: [%q], topic: %s}\n  key: {header: idempotency-key}\n  event_id: /id\n  settle: 1s\n", brokers[0], topic)
 	return writeTemp(t, "grpc-kills.yaml", raw)
-}
-
-// TestChaosGRPCEventsKills runs `idemcheck chaos` over two managed `serve
-// --grpc --events` replicas on one PostgreSQL while one is SIGKILLed and
-// restarted every second, with lost answers: the correct reference keeps
-// one execution and publishes one event per key through its outbox (exit
-// 0); with relay-republish each restarted relay publishes the events it
-// had sent once more, without their ids, and the report names the keys
-// and their events (event-duplicated, exit 1).
-func TestChaosGRPCEventsKills(t *testing.T) {
-	rows := []struct {
-		defect string
-		code   int
-		want   string
-	}{
-		{"", exitOK, " 0 lost, 0 duplicated"},
-		{"relay-republish", exitFail, "event-duplicated key="},
-	}
-	for _, row := range rows {
-		t.Run("defect="+row.defect, func(t *testing.T) {
-			// A server and a topic of its own: a relay claims any unsent
-			// event of its database and publishes it to its own topic.
-			dsn := testenv.RequireRestartablePostgres(t).DSN()
-			brokers, _ := testenv.RequireKafka(t)
-			topic := testenv.KafkaTopic(t, brokers, 2)
-			var serve []string
-			if row.defect != "" {
-				serve = []string{"--defect", row.defect}
-			}
-			cfg := grpcKillsConfig(t, dsn, brokers, topic, serve...)
-			js := filepath.Join(t.TempDir(), "chaos.json")
-			cmd := []string{"chaos", "--config", cfg, "--replicas", "2", "--kill-every", "1s",
-				"--ops", "500", "--concurrency", "4", "--fault", "drop-response:0.3",
-				"--seed", "5", "--deadline", "3m", "--json", js}
-			r := runCLI(t, cmd...)
-			if r.code != row.code || !strings.Contains(r.stdout, row.want) || !strings.Contains(r.stdout, "events (kafka topic ") ||
-				!strings.Contains(r.stdout, "against --target-cmd over gRPC ") {
-				t.Fatalf("exit %d (want %d), want %q over gRPC in stdout:\n%s\nstderr:\n%s", r.code, row.code, row.want, r.stdout, r.stderr)
-			}
-			doc := readJSON(t, js)
-			ev, _ := doc["events"].(map[string]any)
-			if keys, _ := ev["keys"].(float64); keys < 250 {
-				t.Errorf("events judged %v keys, want most of the 500", ev["keys"])
-			}
-			if kills, _ := doc["kills"].(float64); kills < 1 {
-				t.Errorf("no replica was killed: %v", doc["kills"])
-			}
-			if reps, _ := doc["replicas"].([]any); len(reps) != 2 || !strings.HasPrefix(fmt.Sprint(reps[0]), "grpc://127.0.0.1:") {
-				t.Errorf("replicas %v, want 2 grpc:// servers", doc["replicas"])
-			}
-			if doc["protocol"] != "gRPC" {
-				t.Errorf("protocol %v, want gRPC", doc["protocol"])
-			}
-			t.Logf("%s", r.stdout)
-		})
-	}
 }
