@@ -301,15 +301,21 @@ func outgoing(h http.Header) metadata.MD {
 // reflection or the protoset. The chaos proxy decodes the messages it
 // forwards (the key, the created id) with it.
 func (g *GRPC) Method(ctx context.Context, path string) (protoreflect.MethodDescriptor, error) {
-	u, err := url.Parse(g.t.BaseURL)
-	if err != nil {
-		return nil, err
-	}
-	conn, err := g.client(u)
+	conn, err := g.baseClient()
 	if err != nil {
 		return nil, err
 	}
 	return g.method(ctx, conn, path)
+}
+
+// baseClient is the connection to the base URL's server (replicas serve
+// one API: its descriptors are asked there).
+func (g *GRPC) baseClient() (*grpc.ClientConn, error) {
+	u, err := url.Parse(g.t.BaseURL)
+	if err != nil {
+		return nil, err
+	}
+	return g.client(u)
 }
 
 // method resolves path (/package.Service/Method) once.

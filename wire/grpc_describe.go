@@ -3,7 +3,6 @@ package wire
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"sort"
 	"strings"
 	"time"
@@ -35,11 +34,7 @@ func (g *GRPC) Services(ctx context.Context) ([]protoreflect.ServiceDescriptor, 
 			return true
 		})
 	}
-	u, err := url.Parse(g.t.BaseURL)
-	if err != nil {
-		return nil, err
-	}
-	conn, err := g.client(u)
+	conn, err := g.baseClient()
 	if err != nil {
 		return nil, err
 	}
