@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 )
 
 // defect names a broken build of the shop, selected at start
@@ -46,6 +47,10 @@ const (
 )
 
 // defects lists every broken build, in the order the docs give them.
+// checkThenInsertGap is the check-then-insert build's time between its
+// lookup and its insert: a network round trip to a database.
+const checkThenInsertGap = 2 * time.Millisecond
+
 var defects = []defect{executeThen422, leaseLapses, checkThenInsert, wedges5xx, declinesNotStored}
 
 // eventDefects lists the broken builds of the shop's events; they need
