@@ -129,26 +129,7 @@ type outboxRow struct {
 
 // relay publishes pending outbox rows every relayPoll until ctx ends.
 func (s *shop) relay(ctx context.Context) {
-	t := time.NewTicker(relayPoll)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		for {
-			pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-			n, err := s.relayOnce(pctx)
-			cancel()
-			if err != nil && ctx.Err() == nil {
-				slog.Warn("shop: relay", "err", err)
-			}
-			if err != nil || n < relayBatch {
-				break
-			}
-		}
-	}
+	batches(ctx, relayPoll, 15*time.Second, relayBatch, "relay", s.relayOnce)
 }
 
 // relayOnce publishes one batch of pending rows. The rows stay locked

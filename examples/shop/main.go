@@ -101,6 +101,16 @@ func (s *shop) close() {
 
 // sweep deletes expired records every period until ctx ends.
 func (s *shop) sweep(ctx context.Context, period time.Duration) {
+	batches(ctx, period, 10*time.Second, 1000, "sweep", func(ctx context.Context) (int, error) {
+		n, err := s.store.sweep(ctx, 1000)
+		return int(n), err
+	})
+}
+
+// batches runs step every period until ctx ends, and again at once while a
+// step did a whole batch (a backlog), each within timeout; what fails is
+// logged under name and retried at the next tick.
+func batches(ctx context.Context, period, timeout time.Duration, batch int, name string, step func(context.Context) (int, error)) {
 	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
@@ -110,13 +120,13 @@ func (s *shop) sweep(ctx context.Context, period time.Duration) {
 		case <-t.C:
 		}
 		for {
-			sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			n, err := s.store.sweep(sctx, 1000)
+			sctx, cancel := context.WithTimeout(ctx, timeout)
+			n, err := step(sctx)
 			cancel()
-			if err != nil {
-				slog.Warn("shop: sweep", "err", err)
+			if err != nil && ctx.Err() == nil {
+				slog.Warn("shop: "+name, "err", err)
 			}
-			if err != nil || n < 1000 {
+			if err != nil || n < batch {
 				break
 			}
 		}
