@@ -23,7 +23,7 @@ import (
 	"github.com/idemcheck/idemcheck/internal/demotest"
 	"github.com/idemcheck/idemcheck/reference/demo"
 	"github.com/idemcheck/idemcheck/reference/grpcref/paymentsv1"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -287,7 +287,7 @@ func TestGRPCUpstreamDown(t *testing.T) {
 // Idemcheck-Fault header the driver reads, on an UNAVAILABLE (503).
 func TestGRPCThroughCarrier(t *testing.T) {
 	httpBase, grpcBase := demotest.ServeGRPC(t, demo.Options{})
-	tg, _, err := target.ParseConfig([]byte(demotest.GRPCConfig(httpBase, grpcBase)))
+	tg, _, err := apispec.ParseConfig([]byte(demotest.GRPCConfig(httpBase, grpcBase)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 
 	"github.com/idemcheck/idemcheck/chaos"
 	"github.com/idemcheck/idemcheck/internal/demotest"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -395,7 +395,7 @@ func TestHTTPSUpstream(t *testing.T) {
 	pki := demotest.NewPKI(t)
 	var up counter
 	upstream := pki.ServeTLS(t, &up, false)
-	roots, err := target.TLS{CACert: pki.CAFile}.Config()
+	roots, err := apispec.TLS{CACert: pki.CAFile}.Config()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 	"github.com/idemcheck/idemcheck/evidence/double"
 	"github.com/idemcheck/idemcheck/internal/clock"
 	"github.com/idemcheck/idemcheck/internal/jsonx"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -31,7 +31,7 @@ import (
 // Without a double but with markers for the events source, it only marks:
 // no server runs, and it counts no call.
 type Downstream struct {
-	t   *target.Target
+	t   *apispec.Target
 	srv *double.Server // nil: it only marks
 	// salt makes the tokens of one run differ from another's, whatever
 	// the keys (--key-seed repeats keys).
@@ -85,14 +85,14 @@ func (d *Downstream) VariantOf(body []byte) string {
 // nil (and no error), unless the events source reads the operations'
 // markers: it then only marks the requests. The caller closes it. Errors
 // are one line (port in use: exit 2).
-func StartDownstream(ctx context.Context, t *target.Target) (*Downstream, error) {
+func StartDownstream(ctx context.Context, t *apispec.Target) (*Downstream, error) {
 	var srv *double.Server
 	if t.Downstream != nil {
 		var err error
 		if srv, err = double.Start(ctx, *t.Downstream); err != nil {
 			return nil, err
 		}
-	} else if t.Events == nil || !slices.ContainsFunc(t.Operations, func(op target.Operation) bool { return op.Marker != nil }) {
+	} else if t.Events == nil || !slices.ContainsFunc(t.Operations, func(op apispec.Operation) bool { return op.Marker != nil }) {
 		return nil, nil
 	}
 	var salt [8]byte
@@ -128,7 +128,7 @@ func (d *Downstream) URL() string {
 // Started points d at t, the target as started for the run (a managed
 // target's address is known only once its process listens, after the
 // double whose URL it was given). Nil-safe.
-func (d *Downstream) Started(t *target.Target) {
+func (d *Downstream) Started(t *apispec.Target) {
 	if d != nil {
 		d.t = t
 	}
@@ -178,7 +178,7 @@ func (d *Downstream) CountsScopes() bool {
 
 // Witness notes whether op's calibration request under key (counted once
 // by the configured oracle) called the double with the key's token.
-func (d *Downstream) Witness(op *target.Operation, key string) {
+func (d *Downstream) Witness(op *apispec.Operation, key string) {
 	if !d.runs() {
 		return
 	}
@@ -196,7 +196,7 @@ func (d *Downstream) Witness(op *target.Operation, key string) {
 // (CountsScopes), or as a witness beside an oracle that cannot count them
 // (a per-key SQL query or HTTP counter), once calibration saw op's
 // execution call the double with its token.
-func (d *Downstream) CountsKeyless(op *target.Operation) bool {
+func (d *Downstream) CountsKeyless(op *apispec.Operation) bool {
 	if !d.runs() {
 		return false
 	}
@@ -228,7 +228,7 @@ func (d *Downstream) track(key string) string {
 
 // BehaveVariant makes the double answer key's calls as op's variant says
 // (its downstream:), when a double runs and the variant has one.
-func (d *Downstream) BehaveVariant(op *target.Operation, key, variant string) error {
+func (d *Downstream) BehaveVariant(op *apispec.Operation, key, variant string) error {
 	return d.behave(op, key, variant, false)
 }
 
@@ -236,11 +236,11 @@ func (d *Downstream) BehaveVariant(op *target.Operation, key, variant string) er
 // variant names as the route does again, after BehaveVariant: the
 // provider has recovered, so a retry of the normal request under key can
 // succeed.
-func (d *Downstream) EndVariant(op *target.Operation, key, variant string) error {
+func (d *Downstream) EndVariant(op *apispec.Operation, key, variant string) error {
 	return d.behave(op, key, variant, true)
 }
 
-func (d *Downstream) behave(op *target.Operation, key, variant string, end bool) error {
+func (d *Downstream) behave(op *apispec.Operation, key, variant string, end bool) error {
 	v, ok := op.Variants[variant]
 	if !d.runs() || !ok || v.Downstream == nil || key == "" {
 		return nil
@@ -285,7 +285,7 @@ func (d *Downstream) Journal(key string) []double.Call {
 
 // Untokened is how many calls of op's downstream oracle route
 // held no token so far (0 without one).
-func (d *Downstream) Untokened(op *target.Operation) int {
+func (d *Downstream) Untokened(op *apispec.Operation) int {
 	if !d.runs() {
 		return 0
 	}
@@ -300,7 +300,7 @@ func (d *Downstream) Untokened(op *target.Operation) int {
 // fresh key made n calls that hold no token: with one, the double counts
 // every call of the route and the run goes serial (a note says why and
 // how to avoid it); with more, nothing can be counted (a problem).
-func (d *Downstream) Global(op *target.Operation, n int) (problem, note string) {
+func (d *Downstream) Global(op *apispec.Operation, n int) (problem, note string) {
 	route := d.t.OracleOf(op).Downstream
 	fix := "set marker: on the operation (a body member, header or query parameter the API passes on to its provider)"
 	if op.Marker != nil {
@@ -403,7 +403,7 @@ func (d *Downstream) Check(ctx context.Context, c *http.Client) (note string, ok
 		return "", true
 	}
 	t := d.t
-	var op *target.Operation
+	var op *apispec.Operation
 	for i := range t.Operations {
 		if o := t.OracleOf(&t.Operations[i]); o != nil && o.Downstream != "" {
 			op = &t.Operations[i]
@@ -448,7 +448,7 @@ func (d *Downstream) Check(ctx context.Context, c *http.Client) (note string, ok
 
 // Silent is the problem of op's downstream oracle route when a request
 // answered status under a fresh key and made no call to the double.
-func (d *Downstream) Silent(op *target.Operation, status int) string {
+func (d *Downstream) Silent(op *apispec.Operation, status int) string {
 	return fmt.Sprintf("downstream %s: a %d answer to %s %s under a fresh key made no call to the double at %s within %s: point the API's provider URL at it", d.t.OracleOf(op).Downstream, status, op.Method, op.Path, d.URL(), CalibrationWait)
 }
 
@@ -458,7 +458,7 @@ func (d *Downstream) Silent(op *target.Operation, status int) string {
 // the body byte for byte; a header, set in h; a query parameter), and
 // makes the double count the key's calls. It returns the URL and body to
 // send; without a double they are unchanged.
-func (d *Downstream) Mark(op *target.Operation, key, rawURL string, h http.Header, body []byte) (string, []byte) {
+func (d *Downstream) Mark(op *apispec.Operation, key, rawURL string, h http.Header, body []byte) (string, []byte) {
 	if d == nil || key == "" {
 		return rawURL, body
 	}

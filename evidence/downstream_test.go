@@ -7,13 +7,13 @@ import (
 	"testing"
 
 	"github.com/idemcheck/idemcheck/evidence/double"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // TestMark: a key's token goes where the marker says, the body's other
 // bytes unchanged; the double then counts the request's calls for the key.
 func TestMark(t *testing.T) {
-	base := &target.Target{Downstream: &double.Config{Routes: []double.Route{{Name: "payments", Path: "/**"}}}}
+	base := &apispec.Target{Downstream: &double.Config{Routes: []double.Route{{Name: "payments", Path: "/**"}}}}
 	d, err := StartDownstream(context.Background(), base)
 	if err != nil {
 		t.Fatal(err)
@@ -26,15 +26,15 @@ func TestMark(t *testing.T) {
 	}
 	body := []byte(`{"sku": "abc",  "reference": "", "n": 1}`)
 	for _, tc := range []struct {
-		marker          target.Marker
+		marker          apispec.Marker
 		url, body, head string
 	}{
-		{target.Marker{Pointer: "/reference"}, "http://api/v1/orders", `{"sku": "abc",  "reference": "` + tok + `", "n": 1}`, ""},
-		{target.Marker{Pointer: "/meta/ref"}, "http://api/v1/orders", `{"meta":{"ref":"` + tok + `"},"n":1,"reference":"","sku":"abc"}`, ""},
-		{target.Marker{Header: "X-Ref"}, "http://api/v1/orders", string(body), tok},
-		{target.Marker{Query: "ref"}, "http://api/v1/orders?ref=" + tok, string(body), ""},
+		{apispec.Marker{Pointer: "/reference"}, "http://api/v1/orders", `{"sku": "abc",  "reference": "` + tok + `", "n": 1}`, ""},
+		{apispec.Marker{Pointer: "/meta/ref"}, "http://api/v1/orders", `{"meta":{"ref":"` + tok + `"},"n":1,"reference":"","sku":"abc"}`, ""},
+		{apispec.Marker{Header: "X-Ref"}, "http://api/v1/orders", string(body), tok},
+		{apispec.Marker{Query: "ref"}, "http://api/v1/orders?ref=" + tok, string(body), ""},
 	} {
-		op := &target.Operation{Marker: &tc.marker}
+		op := &apispec.Operation{Marker: &tc.marker}
 		h := http.Header{}
 		u, b := d.Mark(op, key, "http://api/v1/orders", h, body)
 		if u != tc.url || string(b) != tc.body || h.Get("X-Ref") != tc.head {
@@ -43,7 +43,7 @@ func TestMark(t *testing.T) {
 	}
 	// Without a double nothing changes.
 	var none *Downstream
-	if u, b := none.Mark(&target.Operation{Marker: &target.Marker{Header: "X-Ref"}}, key, "u", http.Header{}, body); u != "u" || string(b) != string(body) {
+	if u, b := none.Mark(&apispec.Operation{Marker: &apispec.Marker{Header: "X-Ref"}}, key, "u", http.Header{}, body); u != "u" || string(b) != string(body) {
 		t.Error("marked without a double")
 	}
 }
@@ -53,9 +53,9 @@ func TestMark(t *testing.T) {
 // counts them as before.
 func TestEndVariant(t *testing.T) {
 	// No marker: the API forwards the key itself, which the double counts.
-	op := &target.Operation{Variants: map[string]target.Variant{target.VariantTransientError: {
-		Downstream: &target.VariantDownstream{Route: "payments", Behaviour: double.Behaviour{Status: http.StatusServiceUnavailable}}}}}
-	base := &target.Target{Operations: []target.Operation{*op}, Downstream: &double.Config{Routes: []double.Route{{Name: "payments", Path: "/**",
+	op := &apispec.Operation{Variants: map[string]apispec.Variant{apispec.VariantTransientError: {
+		Downstream: &apispec.VariantDownstream{Route: "payments", Behaviour: double.Behaviour{Status: http.StatusServiceUnavailable}}}}}
+	base := &apispec.Target{Operations: []apispec.Operation{*op}, Downstream: &double.Config{Routes: []double.Route{{Name: "payments", Path: "/**",
 		Response: double.Response{Body: []byte(`{"id":"pay_{seq}"}`)}}}}}
 	d, err := StartDownstream(context.Background(), base)
 	if err != nil {
@@ -76,13 +76,13 @@ func TestEndVariant(t *testing.T) {
 		_ = resp.Body.Close()
 		return resp.StatusCode
 	}
-	if err := d.BehaveVariant(op, key, target.VariantTransientError); err != nil {
+	if err := d.BehaveVariant(op, key, apispec.VariantTransientError); err != nil {
 		t.Fatal(err)
 	}
 	if got := call(); got != http.StatusServiceUnavailable {
 		t.Fatalf("during the variant: %d, want 503", got)
 	}
-	if err := d.EndVariant(op, key, target.VariantTransientError); err != nil {
+	if err := d.EndVariant(op, key, apispec.VariantTransientError); err != nil {
 		t.Fatal(err)
 	}
 	if got := call(); got != http.StatusOK {
@@ -93,10 +93,10 @@ func TestEndVariant(t *testing.T) {
 	}
 	// Without a double, or for a variant the double does not play, nothing happens.
 	var none *Downstream
-	if err := none.EndVariant(op, key, target.VariantTransientError); err != nil {
+	if err := none.EndVariant(op, key, apispec.VariantTransientError); err != nil {
 		t.Error(err)
 	}
-	if err := d.EndVariant(op, key, target.VariantSlow); err != nil {
+	if err := d.EndVariant(op, key, apispec.VariantSlow); err != nil {
 		t.Error(err)
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck/evidence/events"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -27,7 +27,7 @@ type Events struct {
 // the key itself or by the marker token d writes into the key's requests
 // (an operation's marker:; d nil: none). It is nil (and no error) when t
 // has no events: section. The error is one line naming the field.
-func OpenEvents(ctx context.Context, t *target.Target, d *Downstream) (*Events, error) {
+func OpenEvents(ctx context.Context, t *apispec.Target, d *Downstream) (*Events, error) {
 	if t.Events == nil {
 		return nil, nil
 	}

@@ -14,13 +14,13 @@ import (
 
 	"github.com/idemcheck/idemcheck/evidence/events"
 	"github.com/idemcheck/idemcheck/internal/testenv"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // eventsTarget is a target whose events: section reads a fresh Kafka topic
 // (kfake in process), and a function publishing to that topic: an event
 // with key in its idempotency-key header and at /ref, and id at /id.
-func eventsTarget(t *testing.T, settle time.Duration) (*target.Target, func(key, id string)) {
+func eventsTarget(t *testing.T, settle time.Duration) (*apispec.Target, func(key, id string)) {
 	t.Helper()
 	brokers, _ := testenv.RequireKafka(t)
 	topic := testenv.KafkaTopic(t, brokers, 2)
@@ -29,7 +29,7 @@ func eventsTarget(t *testing.T, settle time.Duration) (*target.Target, func(key,
 		t.Fatal(err)
 	}
 	t.Cleanup(cl.Close)
-	tg := &target.Target{BaseURL: "http://127.0.0.1:9", Events: &events.Config{
+	tg := &apispec.Target{BaseURL: "http://127.0.0.1:9", Events: &events.Config{
 		Kafka: &events.Kafka{Brokers: brokers, Topic: topic}, Key: events.Key{Header: "idempotency-key"}, EventID: "/id", Settle: settle}}
 	publish := func(key, id string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -42,7 +42,7 @@ func eventsTarget(t *testing.T, settle time.Duration) (*target.Target, func(key,
 	return tg, publish
 }
 
-func openEvidence(t *testing.T, tg *target.Target) *Evidence {
+func openEvidence(t *testing.T, tg *apispec.Target) *Evidence {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -133,7 +133,7 @@ func TestEventsBesideAnOracle(t *testing.T) {
 	defer srv.Close()
 	tg, publish := eventsTarget(t, 50*time.Millisecond)
 	tg.BaseURL = srv.URL
-	tg.Oracle = &target.Oracle{URL: "/e?key={key}", Pointer: "/executions"}
+	tg.Oracle = &apispec.Oracle{URL: "/e?key={key}", Pointer: "/executions"}
 	ev := openEvidence(t, tg)
 	if ev.EventsOnly() || ev.Events() == nil {
 		t.Fatalf("EventsOnly %v, Events %v: want the events source beside the oracle", ev.EventsOnly(), ev.Events())
@@ -150,7 +150,7 @@ func TestEventsBesideAnOracle(t *testing.T) {
 
 // A broker that is not there fails Open with one line naming the field.
 func TestEventsOpenError(t *testing.T) {
-	tg := &target.Target{Events: &events.Config{Kafka: &events.Kafka{Brokers: []string{"127.0.0.1:9"}, Topic: "t"}, Key: events.Key{Header: "h"}}}
+	tg := &apispec.Target{Events: &events.Config{Kafka: &events.Kafka{Brokers: []string{"127.0.0.1:9"}, Topic: "t"}, Key: events.Key{Header: "h"}}}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	ev, err := Open(ctx, tg, http.DefaultClient, nil)
@@ -161,7 +161,7 @@ func TestEventsOpenError(t *testing.T) {
 	if !strings.HasPrefix(err.Error(), "events.kafka.brokers") || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("error %q: want one line naming events.kafka.brokers", err)
 	}
-	nats := &target.Target{Events: &events.Config{NATS: &events.NATS{URL: "nats://u:secret@127.0.0.1:9", Stream: "S"}, Key: events.Key{Header: "h"}}}
+	nats := &apispec.Target{Events: &events.Config{NATS: &events.NATS{URL: "nats://u:secret@127.0.0.1:9", Stream: "S"}, Key: events.Key{Header: "h"}}}
 	if _, err := Open(ctx, nats, http.DefaultClient, nil); err == nil || !strings.HasPrefix(err.Error(), "events.nats.url 127.0.0.1:9: ") ||
 		strings.Contains(err.Error(), "secret") || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("nats: %v; want one line naming events.nats.url without its password", err)
@@ -174,8 +174,8 @@ func TestEventsOpenError(t *testing.T) {
 func TestEventsByMarkerWithoutADouble(t *testing.T) {
 	tg, publish := eventsTarget(t, 50*time.Millisecond)
 	tg.Events.Key = events.Key{Pointer: "/ref"}
-	tg.Operations = []target.Operation{{Name: "orders", Method: http.MethodPost, Path: "/orders",
-		Body: []byte(`{"sku":"a","reference":""}`), Marker: &target.Marker{Pointer: "/reference"}}}
+	tg.Operations = []apispec.Operation{{Name: "orders", Method: http.MethodPost, Path: "/orders",
+		Body: []byte(`{"sku":"a","reference":""}`), Marker: &apispec.Marker{Pointer: "/reference"}}}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	d, err := StartDownstream(ctx, tg)

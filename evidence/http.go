@@ -10,15 +10,15 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck/internal/jsonx"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
 // httpSource is an HTTP evidence source: one GET, the count read from the
 // JSON body (an integer at Pointer, or a list's elements: oracle_list.go).
 type httpSource struct {
-	o      *target.Oracle // URL made absolute, so a proxied Env probes directly
-	t      *target.Target
+	o      *apispec.Oracle // URL made absolute, so a proxied Env probes directly
+	t      *apispec.Target
 	d      *Downstream // its tokens mark list elements too
 	client *http.Client
 }
@@ -109,7 +109,7 @@ func (s *httpSource) get(ctx context.Context, x *wire.Exchange) (int, []byte, er
 // whose JSON body holds an integer at Pointer, or an array there (or at
 // Count.Array) whose elements are counted; with match set and Count.Where,
 // only the elements whose member there is one of match.
-func parseCount(o *target.Oracle, status int, body []byte, match []string) (int, error) {
+func parseCount(o *apispec.Oracle, status int, body []byte, match []string) (int, error) {
 	if status != http.StatusOK {
 		return 0, fmt.Errorf("status %d", status)
 	}

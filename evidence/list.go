@@ -6,13 +6,13 @@ import (
 	"strings"
 
 	"github.com/idemcheck/idemcheck/internal/jsonx"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // count counts the array's elements in doc: those whose member at Where
 // is one of match when Where is set and match is not empty (a total
 // counts them all).
-func listCount(c *target.ListCount, doc any, match []string) (int, error) {
+func listCount(c *apispec.ListCount, doc any, match []string) (int, error) {
 	v, ok := jsonx.Pointer(doc, c.Array)
 	if !ok {
 		return 0, fmt.Errorf("count.array %s: nothing there%s", c.Array, arrayHint(doc, c.Array))

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -17,7 +17,7 @@ import (
 // of some operation does not succeed (CheckNormal): every verdict drawn on
 // it would be about the setup (a wrong base path, a body the API refuses,
 // a double that answers what the API cannot use), not about idempotency.
-// It is a kind of target.ErrUnreachable (errors.Is): every face stops with
+// It is a kind of apispec.ErrUnreachable (errors.Is): every face stops with
 // exit 4.
 var ErrNotWorking = errors.New("the normal request does not succeed")
 
@@ -30,7 +30,7 @@ func (e *notWorking) Error() string {
 }
 
 func (e *notWorking) Is(err error) bool {
-	return err == ErrNotWorking || err == target.ErrUnreachable
+	return err == ErrNotWorking || err == apispec.ErrUnreachable
 }
 
 // probeKeyBase numbers the keys NormalKeys generates far above those a
@@ -43,10 +43,10 @@ const probeKeyBase = 1 << 62
 // NormalKeys are the keys CheckNormal sends under for a face that has no
 // key strategy of its own (chaos, load): the target's generator, numbered
 // apart from the face's, or server-issued keys.
-func NormalKeys(t *target.Target, client *http.Client) *wire.Keys {
+func NormalKeys(t *apispec.Target, client *http.Client) *wire.Keys {
 	gen := t.KeyGen
 	if gen == nil {
-		gen = target.UUIDKeys
+		gen = apispec.UUIDKeys
 	}
 	return wire.KeysFrom(t, client, func(uint64) string { return gen(probeKeyBase + rand.Uint64N(probeKeyBase)) })
 }
@@ -57,7 +57,7 @@ func NormalKeys(t *target.Target, client *http.Client) *wire.Keys {
 // its status and an excerpt of its body and, when d (the run's double)
 // runs, what the API called and what the double answered. Every face calls
 // it after wire.Preflight and before any verdict.
-func CheckNormal(ctx context.Context, t *target.Target, client *http.Client, d *Downstream, keys *wire.Keys, ops []*target.Operation) error {
+func CheckNormal(ctx context.Context, t *apispec.Target, client *http.Client, d *Downstream, keys *wire.Keys, ops []*apispec.Operation) error {
 	if ops == nil {
 		for i := range t.Operations {
 			ops = append(ops, &t.Operations[i])
@@ -82,7 +82,7 @@ const timeoutFloor = 5 * time.Second
 
 // probeNormal sends op's normal request to base and returns "" when it
 // succeeded, else the line that says what came back.
-func probeNormal(ctx context.Context, t *target.Target, client *http.Client, d *Downstream, keys *wire.Keys, op *target.Operation, base string) string {
+func probeNormal(ctx context.Context, t *apispec.Target, client *http.Client, d *Downstream, keys *wire.Keys, op *apispec.Operation, base string) string {
 	ctx, cancel := context.WithTimeout(ctx, 2*max(t.Timeout, timeoutFloor))
 	defer cancel()
 	k, err := keys.Next(ctx, nil)

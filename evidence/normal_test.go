@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // TestCheckNormal: any 2xx to the normal request lets the run go on (200,
@@ -32,11 +32,11 @@ func TestCheckNormal(t *testing.T) {
 		_, _ = w.Write([]byte(`{"error":"nope"}`))
 	}))
 	defer srv.Close()
-	tg, err := target.FromURL(srv.URL, 0, 0)
+	tg, err := apispec.FromURL(srv.URL, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tg.KeyGen = target.HashKeys("seed")
+	tg.KeyGen = apispec.HashKeys("seed")
 	ctx := context.Background()
 	if err := CheckNormal(ctx, tg, srv.Client(), nil, NormalKeys(tg, srv.Client()), nil); err != nil {
 		t.Fatalf("201 and 202: %v, want nil", err)
@@ -46,7 +46,7 @@ func TestCheckNormal(t *testing.T) {
 	status["/v1/refunds"] = http.StatusUnprocessableEntity
 	mu.Unlock()
 	err = CheckNormal(ctx, tg, srv.Client(), nil, NormalKeys(tg, srv.Client()), nil)
-	if !errors.Is(err, ErrNotWorking) || !errors.Is(err, target.ErrUnreachable) {
+	if !errors.Is(err, ErrNotWorking) || !errors.Is(err, apispec.ErrUnreachable) {
 		t.Fatalf("a 422: %v, want ErrNotWorking (an ErrUnreachable: exit 4)", err)
 	}
 	want := "refunds: POST " + srv.URL + `/v1/refunds answered 422 {"error":"nope"}`
@@ -63,7 +63,7 @@ func TestCheckNormal(t *testing.T) {
 		seen[k] = true
 	}
 	for n := uint64(1); n <= 1000; n++ {
-		if k := tg.KeyValue(target.HashKeys("seed")(n)); seen[k] {
+		if k := tg.KeyValue(apispec.HashKeys("seed")(n)); seen[k] {
 			t.Errorf("a probe used the run's own key number %d", n)
 		}
 	}

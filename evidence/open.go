@@ -3,12 +3,12 @@ package evidence
 import (
 	"net/http"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // open makes the oracle's sources for t: one per replica for a per-replica
 // HTTP counter, else one. HTTP sources send over c.
-func open(o *target.Oracle, t *target.Target, c *http.Client, d *Downstream) ([]Source, error) {
+func open(o *apispec.Oracle, t *apispec.Target, c *http.Client, d *Downstream) ([]Source, error) {
 	if o.Downstream != "" {
 		s, err := openDownstream(d, o.Downstream)
 		if err != nil {

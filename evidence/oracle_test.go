@@ -8,13 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
 // TestOracleURLs: how the probe's URL is made for one key and for totals.
 func TestOracleURLs(t *testing.T) {
-	tg := &target.Target{BaseURL: "http://127.0.0.1:9"}
+	tg := &apispec.Target{BaseURL: "http://127.0.0.1:9"}
 	for _, c := range []struct {
 		name, url, key, wantKey, wantTotals string
 	}{
@@ -25,7 +25,7 @@ func TestOracleURLs(t *testing.T) {
 		{"no key has no totals", "/e", "k", "http://127.0.0.1:9/e", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			o := &target.Oracle{URL: c.url, Pointer: "/n"}
+			o := &apispec.Oracle{URL: c.url, Pointer: "/n"}
 			if got := o.KeyURL(tg, c.key); got != c.wantKey {
 				t.Errorf("KeyURL = %q, want %q", got, c.wantKey)
 			}
@@ -61,13 +61,13 @@ func TestOracleExecutions(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	tg := &target.Target{BaseURL: srv.URL, Principals: []target.Principal{{Headers: map[string]string{"Authorization": "Bearer ops"}}}}
-	o := &target.Oracle{URL: "/effects?key={key}", Pointer: "/executions/n"}
+	tg := &apispec.Target{BaseURL: srv.URL, Principals: []apispec.Principal{{Headers: map[string]string{"Authorization": "Bearer ops"}}}}
+	o := &apispec.Oracle{URL: "/effects?key={key}", Pointer: "/executions/n"}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c := wire.NewClient(5 * time.Second)
 	defer c.CloseIdleConnections()
-	count := func(o *target.Oracle, key string) (int, error) {
+	count := func(o *apispec.Oracle, key string) (int, error) {
 		tg.Oracle = o
 		ev, err := Open(context.Background(), tg, c, nil)
 		if err != nil {
@@ -90,7 +90,7 @@ func TestOracleExecutions(t *testing.T) {
 			t.Errorf("Executions(%s) = %d, %v; want an error with the URL and %q", bad.key, n, err, bad.want)
 		}
 	}
-	noAuth := &target.Oracle{URL: o.URL, Pointer: o.Pointer, Principal: 1}
+	noAuth := &apispec.Oracle{URL: o.URL, Pointer: o.Pointer, Principal: 1}
 	if _, err := count(noAuth, "seven"); err == nil || !strings.Contains(err.Error(), "status 401") {
 		t.Errorf("out-of-range principal sends no headers: got %v, want status 401", err)
 	}
@@ -102,22 +102,22 @@ func TestOracleExecutions(t *testing.T) {
 func TestListCount(t *testing.T) {
 	for _, c := range []struct {
 		name string
-		o    target.Oracle
+		o    apispec.Oracle
 		body string
 		key  string
 		want int
 		err  string
 	}{
-		{"the body is the array, per key", target.Oracle{Count: &target.ListCount{Where: "/k"}}, `[{"k":"a"},{"k":"b"},{"k":"a"}]`, "a", 2, ""},
-		{"the key's marker token", target.Oracle{Count: &target.ListCount{Where: "/k"}}, `[{"k":"idc_token"},{"k":"b"},{"k":"a"}]`, "a", 2, ""},
-		{"the body is the array, total", target.Oracle{Count: &target.ListCount{Where: "/k"}}, `[{"k":"a"},{"k":"b"},{"k":"a"}]`, "", 3, ""},
-		{"a number compared as text", target.Oracle{Count: &target.ListCount{Array: "/data", Where: "/ref/n"}}, `{"data":[{"ref":{"n":7}},{"ref":{}}]}`, "7", 1, ""},
-		{"no where: the length", target.Oracle{Count: &target.ListCount{Array: "/data"}}, `{"data":[1,2,3]}`, "k", 3, ""},
-		{"a pointer at an array", target.Oracle{Pointer: "/data"}, `{"data":[1,2]}`, "", 2, ""},
-		{"a pointer past the array", target.Oracle{Pointer: "/data/length"}, `{"data":[1,2]}`, "", 0, "nothing at /data/length (/data is an array of 2: point at it to count its elements)"},
-		{"a pointer into a top-level array", target.Oracle{Pointer: "/length"}, `[1,2]`, "", 0, `nothing at /length (the body is an array of 2: count it with count: {array: ""})`},
-		{"not an array", target.Oracle{Count: &target.ListCount{Array: "/data"}}, `{"data":{"x":1}}`, "", 0, "count.array /data: not an array (members: x)"},
-		{"nothing at the array", target.Oracle{Count: &target.ListCount{Array: "/items"}}, `{"data":[]}`, "", 0, "count.array /items: nothing there (members: data)"},
+		{"the body is the array, per key", apispec.Oracle{Count: &apispec.ListCount{Where: "/k"}}, `[{"k":"a"},{"k":"b"},{"k":"a"}]`, "a", 2, ""},
+		{"the key's marker token", apispec.Oracle{Count: &apispec.ListCount{Where: "/k"}}, `[{"k":"idc_token"},{"k":"b"},{"k":"a"}]`, "a", 2, ""},
+		{"the body is the array, total", apispec.Oracle{Count: &apispec.ListCount{Where: "/k"}}, `[{"k":"a"},{"k":"b"},{"k":"a"}]`, "", 3, ""},
+		{"a number compared as text", apispec.Oracle{Count: &apispec.ListCount{Array: "/data", Where: "/ref/n"}}, `{"data":[{"ref":{"n":7}},{"ref":{}}]}`, "7", 1, ""},
+		{"no where: the length", apispec.Oracle{Count: &apispec.ListCount{Array: "/data"}}, `{"data":[1,2,3]}`, "k", 3, ""},
+		{"a pointer at an array", apispec.Oracle{Pointer: "/data"}, `{"data":[1,2]}`, "", 2, ""},
+		{"a pointer past the array", apispec.Oracle{Pointer: "/data/length"}, `{"data":[1,2]}`, "", 0, "nothing at /data/length (/data is an array of 2: point at it to count its elements)"},
+		{"a pointer into a top-level array", apispec.Oracle{Pointer: "/length"}, `[1,2]`, "", 0, `nothing at /length (the body is an array of 2: count it with count: {array: ""})`},
+		{"not an array", apispec.Oracle{Count: &apispec.ListCount{Array: "/data"}}, `{"data":{"x":1}}`, "", 0, "count.array /data: not an array (members: x)"},
+		{"nothing at the array", apispec.Oracle{Count: &apispec.ListCount{Array: "/items"}}, `{"data":[]}`, "", 0, "count.array /items: nothing there (members: data)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var match []string

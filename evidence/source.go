@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -47,7 +47,7 @@ type Sight struct {
 // replica where they count per replica, and its events source. Open it
 // once per run (Open) and Close it at the end.
 type Evidence struct {
-	t       *target.Target
+	t       *apispec.Target
 	d       *Downstream
 	sources []Source
 	perKey  bool
@@ -61,7 +61,7 @@ type Evidence struct {
 // runs; an oracle counting its calls then fails to open). The events
 // source is the oracle when t has none. Evidence is nil (and no error)
 // when t has neither.
-func Open(ctx context.Context, t *target.Target, c *http.Client, d *Downstream) (*Evidence, error) {
+func Open(ctx context.Context, t *apispec.Target, c *http.Client, d *Downstream) (*Evidence, error) {
 	evs, err := OpenEvents(ctx, t, d)
 	if err != nil {
 		return nil, err

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -28,16 +28,16 @@ type sqlSource struct {
 	dsn      string
 }
 
-func openSQL(o *target.SQLOracle) (*sqlSource, error) {
+func openSQL(o *apispec.SQLOracle) (*sqlSource, error) {
 	conn, password, err := o.Connector()
 	if err != nil {
 		return nil, fmt.Errorf("oracle.sql.dsn: %v", err)
 	}
-	q, nargs, err := target.Placeholders(o.Query, "$1")
+	q, nargs, err := apispec.Placeholders(o.Query, "$1")
 	if err != nil {
 		return nil, fmt.Errorf("oracle.sql.query: %v", err)
 	}
-	if !strings.HasPrefix(o.DSN, target.MySQLScheme) {
+	if !strings.HasPrefix(o.DSN, apispec.MySQLScheme) {
 		// PostgreSQL reads $1 itself, however often it appears.
 		q, nargs = o.Query, min(nargs, 1)
 	}
@@ -113,7 +113,7 @@ func (s *sqlSource) read(ctx context.Context, key string) (int, error) {
 
 // redact removes the DSN and its password from a driver's message.
 func (s *sqlSource) redact(msg string) string {
-	return target.RedactPassword(strings.ReplaceAll(msg, s.dsn, "<dsn>"), s.password)
+	return apispec.RedactPassword(strings.ReplaceAll(msg, s.dsn, "<dsn>"), s.password)
 }
 
 func (s *sqlSource) Close() error { return s.db.Close() }

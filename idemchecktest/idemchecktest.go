@@ -12,7 +12,7 @@ import (
 
 	"github.com/idemcheck/idemcheck/reports"
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // Config names what to test, as the CLI's flags do: a YAML config (Config),
@@ -26,7 +26,7 @@ type Option func(*options)
 
 type options struct {
 	run             scenarios.RunOptions
-	profile         *target.Profile
+	profile         *apispec.Profile
 	allowIncomplete bool
 	onReport        func(*scenarios.Report)
 }
@@ -57,7 +57,7 @@ func KnownFailing(globs ...string) Option {
 
 // WithProfile replaces the configured profile with p (e.g. a preset with
 // overrides).
-func WithProfile(p *target.Profile) Option { return func(o *options) { o.profile = p } }
+func WithProfile(p *apispec.Profile) Option { return func(o *options) { o.profile = p } }
 
 // Parallel bounds the instances running at once (default: all).
 func Parallel(n int) Option { return func(o *options) { o.run.Parallel = n } }
@@ -69,11 +69,11 @@ func OnReport(f func(*scenarios.Report)) Option { return func(o *options) { o.on
 // Run checks the target cfg names, one subtest per selected instance.
 func Run(t *testing.T, cfg Config, opts ...Option) {
 	t.Helper()
-	target, profile, err := cfg.Load()
+	spec, profile, err := cfg.Load()
 	if err != nil {
 		t.Fatalf("idemcheck: %v", err)
 	}
-	check(t, target, profile, nil, opts)
+	check(t, spec, profile, nil, opts)
 }
 
 // Handler serves h on a loopback httptest server for the duration of the
@@ -98,12 +98,12 @@ func Handler(t *testing.T, h http.Handler, cfg Config, opts ...Option) {
 	} else {
 		cfg.BaseURL = srv.URL
 	}
-	target, profile, err := cfg.Load()
+	spec, profile, err := cfg.Load()
 	if err != nil {
 		t.Fatalf("idemcheck: %v", err)
 	}
-	target.BaseURL = srv.URL
-	check(t, target, profile, h, opts)
+	spec.BaseURL = srv.URL
+	check(t, spec, profile, h, opts)
 }
 
 // slot is where one instance's result waits for its subtest.
@@ -115,7 +115,7 @@ type slot struct {
 
 func (s *slot) release() { s.once.Do(func() { close(s.done) }) }
 
-func check(t *testing.T, target *target.Target, profile *target.Profile, inproc http.Handler, opts []Option) {
+func check(t *testing.T, target *apispec.Target, profile *apispec.Profile, inproc http.Handler, opts []Option) {
 	t.Helper()
 	var o options
 	for _, opt := range opts {

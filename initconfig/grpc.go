@@ -11,7 +11,7 @@ import (
 
 	"google.golang.org/protobuf/reflect/protoreflect"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -30,7 +30,7 @@ type GRPCOptions struct {
 	// service whose messages have no key field.
 	KeyMetadata string
 	Timeout     time.Duration // reflection's calls (0: 10s)
-	TLS         target.TLS
+	TLS         apispec.TLS
 	Command     string
 }
 
@@ -81,16 +81,16 @@ func FromGRPC(ctx context.Context, o GRPCOptions) ([]byte, error) {
 
 // grpcTarget is the target reflection reads: the base URL, the TLS flags
 // and the protoset.
-func grpcTarget(o GRPCOptions) (*target.Target, error) {
+func grpcTarget(o GRPCOptions) (*apispec.Target, error) {
 	u, err := url.Parse(o.URL)
-	if err != nil || !target.IsGRPCURL(o.URL) || u.Host == "" || u.Port() == "" || (u.Path != "" && u.Path != "/") {
+	if err != nil || !apispec.IsGRPCURL(o.URL) || u.Host == "" || u.Port() == "" || (u.Path != "" && u.Path != "/") {
 		return nil, fmt.Errorf("--grpc %q: want grpc://host:port or grpcs://host:port", o.URL)
 	}
 	timeout := o.Timeout
 	if timeout <= 0 {
 		timeout = 10 * time.Second
 	}
-	t := &target.Target{BaseURL: u.Scheme + "://" + u.Host, Protoset: o.Protoset, Timeout: timeout}
+	t := &apispec.Target{BaseURL: u.Scheme + "://" + u.Host, Protoset: o.Protoset, Timeout: timeout}
 	if err := t.SetTLS(o.TLS); err != nil {
 		return nil, fmt.Errorf("tls.%v", err)
 	}

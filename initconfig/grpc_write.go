@@ -9,11 +9,11 @@ import (
 	"go.yaml.in/yaml/v3"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // write is the config of the selected methods.
-func (d *description) write(o GRPCOptions, t *target.Target, s *selection, meta map[string]string) ([]byte, error) {
+func (d *description) write(o GRPCOptions, t *apispec.Target, s *selection, meta map[string]string) ([]byte, error) {
 	src := "server reflection of " + t.BaseURL
 	if o.Protoset != "" {
 		src = "protoset " + o.Protoset
@@ -32,7 +32,7 @@ func (d *description) write(o GRPCOptions, t *target.Target, s *selection, meta 
 
 	root := newMapping()
 	root.set("base_url", from(str(t.BaseURL), "from --grpc"))
-	if o.TLS != (target.TLS{}) {
+	if o.TLS != (apispec.TLS{}) {
 		root.set("tls", from(tlsNode(o.TLS), "from the TLS flags"))
 	}
 	if o.Protoset != "" {
@@ -78,7 +78,7 @@ func (d *description) write(o GRPCOptions, t *target.Target, s *selection, meta 
 }
 
 // tlsNode is the tls: section of the TLS flags given.
-func tlsNode(o target.TLS) *yaml.Node {
+func tlsNode(o apispec.TLS) *yaml.Node {
 	m := flowMapping()
 	for _, f := range [][2]string{{"ca_cert", o.CACert}, {"client_cert", o.ClientCert}, {"client_key", o.ClientKey}} {
 		if f[1] != "" {

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // ttl is the retention the document declares: x-idempotency-ttl on the
@@ -121,9 +121,9 @@ var rawRE = regexp.MustCompile(`\b(sent as is|as-is|bare|unquoted|without quotes
 // sf-string; an example without quotes, a pattern refusing quotes or a
 // description saying the key goes bare is raw; else (a uuid format
 // included) the draft's sf-string.
-func keySyntax(p *openapi3.Parameter) (target.KeySyntax, string) {
+func keySyntax(p *openapi3.Parameter) (apispec.KeySyntax, string) {
 	if p == nil {
-		return target.SFString, "guessed: the draft's syntax (\"key\"); use raw if the API wants the bare key"
+		return apispec.SFString, "guessed: the draft's syntax (\"key\"); use raw if the API wants the bare key"
 	}
 	ex := p.Example
 	if ex == nil {
@@ -139,15 +139,15 @@ func keySyntax(p *openapi3.Parameter) (target.KeySyntax, string) {
 	}
 	if s, ok := ex.(string); ok && s != "" {
 		if strings.HasPrefix(s, `"`) && strings.HasSuffix(s, `"`) {
-			return target.SFString, fmt.Sprintf("from the %s example %s (quoted: an sf-string)", p.Name, s)
+			return apispec.SFString, fmt.Sprintf("from the %s example %s (quoted: an sf-string)", p.Name, s)
 		}
-		return target.Raw, fmt.Sprintf("guessed: from the %s example %s, shown bare (use sf-string if the API parses the draft's quotes)", p.Name, s)
+		return apispec.Raw, fmt.Sprintf("guessed: from the %s example %s, shown bare (use sf-string if the API parses the draft's quotes)", p.Name, s)
 	}
 	if sc := p.Schema; sc != nil && sc.Value != nil {
 		// A uuid format says what the key is, not how it is sent: the
 		// draft's own example is a UUID in quotes.
 		if sc.Value.Format == "uuid" {
-			return target.SFString, fmt.Sprintf("guessed: the draft's syntax; the %s schema's uuid format is the key's, quoted as in the draft's example (use raw if the API wants it bare)", p.Name)
+			return apispec.SFString, fmt.Sprintf("guessed: the draft's syntax; the %s schema's uuid format is the key's, quoted as in the draft's example (use raw if the API wants it bare)", p.Name)
 		}
 		// A pattern that wants the quotes, or takes a bare key and
 		// refuses it quoted.
@@ -155,18 +155,18 @@ func keySyntax(p *openapi3.Parameter) (target.KeySyntax, string) {
 			switch k := sampleString(sc.Value); {
 			case !re.MatchString(k):
 			case strings.HasPrefix(k, `"`):
-				return target.SFString, fmt.Sprintf("from the %s schema's pattern %s, which wants quotes", p.Name, sc.Value.Pattern)
+				return apispec.SFString, fmt.Sprintf("from the %s schema's pattern %s, which wants quotes", p.Name, sc.Value.Pattern)
 			case !re.MatchString(`"` + k + `"`):
-				return target.Raw, fmt.Sprintf("from the %s schema's pattern %s, which refuses quotes", p.Name, sc.Value.Pattern)
+				return apispec.Raw, fmt.Sprintf("from the %s schema's pattern %s, which refuses quotes", p.Name, sc.Value.Pattern)
 			}
 		}
 	}
 	d := strings.ToLower(p.Description)
 	if m := rawRE.FindString(d); m != "" {
-		return target.Raw, fmt.Sprintf("from the %s parameter's description (%q)", p.Name, m)
+		return apispec.Raw, fmt.Sprintf("from the %s parameter's description (%q)", p.Name, m)
 	}
 	if strings.Contains(d, "structured field") || strings.Contains(d, "sf-string") || strings.Contains(d, "rfc 8941") || strings.Contains(d, "rfc 9651") {
-		return target.SFString, "from the " + p.Name + " parameter's description (a structured-field string)"
+		return apispec.SFString, "from the " + p.Name + " parameter's description (a structured-field string)"
 	}
-	return target.SFString, "guessed: the draft's syntax (\"key\"); use raw if the API wants the bare key"
+	return apispec.SFString, "guessed: the draft's syntax (\"key\"); use raw if the API wants the bare key"
 }

@@ -14,12 +14,12 @@ import (
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
 // ErrDocument: the OpenAPI document cannot be read, parsed or used
-// (exit 2). A URL that does not answer wraps target.ErrUnreachable
+// (exit 2). A URL that does not answer wraps apispec.ErrUnreachable
 // instead (exit 4).
 var ErrDocument = errors.New("openapi")
 
@@ -40,7 +40,7 @@ type OpenAPIOptions struct {
 	// Timeout bounds fetching a URL and its external $refs (0: 10s); TLS
 	// reaches an https one (a private CA, a client certificate).
 	Timeout time.Duration
-	TLS     target.TLS
+	TLS     apispec.TLS
 	// Command is the command line that asked, quoted in the file's head.
 	Command string
 	// NoValidate reads a document that does not validate (a conflict
@@ -66,12 +66,12 @@ func FromOpenAPI(ctx context.Context, o OpenAPIOptions) ([]byte, error) {
 
 // loadDocument loads and validates the document; errors are one line
 // naming the source.
-func loadDocument(ctx context.Context, src string, timeout time.Duration, tls target.TLS, validate bool) (*openapi3.T, error) {
+func loadDocument(ctx context.Context, src string, timeout time.Duration, tls apispec.TLS, validate bool) (*openapi3.T, error) {
 	if timeout <= 0 {
 		timeout = 10 * time.Second
 	}
 	// The request layer's client, as every face builds it.
-	var reach target.Target
+	var reach apispec.Target
 	if err := reach.SetTLS(tls); err != nil {
 		return nil, fmt.Errorf("tls.%v", err)
 	}
@@ -94,8 +94,8 @@ func loadDocument(ctx context.Context, src string, timeout time.Duration, tls ta
 	}
 	doc, err := loader.LoadFromURI(loc)
 	if err != nil {
-		if remote && errors.Is(err, target.ErrUnreachable) {
-			return nil, fmt.Errorf("%w: %s: %v", target.ErrUnreachable, src, unwrapUnreachable(err))
+		if remote && errors.Is(err, apispec.ErrUnreachable) {
+			return nil, fmt.Errorf("%w: %s: %v", apispec.ErrUnreachable, src, unwrapUnreachable(err))
 		}
 		return nil, fmt.Errorf("%w %s: %s", ErrDocument, src, singleLine(err.Error()))
 	}
@@ -136,7 +136,7 @@ func readURI(ctx context.Context, c *http.Client, u *url.URL) ([]byte, error) {
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", target.ErrUnreachable, err)
+		return nil, fmt.Errorf("%w: %v", apispec.ErrUnreachable, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -148,8 +148,8 @@ func readURI(ctx context.Context, c *http.Client, u *url.URL) ([]byte, error) {
 // unwrapUnreachable is the transport error under the loader's wrapping.
 func unwrapUnreachable(err error) string {
 	msg := err.Error()
-	if i := strings.Index(msg, target.ErrUnreachable.Error()+": "); i >= 0 {
-		return msg[i+len(target.ErrUnreachable.Error())+2:]
+	if i := strings.Index(msg, apispec.ErrUnreachable.Error()+": "); i >= 0 {
+		return msg[i+len(apispec.ErrUnreachable.Error())+2:]
 	}
 	return msg
 }

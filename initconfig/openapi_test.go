@@ -22,7 +22,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/idemcheck/idemcheck/internal/jsonx"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -34,7 +34,7 @@ var documents = []struct {
 	name, path string
 	style      string
 	keyHeader  string
-	syntax     target.KeySyntax
+	syntax     apispec.KeySyntax
 	ttl        time.Duration
 	base       string
 	credential string            // the principals' header
@@ -45,13 +45,13 @@ var documents = []struct {
 	invalidStatus int
 }{
 	{"payments", "../examples/payments.openapi.yaml", "3.0 YAML with examples, the reference app",
-		"Idempotency-Key", target.SFString, 24 * time.Hour, "http://127.0.0.1:8080", "Authorization",
+		"Idempotency-Key", apispec.SFString, 24 * time.Hour, "http://127.0.0.1:8080", "Authorization",
 		map[string]string{"createCharge": "/id", "createRefund": "/id"}, "/v1/effects?key={key}", 0},
 	{"charges", "testdata/charges.json", "3.1 JSON without examples (type arrays, numeric exclusiveMinimum, const)",
-		"Idempotency-Key", target.SFString, 7 * 24 * time.Hour, "http://127.0.0.1:8092/api", "Authorization",
+		"Idempotency-Key", apispec.SFString, 7 * 24 * time.Hour, "http://127.0.0.1:8092/api", "Authorization",
 		map[string]string{"charge": "/id", "refund": "/id"}, "", 400},
 	{"bookings", "testdata/bookings.yaml", "3.1 YAML, $refs everywhere, allOf, an API-key scheme beside OAuth",
-		"X-Idempotency-Key", target.Raw, 2 * time.Second, "http://127.0.0.1:8091", "X-Api-Key",
+		"X-Idempotency-Key", apispec.Raw, 2 * time.Second, "http://127.0.0.1:8091", "X-Api-Key",
 		map[string]string{"bookRoom": "/booking/booking_id"}, "", 400},
 }
 
@@ -73,7 +73,7 @@ func TestFromOpenAPIDocuments(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s (%s): %v", d.path, d.style, err)
 			}
-			tg, _, err := target.ParseConfig(out)
+			tg, _, err := apispec.ParseConfig(out)
 			if err != nil {
 				t.Fatalf("rule: the config loads without edits once the secrets are set: %v\n%s", err, out)
 			}
@@ -88,7 +88,7 @@ func TestFromOpenAPIDocuments(t *testing.T) {
 			if len(tg.Operations) != len(d.ids) {
 				t.Errorf("%d operations, want %d (those declaring the key header)", len(tg.Operations), len(d.ids))
 			}
-			doc, err := loadDocument(context.Background(), d.path, 0, target.TLS{}, true)
+			doc, err := loadDocument(context.Background(), d.path, 0, apispec.TLS{}, true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -111,8 +111,8 @@ func TestFromOpenAPIDocuments(t *testing.T) {
 					}
 					checkValid(t, doc, schema, op.Name+" "+m.Name, b)
 				}
-				if v, ok := op.Variants[target.VariantInvalid]; ok {
-					b, _, _ := op.VariantBody(target.VariantInvalid)
+				if v, ok := op.Variants[apispec.VariantInvalid]; ok {
+					b, _, _ := op.VariantBody(apispec.VariantInvalid)
 					var x any
 					_ = json.Unmarshal(b, &x)
 					if validate(doc, schema, x) == nil {
@@ -142,7 +142,7 @@ func TestFromOpenAPIDocuments(t *testing.T) {
 }
 
 // requestSchema is the JSON request schema of op (by method and path).
-func requestSchema(t *testing.T, doc *openapi3.T, op target.Operation) *openapi3.Schema {
+func requestSchema(t *testing.T, doc *openapi3.T, op apispec.Operation) *openapi3.Schema {
 	t.Helper()
 	a := analysis{doc: doc}
 	for _, o := range a.all() {
@@ -219,14 +219,14 @@ func TestFromOpenAPIDependency(t *testing.T) {
 // TODO saying so.
 func TestFromOpenAPISelection(t *testing.T) {
 	setTokens(t)
-	load := func(o OpenAPIOptions) *target.Target {
+	load := func(o OpenAPIOptions) *apispec.Target {
 		t.Helper()
 		o.Command = "idemcheck init"
 		out, err := FromOpenAPI(context.Background(), o)
 		if err != nil {
 			t.Fatal(err)
 		}
-		tg, _, err := target.ParseConfig(out)
+		tg, _, err := apispec.ParseConfig(out)
 		if err != nil {
 			t.Fatalf("%v\n%s", err, out)
 		}
@@ -283,7 +283,7 @@ paths:
 	if err != nil {
 		t.Fatal(err)
 	}
-	tg, _, err := target.ParseConfig(out)
+	tg, _, err := apispec.ParseConfig(out)
 	if err != nil {
 		t.Fatalf("rule: an incomplete document still gives a file that loads: %v\n%s", err, out)
 	}
@@ -349,7 +349,7 @@ paths:
 	if err != nil {
 		t.Fatal(err)
 	}
-	tg, _, err := target.ParseConfig(out)
+	tg, _, err := apispec.ParseConfig(out)
 	if err != nil {
 		t.Fatalf("rule: the config loads without edits: %v\n%s", err, out)
 	}
@@ -400,14 +400,14 @@ func TestFromOpenAPIErrors(t *testing.T) {
 		switch {
 		case err == nil:
 			t.Errorf("%s: no error", b.name)
-		case errors.Is(err, target.ErrUnreachable):
+		case errors.Is(err, apispec.ErrUnreachable):
 			t.Errorf("%s: %v is not unreachable", b.name, err)
 		case strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), b.want) || !strings.Contains(err.Error(), b.src):
 			t.Errorf("%s: %q: want one line naming %s and %q", b.name, err, b.src, b.want)
 		}
 	}
 	_, err := FromOpenAPI(context.Background(), OpenAPIOptions{Source: "http://127.0.0.1:1/openapi.json", Timeout: 2 * time.Second})
-	if !errors.Is(err, target.ErrUnreachable) || !strings.Contains(err.Error(), "127.0.0.1:1/openapi.json") {
+	if !errors.Is(err, apispec.ErrUnreachable) || !strings.Contains(err.Error(), "127.0.0.1:1/openapi.json") {
 		t.Errorf("unreachable URL: %v", err)
 	}
 }
@@ -422,14 +422,14 @@ func TestFromOpenAPIURL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tg, _, err := target.ParseConfig(out)
+	tg, _, err := apispec.ParseConfig(out)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	if op := tg.Operations[0]; op.Path != "/tickets" || op.IDPointer != "/ticket_id" || !strings.Contains(string(op.Body), `"seat"`) {
 		t.Errorf("from the external schema: %s %s %s", op.Path, op.IDPointer, op.Body)
 	}
-	if _, err := FromOpenAPI(context.Background(), OpenAPIOptions{Source: srv.URL + "/missing.yaml"}); err == nil || errors.Is(err, target.ErrUnreachable) {
+	if _, err := FromOpenAPI(context.Background(), OpenAPIOptions{Source: srv.URL + "/missing.yaml"}); err == nil || errors.Is(err, apispec.ErrUnreachable) {
 		t.Errorf("a 404 document: %v, want a document error", err)
 	}
 	local, err := filepath.Abs("testdata/split/schemas.yaml")
@@ -514,7 +514,7 @@ func TestFromOpenAPIURLTLS(t *testing.T) {
 	if _, err := FromOpenAPI(context.Background(), OpenAPIOptions{Source: src}); err == nil {
 		t.Error("rule: an unknown CA is refused")
 	}
-	if _, err := FromOpenAPI(context.Background(), OpenAPIOptions{Source: src, TLS: target.TLS{CACert: ca}}); err != nil {
+	if _, err := FromOpenAPI(context.Background(), OpenAPIOptions{Source: src, TLS: apispec.TLS{CACert: ca}}); err != nil {
 		t.Errorf("with the CA: %v", err)
 	}
 }
@@ -556,7 +556,7 @@ paths:
 	if err != nil {
 		t.Fatal(err)
 	}
-	tg, _, err := target.ParseConfig(out)
+	tg, _, err := apispec.ParseConfig(out)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -569,7 +569,7 @@ paths:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tg, _, err = target.ParseConfig(out); err != nil {
+	if tg, _, err = apispec.ParseConfig(out); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	if h := tg.Principals[0].Headers; len(h) != 2 || h["X-Key"] != "token-one" || h["X-Tenant"] != "tenant-one" {
@@ -602,7 +602,7 @@ paths:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := target.ParseConfig(out); err != nil {
+	if _, _, err := apispec.ParseConfig(out); err != nil {
 		t.Errorf("%v\n%s", err, out)
 	}
 }

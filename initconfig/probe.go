@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -27,15 +27,15 @@ type ProbeOptions struct {
 	// used key, and written as a query mutation.
 	Query   []string
 	Timeout time.Duration // per request (0: 10s)
-	TLS     target.TLS
+	TLS     apispec.TLS
 	Command string
 }
 
 // probe is one run of exchanges against the endpoint.
 type probe struct {
 	env    *scenarios.Env
-	target *target.Target
-	op     *target.Operation
+	target *apispec.Target
+	op     *apispec.Operation
 	// steps are the exchanges in order, numbered from 1 in the file.
 	steps []step
 }
@@ -96,7 +96,7 @@ func Probe(ctx context.Context, o ProbeOptions) ([]byte, error) {
 // probeTarget builds the one-operation target of the probe: the
 // credentials are the first principal's, the other headers the
 // operation's.
-func probeTarget(o ProbeOptions) (*target.Target, *target.Operation, error) {
+func probeTarget(o ProbeOptions) (*apispec.Target, *apispec.Operation, error) {
 	u, err := url.Parse(o.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, nil, fmt.Errorf("--probe %q: want an absolute http(s) URL", o.URL)
@@ -110,7 +110,7 @@ func probeTarget(o ProbeOptions) (*target.Target, *target.Operation, error) {
 	default:
 		return nil, nil, fmt.Errorf("--method %q: want POST, PUT, PATCH or DELETE", o.Method)
 	}
-	op := &target.Operation{Name: probeName(u.Path), Method: method, Path: u.RequestURI(), Headers: map[string]string{}}
+	op := &apispec.Operation{Name: probeName(u.Path), Method: method, Path: u.RequestURI(), Headers: map[string]string{}}
 	if strings.TrimSpace(o.Body) != "" {
 		var m map[string]any
 		if err := json.Unmarshal([]byte(o.Body), &m); err != nil {
@@ -145,9 +145,9 @@ func probeTarget(o ProbeOptions) (*target.Target, *target.Operation, error) {
 	if timeout <= 0 {
 		timeout = 10 * time.Second
 	}
-	t := &target.Target{
-		BaseURL: u.Scheme + "://" + u.Host, KeyHeader: keyHeader, KeySyntax: target.SFString, Timeout: timeout,
-		Principals: []target.Principal{{Name: "user1", Headers: creds}}, Operations: []target.Operation{*op},
+	t := &apispec.Target{
+		BaseURL: u.Scheme + "://" + u.Host, KeyHeader: keyHeader, KeySyntax: apispec.SFString, Timeout: timeout,
+		Principals: []apispec.Principal{{Name: "user1", Headers: creds}}, Operations: []apispec.Operation{*op},
 	}
 	if err := t.SetTLS(o.TLS); err != nil {
 		return nil, nil, fmt.Errorf("tls.%v", err)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/idemcheck/idemcheck/internal/jsonx"
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -78,7 +78,7 @@ func (p *probe) learnQuery(ctx context.Context, l *learnt, first *accepted) {
 
 // sfKey writes key as an sf-string when the API parses them.
 func (l *learnt) sfKey(key string) string {
-	if l.syntax == string(target.SFString) {
+	if l.syntax == string(apispec.SFString) {
 		return `"` + key + `"`
 	}
 	return key
@@ -94,15 +94,15 @@ func (p *probe) learnSyntax(ctx context.Context, base string, l *learnt) (first,
 	quoted, bare := &accepted{nq, q, `"` + k1 + `"`}, &accepted{nr, r, k2}
 	switch {
 	case q.Err != nil && r.Err != nil:
-		return nil, nil, fmt.Errorf("%w: %s: %v", target.ErrUnreachable, base, q.Err)
+		return nil, nil, fmt.Errorf("%w: %s: %v", apispec.ErrUnreachable, base, q.Err)
 	case !q.OK() && !r.OK():
 		return nil, nil, fmt.Errorf("--probe %s: no request succeeded (%s: %s; %s: %s): check --body, --header and --key-header",
 			base, p.describe(nq), clip(q.Body), p.describe(nr), clip(r.Body))
 	case q.OK() && !r.OK():
-		l.syntax, l.syntaxWhy = string(target.SFString), p.describe(nq)+", "+p.describe(nr)
+		l.syntax, l.syntaxWhy = string(apispec.SFString), p.describe(nq)+", "+p.describe(nr)
 		return quoted, nil, nil
 	case r.OK() && !q.OK():
-		l.syntax, l.syntaxWhy = string(target.Raw), p.describe(nr)+", "+p.describe(nq)
+		l.syntax, l.syntaxWhy = string(apispec.Raw), p.describe(nr)+", "+p.describe(nq)
 		return bare, nil, nil
 	}
 	// Both accepted: the bare form of the quoted key tells a server that
@@ -111,11 +111,11 @@ func (p *probe) learnSyntax(ctx context.Context, base string, l *learnt) (first,
 	nb, b := p.send(ctx, fmt.Sprintf("exchange %d's key, bare", nq), k1, nil)
 	ptr := findID(q.Body)
 	if b.OK() && ((ptr != "" && idAt(b.Body, ptr) == idAt(q.Body, ptr)) || (ptr == "" && string(b.Body) == string(q.Body))) {
-		l.syntax = string(target.SFString)
+		l.syntax = string(apispec.SFString)
 		l.syntaxWhy = fmt.Sprintf("exchanges %d and %d accepted a quoted and a bare key; exchange %d, exchange %d's key bare, replayed it: the quotes are parsed", nq, nr, nb, nq)
 		return quoted, bare, nil
 	}
-	l.syntax = string(target.Raw)
+	l.syntax = string(apispec.Raw)
 	l.syntaxWhy = fmt.Sprintf("exchanges %d and %d accepted a quoted and a bare key; exchange %d, exchange %d's key bare, did not replay it: the quotes are part of the key", nq, nr, nb, nq)
 	return bare, quoted, nil
 }

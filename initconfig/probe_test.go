@@ -14,7 +14,7 @@ import (
 	"github.com/idemcheck/idemcheck/internal/bookings"
 	"github.com/idemcheck/idemcheck/internal/demotest"
 	"github.com/idemcheck/idemcheck/reference/demo"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // serve runs h on a loopback server for the test.
@@ -36,19 +36,19 @@ func TestProbe(t *testing.T) {
 	setTokens(t)
 	for _, tc := range []struct {
 		name, path, body, header string
-		syntax                   target.KeySyntax
+		syntax                   apispec.KeySyntax
 		id, replayHeader         string
 		missing, mismatch        int
 		url                      func(t *testing.T) string
 	}{
 		{"reference", "/v1/charges", `{"amount":1000,"currency":"usd"}`, "Authorization: Bearer alice",
-			target.SFString, "/id", "Idempotent-Replayed", 400, 422,
+			apispec.SFString, "/id", "Idempotent-Replayed", 400, 422,
 			func(t *testing.T) string { return demotest.Serve(t, demo.Options{}) }},
 		{"variants-core", "/api/charges", `{"amount":1000,"currency":"EUR"}`, "Authorization: Bearer tok_alice",
-			target.SFString, "/id", "", 400, 422,
+			apispec.SFString, "/id", "", 400, 422,
 			func(t *testing.T) string { return serve(t, variants.New(variants.Choices{TTL: time.Hour})) }},
 		{"bookings", "/v2/bookings", `{"room":"double","nights":2,"guest":{"name":"Ann","email":"ann@example.com"}}`, "X-Api-Key: key_ann",
-			target.Raw, "/booking/booking_id", "X-Idempotent-Replay", 400, 409,
+			apispec.Raw, "/booking/booking_id", "X-Idempotent-Replay", 400, 409,
 			func(t *testing.T) string { return serve(t, bookings.New(time.Hour)) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -61,7 +61,7 @@ func TestProbe(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tg, profile, err := target.ParseConfig(out)
+			tg, profile, err := apispec.ParseConfig(out)
 			if err != nil {
 				t.Fatalf("rule: the config loads once the secrets are set: %v\n%s", err, out)
 			}
@@ -104,11 +104,11 @@ func TestProbeUUIDKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tg, profile, err := target.ParseConfig(out)
+	tg, profile, err := apispec.ParseConfig(out)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if tg.KeySyntax != target.Raw || profile.KeyFormat != "uuid" || !strings.Contains(string(out), "key_format: uuid # exchange ") {
+	if tg.KeySyntax != apispec.Raw || profile.KeyFormat != "uuid" || !strings.Contains(string(out), "key_format: uuid # exchange ") {
 		t.Errorf("learnt %s, key_format %q; want raw, uuid\n%s", tg.KeySyntax, profile.KeyFormat, out)
 	}
 }
@@ -120,12 +120,12 @@ func TestProbeLegalChoices(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		c        variants.Choices
-		required target.Tri
+		required apispec.Tri
 		mismatch int
 	}{
-		{"optional-key", variants.Choices{OptionalKey: true}, target.No, 422},
-		{"mismatch-409", variants.Choices{MismatchStatus: 409}, target.Yes, 409},
-		{"int-ids", variants.Choices{IntIDs: true}, target.Yes, 422},
+		{"optional-key", variants.Choices{OptionalKey: true}, apispec.No, 422},
+		{"mismatch-409", variants.Choices{MismatchStatus: 409}, apispec.Yes, 409},
+		{"int-ids", variants.Choices{IntIDs: true}, apispec.Yes, 422},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.c.TTL = time.Hour
@@ -135,11 +135,11 @@ func TestProbeLegalChoices(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tg, profile, err := target.ParseConfig(out)
+			tg, profile, err := apispec.ParseConfig(out)
 			if err != nil {
 				t.Fatalf("%v\n%s", err, out)
 			}
-			if tg.KeySyntax != target.SFString || tg.Operations[0].IDPointer != "/id" ||
+			if tg.KeySyntax != apispec.SFString || tg.Operations[0].IDPointer != "/id" ||
 				profile.KeyRequired != tc.required || profile.MismatchStatus[0] != tc.mismatch {
 				t.Errorf("learnt %s %q, key required %s, mismatch %v; want sf-string /id, %s, [%d]\n%s", tg.KeySyntax,
 					tg.Operations[0].IDPointer, profile.KeyRequired, profile.MismatchStatus, tc.required, tc.mismatch, out)
@@ -158,7 +158,7 @@ func TestProbeQuery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tg, _, err := target.ParseConfig(out)
+	tg, _, err := apispec.ParseConfig(out)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -188,12 +188,12 @@ func TestProbeErrors(t *testing.T) {
 		{"refused", ProbeOptions{URL: ref + "/v1/charges", Body: `{"amount":1}`}, "no request succeeded"},
 	} {
 		_, err := Probe(context.Background(), tc.o)
-		if err == nil || errors.Is(err, target.ErrUnreachable) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+		if err == nil || errors.Is(err, apispec.ErrUnreachable) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: %v, want one line naming %s", tc.name, err, tc.want)
 		}
 	}
 	_, err := Probe(context.Background(), ProbeOptions{URL: "http://127.0.0.1:1/v1/charges", Timeout: 2 * time.Second})
-	if !errors.Is(err, target.ErrUnreachable) || !strings.Contains(err.Error(), "127.0.0.1:1") {
+	if !errors.Is(err, apispec.ErrUnreachable) || !strings.Contains(err.Error(), "127.0.0.1:1") {
 		t.Errorf("unreachable: %v", err)
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -164,9 +164,9 @@ func (p *probe) operation(l *learnt) *yaml.Node {
 // replay header.
 func learntProfile(l *learnt) *yaml.Node {
 	prof := newMapping()
-	prof.set("preset", str(target.DefaultProfile))
+	prof.set("preset", str(apispec.DefaultProfile))
 	ov := newMapping()
-	if l.syntax == string(target.Raw) {
+	if l.syntax == string(apispec.Raw) {
 		ov.set("key_syntax", from(str(l.syntax), "as key_syntax above"))
 	}
 	switch {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // TestSampleValid: a body generated from a schema's required members is
@@ -147,18 +147,18 @@ func TestKeySyntax(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		p      *openapi3.Parameter
-		syntax target.KeySyntax
+		syntax apispec.KeySyntax
 		why    string
 	}{
-		{nil, target.SFString, "guessed: the draft's"},
-		{&openapi3.Parameter{Name: "K", Example: `"abc"`}, target.SFString, "quoted"},
-		{&openapi3.Parameter{Name: "K", Example: "abc"}, target.Raw, "guessed: "},
-		{&openapi3.Parameter{Name: "K", Description: "A Structured Field string."}, target.SFString, "structured-field"},
-		{&openapi3.Parameter{Name: "K", Description: "The key, sent as is."}, target.Raw, "sent as is"},
-		{&openapi3.Parameter{Name: "K", Schema: str("uuid")}, target.SFString, "uuid format is the key's"},
-		{&openapi3.Parameter{Name: "K", Schema: pattern("^[A-Za-z0-9-]{8,64}$")}, target.Raw, "refuses quotes"},
-		{&openapi3.Parameter{Name: "K", Schema: pattern(`^"[a-z0-9-]+"$`)}, target.SFString, "wants quotes"},
-		{&openapi3.Parameter{Name: "K", Schema: str("")}, target.SFString, "guessed: the draft's"},
+		{nil, apispec.SFString, "guessed: the draft's"},
+		{&openapi3.Parameter{Name: "K", Example: `"abc"`}, apispec.SFString, "quoted"},
+		{&openapi3.Parameter{Name: "K", Example: "abc"}, apispec.Raw, "guessed: "},
+		{&openapi3.Parameter{Name: "K", Description: "A Structured Field string."}, apispec.SFString, "structured-field"},
+		{&openapi3.Parameter{Name: "K", Description: "The key, sent as is."}, apispec.Raw, "sent as is"},
+		{&openapi3.Parameter{Name: "K", Schema: str("uuid")}, apispec.SFString, "uuid format is the key's"},
+		{&openapi3.Parameter{Name: "K", Schema: pattern("^[A-Za-z0-9-]{8,64}$")}, apispec.Raw, "refuses quotes"},
+		{&openapi3.Parameter{Name: "K", Schema: pattern(`^"[a-z0-9-]+"$`)}, apispec.SFString, "wants quotes"},
+		{&openapi3.Parameter{Name: "K", Schema: str("")}, apispec.SFString, "guessed: the draft's"},
 	} {
 		syntax, why := keySyntax(tc.p)
 		if syntax != tc.syntax || !strings.Contains(why, tc.why) {

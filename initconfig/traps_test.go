@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -17,8 +17,8 @@ import (
 func TestNoTraps(t *testing.T) {
 	setTokens(t)
 	type written struct {
-		target  *target.Target
-		profile *target.Profile
+		target  *apispec.Target
+		profile *apispec.Profile
 		text    string
 	}
 	cache := map[string]written{}
@@ -31,7 +31,7 @@ func TestNoTraps(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		target, profile, err := target.ParseConfig(out)
+		target, profile, err := apispec.ParseConfig(out)
 		if err != nil {
 			t.Fatalf("%v\n%s", err, out)
 		}
@@ -45,7 +45,7 @@ func TestNoTraps(t *testing.T) {
 			if o.Name != op {
 				continue
 			}
-			v, ok := o.Variants[target.VariantInvalid]
+			v, ok := o.Variants[apispec.VariantInvalid]
 			if !ok {
 				t.Fatalf("%s: no invalid variant\n%s", op, w.text)
 			}
@@ -105,12 +105,12 @@ func TestNoTraps(t *testing.T) {
 			}
 		}},
 		{"key syntax: a uuid format keeps the draft's sf-string", provider, func(t *testing.T, w written) {
-			if w.target.KeySyntax != target.SFString || w.profile.KeyFormat != "uuid" {
+			if w.target.KeySyntax != apispec.SFString || w.profile.KeyFormat != "uuid" {
 				t.Errorf("key_syntax %s, key_format %q; want sf-string, uuid", w.target.KeySyntax, w.profile.KeyFormat)
 			}
 		}},
 		{"key syntax: an example showing the key bare is raw", bare, func(t *testing.T, w written) {
-			if w.target.KeySyntax != target.Raw || !strings.Contains(w.text, "shown bare") {
+			if w.target.KeySyntax != apispec.Raw || !strings.Contains(w.text, "shown bare") {
 				t.Errorf("key_syntax %s; want raw, saying why", w.target.KeySyntax)
 			}
 		}},

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -91,7 +91,7 @@ func (a *analysis) write(ops []operation, command string) ([]byte, error) {
 	}
 
 	prof := newMapping()
-	prof.set("preset", str(target.DefaultProfile))
+	prof.set("preset", str(apispec.DefaultProfile))
 	if ov := a.overrides(ops, keyParam, syntax); len(ov.n.Content) > 0 {
 		prof.set("overrides", ov.n)
 	}
@@ -244,7 +244,7 @@ func (a *analysis) operationNode(o operation, seen map[string]bool, taken map[in
 		if gap != "" {
 			todo(v.n, gap)
 		}
-		variants.set(target.VariantInvalid, v.n)
+		variants.set(apispec.VariantInvalid, v.n)
 	}
 	prose, lines := a.variantTODOs(o)
 	if len(variants.n.Content) > 0 {
@@ -309,9 +309,9 @@ func bodySchema(b *body) *openapi3.Schema {
 // overrides are the profile fields the document states: the statuses
 // its responses' descriptions give to a changed body and to a key in
 // flight, and what the key parameter's schema says of the key.
-func (a *analysis) overrides(ops []operation, p *openapi3.Parameter, syntax target.KeySyntax) mapping {
+func (a *analysis) overrides(ops []operation, p *openapi3.Parameter, syntax apispec.KeySyntax) mapping {
 	m := newMapping()
-	if syntax == target.Raw {
+	if syntax == apispec.Raw {
 		m.set("key_syntax", from(str(string(syntax)), "as key_syntax above"))
 	}
 	for _, field := range describedFields {

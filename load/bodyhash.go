@@ -14,12 +14,12 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/idemcheck/idemcheck/internal/jsonx"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // bodySumHeader carries, on each response the runner reads, the SHA-256
 // and length of what the replay check compares of the body ("<hex>
-// <bytes>"): the body itself, or its target.ReplayForm under the
+// <bytes>"): the body itself, or its apispec.ReplayForm under the
 // profile's replay_compare, computed while vegeta reads it. The check
 // compares these sums, so vegeta keeps only an evidence prefix of each
 // body instead of a copy of it; results files keep the header, so `load
@@ -70,8 +70,8 @@ func (c *bodyFacts) of(raw string, body []byte, compare, idPointer string) facts
 		return v.(facts)
 	}
 	f := facts{form: raw}
-	if compare == target.CompareJSON {
-		form := target.ReplayForm(compare, body)
+	if compare == apispec.CompareJSON {
+		form := apispec.ReplayForm(compare, body)
 		sum := sha256.Sum256(form)
 		f.form = formatSum(sum[:], int64(len(form)))
 	}
@@ -94,7 +94,7 @@ func (t sumTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	delete(resp.Header, createdIDHeader)
 	b := &summingBody{ReadCloser: resp.Body, h: hashes.Get().(hash.Hash), header: resp.Header, compare: t.compare,
 		idPointer: t.idPointer, facts: t.facts, created: resp.StatusCode >= 200 && resp.StatusCode < 300}
-	if t.compare == target.CompareJSON || (b.created && t.idPointer != "") {
+	if t.compare == apispec.CompareJSON || (b.created && t.idPointer != "") {
 		b.buf = bufs.Get().(*bytes.Buffer)
 	}
 	resp.Body = b
@@ -162,7 +162,7 @@ func (b *summingBody) finish() {
 		// The body fitted: its form (json) and id, cached by its bytes.
 		f = b.facts.of(raw, b.buf.Bytes(), b.compare, b.idPointer)
 	}
-	if b.compare == target.CompareStatus {
+	if b.compare == apispec.CompareStatus {
 		f.form = statusOnlySum // the status alone is compared
 	}
 	b.header[bodySumHeader] = []string{f.form}

@@ -11,7 +11,7 @@ import (
 	"github.com/idemcheck/idemcheck/reference"
 	"github.com/idemcheck/idemcheck/reference/demo"
 	"github.com/idemcheck/idemcheck/reference/memstore"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // TestGRPCReplicas: load's hits over a gRPC target's replicas take them
@@ -37,7 +37,7 @@ func TestGRPCReplicas(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			httpBase, bases := demotest.GRPCReplicas(t, demo.Options{TTL: time.Hour, Lease: 5 * time.Second}, tc.stores...)
 			cfg := demotest.GRPCConfig(httpBase, bases[0]) + "replicas: [" + strings.Join(bases, ", ") + "]\n"
-			tg, p, err := target.ParseConfig([]byte(cfg))
+			tg, p, err := apispec.ParseConfig([]byte(cfg))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -13,7 +13,7 @@ import (
 	"github.com/idemcheck/idemcheck/load"
 	"github.com/idemcheck/idemcheck/reference"
 	"github.com/idemcheck/idemcheck/reference/demo"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // startGRPC serves the reference gRPC payments service (with defects) on
@@ -21,7 +21,7 @@ import (
 // a target for carrier: "aip" CreatePayment's request_id, "aep"
 // CreateRefund's idempotency_key {key, first_sent}, "metadata" the
 // x-idempotency-key metadata entry.
-func startGRPC(t *testing.T, carrier string, defects ...reference.Defect) (*target.Target, *target.Profile) {
+func startGRPC(t *testing.T, carrier string, defects ...reference.Defect) (*apispec.Target, *apispec.Profile) {
 	t.Helper()
 	httpBase, grpcBase := demotest.ServeGRPC(t, demo.Options{}, defects...)
 	cfg := demotest.GRPCConfig(httpBase, grpcBase)
@@ -33,7 +33,7 @@ func startGRPC(t *testing.T, carrier string, defects ...reference.Defect) (*targ
 		cfg = strings.NewReplacer("{field: request_id}", "{metadata: x-idempotency-key}",
 			"preset: aip-155", "preset: grpc-metadata").Replace(cfg)
 	}
-	tg, p, err := target.ParseConfig([]byte(cfg))
+	tg, p, err := apispec.ParseConfig([]byte(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestGRPCContention(t *testing.T) {
 			if c == nil || c.Requests != 200 {
 				t.Fatalf("contention path: %s; want the 200 planned", pathSummary(rep))
 			}
-			if rep.Injected == nil || rep.Injected.Variant != target.VariantSlow {
+			if rep.Injected == nil || rep.Injected.Variant != apispec.VariantSlow {
 				t.Fatalf("injected %+v: contention sends the slow variant", rep.Injected)
 			}
 			if tc.defects == nil {

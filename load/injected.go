@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // Injected is what a run changed in every request it sent: the variant
@@ -31,7 +31,7 @@ type Injected struct {
 
 // injected records what buildRequest merged into the body (nil when the
 // run sends the operation's body as declared).
-func injected(op *target.Operation, variant string, v target.Variant, patch json.RawMessage) *Injected {
+func injected(op *apispec.Operation, variant string, v apispec.Variant, patch json.RawMessage) *Injected {
 	if variant == "" && patch == nil {
 		return nil
 	}
@@ -53,8 +53,8 @@ func injected(op *target.Operation, variant string, v target.Variant, patch json
 // sets the member the slow variant uses as its knob: a slow variant whose
 // patch is one number (the reference's {"delay_ms":1500}, duration 1.5s)
 // takes patch/knob of its duration. Anything else: unknown (0).
-func injectedDelay(op *target.Operation, patch json.RawMessage) (time.Duration, string) {
-	slow, ok := op.Variants[target.VariantSlow]
+func injectedDelay(op *apispec.Operation, patch json.RawMessage) (time.Duration, string) {
+	slow, ok := op.Variants[apispec.VariantSlow]
 	if !ok || slow.Duration <= 0 || patch == nil {
 		return 0, ""
 	}

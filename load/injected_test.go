@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // TestInjected: what a run merges into its bodies is recorded, and the
@@ -13,7 +13,7 @@ import (
 // patched member means (the slow variant's one numeric knob, or a
 // variant's declared duration), never guessed.
 func TestInjected(t *testing.T) {
-	ref, err := target.FromURL("http://127.0.0.1:9", 0, 0)
+	ref, err := apispec.FromURL("http://127.0.0.1:9", 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,13 +22,13 @@ func TestInjected(t *testing.T) {
 	noSlow.Variants = nil
 	for _, tc := range []struct {
 		rule    string
-		op      target.Operation
+		op      apispec.Operation
 		variant string
 		patch   string
 		want    time.Duration
 	}{
 		{"a body patch setting the slow variant's knob asks its share of the declared duration", op, "", `{"delay_ms":20}`, 20 * time.Millisecond},
-		{"a variant asks its declared duration", op, target.VariantSlow, "", target.ReferenceSlow},
+		{"a variant asks its declared duration", op, apispec.VariantSlow, "", apispec.ReferenceSlow},
 		{"a patch of another member asks nothing known", op, "", `{"amount":5}`, 0},
 		{"a knob that is not a number asks nothing known", op, "", `{"delay_ms":"20"}`, 0},
 		{"without a slow variant the knob is unknown", noSlow, "", `{"delay_ms":20}`, 0},
@@ -46,7 +46,7 @@ func TestInjected(t *testing.T) {
 			t.Errorf("rule: %s: delay %s (basis %q), want %s", tc.rule, got, in.DelayBasis, tc.want)
 		}
 	}
-	if in := injected(&op, "", target.Variant{}, nil); in != nil {
+	if in := injected(&op, "", apispec.Variant{}, nil); in != nil {
 		t.Errorf("rule: a run sending the declared body injects nothing, got %+v", in)
 	}
 }

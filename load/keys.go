@@ -8,7 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
@@ -68,14 +68,14 @@ func (m Mode) Produces() []Path {
 	return nil
 }
 
-// KeyGen makes the n-th idempotency key of a run (target.KeyGen).
-type KeyGen = target.KeyGen
+// KeyGen makes the n-th idempotency key of a run (apispec.KeyGen).
+type KeyGen = apispec.KeyGen
 
 // RandomKeys and HashKeys are the client-generated key strategies of the
 // request layer (scenarios/keys.go), shared with run and chaos.
 var (
-	RandomKeys = target.RandomKeys
-	HashKeys   = target.HashKeys
+	RandomKeys = apispec.RandomKeys
+	HashKeys   = apispec.HashKeys
 )
 
 // keySource hands out a run's fresh keys: client-generated ones numbered

@@ -10,7 +10,7 @@ import (
 	"github.com/idemcheck/idemcheck/internal/demotest"
 	"github.com/idemcheck/idemcheck/load"
 	"github.com/idemcheck/idemcheck/reference/demo"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 var bareUUID = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
@@ -28,7 +28,7 @@ func TestKeyGen(t *testing.T) {
 		}
 		app.ServeHTTP(w, r)
 	}), "127.0.0.1:0")
-	tg, err := target.FromURL(base, 0, 0)
+	tg, err := apispec.FromURL(base, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestKeyGen(t *testing.T) {
 		explanation string
 	}{
 		{"default", nil, false, "ik-<hex>-<n> keys: every miss answers 500"},
-		{"uuid", []load.Option{load.WithKeyGen(target.UUIDKeys)}, true, "UUID keys obey the API's format"},
+		{"uuid", []load.Option{load.WithKeyGen(apispec.UUIDKeys)}, true, "UUID keys obey the API's format"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -17,15 +17,15 @@ import (
 	"github.com/idemcheck/idemcheck/internal/demotest"
 	"github.com/idemcheck/idemcheck/load"
 	"github.com/idemcheck/idemcheck/reference/demo"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // startDemo serves the reference app on 127.0.0.1 and returns its Target.
-func startDemo(t *testing.T, o demo.Options) *target.Target {
+func startDemo(t *testing.T, o demo.Options) *apispec.Target {
 	t.Helper()
-	tg, err := target.FromURL(demotest.Serve(t, o), 0, 0)
+	tg, err := apispec.FromURL(demotest.Serve(t, o), 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"sort"
 
 	"github.com/idemcheck/idemcheck/evidence"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // OracleReport is what the effects oracle said about the run.
@@ -39,7 +39,7 @@ type oracle struct {
 
 // newOracle opens t's evidence, d being its downstream double (nil when t
 // has no evidence); close it after.
-func newOracle(ctx context.Context, t *target.Target, client *http.Client, d *evidence.Downstream) (*oracle, error) {
+func newOracle(ctx context.Context, t *apispec.Target, client *http.Client, d *evidence.Downstream) (*oracle, error) {
 	ev, err := evidence.Open(ctx, t, client, d)
 	if err != nil || ev == nil {
 		return nil, err

@@ -11,7 +11,7 @@ import (
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // attacker sends the requests of one phase (or of the warm-up) and
@@ -237,5 +237,5 @@ func grpcCode(h http.Header) string {
 	if err != nil {
 		return "(no grpc-status)"
 	}
-	return target.GRPCCodeName(n)
+	return apispec.GRPCCodeName(n)
 }

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/idemcheck/idemcheck/load"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // TestReplayOneByteDiffers: the replay check compares body sums, and
@@ -78,7 +78,7 @@ func checkOneByte(t *testing.T, how string, rep *load.Report, at int) {
 // oneByteServer answers the first request of each key with size bytes
 // and every later one with the same bytes but the one at offset at
 // changed (at < 0: none); keyless requests (the preflight) get 200.
-func oneByteServer(t *testing.T, size, at int) *target.Target {
+func oneByteServer(t *testing.T, size, at int) *apispec.Target {
 	body := bytes.Repeat([]byte("a"), size)
 	changed := bytes.Clone(body)
 	if at >= 0 {
@@ -103,7 +103,7 @@ func oneByteServer(t *testing.T, size, at int) *target.Target {
 		}
 	}))
 	t.Cleanup(srv.Close)
-	tg, err := target.FromURL(srv.URL, 0, 0)
+	tg, err := apispec.FromURL(srv.URL, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,16 +119,16 @@ func oneByteServer(t *testing.T, size, at int) *target.Target {
 // re-executes (a new created id each time) is still caught; under bytes
 // the respelt replays differ, but their one created id is one execution.
 func TestReplayCompareJSON(t *testing.T) {
-	ietf, err := target.ProfileByName("ietf")
+	ietf, err := apispec.ProfileByName("ietf")
 	if err != nil {
 		t.Fatal(err)
 	}
 	byBytes := *ietf
-	byBytes.ReplayCompare = target.CompareBytes
+	byBytes.ReplayCompare = apispec.CompareBytes
 	cases := []struct {
 		name      string
 		reexecute bool
-		profile   *target.Profile
+		profile   *apispec.Profile
 		mode      load.Mode
 		want      string // the violation kind expected; "" none
 	}{
@@ -167,7 +167,7 @@ func TestReplayCompareJSON(t *testing.T) {
 // request of the key with the same JSON document spelt another way
 // (members reversed, whitespace); with reexecute, every request creates
 // a new resource instead. Keyless requests (the preflight) get 200.
-func respeltServer(t *testing.T, reexecute bool) *target.Target {
+func respeltServer(t *testing.T, reexecute bool) *apispec.Target {
 	var mu sync.Mutex
 	ids := map[string]string{}
 	n := 0
@@ -193,7 +193,7 @@ func respeltServer(t *testing.T, reexecute bool) *target.Target {
 		}
 	}))
 	t.Cleanup(srv.Close)
-	tg, err := target.FromURL(srv.URL, 0, 0)
+	tg, err := apispec.FromURL(srv.URL, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

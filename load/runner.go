@@ -16,13 +16,13 @@ import (
 
 	"github.com/idemcheck/idemcheck/evidence"
 	"github.com/idemcheck/idemcheck/internal/jsonx"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
 // ErrUnreachable wraps a failed preflight (wire.Preflight, shared
 // by every face): nothing answered at the target.
-var ErrUnreachable = target.ErrUnreachable
+var ErrUnreachable = apispec.ErrUnreachable
 
 // ErrConfig wraps an invalid option or an operation/variant the target
 // does not declare.
@@ -123,12 +123,12 @@ func WithBodyPatch(p json.RawMessage) Option { return func(c *config) { c.patch 
 func WithTTL(d time.Duration) Option { return func(c *config) { c.ttl = d } }
 
 // WithProfile judges replays and executions as `run` does under p: its
-// replay_compare decides what a replay must repeat (target.ReplayForm:
+// replay_compare decides what a replay must repeat (apispec.ReplayForm:
 // bytes, the JSON document, or the status alone) and its margin which
 // answers count as inside a key's TTL (sent within TTL − margin of the
 // key's first request). Without it replays are compared as bytes and the
 // margin is 0.
-func WithProfile(p *target.Profile) Option {
+func WithProfile(p *apispec.Profile) Option {
 	return func(c *config) { c.compare, c.margin = p.ReplayCompare, p.Margin }
 }
 
@@ -190,7 +190,7 @@ func (c *config) validate() error {
 }
 
 // buildRequest resolves the operation, principal and body of the run.
-func buildRequest(t *target.Target, d *evidence.Downstream, c *config) (*request, error) {
+func buildRequest(t *apispec.Target, d *evidence.Downstream, c *config) (*request, error) {
 	if len(t.Operations) == 0 {
 		return nil, fmt.Errorf("target declares no operations")
 	}
@@ -208,13 +208,13 @@ func buildRequest(t *target.Target, d *evidence.Downstream, c *config) (*request
 	}
 	variant := c.variant
 	if variant == "" && c.patch == nil && c.mode == ModeContention {
-		if _, ok := op.Variants[target.VariantSlow]; ok {
-			variant = target.VariantSlow
+		if _, ok := op.Variants[apispec.VariantSlow]; ok {
+			variant = apispec.VariantSlow
 		}
 	}
 	body := []byte(op.Body)
 	var err error
-	var declared target.Variant
+	var declared apispec.Variant
 	if variant != "" {
 		b, v, ok := t.Variant(&op, variant)
 		if !ok {
@@ -271,7 +271,7 @@ func buildRequest(t *target.Target, d *evidence.Downstream, c *config) (*request
 // plan on a fresh attacker (vegeta's; for a gRPC target the paced client,
 // paced.go), then asks the oracle. Cancelling ctx stops the running phase;
 // the partial report is still returned.
-func Run(ctx context.Context, t *target.Target, opts ...Option) (*Report, error) {
+func Run(ctx context.Context, t *apispec.Target, opts ...Option) (*Report, error) {
 	c, err := newConfig(t, opts)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
@@ -286,8 +286,8 @@ func Run(ctx context.Context, t *target.Target, opts ...Option) (*Report, error)
 	// A managed target (target_cmd) is started here, as run and chaos
 	// start it: its base_url is a template ({port}) until then.
 	if t.Command != "" && t.Managed() == nil {
-		mt, m, err := target.StartManaged(ctx, t, d.URL())
-		if errors.Is(err, target.ErrUnreachable) {
+		mt, m, err := apispec.StartManaged(ctx, t, d.URL())
+		if errors.Is(err, apispec.ErrUnreachable) {
 			return nil, fmt.Errorf("%w: %v", ErrUnreachable, err)
 		}
 		if err != nil {
@@ -324,7 +324,7 @@ func Run(ctx context.Context, t *target.Target, opts ...Option) (*Report, error)
 	// run's own carrier probes: the call resolves the method (server
 	// reflection) on the connection the window uses, before it starts.
 	op := &t.Operations[0]
-	if i := slices.IndexFunc(t.Operations, func(o target.Operation) bool { return o.Name == c.operation }); i >= 0 {
+	if i := slices.IndexFunc(t.Operations, func(o apispec.Operation) bool { return o.Name == c.operation }); i >= 0 {
 		op = &t.Operations[i]
 	}
 	probe := client
@@ -332,7 +332,7 @@ func Run(ctx context.Context, t *target.Target, opts ...Option) (*Report, error)
 		probe = wire.Client(t, c.timeout)
 		defer probe.CloseIdleConnections()
 	}
-	if err := evidence.CheckNormal(ctx, t, probe, d, evidence.NormalKeys(t, probe), []*target.Operation{op}); err != nil {
+	if err := evidence.CheckNormal(ctx, t, probe, d, evidence.NormalKeys(t, probe), []*apispec.Operation{op}); err != nil {
 		return nil, err
 	}
 	// next numbers client-generated keys across phases so none repeats.
@@ -385,7 +385,7 @@ func Run(ctx context.Context, t *target.Target, opts ...Option) (*Report, error)
 // newConfig applies opts over the defaults, validates them and picks the
 // key generator: the option's, else the target's, else random keys, split
 // into this run's shard.
-func newConfig(t *target.Target, opts []Option) (config, error) {
+func newConfig(t *apispec.Target, opts []Option) (config, error) {
 	c := defaults()
 	for _, o := range opts {
 		o(&c)
@@ -406,7 +406,7 @@ func newConfig(t *target.Target, opts []Option) (config, error) {
 // warmUp prepares what the measured window needs before it starts: open
 // connections to every base, the completed pool hits replay (hit, mix)
 // and the hot keys contention hammers.
-func warmUp(ctx context.Context, c *config, t *target.Target, rq *request, client *http.Client, keys *keySource, s *sink) (pool, hot []string, err error) {
+func warmUp(ctx context.Context, c *config, t *apispec.Target, rq *request, client *http.Client, keys *keySource, s *sink) (pool, hot []string, err error) {
 	if !c.paced { // one gRPC connection per server carries every call: the preflight opened them
 		for _, b := range t.Bases() {
 			warmConnections(ctx, client, b+"/", int(c.workers))
@@ -432,7 +432,7 @@ func warmUp(ctx context.Context, c *config, t *target.Target, rq *request, clien
 // oracleBefore calibrates the oracle and reads the totals before the
 // window into orep; it returns the oracle to ask after the run, nil when
 // there is none or its calibration failed (the caller closes orc).
-func (c *config) oracleBefore(ctx context.Context, t *target.Target, orc *oracle, oclient *http.Client, d *evidence.Downstream, orep *OracleReport) *oracle {
+func (c *config) oracleBefore(ctx context.Context, t *apispec.Target, orc *oracle, oclient *http.Client, d *evidence.Downstream, orep *OracleReport) *oracle {
 	var err error
 	if orc != nil {
 		// A downstream double counts only once one request is seen to
@@ -486,7 +486,7 @@ func runPlan(ctx context.Context, c *config, client *http.Client, tr vegeta.Targ
 
 // report is the collector's report with what the run was: target, mode,
 // plan, shard and what was sent.
-func (c *config) report(t *target.Target, col *collector, s *sink, interrupted bool) *Report {
+func (c *config) report(t *apispec.Target, col *collector, s *sink, interrupted bool) *Report {
 	rep := col.report()
 	rep.Target, rep.Mode, rep.Plan, rep.KeySeed = t.Redact(t.BaseURL), c.mode, c.plan.String(), c.keySeed
 	rep.Protocol, rep.LatencyFrom = c.protocol, LatencyFromSend

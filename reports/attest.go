@@ -16,7 +16,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // TestResultPredicate is the in-toto test-result predicate type an
@@ -61,7 +61,7 @@ type AttestOptions struct {
 	// config's digest.
 	Subjects []Subject
 	// Profile is the profile the run judged by, overrides included.
-	Profile *target.Profile
+	Profile *apispec.Profile
 	// Report is the JSON report written beside the attestation, if any.
 	Report *scenarios.Resource
 	// URL links the CI run (the predicate's url), if any.

@@ -10,7 +10,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // catalogReport is a report with one instance per catalog case, every one
@@ -37,7 +37,7 @@ func attestation(t *testing.T, rep *scenarios.Report) (att, report []byte) {
 	if err := JSON(&rb, rep); err != nil {
 		t.Fatal(err)
 	}
-	p, _ := target.ProfileByName(rep.Profile)
+	p, _ := apispec.ProfileByName(rep.Profile)
 	var ab bytes.Buffer
 	o := AttestOptions{Tool: Tool{Version: "dev", Revision: strings.Repeat("ab", 20), GoVersion: "go1.26"}, Profile: p,
 		Report: &scenarios.Resource{Path: "report.json", SHA256: SHA256(rb.Bytes())}}

@@ -14,7 +14,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // VerifyInput is what idemcheck verify checks an attestation against.
@@ -148,7 +148,7 @@ func Verify(in VerifyInput) ([]string, error) {
 
 	if in.Config != nil {
 		d := a.ByRole[RoleConfig]
-		red, err := target.RedactedConfig(in.Config)
+		red, err := apispec.RedactedConfig(in.Config)
 		switch {
 		case d == nil:
 			mismatch("--config given, but the attestation cites no config (the run used --target)")

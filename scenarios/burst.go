@@ -9,7 +9,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -35,7 +35,7 @@ func (e *Env) burstRounds(ctx context.Context, bases ...string) Verdict {
 		// shows); the others use the normal body, back to back, so that a
 		// narrow check-then-insert window gets several chances.
 		body := e.Op.Body
-		if sb, _, ok := e.Variant(target.VariantSlow); ok && round == 1 {
+		if sb, _, ok := e.Variant(apispec.VariantSlow); ok && round == 1 {
 			body = sb
 		}
 		mark := e.exchangeMark()

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // TestBurstCatchRate measures how often concurrent/same-key-burst catches
@@ -48,7 +48,7 @@ func TestBurstCatchRate(t *testing.T) {
 		tg := startDemoProto(t, os.Getenv("IDEMCHECK_BURST_H2") != "", defect)
 		tg.Operations = tg.Operations[:1]
 		if os.Getenv("IDEMCHECK_BURST_NO_SLOW") != "" { // every round with the normal body
-			delete(tg.Operations[0].Variants, target.VariantSlow)
+			delete(tg.Operations[0].Variants, apispec.VariantSlow)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		rep, err := scenarios.Run(ctx, tg, p, scenarios.RunOptions{Run: []string{"concurrent/same-key-burst"}})

@@ -14,7 +14,7 @@ import (
 
 	"github.com/idemcheck/idemcheck/reference/demo"
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // roundsAPI answers same-key bursts in the order their second requests
@@ -64,13 +64,13 @@ func (a *roundsAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func roundsTarget(base string) *target.Target {
-	return &target.Target{
-		BaseURL: base, KeyHeader: "Idempotency-Key", KeySyntax: target.SFString, Timeout: 5 * time.Second,
-		Principals: []target.Principal{{Name: "u"}},
-		Operations: []target.Operation{{Name: "orders", Method: "POST", Path: "/orders",
+func roundsTarget(base string) *apispec.Target {
+	return &apispec.Target{
+		BaseURL: base, KeyHeader: "Idempotency-Key", KeySyntax: apispec.SFString, Timeout: 5 * time.Second,
+		Principals: []apispec.Principal{{Name: "u"}},
+		Operations: []apispec.Operation{{Name: "orders", Method: "POST", Path: "/orders",
 			Body: json.RawMessage(`{"amount":1}`), IDPointer: "/id"}},
-		Oracle: &target.Oracle{URL: "/effects?key={key}", Pointer: "/executions"},
+		Oracle: &apispec.Oracle{URL: "/effects?key={key}", Pointer: "/executions"},
 	}
 }
 
@@ -78,7 +78,7 @@ func roundsTarget(base string) *target.Target {
 // reports the worst, whichever synchronisation releases it; the evidence
 // says which one did.
 func TestBurstRunsAllRounds(t *testing.T) {
-	for _, sync := range []string{"", target.SyncBarrier} {
+	for _, sync := range []string{"", apispec.SyncBarrier} {
 		t.Run("sync="+sync, func(t *testing.T) {
 			api := newRoundsAPI()
 			srv := httptest.NewServer(api)
@@ -105,7 +105,7 @@ func TestBurstRunsAllRounds(t *testing.T) {
 				t.Errorf("the server saw %d bursts, want 4 (one per round)", bursts)
 			}
 			want := "last-byte sync over HTTP/1.1"
-			if sync == target.SyncBarrier {
+			if sync == apispec.SyncBarrier {
 				want = "released by a barrier"
 			}
 			if !strings.Contains(r.Observed, want) {
@@ -192,7 +192,7 @@ func TestLastByteSyncEntersHandlersFirst(t *testing.T) {
 			if h2 {
 				srv.EnableHTTP2 = true
 				srv.StartTLS()
-				if err := tg.SetTLS(target.TLS{InsecureSkipVerify: true}); err != nil {
+				if err := tg.SetTLS(apispec.TLS{InsecureSkipVerify: true}); err != nil {
 					t.Fatal(err)
 				}
 			} else {
@@ -238,7 +238,7 @@ func TestLastByteSyncEntersHandlersFirst(t *testing.T) {
 
 // startDemoProto is startDemo over HTTP/1.1 (h2 false), or over TLS with
 // HTTP/2 negotiated (h2 true; the target skips certificate checks).
-func startDemoProto(t testing.TB, h2 bool, defects ...string) *target.Target {
+func startDemoProto(t testing.TB, h2 bool, defects ...string) *apispec.Target {
 	t.Helper()
 	if !h2 {
 		return startDemo(t, defects...)
@@ -254,11 +254,11 @@ func startDemoProto(t testing.TB, h2 bool, defects ...string) *target.Target {
 		srv.Close()
 		app.Close()
 	})
-	tg, err := target.FromURL(srv.URL, demoTTL, demoLease)
+	tg, err := apispec.FromURL(srv.URL, demoTTL, demoLease)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tg.SetTLS(target.TLS{InsecureSkipVerify: true}); err != nil {
+	if err := tg.SetTLS(apispec.TLS{InsecureSkipVerify: true}); err != nil {
 		t.Fatal(err)
 	}
 	return tg
@@ -363,8 +363,8 @@ func TestExpiredKeyBurstRidesSlow(t *testing.T) {
 	defer srv.Close()
 	tg := roundsTarget(srv.URL)
 	tg.TTL = ttl
-	tg.Operations[0].Variants = map[string]target.Variant{
-		target.VariantSlow: {Patch: json.RawMessage(`{"delay_ms":500}`), Duration: 500 * time.Millisecond},
+	tg.Operations[0].Variants = map[string]apispec.Variant{
+		apispec.VariantSlow: {Patch: json.RawMessage(`{"delay_ms":500}`), Duration: 500 * time.Millisecond},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

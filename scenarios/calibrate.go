@@ -12,7 +12,7 @@ import (
 	"github.com/idemcheck/idemcheck/evidence"
 	"github.com/idemcheck/idemcheck/internal/clock"
 	"github.com/idemcheck/idemcheck/internal/jsonx"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // calibrate checks the oracle once per operation that a selected,
@@ -65,8 +65,8 @@ func calibrate(ctx context.Context, s *session, ins []instance) (problems map[st
 // touched lists the operations in sends requests to: its own and its
 // case's Peer (whether or not --run/--skip selected the peer's own
 // instances).
-func touched(t *target.Target, in instance) []*target.Operation {
-	ops := []*target.Operation{in.op}
+func touched(t *apispec.Target, in instance) []*apispec.Operation {
+	ops := []*apispec.Operation{in.op}
 	if in.c.Peer != nil {
 		if o := in.c.Peer(t, in.op); o != nil {
 			ops = append(ops, o)
@@ -81,7 +81,7 @@ func touched(t *target.Target, in instance) []*target.Operation {
 // one operation's executions only (pointer /charges). Requests to the
 // others are judged by their ids (Env.oracleSees); their own instances
 // are inconclusive until they get an oracle.
-func sharedCounterNote(t *target.Target, checked map[string]bool, problems map[string]string) string {
+func sharedCounterNote(t *apispec.Target, checked map[string]bool, problems map[string]string) string {
 	o := t.Oracle
 	if o == nil || o.PerKey() {
 		return ""
@@ -127,13 +127,13 @@ func checkIDPointers(ctx context.Context, s *session, ins []instance) error {
 	return nil
 }
 
-func checkIDPointer(ctx context.Context, s *session, op *target.Operation) error {
+func checkIDPointer(ctx context.Context, s *session, op *apispec.Operation) error {
 	t := s.t
 	ctx, cancel := context.WithTimeout(ctx, 2*t.Timeout)
 	defer cancel()
 	e := s.env(ctx, op)
 	defer e.drain(ctx)
-	at := fmt.Sprintf("operations[%d].id_pointer %s", slices.IndexFunc(t.Operations, func(o target.Operation) bool { return o.Name == op.Name }), op.IDPointer)
+	at := fmt.Sprintf("operations[%d].id_pointer %s", slices.IndexFunc(t.Operations, func(o apispec.Operation) bool { return o.Name == op.Name }), op.IDPointer)
 	var ids []string
 	for range 2 {
 		k := e.NewKey()
@@ -162,7 +162,7 @@ func checkIDPointer(ctx context.Context, s *session, op *target.Operation) error
 // jsonNameHint is, for a gRPC target's pointer naming a field as the
 // .proto does (payment_id), the pointer by the fields' JSON names, which
 // protojson answers with (paymentId); "" otherwise.
-func jsonNameHint(t *target.Target, p string) string {
+func jsonNameHint(t *apispec.Target, p string) string {
 	if !t.IsGRPC() || !strings.Contains(p, "_") {
 		return ""
 	}
@@ -194,7 +194,7 @@ func bodyMembers(doc any) string {
 // one-line problem when the oracle did not count exactly one execution,
 // or a note when the count changed kind (a downstream double whose calls
 // hold no token counts globally: downstreamUntokened).
-func calibrateOp(ctx context.Context, s *session, op *target.Operation) (problem, note string) {
+func calibrateOp(ctx context.Context, s *session, op *apispec.Operation) (problem, note string) {
 	t := s.t
 	ctx, cancel := context.WithTimeout(ctx, 2*t.Timeout+evidence.CalibrationWait)
 	defer cancel()
@@ -241,7 +241,7 @@ func calibrateOp(ctx context.Context, s *session, op *target.Operation) (problem
 
 // sentOps lists, in config order, the operations the runnable instances
 // of ins send requests to (their own and their peers').
-func sentOps(t *target.Target, ins []instance) []*target.Operation {
+func sentOps(t *apispec.Target, ins []instance) []*apispec.Operation {
 	used := map[string]bool{}
 	for _, in := range ins {
 		if in.Runnable() && in.op != nil {
@@ -250,7 +250,7 @@ func sentOps(t *target.Target, ins []instance) []*target.Operation {
 			}
 		}
 	}
-	ops := []*target.Operation{}
+	ops := []*apispec.Operation{}
 	for i := range t.Operations {
 		if used[t.Operations[i].Name] {
 			ops = append(ops, &t.Operations[i])

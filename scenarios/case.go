@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // NeedEffects: a way to count executions, the oracle or created-id
@@ -32,16 +32,16 @@ type Case struct {
 	// does not require the behaviour, or the declared TTL is too short for
 	// the case. The plan applies it, so idemcheck list forecasts the skips
 	// of a run.
-	Skips func(t *target.Target, p *target.Profile, op *target.Operation) string
+	Skips func(t *apispec.Target, p *apispec.Profile, op *apispec.Operation) string
 	// MinTTL, when set, is the least declared TTL with which the case
 	// judges op (and what it needs it for): under a shorter one every
 	// verdict it could reach would be inconclusive, so the plan skips it,
 	// naming the TTL that would run it.
-	MinTTL func(t *target.Target, p *target.Profile, op *target.Operation) (need time.Duration, why string)
+	MinTTL func(t *apispec.Target, p *apispec.Profile, op *apispec.Operation) (need time.Duration, why string)
 	// Peer, when set, is the other operation the case sends op's key to
 	// (nil: none fits): the run checks the oracle on it too, and the
 	// case judges those requests by its evidence.
-	Peer func(t *target.Target, op *target.Operation) *target.Operation
+	Peer func(t *apispec.Target, op *apispec.Operation) *apispec.Operation
 	Run  func(ctx context.Context, e *Env) Verdict
 }
 

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -54,20 +54,20 @@ func concurrentSameKeyBurst(ctx context.Context, e *Env) Verdict { return e.burs
 // ttlAfterSlow is the MinTTL of a case that retries once the slow original
 // completed: every such retry would be sent past TTL − margin, never
 // judged, under a shorter TTL.
-func ttlAfterSlow(_ *target.Target, p *target.Profile, op *target.Operation) (time.Duration, string) {
-	d := op.Variants[target.VariantSlow].Duration
+func ttlAfterSlow(_ *apispec.Target, p *apispec.Profile, op *apispec.Operation) (time.Duration, string) {
+	d := op.Variants[apispec.VariantSlow].Duration
 	return d + p.Margin + minTTLStall, fmt.Sprintf("a retry after the %s slow original is judged only within TTL − margin %s, with %s for stalls", d, p.Margin, minTTLStall)
 }
 
 // ttlInSlow is the MinTTL of a case whose duplicate is sent once the slow
 // original is in flight (startInFlight waits up to half of it).
-func ttlInSlow(_ *target.Target, p *target.Profile, op *target.Operation) (time.Duration, string) {
-	d := op.Variants[target.VariantSlow].Duration
+func ttlInSlow(_ *apispec.Target, p *apispec.Profile, op *apispec.Operation) (time.Duration, string) {
+	d := op.Variants[apispec.VariantSlow].Duration
 	return d/2 + p.Margin, fmt.Sprintf("the duplicate sent up to %s into the %s slow original is judged only within TTL − margin %s", d/2, d, p.Margin)
 }
 
 func concurrentConflictNotPoisoned(ctx context.Context, e *Env) Verdict {
-	body, _, _ := e.Variant(target.VariantSlow)
+	body, _, _ := e.Variant(apispec.VariantSlow)
 	k, slow, dup, v := e.conflict(ctx)
 	if v != nil {
 		return *v
@@ -90,8 +90,8 @@ func concurrentConflictNotPoisoned(ctx context.Context, e *Env) Verdict {
 	return e.Pass(observed)
 }
 
-func skipNoRetryAfter(_ *target.Target, p *target.Profile, _ *target.Operation) string {
-	if p.RetryAfterOn409 == target.No {
+func skipNoRetryAfter(_ *apispec.Target, p *apispec.Profile, _ *apispec.Operation) string {
+	if p.RetryAfterOn409 == apispec.No {
 		return "profile retry_after_on_409 is false"
 	}
 	return ""
@@ -114,14 +114,14 @@ func concurrentRetryAfter(ctx context.Context, e *Env) Verdict {
 	switch {
 	case valid:
 		return e.Pass(observed) // a MAY seen is a MAY met, whatever the profile knew
-	case e.Profile.RetryAfterOn409 == target.Unknown:
+	case e.Profile.RetryAfterOn409 == apispec.Unknown:
 		return e.Finding("retry_after_on_409", observed)
 	}
 	return e.Unmet("Retry-After: delay-seconds or HTTP-date", observed)
 }
 
 func concurrentChangedBodyInFlight(ctx context.Context, e *Env) Verdict {
-	slowBody, _, _ := e.Variant(target.VariantSlow)
+	slowBody, _, _ := e.Variant(apispec.VariantSlow)
 	pr := e.firstProbe()
 	changed, err := pr.on(slowBody)
 	if err != nil {
@@ -141,15 +141,15 @@ func concurrentChangedBodyInFlight(ctx context.Context, e *Env) Verdict {
 		return e.Inconclusive(err.Error())
 	}
 	observed := fmt.Sprintf("changed body answered %s; %d executions (%s)", dup.String(), n, how)
-	accepted := append(append(target.Statuses(nil), e.Profile.InFlightStatus...), e.Profile.MismatchStatus...)
+	accepted := append(append(apispec.Statuses(nil), e.Profile.InFlightStatus...), e.Profile.MismatchStatus...)
 	switch {
 	case n != 1:
 		return e.inTTL(e.Fail("exactly 1 execution", observed), slow, dup)
 	case dup.NotReached():
 		return *e.lostConn(dup)
-	case dup.OK() && e.replayOf(slow, dup, n, how) && e.Profile.StaleReplayOnMismatch == target.Yes:
+	case dup.OK() && e.replayOf(slow, dup, n, how) && e.Profile.StaleReplayOnMismatch == apispec.Yes:
 		return e.Pass("the original's response for a different payload, as the profile allows (stale_replay_on_mismatch): " + observed)
-	case dup.OK() && e.replayOf(slow, dup, n, how) && e.Profile.StaleReplayOnMismatch == target.Unknown:
+	case dup.OK() && e.replayOf(slow, dup, n, how) && e.Profile.StaleReplayOnMismatch == apispec.Unknown:
 		return e.Finding("stale_replay_on_mismatch", "the original's response for a different payload: "+observed)
 	case dup.OK() && e.replayOf(slow, dup, n, how):
 		return e.Fail(fmt.Sprintf("%v", accepted), "the original's response for a different payload: "+observed)

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // ERRORS: which failure outcomes a key keeps. The draft says "success or
@@ -54,7 +54,7 @@ func errorsTransient5xx(ctx context.Context, e *Env) Verdict {
 		return *bad
 	}
 	switch e.Profile.Cache5xx {
-	case target.Unknown:
+	case apispec.Unknown:
 		// One execution is a replay only when the retry got the 5xx
 		// again; a 409 is the key held in flight (see
 		// errors/failure-releases-key).
@@ -69,7 +69,7 @@ func errorsTransient5xx(ctx context.Context, e *Env) Verdict {
 			mode = "neither replayed nor executed again"
 		}
 		return e.Finding("cache_5xx", mode+": "+observed)
-	case target.Yes:
+	case apispec.Yes:
 		if n != 1 {
 			return e.inTTL(e.Unmet("the 5xx replayed with no new execution (profile cache_5xx true)", observed), first, retry)
 		}
@@ -84,8 +84,8 @@ func errorsTransient5xx(ctx context.Context, e *Env) Verdict {
 	return e.Pass(observed)
 }
 
-func skipNoCache4xx(_ *target.Target, p *target.Profile, _ *target.Operation) string {
-	if p.Cache4xxBusiness == target.No {
+func skipNoCache4xx(_ *apispec.Target, p *apispec.Profile, _ *apispec.Operation) string {
+	if p.Cache4xxBusiness == apispec.No {
 		return "profile cache_4xx_business is false: a business error does not use up the key"
 	}
 	return ""
@@ -93,7 +93,7 @@ func skipNoCache4xx(_ *target.Target, p *target.Profile, _ *target.Operation) st
 
 func errorsBusinessErrorKept(ctx context.Context, e *Env) Verdict {
 	k := e.NewKey()
-	first, body, bad := e.failedFirst(ctx, k, target.VariantBusinessError)
+	first, body, bad := e.failedFirst(ctx, k, apispec.VariantBusinessError)
 	if bad != nil {
 		return *bad
 	}
@@ -107,7 +107,7 @@ func errorsBusinessErrorKept(ctx context.Context, e *Env) Verdict {
 	if v := e.lostConn(retry, normal); v != nil && n == 1 {
 		return *v
 	}
-	if e.Profile.Cache4xxBusiness == target.Unknown {
+	if e.Profile.Cache4xxBusiness == apispec.Unknown {
 		return e.Finding("cache_4xx_business", observed)
 	}
 	switch {
@@ -123,14 +123,14 @@ func errorsBusinessErrorKept(ctx context.Context, e *Env) Verdict {
 }
 
 func errorsValidationNotStored(ctx context.Context, e *Env) Verdict {
-	body, v, _ := e.Variant(target.VariantInvalid)
+	body, v, _ := e.Variant(apispec.VariantInvalid)
 	k := e.NewKey()
 	bad := e.Send(ctx, Req{Label: "invalid body", Key: k, Body: body})
 	switch {
 	case !bad.Is4xx():
 		return e.Inconclusive("the invalid variant was not rejected with a 4xx: " + bad.String())
 	case v.Status != 0 && !bad.HasStatus(v.Status):
-		return e.Inconclusive(fmt.Sprintf("the invalid variant was rejected with %s, not the %s variants.invalid.status names: %s", bad.StatusText(), target.StatusName(v.Status), bad.String()))
+		return e.Inconclusive(fmt.Sprintf("the invalid variant was rejected with %s, not the %s variants.invalid.status names: %s", bad.StatusText(), apispec.StatusName(v.Status), bad.String()))
 	}
 	fixed := e.Send(ctx, Req{Label: "corrected body, same key", Key: k})
 	observed := fmt.Sprintf("%d, then corrected %s", bad.Status, fixed.String())
@@ -148,13 +148,13 @@ func errorsValidationNotStored(ctx context.Context, e *Env) Verdict {
 		}
 	}
 	switch e.Profile.CacheValidation {
-	case target.Unknown:
+	case apispec.Unknown:
 		mode := "not stored (the corrected body executed)"
 		if !fixed.OK() {
 			mode = "stored (the corrected body was refused)"
 		}
 		return e.Finding("cache_validation", mode+": "+observed)
-	case target.Yes:
+	case apispec.Yes:
 		if fixed.OK() {
 			return e.Unmet("the key keeps its validation error (profile cache_validation true)", observed)
 		}
@@ -212,9 +212,9 @@ func errorsFailureReleasesKey(ctx context.Context, e *Env) Verdict {
 		return e.Unmet("a replay or a new execution", observed)
 	case !replayed:
 		return e.Unmet("a replay or a new execution, never a conflict after the original failed", "neither replayed nor executed again (key left locked?): "+observed)
-	case e.Profile.Cache5xx == target.Yes:
+	case e.Profile.Cache5xx == apispec.Yes:
 		return e.Skip("profile cache_5xx is true: the 5xx is the key's stored outcome (see errors/transient-5xx); " + observed)
-	case e.Profile.Cache5xx == target.No:
+	case e.Profile.Cache5xx == apispec.No:
 		return e.Unmet("the retry executes again after the failure", observed)
 	}
 	return e.Finding("cache_5xx", "replayed, the key is not locked: "+observed)

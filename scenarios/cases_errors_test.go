@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // TestErrorCachingFollowsProfile: the same server is right under one
@@ -16,29 +16,29 @@ func TestErrorCachingFollowsProfile(t *testing.T) {
 	rows := []struct {
 		name    string
 		defects []string
-		profile func(*target.Profile)
+		profile func(*apispec.Profile)
 		want    map[string]scenarios.Status
 	}{
 		{"5xx not cached, profile cache_5xx false", nil,
-			func(p *target.Profile) { p.Cache5xx = target.No },
+			func(p *apispec.Profile) { p.Cache5xx = apispec.No },
 			map[string]scenarios.Status{"errors/transient-5xx": scenarios.Pass, "errors/failure-releases-key": scenarios.Pass}},
 		{"5xx not cached, profile cache_5xx true", nil,
-			func(p *target.Profile) { p.Cache5xx = target.Yes },
+			func(p *apispec.Profile) { p.Cache5xx = apispec.Yes },
 			map[string]scenarios.Status{"errors/transient-5xx": scenarios.Warn, "errors/failure-releases-key": scenarios.Pass}},
 		{"Stripe-style 5xx caching, profile cache_5xx true", []string{"cache-5xx"},
-			func(p *target.Profile) { p.Cache5xx = target.Yes },
+			func(p *apispec.Profile) { p.Cache5xx = apispec.Yes },
 			map[string]scenarios.Status{"errors/transient-5xx": scenarios.Pass, "errors/failure-releases-key": scenarios.Skip}},
 		{"5xx cached, profile unknown", []string{"cache-5xx"},
-			func(*target.Profile) {},
+			func(*apispec.Profile) {},
 			map[string]scenarios.Status{"errors/transient-5xx": scenarios.Skip, "errors/failure-releases-key": scenarios.Skip}},
 		{"validation errors not stored, profile cache_validation false", nil,
-			func(p *target.Profile) { p.CacheValidation = target.No },
+			func(p *apispec.Profile) { p.CacheValidation = apispec.No },
 			map[string]scenarios.Status{"errors/validation-not-stored": scenarios.Pass}},
 		{"validation errors not stored, profile cache_validation true", nil,
-			func(p *target.Profile) { p.CacheValidation = target.Yes },
+			func(p *apispec.Profile) { p.CacheValidation = apispec.Yes },
 			map[string]scenarios.Status{"errors/validation-not-stored": scenarios.Warn}},
 		{"business errors not cached, profile cache_4xx_business false", []string{"no-cache-4xx"},
-			func(p *target.Profile) { p.Cache4xxBusiness = target.No },
+			func(p *apispec.Profile) { p.Cache4xxBusiness = apispec.No },
 			map[string]scenarios.Status{"errors/business-error-kept": scenarios.Skip}},
 	}
 	for _, row := range rows {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck/internal/clock"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // EXPIRY: a key lives for the declared TTL and, per profile, is fresh (or
@@ -39,7 +39,7 @@ func init() {
 
 // expiryWaitTooLong is the Skips of the expiry cases: a TTL plus grace
 // longer than maxExpiryWait cannot be waited out.
-func expiryWaitTooLong(t *target.Target, p *target.Profile, _ *target.Operation) string {
+func expiryWaitTooLong(t *apispec.Target, p *apispec.Profile, _ *apispec.Operation) string {
 	if w := t.TTL + p.Grace; !t.NeverExpires && w > maxExpiryWait {
 		return fmt.Sprintf("declared ttl %s + grace %s is longer than the %s an expiry case waits; run against a deployment with a short TTL", t.TTL, p.Grace, maxExpiryWait)
 	}
@@ -48,7 +48,7 @@ func expiryWaitTooLong(t *target.Target, p *target.Profile, _ *target.Operation)
 
 // ttlPastMargin is the MinTTL of a retry at TTL − margin: it must come
 // after the original.
-func ttlPastMargin(_ *target.Target, p *target.Profile, _ *target.Operation) (time.Duration, string) {
+func ttlPastMargin(_ *apispec.Target, p *apispec.Profile, _ *apispec.Operation) (time.Duration, string) {
 	return p.Margin + 100*time.Millisecond, fmt.Sprintf("the retry is sent at TTL − margin %s, after the original", p.Margin)
 }
 
@@ -58,7 +58,7 @@ const slidSlack = 250 * time.Millisecond
 
 // ttlSlidWindow is expiry/counted-from's MinTTL: its mid-life replay must
 // fit between grace + slack and TTL − margin.
-func ttlSlidWindow(_ *target.Target, p *target.Profile, _ *target.Operation) (time.Duration, string) {
+func ttlSlidWindow(_ *apispec.Target, p *apispec.Profile, _ *apispec.Operation) (time.Duration, string) {
 	return p.Margin + p.Grace + slidSlack + 100*time.Millisecond, fmt.Sprintf("to tell a slid window apart: more than margin %s + grace %s + %s", p.Margin, p.Grace, slidSlack)
 }
 
@@ -88,9 +88,9 @@ func expiryFreshAfterTTL(ctx context.Context, e *Env) Verdict {
 	switch {
 	case retry.Is5xx() || retry.Err != nil:
 		return e.Unmet("a new execution or a \"result expired\" error, never a 5xx", observed)
-	case e.Profile.Expiry == target.ExpiryUnknown:
+	case e.Profile.Expiry == apispec.ExpiryUnknown:
 		return e.Finding("expiry", observed)
-	case e.Profile.Expiry == target.ExpiryExpired409:
+	case e.Profile.Expiry == apispec.ExpiryExpired409:
 		if retry.Status != http.StatusConflict {
 			return e.Unmet("409 \"result expired\" (profile expiry expired-409)", observed)
 		}

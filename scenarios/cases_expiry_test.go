@@ -11,7 +11,7 @@ import (
 
 	"github.com/idemcheck/idemcheck/reference/demo"
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // resultExpired makes the reference behave like Echo: a key keeps its
@@ -58,13 +58,13 @@ func TestExpiryModes(t *testing.T) {
 		mode    string
 		want    map[string]scenarios.Status
 	}{
-		{"Echo-style server, profile expired-409", true, target.ExpiryExpired409,
+		{"Echo-style server, profile expired-409", true, apispec.ExpiryExpired409,
 			map[string]scenarios.Status{"expiry/fresh-after-ttl": scenarios.Pass, "expiry/replays-before-ttl": scenarios.Pass}},
-		{"Echo-style server, profile fresh", true, target.ExpiryFresh,
+		{"Echo-style server, profile fresh", true, apispec.ExpiryFresh,
 			map[string]scenarios.Status{"expiry/fresh-after-ttl": scenarios.Warn, "expiry/replays-before-ttl": scenarios.Pass}},
-		{"fresh server, profile expired-409", false, target.ExpiryExpired409,
+		{"fresh server, profile expired-409", false, apispec.ExpiryExpired409,
 			map[string]scenarios.Status{"expiry/fresh-after-ttl": scenarios.Warn, "expiry/replays-before-ttl": scenarios.Pass}},
-		{"fresh server, profile unknown", false, target.ExpiryUnknown,
+		{"fresh server, profile unknown", false, apispec.ExpiryUnknown,
 			map[string]scenarios.Status{"expiry/fresh-after-ttl": scenarios.Skip, "expiry/replays-before-ttl": scenarios.Pass}},
 	}
 	for _, row := range rows {
@@ -80,7 +80,7 @@ func TestExpiryModes(t *testing.T) {
 			}
 			srv := httptest.NewServer(h)
 			defer func() { srv.Close(); app.Close() }()
-			tg, err := target.FromURL(srv.URL, demoTTL, demoLease)
+			tg, err := apispec.FromURL(srv.URL, demoTTL, demoLease)
 			if err != nil {
 				t.Fatal(err)
 			}

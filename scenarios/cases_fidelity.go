@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -166,16 +166,16 @@ func missingFrom(want, got []string) []string {
 }
 
 func fidelityLargeBody(ctx context.Context, e *Env) Verdict {
-	return e.variantReplay(ctx, target.VariantLarge, func(first wire.Resp) string {
-		if len(first.Body) < target.LargeResponse {
-			return fmt.Sprintf("the large variant answered %d bytes, want at least %d (1 MiB)", len(first.Body), target.LargeResponse)
+	return e.variantReplay(ctx, apispec.VariantLarge, func(first wire.Resp) string {
+		if len(first.Body) < apispec.LargeResponse {
+			return fmt.Sprintf("the large variant answered %d bytes, want at least %d (1 MiB)", len(first.Body), apispec.LargeResponse)
 		}
 		return ""
 	})
 }
 
 func fidelityBinaryBody(ctx context.Context, e *Env) Verdict {
-	return e.variantReplay(ctx, target.VariantBinary, func(first wire.Resp) string {
+	return e.variantReplay(ctx, apispec.VariantBinary, func(first wire.Resp) string {
 		if len(first.Body) == 0 || isJSON(first.Body) {
 			return "the binary variant answered an empty or JSON body, not a binary one: " + first.String()
 		}

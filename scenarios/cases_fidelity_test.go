@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // TestFidelityAndCrashProbes: the fidelity and crash families pass the
@@ -27,7 +27,7 @@ func TestFidelityAndCrashProbes(t *testing.T) {
 		{"failure-wedges-key", []string{"crash/handler-crash", "crash/handler-timeout"}},
 		{"replay-coded-body", []string{"fidelity/content-coding"}},
 	}
-	targets := make([]*target.Target, len(rows))
+	targets := make([]*apispec.Target, len(rows))
 	for i, row := range rows {
 		if row.defect == "" {
 			targets[i] = startDemo(t)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // leaseMargin is how far past the declared lease the retry is sent, so
@@ -40,7 +40,7 @@ func leaseCrashRecovers(ctx context.Context, e *Env) Verdict {
 	if m == nil {
 		return e.Skip("needs " + string(NeedTargetCmd) + ": a managed target the harness can SIGKILL mid-flight and restart")
 	}
-	body, v, _ := e.Variant(target.VariantSlow)
+	body, v, _ := e.Variant(apispec.VariantSlow)
 	lease, grace := e.Target.Lease, e.Profile.Grace
 	k := e.NewKey()
 	sent := time.Now()
@@ -108,8 +108,8 @@ func leaseCrashRecovers(ctx context.Context, e *Env) Verdict {
 	}
 }
 
-func skipSlowWithinLease(t *target.Target, _ *target.Profile, op *target.Operation) string {
-	if d := op.Variants[target.VariantSlow].Duration; d < t.Lease+2*leaseMargin {
+func skipSlowWithinLease(t *apispec.Target, _ *apispec.Profile, op *apispec.Operation) string {
+	if d := op.Variants[apispec.VariantSlow].Duration; d < t.Lease+2*leaseMargin {
 		return fmt.Sprintf("the slow variant (%s) does not outlive the declared lease (%s) by %s; declare a shorter lease or a slower variant", d, t.Lease, 2*leaseMargin)
 	}
 	return ""

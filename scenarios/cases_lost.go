@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // LOST: the request reached the server and the answer was lost on the way
@@ -94,7 +94,7 @@ func lostRetryStorm(ctx context.Context, e *Env) Verdict {
 		return e.Inconclusive("chaos proxy: " + err.Error())
 	}
 	defer pr.close()
-	body, _, _ := e.Variant(target.VariantSlow)
+	body, _, _ := e.Variant(apispec.VariantSlow)
 	k, first, storm := pr.storm(ctx, body)
 	if first.Err == nil {
 		return e.Inconclusive("the proxy did not drop the response: " + first.String())

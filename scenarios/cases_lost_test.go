@@ -8,7 +8,7 @@ import (
 
 	"github.com/idemcheck/idemcheck/reference/demo"
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // The LOST family through the in-process chaos proxy: the correct
@@ -70,7 +70,7 @@ func TestLeaseSlowOutlivesLease(t *testing.T) {
 	}
 	srv := httptest.NewServer(app)
 	defer func() { srv.Close(); app.Close() }()
-	tg, err := target.FromURL(srv.URL, demoTTL, lease)
+	tg, err := apispec.FromURL(srv.URL, demoTTL, lease)
 	if err != nil {
 		t.Fatal(err)
 	}

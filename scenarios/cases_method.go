@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -30,7 +30,7 @@ func init() {
 // operation's body).
 var noBody = json.RawMessage{}
 
-func skipGetOperation(_ *target.Target, _ *target.Profile, op *target.Operation) string {
+func skipGetOperation(_ *apispec.Target, _ *apispec.Profile, op *apispec.Operation) string {
 	if op.Method == http.MethodGet {
 		return "the operation itself is a GET"
 	}
@@ -76,7 +76,7 @@ func methodGetIgnoresKey(ctx context.Context, e *Env) Verdict {
 	return e.Pass(observed)
 }
 
-func skipNotPatch(_ *target.Target, _ *target.Profile, op *target.Operation) string {
+func skipNotPatch(_ *apispec.Target, _ *apispec.Profile, op *apispec.Operation) string {
 	if op.Method != http.MethodPatch {
 		return "needs a PATCH operation in the config; this one is " + op.Method
 	}

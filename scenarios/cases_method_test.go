@@ -14,7 +14,7 @@ import (
 	"github.com/idemcheck/idemcheck/reference"
 	"github.com/idemcheck/idemcheck/reference/memstore"
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // itemsAPI is a small API the reference app lacks the shape for: POST and
@@ -116,7 +116,7 @@ type itemsBugs struct {
 	defects                    []reference.Defect
 }
 
-func startItems(t *testing.T, bugs itemsBugs) *target.Target {
+func startItems(t *testing.T, bugs itemsBugs) *apispec.Target {
 	t.Helper()
 	a := &itemsAPI{items: map[string]map[string]any{"fixed": {"id": "fixed", "version": 1}}, effects: map[string]int{}}
 	store := memstore.New()
@@ -144,14 +144,14 @@ func startItems(t *testing.T, bugs itemsBugs) *target.Target {
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() { srv.Close(); store.Close() })
-	op := func(name, method, path string) target.Operation {
-		return target.Operation{Name: name, Method: method, Path: path, Body: json.RawMessage(`{"name":"x"}`), IDPointer: "/id"}
+	op := func(name, method, path string) apispec.Operation {
+		return apispec.Operation{Name: name, Method: method, Path: path, Body: json.RawMessage(`{"name":"x"}`), IDPointer: "/id"}
 	}
-	return &target.Target{
-		BaseURL: srv.URL, KeyHeader: "Idempotency-Key", KeySyntax: target.SFString, Timeout: 5 * time.Second,
-		Principals: []target.Principal{{Name: "u"}},
-		Operations: []target.Operation{op("create", "POST", "/items"), op("replace", "PUT", "/items"), op("patch", "PATCH", "/items/fixed")},
-		Oracle:     &target.Oracle{URL: "/effects?key={key}", Pointer: "/executions"},
+	return &apispec.Target{
+		BaseURL: srv.URL, KeyHeader: "Idempotency-Key", KeySyntax: apispec.SFString, Timeout: 5 * time.Second,
+		Principals: []apispec.Principal{{Name: "u"}},
+		Operations: []apispec.Operation{op("create", "POST", "/items"), op("replace", "PUT", "/items"), op("patch", "PATCH", "/items/fixed")},
+		Oracle:     &apispec.Oracle{URL: "/effects?key={key}", Pointer: "/executions"},
 	}
 }
 

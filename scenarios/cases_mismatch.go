@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // MISMATCH: the same key with a materially different payload is a client
@@ -38,7 +38,7 @@ func init() {
 	)
 }
 
-func skipNoMutations(_ *target.Target, _ *target.Profile, op *target.Operation) string {
+func skipNoMutations(_ *apispec.Target, _ *apispec.Profile, op *apispec.Operation) string {
 	if len(op.MutationsOrDerived()) == 0 {
 		return "the operation has no mutations configured (operations[].mutations: patch, query or headers) and its body no number or boolean to derive one from"
 	}
@@ -60,8 +60,8 @@ func mismatchAddedField(ctx context.Context, e *Env) Verdict {
 	return e.judgeProbes(ctx, []probe{addedFieldProbe()})
 }
 
-func skipNoProblemJSON(_ *target.Target, p *target.Profile, _ *target.Operation) string {
-	if p.ProblemJSON == target.No {
+func skipNoProblemJSON(_ *apispec.Target, p *apispec.Profile, _ *apispec.Operation) string {
+	if p.ProblemJSON == apispec.No {
 		return "profile problem_json is false"
 	}
 	return ""

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // MISSING: a request without a key on an operation documented as
@@ -32,8 +32,8 @@ func init() {
 	)
 }
 
-func skipKeyOptional(_ *target.Target, p *target.Profile, _ *target.Operation) string {
-	if p.KeyRequired == target.No {
+func skipKeyOptional(_ *apispec.Target, p *apispec.Profile, _ *apispec.Operation) string {
+	if p.KeyRequired == apispec.No {
 		return NotApplicable + " where the key is optional: profile key_required is false (see missing/optional-executes)"
 	}
 	return ""
@@ -65,7 +65,7 @@ func missingRejected(ctx context.Context, e *Env) Verdict {
 			executed, how = true, fmt.Sprintf("answered %s; the oracle counted %d executions", r.String(), after-before)
 		}
 	}
-	if e.Profile.KeyRequired == target.Unknown {
+	if e.Profile.KeyRequired == apispec.Unknown {
 		return e.Finding("key_required", how)
 	}
 	expected := fmt.Sprintf("%v and no execution", e.Profile.MissingStatus)
@@ -90,7 +90,7 @@ func missingRejected(ctx context.Context, e *Env) Verdict {
 	return e.Unmet(expected, how)
 }
 
-func skipKeyNotRequiredOrNoProblem(t *target.Target, p *target.Profile, op *target.Operation) string {
+func skipKeyNotRequiredOrNoProblem(t *apispec.Target, p *apispec.Profile, op *apispec.Operation) string {
 	if r := skipKeyNotRequired(t, p, op); r != "" {
 		return r
 	}
@@ -105,11 +105,11 @@ func missingProblemLink(ctx context.Context, e *Env) Verdict {
 	return e.docLinkVerdict(r)
 }
 
-func skipKeyNotRequired(_ *target.Target, p *target.Profile, _ *target.Operation) string {
+func skipKeyNotRequired(_ *apispec.Target, p *apispec.Profile, _ *apispec.Operation) string {
 	switch p.KeyRequired {
-	case target.Yes:
+	case apispec.Yes:
 		return ""
-	case target.No:
+	case apispec.No:
 		return NotApplicable + " where the key is optional: profile key_required is false (see missing/optional-executes)"
 	default:
 		return "profile key_required is not true"
@@ -132,11 +132,11 @@ func missingRepeatFailsAgain(ctx context.Context, e *Env) Verdict {
 	return e.Pass(observed)
 }
 
-func skipKeyRequired(_ *target.Target, p *target.Profile, _ *target.Operation) string {
+func skipKeyRequired(_ *apispec.Target, p *apispec.Profile, _ *apispec.Operation) string {
 	switch p.KeyRequired {
-	case target.No:
+	case apispec.No:
 		return ""
-	case target.Yes:
+	case apispec.Yes:
 		return NotApplicable + " where the key is required: profile key_required is true (see missing/rejected)"
 	default:
 		return "profile key_required is not false (see missing/rejected)"

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck/internal/clock"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -145,7 +145,7 @@ func outboxNoneForMismatch(ctx context.Context, e *Env) Verdict {
 }
 
 func outboxNoneForRejected(ctx context.Context, e *Env) Verdict {
-	body, _, _ := e.Variant(target.VariantInvalid)
+	body, _, _ := e.Variant(apispec.VariantInvalid)
 	k := e.NewKey()
 	r := e.Send(ctx, Req{Label: "invalid variant", Key: k, Body: body})
 	if v := e.lostConn(r); v != nil {
@@ -175,8 +175,8 @@ func outboxLeaseTakeover(ctx context.Context, e *Env) Verdict {
 // skipCached5xx: under cache_5xx true a failed execution is stored as the
 // key's outcome, and whether a stored failure is announced (a failure
 // event, or nothing) the rule does not say.
-func skipCached5xx(_ *target.Target, p *target.Profile, _ *target.Operation) string {
-	if p.Cache5xx == target.Yes {
+func skipCached5xx(_ *apispec.Target, p *apispec.Profile, _ *apispec.Operation) string {
+	if p.Cache5xx == apispec.Yes {
 		return "profile cache_5xx is true: a failed execution is the key's stored outcome, and whether it publishes an event is the API's choice"
 	}
 	return ""
@@ -188,11 +188,11 @@ const outboxFailedRetries = 20
 
 func outboxNoneForFailed(ctx context.Context, e *Env) Verdict {
 	k := e.NewKey()
-	first, body, bad := e.failedFirst(ctx, k, target.VariantTransientError)
+	first, body, bad := e.failedFirst(ctx, k, apispec.VariantTransientError)
 	if bad != nil {
 		return *bad
 	}
-	if _, v, _ := e.Variant(target.VariantTransientError); v.Downstream == nil || !jsonEqual(body, e.Op.Body) {
+	if _, v, _ := e.Variant(apispec.VariantTransientError); v.Downstream == nil || !jsonEqual(body, e.Op.Body) {
 		// A body of its own: the normal request under the key would be
 		// another request (a mismatch), so the failure is judged alone.
 		w := e.wantOf(k, "the failed key", first)
@@ -201,7 +201,7 @@ func outboxNoneForFailed(ctx context.Context, e *Env) Verdict {
 	}
 	// The double failed the key's provider call; it now answers as the
 	// route does, and the normal request under the key can succeed.
-	if err := e.double.EndVariant(e.Op, k, target.VariantTransientError); err != nil {
+	if err := e.double.EndVariant(e.Op, k, apispec.VariantTransientError); err != nil {
 		return e.Inconclusive("downstream double: " + err.Error())
 	}
 	bound, poll := e.releaseBound()
@@ -212,7 +212,7 @@ func outboxNoneForFailed(ctx context.Context, e *Env) Verdict {
 		r := e.Send(ctx, Req{Label: fmt.Sprintf("retry %d (the normal request; the provider recovered)", attempt), Key: k})
 		rs = append(rs, r)
 		timeline = append(timeline, fmt.Sprintf("+%s %s", r.Start.Sub(first.End).Round(time.Millisecond), statusOf(r)))
-		observed := fmt.Sprintf("the %s variant answered %s; retries after it: %s", target.VariantTransientError, first.StatusText(), strings.Join(timeline, ", "))
+		observed := fmt.Sprintf("the %s variant answered %s; retries after it: %s", apispec.VariantTransientError, first.StatusText(), strings.Join(timeline, ", "))
 		switch {
 		case r.OK():
 			w := e.wantOf(k, "the key", rs...)

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck/internal/clock"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -41,7 +41,7 @@ func expiryExpiredKeyBurst(ctx context.Context, e *Env) Verdict {
 	// expiry in flight while the rest of the burst arrives: a reclaim of
 	// the expired record without an in-flight marker lets them all run.
 	body := e.Op.Body
-	if sb, _, ok := e.Variant(target.VariantSlow); ok {
+	if sb, _, ok := e.Variant(apispec.VariantSlow); ok {
 		body = sb
 	}
 	k := e.NewKey()

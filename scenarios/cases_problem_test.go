@@ -9,7 +9,7 @@ import (
 
 	"github.com/idemcheck/idemcheck/reference/demo"
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // rewriteErrors re-dresses the reference's 4xx answers the way other
@@ -76,7 +76,7 @@ func TestProblemFormats(t *testing.T) {
 			}
 			srv := httptest.NewServer(rewriteErrors(app, row.style))
 			defer func() { srv.Close(); app.Close() }()
-			tg, err := target.FromURL(srv.URL, demoTTL, demoLease)
+			tg, err := apispec.FromURL(srv.URL, demoTTL, demoLease)
 			if err != nil {
 				t.Fatal(err)
 			}

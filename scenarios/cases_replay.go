@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -69,8 +69,8 @@ func replaySameStatus(ctx context.Context, e *Env) Verdict {
 	return e.Pass(first.StatusText() + " then " + replay.StatusText())
 }
 
-func skipStatusCompare(_ *target.Target, p *target.Profile, _ *target.Operation) string {
-	if p.ReplayCompare == target.CompareStatus {
+func skipStatusCompare(_ *apispec.Target, p *apispec.Profile, _ *apispec.Operation) string {
+	if p.ReplayCompare == apispec.CompareStatus {
 		return "profile replay_compare is status: bodies are not compared"
 	}
 	return ""
@@ -193,7 +193,7 @@ func replayMarkerHeader(ctx context.Context, e *Env) Verdict {
 }
 
 func replayBusinessError(ctx context.Context, e *Env) Verdict {
-	body, v, _ := e.Variant(target.VariantBusinessError)
+	body, v, _ := e.Variant(apispec.VariantBusinessError)
 	k := e.NewKey()
 	first := e.Send(ctx, Req{Label: "original (business error)", Key: k, Body: body})
 	if !first.Is4xx() || (v.Status != 0 && !first.HasStatus(v.Status)) {
@@ -214,9 +214,9 @@ func replayBusinessError(ctx context.Context, e *Env) Verdict {
 		return *v
 	}
 	switch e.Profile.Cache4xxBusiness {
-	case target.Unknown:
+	case apispec.Unknown:
 		return e.Finding("cache_4xx_business", observed)
-	case target.No:
+	case apispec.No:
 		if n < 2 {
 			return e.Unmet("the retry executes again (profile: business errors not cached)", observed)
 		}
@@ -267,7 +267,7 @@ func replaySameHeaders(ctx context.Context, e *Env) Verdict {
 // skipNoReplayMetadata: a gRPC answer has no representation headers, and
 // no gRPC document names metadata a replay repeats: only the profile's
 // replay_metadata are compared.
-func skipNoReplayMetadata(t *target.Target, p *target.Profile, _ *target.Operation) string {
+func skipNoReplayMetadata(t *apispec.Target, p *apispec.Profile, _ *apispec.Operation) string {
 	if t.IsGRPC() && len(p.ReplayMetadata) == 0 {
 		return "a gRPC answer has no representation headers, and profile replay_metadata names no response metadata to compare"
 	}
@@ -288,7 +288,7 @@ func replayCanonicalJSON(ctx context.Context, e *Env) Verdict {
 	return e.judgeSamePayload(ctx, k, first, retry, e.Profile.CanonicalJSON, "canonical_json")
 }
 
-func skipNoVolatileFields(_ *target.Target, p *target.Profile, _ *target.Operation) string {
+func skipNoVolatileFields(_ *apispec.Target, p *apispec.Profile, _ *apispec.Operation) string {
 	if len(p.VolatileFields) == 0 {
 		return "profile volatile_fields is empty"
 	}
@@ -313,5 +313,5 @@ func replayVolatileFields(ctx context.Context, e *Env) Verdict {
 	if retry.Err != nil && e.Target.IsGRPC() && strings.Contains(retry.Err.Error(), "in protojson") {
 		return e.Inconclusive("the changed volatile fields do not fit the request message (give each a value in the operation's body, so its type is known): " + retry.Err.Error())
 	}
-	return e.judgeSamePayload(ctx, k, first, retry, target.Yes, "volatile_fields")
+	return e.judgeSamePayload(ctx, k, first, retry, apispec.Yes, "volatile_fields")
 }

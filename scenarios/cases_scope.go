@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -53,7 +53,7 @@ func scopeOtherUserIsolated(ctx context.Context, e *Env) Verdict {
 }
 
 func scopeOtherUserInFlight(ctx context.Context, e *Env) Verdict {
-	body, _, _ := e.Variant(target.VariantSlow)
+	body, _, _ := e.Variant(apispec.VariantSlow)
 	k, a, b, _ := e.duringSlow(ctx, false, func(k string) wire.Resp {
 		return e.Send(ctx, Req{Label: "second principal, same key, while the first is in flight", Key: k, Principal: 1, Body: body})
 	})
@@ -71,7 +71,7 @@ func scopeOtherUserInFlight(ctx context.Context, e *Env) Verdict {
 
 // endpointPeer is the operation scope/other-endpoint sends op's key to:
 // the next configured one, nil when it is on op's endpoint.
-func endpointPeer(t *target.Target, op *target.Operation) *target.Operation {
+func endpointPeer(t *apispec.Target, op *apispec.Operation) *apispec.Operation {
 	ops := t.Operations
 	for i := range ops {
 		if ops[i].Name == op.Name {
@@ -87,7 +87,7 @@ func endpointPeer(t *target.Target, op *target.Operation) *target.Operation {
 
 // methodPeer is the operation on op's path with another method
 // (scope/other-method), nil when none.
-func methodPeer(t *target.Target, op *target.Operation) *target.Operation {
+func methodPeer(t *apispec.Target, op *apispec.Operation) *apispec.Operation {
 	for i := range t.Operations {
 		if o := &t.Operations[i]; o.Path == op.Path && o.Method != op.Method {
 			return o
@@ -96,14 +96,14 @@ func methodPeer(t *target.Target, op *target.Operation) *target.Operation {
 	return nil
 }
 
-func skipNoEndpointPeer(t *target.Target, _ *target.Profile, op *target.Operation) string {
+func skipNoEndpointPeer(t *apispec.Target, _ *apispec.Profile, op *apispec.Operation) string {
 	if endpointPeer(t, op) == nil {
 		return "needs a second operation on another endpoint"
 	}
 	return ""
 }
 
-func skipNoMethodPeer(t *target.Target, _ *target.Profile, op *target.Operation) string {
+func skipNoMethodPeer(t *apispec.Target, _ *apispec.Profile, op *apispec.Operation) string {
 	if methodPeer(t, op) == nil {
 		return "needs a second operation on the same path with another method"
 	}
@@ -145,13 +145,13 @@ func scopeOtherEndpoint(ctx context.Context, e *Env) Verdict {
 		mode = "error"
 	}
 	switch e.Profile.ScopeEndpoint {
-	case target.ScopeUnknown:
+	case apispec.ScopeUnknown:
 		return e.Finding("scope_endpoint", mode+": "+observed)
-	case target.ScopeIndependent:
+	case apispec.ScopeIndependent:
 		if mode != "independent" {
 			return e.Unmet("an independent execution (profile scope_endpoint independent)", observed)
 		}
-	case target.ScopeError:
+	case apispec.ScopeError:
 		if mode != "error" {
 			return e.inTTL(e.Unmet("an idempotency error (profile scope_endpoint error)", observed), first, r)
 		}
@@ -233,9 +233,9 @@ func scopeCaseSensitive(ctx context.Context, e *Env) Verdict {
 			shared = fmt.Sprintf("two keys share one response: %s and %s both answered created id %s", upper, lower, id)
 		}
 		switch e.Profile.KeyCase {
-		case target.KeyCaseFolded:
+		case apispec.KeyCaseFolded:
 			return e.Pass("folded, as the profile says (key_case folded): " + shared + "; " + observed)
-		case target.KeyCaseSensitive:
+		case apispec.KeyCaseSensitive:
 			return e.inTTL(e.unmetAt(Should, "a distinct key (keys are opaque sf-strings; profile key_case sensitive)", shared+"; "+observed), first, r)
 		}
 		return e.Finding("key_case", "folded: "+shared+"; "+observed)
@@ -250,7 +250,7 @@ func scopeCaseSensitive(ctx context.Context, e *Env) Verdict {
 		}
 		observed += fmt.Sprintf("; %d executions under the lower-case key (oracle)", n)
 	}
-	if e.Profile.KeyCase == target.KeyCaseFolded {
+	if e.Profile.KeyCase == apispec.KeyCaseFolded {
 		return e.Unmet("the upper-case key's replay (profile key_case folded)", "a distinct key: "+observed)
 	}
 	return e.Pass("a distinct key: " + observed)

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // hostileKeyLen is the size of the oversized key probes (10 KB).
@@ -46,7 +46,7 @@ func securityInvalidFormatRejected(ctx context.Context, e *Env) Verdict {
 	if maxLen := e.Profile.KeyMaxLen; maxLen > 0 {
 		probes[fmt.Sprintf("%d-character key (key_max_len %d)", max(hostileKeyLen, 2*maxLen), maxLen)] = []string{e.KeyValue(keyOfLen(max(hostileKeyLen, 2*maxLen)))}
 	}
-	if e.Target.KeySyntax == target.SFString {
+	if e.Target.KeySyntax == apispec.SFString {
 		probes["control character in the sf-string"] = []string{`"` + e.uniquePrefix("tab") + "\tx\""}
 	}
 	if e.Profile.KeyFormat != "" {

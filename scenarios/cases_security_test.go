@@ -11,7 +11,7 @@ import (
 
 	"github.com/idemcheck/idemcheck/reference/demo"
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // keyBugs wraps the reference with bugs its defect catalog lacks: a store
@@ -87,7 +87,7 @@ func TestSecurityBugs(t *testing.T) {
 			}
 			srv := httptest.NewServer(&keyBugs{next: app, mode: row.mode, keys: map[string]string{}})
 			defer func() { srv.Close(); app.Close() }()
-			tg, err := target.FromURL(srv.URL, demoTTL, demoLease)
+			tg, err := apispec.FromURL(srv.URL, demoTTL, demoLease)
 			if err != nil {
 				t.Fatal(err)
 			}

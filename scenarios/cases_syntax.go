@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"strings"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -123,8 +123,8 @@ func syntaxCrossForm(ctx context.Context, e *Env) Verdict {
 	return e.Pass("a distinct key (quotes are part of the key): " + observed)
 }
 
-func skipRawKeys(t *target.Target, _ *target.Profile, _ *target.Operation) string {
-	if t.KeySyntax != target.SFString {
+func skipRawKeys(t *apispec.Target, _ *apispec.Profile, _ *apispec.Operation) string {
+	if t.KeySyntax != apispec.SFString {
 		return "the target uses raw keys: sf-string parsing does not apply"
 	}
 	return ""
@@ -142,7 +142,7 @@ func syntaxMalformed(ctx context.Context, e *Env) Verdict {
 
 func syntaxRepeatedHeader(ctx context.Context, e *Env) Verdict {
 	forms := map[string][]string{"two field lines": {e.KeyValue(e.NewKey()), e.KeyValue(e.NewKey())}}
-	if e.Target.KeySyntax == target.SFString {
+	if e.Target.KeySyntax == apispec.SFString {
 		forms["two keys in one line"] = []string{e.KeyValue(e.NewKey()) + ", " + e.KeyValue(e.NewKey())}
 	}
 	var seen []string
@@ -217,7 +217,7 @@ func keyOfLen(n int) string {
 	return string(b)
 }
 
-func skipNoMaxLen(_ *target.Target, p *target.Profile, _ *target.Operation) string {
+func skipNoMaxLen(_ *apispec.Target, p *apispec.Profile, _ *apispec.Operation) string {
 	if p.KeyMaxLen == 0 {
 		return "profile key_max_len is not published (0)"
 	}
@@ -276,10 +276,10 @@ func syntaxMaxLength(ctx context.Context, e *Env) Verdict {
 
 func syntaxEmptyKey(ctx context.Context, e *Env) Verdict {
 	lines := map[string][]string{"empty": {e.KeyValue("")}}
-	if e.Target.KeySyntax == target.Raw {
+	if e.Target.KeySyntax == apispec.Raw {
 		lines["empty"] = []string{""}
 	}
-	if e.Target.KeyField() != "" && e.Profile.KeyRequired == target.No {
+	if e.Target.KeyField() != "" && e.Profile.KeyRequired == apispec.No {
 		// An empty message field is no key at all (proto3 cannot tell
 		// them apart), and the profile lets a call go without one:
 		// missing/optional-executes judges it.
@@ -289,7 +289,7 @@ func syntaxEmptyKey(ctx context.Context, e *Env) Verdict {
 		lines[fmt.Sprintf("%d chars (below key_min_len %d)", m-1, m)] = []string{e.KeyValue(keyOfLen(m - 1))}
 	}
 	blank := []string{e.KeyValue("   ")}
-	if e.Profile.BlankKey == target.BlankReject {
+	if e.Profile.BlankKey == apispec.BlankReject {
 		lines["blank"] = blank
 		return e.judgeInvalidKeys(ctx, "empty, blank or too short key", lines)
 	}
@@ -311,9 +311,9 @@ func syntaxEmptyKey(ctx context.Context, e *Env) Verdict {
 	switch {
 	case r.Is5xx() || r.Err != nil:
 		return e.Fail("a 4xx or an execution for a blank key, never a 5xx", observed)
-	case e.Profile.BlankKey == target.BlankAccept && !r.OK():
+	case e.Profile.BlankKey == apispec.BlankAccept && !r.OK():
 		return e.Unmet("the blank key accepted (profile blank_key accept)", observed)
-	case e.Profile.BlankKey == target.BlankAccept:
+	case e.Profile.BlankKey == apispec.BlankAccept:
 		return e.Pass(observed)
 	}
 	return e.Pass(observed + " (profile blank_key ?: recorded, not judged)")

@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/idemcheck/idemcheck/internal/jsonx"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -33,8 +33,8 @@ func (e *Env) SameResponse(first, replay wire.Resp) (bool, string) {
 	}
 	mode := e.Profile.ReplayCompare
 	switch {
-	case bytes.Equal(target.ReplayForm(mode, first.Body), target.ReplayForm(mode, replay.Body)):
-	case mode == target.CompareBytes:
+	case bytes.Equal(apispec.ReplayForm(mode, first.Body), apispec.ReplayForm(mode, replay.Body)):
+	case mode == apispec.CompareBytes:
 		return false, "body bytes differ: " + bodyDiff(first.Body, replay.Body)
 	default:
 		return false, "bodies are not JSON-equal: " + bodyDiff(first.Body, replay.Body)
@@ -240,7 +240,7 @@ func jsonDocURL(m map[string]any) string {
 // (draft §2.7), under the profile's problem_json expectation.
 func (e *Env) docLinkVerdict(r wire.Resp) Verdict {
 	ok, how := DocLink(r)
-	if e.Profile.ProblemJSON == target.Unknown {
+	if e.Profile.ProblemJSON == apispec.Unknown {
 		return e.Finding("problem_json", how)
 	}
 	if !ok {
@@ -252,5 +252,5 @@ func (e *Env) docLinkVerdict(r wire.Resp) Verdict {
 // jsonEqual reports whether a and b are equal JSON documents (bodies that
 // are not JSON: equal bytes). It is ReplayForm's json rule.
 func jsonEqual(a, b []byte) bool {
-	return bytes.Equal(target.ReplayForm(target.CompareJSON, a), target.ReplayForm(target.CompareJSON, b))
+	return bytes.Equal(apispec.ReplayForm(apispec.CompareJSON, a), apispec.ReplayForm(apispec.CompareJSON, b))
 }

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // Conformance levels a run can reach (Report.Conformance). A vendor
@@ -115,7 +115,7 @@ func (r *Report) Conformance() Conformance {
 		return none("", "no MUST requirement was run")
 	case r.Profile == "":
 		return none("", "the report names no profile")
-	case r.Profile != target.DefaultProfile:
+	case r.Profile != apispec.DefaultProfile:
 		c.Level = ProfileLevel(r.Profile)
 		return c
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // TestConformance: the level a run reaches, one row per rule; levels are
@@ -119,7 +119,7 @@ func TestUntestedMust(t *testing.T) {
 func TestRedactedConfig(t *testing.T) {
 	raw := []byte("base_url: http://127.0.0.1:1\nsecret_headers: [authorization]\nprincipals:\n" +
 		"  - {name: a, headers: {Authorization: Bearer s3cret-token}}\n  - {name: b, headers: {Authorization: 'Bearer ${B_TOKEN}', X-Trace: plain}}\n")
-	once, err := target.RedactedConfig(raw)
+	once, err := apispec.RedactedConfig(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,11 +127,11 @@ func TestRedactedConfig(t *testing.T) {
 	if strings.Contains(s, "s3cret") || !strings.Contains(s, "Authorization: <redacted>") || !strings.Contains(s, "${B_TOKEN}") || !strings.Contains(s, "X-Trace: plain") {
 		t.Errorf("want the literal secret redacted, the placeholder and other headers kept:\n%s", s)
 	}
-	twice, err := target.RedactedConfig(once)
+	twice, err := apispec.RedactedConfig(once)
 	if err != nil || string(twice) != s {
 		t.Errorf("redacting the redacted file changed it (err %v):\n%s", err, twice)
 	}
-	if _, err := target.RedactedConfig([]byte("principals: [")); err == nil {
+	if _, err := apispec.RedactedConfig([]byte("principals: [")); err == nil {
 		t.Error("a YAML error is reported")
 	}
 }
@@ -140,11 +140,11 @@ func TestRedactedConfig(t *testing.T) {
 // catalog: an opt-in requirement (the outbox without events:, first_sent
 // without an AEP-155 key) it does not ask for is not among them.
 func TestLeftOutOptIn(t *testing.T) {
-	tg, err := target.FromURL("http://127.0.0.1:1", 3*time.Second, 0)
+	tg, err := apispec.FromURL("http://127.0.0.1:1", 3*time.Second, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, _ := target.ProfileByName(target.DefaultProfile)
+	p, _ := apispec.ProfileByName(apispec.DefaultProfile)
 	o := RunOptions{Run: []string{"replay/*"}}
 	ins, err := plan(tg, p, o)
 	if err != nil {
@@ -165,7 +165,7 @@ func TestLeftOutOptIn(t *testing.T) {
 // (replay/key-field-spelling: a field has one name) is not left out by
 // --run; one that applies (replay/single-execution) is.
 func TestLeftOutNotApplicable(t *testing.T) {
-	tg, p, err := target.ParseConfig([]byte(`base_url: grpc://127.0.0.1:1
+	tg, p, err := apispec.ParseConfig([]byte(`base_url: grpc://127.0.0.1:1
 key: {field: request_id}
 principals: [{name: a}]
 operations: [{name: pay, rpc: acme.v1.Payments/Create, body: {amount: 1}, id_pointer: /name}]

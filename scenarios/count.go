@@ -14,7 +14,7 @@ import (
 	"github.com/idemcheck/idemcheck/evidence"
 	"github.com/idemcheck/idemcheck/internal/clock"
 	"github.com/idemcheck/idemcheck/internal/jsonx"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -287,7 +287,7 @@ func (e *Env) CreatedID(r wire.Resp) string { return createdIDOf(e.Op, r) }
 
 // createdIDOf is CreatedID for a response of operation op (scope cases
 // compare responses of two operations).
-func createdIDOf(op *target.Operation, r wire.Resp) string {
+func createdIDOf(op *apispec.Operation, r wire.Resp) string {
 	if op.IDPointer == "" || !r.OK() {
 		return ""
 	}

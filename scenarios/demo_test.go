@@ -12,7 +12,7 @@ import (
 	"github.com/idemcheck/idemcheck/reference"
 	"github.com/idemcheck/idemcheck/reference/demo"
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // TestMain fails the package if a test leaves goroutines behind: servers,
@@ -34,13 +34,13 @@ const (
 
 // startDemo serves the reference app (with defects) on loopback and returns
 // its Target.
-func startDemo(t testing.TB, defects ...string) *target.Target {
+func startDemo(t testing.TB, defects ...string) *apispec.Target {
 	t.Helper()
 	return startDemoTTL(t, demoTTL, defects...)
 }
 
 // startDemoTTL is startDemo with its own TTL.
-func startDemoTTL(t testing.TB, ttl time.Duration, defects ...string) *target.Target {
+func startDemoTTL(t testing.TB, ttl time.Duration, defects ...string) *apispec.Target {
 	t.Helper()
 	app, err := demo.New(demo.Options{TTL: ttl, Lease: demoLease, Defects: defects})
 	if err != nil {
@@ -57,7 +57,7 @@ func startDemoTTL(t testing.TB, ttl time.Duration, defects ...string) *target.Ta
 		srv.Close()
 		app.Close()
 	})
-	tg, err := target.FromURL(srv.URL, ttl, demoLease)
+	tg, err := apispec.FromURL(srv.URL, ttl, demoLease)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func startDemoTTL(t testing.TB, ttl time.Duration, defects ...string) *target.Ta
 // runCatalog runs the whole catalog against tg under profile p. It
 // reports an error rather than failing the test, so that runs can go in
 // goroutines (see concurrently).
-func runCatalog(tg *target.Target, p *target.Profile, strict bool) (*scenarios.Report, error) {
+func runCatalog(tg *apispec.Target, p *apispec.Profile, strict bool) (*scenarios.Report, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	return scenarios.Run(ctx, tg, p, scenarios.RunOptions{Strict: strict})
@@ -90,9 +90,9 @@ func concurrently(n, limit int, f func(i int)) {
 	wg.Wait()
 }
 
-func ietf(t testing.TB) *target.Profile {
+func ietf(t testing.TB) *apispec.Profile {
 	t.Helper()
-	p, err := target.ProfileByName("ietf")
+	p, err := apispec.ProfileByName("ietf")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/idemcheck/idemcheck/evidence"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -14,7 +14,7 @@ import (
 // the key field lines' own scope's or the case's keyless scope's
 // (countsKeyless); a variant's body gives the key the variant's behaviour.
 // The scope is noted for the evidence (downstreamEvidence).
-func (e *Env) markForDouble(op *target.Operation, r Req, x *wire.Exchange) {
+func (e *Env) markForDouble(op *apispec.Operation, r Req, x *wire.Exchange) {
 	d := e.double
 	if d == nil {
 		return

@@ -12,18 +12,18 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/idemcheck/idemcheck/evidence"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
 // Env is one case instance's view of the target: it sends requests, samples
 // the oracle and keeps every exchange as evidence.
 type Env struct {
-	Target  *target.Target
-	Profile *target.Profile
+	Target  *apispec.Target
+	Profile *apispec.Profile
 	// Op is the operation under test (the first one for cases that are not
 	// per operation).
-	Op   *target.Operation
+	Op   *apispec.Operation
 	Case Case
 
 	client *http.Client
@@ -103,7 +103,7 @@ func (e *Env) noKeyScope() string {
 // NewEnv is an Env outside a run (idemcheck init --probe): it sends op's
 // requests through client and keeps every exchange, with no case, profile
 // or oracle.
-func NewEnv(t *target.Target, op *target.Operation, client *http.Client) *Env {
+func NewEnv(t *apispec.Target, op *apispec.Operation, client *http.Client) *Env {
 	return &Env{Target: t, Op: op, client: client}
 }
 
@@ -122,7 +122,7 @@ type Req struct {
 	// Body replaces the operation's body (see Env.Body).
 	Body json.RawMessage
 	// Op replaces Env.Op (scope cases); Method and Path override further.
-	Op     *target.Operation
+	Op     *apispec.Operation
 	Method string
 	Path   string
 	// Base replaces Target.BaseURL: one of Target.Replicas.
@@ -191,7 +191,7 @@ func (e *Env) Body(patches ...json.RawMessage) json.RawMessage {
 // the downstream double makes the variant behave (its downstream:), the
 // body is a copy Send recognises: the key it is sent under gets the
 // variant's behaviour, even when the body equals the normal one.
-func (e *Env) Variant(name string) (json.RawMessage, target.Variant, bool) {
+func (e *Env) Variant(name string) (json.RawMessage, apispec.Variant, bool) {
 	body, v, ok := e.Target.Variant(e.Op, name)
 	if ok && v.Downstream != nil {
 		body = e.double.VariantBody(body, name)
@@ -227,12 +227,12 @@ func (e *Env) Send(ctx context.Context, r Req) wire.Resp {
 // slow variant's declared duration when body is that variant's (by bytes,
 // or by identity where the variant's body equals the normal one and a
 // downstream double slows it), else zero.
-func (e *Env) workOf(op *target.Operation, body []byte) time.Duration {
-	slow, v, ok := e.Target.Variant(op, target.VariantSlow)
+func (e *Env) workOf(op *apispec.Operation, body []byte) time.Duration {
+	slow, v, ok := e.Target.Variant(op, apispec.VariantSlow)
 	switch {
 	case !ok:
 		return 0
-	case e.double.VariantOf(body) == target.VariantSlow:
+	case e.double.VariantOf(body) == apispec.VariantSlow:
 		return v.Duration
 	case !bytes.Equal(slow, op.Body) && bytes.Equal(slow, body):
 		return v.Duration
@@ -281,8 +281,8 @@ func (e *Env) proveBy(r Req, resp wire.Resp) {
 // declinedAsDeclared reports that resp answers op's business_error variant
 // (body) with the status the variant declares: the catalog takes that
 // outcome as one execution (errors/business-error-kept).
-func declinedAsDeclared(op *target.Operation, body []byte, resp wire.Resp) bool {
-	vb, v, ok := op.VariantBody(target.VariantBusinessError)
+func declinedAsDeclared(op *apispec.Operation, body []byte, resp wire.Resp) bool {
+	vb, v, ok := op.VariantBody(apispec.VariantBusinessError)
 	return ok && v.Status != 0 && resp.HasStatus(v.Status) && bytes.Equal(vb, body)
 }
 

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -44,7 +44,7 @@ func TestInTTL(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := &Env{Target: &target.Target{TTL: tt.ttl}, Profile: &target.Profile{Margin: 500 * time.Millisecond}}
+			e := &Env{Target: &apispec.Target{TTL: tt.ttl}, Profile: &apispec.Profile{Margin: 500 * time.Millisecond}}
 			got := e.inTTL(tt.v, orig, tt.retries...)
 			if got.Status != tt.want {
 				t.Fatalf("inTTL = %s (%s), want %s", got.Status, got.Reason, tt.want)

@@ -14,7 +14,7 @@ import (
 
 	"github.com/idemcheck/idemcheck/reference/demo"
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // listOracle is GET /orders as a per-key oracle: the orders whose
@@ -69,7 +69,7 @@ func TestListOracleMarker(t *testing.T) {
 	a := &ordersAPI{records: map[string]orderRecord{}}
 	srv := httptest.NewServer(a)
 	defer srv.Close()
-	tg, _, err := target.ParseConfig([]byte(`base_url: ` + srv.URL + `
+	tg, _, err := apispec.ParseConfig([]byte(`base_url: ` + srv.URL + `
 key_syntax: sf-string
 principals: [{name: alice, headers: {Authorization: Bearer alice}}]
 downstream:
@@ -154,7 +154,7 @@ func TestIDPointerChecked(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		_, err := scenarios.Run(ctx, tg, ietf(t), scenarios.RunOptions{Run: []string{"replay/**"}})
 		cancel()
-		if err == nil || err.Error() != c.want || errors.Is(err, target.ErrUnreachable) {
+		if err == nil || err.Error() != c.want || errors.Is(err, apispec.ErrUnreachable) {
 			t.Errorf("id_pointer %s: %v; want %q", c.pointer, err, c.want)
 		}
 	}
@@ -236,7 +236,7 @@ func TestLaggingCounterReference(t *testing.T) {
 	})
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	tg, err := target.FromURL(srv.URL, demoTTL, demoLease)
+	tg, err := apispec.FromURL(srv.URL, demoTTL, demoLease)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +256,7 @@ func TestLaggingCounterReference(t *testing.T) {
 // passesOnOracle runs the replay and mismatch families against a correct
 // orders API: every instance passes or skips, some verdict rests on the
 // oracle's count, and the run needed no note about its evidence.
-func passesOnOracle(t *testing.T, tg *target.Target) {
+func passesOnOracle(t *testing.T, tg *apispec.Target) {
 	t.Helper()
 	rep := runSelected(t, tg, ietf(t), "replay/**", "mismatch/**")
 	oracleSeen := false

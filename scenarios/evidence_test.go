@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // tinyAPI is a small plain net/http API with charges and refunds, integer
@@ -96,27 +96,27 @@ func (a *tinyAPI) effects(w http.ResponseWriter, r *http.Request) {
 
 // startTiny serves a and returns a config for it: principals alice and
 // bob, no oracle, no id pointer.
-func startTiny(t testing.TB, a *tinyAPI) *target.Target {
+func startTiny(t testing.TB, a *tinyAPI) *apispec.Target {
 	t.Helper()
 	a.ids, a.stored, a.execs, a.perKey, a.users = map[string]int{}, map[string][]byte{}, map[string]int{}, map[string]int{}, map[string]string{}
 	srv := httptest.NewServer(a)
 	t.Cleanup(srv.Close)
-	op := func(name string) target.Operation {
-		return target.Operation{Name: name, Method: http.MethodPost, Path: "/" + name, Body: json.RawMessage(`{"amount":1}`)}
+	op := func(name string) apispec.Operation {
+		return apispec.Operation{Name: name, Method: http.MethodPost, Path: "/" + name, Body: json.RawMessage(`{"amount":1}`)}
 	}
-	return &target.Target{
-		BaseURL: srv.URL, KeyHeader: "Idempotency-Key", KeySyntax: target.SFString, Timeout: 5 * time.Second,
-		Principals: []target.Principal{
+	return &apispec.Target{
+		BaseURL: srv.URL, KeyHeader: "Idempotency-Key", KeySyntax: apispec.SFString, Timeout: 5 * time.Second,
+		Principals: []apispec.Principal{
 			{Name: "alice", Headers: map[string]string{"Authorization": "alice"}},
 			{Name: "bob", Headers: map[string]string{"Authorization": "bob"}},
 		},
-		Operations: []target.Operation{op("charges"), op("refunds")},
+		Operations: []apispec.Operation{op("charges"), op("refunds")},
 	}
 }
 
 var (
-	globalCounter = &target.Oracle{URL: "/_effects", Pointer: "/total"}
-	perKeyCounter = &target.Oracle{URL: "/_effects?key={key}", Pointer: "/executions"}
+	globalCounter = &apispec.Oracle{URL: "/_effects", Pointer: "/total"}
+	perKeyCounter = &apispec.Oracle{URL: "/_effects?key={key}", Pointer: "/executions"}
 )
 
 // TestEvidenceFindings: what the engine takes as evidence of a replay, a
@@ -125,7 +125,7 @@ func TestEvidenceFindings(t *testing.T) {
 	rows := []struct {
 		name   string
 		api    *tinyAPI
-		oracle *target.Oracle
+		oracle *apispec.Oracle
 		ids    bool // id_pointer /id
 		cases  []string
 		want   scenarios.Status

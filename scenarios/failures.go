@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck/internal/clock"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -70,7 +70,7 @@ func (e *Env) failedFirst(ctx context.Context, k, name string) (wire.Resp, []byt
 	body, v, _ := e.Variant(name)
 	r := e.Send(ctx, Req{Label: "original (" + name + ")", Key: k, Body: body})
 	okClass := r.Is5xx()
-	if name == target.VariantBusinessError {
+	if name == apispec.VariantBusinessError {
 		okClass = r.Is4xx()
 	}
 	if !okClass || (v.Status != 0 && !r.HasStatus(v.Status)) {
@@ -84,7 +84,7 @@ func (e *Env) failedFirst(ctx context.Context, k, name string) (wire.Resp, []byt
 // retries it unchanged and counts the key's executions.
 func (e *Env) transientThenRetry(ctx context.Context) (first, retry wire.Resp, n int, observed string, v *Verdict) {
 	k := e.NewKey()
-	first, body, bad := e.failedFirst(ctx, k, target.VariantTransientError)
+	first, body, bad := e.failedFirst(ctx, k, apispec.VariantTransientError)
 	if bad != nil {
 		return first, retry, 0, "", bad
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -29,12 +29,12 @@ func TestUntilDoneWaitsOutInFlightStatuses(t *testing.T) {
 	defer srv.Close()
 	client := wire.NewClient(5 * time.Second)
 	defer client.CloseIdleConnections()
-	op := &target.Operation{Name: "op", Method: http.MethodPost, Path: "/"}
-	p, err := target.ProfileByName("lenient") // in_flight_status includes 423
+	op := &apispec.Operation{Name: "op", Method: http.MethodPost, Path: "/"}
+	p, err := apispec.ProfileByName("lenient") // in_flight_status includes 423
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &Env{Target: &target.Target{BaseURL: srv.URL, KeyHeader: "Idempotency-Key", KeySyntax: target.Raw}, Profile: p, Op: op, client: client}
+	e := &Env{Target: &apispec.Target{BaseURL: srv.URL, KeyHeader: "Idempotency-Key", KeySyntax: apispec.Raw}, Profile: p, Op: op, client: client}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	rs := e.untilDone(ctx, "retry", "k", nil)
@@ -53,7 +53,7 @@ func TestUntilDoneWaitsOutInFlightStatuses(t *testing.T) {
 // past the window may have waited in a stalled server's queue until the
 // key expired: inconclusive, never a fail.
 func TestInTTLSentTime(t *testing.T) {
-	e := &Env{Target: &target.Target{TTL: 2 * time.Second}, Profile: &target.Profile{Margin: 500 * time.Millisecond}}
+	e := &Env{Target: &apispec.Target{TTL: 2 * time.Second}, Profile: &apispec.Profile{Margin: 500 * time.Millisecond}}
 	t0 := time.Now()
 	orig := wire.Resp{Start: t0, End: t0.Add(1500 * time.Millisecond)}
 	fail := Verdict{Status: Fail, Expected: "one execution", Observed: "a new execution"}
@@ -88,7 +88,7 @@ func TestInTTLSentTime(t *testing.T) {
 // answered inside the lease stands, and so does a retry sent after the
 // original completed (no lease can excuse it).
 func TestLeaseTakeover(t *testing.T) {
-	e := &Env{Target: &target.Target{TTL: time.Minute, Lease: 5 * time.Second}, Profile: &target.Profile{Margin: 500 * time.Millisecond}}
+	e := &Env{Target: &apispec.Target{TTL: time.Minute, Lease: 5 * time.Second}, Profile: &apispec.Profile{Margin: 500 * time.Millisecond}}
 	t0 := time.Now()
 	fail := Verdict{Status: Fail, Expected: "exactly 1 execution", Observed: "2 executions"}
 	// A burst: every request sent at once, the machine stalled 8 s.

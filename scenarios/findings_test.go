@@ -14,7 +14,7 @@ import (
 
 	"github.com/idemcheck/idemcheck/reference/demo"
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -73,11 +73,11 @@ func TestDocLink(t *testing.T) {
 
 // serveTest serves h on loopback for the test and returns the reference
 // contract's Target with the demo deployment knobs.
-func serveTest(t *testing.T, h http.Handler, ttl time.Duration) *target.Target {
+func serveTest(t *testing.T, h http.Handler, ttl time.Duration) *apispec.Target {
 	t.Helper()
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	tg, err := target.FromURL(srv.URL, ttl, demoLease)
+	tg, err := apispec.FromURL(srv.URL, ttl, demoLease)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func demoApp(t *testing.T, ttl time.Duration, defects ...string) http.Handler {
 }
 
 // runIDs runs the named cases and returns their results by name.
-func runIDs(t *testing.T, tg *target.Target, p *target.Profile, ids ...string) map[string]scenarios.Result {
+func runIDs(t *testing.T, tg *apispec.Target, p *apispec.Profile, ids ...string) map[string]scenarios.Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -223,9 +223,9 @@ func TestLostTTLGuard(t *testing.T) {
 func TestStaleReplayOnMismatch(t *testing.T) {
 	tg := serveTest(t, demoApp(t, demoTTL, "no-fingerprint"), demoTTL)
 	for _, tc := range []struct {
-		setting target.Tri
+		setting apispec.Tri
 		want    scenarios.Status
-	}{{target.No, scenarios.Fail}, {target.Yes, scenarios.Pass}, {target.Unknown, scenarios.Skip}} {
+	}{{apispec.No, scenarios.Fail}, {apispec.Yes, scenarios.Pass}, {apispec.Unknown, scenarios.Skip}} {
 		p := ietf(t)
 		p.StaleReplayOnMismatch = tc.setting
 		rs := runIDs(t, tg, p, "mismatch/changed-body")
@@ -325,7 +325,7 @@ func uuidKeysOnly(next http.Handler) http.Handler {
 func TestKeyFormatUUID(t *testing.T) {
 	tg := serveTest(t, uuidKeysOnly(demoApp(t, demoTTL)), demoTTL)
 	p := referenceProfile(t)
-	p.KeyFormat, p.KeyMaxLen = target.KeyFormatUUID, 36
+	p.KeyFormat, p.KeyMaxLen = apispec.KeyFormatUUID, 36
 	rs := runIDs(t, tg, p, "syntax/**", "security/**", "scope/case-sensitive", "replay/same-status")
 	for _, r := range rs {
 		if r.Status == scenarios.Fail || r.Status == scenarios.Warn || r.Status == scenarios.Inconclusive {
@@ -418,13 +418,13 @@ func executeThen400(next http.Handler) http.Handler {
 // 400 that executed fails; with the per-key oracle the 400 alone is
 // unverifiable, never a pass.
 func TestMissingRejectedAsksTheOracle(t *testing.T) {
-	global := func(tg *target.Target) *target.Target {
+	global := func(tg *apispec.Target) *apispec.Target {
 		tg.Oracle.URL = "/v1/effects"
 		return tg
 	}
 	for _, tc := range []struct {
 		name string
-		tg   *target.Target
+		tg   *apispec.Target
 		want scenarios.Status
 	}{
 		{"correct, global oracle", global(startDemo(t)), scenarios.Pass},

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // Flake guard (trap C13): a conformance verdict must not depend on timing.
@@ -72,13 +72,13 @@ func burnCPU(perCore int) (stop func()) {
 
 func TestFlakeGuard(t *testing.T) {
 	p := referenceProfile(t)
-	targets := make([]*target.Target, flakeRuns)
+	targets := make([]*apispec.Target, flakeRuns)
 	for i := range targets {
 		targets[i] = startDemoTTL(t, flakeTTL)
 	}
 	type broken struct {
 		defect string
-		tg     *target.Target
+		tg     *apispec.Target
 		rep    *scenarios.Report
 		err    error
 	}

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // Gap is a MUST requirement a config cannot verify, with the one-line fix.
@@ -76,7 +76,7 @@ func Gaps(planned []Planned, grpc bool) []Gap {
 // EvidenceLine says what t's config counts executions with: its oracles,
 // per key or global (a serial run), else created ids and what they cannot
 // see, else nothing.
-func EvidenceLine(t *target.Target) string {
+func EvidenceLine(t *apispec.Target) string {
 	os := t.Oracles()
 	if len(os) > 0 {
 		names := make([]string, len(os))

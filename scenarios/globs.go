@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -14,7 +14,7 @@ import (
 // matches: a skip that skips nothing is silent otherwise ('**@refunds',
 // the old glob form, selects nothing under doublestar). Bad globs are
 // Plan's error, not a warning here.
-func GlobWarnings(t *target.Target, o RunOptions) []string {
+func GlobWarnings(t *apispec.Target, o RunOptions) []string {
 	names := instanceNames(t)
 	var out []string
 	for _, f := range []struct {
@@ -33,7 +33,7 @@ func GlobWarnings(t *target.Target, o RunOptions) []string {
 
 // instanceNames lists every case instance name ("family/case@operation")
 // and case ID of the catalog against t, sorted.
-func instanceNames(t *target.Target) []string {
+func instanceNames(t *apispec.Target) []string {
 	var names []string
 	for _, c := range Catalog() {
 		names = append(names, c.ID)

@@ -4,14 +4,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // TestGlobWarnings: a --run or --skip glob that matches no case instance
 // is one line naming close matches ('**@refunds', the old glob form,
 // skipped nothing, silently); globs that match say nothing.
 func TestGlobWarnings(t *testing.T) {
-	tg, err := target.FromURL("http://127.0.0.1:1", 0, 0)
+	tg, err := apispec.FromURL("http://127.0.0.1:1", 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestGlobWarnings(t *testing.T) {
 }
 
 func TestGlobSelection(t *testing.T) {
-	tg, _, err := target.LoadConfig("../target/testdata/full.yaml")
+	tg, _, err := apispec.LoadConfig("../target/testdata/full.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

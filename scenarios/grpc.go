@@ -3,7 +3,7 @@ package scenarios
 import (
 	"strings"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // The catalog over gRPC (docs/grpc.md). A gRPC target's calls go through
@@ -75,7 +75,7 @@ var fieldKeyNever = map[string]string{
 
 // grpcSkip is why case id does not run over a gRPC target ("" when it
 // does).
-func grpcSkip(t *target.Target, id string) string {
+func grpcSkip(t *apispec.Target, id string) string {
 	if t.IsGRPC() && t.Key != nil && t.Key.FirstSent && aepNever[id] != "" {
 		return "does not apply to an AEP-155 key: " + aepNever[id]
 	}

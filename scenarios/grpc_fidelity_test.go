@@ -22,7 +22,7 @@ import (
 	"github.com/idemcheck/idemcheck/reference/grpcref"
 	"github.com/idemcheck/idemcheck/reference/grpcref/paymentsv1"
 	"github.com/idemcheck/idemcheck/reference/memstore"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // grpcVolatileServer serves the reference gRPC service with volatile
@@ -56,7 +56,7 @@ func runGRPCConfig(t *testing.T, httpBase, grpcBase string, strict bool, ids []s
 		}
 		cfg = strings.Replace(cfg, replacements[i], replacements[i+1], 1)
 	}
-	tg, p, err := target.ParseConfig([]byte(cfg))
+	tg, p, err := apispec.ParseConfig([]byte(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestGRPCVolatileFields(t *testing.T) {
 // fidelity/large-body has nothing to replay and says why.
 func TestGRPCLargeOverLimit(t *testing.T) {
 	tg, p := grpcTarget(t, "aip", nil)
-	tg.Operations[0].Variants[target.VariantLarge] = target.Variant{Patch: json.RawMessage(`{"knobs":{"pad_bytes":5242880}}`)}
+	tg.Operations[0].Variants[apispec.VariantLarge] = apispec.Variant{Patch: json.RawMessage(`{"knobs":{"pad_bytes":5242880}}`)}
 	rep, err := Run(t.Context(), tg, p, RunOptions{Run: []string{"fidelity/large-body"}})
 	if err != nil {
 		t.Fatal(err)
@@ -167,7 +167,7 @@ func TestGRPCLeaseOutlived(t *testing.T) {
 func TestGRPCCutMessageNeverRuns(t *testing.T) {
 	httpBase, g := demotest.GRPCServer(t, demo.Options{TTL: 3 * time.Second, Lease: 3 * time.Second}, nil)
 	grpcBase := demotest.ServeGRPCServer(t, g)
-	tg, p, err := target.ParseConfig([]byte(grpcConfig(httpBase, grpcBase, "aip")))
+	tg, p, err := apispec.ParseConfig([]byte(grpcConfig(httpBase, grpcBase, "aip")))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,6 @@
 package scenarios
 
-import "github.com/idemcheck/idemcheck/target"
+import "github.com/idemcheck/idemcheck/apispec"
 
 // The config a need asks for, in a gRPC target's terms: a message field
 // or the downstream double where an HTTP API takes a body, code names
@@ -58,4 +58,4 @@ func needFix(n Need, grpc bool) string {
 }
 
 // grpc reports whether the run was against a gRPC target.
-func (r *Report) grpc() bool { return target.IsGRPCURL(r.Target) }
+func (r *Report) grpc() bool { return apispec.IsGRPCURL(r.Target) }

@@ -16,7 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/idemcheck/idemcheck/reference/grpcref/paymentsv1"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // TestGRPCListOracle: an HTTP listing of the payments a gRPC service
@@ -38,7 +38,7 @@ func TestGRPCListOracle(t *testing.T) {
 			svc := &listedPayments{replays: row.replays, byKey: map[string]*paymentsv1.Payment{}}
 			list := httptest.NewServer(svc)
 			t.Cleanup(list.Close)
-			tg, p, err := target.ParseConfig([]byte(fmt.Sprintf(`base_url: %s
+			tg, p, err := apispec.ParseConfig([]byte(fmt.Sprintf(`base_url: %s
 key: {field: request_id}
 principals: [{name: alice, metadata: {authorization: Bearer alice}}]
 oracle: {url: "%s/payments", count: {array: /data, where: /requestId}}

@@ -21,7 +21,7 @@ import (
 	"github.com/idemcheck/idemcheck/reference/demo"
 	"github.com/idemcheck/idemcheck/reference/grpcref"
 	"github.com/idemcheck/idemcheck/reference/grpcref/paymentsv1"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // TestGRPCDownstreamVariants: over gRPC, a variant the downstream double
@@ -136,7 +136,7 @@ func servePayments(t *testing.T, svc paymentsv1.PaymentServiceServer) string {
 // reference; the slow variant holds them for slow.
 func runDownstream(t *testing.T, base, doubleAddr, slow string, globs ...string) *Report {
 	t.Helper()
-	tg, p, err := target.ParseConfig([]byte(fmt.Sprintf(`base_url: %s
+	tg, p, err := apispec.ParseConfig([]byte(fmt.Sprintf(`base_url: %s
 key: {field: request_id}
 principals: [{name: alice, metadata: {authorization: Bearer alice}}]
 downstream:
@@ -170,7 +170,7 @@ profile:
 func TestGRPCIDPointerName(t *testing.T) {
 	httpBase, grpcBase := demotest.ServeGRPC(t, demo.Options{TTL: time.Minute})
 	cfg := strings.Replace(demotest.GRPCConfig(httpBase, grpcBase), "id_pointer: /name", "id_pointer: /create_time", 1)
-	tg, p, err := target.ParseConfig([]byte(cfg))
+	tg, p, err := apispec.ParseConfig([]byte(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/idemcheck/idemcheck/reference/grpcref"
 	"github.com/idemcheck/idemcheck/reference/outbox"
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // grpcOutboxLease is the reference gRPC service's lease in these tests:
@@ -94,7 +94,7 @@ profile:
   preset: %s
   overrides: {key_required: true, missing_status: INVALID_ARGUMENT, mismatch_status: INVALID_ARGUMENT, in_flight_status: ABORTED, block_ok: false}
 `, grpcBase, key, grpcOutboxLease, oracle, events, eventsKey, outboxSettle, rpc, marker, grpcOutboxSlow.Milliseconds(), grpcOutboxSlow, preset)
-	tg, p, err := target.ParseConfig([]byte(cfg))
+	tg, p, err := apispec.ParseConfig([]byte(cfg))
 	if err != nil {
 		t.Fatalf("%v\n%s", err, cfg)
 	}

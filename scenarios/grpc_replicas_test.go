@@ -15,17 +15,17 @@ import (
 	"github.com/idemcheck/idemcheck/reference/memstore"
 	"github.com/idemcheck/idemcheck/reference/pgstore"
 	"github.com/idemcheck/idemcheck/reference/redisstore"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // grpcReplicasTarget serves the reference gRPC service as two replicas
 // on stores (demotest.GRPCReplicas) and returns grpcConfig's target of
 // them (replicas: [A, B]).
-func grpcReplicasTarget(t *testing.T, carrier string, stores [2]reference.Store) (*target.Target, *target.Profile) {
+func grpcReplicasTarget(t *testing.T, carrier string, stores [2]reference.Store) (*apispec.Target, *apispec.Profile) {
 	t.Helper()
 	httpBase, bases := demotest.GRPCReplicas(t, demo.Options{TTL: 3 * time.Second, Lease: 3 * time.Second}, stores[:]...)
 	cfg := grpcConfig(httpBase, bases[0], carrier) + "replicas: [" + strings.Join(bases, ", ") + "]\n"
-	tg, p, err := target.ParseConfig([]byte(cfg))
+	tg, p, err := apispec.ParseConfig([]byte(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/idemcheck/idemcheck/internal/grpccode"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // The requirement sentences are the draft's (and vendors'): an HTTP
@@ -59,7 +59,7 @@ var httpThings = regexp.MustCompile(`\b[1-5]\d\d\b|\b[245]xx\b|Idempotency-Key|\
 // and its explanation where that names an HTTP status or field, with the
 // case's gRPC note. m unchanged for an HTTP target and a case that does
 // not run over gRPC (its skip says why).
-func grpcMeta(t *target.Target, p *target.Profile, m Meta) Meta {
+func grpcMeta(t *apispec.Target, p *apispec.Profile, m Meta) Meta {
 	note, ok := grpcRequirementNotes[m.ID]
 	if !ok || !t.IsGRPC() || grpcSkip(t, m.ID) != "" {
 		return m
@@ -79,7 +79,7 @@ func grpcMeta(t *target.Target, p *target.Profile, m Meta) Meta {
 }
 
 // grpcKeyPlace says where t's key goes.
-func grpcKeyPlace(t *target.Target) string {
+func grpcKeyPlace(t *apispec.Target) string {
 	switch {
 	case t.Key == nil:
 		return "the key"
@@ -93,7 +93,7 @@ func grpcKeyPlace(t *target.Target) string {
 
 // grpcKeyAbsent is what a call without t's key sends (proto3 sends an
 // empty string as it sends an unset one).
-func grpcKeyAbsent(t *target.Target) string {
+func grpcKeyAbsent(t *apispec.Target) string {
 	switch {
 	case t.Key != nil && t.Key.Metadata != "":
 		return "no such entry"
@@ -106,13 +106,13 @@ func grpcKeyAbsent(t *target.Target) string {
 // codesWord names statuses as a gRPC target is judged by them: a code by
 // its name, an HTTP status by the codes that map to it ("409 (ABORTED or
 // ALREADY_EXISTS)"); unset is what the profile leaves open.
-func codesWord(ss target.Statuses, unset string) string {
+func codesWord(ss apispec.Statuses, unset string) string {
 	if len(ss) == 0 {
 		return unset + " (unset: any error)"
 	}
 	words := make([]string, len(ss))
 	for i, s := range ss {
-		words[i] = target.StatusName(s)
+		words[i] = apispec.StatusName(s)
 		if names := grpccode.Names(s); len(names) > 0 {
 			words[i] += " (" + strings.Join(names, " or ") + ")"
 		}

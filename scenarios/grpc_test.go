@@ -13,7 +13,7 @@ import (
 	"github.com/idemcheck/idemcheck/reference"
 	"github.com/idemcheck/idemcheck/reference/demo"
 	"github.com/idemcheck/idemcheck/reference/grpcref"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // grpcConfig is a config of the reference gRPC service at grpcBase,
@@ -67,11 +67,11 @@ profile:
 
 // grpcTarget serves the reference gRPC service with defects (and the
 // server options opts) for the test and returns grpcConfig's target of it.
-func grpcTarget(t *testing.T, carrier string, defects []reference.Defect, opts ...grpc.ServerOption) (*target.Target, *target.Profile) {
+func grpcTarget(t *testing.T, carrier string, defects []reference.Defect, opts ...grpc.ServerOption) (*apispec.Target, *apispec.Profile) {
 	t.Helper()
 	httpBase, g := demotest.GRPCServer(t, demo.Options{TTL: 3 * time.Second, Lease: 3 * time.Second}, defects, opts...)
 	grpcBase := demotest.ServeGRPCServer(t, g)
-	tg, p, err := target.ParseConfig([]byte(grpcConfig(httpBase, grpcBase, carrier)))
+	tg, p, err := apispec.ParseConfig([]byte(grpcConfig(httpBase, grpcBase, carrier)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +227,7 @@ func TestGRPCDefects(t *testing.T) {
 // TestGRPCPlanSkips: a gRPC target's plan skips every case not run over
 // gRPC, saying why.
 func TestGRPCPlanSkips(t *testing.T) {
-	tg, p, err := target.ParseConfig([]byte(grpcConfig("http://127.0.0.1:1", "grpc://127.0.0.1:2", "aip")))
+	tg, p, err := apispec.ParseConfig([]byte(grpcConfig("http://127.0.0.1:1", "grpc://127.0.0.1:2", "aip")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +254,7 @@ func TestGRPCPlanSkips(t *testing.T) {
 // work on our side. A new case must be run against the reference gRPC
 // service, or its reason written, before it lands.
 func TestGRPCEveryCaseDecided(t *testing.T) {
-	tg := &target.Target{BaseURL: "grpc://127.0.0.1:1"}
+	tg := &apispec.Target{BaseURL: "grpc://127.0.0.1:1"}
 	for _, c := range Catalog() {
 		if why := grpcSkip(tg, c.ID); strings.HasPrefix(why, "not yet") {
 			t.Errorf("%s: %q; want it in grpcReady or grpcNever", c.ID, why)

@@ -11,13 +11,13 @@ import (
 	"github.com/idemcheck/idemcheck/reference"
 	"github.com/idemcheck/idemcheck/reference/demo"
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // startDemoH2C serves the reference app (with defects) on loopback in
 // HTTP/1.1 and h2c (HTTP/2 with prior knowledge, as idemcheck serve --h2c
 // does) and returns its Target speaking HTTP/2 only.
-func startDemoH2C(t testing.TB, defects ...string) *target.Target {
+func startDemoH2C(t testing.TB, defects ...string) *apispec.Target {
 	t.Helper()
 	app, err := demo.New(demo.Options{TTL: demoTTL, Lease: demoLease, Defects: defects})
 	if err != nil {
@@ -35,7 +35,7 @@ func startDemoH2C(t testing.TB, defects ...string) *target.Target {
 		srv.Close()
 		app.Close()
 	})
-	tg, err := target.FromURL(srv.URL, demoTTL, demoLease)
+	tg, err := apispec.FromURL(srv.URL, demoTTL, demoLease)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestCatalogOverH2C(t *testing.T) {
 		ids    []string
 		anyOf  bool
 		strict bool
-		p      *target.Profile
+		p      *apispec.Profile
 	}
 	rows := []row{{p: lightBurst(referenceProfile(t), "")}}
 	for _, m := range defectMatrix {
@@ -65,7 +65,7 @@ func TestCatalogOverH2C(t *testing.T) {
 			p.BlockOK = false
 		}
 		if m.noCache5xx {
-			p.Cache5xx = target.No
+			p.Cache5xx = apispec.No
 		}
 		r := row{defect: m.defect, ids: m.want, strict: m.strict, p: p}
 		if m.anyOf != nil {
@@ -73,7 +73,7 @@ func TestCatalogOverH2C(t *testing.T) {
 		}
 		rows = append(rows, r)
 	}
-	targets := make([]*target.Target, len(rows))
+	targets := make([]*apispec.Target, len(rows))
 	for i, r := range rows {
 		if r.defect == "" {
 			targets[i] = startDemoH2C(t)

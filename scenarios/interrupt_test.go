@@ -11,7 +11,7 @@ import (
 	"github.com/idemcheck/idemcheck/internal/demotest"
 	"github.com/idemcheck/idemcheck/reference/demo"
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // TestRunInterrupted: cancelling the run's context mid-run (what SIGINT
@@ -22,7 +22,7 @@ import (
 // inconclusives.
 func TestRunInterrupted(t *testing.T) {
 	tg := startDemoTTL(t, 2*time.Second)
-	p, err := target.ProfileByName("ietf")
+	p, err := apispec.ProfileByName("ietf")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestRunInterrupted(t *testing.T) {
 // turned a finished passing run into exit 130.
 func TestRunCancelledAfterLastVerdict(t *testing.T) {
 	tg := startDemoTTL(t, 2*time.Second)
-	p, err := target.ProfileByName("ietf")
+	p, err := apispec.ProfileByName("ietf")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestInterruptDuringKeyFetch(t *testing.T) {
 		issuer.ServeHTTP(w, r)
 	})
 	base := demotest.ServeOn(t, h, "127.0.0.1:0")
-	tg, p, err := target.ParseConfig([]byte(fmt.Sprintf(`
+	tg, p, err := apispec.ParseConfig([]byte(fmt.Sprintf(`
 base_url: %s
 timeout: 30s
 principals: [{name: alice, headers: {Authorization: Bearer alice}}]

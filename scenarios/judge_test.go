@@ -14,7 +14,7 @@ import (
 
 	"github.com/idemcheck/idemcheck/reference/demo"
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // TestInFlightOffsetsShortTTL: under a 2 s TTL (README's until now) the duplicates
@@ -119,16 +119,16 @@ func (q keyQuirks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func TestKeyProfileSettings(t *testing.T) {
 	rows := []struct {
 		name, mode, id string
-		profile        func(*target.Profile)
+		profile        func(*apispec.Profile)
 		want           scenarios.Status
 		observed       string
 	}{
-		{"blank accepted, ietf", "blank-ok", "syntax/empty-key", func(*target.Profile) {}, scenarios.Pass, "blank: 201"},
-		{"blank accepted, blank_key reject", "blank-ok", "syntax/empty-key", func(p *target.Profile) { p.BlankKey = target.BlankReject }, scenarios.Warn, "blank: 201"},
-		{"blank rejected, blank_key reject", "", "syntax/empty-key", func(p *target.Profile) { p.BlankKey = target.BlankReject }, scenarios.Pass, "blank: 400"},
-		{"case folded, ietf", "fold", "scope/case-sensitive", func(*target.Profile) {}, scenarios.Warn, "two keys share one response"},
-		{"case folded, key_case folded", "fold", "scope/case-sensitive", func(p *target.Profile) { p.KeyCase = target.KeyCaseFolded }, scenarios.Pass, "two keys share one response"},
-		{"case sensitive, ietf", "", "scope/case-sensitive", func(*target.Profile) {}, scenarios.Pass, "a distinct key"},
+		{"blank accepted, ietf", "blank-ok", "syntax/empty-key", func(*apispec.Profile) {}, scenarios.Pass, "blank: 201"},
+		{"blank accepted, blank_key reject", "blank-ok", "syntax/empty-key", func(p *apispec.Profile) { p.BlankKey = apispec.BlankReject }, scenarios.Warn, "blank: 201"},
+		{"blank rejected, blank_key reject", "", "syntax/empty-key", func(p *apispec.Profile) { p.BlankKey = apispec.BlankReject }, scenarios.Pass, "blank: 400"},
+		{"case folded, ietf", "fold", "scope/case-sensitive", func(*apispec.Profile) {}, scenarios.Warn, "two keys share one response"},
+		{"case folded, key_case folded", "fold", "scope/case-sensitive", func(p *apispec.Profile) { p.KeyCase = apispec.KeyCaseFolded }, scenarios.Pass, "two keys share one response"},
+		{"case sensitive, ietf", "", "scope/case-sensitive", func(*apispec.Profile) {}, scenarios.Pass, "a distinct key"},
 	}
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
@@ -138,7 +138,7 @@ func TestKeyProfileSettings(t *testing.T) {
 			}
 			srv := httptest.NewServer(keyQuirks{next: app, mode: row.mode})
 			defer func() { srv.Close(); app.Close() }()
-			tg, err := target.FromURL(srv.URL, demoTTL, demoLease)
+			tg, err := apispec.FromURL(srv.URL, demoTTL, demoLease)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -166,7 +166,7 @@ func TestMaySeenPasses(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	p := ietf(t)
-	p.ProblemJSON = target.Unknown
+	p.ProblemJSON = apispec.Unknown
 	rep, err := scenarios.Run(ctx, tg, p, scenarios.RunOptions{Run: []string{"concurrent/retry-after@charges", "problem/docs-link@charges"}})
 	if err != nil {
 		t.Fatal(err)
@@ -220,7 +220,7 @@ operations:
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	tg, p, err := target.LoadConfig(cfg)
+	tg, p, err := apispec.LoadConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -17,7 +17,7 @@ func (e *Env) uniquePrefix(tag string) string {
 
 // otherForm writes k in the syntax the target does not use.
 func (e *Env) otherForm(k string) string {
-	if e.Target.KeySyntax == target.Raw {
+	if e.Target.KeySyntax == apispec.Raw {
 		return `"` + k + `"`
 	}
 	return k
@@ -46,7 +46,7 @@ func (e *Env) judgeInvalidKeys(ctx context.Context, what string, lines map[strin
 	switch {
 	case len(errs) > 0:
 		return e.Fail(expected+", never a 5xx", observed)
-	case len(accepted) > 0 && e.Profile.KeyRequired != target.Yes:
+	case len(accepted) > 0 && e.Profile.KeyRequired != apispec.Yes:
 		return e.Finding("key_required", "accepted or ignored as a missing key: "+observed)
 	case len(accepted) > 0:
 		return e.Unmet(expected, observed)

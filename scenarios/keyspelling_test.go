@@ -9,7 +9,7 @@ import (
 
 	"github.com/idemcheck/idemcheck/internal/rawspelling"
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // TestKeyFieldSpelling: replay/key-field-spelling against a server that
@@ -19,30 +19,30 @@ import (
 // fails, naming the cause; so does the reference's exact-key-spelling
 // defect, and the correct reference passes.
 func TestKeyFieldSpelling(t *testing.T) {
-	raw := func(exact bool) *target.Target {
+	raw := func(exact bool) *apispec.Target {
 		srv, err := rawspelling.Start(exact)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = srv.Close() })
-		return &target.Target{
-			BaseURL: srv.URL, KeyHeader: "Idempotency-Key", KeySyntax: target.SFString, Timeout: 10 * time.Second,
-			Principals: []target.Principal{
+		return &apispec.Target{
+			BaseURL: srv.URL, KeyHeader: "Idempotency-Key", KeySyntax: apispec.SFString, Timeout: 10 * time.Second,
+			Principals: []apispec.Principal{
 				{Name: "alice", Headers: map[string]string{"Authorization": "Bearer alice"}},
 				{Name: "bob", Headers: map[string]string{"Authorization": "Bearer bob"}},
 			},
-			Operations: []target.Operation{{Name: "charges", Method: "POST", Path: "/v1/charges", Body: json.RawMessage(`{"delay_ms":0}`), IDPointer: "/id"}},
-			Oracle:     &target.Oracle{URL: "/v1/effects?key={key}", Pointer: "/executions"},
+			Operations: []apispec.Operation{{Name: "charges", Method: "POST", Path: "/v1/charges", Body: json.RawMessage(`{"delay_ms":0}`), IDPointer: "/id"}},
+			Oracle:     &apispec.Oracle{URL: "/v1/effects?key={key}", Pointer: "/executions"},
 		}
 	}
-	refDemo := func(defects ...string) *target.Target {
+	refDemo := func(defects ...string) *apispec.Target {
 		tg := startDemo(t, defects...)
 		tg.Operations = tg.Operations[:1]
 		return tg
 	}
 	rows := []struct {
 		name string
-		tg   *target.Target
+		tg   *apispec.Target
 		want scenarios.Status
 	}{
 		{"rawspelling correct", raw(false), scenarios.Pass},

@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -44,7 +44,7 @@ func (b *burster) send(ctx context.Context, k string, body []byte, label string)
 		return e.inProcessBurst(ctx, h, k, b.size, body, label), inProcessHow
 	}
 	var why string
-	if e.Profile.BurstSync != target.SyncBarrier {
+	if e.Profile.BurstSync != apispec.SyncBarrier {
 		var ok bool
 		if rs, how, ok, why = e.lastByteBurst(ctx, k, b.size, body, label, b.bases...); ok {
 			work := e.workOf(e.Op, body)

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -29,7 +29,7 @@ func TestLastByteFallsBack(t *testing.T) {
 	}
 	closed := "http://" + l.Addr().String()
 	l.Close()
-	p, err := target.ProfileByName("ietf")
+	p, err := apispec.ProfileByName("ietf")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,8 +47,8 @@ func TestLastByteFallsBack(t *testing.T) {
 		t.Run(row.name, func(t *testing.T) {
 			client := wire.NewClient(5 * time.Second)
 			defer client.CloseIdleConnections()
-			op := &target.Operation{Name: "op", Method: http.MethodPost, Path: "/", Body: row.body}
-			e := &Env{Target: &target.Target{BaseURL: row.base, KeyHeader: "Idempotency-Key", KeySyntax: target.Raw}, Profile: p, Op: op, client: client}
+			op := &apispec.Operation{Name: "op", Method: http.MethodPost, Path: "/", Body: row.body}
+			e := &Env{Target: &apispec.Target{BaseURL: row.base, KeyHeader: "Idempotency-Key", KeySyntax: apispec.Raw}, Profile: p, Op: op, client: client}
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			b := e.newBurster(4)

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -14,7 +14,7 @@ import (
 // flight, a retry of it: a server whose lease lapses lets the retry take
 // the key over. It returns when both have answered.
 func (e *Env) retryPastLease(ctx context.Context) (k string, slow, retry wire.Resp) {
-	body, v, _ := e.Variant(target.VariantSlow)
+	body, v, _ := e.Variant(apispec.VariantSlow)
 	lease := e.Target.Lease
 	k = e.NewKey()
 	done := make(chan struct{})

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -23,8 +23,8 @@ import (
 
 // lostSlow is the slow variant a lost-answer case over gRPC needs, or
 // the skip verdict when the operation declares none.
-func (e *Env) lostSlow() (body []byte, v target.Variant, skip *Verdict) {
-	body, v, ok := e.Variant(target.VariantSlow)
+func (e *Env) lostSlow() (body []byte, v apispec.Variant, skip *Verdict) {
+	body, v, ok := e.Variant(apispec.VariantSlow)
 	if !ok || v.Duration <= 0 {
 		s := e.Skip("over gRPC the answer is lost by a client deadline inside the slow variant: the operation declares none")
 		return nil, v, &s
@@ -34,7 +34,7 @@ func (e *Env) lostSlow() (body []byte, v target.Variant, skip *Verdict) {
 
 // sendLost sends the slow original under k with a deadline of deadline:
 // its answer is lost unless the server answered first.
-func (e *Env) sendLost(ctx context.Context, k string, body []byte, v target.Variant, deadline time.Duration) wire.Resp {
+func (e *Env) sendLost(ctx context.Context, k string, body []byte, v apispec.Variant, deadline time.Duration) wire.Resp {
 	dctx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()
 	return e.Send(dctx, Req{Label: fmt.Sprintf("slow original (%s), deadline %s: its answer is lost", v.Duration, deadline), Key: k, Body: body})

@@ -1,6 +1,6 @@
 package scenarios
 
-import "github.com/idemcheck/idemcheck/target"
+import "github.com/idemcheck/idemcheck/apispec"
 
 // Managed returns the target process the harness controls, or nil.
-func (e *Env) Managed() *target.Managed { return e.Target.Managed() }
+func (e *Env) Managed() *apispec.Managed { return e.Target.Managed() }

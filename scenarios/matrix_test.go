@@ -12,7 +12,7 @@ import (
 	"github.com/idemcheck/idemcheck/reference"
 	"github.com/idemcheck/idemcheck/reference/demo"
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // matrixFamilies are the families whose verdicts this table pins exactly;
@@ -117,7 +117,7 @@ var defectMatrix = []struct {
 
 // referenceProfile is ietf plus what the reference documents: keys of up
 // to reference.MaxKeyLen characters.
-func referenceProfile(t testing.TB) *target.Profile {
+func referenceProfile(t testing.TB) *apispec.Profile {
 	p := ietf(t)
 	p.KeyMaxLen = reference.MaxKeyLen
 	return p
@@ -134,7 +134,7 @@ func referenceProfile(t testing.TB) *target.Profile {
 const matrixBurstRounds = 1
 
 // lightBurst sets matrixBurstRounds unless the defect is a check-then-insert.
-func lightBurst(p *target.Profile, defect string) *target.Profile {
+func lightBurst(p *apispec.Profile, defect string) *apispec.Profile {
 	if defect != "check-then-insert" && defect != "lookup-before-body" {
 		p.BurstRounds = matrixBurstRounds
 	}
@@ -175,7 +175,7 @@ const matrixReruns = 2
 // when ids is nil), and puts their new results in its place: inconclusive is honest under a stall, but the
 // table asks whether the catalog catches the defect, which a stall does
 // not answer. A pass is never rerun: it stands as the false pass it is.
-func rerunInconclusive(t *testing.T, defect string, start func(testing.TB, ...string) *target.Target, p *target.Profile, rep *scenarios.Report, ids []string) {
+func rerunInconclusive(t *testing.T, defect string, start func(testing.TB, ...string) *apispec.Target, p *apispec.Profile, rep *scenarios.Report, ids []string) {
 	t.Helper()
 	for try := 1; try <= matrixReruns; try++ {
 		var again []string
@@ -206,7 +206,7 @@ func rerunInconclusive(t *testing.T, defect string, start func(testing.TB, ...st
 
 // defectDemo is the reference with defect, publishing its events when
 // the defect's row asks for them (events).
-func defectDemo(t testing.TB, defect string) *target.Target {
+func defectDemo(t testing.TB, defect string) *apispec.Target {
 	t.Helper()
 	for _, row := range defectMatrix {
 		if row.defect == defect && row.events {
@@ -220,8 +220,8 @@ func defectDemo(t testing.TB, defect string) *target.Target {
 // catalog, plain under ietf, and publishing its events through its outbox
 // (the outbox/ cases run) under the reference's profile.
 func TestReferencePassesEveryCase(t *testing.T) {
-	profiles := []*target.Profile{lightBurst(ietf(t), ""), lightBurst(referenceProfile(t), "")}
-	targets := []*target.Target{startDemo(t), eventsDemo(t, nil, demoLease)}
+	profiles := []*apispec.Profile{lightBurst(ietf(t), ""), lightBurst(referenceProfile(t), "")}
+	targets := []*apispec.Target{startDemo(t), eventsDemo(t, nil, demoLease)}
 	reps := make([]*scenarios.Report, len(profiles))
 	errs := make([]error, len(profiles))
 	concurrently(len(profiles), len(profiles), func(i int) {
@@ -270,8 +270,8 @@ func TestDefectMatrix(t *testing.T) {
 	}
 	// Servers start here (startDemo may t.Fatal); the runs go concurrently;
 	// each row is then judged in its own subtest.
-	targets := make([]*target.Target, len(defectMatrix))
-	profiles := make([]*target.Profile, len(defectMatrix))
+	targets := make([]*apispec.Target, len(defectMatrix))
+	profiles := make([]*apispec.Profile, len(defectMatrix))
 	for i, row := range defectMatrix {
 		if row.pending != "" {
 			continue
@@ -282,7 +282,7 @@ func TestDefectMatrix(t *testing.T) {
 			profiles[i].BlockOK = false
 		}
 		if row.noCache5xx {
-			profiles[i].Cache5xx = target.No
+			profiles[i].Cache5xx = apispec.No
 		}
 	}
 	reps := make([]*scenarios.Report, len(defectMatrix))
@@ -343,16 +343,16 @@ func TestOtherLegalChoices(t *testing.T) {
 	rows := []struct {
 		name    string
 		opts    demo.Options
-		profile func(*target.Profile)
+		profile func(*apispec.Profile)
 	}{
-		{"blocks in-flight duplicates (block_ok)", demo.Options{Defects: []string{"block-inflight"}}, func(*target.Profile) {}},
-		{"409 for mismatches (seeds statuses)", demo.Options{Defects: []string{"mismatch-as-409"}}, func(p *target.Profile) { p.MismatchStatus = []int{409, 422} }},
-		{"key optional", demo.Options{KeyOptional: true}, func(p *target.Profile) { p.KeyRequired = target.No }},
-		{"lenient profile", demo.Options{}, func(p *target.Profile) { *p = *mustProfile(t, "lenient") }},
-		{"seeds profile", demo.Options{}, func(p *target.Profile) { *p = *mustProfile(t, "seeds") }},
+		{"blocks in-flight duplicates (block_ok)", demo.Options{Defects: []string{"block-inflight"}}, func(*apispec.Profile) {}},
+		{"409 for mismatches (seeds statuses)", demo.Options{Defects: []string{"mismatch-as-409"}}, func(p *apispec.Profile) { p.MismatchStatus = []int{409, 422} }},
+		{"key optional", demo.Options{KeyOptional: true}, func(p *apispec.Profile) { p.KeyRequired = apispec.No }},
+		{"lenient profile", demo.Options{}, func(p *apispec.Profile) { *p = *mustProfile(t, "lenient") }},
+		{"seeds profile", demo.Options{}, func(p *apispec.Profile) { *p = *mustProfile(t, "seeds") }},
 	}
-	targets := make([]*target.Target, len(rows))
-	profiles := make([]*target.Profile, len(rows))
+	targets := make([]*apispec.Target, len(rows))
+	profiles := make([]*apispec.Profile, len(rows))
 	for i, row := range rows {
 		o := row.opts
 		o.TTL, o.Lease = demoTTL, demoLease
@@ -362,7 +362,7 @@ func TestOtherLegalChoices(t *testing.T) {
 		}
 		srv := httptest.NewServer(app)
 		t.Cleanup(func() { srv.Close(); app.Close() })
-		if targets[i], err = target.FromURL(srv.URL, demoTTL, demoLease); err != nil {
+		if targets[i], err = apispec.FromURL(srv.URL, demoTTL, demoLease); err != nil {
 			t.Fatal(err)
 		}
 		profiles[i] = referenceProfile(t)
@@ -390,8 +390,8 @@ func TestOtherLegalChoices(t *testing.T) {
 	}
 }
 
-func mustProfile(t testing.TB, name string) *target.Profile {
-	p, err := target.ProfileByName(name)
+func mustProfile(t testing.TB, name string) *apispec.Profile {
+	p, err := apispec.ProfileByName(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -411,7 +411,7 @@ func TestReferencePreset(t *testing.T) {
 		}
 	}
 	names := append([]string{""}, defects...) // "" is the correct build
-	targets := make([]*target.Target, len(names))
+	targets := make([]*apispec.Target, len(names))
 	for i, d := range names {
 		if d == "" {
 			targets[i] = startDemo(t)

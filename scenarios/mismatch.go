@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck/internal/jsonx"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -29,13 +29,13 @@ func (e *Env) firstProbe() probe {
 // freshLegal reports that a fresh execution answers pr legally: pr sends
 // another query and the profile's query_mismatch is fresh or either.
 func (e *Env) freshLegal(pr probe) bool {
-	return pr.query != nil && e.Profile != nil && e.Profile.QueryMismatch != target.QueryReject
+	return pr.query != nil && e.Profile != nil && e.Profile.QueryMismatch != apispec.QueryReject
 }
 
 // rejectLegal reports that the mismatch status answers pr legally: every
 // probe but another query where the profile's query_mismatch is fresh.
 func (e *Env) rejectLegal(pr probe) bool {
-	return pr.query == nil || e.Profile == nil || e.Profile.QueryMismatch != target.QueryFresh
+	return pr.query == nil || e.Profile == nil || e.Profile.QueryMismatch != apispec.QueryFresh
 }
 
 // runProbe stores the original under a fresh key, sends the mutated body
@@ -83,9 +83,9 @@ func (e *Env) judgeProbe(ctx context.Context, pr probe, k string, first, r wire.
 	switch {
 	case r.NotReached():
 		return mismatchOutcome{Inconclusive, pr.name + ": " + r.Err.Error()}
-	case replayed && e.Profile.StaleReplayOnMismatch == target.Yes:
+	case replayed && e.Profile.StaleReplayOnMismatch == apispec.Yes:
 		return mismatchOutcome{Pass, pr.name + ": replayed the old response, as the profile allows (stale_replay_on_mismatch): " + r.String()}
-	case replayed && e.Profile.StaleReplayOnMismatch == target.Unknown:
+	case replayed && e.Profile.StaleReplayOnMismatch == apispec.Unknown:
 		return mismatchOutcome{Skip, pr.name + ": replayed the old response (profile stale_replay_on_mismatch is \"?\"; finding recorded): " + r.String()}
 	case replayed && pr.generated:
 		return mismatchOutcome{Warn, pr.name + ": replayed the old response (the member may be outside the fingerprint): " + r.String()}
@@ -189,7 +189,7 @@ type probe struct {
 }
 
 // probeOf is the probe of a configured or derived mutation.
-func probeOf(m target.Mutation) probe {
+func probeOf(m apispec.Mutation) probe {
 	return probe{name: m.Name, patch: m.Patch, query: m.Query, headers: m.Headers}
 }
 
@@ -208,7 +208,7 @@ func (pr probe) on(body json.RawMessage) (json.RawMessage, error) {
 
 // what says what pr changes ("body", "query", "body+headers").
 func (pr probe) what() string {
-	return target.Mutation{Patch: pr.patch, Query: pr.query, Headers: pr.headers}.What()
+	return apispec.Mutation{Patch: pr.patch, Query: pr.query, Headers: pr.headers}.What()
 }
 
 // orFresh is the alternative to an error the profile allows pr, for a

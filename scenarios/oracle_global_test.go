@@ -11,7 +11,7 @@ import (
 
 	"github.com/idemcheck/idemcheck/reference/demo"
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // globalEffects serves the reference app with its per-key oracle hidden and
@@ -19,7 +19,7 @@ import (
 // GET /_effects -> {"charges": N, "refunds": M, "total": N+M}. broken
 // freezes the counter at 0 (a misconfigured oracle); double reports every
 // execution twice (overlapping oracles).
-func globalEffects(t testing.TB, o demo.Options, broken, double bool) *target.Target {
+func globalEffects(t testing.TB, o demo.Options, broken, double bool) *apispec.Target {
 	t.Helper()
 	o.TTL, o.Lease = demoTTL, demoLease
 	app, err := demo.New(o)
@@ -51,26 +51,26 @@ func globalEffects(t testing.TB, o demo.Options, broken, double bool) *target.Ta
 	})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(func() { srv.Close(); app.Close() })
-	tg, err := target.FromURL(srv.URL, demoTTL, demoLease)
+	tg, err := apispec.FromURL(srv.URL, demoTTL, demoLease)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tg.Oracle = &target.Oracle{URL: "/_effects", Pointer: "/total"}
+	tg.Oracle = &apispec.Oracle{URL: "/_effects", Pointer: "/total"}
 	return tg
 }
 
 // perOperation replaces the target's global oracle by one per operation:
 // the same GET /_effects, each operation's own member.
-func perOperation(tg *target.Target) {
+func perOperation(tg *apispec.Target) {
 	tg.Oracle = nil
 	for i := range tg.Operations {
 		op := &tg.Operations[i]
-		op.Oracle = &target.Oracle{URL: "/_effects", Pointer: "/" + op.Name}
+		op.Oracle = &apispec.Oracle{URL: "/_effects", Pointer: "/" + op.Name}
 	}
 }
 
 // runSelected runs the cases matching globs.
-func runSelected(t testing.TB, tg *target.Target, p *target.Profile, globs ...string) *scenarios.Report {
+func runSelected(t testing.TB, tg *apispec.Target, p *apispec.Profile, globs ...string) *scenarios.Report {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -182,7 +182,7 @@ operations:
     method: POST
     path: /refunds
 `
-	tg, _, err := target.ParseConfig([]byte(base))
+	tg, _, err := apispec.ParseConfig([]byte(base))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +200,7 @@ operations:
 		{strings.Replace(base, "url: /_effects, pointer: /charges", `url: "/e?key={key}", pointer: /n`, 1), "one counts per key"},
 	}
 	for _, b := range bad {
-		if _, _, err := target.ParseConfig([]byte(b.yaml)); err == nil || !strings.Contains(err.Error(), b.want) {
+		if _, _, err := apispec.ParseConfig([]byte(b.yaml)); err == nil || !strings.Contains(err.Error(), b.want) {
 			t.Errorf("ParseConfig: %v, want an error naming %q", err, b.want)
 		}
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/idemcheck/idemcheck/evidence"
 	"github.com/idemcheck/idemcheck/internal/testenv"
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 const dsnPassword = "pw-s3cret-9f2"
@@ -107,7 +107,7 @@ func TestSQLOracleErrors(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	count := func(dsn, query, key string) (int, bool, error) {
-		tg := &target.Target{BaseURL: "http://127.0.0.1:9", Oracle: &target.Oracle{SQL: &target.SQLOracle{DSN: dsn, Query: query}}}
+		tg := &apispec.Target{BaseURL: "http://127.0.0.1:9", Oracle: &apispec.Oracle{SQL: &apispec.SQLOracle{DSN: dsn, Query: query}}}
 		ev, err := evidence.Open(context.Background(), tg, nil, nil)
 		if err != nil {
 			return 0, false, err
@@ -151,7 +151,7 @@ func TestSQLOracleConfig(t *testing.T) {
 	if !tg.GlobalOracle() {
 		t.Error("a query without $1 is a global count")
 	}
-	_, _, err := target.ParseConfig([]byte("base_url: http://127.0.0.1:9\nprincipals: [{name: a}]\noperations: [{name: o, method: POST, path: /o}]\noracle: {url: /e, pointer: /n, sql: {dsn: \"postgres://h/db\", query: \"select 1\"}}\n"))
+	_, _, err := apispec.ParseConfig([]byte("base_url: http://127.0.0.1:9\nprincipals: [{name: a}]\noperations: [{name: o, method: POST, path: /o}]\noracle: {url: /e, pointer: /n, sql: {dsn: \"postgres://h/db\", query: \"select 1\"}}\n"))
 	if err == nil || !strings.Contains(err.Error(), "oracle.sql: an oracle is one source") {
 		t.Errorf("sql beside url: %v", err)
 	}

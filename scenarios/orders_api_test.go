@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // ordersAPI is an orders API written apart from the reference, the shape
@@ -121,7 +121,7 @@ func (a *ordersAPI) create(key string, body map[string]any) string {
 
 // startOrders serves a on loopback and returns the target of
 // ordersConfig with oracle (YAML, "" for none) as its evidence.
-func startOrders(t testing.TB, a *ordersAPI, oracle string) *target.Target {
+func startOrders(t testing.TB, a *ordersAPI, oracle string) *apispec.Target {
 	t.Helper()
 	a.records = map[string]orderRecord{}
 	srv := httptest.NewServer(a)
@@ -130,7 +130,7 @@ func startOrders(t testing.TB, a *ordersAPI, oracle string) *target.Target {
 }
 
 // ordersTarget is the config a user writes for the orders API.
-func ordersTarget(t testing.TB, base, idPointer, oracle string) *target.Target {
+func ordersTarget(t testing.TB, base, idPointer, oracle string) *apispec.Target {
 	t.Helper()
 	cfg := fmt.Sprintf(`base_url: %s
 key_syntax: sf-string
@@ -151,7 +151,7 @@ operations:
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	tg, _, err := target.LoadConfig(path)
+	tg, _, err := apispec.LoadConfig(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/idemcheck/idemcheck/evidence"
 	"github.com/idemcheck/idemcheck/evidence/events"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -161,7 +161,7 @@ func plural(n int, noun string) string {
 // when they are): no event at all (a wrong topic or stream), events for
 // other keys or none (a wrong events.key), several (overlapping streams,
 // or an API that publishes more than one event per execution).
-func calibrateEvents(ctx context.Context, s *session, op *target.Operation) string {
+func calibrateEvents(ctx context.Context, s *session, op *apispec.Operation) string {
 	es := s.ev.Events()
 	cfg := es.Config()
 	ctx, cancel := context.WithTimeout(ctx, 2*s.t.Timeout+(events.SettleFactor+1)*cfg.Settle)

@@ -18,7 +18,7 @@ import (
 	"github.com/idemcheck/idemcheck/reference/outbox"
 	"github.com/idemcheck/idemcheck/reference/pgstore"
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // outboxSettle is the events' settle time in these tests: the reference's
@@ -31,7 +31,7 @@ const outboxSettle = time.Second
 // topic of its own (kfake in process, or IDEMCHECK_KAFKA_BROKERS), with
 // store (nil: memory) and lease, and its Target with events: reading that
 // topic by the idempotency-key header and the payload's /id.
-func eventsDemo(t testing.TB, store reference.Store, lease time.Duration, defects ...string) *target.Target {
+func eventsDemo(t testing.TB, store reference.Store, lease time.Duration, defects ...string) *apispec.Target {
 	t.Helper()
 	brokers, _ := testenv.RequireKafka(t)
 	topic := testenv.KafkaTopic(t, brokers, 2)
@@ -40,7 +40,7 @@ func eventsDemo(t testing.TB, store reference.Store, lease time.Duration, defect
 }
 
 // eventsDemoRedis is eventsDemo publishing to a Redis stream of its own.
-func eventsDemoRedis(t testing.TB, defects ...string) *target.Target {
+func eventsDemoRedis(t testing.TB, defects ...string) *apispec.Target {
 	t.Helper()
 	url := testenv.RequireRedis(t)
 	stream := testenv.KeyPrefix(t) + "events"
@@ -50,7 +50,7 @@ func eventsDemoRedis(t testing.TB, defects ...string) *target.Target {
 // eventsDemoNATS is eventsDemo publishing to a JetStream stream of its
 // own (nats-server embedded in the test binary, or IDEMCHECK_NATS_URL),
 // on a subject under the stream's that the reader filters on.
-func eventsDemoNATS(t testing.TB, defects ...string) *target.Target {
+func eventsDemoNATS(t testing.TB, defects ...string) *apispec.Target {
 	t.Helper()
 	url, _ := testenv.RequireNATS(t)
 	stream, subject := testenv.NATSStream(t, url)
@@ -61,7 +61,7 @@ func eventsDemoNATS(t testing.TB, defects ...string) *target.Target {
 
 // eventsDemoOn serves the reference publishing to the broker at pubURL,
 // its Target reading the stream cfg names.
-func eventsDemoOn(t testing.TB, pubURL string, cfg *events.Config, store reference.Store, lease time.Duration, defects ...string) *target.Target {
+func eventsDemoOn(t testing.TB, pubURL string, cfg *events.Config, store reference.Store, lease time.Duration, defects ...string) *apispec.Target {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -83,7 +83,7 @@ func eventsDemoOn(t testing.TB, pubURL string, cfg *events.Config, store referen
 		_ = app.Close()
 		_ = pub.Close()
 	})
-	tg, err := target.FromURL(srv.URL, demoTTL, lease)
+	tg, err := apispec.FromURL(srv.URL, demoTTL, lease)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func eventsDemoOn(t testing.TB, pubURL string, cfg *events.Config, store referen
 	return tg
 }
 
-func runOutbox(t *testing.T, tg *target.Target, globs ...string) *scenarios.Report {
+func runOutbox(t *testing.T, tg *apispec.Target, globs ...string) *scenarios.Report {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -159,7 +159,7 @@ func TestOutboxCorrectReference(t *testing.T) {
 func TestOutboxRedisAndNATS(t *testing.T) {
 	for _, b := range []struct {
 		name  string
-		demo  func(testing.TB, ...string) *target.Target
+		demo  func(testing.TB, ...string) *apispec.Target
 		cases []string
 	}{
 		{"redis", eventsDemoRedis, []string{"outbox/one-per-execution", "outbox/none-for-replay"}},
@@ -272,7 +272,7 @@ func TestOutboxByMarker(t *testing.T) {
 			tg.Oracle = nil
 			tg.Events.Key = events.Key{Pointer: "/data/description"}
 			for i := range tg.Operations {
-				tg.Operations[i].Marker = &target.Marker{Pointer: "/description"}
+				tg.Operations[i].Marker = &apispec.Marker{Pointer: "/description"}
 			}
 			rep := runOutbox(t, tg, "outbox/one-per-execution", "outbox/none-for-replay", "outbox/none-for-mismatch")
 			got := failing(t, rep)
@@ -351,7 +351,7 @@ func TestOutboxNoneForFailed(t *testing.T) {
 			_ = app.Close()
 			_ = pub.Close()
 		})
-		tg, err := target.FromURL(srv.URL, demoTTL, demoLease)
+		tg, err := apispec.FromURL(srv.URL, demoTTL, demoLease)
 		if err != nil {
 			t.Fatal(err)
 		}

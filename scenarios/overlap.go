@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck/internal/clock"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -25,7 +25,7 @@ import (
 // third of the slow variant before the original completed, yet got the
 // replay (a stall that long on every attempt is unlikely).
 func (e *Env) duringSlow(ctx context.Context, quick bool, dup func(k string) wire.Resp) (k string, slow, d wire.Resp, held bool) {
-	body, v, _ := e.Variant(target.VariantSlow)
+	body, v, _ := e.Variant(apispec.VariantSlow)
 	held = true
 	for attempt := 1; attempt <= overlapAttempts && ctx.Err() == nil; attempt++ {
 		k = e.NewKey()
@@ -133,7 +133,7 @@ func (e *Env) replayOf(first, second wire.Resp, n int, how string) bool {
 // answer: the profile's in-flight status, or a blocked replay where the
 // profile allows it; never a second execution.
 func (e *Env) inFlightDuplicate(ctx context.Context, base string) Verdict {
-	body, _, _ := e.Variant(target.VariantSlow)
+	body, _, _ := e.Variant(apispec.VariantSlow)
 	label, who, once := "duplicate while in flight", "duplicate", "exactly 1 execution"
 	if base != "" {
 		label, who, once = "duplicate on replica B while in flight on A", "duplicate on replica B", "exactly 1 execution across replicas"
@@ -192,7 +192,7 @@ func (e *Env) inFlightDuplicate(ctx context.Context, base string) Verdict {
 // server holding it (see duringSlow) and the profile allows blocking: then
 // there is no conflict to test (skip).
 func (e *Env) conflict(ctx context.Context) (k string, slow, dup wire.Resp, v *Verdict) {
-	body, _, _ := e.Variant(target.VariantSlow)
+	body, _, _ := e.Variant(apispec.VariantSlow)
 	k, slow, dup, held := e.duringSlow(ctx, true, func(k string) wire.Resp {
 		return e.Send(ctx, Req{Label: "duplicate while in flight", Key: k, Body: body})
 	})
@@ -242,7 +242,7 @@ func (e *Env) conflict(ctx context.Context) (k string, slow, dup wire.Resp, v *V
 // because a stalled server claimed the original late probed an early
 // moment: it passed a lock that lapses after 1 s.)
 func (e *Env) offsetsAttempt(ctx context.Context, attempt int, shift time.Duration) (v Verdict, placed bool, late time.Duration) {
-	body, sv, _ := e.Variant(target.VariantSlow)
+	body, sv, _ := e.Variant(apispec.VariantSlow)
 	d := sv.Duration
 	k := e.NewKey()
 	label := fmt.Sprintf("slow original (%s)", d)
@@ -390,8 +390,8 @@ var inFlightOffsets = []struct {
 
 // ttlOffsets is concurrent/in-flight-offsets' MinTTL: its last duplicate
 // must be sent inside TTL − margin to be judged.
-func ttlOffsets(_ *target.Target, p *target.Profile, op *target.Operation) (time.Duration, string) {
-	d := op.Variants[target.VariantSlow].Duration
+func ttlOffsets(_ *apispec.Target, p *apispec.Profile, op *apispec.Operation) (time.Duration, string) {
+	d := op.Variants[apispec.VariantSlow].Duration
 	last := time.Duration(inFlightOffsets[len(inFlightOffsets)-1].at * float64(d))
 	return last + p.Margin, fmt.Sprintf("the duplicate at +%s of the %s slow original is judged only within TTL − margin %s", last, d, p.Margin)
 }

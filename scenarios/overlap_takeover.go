@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -25,7 +25,7 @@ func (e *Env) takenOver(k string, slow wire.Resp, dups []wire.Resp, d time.Durat
 		return Verdict{}, false
 	}
 	route := ""
-	if _, sv, _ := e.Variant(target.VariantSlow); sv.Downstream != nil {
+	if _, sv, _ := e.Variant(apispec.VariantSlow); sv.Downstream != nil {
 		route = sv.Downstream.Route
 	} else if o := e.Target.OracleOf(e.Op); o != nil {
 		route = o.Downstream

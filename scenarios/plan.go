@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // Planned is one case instance a run would execute.
@@ -37,7 +37,7 @@ func countsEffects(c Case) bool {
 }
 
 // oracleMode is how case c counts executions on op under t.
-func oracleMode(t *target.Target, op *target.Operation, c Case) string {
+func oracleMode(t *apispec.Target, op *apispec.Operation, c Case) string {
 	switch {
 	case !countsEffects(c):
 		return OracleNone
@@ -61,13 +61,13 @@ func (p Planned) Runnable() bool { return p.Supplied && p.Skip == "" }
 type instance struct {
 	Planned
 	c  Case
-	op *target.Operation
+	op *apispec.Operation
 }
 
 // Plan lists the selected case instances in name order.
-func Plan(t *target.Target, p *target.Profile, o RunOptions) ([]Planned, error) {
+func Plan(t *apispec.Target, p *apispec.Profile, o RunOptions) ([]Planned, error) {
 	if p == nil {
-		p, _ = target.ProfileByName(target.DefaultProfile) // a preset: never an error
+		p, _ = apispec.ProfileByName(apispec.DefaultProfile) // a preset: never an error
 	}
 	ins, err := plan(t, p, o)
 	if err != nil {
@@ -80,7 +80,7 @@ func Plan(t *target.Target, p *target.Profile, o RunOptions) ([]Planned, error) 
 	return out, nil
 }
 
-func plan(t *target.Target, p *target.Profile, o RunOptions) ([]instance, error) {
+func plan(t *apispec.Target, p *apispec.Profile, o RunOptions) ([]instance, error) {
 	runG, err := compileGlobs("run", o.Run)
 	if err != nil {
 		return nil, err
@@ -91,7 +91,7 @@ func plan(t *target.Target, p *target.Profile, o RunOptions) ([]instance, error)
 	}
 	var out []instance
 	for _, c := range Catalog() {
-		ops := []*target.Operation{nil}
+		ops := []*apispec.Operation{nil}
 		if c.PerOperation {
 			ops = ops[:0]
 			for i := range t.Operations {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -21,7 +21,7 @@ func (e *Env) idempotencyErrors(ctx context.Context) (errs []idemError, missed [
 			missed = append(missed, name+" ("+statusOf(r)+")")
 		}
 	}
-	if e.Profile.KeyRequired != target.No {
+	if e.Profile.KeyRequired != apispec.No {
 		add("missing key", e.Send(ctx, Req{Label: "no key", NoKey: true}))
 	}
 	add("invalid key", e.Send(ctx, Req{Label: "two key field lines", KeyLines: []string{e.KeyValue(e.NewKey()), e.KeyValue(e.NewKey())}}))
@@ -30,7 +30,7 @@ func (e *Env) idempotencyErrors(ctx context.Context) (errs []idemError, missed [
 	} else {
 		missed = append(missed, "mismatch (the normal call failed)")
 	}
-	if _, ok := e.Op.Variants[target.VariantSlow]; ok {
+	if _, ok := e.Op.Variants[apispec.VariantSlow]; ok {
 		if _, _, dup, v := e.conflict(ctx); v == nil {
 			add("in flight", dup)
 		} else {
@@ -61,7 +61,7 @@ func (e *Env) judgeErrors(ctx context.Context, expected string, check func(wire.
 	switch {
 	case allOK && e.Case.Level == May:
 		return e.Pass(observed) // a MAY seen is a MAY met, whatever the profile knew
-	case e.Profile.ProblemJSON == target.Unknown:
+	case e.Profile.ProblemJSON == apispec.Unknown:
 		return e.Finding("problem_json", observed)
 	case !allOK:
 		return e.Unmet(expected, observed)

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck/chaos"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -212,7 +212,7 @@ func (pr *proxied) committedID(up []chaos.Upstream) (string, bool) {
 // overlapAttempts times: a stall then costs an attempt, not the verdict.
 // The caller judges the last attempt.
 func (pr *proxied) storm(ctx context.Context, body []byte) (k string, first wire.Resp, storm []wire.Resp) {
-	_, v, _ := pr.Variant(target.VariantSlow)
+	_, v, _ := pr.Variant(apispec.VariantSlow)
 	for attempt := 1; attempt <= overlapAttempts && ctx.Err() == nil; attempt++ {
 		k = pr.NewKey()
 		label := fmt.Sprintf("slow original (%s; the proxy drops the response)", v.Duration)

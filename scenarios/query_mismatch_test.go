@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // queryResource is a small API written here, not the reference: it takes
@@ -76,22 +76,22 @@ func (s *queryResource) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // queryTarget is a target for a server at url with a body mutation and a
 // query mutation.
-func queryTarget(url string) *target.Target {
-	return &target.Target{
-		BaseURL: url, KeyHeader: "Idempotency-Key", KeySyntax: target.SFString, Timeout: 10 * time.Second,
-		Principals: []target.Principal{
+func queryTarget(url string) *apispec.Target {
+	return &apispec.Target{
+		BaseURL: url, KeyHeader: "Idempotency-Key", KeySyntax: apispec.SFString, Timeout: 10 * time.Second,
+		Principals: []apispec.Principal{
 			{Name: "alice", Headers: map[string]string{"Authorization": "Bearer alice"}},
 			{Name: "bob", Headers: map[string]string{"Authorization": "Bearer bob"}},
 		},
-		Operations: []target.Operation{{
+		Operations: []apispec.Operation{{
 			Name: "charges", Method: "POST", Path: "/v1/charges?capture=true",
 			Body: json.RawMessage(`{"amount":1000}`), IDPointer: "/id",
-			Mutations: []target.Mutation{
+			Mutations: []apispec.Mutation{
 				{Name: "changed-amount", Patch: json.RawMessage(`{"amount":1001}`)},
 				{Name: "authorise-only", Query: map[string]string{"capture": "false"}},
 			},
 		}},
-		Oracle: &target.Oracle{URL: "/v1/effects?key={key}", Pointer: "/executions"},
+		Oracle: &apispec.Oracle{URL: "/v1/effects?key={key}", Pointer: "/executions"},
 	}
 }
 
@@ -106,26 +106,26 @@ func TestQueryMismatch(t *testing.T) {
 	fresh := &queryResource{records: map[string]queryRecord{}, effects: map[string]int{}}
 	srv := httptest.NewServer(fresh)
 	t.Cleanup(srv.Close)
-	demoFor := func(defects ...string) *target.Target {
+	demoFor := func(defects ...string) *apispec.Target {
 		tg := startDemo(t, defects...)
 		tg.Operations = tg.Operations[:1]
 		return tg
 	}
 	rows := []struct {
 		name   string
-		tg     *target.Target
+		tg     *apispec.Target
 		query  string
 		want   scenarios.Status
 		phrase string
 	}{
-		{"fresh server, either", queryTarget(srv.URL), target.QueryEither, scenarios.Pass, "executed afresh"},
-		{"fresh server, fresh", queryTarget(srv.URL), target.QueryFresh, scenarios.Pass, "executed afresh"},
-		{"fresh server, reject", queryTarget(srv.URL), target.QueryReject, scenarios.Fail, "authorise-only: 2 executions under one key"},
-		{"reference, either", demoFor(), target.QueryEither, scenarios.Pass, "authorise-only: 422"},
-		{"reference, reject", demoFor(), target.QueryReject, scenarios.Pass, "authorise-only: 422"},
-		{"reference, fresh", demoFor(), target.QueryFresh, scenarios.Warn, "query_mismatch: fresh"},
-		{"no-query-fingerprint, either", demoFor("no-query-fingerprint"), target.QueryEither, scenarios.Fail, "replayed the old response for a request with another query"},
-		{"no-query-fingerprint, fresh", demoFor("no-query-fingerprint"), target.QueryFresh, scenarios.Fail, "replayed the old response for a request with another query"},
+		{"fresh server, either", queryTarget(srv.URL), apispec.QueryEither, scenarios.Pass, "executed afresh"},
+		{"fresh server, fresh", queryTarget(srv.URL), apispec.QueryFresh, scenarios.Pass, "executed afresh"},
+		{"fresh server, reject", queryTarget(srv.URL), apispec.QueryReject, scenarios.Fail, "authorise-only: 2 executions under one key"},
+		{"reference, either", demoFor(), apispec.QueryEither, scenarios.Pass, "authorise-only: 422"},
+		{"reference, reject", demoFor(), apispec.QueryReject, scenarios.Pass, "authorise-only: 422"},
+		{"reference, fresh", demoFor(), apispec.QueryFresh, scenarios.Warn, "query_mismatch: fresh"},
+		{"no-query-fingerprint, either", demoFor("no-query-fingerprint"), apispec.QueryEither, scenarios.Fail, "replayed the old response for a request with another query"},
+		{"no-query-fingerprint, fresh", demoFor("no-query-fingerprint"), apispec.QueryFresh, scenarios.Fail, "replayed the old response for a request with another query"},
 	}
 	reps := make([]*scenarios.Report, len(rows))
 	errs := make([]error, len(rows))

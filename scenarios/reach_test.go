@@ -16,7 +16,7 @@ import (
 	"github.com/idemcheck/idemcheck/internal/demotest"
 	"github.com/idemcheck/idemcheck/reference/demo"
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -35,20 +35,20 @@ func TestTargetTLS(t *testing.T) {
 	plain, mutual := pki.ServeTLS(t, h, false), pki.ServeTLS(t, h, true)
 	cases := []struct {
 		name, base  string
-		tls         target.TLS
+		tls         apispec.TLS
 		wantErr     string // "" = reachable
 		explanation string
 	}{
-		{"system roots", plain, target.TLS{}, "certificate", "a private CA is not trusted by default"},
-		{"ca-cert", plain, target.TLS{CACert: pki.CAFile}, "", "--ca-cert trusts the test CA"},
-		{"insecure", plain, target.TLS{InsecureSkipVerify: true}, "", "--insecure-skip-verify skips verification"},
-		{"client cert", mutual, target.TLS{CACert: pki.CAFile, ClientCert: pki.ClientCert, ClientKey: pki.ClientKey}, "", "mutual TLS with a client certificate"},
+		{"system roots", plain, apispec.TLS{}, "certificate", "a private CA is not trusted by default"},
+		{"ca-cert", plain, apispec.TLS{CACert: pki.CAFile}, "", "--ca-cert trusts the test CA"},
+		{"insecure", plain, apispec.TLS{InsecureSkipVerify: true}, "", "--insecure-skip-verify skips verification"},
+		{"client cert", mutual, apispec.TLS{CACert: pki.CAFile, ClientCert: pki.ClientCert, ClientKey: pki.ClientKey}, "", "mutual TLS with a client certificate"},
 		// TLS 1.3 reports the refusal as a reset or a certificate alert.
-		{"no client cert", mutual, target.TLS{CACert: pki.CAFile}, "localhost", "a server demanding a client certificate refuses a client without one"},
+		{"no client cert", mutual, apispec.TLS{CACert: pki.CAFile}, "localhost", "a server demanding a client certificate refuses a client without one"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			tg, err := target.FromURL(tc.base, 0, 0)
+			tg, err := apispec.FromURL(tc.base, 0, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -61,7 +61,7 @@ func TestTargetTLS(t *testing.T) {
 			switch {
 			case tc.wantErr == "" && err != nil:
 				t.Fatalf("%s: %v", tc.explanation, err)
-			case tc.wantErr != "" && (!errors.Is(err, target.ErrUnreachable) || !strings.Contains(err.Error(), tc.wantErr)):
+			case tc.wantErr != "" && (!errors.Is(err, apispec.ErrUnreachable) || !strings.Contains(err.Error(), tc.wantErr)):
 				t.Fatalf("%s: got %v, want ErrUnreachable naming %q", tc.explanation, err, tc.wantErr)
 			}
 		})
@@ -69,7 +69,7 @@ func TestTargetTLS(t *testing.T) {
 	if !protos["HTTP/2.0"] {
 		t.Errorf("the server saw %v: want HTTP/2.0 negotiated over TLS", protos)
 	}
-	if _, err := (target.TLS{CACert: "/nonexistent.pem"}).Config(); err == nil || !strings.Contains(err.Error(), "ca_cert") {
+	if _, err := (apispec.TLS{CACert: "/nonexistent.pem"}).Config(); err == nil || !strings.Contains(err.Error(), "ca_cert") {
 		t.Errorf("a missing CA file: got %v, want an error naming ca_cert", err)
 	}
 }
@@ -101,7 +101,7 @@ func TestSecretsRedacted(t *testing.T) {
 		seen.Store(r.Header.Get("Authorization"), true)
 		app.ServeHTTP(w, r)
 	}), "127.0.0.2:0")
-	tg, p, err := target.ParseConfig(fmt.Appendf(nil, secretConfig, base))
+	tg, p, err := apispec.ParseConfig(fmt.Appendf(nil, secretConfig, base))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestSecretsRedacted(t *testing.T) {
 		t.Fatal("no exchange recorded")
 	}
 	t.Setenv("IDEMCHECK_TEST_TOKEN", "")
-	if _, _, err := target.ParseConfig(fmt.Appendf(nil, strings.ReplaceAll(secretConfig, "IDEMCHECK_TEST_TOKEN", "IDEMCHECK_UNSET_VAR_1"), base)); err == nil ||
+	if _, _, err := apispec.ParseConfig(fmt.Appendf(nil, strings.ReplaceAll(secretConfig, "IDEMCHECK_TEST_TOKEN", "IDEMCHECK_UNSET_VAR_1"), base)); err == nil ||
 		!strings.Contains(err.Error(), "principals[0].headers.Authorization: ${IDEMCHECK_UNSET_VAR_1} is not set") {
 		t.Errorf("an unset variable: got %v, want an error naming the field and the variable", err)
 	}
@@ -157,7 +157,7 @@ key_source: {method: POST, path: /keys, body: {purpose: test}, pointer: /data/ke
 operations:
   - {name: charges, method: POST, path: /v1/charges, body: {amount: 1000, currency: usd}, id_pointer: /id}
 `, base)
-	tg, p, err := target.ParseConfig([]byte(cfg))
+	tg, p, err := apispec.ParseConfig([]byte(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ operations:
 	}
 	k.Fail.Store(true)
 	_, err = scenarios.Run(ctx, tg, p, scenarios.RunOptions{Run: []string{"replay/*"}})
-	if !errors.Is(err, target.ErrKeySource) || !strings.Contains(err.Error(), "POST "+base+"/keys: status 503") {
+	if !errors.Is(err, apispec.ErrKeySource) || !strings.Contains(err.Error(), "POST "+base+"/keys: status 503") {
 		t.Errorf("a failing key service: got %v, want ErrKeySource naming the request and its status", err)
 	}
 }
@@ -203,7 +203,7 @@ func TestHashKeysInRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]bool{}
-	gen := target.HashKeys("orders-7")
+	gen := apispec.HashKeys("orders-7")
 	for n := uint64(1); n <= 20; n++ {
 		want[tg.KeyValue(gen(n))] = true
 	}
@@ -254,8 +254,8 @@ func TestSelectionReach(t *testing.T) {
 			"a gRPC target's replicas are gRPC servers of its scheme: the refusal names the flag and the value"},
 		{"bare grpc target", scenarios.Selection{Target: "grpc://127.0.0.1:9"}, "a gRPC target needs --config", "",
 			"--target grpc:// has no method or key place to call: the error says what does"},
-		{"missing ca", scenarios.Selection{Config: cfg, TLS: target.TLS{CACert: "/nonexistent/ca.pem"}}, "--ca-cert", "", "a CA file that cannot be read"},
-		{"half client cert", scenarios.Selection{Config: cfg, TLS: target.TLS{ClientCert: "c.pem"}}, "give both or neither", "", "a certificate without its key"},
+		{"missing ca", scenarios.Selection{Config: cfg, TLS: apispec.TLS{CACert: "/nonexistent/ca.pem"}}, "--ca-cert", "", "a CA file that cannot be read"},
+		{"half client cert", scenarios.Selection{Config: cfg, TLS: apispec.TLS{ClientCert: "c.pem"}}, "give both or neither", "", "a certificate without its key"},
 		{"seed alone", scenarios.Selection{Config: cfg, KeySeed: "s"}, "--key-seed needs --hash-keys", "", "a seed without hash keys"},
 	}
 	for _, tc := range cases {
@@ -281,7 +281,7 @@ func TestPreflightWithoutTimeout(t *testing.T) {
 		w.WriteHeader(http.StatusNotFound)
 	}))
 	defer srv.Close()
-	tg := &target.Target{BaseURL: srv.URL}
+	tg := &apispec.Target{BaseURL: srv.URL}
 	c := &http.Client{Timeout: 5 * time.Second}
 	defer c.CloseIdleConnections()
 	if _, err := wire.Preflight(context.Background(), tg, c); err != nil {

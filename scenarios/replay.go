@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck/internal/jsonx"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -37,7 +37,7 @@ func (e *Env) originalAndRetry(ctx context.Context) (first, replay wire.Resp, ba
 // judgeSamePayload judges a retry whose payload the profile may consider
 // equal to the original: a replay is expected when expect is Yes; an error
 // is acceptable otherwise; a new execution is never acceptable.
-func (e *Env) judgeSamePayload(ctx context.Context, k string, first, retry wire.Resp, expect target.Tri, field string) Verdict {
+func (e *Env) judgeSamePayload(ctx context.Context, k string, first, retry wire.Resp, expect apispec.Tri, field string) Verdict {
 	replayed, err := e.Replayed(ctx, first, retry, k)
 	if err != nil {
 		return e.undecided(err, retry.String())
@@ -62,9 +62,9 @@ func (e *Env) judgeSamePayload(ctx context.Context, k string, first, retry wire.
 		observed = "answered " + retry.String()
 	}
 	switch expect {
-	case target.Unknown:
+	case apispec.Unknown:
 		return e.Finding(field, observed)
-	case target.No:
+	case apispec.No:
 		return e.Pass(observed)
 	}
 	if !retry.OK() {
@@ -113,7 +113,7 @@ func (e *Env) notAReplay(ctx context.Context, k string, first, retry wire.Resp) 
 // it and judges the retry's body against the original's: bytes, or JSON
 // equality where the profile compares JSON and both are JSON.
 func (e *Env) variantReplay(ctx context.Context, name string, shape func(wire.Resp) string) Verdict {
-	if e.Profile.ReplayCompare == target.CompareStatus {
+	if e.Profile.ReplayCompare == apispec.CompareStatus {
 		return e.Skip("profile replay_compare is status: bodies are not compared")
 	}
 	body, _, _ := e.Variant(name)
@@ -134,7 +134,7 @@ func (e *Env) variantReplay(ctx context.Context, name string, shape func(wire.Re
 	}
 	observed := fmt.Sprintf("original %d, %d bytes; retry %d, %d bytes", first.Status, len(first.Body), retry.Status, len(retry.Body))
 	same := bytes.Equal(first.Body, retry.Body)
-	if !same && e.Profile.ReplayCompare == target.CompareJSON && isJSON(first.Body) && isJSON(retry.Body) {
+	if !same && e.Profile.ReplayCompare == apispec.CompareJSON && isJSON(first.Body) && isJSON(retry.Body) {
 		same = jsonEqual(first.Body, retry.Body)
 	}
 	// The status is replay/same-status's and fidelity/created-headers'

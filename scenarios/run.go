@@ -13,7 +13,7 @@ import (
 
 	"github.com/idemcheck/idemcheck/evidence"
 	"github.com/idemcheck/idemcheck/internal/clock"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -73,9 +73,9 @@ func (o RunOptions) attempts() int {
 // operation (calibrate); a problem becomes a Report note and makes the
 // instances that count effects inconclusive. A nil p is the default
 // profile (ietf).
-func Run(ctx context.Context, t *target.Target, p *target.Profile, o RunOptions) (*Report, error) {
+func Run(ctx context.Context, t *apispec.Target, p *apispec.Profile, o RunOptions) (*Report, error) {
 	if p == nil {
-		p, _ = target.ProfileByName(target.DefaultProfile) // a preset: never an error
+		p, _ = apispec.ProfileByName(apispec.DefaultProfile) // a preset: never an error
 	}
 	ins, err := plan(t, p, o)
 	if err != nil {
@@ -91,7 +91,7 @@ func Run(ctx context.Context, t *target.Target, p *target.Profile, o RunOptions)
 	}
 	defer d.Close()
 	if t.Command != "" && t.Managed() == nil {
-		mt, m, err := target.StartManaged(ctx, t, d.URL())
+		mt, m, err := apispec.StartManaged(ctx, t, d.URL())
 		if err != nil {
 			return nil, err
 		}
@@ -160,7 +160,7 @@ func Run(ctx context.Context, t *target.Target, p *target.Profile, o RunOptions)
 
 // runNotes are the start-up notes on t's declared TTL (the instances it
 // is too short for, recorded in rep) and its protocol.
-func runNotes(t *target.Target, rep *Report, ins []instance) []string {
+func runNotes(t *apispec.Target, rep *Report, ins []instance) []string {
 	var notes []string
 	if names, need := ttlSkips(ins); len(names) > 0 {
 		rep.TTLSkipped, rep.NeedsTTL = len(names), need
@@ -230,7 +230,7 @@ func ttlSkips(ins []instance) (names []string, need time.Duration) {
 // instances the config does not ask for, and those that do not apply to
 // the target (a gRPC one: replay/key-field-spelling), are no part of its
 // catalog.
-func leftOutMust(t *target.Target, p *target.Profile, o RunOptions, ins []instance) []string {
+func leftOutMust(t *apispec.Target, p *apispec.Profile, o RunOptions, ins []instance) []string {
 	if len(o.Run) == 0 && len(o.Skip) == 0 {
 		return nil
 	}
@@ -258,7 +258,7 @@ func killsTarget(in instance) bool {
 
 // caseBudget bounds one case instance: its longest legitimate wait plus
 // room for its requests.
-func caseBudget(t *target.Target, p *target.Profile) time.Duration {
+func caseBudget(t *apispec.Target, p *apispec.Profile) time.Duration {
 	return 3*t.Timeout + t.TTL + t.Lease + p.MaxBlock + p.Grace + 10*time.Second
 }
 
@@ -369,8 +369,8 @@ type attempted struct {
 
 // session is what every instance of one run shares.
 type session struct {
-	t      *target.Target
-	p      *target.Profile
+	t      *apispec.Target
+	p      *apispec.Profile
 	client *http.Client
 	ev     *evidence.Evidence
 	double *evidence.Downstream
@@ -382,7 +382,7 @@ type session struct {
 }
 
 // env is an Env of s for op, bounded by ctx.
-func (s *session) env(ctx context.Context, op *target.Operation) *Env {
+func (s *session) env(ctx context.Context, op *apispec.Operation) *Env {
 	return &Env{Target: s.t, Profile: s.p, Op: op, client: s.client, double: s.double, inproc: s.inproc, oracle: newCounter(s.ev), events: s.ev.Events(), keys: s.keys, ctx: ctx}
 }
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -20,13 +20,13 @@ func TestRunUnreachable(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close() // nothing listens there any more
-	tg, err := target.FromURL("http://"+addr, 0, 0)
+	tg, err := apispec.FromURL("http://"+addr, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, _ := target.ProfileByName("")
+	p, _ := apispec.ProfileByName("")
 	_, err = Run(context.Background(), tg, p, RunOptions{})
-	if !errors.Is(err, target.ErrUnreachable) {
+	if !errors.Is(err, apispec.ErrUnreachable) {
 		t.Fatalf("Run against a closed port: %v, want ErrUnreachable", err)
 	}
 }
@@ -49,7 +49,7 @@ func TestRunNilProfile(t *testing.T) {
 	// Any success passes the normal-request check (CheckNormal).
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusCreated) }))
 	defer srv.Close()
-	tg, err := target.FromURL(srv.URL, 0, 0)
+	tg, err := apispec.FromURL(srv.URL, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,19 +57,19 @@ func TestRunNilProfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Profile != target.DefaultProfile || len(rep.Results) == 0 {
+	if rep.Profile != apispec.DefaultProfile || len(rep.Results) == 0 {
 		t.Fatalf("profile %q, %d results: want the default profile and a result", rep.Profile, len(rep.Results))
 	}
 }
 
 // TestLongestWait: the wait a run cannot skip, one rule per row.
 func TestLongestWait(t *testing.T) {
-	tg, err := target.FromURL("http://127.0.0.1:1", 0, 0)
+	tg, err := apispec.FromURL("http://127.0.0.1:1", 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	slow := tg.Operations[0].Variants[target.VariantSlow].Duration
-	p, _ := target.ProfileByName("")
+	slow := tg.Operations[0].Variants[apispec.VariantSlow].Duration
+	p, _ := apispec.ProfileByName("")
 	for _, tc := range []struct {
 		rule       string
 		ttl, lease time.Duration
@@ -106,11 +106,11 @@ func TestLongestWait(t *testing.T) {
 func TestAttempts(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusCreated) }))
 	defer srv.Close()
-	tg, err := target.FromURL(srv.URL, 0, 0)
+	tg, err := apispec.FromURL(srv.URL, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, _ := target.ProfileByName("")
+	p, _ := apispec.ProfileByName("")
 	client := wire.Client(tg, tg.Timeout)
 	defer client.CloseIdleConnections()
 	keys := wire.NewKeys(tg, client, func(uint64) string { return p.NewKey() })

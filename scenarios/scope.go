@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -25,7 +25,7 @@ import (
 // tables may number alike). With neither, r is leakUnknown unless its
 // body differs from first's. why explains a leakUnsure or leakUnknown; an
 // oracle error is returned for the case to report as inconclusive.
-func (e *Env) leaked(ctx context.Context, op, to *target.Operation, first, r wire.Resp, key string, before int) (l leak, why string, err error) {
+func (e *Env) leaked(ctx context.Context, op, to *apispec.Operation, first, r wire.Resp, key string, before int) (l leak, why string, err error) {
 	if !first.OK() || !r.OK() {
 		return leakNone, "", nil
 	}
@@ -49,7 +49,7 @@ func (e *Env) leaked(ctx context.Context, op, to *target.Operation, first, r wir
 }
 
 // leakedAcross is leaked for r, an answer of another operation to.
-func (e *Env) leakedAcross(ctx context.Context, op, to *target.Operation, first, r wire.Resp, key string, before int) (leak, string, error) {
+func (e *Env) leakedAcross(ctx context.Context, op, to *apispec.Operation, first, r wire.Resp, key string, before int) (leak, string, error) {
 	sees, blind := e.oracleSees(to)
 	if sees {
 		return e.leakedByCount(ctx, key, before)
@@ -88,7 +88,7 @@ func (e *Env) leakedByCount(ctx context.Context, key string, before int) (leak, 
 // oracleSees reports whether the oracle counts op's executions: there is
 // one and the run's calibration on op found no problem. why says what
 // cannot count them otherwise.
-func (e *Env) oracleSees(op *target.Operation) (sees bool, why string) {
+func (e *Env) oracleSees(op *apispec.Operation) (sees bool, why string) {
 	switch {
 	case e.oracle == nil:
 		return false, "there is no oracle to count executions"
@@ -101,7 +101,7 @@ func (e *Env) oracleSees(op *target.Operation) (sees bool, why string) {
 // usable reports whether principal p can call op with body under a fresh
 // key, telling an error about the reused key (trap C8) from an operation p
 // may not use at all.
-func (e *Env) usable(ctx context.Context, op *target.Operation, p int, body []byte) (wire.Resp, bool) {
+func (e *Env) usable(ctx context.Context, op *apispec.Operation, p int, body []byte) (wire.Resp, bool) {
 	r := e.Send(ctx, Req{Label: "same request with a fresh key (can this principal call it?)", Key: e.NewKey(), Principal: p, Op: op, Body: body})
 	return r, r.OK()
 }

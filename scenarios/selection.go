@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // ErrNoTarget: neither a config, a target URL nor a target command was given.
@@ -39,7 +39,7 @@ type Selection struct {
 	// environments).
 	BaseURL string
 	// TLS fields that are set override the config's tls: ones.
-	TLS target.TLS
+	TLS apispec.TLS
 	// HashKeys makes client-generated keys business-id hashes of KeySeed
 	// (HashKeys); an empty seed is replaced by a fresh one.
 	HashKeys bool
@@ -51,17 +51,17 @@ type Selection struct {
 
 // Load resolves the selection. Errors are one line naming the flag, file
 // or field at fault; ErrNoTarget when neither Config nor Target is set.
-func (s Selection) Load() (*target.Target, *target.Profile, error) {
+func (s Selection) Load() (*apispec.Target, *apispec.Profile, error) {
 	var (
-		t   *target.Target
-		p   *target.Profile
+		t   *apispec.Target
+		p   *apispec.Profile
 		err error
 	)
 	switch {
 	case s.Config != "" && s.Target != "":
 		return nil, nil, errors.New("give either --config or --target, not both")
 	case s.Config != "":
-		f, err := target.ReadFile(s.Config)
+		f, err := apispec.ReadFile(s.Config)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -69,18 +69,18 @@ func (s Selection) Load() (*target.Target, *target.Profile, error) {
 			return nil, nil, err
 		}
 	case s.Target != "":
-		if t, err = target.FromURL(s.Target, s.TTL, s.Lease); err != nil {
+		if t, err = apispec.FromURL(s.Target, s.TTL, s.Lease); err != nil {
 			return nil, nil, err
 		}
 	case s.TargetCmd != "":
-		if t, err = target.FromCommand(s.TargetCmd, s.TTL, s.Lease); err != nil {
+		if t, err = apispec.FromCommand(s.TargetCmd, s.TTL, s.Lease); err != nil {
 			return nil, nil, err
 		}
 	default:
 		return nil, nil, ErrNoTarget
 	}
 	if p == nil {
-		if p, err = target.ProfileByName(s.Profile); err != nil {
+		if p, err = apispec.ProfileByName(s.Profile); err != nil {
 			return nil, nil, fmt.Errorf("--profile: %v", err)
 		}
 		if !t.IsGRPC() {
@@ -94,7 +94,7 @@ func (s Selection) Load() (*target.Target, *target.Profile, error) {
 		return nil, nil, fmt.Errorf("--lease %s: must not be negative", s.Lease)
 	}
 	if s.TargetCmd != "" {
-		if _, err := target.SplitCommand(s.TargetCmd); err != nil {
+		if _, err := apispec.SplitCommand(s.TargetCmd); err != nil {
 			return nil, nil, fmt.Errorf("--target-cmd %q: %v", s.TargetCmd, err)
 		}
 		t.Command = s.TargetCmd
@@ -119,7 +119,7 @@ func (s Selection) Load() (*target.Target, *target.Profile, error) {
 		// would be refused by a UUID-only API) alike.
 		gen := t.KeyGen
 		if gen == nil {
-			gen = target.UUIDKeys
+			gen = apispec.UUIDKeys
 		}
 		t.KeyGen = p.ShapedKeys(gen)
 	}
@@ -127,12 +127,12 @@ func (s Selection) Load() (*target.Target, *target.Profile, error) {
 }
 
 // reach applies --base-url, the TLS flags, --http2 and --hash-keys.
-func (s Selection) reach(t *target.Target) error {
+func (s Selection) reach(t *apispec.Target) error {
 	if s.BaseURL != "" {
 		u, err := url.Parse(s.BaseURL)
 		// The operations were written for one carrier: an RPC is not sent
 		// to an HTTP URL, nor a path to a gRPC server.
-		if err == nil && u.Host != "" && target.IsGRPCURL(s.BaseURL) != t.IsGRPC() {
+		if err == nil && u.Host != "" && apispec.IsGRPCURL(s.BaseURL) != t.IsGRPC() {
 			want := "an http(s) URL: the config's operations are HTTP requests"
 			if t.IsGRPC() {
 				want = "a grpc:// or grpcs:// URL: the config's operations are RPCs (rpc:)"
@@ -165,7 +165,7 @@ func (s Selection) reach(t *target.Target) error {
 		if seed == "" {
 			seed = fmt.Sprintf("run-%d", time.Now().UnixNano())
 		}
-		t.KeyGen, t.KeySeed = target.HashKeys(seed), seed
+		t.KeyGen, t.KeySeed = apispec.HashKeys(seed), seed
 	case s.KeySeed != "":
 		return errors.New("--key-seed needs --hash-keys")
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // TestSelectionLoad: each way of naming a target, the overrides that apply
@@ -23,7 +23,7 @@ func TestSelectionLoad(t *testing.T) {
 		name    string
 		sel     Selection
 		wantErr string // "" for success
-		check   func(*target.Target, *target.Profile) string
+		check   func(*apispec.Target, *apispec.Profile) string
 	}{
 		{name: "nothing selected", sel: Selection{}, wantErr: ErrNoTarget.Error()},
 		{name: "config and target", sel: Selection{Config: cfg, Target: "http://127.0.0.1:1"}, wantErr: "not both"},
@@ -32,25 +32,25 @@ func TestSelectionLoad(t *testing.T) {
 		{name: "unknown profile with a config", sel: Selection{Config: cfg, Profile: "nope"}, wantErr: "--profile: unknown profile"},
 		{name: "negative TTL", sel: Selection{Target: "http://127.0.0.1:1", TTL: -time.Second}, wantErr: "must not be negative"},
 		{name: "unbalanced target command", sel: Selection{TargetCmd: `serve "x`}, wantErr: "--target-cmd"},
-		{name: "target uses the default profile", sel: Selection{Target: "http://127.0.0.1:1"}, check: func(tg *target.Target, p *target.Profile) string {
-			if p.Name != target.DefaultProfile || tg.BaseURL != "http://127.0.0.1:1" {
+		{name: "target uses the default profile", sel: Selection{Target: "http://127.0.0.1:1"}, check: func(tg *apispec.Target, p *apispec.Profile) string {
+			if p.Name != apispec.DefaultProfile || tg.BaseURL != "http://127.0.0.1:1" {
 				return "want the default profile on the given URL"
 			}
 			return ""
 		}},
-		{name: "config keeps its profile and TTL", sel: Selection{Config: cfg}, check: func(tg *target.Target, p *target.Profile) string {
+		{name: "config keeps its profile and TTL", sel: Selection{Config: cfg}, check: func(tg *apispec.Target, p *apispec.Profile) string {
 			if p.Name != "stripe" || tg.TTL != time.Minute {
 				return "want the config's stripe profile and 1m TTL"
 			}
 			return ""
 		}},
-		{name: "flags override the config", sel: Selection{Config: cfg, Profile: "lenient", TTL: time.Hour, Lease: 2 * time.Second}, check: func(tg *target.Target, p *target.Profile) string {
+		{name: "flags override the config", sel: Selection{Config: cfg, Profile: "lenient", TTL: time.Hour, Lease: 2 * time.Second}, check: func(tg *apispec.Target, p *apispec.Profile) string {
 			if p.Name != "lenient" || tg.TTL != time.Hour || tg.Lease != 2*time.Second || p.KeyMaxLen != 64 {
 				return "want profile lenient with the config's key_max_len 64 override, TTL 1h, lease 2s"
 			}
 			return ""
 		}},
-		{name: "target command alone", sel: Selection{TargetCmd: "idemcheck serve --addr 127.0.0.1:{port}"}, check: func(tg *target.Target, p *target.Profile) string {
+		{name: "target command alone", sel: Selection{TargetCmd: "idemcheck serve --addr 127.0.0.1:{port}"}, check: func(tg *apispec.Target, p *apispec.Profile) string {
 			if tg.Command != "idemcheck serve --addr 127.0.0.1:{port}" {
 				return "want the command kept on the target"
 			}

@@ -1,9 +1,9 @@
 package scenarios
 
-import "github.com/idemcheck/idemcheck/target"
+import "github.com/idemcheck/idemcheck/apispec"
 
 // Supplies reports whether t supplies n for at least one operation.
-func Supplies(t *target.Target, n Need) bool {
+func Supplies(t *apispec.Target, n Need) bool {
 	for i := range t.Operations {
 		if suppliesFor(t, &t.Operations[i], n) {
 			return true
@@ -14,7 +14,7 @@ func Supplies(t *target.Target, n Need) bool {
 
 // suppliesFor reports whether t supplies n for op (nil: a case not tied to
 // one operation).
-func suppliesFor(t *target.Target, op *target.Operation, n Need) bool {
+func suppliesFor(t *apispec.Target, op *apispec.Operation, n Need) bool {
 	variant := func(name string) bool {
 		if op == nil {
 			return false
@@ -38,21 +38,21 @@ func suppliesFor(t *target.Target, op *target.Operation, n Need) bool {
 	case NeedSecondOperation:
 		return len(t.Operations) >= 2
 	case NeedSlow:
-		return variant(target.VariantSlow)
+		return variant(apispec.VariantSlow)
 	case NeedBusinessError:
-		return variant(target.VariantBusinessError)
+		return variant(apispec.VariantBusinessError)
 	case NeedTransientError:
-		return variant(target.VariantTransientError)
+		return variant(apispec.VariantTransientError)
 	case NeedInvalid:
-		return variant(target.VariantInvalid)
+		return variant(apispec.VariantInvalid)
 	case NeedLarge:
-		return variant(target.VariantLarge)
+		return variant(apispec.VariantLarge)
 	case NeedBinary:
-		return variant(target.VariantBinary)
+		return variant(apispec.VariantBinary)
 	case NeedCrash:
-		return variant(target.VariantCrash)
+		return variant(apispec.VariantCrash)
 	case NeedTimeout:
-		return variant(target.VariantTimeout)
+		return variant(apispec.VariantTimeout)
 	case NeedTTL:
 		// "ttl: never" supplies it too: the expiry cases then record that
 		// keys never expire (see Env.neverExpires).

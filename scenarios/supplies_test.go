@@ -3,14 +3,14 @@ package scenarios
 import (
 	"testing"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // TestSupplies: a full config supplies every need of one operation, not a
 // second operation; "ttl: never" supplies the ttl need (the expiry cases
 // run to record that keys never expire).
 func TestSupplies(t *testing.T) {
-	tg, _, err := target.LoadConfig("../target/testdata/full.yaml")
+	tg, _, err := apispec.LoadConfig("../target/testdata/full.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,7 +22,7 @@ func TestSupplies(t *testing.T) {
 	if Supplies(tg, NeedSecondOperation) {
 		t.Error("Supplies(second-operation) with one operation")
 	}
-	never, _, err := target.ParseConfig([]byte("base_url: http://127.0.0.1:1\nprincipals: [{name: a}]\noperations: [{name: c, method: POST, path: /c, body: {a: 1}}]\nttl: never\n"))
+	never, _, err := apispec.ParseConfig([]byte("base_url: http://127.0.0.1:1\nprincipals: [{name: a}]\noperations: [{name: c, method: POST, path: /c, body: {a: 1}}]\nttl: never\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/idemcheck/idemcheck/reference/demo"
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // connState is what a test server remembers about one connection.
@@ -55,14 +55,14 @@ func dropper(t testing.TB, next http.Handler, drop func(st *connState, r *http.R
 }
 
 // demoBehind serves the reference app (TTL ttl) behind dropper.
-func demoBehind(t testing.TB, ttl time.Duration, drop func(*connState, *http.Request) bool) *target.Target {
+func demoBehind(t testing.TB, ttl time.Duration, drop func(*connState, *http.Request) bool) *apispec.Target {
 	t.Helper()
 	app, err := demo.New(demo.Options{TTL: ttl, Lease: demoLease})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { app.Close() })
-	tg, err := target.FromURL(dropper(t, app, drop), ttl, demoLease)
+	tg, err := apispec.FromURL(dropper(t, app, drop), ttl, demoLease)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,20 +3,20 @@ package scenarios
 import (
 	"time"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // LongestWait is the longest wait a planned instance cannot skip: an
 // expiry case waits out the TTL plus grace, a lease case the lease plus a
 // margin, an overlap case its slow variant. Instances run concurrently,
 // so a run takes at least this long; front ends show it as an ETA.
-func LongestWait(t *target.Target, p *target.Profile, planned []Planned) time.Duration {
+func LongestWait(t *apispec.Target, p *apispec.Profile, planned []Planned) time.Duration {
 	if p == nil {
-		p, _ = target.ProfileByName(target.DefaultProfile)
+		p, _ = apispec.ProfileByName(apispec.DefaultProfile)
 	}
 	var slow time.Duration
 	for _, op := range t.Operations {
-		if v, ok := op.Variants[target.VariantSlow]; ok {
+		if v, ok := op.Variants[apispec.VariantSlow]; ok {
 			slow = max(slow, v.Duration)
 		}
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/idemcheck/idemcheck/reference/demo"
 	"github.com/idemcheck/idemcheck/reports"
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // Flags after -args (go test) or -- (ginkgo). With neither -config nor
@@ -41,8 +41,8 @@ var (
 const demoTTL = 3 * time.Second
 
 var (
-	tg       *target.Target
-	profile  *target.Profile
+	tg       *apispec.Target
+	profile  *apispec.Profile
 	useDemo  bool
 	planned  []scenarios.Planned
 	report   *scenarios.Report
@@ -59,9 +59,9 @@ func TestConformance(t *testing.T) {
 		useDemo = true
 		// The demo's URL is known only once it listens; the plan needs
 		// the operations, which the reference contract fixes.
-		tg, err = target.FromURL("http://127.0.0.1:1", demoTTL, 0)
+		tg, err = apispec.FromURL("http://127.0.0.1:1", demoTTL, 0)
 		if err == nil {
-			profile, err = target.ProfileByName(*profileFlag)
+			profile, err = apispec.ProfileByName(*profileFlag)
 		}
 	}
 	if err != nil {
@@ -88,7 +88,7 @@ var _ = SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
 		Expect(err).NotTo(HaveOccurred())
 		srv := httptest.NewServer(app)
 		DeferCleanup(func() { srv.Close(); _ = app.Close() })
-		demoTarget, err := target.FromURL(srv.URL, demoTTL, 0)
+		demoTarget, err := apispec.FromURL(srv.URL, demoTTL, 0)
 		Expect(err).NotTo(HaveOccurred())
 		t = *demoTarget
 	}

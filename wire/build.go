@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // Request is one request of an operation as a case or a driver describes
@@ -50,7 +50,7 @@ type Request struct {
 
 // Build is the exchange r describes on op: method, URL, fields (the key in
 // the target's syntax) and body, not yet sent.
-func Build(t *target.Target, op *target.Operation, r Request) Exchange {
+func Build(t *apispec.Target, op *apispec.Operation, r Request) Exchange {
 	method, path := op.Method, op.Path
 	if r.Method != "" {
 		method = r.Method

@@ -12,13 +12,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
-func buildTarget(path string) (*target.Target, *target.Operation) {
-	t := &target.Target{BaseURL: "http://127.0.0.1:1", KeyHeader: "Idempotency-Key", KeySyntax: target.SFString,
-		Principals: []target.Principal{{Name: "a", Headers: map[string]string{"Authorization": "Bearer a"}}},
-		Operations: []target.Operation{{Name: "c", Method: "POST", Path: path, Body: json.RawMessage(`{"a":1}`),
+func buildTarget(path string) (*apispec.Target, *apispec.Operation) {
+	t := &apispec.Target{BaseURL: "http://127.0.0.1:1", KeyHeader: "Idempotency-Key", KeySyntax: apispec.SFString,
+		Principals: []apispec.Principal{{Name: "a", Headers: map[string]string{"Authorization": "Bearer a"}}},
+		Operations: []apispec.Operation{{Name: "c", Method: "POST", Path: path, Body: json.RawMessage(`{"a":1}`),
 			Headers: map[string]string{"Api-Version": "2024-01-01"}}}}
 	return t, &t.Operations[0]
 }
@@ -120,13 +120,13 @@ func TestHTTP2Only(t *testing.T) {
 	}{{"h2c", h2c.URL, true}, {"h2 by ALPN", tlsH2.URL, true}, {"TLS without h2", tlsH1.URL, false}, {"HTTP/1.1 only", h1.URL, false}} {
 		tg, op := buildTarget("/c")
 		tg.BaseURL, tg.HTTP2, tg.Timeout = tc.url, true, 5*time.Second
-		if err := tg.SetTLS(target.TLS{InsecureSkipVerify: true}); err != nil {
+		if err := tg.SetTLS(apispec.TLS{InsecureSkipVerify: true}); err != nil {
 			t.Fatal(err)
 		}
 		c := Client(tg, 5*time.Second)
 		proto, err := Preflight(context.Background(), tg, c)
 		if !tc.ok {
-			if !errors.Is(err, target.ErrUnreachable) || !strings.Contains(err.Error(), "the server must speak HTTP/2") {
+			if !errors.Is(err, apispec.ErrUnreachable) || !strings.Contains(err.Error(), "the server must speak HTTP/2") {
 				t.Errorf("%s: preflight %q, %v; want unreachable, saying HTTP/2 is needed", tc.name, proto, err)
 			}
 			c.CloseIdleConnections()

@@ -7,13 +7,13 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // Transport is NewTransport with the target's TLS settings. A gRPC
 // target's calls go through a GRPC carrier of their own (closed by
 // CloseIdleConnections); its other requests (an HTTP oracle) over HTTP.
-func Transport(t *target.Target, maxConns int) http.RoundTripper {
+func Transport(t *apispec.Target, maxConns int) http.RoundTripper {
 	if t.IsGRPC() {
 		return grpcTransport{grpc: NewGRPC(t), http: newTransport(maxConns, t.TLSConfig(), t.HTTP2)}
 	}
@@ -21,7 +21,7 @@ func Transport(t *target.Target, maxConns int) http.RoundTripper {
 }
 
 // Client is NewClient with the target's TLS settings.
-func Client(t *target.Target, timeout time.Duration) *http.Client {
+func Client(t *apispec.Target, timeout time.Duration) *http.Client {
 	return &http.Client{
 		Transport:     Transport(t, 0),
 		Timeout:       timeout,
@@ -35,7 +35,7 @@ func Client(t *target.Target, timeout time.Duration) *http.Client {
 // wraps ErrUnreachable or ErrKeySource. It returns the protocol the base
 // URL answered in (protoName: HTTP/1.1, HTTP/2; gRPC for a gRPC target),
 // what the run records.
-func Preflight(ctx context.Context, t *target.Target, c *http.Client) (string, error) {
+func Preflight(ctx context.Context, t *apispec.Target, c *http.Client) (string, error) {
 	var proto string
 	for i, base := range t.Bases() {
 		p, err := preflightBase(ctx, t, c, base)
@@ -59,7 +59,7 @@ func Preflight(ctx context.Context, t *target.Target, c *http.Client) (string, e
 
 // preflightBase makes sure something answers HTTP at base (one replica),
 // and says in which protocol.
-func preflightBase(ctx context.Context, t *target.Target, c *http.Client, base string) (string, error) {
+func preflightBase(ctx context.Context, t *apispec.Target, c *http.Client, base string) (string, error) {
 	// A hand-built Target may leave Timeout 0 (no per-request bound).
 	d := 5 * time.Second
 	if t.Timeout > 0 {
@@ -69,14 +69,14 @@ func preflightBase(ctx context.Context, t *target.Target, c *http.Client, base s
 	defer cancel()
 	req, err := http.NewRequestWithContext(pctx, http.MethodGet, base+"/", nil)
 	if err != nil {
-		return "", fmt.Errorf("%w: %s: %v", target.ErrUnreachable, t.Redact(base), err)
+		return "", fmt.Errorf("%w: %s: %v", apispec.ErrUnreachable, t.Redact(base), err)
 	}
 	resp, err := c.Do(req)
 	if err != nil {
 		if t.HTTP2 {
 			err = fmt.Errorf("%v (http2: the server must speak HTTP/2: h2 by ALPN over TLS, h2c with prior knowledge over plain TCP)", err)
 		}
-		return "", fmt.Errorf("%w: %s: %v", target.ErrUnreachable, t.Redact(base), err)
+		return "", fmt.Errorf("%w: %s: %v", apispec.ErrUnreachable, t.Redact(base), err)
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
 	resp.Body.Close()

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // Exchange is one HTTP request and what came back, kept as evidence.
@@ -40,7 +40,7 @@ const MaxBody = 4 << 20
 // Curl returns a copy-pasteable curl command reproducing the request (for
 // a gRPC call, a grpcurl command).
 func (x Exchange) Curl() string {
-	if target.IsGRPCURL(x.Request.URL) {
+	if apispec.IsGRPCURL(x.Request.URL) {
 		return grpcCurl(x)
 	}
 	var b strings.Builder
@@ -72,7 +72,7 @@ func ShellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 // outside the single quotes so the shell expands it: a reproduction reads
 // the secret from the environment instead of carrying it.
 func curlWord(s string) string {
-	locs := target.EnvRef.FindAllStringIndex(s, -1)
+	locs := apispec.EnvRef.FindAllStringIndex(s, -1)
 	if locs == nil {
 		return ShellQuote(s)
 	}

@@ -40,7 +40,7 @@ import (
 	"google.golang.org/protobuf/types/descriptorpb"
 	"google.golang.org/protobuf/types/dynamicpb"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // GRPC carries the requests of a gRPC target (base_url grpc://host:port,
@@ -62,7 +62,7 @@ import (
 // methods are resolved once, on the first server asked: replicas serve
 // one API.
 type GRPC struct {
-	t *target.Target
+	t *apispec.Target
 
 	mu      sync.Mutex
 	conns   map[string]*grpc.ClientConn // by scheme://host
@@ -72,7 +72,7 @@ type GRPC struct {
 
 // NewGRPC is the carrier of t's calls; it dials each server when first
 // used. Close ends its connections.
-func NewGRPC(t *target.Target) *GRPC {
+func NewGRPC(t *apispec.Target) *GRPC {
 	return &GRPC{t: t, conns: map[string]*grpc.ClientConn{}, methods: map[string]protoreflect.MethodDescriptor{}}
 }
 
@@ -250,7 +250,7 @@ func (g *GRPC) call(ctx context.Context, r ExchangeRequest) (httpStatus int, h h
 	if err != nil {
 		return 0, nil, nil, nil, sent, fmt.Errorf("the answer does not encode: %v", err)
 	}
-	return target.GRPCHTTPStatus(int(st.Code())), h, body, binary, sent, nil
+	return apispec.GRPCHTTPStatus(int(st.Code())), h, body, binary, sent, nil
 }
 
 // rawStatus is st in protojson's shape when a detail's type is one this
@@ -570,7 +570,7 @@ type grpcTransport struct {
 }
 
 func (t grpcTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if target.IsGRPCURL(r.URL.String()) {
+	if apispec.IsGRPCURL(r.URL.String()) {
 		return t.grpc.RoundTrip(r)
 	}
 	return t.http.RoundTrip(r)
@@ -618,7 +618,7 @@ func grpcCurl(x Exchange) string {
 // request_id: the key; AEP-155 idempotency_key: {key, first_sent} with
 // firstSent, else the key's first_sent), or removed when key is absent.
 // A body that is not a JSON object (a raw variant) is sent as it is.
-func withKeyField(t *target.Target, body []byte, key string, present bool, firstSent time.Time) []byte {
+func withKeyField(t *apispec.Target, body []byte, key string, present bool, firstSent time.Time) []byte {
 	m := map[string]json.RawMessage{}
 	if len(bytes.TrimSpace(body)) > 0 {
 		if err := json.Unmarshal(body, &m); err != nil {

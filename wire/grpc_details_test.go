@@ -18,7 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/anypb"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -49,14 +49,14 @@ func TestGRPCErrorDetails(t *testing.T) {
 	reflection.Register(g)
 	go func() { _ = g.Serve(ln) }()
 	t.Cleanup(g.Stop)
-	tg := &target.Target{BaseURL: "grpc://" + ln.Addr().String(), KeySyntax: target.Raw, Key: &target.KeyPlace{Metadata: "x-idempotency-key"}, KeyHeader: "x-idempotency-key"}
+	tg := &apispec.Target{BaseURL: "grpc://" + ln.Addr().String(), KeySyntax: apispec.Raw, Key: &apispec.KeyPlace{Metadata: "x-idempotency-key"}, KeyHeader: "x-idempotency-key"}
 	c := wire.NewGRPC(tg)
 	defer c.Close()
 	for service, want := range map[string]string{
 		"":       `{"code":9,"message":"declined","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"CARD_DECLINED","domain":"shop.example"}]}`,
 		"custom": `{"code":9,"details":[{"@type":"type.googleapis.com/acme.v1.Decline","value":"CgJubw=="}],"message":"declined"}`,
 	} {
-		op := &target.Operation{Method: "POST", Path: "/grpc.health.v1.Health/Check", Body: json.RawMessage(`{"service":"` + service + `"}`)}
+		op := &apispec.Operation{Method: "POST", Path: "/grpc.health.v1.Health/Check", Body: json.RawMessage(`{"service":"` + service + `"}`)}
 		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 		r, _ := c.Do(ctx, wire.Build(tg, op, wire.Request{Key: "k1", Principal: -1}))
 		cancel()

@@ -24,7 +24,7 @@ import (
 	"google.golang.org/protobuf/reflect/protodesc"
 	"google.golang.org/protobuf/types/descriptorpb"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -55,15 +55,15 @@ func healthServer(t *testing.T, reflect func(*grpc.Server)) string {
 	return "grpc://" + ln.Addr().String()
 }
 
-func healthTarget(base string) *target.Target {
-	return &target.Target{BaseURL: base, KeySyntax: target.Raw, Key: &target.KeyPlace{Metadata: "x-idempotency-key"}, KeyHeader: "x-idempotency-key",
-		Principals: []target.Principal{{Name: "a", Headers: map[string]string{"authorization": "Bearer t"}}}}
+func healthTarget(base string) *apispec.Target {
+	return &apispec.Target{BaseURL: base, KeySyntax: apispec.Raw, Key: &apispec.KeyPlace{Metadata: "x-idempotency-key"}, KeyHeader: "x-idempotency-key",
+		Principals: []apispec.Principal{{Name: "a", Headers: map[string]string{"authorization": "Bearer t"}}}}
 }
 
 func check(t *testing.T, c *wire.GRPC, base, service string, principal int) (wire.Resp, wire.Exchange) {
 	t.Helper()
 	tg := healthTarget(base)
-	op := &target.Operation{Method: "POST", Path: "/grpc.health.v1.Health/Check", Body: json.RawMessage(`{"service":"` + service + `"}`)}
+	op := &apispec.Operation{Method: "POST", Path: "/grpc.health.v1.Health/Check", Body: json.RawMessage(`{"service":"` + service + `"}`)}
 	x := wire.Build(tg, op, wire.Request{Key: "k1", Principal: principal})
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
@@ -162,7 +162,7 @@ func TestGRPCUnreachableAndClient(t *testing.T) {
 	if _, err := wire.Preflight(t.Context(), tl, hc); err != nil {
 		t.Fatal(err)
 	}
-	op := &target.Operation{Method: "POST", Path: "/grpc.health.v1.Health/Check", Body: json.RawMessage(`{}`)}
+	op := &apispec.Operation{Method: "POST", Path: "/grpc.health.v1.Health/Check", Body: json.RawMessage(`{}`)}
 	resp, _ := wire.HTTP{Client: hc}.Do(t.Context(), wire.Build(tl, op, wire.Request{Key: "k2"}))
 	if resp.Status != http.StatusOK || string(resp.Body) != `{"status":"SERVING"}` {
 		t.Fatalf("through http.Client: %s", resp)
@@ -170,15 +170,15 @@ func TestGRPCUnreachableAndClient(t *testing.T) {
 }
 
 func TestKeyField(t *testing.T) {
-	op := &target.Operation{Method: "POST", Path: "/p.S/M", Body: json.RawMessage(`{"parent":"accounts/a1"}`)}
-	aip := &target.Target{BaseURL: "grpc://127.0.0.1:1", Key: &target.KeyPlace{Field: "request_id"}}
+	op := &apispec.Operation{Method: "POST", Path: "/p.S/M", Body: json.RawMessage(`{"parent":"accounts/a1"}`)}
+	aip := &apispec.Target{BaseURL: "grpc://127.0.0.1:1", Key: &apispec.KeyPlace{Field: "request_id"}}
 	if x := wire.Build(aip, op, wire.Request{Key: "k"}); string(x.Request.Body) != `{"parent":"accounts/a1","request_id":"k"}` {
 		t.Errorf("AIP-155: %s", x.Request.Body)
 	}
 	if x := wire.Build(aip, op, wire.Request{NoKey: true}); string(x.Request.Body) != `{"parent":"accounts/a1"}` {
 		t.Errorf("no key: %s", x.Request.Body)
 	}
-	aep, _, err := target.ParseConfig([]byte("base_url: grpc://127.0.0.1:1\nkey: {field: idempotency_key, first_sent: true}\n" +
+	aep, _, err := apispec.ParseConfig([]byte("base_url: grpc://127.0.0.1:1\nkey: {field: idempotency_key, first_sent: true}\n" +
 		"principals: [{name: a, metadata: {authorization: Bearer a}}]\noperations: [{name: r, rpc: p.S/M, body: {parent: accounts/a1}}]\n"))
 	if err != nil {
 		t.Fatal(err)

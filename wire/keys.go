@@ -12,13 +12,13 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck/internal/jsonx"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // Fetch asks the target for a fresh key. record, when not nil, receives
 // the exchange (redacted) as evidence. Errors wrap ErrKeySource and say
 // what came back.
-func FetchKey(ctx context.Context, t *target.Target, c *http.Client, record func(Exchange)) (string, error) {
+func FetchKey(ctx context.Context, t *apispec.Target, c *http.Client, record func(Exchange)) (string, error) {
 	s := t.KeySource
 	u := s.Path
 	if strings.HasPrefix(u, "/") {
@@ -33,9 +33,9 @@ func FetchKey(ctx context.Context, t *target.Target, c *http.Client, record func
 	where := s.Method + " " + t.Redact(u)
 	req, err := http.NewRequestWithContext(ctx, s.Method, u, rd)
 	if err != nil {
-		return "", fmt.Errorf("%w %s: %v", target.ErrKeySource, where, err)
+		return "", fmt.Errorf("%w %s: %v", apispec.ErrKeySource, where, err)
 	}
-	req.Header = t.Header(&target.Operation{}, s.Principal, len(s.Body) > 0)
+	req.Header = t.Header(&apispec.Operation{}, s.Principal, len(s.Body) > 0)
 	x := Exchange{Label: "key source", Start: time.Now(), Request: ExchangeRequest{Method: s.Method, URL: u, Header: req.Header.Clone(), Body: s.Body}}
 	key, err := func() (string, error) {
 		resp, err := c.Do(req)
@@ -74,7 +74,7 @@ func FetchKey(ctx context.Context, t *target.Target, c *http.Client, record func
 		record(x.Redacted(t))
 	}
 	if err != nil {
-		return "", fmt.Errorf("%w %s: %s", target.ErrKeySource, where, t.Redact(err.Error()))
+		return "", fmt.Errorf("%w %s: %s", apispec.ErrKeySource, where, t.Redact(err.Error()))
 	}
 	return key, nil
 }
@@ -89,16 +89,16 @@ func ClipText(b []byte) string {
 
 // Keys is one run's key strategy (see the list at the top of this file).
 type Keys struct {
-	t      *target.Target
+	t      *apispec.Target
 	client *http.Client
-	gen    target.KeyGen
+	gen    apispec.KeyGen
 	n      atomic.Uint64
 }
 
 // Keys returns the run's key strategy: server-issued when the target
 // declares key_source, else Target.KeyGen, else def (the face's default).
 // client fetches server-issued keys.
-func NewKeys(t *target.Target, client *http.Client, def target.KeyGen) *Keys {
+func NewKeys(t *apispec.Target, client *http.Client, def apispec.KeyGen) *Keys {
 	if t.KeyGen != nil {
 		def = t.KeyGen
 	}
@@ -108,7 +108,7 @@ func NewKeys(t *target.Target, client *http.Client, def target.KeyGen) *Keys {
 // KeysFrom is Keys with gen as the client-generated keys whatever
 // Target.KeyGen says: load resolves --hash-keys itself and then splits
 // the key space into its shards.
-func KeysFrom(t *target.Target, client *http.Client, gen target.KeyGen) *Keys {
+func KeysFrom(t *apispec.Target, client *http.Client, gen apispec.KeyGen) *Keys {
 	return &Keys{t: t, client: client, gen: gen}
 }
 

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // lastByteSettle is how long the burst waits, once every request but its
@@ -39,7 +39,7 @@ type lbReq struct {
 // the streams of one HTTP/2 connection per base where TLS negotiates h2),
 // then the last bytes released together.
 type LastByte struct {
-	Target *target.Target
+	Target *apispec.Target
 	// Timeout bounds the whole burst (zero: a minute).
 	Timeout time.Duration
 	// Around, when set, is called just before request i is first written;
@@ -55,7 +55,7 @@ type LastByte struct {
 // rs are the answers and out the exchanges as sent, labelled "(last-byte
 // sync)", with their responses; how says how they were released.
 func (lb LastByte) Send(ctx context.Context, xs []Exchange, bases []string) (rs []Resp, out []Exchange, how string, ok bool, why string) {
-	if len(bases) > 0 && target.IsGRPCURL(bases[0]) {
+	if len(bases) > 0 && apispec.IsGRPCURL(bases[0]) {
 		return nil, nil, "", false, "a gRPC call's bytes are framed by the gRPC library, which cannot hold back a last byte (not yet)"
 	}
 	reqs := make([]*lbReq, len(xs))

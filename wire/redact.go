@@ -1,12 +1,12 @@
 package wire
 
 import (
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // Redacted returns x with every secret replaced, request and
 // response (a server may echo a credential back), for the evidence.
-func (x Exchange) Redacted(t *target.Target) Exchange {
+func (x Exchange) Redacted(t *apispec.Target) Exchange {
 	if !t.HasSecrets() {
 		return x
 	}

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // GRPCCode is the code of a gRPC answer (its Grpc-Status); ok is false
@@ -19,18 +19,18 @@ func (r Resp) GRPCCode() (code int, ok bool) {
 
 // HasStatus reports whether r answered s: an HTTP status is r's status
 // (a gRPC answer's as google.rpc.Code maps its code); a gRPC code
-// (target.GRPCStatus) is a gRPC answer's exact code, or the HTTP status
+// (apispec.GRPCStatus) is a gRPC answer's exact code, or the HTTP status
 // the code maps to for an HTTP answer.
 func (r Resp) HasStatus(s int) bool {
 	if r.Err != nil {
 		return false
 	}
-	if c, ok := target.StatusCode(s); ok {
+	if c, ok := apispec.StatusCode(s); ok {
 		if got, isGRPC := r.GRPCCode(); isGRPC {
 			return got == c
 		}
 	}
-	return r.Status == target.HTTPStatusOf(s)
+	return r.Status == apispec.HTTPStatusOf(s)
 }
 
 // StatusIn reports whether r answered one of set (HasStatus).
@@ -49,7 +49,7 @@ func (r Resp) SameStatus(o Resp) bool {
 func (r Resp) StatusText() string {
 	s := strconv.Itoa(r.Status)
 	if c, ok := r.GRPCCode(); ok {
-		s = target.GRPCCodeName(c) + " (" + s + ")"
+		s = apispec.GRPCCodeName(c) + " (" + s + ")"
 	}
 	return s
 }

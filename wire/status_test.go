@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // TestStatusCodes: a status named by its gRPC code matches a gRPC answer
@@ -17,7 +17,7 @@ func TestStatusCodes(t *testing.T) {
 	}
 	invalid, precondition := grpcAns("3"), grpcAns("9")
 	plain := Resp{Status: 400, Header: http.Header{}}
-	invalidArg := target.GRPCStatus(3)
+	invalidArg := apispec.GRPCStatus(3)
 	for _, c := range []struct {
 		name string
 		r    Resp

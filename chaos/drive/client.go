@@ -13,7 +13,7 @@ import (
 	"github.com/idemcheck/idemcheck/chaos"
 	"github.com/idemcheck/idemcheck/evidence"
 	"github.com/idemcheck/idemcheck/internal/jsonx"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -98,14 +98,14 @@ func (d *driver) run(ctx context.Context, s shape) (rec chaos.Op, ok bool) {
 	variant := ""
 	switch s.kind {
 	case chaos.KindStorm:
-		variant = target.VariantSlow
+		variant = apispec.VariantSlow
 	case chaos.KindMutated:
 		m, _ := op.BodyMutation() // the shape was chosen for it
 		later = t.Body(op, m.Patch)
 	case chaos.KindBusiness:
-		variant = target.VariantBusinessError
+		variant = apispec.VariantBusinessError
 	case chaos.KindTransient:
-		variant = target.VariantTransientError
+		variant = apispec.VariantTransientError
 		attempts = min(attempts, transientAttempts)
 	}
 	if variant != "" {
@@ -152,8 +152,8 @@ func (d *driver) run(ctx context.Context, s shape) (rec chaos.Op, ok bool) {
 // with the same key at jittered moments: the overlapping retries of a
 // client whose timeout is shorter than the server's work. It returns the
 // best answer (a 2xx over anything else).
-func (d *driver) storm(ctx context.Context, op *target.Operation, key string, body []byte, rec *chaos.Op) answer {
-	slow := op.Variants[target.VariantSlow].Duration
+func (d *driver) storm(ctx context.Context, op *apispec.Operation, key string, body []byte, rec *chaos.Op) answer {
+	slow := op.Variants[apispec.VariantSlow].Duration
 	answers := make([]answer, 1+stormHedges)
 	var wg sync.WaitGroup
 	for i := range answers {
@@ -207,7 +207,7 @@ func (d *driver) wait(ctx context.Context, n int, last answer) bool {
 }
 
 // send makes one attempt through the proxy.
-func (d *driver) send(ctx context.Context, op *target.Operation, key string, body []byte) answer {
+func (d *driver) send(ctx context.Context, op *apispec.Operation, key string, body []byte) answer {
 	if d.calls != nil {
 		return d.call(ctx, op, key, body)
 	}

@@ -14,13 +14,13 @@ import (
 
 	"github.com/idemcheck/idemcheck/chaos"
 	"github.com/idemcheck/idemcheck/evidence"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
 // config is one chaos run, as the options set it.
 type config struct {
-	target      *target.Target
+	target      *apispec.Target
 	ops         int          // logical operations, each a fresh key
 	concurrency int          // operations in flight at once
 	faults      []chaos.Rule // parsed once (chaos.ParseRules)
@@ -28,7 +28,7 @@ type config struct {
 	history     string // "": a temporary file
 	maxAttempts int
 	deadline    time.Duration
-	keyGen      target.KeyGen
+	keyGen      apispec.KeyGen
 	onProgress  func(Progress)
 	replicas    int
 	killEvery   time.Duration
@@ -70,7 +70,7 @@ func WithDeadline(d time.Duration) Option { return func(c *config) { c.deadline 
 // WithKeyGen makes the client-generated keys with gen (default: a UUID per
 // operation); the target's --hash-keys or key_source win over it. A
 // profile's key_format generator (Profile.NewKey) plugs in here.
-func WithKeyGen(gen target.KeyGen) Option { return func(c *config) { c.keyGen = gen } }
+func WithKeyGen(gen apispec.KeyGen) Option { return func(c *config) { c.keyGen = gen } }
 
 // WithProgress is called after each finished operation, never
 // concurrently.
@@ -89,11 +89,11 @@ func WithKillEvery(d time.Duration) Option { return func(c *config) { c.killEver
 // WithProfile judges attempts as run does under p: those sent later than
 // TTL − p's margin after their key's first are not judged against its
 // first record (the checker's Margin). Without it the margin is 0.
-func WithProfile(p *target.Profile) Option { return func(c *config) { c.margin = p.Margin } }
+func WithProfile(p *apispec.Profile) Option { return func(c *config) { c.margin = p.Margin } }
 
 // ErrUnreachable: the target did not answer at all (the preflight every
 // face shares, wire.Preflight).
-var ErrUnreachable = target.ErrUnreachable
+var ErrUnreachable = apispec.ErrUnreachable
 
 // Result is a run's report.
 type Result struct {
@@ -150,7 +150,7 @@ func (c *config) validate() error {
 // checks the history. The error is ErrUnreachable (wrapped) when the
 // target does not answer, or a setup error (an option out of range
 // included); violations are in the Result.
-func Run(ctx context.Context, t *target.Target, opts ...Option) (*Result, error) {
+func Run(ctx context.Context, t *apispec.Target, opts ...Option) (*Result, error) {
 	cfg := config{target: t, ops: 1000, concurrency: 16}
 	for _, o := range opts {
 		o(&cfg)
@@ -217,7 +217,7 @@ func Run(ctx context.Context, t *target.Target, opts ...Option) (*Result, error)
 
 	gen := cfg.keyGen
 	if gen == nil {
-		gen = target.UUIDKeys
+		gen = apispec.UUIDKeys
 	}
 	d := newDriver(cfg, client, front.url, hist, wire.NewKeys(cfg.target, client, gen))
 	d.ev, d.double, d.calls = ev, double, front.calls
@@ -256,11 +256,11 @@ func Run(ctx context.Context, t *target.Target, opts ...Option) (*Result, error)
 // least one) and points cfg.target at them; without a command it starts
 // nothing. When replicas are to be killed, a reference process's own
 // counts are dropped from the evidence. stop ends the processes.
-func startReplicas(ctx context.Context, cfg *config, double *evidence.Downstream) (ms []*target.Managed, stop func(), err error) {
+func startReplicas(ctx context.Context, cfg *config, double *evidence.Downstream) (ms []*apispec.Managed, stop func(), err error) {
 	if cfg.target.Command == "" {
 		return nil, func() {}, nil
 	}
-	t, ms, err := target.StartReplicas(ctx, cfg.target, max(cfg.replicas, 1), double.URL())
+	t, ms, err := apispec.StartReplicas(ctx, cfg.target, max(cfg.replicas, 1), double.URL())
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrUnreachable, err)
 	}
@@ -408,13 +408,13 @@ func plan(cfg config) []shape {
 		// business errors (4xx caching) and transient errors (5xx not
 		// cached); each only when the target configures it.
 		switch r := rng.IntN(100); {
-		case r < 4 && hasVariant(op, target.VariantSlow):
+		case r < 4 && hasVariant(op, apispec.VariantSlow):
 			s.kind = chaos.KindStorm
 		case r < 8 && hasBodyMutation(op):
 			s.kind = chaos.KindMutated
-		case r < 12 && hasVariant(op, target.VariantBusinessError):
+		case r < 12 && hasVariant(op, apispec.VariantBusinessError):
 			s.kind = chaos.KindBusiness
-		case r < 16 && hasVariant(op, target.VariantTransientError):
+		case r < 16 && hasVariant(op, apispec.VariantTransientError):
 			s.kind = chaos.KindTransient
 		}
 		out[i] = s
@@ -422,18 +422,18 @@ func plan(cfg config) []shape {
 	return out
 }
 
-func hasBodyMutation(op *target.Operation) bool {
+func hasBodyMutation(op *apispec.Operation) bool {
 	_, ok := op.BodyMutation()
 	return ok
 }
 
-func hasVariant(op *target.Operation, name string) bool {
+func hasVariant(op *apispec.Operation, name string) bool {
 	_, ok := op.Variants[name]
 	return ok
 }
 
 type shape struct {
-	op   *target.Operation
+	op   *apispec.Operation
 	kind string
 }
 

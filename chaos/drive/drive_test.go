@@ -18,21 +18,21 @@ import (
 	"github.com/idemcheck/idemcheck/chaos/drive"
 	"github.com/idemcheck/idemcheck/internal/demotest"
 	"github.com/idemcheck/idemcheck/reference/demo"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // reference serves the demo app with defects and returns its Target, with
 // the slow variant shortened so storms stay quick in CI.
-func reference(t *testing.T, defects ...string) *target.Target {
+func reference(t *testing.T, defects ...string) *apispec.Target {
 	t.Helper()
-	tg, err := target.FromURL(demotest.Serve(t, demo.Options{Defects: defects, Lease: 5 * time.Second}), 0, 0)
+	tg, err := apispec.FromURL(demotest.Serve(t, demo.Options{Defects: defects, Lease: 5 * time.Second}), 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range tg.Operations {
-		tg.Operations[i].Variants[target.VariantSlow] = target.Variant{Patch: json.RawMessage(`{"delay_ms":300}`), Duration: 300 * time.Millisecond}
+		tg.Operations[i].Variants[apispec.VariantSlow] = apispec.Variant{Patch: json.RawMessage(`{"delay_ms":300}`), Duration: 300 * time.Millisecond}
 	}
 	return tg
 }
@@ -103,9 +103,9 @@ func defectList(d string) []string {
 }
 
 // ietf is the default profile (a 500ms margin before the TTL).
-func ietf(t *testing.T) *target.Profile {
+func ietf(t *testing.T) *apispec.Profile {
 	t.Helper()
-	p, err := target.ProfileByName("")
+	p, err := apispec.ProfileByName("")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestKeyGen(t *testing.T) {
 func TestUnreachable(t *testing.T) {
 	srv := httptest.NewServer(nil)
 	srv.Close()
-	tg, _ := target.FromURL(srv.URL, 0, 0)
+	tg, _ := apispec.FromURL(srv.URL, 0, 0)
 	_, err := drive.Run(context.Background(), tg, drive.WithOps(1), drive.WithConcurrency(1))
 	if !errors.Is(err, drive.ErrUnreachable) {
 		t.Errorf("got %v, want ErrUnreachable", err)
@@ -162,12 +162,12 @@ func TestProgressCountsWhatTheCheckCounts(t *testing.T) {
 		{"no-inflight-lock", "violations live, at most the final count"},
 	} {
 		t.Run("defect="+tc.defect, func(t *testing.T) {
-			tg, err := target.FromURL(demotest.Serve(t, demo.Options{Defects: defectList(tc.defect), TTL: time.Second}), time.Second, 0)
+			tg, err := apispec.FromURL(demotest.Serve(t, demo.Options{Defects: defectList(tc.defect), TTL: time.Second}), time.Second, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
 			for i := range tg.Operations {
-				tg.Operations[i].Variants[target.VariantSlow] = target.Variant{Patch: json.RawMessage(`{"delay_ms":300}`), Duration: 300 * time.Millisecond}
+				tg.Operations[i].Variants[apispec.VariantSlow] = apispec.Variant{Patch: json.RawMessage(`{"delay_ms":300}`), Duration: 300 * time.Millisecond}
 			}
 			var last drive.Progress
 			res, err := drive.Run(context.Background(), tg, drive.WithOps(300), drive.WithConcurrency(16),

@@ -12,7 +12,7 @@ import (
 	"github.com/idemcheck/idemcheck/evidence"
 	"github.com/idemcheck/idemcheck/evidence/events"
 	"github.com/idemcheck/idemcheck/internal/testenv"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // Each key of the history is held to its events: a committed key with
@@ -29,7 +29,7 @@ func TestCheckEvents(t *testing.T) {
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	tg := &target.Target{Events: &events.Config{Kafka: &events.Kafka{Brokers: brokers, Topic: topic},
+	tg := &apispec.Target{Events: &events.Config{Kafka: &events.Kafka{Brokers: brokers, Topic: topic},
 		Key: events.Key{Header: "idempotency-key"}, EventID: "/id", Settle: 100 * time.Millisecond}}
 	es, err := evidence.OpenEvents(ctx, tg, nil)
 	if err != nil {
@@ -67,7 +67,7 @@ func TestCheckEventsWrongStream(t *testing.T) {
 	topic := testenv.KafkaTopic(t, brokers, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	tg := &target.Target{Events: &events.Config{Kafka: &events.Kafka{Brokers: brokers, Topic: topic},
+	tg := &apispec.Target{Events: &events.Config{Kafka: &events.Kafka{Brokers: brokers, Topic: topic},
 		Key: events.Key{Header: "idempotency-key"}, Settle: 20 * time.Millisecond}}
 	es, err := evidence.OpenEvents(ctx, tg, nil)
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/idemcheck/idemcheck/chaos"
 	"github.com/idemcheck/idemcheck/internal/jsonx"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -83,7 +83,7 @@ func startGRPCProxy(ctx context.Context, cfg config, hist *chaos.History) (*fron
 // where the target puts it (a message field, AEP-155's first_sent the
 // same on every retry of the key, or metadata), bounded by the target's
 // timeout as an HTTP attempt is: the call's deadline.
-func (d *driver) call(ctx context.Context, op *target.Operation, key string, body []byte) answer {
+func (d *driver) call(ctx context.Context, op *apispec.Operation, key string, body []byte) answer {
 	t := d.cfg.target
 	if t.Timeout > 0 {
 		var cancel context.CancelFunc

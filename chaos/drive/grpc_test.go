@@ -9,13 +9,13 @@ import (
 	"github.com/idemcheck/idemcheck/chaos/drive"
 	"github.com/idemcheck/idemcheck/internal/demotest"
 	"github.com/idemcheck/idemcheck/reference/demo"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // grpcReference serves the reference gRPC service and returns its target
 // with the key where carrier says: AIP-155's request_id, AEP-155's
 // {key, first_sent} (CreateRefund), or metadata.
-func grpcReference(t *testing.T, carrier string) *target.Target {
+func grpcReference(t *testing.T, carrier string) *apispec.Target {
 	t.Helper()
 	cfg := demotest.GRPCConfig(demotest.ServeGRPC(t, demo.Options{Lease: 5 * time.Second}))
 	switch carrier {
@@ -25,7 +25,7 @@ func grpcReference(t *testing.T, carrier string) *target.Target {
 	case "metadata":
 		cfg = strings.NewReplacer("{field: request_id}", "{metadata: x-idempotency-key}", "preset: aip-155", "preset: grpc-metadata").Replace(cfg)
 	}
-	tg, _, err := target.ParseConfig([]byte(cfg))
+	tg, _, err := apispec.ParseConfig([]byte(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}

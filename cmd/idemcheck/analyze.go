@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemcheck/idemcheck/chaos"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 func init() {
@@ -50,7 +50,7 @@ func init() {
 			torn, err := chaos.ReadHistory(f, c, skipTorn)
 			if c.Margin == 0 && !cmd.Flags().Changed("margin") {
 				// A proxy's history carries no margin: the default profile's.
-				p, _ := target.ProfileByName("")
+				p, _ := apispec.ProfileByName("")
 				c.Margin = p.Margin
 			}
 			if torn != "" {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/idemcheck/idemcheck/reports"
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -25,7 +25,7 @@ var envPlaceholder = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
 // recordedCommand is argv as a report records it: secrets the target knows
 // replaced by their ${NAME}, each word shell-quoted.
-func recordedCommand(t *target.Target, argv []string) string {
+func recordedCommand(t *apispec.Target, argv []string) string {
 	words := make([]string, len(argv))
 	for i, w := range argv {
 		if i < 2 {
@@ -50,7 +50,7 @@ func configResource(path string) (*scenarios.Resource, error) {
 	if path == "" {
 		return nil, nil
 	}
-	f, err := target.ReadFile(path)
+	f, err := apispec.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +83,7 @@ func replayFlags(f runFlags) (runFlags, []string, error) {
 	if err != nil {
 		return f, nil, err
 	}
-	words, err := target.SplitCommand(rep.Command)
+	words, err := apispec.SplitCommand(rep.Command)
 	if err != nil || len(words) < 2 || words[1] != "run" {
 		return f, nil, fmt.Errorf("--replay-of %s: the report records no run command line (%q)", f.replayOf, rep.Command)
 	}
@@ -163,7 +163,7 @@ func parseSubjects(values []string) ([]reports.Subject, error) {
 
 // writeAttestation writes --attest, citing the JSON report written beside
 // it (by digest) and the CI run when GitHub Actions' variables name one.
-func writeAttestation(f runFlags, rep *scenarios.Report, profile *target.Profile, subjects []reports.Subject) error {
+func writeAttestation(f runFlags, rep *scenarios.Report, profile *apispec.Profile, subjects []reports.Subject) error {
 	o := reports.AttestOptions{Tool: toolInfo(), Subjects: subjects, Profile: profile}
 	if f.json != "" {
 		raw, err := os.ReadFile(f.json)

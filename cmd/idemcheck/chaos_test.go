@@ -17,7 +17,7 @@ import (
 	"github.com/idemcheck/idemcheck/internal/demotest"
 	"github.com/idemcheck/idemcheck/reference/demo"
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -88,11 +88,11 @@ func TestProxyCLI(t *testing.T) {
 	pki := demotest.NewPKI(t)
 	upstreams := []struct {
 		name, url   string
-		tls         target.TLS
+		tls         apispec.TLS
 		explanation string
 	}{
-		{"http", up, target.TLS{}, "a plain upstream"},
-		{"https", pki.ServeTLS(t, demotest.App(t, demo.Options{}), false), target.TLS{CACert: pki.CAFile},
+		{"http", up, apispec.TLS{}, "a plain upstream"},
+		{"https", pki.ServeTLS(t, demotest.App(t, demo.Options{}), false), apispec.TLS{CACert: pki.CAFile},
 			"an https upstream whose certificate a private CA (--ca-cert) signs"},
 	}
 	for _, u := range upstreams {
@@ -118,7 +118,7 @@ func TestProxyCLI(t *testing.T) {
 
 // proxyOnce runs idemcheck proxy in front of upstream and checks an
 // injected fault and its history line.
-func proxyOnce(t *testing.T, upstream string, tc target.TLS) {
+func proxyOnce(t *testing.T, upstream string, tc apispec.TLS) {
 	listen := strings.TrimPrefix(closedPort(t), "http://")
 	history := filepath.Join(t.TempDir(), "h.jsonl")
 	ctx, cancel := context.WithCancel(t.Context())

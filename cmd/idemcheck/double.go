@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemcheck/idemcheck/evidence/double"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 type doubleFlags struct {
@@ -51,7 +51,7 @@ func runDouble(ctx context.Context, stdout io.Writer, f doubleFlags) error {
 	if f.config == "" {
 		return usageErrorf("--config is required (its downstream: section declares the routes)")
 	}
-	file, err := target.ReadFile(f.config)
+	file, err := apispec.ReadFile(f.config)
 	if err != nil {
 		return withCode(exitUsage, err)
 	}

@@ -18,7 +18,7 @@ import (
 
 	"github.com/idemcheck/idemcheck/evidence/double"
 	"github.com/idemcheck/idemcheck/internal/testenv"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 const doubleConfig = `base_url: http://127.0.0.1:1
@@ -147,12 +147,12 @@ func TestDoubleCLI(t *testing.T) {
 // TestDownstreamExample: examples/downstream.yaml (the help's example)
 // loads, with the double, its oracle, marker and variants.
 func TestDownstreamExample(t *testing.T) {
-	tg, _, err := target.LoadConfig("../../examples/downstream.yaml")
+	tg, _, err := apispec.LoadConfig("../../examples/downstream.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	op := tg.Operations[0]
-	if tg.Downstream == nil || tg.Oracle.Downstream != "payments" || op.Marker == nil || op.Variants[target.VariantSlow].Downstream == nil {
+	if tg.Downstream == nil || tg.Oracle.Downstream != "payments" || op.Marker == nil || op.Variants[apispec.VariantSlow].Downstream == nil {
 		t.Errorf("examples/downstream.yaml: %+v", tg)
 	}
 }

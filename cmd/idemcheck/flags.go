@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // The flags several commands share are defined here, once each: a name
@@ -46,7 +46,7 @@ func addReplicaFlag(fl *pflag.FlagSet, dst *[]string) {
 // addProfileFlag defines --profile; note says what of the profile this
 // command judges by.
 func addProfileFlag(fl *pflag.FlagSet, dst *string, note string) {
-	fl.StringVar(dst, "profile", "", withNote("profile preset: "+strings.Join(target.ProfileNames(), ", ")+
+	fl.StringVar(dst, "profile", "", withNote("profile preset: "+strings.Join(apispec.ProfileNames(), ", ")+
 		" (replaces the config's profile)", note))
 }
 
@@ -132,7 +132,7 @@ func addHistoryFlag(fl *pflag.FlagSet, dst *string) {
 
 // tlsFlags registers the flags that reach an https target (run, list,
 // load, chaos, proxy, init).
-func tlsFlags(fl *pflag.FlagSet, o *target.TLS) {
+func tlsFlags(fl *pflag.FlagSet, o *apispec.TLS) {
 	fl.StringVar(&o.CACert, "ca-cert", "", "PEM file of the CA(s) that sign the target's certificate (default: the system roots)")
 	fl.BoolVar(&o.InsecureSkipVerify, "insecure-skip-verify", false, "do not verify the target's TLS certificate (test deployments only)")
 	fl.StringVar(&o.ClientCert, "client-cert", "", "PEM client certificate for mutual TLS (with --client-key)")

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck/internal/testenv"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // gettingStartedBlock is the first sh block of docs/getting-started.md.
@@ -58,7 +58,7 @@ func TestGettingStarted(t *testing.T) {
 			continue
 		}
 		background := strings.HasSuffix(line, "&")
-		words, err := target.SplitCommand(os.ExpandEnv(strings.TrimSuffix(line, "&")))
+		words, err := apispec.SplitCommand(os.ExpandEnv(strings.TrimSuffix(line, "&")))
 		if err != nil || len(words) == 0 || words[0] != "idemcheck" {
 			t.Fatalf("line %q: not an idemcheck command (%v)", line, err)
 		}

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/idemcheck/idemcheck/internal/testenv"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // exitComment is the exit code a comment line of the root help promises
@@ -47,7 +47,7 @@ func TestRootHelpExamples(t *testing.T) {
 			continue
 		}
 		background := strings.HasSuffix(line, "&")
-		words, err := target.SplitCommand(strings.ReplaceAll(strings.TrimSuffix(line, "&"), "127.0.0.1:8080", addr))
+		words, err := apispec.SplitCommand(strings.ReplaceAll(strings.TrimSuffix(line, "&"), "127.0.0.1:8080", addr))
 		if err != nil || len(words) == 0 || words[0] != "idemcheck" {
 			t.Fatalf("%q: not an idemcheck command (%v)", line, err)
 		}

@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemcheck/idemcheck/initconfig"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 type initFlags struct {
@@ -34,7 +34,7 @@ type initFlags struct {
 	out         string
 	force       bool
 	timeout     time.Duration
-	tls         target.TLS
+	tls         apispec.TLS
 }
 
 func init() {
@@ -104,7 +104,7 @@ func runInit(cmd *cobra.Command, f initFlags) error {
 	if f.grpc != "" && (cmd.Flags().Changed("body") || len(f.headers) > 0 || len(f.query) > 0 || cmd.Flags().Changed("method") || f.keyHeader != "" || f.noValidate) {
 		return usageErrorf("init --grpc: --body, --header, --query, --method, --key-header and --no-validate go with --probe or --openapi (gRPC: --metadata, --key-metadata)")
 	}
-	if target.IsGRPCURL(f.probe) {
+	if apispec.IsGRPCURL(f.probe) {
 		return usageErrorf("init --probe %s: a gRPC service is described by init --grpc %s (its descriptors, not a probe)", f.probe, f.probe)
 	}
 	if f.timeout <= 0 {
@@ -136,7 +136,7 @@ func runInit(cmd *cobra.Command, f initFlags) error {
 			Timeout: f.timeout, TLS: f.tls, Command: "idemcheck init --probe " + f.probe + " --method " + strings.ToUpper(f.method),
 		})
 	}
-	if errors.Is(err, target.ErrUnreachable) {
+	if errors.Is(err, apispec.ErrUnreachable) {
 		return withCode(exitUnreachable, err)
 	}
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // listPlaceholder stands in for --target when list runs with no target:
@@ -106,13 +106,13 @@ func runList(w, stderr io.Writer, f listFlags) error {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, scenarios.EvidenceLine(tg))
-	if n := target.StatusNote(tg, profile); n != "" {
+	if n := apispec.StatusNote(tg, profile); n != "" {
 		fmt.Fprintln(w, n)
 	}
-	for _, n := range target.DerivedNote(tg) {
+	for _, n := range apispec.DerivedNote(tg) {
 		fmt.Fprintln(w, n)
 	}
-	if n := target.RequestMutationNote(tg); n != "" {
+	if n := apispec.RequestMutationNote(tg); n != "" {
 		fmt.Fprintln(w, n)
 	}
 	gaps := scenarios.Gaps(planned, tg.IsGRPC())

@@ -18,7 +18,7 @@ import (
 
 	"github.com/idemcheck/idemcheck/load"
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 type loadFlags struct {
@@ -143,13 +143,13 @@ func init() {
 
 // loadTarget resolves --target or --config (with --base-url, TLS and key
 // flags) into a Target and its profile (usage errors: 2).
-func loadTarget(f *loadFlags) (*target.Target, *target.Profile, error) {
+func loadTarget(f *loadFlags) (*apispec.Target, *apispec.Profile, error) {
 	if f.sel.Config == "" && f.sel.Target == "" {
 		return nil, nil, usageErrorf("--target URL or --config FILE is required")
 	}
 	// A gRPC target is loaded with the paced client (load/paced.go); its
 	// key place and rpc: operations come from a config.
-	if f.sel.Config == "" && target.IsGRPCURL(f.sel.Target) {
+	if f.sel.Config == "" && apispec.IsGRPCURL(f.sel.Target) {
 		return nil, nil, usageErrorf("load: a gRPC target needs --config (its key: and rpc: operations; copy examples/grpc.yaml), not --target %s", f.sel.Target)
 	}
 	t, p, err := f.sel.Load()
@@ -275,7 +275,7 @@ func runLoad(cmd *cobra.Command, f loadFlags) error {
 		return withCode(exitInterrupted, fmt.Errorf("interrupted before the measured window: %v", err))
 	case errors.Is(err, load.ErrUnreachable):
 		return withCode(exitUnreachable, err)
-	case errors.Is(err, load.ErrConfig), errors.Is(err, target.ErrKeySource):
+	case errors.Is(err, load.ErrConfig), errors.Is(err, apispec.ErrKeySource):
 		return withCode(exitUsage, err)
 	case err != nil:
 		return withCode(exitFail, err)

@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemcheck/idemcheck/load"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // newLoadReportCmd merges results files of a distributed run.
@@ -43,7 +43,7 @@ func newLoadReportCmd() *cobra.Command {
 	out.register(cmd)
 	judge.register(fl)
 	addTTLFlag(fl, &ttl, "", "a replay after it may legally execute anew")
-	ietf, _ := target.ProfileByName("")
+	ietf, _ := apispec.ProfileByName("")
 	addMarginFlag(fl, &margin, ietf.Margin, "")
 	return cmd
 }

@@ -17,7 +17,7 @@ import (
 
 	"github.com/idemcheck/idemcheck/chaos"
 	"github.com/idemcheck/idemcheck/internal/testenv"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -75,7 +75,7 @@ func TestChaosThroughStoreOutages(t *testing.T) {
 			done := make(chan error, 1)
 			go func() { done <- run.Wait() }()
 
-			tg, err := target.FromURL(srv.URL, 0, 0)
+			tg, err := apispec.FromURL(srv.URL, 0, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -174,7 +174,7 @@ type reply struct {
 }
 
 // post sends one request of operation o under key as the run's principal.
-func post(t *testing.T, tg *target.Target, o *target.Operation, key string, body []byte) reply {
+func post(t *testing.T, tg *apispec.Target, o *apispec.Operation, key string, body []byte) reply {
 	t.Helper()
 	req, err := http.NewRequest(o.Method, tg.BaseURL+o.Path, bytes.NewReader(body))
 	if err != nil {
@@ -197,7 +197,7 @@ func post(t *testing.T, tg *target.Target, o *target.Operation, key string, body
 	return reply{resp, b.String()}
 }
 
-func opNamed(t *testing.T, tg *target.Target, name string) *target.Operation {
+func opNamed(t *testing.T, tg *apispec.Target, name string) *apispec.Operation {
 	t.Helper()
 	for i := range tg.Operations {
 		if tg.Operations[i].Name == name {

@@ -11,15 +11,15 @@ import (
 	"github.com/idemcheck/idemcheck/internal/progress"
 	"github.com/idemcheck/idemcheck/load"
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // runProgress hooks progress into a conformance run: instances done of
 // planned, failures so far and an ETA from the longest wait no instance
 // can skip (they run concurrently). With verbose each result is also
 // printed as it finishes. The returned stop clears the line.
-func runProgress(stdout, stderr io.Writer, verbose bool, rules *scenarios.Report, target *target.Target,
-	profile *target.Profile, planned []scenarios.Planned, opts *scenarios.RunOptions) (stop func()) {
+func runProgress(stdout, stderr io.Writer, verbose bool, rules *scenarios.Report, target *apispec.Target,
+	profile *apispec.Profile, planned []scenarios.Planned, opts *scenarios.RunOptions) (stop func()) {
 	var done, failing atomic.Int64
 	start := time.Now()
 	longest := scenarios.LongestWait(target, profile, planned)

@@ -16,7 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemcheck/idemcheck/chaos"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 type proxyFlags struct {
@@ -25,7 +25,7 @@ type proxyFlags struct {
 	seed                               uint64
 	keyHeader, idPointer               string
 	maxKeys                            int
-	tls                                target.TLS
+	tls                                apispec.TLS
 }
 
 func init() {

@@ -17,7 +17,7 @@ import (
 	"github.com/idemcheck/idemcheck/internal/progress"
 	"github.com/idemcheck/idemcheck/reports"
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 type runFlags struct {
@@ -216,7 +216,7 @@ func runConformance(ctx context.Context, stdout, stderr io.Writer, f runFlags, a
 	if err != nil && ctx.Err() != nil {
 		return withCode(exitInterrupted, fmt.Errorf("interrupted before the run started: %v", err))
 	}
-	if errors.Is(err, target.ErrUnreachable) {
+	if errors.Is(err, apispec.ErrUnreachable) {
 		return withCode(exitUnreachable, err)
 	}
 	if err != nil {
@@ -243,7 +243,7 @@ func runConformance(ctx context.Context, stdout, stderr io.Writer, f runFlags, a
 
 // announceRun says (--verbose) what is about to run: how many instances,
 // against what, under which profile and how executions are counted.
-func announceRun(stderr io.Writer, tgt *target.Target, profile *target.Profile, instances int) {
+func announceRun(stderr io.Writer, tgt *apispec.Target, profile *apispec.Profile, instances int) {
 	where := tgt.Redact(tgt.BaseURL)
 	if where == "" {
 		where = "the target started by --target-cmd"
@@ -262,7 +262,7 @@ func announceRun(stderr io.Writer, tgt *target.Target, profile *target.Profile, 
 // --markdown, --html, --badge) and the attestation (--attest). With
 // --expect, the Markdown summary is headed by the comparison the exit
 // code follows.
-func writeRunFiles(f runFlags, rep *scenarios.Report, profile *target.Profile, subjects []reports.Subject, expected *scenarios.Report) error {
+func writeRunFiles(f runFlags, rep *scenarios.Report, profile *apispec.Profile, subjects []reports.Subject, expected *scenarios.Report) error {
 	markdown := reports.Markdown
 	if expected != nil {
 		markdown = reports.MarkdownAgainst(expected, f.expect)

@@ -16,7 +16,7 @@ import (
 	"github.com/idemcheck/idemcheck/evidence"
 	"github.com/idemcheck/idemcheck/internal/testenv"
 	"github.com/idemcheck/idemcheck/load"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -108,7 +108,7 @@ func TestLoadShards(t *testing.T) {
 		t.Errorf("merged report counts %d requests, the shards sent %d", total, sum)
 	}
 	// Each key executed once over both replicas (each counts its own).
-	tg, err := target.FromURL(urls[0], 0, 0)
+	tg, err := apispec.FromURL(urls[0], 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

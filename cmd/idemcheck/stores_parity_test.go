@@ -12,7 +12,7 @@ import (
 	"github.com/idemcheck/idemcheck/internal/testenv"
 	"github.com/idemcheck/idemcheck/reference/demo"
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // parityStores are compared against the first, the memory store.
@@ -48,7 +48,7 @@ func serveOnStore(t *testing.T, kind string, ttl, lease time.Duration) string {
 // is reported, not compared; every decided verdict must match.
 func TestConformanceSameOnEachStore(t *testing.T) {
 	const ttl, lease = 2 * time.Second, 5 * time.Second
-	p, err := target.ProfileByName("ietf")
+	p, err := apispec.ProfileByName("ietf")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestConformanceSameOnEachStore(t *testing.T) {
 		for i, b := range parityStores {
 			t.Run(b, func(t *testing.T) {
 				t.Parallel()
-				tg, err := target.FromURL(serveOnStore(t, b, ttl, lease), ttl, lease)
+				tg, err := apispec.FromURL(serveOnStore(t, b, ttl, lease), ttl, lease)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemcheck/idemcheck/reports"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 func init() {
@@ -37,7 +37,7 @@ func init() {
 				}
 			}
 			if configPath != "" {
-				cf, err := target.ReadFile(configPath)
+				cf, err := apispec.ReadFile(configPath)
 				if err != nil {
 					return withCode(exitUsage, err)
 				}

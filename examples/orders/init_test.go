@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck/initconfig"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // TestInitProbe: `idemcheck init --probe` on this API, which it was not
@@ -25,11 +25,11 @@ func TestInitProbe(t *testing.T) {
 	}
 	t.Setenv("IDEMCHECK_TOKEN_1", "key_alice")
 	t.Setenv("IDEMCHECK_TOKEN_2", "key_bob")
-	tg, profile, err := target.ParseConfig(out)
+	tg, profile, err := apispec.ParseConfig(out)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if tg.KeySyntax != target.Raw || tg.Operations[0].IDPointer != "/order/uuid" ||
+	if tg.KeySyntax != apispec.Raw || tg.Operations[0].IDPointer != "/order/uuid" ||
 		profile.ReplayHeader != "" || len(profile.MismatchStatus) != 1 || profile.MismatchStatus[0] != 422 {
 		t.Errorf("learnt %s, %q, replay header %q, mismatch %v; want raw, /order/uuid, none, [422]\n%s",
 			tg.KeySyntax, tg.Operations[0].IDPointer, profile.ReplayHeader, profile.MismatchStatus, out)

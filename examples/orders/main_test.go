@@ -8,7 +8,7 @@ import (
 
 	"github.com/idemcheck/idemcheck/idemchecktest"
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // TestConformsUnderItsProfile runs the whole catalog with
@@ -19,7 +19,7 @@ import (
 func TestConformsUnderItsProfile(t *testing.T) {
 	// Registered first, so it runs after the server and engine are gone.
 	t.Cleanup(func() { goleak.VerifyNone(t) })
-	tg, _, err := target.LoadConfig("../orders.yaml")
+	tg, _, err := apispec.LoadConfig("../orders.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck/internal/testenv"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // TestCLIExitCodes runs the built binary, `idemcheck run --config`, the way
@@ -36,7 +36,7 @@ func TestCLIExitCodes(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			tg, _, err := target.LoadConfig(filepath.Join("testdata", tc.config))
+			tg, _, err := apispec.LoadConfig(filepath.Join("testdata", tc.config))
 			if err != nil {
 				t.Fatal(err)
 			}

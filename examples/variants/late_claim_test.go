@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // lateClaim delays the first request under each key by delay before the
@@ -42,7 +42,7 @@ func lateClaim(next http.Handler, delay time.Duration) http.Handler {
 // shown to reach the server at its offset is a missed overlap: retried
 // later, never a pass.
 func TestLockLapsesLateClaim(t *testing.T) {
-	tg, profile, err := target.LoadConfig(filepath.Join("testdata", "core.yaml"))
+	tg, profile, err := apispec.LoadConfig(filepath.Join("testdata", "core.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

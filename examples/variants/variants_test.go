@@ -15,7 +15,7 @@ import (
 
 	"github.com/idemcheck/idemcheck/internal/testenv"
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -111,7 +111,7 @@ func TestVariants(t *testing.T) {
 	for _, v := range variants {
 		wg.Go(func() {
 			t.Run(v.name, func(t *testing.T) {
-				tg, profile, err := target.LoadConfig(filepath.Join("testdata", v.config))
+				tg, profile, err := apispec.LoadConfig(filepath.Join("testdata", v.config))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -129,7 +129,7 @@ func TestVariants(t *testing.T) {
 	goleak.VerifyNone(t)
 }
 
-func (v variant) check(t *testing.T, tg *target.Target, profile *target.Profile) {
+func (v variant) check(t *testing.T, tg *apispec.Target, profile *apispec.Profile) {
 	rep := v.run(t, tg, profile)
 	counts := rep.Counts()
 	ok, problems := rep.Outcome()
@@ -188,7 +188,7 @@ func (v variant) check(t *testing.T, tg *target.Target, profile *target.Profile)
 
 // run serves the variant on 127.0.0.1:0, points the config at it and runs
 // the whole catalog.
-func (v variant) run(t *testing.T, tg *target.Target, profile *target.Profile) *scenarios.Report {
+func (v variant) run(t *testing.T, tg *apispec.Target, profile *apispec.Profile) *scenarios.Report {
 	var h http.Handler
 	if v.null {
 		h = Null()

@@ -46,20 +46,20 @@ var rules = []rule{
 		never: []string{"scenarios"},
 	},
 	{
-		says: "target, the config model, imports nothing of idemcheck's but internal/*, evidence/double and evidence/events " +
+		says: "apispec, the config model, imports nothing of idemcheck's but internal/*, evidence/double and evidence/events " +
 			"(the config types of the double and of the events: section, which live with the leaves that use them)",
-		of:   []string{"target"},
+		of:   []string{"apispec"},
 		only: []string{"internal/...", "evidence/double", "evidence/events"},
 	},
 	{
-		says: "wire, the carrier, imports only target and internal/*",
+		says: "wire, the carrier, imports only apispec and internal/*",
 		of:   []string{"wire"},
-		only: []string{"target", "internal/..."},
+		only: []string{"apispec", "internal/..."},
 	},
 	{
-		says: "evidence (not its subpackages) imports only target, wire, its subpackages evidence/double and evidence/events, and internal/*",
+		says: "evidence (not its subpackages) imports only apispec, wire, its subpackages evidence/double and evidence/events, and internal/*",
 		of:   []string{"evidence"},
-		only: []string{"target", "wire", "evidence/double", "evidence/events", "internal/..."},
+		only: []string{"apispec", "wire", "evidence/double", "evidence/events", "internal/..."},
 	},
 	{
 		says: "chaos, evidence/double and evidence/events are leaves: they import nothing of idemcheck's but internal/*",
@@ -67,9 +67,9 @@ var rules = []rule{
 		only: []string{"internal/..."},
 	},
 	{
-		says: "the layers under the engine (target, wire, evidence, chaos) never reach the engine, a front end, " +
+		says: "the layers under the engine (apispec, wire, evidence, chaos) never reach the engine, a front end, " +
 			"the CLI or the reference server, not even through an internal test fixture",
-		of:    []string{"target", "wire", "evidence/...", "chaos"},
+		of:    []string{"apispec", "wire", "evidence/...", "chaos"},
 		deep:  true,
 		never: append([]string{"scenarios", "cmd/...", "reference/..."}, frontEnds...),
 	},

@@ -19,7 +19,7 @@ import (
 
 	"github.com/idemcheck/idemcheck/load"
 	"github.com/idemcheck/idemcheck/reference/demo"
-	"github.com/idemcheck/idemcheck/target"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -55,22 +55,22 @@ func run(dur time.Duration, rounds int, workers uint64) error {
 	for _, m := range []struct {
 		mode load.Mode
 		path load.Path
-		op   target.Operation
+		op   apispec.Operation
 		bare func() (float64, uint64)
 	}{
 		// nokey: a trivial handler, bodies not read by the bare loop.
-		{load.ModeNoKey, load.NoKey, target.Operation{Name: "trivial", Method: "POST", Path: "/",
+		{load.ModeNoKey, load.NoKey, apispec.Operation{Name: "trivial", Method: "POST", Path: "/",
 			Headers: map[string]string{"Content-Type": "application/json"}, Body: json.RawMessage(`{"amount":1000}`)},
 			func() (float64, uint64) { return bareAttack(nokeyTargets(base), dur, workers, 0) }},
 		// hit: the reference server replaying a pool of keys; the bare loop
 		// reads every body, the runner also checks it.
-		{load.ModeHit, load.Hit, target.Operation{Name: "charges", Method: "POST", Path: "/v1/charges",
+		{load.ModeHit, load.Hit, apispec.Operation{Name: "charges", Method: "POST", Path: "/v1/charges",
 			Headers: map[string]string{"Content-Type": "application/json", "Authorization": "Bearer bench"},
 			Body:    json.RawMessage(hitBody)},
 			func() (float64, uint64) { return bareAttack(hitTargets(base), dur, workers, -1) }},
 	} {
 		// Timeout as FromURL sets it: Preflight bounds its look by it.
-		target := &target.Target{BaseURL: base, Operations: []target.Operation{m.op}, Timeout: 10 * time.Second}
+		target := &apispec.Target{BaseURL: base, Operations: []apispec.Operation{m.op}, Timeout: 10 * time.Second}
 		runRunner := func() (float64, float64, error) {
 			c0 := cpu()
 			rep, err := load.Run(context.Background(), target, load.WithMode(m.mode), load.WithPlan(plan),

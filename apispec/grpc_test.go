@@ -1,4 +1,4 @@
-package target
+package apispec
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-// Package target is the model of what idemcheck tests: the config file's
+// Package apispec is the model of what idemcheck tests: the config file's
 // types and their one loader (LoadConfig, LoadConfigPreset, ParseConfig),
 // validation with one-line errors naming the field, profiles and their
 // presets, principals and secrets (${NAME} references, redaction), keys and
@@ -16,4 +16,4 @@
 // the type lives with its reader, which stays a leaf, rather than here,
 // so that the reader never imports the config model). It must not import wire,
 // evidence, scenarios or any front end: those build on it.
-package target
+package apispec
