@@ -17,9 +17,9 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/chaos"
 	"github.com/idemcheck/idemcheck/internal/demotest"
-	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 

@@ -17,10 +17,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/evidence/double"
 	"github.com/idemcheck/idemcheck/internal/clock"
 	"github.com/idemcheck/idemcheck/internal/jsonx"
-	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 

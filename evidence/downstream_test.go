@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idemcheck/idemcheck/evidence/double"
 	"github.com/idemcheck/idemcheck/apispec"
+	"github.com/idemcheck/idemcheck/evidence/double"
 )
 
 // TestMark: a key's token goes where the marker says, the body's other

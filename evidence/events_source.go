@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/idemcheck/idemcheck/evidence/events"
 	"github.com/idemcheck/idemcheck/apispec"
+	"github.com/idemcheck/idemcheck/evidence/events"
 	"github.com/idemcheck/idemcheck/wire"
 )
 

@@ -5,8 +5,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/idemcheck/idemcheck/internal/jsonx"
 	"github.com/idemcheck/idemcheck/apispec"
+	"github.com/idemcheck/idemcheck/internal/jsonx"
 )
 
 // count counts the array's elements in doc: those whose member at Where

@@ -21,8 +21,8 @@ import (
 	"go.uber.org/goleak"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/idemcheck/idemcheck/internal/jsonx"
 	"github.com/idemcheck/idemcheck/apispec"
+	"github.com/idemcheck/idemcheck/internal/jsonx"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

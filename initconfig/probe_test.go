@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/examples/variants"
 	"github.com/idemcheck/idemcheck/internal/bookings"
 	"github.com/idemcheck/idemcheck/internal/demotest"
 	"github.com/idemcheck/idemcheck/reference/demo"
-	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // serve runs h on a loopback server for the test.

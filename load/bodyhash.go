@@ -13,8 +13,8 @@ import (
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
-	"github.com/idemcheck/idemcheck/internal/jsonx"
 	"github.com/idemcheck/idemcheck/apispec"
+	"github.com/idemcheck/idemcheck/internal/jsonx"
 )
 
 // bodySumHeader carries, on each response the runner reads, the SHA-256

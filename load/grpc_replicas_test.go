@@ -6,12 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/internal/demotest"
 	"github.com/idemcheck/idemcheck/load"
 	"github.com/idemcheck/idemcheck/reference"
 	"github.com/idemcheck/idemcheck/reference/demo"
 	"github.com/idemcheck/idemcheck/reference/memstore"
-	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // TestGRPCReplicas: load's hits over a gRPC target's replicas take them

@@ -14,10 +14,10 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/internal/demotest"
 	"github.com/idemcheck/idemcheck/load"
 	"github.com/idemcheck/idemcheck/reference/demo"
-	"github.com/idemcheck/idemcheck/apispec"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

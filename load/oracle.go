@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"sort"
 
-	"github.com/idemcheck/idemcheck/evidence"
 	"github.com/idemcheck/idemcheck/apispec"
+	"github.com/idemcheck/idemcheck/evidence"
 )
 
 // OracleReport is what the effects oracle said about the run.

@@ -11,8 +11,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/idemcheck/idemcheck/load"
 	"github.com/idemcheck/idemcheck/apispec"
+	"github.com/idemcheck/idemcheck/load"
 )
 
 // TestReplayOneByteDiffers: the replay check compares body sums, and

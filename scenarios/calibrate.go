@@ -9,10 +9,10 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/evidence"
 	"github.com/idemcheck/idemcheck/internal/clock"
 	"github.com/idemcheck/idemcheck/internal/jsonx"
-	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // calibrate checks the oracle once per operation that a selected,

@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/idemcheck/idemcheck/internal/clock"
 	"github.com/idemcheck/idemcheck/apispec"
+	"github.com/idemcheck/idemcheck/internal/clock"
 )
 
 // EXPIRY: a key lives for the declared TTL and, per profile, is fresh (or

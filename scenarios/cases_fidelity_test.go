@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemcheck/idemcheck/scenarios"
 	"github.com/idemcheck/idemcheck/apispec"
+	"github.com/idemcheck/idemcheck/scenarios"
 )
 
 // TestFidelityAndCrashProbes: the fidelity and crash families pass the

@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/idemcheck/idemcheck/internal/clock"
 	"github.com/idemcheck/idemcheck/apispec"
+	"github.com/idemcheck/idemcheck/internal/clock"
 	"github.com/idemcheck/idemcheck/wire"
 )
 

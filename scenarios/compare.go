@@ -11,8 +11,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/idemcheck/idemcheck/internal/jsonx"
 	"github.com/idemcheck/idemcheck/apispec"
+	"github.com/idemcheck/idemcheck/internal/jsonx"
 	"github.com/idemcheck/idemcheck/wire"
 )
 

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/idemcheck/idemcheck/evidence"
 	"github.com/idemcheck/idemcheck/apispec"
+	"github.com/idemcheck/idemcheck/evidence"
 	"github.com/idemcheck/idemcheck/wire"
 )
 

@@ -11,8 +11,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/idemcheck/idemcheck/evidence"
 	"github.com/idemcheck/idemcheck/apispec"
+	"github.com/idemcheck/idemcheck/evidence"
 	"github.com/idemcheck/idemcheck/wire"
 )
 

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/reference/demo"
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // listOracle is GET /orders as a per-key oracle: the orders whose

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/idemcheck/idemcheck/internal/clock"
 	"github.com/idemcheck/idemcheck/apispec"
+	"github.com/idemcheck/idemcheck/internal/clock"
 	"github.com/idemcheck/idemcheck/wire"
 )
 

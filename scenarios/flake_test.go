@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemcheck/idemcheck/scenarios"
 	"github.com/idemcheck/idemcheck/apispec"
+	"github.com/idemcheck/idemcheck/scenarios"
 )
 
 // Flake guard (trap C13): a conformance verdict must not depend on timing.

@@ -16,13 +16,13 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/internal/demotest"
 	"github.com/idemcheck/idemcheck/reference"
 	"github.com/idemcheck/idemcheck/reference/demo"
 	"github.com/idemcheck/idemcheck/reference/grpcref"
 	"github.com/idemcheck/idemcheck/reference/grpcref/paymentsv1"
 	"github.com/idemcheck/idemcheck/reference/memstore"
-	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // grpcVolatileServer serves the reference gRPC service with volatile

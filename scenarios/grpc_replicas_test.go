@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/internal/demotest"
 	"github.com/idemcheck/idemcheck/internal/testenv"
 	"github.com/idemcheck/idemcheck/reference"
@@ -15,7 +16,6 @@ import (
 	"github.com/idemcheck/idemcheck/reference/memstore"
 	"github.com/idemcheck/idemcheck/reference/pgstore"
 	"github.com/idemcheck/idemcheck/reference/redisstore"
-	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // grpcReplicasTarget serves the reference gRPC service as two replicas

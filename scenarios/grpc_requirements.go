@@ -4,8 +4,8 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/idemcheck/idemcheck/internal/grpccode"
 	"github.com/idemcheck/idemcheck/apispec"
+	"github.com/idemcheck/idemcheck/internal/grpccode"
 )
 
 // The requirement sentences are the draft's (and vendors'): an HTTP

@@ -9,11 +9,11 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/internal/demotest"
 	"github.com/idemcheck/idemcheck/reference"
 	"github.com/idemcheck/idemcheck/reference/demo"
 	"github.com/idemcheck/idemcheck/reference/grpcref"
-	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // grpcConfig is a config of the reference gRPC service at grpcBase,

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/evidence/events"
 	"github.com/idemcheck/idemcheck/internal/testenv"
 	"github.com/idemcheck/idemcheck/reference"
@@ -18,7 +19,6 @@ import (
 	"github.com/idemcheck/idemcheck/reference/outbox"
 	"github.com/idemcheck/idemcheck/reference/pgstore"
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // outboxSettle is the events' settle time in these tests: the reference's

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/idemcheck/idemcheck/internal/clock"
 	"github.com/idemcheck/idemcheck/apispec"
+	"github.com/idemcheck/idemcheck/internal/clock"
 	"github.com/idemcheck/idemcheck/wire"
 )
 

@@ -12,8 +12,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/idemcheck/idemcheck/chaos"
 	"github.com/idemcheck/idemcheck/apispec"
+	"github.com/idemcheck/idemcheck/chaos"
 	"github.com/idemcheck/idemcheck/wire"
 )
 

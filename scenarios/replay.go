@@ -7,8 +7,8 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/idemcheck/idemcheck/internal/jsonx"
 	"github.com/idemcheck/idemcheck/apispec"
+	"github.com/idemcheck/idemcheck/internal/jsonx"
 	"github.com/idemcheck/idemcheck/wire"
 )
 

@@ -11,9 +11,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/evidence"
 	"github.com/idemcheck/idemcheck/internal/clock"
-	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 

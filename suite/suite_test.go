@@ -13,11 +13,11 @@ import (
 	. "github.com/onsi/gomega"
 	"go.uber.org/goleak"
 
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/idemchecktest"
 	"github.com/idemcheck/idemcheck/reference/demo"
 	"github.com/idemcheck/idemcheck/reports"
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // Flags after -args (go test) or -- (ginkgo). With neither -config nor

@@ -8,11 +8,11 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/chaos"
 	"github.com/idemcheck/idemcheck/evidence"
 	"github.com/idemcheck/idemcheck/evidence/events"
 	"github.com/idemcheck/idemcheck/internal/testenv"
-	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // Each key of the history is held to its events: a committed key with

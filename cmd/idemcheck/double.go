@@ -13,8 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/idemcheck/idemcheck/evidence/double"
 	"github.com/idemcheck/idemcheck/apispec"
+	"github.com/idemcheck/idemcheck/evidence/double"
 )
 
 type doubleFlags struct {

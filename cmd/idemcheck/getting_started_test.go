@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemcheck/idemcheck/internal/testenv"
 	"github.com/idemcheck/idemcheck/apispec"
+	"github.com/idemcheck/idemcheck/internal/testenv"
 )
 
 // gettingStartedBlock is the first sh block of docs/getting-started.md.

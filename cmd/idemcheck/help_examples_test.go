@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idemcheck/idemcheck/internal/testenv"
 	"github.com/idemcheck/idemcheck/apispec"
+	"github.com/idemcheck/idemcheck/internal/testenv"
 )
 
 // exitComment is the exit code a comment line of the root help promises

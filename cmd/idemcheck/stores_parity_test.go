@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/internal/demotest"
 	"github.com/idemcheck/idemcheck/internal/testenv"
 	"github.com/idemcheck/idemcheck/reference/demo"
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // parityStores are compared against the first, the memory store.

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemcheck/idemcheck/initconfig"
 	"github.com/idemcheck/idemcheck/apispec"
+	"github.com/idemcheck/idemcheck/initconfig"
 )
 
 // TestInitProbe: `idemcheck init --probe` on this API, which it was not

@@ -6,9 +6,9 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/idemchecktest"
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // TestConformsUnderItsProfile runs the whole catalog with

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemcheck/idemcheck/internal/testenv"
 	"github.com/idemcheck/idemcheck/apispec"
+	"github.com/idemcheck/idemcheck/internal/testenv"
 )
 
 // TestCLIExitCodes runs the built binary, `idemcheck run --config`, the way

@@ -17,9 +17,9 @@ import (
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/load"
 	"github.com/idemcheck/idemcheck/reference/demo"
-	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
