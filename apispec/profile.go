@@ -127,6 +127,14 @@ type Profile struct {
 	// replay_compare compares: what protojson does not show (unknown
 	// fields) counts.
 	ReplayBinary bool `yaml:"replay_binary" json:"replay_binary,omitempty"`
+	// ReplayCredentials: a replay may repeat the credential fields the
+	// original answer set (Set-Cookie, WWW-Authenticate,
+	// Authentication-Info and their proxy forms). false: it carries none of
+	// them, since a stored session cookie or challenge handed to every
+	// retry is a credential leak (granit-fx/granit-dotnet PR #1151); true
+	// allows them; "?" records what the replay carried
+	// (replay/no-credentials). A field replay_metadata names is allowed.
+	ReplayCredentials Tri `yaml:"replay_credentials" json:"replay_credentials"`
 	// ProblemJSON: idempotency errors link to docs (problem+json type or
 	// Link rel=describedby), per the draft's §2.7 examples.
 	ProblemJSON      Tri    `yaml:"problem_json" json:"problem_json"`
@@ -208,7 +216,7 @@ func grpcPreset(keyRequired Tri, keyMaxLen int) Profile {
 		BlockOK:        true, MaxBlock: 10 * time.Second,
 		ReplayCompare: CompareJSON, ProblemJSON: No, RetryAfterOn409: No,
 		Cache5xx: Unknown, Cache4xxBusiness: Unknown, CacheValidation: Unknown,
-		ScopeEndpoint: ScopeUnknown, ScopeUser: "isolated", BlankKey: BlankUnknown, KeyCase: KeyCaseUnknown, CanonicalJSON: Unknown, StaleReplayOnMismatch: Unknown,
+		ScopeEndpoint: ScopeUnknown, ScopeUser: "isolated", BlankKey: BlankUnknown, KeyCase: KeyCaseUnknown, CanonicalJSON: Unknown, StaleReplayOnMismatch: Unknown, ReplayCredentials: Unknown,
 		QueryMismatch: QueryEither, // an RPC has no query: never judged
 		Expiry:        ExpiryUnknown, Margin: 500 * time.Millisecond, Grace: time.Second,
 	}
@@ -223,7 +231,7 @@ var presets = map[string]Profile{
 		BlockOK: true, MaxBlock: 10 * time.Second,
 		ReplayCompare: CompareJSON, ProblemJSON: Yes, RetryAfterOn409: Unknown,
 		Cache5xx: Unknown, Cache4xxBusiness: Yes, CacheValidation: Unknown,
-		ScopeEndpoint: ScopeUnknown, ScopeUser: "isolated", BlankKey: BlankUnknown, KeyCase: KeyCaseSensitive, CanonicalJSON: Unknown, StaleReplayOnMismatch: No,
+		ScopeEndpoint: ScopeUnknown, ScopeUser: "isolated", BlankKey: BlankUnknown, KeyCase: KeyCaseSensitive, CanonicalJSON: Unknown, StaleReplayOnMismatch: No, ReplayCredentials: No,
 		QueryMismatch: QueryEither, Expiry: ExpiryFresh, Margin: 500 * time.Millisecond, Grace: time.Second,
 	},
 	// Stripe API v1 (docs.stripe.com/idempotency).
@@ -234,7 +242,7 @@ var presets = map[string]Profile{
 		ReplayHeader: "Idempotent-Replayed", ReplayHeaderValue: "true",
 		ReplayCompare: CompareJSON, ProblemJSON: No, RetryAfterOn409: Unknown,
 		Cache5xx: Yes, Cache4xxBusiness: Yes, CacheValidation: No,
-		ScopeEndpoint: ScopeError, ScopeUser: "isolated", BlankKey: BlankUnknown, KeyCase: KeyCaseUnknown, CanonicalJSON: Unknown, StaleReplayOnMismatch: No,
+		ScopeEndpoint: ScopeError, ScopeUser: "isolated", BlankKey: BlankUnknown, KeyCase: KeyCaseUnknown, CanonicalJSON: Unknown, StaleReplayOnMismatch: No, ReplayCredentials: No,
 		QueryMismatch: QueryEither, Expiry: ExpiryFresh, Margin: 500 * time.Millisecond, Grace: time.Second,
 	},
 	// The classic "seeds" rules: byte-identical replay, canonical hash,
@@ -245,7 +253,7 @@ var presets = map[string]Profile{
 		BlockOK: true, MaxBlock: 10 * time.Second,
 		ReplayCompare: CompareBytes, ProblemJSON: Unknown, RetryAfterOn409: Unknown,
 		Cache5xx: No, Cache4xxBusiness: Yes, CacheValidation: Unknown,
-		ScopeEndpoint: ScopeIndependent, ScopeUser: "isolated", BlankKey: BlankUnknown, KeyCase: KeyCaseUnknown, CanonicalJSON: Yes, StaleReplayOnMismatch: No,
+		ScopeEndpoint: ScopeIndependent, ScopeUser: "isolated", BlankKey: BlankUnknown, KeyCase: KeyCaseUnknown, CanonicalJSON: Yes, StaleReplayOnMismatch: No, ReplayCredentials: No,
 		QueryMismatch: QueryEither, Expiry: ExpiryFresh, Margin: 500 * time.Millisecond, Grace: time.Second,
 	},
 	// The published policy of idemcheck's reference implementation
@@ -259,7 +267,7 @@ var presets = map[string]Profile{
 		ReplayHeader: "Idempotent-Replayed", ReplayHeaderValue: "true",
 		ReplayCompare: CompareBytes, ProblemJSON: Yes, RetryAfterOn409: Yes,
 		Cache5xx: No, Cache4xxBusiness: Yes, CacheValidation: No,
-		ScopeEndpoint: ScopeIndependent, ScopeUser: "isolated", BlankKey: BlankReject, KeyCase: KeyCaseSensitive, CanonicalJSON: Yes, StaleReplayOnMismatch: No,
+		ScopeEndpoint: ScopeIndependent, ScopeUser: "isolated", BlankKey: BlankReject, KeyCase: KeyCaseSensitive, CanonicalJSON: Yes, StaleReplayOnMismatch: No, ReplayCredentials: No,
 		QueryMismatch: QueryReject, Expiry: ExpiryFresh, Margin: 500 * time.Millisecond, Grace: time.Second,
 	},
 	// Google AIP-155, Request identification (google.aip.dev/155): "a
@@ -306,7 +314,7 @@ var presets = map[string]Profile{
 		BlockOK:        true, MaxBlock: 30 * time.Second,
 		ReplayCompare: CompareStatus, ProblemJSON: Unknown, RetryAfterOn409: Unknown,
 		Cache5xx: Unknown, Cache4xxBusiness: Unknown, CacheValidation: Unknown,
-		ScopeEndpoint: ScopeUnknown, ScopeUser: "isolated", BlankKey: BlankUnknown, KeyCase: KeyCaseUnknown, CanonicalJSON: Unknown, StaleReplayOnMismatch: Unknown,
+		ScopeEndpoint: ScopeUnknown, ScopeUser: "isolated", BlankKey: BlankUnknown, KeyCase: KeyCaseUnknown, CanonicalJSON: Unknown, StaleReplayOnMismatch: Unknown, ReplayCredentials: Unknown,
 		QueryMismatch: QueryEither, Expiry: ExpiryUnknown, Margin: time.Second, Grace: 2 * time.Second,
 	},
 }
@@ -361,7 +369,7 @@ func (p *Profile) Validate() error {
 		v    Tri
 	}{{"key_required", p.KeyRequired}, {"problem_json", p.ProblemJSON}, {"retry_after_on_409", p.RetryAfterOn409},
 		{"cache_5xx", p.Cache5xx}, {"cache_4xx_business", p.Cache4xxBusiness}, {"cache_validation", p.CacheValidation},
-		{"canonical_json", p.CanonicalJSON}, {"stale_replay_on_mismatch", p.StaleReplayOnMismatch}} {
+		{"canonical_json", p.CanonicalJSON}, {"stale_replay_on_mismatch", p.StaleReplayOnMismatch}, {"replay_credentials", p.ReplayCredentials}} {
 		switch f.v {
 		case Yes, No, Unknown:
 		default:

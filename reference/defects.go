@@ -56,9 +56,25 @@ const (
 	// ReplayDropsHeaders: replays carry the body but none of the stored
 	// headers (no Content-Type, no Location).
 	ReplayDropsHeaders Defect = "replay-drops-headers"
-	// ReplayJoinsHeaders: a header sent on several lines is stored as one
-	// comma-joined line (a map of strings), which breaks Set-Cookie.
+	// ReplayJoinsHeaders: headers are stored as a map of strings: every
+	// field the handler set, cookies included, each as one comma-joined
+	// line, which breaks Set-Cookie.
 	ReplayJoinsHeaders Defect = "replay-joins-headers"
+	// ReplaySplitsHeaders: stored header values are split at their commas
+	// into lines of their own (gofiber/fiber PR #4693), which breaks a
+	// Content-Disposition filename and a cookie's Expires date.
+	ReplaySplitsHeaders Defect = "replay-splits-headers"
+	// ReplayCredentials: the first answer's Set-Cookie, WWW-Authenticate
+	// and Authentication-Info are stored and handed to every replay
+	// (granit-fx/granit-dotnet PR #1151).
+	ReplayCredentials Defect = "replay-credentials"
+	// ReplayRebuildsErrors: a stored error (the declined 402) is not
+	// replayed as stored but rebuilt: a fresh trace id, the detail dropped.
+	ReplayRebuildsErrors Defect = "replay-rebuilds-errors"
+	// ConflictLeaksStored: the 422 for a changed payload carries the
+	// stored response and the stored request's hash (AdCP's
+	// conflict_no_payload_leak).
+	ConflictLeaksStored Defect = "conflict-leaks-stored"
 	// ReplayTruncatesBody: stored bodies are cut at 64 KiB (a column
 	// limit), so a large response replays truncated.
 	ReplayTruncatesBody Defect = "replay-truncates-body"
@@ -148,7 +164,11 @@ var defectCatalog = []DefectInfo{
 	{NoCache4xx, "a business 4xx (402) is not stored; the retry executes again", "IK-REPLAY-5, IK-ERRORS-2"},
 	{ReplayAs200, "replays answer 200 instead of the stored status (201, 402)", "IK-REPLAY-1"},
 	{ReplayDropsHeaders, "replays lose Content-Type and Location", "IK-REPLAY-2, IK-REPLAY-6"},
-	{ReplayJoinsHeaders, "a repeated header (Set-Cookie) replays as one comma-joined line", "IK-REPLAY-6"},
+	{ReplayJoinsHeaders, "every header stored as one comma-joined line: the cookies are replayed, folded into one Set-Cookie line", "IK-REPLAY-6, IK-REPLAY-9"},
+	{ReplaySplitsHeaders, "stored header values split at their commas: Content-Disposition's filename replays broken over two lines", "IK-REPLAY-6"},
+	{ReplayCredentials, "the first answer's Set-Cookie (a per-charge cookie) is handed to every replay", "IK-REPLAY-9"},
+	{ReplayRebuildsErrors, "a stored 402 replays rebuilt: a fresh trace_id, its detail gone", "IK-REPLAY-5, IK-ERRORS-2"},
+	{ConflictLeaksStored, "the 422 for a changed payload carries the stored response and the stored body's SHA-256", "IK-SECURITY-6"},
 	{ReplayTruncatesBody, "a response larger than 64 KiB replays truncated", "IK-REPLAY-2"},
 	{ReplayReencodesBody, "a binary response replays re-encoded as UTF-8 text", "IK-REPLAY-2"},
 	{FailureWedgesKey, "after a handler crash or timeout the key answers 409 in flight forever", "IK-LEASE-1, IK-ERRORS-5"},

@@ -425,6 +425,10 @@ func (x *exchange) existing(rec *Record) verdict {
 		if x.m.defects.has(MismatchAs409) {
 			k = probMismatch409
 		}
+		if x.m.defects.has(ConflictLeaksStored) && rec.State == Completed {
+			x.leakConflict(k, rec)
+			return answered
+		}
 		x.conflict(k, rec)
 		return answered
 	}

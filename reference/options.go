@@ -37,10 +37,14 @@ const (
 )
 
 // DefaultReplayHeaders are the response headers stored and replayed: the
-// representation's, and the cookies the operation set (part of its result;
-// every line kept). Per-response headers (Date, request ids, rate limits)
-// are deliberately absent.
-var DefaultReplayHeaders = []string{"Content-Type", "Content-Language", "Content-Location", "Location", "ETag", "Last-Modified", "Link", "Set-Cookie"}
+// representation's, every line kept. Per-response headers (Date, request
+// ids, rate limits) are deliberately absent, and so are credentials
+// (Set-Cookie, WWW-Authenticate, Authentication-Info): a replay hands the
+// first client's session to whoever retries.
+var DefaultReplayHeaders = []string{"Content-Type", "Content-Language", "Content-Location", "Content-Disposition", "Location", "ETag", "Last-Modified", "Link"}
+
+// credentialHeaders are what the replay-credentials defect stores too.
+var credentialHeaders = []string{"Set-Cookie", "Www-Authenticate", "Authentication-Info"}
 
 func defaultConfig() config {
 	return config{

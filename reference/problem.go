@@ -77,3 +77,23 @@ func (p *problems) write(w http.ResponseWriter, k problemKind) {
 	w.WriteHeader(problemSpecs[k].status)
 	_, _ = w.Write(p[k])
 }
+
+// leakConflict is the conflict-leaks-stored defect's 422: the problem
+// body with the stored response and the stored body's hash beside it, the
+// "helpful" diff that tells whoever sends another payload what the key
+// holds.
+func (x *exchange) leakConflict(k problemKind, rec *Record) {
+	var doc map[string]any
+	_ = json.Unmarshal(x.m.problems[k], &doc) // encoded by newProblems
+	doc["stored_response"] = string(rec.Response.Body)
+	doc["stored_hash"] = rec.RawHash
+	b, err := json.Marshal(doc)
+	if err != nil {
+		b = x.m.problems[k]
+	}
+	h := x.w.Header()
+	h["Content-Type"] = hvProblemJSON
+	h["Cache-Control"] = hvNoStore
+	x.w.WriteHeader(problemSpecs[k].status)
+	_, _ = x.w.Write(b)
+}

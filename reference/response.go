@@ -2,6 +2,9 @@ package reference
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/json"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -32,13 +35,51 @@ func (m *middleware) storedHeader(h http.Header) http.Header {
 	if m.defects.has(ReplayCodedBody) {
 		names = append(slices.Clip(names), codingHeaders...)
 	}
+	if m.defects.has(ReplayCredentials) {
+		names = append(slices.Clip(names), credentialHeaders...)
+	}
+	if m.defects.has(ReplayJoinsHeaders) {
+		names = slices.Collect(maps.Keys(h)) // a map of strings keeps every field
+	}
 	for _, name := range names {
 		if v := h[name]; len(v) > 0 {
-			if m.defects.has(ReplayJoinsHeaders) {
+			switch {
+			case m.defects.has(ReplayJoinsHeaders):
 				v = []string{strings.Join(v, ", ")}
+			case m.defects.has(ReplaySplitsHeaders):
+				v = splitAtCommas(v)
 			}
 			out[name] = slices.Clip(slices.Clone(v))
 		}
+	}
+	return out
+}
+
+// splitAtCommas is the replay-splits-headers defect's reading of a field:
+// every comma starts a new line.
+func splitAtCommas(lines []string) []string {
+	var out []string
+	for _, l := range lines {
+		for p := range strings.SplitSeq(l, ",") {
+			out = append(out, strings.TrimSpace(p))
+		}
+	}
+	return out
+}
+
+// rebuiltError is the replay-rebuilds-errors defect's replay of a stored
+// error body: decoded and written anew, its detail dropped and a trace id
+// of this answer's added.
+func rebuiltError(b []byte) []byte {
+	var doc map[string]any
+	if json.Unmarshal(b, &doc) != nil {
+		return b
+	}
+	delete(doc, "detail")
+	doc["trace_id"] = rand.Text()
+	out, err := json.Marshal(doc)
+	if err != nil {
+		return b
 	}
 	return out
 }
@@ -67,12 +108,15 @@ func (m *middleware) replay(w http.ResponseWriter, resp Response) {
 		}
 	}
 	h["Idempotent-Replayed"] = hvTrue
-	status := resp.Status
+	status, body := resp.Status, resp.Body
 	if m.defects.has(ReplayAs200) {
 		status = http.StatusOK
 	}
+	if m.defects.has(ReplayRebuildsErrors) && resp.Status >= 400 {
+		body = rebuiltError(body)
+	}
 	w.WriteHeader(status)
-	_, _ = w.Write(resp.Body)
+	_, _ = w.Write(body)
 }
 
 // runHandler calls h and reports a panic instead of propagating it, except

@@ -27,7 +27,7 @@ func init() {
 			PerOperation: true, Skips: skipNoCache4xx, Run: errorsBusinessErrorKept},
 		Case{Meta: Meta{ID: "errors/validation-not-stored", Family: "errors", Requirements: []string{"IK-ERRORS-3"}, Level: Should,
 			Requirement: "Stripe: if incoming parameters fail validation, no idempotent result is saved; rocket-rides: 422 before the key exists. Profile cache_validation.",
-			Explanation: "After an invalid body is rejected under a key, the corrected body with the same key executes normally (not a mismatch, not the old 4xx).",
+			Explanation: "After an invalid body is rejected under a key, the same invalid body again is refused again (or, where the profile stores validation errors, replayed whole) and never executes, and the corrected body with the same key executes normally (not a mismatch, not the old 4xx).",
 			Needs:       []Need{NeedInvalid, NeedEffects}},
 			PerOperation: true, Run: errorsValidationNotStored},
 		Case{Meta: Meta{ID: "errors/auth-not-stored", Family: "errors", Requirements: []string{"IK-ERRORS-4"}, Level: Should,
@@ -132,10 +132,23 @@ func errorsValidationNotStored(ctx context.Context, e *Env) Verdict {
 	case v.Status != 0 && !bad.HasStatus(v.Status):
 		return e.Inconclusive(fmt.Sprintf("the invalid variant was rejected with %s, not the %s variants.invalid.status names: %s", bad.StatusText(), apispec.StatusName(v.Status), bad.String()))
 	}
+	// The identical resend is judged as well: a stored validation error
+	// replays whole, a re-validated one is refused again; neither runs.
+	again := e.Send(ctx, Req{Label: "the same invalid body again, same key", Key: k, Body: body})
 	fixed := e.Send(ctx, Req{Label: "corrected body, same key", Key: k})
-	observed := fmt.Sprintf("%d, then corrected %s", bad.Status, fixed.String())
-	if v := e.lostConn(fixed); v != nil {
+	observed := fmt.Sprintf("%d, again %s, then corrected %s", bad.Status, again.String(), fixed.String())
+	if v := e.lostConn(again, fixed); v != nil {
 		return *v
+	}
+	if again.OK() {
+		return e.Unmet("the identical invalid request refused again or its error replayed, never executed", observed)
+	}
+	if e.Profile.CacheValidation == apispec.Yes {
+		if same, diff := e.SameResponse(bad, again); !same {
+			return e.Unmet("the stored validation error replayed whole (profile cache_validation true)", diff+" ("+observed+")")
+		}
+	} else if e.Profile.CacheValidation == apispec.No && !again.SameStatus(bad) {
+		return e.Unmet("the identical invalid request refused with the same status again (profile cache_validation false: it is validated anew)", observed)
 	}
 	if e.HasOracle() {
 		n, err := e.Executions(ctx, k)

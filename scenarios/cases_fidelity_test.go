@@ -22,6 +22,7 @@ func TestFidelityAndCrashProbes(t *testing.T) {
 		{"replay-as-200", []string{"fidelity/created-headers"}},
 		{"replay-drops-headers", []string{"fidelity/created-headers"}},
 		{"replay-joins-headers", []string{"fidelity/created-headers"}},
+		{"replay-splits-headers", nil},
 		{"replay-truncates-body", []string{"fidelity/large-body"}},
 		{"replay-reencodes-body", []string{"fidelity/binary-body"}},
 		{"failure-wedges-key", []string{"crash/handler-crash", "crash/handler-timeout"}},

@@ -55,6 +55,10 @@ func init() {
 			Requirement: "Profile volatile_fields (seeds: fingerprint excludes volatile fields): a body differing only in those fields is the same payload.",
 			Explanation: "Changing only a configured volatile field under the same key replays the original."},
 			PerOperation: true, UsesOracle: true, Skips: skipNoVolatileFields, Run: replayVolatileFields},
+		Case{Meta: Meta{ID: "replay/no-credentials", Family: "replay", Requirements: []string{"IK-REPLAY-9"}, Level: Should,
+			Requirement: "draft §2.6 replays \"the result of the previously completed operation\", not the first client's session: a replay carries none of the credential fields the original set (Set-Cookie, WWW-Authenticate, Authentication-Info), unless the profile allows them (replay_credentials).",
+			Explanation: "The original sets a per-execution cookie or challenge; its replay does not hand it out again (granit-fx/granit-dotnet PR #1151). Lines every answer carries (a load balancer's cookie) are told apart by a fresh execution's answer."},
+			PerOperation: true, Skips: skipCredentialsAllowed, Run: replayNoCredentials},
 	)
 }
 
@@ -200,6 +204,13 @@ func replayBusinessError(ctx context.Context, e *Env) Verdict {
 		return e.Inconclusive("the business_error variant did not produce its 4xx: " + first.String())
 	}
 	retry := e.Send(ctx, Req{Label: "retry", Key: k, Body: body})
+	if e.Profile.Cache4xxBusiness == apispec.Yes && retry.SameStatus(first) {
+		// Compared whatever counts: a stored error rebuilt on replay (a
+		// new trace id, its detail dropped) is no replay of the result.
+		if same, diff := e.SameResponse(first, retry); !same {
+			return e.inTTL(e.Unmet("the original error response", diff), first, retry)
+		}
+	}
 	n, how, _, err := e.Effects(ctx, k, first, retry)
 	if err != nil {
 		return e.Inconclusive(err.Error())
@@ -314,4 +325,40 @@ func replayVolatileFields(ctx context.Context, e *Env) Verdict {
 		return e.Inconclusive("the changed volatile fields do not fit the request message (give each a value in the operation's body, so its type is known): " + retry.Err.Error())
 	}
 	return e.judgeSamePayload(ctx, k, first, retry, apispec.Yes, "volatile_fields")
+}
+
+func skipCredentialsAllowed(t *apispec.Target, p *apispec.Profile, _ *apispec.Operation) string {
+	if p.ReplayCredentials == apispec.Yes {
+		return "profile replay_credentials is true: a replay may repeat the original's credential fields"
+	}
+	return ""
+}
+
+func replayNoCredentials(ctx context.Context, e *Env) Verdict {
+	k := e.NewKey()
+	first, bad := e.original(ctx, k, nil)
+	if bad != nil {
+		return *bad
+	}
+	control := e.Send(ctx, Req{Label: "another key's request (what every answer carries)", Key: e.NewKey()})
+	replay := e.Send(ctx, Req{Label: "retry", Key: k})
+	if v := e.lostConn(replay, control); v != nil {
+		return *v
+	}
+	if v := e.notAReplay(ctx, k, first, replay); v != nil {
+		return *v
+	}
+	set, resent := e.resentCredentials(first, replay, control)
+	if len(set) == 0 {
+		return e.Skip("the original answer sets no credential field of its own (" + strings.Join(credentialFields, ", ") + "): nothing a replay could hand out again")
+	}
+	observed := fmt.Sprintf("the original set %s; the replay repeated %d of them", strings.Join(set, "; "), len(resent))
+	if len(resent) == 0 {
+		return e.Pass(observed)
+	}
+	observed += ": " + strings.Join(resent, "; ")
+	if e.Profile.ReplayCredentials == apispec.Unknown {
+		return e.Finding("replay_credentials", observed)
+	}
+	return e.inTTL(e.Unmet("a replay without the original's credential fields (to fix: leave "+strings.Join(credentialFields, ", ")+" out of the stored headers)", observed), first, replay)
 }

@@ -38,6 +38,10 @@ func init() {
 			Requirement: "Stripe (authentication runs before the idempotency layer); Adyen security note: an unauthenticated request with a known key gets 401 and never the stored response.",
 			Explanation: "Replaying a completed key without credentials is refused and reveals nothing of the stored response."},
 			PerOperation: true, UsesOracle: true, Run: securityUnauthenticatedKnownKey},
+		Case{Meta: Meta{ID: "security/conflict-no-leak", Family: "security", Requirements: []string{"IK-SECURITY-6"}, Level: Should,
+			Requirement: "draft §5 (data leaks) and AdCP's conflict_no_payload_leak: an idempotency error reveals nothing of the stored request or response: none of its ids or distinctive values, no fingerprint, no field diff.",
+			Explanation: "A changed payload under a used key is refused with a body that carries no id or per-execution value of the stored answer, no value of the stored request the new one lacks, and no SHA-256 of either (hex, its 16-character prefix, base64)."},
+			PerOperation: true, Skips: skipNoMutations, Run: securityConflictNoLeak},
 	)
 }
 
@@ -270,4 +274,29 @@ func securityUnauthenticatedKnownKey(ctx context.Context, e *Env) Verdict {
 		return e.Pass(observed)
 	}
 	return e.Unmet("401 (or 403) before any idempotency work", observed)
+}
+
+func securityConflictNoLeak(ctx context.Context, e *Env) Verdict {
+	pr := e.firstProbe()
+	k := e.NewKey()
+	stored := e.Body()
+	first, bad := e.original(ctx, k, stored)
+	if bad != nil {
+		return *bad
+	}
+	control := e.Send(ctx, Req{Label: "another key's request (what every answer carries)", Key: e.NewKey()})
+	sent := e.Body(pr.patch)
+	r := e.Send(ctx, pr.req("same key, "+pr.name, k, sent))
+	if v := e.lostConn(r, control); v != nil {
+		return *v
+	}
+	if !r.Is4xx() {
+		return e.Inconclusive(fmt.Sprintf("the changed request (%s) was not refused with a 4xx: no idempotency error to read (mismatch/changed-body judges the answer): %s", pr.name, r.String()))
+	}
+	leaked := newLeakProbe(first, control, stored, sent, e.Target.BaseURL+e.Op.Path, k).found(r.Body)
+	observed := fmt.Sprintf("%s, %d bytes", r.StatusText(), len(r.Body))
+	if len(leaked) > 0 {
+		return e.inTTL(e.Unmet("an idempotency error that reveals nothing of the stored request or response", observed+" carrying "+strings.Join(leaked, ", ")), first, r)
+	}
+	return e.Pass(observed + ": none of the stored answer's ids or per-execution values, none of the stored request's other values, no SHA-256 of either")
 }

@@ -19,7 +19,7 @@ import (
 // replayedHeaders are the representation headers a replay is expected to
 // carry as the original did (IK-REPLAY-6). Date, request ids, rate-limit
 // headers and Set-Cookie legitimately differ (trap C4) and are not compared.
-var replayedHeaders = []string{"Content-Type", "Location", "Content-Location", "ETag", "Last-Modified", "Link", "Content-Language", "Content-Encoding"}
+var replayedHeaders = []string{"Content-Type", "Location", "Content-Location", "ETag", "Last-Modified", "Link", "Content-Language", "Content-Encoding", "Content-Disposition"}
 
 // knownReplayMarkers are replay-marker headers used in the wild (spec.md
 // B: Stripe's Idempotent-Replayed and look-alikes).
@@ -58,7 +58,9 @@ func binaryDiff(a, b []byte) string {
 }
 
 // HeaderDiff lists the header fields (metadata) named that first has and
-// replay lacks or changes.
+// replay lacks or changes, compared as field lines (sameFieldLines): a
+// value split into several lines, or lines folded into one, differs
+// unless the field is a list.
 func HeaderDiff(first, replay wire.Resp, names []string) []string {
 	var diffs []string
 	for _, h := range names {
@@ -67,9 +69,15 @@ func HeaderDiff(first, replay wire.Resp, names []string) []string {
 			continue
 		}
 		got := replay.Header.Values(h)
-		if strings.Join(want, ", ") != strings.Join(got, ", ") {
-			diffs = append(diffs, fmt.Sprintf("%s: original %q, replay %q", h, strings.Join(want, ", "), strings.Join(got, ", ")))
+		if sameFieldLines(h, want, got) {
+			continue
 		}
+		d := fmt.Sprintf("%s: original %q, replay %q", h, strings.Join(want, ", "), strings.Join(got, ", "))
+		if strings.Join(want, ",") == strings.Join(got, ",") || strings.Join(want, ", ") == strings.Join(got, ", ") {
+			d = fmt.Sprintf("%s: original %d field lines %q, replay %d field lines %q (the same text spread over other lines: a value split at its commas, or lines folded, changes a field that is not a list)",
+				h, len(want), want, len(got), got)
+		}
+		diffs = append(diffs, d)
 	}
 	return diffs
 }

@@ -163,9 +163,14 @@ func (a *App) create(op, idPrefix, object string) http.HandlerFunc {
 		}
 		h.Set("Location", "/v1/"+op+"/"+c.ID)
 		h.Set("ETag", `"`+c.ID+`"`)
-		// Two cookies, two lines: a replay must keep both (RFC 6265 forbids
-		// folding Set-Cookie lines into one).
-		h.Add("Set-Cookie", "last_"+object+"="+c.ID+"; Path=/; HttpOnly; SameSite=Lax")
+		// A filename with a comma: a store that splits values at commas
+		// breaks it (gofiber/fiber PR #4693).
+		h.Set("Content-Disposition", `inline; filename="`+object+`, `+c.ID+`.json"`)
+		// Two cookies, two lines (RFC 6265 forbids folding them): one of
+		// this execution's, with an Expires date (its comma), and one every
+		// answer sets. The middleware does not replay them: a replay hands
+		// out no session (replay/no-credentials).
+		h.Add("Set-Cookie", "last_"+object+"="+c.ID+"; Path=/; Expires="+time.Now().Add(time.Hour).UTC().Format(http.TimeFormat)+"; HttpOnly; SameSite=Lax")
 		h.Add("Set-Cookie", "idemcheck_demo=1; Path=/; SameSite=Lax")
 		w.WriteHeader(http.StatusCreated)
 		_, _ = w.Write(body)
