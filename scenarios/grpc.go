@@ -37,7 +37,7 @@ var grpcReady = map[string]bool{
 	"replicas/mismatch-other-replica": true, "replicas/other-user-other-replica": true, "replicas/ttl-other-replica": true,
 	"outbox/one-per-execution": true, "outbox/none-for-replay": true, "outbox/lost-answer-retry": true, "outbox/same-key-burst": true,
 	"outbox/none-for-mismatch": true, "outbox/none-for-rejected": true, "outbox/lease-takeover": true,
-	"outbox/none-for-failed": true,
+	"outbox/none-for-failed": true, "security/conflict-no-leak": true,
 }
 
 // grpcNever are the cases (by ID, or family prefix ending in /) whose
@@ -56,6 +56,7 @@ var grpcNever = map[string]string{
 	"fidelity/created-headers":   "Location and the created resource's header fields are HTTP's",
 	"fidelity/binary-body":       "a gRPC answer is a message: there is no non-JSON body to keep",
 	"concurrent/retry-after":     "Retry-After is an HTTP field",
+	"replay/no-credentials":      "Set-Cookie and HTTP authentication challenges are HTTP fields: a gRPC answer sets no cookie",
 	"fidelity/content-coding":    "gRPC compresses each message below the handler (grpc-encoding, chosen for each call from that call's grpc-accept-encoding): a service stores and replays the message, re-compressed for the retry's own call, and replay/same-body compares it decompressed",
 	"lost/truncated-request":     "a unary method is called with its whole request message: the message is length-prefixed and decoded before the method runs (grpc-go's generated handler decodes it first and returns the error), so a cut message never reaches a handler that could keep its key (TestGRPCCutMessageNeverRuns)",
 }
