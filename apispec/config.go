@@ -40,6 +40,7 @@ type configFile struct {
 	HTTP2         bool             `yaml:"http2"`
 	SecretHeaders []string         `yaml:"secret_headers"`
 	KeySource     *keySourceConfig `yaml:"key_source"`
+	TTLFrom       *keySourceConfig `yaml:"ttl_from"`
 	// Downstream: the double idemcheck starts for the API's dependency
 	// (downstream.go).
 	Downstream *double.Config `yaml:"downstream"`
@@ -56,6 +57,21 @@ type keySourceConfig struct {
 	Body      any    `yaml:"body"`
 	Pointer   string `yaml:"pointer"`
 	Principal int    `yaml:"principal"`
+}
+
+// source is c as a KeySource (field names where its errors come from),
+// its method method unless given.
+func (c *keySourceConfig) source(field, method string) (*KeySource, error) {
+	s := &KeySource{Method: strings.ToUpper(c.Method), Path: c.Path, Pointer: c.Pointer, Principal: c.Principal}
+	if s.Method == "" {
+		s.Method = method
+	}
+	b, err := jsonx.Encode(c.Body)
+	if err != nil {
+		return nil, fmt.Errorf("%s.body: %v", field, err)
+	}
+	s.Body = b
+	return s, nil
 }
 
 type operationConfig struct {
@@ -471,16 +487,19 @@ func (cf *configFile) target() (*Target, error) {
 		}
 		t.Operations = append(t.Operations, op)
 	}
+	var err error
 	if ks := cf.KeySource; ks != nil {
-		t.KeySource = &KeySource{Method: strings.ToUpper(ks.Method), Path: ks.Path, Pointer: ks.Pointer, Principal: ks.Principal}
-		if t.KeySource.Method == "" {
-			t.KeySource.Method = http.MethodPost
+		if t.KeySource, err = ks.source("key_source", http.MethodPost); err != nil {
+			return nil, err
 		}
-		b, err := jsonx.Encode(ks.Body)
-		if err != nil {
-			return nil, fmt.Errorf("key_source.body: %v", err)
+	}
+	if ks := cf.TTLFrom; ks != nil {
+		if cf.TTL != (ttlConfig{}) {
+			return nil, errors.New("ttl_from: the lifetime is read from the API, so ttl must not be declared too")
 		}
-		t.KeySource.Body = b
+		if t.TTLFrom, err = ks.source("ttl_from", http.MethodGet); err != nil {
+			return nil, err
+		}
 	}
 	if err := t.expandConfig(cf.SecretHeaders); err != nil {
 		return nil, err
@@ -543,7 +562,10 @@ func (t *Target) Validate() error {
 	if err := t.Oracle.validate("oracle", len(t.Principals)); err != nil {
 		return err
 	}
-	if err := t.KeySource.validate(len(t.Principals)); err != nil {
+	if err := t.KeySource.validate("key_source", len(t.Principals)); err != nil {
+		return err
+	}
+	if err := t.TTLFrom.validate("ttl_from", len(t.Principals)); err != nil {
 		return err
 	}
 	if t.tls == nil && t.TLS != (TLS{}) { // a Target built in Go, not by LoadConfig

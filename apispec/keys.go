@@ -53,6 +53,10 @@ func HashKeys(seed string) KeyGen {
 // ErrKeySource wraps a failed fetch of a server-issued key.
 var ErrKeySource = errors.New("key_source")
 
+// ErrTTLFrom wraps a failed read of the lifetime the API advertises
+// (ttl_from).
+var ErrTTLFrom = errors.New("ttl_from")
+
 // KeySource is a request whose answer carries a fresh idempotency key
 // (APIs that issue keys, e.g. POST /idempotency-keys -> {"key": "..."}).
 type KeySource struct {
@@ -68,21 +72,21 @@ type KeySource struct {
 	Principal int `yaml:"principal" json:"principal"`
 }
 
-func (s *KeySource) validate(principals int) error {
+func (s *KeySource) validate(field string, principals int) error {
 	if s == nil {
 		return nil
 	}
 	if !validMethods[s.Method] {
-		return fmt.Errorf("key_source.method %q: want POST, PUT, PATCH, DELETE or GET", s.Method)
+		return fmt.Errorf("%s.method %q: want POST, PUT, PATCH, DELETE or GET", field, s.Method)
 	}
 	if !strings.HasPrefix(s.Path, "/") && !strings.HasPrefix(s.Path, "http://") && !strings.HasPrefix(s.Path, "https://") {
-		return fmt.Errorf("key_source.path %q: want a path starting with / or an absolute http(s) URL", s.Path)
+		return fmt.Errorf("%s.path %q: want a path starting with / or an absolute http(s) URL", field, s.Path)
 	}
 	if _, err := jsonx.ParsePointer(s.Pointer); err != nil || s.Pointer == "" {
-		return fmt.Errorf("key_source.pointer %q: want an RFC 6901 pointer to the key (e.g. /key)", s.Pointer)
+		return fmt.Errorf("%s.pointer %q: want an RFC 6901 pointer to the value (e.g. /key)", field, s.Pointer)
 	}
 	if s.Principal < 0 || s.Principal >= principals {
-		return fmt.Errorf("key_source.principal %d: want an index into principals (0..%d)", s.Principal, principals-1)
+		return fmt.Errorf("%s.principal %d: want an index into principals (0..%d)", field, s.Principal, principals-1)
 	}
 	return nil
 }

@@ -84,6 +84,18 @@ const (
 	QueryEither = "either" // both are legal (the draft leaves it open)
 )
 
+// What a key holds after its attempt died (failed_key).
+const (
+	FailedKeyReleased = "released"            // retryable after lease + grace
+	FailedKeyLocked   = "locked-until-expiry" // in flight until the TTL ends (Whop)
+)
+
+// How a response too large to store replays (large_replay).
+const (
+	LargeReplayed  = "replayed"  // whole, byte for byte
+	LargeTombstone = "tombstone" // 413 Content Too Large, never re-executed
+)
+
 // Replay comparison modes (IK-REPLAY-2).
 const (
 	CompareBytes  = "bytes"
@@ -135,6 +147,20 @@ type Profile struct {
 	// allows them; "?" records what the replay carried
 	// (replay/no-credentials). A field replay_metadata names is allowed.
 	ReplayCredentials Tri `yaml:"replay_credentials" json:"replay_credentials"`
+	// RetryCompletes: a retry after a failed attempt completes that
+	// attempt's work and answers the updated outcome (Stripe API v2), so
+	// the failed attempt and its retry may count as one execution. false:
+	// a retry after a failure is an execution of its own; "?": recorded.
+	RetryCompletes Tri `yaml:"retry_completes" json:"retry_completes"`
+	// FailedKey is what a key holds after its attempt died mid-way (a
+	// crash, a timeout, a 5xx): FailedKeyReleased (retryable once the lease
+	// and grace have passed) or FailedKeyLocked (Whop: 409 until the key
+	// expires; judged against the TTL instead of the lease).
+	FailedKey string `yaml:"failed_key" json:"failed_key,omitempty"`
+	// LargeReplay is how a response too large to store is replayed:
+	// LargeReplayed (whole, the default) or LargeTombstone (a 413 and no
+	// re-execution: the API keeps a tombstone instead of the body).
+	LargeReplay string `yaml:"large_replay" json:"large_replay,omitempty"`
 	// ProblemJSON: idempotency errors link to docs (problem+json type or
 	// Link rel=describedby), per the draft's §2.7 examples.
 	ProblemJSON      Tri    `yaml:"problem_json" json:"problem_json"`
@@ -216,7 +242,7 @@ func grpcPreset(keyRequired Tri, keyMaxLen int) Profile {
 		BlockOK:        true, MaxBlock: 10 * time.Second,
 		ReplayCompare: CompareJSON, ProblemJSON: No, RetryAfterOn409: No,
 		Cache5xx: Unknown, Cache4xxBusiness: Unknown, CacheValidation: Unknown,
-		ScopeEndpoint: ScopeUnknown, ScopeUser: "isolated", BlankKey: BlankUnknown, KeyCase: KeyCaseUnknown, CanonicalJSON: Unknown, StaleReplayOnMismatch: Unknown, ReplayCredentials: Unknown,
+		ScopeEndpoint: ScopeUnknown, ScopeUser: "isolated", BlankKey: BlankUnknown, KeyCase: KeyCaseUnknown, CanonicalJSON: Unknown, StaleReplayOnMismatch: Unknown, ReplayCredentials: Unknown, RetryCompletes: Unknown,
 		QueryMismatch: QueryEither, // an RPC has no query: never judged
 		Expiry:        ExpiryUnknown, Margin: 500 * time.Millisecond, Grace: time.Second,
 	}
@@ -231,7 +257,7 @@ var presets = map[string]Profile{
 		BlockOK: true, MaxBlock: 10 * time.Second,
 		ReplayCompare: CompareJSON, ProblemJSON: Yes, RetryAfterOn409: Unknown,
 		Cache5xx: Unknown, Cache4xxBusiness: Yes, CacheValidation: Unknown,
-		ScopeEndpoint: ScopeUnknown, ScopeUser: "isolated", BlankKey: BlankUnknown, KeyCase: KeyCaseSensitive, CanonicalJSON: Unknown, StaleReplayOnMismatch: No, ReplayCredentials: No,
+		ScopeEndpoint: ScopeUnknown, ScopeUser: "isolated", BlankKey: BlankUnknown, KeyCase: KeyCaseSensitive, CanonicalJSON: Unknown, StaleReplayOnMismatch: No, ReplayCredentials: No, RetryCompletes: Unknown,
 		QueryMismatch: QueryEither, Expiry: ExpiryFresh, Margin: 500 * time.Millisecond, Grace: time.Second,
 	},
 	// Stripe API v1 (docs.stripe.com/idempotency).
@@ -242,7 +268,7 @@ var presets = map[string]Profile{
 		ReplayHeader: "Idempotent-Replayed", ReplayHeaderValue: "true",
 		ReplayCompare: CompareJSON, ProblemJSON: No, RetryAfterOn409: Unknown,
 		Cache5xx: Yes, Cache4xxBusiness: Yes, CacheValidation: No,
-		ScopeEndpoint: ScopeError, ScopeUser: "isolated", BlankKey: BlankUnknown, KeyCase: KeyCaseUnknown, CanonicalJSON: Unknown, StaleReplayOnMismatch: No, ReplayCredentials: No,
+		ScopeEndpoint: ScopeError, ScopeUser: "isolated", BlankKey: BlankUnknown, KeyCase: KeyCaseUnknown, CanonicalJSON: Unknown, StaleReplayOnMismatch: No, ReplayCredentials: No, RetryCompletes: Unknown,
 		QueryMismatch: QueryEither, Expiry: ExpiryFresh, Margin: 500 * time.Millisecond, Grace: time.Second,
 	},
 	// The classic "seeds" rules: byte-identical replay, canonical hash,
@@ -253,7 +279,7 @@ var presets = map[string]Profile{
 		BlockOK: true, MaxBlock: 10 * time.Second,
 		ReplayCompare: CompareBytes, ProblemJSON: Unknown, RetryAfterOn409: Unknown,
 		Cache5xx: No, Cache4xxBusiness: Yes, CacheValidation: Unknown,
-		ScopeEndpoint: ScopeIndependent, ScopeUser: "isolated", BlankKey: BlankUnknown, KeyCase: KeyCaseUnknown, CanonicalJSON: Yes, StaleReplayOnMismatch: No, ReplayCredentials: No,
+		ScopeEndpoint: ScopeIndependent, ScopeUser: "isolated", BlankKey: BlankUnknown, KeyCase: KeyCaseUnknown, CanonicalJSON: Yes, StaleReplayOnMismatch: No, ReplayCredentials: No, RetryCompletes: Unknown,
 		QueryMismatch: QueryEither, Expiry: ExpiryFresh, Margin: 500 * time.Millisecond, Grace: time.Second,
 	},
 	// The published policy of idemcheck's reference implementation
@@ -267,7 +293,7 @@ var presets = map[string]Profile{
 		ReplayHeader: "Idempotent-Replayed", ReplayHeaderValue: "true",
 		ReplayCompare: CompareBytes, ProblemJSON: Yes, RetryAfterOn409: Yes,
 		Cache5xx: No, Cache4xxBusiness: Yes, CacheValidation: No,
-		ScopeEndpoint: ScopeIndependent, ScopeUser: "isolated", BlankKey: BlankReject, KeyCase: KeyCaseSensitive, CanonicalJSON: Yes, StaleReplayOnMismatch: No, ReplayCredentials: No,
+		ScopeEndpoint: ScopeIndependent, ScopeUser: "isolated", BlankKey: BlankReject, KeyCase: KeyCaseSensitive, CanonicalJSON: Yes, StaleReplayOnMismatch: No, ReplayCredentials: No, RetryCompletes: Unknown,
 		QueryMismatch: QueryReject, Expiry: ExpiryFresh, Margin: 500 * time.Millisecond, Grace: time.Second,
 	},
 	// Google AIP-155, Request identification (google.aip.dev/155): "a
@@ -314,7 +340,7 @@ var presets = map[string]Profile{
 		BlockOK:        true, MaxBlock: 30 * time.Second,
 		ReplayCompare: CompareStatus, ProblemJSON: Unknown, RetryAfterOn409: Unknown,
 		Cache5xx: Unknown, Cache4xxBusiness: Unknown, CacheValidation: Unknown,
-		ScopeEndpoint: ScopeUnknown, ScopeUser: "isolated", BlankKey: BlankUnknown, KeyCase: KeyCaseUnknown, CanonicalJSON: Unknown, StaleReplayOnMismatch: Unknown, ReplayCredentials: Unknown,
+		ScopeEndpoint: ScopeUnknown, ScopeUser: "isolated", BlankKey: BlankUnknown, KeyCase: KeyCaseUnknown, CanonicalJSON: Unknown, StaleReplayOnMismatch: Unknown, ReplayCredentials: Unknown, RetryCompletes: Unknown,
 		QueryMismatch: QueryEither, Expiry: ExpiryUnknown, Margin: time.Second, Grace: 2 * time.Second,
 	},
 }
@@ -369,7 +395,8 @@ func (p *Profile) Validate() error {
 		v    Tri
 	}{{"key_required", p.KeyRequired}, {"problem_json", p.ProblemJSON}, {"retry_after_on_409", p.RetryAfterOn409},
 		{"cache_5xx", p.Cache5xx}, {"cache_4xx_business", p.Cache4xxBusiness}, {"cache_validation", p.CacheValidation},
-		{"canonical_json", p.CanonicalJSON}, {"stale_replay_on_mismatch", p.StaleReplayOnMismatch}, {"replay_credentials", p.ReplayCredentials}} {
+		{"canonical_json", p.CanonicalJSON}, {"stale_replay_on_mismatch", p.StaleReplayOnMismatch}, {"replay_credentials", p.ReplayCredentials},
+		{"retry_completes", p.RetryCompletes}} {
 		switch f.v {
 		case Yes, No, Unknown:
 		default:
@@ -414,6 +441,16 @@ func (p *Profile) Validate() error {
 	case QueryReject, QueryFresh, QueryEither:
 	default:
 		return fmt.Errorf("profile query_mismatch %q: want reject, fresh or either", p.QueryMismatch)
+	}
+	switch p.FailedKey {
+	case "", FailedKeyReleased, FailedKeyLocked:
+	default:
+		return fmt.Errorf("profile failed_key %q: want released or locked-until-expiry", p.FailedKey)
+	}
+	switch p.LargeReplay {
+	case "", LargeReplayed, LargeTombstone:
+	default:
+		return fmt.Errorf("profile large_replay %q: want replayed or tombstone", p.LargeReplay)
 	}
 	switch p.Expiry {
 	case ExpiryFresh, ExpiryExpired409, ExpiryUnknown:

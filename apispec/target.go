@@ -58,6 +58,12 @@ type Target struct {
 	// KeySource, when set, names a request that issues a fresh key: every
 	// key of run, load and chaos is fetched from it (keys.go).
 	KeySource *KeySource `yaml:"key_source,omitempty" json:"key_source,omitempty"`
+	// TTLFrom, when set, names a request whose answer advertises the
+	// keys' lifetime at its pointer (Iceberg's idempotency-key-lifetime in
+	// its config endpoint, AdCP's capabilities): an ISO 8601 duration
+	// (PT1H), a Go duration (24h) or a number of seconds. Every face reads
+	// it before its first request (wire.Preflight) and takes it as TTL.
+	TTLFrom *KeySource `yaml:"ttl_from,omitempty" json:"ttl_from,omitempty"`
 	// KeyGen, when set, makes the client-generated keys instead of each
 	// face's default (HashKeys for --hash-keys); KeySeed is its seed, for
 	// reports.

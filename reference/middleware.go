@@ -50,7 +50,7 @@ type middleware struct {
 	next     http.Handler
 	problems *problems
 	poisoned *poisonCache // store-conflicts defect only
-	wedged   *poisonCache // failure-wedges-key defect only
+	wedged   *poisonCache // failure-wedges-key defect and WithFailedKeyLocked
 	// completed: scopes whose outcome was stored (expired-reclaim-unlocked
 	// defect only), so a later claim of one is a reclaim.
 	completed *poisonCache
@@ -156,7 +156,7 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		x.request = requestHash(m.requestPart(r))
 	}
 	x.scope = m.scope(r, key)
-	if m.defects.has(FailureWedgesKey) {
+	if m.defects.has(FailureWedgesKey) || m.failedKeyLocked {
 		if _, ok := m.wedged.get(x.scope); ok {
 			m.problems.write(w, probInFlight)
 			return
@@ -486,10 +486,15 @@ func (x *exchange) execute(token string, owned bool) {
 
 	rec := &recorder{header: make(http.Header)}
 	panicked := runHandler(m.next, rec, r)
-	if m.defects.has(FailureWedgesKey) && (panicked || rec.statusCode() == http.StatusGatewayTimeout) {
+	if (m.defects.has(FailureWedgesKey) || m.failedKeyLocked) && (panicked || rec.statusCode() == http.StatusGatewayTimeout) {
 		// The bug: the failure path forgets the record, left in flight.
+		// WithFailedKeyLocked does it on purpose, until the key expires.
 		ttl, _ := m.ttlAndLease()
-		m.wedged.put(x.scope, Response{}, time.Now().Add(100*ttl))
+		until := time.Now().Add(100 * ttl)
+		if m.failedKeyLocked && !m.defects.has(FailureWedgesKey) {
+			until = time.Now().Add(ttl)
+		}
+		m.wedged.put(x.scope, Response{}, until)
 		if unit != nil {
 			_ = unit.Rollback(bg)
 		}
@@ -522,7 +527,7 @@ func (x *exchange) execute(token string, owned bool) {
 	status := rec.statusCode()
 	if owned {
 		if m.keeps(status) && !st.noStore {
-			resp := Response{Status: status, Header: m.storedHeader(rec.header), Body: m.storedBody(rec.body.Bytes())}
+			resp := m.outcome(status, rec)
 			if unit != nil {
 				if eu, ok := unit.(EventUnit); ok && len(st.events) > 0 {
 					eu.AddEvents(st.events)
@@ -560,7 +565,7 @@ func (x *exchange) execute(token string, owned bool) {
 		c, err := m.store.Claim(bg, ClaimRequest{Scope: x.scope, Fingerprint: x.fingerprint(), RawHash: x.rawHash(), Lease: lease, TTL: ttl})
 		stored := false
 		if err == nil && c.Outcome == Claimed {
-			resp := Response{Status: status, Header: m.storedHeader(rec.header), Body: m.storedBody(rec.body.Bytes())}
+			resp := m.outcome(status, rec)
 			stored = m.complete(bg, x.scope, c.Token, resp, st.events) == nil
 			m.markCompleted(x.scope)
 		}

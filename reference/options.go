@@ -27,6 +27,11 @@ type config struct {
 	// between its lookup and its insert: 1 ms, a realistic window (a
 	// round trip to a store), not one widened until any probe sees it.
 	checkThenInsertGap time.Duration
+	// failedKeyLocked: a key whose handler crashed or timed out answers
+	// 409 until it expires (WithFailedKeyLocked).
+	failedKeyLocked bool
+	// tombstoneOver: bodies longer are stored as a 413 tombstone (0: none).
+	tombstoneOver int64
 }
 
 // Defaults of Middleware.
@@ -141,3 +146,14 @@ func canonicalNames(names []string) []string {
 	}
 	return out
 }
+
+// WithFailedKeyLocked keeps the key of a handler that crashed or timed out
+// in flight (409) until the key expires, as Whop documents, instead of
+// releasing it: a legal choice, judged with profile failed_key:
+// locked-until-expiry.
+func WithFailedKeyLocked() Option { return func(c *config) { c.failedKeyLocked = true } }
+
+// WithLargeTombstone stores a response whose body is longer than n bytes
+// as a 413 tombstone: its retries are refused, never executed again. A
+// legal choice, judged with profile large_replay: tombstone.
+func WithLargeTombstone(n int64) Option { return func(c *config) { c.tombstoneOver = n } }

@@ -16,6 +16,7 @@ const (
 	probMissingKey problemKind = iota
 	probInvalidKey
 	probMismatch
+	probTombstone
 	probMismatch409 // mismatch-as-409 defect
 	probInFlight
 	probTooLarge
@@ -33,6 +34,7 @@ var problemSpecs = [probCount]problemSpec{
 	probMissingKey:  {"idempotency-key-missing", "Idempotency-Key is missing", "This operation requires an Idempotency-Key header.", http.StatusBadRequest},
 	probInvalidKey:  {"idempotency-key-invalid", "Idempotency-Key is invalid", "Send exactly one Idempotency-Key field: an sf-string or token of 1 to 255 visible ASCII characters.", http.StatusBadRequest},
 	probMismatch:    {"idempotency-key-reused", "Idempotency-Key reused with a different request", "This key was already used with a different payload; use a new key for a new request.", http.StatusUnprocessableEntity},
+	probTombstone:   {"response-too-large", "Response too large to replay", "The request under this key completed, but its response was too large to keep; it is not executed again.", http.StatusRequestEntityTooLarge},
 	probMismatch409: {"idempotency-key-reused", "Idempotency-Key reused with a different request", "This key was already used with a different payload; use a new key for a new request.", http.StatusConflict},
 	probInFlight:    {"idempotency-key-in-flight", "A request with this Idempotency-Key is in progress", "Retry after the original request has completed.", http.StatusConflict},
 	probTooLarge:    {"request-too-large", "Request body too large", "The request body exceeds the size limit.", http.StatusRequestEntityTooLarge},

@@ -84,6 +84,16 @@ func rebuiltError(b []byte) []byte {
 	return out
 }
 
+// outcome is what a record keeps of the handler's answer rec: its status,
+// stored headers and body, or, for a body over WithLargeTombstone's
+// bound, a 413 tombstone in its place.
+func (m *middleware) outcome(status int, rec *recorder) Response {
+	if m.tombstoneOver > 0 && int64(rec.body.Len()) > m.tombstoneOver {
+		return Response{Status: http.StatusRequestEntityTooLarge, Header: http.Header{"Content-Type": hvProblemJSON}, Body: m.problems[probTombstone]}
+	}
+	return Response{Status: status, Header: m.storedHeader(rec.header), Body: m.storedBody(rec.body.Bytes())}
+}
+
 // truncatedBody is where the replay-truncates-body defect cuts bodies.
 const truncatedBody = 64 << 10
 

@@ -78,6 +78,16 @@ func errorsTransient5xx(ctx context.Context, e *Env) Verdict {
 		}
 		return e.Pass(observed)
 	}
+	if n == 1 && retry.OK() {
+		// The failed attempt and the retry that finished its work are one
+		// execution where a retry completes failed work (Stripe API v2).
+		switch e.Profile.RetryCompletes {
+		case apispec.Yes:
+			return e.Pass("the retry completed the failed attempt's work, as the profile allows (retry_completes): " + observed)
+		case apispec.Unknown:
+			return e.Finding("retry_completes", "the retry answered success with no second execution (it completed the failed attempt?): "+observed)
+		}
+	}
 	if n != 2 {
 		return e.Unmet("the retry executes again (profile cache_5xx false)", observed)
 	}
@@ -223,6 +233,12 @@ func errorsFailureReleasesKey(ctx context.Context, e *Env) Verdict {
 		return *e.lostConn(retry)
 	case retry.Err != nil:
 		return e.Unmet("a replay or a new execution", observed)
+	case retry.OK() && e.Profile.RetryCompletes != apispec.No:
+		// Answered, so not locked: one execution in all is a retry that
+		// completed the failed attempt's work (Stripe API v2).
+		return e.Pass("the retry completed the failed attempt (one execution in all): " + observed)
+	case retry.StatusIn(e.Profile.InFlightStatus) && e.Profile.FailedKey == apispec.FailedKeyLocked:
+		return e.Pass("the key stays locked after the failure until it expires, as the profile documents (failed_key: locked-until-expiry; crash/ judges the expiry): " + observed)
 	case !replayed:
 		return e.Unmet("a replay or a new execution, never a conflict after the original failed", "neither replayed nor executed again (key left locked?): "+observed)
 	case e.Profile.Cache5xx == apispec.Yes:

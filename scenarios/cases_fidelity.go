@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -163,6 +164,9 @@ func brokenCookieLines(want, got []string) []string {
 }
 
 func fidelityLargeBody(ctx context.Context, e *Env) Verdict {
+	if e.Profile.LargeReplay == apispec.LargeTombstone {
+		return e.largeTombstone(ctx)
+	}
 	return e.variantReplay(ctx, apispec.VariantLarge, func(first wire.Resp) string {
 		if len(first.Body) < apispec.LargeResponse {
 			return fmt.Sprintf("the large variant answered %d bytes, want at least %d (1 MiB)", len(first.Body), apispec.LargeResponse)
@@ -178,4 +182,42 @@ func fidelityBinaryBody(ctx context.Context, e *Env) Verdict {
 		}
 		return ""
 	})
+}
+
+// largeTombstone judges fidelity/large-body where the profile lets a
+// response too large to store be kept as a tombstone: the retry may get
+// 413 instead of the body, never a second execution (only an oracle can
+// count those). A whole replay is as good.
+func (e *Env) largeTombstone(ctx context.Context) Verdict {
+	body, _, _ := e.Variant(apispec.VariantLarge)
+	k := e.NewKey()
+	first := e.Send(ctx, Req{Label: "original (large)", Key: k, Body: body})
+	if !first.OK() || len(first.Body) < apispec.LargeResponse {
+		return e.Inconclusive(fmt.Sprintf("the large variant did not answer a 2xx of at least %d bytes: %s", apispec.LargeResponse, first.String()))
+	}
+	retry := e.Send(ctx, Req{Label: "retry (large)", Key: k, Body: body})
+	if v := e.lostConn(retry); v != nil {
+		return *v
+	}
+	observed := fmt.Sprintf("original %d, %d bytes; retry %s", first.Status, len(first.Body), retry.String())
+	if retry.OK() && bytes.Equal(first.Body, retry.Body) {
+		if v := e.notAReplay(ctx, k, first, retry); v != nil {
+			return *v
+		}
+		return e.Pass(observed + ", replayed whole")
+	}
+	if retry.Status != http.StatusRequestEntityTooLarge {
+		return e.inTTL(e.Unmet("the original body whole, or a 413 tombstone (profile large_replay: tombstone)", observed), first, retry)
+	}
+	if !e.HasOracle() {
+		return e.Unverifiable("a 413 tombstone carries no id: only an oracle can tell it did not execute again (" + observed + ")")
+	}
+	n, err := e.Executions(ctx, k)
+	if err != nil {
+		return e.Inconclusive(err.Error())
+	}
+	if n != 1 {
+		return e.inTTL(e.Fail("exactly 1 execution", fmt.Sprintf("%s; %d executions (oracle)", observed, n)), first, retry)
+	}
+	return e.Pass(observed + ": the tombstone the profile allows, 1 execution (oracle)")
 }

@@ -32,6 +32,15 @@ func (e *Env) failureRetryable(ctx context.Context, name string) Verdict {
 		level = Should
 	}
 	bound, poll := e.releaseBound()
+	if e.Profile.FailedKey == apispec.FailedKeyLocked {
+		// Whop: the key answers in flight until it expires; past TTL +
+		// grace it must proceed (a SHOULD: the TTL is not a lease).
+		if e.Target.TTL <= 0 || e.Target.TTL+e.Profile.Grace > maxLockedWait {
+			return e.Skip(fmt.Sprintf("profile failed_key is locked-until-expiry and the TTL (%s) is not within %s: a run cannot wait for the key to expire", e.Target.TTL, maxLockedWait))
+		}
+		lease, level = e.Target.TTL, Should
+		bound, poll = e.Target.TTL+e.Profile.Grace+leaseMargin, max(e.Target.TTL/10, 100*time.Millisecond)
+	}
 	failed := first.End
 	limit := failed.Add(bound)
 	var timeline []string
@@ -46,6 +55,9 @@ func (e *Env) failureRetryable(ctx context.Context, name string) Verdict {
 		case r.NotReached(), r.StatusIn(e.Profile.InFlightStatus):
 			if late {
 				expected := fmt.Sprintf("a retry proceeds once lease %s + grace %s have passed", lease, e.Profile.Grace)
+				if e.Profile.FailedKey == apispec.FailedKeyLocked {
+					expected = fmt.Sprintf("a retry proceeds once the key's TTL %s + grace %s have passed (failed_key: locked-until-expiry)", lease, e.Profile.Grace)
+				}
 				if lease <= 0 {
 					expected = fmt.Sprintf("a retry proceeds within grace %s + %s of the failure (no lease declared: declare one to judge this at MUST)", e.Profile.Grace, wedgeWait)
 				}
@@ -111,6 +123,10 @@ func (e *Env) releaseBound() (bound, poll time.Duration) {
 	}
 	return bound, min(max(bound/10, 100*time.Millisecond), time.Second)
 }
+
+// maxLockedWait bounds how long a case waits for a key locked until its
+// expiry (failed_key: locked-until-expiry) to proceed.
+const maxLockedWait = 2 * time.Minute
 
 // wedgeWait is how long after a failed execution a key may still answer
 // "in flight" when the target declares no lease (the lease, where

@@ -352,12 +352,20 @@ func TestOtherLegalChoices(t *testing.T) {
 		name    string
 		opts    demo.Options
 		profile func(*apispec.Profile)
+		// pass are the cases the choice concerns: each must pass, not skip.
+		pass []string
 	}{
-		{"blocks in-flight duplicates (block_ok)", demo.Options{Defects: []string{"block-inflight"}}, func(*apispec.Profile) {}},
-		{"409 for mismatches (seeds statuses)", demo.Options{Defects: []string{"mismatch-as-409"}}, func(p *apispec.Profile) { p.MismatchStatus = []int{409, 422} }},
-		{"key optional", demo.Options{KeyOptional: true}, func(p *apispec.Profile) { p.KeyRequired = apispec.No }},
-		{"lenient profile", demo.Options{}, func(p *apispec.Profile) { *p = *mustProfile(t, "lenient") }},
-		{"seeds profile", demo.Options{}, func(p *apispec.Profile) { *p = *mustProfile(t, "seeds") }},
+		{"blocks in-flight duplicates (block_ok)", demo.Options{Defects: []string{"block-inflight"}}, func(*apispec.Profile) {}, nil},
+		{"409 for mismatches (seeds statuses)", demo.Options{Defects: []string{"mismatch-as-409"}}, func(p *apispec.Profile) { p.MismatchStatus = []int{409, 422} }, nil},
+		{"key optional", demo.Options{KeyOptional: true}, func(p *apispec.Profile) { p.KeyRequired = apispec.No }, nil},
+		{"lenient profile", demo.Options{}, func(p *apispec.Profile) { *p = *mustProfile(t, "lenient") }, nil},
+		{"seeds profile", demo.Options{}, func(p *apispec.Profile) { *p = *mustProfile(t, "seeds") }, nil},
+		{"no fingerprint at all (Worldline, Qonto: stale_replay_on_mismatch)", demo.Options{Defects: []string{"no-fingerprint"}},
+			func(p *apispec.Profile) { p.StaleReplayOnMismatch = apispec.Yes }, []string{"mismatch/changed-body"}},
+		{"409 until expiry after a crashed attempt (Whop: failed_key)", demo.Options{FailedKeyLocked: true},
+			func(p *apispec.Profile) { p.FailedKey = apispec.FailedKeyLocked }, []string{"crash/handler-crash", "crash/handler-timeout"}},
+		{"a large answer kept as a 413 tombstone (large_replay)", demo.Options{TombstoneOver: 64 << 10},
+			func(p *apispec.Profile) { p.LargeReplay = apispec.LargeTombstone }, []string{"fidelity/large-body"}},
 	}
 	targets := make([]*apispec.Target, len(rows))
 	profiles := make([]*apispec.Profile, len(rows))
@@ -394,6 +402,13 @@ func TestOtherLegalChoices(t *testing.T) {
 				}
 			}
 			neverFalse(t, "", judged)
+			for _, id := range row.pass {
+				for _, r := range reps[i].Results {
+					if r.ID == id && r.Status != scenarios.Pass && r.Status != scenarios.Inconclusive {
+						t.Errorf("%s: %s (%s), want pass: the profile names this choice", r.Name(), r.Status, r.Reason)
+					}
+				}
+			}
 		})
 	}
 }

@@ -104,6 +104,13 @@ func Run(ctx context.Context, t *apispec.Target, p *apispec.Profile, o RunOption
 	if err != nil {
 		return nil, err
 	}
+	if t.TTLFrom != nil {
+		// The TTL the API advertises is known only now: the cases that
+		// need one are planned again with it.
+		if ins, err = plan(t, p, o); err != nil {
+			return nil, err
+		}
+	}
 	ev, err := evidence.Open(ctx, t, client, d)
 	if err != nil {
 		return nil, err

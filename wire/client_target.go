@@ -30,8 +30,9 @@ func Client(t *apispec.Target, timeout time.Duration) *http.Client {
 }
 
 // Preflight makes sure something answers HTTP at the base URL and at every
-// replica (any status will do) and, when the target declares a key_source,
-// that it issues a key. Every face calls it before any traffic; the error
+// replica (any status will do), when the target declares a key_source,
+// that it issues a key, and, with ttl_from, reads the TTL the API
+// advertises into t.TTL. Every face calls it before any traffic; the error
 // wraps ErrUnreachable or ErrKeySource. It returns the protocol the base
 // URL answered in (protoName: HTTP/1.1, HTTP/2; gRPC for a gRPC target),
 // what the run records.
@@ -50,6 +51,13 @@ func Preflight(ctx context.Context, t *apispec.Target, c *http.Client) (string, 
 		if _, err := FetchKey(ctx, t, c, nil); err != nil {
 			return "", err
 		}
+	}
+	if t.TTLFrom != nil && t.TTL == 0 {
+		d, err := FetchTTL(ctx, t, c)
+		if err != nil {
+			return "", err
+		}
+		t.TTL = d // read once: every judgement of this run uses it
 	}
 	if t.IsGRPC() {
 		proto = "gRPC" // over HTTP/2, as every gRPC call is: the protocol is the RPC's

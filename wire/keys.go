@@ -15,11 +15,16 @@ import (
 	"github.com/idemcheck/idemcheck/internal/jsonx"
 )
 
-// Fetch asks the target for a fresh key. record, when not nil, receives
-// the exchange (redacted) as evidence. Errors wrap ErrKeySource and say
-// what came back.
+// FetchKey asks the target for a fresh key. record, when not nil,
+// receives the exchange (redacted) as evidence. Errors wrap ErrKeySource
+// and say what came back.
 func FetchKey(ctx context.Context, t *apispec.Target, c *http.Client, record func(Exchange)) (string, error) {
-	s := t.KeySource
+	return fetchAt(ctx, t, c, t.KeySource, "key source", apispec.ErrKeySource, record)
+}
+
+// fetchAt sends s's request and returns the scalar at its pointer in the
+// 2xx JSON answer, as text. Errors wrap base and say what came back.
+func fetchAt(ctx context.Context, t *apispec.Target, c *http.Client, s *apispec.KeySource, label string, base error, record func(Exchange)) (string, error) {
 	u := s.Path
 	if strings.HasPrefix(u, "/") {
 		u = t.BaseURL + u
@@ -33,11 +38,11 @@ func FetchKey(ctx context.Context, t *apispec.Target, c *http.Client, record fun
 	where := s.Method + " " + t.Redact(u)
 	req, err := http.NewRequestWithContext(ctx, s.Method, u, rd)
 	if err != nil {
-		return "", fmt.Errorf("%w %s: %v", apispec.ErrKeySource, where, err)
+		return "", fmt.Errorf("%w %s: %v", base, where, err)
 	}
 	req.Header = t.Header(&apispec.Operation{}, s.Principal, len(s.Body) > 0)
-	x := Exchange{Label: "key source", Start: time.Now(), Request: ExchangeRequest{Method: s.Method, URL: u, Header: req.Header.Clone(), Body: s.Body}}
-	key, err := func() (string, error) {
+	x := Exchange{Label: label, Start: time.Now(), Request: ExchangeRequest{Method: s.Method, URL: u, Header: req.Header.Clone(), Body: s.Body}}
+	v, err := func() (string, error) {
 		resp, err := c.Do(req)
 		if err != nil {
 			return "", err
@@ -64,7 +69,7 @@ func FetchKey(ctx context.Context, t *apispec.Target, c *http.Client, record fun
 		case json.Number, float64:
 			return fmt.Sprint(v), nil
 		}
-		return "", fmt.Errorf("no key at %s in %s", s.Pointer, ClipText(b))
+		return "", fmt.Errorf("nothing at %s in %s", s.Pointer, ClipText(b))
 	}()
 	x.Duration = time.Since(x.Start)
 	if err != nil {
@@ -74,9 +79,9 @@ func FetchKey(ctx context.Context, t *apispec.Target, c *http.Client, record fun
 		record(x.Redacted(t))
 	}
 	if err != nil {
-		return "", fmt.Errorf("%w %s: %s", apispec.ErrKeySource, where, t.Redact(err.Error()))
+		return "", fmt.Errorf("%w %s: %s", base, where, t.Redact(err.Error()))
 	}
-	return key, nil
+	return v, nil
 }
 
 func ClipText(b []byte) string {

@@ -275,7 +275,7 @@ func runLoad(cmd *cobra.Command, f loadFlags) error {
 		return withCode(exitInterrupted, fmt.Errorf("interrupted before the measured window: %v", err))
 	case errors.Is(err, load.ErrUnreachable):
 		return withCode(exitUnreachable, err)
-	case errors.Is(err, load.ErrConfig), errors.Is(err, apispec.ErrKeySource):
+	case errors.Is(err, load.ErrConfig), errors.Is(err, apispec.ErrKeySource), errors.Is(err, apispec.ErrTTLFrom):
 		return withCode(exitUsage, err)
 	case err != nil:
 		return withCode(exitFail, err)

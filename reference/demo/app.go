@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,6 +28,12 @@ type Options struct {
 	// CheckThenInsertGap widens the check-then-insert defect's window
 	// (0: the reference's 1 ms).
 	CheckThenInsertGap time.Duration
+	// FailedKeyLocked keeps a crashed or timed-out request's key in flight
+	// until it expires (Whop's choice: reference.WithFailedKeyLocked).
+	FailedKeyLocked bool
+	// TombstoneOver stores answers with longer bodies as a 413 tombstone
+	// (reference.WithLargeTombstone; 0: every answer is stored whole).
+	TombstoneOver int64
 	// Events, when set, publishes a charge.created (refund.created) event
 	// per execution through the store's outbox: a relay moves it to this
 	// publisher. The app does not close it.
@@ -115,6 +122,12 @@ func New(o Options) (*App, error) {
 	if o.KeyOptional {
 		opts = append(opts, reference.WithKeyOptional())
 	}
+	if o.FailedKeyLocked {
+		opts = append(opts, reference.WithFailedKeyLocked())
+	}
+	if o.TombstoneOver > 0 {
+		opts = append(opts, reference.WithLargeTombstone(o.TombstoneOver))
+	}
 	if o.CheckThenInsertGap > 0 {
 		opts = append(opts, reference.WithCheckThenInsertGap(o.CheckThenInsertGap))
 	}
@@ -137,6 +150,13 @@ func New(o Options) (*App, error) {
 		mux.Handle(p, protected)
 	}
 	mux.Handle("GET /v1/effects", a.effects)
+	// The keys' lifetime, advertised as Iceberg's config endpoint does
+	// (an ISO 8601 duration), so a client need not be told it.
+	lifetime, _ := json.Marshal(map[string]string{"idempotency-key-lifetime": isoSeconds(ttl)})
+	mux.HandleFunc("GET /v1/config", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(lifetime)
+	})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
@@ -229,4 +249,9 @@ func writeProblem(w http.ResponseWriter, status int, slug, title, detail string)
 	_ = json.NewEncoder(w).Encode(map[string]any{
 		"type": DocsURL + "#" + slug, "title": title, "status": status, "detail": detail,
 	})
+}
+
+// isoSeconds is d as an ISO 8601 duration in seconds (PT3S, PT86400S).
+func isoSeconds(d time.Duration) string {
+	return "PT" + strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + "S"
 }
