@@ -76,6 +76,9 @@ func TestConfigErrors(t *testing.T) {
 	}{
 		{"malformed YAML", "base_url: [unclosed\n", "line"},
 		{"empty file", "", "empty config"},
+		{"ttl_from beside ttl", base + op + "ttl: 3s\nttl_from: {path: /v1/config, pointer: /lifetime}\n", "ttl_from: the lifetime is read from the API, so ttl must not be declared too"},
+		{"ttl_from without a pointer", base + op + "ttl_from: {path: /v1/config}\n", `ttl_from.pointer "": want an RFC 6901 pointer`},
+		{"profile failed_key", base + op + "profile: {overrides: {failed_key: forever}}\n", `profile failed_key "forever": want released or locked-until-expiry`},
 		// The YAML library names the line where the enclosing block began
 		// (line 3 for these); the mistake is on line 5.
 		{"mis-indented key", base + "operations:\n  - name: c\n  path: /c\n", "line 5: did not find expected '-' indicator"},
