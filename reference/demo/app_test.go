@@ -251,8 +251,9 @@ func TestNewRejectsUnknownDefect(t *testing.T) {
 
 func TestDefectDocCoversCatalog(t *testing.T) {
 	names := DefectNames()
-	if len(names) != 32 {
-		t.Fatalf("catalog has %d defects, want 32", len(names))
+	// A floor, not a count: defects are added as families grow.
+	if len(names) < 36 {
+		t.Fatalf("catalog has %d defects, want at least 36", len(names))
 	}
 	for _, n := range names {
 		if b, r, ok := DefectDoc(n); !ok || b == "" || r == "" {
