@@ -272,6 +272,7 @@ func buildRequest(t *apispec.Target, d *evidence.Downstream, c *config) (*reques
 // paced.go), then asks the oracle. Cancelling ctx stops the running phase;
 // the partial report is still returned.
 func Run(ctx context.Context, t *apispec.Target, opts ...Option) (*Report, error) {
+	t = t.WithDefaults()
 	c, err := newConfig(t, opts)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrConfig, err)

@@ -4,13 +4,15 @@
 # the ratios against the bare handler (median of the runs). Then the same
 # over HTTP: `idemcheck serve` replaying (hit) vs running the handler
 # without a key (nokey) at a fixed rate, CPU per request and p50.
+# Env: BENCH_COUNT (5), REF_BENCHTIME (1s), REF_BENCH_RATE (2000),
+#      REF_BENCH_DURATION (5s), REF_BENCH_ROUNDS (3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-out/bench}
 mkdir -p "$out"
 raw="$out/reference-bench.txt"
 go test -run '^$' -bench 'BenchmarkBareHandler|BenchmarkMiddlewareHit|BenchmarkMiddlewareMiss' \
-  -benchmem -count "${BENCH_COUNT:-5}" ./reference/ | tee "$raw"
+  -benchmem -count "${BENCH_COUNT:-5}" -benchtime "${REF_BENCHTIME:-1s}" ./reference/ | tee "$raw"
 awk '
   /^Benchmark/ {
     name = $1; sub(/-[0-9]+$/, "", name); sub(/^Benchmark/, "", name)
@@ -59,13 +61,13 @@ for r in $(seq "$rounds"); do
     # The floor answers every request alike; load's keyless mode drives it.
     mode=$path pid=$spid p=$port
     [ "$path" = floor ] && mode=nokey pid=$fpid p=$fport
-    c0=$(cpu_ms "$pid")
+    c0=$(cpu_us "$pid")
     "$tmp/idemcheck" load --target "http://127.0.0.1:$p" --mode "$mode" --rate "$rate" --duration "$dur" --json "$tmp/$path-$r.json" >/dev/null
-    c1=$(cpu_ms "$pid")
+    c1=$(cpu_us "$pid")
     read -r a b < <(python3 - "$tmp/$path-$r.json" "$((c1 - c0))" "$mode" <<'PY'
 import json, sys
 p = json.load(open(sys.argv[1]))["paths"][sys.argv[3]]
-print(int(sys.argv[2]) * 1000.0 / p["requests"], p["latency_ms"]["p50"])
+print(int(sys.argv[2]) * 1.0 / p["requests"], p["latency_ms"]["p50"])
 PY
 )
     cpu[$path]="${cpu[$path]:-} $a"; p50[$path]="${p50[$path]:-} $b"

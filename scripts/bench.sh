@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make bench: runs every area's benchmark script (scripts/bench-*.sh); each
 # prints its figures as ratios against a baseline run side by side, and
-# records the ratios issue 13 sets goals for (scripts/benchlib.sh ratio);
+# records the ratios with goals (issues 13, 36; scripts/benchlib.sh ratio);
 # the last table lists them all with their goals.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,7 +17,7 @@ for s in scripts/bench-*.sh; do
     echo "!! $name failed"; status=1
   fi
 done
-echo "== issue 13 ratios (this run; $(nproc) cores; load average $(cut -d' ' -f1-3 /proc/loadavg))"
+echo "== ratios with goals (this run; $(nproc) cores; load average $(cut -d' ' -f1-3 /proc/loadavg))"
 if [ -s "$out/ratios.tsv" ]; then
   awk -F'\t' '{ printf "%-52s %10.3f  goal %-7s %-7s %s\n", $1, $2, $3, $4, $5 }' "$out/ratios.tsv" | tee "$out/ratios.txt"
 else
