@@ -229,31 +229,7 @@ func buildRequest(t *apispec.Target, d *evidence.Downstream, c *config) (*reques
 		}
 	}
 	c.idPointer = op.IDPointer
-	keyHeader := t.KeyHeader
-	if keyHeader == "" {
-		keyHeader = "Idempotency-Key"
-	}
-	var urls []string
-	for _, b := range t.Bases() {
-		urls = append(urls, b+op.Path)
-	}
-	rq := &request{
-		method:    op.Method,
-		urls:      urls,
-		body:      body,
-		header:    t.Header(&op, 0, true),
-		keyHeader: http.CanonicalHeaderKey(keyHeader),
-		keyValue:  t.KeyValue,
-	}
-	if t.IsGRPC() {
-		// The key where run puts it (wire.Build): in its message field
-		// (AEP-155: {key, first_sent}, first_sent the key's first send)
-		// or its metadata entry; no key: neither.
-		rq.build = func(key string) (http.Header, []byte) {
-			x := wire.Build(t, &op, wire.Request{Key: key, NoKey: key == "", Body: body})
-			return x.Request.Header, x.Request.Body
-		}
-	}
+	rq := &request{t: t, op: &op, bases: t.Bases(), body: body}
 	if d != nil {
 		// The downstream double: each key's token in its requests, and
 		// the variant's behaviour for the key's calls.
