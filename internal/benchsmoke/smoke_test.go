@@ -75,8 +75,17 @@ func TestBenchScripts(t *testing.T) {
 	began := time.Now()
 	err = cmd.Run()
 	t.Logf("bench.sh smoke: %s", time.Since(began).Round(time.Second))
-	if err != nil || strings.Contains(log.String(), "!! bench-") {
-		t.Fatalf("scripts/bench.sh: %v\n%s", err, tail(log.String(), 60))
+	failed := false
+	for _, s := range scripts {
+		name := strings.TrimSuffix(filepath.Base(s), ".sh")
+		if strings.Contains(log.String(), "!! "+name+" failed") {
+			own, _ := os.ReadFile(filepath.Join(out, name+".txt"))
+			t.Errorf("%s failed; its last lines:\n%s", name, tail(string(own), 30))
+			failed = true
+		}
+	}
+	if err != nil || failed {
+		t.Fatalf("scripts/bench.sh: %v (exit 0 wanted; every script must run)", err)
 	}
 
 	got := map[string]int{}

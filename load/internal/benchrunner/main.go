@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"syscall"
@@ -28,6 +30,7 @@ func main() {
 	rounds := flag.Int("rounds", 3, "alternating rounds (bare, runner)")
 	workers := flag.Uint64("workers", 32, "workers = max workers for both")
 	serve := flag.Bool("serve", false, "internal: be the trivial server (child process)")
+	flag.StringVar(&profileDir, "pprof", "", "write a CPU profile of each side's first measured round to DIR (bare-MODE.pprof, runner-MODE.pprof)")
 	flag.Parse()
 	if *serve {
 		serveTrivial()
@@ -86,11 +89,40 @@ func run(dur time.Duration, rounds int, workers uint64) error {
 			rate, n := m.bare()
 			return rate, float64((cpu() - c0).Microseconds()) / float64(n), nil
 		}
-		if err := compare(string(m.mode), rounds, runBare, runRunner); err != nil {
+		if err := compare(string(m.mode), rounds, profiled(string(m.mode), "bare", runBare), profiled(string(m.mode), "runner", runRunner)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// profileDir, when set, receives a CPU profile of each side's first
+// measured round (-pprof): where the client's time goes, side by side.
+var profileDir string
+
+// profiled is run, profiled into profileDir on its second call (the
+// first is compare's discarded warm-up round).
+func profiled(mode, side string, run func() (float64, float64, error)) func() (float64, float64, error) {
+	if profileDir == "" {
+		return run
+	}
+	calls := 0
+	return func() (float64, float64, error) {
+		calls++
+		if calls != 2 {
+			return run()
+		}
+		f, err := os.Create(filepath.Join(profileDir, side+"-"+mode+".pprof"))
+		if err != nil {
+			return 0, 0, err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return 0, 0, err
+		}
+		defer pprof.StopCPUProfile()
+		return run()
+	}
 }
 
 // compare runs bare vegeta and the runner alternately and prints the
