@@ -3,6 +3,14 @@
 # prints its figures as ratios against a baseline run side by side, and
 # records the ratios with goals (issues 13, 36; scripts/benchlib.sh ratio);
 # the last table lists them all with their goals.
+#
+# Issue 36 point 6, the new faces' costs (the client catalog's wall time
+# for one client; the GraphQL and JSON-RPC carriers' CPU per request
+# against plain HTTP): each lands as its own scripts/bench-faces-*.sh
+# (bench-faces-client.sh, bench-faces-carriers.sh), picked up by the loop
+# below; record its ratios with benchlib.sh's ratio_rounds and give it
+# smoke settings in internal/benchsmoke. Not written yet: the client face
+# and the carriers were not on main when this was (docs/performance.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-out/bench}

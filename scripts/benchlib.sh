@@ -54,3 +54,22 @@ ratio() {
   met=$(awk -v v="$2" -v op="$3" -v g="$4" 'BEGIN { if (v == "nan" || v == "") print "n/a"; else if ((op == "<=" && v <= g) || (op == ">=" && v >= g)) print "met"; else print "MISSED" }')
   printf '%s\t%s\t%s %s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$met" "${5:-}" "$(basename "$0" .sh)" >>"$out/ratios.tsv"
 }
+
+# ratio_rounds NAME "PER-ROUND VALUES" OP GOAL [NOTE]: records the median of
+# per-round ratios like ratio, with their spread (min–max over the rounds)
+# in the note; when some rounds meet the goal and others miss it, the
+# spread is wider than the median's margin to it and the note says the run
+# does not decide (more rounds or a quieter machine do).
+ratio_rounds() {
+  local m sp note
+  m=$(echo "$2" | median)
+  sp=$(echo "$2" | tr ' ' '\n' | grep -v '^$' | sort -g | awk -v op="$3" -v g="$4" '
+    NR == 1 { lo = $1 } { hi = $1; n++ }
+    END {
+      # Some rounds meet the goal and some miss it.
+      cross = (op == "<=") ? (lo <= g && hi > g) : (lo < g && hi >= g)
+      printf "%d rounds %.3f-%.3f%s", n, lo, hi, cross ? "; spread wider than the margin: undecided" : "" }')
+  note=$sp
+  [ -n "${5:-}" ] && note="$sp; $5"
+  ratio "$1" "$m" "$3" "$4" "$note"
+}

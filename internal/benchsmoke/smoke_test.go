@@ -28,9 +28,11 @@ var smoke = map[string]struct {
 		"CHAOS_BENCH_MAX=1s", "TOXIPROXY_VERSION=none"}, 1},
 	"bench-double": {[]string{"DOUBLE_BENCHTIME=200x", "DOUBLE_BENCH_ROUNDS=1", "DOUBLE_BENCH_RUN=replay/*"}, 2},
 	"bench-load": {[]string{"BENCH_LOAD_DURATION=1s", "BENCH_LOAD_ROUNDS=1", "BENCH_LOAD_WORKERS=8",
-		"BENCH_GRPC_DURATION=1s", "BENCH_GRPC_ROUNDS=1", "GHZ_VERSION=none"}, 4},
+		"BENCH_GRPC_DURATION=1s", "BENCH_GRPC_ROUNDS=1"}, 6},
+	"bench-grpc": {[]string{"GRPC_BENCH_DURATION=1s", "GRPC_BENCH_ROUNDS=1", "GRPC_BENCH_WORKERS=8", "GHZ_VERSION=none"}, 1},
 	"bench-reference": {[]string{"BENCH_COUNT=1", "REF_BENCHTIME=200x", "REF_BENCH_RATE=300",
-		"REF_BENCH_DURATION=1s", "REF_BENCH_ROUNDS=1"}, 5},
+		"REF_BENCH_DURATION=1s", "REF_BENCH_ROUNDS=1"}, 6},
+	"bench-shards": {[]string{"SHARDS_N=2", "SHARDS_RATE=200", "SHARDS_DURATION=1s", "SHARDS_ROUNDS=1"}, 6},
 	"bench-stores": {[]string{"BENCHTIME=20x", "STORES_BENCH_RATE=200", "STORES_BENCH_DURATION=1s",
 		"STORES_BENCH_ROUNDS=1"}, 6},
 }
