@@ -466,10 +466,8 @@ func runPlan(ctx context.Context, c *config, client *http.Client, tr vegeta.Targ
 func (c *config) report(t *apispec.Target, col *collector, s *sink, interrupted bool) *Report {
 	rep := col.report()
 	rep.Target, rep.Mode, rep.Plan, rep.KeySeed = t.Redact(t.BaseURL), c.mode, c.plan.String(), c.keySeed
-	rep.Protocol, rep.LatencyFrom = c.protocol, LatencyFromSend
-	if c.paced {
-		rep.LatencyFrom = LatencyFromIntended
-	}
+	// Over HTTP too: runPhase retimes vegeta's results (schedule).
+	rep.Protocol, rep.LatencyFrom = c.protocol, LatencyFromIntended
 	for _, r := range t.Replicas {
 		rep.Replicas = append(rep.Replicas, t.Redact(r))
 	}
@@ -624,6 +622,7 @@ func runPhase(ctx context.Context, c *config, client *http.Client, tr vegeta.Tar
 	// A max@ phase is closed-loop by design: nothing is due, nothing late.
 	// The paced client counts its delayed sends itself.
 	var cp *capPacer
+	var sched *schedule // vegeta's sends retimed from their due time
 	pacer := ph.Pacer
 	if p, ok := atk.(*pacedAttacker); ok {
 		defer func() { s.delayed += p.delayed.Load() }()
@@ -631,6 +630,9 @@ func runPhase(ctx context.Context, c *config, client *http.Client, tr vegeta.Tar
 		cp = &capPacer{inner: ph.Pacer, maxWork: c.maxWork}
 		pacer = cp
 		defer func() { s.delayed += cp.delayed.Load() }()
+		// Just before vegeta takes its start: every due time is at most
+		// the microseconds between the two early.
+		sched = newSchedule(ph.Pacer, time.Now())
 	}
 	results := atk.Attack(tr, pacer, ph.Duration, ph.Spec)
 	tick := time.NewTicker(time.Second)
@@ -655,6 +657,9 @@ func runPhase(ctx context.Context, c *config, client *http.Client, tr vegeta.Tar
 			}
 			if cp != nil {
 				cp.received.Add(1)
+			}
+			if sched != nil {
+				sched.retime(r)
 			}
 			s.add(r)
 			pr.Sent++
