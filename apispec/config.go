@@ -425,10 +425,10 @@ func (cf *configFile) target() (*Target, error) {
 		t.BaseURL = t.Replicas[0]
 	}
 	if t.KeyHeader == "" {
-		t.KeyHeader = "Idempotency-Key"
+		t.KeyHeader = DefaultKeyHeader
 	}
 	if t.Timeout == 0 {
-		t.Timeout = 10 * time.Second
+		t.Timeout = DefaultTimeout
 	}
 	for i, oc := range cf.Operations {
 		at := fmt.Sprintf("operations[%d]", i)

@@ -201,6 +201,32 @@ type Variant struct {
 // flight: long enough to open a same-key burst inside it.
 const ReferenceSlow = 1500 * time.Millisecond
 
+// DefaultKeyHeader is the key field the draft names; a config without
+// key_header gets it.
+const DefaultKeyHeader = "Idempotency-Key"
+
+// DefaultTimeout bounds each exchange of a config without timeout.
+const DefaultTimeout = 10 * time.Second
+
+// WithDefaults is t when it names its key field and timeout, else a copy
+// with the config's defaults filled in (DefaultKeyHeader, DefaultTimeout).
+// The library entry points (load.Run, drive.Run, scenarios.Run) take a
+// Target a program may build by hand: they call it so that no request
+// goes out with a key under an empty field name or with no time bound.
+func (t *Target) WithDefaults() *Target {
+	if t.KeyHeader != "" && t.Timeout > 0 {
+		return t
+	}
+	c := *t
+	if c.KeyHeader == "" {
+		c.KeyHeader = DefaultKeyHeader
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = DefaultTimeout
+	}
+	return &c
+}
+
 // FromURL returns the Target of a server that follows the reference app's
 // contract (idemcheck serve) at base.
 func FromURL(base string, ttl, lease time.Duration) (*Target, error) {
@@ -249,9 +275,9 @@ func FromURL(base string, ttl, lease time.Duration) (*Target, error) {
 	}
 	return &Target{
 		BaseURL:   strings.TrimRight(base, "/"),
-		KeyHeader: "Idempotency-Key",
+		KeyHeader: DefaultKeyHeader,
 		KeySyntax: SFString,
-		Timeout:   10 * time.Second,
+		Timeout:   DefaultTimeout,
 		Principals: []Principal{
 			{Name: "alice", Headers: map[string]string{"Authorization": "Bearer alice"}},
 			{Name: "bob", Headers: map[string]string{"Authorization": "Bearer bob"}},

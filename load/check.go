@@ -75,7 +75,7 @@ type checker struct {
 	// than TTL − margin after its key's first request may legally be a
 	// fresh execution, and is not judged (expiry.SentInside).
 	ttl, margin time.Duration
-	originals   map[string]original
+	originals   map[string]*original
 	keys        map[string]*keyOutcome
 	nokeyRan    uint64 // nokey 2xx: each is an execution
 	nokeyMaybe  uint64 // nokey 5xx/errors: may or may not have executed
@@ -97,7 +97,7 @@ const (
 )
 
 func newChecker(ttl, margin time.Duration) *checker {
-	return &checker{ttl: ttl, margin: margin, originals: map[string]original{}, keys: map[string]*keyOutcome{}, notJudged: map[string]uint64{}}
+	return &checker{ttl: ttl, margin: margin, originals: map[string]*original{}, keys: map[string]*keyOutcome{}, notJudged: map[string]uint64{}}
 }
 
 // inside reports whether a request sent at sent, on a key first sent at
@@ -148,7 +148,7 @@ func (c *checker) add(r *vegeta.Result, p Path, key string) {
 	switch p {
 	case warmup:
 		if r.Code >= 200 && r.Code < 300 {
-			c.originals[key] = original{code: r.Code, sum: bodySum(r), id: createdID(r), evidence: clip(r.Body), start: r.Timestamp, lastSent: r.Timestamp}
+			c.originals[key] = &original{code: r.Code, sum: bodySum(r), id: createdID(r), evidence: clip(r.Body), start: r.Timestamp, lastSent: r.Timestamp}
 		}
 	case Hit:
 		orig, ok := c.originals[key]
@@ -159,7 +159,6 @@ func (c *checker) add(r *vegeta.Result, p Path, key string) {
 		}
 		if r.Timestamp.After(orig.lastSent) {
 			orig.lastSent = r.Timestamp
-			c.originals[key] = orig
 		}
 		if !c.inside(orig.start, r.Timestamp) {
 			c.notJudged[NotJudgedExpired]++

@@ -20,11 +20,14 @@ func BenchmarkHitResult(b *testing.B) {
 	item := []byte(`{"id":"ch_0123456789","amount":100},`) // 36 bytes
 	for _, n := range []int{14, 114, 1820} {               // ≈ 0.5, 4 and 64 KiB
 		body := bytes.Repeat(item, n)
-		b.Run(fmt.Sprintf("body=%dB", len(body)), func(b *testing.B) { benchHitResult(b, body) })
+		b.Run(fmt.Sprintf("body=%dB", len(body)), func(b *testing.B) { benchHitResult(b, body, false) })
+		// The baseline: what a bare vegeta loop does with the same reply
+		// (whole body kept, no sums, no check).
+		b.Run(fmt.Sprintf("bare/body=%dB", len(body)), func(b *testing.B) { benchHitResult(b, body, true) })
 	}
 }
 
-func benchHitResult(b *testing.B, body []byte) {
+func benchHitResult(b *testing.B, body []byte, bare bool) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusCreated)
 		_, _ = w.Write(body)
@@ -32,14 +35,20 @@ func benchHitResult(b *testing.B, body []byte) {
 	defer srv.Close()
 	c := defaults()
 	c.mode = ModeHit
-	client := &http.Client{Transport: c.resultTransport(wire.NewTransport(1))}
+	var rt http.RoundTripper = wire.NewTransport(1)
+	if !bare {
+		rt = c.resultTransport(rt)
+	}
+	client := &http.Client{Transport: rt}
 	defer client.CloseIdleConnections()
 	col := newCollector(0, 0, 0)
 	for _, p := range []Path{warmup, Hit} {
 		n, maxBody := uint64(b.N), c.phaseMaxBody()
-		if p == warmup {
+		if p == warmup || bare {
 			n, maxBody = 1, -1 // warmPool keeps whole originals
-		} else {
+		}
+		if p == Hit {
+			n = uint64(b.N)
 			b.ReportAllocs()
 			b.ResetTimer()
 		}
@@ -55,7 +64,7 @@ func benchHitResult(b *testing.B, body []byte) {
 			return nil
 		}
 		for r := range atk.Attack(tr, vegeta.Rate{}, 0, string(p)) {
-			if r.URL != "" { // not the targeter running dry
+			if r.URL != "" && !bare { // not the targeter running dry
 				col.add(r)
 			}
 		}

@@ -107,29 +107,25 @@ func (k *keySource) failed() error {
 	return nil
 }
 
-// request is the fixed part of every request of a run.
+// request is the fixed part of every request of a run. Every request is
+// built by wire.Build, the engine's builder (the key in the target's
+// field and syntax, the principal, the operation's headers; a gRPC
+// target's key in its message field or metadata), then marked with the
+// double's token, then turned into a vegeta.Target by vegetaTarget, the
+// one adapter.
 type request struct {
-	method string
-	// urls: the operation at each replica (absolute, no fragment);
-	// requests take them in turn.
-	urls      []string
-	next      atomic.Uint64
-	body      []byte
-	header    http.Header // principal + operation headers, no key
-	keyHeader string
-	keyValue  func(string) string // the key as written (Target.KeyValue)
+	t  *apispec.Target
+	op *apispec.Operation
+	// bases: every replica's base URL; requests take them in turn.
+	bases []string
+	next  atomic.Uint64
+	body  []byte // the operation's body, variant and patch applied
 	// mark, when a downstream double runs, writes a key's token into its
-	// request (Target.Mark): the URL and body to send.
+	// request (Downstream.Mark): the URL and body to send.
 	mark func(key, u string, h http.Header, body []byte) (string, []byte)
-	// build, for a gRPC target, is the header (metadata) and body of a
-	// request with key ("": none) as wire.Build writes them.
-	build func(key string) (http.Header, []byte)
 }
 
-// target fills t for path p and key (empty for NoKey). The path and key
-// ride in the URL fragment: net/http never sends a fragment, but vegeta
-// keeps the URL in every Result, so results files stay classifiable after
-// they are merged across machines.
+// target fills t for path p and key (empty for NoKey) at the next replica.
 func (rq *request) target(t *vegeta.Target, p Path, key string) {
 	rq.targetAt(t, rq.replica(), p, key)
 }
@@ -137,45 +133,31 @@ func (rq *request) target(t *vegeta.Target, p Path, key string) {
 // replica is the index of the replica the next request goes to: each in
 // turn.
 func (rq *request) replica() int {
-	if len(rq.urls) == 1 {
+	if len(rq.bases) == 1 {
 		return 0
 	}
-	return int((rq.next.Add(1) - 1) % uint64(len(rq.urls)))
+	return int((rq.next.Add(1) - 1) % uint64(len(rq.bases)))
 }
 
 // targetAt fills t for the replica at index i.
 func (rq *request) targetAt(t *vegeta.Target, i int, p Path, key string) {
-	u := rq.urls[i]
-	t.Method = rq.method
-	t.Body = rq.body
-	if rq.build != nil {
-		h, body := rq.build(key)
-		if rq.mark != nil {
-			u, body = rq.mark(key, u, h, body)
-		}
-		t.Header, t.Body = h, body
-		t.URL = u + "#path=" + string(p)
-		if key != "" {
-			t.URL += "&key=" + url.QueryEscape(key)
-		}
-		return
-	}
-	if key == "" {
-		// vegeta copies Target.Header into each request: sharing is safe.
-		t.Header = rq.header
-		t.URL = u + "#path=" + string(p)
-		return
-	}
-	h := make(http.Header, len(rq.header)+1)
-	for k, v := range rq.header {
-		h[k] = v
-	}
-	h[rq.keyHeader] = []string{rq.keyValue(key)}
+	x := wire.Build(rq.t, rq.op, wire.Request{Key: key, NoKey: key == "", Body: rq.body, Base: rq.bases[i]}).Request
 	if rq.mark != nil {
-		u, t.Body = rq.mark(key, u, h, rq.body)
+		x.URL, x.Body = rq.mark(key, x.URL, x.Header, x.Body)
 	}
-	t.Header = h
-	t.URL = u + "#path=" + string(p) + "&key=" + url.QueryEscape(key)
+	vegetaTarget(t, x, p, key)
+}
+
+// vegetaTarget is the built request x as vegeta's target. The path and
+// key ride in the URL fragment: net/http never sends a fragment, but
+// vegeta keeps the URL in every Result, so results files stay
+// classifiable after they are merged across machines.
+func vegetaTarget(t *vegeta.Target, x wire.ExchangeRequest, p Path, key string) {
+	t.Method, t.Header, t.Body = x.Method, x.Header, x.Body
+	t.URL = x.URL + "#path=" + string(p)
+	if key != "" {
+		t.URL += "&key=" + url.QueryEscape(key)
+	}
 }
 
 // Classify returns the path and key a result was sent with, from its URL
@@ -215,14 +197,15 @@ func (rq *request) targeter(m Mode, hitRatio float64, pool, hot []string, keys *
 		rq.target(t, Miss, k)
 		return nil
 	}
-	// Pool and contention keys are sent over and over: their targets are
-	// built once (header, URL per replica), as a bare vegeta loop's fixed
-	// targets are, so sending one allocates nothing.
+	// Pool and contention keys (and nokey's absent key) are sent over and
+	// over: their targets are built once (header, URL per replica), as a
+	// bare vegeta loop's fixed targets are, so sending one allocates
+	// nothing.
 	prepare := func(keys []string, p Path) [][]vegeta.Target {
 		out := make([][]vegeta.Target, len(keys))
 		for i, k := range keys {
-			out[i] = make([]vegeta.Target, len(rq.urls))
-			for j := range rq.urls {
+			out[i] = make([]vegeta.Target, len(rq.bases))
+			for j := range rq.bases {
 				rq.targetAt(&out[i][j], j, p, k)
 			}
 		}
@@ -247,7 +230,10 @@ func (rq *request) targeter(m Mode, hitRatio float64, pool, hot []string, keys *
 		ts := prepare(hot, Contention)
 		return func(t *vegeta.Target) error { fromPool(t, ts); return nil }
 	case ModeNoKey:
-		return func(t *vegeta.Target) error { rq.target(t, NoKey, ""); return nil }
+		// vegeta copies Target.Header into each request: one keyless
+		// target per replica serves every request.
+		ts := prepare([]string{""}, NoKey)[0]
+		return func(t *vegeta.Target) error { *t = ts[rq.replica()]; return nil }
 	case ModeMix:
 		var i atomic.Uint64
 		ts := prepare(pool, Hit)

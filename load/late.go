@@ -95,3 +95,85 @@ func (r *Report) DelayWarning() string {
 
 // Rate is the planned rate, unchanged.
 func (p *capPacer) Rate(elapsed time.Duration) float64 { return p.inner.Rate(elapsed) }
+
+// schedule is a paced phase's rate plan as send times: the offset from
+// the attack's start at which its n-th send was due. The pacer is asked
+// as paced.go asks it, as of the previous send's due time, so how late
+// vegeta's loop ran does not move the schedule. vegeta numbers its
+// results (Seq) in the order the sends left, so the n-th result to leave
+// is the n-th send due: retime adds how late it left to its latency, and
+// HTTP latencies are timed from the intended send as gRPC's are (the
+// paced client times from it itself).
+type schedule struct {
+	p       vegeta.Pacer
+	began   time.Time
+	at      time.Duration   // due offset of send n-1
+	n       uint64          // sends whose due offset is known
+	recent  []time.Duration // due offsets of the last scheduleRing sends (a ring once full)
+	stopped bool            // the pacer stopped the phase
+}
+
+// scheduleRing bounds the due offsets kept: results arrive at most about
+// the in-flight sends out of order; one further behind is recomputed.
+const scheduleRing = 1 << 16
+
+func newSchedule(p vegeta.Pacer, began time.Time) *schedule {
+	return &schedule{p: p, began: began}
+}
+
+// due is when send seq was due; ok is false past the pacer's end.
+func (s *schedule) due(seq uint64) (time.Duration, bool) {
+	for s.n <= seq && s.step() {
+	}
+	switch {
+	case seq >= s.n:
+		return 0, false
+	case s.n-seq <= uint64(len(s.recent)):
+		return s.recent[seq%scheduleRing], true
+	}
+	// Rare: a result more than scheduleRing sends behind the latest.
+	old := &schedule{p: s.p, recent: make([]time.Duration, 0, 1)}
+	for old.n <= seq && old.stepUnkept() {
+	}
+	return old.at, old.n > seq
+}
+
+// step works out the next send's due offset and keeps it; false once
+// the pacer stopped.
+func (s *schedule) step() bool {
+	if !s.stepUnkept() {
+		return false
+	}
+	if len(s.recent) < scheduleRing {
+		s.recent = append(s.recent, s.at)
+	} else {
+		s.recent[(s.n-1)%scheduleRing] = s.at
+	}
+	return true
+}
+
+// stepUnkept is step without keeping the offset.
+func (s *schedule) stepUnkept() bool {
+	if s.stopped {
+		return false
+	}
+	wait, stop := s.p.Pace(s.at, s.n)
+	if stop {
+		s.stopped = true
+		return false
+	}
+	s.at += wait
+	s.n++
+	return true
+}
+
+// retime adds to r's latency how long after its due time it left.
+func (s *schedule) retime(r *vegeta.Result) {
+	d, ok := s.due(r.Seq)
+	if !ok {
+		return
+	}
+	if late := r.Timestamp.Sub(s.began.Add(d)); late > 0 {
+		r.Latency += late
+	}
+}

@@ -75,8 +75,8 @@ func TestMixSlowMiss(t *testing.T) {
 	if miss.LatencyMs.Min < 49 || hit.LatencyMs.Min >= 49 {
 		t.Fatalf("hit min %.2fms, miss min %.2fms: want no miss below the 50ms sleep (49ms: the histogram's precision), some hit below", hit.LatencyMs.Min, miss.LatencyMs.Min)
 	}
-	if rep.Protocol != "HTTP/1.1" || rep.LatencyFrom != load.LatencyFromSend {
-		t.Errorf("protocol %q, latency from %q: want HTTP/1.1 timed from the send (vegeta)", rep.Protocol, rep.LatencyFrom)
+	if rep.Protocol != "HTTP/1.1" || rep.LatencyFrom != load.LatencyFromIntended {
+		t.Errorf("protocol %q, latency from %q: want HTTP/1.1 timed from the intended send, as over gRPC", rep.Protocol, rep.LatencyFrom)
 	}
 	t.Logf("hit.p50/miss.p50 = %.3f (%s)", rep.Ratios["hit.p50/miss.p50"], pathSummary(rep))
 	// The report says the 50 ms are the run's doing and who pays them.

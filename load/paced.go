@@ -25,12 +25,14 @@ type attacker interface {
 
 // How Report.LatencyFrom says latencies were timed.
 const (
-	// LatencyFromSend: from when a worker sent the request (vegeta); a
-	// send the worker cap held back omits its wait (Report.Delayed).
+	// LatencyFromSend: from when a worker sent the request, as reports
+	// of HTTP runs said before their latencies were retimed; a send the
+	// worker cap held back omits its wait (Report.Delayed).
 	LatencyFromSend = "send"
 	// LatencyFromIntended: from when the rate plan meant the request to
-	// leave (the paced client), so a send held back by busy workers
-	// counts its wait, as its user would have (no coordinated omission).
+	// leave (the paced client; vegeta's results retimed by runPhase's
+	// schedule), so a send held back by busy workers counts its wait, as
+	// its user would have (no coordinated omission). Every run now.
 	LatencyFromIntended = "intended"
 )
 

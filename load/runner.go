@@ -229,31 +229,7 @@ func buildRequest(t *apispec.Target, d *evidence.Downstream, c *config) (*reques
 		}
 	}
 	c.idPointer = op.IDPointer
-	keyHeader := t.KeyHeader
-	if keyHeader == "" {
-		keyHeader = "Idempotency-Key"
-	}
-	var urls []string
-	for _, b := range t.Bases() {
-		urls = append(urls, b+op.Path)
-	}
-	rq := &request{
-		method:    op.Method,
-		urls:      urls,
-		body:      body,
-		header:    t.Header(&op, 0, true),
-		keyHeader: http.CanonicalHeaderKey(keyHeader),
-		keyValue:  t.KeyValue,
-	}
-	if t.IsGRPC() {
-		// The key where run puts it (wire.Build): in its message field
-		// (AEP-155: {key, first_sent}, first_sent the key's first send)
-		// or its metadata entry; no key: neither.
-		rq.build = func(key string) (http.Header, []byte) {
-			x := wire.Build(t, &op, wire.Request{Key: key, NoKey: key == "", Body: body})
-			return x.Request.Header, x.Request.Body
-		}
-	}
+	rq := &request{t: t, op: &op, bases: t.Bases(), body: body}
 	if d != nil {
 		// The downstream double: each key's token in its requests, and
 		// the variant's behaviour for the key's calls.
@@ -272,6 +248,7 @@ func buildRequest(t *apispec.Target, d *evidence.Downstream, c *config) (*reques
 // paced.go), then asks the oracle. Cancelling ctx stops the running phase;
 // the partial report is still returned.
 func Run(ctx context.Context, t *apispec.Target, opts ...Option) (*Report, error) {
+	t = t.WithDefaults()
 	c, err := newConfig(t, opts)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
@@ -489,10 +466,8 @@ func runPlan(ctx context.Context, c *config, client *http.Client, tr vegeta.Targ
 func (c *config) report(t *apispec.Target, col *collector, s *sink, interrupted bool) *Report {
 	rep := col.report()
 	rep.Target, rep.Mode, rep.Plan, rep.KeySeed = t.Redact(t.BaseURL), c.mode, c.plan.String(), c.keySeed
-	rep.Protocol, rep.LatencyFrom = c.protocol, LatencyFromSend
-	if c.paced {
-		rep.LatencyFrom = LatencyFromIntended
-	}
+	// Over HTTP too: runPhase retimes vegeta's results (schedule).
+	rep.Protocol, rep.LatencyFrom = c.protocol, LatencyFromIntended
 	for _, r := range t.Replicas {
 		rep.Replicas = append(rep.Replicas, t.Redact(r))
 	}
@@ -647,6 +622,7 @@ func runPhase(ctx context.Context, c *config, client *http.Client, tr vegeta.Tar
 	// A max@ phase is closed-loop by design: nothing is due, nothing late.
 	// The paced client counts its delayed sends itself.
 	var cp *capPacer
+	var sched *schedule // vegeta's sends retimed from their due time
 	pacer := ph.Pacer
 	if p, ok := atk.(*pacedAttacker); ok {
 		defer func() { s.delayed += p.delayed.Load() }()
@@ -654,6 +630,9 @@ func runPhase(ctx context.Context, c *config, client *http.Client, tr vegeta.Tar
 		cp = &capPacer{inner: ph.Pacer, maxWork: c.maxWork}
 		pacer = cp
 		defer func() { s.delayed += cp.delayed.Load() }()
+		// Just before vegeta takes its start: every due time is at most
+		// the microseconds between the two early.
+		sched = newSchedule(ph.Pacer, time.Now())
 	}
 	results := atk.Attack(tr, pacer, ph.Duration, ph.Spec)
 	tick := time.NewTicker(time.Second)
@@ -678,6 +657,9 @@ func runPhase(ctx context.Context, c *config, client *http.Client, tr vegeta.Tar
 			}
 			if cp != nil {
 				cp.received.Add(1)
+			}
+			if sched != nil {
+				sched.retime(r)
 			}
 			s.add(r)
 			pr.Sent++

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // TestPoolTargets: hit, mix and contention send prepared targets: each
@@ -13,11 +15,10 @@ import (
 // keys cycle, and sending one allocates nothing (a bare vegeta loop's
 // fixed targets do not either).
 func TestPoolTargets(t *testing.T) {
-	rq := &request{
-		method: http.MethodPost, urls: []string{"http://127.0.0.1:1/v1/charges", "http://127.0.0.2:1/v1/charges"},
-		body: []byte(`{}`), header: http.Header{"Authorization": {"Bearer alice"}}, keyHeader: "Idempotency-Key",
-		keyValue: func(k string) string { return `"` + k + `"` },
-	}
+	tg0 := &apispec.Target{BaseURL: "http://127.0.0.1:1", Replicas: []string{"http://127.0.0.1:1", "http://127.0.0.2:1"},
+		KeyHeader: "Idempotency-Key", Principals: []apispec.Principal{{Name: "alice", Headers: map[string]string{"Authorization": "Bearer alice"}}}}
+	op := &apispec.Operation{Name: "charges", Method: http.MethodPost, Path: "/v1/charges", Body: []byte(`{}`)}
+	rq := &request{t: tg0, op: op, bases: tg0.Bases(), body: op.Body}
 	pool := []string{"a", "b", "c"}
 	tr := rq.targeter(ModeHit, 0, pool, nil, nil)
 	var tg vegeta.Target

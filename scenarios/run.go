@@ -74,6 +74,7 @@ func (o RunOptions) attempts() int {
 // instances that count effects inconclusive. A nil p is the default
 // profile (ietf).
 func Run(ctx context.Context, t *apispec.Target, p *apispec.Profile, o RunOptions) (*Report, error) {
+	t = t.WithDefaults()
 	if p == nil {
 		p, _ = apispec.ProfileByName(apispec.DefaultProfile) // a preset: never an error
 	}

@@ -5,6 +5,7 @@
 # side in one run. Toxiproxy is installed from the Go module proxy into a
 # temporary GOBIN for the measurement only. Usage: bench-chaos.sh [OUTDIR]
 # Env: CHAOS_BENCH_RATE (2000), CHAOS_BENCH_DURATION (5s), CHAOS_BENCH_ROUNDS (3),
+#      CHAOS_BENCH_MAX (3s: the saturation phase),
 #      TOXIPROXY_VERSION (v2.5.0; set to "none" to skip toxiproxy),
 #      CHAOS_BENCH_BASELINE (an older idemcheck binary: its proxy is measured
 #      too, as "baseline-proxy", for before/after ratios in one run).
@@ -15,6 +16,7 @@ mkdir -p "$out"
 rate=${CHAOS_BENCH_RATE:-2000}
 dur=${CHAOS_BENCH_DURATION:-5s}
 rounds=${CHAOS_BENCH_ROUNDS:-3}
+maxdur=${CHAOS_BENCH_MAX:-3s}
 toxi_version=${TOXIPROXY_VERSION:-v2.5.0}
 
 tmp=$(mktemp -d)
@@ -62,15 +64,15 @@ fi
 # throughput; CPU per request (us) of the path's own process in each.
 measure() { # name port pid round
   local j="$tmp/$1-$4.json" m="$tmp/$1-$4-max.json" c0 c1 c2
-  c0=$(cpu_ms $3)
+  c0=$(cpu_us $3)
   "$tmp/idemcheck" load --target "http://127.0.0.1:$2" --mode hit --rate "$rate" --duration "$dur" --json "$j" >/dev/null
-  c1=$(cpu_ms $3)
-  "$tmp/idemcheck" load --target "http://127.0.0.1:$2" --mode hit --plan "max@3s" --max-workers 64 --json "$m" >/dev/null
-  c2=$(cpu_ms $3)
+  c1=$(cpu_us $3)
+  "$tmp/idemcheck" load --target "http://127.0.0.1:$2" --mode hit --plan "max@$maxdur" --max-workers 64 --json "$m" >/dev/null
+  c2=$(cpu_us $3)
   python3 - "$j" "$m" "$((c1 - c0))" "$((c2 - c1))" <<'PY'
 import json, sys
 a = json.load(open(sys.argv[1]))["paths"]["hit"]; b = json.load(open(sys.argv[2]))["paths"]["hit"]
-cpu = lambda ms, n: ms * 1000.0 / n if n else float("nan")
+cpu = lambda us, n: us * 1.0 / n if n else float("nan")
 print(a["latency_ms"]["p50"], a["latency_ms"]["p99"], a["rate"], b["throughput"],
       cpu(int(sys.argv[3]), a["requests"]), cpu(int(sys.argv[4]), b["requests"]))
 PY
@@ -92,7 +94,7 @@ for r in $(seq "$rounds"); do
 done
 
 {
-  echo "chaos proxy overhead: hit-mode POSTs at ${rate}/s for ${dur}, ${rounds} alternating rounds (median), then max throughput (64 workers, 3s)"
+  echo "chaos proxy overhead: hit-mode POSTs at ${rate}/s for ${dur}, ${rounds} alternating rounds (median), then max throughput (64 workers, ${maxdur})"
   echo "cpu_us: CPU per request of the path's own process (at ${rate}/s; at saturation)"
   printf '%-16s %10s %10s %10s %12s %10s %10s %10s %10s %10s\n' path p50_ms p99_ms +p50_ms +p99_ms max_req_s tput_ratio p50_ratio cpu_us cpu_us_max
   d50=$(echo "${p50[direct]}" | median); d99=$(echo "${p99[direct]}" | median); dtp=$(echo "${tp[direct]}" | median)

@@ -7,7 +7,8 @@
 # a per-key HTTP oracle (its effects endpoint), the per-key double, and a
 # global HTTP counter (the same endpoint without ?key: a serial run).
 # The variants are the double's in all three, so only the evidence differs.
-# Env: DOUBLE_BENCHTIME (3s), DOUBLE_BENCH_ROUNDS (1).
+# Env: DOUBLE_BENCHTIME (3s), DOUBLE_BENCH_ROUNDS (1), DOUBLE_BENCH_RUN (a --run
+#      glob: only those cases; default the whole catalog).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-out/bench}
@@ -38,7 +39,7 @@ catalog() {
   waitport "$port"
   "$tmp/knobless" --addr "127.0.0.1:$port" --provider "http://127.0.0.1:$dport" --print-config "$oracle" >"$tmp/cfg.yaml"
   t0=$(date +%s.%N)
-  "$tmp/idemcheck" run --config "$tmp/cfg.yaml" >"$tmp/run.log" 2>&1 || code=$?
+  "$tmp/idemcheck" run --config "$tmp/cfg.yaml" ${DOUBLE_BENCH_RUN:+--run "$DOUBLE_BENCH_RUN"} >"$tmp/run.log" 2>&1 || code=$?
   t1=$(date +%s.%N)
   kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null || true; spid=
   if [ "$code" != 0 ]; then echo "catalog with oracle $oracle: exit $code" >&2; tail -5 "$tmp/run.log" >&2; fi

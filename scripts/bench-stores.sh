@@ -56,7 +56,7 @@ exec 9>"$tmp/pgin"
 for _ in $(seq 600); do [ -s "$tmp/pg.out" ] && break; sleep 0.1; done
 read -r dsn pgpid <"$tmp/pg.out" || { echo "bench-stores: no PostgreSQL: $(cat "$tmp/pg.err")"; exit 1; }
 configs=(memory postgres-fsync-off postgres-fsync-on)
-db_cpu_ms() { if [ "$1" = memory ] || [ "$pgpid" = 0 ]; then echo 0; else group_cpu_ms "$pgpid"; fi; }
+db_cpu_us() { if [ "$1" = memory ] || [ "$pgpid" = 0 ]; then echo 0; else group_cpu_us "$pgpid"; fi; }
 [ "$pgpid" = 0 ] && echo "bench-stores: the database runs elsewhere; its CPU is not counted"
 declare -A cpu p50 p99
 for r in $(seq "$rounds"); do
@@ -73,13 +73,13 @@ for r in $(seq "$rounds"); do
     # Not measured: the first second opens connections on every side.
     "$tmp/idemcheck" load --target "http://127.0.0.1:$port" --mode miss --rate "$rate" --duration 1s >/dev/null
     for mode in miss hit; do
-      c0=$(( $(cpu_ms "$spid") + $(db_cpu_ms "$cfg") ))
+      c0=$(( $(cpu_us "$spid") + $(db_cpu_us "$cfg") ))
       "$tmp/idemcheck" load --target "http://127.0.0.1:$port" --mode "$mode" --rate "$rate" --duration "$dur" --json "$tmp/$cfg-$mode-$r.json" >/dev/null
-      c1=$(( $(cpu_ms "$spid") + $(db_cpu_ms "$cfg") ))
+      c1=$(( $(cpu_us "$spid") + $(db_cpu_us "$cfg") ))
       read -r a b c < <(python3 - "$tmp/$cfg-$mode-$r.json" "$((c1 - c0))" "$mode" <<'PY'
 import json, sys
 p = json.load(open(sys.argv[1]))["paths"][sys.argv[3]]
-print(int(sys.argv[2]) * 1000.0 / p["requests"], p["latency_ms"]["p50"], p["latency_ms"]["p99"])
+print(int(sys.argv[2]) * 1.0 / p["requests"], p["latency_ms"]["p50"], p["latency_ms"]["p99"])
 PY
 )
       cpu[$cfg-$mode]="${cpu[$cfg-$mode]:-} $a"; p50[$cfg-$mode]="${p50[$cfg-$mode]:-} $b"; p99[$cfg-$mode]="${p99[$cfg-$mode]:-} $c"

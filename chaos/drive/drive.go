@@ -151,6 +151,7 @@ func (c *config) validate() error {
 // target does not answer, or a setup error (an option out of range
 // included); violations are in the Result.
 func Run(ctx context.Context, t *apispec.Target, opts ...Option) (*Result, error) {
+	t = t.WithDefaults()
 	cfg := config{target: t, ops: 1000, concurrency: 16}
 	for _, o := range opts {
 		o(&cfg)

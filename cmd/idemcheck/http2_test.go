@@ -99,7 +99,7 @@ func TestLoadHTTP2(t *testing.T) {
 		t.Errorf("the server saw %d HTTP/1.1 and %d HTTP/2 requests; want every one HTTP/2", h1.Load(), h2.Load())
 	}
 	// The report names the protocol it spoke.
-	if want := "protocol HTTP/2, latency timed from each request's send"; !strings.Contains(r.stdout, want) {
+	if want := "protocol HTTP/2, latency timed from each call's intended send time in the rate plan (open model)"; !strings.Contains(r.stdout, want) {
 		t.Errorf("load --http2's report lacks %q:\n%s", want, r.stdout)
 	}
 }
