@@ -119,6 +119,12 @@ var rules = []rule{
 		only: []string{"internal/..."},
 	},
 	{
+		says: "clientcheck, the client face's stand-in and catalog, imports only apispec, wire, scenarios (the verdict vocabulary), " +
+			"the reference middleware and its memory store (the stand-in honours keys with them), and internal/*",
+		of:   []string{"clientcheck"},
+		only: []string{"apispec", "wire", "scenarios", "reference", "reference/memstore", "internal/..."},
+	},
+	{
 		says:  "only the CLI imports initconfig",
 		of:    []string{"..."},
 		but:   []string{"cmd/...", "initconfig"},

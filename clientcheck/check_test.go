@@ -1,0 +1,99 @@
+package clientcheck_test
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/idemcheck/idemcheck/clientcheck"
+	"github.com/idemcheck/idemcheck/reference/client"
+	"github.com/idemcheck/idemcheck/scenarios"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// refDriver runs the reference client's Main in-process under the
+// driving contract.
+type refDriver struct{ defects []client.Defect }
+
+func (d refDriver) Drive(ctx context.Context, env clientcheck.Env) (clientcheck.Exit, error) {
+	vars := map[string]string{}
+	for _, kv := range env.Vars() {
+		k, v, _ := strings.Cut(kv, "=")
+		vars[k] = v
+	}
+	var out, errs bytes.Buffer
+	code := client.Main(ctx, func(k string) string { return vars[k] }, &out, &errs, client.Options{Defects: d.defects})
+	return clientcheck.Exit{IDs: strings.Fields(out.String()), Code: code, Stderr: errs.String(), Killed: ctx.Err() != nil}, nil
+}
+
+func check(t *testing.T, d clientcheck.Driver, run ...string) *scenarios.Report {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rep, err := clientcheck.Check(ctx, clientcheck.Options{Driver: d, Subject: "refclient", Run: run, Strict: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+// The reference client passes the whole catalog under --strict: no
+// fail, no warn, nothing without evidence.
+func TestReferenceClientPasses(t *testing.T) {
+	rep := check(t, refDriver{})
+	for _, r := range rep.Results {
+		t.Logf("%-24s %-12s %s%s", r.ID, r.Status, r.Observed, r.Reason)
+		if r.Status != scenarios.Pass {
+			t.Errorf("%s: %s: %s", r.ID, r.Status, r.Reason)
+		}
+	}
+	if j := rep.Judge(); j.Outcome != scenarios.OutcomePass {
+		t.Errorf("outcome %s: %v", j.Outcome, j.Problems)
+	}
+	t.Logf("catalog wall time for the reference client: %s", rep.Duration)
+}
+
+// Each classic defect fails the case that names it (under --strict, the
+// SHOULD ones too).
+func TestDefectsCaught(t *testing.T) {
+	for _, tc := range []struct {
+		defect client.Defect
+		run    string
+		fails  []string
+	}{
+		{client.FreshKeyPerRetry, "retry/lost-answer", []string{"retry/lost-answer"}},
+		{client.FreshKeyPerRetry, "{lost/one-execution,key/one-per-call}", []string{"lost/one-execution", "key/one-per-call"}},
+		{client.KeyInDefaultHeaders, "key/unique-*", []string{"key/unique-sequential", "key/unique-parallel"}},
+		{client.BodyRebuiltPerAttempt, "retry/after-500", []string{"retry/after-500"}},
+		{client.Retried422, "no-resend/*", []string{"no-resend/after-422"}},
+		{client.IgnoredRetryAfter, "retry-after/honoured", []string{"retry-after/honoured"}},
+		{client.NoKeyOnTimeoutRetry, "retry/timeout", []string{"retry/timeout", "key/present"}},
+	} {
+		t.Run(string(tc.defect)+"@"+tc.run, func(t *testing.T) {
+			rep := check(t, refDriver{defects: []client.Defect{tc.defect}}, append([]string{tc.run}, tc.fails...)...)
+			got := map[string]scenarios.Result{}
+			for _, r := range rep.Results {
+				got[r.ID] = r
+			}
+			for _, id := range tc.fails {
+				r, ok := got[id]
+				if !ok {
+					t.Fatalf("%s did not run", id)
+				}
+				if e := rep.Effective(r); e.Status != scenarios.Fail {
+					t.Errorf("%s: %s, want fail (%s)", id, r.Status, r.Reason)
+				} else {
+					t.Logf("%s: %s: %s", id, r.Status, r.Reason)
+				}
+			}
+			if j := rep.Judge(); j.Outcome != scenarios.OutcomeFail {
+				t.Errorf("outcome %s, want fail", j.Outcome)
+			}
+		})
+	}
+}
