@@ -178,4 +178,3 @@ func runClient(ctx context.Context, stdout, stderr io.Writer, f clientFlags, arg
 	}
 	return runExit(stderr, rep, runFlags{}, nil)
 }
-
