@@ -1,0 +1,68 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/idemcheck/idemcheck/internal/testenv"
+)
+
+// runBin runs the built CLI and returns its exit code, stdout and stderr.
+func runBin(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := exec.Command(testenv.BuildIdemcheck(t), args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatal(err)
+	}
+	return cmd.ProcessState.ExitCode(), out.String(), errb.String()
+}
+
+// The client face end to end: the reference client exits 0 under
+// --strict, its fresh-key-per-retry defect exits 1 naming the case, and a
+// command that cannot start or never calls gives exit 2 or 4 in one line.
+func TestClientFace(t *testing.T) {
+	bin := testenv.BuildIdemcheck(t)
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		says string
+	}{
+		{"correct", []string{"client", "--strict", "--", bin, "refclient"}, 0, ""},
+		{"fresh-key-per-retry", []string{"client", "--strict", "--run", "retry/lost-answer", "--", bin, "refclient", "--defect", "fresh-key-per-retry"}, 1, "retry/lost-answer: fail"},
+		{"no-such-command", []string{"client", "--", "/no/such/client"}, 2, "cannot start"},
+		{"never-calls", []string{"client", "--", "true"}, 4, "without calling the stand-in"},
+		{"wrong-path", []string{"client", "--", "sh", "-c", `curl -s -X POST "$IDEMCHECK_BASE_URL/v2/nothing"`}, 4, "no operation of the stand-in's config"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, stderr := runBin(t, tc.args...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, out, stderr)
+			}
+			if tc.says != "" && !strings.Contains(stderr, tc.says) {
+				t.Errorf("stderr %q does not say %q", stderr, tc.says)
+			}
+			if tc.code >= 2 && strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+				t.Errorf("a setup error is one line; stderr:\n%s", stderr)
+			}
+		})
+	}
+}
+
+// The shell + curl harness of docs/clients.md passes the whole catalog.
+func TestClientCurlHarness(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("no curl")
+	}
+	code, out, stderr := runBin(t, "client", "--strict", "--", "sh", "../../examples/clients/curl.sh")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+	}
+}
