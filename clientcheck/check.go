@@ -81,7 +81,7 @@ func Check(ctx context.Context, o Options) (*scenarios.Report, error) {
 	defer srv.Close()
 
 	rep := &scenarios.Report{Target: "client: " + o.Subject, Profile: o.Profile.Name, Protocol: "HTTP/1.1",
-		Strict: o.Strict, AllowIncomplete: o.AllowIncomplete, Started: time.Now().UTC(), LeftOut: leftOut}
+		Strict: o.Strict, AllowIncomplete: o.AllowIncomplete, Started: time.Now().UTC(), LeftOut: leftOut, Client: true}
 	in := input{runs: map[string]*outcome{}, profile: o.Profile}
 	token := "tok_" + randomHex(8)
 	for _, rp := range runPlans {

@@ -55,7 +55,25 @@ func TestReferenceClientPasses(t *testing.T) {
 	if j := rep.Judge(); j.Outcome != scenarios.OutcomePass {
 		t.Errorf("outcome %s: %v", j.Outcome, j.Problems)
 	}
+	if c := rep.Conformance(); c.Level != scenarios.LevelClient {
+		t.Errorf("level %q (%s), want %q", c.Level, c.Why, scenarios.LevelClient)
+	}
 	t.Logf("catalog wall time for the reference client: %s", rep.Duration)
+}
+
+// BenchmarkCatalog reports the client catalog's wall time for the
+// reference client (in-process), dominated by the cases' back-off waits:
+// go test -run '^$' -bench Catalog -benchtime 1x ./clientcheck/
+func BenchmarkCatalog(b *testing.B) {
+	for b.Loop() {
+		rep, err := clientcheck.Check(b.Context(), clientcheck.Options{Driver: refDriver{}, Subject: "refclient", Strict: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if j := rep.Judge(); j.Outcome != scenarios.OutcomePass {
+			b.Fatalf("outcome %s: %v", j.Outcome, j.Problems)
+		}
+	}
 }
 
 // Each classic defect fails the case that names it (under --strict, the
@@ -93,6 +111,9 @@ func TestDefectsCaught(t *testing.T) {
 			}
 			if j := rep.Judge(); j.Outcome != scenarios.OutcomeFail {
 				t.Errorf("outcome %s, want fail", j.Outcome)
+			}
+			if c := rep.Conformance(); tc.defect != client.IgnoredRetryAfter && c.Level != scenarios.LevelNotConformant {
+				t.Errorf("level %q, want %q", c.Level, scenarios.LevelNotConformant)
 			}
 		})
 	}

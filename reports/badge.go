@@ -24,6 +24,7 @@ type Badge struct {
 var badgeColours = map[string]string{
 	scenarios.LevelFull:          "brightgreen",
 	scenarios.LevelCore:          "green",
+	scenarios.LevelClient:        "brightgreen",
 	scenarios.LevelNone:          "lightgrey",
 	scenarios.LevelNotConformant: "red",
 }
@@ -40,7 +41,11 @@ func BadgeOf(rep *scenarios.Report) Badge {
 		parts = append(parts, strings.Fields(c.Blocker)[0]) // the requirement ID
 	}
 	parts = append(parts, fmt.Sprintf("%d/%d MUST", c.Must.Verified, c.Must.Total), fmt.Sprintf("%d/%d SHOULD", c.Should.Verified, c.Should.Total))
-	return Badge{SchemaVersion: 1, Label: "Idempotency-Key", Message: strings.Join(parts, " · "), Color: colour}
+	label := "Idempotency-Key"
+	if rep.Client {
+		label = "Idempotency-Key client"
+	}
+	return Badge{SchemaVersion: 1, Label: label, Message: strings.Join(parts, " · "), Color: colour}
 }
 
 // WriteBadge writes the run's shields.io endpoint JSON.

@@ -47,8 +47,10 @@ type jsonReport struct {
 	// config file it read, with the SHA-256 of its redacted content.
 	Command string              `json:"command,omitempty"`
 	Config  *scenarios.Resource `json:"config,omitempty"`
-	Notes   []string            `json:"notes,omitempty"` // e.g. the oracle check's finding
-	Results []jsonResult        `json:"results"`
+	// Client: a client run (idemcheck client), judged by the client catalog.
+	Client  bool         `json:"client,omitempty"`
+	Notes   []string     `json:"notes,omitempty"` // e.g. the oracle check's finding
+	Results []jsonResult `json:"results"`
 }
 
 type jsonResult struct {
@@ -122,6 +124,7 @@ func JSON(w io.Writer, rep *scenarios.Report) error {
 		LeftOut:         rep.LeftOut,
 		Command:         rep.Command,
 		Config:          rep.Config,
+		Client:          rep.Client,
 		Notes:           rep.Notes,
 		Results:         []jsonResult{},
 	}
@@ -179,7 +182,7 @@ func ReadJSON(r io.Reader) (*scenarios.Report, error) {
 	rep := &scenarios.Report{
 		Target: in.Target, Profile: in.Profile, Protocol: in.Protocol, Strict: in.Strict, AllowIncomplete: in.AllowIncomplete, RequireMust: in.RequireMust,
 		Interrupted: in.Interrupted, Seed: in.Seed, Started: in.Started, Duration: time.Duration(in.DurationMS * float64(time.Millisecond)),
-		Notes: in.Notes, LeftOut: in.LeftOut, Command: in.Command, Config: in.Config,
+		Notes: in.Notes, LeftOut: in.LeftOut, Command: in.Command, Config: in.Config, Client: in.Client,
 	}
 	for _, jr := range in.Results {
 		rep.Results = append(rep.Results, scenarios.Result{

@@ -17,6 +17,9 @@ const (
 	// LevelCore: every MUST requirement verified (none violated, none
 	// without evidence, none untested) under the ietf profile.
 	LevelCore = "draft-07 core"
+	// LevelClient: a client run (Report.Client) with every MUST of the
+	// client catalog verified under the ietf profile.
+	LevelClient = "draft-07 client"
 	// LevelNotConformant: a MUST requirement is violated.
 	LevelNotConformant = "not conformant"
 	// LevelNone: nothing violated, but the run cannot support a claim
@@ -117,6 +120,17 @@ func (r *Report) Conformance() Conformance {
 		return none("", "the report names no profile")
 	case r.Profile != apispec.DefaultProfile:
 		c.Level = ProfileLevel(r.Profile)
+		if r.Client {
+			c.Level += " client"
+		}
+		return c
+	case r.Client:
+		// The client catalog's SHOULDs do not make a second level: a
+		// client is conformant or not.
+		c.Level = LevelClient
+		if st := first(Should, reqViolated); st != nil {
+			c.Blocker = st.describe()
+		}
 		return c
 	}
 	c.Level = LevelCore

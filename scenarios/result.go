@@ -148,6 +148,9 @@ type Report struct {
 	// attestation cites. Set by the front end.
 	Command string    `json:"command,omitempty"`
 	Config  *Resource `json:"config,omitempty"`
+	// Client: the run certified an API client (idemcheck client, the
+	// client catalog), not a server; its level is LevelClient.
+	Client bool `json:"client,omitempty"`
 }
 
 // Resource names a file a run read, by path and SHA-256 digest.
