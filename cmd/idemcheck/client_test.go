@@ -56,13 +56,34 @@ func TestClientFace(t *testing.T) {
 	}
 }
 
-// The shell + curl harness of docs/clients.md passes the whole catalog.
-func TestClientCurlHarness(t *testing.T) {
-	if _, err := exec.LookPath("curl"); err != nil {
-		t.Skip("no curl")
-	}
-	code, out, stderr := runBin(t, "client", "--strict", "--", "sh", "../../examples/clients/curl.sh")
-	if code != 0 {
-		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+// The harnesses of docs/clients.md (shell + curl, Python, Node, Java)
+// each pass the whole catalog under --strict; one whose interpreter is
+// missing skips.
+func TestClientHarnesses(t *testing.T) {
+	for _, tc := range []struct {
+		name, tool string
+		args       func(t *testing.T) []string
+	}{
+		{"curl", "curl", func(*testing.T) []string { return []string{"sh", "../../examples/clients/curl.sh"} }},
+		{"python", "python3", func(*testing.T) []string { return []string{"python3", "../../examples/clients/harness.py"} }},
+		{"node", "node", func(*testing.T) []string { return []string{"node", "../../examples/clients/harness.mjs"} }},
+		{"java", "javac", func(t *testing.T) []string {
+			dir := t.TempDir()
+			if out, err := exec.Command("javac", "-d", dir, "../../examples/clients/Harness.java").CombinedOutput(); err != nil {
+				t.Fatalf("javac: %v\n%s", err, out)
+			}
+			return []string{"java", "-cp", dir, "Harness"}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := exec.LookPath(tc.tool); err != nil {
+				t.Skipf("no %s", tc.tool)
+			}
+			t.Parallel()
+			code, out, stderr := runBin(t, append([]string{"client", "--strict", "--"}, tc.args(t)...)...)
+			if code != 0 {
+				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+			}
+		})
 	}
 }
