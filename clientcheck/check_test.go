@@ -3,6 +3,8 @@ package clientcheck_test
 import (
 	"bytes"
 	"context"
+	"errors"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +20,10 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // refDriver runs the reference client's Main in-process under the
 // driving contract.
-type refDriver struct{ defects []client.Defect }
+type refDriver struct {
+	defects []client.Defect
+	timeout time.Duration
+}
 
 func (d refDriver) Drive(ctx context.Context, env clientcheck.Env) (clientcheck.Exit, error) {
 	vars := map[string]string{}
@@ -27,7 +32,7 @@ func (d refDriver) Drive(ctx context.Context, env clientcheck.Env) (clientcheck.
 		vars[k] = v
 	}
 	var out, errs bytes.Buffer
-	code := client.Main(ctx, func(k string) string { return vars[k] }, &out, &errs, client.Options{Defects: d.defects})
+	code := client.Main(ctx, func(k string) string { return vars[k] }, &out, &errs, client.Options{Defects: d.defects, Timeout: d.timeout})
 	return clientcheck.Exit{IDs: strings.Fields(out.String()), Code: code, Stderr: errs.String(), Killed: ctx.Err() != nil}, nil
 }
 
@@ -114,6 +119,55 @@ func TestDefectsCaught(t *testing.T) {
 			}
 			if c := rep.Conformance(); tc.defect != client.IgnoredRetryAfter && c.Level != scenarios.LevelNotConformant {
 				t.Errorf("level %q, want %q", c.Level, scenarios.LevelNotConformant)
+			}
+		})
+	}
+}
+
+// A client whose timeout is longer than the hold never times out: the
+// timeout case says inconclusive, never pass, and lost/one-execution
+// judges the lost answer alone.
+func TestLongTimeoutInconclusive(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rep, err := clientcheck.Check(ctx, clientcheck.Options{Driver: refDriver{timeout: 3 * time.Second}, Subject: "refclient",
+		Run: []string{"retry/timeout", "lost/one-execution"}, Hold: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]scenarios.Status{"retry/timeout": scenarios.Inconclusive, "lost/one-execution": scenarios.Pass}
+	for _, r := range rep.Results {
+		if r.Status != want[r.ID] {
+			t.Errorf("%s: %s (%s), want %s", r.ID, r.Status, r.Reason, want[r.ID])
+		}
+	}
+	if j := rep.Judge(); j.Outcome != scenarios.OutcomeIncomplete {
+		t.Errorf("outcome %s, want incomplete (exit 5)", j.Outcome)
+	}
+}
+
+// A command that never calls, or calls only paths the config does not
+// serve, is a setup error (exit 4), never a verdict.
+func TestSetupErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		d    clientcheck.Driver
+		says string
+	}{
+		{"never-calls", clientcheck.Func(func(context.Context, string) (string, error) { return "", errors.New("offline") }), "without calling the stand-in"},
+		{"wrong-path", clientcheck.Func(func(ctx context.Context, base string) (string, error) {
+			resp, err := http.Post(base+"/v9/nothing", "application/json", strings.NewReader("{}"))
+			if err == nil {
+				resp.Body.Close()
+			}
+			return "", errors.New("404")
+		}), "no operation of the stand-in's config"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := clientcheck.Check(t.Context(), clientcheck.Options{Driver: tc.d, Run: []string{"key/present"}})
+			var se *clientcheck.SetupError
+			if !errors.As(err, &se) || se.Code != 4 || !strings.Contains(err.Error(), tc.says) {
+				t.Fatalf("err %v, want a setup error (4) saying %q", err, tc.says)
 			}
 		})
 	}
