@@ -66,6 +66,10 @@ type AttestOptions struct {
 	Report *scenarios.Resource
 	// URL links the CI run (the predicate's url), if any.
 	URL string
+	// ClientCatalog is the client catalog's metadata, for a client run
+	// (Report.Client): the catalog the attestation cites instead of the
+	// server catalog. The CLI passes clientcheck's.
+	ClientCatalog []scenarios.Meta
 }
 
 // Attest writes an in-toto Statement v1 whose predicate is a test result:
@@ -111,6 +115,13 @@ func Statement(rep *scenarios.Report, o AttestOptions) (*ita1.Statement, error) 
 		{&ita1.ResourceDescriptor{Name: "idemcheck catalog", Digest: sha(CatalogDigest())}, RoleCatalog,
 			map[string]any{"cases": float64(len(scenarios.Catalog())), "spec": "draft-ietf-httpapi-idempotency-key-header-07"}},
 	}
+	if rep.Client {
+		if len(o.ClientCatalog) == 0 {
+			return nil, fmt.Errorf("attestation: a client run needs the client catalog (AttestOptions.ClientCatalog)")
+		}
+		descs[1] = descriptor{&ita1.ResourceDescriptor{Name: "idemcheck client catalog", Digest: sha(CatalogDigestOf(o.ClientCatalog))}, RoleCatalog,
+			map[string]any{"cases": float64(len(o.ClientCatalog)), "spec": "draft-ietf-httpapi-idempotency-key-header-07", "client": true}}
+	}
 	if rep.Config != nil {
 		descs = append(descs, descriptor{&ita1.ResourceDescriptor{Name: rep.Config.Path, Digest: sha(rep.Config.SHA256), MediaType: "application/yaml"}, RoleConfig,
 			map[string]any{"redacted": "literal values of secret_headers replaced by <redacted>; ${NAME} kept"}})
@@ -139,7 +150,7 @@ func Statement(rep *scenarios.Report, o AttestOptions) (*ita1.Statement, error) 
 		"must": fmt.Sprintf("%d/%d", c.Must.Verified, c.Must.Total), "should": fmt.Sprintf("%d/%d", c.Should.Verified, c.Should.Total),
 		"outcome": string(j.Outcome), "exitCode": float64(j.Outcome.ExitCode()),
 		"seed": fmt.Sprint(rep.Seed), "command": rep.Command, "profile": rep.Profile, "protocol": rep.Protocol,
-		"strict": rep.Strict, "allowIncomplete": rep.AllowIncomplete, "interrupted": rep.Interrupted,
+		"strict": rep.Strict, "allowIncomplete": rep.AllowIncomplete, "interrupted": rep.Interrupted, "client": rep.Client,
 		"started":  rep.Started.UTC().Format(time.RFC3339Nano),
 		"finished": rep.Started.Add(rep.Duration).UTC().Format(time.RFC3339Nano),
 	}})
@@ -219,6 +230,12 @@ func CatalogDigest() string {
 	for _, c := range scenarios.Catalog() {
 		metas = append(metas, c.Meta)
 	}
+	return CatalogDigestOf(metas)
+}
+
+// CatalogDigestOf is the SHA-256 of a catalog's metadata (the client
+// catalog's for a client run).
+func CatalogDigestOf(metas []scenarios.Meta) string {
 	raw, _ := json.Marshal(metas) // plain structs: never an error
 	sum := sha256.Sum256(raw)
 	return hex.EncodeToString(sum[:])

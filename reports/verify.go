@@ -27,6 +27,10 @@ type VerifyInput struct {
 	// Tool is the verifying build: an attestation made by the same build
 	// must cite the same catalog.
 	Tool Tool
+	// ClientCatalog is this build's client catalog metadata: a client
+	// run's attestation is checked against it (nil: client attestations
+	// cannot be checked against a catalog).
+	ClientCatalog []scenarios.Meta
 }
 
 // Attested is an attestation read back: the statement, its predicate and
@@ -139,12 +143,22 @@ func Verify(in VerifyInput) ([]string, error) {
 	if a.Result.GetResult() == ResultPassed && len(a.Result.GetWarnedTests())+len(a.Result.GetFailedTests()) > 0 {
 		mismatch("result PASSED, but instances are listed as warned or failed")
 	}
+	var metas []scenarios.Meta
+	for _, c := range scenarios.Catalog() {
+		metas = append(metas, c.Meta)
+	}
+	if a.annotation(RoleRun, "client") == "true" {
+		metas = in.ClientCatalog
+		if len(metas) == 0 {
+			mismatch("a client run's attestation, but this build was given no client catalog to check it by")
+		}
+	}
 	catalog := a.ByRole[RoleCatalog].GetDigest()["sha256"]
-	if version == in.Tool.Version && revision != "" && revision == in.Tool.Revision && catalog != CatalogDigest() {
-		mismatch("catalog digest %s differs from this build's %s although the tool version and revision are the same", catalog, CatalogDigest())
+	if own := CatalogDigestOf(metas); version == in.Tool.Version && revision != "" && revision == in.Tool.Revision && catalog != own {
+		mismatch("catalog digest %s differs from this build's %s although the tool version and revision are the same", catalog, own)
 	}
 	level := a.annotation(RoleRun, "level")
-	bad = append(bad, levelAgainstLists(a, level)...)
+	bad = append(bad, levelAgainstLists(a, level, metas)...)
 
 	if in.Config != nil {
 		d := a.ByRole[RoleConfig]
@@ -165,11 +179,12 @@ func Verify(in VerifyInput) ([]string, error) {
 }
 
 // levelAgainstLists checks the claimed level against the attestation's
-// own lists, by this build's catalog: a claimed level has no MUST among
+// own lists, by this build's catalog (the client catalog for a client
+// run): a claimed level has no MUST among
 // the failed or warned instances; "not conformant" has one.
-func levelAgainstLists(a *Attested, level string) []string {
+func levelAgainstLists(a *Attested, level string, catalog []scenarios.Meta) []string {
 	levels := map[string]scenarios.Level{}
-	for _, c := range scenarios.Catalog() {
+	for _, c := range catalog {
 		levels[c.ID] = c.Level
 	}
 	var mustBad []string

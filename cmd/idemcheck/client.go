@@ -30,6 +30,8 @@ type clientFlags struct {
 	json, junit     string
 	markdown, html  string
 	badge           string
+	attest          string
+	subjects        []string
 }
 
 func init() {
@@ -73,6 +75,8 @@ func init() {
 	fl.StringVar(&f.markdown, "markdown", "", "write a Markdown summary to `FILE`")
 	addHTMLFlag(fl, &f.html, "every case with its attempts")
 	fl.StringVar(&f.badge, "badge", "", "write a shields.io endpoint badge (JSON) of the client's conformance level to `FILE`")
+	fl.StringVar(&f.attest, "attest", "", "write an in-toto test-result attestation of the client's run to `FILE` (docs/certify.md; needs --subject)")
+	fl.StringArrayVar(&f.subjects, "subject", nil, "what the attestation certifies, `NAME=sha256:HEX` (the client or SDK build); repeatable")
 	rootCmd.AddCommand(cmd)
 
 	var rf struct {
@@ -134,6 +138,13 @@ func runClient(ctx context.Context, stdout, stderr io.Writer, f clientFlags, arg
 	if err != nil {
 		return withCode(exitUsage, err)
 	}
+	subjects, err := parseSubjects(f.subjects)
+	if err != nil {
+		return withCode(exitUsage, err)
+	}
+	if f.attest != "" && len(subjects) == 0 {
+		return usageErrorf("--attest: give --subject NAME=sha256:HEX (the client build the attestation certifies)")
+	}
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -173,8 +184,31 @@ func runClient(ctx context.Context, stdout, stderr io.Writer, f clientFlags, arg
 			return withCode(exitUsage, err)
 		}
 	}
+	if f.attest != "" {
+		o := reports.AttestOptions{Tool: toolInfo(), Subjects: subjects, Profile: profile, ClientCatalog: clientCatalog()}
+		if f.json != "" {
+			raw, err := os.ReadFile(f.json)
+			if err != nil {
+				return withCode(exitUsage, fmt.Errorf("--attest: %v", err))
+			}
+			o.Report = &scenarios.Resource{Path: f.json, SHA256: reports.SHA256(raw)}
+		}
+		if err := writeReport(f.attest, rep, func(w io.Writer, rep *scenarios.Report) error { return reports.Attest(w, rep, o) }); err != nil {
+			return withCode(exitUsage, err)
+		}
+	}
 	if err := reports.Console(stdout, rep, reports.ConsoleOptions{Color: colorOK(stdout), Verbose: f.verbose}); err != nil {
 		return err
 	}
 	return runExit(stderr, rep, runFlags{}, nil)
+}
+
+// clientCatalog is the client catalog's metadata, what attestations of
+// client runs cite and verify checks them by.
+func clientCatalog() []scenarios.Meta {
+	var metas []scenarios.Meta
+	for _, c := range clientcheck.Catalog() {
+		metas = append(metas, c.Meta)
+	}
+	return metas
 }

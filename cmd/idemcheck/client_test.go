@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -85,5 +87,34 @@ func TestClientHarnesses(t *testing.T) {
 				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
 			}
 		})
+	}
+}
+
+// A client run's attestation verifies against its report, and a level
+// edited into it is caught.
+func TestClientAttestVerify(t *testing.T) {
+	bin, dir := testenv.BuildIdemcheck(t), t.TempDir()
+	att, rep := filepath.Join(dir, "att.json"), filepath.Join(dir, "report.json")
+	code, out, stderr := runBin(t, "client", "--json", rep, "--attest", att, "--subject", "sdk=sha256:"+strings.Repeat("ab", 32),
+		"--run", "retry/lost-answer", "--", bin, "refclient", "--defect", "fresh-key-per-retry")
+	if code != 1 {
+		t.Fatalf("client: exit %d, want 1\n%s\n%s", code, out, stderr)
+	}
+	if code, out, stderr := runBin(t, "verify", att, "--report", rep); code != 0 {
+		t.Fatalf("verify: exit %d\n%s\n%s", code, out, stderr)
+	}
+	raw, err := os.ReadFile(att)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := strings.Replace(string(raw), `"level": "not conformant"`, `"level": "draft-07 client"`, 1)
+	if forged == string(raw) {
+		t.Fatalf("no level not conformant in the attestation:\n%s", raw)
+	}
+	if err := os.WriteFile(att, []byte(forged), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, stderr := runBin(t, "verify", att); code != 1 || !strings.Contains(out+stderr, "retry/lost-answer") {
+		t.Fatalf("verify of a forged level: exit %d\n%s\n%s", code, out, stderr)
 	}
 }

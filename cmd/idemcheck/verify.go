@@ -26,7 +26,7 @@ func init() {
 		Example: `  idemcheck verify idemcheck.intoto.json --report report.json --config idemcheck.yaml`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			in := reports.VerifyInput{Tool: toolInfo()}
+			in := reports.VerifyInput{Tool: toolInfo(), ClientCatalog: clientCatalog()}
 			var err error
 			if in.Attestation, err = os.ReadFile(args[0]); err != nil {
 				return withCode(exitUsage, fmt.Errorf("attestation: %v", err))
