@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math/rand/v2"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -168,6 +170,60 @@ func TestSetupErrors(t *testing.T) {
 			var se *clientcheck.SetupError
 			if !errors.As(err, &se) || se.Code != 4 || !strings.Contains(err.Error(), tc.says) {
 				t.Fatalf("err %v, want a setup error (4) saying %q", err, tc.says)
+			}
+		})
+	}
+}
+
+// postCharge is a bare client attempt: one POST under key, nil error for
+// any answer.
+func postCharge(ctx context.Context, base, key string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/charges", strings.NewReader(`{"amount":1000,"currency":"usd"}`))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Idempotency-Key", `"`+key+`"`)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// retry/bounded flags no back-off and a constant one, and passes a
+// jittered exponential one.
+func TestBoundedBackoff(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		wait func(attempt int) time.Duration
+		want scenarios.Status
+	}{
+		{"none", func(int) time.Duration { return 0 }, scenarios.Warn},
+		{"constant", func(int) time.Duration { return 50 * time.Millisecond }, scenarios.Warn},
+		// equal jitter: half the doubling wait fixed, half random
+		{"jittered", func(i int) time.Duration {
+			half := 10 * time.Millisecond << i
+			return half + time.Duration(rand.Int64N(int64(half)))
+		}, scenarios.Pass},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			call := func(ctx context.Context, base string) (string, error) {
+				key := "bounded-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-random-part"
+				for i := range 4 {
+					if _, err := postCharge(ctx, base, key); err != nil {
+						return "", err
+					}
+					time.Sleep(tc.wait(i))
+				}
+				return "", errors.New("gave up")
+			}
+			rep, err := clientcheck.Check(t.Context(), clientcheck.Options{Driver: clientcheck.Func(call), Run: []string{"retry/bounded"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := rep.Results[0]; r.Status != tc.want {
+				t.Errorf("%s: %s (%s), want %s", r.ID, r.Status, r.Observed, tc.want)
 			}
 		})
 	}

@@ -94,7 +94,7 @@ func (s *Server) NewRun(caseID string, plan Plan) *Run {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Run{
 		Case: caseID, Plan: plan, server: s, prefix: "/run/" + name,
-		store: memstore.New(), created: map[string]string{},
+		store: memstore.New(), created: map[string]string{}, held: make(chan struct{}),
 		ctx: ctx, cancel: cancel, overflow: make(chan struct{}),
 	}
 	opts := []reference.Option{reference.WithMaxBody(maxRequestBody)}
@@ -196,8 +196,12 @@ type Run struct {
 	created    map[string]string
 	executions []Execution
 	gaveUp     bool
-	waiting    int
-	release    chan struct{}
+	// held closes when an attempt arrives while the Hold fault holds an
+	// answer: the client stopped waiting for it.
+	held     chan struct{}
+	heldOnce sync.Once
+	waiting  int
+	release  chan struct{}
 }
 
 // Execution is one run of the operation behind the key check.
@@ -297,6 +301,9 @@ func (r *Run) serve(w http.ResponseWriter, req *http.Request) {
 		a.N = len(r.attempts)
 	}
 	r.mu.Unlock()
+	if op != nil && a.N > 1 && r.Plan.Fault.Kind == Hold {
+		r.heldOnce.Do(func() { close(r.held) })
+	}
 	finish := func(rec *recorder) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
@@ -365,6 +372,15 @@ func (r *Run) serve(w http.ResponseWriter, req *http.Request) {
 			r.mu.Unlock()
 			a.Fault = fmt.Sprintf("executed (answer %d), held the answer: the client gave up after %s", rec.status, roundMS(time.Since(held)))
 			finish(nil)
+		case <-r.held:
+			// A client may time out without closing its connection; its
+			// next attempt shows it stopped waiting.
+			r.mu.Lock()
+			r.gaveUp = true
+			r.mu.Unlock()
+			a.Fault = fmt.Sprintf("executed (answer %d), held the answer: the client sent its next attempt after %s", rec.status, roundMS(time.Since(held)))
+			finish(nil)
+			abort(w, "fin")
 		case <-r.ctx.Done():
 			a.Fault = "executed, held the answer until the run ended"
 			finish(nil)
