@@ -86,6 +86,7 @@ type htmlResult struct {
 	Duration                     string
 	Exchanges                    []htmlExchange
 	MoreExchanges                int
+	Timeline                     []htmlTimeline // a client run's attempts per case run
 	HasVerdictText, StatusDiffer bool
 }
 
@@ -187,6 +188,9 @@ func htmlResultOf(rep *scenarios.Report, r scenarios.Result) htmlResult {
 		}
 	}
 	hr.StatusDiffer = string(v.Status) != string(r.Status)
+	if rep.Client {
+		hr.Timeline = timelines(r)
+	}
 	hr.HasVerdictText = hr.Expected != "" || hr.Observed != "" || hr.Reason != "" || hr.Note != "" || len(hr.Downstream) > 0 || len(hr.Events) > 0
 	for i, ex := range r.Exchanges {
 		if i == maxHTMLExchanges {
