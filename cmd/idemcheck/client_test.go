@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,20 +9,6 @@ import (
 
 	"github.com/idemcheck/idemcheck/internal/testenv"
 )
-
-// runBin runs the built CLI and returns its exit code, stdout and stderr.
-func runBin(t *testing.T, args ...string) (int, string, string) {
-	t.Helper()
-	cmd := exec.Command(testenv.BuildIdemcheck(t), args...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	var ee *exec.ExitError
-	if err != nil && !errors.As(err, &ee) {
-		t.Fatal(err)
-	}
-	return cmd.ProcessState.ExitCode(), out.String(), errb.String()
-}
 
 // The client face end to end: the reference client exits 0 under
 // --strict, its fresh-key-per-retry defect exits 1 naming the case, and a
@@ -44,7 +28,8 @@ func TestClientFace(t *testing.T) {
 		{"wrong-path", []string{"client", "--", "sh", "-c", `curl -s -X POST "$IDEMCHECK_BASE_URL/v2/nothing"`}, 4, "no operation of the stand-in's config"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, out, stderr := runBin(t, tc.args...)
+			r := runCLI(t, tc.args...)
+			code, out, stderr := r.code, r.stdout, r.stderr
 			if code != tc.code {
 				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, out, stderr)
 			}
@@ -82,7 +67,8 @@ func TestClientHarnesses(t *testing.T) {
 				t.Skipf("no %s", tc.tool)
 			}
 			t.Parallel()
-			code, out, stderr := runBin(t, append([]string{"client", "--strict", "--"}, tc.args(t)...)...)
+			r := runCLI(t, append([]string{"client", "--strict", "--"}, tc.args(t)...)...)
+			code, out, stderr := r.code, r.stdout, r.stderr
 			if code != 0 {
 				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
 			}
@@ -95,13 +81,12 @@ func TestClientHarnesses(t *testing.T) {
 func TestClientAttestVerify(t *testing.T) {
 	bin, dir := testenv.BuildIdemcheck(t), t.TempDir()
 	att, rep := filepath.Join(dir, "att.json"), filepath.Join(dir, "report.json")
-	code, out, stderr := runBin(t, "client", "--json", rep, "--attest", att, "--subject", "sdk=sha256:"+strings.Repeat("ab", 32),
-		"--run", "retry/lost-answer", "--", bin, "refclient", "--defect", "fresh-key-per-retry")
-	if code != 1 {
-		t.Fatalf("client: exit %d, want 1\n%s\n%s", code, out, stderr)
+	if r := runCLI(t, "client", "--json", rep, "--attest", att, "--subject", "sdk=sha256:"+strings.Repeat("ab", 32),
+		"--run", "retry/lost-answer", "--", bin, "refclient", "--defect", "fresh-key-per-retry"); r.code != 1 {
+		t.Fatalf("client: exit %d, want 1\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
-	if code, out, stderr := runBin(t, "verify", att, "--report", rep); code != 0 {
-		t.Fatalf("verify: exit %d\n%s\n%s", code, out, stderr)
+	if r := runCLI(t, "verify", att, "--report", rep); r.code != 0 {
+		t.Fatalf("verify: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	raw, err := os.ReadFile(att)
 	if err != nil {
@@ -114,7 +99,7 @@ func TestClientAttestVerify(t *testing.T) {
 	if err := os.WriteFile(att, []byte(forged), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if code, out, stderr := runBin(t, "verify", att); code != 1 || !strings.Contains(out+stderr, "retry/lost-answer") {
-		t.Fatalf("verify of a forged level: exit %d\n%s\n%s", code, out, stderr)
+	if r := runCLI(t, "verify", att); r.code != 1 || !strings.Contains(r.stdout+r.stderr, "retry/lost-answer") {
+		t.Fatalf("verify of a forged level: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 }
