@@ -61,9 +61,6 @@ func Check(ctx context.Context, o Options) (*scenarios.Report, error) {
 		}
 		o.Profile = p
 	}
-	if o.Target.IsGRPC() {
-		return nil, setupErrorf(2, "the client face serves HTTP operations only: the config names a gRPC target (not implemented yet)")
-	}
 	if o.Hold <= 0 {
 		o.Hold = DefaultHold
 	}
@@ -74,13 +71,24 @@ func Check(ctx context.Context, o Options) (*scenarios.Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv, err := NewServer(o.Target, o.Profile, o.Hold)
-	if err != nil {
-		return nil, err
+	var newRun func(caseID string, plan Plan) (caseRun, error)
+	protocol := "HTTP/1.1"
+	if o.Target.IsGRPC() {
+		g, err := newGRPCStandIn(o.Target, o.Hold)
+		if err != nil {
+			return nil, err
+		}
+		newRun, protocol = g.newRun, "gRPC"
+	} else {
+		srv, err := NewServer(o.Target, o.Profile, o.Hold)
+		if err != nil {
+			return nil, err
+		}
+		defer srv.Close()
+		newRun = func(caseID string, plan Plan) (caseRun, error) { return srv.NewRun(caseID, plan), nil }
 	}
-	defer srv.Close()
 
-	rep := &scenarios.Report{Target: "client: " + o.Subject, Profile: o.Profile.Name, Protocol: "HTTP/1.1",
+	rep := &scenarios.Report{Target: "client: " + o.Subject, Profile: o.Profile.Name, Protocol: protocol,
 		Strict: o.Strict, AllowIncomplete: o.AllowIncomplete, Started: time.Now().UTC(), LeftOut: leftOut, Client: true}
 	in := input{runs: map[string]*outcome{}, profile: o.Profile}
 	token := "tok_" + randomHex(8)
@@ -98,7 +106,7 @@ func Check(ctx context.Context, o Options) (*scenarios.Report, error) {
 		if o.Progress != nil {
 			o.Progress(rp.name, caseID)
 		}
-		out, err := drive(ctx, srv, o, rp.name, caseID, rp.plan, token)
+		out, err := drive(ctx, newRun, o, rp.name, caseID, rp.plan, token)
 		if err != nil {
 			return nil, err
 		}
@@ -162,8 +170,11 @@ func selectCases(globs []string) (cases []Case, leftOut []string, err error) {
 
 // drive makes one case run and tells apart a client that could not be
 // judged (a setup error) from one that behaved.
-func drive(ctx context.Context, srv *Server, o Options, name, caseID string, plan Plan, token string) (*outcome, error) {
-	run := srv.NewRun(name, plan)
+func drive(ctx context.Context, newRun func(string, Plan) (caseRun, error), o Options, name, caseID string, plan Plan, token string) (*outcome, error) {
+	run, err := newRun(name, plan)
+	if err != nil {
+		return nil, err
+	}
 	defer run.Close()
 	rctx, cancel := context.WithTimeout(ctx, o.Bound)
 	defer cancel()

@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/clientcheck"
 	"github.com/idemcheck/idemcheck/reference/client"
 	"github.com/idemcheck/idemcheck/scenarios"
@@ -226,5 +227,34 @@ func TestBoundedBackoff(t *testing.T) {
 				t.Errorf("%s: %s (%s), want %s", r.ID, r.Status, r.Observed, tc.want)
 			}
 		})
+	}
+}
+
+// Over gRPC (examples/grpc.yaml: AIP-155's request_id on the reference
+// PaymentService) the reference client passes every case that applies
+// (Retry-After does not: a gRPC status has none), and a fresh
+// request_id per retry fails the retry cases.
+func TestGRPCClient(t *testing.T) {
+	tgt, profile, err := apispec.LoadConfig("../examples/grpc.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		defects []client.Defect
+		fail    string
+	}{{nil, ""}, {[]client.Defect{client.FreshKeyPerRetry}, "retry/lost-answer"}} {
+		rep, err := clientcheck.Check(t.Context(), clientcheck.Options{Target: tgt, Profile: profile, Driver: refDriver{defects: tc.defects}, Strict: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rep.Results {
+			t.Logf("%v %-22s %-12s %s%s", tc.defects, r.ID, r.Status, r.Observed, r.Reason)
+			switch {
+			case tc.fail == "" && r.Status != scenarios.Pass && !scenarios.DoesNotApply(r):
+				t.Errorf("%s: %s: %s", r.ID, r.Status, r.Reason)
+			case tc.fail == r.ID && r.Status != scenarios.Fail:
+				t.Errorf("%s: %s, want fail", r.ID, r.Status)
+			}
+		}
 	}
 }

@@ -10,7 +10,9 @@
 // under the configured profile, so a retry with the same key gets the
 // original answer and a reused key with another payload gets 422. Each
 // case run gets its own base URL prefix and its own store: concurrent and
-// repeated runs never mix.
+// repeated runs never mix. For a gRPC config it serves the reference's
+// PaymentService (reference/grpcref) instead, a server per case run
+// (grpc.go), with the same faults as gRPC statuses.
 //
 // A client is driven through a Driver: the CLI's (Command) runs a process
 // per case run under the fixed driving contract (docs/clients.md); the go
@@ -19,6 +21,6 @@
 // report writer of reports/ prints them.
 //
 // It imports apispec, wire, scenarios (the verdict vocabulary), the
-// reference middleware and its memory store, and internal/*; no front end
-// (internal/archtest).
+// reference middleware, its memory store and gRPC service, and
+// internal/*; no front end (internal/archtest).
 package clientcheck

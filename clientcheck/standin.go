@@ -91,12 +91,7 @@ func (s *Server) NewRun(caseID string, plan Plan) *Run {
 	defer s.mu.Unlock()
 	s.seq++
 	name := strings.ReplaceAll(caseID, "/", "-") + "/" + strconv.Itoa(s.seq)
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &Run{
-		Case: caseID, Plan: plan, server: s, prefix: "/run/" + name,
-		store: memstore.New(), created: map[string]string{}, held: make(chan struct{}),
-		ctx: ctx, cancel: cancel, overflow: make(chan struct{}),
-	}
+	r := &Run{journal: newJournal(caseID, plan), server: s, prefix: "/run/" + name, store: memstore.New()}
 	opts := []reference.Option{reference.WithMaxBody(maxRequestBody)}
 	if s.profile.KeyRequired == apispec.No {
 		opts = append(opts, reference.WithKeyOptional())
@@ -172,36 +167,81 @@ type Fault struct {
 	Identical  bool
 }
 
-// Run is one case run: its base URL, plan and journal.
-type Run struct {
-	Case    string
-	Plan    Plan
-	server  *Server
-	prefix  string
-	store   *memstore.Store
-	handler http.Handler
-	ctx     context.Context
-	cancel  context.CancelFunc
+// journal is what every case run keeps, over HTTP or gRPC: its
+// attempts, executions and the signals the faults and the runner wait on.
+type journal struct {
+	Case   string
+	Plan   Plan
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	// overflow closes when the client exceeds Plan.Limit attempts.
 	overflow     chan struct{}
 	overflowOnce sync.Once
 	inflight     sync.WaitGroup
 
-	mu       sync.Mutex
-	attempts []*Attempt
-	stray    []*Attempt
-	// created maps each executed key to the id its execution created,
-	// in order (executions).
-	created    map[string]string
+	mu         sync.Mutex
+	attempts   []*Attempt
+	stray      []*Attempt
 	executions []Execution
 	gaveUp     bool
 	// held closes when an attempt arrives while the Hold fault holds an
 	// answer: the client stopped waiting for it.
 	held     chan struct{}
 	heldOnce sync.Once
-	waiting  int
-	release  chan struct{}
+}
+
+func newJournal(caseID string, plan Plan) journal {
+	ctx, cancel := context.WithCancel(context.Background())
+	return journal{Case: caseID, Plan: plan, ctx: ctx, cancel: cancel, overflow: make(chan struct{}), held: make(chan struct{})}
+}
+
+// add journals an attempt on an operation: its number, and the signals
+// its arrival gives.
+func (j *journal) add(a *Attempt, op string) {
+	j.mu.Lock()
+	a.Op = op
+	j.attempts = append(j.attempts, a)
+	a.N = len(j.attempts)
+	j.mu.Unlock()
+	if a.N > 1 && j.Plan.Fault.Kind == Hold {
+		j.heldOnce.Do(func() { close(j.held) })
+	}
+	if j.Plan.Limit > 0 && a.N > j.Plan.Limit {
+		j.overflowOnce.Do(func() { close(j.overflow) })
+	}
+}
+
+func (j *journal) addStray(a *Attempt) {
+	j.mu.Lock()
+	j.stray = append(j.stray, a)
+	j.mu.Unlock()
+}
+
+func (j *journal) markGaveUp() {
+	j.mu.Lock()
+	j.gaveUp = true
+	j.mu.Unlock()
+}
+
+// caseRun is one case run of either stand-in.
+type caseRun interface {
+	BaseURL() string
+	Overflow() <-chan struct{}
+	Journal() Journal
+	Close()
+}
+
+// Run is one case run of the HTTP stand-in: its base URL, plan and
+// journal.
+type Run struct {
+	journal
+	server  *Server
+	prefix  string
+	store   *memstore.Store
+	handler http.Handler
+	waiting int
+	release chan struct{}
 }
 
 // Execution is one run of the operation behind the key check.
@@ -215,7 +255,7 @@ type Execution struct {
 func (r *Run) BaseURL() string { return r.server.origin + r.prefix }
 
 // Overflow closes when the client made more attempts than Plan.Limit.
-func (r *Run) Overflow() <-chan struct{} { return r.overflow }
+func (j *journal) Overflow() <-chan struct{} { return j.overflow }
 
 // Close ends the run: held answers are released, the store closed.
 func (r *Run) Close() {
@@ -240,17 +280,17 @@ type Journal struct {
 }
 
 // Journal returns the run's journal so far.
-func (r *Run) Journal() Journal {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	j := Journal{Case: r.Case, Plan: r.Plan, GaveUp: r.gaveUp, Executions: append([]Execution(nil), r.executions...)}
-	for _, a := range r.attempts {
-		j.Attempts = append(j.Attempts, *a)
+func (j *journal) Journal() Journal {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	out := Journal{Case: j.Case, Plan: j.Plan, GaveUp: j.gaveUp, Executions: append([]Execution(nil), j.executions...)}
+	for _, a := range j.attempts {
+		out.Attempts = append(out.Attempts, *a)
 	}
-	for _, a := range r.stray {
-		j.Stray = append(j.Stray, *a)
+	for _, a := range j.stray {
+		out.Stray = append(out.Stray, *a)
 	}
-	return j
+	return out
 }
 
 // Attempt is one request the client sent, as the stand-in saw it.
@@ -292,17 +332,10 @@ func (r *Run) serve(w http.ResponseWriter, req *http.Request) {
 		Keys: append([]string(nil), req.Header.Values(r.server.target.KeyHeader)...), Body: body,
 	}
 	op := r.operation(req)
-	r.mu.Lock()
 	if op == nil {
-		r.stray = append(r.stray, a)
+		r.addStray(a)
 	} else {
-		a.Op = op.Name
-		r.attempts = append(r.attempts, a)
-		a.N = len(r.attempts)
-	}
-	r.mu.Unlock()
-	if op != nil && a.N > 1 && r.Plan.Fault.Kind == Hold {
-		r.heldOnce.Do(func() { close(r.held) })
+		r.add(a, op.Name)
 	}
 	finish := func(rec *recorder) {
 		r.mu.Lock()
@@ -327,9 +360,6 @@ func (r *Run) serve(w http.ResponseWriter, req *http.Request) {
 		finish(rec)
 		rec.copyTo(w)
 		return
-	}
-	if r.Plan.Limit > 0 && a.N > r.Plan.Limit {
-		r.overflowOnce.Do(func() { close(r.overflow) })
 	}
 	if r.Plan.Parallel > 1 {
 		r.barrier()
@@ -367,17 +397,13 @@ func (r *Run) serve(w http.ResponseWriter, req *http.Request) {
 		defer t.Stop()
 		select {
 		case <-req.Context().Done():
-			r.mu.Lock()
-			r.gaveUp = true
-			r.mu.Unlock()
+			r.markGaveUp()
 			a.Fault = fmt.Sprintf("executed (answer %d), held the answer: the client gave up after %s", rec.status, roundMS(time.Since(held)))
 			finish(nil)
 		case <-r.held:
 			// A client may time out without closing its connection; its
 			// next attempt shows it stopped waiting.
-			r.mu.Lock()
-			r.gaveUp = true
-			r.mu.Unlock()
+			r.markGaveUp()
 			a.Fault = fmt.Sprintf("executed (answer %d), held the answer: the client sent its next attempt after %s", rec.status, roundMS(time.Since(held)))
 			finish(nil)
 			abort(w, "fin")
@@ -413,15 +439,15 @@ func (r *Run) operation(req *http.Request) *apispec.Operation {
 }
 
 // faultFor decides whether a's fault applies.
-func (r *Run) faultFor(a *Attempt) Fault {
-	f := r.Plan.Fault
+func (j *journal) faultFor(a *Attempt) Fault {
+	f := j.Plan.Fault
 	switch {
 	case f.Kind == NoFault, f.Every, a.N == 1:
 		return f
 	case f.Identical:
-		r.mu.Lock()
-		first := r.attempts[0]
-		r.mu.Unlock()
+		j.mu.Lock()
+		first := j.attempts[0]
+		j.mu.Unlock()
 		if first.Key() == a.Key() && string(first.Body) == string(a.Body) {
 			return f
 		}
@@ -470,7 +496,6 @@ func (r *Run) execute(w http.ResponseWriter, req *http.Request) {
 	id := "id_" + randomHex(8)
 	r.mu.Lock()
 	r.executions = append(r.executions, Execution{Key: key, ID: id, At: time.Now()})
-	r.created[key] = id
 	r.mu.Unlock()
 	obj := map[string]any{}
 	body, _ := io.ReadAll(req.Body)

@@ -120,9 +120,9 @@ var rules = []rule{
 	},
 	{
 		says: "clientcheck, the client face's stand-in and catalog, imports only apispec, wire, scenarios (the verdict vocabulary), " +
-			"the reference middleware and its memory store (the stand-in honours keys with them), and internal/*",
+			"the reference middleware, its memory store and gRPC service (the stand-in honours keys with them), and internal/*",
 		of:   []string{"clientcheck"},
-		only: []string{"apispec", "wire", "scenarios", "reference", "reference/memstore", "internal/..."},
+		only: []string{"apispec", "wire", "scenarios", "reference", "reference/memstore", "reference/grpcref/...", "internal/..."},
 	},
 	{
 		says:  "only the CLI imports initconfig",

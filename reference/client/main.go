@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -16,7 +17,9 @@ type Options struct {
 	Timeout time.Duration
 }
 
-// Main is the driving contract of `idemcheck client`: it reads
+// Main is the driving contract of `idemcheck client` (over HTTP, or
+// over gRPC when the base URL is grpc://: CreatePayment of the reference
+// PaymentService): it reads
 // IDEMCHECK_BASE_URL, IDEMCHECK_CALLS, IDEMCHECK_PARALLEL and
 // IDEMCHECK_TOKEN through getenv, makes IDEMCHECK_PARALLEL workers each
 // make IDEMCHECK_CALLS calls one after another through one shared
@@ -38,9 +41,25 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 		fmt.Fprintln(stderr, "refclient:", err)
 		return 2
 	}
-	c := New(base, getenv("IDEMCHECK_TOKEN"), o.Defects...)
-	if o.Timeout > 0 {
-		c.Timeout = o.Timeout
+	var charge func(context.Context) (string, error)
+	ch := Charge{Amount: 1000, Currency: "usd", Description: "idemcheck client"}
+	if strings.HasPrefix(base, "grpc://") {
+		c, err := NewGRPC(base, getenv("IDEMCHECK_TOKEN"), o.Defects...)
+		if err != nil {
+			fmt.Fprintln(stderr, "refclient:", err)
+			return 2
+		}
+		defer c.Close()
+		if o.Timeout > 0 {
+			c.Timeout = o.Timeout
+		}
+		charge = func(ctx context.Context) (string, error) { return c.CreatePayment(ctx, ch) }
+	} else {
+		c := New(base, getenv("IDEMCHECK_TOKEN"), o.Defects...)
+		if o.Timeout > 0 {
+			c.Timeout = o.Timeout
+		}
+		charge = func(ctx context.Context) (string, error) { return c.CreateCharge(ctx, ch) }
 	}
 	var mu sync.Mutex
 	failed := false
@@ -48,7 +67,7 @@ func Main(ctx context.Context, getenv func(string) string, stdout, stderr io.Wri
 	for range parallel {
 		wg.Go(func() {
 			for range calls {
-				id, err := c.CreateCharge(ctx, Charge{Amount: 1000, Currency: "usd", Description: "idemcheck client"})
+				id, err := charge(ctx)
 				mu.Lock()
 				if err != nil {
 					failed = true

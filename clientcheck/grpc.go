@@ -1,0 +1,217 @@
+package clientcheck
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/idemcheck/idemcheck/apispec"
+	"github.com/idemcheck/idemcheck/reference/grpcref"
+	"github.com/idemcheck/idemcheck/reference/grpcref/paymentsv1"
+)
+
+// The gRPC stand-in serves the reference's PaymentService (AIP-155's
+// request_id on CreatePayment, AEP-155's idempotency_key on CreateRefund)
+// through grpcref over a memory store, one server per case run on its
+// own loopback port (a gRPC client has no path prefix to tell runs
+// apart). The faults are the HTTP stand-in's as gRPC statuses; a lost
+// answer is the committed call ended UNAVAILABLE.
+
+// grpcCodes are the statuses the HTTP faults become.
+var grpcCodes = map[int]codes.Code{
+	http.StatusConflict:            codes.Aborted,
+	http.StatusTooManyRequests:     codes.ResourceExhausted,
+	http.StatusInternalServerError: codes.Internal,
+	http.StatusBadGateway:          codes.Unavailable,
+	http.StatusServiceUnavailable:  codes.Unavailable,
+	http.StatusGatewayTimeout:      codes.DeadlineExceeded,
+	http.StatusBadRequest:          codes.InvalidArgument,
+	http.StatusUnprocessableEntity: codes.FailedPrecondition,
+}
+
+// grpcStandIn opens a gRPC server per run.
+type grpcStandIn struct {
+	target *apispec.Target
+	hold   time.Duration
+}
+
+func newGRPCStandIn(t *apispec.Target, hold time.Duration) (*grpcStandIn, error) {
+	for _, op := range t.Operations {
+		if op.RPC != paymentsv1.PaymentService_CreatePayment_FullMethodName[1:] && op.RPC != paymentsv1.PaymentService_CreateRefund_FullMethodName[1:] {
+			return nil, setupErrorf(2, "operation %s: the gRPC stand-in serves the reference's PaymentService only (rpc %s is not implemented yet)", op.Name, op.RPC)
+		}
+	}
+	if t.Key == nil || t.Key.Field == "" && t.Key.Metadata == "" {
+		return nil, setupErrorf(2, "key: a gRPC config names where the key goes (key: {field: request_id})")
+	}
+	return &grpcStandIn{target: t, hold: hold}, nil
+}
+
+type grpcRun struct {
+	journal
+	target *apispec.Target
+	hold   time.Duration
+	ln     net.Listener
+	srv    *grpc.Server
+	svc    *grpcref.Service
+	names  map[string]bool
+}
+
+func (g *grpcStandIn) newRun(caseID string, plan Plan) (caseRun, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("stand-in: %w", err)
+	}
+	svc, err := grpcref.New(grpcref.Options{}) // its own memory store, closed with it
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	r := &grpcRun{journal: newJournal(caseID, plan), target: g.target, hold: g.hold, ln: ln, svc: svc, names: map[string]bool{}}
+	r.srv = grpc.NewServer(grpc.UnaryInterceptor(r.intercept))
+	svc.Register(r.srv)
+	go func() { _ = r.srv.Serve(ln) }()
+	return r, nil
+}
+
+func (r *grpcRun) BaseURL() string { return "grpc://" + r.ln.Addr().String() }
+
+func (r *grpcRun) Close() {
+	r.cancel()
+	r.srv.Stop()
+	r.inflight.Wait()
+	_ = r.svc.Close()
+}
+
+func (r *grpcRun) intercept(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	r.inflight.Add(1)
+	defer r.inflight.Done()
+	md, _ := metadata.FromIncomingContext(ctx)
+	h := http.Header{}
+	for k, vs := range md {
+		h[http.CanonicalHeaderKey(k)] = vs
+	}
+	msg, _ := req.(proto.Message)
+	body, _ := protojson.MarshalOptions{}.Marshal(msg)
+	a := &Attempt{Start: time.Now(), Method: "RPC", Path: info.FullMethod, Header: h, Keys: r.keyOf(msg, md), Body: body}
+	served := r.served(info.FullMethod)
+	if !served {
+		r.addStray(a)
+		return nil, status.Errorf(codes.Unimplemented, "%s is not an operation of the stand-in's config", info.FullMethod)
+	}
+	r.add(a, "rpc")
+	f := r.faultFor(a)
+	answer := func(resp any, err error) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		a.End = time.Now()
+		if p, ok := resp.(*paymentsv1.Payment); ok && err == nil {
+			a.Status, a.RespBody = http.StatusOK, []byte(protojson.Format(p))
+			if !r.names[p.GetName()] { // a resource name never seen: an execution
+				r.names[p.GetName()] = true
+				r.executions = append(r.executions, Execution{Key: a.Key(), ID: p.GetName(), At: a.End})
+			}
+		} else if err != nil && f.Kind != Drop && f.Kind != Hold {
+			a.Status, a.RespBody = httpOf(status.Code(err)), []byte(status.Convert(err).Message())
+		}
+	}
+	switch f.Kind {
+	case Status:
+		code := grpcCodes[f.Status]
+		a.Fault = fmt.Sprintf("answered %s without executing", code)
+		err := status.Error(code, statusDetail(f.Status))
+		answer(nil, err)
+		return nil, err
+	case Drop:
+		resp, err := handler(context.WithoutCancel(ctx), req)
+		answer(resp, err)
+		a.Fault = "executed, then ended the call UNAVAILABLE without its answer"
+		a.Status = 0
+		return nil, status.Error(codes.Unavailable, "the connection was lost")
+	case Hold:
+		resp, err := handler(context.WithoutCancel(ctx), req)
+		answer(resp, err)
+		a.Status = 0
+		held := time.Now()
+		t := time.NewTimer(r.hold)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			r.markGaveUp()
+			a.Fault = fmt.Sprintf("executed, held the answer: the client gave up after %s", roundMS(time.Since(held)))
+			return nil, ctx.Err()
+		case <-r.held:
+			r.markGaveUp()
+			a.Fault = fmt.Sprintf("executed, held the answer: the client sent its next attempt after %s", roundMS(time.Since(held)))
+			return nil, status.Error(codes.Unavailable, "the answer was held")
+		case <-r.ctx.Done():
+			a.Fault = "executed, held the answer until the run ended"
+			return nil, status.Error(codes.Unavailable, "the run ended")
+		case <-t.C:
+			a.Fault = fmt.Sprintf("executed, held the answer %s (the bound): the client was still waiting", r.hold)
+			if p, ok := resp.(*paymentsv1.Payment); ok && err == nil {
+				a.Status = http.StatusOK
+				return p, nil
+			}
+			return resp, err
+		}
+	}
+	resp, err := handler(ctx, req)
+	answer(resp, err)
+	return resp, err
+}
+
+func (r *grpcRun) served(method string) bool {
+	for _, op := range r.target.Operations {
+		if "/"+op.RPC == method {
+			return true
+		}
+	}
+	return false
+}
+
+// keyOf reads the key where the config puts it: a top-level field (a
+// string, or AEP-155's message's key), else a metadata entry.
+func (r *grpcRun) keyOf(msg proto.Message, md metadata.MD) []string {
+	k := r.target.Key
+	if k.Field != "" && msg != nil {
+		m := msg.ProtoReflect()
+		if fd := m.Descriptor().Fields().ByName(protoreflect.Name(k.Field)); fd != nil && m.Has(fd) {
+			v := m.Get(fd)
+			if fd.Kind() == protoreflect.MessageKind {
+				sub := v.Message()
+				if kf := sub.Descriptor().Fields().ByName("key"); kf != nil && sub.Get(kf).String() != "" {
+					return []string{sub.Get(kf).String()}
+				}
+			} else if s := v.String(); s != "" {
+				return []string{s}
+			}
+		}
+	}
+	if k.Metadata != "" {
+		if vs := md.Get(k.Metadata); len(vs) > 0 {
+			return vs
+		}
+	}
+	return nil
+}
+
+// httpOf is the HTTP status a gRPC code stands for in the journal.
+func httpOf(c codes.Code) int {
+	for s, gc := range grpcCodes {
+		if gc == c && s != http.StatusBadGateway {
+			return s
+		}
+	}
+	return http.StatusInternalServerError
+}
