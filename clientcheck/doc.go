@@ -16,7 +16,7 @@
 //
 // A client is driven through a Driver: the CLI's (Command) runs a process
 // per case run under the fixed driving contract (docs/clients.md); the go
-// test face's (Calls) calls a Go function. Verdicts use the server
+// test face's (Func) calls a Go function per logical call. Verdicts use the server
 // catalog's vocabulary (scenarios.Result, scenarios.Report), so every
 // report writer of reports/ prints them.
 //
