@@ -128,6 +128,12 @@ func Catalog() []Case {
 				"A call whose answer was lost ends in success with the original resource's id and exactly one execution."),
 			Runs: []string{"lost-answer", "timeout"}, judge: oneExecution,
 		},
+		{
+			Meta: meta("lost/retried", "lost", "IK-CLIENT-11", scenarios.Should,
+				"draft-ietf-httpapi-idempotency-key-header-07 §1: the key exists so that a client can retry a request whose answer was lost without the operation being performed twice.",
+				"A call whose answer was lost (the connection closed, or the client's timeout) is retried under its key, not reported failed at once."),
+			Runs: []string{"lost-answer", "timeout"}, judge: retried,
+		},
 		noResend("after-400", "invalid-400", http.StatusBadRequest),
 		noResend("after-422", "unprocessable-422", http.StatusUnprocessableEntity),
 		{

@@ -258,3 +258,25 @@ func TestGRPCClient(t *testing.T) {
 		}
 	}
 }
+
+// A client that gives up on a lost answer at once warns lost/retried
+// (SHOULD) and is not blamed by the MUSTs: it sent no second key.
+func TestGivingUpWarns(t *testing.T) {
+	call := func(ctx context.Context, base string) (string, error) {
+		_, err := postCharge(ctx, base, "once-"+strconv.FormatInt(time.Now().UnixNano(), 36)+"-random-part")
+		if err == nil {
+			err = errors.New("no id")
+		}
+		return "", err
+	}
+	rep, err := clientcheck.Check(t.Context(), clientcheck.Options{Driver: clientcheck.Func(call), Run: []string{"lost/*", "retry/lost-answer"}, Hold: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]scenarios.Status{"lost/retried": scenarios.Warn, "lost/one-execution": scenarios.Skip, "retry/lost-answer": scenarios.Skip}
+	for _, r := range rep.Results {
+		if r.Status != want[r.ID] {
+			t.Errorf("%s: %s (%s), want %s", r.ID, r.Status, r.Reason, want[r.ID])
+		}
+	}
+}

@@ -438,6 +438,24 @@ func stderrNote(x Exit) string {
 	return ""
 }
 
+// retried: a lost answer and a timeout are each retried.
+func retried(in input) verdict {
+	const expected = "the client retries a call whose answer was lost, and one it timed out, under the call's key"
+	var judged []string
+	for _, name := range []string{"lost-answer", "timeout"} { // the lost answer always provokes
+		o := in.run(name)
+		j := o.Journal
+		if j.Plan.Fault.Kind == Hold && !j.GaveUp {
+			continue // retry/timeout says why: nothing was provoked
+		}
+		if len(j.Attempts) < 2 {
+			return failf(scenarios.Warn, expected, "run %s: the client gave up after one attempt (it %s)%s: the call's outcome stays unknown to it", name, exitWord(o.Exit), stderrNote(o.Exit))
+		}
+		judged = append(judged, fmt.Sprintf("run %s: %d attempts", name, len(j.Attempts)))
+	}
+	return pass(expected, strings.Join(judged, "; "))
+}
+
 // noIdenticalResend: after a 400 or 422 the identical request is not
 // sent again.
 func noIdenticalResend(o *outcome, status int) verdict {
