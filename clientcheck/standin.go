@@ -24,8 +24,10 @@ import (
 const maxRequestBody = 1 << 20
 
 // barrierWait bounds how long a parallel run's first requests wait for
-// the others, so that they overlap.
-const barrierWait = 2 * time.Second
+// the others, so that they overlap: shorter than a client's timeout, so
+// that a client whose pool sends one request at a time is only slowed
+// (once: the barrier then stays open).
+const barrierWait = 500 * time.Millisecond
 
 // Server is the stand-in API: one loopback HTTP server whose runs each
 // live under their own path prefix (Run.BaseURL).
@@ -242,6 +244,8 @@ type Run struct {
 	handler http.Handler
 	waiting int
 	release chan struct{}
+	// opened: the barrier gave up waiting; later attempts pass.
+	opened bool
 }
 
 // Execution is one run of the operation behind the key check.
@@ -459,6 +463,10 @@ func (j *journal) faultFor(a *Attempt) Fault {
 // wait (or barrierWait passes), so that the calls overlap.
 func (r *Run) barrier() {
 	r.mu.Lock()
+	if r.opened {
+		r.mu.Unlock()
+		return
+	}
 	if r.release == nil {
 		r.release = make(chan struct{})
 		go func(release chan struct{}) {
@@ -468,7 +476,7 @@ func (r *Run) barrier() {
 			case <-t.C:
 				r.mu.Lock()
 				if r.release == release {
-					r.release = nil
+					r.release, r.opened = nil, true
 					close(release)
 				}
 				r.mu.Unlock()
