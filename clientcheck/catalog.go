@@ -1,6 +1,7 @@
 package clientcheck
 
 import (
+	"fmt"
 	"net/http"
 
 	"github.com/idemcheck/idemcheck/scenarios"
@@ -161,7 +162,7 @@ func noResend(id, run string, status int) Case {
 	return Case{
 		Meta: meta("no-resend/"+id, "no-resend", "IK-CLIENT-7", scenarios.Must,
 			draft27+": if the request is not valid, the resource answers 4xx; clients MUST correct the request before retrying.",
-			"After a "+http.StatusText(status)+" the client does not send the identical request again."),
+			fmt.Sprintf("After a %d (%s) the client does not send the identical request again.", status, http.StatusText(status))),
 		Runs:  []string{run},
 		judge: func(in input) verdict { return noIdenticalResend(in.run(run), status) },
 	}

@@ -105,10 +105,14 @@ func init() {
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			if code := client.Main(ctx, os.Getenv, cmd.OutOrStdout(), cmd.ErrOrStderr(), o); code != 0 {
+			switch code := client.Main(ctx, os.Getenv, cmd.OutOrStdout(), cmd.ErrOrStderr(), o); code {
+			case 0:
+				return nil
+			case exitUsage:
+				return withCode(code, errors.New("refclient: run it under idemcheck client (the driving contract's variables, docs/clients.md)"))
+			default:
 				return withCode(code, errors.New("refclient: not every call succeeded"))
 			}
-			return nil
 		},
 	}
 	ref.Flags().StringArrayVar(&rf.defects, "defect", nil, "switch on a client defect; repeatable")
