@@ -111,18 +111,14 @@ func (c *Client) CreateCharge(ctx context.Context, ch Charge) (string, error) {
 			return "", err
 		}
 		timedOut = errors.Is(err, context.DeadlineExceeded)
-		if d := c.backoff(attempt); wait < d {
+		if d := backoff(c.Backoff, attempt); wait < d {
 			wait = d
 		}
 		if attempt == c.MaxAttempts {
 			break
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return "", ctx.Err()
-		case <-t.C:
+		if err := sleep(ctx, wait); err != nil {
+			return "", err
 		}
 	}
 	return "", fmt.Errorf("gave up after %d attempts: %w", c.MaxAttempts, last)
@@ -201,14 +197,26 @@ func (c *Client) retryAfter(resp *http.Response) time.Duration {
 	return 0
 }
 
-// backoff is the wait after the attempt-th failure: Backoff doubled each
+// backoff is the wait after the attempt-th failure: first doubled each
 // time, capped.
-func (c *Client) backoff(attempt int) time.Duration {
-	d := c.Backoff << (attempt - 1)
+func backoff(first time.Duration, attempt int) time.Duration {
+	d := first << (attempt - 1)
 	if d > maxBackoff || d <= 0 {
 		d = maxBackoff
 	}
 	return d
+}
+
+// sleep waits d, or until ctx ends (its error).
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // newKey is a random (version 4) UUID.

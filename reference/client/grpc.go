@@ -92,12 +92,8 @@ func (c *GRPCClient) CreatePayment(ctx context.Context, ch Charge) (string, erro
 		if attempt == c.MaxAttempts {
 			break
 		}
-		t := time.NewTimer(min(c.Backoff<<(attempt-1), maxBackoff))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return "", ctx.Err()
-		case <-t.C:
+		if err := sleep(ctx, backoff(c.Backoff, attempt)); err != nil {
+			return "", err
 		}
 	}
 	return "", fmt.Errorf("gave up after %d attempts: %w", c.MaxAttempts, last)
