@@ -93,10 +93,13 @@ func (e *Env) burst(ctx context.Context, client *http.Client, k string, size int
 // in-flight conflict.
 func (e *Env) judgeBurst(ctx context.Context, k, prefix string, rs []wire.Resp) Verdict {
 	statuses := map[string]int{}
-	var okResp *wire.Resp
+	var okResp, failed *wire.Resp
 	for i := range rs {
 		if rs[i].Err != nil {
 			statuses["error"]++
+			if failed == nil {
+				failed = &rs[i]
+			}
 			continue
 		}
 		statuses[strconv.Itoa(rs[i].Status)]++
@@ -110,15 +113,25 @@ func (e *Env) judgeBurst(ctx context.Context, k, prefix string, rs []wire.Resp) 
 		return e.Inconclusive(err.Error())
 	}
 	observed := fmt.Sprintf("%s%d executions (%s), %d distinct ids, statuses %s", prefix, n, how, len(ids), formatCounts(statuses))
-	if n != 1 || len(ids) > 1 {
-		observed += "; to fix: claim the key atomically before executing (insert-if-absent under a lock, or a unique constraint), not a lookup and later a store"
+	if n > 1 || len(ids) > 1 {
+		observed += burstAdvice(n, len(rs))
 		return e.inTTL(e.Fail("exactly 1 execution and 1 created resource", observed), spanOf(rs), rs...)
+	}
+	if v := e.lostConn(rs...); v != nil {
+		return *v // the count is right, but a lost request's answer is unknown
+	}
+	if failed != nil {
+		// A transport error is no answer of the API's: what that request
+		// would have got (a replay, a conflict, an execution not yet
+		// counted) is unknown, so the burst is not judged.
+		return e.Inconclusive(fmt.Sprintf("%d of %d requests of the burst got no answer (%s): %s", statuses["error"], len(rs), failed.String(), observed))
 	}
 	if okResp == nil {
 		return e.Inconclusive("no request of the burst succeeded: " + observed)
 	}
-	if v := e.lostConn(rs...); v != nil {
-		return *v // the count is right, but a lost request's answer is unknown
+	if n == 0 {
+		// A success the evidence did not count says nothing of the race.
+		return e.Inconclusive("the evidence counted no execution behind the burst's success: " + observed)
 	}
 	expected := fmt.Sprintf("each response the success/replay or an in-flight conflict %v", e.Profile.InFlightStatus)
 	var shed, off *wire.Resp
@@ -149,6 +162,17 @@ func (e *Env) judgeBurst(ctx context.Context, k, prefix string, rs []wire.Resp) 
 		return e.inTTL(e.shouldAside(expected, observed+"; e.g. "+off.String(), "concurrent/in-flight-conflict"), spanOf(rs), rs...)
 	}
 	return e.Pass(observed)
+}
+
+// burstAdvice is what a burst's count of n executions of size requests
+// points to: each executed, the key may not be honoured at all (a
+// sequential retry, replay/single-execution, tells it from a claim that
+// is not atomic); some, the claim is not atomic.
+func burstAdvice(n, size int) string {
+	if n >= size {
+		return "; every request of the burst executed: either the key is not honoured on this operation at all (is the field read, under this spelling? is the operation behind the idempotency layer? replay/single-execution tells: it retries after the first request has finished) or its claim is not atomic"
+	}
+	return "; to fix: claim the key atomically before executing (insert-if-absent under a lock, or a unique constraint), not a lookup and later a store"
 }
 
 // severity orders verdicts from the best to the worst.

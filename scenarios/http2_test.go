@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,8 +16,9 @@ import (
 )
 
 // startDemoH2C serves the reference app (with defects) on loopback in
-// HTTP/1.1 and h2c (HTTP/2 with prior knowledge, as idemcheck serve --h2c
-// does) and returns its Target speaking HTTP/2 only.
+// h2c only (HTTP/2 with prior knowledge; an HTTP/1.1 request is refused)
+// and returns its Target speaking HTTP/2 only: a request that went out
+// over HTTP/1.1 would show as a transport error.
 func startDemoH2C(t testing.TB, defects ...string) *apispec.Target {
 	t.Helper()
 	app, err := demo.New(demo.Options{TTL: demoTTL, Lease: demoLease, Defects: defects})
@@ -25,7 +27,7 @@ func startDemoH2C(t testing.TB, defects ...string) *apispec.Target {
 	}
 	srv := httptest.NewUnstartedServer(app)
 	srv.Config.Protocols = new(http.Protocols)
-	srv.Config.Protocols.SetHTTP1(true)
+	srv.Config.Protocols.SetHTTP1(false)
 	srv.Config.Protocols.SetUnencryptedHTTP2(true)
 	if slices.Contains(defects, string(reference.ExactKeySpelling)) {
 		srv.Listener = reference.KeepFieldSpelling(srv.Config, srv.Listener)
@@ -126,5 +128,48 @@ func TestCatalogOverH2C(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestHTTP2OnlyBursts: against an h2c-only reference (no HTTP/1.1 at all)
+// every same-key burst is synchronised on its last bytes over HTTP/2 and
+// the correct build passes the whole catalog with no fail and no warn; a
+// build that ignores the key over HTTP/2 (exact-key-spelling: every
+// HTTP/2 field name is lower case) fails the burst on the executions seen,
+// with advice that says the key was not honoured at all.
+func TestHTTP2OnlyBursts(t *testing.T) {
+	p := referenceProfile(t)
+	good, ignoring := startDemoH2C(t), startDemoH2C(t, string(reference.ExactKeySpelling))
+	var rep, bad *scenarios.Report
+	var err, badErr error
+	concurrently(2, 2, func(i int) {
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+		defer cancel()
+		if i == 0 {
+			rep, err = scenarios.Run(ctx, good, p, scenarios.RunOptions{Strict: true})
+			return
+		}
+		bad, badErr = scenarios.Run(ctx, ignoring, p, scenarios.RunOptions{Run: []string{"concurrent/same-key-burst@charges"}})
+	})
+	if err != nil || badErr != nil {
+		t.Fatalf("Run: %v, %v", err, badErr)
+	}
+	rerunInconclusive(t, "", startDemoH2C, p, rep, nil)
+	neverFalse(t, "", rep.Results)
+	if c := rep.Conformance(); c.Must.Verified != c.Must.Total {
+		t.Errorf("%d of %d MUST requirements verified over h2c only: %s %s", c.Must.Verified, c.Must.Total, c.Blocker, c.Why)
+	}
+	for _, r := range rep.Results {
+		if r.ID == "concurrent/same-key-burst" && r.Status == scenarios.Pass && !strings.Contains(r.Observed, "last-byte sync over HTTP/2") {
+			t.Errorf("%s passed without an HTTP/2 last-byte burst: %s", r.Name(), r.Observed)
+		}
+	}
+	if len(bad.Results) != 1 {
+		t.Fatalf("%d results, want 1", len(bad.Results))
+	}
+	r := bad.Results[0]
+	if r.Status != scenarios.Fail || !strings.Contains(r.Observed, "last-byte sync over HTTP/2") ||
+		!strings.Contains(r.Observed, "every request of the burst executed") || strings.Contains(r.Observed, "claim the key atomically") {
+		t.Errorf("a key-ignoring server over h2c: %s, observed %q %s; want a fail on every request executing, over HTTP/2", r.Status, r.Observed, r.Reason)
 	}
 }

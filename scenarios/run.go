@@ -167,17 +167,13 @@ func Run(ctx context.Context, t *apispec.Target, p *apispec.Profile, o RunOption
 }
 
 // runNotes are the start-up notes on t's declared TTL (the instances it
-// is too short for, recorded in rep) and its protocol.
+// is too short for, recorded in rep).
 func runNotes(t *apispec.Target, rep *Report, ins []instance) []string {
 	var notes []string
 	if names, need := ttlSkips(ins); len(names) > 0 {
 		rep.TTLSkipped, rep.NeedsTTL = len(names), need
 		notes = append(notes, fmt.Sprintf("declared ttl %s is too short for %d case instances, skipped (%s): a ttl ≥ %s runs them all (--ttl, and the same TTL in the deployment)",
 			t.TTL, len(names), strings.Join(names, ", "), need))
-	}
-	if t.HTTP2 && !strings.HasPrefix(t.BaseURL, "https://") {
-		// wire.LastByte holds HTTP/2 streams' last bytes over TLS only.
-		notes = append(notes, "h2c: same-key bursts synchronised on their last byte go over HTTP/1.1 (HTTP/2 last-byte synchronisation needs TLS); every other request is HTTP/2")
 	}
 	return notes
 }

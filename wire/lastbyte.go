@@ -36,8 +36,10 @@ type lbReq struct {
 
 // LastByte sends a burst of requests by last-byte synchronisation: every
 // request but its last byte written (on its own HTTP/1.1 connection, or as
-// the streams of one HTTP/2 connection per base where TLS negotiates h2),
-// then the last bytes released together.
+// the streams of HTTP/2 connections: h2 where TLS negotiates it, h2c with
+// prior knowledge where the target speaks HTTP/2 only), then the last
+// bytes released together. A target that speaks HTTP/2 only never gets an
+// HTTP/1.1 burst.
 type LastByte struct {
 	Target *apispec.Target
 	// Timeout bounds the whole burst (zero: a minute).
@@ -70,8 +72,10 @@ func (lb LastByte) Send(ctx context.Context, xs []Exchange, bases []string) (rs 
 		timeout = time.Minute
 	}
 	deadline := time.Now().Add(timeout)
-	if sessions, err := lb.h2Sessions(ctx, reqs, deadline); err != nil {
+	if sessions, whyNot, err := lb.h2Sessions(ctx, reqs, deadline); err != nil {
 		return nil, nil, "", false, err.Error()
+	} else if whyNot != "" {
+		return nil, nil, "", false, whyNot
 	} else if sessions != nil {
 		lb.h2Burst(ctx, sessions, reqs, deadline)
 		rs, out = finished(reqs, " (last-byte sync)")

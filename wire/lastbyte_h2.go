@@ -23,7 +23,6 @@ type h2Session struct {
 	conn net.Conn
 	fr   *http2.Framer // reads the server's frames
 	wmu  sync.Mutex    // writes: the burst's and the reader's acks
-	u    *url.URL
 	reqs []*lbReq
 	ids  map[uint32]*lbReq
 
@@ -34,65 +33,103 @@ type h2Session struct {
 // stream and for the connection: answers never wait for a WINDOW_UPDATE.
 const h2Window = 1 << 30
 
-// h2Sessions opens one HTTP/2 connection per base of reqs when the target
-// is https and TLS negotiates h2 on every one, and settles each
-// connection's settings. It returns nil (use HTTP/1.1) when h2 is not
-// negotiated or the server's settings cannot take the burst in one flight
-// (too many streams, bodies beyond its flow-control windows); an error
-// when a connection could not be opened. Nothing is sent but the
-// connection preface and settings either way.
-func (lb LastByte) h2Sessions(ctx context.Context, reqs []*lbReq, deadline time.Time) ([]*h2Session, error) {
-	if !strings.HasPrefix(lb.Target.BaseURL, "https://") {
-		return nil, nil
+// h2ConnWindow is what a connection may send before the server's first
+// WINDOW_UPDATE, whatever its settings (RFC 9113 6.9.2): the bodies of the
+// streams one connection holds back must fit in it.
+const h2ConnWindow = 65535
+
+// h2Limits are the server's settings that bound one connection's burst.
+type h2Limits struct {
+	streams uint32 // SETTINGS_MAX_CONCURRENT_STREAMS
+	window  uint32 // SETTINGS_INITIAL_WINDOW_SIZE: one stream's body
+}
+
+// h2Sessions opens the HTTP/2 connections of a burst: h2 by ALPN where
+// the target is https, h2c with prior knowledge where it is http and
+// speaks HTTP/2 only (Target.HTTP2). Each base's requests are spread over
+// as few connections as the server's settings allow (its stream limit,
+// the flow-control windows their held-back bodies must fit in). It
+// returns nil sessions and no why when the burst should go over HTTP/1.1
+// instead (plain http without Target.HTTP2, or an https server that does
+// not negotiate h2 or cannot take a body in one flight); a why when
+// HTTP/2 is required but cannot carry the burst; an error when a
+// connection could not be opened. Nothing is sent but the connection
+// preface and settings either way.
+func (lb LastByte) h2Sessions(ctx context.Context, reqs []*lbReq, deadline time.Time) (sessions []*h2Session, why string, err error) {
+	h2only := lb.Target.HTTP2
+	if !h2only && !strings.HasPrefix(lb.Target.BaseURL, "https://") {
+		return nil, "", nil
 	}
-	byBase := map[string]*h2Session{}
-	var sessions []*h2Session
 	closeAll := func() {
 		for _, s := range sessions {
 			s.conn.Close()
 		}
 	}
+	// cannot ends the attempt: HTTP/1.1 where it may be spoken, else why.
+	cannot := func(format string, args ...any) ([]*h2Session, string, error) {
+		closeAll()
+		if !h2only {
+			return nil, "", nil
+		}
+		return nil, "HTTP/2 cannot carry it: " + fmt.Sprintf(format, args...), nil
+	}
+	var bases []string
+	byBase := map[string][]*lbReq{}
 	for _, q := range reqs {
-		base := q.base
-		s := byBase[base]
-		if s == nil {
-			u, err := url.Parse(q.x.Request.URL)
-			if err != nil {
-				closeAll()
-				return nil, err
-			}
+		if byBase[q.base] == nil {
+			bases = append(bases, q.base)
+		}
+		byBase[q.base] = append(byBase[q.base], q)
+	}
+	for _, base := range bases {
+		for rest := byBase[base]; len(rest) > 0; {
 			conn, proto, err := lb.dialBase(ctx, base, []string{"h2", "http/1.1"}, deadline)
 			if err != nil {
 				closeAll()
-				return nil, fmt.Errorf("opening its connection: %v", err)
+				return nil, "", fmt.Errorf("opening its connection: %v", err)
 			}
-			s = &h2Session{conn: conn, u: u, ids: map[uint32]*lbReq{}}
+			if proto == "" { // plain TCP: h2c with prior knowledge
+				proto = "h2"
+			}
+			s := &h2Session{conn: conn, ids: map[uint32]*lbReq{}}
 			sessions = append(sessions, s)
-			byBase[base] = s
 			if proto != "h2" {
-				closeAll()
-				return nil, nil
+				return cannot("TLS to %s negotiated %q, not h2", base, proto)
 			}
-		}
-		s.ids[uint32(2*len(s.reqs)+1)] = q
-		s.reqs = append(s.reqs, q)
-	}
-	for _, s := range sessions {
-		if fits, err := s.handshake(deadline); err != nil || !fits {
-			closeAll()
+			lim, err := s.handshake(deadline)
 			if err != nil {
-				return nil, fmt.Errorf("HTTP/2 settings: %v", err)
+				closeAll()
+				return nil, "", fmt.Errorf("HTTP/2 settings: %v", err)
 			}
-			return nil, nil
+			n, total := 0, 0
+			for n < len(rest) && uint32(n) < lim.streams {
+				b := len(rest[n].x.Request.Body)
+				if uint32(b) > lim.window || b > h2ConnWindow {
+					return cannot("a %d-byte body is beyond the server's flow-control window (%d bytes a stream, %d a connection)", b, lim.window, h2ConnWindow)
+				}
+				if total+b > h2ConnWindow {
+					break
+				}
+				total += b
+				n++
+			}
+			if n == 0 {
+				return cannot("the server allows no concurrent stream (SETTINGS_MAX_CONCURRENT_STREAMS 0)")
+			}
+			for _, q := range rest[:n] {
+				s.ids[uint32(2*len(s.reqs)+1)] = q
+				s.reqs = append(s.reqs, q)
+			}
+			rest = rest[n:]
 		}
 	}
-	return sessions, nil
+	return sessions, "", nil
 }
 
 // handshake writes the preface and this client's settings, reads the
-// server's settings and acknowledges them; fits is false when they cannot
-// take s's streams at once.
-func (s *h2Session) handshake(deadline time.Time) (fits bool, err error) {
+// server's settings and acknowledges them, and returns the limits they set
+// on a burst.
+func (s *h2Session) handshake(deadline time.Time) (h2Limits, error) {
 	_ = s.conn.SetDeadline(deadline)
 	var buf bytes.Buffer
 	buf.WriteString(http2.ClientPreface)
@@ -100,16 +137,16 @@ func (s *h2Session) handshake(deadline time.Time) (fits bool, err error) {
 	_ = w.WriteSettings(http2.Setting{ID: http2.SettingEnablePush, Val: 0}, http2.Setting{ID: http2.SettingInitialWindowSize, Val: h2Window})
 	_ = w.WriteWindowUpdate(0, h2Window)
 	if _, err := s.conn.Write(buf.Bytes()); err != nil {
-		return false, err
+		return h2Limits{}, err
 	}
 	s.fr = http2.NewFramer(nil, s.conn)
 	s.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
-	maxStreams, window := uint32(1<<31-1), uint32(65535)
+	lim := h2Limits{streams: 1<<31 - 1, window: 65535}
 	s.maxFrame = 16384
 	for {
 		f, err := s.fr.ReadFrame()
 		if err != nil {
-			return false, err
+			return h2Limits{}, err
 		}
 		sf, ok := f.(*http2.SettingsFrame)
 		if !ok || sf.IsAck() {
@@ -118,9 +155,9 @@ func (s *h2Session) handshake(deadline time.Time) (fits bool, err error) {
 		_ = sf.ForeachSetting(func(st http2.Setting) error {
 			switch st.ID {
 			case http2.SettingMaxConcurrentStreams:
-				maxStreams = st.Val
+				lim.streams = st.Val
 			case http2.SettingInitialWindowSize:
-				window = st.Val
+				lim.window = st.Val
 			case http2.SettingMaxFrameSize:
 				s.maxFrame = st.Val
 			}
@@ -129,18 +166,9 @@ func (s *h2Session) handshake(deadline time.Time) (fits bool, err error) {
 		break
 	}
 	if err := s.write(func(w *http2.Framer) error { return w.WriteSettingsAck() }); err != nil {
-		return false, err
+		return h2Limits{}, err
 	}
-	total := 0
-	for _, q := range s.reqs {
-		n := len(q.x.Request.Body)
-		if uint32(n) > window {
-			return false, nil
-		}
-		total += n
-	}
-	// The connection's send window starts at 65,535 whatever the settings.
-	return uint32(len(s.reqs)) <= maxStreams && total <= 65535, nil
+	return lim, nil
 }
 
 // write writes the frames f produces in one write on the connection.
