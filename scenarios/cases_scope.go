@@ -36,7 +36,7 @@ func init() {
 			PerOperation: true, UsesOracle: true, Peer: methodPeer, Skips: skipNoMethodPeer, Run: scopeOtherMethod},
 		Case{Meta: Meta{ID: "scope/case-sensitive", Family: "scope", Requirements: []string{"IK-SCOPE-4"}, Level: Should,
 			Requirement: "draft §2.2: the key is an opaque sf-string, so keys that differ only in letter case are different keys, unless the profile's key_case says the API folds them (UUID-only formats may; OASIS note on UUID case).",
-			Explanation: "The lower-case spelling of a completed upper-case key executes as a distinct key (or is rejected), never gets the upper-case key's response (profile key_case sensitive); folded accepts the replay, \"?\" records it.",
+			Explanation: "The lower-case spelling of a completed upper-case key, in the same request byte for byte but the key, executes as a distinct key (or is rejected as a key), never gets the upper-case key's response nor the profile's mismatch or in-flight answer, which are about the upper-case key's record (profile key_case sensitive); folded accepts the replay, \"?\" records it.",
 			Needs:       []Need{NeedEffects}},
 			PerOperation: true, Run: scopeCaseSensitive},
 	)
@@ -213,7 +213,10 @@ func scopeCaseSensitive(ctx context.Context, e *Env) Verdict {
 	if bad != nil {
 		return *bad
 	}
-	r := e.Send(ctx, Req{Label: "same key in lower case", Key: lower})
+	// The same request, key aside: with a marker, the double's token
+	// stays the upper-case key's, so that a server folding the key case
+	// meets the same body, not a changed one.
+	r := e.Send(ctx, Req{Label: "same key in lower case", Key: lower, SameAs: upper})
 	observed := fmt.Sprintf("%s then %s: %s", upper, lower, r.String())
 	if v := e.lostConn(r); v != nil {
 		return *v
@@ -227,11 +230,26 @@ func scopeCaseSensitive(ctx context.Context, e *Env) Verdict {
 	if r.Is5xx() || r.Err != nil {
 		return e.Unmet("a distinct key, a replay or a rejection; never a 5xx", observed)
 	}
-	if replayed {
-		shared := fmt.Sprintf("two keys share one response: %s and %s both answered %s", upper, lower, first.String())
+	var shared string
+	switch {
+	case replayed:
+		shared = fmt.Sprintf("two keys share one response: %s and %s both answered %s", upper, lower, first.String())
 		if id := e.CreatedID(first); id != "" {
 			shared = fmt.Sprintf("two keys share one response: %s and %s both answered created id %s", upper, lower, id)
 		}
+	case r.OK():
+	case r.StatusIn(e.Profile.MissingStatus) && (r.StatusIn(e.Profile.MismatchStatus) || r.StatusIn(e.Profile.InFlightStatus)):
+		// The profile's answer to an invalid key is also its answer to a
+		// key that met another request's record: either may be meant.
+		return e.Inconclusive(fmt.Sprintf("%s is the profile's answer both to an invalid key and to a key another request holds: cannot tell a rejection of %s from the case folded onto %s: %s", r.StatusText(), lower, upper, observed))
+	case r.StatusIn(e.Profile.MismatchStatus) || r.StatusIn(e.Profile.InFlightStatus):
+		// A mismatch or in-flight answer is about the record of a key
+		// already seen: the only one is the upper-case key's.
+		shared = fmt.Sprintf("%s met %s's record: %s is the profile's mismatch or in-flight answer", lower, upper, r.StatusText())
+	default:
+		return e.Pass("rejected: " + observed)
+	}
+	if shared != "" {
 		switch e.Profile.KeyCase {
 		case apispec.KeyCaseFolded:
 			return e.Pass("folded, as the profile says (key_case folded): " + shared + "; " + observed)
@@ -240,15 +258,12 @@ func scopeCaseSensitive(ctx context.Context, e *Env) Verdict {
 		}
 		return e.Finding("key_case", "folded: "+shared+"; "+observed)
 	}
-	if !r.OK() {
-		return e.Pass("rejected: " + observed)
-	}
 	if e.HasOracle() {
-		n, err := e.Executions(ctx, lower)
+		n, err := e.executionsUnder(ctx, upper, lower)
 		if err != nil {
 			return e.Inconclusive(err.Error())
 		}
-		observed += fmt.Sprintf("; %d executions under the lower-case key (oracle)", n)
+		observed += fmt.Sprintf("; %d executions under the two spellings (oracle)", n)
 	}
 	if e.Profile.KeyCase == apispec.KeyCaseFolded {
 		return e.Unmet("the upper-case key's replay (profile key_case folded)", "a distinct key: "+observed)

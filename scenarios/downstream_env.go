@@ -28,6 +28,9 @@ func (e *Env) markForDouble(op *apispec.Operation, r Req, x *wire.Exchange) {
 		scope = KeyLinesScope(r.KeyLines) // counted under it: linesCount
 	case !r.NoKey:
 		scope = r.Key
+		if r.SameAs != "" {
+			scope = r.SameAs
+		}
 		// The body the case asked for: a key in a message field (gRPC)
 		// is written into a copy of it (wire.Build), which VariantOf does
 		// not know.

@@ -112,6 +112,11 @@ type Req struct {
 	Label string
 	// Key is the idempotency key, written in the target's syntax.
 	Key string
+	// SameAs, when set, is the key of an earlier request this one means
+	// to repeat under another spelling of its key (scope/case-sensitive):
+	// the downstream double's token is SameAs's, so that the marker never
+	// makes the two requests' bytes differ.
+	SameAs string
 	// NoKey sends no key header at all.
 	NoKey bool
 	// KeyLines, when set, are sent verbatim as key header lines (malformed

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck/apispec"
+	"github.com/idemcheck/idemcheck/internal/knobless"
+	"github.com/idemcheck/idemcheck/internal/testenv"
 	"github.com/idemcheck/idemcheck/reference/demo"
 	"github.com/idemcheck/idemcheck/scenarios"
 )
@@ -97,13 +99,42 @@ func TestOtherEndpointCounterOfOneOperation(t *testing.T) {
 type keyQuirks struct {
 	next http.Handler
 	mode string
+	seen *keySet // "fold-mismatch": the keys sent so far
+}
+
+// keySet is a set of keys safe for concurrent use.
+type keySet struct {
+	mu   sync.Mutex
+	keys map[string]bool
+}
+
+// Has reports whether k was added before, and adds it.
+func (s *keySet) Has(k string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.keys == nil {
+		s.keys = map[string]bool{}
+	}
+	had := s.keys[k]
+	s.keys[k] = true
+	return had
 }
 
 func (q keyQuirks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	k := r.Header.Get("Idempotency-Key")
+	if q.seen != nil {
+		q.seen.Has(k)
+	}
 	switch {
 	case q.mode == "fold" && k != "":
 		r.Header.Set("Idempotency-Key", strings.ToLower(k))
+	case q.mode == "fold-mismatch" && k != strings.ToUpper(k) && q.seen.Has(strings.ToUpper(k)):
+		// Folds the key and fingerprints its spelling: the lower-case
+		// spelling of a completed key meets its record as a mismatch.
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusUnprocessableEntity)
+		_, _ = w.Write([]byte(`{"title":"Idempotency-Key is already used with another request"}`))
+		return
 	case q.mode == "blank-ok" && k == `"   "`:
 		r.Header.Set("Idempotency-Key", `"blank-key"`)
 	}
@@ -115,7 +146,8 @@ func (q keyQuirks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // (it warned under ietf); a server folding key case replays one key's
 // response to another, a SHOULD failure under ietf (key_case sensitive)
 // with the two keys named (it was recorded as a skip), accepted under
-// key_case folded.
+// key_case folded; one answering the profile's mismatch status to the
+// lower-case spelling folds too.
 func TestKeyProfileSettings(t *testing.T) {
 	rows := []struct {
 		name, mode, id string
@@ -129,6 +161,9 @@ func TestKeyProfileSettings(t *testing.T) {
 		{"case folded, ietf", "fold", "scope/case-sensitive", func(*apispec.Profile) {}, scenarios.Warn, "two keys share one response"},
 		{"case folded, key_case folded", "fold", "scope/case-sensitive", func(p *apispec.Profile) { p.KeyCase = apispec.KeyCaseFolded }, scenarios.Pass, "two keys share one response"},
 		{"case sensitive, ietf", "", "scope/case-sensitive", func(*apispec.Profile) {}, scenarios.Pass, "a distinct key"},
+		// The profile's mismatch status is about the upper-case key's
+		// record, never a rejection of the lower-case key (it passed).
+		{"case folded onto a mismatch, ietf", "fold-mismatch", "scope/case-sensitive", func(*apispec.Profile) {}, scenarios.Warn, "the profile's mismatch or in-flight answer"},
 	}
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
@@ -136,7 +171,7 @@ func TestKeyProfileSettings(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			srv := httptest.NewServer(keyQuirks{next: app, mode: row.mode})
+			srv := httptest.NewServer(keyQuirks{next: app, mode: row.mode, seen: &keySet{}})
 			defer func() { srv.Close(); app.Close() }()
 			tg, err := apispec.FromURL(srv.URL, demoTTL, demoLease)
 			if err != nil {
@@ -233,5 +268,38 @@ operations:
 	r := rep.Results[0]
 	if r.Status != scenarios.Unverifiable || !strings.Contains(r.Reason, "does not count b's executions") {
 		t.Errorf("%s: %s (%s), want unverifiable naming the blind oracle", r.Name(), r.Status, r.Reason)
+	}
+}
+
+// TestCaseFoldWithMarker: with a downstream double and a marker, the
+// lower-case spelling of a completed key carries the upper-case key's
+// token, so the two requests are the same bytes but the key: a server that
+// folds key case replays (a SHOULD failure under ietf). With a token of
+// its own the body differed, the folding server answered 422, and the
+// case passed it as "rejected".
+func TestCaseFoldWithMarker(t *testing.T) {
+	addr := testenv.FreeAddr(t)
+	shop := knobless.New(knobless.Options{ProviderURL: "http://" + addr})
+	srv := httptest.NewServer(keyQuirks{next: shop, mode: "fold"})
+	defer func() { srv.Close(); _ = shop.Close() }()
+	path := filepath.Join(t.TempDir(), "idemcheck.yaml")
+	if err := os.WriteFile(path, []byte(knobless.Config(srv.URL, addr, "{downstream: payments}")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tg, p, err := apispec.LoadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rep, err := scenarios.Run(ctx, tg, p, scenarios.RunOptions{Run: []string{"scope/case-sensitive"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Results) != 1 {
+		t.Fatalf("%d results, want 1", len(rep.Results))
+	}
+	if r := rep.Results[0]; r.Status != scenarios.Warn || !strings.Contains(r.Observed, "two keys share one response") {
+		t.Errorf("%s against a server folding key case: %s, observed %q %s; want warn, the keys sharing one response", r.Name(), r.Status, r.Observed, r.Reason)
 	}
 }
