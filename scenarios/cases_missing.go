@@ -22,7 +22,7 @@ func init() {
 			PerOperation: true, Skips: skipKeyNotRequiredOrNoProblem, Run: missingProblemLink},
 		Case{Meta: Meta{ID: "missing/repeat-fails-again", Family: "missing", Requirements: []string{"IK-MISSING-3"}, Level: Must,
 			Requirement: "draft §2.7: clients MUST correct the request before retrying, or the resource MUST fail the request and return one of the above errors.",
-			Explanation: "Repeating the request without a key fails again the same way: nothing was recorded."},
+			Explanation: "A request without a key fails (a keyless success fails this MUST), and repeating it fails again the same way: nothing was recorded."},
 			PerOperation: true, Skips: skipKeyNotRequired, Run: missingRepeatFailsAgain},
 		Case{Meta: Meta{ID: "missing/optional-executes", Family: "missing", Requirements: []string{"IK-MISSING-4"}, Level: Should,
 			Requirement: "Profile key_required false (Stripe, Adyen, PayPal): a request without a key is processed normally, without idempotency.",
@@ -77,11 +77,14 @@ func missingRejected(ctx context.Context, e *Env) Verdict {
 	}
 	switch {
 	case r.Err != nil:
-		return e.Unmet(expected, r.String())
+		// No answer of the API's: what it would have answered is unknown.
+		return e.Inconclusive("the keyless request got no answer: " + r.String())
 	case executed && !r.OK():
 		return e.Fail(expected, "executed, then answered an error: "+how)
 	case r.OK():
-		return e.Unmet(expected, "executed without a key: "+how)
+		// A success did not fail the request: the draft's MUST, not
+		// only its SHOULD of a 400.
+		return e.Fail(expected, "executed without a key: "+how)
 	case refused && !counted:
 		return e.Unverifiable(fmt.Sprintf("answered %s as expected, but whether it executed cannot be counted: the oracle counts per key and the request has none (declare an oracle URL without {key}, a global or per-operation counter, or oracle: {downstream: ROUTE} with a marker)", r.StatusText()))
 	case refused:
@@ -118,8 +121,16 @@ func skipKeyNotRequired(_ *apispec.Target, p *apispec.Profile, _ *apispec.Operat
 
 func missingRepeatFailsAgain(ctx context.Context, e *Env) Verdict {
 	a := e.Send(ctx, Req{Label: "no key", NoKey: true})
-	if a.OK() || a.Err != nil {
-		return e.Inconclusive("the keyless request was not rejected in the first place (see missing/rejected): " + a.String())
+	if v := e.lostConn(a); v != nil {
+		return *v
+	}
+	switch {
+	case a.Err != nil:
+		return e.Inconclusive("the keyless request got no answer: " + a.String())
+	case a.OK():
+		// The key is required and the request succeeded without it: the
+		// resource did not fail it, which this MUST forbids.
+		return e.Fail("an error (the request failed), then the same error again", "the keyless request succeeded: "+a.String())
 	}
 	b := e.Send(ctx, Req{Label: "no key again", NoKey: true})
 	observed := fmt.Sprintf("%s then %s", a.StatusText(), b.String())

@@ -487,3 +487,24 @@ func TestInFlightOffsetsStalledDuplicate(t *testing.T) {
 	rs := runIDs(t, tg, ietf(t), "concurrent/in-flight-offsets@charges")
 	wantStatus(t, rs, "concurrent/in-flight-offsets", scenarios.Inconclusive, "every duplicate was handled after the key expired")
 }
+
+// TestKeylessExecutionFails: a keyless request that executes on a
+// key-required operation fails the run (exit 1) at the MUST it breaks,
+// whatever the oracle: missing/rejected and missing/repeat-fails-again
+// fail; the MUST case went inconclusive and the run exited 5.
+func TestKeylessExecutionFails(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rep, err := scenarios.Run(ctx, startDemo(t, "missing-key-passthrough"), ietf(t), scenarios.RunOptions{Run: []string{"missing/**"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Results {
+		if (r.ID == "missing/rejected" || r.ID == "missing/repeat-fails-again") && r.Status != scenarios.Fail {
+			t.Errorf("%s: %s, want fail: observed %q %s", r.Name(), r.Status, r.Observed, r.Reason)
+		}
+	}
+	if j := rep.Judge(); j.Outcome != scenarios.OutcomeFail || j.Outcome.ExitCode() != 1 {
+		t.Errorf("outcome %v (exit %d), want a failure (exit 1): %v", j.Outcome, j.Outcome.ExitCode(), j.Problems)
+	}
+}
