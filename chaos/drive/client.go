@@ -3,9 +3,11 @@ package drive
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -74,8 +76,24 @@ type answer struct {
 	injected   bool // the proxy made the answer up (status fault, 502)
 }
 
-func (a answer) definite() bool {
-	return a.err == nil && a.status != 0 && !a.injected && a.status != http.StatusConflict && a.status != http.StatusTooManyRequests && a.status < 500
+// definite reports whether a ends the operation: an answer of the
+// server's that is not a retryable one (made up by the proxy, 429, 5xx)
+// nor the profile's in-flight status. business is the status the shape's
+// business-error variant declares (0: none): an operation whose business
+// answer is also the in-flight status ends on it.
+func (d *driver) definite(a answer, business int) bool {
+	if a.err != nil || a.status == 0 || a.injected || a.status == http.StatusTooManyRequests || a.status >= 500 {
+		return false
+	}
+	return a.status == business || !d.inFlight(a.status)
+}
+
+// inFlight reports whether status is the profile's in-flight answer.
+func (d *driver) inFlight(status int) bool {
+	if d.cfg.inFlight == nil {
+		return status == http.StatusConflict
+	}
+	return slices.Contains(d.cfg.inFlight, status)
 }
 
 // run drives one logical operation to its end and returns the client's
@@ -108,15 +126,20 @@ func (d *driver) run(ctx context.Context, s shape) (rec chaos.Op, ok bool) {
 		variant = apispec.VariantTransientError
 		attempts = min(attempts, transientAttempts)
 	}
+	business := 0
 	if variant != "" {
-		first, _, _ = t.Variant(op, variant)
+		var v apispec.Variant
+		first, v, _ = t.Variant(op, variant)
+		if s.kind == chaos.KindBusiness {
+			business = apispec.HTTPStatusOf(v.Status)
+		}
 		_ = d.double.BehaveVariant(op, key, variant) // the double's answers, when it runs; routes are validated
 	}
 	var last answer
 	if s.kind == chaos.KindStorm {
 		last = d.storm(ctx, op, key, first, &rec)
 	}
-	for !last.definite() && rec.Attempts < attempts && ctx.Err() == nil {
+	for !d.definite(last, business) && rec.Attempts < attempts && ctx.Err() == nil {
 		if rec.Attempts > 0 && !d.wait(ctx, rec.Attempts, last) {
 			break
 		}
@@ -128,7 +151,7 @@ func (d *driver) run(ctx context.Context, s shape) (rec chaos.Op, ok bool) {
 		rec.Attempts++
 	}
 	switch {
-	case ctx.Err() != nil && !last.definite():
+	case ctx.Err() != nil && !d.definite(last, business):
 		// The run ended (SIGINT, --deadline) before the client got its
 		// final answer: what it saw is not judged.
 		rec.Outcome, rec.Status, rec.Error = chaos.ClientInterrupted, last.status, "cut short: "+ctx.Err().Error()
@@ -136,8 +159,13 @@ func (d *driver) run(ctx context.Context, s shape) (rec chaos.Op, ok bool) {
 		rec.Outcome, rec.Error = chaos.ClientUnknown, statusText(last.err)
 	case last.status >= 200 && last.status < 300:
 		rec.Outcome, rec.Status, rec.ID = chaos.ClientOK, last.status, last.id
-	case last.injected || last.status == http.StatusConflict:
+	case last.injected:
 		rec.Outcome, rec.Status = chaos.ClientUnknown, last.status
+	case last.err == nil && d.inFlight(last.status) && last.status != business:
+		// Still the in-flight answer at the attempt limit: not done, as
+		// far as the client knows, and said so.
+		rec.Outcome, rec.Status = chaos.ClientUnknown, last.status
+		rec.Error = fmt.Sprintf("%d (the profile's in-flight answer) to each of %d attempts: still in flight, or a business answer the profile does not name (in_flight_status)", last.status, rec.Attempts)
 	default:
 		rec.Outcome, rec.Status = chaos.ClientFail, last.status
 	}

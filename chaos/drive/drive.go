@@ -33,6 +33,9 @@ type config struct {
 	replicas    int
 	killEvery   time.Duration
 	margin      time.Duration
+	// inFlight: the profile's in-flight answers as HTTP statuses, which
+	// the client waits out and retries (nil: 409, the draft's).
+	inFlight []int
 }
 
 // Option configures Run.
@@ -88,8 +91,18 @@ func WithKillEvery(d time.Duration) Option { return func(c *config) { c.killEver
 
 // WithProfile judges attempts as run does under p: those sent later than
 // TTL − p's margin after their key's first are not judged against its
-// first record (the checker's Margin). Without it the margin is 0.
-func WithProfile(p *apispec.Profile) Option { return func(c *config) { c.margin = p.Margin } }
+// first record (the checker's Margin), and only p's in-flight statuses
+// are waited out and retried (another 409 is a business answer). Without
+// it the margin is 0 and 409 is the in-flight answer.
+func WithProfile(p *apispec.Profile) Option {
+	return func(c *config) {
+		c.margin = p.Margin
+		c.inFlight = c.inFlight[:0]
+		for _, s := range p.InFlightStatus {
+			c.inFlight = append(c.inFlight, apispec.HTTPStatusOf(s))
+		}
+	}
+}
 
 // ErrUnreachable: the target did not answer at all (the preflight every
 // face shares, wire.Preflight).
