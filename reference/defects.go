@@ -139,6 +139,15 @@ const (
 	// and a reused key with another first_sent is the same request. Only
 	// the gRPC reference's CreateRefund has a first_sent.
 	FirstSentIgnored Defect = "first-sent-ignored"
+	// ReleaseBeforeStore: on completion the claim is released first and
+	// the response stored afterwards, releaseGap later (a second write to
+	// the store): a duplicate arriving in between finds no record and
+	// executes again.
+	ReleaseBeforeStore Defect = "release-before-store"
+	// LeaseAsMillis: the configured lease is read in the wrong unit (5 s
+	// as 5 ms): an in-flight claim is taken over by any duplicate that
+	// arrives a few milliseconds into the original's run.
+	LeaseAsMillis Defect = "lease-as-millis"
 )
 
 // DefectInfo documents one defect: what it breaks, and the requirement
@@ -185,6 +194,8 @@ var defectCatalog = []DefectInfo{
 	{EventOutsideTx, "the event is published before the outcome is stored: an execution that is then rolled back or retried publishes twice, a failed publish is lost", "one event per execution (events source, outbox)"},
 	{EventOnReplay, "each replay publishes the key's event again", "one event per execution; none for a replay (events source)"},
 	{RelayRepublish, "a restarted relay republishes sent events without their ids: duplicates no consumer can dedupe", "one event per execution (events source, outbox)"},
+	{ReleaseBeforeStore, "the claim is released before the response is stored: a duplicate arriving at the original's completion executes again", "IK-CONCURRENT-2"},
+	{LeaseAsMillis, "the lease is read in milliseconds (5 s as 5 ms): a duplicate a few milliseconds into the original's run takes the claim over and executes", "IK-CONCURRENT-1, IK-CONCURRENT-2, IK-LEASE-3"},
 	{FirstSentIgnored, "gRPC only: an AEP-155 first_sent expired or in the future is accepted, and a changed one replays", "IK-FIRSTSENT-1 (AEP-155 must reject), IK-MISMATCH-1"},
 }
 

@@ -249,6 +249,9 @@ func (m *middleware) ttlAndLease() (ttl, lease time.Duration) {
 	if m.defects.has(LeaseNeverExpires) {
 		lease = ttl
 	}
+	if m.defects.has(LeaseAsMillis) {
+		lease /= 1000
+	}
 	return ttl, lease
 }
 
@@ -539,6 +542,9 @@ func (x *exchange) execute(token string, owned bool) {
 					return
 				}
 			} else {
+				if m.defects.has(ReleaseBeforeStore) {
+					token = m.releaseThenClaim(bg, x, token)
+				}
 				// An error here (lease lost, store down) cannot undo the
 				// effect; the client still gets the real outcome, and a
 				// store that was down gets it before the scope's next claim.
@@ -576,6 +582,25 @@ func (x *exchange) execute(token string, owned bool) {
 		m.appendEvents(bg, st.events) // an execution that owns no record
 	}
 	rec.flush(x.w)
+}
+
+// releaseGap is the release-before-store defect's time between releasing
+// the claim and storing the response: a second round trip to a store.
+const releaseGap = 5 * time.Millisecond
+
+// releaseThenClaim is the release-before-store defect: the claim owned by
+// token is released, and releaseGap later claimed again for the store;
+// it returns the new claim's token ("" when a duplicate claimed the key
+// in between: the response is then not stored).
+func (m *middleware) releaseThenClaim(ctx context.Context, x *exchange, token string) string {
+	_ = m.store.Release(ctx, x.scope, token)
+	time.Sleep(releaseGap)
+	ttl, lease := m.ttlAndLease()
+	c, err := m.store.Claim(ctx, ClaimRequest{Scope: x.scope, Fingerprint: x.fingerprint(), RawHash: x.rawHash(), Lease: lease, TTL: ttl})
+	if err != nil || c.Outcome != Claimed {
+		return ""
+	}
+	return c.Token
 }
 
 // markCompleted remembers that scope's outcome was stored, under the

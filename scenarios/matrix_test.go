@@ -57,6 +57,10 @@ var defectMatrix = []struct {
 		why: "same-key requests whose lookups fall in the 1 ms before the insert all execute: the burst's rounds catch it (>= 99 of 100 runs, docs/conformance-engine.md); expiry/expired-key-burst, one round after expiry, usually too"},
 	{defect: "conflict-as-500", strict: true, want: []string{"concurrent/in-flight-conflict"},
 		why: "every request that loses the race for its key (in flight) gets 500 instead of 409: the SHOULD case judges it; the MUST cases that see it (in-flight-offsets, the bursts) held their MUST and record it beside their pass, since a SHOULD never fails a MUST case"},
+	{defect: "release-before-store", anyOf: []string{"concurrent/same-key-burst"}, maybe: []string{"expiry/expired-key-burst", "concurrent/in-flight-offsets"},
+		why: "the claim is released 5 ms before the response is stored: a burst round whose requests are still arriving when the first completes executes again (the rounds after the slow one); the slow rounds' requests all meet the claim"},
+	{defect: "lease-as-millis", want: []string{"concurrent/changed-body-in-flight", "concurrent/in-flight-conflict", "concurrent/in-flight-offsets"}, maybe: []string{"concurrent/same-key-burst", "expiry/expired-key-burst", "crash/handler-timeout", "crash/handler-crash"},
+		why: "a 5 s lease read as 5 ms: every duplicate sent a tenth of the slow variant or more into the original's run takes the claim over and executes (a burst's requests may all arrive within the 5 ms)"},
 	{defect: "expired-reclaim-unlocked", want: []string{"expiry/expired-key-burst"},
 		why: "the first request after expiry reclaims the key without an in-flight marker: the rest of the burst, arriving while it runs the slow variant, executes too (TestExpiredKeyBurstRidesSlow: with the normal body the burst missed it)"},
 	{defect: "lookup-before-body", anyOf: []string{"concurrent/same-key-burst"}, maybe: []string{"expiry/expired-key-burst"},
@@ -143,7 +147,7 @@ const matrixBurstRounds = 1
 
 // lightBurst sets matrixBurstRounds unless the defect is a check-then-insert.
 func lightBurst(p *apispec.Profile, defect string) *apispec.Profile {
-	if defect != "check-then-insert" && defect != "lookup-before-body" {
+	if defect != "check-then-insert" && defect != "lookup-before-body" && defect != "release-before-store" {
 		p.BurstRounds = matrixBurstRounds
 	}
 	return p

@@ -57,8 +57,8 @@ func (e *Env) duringSlow(ctx context.Context, quick bool, dup func(k string) wir
 // startInFlight sends r (a slow request under key k that stays in flight
 // for about slow) in the background and returns once it is in flight at
 // the server, as far as can be shown (trap C13): with an oracle, once it
-// counts an execution under k (the handler started, so the claim is held);
-// without one, a third of slow after the request was fully written, the
+// counts an execution under k (the handler started, so the claim is held)
+// and a tenth of slow has passed since the write; without one, a third of slow after the request was fully written, the
 // head start the server gets for its claim. An oracle that has counted
 // nothing half of slow after the write (a server that counts effects at
 // the end) falls back to that bound. It also returns early when r
@@ -91,8 +91,14 @@ func (e *Env) startInFlight(ctx context.Context, k string, r Req, slow time.Dura
 	}
 	limit := time.NewTimer(bound)
 	defer limit.Stop()
+	// Never before a tenth of slow: a duplicate a few milliseconds into
+	// the run would meet a claim whose lease is misread as milliseconds
+	// (5 s as 5 ms) still held, and pass a server that lets it lapse.
+	floor := time.NewTimer(slow / 10)
+	defer floor.Stop()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
+	running, floored := false, false
 	for {
 		select {
 		case <-done:
@@ -101,12 +107,18 @@ func (e *Env) startInFlight(ctx context.Context, k string, r Req, slow time.Dura
 			return wait
 		case <-limit.C:
 			return wait
+		case <-floor.C:
+			if floored = true; running {
+				return wait
+			}
 		case <-tick.C:
-			if !e.HasOracle() {
+			if !e.HasOracle() || running {
 				continue
 			}
 			if n, err := e.count(ctx, k, false); err == nil && n >= 1 {
-				return wait
+				if running = true; floored {
+					return wait
+				}
 			}
 		}
 	}

@@ -220,6 +220,36 @@ func TestDefects(t *testing.T) {
 			<-done
 			return r.status != 409, fmt.Sprintf("retry after the lease of a stuck claim -> %d", r.status)
 		}},
+		{reference.LeaseAsMillis, Options{Lease: 5 * time.Second}, func(t *testing.T, h *harness) (bool, string) {
+			// 100 ms into the run the 5 s lease holds; read as 5 ms it
+			// has long lapsed.
+			k := newKey()
+			done := slowInFlight(h, k)
+			time.Sleep(100 * time.Millisecond)
+			r := h.post("/v1/charges", "alice", k, `{"amount":1000,"currency":"usd","delay_ms":1500}`)
+			<-done
+			n, _, _ := h.executions(k)
+			return r.status == 409 && n == 1, fmt.Sprintf("retry 100 ms into the run under a 5 s lease -> %d, %d executions", r.status, n)
+		}},
+		{reference.ReleaseBeforeStore, Options{}, func(t *testing.T, h *harness) (bool, string) {
+			// Duplicates sent back to back from before the original
+			// completes until one is replayed: one of them meets the gap.
+			k := newKey()
+			done := make(chan reply, 1)
+			go func() { done <- h.post("/v1/charges", "alice", k, `{"amount":1000,"currency":"usd","delay_ms":200}`) }()
+			h.waitExecutions(k, 1)
+			statuses := map[int]int{}
+			for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); {
+				r := h.post("/v1/charges", "alice", k, `{"amount":1000,"currency":"usd","delay_ms":200}`)
+				statuses[r.status]++
+				if r.status != 409 {
+					break
+				}
+			}
+			<-done
+			n, _, _ := h.executions(k)
+			return n == 1, fmt.Sprintf("duplicates back to back across the completion -> %v, %d executions", statuses, n)
+		}},
 		{reference.LookupBeforeBody, Options{}, func(t *testing.T, h *harness) (bool, string) {
 			k := newKey()
 			statuses := h.lastByteBurst(4, k, chargeBody)
