@@ -2,8 +2,10 @@ package scenarios_test
 
 import (
 	"context"
+	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -160,6 +162,89 @@ func TestFlakeGuard(t *testing.T) {
 	for name, r := range runs[0] {
 		if r.Family == "expiry" && r.Status == scenarios.Skip {
 			t.Errorf("%s skipped (%s): the guard must cover the expiry cases", name, r.Reason)
+		}
+	}
+}
+
+// raceDefects are the reference's race defects and the cases that must
+// catch each in every run (at least one of them fails): their overlaps
+// are engineered (slow variant, last-byte sync, rounds, a duplicate no
+// sooner than a tenth of the slow run), never left to the scheduler.
+// process-local-lock needs two replicas: cmd/idemcheck TestReplicaFamily.
+var raceDefects = []struct {
+	defect string
+	strict bool
+	cases  []string
+}{
+	{"check-then-insert", false, []string{"concurrent/same-key-burst"}},
+	{"lookup-before-body", false, []string{"concurrent/same-key-burst"}},
+	{"no-inflight-lock", false, []string{"concurrent/in-flight-conflict", "concurrent/same-key-burst"}},
+	{"expired-reclaim-unlocked", false, []string{"expiry/expired-key-burst"}},
+	{"release-before-store", false, []string{"concurrent/same-key-burst"}},
+	{"lease-as-millis", false, []string{"concurrent/in-flight-conflict", "concurrent/in-flight-offsets", "concurrent/changed-body-in-flight"}},
+	{"conflict-as-500", true, []string{"concurrent/in-flight-conflict", "concurrent/in-flight-offsets", "concurrent/same-key-burst"}},
+}
+
+// TestRaceDefectsCaughtUnderLoad: each race defect of the reference is
+// caught in every one of IDEMCHECK_RACE_RUNS runs (default 2, the two
+// unattended runs of issue 37) of its catching cases, beside CPU burners
+// (flakeOversubscribe per core): the run fails, on one of those cases.
+// An inconclusive or a pass is a miss; a miss is a failure of this test.
+func TestRaceDefectsCaughtUnderLoad(t *testing.T) {
+	runs := 2
+	if s := os.Getenv("IDEMCHECK_RACE_RUNS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			t.Fatalf("IDEMCHECK_RACE_RUNS=%q: want a whole number ≥ 1", s)
+		}
+		runs = n
+	}
+	type job struct {
+		row int
+		tg  *apispec.Target
+		rep *scenarios.Report
+		err error
+	}
+	var jobs []*job
+	for i, d := range raceDefects {
+		for range runs {
+			jobs = append(jobs, &job{row: i, tg: startDemo(t, d.defect)})
+		}
+	}
+	stop := burnCPU(flakeOversubscribe)
+	concurrently(len(jobs), flakeParallel, func(i int) {
+		j := jobs[i]
+		d := raceDefects[j.row]
+		globs := make([]string, len(d.cases))
+		for k, id := range d.cases {
+			globs[k] = id + "@charges"
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+		defer cancel()
+		j.rep, j.err = scenarios.Run(ctx, j.tg, referenceProfile(t), scenarios.RunOptions{Run: globs, Strict: d.strict})
+	})
+	stop()
+	caughtRuns := make([]int, len(raceDefects))
+	for _, j := range jobs {
+		d := raceDefects[j.row]
+		if j.err != nil {
+			t.Errorf("%s: Run: %v", d.defect, j.err)
+			continue
+		}
+		own, _ := caught(j.rep)
+		if j.rep.Judge().Outcome == scenarios.OutcomeFail && slices.ContainsFunc(d.cases, func(id string) bool { return slices.Contains(own, id) }) {
+			caughtRuns[j.row]++
+			continue
+		}
+		for _, r := range j.rep.Results {
+			t.Logf("%s missed: %s: %s %q %s", d.defect, r.Name(), r.Status, r.Observed, r.Reason)
+		}
+	}
+	for i, d := range raceDefects {
+		if caughtRuns[i] != runs {
+			t.Errorf("%s: caught in %d of %d runs under %d CPU burners", d.defect, caughtRuns[i], runs, flakeOversubscribe*runtime.NumCPU())
+		} else {
+			t.Logf("%s: caught in %d of %d runs under %d CPU burners", d.defect, caughtRuns[i], runs, flakeOversubscribe*runtime.NumCPU())
 		}
 	}
 }
