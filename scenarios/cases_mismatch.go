@@ -112,8 +112,18 @@ func mismatchRepeatFailsAgain(ctx context.Context, e *Env) Verdict {
 	if v != nil {
 		return *v
 	}
-	if mis.OK() || mis.Err != nil {
-		return e.Inconclusive(pr.name + " did not fail in the first place (see mismatch/changed-body): " + mis.String())
+	if v := e.lostConn(mis); v != nil {
+		return *v
+	}
+	switch {
+	case mis.Err != nil:
+		return e.Inconclusive(pr.name + " got no answer: " + mis.String())
+	case mis.OK() && !pr.generated:
+		// A configured mutation is material: its success under the used
+		// key did not fail the request, which this MUST forbids.
+		return e.inTTL(e.Fail("an error (the changed request failed), then the same error again", pr.name+" under the used key succeeded: "+mis.String()), first, mis)
+	case mis.OK():
+		return e.Inconclusive(pr.name + " (a member idemcheck made up, which a partial fingerprint may leave out) did not fail in the first place (see mismatch/added-field): " + mis.String())
 	}
 	again := e.Send(ctx, pr.req("same key, "+pr.name+" again", k, e.Body(pr.patch)))
 	observed := fmt.Sprintf("%s then %s", mis.StatusText(), again.String())
