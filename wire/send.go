@@ -102,6 +102,11 @@ func (r Resp) String() string {
 // connect): the request never reached the server.
 var ErrNotConnected = errors.New("no connection was made: the request never reached the server")
 
+// ErrNotSent marks a transport error before the request was fully
+// written, with no answer (the client refused to send it, or the
+// connection failed under it): the server cannot have taken the request.
+var ErrNotSent = errors.New("the request was never fully sent: no answer of the server's")
+
 // isDial reports an error of opening the connection.
 func isDial(err error) bool {
 	var oe *net.OpError
@@ -109,11 +114,11 @@ func isDial(err error) bool {
 }
 
 // NotReached reports that r failed before the server can have read it:
-// on a reused connection before any response byte (ErrStaleConn) or with
-// no connection at all (ErrNotConnected). Such an answer says nothing of
-// the server.
+// on a reused connection before any response byte (ErrStaleConn), with
+// no connection at all (ErrNotConnected) or before it was fully written
+// (ErrNotSent). Such an answer says nothing of the server.
 func (r Resp) NotReached() bool {
-	return errors.Is(r.Err, ErrStaleConn) || errors.Is(r.Err, ErrNotConnected)
+	return errors.Is(r.Err, ErrStaleConn) || errors.Is(r.Err, ErrNotConnected) || errors.Is(r.Err, ErrNotSent)
 }
 
 // isTimeout reports a client-side timeout: a server that never answers is
@@ -169,6 +174,8 @@ func (h HTTP) Do(ctx context.Context, x Exchange) (Resp, Exchange) {
 			err = fmt.Errorf("%w: %w", ErrStaleConn, err)
 		} else if isDial(err) {
 			err = fmt.Errorf("%w: %w", ErrNotConnected, err)
+		} else if wrote.Load() == 0 && !answered.Load() && ctx.Err() == nil && !isTimeout(err) {
+			err = fmt.Errorf("%w: %w", ErrNotSent, err)
 		}
 		resp.End = time.Now()
 		if w := wrote.Load(); w != 0 {

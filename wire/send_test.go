@@ -12,7 +12,8 @@ import (
 
 // TestNotReached: an answer that failed before the server can have read
 // the request says nothing of the server (NotReached): no connection at
-// all (ErrNotConnected); an answered request is reached, and so is one
+// all (ErrNotConnected), or not sent at all (ErrNotSent: the client
+// refused an invalid field value); an answered request is reached, and so is one
 // the server took and then failed to answer.
 func TestNotReached(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -39,15 +40,18 @@ func TestNotReached(t *testing.T) {
 	defer c.CloseIdleConnections()
 	for _, tc := range []struct {
 		rule, url       string
+		header          http.Header
 		notReached, err bool
+		mark            error
 	}{
-		{"a refused connection never reached the server", closed, true, true},
-		{"a request read and dropped reached it", hang.URL, false, true},
-		{"an answered request reached it", ok.URL, false, false},
+		{"a refused connection never reached the server", closed, http.Header{}, true, true, ErrNotConnected},
+		{"a request the client refused to send never reached it", ok.URL, http.Header{"X-Bad": {"a\x00b"}}, true, true, ErrNotSent},
+		{"a request read and dropped reached it", hang.URL, http.Header{}, false, true, nil},
+		{"an answered request reached it", ok.URL, http.Header{}, false, false, nil},
 	} {
-		x := Exchange{Request: ExchangeRequest{Method: http.MethodPost, URL: tc.url + "/v1/charges", Header: http.Header{}, Body: []byte(`{}`)}}
+		x := Exchange{Request: ExchangeRequest{Method: http.MethodPost, URL: tc.url + "/v1/charges", Header: tc.header, Body: []byte(`{}`)}}
 		r, _ := HTTP{Client: c}.Do(context.Background(), x)
-		if r.NotReached() != tc.notReached || (r.Err != nil) != tc.err || (tc.notReached && !errors.Is(r.Err, ErrNotConnected)) {
+		if r.NotReached() != tc.notReached || (r.Err != nil) != tc.err || (tc.mark != nil && !errors.Is(r.Err, tc.mark)) {
 			t.Errorf("%s: NotReached %v, err %v", tc.rule, r.NotReached(), r.Err)
 		}
 	}
