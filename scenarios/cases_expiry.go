@@ -85,6 +85,9 @@ func expiryFreshAfterTTL(ctx context.Context, e *Env) Verdict {
 		return e.undecided(err, "cannot tell a replay from an execution: "+retry.String())
 	}
 	observed = fmt.Sprintf("%s after the original completed; %s", retry.Start.Sub(first.End).Round(time.Millisecond), observed)
+	if v := e.lostConn(retry); v != nil {
+		return *v // the retry never reached the server: no answer of its
+	}
 	switch {
 	case retry.Is5xx() || retry.Err != nil:
 		return e.Unmet("a new execution or a \"result expired\" error, never a 5xx", observed)
