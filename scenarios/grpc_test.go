@@ -175,11 +175,11 @@ func TestGRPCDefects(t *testing.T) {
 		warns   []string // when set, without strict: the SHOULDs missed beside the failed MUSTs
 	}
 	rows := []row{
-		{reference.NoFingerprint, "aip", false, []string{"mismatch/changed-body"}, nil},
-		{reference.NoFingerprint, "aep", false, []string{"mismatch/changed-body"}, nil},
+		{reference.NoFingerprint, "aip", false, []string{"mismatch/changed-body", "mismatch/repeat-fails-again"}, nil},
+		{reference.NoFingerprint, "aep", false, []string{"mismatch/changed-body", "mismatch/repeat-fails-again"}, nil},
 		{reference.NoInflightLock, "aip", false, []string{"concurrent/in-flight-conflict", "concurrent/in-flight-offsets", "concurrent/same-key-burst", "lost/retry-storm"}, nil},
 		{reference.NoUserScope, "aip", false, []string{"scope/other-user-in-flight", "scope/other-user-isolated", "security/cross-principal-guess"}, nil},
-		{reference.MissingKeyPassthrough, "aip", true, []string{"missing/rejected", "syntax/empty-key"}, nil},
+		{reference.MissingKeyPassthrough, "aip", true, []string{"missing/rejected", "missing/repeat-fails-again", "syntax/empty-key"}, nil},
 		{reference.NoCache4xx, "aip", true, []string{"errors/business-error-kept", "replay/business-error"}, nil},
 		{reference.Cache5xx, "aip", true, []string{"errors/failure-releases-key", "errors/transient-5xx"}, nil},
 		{reference.NoEndpointScope, "metadata", true, []string{"scope/other-endpoint", "scope/other-endpoint"}, nil},

@@ -51,7 +51,7 @@ var defectMatrix = []struct {
 	pending string
 	why     string
 }{
-	{defect: "no-fingerprint", want: []string{"mismatch/changed-body"}, maybe: []string{"concurrent/changed-body-in-flight"},
+	{defect: "no-fingerprint", want: []string{"mismatch/changed-body", "mismatch/repeat-fails-again"}, maybe: []string{"concurrent/changed-body-in-flight"},
 		why: "a changed body under a used key replays the old response (mismatch/added-field only warns: an unknown member may be outside a legal partial fingerprint); concurrent/changed-body-in-flight too when a stall delivers its changed body after the original completed (seen at 6x oversubscription)"},
 	{defect: "check-then-insert", anyOf: []string{"concurrent/same-key-burst"},
 		why: "same-key requests whose lookups fall in the 1 ms before the insert all execute: the burst's rounds catch it (>= 99 of 100 runs, docs/conformance-engine.md); expiry/expired-key-burst, one round after expiry, usually too"},
@@ -105,8 +105,8 @@ var defectMatrix = []struct {
 		why: "409 where the ietf profile prefers 422 (a SHOULD)"},
 	{defect: "store-conflicts", strict: true, want: []string{"concurrent/conflict-not-poisoned", "errors/idempotency-errors-not-stored", "mismatch/original-survives"},
 		why: "the 422/409 answer becomes the key's outcome: the original no longer replays"},
-	{defect: "missing-key-passthrough", strict: true, want: []string{"missing/rejected"},
-		why: "a keyless request executes instead of 400"},
+	{defect: "missing-key-passthrough", want: []string{"missing/rejected", "missing/repeat-fails-again"},
+		why: "a keyless request executes instead of 400: the request was not failed, the MUST of both"},
 	{defect: "unvalidated-key", strict: true, want: []string{"security/invalid-format-rejected", "syntax/empty-key", "syntax/malformed-sf-string", "syntax/max-length"},
 		why: "empty, malformed and over-long keys are accepted"},
 	{defect: "lease-never-expires", pending: "managed-target test cmd/idemcheck TestLeaseCrashRecovers (lease/crash-recovers)",
