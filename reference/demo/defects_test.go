@@ -232,20 +232,33 @@ func TestDefects(t *testing.T) {
 			return r.status == 409 && n == 1, fmt.Sprintf("retry 100 ms into the run under a 5 s lease -> %d, %d executions", r.status, n)
 		}},
 		{reference.ReleaseBeforeStore, Options{}, func(t *testing.T, h *harness) (bool, string) {
-			// Duplicates sent back to back from before the original
-			// completes until one is replayed: one of them meets the gap.
+			// Eight senders of duplicates, each back to back, from before
+			// the original completes until each is answered otherwise
+			// than 409: under load a round trip takes ~10 ms, so one
+			// sender alone can step over the 5 ms gap.
 			k := newKey()
+			slow := `{"amount":1000,"currency":"usd","delay_ms":200}`
 			done := make(chan reply, 1)
-			go func() { done <- h.post("/v1/charges", "alice", k, `{"amount":1000,"currency":"usd","delay_ms":200}`) }()
+			go func() { done <- h.post("/v1/charges", "alice", k, slow) }()
 			h.waitExecutions(k, 1)
+			var mu sync.Mutex
 			statuses := map[int]int{}
-			for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); {
-				r := h.post("/v1/charges", "alice", k, `{"amount":1000,"currency":"usd","delay_ms":200}`)
-				statuses[r.status]++
-				if r.status != 409 {
-					break
-				}
+			var wg sync.WaitGroup
+			deadline := time.Now().Add(2 * time.Second)
+			for range 8 {
+				wg.Go(func() {
+					for time.Now().Before(deadline) {
+						r := h.post("/v1/charges", "alice", k, slow)
+						mu.Lock()
+						statuses[r.status]++
+						mu.Unlock()
+						if r.status != 409 {
+							return
+						}
+					}
+				})
 			}
+			wg.Wait()
 			<-done
 			n, _, _ := h.executions(k)
 			return n == 1, fmt.Sprintf("duplicates back to back across the completion -> %v, %d executions", statuses, n)
