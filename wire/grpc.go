@@ -63,6 +63,9 @@ import (
 // one API.
 type GRPC struct {
 	t *apispec.Target
+	// Timeout bounds each call (zero: only the caller's context), as
+	// http.Client.Timeout bounds an HTTP request.
+	Timeout time.Duration
 
 	mu      sync.Mutex
 	conns   map[string]*grpc.ClientConn // by scheme://host
@@ -126,8 +129,47 @@ type grpcAnswerKey struct{}
 
 type grpcAnswer struct{ binary []byte }
 
+// Name implements Carrier.
+func (*GRPC) Name() string { return "gRPC" }
+
+// Build implements Carrier: Build with the carrier's target (the key in
+// its metadata entry or its message field).
+func (g *GRPC) Build(op *apispec.Operation, r Request) Exchange { return Build(g.t, op, r) }
+
+// Reach implements Carrier: the connection to base's server is ready.
+func (g *GRPC) Reach(ctx context.Context, base string) (string, error) {
+	u, err := url.Parse(base)
+	if err != nil {
+		return "", err
+	}
+	if err := g.reachable(ctx, u); err != nil {
+		return "", err
+	}
+	return "gRPC", nil // over HTTP/2, as every gRPC call is: the protocol is the RPC's
+}
+
+// Warm implements Warmer: a carrier of its own, its connection to each
+// of bases (the base URL when none) ready. A gRPC connection multiplexes
+// every call of a burst, so n does not matter.
+func (g *GRPC) Warm(ctx context.Context, _ int, bases ...string) Carrier {
+	if len(bases) == 0 {
+		bases = []string{g.t.BaseURL}
+	}
+	w := NewGRPC(g.t)
+	w.Timeout = g.Timeout
+	for _, b := range bases {
+		_, _ = w.Reach(ctx, b) // a failed warm-up leaves the burst's calls to fail as they would
+	}
+	return w
+}
+
 // Do implements Carrier.
 func (g *GRPC) Do(ctx context.Context, x Exchange) (Resp, Exchange) {
+	if g.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, g.Timeout)
+		defer cancel()
+	}
 	x.Start = time.Now()
 	resp := Resp{Start: x.Start}
 	status, header, body, binary, sent, err := g.call(ctx, x.Request)

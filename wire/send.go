@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // Resp is what came back for one Req.
@@ -128,18 +130,13 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-// Carrier is how one built request reaches the API and its answer comes
-// back. HTTP is the carrier of HTTP/1.1 and HTTP/2 targets; another
-// carrier (gRPC) sits beside it without the engine changing.
-type Carrier interface {
-	// Do sends x.Request and returns the answer and x with its response,
-	// error and timings filled in.
-	Do(ctx context.Context, x Exchange) (Resp, Exchange)
+// HTTP is the carrier of HTTP/1.1 and HTTP/2 targets: requests built by
+// Build, carried over an http.Client (one built by Client or NewClient
+// never re-sends a request).
+type HTTP struct {
+	Target *apispec.Target
+	Client *http.Client
 }
-
-// HTTP carries requests over an http.Client (one built by Client or
-// NewClient never re-sends a request).
-type HTTP struct{ Client *http.Client }
 
 // Do implements Carrier.
 func (h HTTP) Do(ctx context.Context, x Exchange) (Resp, Exchange) {

@@ -6,8 +6,11 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"testing"
 	"time"
+
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
 // TestNotReached: an answer that failed before the server can have read
@@ -54,5 +57,34 @@ func TestNotReached(t *testing.T) {
 		if r.NotReached() != tc.notReached || (r.Err != nil) != tc.err || (tc.mark != nil && !errors.Is(r.Err, tc.mark)) {
 			t.Errorf("%s: NotReached %v, err %v", tc.rule, r.NotReached(), r.Err)
 		}
+	}
+}
+
+// TestCarrierCapabilities: the capabilities each carrier declares, the
+// ones cases ask for.
+func TestCarrierCapabilities(t *testing.T) {
+	h := NewCarrier(&apispec.Target{BaseURL: "http://127.0.0.1:1"}, NewClient(time.Second))
+	g := NewCarrier(&apispec.Target{BaseURL: "grpc://127.0.0.1:1"}, NewClient(time.Second))
+	defer h.Close()
+	defer g.Close()
+	caps := func(c Carrier) []bool {
+		_, lb := c.(LastBytes)
+		_, wu := c.(Warmer)
+		_, m := c.(Methods)
+		_, hf := c.(HeaderFields)
+		_, p := c.(Problems)
+		_, cc := c.(ContentCoding)
+		_, rb := c.(RawBodies)
+		_, hk := c.(HeaderKeys)
+		return []bool{lb, wu, m, hf, p, cc, rb, hk}
+	}
+	if got := caps(h); !reflect.DeepEqual(got, []bool{true, true, true, true, true, true, true, true}) {
+		t.Errorf("HTTP capabilities = %v, want all", got)
+	}
+	if got := caps(g); !reflect.DeepEqual(got, []bool{false, true, false, false, false, false, false, false}) {
+		t.Errorf("gRPC capabilities = %v, want Warmer only", got)
+	}
+	if h.Name() != "HTTP" || g.Name() != "gRPC" {
+		t.Errorf("names %q, %q", h.Name(), g.Name())
 	}
 }

@@ -1,0 +1,112 @@
+package wire
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/idemcheck/idemcheck/apispec"
+)
+
+// Carrier is how one request of an operation is built, reaches the API
+// and its answer comes back. Every face holds one, built once per run
+// (NewCarrier), and sends every request that carries a key through it:
+// the engine's cases, chaos's driver, load's warm-up. HTTP carries
+// HTTP/1.1 and HTTP/2 targets, GRPC gRPC ones; a further carrier (GraphQL,
+// JSON-RPC over HTTP) implements this interface and the capabilities it
+// has, and the engine runs it unchanged.
+//
+// What a carrier cannot do is a capability it lacks: the optional
+// interfaces below (LastBytes, Warmer, Methods, HeaderFields, Problems,
+// ContentCoding, RawBodies, HeaderKeys). Callers ask for them with a type
+// assertion, never by the carrier's name.
+type Carrier interface {
+	// Name is the carrier as the reports name it ("HTTP", "gRPC"): for
+	// the words of a skip or a note, never to branch on.
+	Name() string
+	// Build is the exchange r describes on op, not yet sent: method, URL,
+	// fields and body, the key encoded as this carrier carries it (a
+	// header field, a message field, a GraphQL argument). HTTP's is
+	// Build, the one function that builds a request carrying a key; a
+	// carrier over HTTP starts from it.
+	Build(op *apispec.Operation, r Request) Exchange
+	// Do sends x.Request once (never re-sent, never redirected) and
+	// returns the answer and x with its response, error and timings
+	// filled in. Resp.Status is the answer in the profile's terms: the
+	// HTTP status, or the status the carrier reads its answer as (gRPC:
+	// google.rpc.Code's mapping; a GraphQL error's code). Resp.Err is a
+	// transport error, wrapped in ErrStaleConn or ErrNotConnected when the
+	// request cannot have reached the server.
+	Do(ctx context.Context, x Exchange) (Resp, Exchange)
+	// Reach makes sure something answers at base (the base URL or a
+	// replica; any answer will do) and says in which protocol ("HTTP/1.1",
+	// "HTTP/2", "gRPC"): the preflight (Preflight). The error says what
+	// failed; Preflight wraps it in apispec.ErrUnreachable.
+	Reach(ctx context.Context, base string) (proto string, err error)
+	// Close ends the carrier's connections; a later Do opens new ones.
+	Close()
+}
+
+// LastBytes is a carrier that can release a burst by synchronised last
+// bytes: every request but its last byte written, then the last bytes
+// together (HTTP/1.1 connections, HTTP/2 streams). A carrier without it
+// bursts behind a barrier over warmed connections.
+type LastBytes interface {
+	// SendLastBytes sends xs[i] to bases[i] so (LastByte.Send's
+	// contract): ok is false, with why, when it cannot, and then nothing
+	// was sent. timeout bounds the burst; around, when set, is called
+	// before request i is first written and its result once its answer is
+	// read.
+	SendLastBytes(ctx context.Context, xs []Exchange, bases []string, timeout time.Duration, around func(i int) (done func())) (rs []Resp, out []Exchange, how string, ok bool, why string)
+}
+
+// Warmer is a carrier that can open its connections ahead of a burst, so
+// that requests released together are not serialised by dialing.
+type Warmer interface {
+	// Warm is a carrier like this one holding up to n open connections
+	// spread over bases (the base URL when none). The caller closes it.
+	Warm(ctx context.Context, n int, bases ...string) Carrier
+}
+
+// Methods is a carrier whose requests go with the HTTP method they were
+// built with: the method is the case's to choose (method/,
+// scope/other-method). An RPC has none.
+type Methods interface{ SendsMethod() }
+
+// HeaderFields is a carrier whose answers carry HTTP header fields a
+// server stores and replays beside the body: Location and the created
+// resource's fields, Retry-After.
+type HeaderFields interface{ AnswersHeaderFields() }
+
+// Problems is a carrier whose error answers may be RFC 9457 problem
+// documents (application/problem+json) with their links.
+type Problems interface{ AnswersProblems() }
+
+// ContentCoding is a carrier whose answers' content coding the request
+// negotiates (Accept-Encoding) and the server may store and replay as
+// coded bytes.
+type ContentCoding interface{ NegotiatesCoding() }
+
+// RawBodies is a carrier whose request body reaches the server as the
+// bytes built (JSON text: member order, whitespace, a member no schema
+// declares; a body cut short arrives cut) and whose answer body is
+// whatever bytes the server wrote, JSON or not.
+type RawBodies interface{ KeepsBodyBytes() }
+
+// HeaderKeys is a carrier that sends a key header field as built: its
+// name spelt as given (HTTP/1.1 writes it verbatim) and its value in the
+// field's own syntax (an RFC 9651 sf-string where the profile says so).
+// gRPC metadata is lower case on the wire and holds a bare value.
+type HeaderKeys interface{ SpellsKeyHeader() }
+
+// NewCarrier is t's carrier: GRPC for a grpc:// or grpcs:// base URL,
+// else HTTP over hc (one that never re-sends: Client). A gRPC call is
+// bounded by hc.Timeout, as an HTTP request is. The caller closes it.
+func NewCarrier(t *apispec.Target, hc *http.Client) Carrier {
+	if t.IsGRPC() {
+		g := NewGRPC(t)
+		g.Timeout = hc.Timeout
+		return g
+	}
+	return HTTP{Target: t, Client: hc}
+}
