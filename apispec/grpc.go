@@ -2,6 +2,7 @@ package apispec
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -223,4 +224,53 @@ func (cf *configFile) grpcTarget(t *Target) error {
 		t.KeyHeader = t.Key.Metadata
 	}
 	return nil
+}
+
+// Judge makes p judge t: a profile judging an HTTP target, whose answers
+// have no code, holds each gRPC code it names as its HTTP status
+// (HTTPStatuses).
+func (t *Target) Judge(p *Profile) {
+	if !t.IsGRPC() {
+		p.HTTPStatuses()
+	}
+}
+
+// Rebase points t at base (--base-url): an absolute URL of t's carrier.
+// The operations were written for one carrier: an RPC is not sent to an
+// HTTP URL, nor a path to a gRPC server.
+func (t *Target) Rebase(base string) error {
+	u, err := url.Parse(base)
+	if err == nil && u.Host != "" && IsGRPCURL(base) != t.IsGRPC() {
+		want := "an http(s) URL: the config's operations are HTTP requests"
+		if t.IsGRPC() {
+			want = "a grpc:// or grpcs:// URL: the config's operations are RPCs (rpc:)"
+		}
+		return fmt.Errorf("--base-url %q: want %s", base, want)
+	}
+	// A grpc(s):// one was checked as the config's base_url.
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https" && !t.IsGRPC()) || u.Host == "" {
+		return fmt.Errorf("--base-url %q: want an absolute http(s) URL (grpc:// or grpcs:// for a gRPC target)", base)
+	}
+	t.BaseURL = strings.TrimRight(base, "/")
+	return nil
+}
+
+// GRPCServer parses raw as the address of a gRPC server
+// (grpc://host:port or grpcs://host:port, no path): init --grpc.
+func GRPCServer(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil || !IsGRPCURL(raw) || u.Host == "" || u.Port() == "" || (u.Path != "" && u.Path != "/") {
+		return nil, fmt.Errorf("--grpc %q: want grpc://host:port or grpcs://host:port", raw)
+	}
+	return u, nil
+}
+
+// NotForRPCs refuses raw, the URL of a flag that describes an HTTP API
+// (init --probe, load --target), when it is a gRPC server's: the error is
+// refusal, which says what describes one instead; nil otherwise.
+func NotForRPCs(raw, refusal string) error {
+	if !IsGRPCURL(raw) {
+		return nil
+	}
+	return errors.New(refusal)
 }

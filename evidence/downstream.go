@@ -398,7 +398,7 @@ func joinAnd(parts []string) string {
 // else a one-line note, and ok says whether the double can still count:
 // untokened calls make it count globally (as in a run), no call at all
 // leaves nothing to count with.
-func (d *Downstream) Check(ctx context.Context, c *http.Client) (note string, ok bool) {
+func (d *Downstream) Check(ctx context.Context, c wire.Carrier) (note string, ok bool) {
 	if !d.runs() {
 		return "", true
 	}
@@ -418,9 +418,9 @@ func (d *Downstream) Check(ctx context.Context, c *http.Client) (note string, ok
 	k := uuid.NewString()
 	route := t.OracleOf(op).Downstream
 	untokened := d.Untokened(op)
-	x := wire.Build(t, op, wire.Request{Label: "double check", Key: k})
+	x := c.Build(op, wire.Request{Label: "double check", Key: k})
 	x.Request.URL, x.Request.Body = d.Mark(op, k, x.Request.URL, x.Request.Header, x.Request.Body)
-	r, _ := wire.HTTP{Client: c}.Do(ctx, x)
+	r, _ := c.Do(ctx, x)
 	if !r.OK() {
 		return fmt.Sprintf("downstream %s: the normal call answered %s, so the double could not be checked; its counts are not used", route, r.String()), false
 	}

@@ -57,7 +57,7 @@ func NormalKeys(t *apispec.Target, client *http.Client) *wire.Keys {
 // its status and an excerpt of its body and, when d (the run's double)
 // runs, what the API called and what the double answered. Every face calls
 // it after wire.Preflight and before any verdict.
-func CheckNormal(ctx context.Context, t *apispec.Target, client *http.Client, d *Downstream, keys *wire.Keys, ops []*apispec.Operation) error {
+func CheckNormal(ctx context.Context, t *apispec.Target, c wire.Carrier, d *Downstream, keys *wire.Keys, ops []*apispec.Operation) error {
 	if ops == nil {
 		for i := range t.Operations {
 			ops = append(ops, &t.Operations[i])
@@ -66,7 +66,7 @@ func CheckNormal(ctx context.Context, t *apispec.Target, client *http.Client, d 
 	var lines []string
 	for _, op := range ops {
 		for _, base := range t.Bases() {
-			if line := probeNormal(ctx, t, client, d, keys, op, base); line != "" {
+			if line := probeNormal(ctx, t, c, d, keys, op, base); line != "" {
 				lines = append(lines, line)
 			}
 		}
@@ -82,7 +82,7 @@ const timeoutFloor = 5 * time.Second
 
 // probeNormal sends op's normal request to base and returns "" when it
 // succeeded, else the line that says what came back.
-func probeNormal(ctx context.Context, t *apispec.Target, client *http.Client, d *Downstream, keys *wire.Keys, op *apispec.Operation, base string) string {
+func probeNormal(ctx context.Context, t *apispec.Target, c wire.Carrier, d *Downstream, keys *wire.Keys, op *apispec.Operation, base string) string {
 	ctx, cancel := context.WithTimeout(ctx, 2*max(t.Timeout, timeoutFloor))
 	defer cancel()
 	k, err := keys.Next(ctx, nil)
@@ -90,9 +90,9 @@ func probeNormal(ctx context.Context, t *apispec.Target, client *http.Client, d 
 		return fmt.Sprintf("%s: no key to send it with: %v", op.Name, err)
 	}
 	before := d.callsSoFar()
-	x := wire.Build(t, op, wire.Request{Label: "preflight: the normal request", Key: k, Base: base})
+	x := c.Build(op, wire.Request{Label: "preflight: the normal request", Key: k, Base: base})
 	x.Request.URL, x.Request.Body = d.Mark(op, k, x.Request.URL, x.Request.Header, x.Request.Body)
-	r, _ := wire.HTTP{Client: client}.Do(ctx, x)
+	r, _ := c.Do(ctx, x)
 	if r.OK() {
 		return ""
 	}

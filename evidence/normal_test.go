@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/idemcheck/idemcheck/apispec"
+	"github.com/idemcheck/idemcheck/wire"
 )
 
 // TestCheckNormal: any 2xx to the normal request lets the run go on (200,
@@ -38,14 +39,14 @@ func TestCheckNormal(t *testing.T) {
 	}
 	tg.KeyGen = apispec.HashKeys("seed")
 	ctx := context.Background()
-	if err := CheckNormal(ctx, tg, srv.Client(), nil, NormalKeys(tg, srv.Client()), nil); err != nil {
+	if err := CheckNormal(ctx, tg, wire.NewCarrier(tg, srv.Client()), nil, NormalKeys(tg, srv.Client()), nil); err != nil {
 		t.Fatalf("201 and 202: %v, want nil", err)
 	}
 	mu.Lock()
 	status["/v1/charges"] = http.StatusOK
 	status["/v1/refunds"] = http.StatusUnprocessableEntity
 	mu.Unlock()
-	err = CheckNormal(ctx, tg, srv.Client(), nil, NormalKeys(tg, srv.Client()), nil)
+	err = CheckNormal(ctx, tg, wire.NewCarrier(tg, srv.Client()), nil, NormalKeys(tg, srv.Client()), nil)
 	if !errors.Is(err, ErrNotWorking) || !errors.Is(err, apispec.ErrUnreachable) {
 		t.Fatalf("a 422: %v, want ErrNotWorking (an ErrUnreachable: exit 4)", err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"sort"
 	"strings"
 	"time"
@@ -49,19 +48,16 @@ func FromGRPC(ctx context.Context, o GRPCOptions) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	g := wire.NewGRPC(t)
+	defer g.Close()
 	if o.Protoset == "" {
 		// Reflection asks the server: one that does not answer is
 		// unreachable (exit 4), as for every face. A protoset needs no
 		// server: nothing is sent.
-		client := wire.Client(t, t.Timeout)
-		_, err := wire.Preflight(ctx, t, client)
-		client.CloseIdleConnections()
-		if err != nil {
+		if _, err := wire.Preflight(ctx, t, g, nil); err != nil {
 			return nil, err
 		}
 	}
-	g := wire.NewGRPC(t)
-	defer g.Close()
 	ctx, cancel := context.WithTimeout(ctx, t.Timeout)
 	defer cancel()
 	svcs, err := g.Services(ctx)
@@ -82,9 +78,9 @@ func FromGRPC(ctx context.Context, o GRPCOptions) ([]byte, error) {
 // grpcTarget is the target reflection reads: the base URL, the TLS flags
 // and the protoset.
 func grpcTarget(o GRPCOptions) (*apispec.Target, error) {
-	u, err := url.Parse(o.URL)
-	if err != nil || !apispec.IsGRPCURL(o.URL) || u.Host == "" || u.Port() == "" || (u.Path != "" && u.Path != "/") {
-		return nil, fmt.Errorf("--grpc %q: want grpc://host:port or grpcs://host:port", o.URL)
+	u, err := apispec.GRPCServer(o.URL)
+	if err != nil {
+		return nil, err
 	}
 	timeout := o.Timeout
 	if timeout <= 0 {

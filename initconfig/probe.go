@@ -80,11 +80,12 @@ func Probe(ctx context.Context, o ProbeOptions) ([]byte, error) {
 		return nil, err
 	}
 	client := wire.Client(t, t.Timeout)
-	defer client.CloseIdleConnections()
-	if _, err := wire.Preflight(ctx, t, client); err != nil {
+	carrier := wire.NewCarrier(t, client)
+	defer carrier.Close()
+	if _, err := wire.Preflight(ctx, t, carrier, client); err != nil {
 		return nil, err
 	}
-	p := &probe{env: scenarios.NewEnv(t, op, client), target: t, op: op}
+	p := &probe{env: scenarios.NewEnv(t, op, carrier), target: t, op: op}
 	query, _ := probeQuery(o.Query) // checked in probeTarget
 	l, err := p.learn(ctx, o.URL, query)
 	if err != nil {

@@ -290,7 +290,9 @@ func Run(ctx context.Context, t *apispec.Target, opts ...Option) (*Report, error
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	defer client.CloseIdleConnections()
-	if c.protocol, err = wire.Preflight(ctx, t, client); err != nil {
+	carrier := wire.NewCarrier(t, client)
+	defer carrier.Close()
+	if c.protocol, err = wire.Preflight(ctx, t, carrier, client); err != nil {
 		return nil, err
 	}
 	if c.paced = t.IsGRPC(); c.paced {
@@ -304,12 +306,13 @@ func Run(ctx context.Context, t *apispec.Target, opts ...Option) (*Report, error
 	if i := slices.IndexFunc(t.Operations, func(o apispec.Operation) bool { return o.Name == c.operation }); i >= 0 {
 		op = &t.Operations[i]
 	}
-	probe := client
+	probe, pc := client, carrier
 	if !c.paced {
 		probe = wire.Client(t, c.timeout)
 		defer probe.CloseIdleConnections()
+		pc = wire.NewCarrier(t, probe)
 	}
-	if err := evidence.CheckNormal(ctx, t, probe, d, evidence.NormalKeys(t, probe), []*apispec.Operation{op}); err != nil {
+	if err := evidence.CheckNormal(ctx, t, pc, d, evidence.NormalKeys(t, probe), []*apispec.Operation{op}); err != nil {
 		return nil, err
 	}
 	// next numbers client-generated keys across phases so none repeats.
@@ -414,7 +417,9 @@ func (c *config) oracleBefore(ctx context.Context, t *apispec.Target, orc *oracl
 	if orc != nil {
 		// A downstream double counts only once one request is seen to
 		// call it with its key's token (calibration, as run does).
-		note, ok := d.Check(ctx, oclient)
+		oc := wire.NewCarrier(t, oclient)
+		defer oc.Close()
+		note, ok := d.Check(ctx, oc)
 		if !ok {
 			orc = nil
 		}

@@ -66,16 +66,16 @@ func (e *Env) burstRounds(ctx context.Context, bases ...string) Verdict {
 }
 
 // burst sends size requests under key k, released together by a barrier
-// over client's warmed connections; with bases, request i goes to replica
+// over c's warmed connections; with bases, request i goes to replica
 // i mod len(bases).
-func (e *Env) burst(ctx context.Context, client *http.Client, k string, size int, body []byte, label string, bases ...string) []wire.Resp {
+func (e *Env) burst(ctx context.Context, c wire.Carrier, k string, size int, body []byte, label string, bases ...string) []wire.Resp {
 	start := make(chan struct{})
 	rs := make([]wire.Resp, size)
 	var wg sync.WaitGroup
 	for i := range rs {
 		wg.Go(func() {
 			<-start
-			r := Req{Label: fmt.Sprintf("%s %d", label, i+1), Key: k, Body: body, client: client}
+			r := Req{Label: fmt.Sprintf("%s %d", label, i+1), Key: k, Body: body, carrier: c}
 			if len(bases) > 0 {
 				r.Base = bases[i%len(bases)]
 				r.Label += fmt.Sprintf(" on replica %d", i%len(bases)+1)

@@ -13,6 +13,7 @@ import (
 	"github.com/idemcheck/idemcheck/evidence"
 	"github.com/idemcheck/idemcheck/internal/clock"
 	"github.com/idemcheck/idemcheck/internal/jsonx"
+	"github.com/idemcheck/idemcheck/wire"
 )
 
 // calibrate checks the oracle once per operation that a selected,
@@ -159,11 +160,12 @@ func checkIDPointer(ctx context.Context, s *session, op *apispec.Operation) erro
 	return nil
 }
 
-// jsonNameHint is, for a gRPC target's pointer naming a field as the
-// .proto does (payment_id), the pointer by the fields' JSON names, which
-// protojson answers with (paymentId); "" otherwise.
+// jsonNameHint is, for a pointer naming a field as the .proto does
+// (payment_id) on a target whose answers are messages rendered as JSON
+// (no wire.RawBodies: gRPC's protojson), the pointer by the fields' JSON
+// names, which protojson answers with (paymentId); "" otherwise.
 func jsonNameHint(t *apispec.Target, p string) string {
-	if !t.IsGRPC() || !strings.Contains(p, "_") {
+	if has[wire.RawBodies](carrierOf(t)) || !strings.Contains(p, "_") {
 		return ""
 	}
 	var b strings.Builder

@@ -33,6 +33,10 @@ type Case struct {
 	// the case. The plan applies it, so idemcheck list forecasts the skips
 	// of a run.
 	Skips func(t *apispec.Target, p *apispec.Profile, op *apispec.Operation) string
+	// Unfit, when set, says why the case does not apply over the run's
+	// carrier to the target at all (applies.go): it asks the carrier's
+	// capabilities, never its name. The plan applies it before Needs.
+	Unfit Unfit
 	// MinTTL, when set, is the least declared TTL with which the case
 	// judges op (and what it needs it for): under a shorter one every
 	// verdict it could reach would be inconclusive, so the plan skips it,

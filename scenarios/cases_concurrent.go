@@ -36,7 +36,7 @@ func init() {
 			Requirement: "Profile retry_after_on_409 (Echo: retry after the Retry-After delay when present): the in-flight 409 carries Retry-After.",
 			Explanation: "The in-flight conflict tells the client when to retry with a valid Retry-After.",
 			Needs:       []Need{NeedSlow}},
-			PerOperation: true, Skips: skipNoRetryAfter, Run: concurrentRetryAfter},
+			PerOperation: true, Skips: skipNoRetryAfter, Unfit: needs[wire.HeaderFields]("Retry-After is an HTTP field"), Run: concurrentRetryAfter},
 		Case{Meta: Meta{ID: "concurrent/changed-body-in-flight", Family: "concurrent", Requirements: []string{"IK-CONCURRENT-5"}, Level: Should,
 			Requirement: "Trap C7: a different payload under a key whose original is still in flight gets 409 (lock checked first) or 422 (payload checked first), never a second execution.",
 			Explanation: "A changed body sent while the original is in flight gets an in-flight or mismatch error and executes nothing.",

@@ -21,7 +21,7 @@ func init() {
 		Case{Meta: Meta{ID: "fidelity/created-headers", Family: "fidelity", Requirements: []string{"IK-REPLAY-1", "IK-REPLAY-6"}, Level: Should,
 			Requirement: "draft §2.6: for a retried request whose original completed, the resource SHOULD respond with the result of the previously completed operation: its status (201 stays 201), the created resource's Location and ETag; a cookie it repeats keeps its Set-Cookie line whole (RFC 6265 §3: never folded into one, never split at a comma).",
 			Explanation: "A replay of a created resource keeps the status, Location and ETag; every Set-Cookie line a replay carries is whole: not two cookies folded into one line, not a cookie split at its Expires comma (a replay may leave the cookies out, as replay/no-credentials recommends, refresh them or add some)."},
-			PerOperation: true, UsesOracle: true, Run: fidelityCreatedHeaders},
+			PerOperation: true, UsesOracle: true, Unfit: needs[wire.HeaderFields]("Location and the created resource's header fields are HTTP's"), Run: fidelityCreatedHeaders},
 		Case{Meta: Meta{ID: "fidelity/large-body", Family: "fidelity", Requirements: []string{"IK-REPLAY-2"}, Level: Should,
 			Requirement: "draft §2.6: the resource SHOULD respond with the result of the previously completed operation — all of it: a response of 1 MiB replays whole (compared per profile: bytes or JSON).",
 			Explanation: "The large variant's response (at least 1 MiB) replays whole, not truncated at a store's column or value limit.",
@@ -31,11 +31,11 @@ func init() {
 			Requirement: "draft §2.6: the resource SHOULD respond with the result of the previously completed operation: a binary (non-JSON) response replays byte-identical, not re-encoded as text.",
 			Explanation: "The binary variant's response replays byte for byte (bytes that are not UTF-8 included).",
 			Needs:       []Need{NeedBinary}},
-			PerOperation: true, UsesOracle: true, Run: fidelityBinaryBody},
+			PerOperation: true, UsesOracle: true, Unfit: needs[wire.RawBodies]("a gRPC answer is a message: there is no non-JSON body to keep"), Run: fidelityBinaryBody},
 		Case{Meta: Meta{ID: "fidelity/content-coding", Family: "fidelity", Requirements: []string{"IK-REPLAY-2"}, Level: Should,
 			Requirement: "draft §2.6 with RFC 9110 §12.5.3: the replay is the result of the completed operation in a content coding the retry accepts: a retry that accepts only identity never gets the gzip body stored for an original that accepted gzip.",
 			Explanation: "The original sent with Accept-Encoding: gzip, its retry with identity, and the other way round: each answer comes in a coding its request accepted (no Content-Encoding it did not ask for) and the retry's decodes to the original's (compared per profile)."},
-			PerOperation: true, UsesOracle: true, Run: fidelityContentCoding},
+			PerOperation: true, UsesOracle: true, Unfit: needs[wire.ContentCoding]("gRPC compresses each message below the handler (grpc-encoding, chosen for each call from that call's grpc-accept-encoding): a service stores and replays the message, re-compressed for the retry's own call, and replay/same-body compares it decompressed"), Run: fidelityContentCoding},
 	)
 }
 

@@ -72,7 +72,7 @@ func leaseCrashRecovers(ctx context.Context, e *Env) Verdict {
 	if err := m.Restart(ctx); err != nil {
 		return e.Inconclusive(err.Error())
 	}
-	e.client.CloseIdleConnections() // every pooled connection went with the old process
+	e.carrier.Close() // every pooled connection went with the old process
 	restarted := time.Since(sent)
 	limit := sent.Add(lease + grace + leaseMargin)
 	poll := min(max(lease/10, 100*time.Millisecond), 2*time.Second)

@@ -18,11 +18,11 @@ func init() {
 		Case{Meta: Meta{ID: "method/get-ignores-key", Family: "method", Requirements: []string{"IK-METHOD-1"}, Level: Should,
 			Requirement: "Stripe (on GET and DELETE the key has no effect), Adyen (POST only): on methods outside the key's scope the key is ignored and the current state returned, not a stored copy.",
 			Explanation: "GETs of two created resources (their Location) under one key each return that resource, as the same GET without a key does."},
-			PerOperation: true, Skips: skipGetOperation, Run: methodGetIgnoresKey},
+			PerOperation: true, Skips: skipGetOperation, Unfit: unlessMethods, Run: methodGetIgnoresKey},
 		Case{Meta: Meta{ID: "method/patch-honours-key", Family: "method", Requirements: []string{"IK-METHOD-2"}, Level: Should,
 			Requirement: "draft abstract: the Idempotency-Key makes non-idempotent methods such as POST or PATCH fault-tolerant; a PATCH operation honours the key like POST.",
 			Explanation: "On a PATCH operation, retries with the same key replay the original and execute once (needs the oracle: every PATCH names the same resource)."},
-			PerOperation: true, UsesOracle: true, Skips: skipNotPatch, Run: methodPatchHonoursKey},
+			PerOperation: true, UsesOracle: true, Skips: skipNotPatch, Unfit: unlessMethods, Run: methodPatchHonoursKey},
 	)
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/idemcheck/idemcheck/apispec"
+	"github.com/idemcheck/idemcheck/wire"
 )
 
 // MISMATCH: the same key with a materially different payload is a client
@@ -21,11 +22,11 @@ func init() {
 			Requirement: "draft §2.7: a different request payload under a used key SHOULD get HTTP 422 (status per profile); an added member makes the payload different.",
 			Explanation: "The body plus a member idemcheck adds under a used key gets the mismatch error (a replay warns: unknown members may be outside the fingerprint); an execution fails.",
 			Needs:       []Need{NeedEffects}},
-			PerOperation: true, Run: mismatchAddedField},
+			PerOperation: true, Unfit: needs[wire.RawBodies]("a protobuf message has no member outside its schema to add (mutations: changes a field for mismatch/changed-body)"), Run: mismatchAddedField},
 		Case{Meta: Meta{ID: "mismatch/problem-link", Family: "mismatch", Requirements: []string{"IK-MISMATCH-2", "IK-PROBLEM-1", "IK-PROBLEM-2"}, Level: Should,
 			Requirement: "draft §2.7: the 422 response SHOULD carry a body or Link header pointing to relevant documentation (problem+json type, or Link rel=\"describedby\").",
 			Explanation: "The mismatch error links to the idempotency documentation."},
-			PerOperation: true, Skips: skipNoProblemJSON, Run: mismatchProblemLink},
+			PerOperation: true, Skips: skipNoProblemJSON, Unfit: unlessProblems, Run: mismatchProblemLink},
 		Case{Meta: Meta{ID: "mismatch/original-survives", Family: "mismatch", Requirements: []string{"IK-MISMATCH-3"}, Level: Must,
 			Requirement: "A mismatched request executes nothing and the original record survives: replaying the original payload still returns the original response.",
 			Explanation: "After a mismatch error, the original request with its key still replays the original response, with one execution in all.",

@@ -19,7 +19,7 @@ func init() {
 		Case{Meta: Meta{ID: "missing/problem-link", Family: "missing", Requirements: []string{"IK-MISSING-2", "IK-PROBLEM-1", "IK-PROBLEM-2"}, Level: Should,
 			Requirement: "draft §2.7: the 400 response SHOULD carry a body or Link header pointing to relevant documentation (problem+json type, or Link rel=\"describedby\").",
 			Explanation: "The missing-key error links to the idempotency documentation."},
-			PerOperation: true, Skips: skipKeyNotRequiredOrNoProblem, Run: missingProblemLink},
+			PerOperation: true, Skips: skipKeyNotRequiredOrNoProblem, Unfit: unlessProblems, Run: missingProblemLink},
 		Case{Meta: Meta{ID: "missing/repeat-fails-again", Family: "missing", Requirements: []string{"IK-MISSING-3"}, Level: Must,
 			Requirement: "draft §2.7: clients MUST correct the request before retrying, or the resource MUST fail the request and return one of the above errors.",
 			Explanation: "A request without a key fails (a keyless success fails this MUST), and repeating it fails again the same way: nothing was recorded."},

@@ -115,10 +115,10 @@ func outboxLostAnswerRetry(ctx context.Context, e *Env) Verdict {
 const outboxBurstSize = 8
 
 func outboxSameKeyBurst(ctx context.Context, e *Env) Verdict {
-	client := e.warmClient(ctx, outboxBurstSize)
-	defer client.CloseIdleConnections()
+	c, done := e.warm(ctx, outboxBurstSize)
+	defer done()
 	k := e.NewKey()
-	rs := e.burst(ctx, client, k, outboxBurstSize, nil, "same-key request")
+	rs := e.burst(ctx, c, k, outboxBurstSize, nil, "same-key request")
 	if v := e.lostConn(rs...); v != nil {
 		return *v
 	}

@@ -18,15 +18,15 @@ func init() {
 		Case{Meta: Meta{ID: "problem/problem-json", Family: "problem", Requirements: []string{"IK-PROBLEM-1"}, Level: Should,
 			Requirement: "draft §2.7 examples, RFC 9457: the 400, 409 and 422 idempotency errors use application/problem+json with at least type and title; status, if present, equals the HTTP status.",
 			Explanation: "Every idempotency error idemcheck can provoke is a well-formed problem document, or links its docs another way the draft allows: Link rel=\"describedby\", or a JSON body with a documentation URL (doc_url)."},
-			PerOperation: true, Skips: skipNoProblemJSON, Run: problemJSON},
+			PerOperation: true, Skips: skipNoProblemJSON, Unfit: unlessProblems, Run: problemJSON},
 		Case{Meta: Meta{ID: "problem/docs-link", Family: "problem", Requirements: []string{"IK-PROBLEM-2"}, Level: May,
 			Requirement: "draft §2.7, RFC 8288: an idempotency error MAY point to its documentation with a Link header rel=\"describedby\" instead of a problem type; either satisfies the docs-link requirement.",
 			Explanation: "Each idempotency error links to documentation, by a problem type URI or by a well-formed Link rel=\"describedby\"."},
-			PerOperation: true, Skips: skipNoProblemJSON, Run: problemDocsLink},
+			PerOperation: true, Skips: skipNoProblemJSON, Unfit: unlessProblems, Run: problemDocsLink},
 		Case{Meta: Meta{ID: "problem/no-store-stable-codes", Family: "problem", Requirements: []string{"IK-PROBLEM-3"}, Level: Info,
 			Requirement: "Echo practice: idempotency errors carry Cache-Control: no-store and stable codes (idempotency_key_missing, ...).",
 			Explanation: "Idempotency errors are marked no-store, and the same error provoked twice carries the same problem type."},
-			PerOperation: true, Run: problemNoStoreStableCodes},
+			PerOperation: true, Unfit: unlessProblems, Run: problemNoStoreStableCodes},
 	)
 }
 

@@ -33,7 +33,7 @@ func init() {
 			Requirement: "RFC 9110 §5.1: field names are case-insensitive, so idempotency-key and IDEMPOTENCY-KEY are the key field; any number of retries with the same key has the effect of one request.",
 			Explanation: "The original sends the key field as idempotency-key (as every HTTP/2 client and many gateways do), its retry as IDEMPOTENCY-KEY, spelled so on the wire over HTTP/1.1: one execution, the retry replayed.",
 			Needs:       []Need{NeedEffects}},
-			PerOperation: true, Run: replayKeyFieldSpelling},
+			PerOperation: true, Unfit: needs[wire.HeaderKeys]("a key field has one name, and metadata keys are lower case on the wire (HTTP/2): there is no other spelling to send"), Run: replayKeyFieldSpelling},
 		Case{Meta: Meta{ID: "replay/marker-header", Family: "replay", Requirements: []string{"IK-REPLAY-4"}, Level: Should,
 			Requirement: "Profile: replays carry the profile's replay marker (Stripe: Idempotent-Replayed: true) and the first response does not; the IETF draft defines none (issue #46).",
 			Explanation: "The replay marker, where the profile defines one, tells a replay from a first execution."},
@@ -50,7 +50,7 @@ func init() {
 		Case{Meta: Meta{ID: "replay/canonical-json", Family: "replay", Requirements: []string{"IK-REPLAY-7"}, Level: Should,
 			Requirement: "draft §2.4 (MAY fingerprint) and profile canonical_json: a semantically equal JSON body (member order, whitespace) is the same payload.",
 			Explanation: "The same key with the same JSON document spelled differently replays rather than mismatching, and never executes again."},
-			PerOperation: true, UsesOracle: true, Run: replayCanonicalJSON},
+			PerOperation: true, UsesOracle: true, Unfit: needs[wire.RawBodies]("the request travels as binary protobuf: JSON member order and whitespace never reach the server"), Run: replayCanonicalJSON},
 		Case{Meta: Meta{ID: "replay/volatile-fields", Family: "replay", Requirements: []string{"IK-REPLAY-8"}, Level: Should,
 			Requirement: "Profile volatile_fields (seeds: fingerprint excludes volatile fields): a body differing only in those fields is the same payload.",
 			Explanation: "Changing only a configured volatile field under the same key replays the original."},
@@ -58,7 +58,7 @@ func init() {
 		Case{Meta: Meta{ID: "replay/no-credentials", Family: "replay", Requirements: []string{"IK-REPLAY-9"}, Level: Should,
 			Requirement: "draft §2.6 replays \"the result of the previously completed operation\", not the first client's session: a replay carries none of the credential fields the original set (Set-Cookie, WWW-Authenticate, Authentication-Info), unless the profile allows them (replay_credentials).",
 			Explanation: "The original sets a per-execution cookie or challenge; its replay does not hand it out again (granit-fx/granit-dotnet PR #1151). Lines every answer carries (a load balancer's cookie) are told apart by a fresh execution's answer."},
-			PerOperation: true, Skips: skipCredentialsAllowed, Run: replayNoCredentials},
+			PerOperation: true, Skips: skipCredentialsAllowed, Unfit: needs[wire.HeaderFields]("Set-Cookie and HTTP authentication challenges are HTTP fields: a gRPC answer sets no cookie"), Run: replayNoCredentials},
 	)
 }
 
@@ -251,7 +251,7 @@ func replaySameHeaders(ctx context.Context, e *Env) Verdict {
 		return e.Inconclusive(fmt.Sprintf("the retry was not a replay (status %s, then %s); see replay/same-status", first.StatusText(), replay.String()))
 	}
 	names, what := append(slices.Clone(replayedHeaders), e.Profile.ReplayMetadata...), "the original's representation headers"
-	if e.Target.IsGRPC() {
+	if !has[wire.HeaderFields](e.carrier) {
 		// A gRPC answer has no representation headers: only the metadata
 		// the profile names (skipNoReplayMetadata).
 		names, what = e.Profile.ReplayMetadata, "the original's metadata "+strings.Join(e.Profile.ReplayMetadata, ", ")
@@ -275,12 +275,13 @@ func replaySameHeaders(ctx context.Context, e *Env) Verdict {
 	return e.Pass()
 }
 
-// skipNoReplayMetadata: a gRPC answer has no representation headers, and
-// no gRPC document names metadata a replay repeats: only the profile's
+// skipNoReplayMetadata: an answer without HTTP header fields (a gRPC
+// one: no wire.HeaderFields) has no representation headers, and no gRPC
+// document names metadata a replay repeats: only the profile's
 // replay_metadata are compared.
 func skipNoReplayMetadata(t *apispec.Target, p *apispec.Profile, _ *apispec.Operation) string {
-	if t.IsGRPC() && len(p.ReplayMetadata) == 0 {
-		return "a gRPC answer has no representation headers, and profile replay_metadata names no response metadata to compare"
+	if c := carrierOf(t); !has[wire.HeaderFields](c) && len(p.ReplayMetadata) == 0 {
+		return "a " + c.Name() + " answer has no representation headers, and profile replay_metadata names no response metadata to compare"
 	}
 	return ""
 }
@@ -321,7 +322,7 @@ func replayVolatileFields(ctx context.Context, e *Env) Verdict {
 		patches = append(patches, p)
 	}
 	retry := e.Send(ctx, Req{Label: "retry (volatile fields changed)", Key: k, Body: e.Body(patches...)})
-	if retry.Err != nil && e.Target.IsGRPC() && strings.Contains(retry.Err.Error(), "in protojson") {
+	if retry.Err != nil && !has[wire.RawBodies](e.carrier) && strings.Contains(retry.Err.Error(), "in protojson") {
 		return e.Inconclusive("the changed volatile fields do not fit the request message (give each a value in the operation's body, so its type is known): " + retry.Err.Error())
 	}
 	return e.judgeSamePayload(ctx, k, first, retry, apispec.Yes, "volatile_fields")

@@ -33,7 +33,7 @@ func init() {
 			Requirement: "ePay-style scope (key + endpoint + verb): the same key on the same path with another method is recorded; a replay of the other method's response is never acceptable.",
 			Explanation: "A key used with one method, sent with another method to the same path, is recorded as independent or rejected, never answered with the other method's response.",
 			Needs:       []Need{NeedSecondOperation}},
-			PerOperation: true, UsesOracle: true, Peer: methodPeer, Skips: skipNoMethodPeer, Run: scopeOtherMethod},
+			PerOperation: true, UsesOracle: true, Peer: methodPeer, Skips: skipNoMethodPeer, Unfit: unlessMethods, Run: scopeOtherMethod},
 		Case{Meta: Meta{ID: "scope/case-sensitive", Family: "scope", Requirements: []string{"IK-SCOPE-4"}, Level: Should,
 			Requirement: "draft §2.2: the key is an opaque sf-string, so keys that differ only in letter case are different keys, unless the profile's key_case says the API folds them (UUID-only formats may; OASIS note on UUID case).",
 			Explanation: "The lower-case spelling of a completed upper-case key, in the same request byte for byte but the key, executes as a distinct key (or is rejected as a key), never gets the upper-case key's response nor the profile's mismatch or in-flight answer, which are about the upper-case key's record (profile key_case sensitive); folded accepts the replay, \"?\" records it.",

@@ -187,7 +187,7 @@ func (r *Report) UntestedMust() []Untested {
 			u.Reason = "needs " + joinNeeds(by.Missing)
 			hints := make([]string, len(by.Missing))
 			for i, n := range by.Missing {
-				hints[i] = n.ConfigHintFor(r.grpc())
+				hints[i] = n.ConfigHintFor(r.Protocol)
 			}
 			u.Hint = strings.Join(hints, "; ")
 		}

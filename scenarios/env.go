@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"sync"
 	"time"
@@ -26,7 +25,11 @@ type Env struct {
 	Op   *apispec.Operation
 	Case Case
 
-	client *http.Client
+	// carrier builds and sends every request of the case (the run's,
+	// built once: wire.NewCarrier); timeout bounds each request, as the
+	// run's http.Client does.
+	carrier wire.Carrier
+	timeout time.Duration
 	// double is the run's downstream double (nil: none runs): it marks
 	// requests and witnesses executions the oracle cannot count.
 	double *evidence.Downstream
@@ -101,10 +104,10 @@ func (e *Env) noKeyScope() string {
 }
 
 // NewEnv is an Env outside a run (idemcheck init --probe): it sends op's
-// requests through client and keeps every exchange, with no case, profile
-// or oracle.
-func NewEnv(t *apispec.Target, op *apispec.Operation, client *http.Client) *Env {
-	return &Env{Target: t, Op: op, client: client}
+// requests through c, each bounded by t's timeout, and keeps every
+// exchange, with no case, profile or oracle.
+func NewEnv(t *apispec.Target, op *apispec.Operation, c wire.Carrier) *Env {
+	return &Env{Target: t, Op: op, carrier: c, timeout: t.Timeout}
 }
 
 // Req describes one request of a case. Zero values mean "the normal call".
@@ -140,8 +143,8 @@ type Req struct {
 	// FirstSent, when set, replaces an AEP-155 key's first_sent (the time
 	// the key was first sent): the first_sent probes.
 	FirstSent time.Time
-	// client replaces the run's shared client (bursts use warmed ones).
-	client *http.Client
+	// carrier replaces the run's shared carrier (bursts use warmed ones).
+	carrier wire.Carrier
 }
 
 // NewKey returns a fresh key, unique so nothing collides across runs: a
@@ -155,11 +158,7 @@ func (e *Env) NewKey() string {
 		}
 		return e.Profile.NewKey()
 	}
-	ctx := e.ctx
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	k, err := e.keys.Next(ctx, e.record)
+	k, err := e.keys.Next(e.ctxOr(), e.record)
 	if err != nil {
 		e.mu.Lock()
 		if e.keyErr == nil {
@@ -168,6 +167,14 @@ func (e *Env) NewKey() string {
 		e.mu.Unlock()
 	}
 	return k
+}
+
+// ctxOr is the case's context, context.Background() outside a case.
+func (e *Env) ctxOr() context.Context {
+	if e.ctx == nil {
+		return context.Background()
+	}
+	return e.ctx
 }
 
 // keyError is the first failed key fetch of the case, nil when none.
@@ -211,11 +218,11 @@ func (e *Env) Send(ctx context.Context, r Req) wire.Resp {
 		c.enter(ctx, e, scopeOf(r))
 		defer c.leave()
 	}
-	client := e.client
-	if r.client != nil {
-		client = r.client
+	c := e.carrier
+	if r.carrier != nil {
+		c = r.carrier
 	}
-	resp := e.doWith(ctx, client, x, true)
+	resp := e.doWith(ctx, c, x, true)
 	op, body := e.Op, r.Body
 	if r.Op != nil {
 		op = r.Op
@@ -245,14 +252,14 @@ func (e *Env) workOf(op *apispec.Operation, body []byte) time.Duration {
 	return 0
 }
 
-// exchange builds the request r describes (wire.Build) and marks it for
-// the downstream double.
+// exchange builds the request r describes (the carrier's Build) and
+// marks it for the downstream double.
 func (e *Env) exchange(r Req) wire.Exchange {
 	op := e.Op
 	if r.Op != nil {
 		op = r.Op
 	}
-	x := wire.Build(e.Target, op, wire.Request{Label: r.Label, Key: r.Key, NoKey: r.NoKey, KeyLines: r.KeyLines,
+	x := e.carrier.Build(op, wire.Request{Label: r.Label, Key: r.Key, NoKey: r.NoKey, KeyLines: r.KeyLines,
 		Principal: r.Principal, Body: r.Body, Method: r.Method, Path: r.Path, Base: r.Base,
 		Query: r.Query, Headers: r.Headers, KeyName: r.KeyName, FirstSent: r.FirstSent})
 	e.markForDouble(op, r, &x)
@@ -294,11 +301,11 @@ func declinedAsDeclared(op *apispec.Operation, body []byte, resp wire.Resp) bool
 // do sends x.Request, fills in the response and, if record, keeps x as
 // evidence.
 func (e *Env) do(ctx context.Context, x wire.Exchange, record bool) wire.Resp {
-	return e.doWith(ctx, e.client, x, record)
+	return e.doWith(ctx, e.carrier, x, record)
 }
 
-func (e *Env) doWith(ctx context.Context, client *http.Client, x wire.Exchange, record bool) wire.Resp {
-	resp, x := wire.HTTP{Client: client}.Do(ctx, x)
+func (e *Env) doWith(ctx context.Context, c wire.Carrier, x wire.Exchange, record bool) wire.Resp {
+	resp, x := c.Do(ctx, x)
 	if record {
 		e.record(x.Redacted(e.Target))
 	}
@@ -320,33 +327,18 @@ func (e *Env) lostConn(rs ...wire.Resp) *Verdict {
 	return nil
 }
 
-// warmClient returns a client holding up to n open connections to the
-// target (spread over bases when given, e.g. the replicas), so that a
-// barrier-released burst is not serialised by dialing (trap C13). The
-// caller closes its idle connections when done.
-func (e *Env) warmClient(ctx context.Context, n int, bases ...string) *http.Client {
-	if len(bases) == 0 {
-		bases = []string{e.Target.BaseURL}
+// warm returns a carrier holding up to n open connections to the target
+// (spread over bases when given, e.g. the replicas), so that a
+// barrier-released burst is not serialised by dialing (trap C13), and
+// what closes it once the burst is done. A carrier that cannot warm
+// (wire.Warmer) is the run's own, left open.
+func (e *Env) warm(ctx context.Context, n int, bases ...string) (wire.Carrier, func()) {
+	w, ok := e.carrier.(wire.Warmer)
+	if !ok {
+		return e.carrier, func() {}
 	}
-	c := &http.Client{Transport: wire.Transport(e.Target, n), Timeout: e.client.Timeout, CheckRedirect: e.client.CheckRedirect}
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, bases[i%len(bases)]+"/", nil)
-			if err != nil {
-				return
-			}
-			if resp, err := c.Do(req); err == nil {
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-			}
-		})
-	}
-	close(start)
-	wg.Wait()
-	return c
+	c := w.Warm(ctx, n, bases...)
+	return c, c.Close
 }
 
 // Exchanges returns the evidence recorded so far.

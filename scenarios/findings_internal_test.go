@@ -34,7 +34,8 @@ func TestUntilDoneWaitsOutInFlightStatuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &Env{Target: &apispec.Target{BaseURL: srv.URL, KeyHeader: "Idempotency-Key", KeySyntax: apispec.Raw}, Profile: p, Op: op, client: client}
+	tg := &apispec.Target{BaseURL: srv.URL, KeyHeader: "Idempotency-Key", KeySyntax: apispec.Raw}
+	e := &Env{Target: tg, Profile: p, Op: op, carrier: wire.HTTP{Target: tg, Client: client}, timeout: client.Timeout}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	rs := e.untilDone(ctx, "retry", "k", nil)

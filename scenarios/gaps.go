@@ -49,7 +49,7 @@ var errorAnswerCases = map[string]bool{
 // that needs an AEP-155 key is no gap of a target without one: its
 // requirement is the AEP's, not this API's. The fixes are written for a
 // gRPC target when grpc is set (code names, message fields, metadata).
-func Gaps(planned []Planned, grpc bool) []Gap {
+func Gaps(planned []Planned, carrier string) []Gap {
 	var out []Gap
 	for _, p := range planned {
 		if p.Level != Must || slices.Contains(p.Missing, NeedFirstSent) {
@@ -57,14 +57,14 @@ func Gaps(planned []Planned, grpc bool) []Gap {
 		}
 		var fixes []string
 		for _, n := range p.Missing {
-			if f := needFix(n, grpc); f != "" {
+			if f := needFix(n, carrier); f != "" {
 				fixes = append(fixes, f)
 			} else {
 				fixes = append(fixes, "supply "+string(n))
 			}
 		}
 		if p.Supplied && p.OracleMode == OracleIdentity && errorAnswerCases[p.ID] {
-			fixes = append(fixes, "created ids cannot see an execution that answered an error: "+needFix(NeedOracle, grpc))
+			fixes = append(fixes, "created ids cannot see an execution that answered an error: "+needFix(NeedOracle, carrier))
 		}
 		if len(fixes) > 0 {
 			out = append(out, Gap{Case: p.Name(), Requirements: p.Requirements, Fix: strings.Join(fixes, "; ")})

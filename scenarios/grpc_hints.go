@@ -40,22 +40,31 @@ var grpcNeedFixes = map[Need]string{
 	NeedReplicas:        "add replicas: two or more grpc:// addresses of one service",
 }
 
-// ConfigHintFor is n's ConfigHint for t's kind of target.
-func (n Need) ConfigHintFor(grpc bool) string {
-	if h, ok := grpcConfigHints[n]; ok && grpc {
+// carrierHints and carrierFixes are the hints and fixes of each carrier
+// (by its name, Carrier.Name, as a report's Protocol says it) whose
+// config spells a need otherwise.
+var (
+	carrierHints = map[string]map[Need]string{"gRPC": grpcConfigHints}
+	carrierFixes = map[string]map[Need]string{"gRPC": grpcNeedFixes}
+)
+
+// ConfigHintFor is n's ConfigHint for a target reached over the carrier
+// named carrier (CarrierName).
+func (n Need) ConfigHintFor(carrier string) string {
+	if h, ok := carrierHints[carrier][n]; ok {
 		return h
 	}
 	return n.ConfigHint()
 }
 
-// needFix is how a config supplies n, for t's kind of target ("" when
-// needFixes has nothing for it).
-func needFix(n Need, grpc bool) string {
-	if f, ok := grpcNeedFixes[n]; ok && grpc {
+// needFix is how a config supplies n, for a target reached over the
+// carrier named carrier ("" when needFixes has nothing for it).
+func needFix(n Need, carrier string) string {
+	if f, ok := carrierFixes[carrier][n]; ok {
 		return f
 	}
 	return needFixes[n]
 }
 
-// grpc reports whether the run was against a gRPC target.
-func (r *Report) grpc() bool { return apispec.IsGRPCURL(r.Target) }
+// CarrierName is the name of t's carrier (wire.Carrier.Name).
+func CarrierName(t *apispec.Target) string { return carrierOf(t).Name() }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/internal/grpccode"
+	"github.com/idemcheck/idemcheck/wire"
 )
 
 // The requirement sentences are the draft's (and vendors'): an HTTP
@@ -55,16 +56,22 @@ var grpcRequirementNotes = map[string]string{
 // a status, a status class, a header field.
 var httpThings = regexp.MustCompile(`\b[1-5]\d\d\b|\b[245]xx\b|Idempotency-Key|\bheaders?\b|sf-string`)
 
-// grpcMeta is m as t, a gRPC target, judges it: its requirement sentence,
-// and its explanation where that names an HTTP status or field, with the
-// case's gRPC note. m unchanged for an HTTP target and a case that does
-// not run over gRPC (its skip says why).
-func grpcMeta(t *apispec.Target, p *apispec.Profile, m Meta) Meta {
-	note, ok := grpcRequirementNotes[m.ID]
-	if !ok || !t.IsGRPC() || grpcSkip(t, m.ID) != "" {
+// carrierNotes are the requirement notes of each carrier (by its name:
+// words, not behaviour) whose statuses and fields have other forms.
+var carrierNotes = map[string]map[string]string{"gRPC": grpcRequirementNotes}
+
+// carrierMeta is c's Meta as t, reached over carrier k, judges it: its
+// requirement sentence, and its explanation where that names an HTTP
+// status or field, with the case's note for the carrier. c.Meta unchanged
+// for a carrier without notes and a case that does not apply over it
+// (its skip says why).
+func carrierMeta(k wire.Carrier, t *apispec.Target, p *apispec.Profile, c Case) Meta {
+	m := c.Meta
+	note, ok := carrierNotes[k.Name()][m.ID]
+	if !ok || c.unfit(k, t) != "" {
 		return m
 	}
-	note = " Over gRPC: " + strings.NewReplacer(
+	note = " Over " + k.Name() + ": " + strings.NewReplacer(
 		"{key}", grpcKeyPlace(t),
 		"{absent}", grpcKeyAbsent(t),
 		"{inflight}", codesWord(p.InFlightStatus, "the profile's in_flight_status"),

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck/internal/jsonx"
+	"github.com/idemcheck/idemcheck/wire"
 )
 
 // volatileValue is what replay/volatile-fields writes at the volatile
@@ -17,7 +18,7 @@ import (
 // saying so).
 func (e *Env) volatileValue(ptr string) any {
 	fresh := "idemcheck-" + e.NewKey()
-	if !e.Target.IsGRPC() {
+	if has[wire.RawBodies](e.carrier) { // the body is sent as the bytes built
 		return fresh
 	}
 	doc, err := jsonx.Decode(e.Body())

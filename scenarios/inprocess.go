@@ -21,7 +21,7 @@ func (e *Env) inProcessBurst(ctx context.Context, h http.Handler, k string, size
 		r := Req{Label: fmt.Sprintf("%s %d", label, i+1), Key: k, Body: body}
 		reqs[i], xs[i] = r, e.exchange(r)
 	}
-	ip := wire.InProcess{Handler: h, Timeout: e.client.Timeout}
+	ip := wire.InProcess{Handler: h, Timeout: e.timeout}
 	if c := e.oracle; c != nil && c.global {
 		ip.Around = func(i int) func() {
 			c.enter(ctx, e, scopeOf(reqs[i]))

@@ -3,7 +3,6 @@ package scenarios
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/idemcheck/idemcheck/apispec"
@@ -19,10 +18,11 @@ const lastByteSettle = 50 * time.Millisecond
 // it works, else released by a barrier over warmed connections (warmed
 // once, on first need).
 type burster struct {
-	e      *Env
-	size   int
-	bases  []string
-	client *http.Client
+	e       *Env
+	size    int
+	bases   []string
+	carrier wire.Carrier // the warmed one, nil until needed
+	done    func()
 }
 
 func (e *Env) newBurster(size int, bases ...string) *burster {
@@ -31,8 +31,8 @@ func (e *Env) newBurster(size int, bases ...string) *burster {
 
 // close closes the warmed connections, if any.
 func (b *burster) close() {
-	if b.client != nil {
-		b.client.CloseIdleConnections()
+	if b.done != nil {
+		b.done()
 	}
 }
 
@@ -54,23 +54,27 @@ func (b *burster) send(ctx context.Context, k string, body []byte, label string)
 			return rs, how
 		}
 	}
-	if b.client == nil {
-		b.client = e.warmClient(ctx, b.size, b.bases...)
+	if b.carrier == nil {
+		b.carrier, b.done = e.warm(ctx, b.size, b.bases...)
 	}
 	how = "released by a barrier"
 	if why != "" {
 		how += " (last-byte sync not possible: " + why + ")"
 	}
-	return e.burst(ctx, b.client, k, b.size, body, label, b.bases...), how
+	return e.burst(ctx, b.carrier, k, b.size, body, label, b.bases...), how
 }
 
 // lastByteBurst sends size requests under k by last-byte synchronisation
-// (wire.LastByte), each kept as evidence. ok is false, with why, when it
+// (wire.LastBytes), each kept as evidence. ok is false, with why, when it
 // cannot: no request of the burst was sent then (at most a warming GET),
 // and the caller falls back to the barrier.
 func (e *Env) lastByteBurst(ctx context.Context, k string, size int, body []byte, label string, bases ...string) (rs []wire.Resp, how string, ok bool, why string) {
 	if len(body) == 0 {
 		return nil, "", false, "the body is empty: no last byte to hold back"
+	}
+	lb, can := e.carrier.(wire.LastBytes)
+	if !can {
+		return nil, "", false, "the " + e.carrier.Name() + " carrier cannot hold back a request's last byte"
 	}
 	reqs := make([]Req, size)
 	xs := make([]wire.Exchange, size)
@@ -85,14 +89,14 @@ func (e *Env) lastByteBurst(ctx context.Context, k string, size int, body []byte
 		}
 		reqs[i], xs[i] = r, e.exchange(r)
 	}
-	lb := wire.LastByte{Target: e.Target, Timeout: e.client.Timeout}
+	var around func(i int) func()
 	if c := e.oracle; c != nil && c.global {
-		lb.Around = func(i int) func() {
+		around = func(i int) func() {
 			c.enter(ctx, e, scopeOf(reqs[i]))
 			return c.leave
 		}
 	}
-	rs, sent, how, ok, why := lb.Send(ctx, xs, to)
+	rs, sent, how, ok, why := lb.SendLastBytes(ctx, xs, to, e.timeout, around)
 	for i, x := range sent {
 		e.record(x.Redacted(e.Target))
 		e.proveBy(reqs[i], rs[i])

@@ -48,7 +48,8 @@ func TestLastByteFallsBack(t *testing.T) {
 			client := wire.NewClient(5 * time.Second)
 			defer client.CloseIdleConnections()
 			op := &apispec.Operation{Name: "op", Method: http.MethodPost, Path: "/", Body: row.body}
-			e := &Env{Target: &apispec.Target{BaseURL: row.base, KeyHeader: "Idempotency-Key", KeySyntax: apispec.Raw}, Profile: p, Op: op, client: client}
+			tg := &apispec.Target{BaseURL: row.base, KeyHeader: "Idempotency-Key", KeySyntax: apispec.Raw}
+			e := &Env{Target: tg, Profile: p, Op: op, carrier: wire.HTTP{Target: tg, Client: client}, timeout: client.Timeout}
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			b := e.newBurster(4)

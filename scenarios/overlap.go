@@ -3,7 +3,6 @@ package scenarios
 import (
 	"context"
 	"fmt"
-	"net/http/httptrace"
 	"strings"
 	"sync"
 	"time"
@@ -69,10 +68,10 @@ func (e *Env) startInFlight(ctx context.Context, k string, r Req, slow time.Dura
 	done := make(chan struct{})
 	wrote := make(chan struct{})
 	var once sync.Once
-	trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { once.Do(func() { close(wrote) }) }}
+	sent := func() { once.Do(func() { close(wrote) }) }
 	go func() {
 		defer close(done)
-		resp = e.Send(httptrace.WithClientTrace(ctx, trace), r)
+		resp = e.Send(wire.WithSent(ctx, sent), r)
 	}()
 	wait = func() wire.Resp {
 		<-done

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -90,6 +89,7 @@ func plan(t *apispec.Target, p *apispec.Profile, o RunOptions) ([]instance, erro
 		return nil, err
 	}
 	var out []instance
+	car := carrierOf(t)
 	for _, c := range Catalog() {
 		ops := []*apispec.Operation{nil}
 		if c.PerOperation {
@@ -99,7 +99,7 @@ func plan(t *apispec.Target, p *apispec.Profile, o RunOptions) ([]instance, erro
 			}
 		}
 		for _, op := range ops {
-			in := instance{c: c, op: op, Planned: Planned{Meta: grpcMeta(t, p, c.Meta)}}
+			in := instance{c: c, op: op, Planned: Planned{Meta: carrierMeta(car, t, p, c)}}
 			if op != nil {
 				in.Operation = op.Name
 			} else if len(t.Operations) > 0 {
@@ -115,8 +115,8 @@ func plan(t *apispec.Target, p *apispec.Profile, o RunOptions) ([]instance, erro
 					in.Missing = append(in.Missing, n)
 				}
 			}
-			carrierSkip := grpcSkip(t, c.ID)
-			if strings.HasPrefix(carrierSkip, "does not apply") {
+			carrierSkip := c.unfit(car, t)
+			if carrierSkip != "" {
 				in.Missing = nil // no config entry runs it here: the skip says why, not a need
 			}
 			in.Supplied = len(in.Missing) == 0

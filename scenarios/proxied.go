@@ -14,72 +14,46 @@ import (
 
 	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/chaos"
+	"github.com/idemcheck/idemcheck/chaos/front"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
-// proxied is an Env whose requests go through a chaos proxy with rules;
-// the oracle is still read from the target directly.
+// proxied is an Env whose requests go through a chaos proxy with rules
+// (front.Start, for every carrier); the oracle is still read from the
+// target directly.
 type proxied struct {
 	*Env
 	outer *Env
-	// stop stops the proxy (its server, then the proxy itself).
-	stop func()
-	hist *chaos.History
-	buf  bytes.Buffer
-	// h1 is the client to the proxy when the run speaks HTTP/2 (nil: the
-	// run's client).
-	h1 *http.Client
+	front *front.Front
+	hist  *chaos.History
+	buf   bytes.Buffer
 }
 
 func (e *Env) viaProxy(rules ...string) (*proxied, error) {
-	if e.Target.IsGRPC() {
-		return e.viaGRPCProxy(rules...)
-	}
 	pr := &proxied{outer: e}
 	pr.hist = chaos.NewHistory(&pr.buf)
 	// Without an id pointer the proxy still reads its default (/id), but
 	// nothing here uses what it finds there (see upstreamID).
-	p, err := chaos.New(e.Target.BaseURL, chaos.WithKeyHeader(e.Target.KeyHeader), chaos.WithIDPointer(e.Op.IDPointer),
-		chaos.WithTransport(wire.Transport(e.Target, 16)), chaos.WithHistory(pr.hist), chaos.WithTimeout(e.Target.Timeout))
+	f, err := front.Start(e.ctxOr(), e.Target, front.Options{History: pr.hist, IDPointer: e.Op.IDPointer, Timeout: e.timeout})
 	if err != nil {
 		return nil, err
 	}
 	for _, r := range rules {
-		if _, err := p.AddRule(r); err != nil {
+		if err := f.AddRule(r); err != nil {
+			f.Close()
 			return nil, err
 		}
 	}
-	srv, err := chaos.Listen(p)
-	if err != nil {
-		return nil, err
-	}
-	pr.stop = func() {
-		_ = srv.Close()
-		p.Close()
-	}
-	t := *e.Target
-	t.BaseURL = srv.URL
-	client := e.client
-	if t.HTTP2 {
-		// The proxy listens in HTTP/1.1 and cuts its connections: the leg
-		// to it is local, and it carries each request to the API over
-		// HTTP/2 (its Transport), where the behaviour is judged.
-		t.HTTP2 = false
-		pr.h1 = wire.Client(&t, e.client.Timeout)
-		client = pr.h1
-	}
+	pr.front = f
 	// The counter is shared: same keys, and its probes go to the target
 	// directly, not through the proxy.
-	pr.Env = &Env{Target: &t, Profile: e.Profile, Op: e.Op, Case: e.Case, client: client, double: e.double, oracle: e.oracle, events: e.events, keys: e.keys, ctx: e.ctx}
+	pr.Env = &Env{Target: f.Target, Profile: e.Profile, Op: e.Op, Case: e.Case, carrier: f.Calls, timeout: e.timeout, double: e.double, oracle: e.oracle, events: e.events, keys: e.keys, ctx: e.ctx}
 	return pr, nil
 }
 
 // close stops the proxy and hands the evidence to the outer Env.
 func (pr *proxied) close() {
-	pr.stop()
-	if pr.h1 != nil {
-		pr.h1.CloseIdleConnections()
-	}
+	pr.front.Close()
 	_ = pr.hist.Close()
 	pr.outer.mu.Lock()
 	pr.outer.exchanges = append(pr.outer.exchanges, pr.Exchanges()...)
@@ -234,7 +208,7 @@ func (pr *proxied) storm(ctx context.Context, body []byte) (k string, first wire
 		}
 		wg.Wait()
 		first = wait()
-		if first.Err != nil && stormOverlapped(first, storm) {
+		if pr.answerLost(first) && stormOverlapped(first, storm) {
 			break
 		}
 	}
@@ -248,4 +222,15 @@ const stormRetries = 3
 // original's (dropped) answer came back.
 func stormOverlapped(first wire.Resp, storm []wire.Resp) bool {
 	return slices.ContainsFunc(storm, func(r wire.Resp) bool { return r.Start.Before(first.End) })
+}
+
+// answerLost reports whether the proxy kept r's answer from the client,
+// whatever the carrier: it cut the connection (a transport error: HTTP),
+// or ended the call as a lost connection does, UNAVAILABLE (503), labelled
+// with the fault (drop-response: gRPC, whose proxy answers each call).
+func (pr *proxied) answerLost(r wire.Resp) bool {
+	if r.Err != nil {
+		return true
+	}
+	return r.Status == http.StatusServiceUnavailable && r.Header.Get(chaos.FaultHeader) == "drop-response"
 }

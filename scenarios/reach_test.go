@@ -57,7 +57,7 @@ func TestTargetTLS(t *testing.T) {
 			}
 			c := wire.Client(tg, 5*time.Second)
 			defer c.CloseIdleConnections()
-			_, err = wire.Preflight(context.Background(), tg, c)
+			_, err = wire.Preflight(context.Background(), tg, wire.NewCarrier(tg, c), c)
 			switch {
 			case tc.wantErr == "" && err != nil:
 				t.Fatalf("%s: %v", tc.explanation, err)
@@ -284,7 +284,7 @@ func TestPreflightWithoutTimeout(t *testing.T) {
 	tg := &apispec.Target{BaseURL: srv.URL}
 	c := &http.Client{Timeout: 5 * time.Second}
 	defer c.CloseIdleConnections()
-	if _, err := wire.Preflight(context.Background(), tg, c); err != nil {
+	if _, err := wire.Preflight(context.Background(), tg, wire.NewCarrier(tg, c), c); err != nil {
 		t.Fatalf("Timeout 0: %v, want the server reached", err)
 	}
 }

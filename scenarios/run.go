@@ -99,9 +99,13 @@ func Run(ctx context.Context, t *apispec.Target, p *apispec.Profile, o RunOption
 		defer m.Stop()
 		t = mt
 	}
+	// One carrier for the run's requests to the target; client is the
+	// HTTP client under it (an HTTP target's) and of the evidence.
 	client := wire.Client(t, t.Timeout+p.MaxBlock)
 	defer client.CloseIdleConnections() // no keep-alive goroutines outlive the run
-	proto, err := wire.Preflight(ctx, t, client)
+	carrier := wire.NewCarrier(t, client)
+	defer carrier.Close()
+	proto, err := wire.Preflight(ctx, t, carrier, client)
 	if err != nil {
 		return nil, err
 	}
@@ -120,14 +124,14 @@ func Run(ctx context.Context, t *apispec.Target, p *apispec.Profile, o RunOption
 	// The profile's key_format generator is the client-generated default;
 	// --hash-keys and key_source override it.
 	keys := wire.NewKeys(t, client, func(uint64) string { return p.NewKey() })
-	s := &session{t: t, p: p, client: client, ev: ev, double: d, keys: keys, inproc: o.InProcess}
+	s := &session{t: t, p: p, carrier: carrier, timeout: client.Timeout, ev: ev, double: d, keys: keys, inproc: o.InProcess}
 	if o.Seed != 0 {
 		r := rand.New(rand.NewPCG(o.Seed, 0x1dc))
 		r.Shuffle(len(ins), func(i, j int) { ins[i], ins[j] = ins[j], ins[i] })
 	}
 	rep := &Report{Target: t.Redact(t.BaseURL), Profile: p.Name, Protocol: proto, Strict: o.Strict, Seed: o.Seed, Started: time.Now()}
 	// No verdict is drawn on a target whose normal request fails.
-	if err := evidence.CheckNormal(ctx, t, client, d, keys, sentOps(t, ins)); err != nil {
+	if err := evidence.CheckNormal(ctx, t, carrier, d, keys, sentOps(t, ins)); err != nil {
 		return nil, err
 	}
 	if err := checkIDPointers(ctx, s, ins); err != nil {
@@ -373,13 +377,14 @@ type attempted struct {
 
 // session is what every instance of one run shares.
 type session struct {
-	t      *apispec.Target
-	p      *apispec.Profile
-	client *http.Client
-	ev     *evidence.Evidence
-	double *evidence.Downstream
-	keys   *wire.Keys
-	inproc http.Handler
+	t       *apispec.Target
+	p       *apispec.Profile
+	carrier wire.Carrier
+	timeout time.Duration
+	ev      *evidence.Evidence
+	double  *evidence.Downstream
+	keys    *wire.Keys
+	inproc  http.Handler
 	// eventProblems are the events check's findings per operation when
 	// the events sit beside an oracle (calibrateOutbox).
 	eventProblems map[string]string
@@ -387,7 +392,7 @@ type session struct {
 
 // env is an Env of s for op, bounded by ctx.
 func (s *session) env(ctx context.Context, op *apispec.Operation) *Env {
-	return &Env{Target: s.t, Profile: s.p, Op: op, client: s.client, double: s.double, inproc: s.inproc, oracle: newCounter(s.ev), events: s.ev.Events(), keys: s.keys, ctx: ctx}
+	return &Env{Target: s.t, Profile: s.p, Op: op, carrier: s.carrier, timeout: s.timeout, double: s.double, inproc: s.inproc, oracle: newCounter(s.ev), events: s.ev.Events(), keys: s.keys, ctx: ctx}
 }
 
 // attempt runs in's case once, under fresh keys and its own budget.

@@ -114,7 +114,7 @@ func TestAttempts(t *testing.T) {
 	client := wire.Client(tg, tg.Timeout)
 	defer client.CloseIdleConnections()
 	keys := wire.NewKeys(tg, client, func(uint64) string { return p.NewKey() })
-	s := &session{t: tg, p: p, client: client, keys: keys}
+	s := &session{t: tg, p: p, carrier: wire.NewCarrier(tg, client), timeout: client.Timeout, keys: keys}
 	missed := func(e *Env) Verdict { return e.Missed("could not overlap") }
 	for _, tc := range []struct {
 		rule     string

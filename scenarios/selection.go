@@ -3,7 +3,6 @@ package scenarios
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 	"time"
 
@@ -83,9 +82,7 @@ func (s Selection) Load() (*apispec.Target, *apispec.Profile, error) {
 		if p, err = apispec.ProfileByName(s.Profile); err != nil {
 			return nil, nil, fmt.Errorf("--profile: %v", err)
 		}
-		if !t.IsGRPC() {
-			p.HTTPStatuses() // a gRPC preset judging an HTTP target
-		}
+		t.Judge(p) // a gRPC preset judging an HTTP target
 	}
 	if s.TTL < 0 {
 		return nil, nil, fmt.Errorf("--ttl %s: must not be negative", s.TTL)
@@ -129,21 +126,9 @@ func (s Selection) Load() (*apispec.Target, *apispec.Profile, error) {
 // reach applies --base-url, the TLS flags, --http2 and --hash-keys.
 func (s Selection) reach(t *apispec.Target) error {
 	if s.BaseURL != "" {
-		u, err := url.Parse(s.BaseURL)
-		// The operations were written for one carrier: an RPC is not sent
-		// to an HTTP URL, nor a path to a gRPC server.
-		if err == nil && u.Host != "" && apispec.IsGRPCURL(s.BaseURL) != t.IsGRPC() {
-			want := "an http(s) URL: the config's operations are HTTP requests"
-			if t.IsGRPC() {
-				want = "a grpc:// or grpcs:// URL: the config's operations are RPCs (rpc:)"
-			}
-			return fmt.Errorf("--base-url %q: want %s", s.BaseURL, want)
+		if err := t.Rebase(s.BaseURL); err != nil {
+			return err
 		}
-		// A grpc(s):// one was checked as the config's base_url.
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https" && !t.IsGRPC()) || u.Host == "" {
-			return fmt.Errorf("--base-url %q: want an absolute http(s) URL (grpc:// or grpcs:// for a gRPC target)", s.BaseURL)
-		}
-		t.BaseURL = strings.TrimRight(s.BaseURL, "/")
 	}
 	o := t.TLS
 	if s.TLS.CACert != "" {

@@ -124,7 +124,7 @@ func TestHTTP2Only(t *testing.T) {
 			t.Fatal(err)
 		}
 		c := Client(tg, 5*time.Second)
-		proto, err := Preflight(context.Background(), tg, c)
+		proto, err := Preflight(context.Background(), tg, NewCarrier(tg, c), c)
 		if !tc.ok {
 			if !errors.Is(err, apispec.ErrUnreachable) || !strings.Contains(err.Error(), "the server must speak HTTP/2") {
 				t.Errorf("%s: preflight %q, %v; want unreachable, saying HTTP/2 is needed", tc.name, proto, err)

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"time"
 
+	"google.golang.org/protobuf/reflect/protoreflect"
+
 	"github.com/idemcheck/idemcheck/apispec"
 )
 
@@ -18,7 +20,7 @@ import (
 //
 // What a carrier cannot do is a capability it lacks: the optional
 // interfaces below (LastBytes, Warmer, Methods, HeaderFields, Problems,
-// ContentCoding, RawBodies, HeaderKeys). Callers ask for them with a type
+// ContentCoding, RawBodies, HeaderKeys, Messages). Callers ask for them with a type
 // assertion, never by the carrier's name.
 type Carrier interface {
 	// Name is the carrier as the reports name it ("HTTP", "gRPC"): for
@@ -102,11 +104,44 @@ type HeaderKeys interface{ SpellsKeyHeader() }
 // NewCarrier is t's carrier: GRPC for a grpc:// or grpcs:// base URL,
 // else HTTP over hc (one that never re-sends: Client). A gRPC call is
 // bounded by hc.Timeout, as an HTTP request is. The caller closes it.
+// With hc nil it is a carrier only asked what it can do (a plan), never
+// sent through.
 func NewCarrier(t *apispec.Target, hc *http.Client) Carrier {
 	if t.IsGRPC() {
 		g := NewGRPC(t)
-		g.Timeout = hc.Timeout
+		if hc != nil {
+			g.Timeout = hc.Timeout
+		}
 		return g
 	}
 	return HTTP{Target: t, Client: hc}
+}
+
+// sentHook keys, in a request's context, what to call once the request
+// is fully written (WithSent).
+type sentHook struct{}
+
+// WithSent is ctx with f to be called once, when the request sent under
+// it is fully written to its connection: the moment overlaps are timed
+// from, on every carrier (Do calls it; HTTP from the client trace, GRPC
+// from its stats handler).
+func WithSent(ctx context.Context, f func()) context.Context {
+	return context.WithValue(ctx, sentHook{}, f)
+}
+
+// notifySent calls ctx's WithSent hook, if any.
+func notifySent(ctx context.Context) {
+	if f, _ := ctx.Value(sentHook{}).(func()); f != nil {
+		f()
+	}
+}
+
+// Messages is a carrier whose calls carry protobuf messages of methods it
+// resolves (by server reflection or a protoset): a fault proxy in front
+// of it reads a request's key and an answer's created id with the
+// method's descriptors (chaos.StartFront). A carrier without it carries
+// HTTP requests a proxy reads as bytes.
+type Messages interface {
+	// Method resolves path (/package.Service/Method).
+	Method(ctx context.Context, path string) (protoreflect.MethodDescriptor, error)
 }

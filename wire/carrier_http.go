@@ -33,7 +33,11 @@ func (h HTTP) Reach(ctx context.Context, base string) (string, error) {
 
 // Close implements Carrier: the idle connections close (no keep-alive
 // goroutine outlives the run).
-func (h HTTP) Close() { h.Client.CloseIdleConnections() }
+func (h HTTP) Close() {
+	if h.Client != nil { // a carrier only asked what it can do
+		h.Client.CloseIdleConnections()
+	}
+}
 
 // Warm implements Warmer: a client of its own with up to n connections,
 // each opened by a GET of its base.
@@ -97,4 +101,5 @@ var (
 	_ HeaderKeys    = HTTP{}
 	_ Carrier       = (*GRPC)(nil)
 	_ Warmer        = (*GRPC)(nil)
+	_ Messages      = (*GRPC)(nil)
 )

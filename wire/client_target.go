@@ -3,7 +3,6 @@ package wire
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 
@@ -12,7 +11,9 @@ import (
 
 // Transport is NewTransport with the target's TLS settings. A gRPC
 // target's calls go through a GRPC carrier of their own (closed by
-// CloseIdleConnections); its other requests (an HTTP oracle) over HTTP.
+// CloseIdleConnections); its other requests (an HTTP oracle) over HTTP:
+// the paced client of load, until it sends through the carrier. Every
+// other face sends through NewCarrier.
 func Transport(t *apispec.Target, maxConns int) http.RoundTripper {
 	if t.IsGRPC() {
 		return grpcTransport{grpc: NewGRPC(t), http: newTransport(maxConns, t.TLSConfig(), t.HTTP2)}
@@ -20,23 +21,26 @@ func Transport(t *apispec.Target, maxConns int) http.RoundTripper {
 	return newTransport(maxConns, t.TLSConfig(), t.HTTP2)
 }
 
-// Client is NewClient with the target's TLS settings.
+// Client is NewClient with the target's TLS settings (and HTTP/2 only
+// when it says so): the client under an HTTP carrier, and of the
+// requests that are no call of a gRPC target's (an HTTP oracle, a key
+// source).
 func Client(t *apispec.Target, timeout time.Duration) *http.Client {
 	return &http.Client{
-		Transport:     Transport(t, 0),
+		Transport:     newTransport(0, t.TLSConfig(), t.HTTP2),
 		Timeout:       timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 }
 
-// Preflight makes sure something answers HTTP at the base URL and at every
-// replica (any status will do), when the target declares a key_source,
-// that it issues a key, and, with ttl_from, reads the TTL the API
-// advertises into t.TTL. Every face calls it before any traffic; the error
-// wraps ErrUnreachable or ErrKeySource. It returns the protocol the base
-// URL answered in (protoName: HTTP/1.1, HTTP/2; gRPC for a gRPC target),
-// what the run records.
-func Preflight(ctx context.Context, t *apispec.Target, c *http.Client) (string, error) {
+// Preflight makes sure something answers at the base URL and at every
+// replica (any answer will do; Carrier.Reach) and, when the target
+// declares a key_source, that it issues a key and, with ttl_from, reads
+// the TTL the API advertises into t.TTL (both over hc). Every face calls
+// it before any traffic; the error wraps ErrUnreachable or ErrKeySource.
+// It returns the protocol the base URL answered in (HTTP/1.1, HTTP/2;
+// gRPC for a gRPC target), what the run records.
+func Preflight(ctx context.Context, t *apispec.Target, c Carrier, hc *http.Client) (string, error) {
 	var proto string
 	for i, base := range t.Bases() {
 		p, err := preflightBase(ctx, t, c, base)
@@ -48,26 +52,23 @@ func Preflight(ctx context.Context, t *apispec.Target, c *http.Client) (string, 
 		}
 	}
 	if t.KeySource != nil {
-		if _, err := FetchKey(ctx, t, c, nil); err != nil {
+		if _, err := FetchKey(ctx, t, hc, nil); err != nil {
 			return "", err
 		}
 	}
 	if t.TTLFrom != nil && t.TTL == 0 {
-		d, err := FetchTTL(ctx, t, c)
+		d, err := FetchTTL(ctx, t, hc)
 		if err != nil {
 			return "", err
 		}
 		t.TTL = d // read once: every judgement of this run uses it
 	}
-	if t.IsGRPC() {
-		proto = "gRPC" // over HTTP/2, as every gRPC call is: the protocol is the RPC's
-	}
 	return proto, nil
 }
 
-// preflightBase makes sure something answers HTTP at base (one replica),
-// and says in which protocol.
-func preflightBase(ctx context.Context, t *apispec.Target, c *http.Client, base string) (string, error) {
+// preflightBase makes sure something answers at base (one replica), and
+// says in which protocol.
+func preflightBase(ctx context.Context, t *apispec.Target, c Carrier, base string) (string, error) {
 	// A hand-built Target may leave Timeout 0 (no per-request bound).
 	d := 5 * time.Second
 	if t.Timeout > 0 {
@@ -75,18 +76,12 @@ func preflightBase(ctx context.Context, t *apispec.Target, c *http.Client, base 
 	}
 	pctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	req, err := http.NewRequestWithContext(pctx, http.MethodGet, base+"/", nil)
-	if err != nil {
-		return "", fmt.Errorf("%w: %s: %v", apispec.ErrUnreachable, t.Redact(base), err)
-	}
-	resp, err := c.Do(req)
+	proto, err := c.Reach(pctx, base)
 	if err != nil {
 		if t.HTTP2 {
 			err = fmt.Errorf("%v (http2: the server must speak HTTP/2: h2 by ALPN over TLS, h2c with prior knowledge over plain TCP)", err)
 		}
 		return "", fmt.Errorf("%w: %s: %v", apispec.ErrUnreachable, t.Redact(base), err)
 	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
-	resp.Body.Close()
-	return protoName(resp.Proto), nil
+	return proto, nil
 }

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptrace"
 	"net/url"
 	"os"
 	"sort"
@@ -122,13 +121,6 @@ func (g *GRPC) client(u *url.URL) (*grpc.ClientConn, error) {
 	return conn, nil
 }
 
-// grpcAnswerKey keys, in a request's context, where GRPC leaves what an
-// http.Response cannot carry back to HTTP.Do through an http.Client (the
-// scenarios' path): the answer's binary encoding.
-type grpcAnswerKey struct{}
-
-type grpcAnswer struct{ binary []byte }
-
 // Name implements Carrier.
 func (*GRPC) Name() string { return "gRPC" }
 
@@ -181,9 +173,6 @@ func (g *GRPC) Do(ctx context.Context, x Exchange) (Resp, Exchange) {
 		x.Error = err.Error()
 		return resp, x
 	}
-	if a, _ := ctx.Value(grpcAnswerKey{}).(*grpcAnswer); a != nil {
-		a.binary = binary
-	}
 	resp.Status, resp.Header, resp.Body, resp.Binary = status, header, body, binary
 	x.Response = &ExchangeResponse{Status: status, Header: header, Body: body}
 	return resp, x
@@ -212,19 +201,13 @@ func (callStats) HandleRPC(ctx context.Context, s stats.RPCStats) {
 	if o == nil {
 		return
 	}
-	// The client trace of an http.Client call (RoundTrip) hears of the
-	// write and the answer as over HTTP: the engine times its overlaps
-	// from them.
-	tr := httptrace.ContextClientTrace(ctx)
 	switch s := s.(type) {
 	case *stats.OutPayload:
-		if o.sent.CompareAndSwap(0, s.SentTime.UnixNano()) && tr != nil && tr.WroteRequest != nil {
-			tr.WroteRequest(httptrace.WroteRequestInfo{})
+		if o.sent.CompareAndSwap(0, s.SentTime.UnixNano()) {
+			notifySent(ctx)
 		}
 	case *stats.InHeader, *stats.InTrailer:
-		if !o.answered.Swap(true) && tr != nil && tr.GotFirstResponseByte != nil {
-			tr.GotFirstResponseByte()
-		}
+		o.answered.Store(true)
 	}
 }
 

@@ -144,8 +144,9 @@ func TestGRPCUnreachableAndClient(t *testing.T) {
 	ln.Close() // nothing listens there now
 	tg := healthTarget(base)
 	client := wire.Client(tg, 2*time.Second)
-	defer client.CloseIdleConnections()
-	if _, err := wire.Preflight(t.Context(), tg, client); err == nil {
+	unreached := wire.NewCarrier(tg, client)
+	defer unreached.Close()
+	if _, err := wire.Preflight(t.Context(), tg, unreached, client); err == nil {
 		t.Fatal("preflight passed with nothing listening")
 	}
 	c := wire.NewGRPC(tg)
@@ -154,18 +155,19 @@ func TestGRPCUnreachableAndClient(t *testing.T) {
 		t.Fatalf("a call nobody answered: %s, want a transport error", r)
 	}
 
-	// Through an http.Client, as the engine sends.
+	// Through the target's carrier, as the engine sends.
 	live := healthServer(t, func(g *grpc.Server) { reflection.Register(g) })
 	tl := healthTarget(live)
 	hc := wire.Client(tl, 5*time.Second)
-	defer hc.CloseIdleConnections()
-	if _, err := wire.Preflight(t.Context(), tl, hc); err != nil {
+	car := wire.NewCarrier(tl, hc)
+	defer car.Close()
+	if _, err := wire.Preflight(t.Context(), tl, car, hc); err != nil {
 		t.Fatal(err)
 	}
 	op := &apispec.Operation{Method: "POST", Path: "/grpc.health.v1.Health/Check", Body: json.RawMessage(`{}`)}
-	resp, _ := wire.HTTP{Client: hc}.Do(t.Context(), wire.Build(tl, op, wire.Request{Key: "k2"}))
-	if resp.Status != http.StatusOK || string(resp.Body) != `{"status":"SERVING"}` {
-		t.Fatalf("through http.Client: %s", resp)
+	resp, _ := car.Do(t.Context(), car.Build(op, wire.Request{Key: "k2"}))
+	if resp.Status != http.StatusOK || string(resp.Body) != `{"status":"SERVING"}` || len(resp.Binary) == 0 || resp.Sent.IsZero() {
+		t.Fatalf("through the carrier: %s (binary %d bytes, sent %v)", resp, len(resp.Binary), resp.Sent)
 	}
 }
 

@@ -57,9 +57,6 @@ type LastByte struct {
 // rs are the answers and out the exchanges as sent, labelled "(last-byte
 // sync)", with their responses; how says how they were released.
 func (lb LastByte) Send(ctx context.Context, xs []Exchange, bases []string) (rs []Resp, out []Exchange, how string, ok bool, why string) {
-	if len(bases) > 0 && apispec.IsGRPCURL(bases[0]) {
-		return nil, nil, "", false, "a gRPC call's bytes are framed by the gRPC library, which cannot hold back a last byte (not yet)"
-	}
 	reqs := make([]*lbReq, len(xs))
 	for i, x := range xs {
 		if len(x.Request.Body) == 0 {

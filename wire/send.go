@@ -146,11 +146,13 @@ func (h HTTP) Do(ctx context.Context, x Exchange) (Resp, Exchange) {
 	}
 	var reused, answered atomic.Bool
 	var wrote atomic.Int64 // UnixNano of WroteRequest
-	ans := &grpcAnswer{}   // a gRPC carrier behind the client fills it in
-	ctx = context.WithValue(ctx, grpcAnswerKey{}, ans)
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		GotConn:              func(i httptrace.GotConnInfo) { reused.Store(i.Reused) },
-		WroteRequest:         func(httptrace.WroteRequestInfo) { wrote.CompareAndSwap(0, time.Now().UnixNano()) },
+		GotConn: func(i httptrace.GotConnInfo) { reused.Store(i.Reused) },
+		WroteRequest: func(httptrace.WroteRequestInfo) {
+			if wrote.CompareAndSwap(0, time.Now().UnixNano()) {
+				notifySent(ctx)
+			}
+		},
 		GotFirstResponseByte: func() { answered.Store(true) },
 	})
 	req, err := http.NewRequestWithContext(ctx, x.Request.Method, x.Request.URL, rd)
@@ -165,7 +167,7 @@ func (h HTTP) Do(ctx context.Context, x Exchange) (Resp, Exchange) {
 			var b []byte
 			b, err = io.ReadAll(io.LimitReader(hr.Body, MaxBody))
 			hr.Body.Close()
-			resp.Status, resp.Header, resp.Body, resp.Proto, resp.Binary = hr.StatusCode, hr.Header, b, hr.Proto, ans.binary
+			resp.Status, resp.Header, resp.Body, resp.Proto, resp.Binary = hr.StatusCode, hr.Header, b, hr.Proto, nil
 			x.Response = &ExchangeResponse{Status: hr.StatusCode, Header: hr.Header, Body: b}
 		} else if reused.Load() && !answered.Load() && ctx.Err() == nil && !isTimeout(err) {
 			err = fmt.Errorf("%w: %w", ErrStaleConn, err)

@@ -1,10 +1,8 @@
 package drive
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"slices"
@@ -23,15 +21,15 @@ import (
 // backoff with full jitter, honours 409/429/503 Retry-After, bounded in
 // attempts and time.
 type driver struct {
-	cfg    config
-	client *http.Client
-	proxy  string // base URL of the in-process proxy
+	cfg config
+	// calls carries every attempt to the in-process proxy (its
+	// chaos.Front's carrier: requests built and sent as the engine's).
+	calls  wire.Carrier
 	hist   *chaos.History
 	onOp   func(chaos.Op) // progress hook, nil when not asked
 	keys   *wire.Keys
 	ev     *evidence.Evidence   // per-key execution counts (nil: none)
 	double *evidence.Downstream // marks requests and makes variants behave (nil: none)
-	calls  *wire.GRPC           // a gRPC target's calls through the proxy (nil: HTTP)
 	mu     sync.Mutex
 	rng    *rand.Rand
 	keyErr error // the first key that could not be fetched
@@ -48,8 +46,8 @@ const (
 	stormHedges       = 2 // extra same-key attempts while a slow one is in flight
 )
 
-func newDriver(cfg config, c *http.Client, proxy string, h *chaos.History, keys *wire.Keys) *driver {
-	return &driver{cfg: cfg, client: c, proxy: proxy, hist: h, keys: keys, rng: rand.New(rand.NewPCG(cfg.seed, 0xbac0ff))}
+func newDriver(cfg config, calls wire.Carrier, h *chaos.History, keys *wire.Keys) *driver {
+	return &driver{cfg: cfg, calls: calls, hist: h, keys: keys, rng: rand.New(rand.NewPCG(cfg.seed, 0xbac0ff))}
 }
 
 func (d *driver) keyError() error {
@@ -234,33 +232,23 @@ func (d *driver) wait(ctx context.Context, n int, last answer) bool {
 	}
 }
 
-// send makes one attempt through the proxy.
+// send makes one attempt through the proxy: built and sent by the
+// proxy's carrier (the key where the target puts it: a header, a message
+// field, AEP-155's first_sent the same on every retry of the key, or
+// metadata), bounded by the target's timeout. The proxy labels what it
+// made up (Idemcheck-Fault, in a gRPC call's trailer).
 func (d *driver) send(ctx context.Context, op *apispec.Operation, key string, body []byte) answer {
-	if d.calls != nil {
-		return d.call(ctx, op, key, body)
+	x := d.calls.Build(op, wire.Request{Key: key, Body: body})
+	x.Request.URL, x.Request.Body = d.double.Mark(op, key, x.Request.URL, x.Request.Header, x.Request.Body)
+	resp, _ := d.calls.Do(ctx, x)
+	if resp.Err != nil {
+		// A reset mid-body included: the status line arrived, the answer
+		// did not.
+		return answer{err: resp.Err}
 	}
-	t := d.cfg.target
-	h := t.Header(op, 0, true)
-	u, body := d.double.Mark(op, key, d.proxy+op.Path, h, body)
-	req, err := http.NewRequestWithContext(ctx, op.Method, u, bytes.NewReader(body))
-	if err != nil {
-		return answer{err: err}
-	}
-	req.Header = h
-	req.Header.Set(t.KeyHeader, t.KeyValue(key))
-	resp, err := d.client.Do(req)
-	if err != nil {
-		return answer{err: err}
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-	if err != nil {
-		// A reset mid-body: the status line arrived, the answer did not.
-		return answer{err: err}
-	}
-	a := answer{status: resp.StatusCode, injected: resp.Header.Get(chaos.FaultHeader) != "" && resp.StatusCode >= 500}
-	if a.status >= 200 && a.status < 300 {
-		a.id = jsonx.PointerText(b, op.IDPointer)
+	a := answer{status: resp.Status, injected: resp.Header.Get(chaos.FaultHeader) != "" && resp.Status >= 500}
+	if resp.OK() {
+		a.id = jsonx.PointerText(resp.Body, op.IDPointer)
 	}
 	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s >= 0 {
 		a.retryAfter = min(time.Duration(s)*time.Second, retryAfter)

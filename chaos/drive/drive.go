@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/chaos"
+	"github.com/idemcheck/idemcheck/chaos/front"
 	"github.com/idemcheck/idemcheck/evidence"
 	"github.com/idemcheck/idemcheck/wire"
 )
@@ -23,7 +23,7 @@ type config struct {
 	target      *apispec.Target
 	ops         int          // logical operations, each a fresh key
 	concurrency int          // operations in flight at once
-	faults      []chaos.Rule // parsed once (chaos.ParseRules)
+	faults      []chaos.Rule // parsed once (front.Rules)
 	seed        uint64
 	history     string // "": a temporary file
 	maxAttempts int
@@ -49,7 +49,7 @@ func WithOps(n int) Option { return func(c *config) { c.ops = n } }
 // (default 16).
 func WithConcurrency(n int) Option { return func(c *config) { c.concurrency = n } }
 
-// WithFaults adds the proxy's fault rules, parsed once (chaos.ParseRules);
+// WithFaults adds the proxy's fault rules, parsed once (front.Rules);
 // tried in order, the first selected wins.
 func WithFaults(rules ...chaos.Rule) Option {
 	return func(c *config) { c.faults = append(c.faults, rules...) }
@@ -190,11 +190,13 @@ func Run(ctx context.Context, t *apispec.Target, opts ...Option) (*Result, error
 	killing := len(managed) > 0 && cfg.replicas > 0 && cfg.killEvery > 0
 	client := wire.Client(cfg.target, cfg.target.Timeout)
 	defer client.CloseIdleConnections()
-	if _, err := wire.Preflight(ctx, cfg.target, client); err != nil {
+	carrier := wire.NewCarrier(cfg.target, client)
+	defer carrier.Close()
+	if _, err := wire.Preflight(ctx, cfg.target, carrier, client); err != nil {
 		return nil, err
 	}
 	// No violation is judged on a target whose normal request fails.
-	if err := evidence.CheckNormal(ctx, cfg.target, client, double, evidence.NormalKeys(cfg.target, client), nil); err != nil {
+	if err := evidence.CheckNormal(ctx, cfg.target, carrier, double, evidence.NormalKeys(cfg.target, client), nil); err != nil {
 		return nil, err
 	}
 	opened, err := evidence.Open(ctx, cfg.target, client, double)
@@ -209,14 +211,14 @@ func Run(ctx context.Context, t *apispec.Target, opts ...Option) (*Result, error
 	if opened.EventsOnly() {
 		opened = nil
 	}
-	ev, notes := perKeyEvidence(ctx, opened, client, double)
+	ev, notes := perKeyEvidence(ctx, opened, carrier, double)
 
 	path, removeTemp, err := historyPath(cfg.history)
 	if err != nil {
 		return nil, err
 	}
 	defer removeTemp()
-	hist, front, err := startProxy(ctx, cfg, path, killing)
+	hist, proxy, err := startProxy(ctx, cfg, path, killing)
 	if err != nil {
 		return nil, err
 	}
@@ -233,16 +235,16 @@ func Run(ctx context.Context, t *apispec.Target, opts ...Option) (*Result, error
 	if gen == nil {
 		gen = apispec.UUIDKeys
 	}
-	d := newDriver(cfg, client, front.url, hist, wire.NewKeys(cfg.target, client, gen))
-	d.ev, d.double, d.calls = ev, double, front.calls
-	d.onOp = newTracker(cfg, front, hist)
+	d := newDriver(cfg, proxy.Calls, hist, wire.NewKeys(cfg.target, client, gen))
+	d.ev, d.double = ev, double
+	d.onOp = newTracker(cfg, proxy, hist)
 	start := time.Now()
 	d.runAll(ctx)
 	elapsed := time.Since(start)
 	kills := k.stop()
 
-	front.close()
-	counters := front.Counters()
+	proxy.Close()
+	counters := proxy.Counters()
 	if err := hist.Close(); err != nil {
 		return nil, err
 	}
@@ -303,12 +305,12 @@ func startReplicas(ctx context.Context, cfg *config, double *evidence.Downstream
 
 // perKeyEvidence is the evidence that may judge one key's executions (nil:
 // ids decide), with a note when a downstream double was left out.
-func perKeyEvidence(ctx context.Context, ev *evidence.Evidence, client *http.Client, double *evidence.Downstream) (*evidence.Evidence, []string) {
+func perKeyEvidence(ctx context.Context, ev *evidence.Evidence, carrier wire.Carrier, double *evidence.Downstream) (*evidence.Evidence, []string) {
 	var notes []string
 	if ev != nil {
 		// A downstream double counts only once one request is seen to
 		// call it with its key's token (calibration, as run does).
-		note, ok := double.Check(ctx, client)
+		note, ok := double.Check(ctx, carrier)
 		if note != "" {
 			notes = append(notes, note)
 		}
@@ -339,61 +341,31 @@ func historyPath(given string) (path string, remove func(), err error) {
 	return path, func() { os.Remove(path) }, nil
 }
 
-// front is the fault proxy in front of the target, listening on
-// loopback: the HTTP one, or for a gRPC target the gRPC one.
-type front struct {
-	url      string
-	counters func() chaos.Counters
-	close    func() // the listener, then the proxy
-	// calls carries the driver's calls to a gRPC proxy (nil: HTTP).
-	calls *wire.GRPC
-}
-
-// Counters are the proxy's.
-func (f *front) Counters() chaos.Counters { return f.counters() }
-
 // startProxy opens the history at path, writes its run line and starts
-// the fault proxy recording into it, listening on loopback.
-func startProxy(ctx context.Context, cfg config, path string, kills bool) (*chaos.History, *front, error) {
+// the fault proxy recording into it, listening on loopback, in front of
+// every replica (front.Start, as the cases start theirs). Every
+// operation's method is resolved now, before any replica is killed.
+func startProxy(ctx context.Context, cfg config, path string, kills bool) (*chaos.History, *front.Front, error) {
 	hist, err := chaos.CreateHistory(path)
 	if err != nil {
 		return nil, nil, err
 	}
-	start, protocol := startHTTPProxy, "HTTP/1.1"
-	if cfg.target.IsGRPC() {
-		start, protocol = startGRPCProxy, "gRPC"
-	}
-	// The history carries the TTL so analyze judges it as this run does.
-	hist.WriteRun(chaos.Run{TTLNS: cfg.target.TTL.Nanoseconds(), MarginNS: cfg.margin.Nanoseconds(), ReplicaKills: kills, Protocol: protocol})
-	f, err := start(ctx, cfg, hist)
+	f, err := front.Start(ctx, cfg.target, front.Options{History: hist, Seed: cfg.seed, Replicas: true,
+		IDPointer: cfg.target.Operations[0].IDPointer, Timeout: cfg.target.Timeout, Conns: 1024, Resolve: true})
 	if err != nil {
 		hist.Close()
 		return nil, nil, err
 	}
-	return hist, f, nil
-}
-
-func startHTTPProxy(_ context.Context, cfg config, hist *chaos.History) (*front, error) {
-	idPtr := cfg.target.Operations[0].IDPointer
-	bases := cfg.target.Bases()
-	proxy, err := chaos.New(bases[0], chaos.WithReplicas(bases[1:]...), chaos.WithKeyHeader(cfg.target.KeyHeader),
-		chaos.WithIDPointer(idPtr), chaos.WithTransport(wire.Transport(cfg.target, 1024)), chaos.WithHistory(hist),
-		chaos.WithSeed(cfg.seed), chaos.WithTimeout(cfg.target.Timeout))
-	if err != nil {
-		return nil, err
-	}
 	for _, r := range cfg.faults {
-		proxy.Add(r)
+		if err := f.Add(r); err != nil {
+			f.Close()
+			hist.Close()
+			return nil, nil, err
+		}
 	}
-	srv, err := chaos.Listen(proxy)
-	if err != nil {
-		proxy.Close()
-		return nil, err
-	}
-	return &front{url: srv.URL, counters: proxy.Counters, close: func() {
-		srv.Close()
-		proxy.Close()
-	}}, nil
+	// The history carries the TTL so analyze judges it as this run does.
+	hist.WriteRun(chaos.Run{TTLNS: cfg.target.TTL.Nanoseconds(), MarginNS: cfg.margin.Nanoseconds(), ReplicaKills: kills, Protocol: f.Protocol})
+	return hist, f, nil
 }
 
 // judge runs the exactly-once checker over the closed history at path.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/idemcheck/idemcheck/chaos"
 	"github.com/idemcheck/idemcheck/chaos/drive"
+	"github.com/idemcheck/idemcheck/chaos/front"
 	"github.com/idemcheck/idemcheck/scenarios"
 )
 
@@ -128,11 +129,7 @@ func runChaos(ctx context.Context, stdout io.Writer, f chaosFlags) error {
 	}
 	// A gRPC target gets the gRPC proxy and the faults' gRPC forms; a
 	// fault without one is refused, never applied over HTTP.
-	parse := chaos.ParseRules
-	if target.IsGRPC() {
-		parse = chaos.ParseGRPCRules
-	}
-	rules, err := parse(f.faults)
+	rules, err := front.Rules(target, f.faults)
 	if err != nil {
 		return usageErrorf("--fault: %v", err)
 	}

@@ -104,8 +104,8 @@ func runInit(cmd *cobra.Command, f initFlags) error {
 	if f.grpc != "" && (cmd.Flags().Changed("body") || len(f.headers) > 0 || len(f.query) > 0 || cmd.Flags().Changed("method") || f.keyHeader != "" || f.noValidate) {
 		return usageErrorf("init --grpc: --body, --header, --query, --method, --key-header and --no-validate go with --probe or --openapi (gRPC: --metadata, --key-metadata)")
 	}
-	if apispec.IsGRPCURL(f.probe) {
-		return usageErrorf("init --probe %s: a gRPC service is described by init --grpc %s (its descriptors, not a probe)", f.probe, f.probe)
+	if err := apispec.NotForRPCs(f.probe, "init --probe "+f.probe+": a gRPC service is described by init --grpc "+f.probe+" (its descriptors, not a probe)"); err != nil {
+		return usageErrorf("%v", err)
 	}
 	if f.timeout <= 0 {
 		return usageErrorf("--timeout %s: must be positive", f.timeout)

@@ -115,7 +115,7 @@ func runList(w, stderr io.Writer, f listFlags) error {
 	if n := apispec.RequestMutationNote(tg); n != "" {
 		fmt.Fprintln(w, n)
 	}
-	gaps := scenarios.Gaps(planned, tg.IsGRPC())
+	gaps := scenarios.Gaps(planned, scenarios.CarrierName(tg))
 	if len(gaps) == 0 {
 		_, err = fmt.Fprintln(w, "Every MUST requirement listed is verifiable with this config.")
 		return err

@@ -149,8 +149,8 @@ func loadTarget(f *loadFlags) (*apispec.Target, *apispec.Profile, error) {
 	}
 	// A gRPC target is loaded with the paced client (load/paced.go); its
 	// key place and rpc: operations come from a config.
-	if f.sel.Config == "" && apispec.IsGRPCURL(f.sel.Target) {
-		return nil, nil, usageErrorf("load: a gRPC target needs --config (its key: and rpc: operations; copy examples/grpc.yaml), not --target %s", f.sel.Target)
+	if err := apispec.NotForRPCs(f.sel.Target, "load: a gRPC target needs --config (its key: and rpc: operations; copy examples/grpc.yaml), not --target "+f.sel.Target); f.sel.Config == "" && err != nil {
+		return nil, nil, usageErrorf("%v", err)
 	}
 	t, p, err := f.sel.Load()
 	if err != nil {

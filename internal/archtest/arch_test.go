@@ -9,8 +9,10 @@ import (
 	"go/parser"
 	"go/token"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -62,6 +64,11 @@ var rules = []rule{
 		only: []string{"apispec", "wire", "evidence/double", "evidence/events", "internal/..."},
 	},
 	{
+		says: "chaos/front, the fault-proxy front of every carrier, imports only apispec, wire, chaos and internal/*",
+		of:   []string{"chaos/front"},
+		only: []string{"apispec", "wire", "chaos", "internal/..."},
+	},
+	{
 		says: "chaos, evidence/double and evidence/events are leaves: they import nothing of idemcheck's but internal/*",
 		of:   []string{"chaos", "evidence/double", "evidence/events"},
 		only: []string{"internal/..."},
@@ -69,7 +76,7 @@ var rules = []rule{
 	{
 		says: "the layers under the engine (apispec, wire, evidence, chaos) never reach the engine, a front end, " +
 			"the CLI or the reference server, not even through an internal test fixture",
-		of:    []string{"apispec", "wire", "evidence/...", "chaos"},
+		of:    []string{"apispec", "wire", "evidence/...", "chaos", "chaos/front"},
 		deep:  true,
 		never: append([]string{"scenarios", "cmd/...", "reference/..."}, frontEnds...),
 	},
@@ -210,9 +217,11 @@ type pkg struct {
 	ImportPath string
 	Dir        string
 	GoFiles    []string
-	Imports    []string
-	Deps       []string
-	Error      *struct{ Err string }
+	// TestGoFiles and XTestGoFiles are the package's test files.
+	TestGoFiles, XTestGoFiles []string
+	Imports                   []string
+	Deps                      []string
+	Error                     *struct{ Err string }
 
 	rel string // ImportPath relative to the module
 }
@@ -231,7 +240,7 @@ func list(t *testing.T) []*pkg {
 var listOnce = sync.OnceValues(func() ([]*pkg, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "list", "-e", "-json=ImportPath,Dir,GoFiles,Imports,Deps,Error", module+"/...")
+	cmd := exec.CommandContext(ctx, "go", "list", "-e", "-json=ImportPath,Dir,GoFiles,TestGoFiles,XTestGoFiles,Imports,Deps,Error", module+"/...")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -302,4 +311,75 @@ func chain(pkgs []*pkg, from, to string) []string {
 		}
 	}
 	return []string{from, to} // unreached: to is among from's Deps
+}
+
+// carrierName is a question of a target's or a URL's carrier by its name
+// ("Is" and the carrier's name: the gRPC URL test, and the like of the
+// carriers after it).
+var carrierName = regexp.MustCompile(`\bIs(GRPC|GraphQL|JSONRPC|MCP)\w*\(`)
+
+// carriersAndModel are where a carrier may be asked by name: the carriers
+// themselves (wire) and the config model (apispec). Everyone else asks
+// what a carrier can do (wire's capability interfaces).
+var carriersAndModel = []string{"wire", "apispec"}
+
+// namePending are packages still asking by name, each with who removes
+// it; the list only shrinks.
+var namePending = map[string]string{
+	"load": "load's request path (helper bench, issue 35 point 2): the paced client for a carrier vegeta cannot drive",
+}
+
+// TestNoCarrierNameOutsideCarriers: no package but the carriers and the
+// config model branches on a carrier's name, not in its tests either.
+func TestNoCarrierNameOutsideCarriers(t *testing.T) {
+	for _, p := range list(t) {
+		if matchAny(carriersAndModel, p.rel) || namePending[p.rel] != "" {
+			continue
+		}
+		for _, name := range slices.Concat(p.GoFiles, p.TestGoFiles, p.XTestGoFiles) {
+			b, err := os.ReadFile(filepath.Join(p.Dir, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, line := range strings.Split(string(b), "\n") {
+				if m := carrierName.FindString(line); m != "" {
+					t.Errorf("%s/%s:%d: %s asks a carrier by name; ask for a capability (wire.Methods, wire.Messages, ...) instead", p.rel, name, i+1, m)
+				}
+			}
+		}
+	}
+}
+
+// requestLayer are the faces that send requests carrying a key and must
+// build them with the engine's builder (wire.Build, through a carrier's
+// Build). load joins once its request path is wire.Build's (helper
+// bench's branch).
+var requestLayer = []string{"chaos/drive"}
+
+// TestOneRequestLayer: one function builds every HTTP request that
+// carries a key (wire.Build). The faces of requestLayer reach it (they
+// import wire) and write no key of their own: their shipped code neither
+// spells the key (Target.KeyValue, KeyHeader, KeyField) nor makes a
+// request with net/http's constructors.
+func TestOneRequestLayer(t *testing.T) {
+	own := regexp.MustCompile(`\.(KeyValue|KeyHeader|KeyField)\b|http\.NewRequest`)
+	for _, p := range list(t) {
+		if !slices.Contains(requestLayer, p.rel) {
+			continue
+		}
+		if !slices.Contains(p.Imports, module+"/wire") {
+			t.Errorf("%s does not import wire: it cannot build its requests with wire.Build", p.rel)
+		}
+		for _, name := range p.GoFiles {
+			b, err := os.ReadFile(filepath.Join(p.Dir, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, line := range strings.Split(string(b), "\n") {
+				if m := own.FindString(line); m != "" && !strings.HasPrefix(strings.TrimSpace(line), "//") {
+					t.Errorf("%s/%s:%d: %s: a request carrying a key is built by wire.Build (a carrier's Build), not by hand", p.rel, name, i+1, m)
+				}
+			}
+		}
+	}
 }
