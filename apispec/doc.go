@@ -1,5 +1,7 @@
 // Package apispec is the model of what idemcheck tests: the config file's
-// types and their one loader (LoadConfig, LoadConfigPreset, ParseConfig),
+// types and their one reader (ReadFile and File.Load; LoadConfig,
+// LoadConfigPreset and ParseConfig wrap them), the carrier a base URL
+// names (IsGRPC: only wire and this package ask it by name),
 // validation with one-line errors naming the field, profiles and their
 // presets, principals and secrets (${NAME} references, redaction), keys and
 // their syntax and format, operations with their variants and mutations,

@@ -12,11 +12,11 @@ import (
 
 // Checker decides exactly-once per key from a history: the proxy's
 // attempts plus, when a driver ran, the client's operations with their
-// effects-oracle counts. Feed it lines (in any order), then call Report.
+// effects-oracle counts. Feed it lines (in any order), then call Findings.
 type Checker struct {
 	// TTL is how long the target keeps a key (0: forever, or unknown).
 	// With it, an execution that may have come after the key expired is
-	// a legal fresh execution: shown in Report.AfterTTL, not a violation.
+	// a legal fresh execution: shown in Findings.AfterTTL, not a violation.
 	// Set it before feeding lines; a history's "run" line sets it when 0.
 	TTL time.Duration
 	// Margin is the profile's margin before the TTL: an attempt sent
@@ -216,7 +216,7 @@ func (c *Checker) Op(op Op) {
 }
 
 // KeyViolations judges one key on what was fed so far, by the rules
-// Report applies, and forgets it: a live view counts, per finished
+// Findings applies, and forgets it: a live view counts, per finished
 // operation, only what the final check will count.
 func (c *Checker) KeyViolations(key string) int {
 	s := c.keys[key]
@@ -228,8 +228,8 @@ func (c *Checker) KeyViolations(key string) int {
 	return len(viol)
 }
 
-// Violation is one broken exactly-once property of one key, with evidence.
-type Violation struct {
+// KeyViolation is one broken exactly-once property of one key, with evidence.
+type KeyViolation struct {
 	Key      string   `json:"key"`
 	Rule     string   `json:"rule"`
 	Detail   string   `json:"detail"`
@@ -243,8 +243,8 @@ type Violation struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// Report is the checker's verdict over a whole history.
-type Report struct {
+// Findings is the checker's verdict over a whole history.
+type Findings struct {
 	// Protocol is what the proxy carried: HTTP/1.1 or gRPC ("": a
 	// history that does not say).
 	Protocol string         `json:"protocol,omitempty"`
@@ -260,8 +260,8 @@ type Report struct {
 	Unresolved  int            `json:"unresolved"` // ops that ended without an answer and with no effect seen
 	// Interrupted: ops the run's end cut short (SIGINT, --deadline);
 	// nothing the client did not get to see is judged for them.
-	Interrupted int         `json:"interrupted_ops"`
-	Violations  []Violation `json:"violations"`
+	Interrupted int            `json:"interrupted_ops"`
+	Violations  []KeyViolation `json:"violations"`
 	// TTL is the key lifetime the checker applied (0: none), Margin the
 	// margin before it: attempts sent later than TTL − margin after a
 	// key's first contact are not judged against its first record.
@@ -270,13 +270,13 @@ type Report struct {
 	// AfterTTL are keys executed again when their first record may have
 	// expired: legal fresh executions, shown with the same evidence as a
 	// violation but not counted as one.
-	AfterTTL []Violation `json:"after_ttl"`
+	AfterTTL []KeyViolation `json:"after_ttl"`
 	// Unjudged are keys whose evidence would be a violation but has an
 	// explanation the history cannot rule out: 5xx answers from two
 	// sources (the handler's error and a store outage's 503), or a client
 	// that ended without the committed result because the harness
 	// dropped or cut the answers. Shown, not counted.
-	Unjudged []Violation `json:"unjudged"`
+	Unjudged []KeyViolation `json:"unjudged"`
 	// Judged counts keys the rules could decide (with or without a
 	// violation); NotJudged counts the others by reason (a key after its
 	// TTL, the harness dropped every answer, ...). Every key is in one.
@@ -292,7 +292,7 @@ type Report struct {
 	Exercised bool `json:"exercised"`
 }
 
-// Reasons a key is not judged (Report.NotJudged).
+// Reasons a key is not judged (Findings.NotJudged).
 const (
 	NotJudgedHarness     = "the harness dropped every answer"
 	NotJudgedAfterCommit = "the harness dropped every answer after the commit"
@@ -303,7 +303,7 @@ const (
 
 // MostlyUnjudged reports whether more keys were left unjudged than were
 // judged: a clean report then says little.
-func (r Report) MostlyUnjudged() bool {
+func (r Findings) MostlyUnjudged() bool {
 	n := 0
 	for _, c := range r.NotJudged {
 		n += c
@@ -311,7 +311,7 @@ func (r Report) MostlyUnjudged() bool {
 	return n > r.Judged
 }
 
-// Violation rules.
+// KeyViolation rules.
 const (
 	RuleDoubleExecution    = "double-execution"    // more than one effect for one key
 	RuleFingerprintIgnored = "fingerprint-ignored" // different bodies under one key both succeeded
@@ -343,10 +343,10 @@ func (c *Checker) Outcomes() []KeyOutcome {
 	return out
 }
 
-// Report applies the rules to every key.
-func (c *Checker) Report() Report {
-	r := Report{Protocol: c.Protocol, Keys: len(c.keys), Attempts: c.attempts, Faults: c.faults, Outcomes: map[string]int{}, FailsByKind: map[string]int{}, Violations: []Violation{},
-		TTL: c.TTL, Margin: c.Margin, AfterTTL: []Violation{}, Unjudged: []Violation{}, NotJudged: map[string]int{}}
+// Findings applies the rules to every key.
+func (c *Checker) Report() Findings {
+	r := Findings{Protocol: c.Protocol, Keys: len(c.keys), Attempts: c.attempts, Faults: c.faults, Outcomes: map[string]int{}, FailsByKind: map[string]int{}, Violations: []KeyViolation{},
+		TTL: c.TTL, Margin: c.Margin, AfterTTL: []KeyViolation{}, Unjudged: []KeyViolation{}, NotJudged: map[string]int{}}
 	keys := make([]string, 0, len(c.keys))
 	for k := range c.keys {
 		keys = append(keys, k)
@@ -420,9 +420,9 @@ func (s *keyState) live(sent map[string]time.Time, all []string, ttl, margin tim
 // check applies the rules to one key: violations, and executions that a
 // key expiry makes legal, and evidence with another explanation (both
 // shown, not counted).
-func (s *keyState) check(key string, ttl, margin time.Duration) (out, legal, unjudged []Violation) {
-	v := func(list *[]Violation, rule, format string, args ...any) *Violation {
-		viol := Violation{Key: key, Rule: rule, Detail: fmt.Sprintf(format, args...), IDs: s.ids, Statuses: s.statuses, Codes: s.codes}
+func (s *keyState) check(key string, ttl, margin time.Duration) (out, legal, unjudged []KeyViolation) {
+	v := func(list *[]KeyViolation, rule, format string, args ...any) *KeyViolation {
+		viol := KeyViolation{Key: key, Rule: rule, Detail: fmt.Sprintf(format, args...), IDs: s.ids, Statuses: s.statuses, Codes: s.codes}
 		if s.op != nil {
 			viol.Kind, viol.Oracle = s.op.Kind, s.op.Oracle
 		}
@@ -500,7 +500,7 @@ func (s *keyState) check(key string, ttl, margin time.Duration) (out, legal, unj
 // had committed (the latest such answer the client got unaltered). When
 // the harness dropped or cut every answer, or every one after the commit,
 // the loss is the harness's doing: not judged.
-func (s *keyState) lost(op *Op, v func(*[]Violation, string, string, ...any) *Violation, out, unjudged *[]Violation) {
+func (s *keyState) lost(op *Op, v func(*[]KeyViolation, string, string, ...any) *KeyViolation, out, unjudged *[]KeyViolation) {
 	srv := s.served
 	switch {
 	case srv == nil:

@@ -144,7 +144,7 @@ func TestCheckerTTL(t *testing.T) {
 			0, []chaos.Event{at(0, 10*time.Millisecond, "a", ok("x"))},
 			&chaos.Op{Key: "k", Kind: chaos.KindNormal, Outcome: chaos.ClientInterrupted, Error: "cut short: context canceled"}, "", ""},
 	}
-	rules := func(vs []chaos.Violation) string {
+	rules := func(vs []chaos.KeyViolation) string {
 		var out []string
 		for _, v := range vs {
 			out = append(out, v.Rule)
@@ -289,7 +289,7 @@ func TestCheckerSentTime(t *testing.T) {
 			c.Op(*tc.op)
 		}
 		rep := c.Report()
-		rules := func(vs []chaos.Violation) string {
+		rules := func(vs []chaos.KeyViolation) string {
 			var out []string
 			for _, v := range vs {
 				out = append(out, v.Rule)

@@ -19,7 +19,7 @@ import (
 // The proxy's own HTTP/1.1 server loop (used by Server): one goroutine
 // per client connection reads a request, runs the attempt and writes the
 // answer, with no per-request goroutine, background read or response
-// buffering of net/http's server. Faults see the same Exchange, through
+// buffering of net/http's server. Faults see the same Relay, through
 // rawResponse, an http.ResponseWriter that also hijacks and flushes.
 
 // Limits of the loop (net/http's server defaults, where it has one).

@@ -14,6 +14,7 @@
 // shared time rule for a key's lifetime), internal/grpccode (gRPC codes
 // in HTTP terms) and internal/clock (waits a client may cut short). It
 // never imports the engine (scenarios puts the proxy in front of a target, so that would be a
-// cycle), target, wire or evidence; the retrying driver that needs those
-// lives in chaos/drive. internal/archtest checks this.
+// cycle), apispec, wire or evidence: chaos/front, which puts a proxy in
+// front of a target for any carrier, and the retrying driver
+// (chaos/drive) need those. internal/archtest checks this.
 package chaos

@@ -16,10 +16,10 @@ import (
 	"github.com/idemcheck/idemcheck/internal/jsonx"
 )
 
-// Exchange is one client attempt as a fault sees it: the buffered request
+// Relay is one client attempt as a fault sees it: the buffered request
 // body and the operations a fault composes (forward, answer, abort). Each
 // operation records itself in the attempt's history line.
-type Exchange struct {
+type Relay struct {
 	Body []byte
 	w    http.ResponseWriter
 	r    *http.Request
@@ -28,12 +28,12 @@ type Exchange struct {
 }
 
 // Request is the client's request (its body is already in Body).
-func (x *Exchange) Request() *http.Request { return x.r }
+func (x *Relay) Request() *http.Request { return x.r }
 
 // Forward sends body upstream once and reads the whole response. The
 // upstream exchange is detached from the client's connection: a client
 // that goes away does not cancel a request the upstream is committing.
-func (x *Exchange) Forward(body []byte) *Upstream {
+func (x *Relay) Forward(body []byte) *Upstream {
 	u := x.forward(body)
 	x.ev.Upstream = append(x.ev.Upstream, *u)
 	return u
@@ -41,7 +41,7 @@ func (x *Exchange) Forward(body []byte) *Upstream {
 
 // forward is Forward without recording, for faults that run copies
 // concurrently and record them in order afterwards.
-func (x *Exchange) forward(body []byte) *Upstream {
+func (x *Relay) forward(body []byte) *Upstream {
 	p := x.p
 	ctx := context.WithoutCancel(x.r.Context())
 	if _, own := p.opts.transport.(*connPool); own {
@@ -91,7 +91,7 @@ func (c deadlineCtx) Deadline() (time.Time, bool) { return c.at, true }
 var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // release returns the attempt's response buffers to the pool.
-func (x *Exchange) release() {
+func (x *Relay) release() {
 	for i := range x.ev.Upstream {
 		if b := x.ev.Upstream[i].buf; b != nil && b.Cap() <= 1<<20 {
 			b.Reset()
@@ -117,7 +117,7 @@ func readBody(buf *bytes.Buffer, resp *http.Response, limit int64) error {
 
 // Respond sends the upstream's response to the client, labelled with the
 // fault if one applies. An upstream that failed becomes a 502 naming why.
-func (x *Exchange) Respond(u *Upstream) {
+func (x *Relay) Respond(u *Upstream) {
 	if u.Error != "" {
 		x.answer(http.StatusBadGateway, "upstream", "upstream: "+u.Error)
 		return
@@ -145,7 +145,7 @@ func (x *Exchange) Respond(u *Upstream) {
 // answer sends a problem+json response the proxy made up; the client
 // then knows the attempt did not reach the upstream (unless the label is
 // "upstream", which reports an upstream failure).
-func (x *Exchange) answer(status int, label, detail string) {
+func (x *Relay) answer(status int, label, detail string) {
 	if label == "" {
 		label = x.ev.Fault
 	}
@@ -167,7 +167,7 @@ func (x *Exchange) answer(status int, label, detail string) {
 // Abort closes the client connection without an (complete) answer: "fin"
 // closes it normally, "rst" resets it (SO_LINGER 0). The client cannot
 // tell whether the upstream acted.
-func (x *Exchange) Abort(mode string) {
+func (x *Relay) Abort(mode string) {
 	x.ev.Client = ClientUnknown
 	if hj, ok := x.w.(http.Hijacker); ok {
 		if conn, _, err := hj.Hijack(); err == nil {

@@ -13,8 +13,8 @@ type Fault interface {
 	// Kind is the fault's name in specs, history and response headers.
 	Kind() string
 	// Serve handles the attempt. It must leave x with an answer or an
-	// abort; Exchange methods record what happened in the history.
-	Serve(x *Exchange)
+	// abort; Relay methods record what happened in the history.
+	Serve(x *Relay)
 }
 
 // factory builds a fault from its parameters (everything in the spec

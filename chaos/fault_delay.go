@@ -34,7 +34,7 @@ func parseDelay(p params) (delay, error) {
 
 func (delay) Kind() string { return "delay" }
 
-func (f delay) Serve(x *Exchange) {
+func (f delay) Serve(x *Relay) {
 	if !x.sleep(f.before) {
 		x.Abort("fin")
 		return
@@ -61,6 +61,6 @@ func (f delay) serveGRPC(x *callExchange) error {
 }
 
 // sleep waits d unless the client goes away first (then false).
-func (x *Exchange) sleep(d time.Duration) bool {
+func (x *Relay) sleep(d time.Duration) bool {
 	return d <= 0 || clock.Until(x.r.Context(), time.Now().Add(d)) == nil
 }

@@ -23,6 +23,6 @@ func init() {
 
 func (dropRequest) Kind() string { return "drop-request" }
 
-func (f dropRequest) Serve(x *Exchange) { x.Abort(f.mode) }
+func (f dropRequest) Serve(x *Relay) { x.Abort(f.mode) }
 
 func (f dropRequest) serveGRPC(x *callExchange) error { return x.drop(f.mode) }

@@ -21,7 +21,7 @@ func init() {
 
 func (dropResponse) Kind() string { return "drop-response" }
 
-func (f dropResponse) Serve(x *Exchange) {
+func (f dropResponse) Serve(x *Relay) {
 	x.Forward(x.Body)
 	x.Abort(f.mode)
 }

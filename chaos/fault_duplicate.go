@@ -19,7 +19,7 @@ func parseDuplicate(p params) (duplicate, error) {
 
 func (duplicate) Kind() string { return "duplicate" }
 
-func (f duplicate) Serve(x *Exchange) {
+func (f duplicate) Serve(x *Relay) {
 	if f.mode == "sequential" {
 		first := x.Forward(x.Body)
 		x.Forward(x.Body)

@@ -19,7 +19,7 @@ func init() {
 
 func (resetMidbody) Kind() string { return "reset-midbody" }
 
-func (f resetMidbody) Serve(x *Exchange) {
+func (f resetMidbody) Serve(x *Relay) {
 	u := x.Forward(x.Body)
 	if u.Error != "" {
 		x.Respond(u)

@@ -52,6 +52,6 @@ func (f callStatus) serveGRPC(x *callExchange) error {
 	return x.answer(f.code, "", "injected by idemcheck; the call was not forwarded")
 }
 
-func (f status) Serve(x *Exchange) {
+func (f status) Serve(x *Relay) {
 	x.answer(f.code, "", "injected by idemcheck; the request was not forwarded")
 }

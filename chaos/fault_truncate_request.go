@@ -25,7 +25,7 @@ func init() {
 
 func (truncateRequest) Kind() string { return "truncate-request" }
 
-func (f truncateRequest) Serve(x *Exchange) {
+func (f truncateRequest) Serve(x *Relay) {
 	n := f.bytes
 	if n < 0 || n >= len(x.Body) {
 		n = len(x.Body) / 2
@@ -41,7 +41,7 @@ func (f truncateRequest) Serve(x *Exchange) {
 
 // sendPartial writes the serialized request minus the body's tail on a
 // fresh upstream connection and closes it.
-func (x *Exchange) sendPartial(n int) error {
+func (x *Relay) sendPartial(n int) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(x.r.Context()), 5*time.Second)
 	defer cancel()
 	out := x.p.upstreamRequest(ctx, x.r, x.Body)

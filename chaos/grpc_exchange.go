@@ -17,7 +17,7 @@ import (
 	"github.com/idemcheck/idemcheck/internal/jsonx"
 )
 
-// callExchange is one gRPC call as a fault's gRPC form sees it (Exchange
+// callExchange is one gRPC call as a fault's gRPC form sees it (Relay
 // for a call): the request message's bytes and the operations a fault
 // composes (forward, respond, answer, drop), each recorded in the
 // attempt's history line.

@@ -49,7 +49,7 @@ const (
 
 type htmlKey struct {
 	Key, Class, Label string
-	Findings          []Violation
+	Findings          []KeyViolation
 	Op                *Op
 	OracleText        string
 	// OpStatus is the op's final status: "409", or over gRPC its code
@@ -95,7 +95,7 @@ type htmlSeg struct {
 type htmlLegend struct{ Kind, Color string }
 
 type htmlData struct {
-	R                   Report
+	R                   Findings
 	Run                 HTMLRun
 	Verdict, VerdictCls string
 	Faults, Outcomes    string
@@ -137,7 +137,7 @@ var faultColors = map[string]string{
 // with a finding (violations first, open) and up to 200 others, each with
 // its operation and every attempt (fault, upstream answers, what the
 // client got). hist is the run's JSONL history, rep its checker's report.
-func WriteHTML(w io.Writer, hist io.Reader, rep Report, run HTMLRun) error {
+func WriteHTML(w io.Writer, hist io.Reader, rep Findings, run HTMLRun) error {
 	d := htmlData{R: rep, Run: run, Faults: countList(rep.Faults), NotJudged: countList(rep.NotJudged)}
 	if rep.TTL > 0 {
 		d.TTL = fmt.Sprintf("%s − margin %s", rep.TTL, rep.Margin)
@@ -182,9 +182,9 @@ type moment struct {
 
 // keysWithFindings starts the drill-down with the report's findings, in
 // the report's order, classed by kind.
-func keysWithFindings(rep Report) *htmlKeys {
+func keysWithFindings(rep Findings) *htmlKeys {
 	ks := &htmlKeys{byKey: map[string]*htmlKey{}}
-	add := func(vs []Violation, class string) {
+	add := func(vs []KeyViolation, class string) {
 		for _, v := range vs {
 			k := ks.byKey[v.Key]
 			if k == nil {
@@ -431,7 +431,7 @@ func keyLabel(k *htmlKey) string {
 }
 
 // verdict is the page's headline and its colour, in the console's words.
-func verdict(r Report) (string, string) {
+func verdict(r Findings) (string, string) {
 	judged := fmt.Sprintf("in %d of %d keys judged", r.Judged, r.Keys)
 	switch {
 	case len(r.Violations) > 0:

@@ -199,7 +199,7 @@ func (p *Proxy) handle(w http.ResponseWriter, r *http.Request) {
 	body, err := readAll(r.Body, r.ContentLength, p.opts.maxBody)
 	key := unquoteKey(r.Header.Get(p.opts.keyHeader))
 	attempt, rule := p.pick(r, key)
-	x := &Exchange{w: w, r: r, p: p, Body: body, ev: Event{
+	x := &Relay{w: w, r: r, p: p, Body: body, ev: Event{
 		Type: "attempt", Time: start.UTC(), Key: key, Attempt: attempt,
 		Method: r.Method, Path: r.URL.Path,
 	}}

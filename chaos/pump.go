@@ -322,7 +322,7 @@ func (c *clientConn) pumpParsed(h reqHead, up *upConn) bool {
 		p.count(false, true)
 	}
 	w := &rawResponse{c: c, req: req}
-	x := &Exchange{w: w, r: req, p: p}
+	x := &Relay{w: w, r: req, p: p}
 	x.ev.Upstream = append(x.ev.Upstream, *u)
 	x.Respond(u)
 	x.release()
@@ -335,7 +335,7 @@ func (c *clientConn) pumpFailed(h reqHead, err error) bool {
 	c.s.p.count(false, true)
 	req := &http.Request{Method: string(h.method)}
 	w := &rawResponse{c: c, req: req}
-	x := &Exchange{w: w, r: req, p: c.s.p}
+	x := &Relay{w: w, r: req, p: c.s.p}
 	x.Respond(&Upstream{Error: err.Error()})
 	return c.bw.Flush() == nil && !w.close
 }

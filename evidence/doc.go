@@ -15,6 +15,6 @@
 // is configured, else beside the others (Evidence.Events), never summed
 // with them.
 //
-// It may import target, wire, evidence/double, evidence/events and
+// It may import apispec, wire, evidence/double, evidence/events and
 // internal/ packages. It must not import scenarios or any front end.
 package evidence

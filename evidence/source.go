@@ -13,9 +13,10 @@ import (
 
 // Source is one place where executions of the API under test are counted
 // from outside: an HTTP counter, a list endpoint, a SQL query (one file
-// per source, oracle_*.go). The engine, the load checker and the chaos
-// driver ask every source the same questions through Evidence; nothing
-// else knows which source it is.
+// per source: http.go, list.go, sql.go, downstream_source.go,
+// events_source.go). The engine, the load checker and the chaos driver
+// ask every source the same questions through Evidence; nothing else
+// knows which source it is.
 type Source interface {
 	// Count reads the executions of key (the bare key, unquoted) when the
 	// source counts per key, else of every key. rec, when not nil, keeps

@@ -11,7 +11,7 @@
 // target is selected is scenarios.Selection, shared with the CLI.
 //
 // It is a front end: of idemcheck's packages it imports only scenarios and
-// idemchecktest (its tests also use reports, target, wire and the
+// idemchecktest (its tests also use reports, apispec, wire and the
 // reference demo app); it must not import cmd or another front end, and
 // nothing imports it.
 package suite

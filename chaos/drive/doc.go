@@ -6,10 +6,14 @@
 // history to the events the API published (events.go): no lost event, no
 // duplicated one.
 //
-// It is a front end (the CLI's `idemcheck chaos`): it imports chaos, and
-// reaches targets, requests and evidence through target, wire and
-// evidence (evidence/events for its settle bound; internal/jsonx), never
-// through the engine: it must not
+// Its proxy is chaos/front's, the one the engine's lost-answer cases
+// start, and every attempt is built and sent by that front's carrier
+// (wire.Build underneath): the driver spells no key of its own.
+//
+// It is a front end (the CLI's `idemcheck chaos`): it imports chaos and
+// chaos/front, and reaches targets, requests and evidence through
+// apispec, wire and evidence (evidence/events for its settle bound;
+// internal/jsonx), never through the engine: it must not
 // depend on scenarios, nor on the reference server. internal/archtest
 // checks this.
 package drive

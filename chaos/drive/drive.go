@@ -110,7 +110,7 @@ var ErrUnreachable = apispec.ErrUnreachable
 
 // Result is a run's report.
 type Result struct {
-	chaos.Report
+	chaos.Findings
 	// Interrupted: the caller's context ended (SIGINT) before every
 	// operation ran; ops cut short are counted, not judged.
 	Interrupted bool           `json:"interrupted"`
@@ -255,7 +255,7 @@ func Run(ctx context.Context, t *apispec.Target, opts ...Option) (*Result, error
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Report: checker.Report(), Interrupted: parent.Err() != nil, Requested: cfg.ops, Proxy: counters, Elapsed: elapsed,
+	res := &Result{Findings: checker.Report(), Interrupted: parent.Err() != nil, Requested: cfg.ops, Proxy: counters, Elapsed: elapsed,
 		Replicas: cfg.target.Replicas, Kills: kills, Notes: notes}
 	if evs != nil && !res.Interrupted {
 		er, vs := checkEvents(ctx, evs, checker.Outcomes(), time.Now())

@@ -39,7 +39,7 @@ const eventsSettleTimeout = time.Minute
 // publishes one event per created id, at least one; any other key at most
 // one (it may or may not have executed). since is when the last answer
 // came (the relay may publish up to events.settle later).
-func checkEvents(ctx context.Context, es *evidence.Events, outs []chaos.KeyOutcome, since time.Time) (EventsReport, []chaos.Violation) {
+func checkEvents(ctx context.Context, es *evidence.Events, outs []chaos.KeyOutcome, since time.Time) (EventsReport, []chaos.KeyViolation) {
 	cfg := es.Config()
 	where := cfg.String()
 	rep := EventsReport{Where: where}
@@ -63,7 +63,7 @@ func checkEvents(ctx context.Context, es *evidence.Events, outs []chaos.KeyOutco
 		rep.Error = err.Error()
 		return rep, nil
 	}
-	var vs []chaos.Violation
+	var vs []chaos.KeyViolation
 	for i, o := range outs {
 		t := ts[i]
 		if !t.Settled {
@@ -73,7 +73,7 @@ func checkEvents(ctx context.Context, es *evidence.Events, outs []chaos.KeyOutco
 		rep.Keys++
 		rep.Events += t.Executions
 		committed := floors[i]
-		v := chaos.Violation{Key: o.Key, IDs: o.IDs}
+		v := chaos.KeyViolation{Key: o.Key, IDs: o.IDs}
 		if o.Op != nil {
 			v.Kind = o.Op.Kind
 		}

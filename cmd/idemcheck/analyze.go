@@ -89,7 +89,7 @@ func init() {
 
 // writeAnalyzeJSON writes the report as indented JSON to path, or to
 // stdout when path is "-".
-func writeAnalyzeJSON(path string, stdout io.Writer, rep chaos.Report) error {
+func writeAnalyzeJSON(path string, stdout io.Writer, rep chaos.Findings) error {
 	b, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		return err
@@ -104,7 +104,7 @@ func writeAnalyzeJSON(path string, stdout io.Writer, rep chaos.Report) error {
 
 // printChaosReport writes the human summary: counts, faults, violations
 // with evidence (at most 20, then a count), and how many keys were judged.
-func printChaosReport(w io.Writer, r chaos.Report) {
+func printChaosReport(w io.Writer, r chaos.Findings) {
 	fmt.Fprintf(w, "keys %d, operations %d, attempts %d, unresolved %d, interrupted %d\n", r.Keys, r.Ops, r.Attempts, r.Unresolved, r.Interrupted)
 	fmt.Fprintf(w, "faults injected: %s\n", counts(r.Faults))
 	if r.Ops > 0 {
@@ -115,11 +115,11 @@ func printChaosReport(w io.Writer, r chaos.Report) {
 	// were broken.
 	if r.TTL > 0 {
 		fmt.Fprintf(w, "key TTL %s − margin %s: %d keys ran again from an attempt sent after it; their record may have expired, so each is a legal fresh execution, not a violation\n", r.TTL, r.Margin, len(r.AfterTTL))
-		printViolations(w, r.AfterTTL, 5, func(chaos.Violation) string { return "fresh execution after the TTL" })
+		printViolations(w, r.AfterTTL, 5, func(chaos.KeyViolation) string { return "fresh execution after the TTL" })
 	}
 	if len(r.Unjudged) > 0 {
 		fmt.Fprintf(w, "not judged: %d keys whose evidence against the server has another explanation (answers the harness dropped, 5xx of two sources)\n", len(r.Unjudged))
-		printViolations(w, r.Unjudged, 5, func(v chaos.Violation) string { return "not judged (" + v.Reason + ")" })
+		printViolations(w, r.Unjudged, 5, func(v chaos.KeyViolation) string { return "not judged (" + v.Reason + ")" })
 	}
 	judged := fmt.Sprintf("in %d of %d keys judged", r.Judged, r.Keys)
 	if len(r.NotJudged) > 0 {
@@ -132,7 +132,7 @@ func printChaosReport(w io.Writer, r chaos.Report) {
 			byRule[v.Rule]++
 		}
 		fmt.Fprintf(w, "exactly-once: %d VIOLATIONS (%s) %s\n", len(r.Violations), counts(byRule), judged)
-		printViolations(w, r.Violations, 20, func(v chaos.Violation) string { return v.Rule })
+		printViolations(w, r.Violations, 20, func(v chaos.KeyViolation) string { return v.Rule })
 	case !r.Exercised:
 		fmt.Fprintf(w, "exactly-once: NOT EXERCISED: none of %d operations shows an execution (no 2xx, created id or oracle count), so nothing committed could run twice (check the operation's body, path and credentials)\n", r.Ops)
 	case r.MostlyUnjudged():
@@ -221,7 +221,7 @@ func reasonList(m map[string]int) string {
 
 // printViolations writes the first limit of vs, each after its label,
 // then how many more there are.
-func printViolations(w io.Writer, vs []chaos.Violation, limit int, label func(chaos.Violation) string) {
+func printViolations(w io.Writer, vs []chaos.KeyViolation, limit int, label func(chaos.KeyViolation) string) {
 	for i, v := range vs {
 		if i == limit {
 			fmt.Fprintf(w, "  ... and %d more (see --json)\n", len(vs)-i)
@@ -233,7 +233,7 @@ func printViolations(w io.Writer, vs []chaos.Violation, limit int, label func(ch
 
 // printViolation writes one key's evidence on one line after its label:
 // a violation's rule, or what makes it legal or not judged.
-func printViolation(w io.Writer, label string, v chaos.Violation) {
+func printViolation(w io.Writer, label string, v chaos.KeyViolation) {
 	oracle := "-"
 	if v.Oracle != nil {
 		oracle = fmt.Sprint(*v.Oracle)
@@ -249,7 +249,7 @@ func printViolation(w io.Writer, label string, v chaos.Violation) {
 // A run that exercised nothing, or judged fewer keys than it left
 // unjudged, exits 5 like a conformance run without evidence, unless
 // allowIncomplete (--allow-incomplete).
-func violationsError(r chaos.Report, allowIncomplete bool) error {
+func violationsError(r chaos.Findings, allowIncomplete bool) error {
 	switch {
 	case len(r.Violations) > 0:
 		return withCode(exitFail, fmt.Errorf("%d exactly-once violations", len(r.Violations)))

@@ -180,11 +180,11 @@ func runChaos(ctx context.Context, stdout io.Writer, f chaosFlags) error {
 				e.Where, e.Keys, e.Events, e.Lost, e.Duplicated, e.Unsettled)
 		}
 	}
-	printChaosReport(stdout, res.Report)
+	printChaosReport(stdout, res.Findings)
 	if f.htmlPath != "" {
 		run := chaos.HTMLRun{Target: against, Requested: res.Requested, Elapsed: res.Elapsed.Round(time.Millisecond),
 			Faults: f.faults, Seed: f.run.seed, Interrupted: res.Interrupted, Notes: res.Notes}
-		if err := writeChaosHTML(f.htmlPath, f.run.history, res.Report, run); err != nil {
+		if err := writeChaosHTML(f.htmlPath, f.run.history, res.Findings, run); err != nil {
 			return withCode(exitUsage, err)
 		}
 	}
@@ -201,17 +201,17 @@ func runChaos(ctx context.Context, stdout io.Writer, f chaosFlags) error {
 		}
 	}
 	if res.Interrupted {
-		fmt.Fprintf(stdout, "interrupted: %d of %d operations ran, %d cut short and not judged\n", res.Ops, res.Requested, res.Report.Interrupted)
+		fmt.Fprintf(stdout, "interrupted: %d of %d operations ran, %d cut short and not judged\n", res.Ops, res.Requested, res.Findings.Interrupted)
 		return withCode(exitInterrupted, fmt.Errorf("interrupted (%d exactly-once violations in what ran)", len(res.Violations)))
 	}
 	if res.Ops < res.Requested {
 		return withCode(exitFail, fmt.Errorf("only %d of %d operations ran before --deadline", res.Ops, res.Requested))
 	}
-	return violationsError(res.Report, f.allowIncomplete)
+	return violationsError(res.Findings, f.allowIncomplete)
 }
 
 // writeChaosHTML draws the page of a run from its history file.
-func writeChaosHTML(path, history string, rep chaos.Report, run chaos.HTMLRun) error {
+func writeChaosHTML(path, history string, rep chaos.Findings, run chaos.HTMLRun) error {
 	in, err := os.Open(history)
 	if err != nil {
 		return fmt.Errorf("--html: %v", err)

@@ -131,10 +131,10 @@ func TestDefectList(t *testing.T) {
 func TestChaosReportWords(t *testing.T) {
 	two := 2
 	var out bytes.Buffer
-	printChaosReport(&out, chaos.Report{Keys: 3, Ops: 3, Attempts: 9, Judged: 2, NotJudged: map[string]int{chaos.NotJudgedHarness: 1},
+	printChaosReport(&out, chaos.Findings{Keys: 3, Ops: 3, Attempts: 9, Judged: 2, NotJudged: map[string]int{chaos.NotJudgedHarness: 1},
 		Faults:   map[string]int{"duplicate": 74, "drop-response": 239},
 		Outcomes: map[string]int{"ok": 2, "gave-up": 1, "fail": 3}, FailsByKind: map[string]int{"business": 2, "normal": 1},
-		Violations: []chaos.Violation{{Key: "k1", Rule: "double-execution", Kind: "charge", Detail: "two ids",
+		Violations: []chaos.KeyViolation{{Key: "k1", Rule: "double-execution", Kind: "charge", Detail: "two ids",
 			IDs: []string{"a", "b"}, Statuses: []int{201, 201}, Oracle: &two}}})
 	for _, want := range []string{
 		"faults injected: drop-response 239, duplicate 74\n",
@@ -150,7 +150,7 @@ func TestChaosReportWords(t *testing.T) {
 		t.Errorf("summary has Go slice or map formatting:\n%s", out.String())
 	}
 	out.Reset()
-	printChaosReport(&out, chaos.Report{})
+	printChaosReport(&out, chaos.Findings{})
 	if !strings.Contains(out.String(), "faults injected: none\n") {
 		t.Errorf("no faults: want none:\n%s", out.String())
 	}
@@ -161,15 +161,15 @@ func TestChaosReportWords(t *testing.T) {
 // names a broken rule, and only violations do.
 func TestChaosCleanReportNoAlarm(t *testing.T) {
 	two := 2
-	legal := chaos.Violation{Key: "k1", Rule: chaos.RuleDoubleExecution, Kind: "normal", IDs: []string{"a", "b"}, Oracle: &two,
+	legal := chaos.KeyViolation{Key: "k1", Rule: chaos.RuleDoubleExecution, Kind: "normal", IDs: []string{"a", "b"}, Oracle: &two,
 		Detail: "2 distinct created ids for one key, the later ones sent past the key's TTL (2s) − margin (500ms): the key may have expired, a legal fresh execution"}
-	unjudged := chaos.Violation{Key: "k2", Rule: chaos.RuleLost, Kind: "normal", IDs: []string{"c"}, Reason: chaos.NotJudgedHarness,
+	unjudged := chaos.KeyViolation{Key: "k2", Rule: chaos.RuleLost, Kind: "normal", IDs: []string{"c"}, Reason: chaos.NotJudgedHarness,
 		Detail: "not judged: the harness dropped every answer (drop-response 3); the upstream created c, the client ended unknown"}
 	var out bytes.Buffer
-	printChaosReport(&out, chaos.Report{Keys: 4, Ops: 4, Attempts: 9, Judged: 2, Executed: 4, Exercised: true,
+	printChaosReport(&out, chaos.Findings{Keys: 4, Ops: 4, Attempts: 9, Judged: 2, Executed: 4, Exercised: true,
 		TTL: 2 * time.Second, Margin: 500 * time.Millisecond,
 		NotJudged: map[string]int{chaos.NotJudgedAfterTTL: 1, chaos.NotJudgedHarness: 1},
-		AfterTTL:  []chaos.Violation{legal}, Unjudged: []chaos.Violation{unjudged}})
+		AfterTTL:  []chaos.KeyViolation{legal}, Unjudged: []chaos.KeyViolation{unjudged}})
 	text := out.String()
 	for _, alarm := range []string{chaos.RuleDoubleExecution, chaos.RuleLost + " ", "VIOLATION"} {
 		if strings.Contains(text, alarm) {
@@ -186,12 +186,12 @@ func TestChaosCleanReportNoAlarm(t *testing.T) {
 		}
 	}
 	out.Reset()
-	printChaosReport(&out, chaos.Report{Keys: 1, Judged: 1, Exercised: true, Violations: []chaos.Violation{legal}})
+	printChaosReport(&out, chaos.Findings{Keys: 1, Judged: 1, Exercised: true, Violations: []chaos.KeyViolation{legal}})
 	if !strings.Contains(out.String(), "  double-execution key=k1") {
 		t.Errorf("a violation names its rule:\n%s", out.String())
 	}
 	out.Reset()
-	printChaosReport(&out, chaos.Report{Ops: 2, Outcomes: map[string]int{chaos.ClientFail: 2}, FailsByKind: map[string]int{chaos.KindBusiness: 1, chaos.KindTransient: 1}})
+	printChaosReport(&out, chaos.Findings{Ops: 2, Outcomes: map[string]int{chaos.ClientFail: 2}, FailsByKind: map[string]int{chaos.KindBusiness: 1, chaos.KindTransient: 1}})
 	if want := "client outcomes: fail 2 (final non-2xx answers, all expected: business 1, "; !strings.Contains(out.String(), want) {
 		t.Errorf("expected error answers are said to be expected: want %q in\n%s", want, out.String())
 	}

@@ -96,7 +96,7 @@ func TestChaosThroughStoreOutages(t *testing.T) {
 				t.Fatalf("%s: chaos: %v (exit 0 means no exactly-once violation)\n%s", tc.explanation, err, out.String())
 			}
 			var rep struct {
-				chaos.Report
+				chaos.Findings
 				Requested int `json:"requested_ops"`
 			}
 			b, err := os.ReadFile(report)

@@ -17,7 +17,7 @@
 // evidence, never a failure.
 //
 // Imports: the broker clients and idemcheck's internal helpers
-// (internal/jsonx) only, never the engine (scenarios, target, wire) nor
+// (internal/jsonx) only, never the engine (scenarios, apispec, wire) nor
 // the reference server: the engine wires this package in, not the other
 // way round. target imports it for Config (the config file's events:
 // section) and evidence for the Reader (evidence.Events, the Source).

@@ -1,6 +1,6 @@
 // Package archtest holds no code: its test checks the house's dependency
-// direction (DESIGN.md, "Dependency direction"; issue 25) against what
-// `go list` says the packages import, as a table of rules each with the
+// direction (docs/architecture.md; issue 25) against what `go list` says
+// the packages import, as a table of rules each with the
 // sentence it checks, and that every package keeps its package comment in
 // doc.go. A rule broken by a new import fails `go test ./internal/archtest`
 // with the chain of imports that breaks it.

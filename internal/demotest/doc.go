@@ -6,6 +6,6 @@
 // Of idemcheck's packages it imports only reference/demo, and for the
 // gRPC reference beside it reference, reference/grpcref and
 // reference/memstore. It is a test
-// fixture above the reference server: target, wire, evidence and chaos must
+// fixture above the reference server: apispec, wire, evidence and chaos must
 // never reach it; only tests import it.
 package demotest

@@ -3,6 +3,6 @@
 // patches. It is internal: users name pointers and patches in YAML, they
 // never call this code.
 //
-// It imports nothing of idemcheck's and must stay so: target, wire,
+// It imports nothing of idemcheck's and must stay so: apispec, wire,
 // evidence, the engine, chaos and load all import it.
 package jsonx

@@ -6,6 +6,6 @@
 // middleware; its defects make the broken builds).
 //
 // Of idemcheck's packages it imports only reference and reference/memstore.
-// It is a test fixture above the reference server: target, wire, evidence and
+// It is a test fixture above the reference server: apispec, wire, evidence and
 // chaos must never reach it; tests and its command import it.
 package knobless
