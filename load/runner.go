@@ -295,9 +295,9 @@ func Run(ctx context.Context, t *apispec.Target, opts ...Option) (*Report, error
 	if c.protocol, err = wire.Preflight(ctx, t, carrier, client); err != nil {
 		return nil, err
 	}
-	if c.paced = t.IsGRPC(); c.paced {
-		c.protocol = "gRPC"
-	}
+	// vegeta drives HTTP requests: a carrier of protobuf messages
+	// (gRPC) runs on the paced client, its protocol the RPC's (Reach).
+	_, c.paced = carrier.(wire.Messages)
 	// No number is drawn on an operation whose normal request fails. A
 	// client of its own: the probe is no measured request. Over gRPC the
 	// run's own carrier probes: the call resolves the method (server
