@@ -73,7 +73,10 @@ func Check(ctx context.Context, o Options) (*scenarios.Report, error) {
 	}
 	var newRun func(caseID string, plan Plan) (caseRun, error)
 	protocol := "HTTP/1.1"
-	if o.Target.IsGRPC() {
+	// A target whose calls carry protobuf messages gets the gRPC stand-in.
+	probe := wire.NewCarrier(o.Target, nil) // asked what it carries, never sent through
+	probe.Close()
+	if _, rpc := probe.(wire.Messages); rpc {
 		g, err := newGRPCStandIn(o.Target, o.Hold)
 		if err != nil {
 			return nil, err

@@ -26,17 +26,25 @@
 // Problems (RFC 9457 problem documents), ContentCoding (Accept-Encoding
 // negotiated, coded bytes replayed), RawBodies (bodies travel as the bytes
 // built and written) and HeaderKeys (a key header field goes spelt and
-// written as built). A case that needs one says so beside its definition
-// and does not apply over a carrier without it.
+// written as built) and Messages (calls carry protobuf messages of
+// methods the carrier resolves: a fault proxy reads them by descriptors).
+// A case that needs one says so beside its definition and does not apply
+// over a carrier without it. Do calls the WithSent hook of its context
+// once the request is written, on every carrier: overlaps are timed from
+// it.
 //
 // HTTP carries HTTP/1.1 and HTTP/2 (an http.Client that never re-sends,
 // TLS from the target's settings) and has every capability. GRPC (a method
 // found by server reflection or a protoset, the request built as a
 // dynamic message from its protojson, the answer's code kept beside the
-// HTTP status google.rpc.Code maps it to) has Warmer only. A carrier over
+// HTTP status google.rpc.Code maps it to) has Warmer and Messages. A carrier over
 // HTTP with its own encoding of the key and its own reading of answers
 // (GraphQL, JSON-RPC) builds on Build and HTTP.Do and implements what it
 // has; the engine runs it unchanged.
+//
+// Transport still tunnels a gRPC target's calls through an
+// http.RoundTripper for one caller only, load's paced client; every other
+// face sends through its carrier.
 //
 // It may import apispec and internal/ packages. It must not import
 // evidence, scenarios or any front end, and it knows nothing of cases,
