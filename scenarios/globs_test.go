@@ -39,7 +39,7 @@ func TestGlobWarnings(t *testing.T) {
 }
 
 func TestGlobSelection(t *testing.T) {
-	tg, _, err := apispec.LoadConfig("../target/testdata/full.yaml")
+	tg, _, err := apispec.LoadConfig("../apispec/testdata/full.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

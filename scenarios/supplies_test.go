@@ -10,7 +10,7 @@ import (
 // second operation; "ttl: never" supplies the ttl need (the expiry cases
 // run to record that keys never expire).
 func TestSupplies(t *testing.T) {
-	tg, _, err := apispec.LoadConfig("../target/testdata/full.yaml")
+	tg, _, err := apispec.LoadConfig("../apispec/testdata/full.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
