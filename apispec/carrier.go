@@ -1,0 +1,322 @@
+package apispec
+
+import (
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+
+	"github.com/idemcheck/idemcheck/internal/jsonx"
+)
+
+// A key need not travel in a header (docs/carriers.md). carrier: names
+// how an HTTP target's requests carry it and how its answers are read:
+//
+//   - header (the default): the key_header field, HTTP statuses;
+//   - json-body: the key at a JSON pointer of the HTTP body (key:
+//     {pointer: /idempotency_key}), HTTP statuses;
+//   - graphql: POST of {query, variables}; the key is a directive on the
+//     mutation's field (key: {directive: idempotent}, Shopify's
+//     @idempotent(key: "…")) or a variable or input field (key: {pointer:
+//     /input/idempotencyKey}, into the variables); answers are read from
+//     GraphQL's shape (Answers);
+//   - jsonrpc: a JSON-RPC 2.0 call per operation (call: method), the key
+//     at a pointer of its params;
+//   - mcp: an MCP server over streamable HTTP, one tools/call per
+//     operation (tool: name), after the initialize handshake; the key is
+//     a tool argument (key: {pointer: /idempotency_key}, AdCP's) or a
+//     _meta field (key: {meta: idempotencyKey}).
+//
+// A GraphQL or JSON-RPC answer comes under HTTP 200 whatever happened;
+// the carrier reads it into the status the catalog judges: a success
+// 200, an error its configured code's status (Answers), so that the
+// profile's statuses and every case's judgement stay as they are.
+
+// Carrier kinds (Target.Carrier).
+const (
+	CarrierHeader   = "header"
+	CarrierJSONBody = "json-body"
+	CarrierGraphQL  = "graphql"
+	CarrierJSONRPC  = "jsonrpc"
+	CarrierMCP      = "mcp"
+)
+
+// carrierKinds are the kinds a config may name.
+var carrierKinds = []string{CarrierHeader, CarrierJSONBody, CarrierGraphQL, CarrierJSONRPC, CarrierMCP}
+
+// Answers is how a GraphQL, JSON-RPC or MCP answer is read (answers:).
+// An answer's codes are every "code" member of its error parts: a
+// GraphQL error's extensions.code, a userErrors entry's code, a JSON-RPC
+// error's code (as its decimal text) and error.data's code, an MCP tool
+// result's (isError true) code members.
+type Answers struct {
+	// Missing, Mismatch and InFlight are the codes of the three
+	// idempotency errors: an answer carrying one stands for the profile's
+	// missing_status, mismatch_status or in_flight_status (its first;
+	// 400, 422 and 409 when the profile names none).
+	Missing  []string `yaml:"missing" json:"missing,omitempty"`
+	Mismatch []string `yaml:"mismatch" json:"mismatch,omitempty"`
+	InFlight []string `yaml:"in_flight" json:"in_flight,omitempty"`
+	// Codes are the HTTP statuses other codes stand for (DECLINED: 402,
+	// UNAVAILABLE: 503): a variant's declared status is judged by them.
+	Codes map[string]int `yaml:"codes" json:"codes,omitempty"`
+	// Error is the status of an error answer none of the codes names
+	// (default 400).
+	Error int `yaml:"error" json:"error,omitempty"`
+	// Replayed is the RFC 6901 pointer of a replay marker in the result
+	// (AdCP's /replayed): left out of what replays are compared by, and
+	// noted.
+	Replayed string `yaml:"replayed" json:"replayed,omitempty"`
+}
+
+// CarrierKind is t's carrier (CarrierHeader when none is named).
+func (t *Target) CarrierKind() string {
+	if t.Carrier == "" {
+		return CarrierHeader
+	}
+	return t.Carrier
+}
+
+// IsGraphQL reports a GraphQL target.
+func (t *Target) IsGraphQL() bool { return t.Carrier == CarrierGraphQL }
+
+// IsMCP reports an MCP target.
+func (t *Target) IsMCP() bool { return t.Carrier == CarrierMCP }
+
+// IsJSONRPC reports a JSON-RPC target (MCP included: its calls are
+// JSON-RPC).
+func (t *Target) IsJSONRPC() bool { return t.Carrier == CarrierJSONRPC || t.Carrier == CarrierMCP }
+
+// KeyInBody reports a key carried in the request body of an HTTP target
+// (json-body, graphql, jsonrpc, mcp): no header carries it.
+func (t *Target) KeyInBody() bool {
+	switch t.Carrier {
+	case CarrierJSONBody, CarrierGraphQL, CarrierJSONRPC, CarrierMCP:
+		return true
+	}
+	return false
+}
+
+// ReadsAnswers reports a target whose answers come under HTTP 200 and
+// are read by Answers (graphql, jsonrpc, mcp).
+func (t *Target) ReadsAnswers() bool { return t.IsGraphQL() || t.IsJSONRPC() }
+
+// AnswerStatus is the status an answer carrying codes stands for under
+// profile p, and the code that decided it ("" when none did).
+func (t *Target) AnswerStatus(p *Profile, codes []string) (int, string) {
+	a := t.Answers
+	if a == nil {
+		a = &Answers{}
+	}
+	first := func(ss Statuses, def int) int {
+		if len(ss) > 0 {
+			return HTTPStatusOf(ss[0])
+		}
+		return def
+	}
+	var missing, mismatch, inFlight Statuses
+	if p != nil {
+		missing, mismatch, inFlight = p.MissingStatus, p.MismatchStatus, p.InFlightStatus
+	}
+	for _, c := range codes {
+		switch {
+		case has(a.InFlight, c):
+			return first(inFlight, http.StatusConflict), c
+		case has(a.Mismatch, c):
+			return first(mismatch, http.StatusUnprocessableEntity), c
+		case has(a.Missing, c):
+			return first(missing, http.StatusBadRequest), c
+		}
+		if s, ok := a.Codes[c]; ok {
+			return s, c
+		}
+	}
+	if a.Error != 0 {
+		return a.Error, ""
+	}
+	return http.StatusBadRequest, ""
+}
+
+func has(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// mcpMetaRe is an MCP _meta key: an optional reverse-DNS prefix and a
+// name (the MCP specification's _meta rules, simplified to what a key
+// field needs).
+var mcpMetaRe = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9.-]*/)?[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$`)
+
+// graphQLNameRe is a GraphQL Name.
+var graphQLNameRe = regexp.MustCompile(`^[_A-Za-z][_0-9A-Za-z]*$`)
+
+// validateCarrier checks what the body carriers need, with one-line
+// errors naming the field.
+func (t *Target) validateCarrier() error {
+	kind := t.CarrierKind()
+	if !has(carrierKinds, kind) {
+		return fmt.Errorf("carrier %q: want %s", t.Carrier, strings.Join(carrierKinds, ", "))
+	}
+	if t.IsGRPC() {
+		if t.Carrier != "" {
+			return fmt.Errorf("carrier %q: a grpc:// target carries its key as key: says (a field or metadata)", t.Carrier)
+		}
+		return nil
+	}
+	if !t.ReadsAnswers() && t.Answers != nil {
+		return fmt.Errorf("answers: read GraphQL, JSON-RPC and MCP answers; carrier %s answers with HTTP statuses", kind)
+	}
+	if !t.KeyInBody() {
+		return nil
+	}
+	k := t.Key
+	if k == nil {
+		return fmt.Errorf("key: carrier %s says where its key goes: %s", kind, keyPlaces(kind))
+	}
+	if k.Field != "" || k.Metadata != "" || k.FirstSent {
+		return fmt.Errorf("key: field, metadata and first_sent are a gRPC key's; carrier %s takes %s", kind, keyPlaces(kind))
+	}
+	set := 0
+	for _, s := range []string{k.Pointer, k.Directive, k.Meta} {
+		if s != "" {
+			set++
+		}
+	}
+	if set != 1 {
+		return fmt.Errorf("key: give one of %s", keyPlaces(kind))
+	}
+	switch {
+	case k.Pointer != "":
+		toks, err := jsonx.ParsePointer(k.Pointer)
+		if err != nil || len(toks) == 0 {
+			return fmt.Errorf("key.pointer %q: want an RFC 6901 pointer to a member (/idempotency_key)", k.Pointer)
+		}
+	case k.Directive != "" && kind != CarrierGraphQL:
+		return fmt.Errorf("key.directive %q: a GraphQL directive; carrier %s takes %s", k.Directive, kind, keyPlaces(kind))
+	case k.Directive != "" && !graphQLNameRe.MatchString(k.Directive):
+		return fmt.Errorf("key.directive %q: want a GraphQL name (idempotent)", k.Directive)
+	case k.Meta != "" && kind != CarrierMCP:
+		return fmt.Errorf("key.meta %q: an MCP request's _meta field; carrier %s takes %s", k.Meta, kind, keyPlaces(kind))
+	case k.Meta != "" && !mcpMetaRe.MatchString(k.Meta):
+		return fmt.Errorf("key.meta %q: want an MCP _meta key (idempotencyKey, io.example/idempotencyKey)", k.Meta)
+	}
+	if k.Argument != "" && (k.Directive == "" || !graphQLNameRe.MatchString(k.Argument)) {
+		return fmt.Errorf("key.argument %q: the GraphQL name of key.directive's argument (key)", k.Argument)
+	}
+	if t.KeySource != nil {
+		return fmt.Errorf("key_source: not yet for carrier %s", kind)
+	}
+	if t.KeySyntax != Raw {
+		return fmt.Errorf("key_syntax %q: carrier %s writes its key as a JSON or GraphQL string (raw)", t.KeySyntax, kind)
+	}
+	if a := t.Answers; a != nil {
+		for code, s := range a.Codes {
+			if s < 200 || s > 599 {
+				return fmt.Errorf("answers.codes.%s %d: want an HTTP status (200-599)", code, s)
+			}
+		}
+		if a.Error != 0 && (a.Error < 400 || a.Error > 599) {
+			return fmt.Errorf("answers.error %d: want an error status (400-599)", a.Error)
+		}
+		if a.Replayed != "" {
+			if toks, err := jsonx.ParsePointer(a.Replayed); err != nil || len(toks) == 0 {
+				return fmt.Errorf("answers.replayed %q: want an RFC 6901 pointer into the result (/replayed)", a.Replayed)
+			}
+		}
+	}
+	for i, op := range t.Operations {
+		at := fmt.Sprintf("operations[%d]", i)
+		switch kind {
+		case CarrierGraphQL:
+			if strings.TrimSpace(op.Query) == "" {
+				return fmt.Errorf("%s.query: a GraphQL operation's document (mutation { ... })", at)
+			}
+		case CarrierJSONRPC:
+			if op.Call == "" {
+				return fmt.Errorf("%s.call: a JSON-RPC operation names its method", at)
+			}
+		case CarrierMCP:
+			if op.Tool == "" {
+				return fmt.Errorf("%s.tool: an MCP operation names the tool it calls", at)
+			}
+		}
+		if op.Method != http.MethodPost && kind != CarrierJSONBody {
+			return fmt.Errorf("%s.method %q: carrier %s posts every call", at, op.Method, kind)
+		}
+		if k.Pointer != "" {
+			if v, ok := jsonx.Pointer(decodeOrNil(op.Body), k.Pointer); ok && v != nil {
+				return fmt.Errorf("%s.body: holds key.pointer %s; the key is set by the suite", at, k.Pointer)
+			}
+		}
+	}
+	return nil
+}
+
+func decodeOrNil(b []byte) any {
+	v, err := jsonx.Decode(b)
+	if err != nil {
+		return nil
+	}
+	return v
+}
+
+// keyPlaces says where carrier kind's key may go.
+func keyPlaces(kind string) string {
+	switch kind {
+	case CarrierGraphQL:
+		return "{directive: idempotent} (@idempotent(key: \"…\") on the mutation's field) or {pointer: /input/idempotencyKey} (a variable or input field)"
+	case CarrierMCP:
+		return "{pointer: /idempotency_key} (a tool argument) or {meta: idempotencyKey} (a _meta field)"
+	case CarrierJSONRPC:
+		return "{pointer: /idempotency_key} (in the call's params)"
+	}
+	return "{pointer: /idempotency_key} (in the JSON body)"
+}
+
+// carrierOperation applies an operation's carrier words (query, call,
+// tool) and refuses them where they do not belong.
+func carrierOperation(t *Target, oc operationConfig, op *Operation, at string) error {
+	kind := t.CarrierKind()
+	switch {
+	case oc.Query != "" && kind != CarrierGraphQL:
+		return fmt.Errorf("%s.query: a GraphQL document; carrier is %s", at, kind)
+	case oc.OperationName != "" && kind != CarrierGraphQL:
+		return fmt.Errorf("%s.operation_name: a GraphQL operation's name; carrier is %s", at, kind)
+	case oc.Call != "" && kind != CarrierJSONRPC:
+		return fmt.Errorf("%s.call: a JSON-RPC method; carrier is %s", at, kind)
+	case oc.Tool != "" && kind != CarrierMCP:
+		return fmt.Errorf("%s.tool: an MCP tool; carrier is %s", at, kind)
+	}
+	op.Query, op.OperationName, op.Call, op.Tool = oc.Query, oc.OperationName, oc.Call, oc.Tool
+	if t.ReadsAnswers() {
+		if op.Method == "" {
+			op.Method = http.MethodPost
+		}
+		if op.Path == "" {
+			op.Path = map[string]string{CarrierGraphQL: "/graphql", CarrierJSONRPC: "/rpc", CarrierMCP: "/mcp"}[kind]
+		}
+	}
+	return nil
+}
+
+// presetAnswers are the codes a preset's documents name, for a config
+// that gives no answers: section (nil: none named, every error reads as
+// answers.error's status).
+func presetAnswers(preset string) *Answers {
+	switch preset {
+	case "shopify":
+		// The codes Shopify's "Implementing idempotency" page gives for
+		// the mutations taking @idempotent.
+		return &Answers{Mismatch: []string{"IDEMPOTENCY_KEY_PARAMETER_MISMATCH"}, InFlight: []string{"IDEMPOTENCY_CONCURRENT_REQUEST"}}
+	case "adcp":
+		// IDEMPOTENCY_CONFLICT and RATE_LIMITED are AdCP's; it names no
+		// code for a missing key (a schema error) or a duplicate in flight
+		// (the storyboard wants it to converge on one resource).
+		return &Answers{Mismatch: []string{"IDEMPOTENCY_CONFLICT"}, Codes: map[string]int{"RATE_LIMITED": 429}, Replayed: "/replayed"}
+	}
+	return nil
+}
