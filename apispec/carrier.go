@@ -67,6 +67,10 @@ type Answers struct {
 	// (AdCP's /replayed): left out of what replays are compared by, and
 	// noted.
 	Replayed string `yaml:"replayed" json:"replayed,omitempty"`
+
+	// missing, mismatch and inFlight are the profile's statuses for the
+	// three (resolve; 0: the defaults).
+	missing, mismatch, inFlight int
 }
 
 // CarrierKind is t's carrier (CarrierHeader when none is named).
@@ -101,31 +105,22 @@ func (t *Target) KeyInBody() bool {
 // are read by Answers (graphql, jsonrpc, mcp).
 func (t *Target) ReadsAnswers() bool { return t.IsGraphQL() || t.IsJSONRPC() }
 
-// AnswerStatus is the status an answer carrying codes stands for under
-// profile p, and the code that decided it ("" when none did).
-func (t *Target) AnswerStatus(p *Profile, codes []string) (int, string) {
+// AnswerStatus is the status an answer carrying codes stands for, and
+// the code that decided it ("" when none did).
+func (t *Target) AnswerStatus(codes []string) (int, string) {
 	a := t.Answers
 	if a == nil {
 		a = &Answers{}
 	}
-	first := func(ss Statuses, def int) int {
-		if len(ss) > 0 {
-			return HTTPStatusOf(ss[0])
-		}
-		return def
-	}
-	var missing, mismatch, inFlight Statuses
-	if p != nil {
-		missing, mismatch, inFlight = p.MissingStatus, p.MismatchStatus, p.InFlightStatus
-	}
+	missing, mismatch, inFlight := a.statuses()
 	for _, c := range codes {
 		switch {
 		case has(a.InFlight, c):
-			return first(inFlight, http.StatusConflict), c
+			return inFlight, c
 		case has(a.Mismatch, c):
-			return first(mismatch, http.StatusUnprocessableEntity), c
+			return mismatch, c
 		case has(a.Missing, c):
-			return first(missing, http.StatusBadRequest), c
+			return missing, c
 		}
 		if s, ok := a.Codes[c]; ok {
 			return s, c
@@ -135,6 +130,33 @@ func (t *Target) AnswerStatus(p *Profile, codes []string) (int, string) {
 		return a.Error, ""
 	}
 	return http.StatusBadRequest, ""
+}
+
+// statuses are the statuses the three idempotency errors stand for: the
+// profile's first (resolve), else 400, 422 and 409.
+func (a *Answers) statuses() (missing, mismatch, inFlight int) {
+	missing, mismatch, inFlight = http.StatusBadRequest, http.StatusUnprocessableEntity, http.StatusConflict
+	if a.missing != 0 {
+		missing = a.missing
+	}
+	if a.mismatch != 0 {
+		mismatch = a.mismatch
+	}
+	if a.inFlight != 0 {
+		inFlight = a.inFlight
+	}
+	return missing, mismatch, inFlight
+}
+
+// resolve takes the statuses the idempotency errors stand for from p.
+func (a *Answers) resolve(p *Profile) {
+	first := func(ss Statuses) int {
+		if len(ss) > 0 {
+			return HTTPStatusOf(ss[0])
+		}
+		return 0
+	}
+	a.missing, a.mismatch, a.inFlight = first(p.MissingStatus), first(p.MismatchStatus), first(p.InFlightStatus)
 }
 
 func has(list []string, s string) bool {

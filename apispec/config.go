@@ -268,6 +268,9 @@ func parseConfig(raw []byte, preset, base string) (*Target, *Profile, error) {
 		}
 		p.HTTPStatuses()
 	}
+	if t.Answers != nil {
+		t.Answers.resolve(p)
+	}
 	return t, p, nil
 }
 

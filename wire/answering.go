@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/idemcheck/idemcheck/apispec"
 )
@@ -17,39 +19,119 @@ import (
 // into the status it stands for and the result a replay repeats. The
 // exchange keeps the answer as it came (its HTTP 200 and whole body).
 // An MCP target's calls go in a session: the initialize handshake once
-// per principal, its Mcp-Session-Id and protocol version on every call.
+// per server and principal, its Mcp-Session-Id and protocol version on
+// every call.
+//
+// Its capabilities: LastBytes and Warmer (its requests are HTTP
+// requests). Not Methods (every call is a POST), HeaderFields and
+// Problems (an answer is a JSON document under 200), ContentCoding, nor
+// RawBodies (the payload travels re-encoded inside an envelope), nor
+// HeaderKeys (no header carries the key).
 type Answering struct {
-	HTTP    HTTP
-	Target  *apispec.Target
-	Profile *apispec.Profile
-
-	mu       sync.Mutex
-	sessions map[string]*mcpSession // by the principal's header fields
+	http     HTTP
+	sessions *mcpSessions // shared by the carriers Warm makes
 }
 
-// NewAnswering is the carrier of t (a graphql, jsonrpc or mcp target)
-// judged under p, sending over c.
-func NewAnswering(t *apispec.Target, p *apispec.Profile, c *http.Client) *Answering {
-	return &Answering{HTTP: HTTP{Client: c}, Target: t, Profile: p}
+// mcpSessions are an MCP carrier's sessions by server and principal.
+type mcpSessions struct {
+	mu sync.Mutex
+	by map[string]*mcpSession
+}
+
+// NewAnswering is the carrier of t (a graphql, jsonrpc or mcp target),
+// sending over c.
+func NewAnswering(t *apispec.Target, c *http.Client) *Answering {
+	return &Answering{http: HTTP{Target: t, Client: c}, sessions: &mcpSessions{by: map[string]*mcpSession{}}}
+}
+
+// Name implements Carrier.
+func (a *Answering) Name() string {
+	switch a.http.Target.CarrierKind() {
+	case apispec.CarrierGraphQL:
+		return "GraphQL"
+	case apispec.CarrierMCP:
+		return "MCP"
+	}
+	return "JSON-RPC"
+}
+
+// Build implements Carrier (Build: the key in the payload or document).
+func (a *Answering) Build(op *apispec.Operation, r Request) Exchange {
+	return Build(a.http.Target, op, r)
 }
 
 // Do implements Carrier.
 func (a *Answering) Do(ctx context.Context, x Exchange) (Resp, Exchange) {
-	if a.Target.IsMCP() {
-		s, err := a.session(ctx, x)
-		if err != nil {
-			return Resp{Err: err}, withError(x, err)
-		}
-		x.Request.Header = x.Request.Header.Clone()
-		s.stamp(x.Request.Header)
+	x, err := a.inSession(ctx, x)
+	if err != nil {
+		return Resp{Err: err, Start: time.Now(), End: time.Now()}, withError(x, err)
 	}
-	resp, x := a.HTTP.Do(ctx, x)
+	resp, x := a.http.Do(ctx, x)
+	return a.read(resp), x
+}
+
+// read is resp as the status its answer stands for.
+func (a *Answering) read(resp Resp) Resp {
 	if resp.Err != nil {
-		return resp, x
+		return resp
 	}
-	ans := ReadAnswer(a.Target, a.Profile, resp.Status, resp.Header, resp.Body)
+	ans := ReadAnswer(a.http.Target, resp.Status, resp.Header, resp.Body)
 	resp.Status, resp.Body = ans.Status, ans.Body
-	return resp, x
+	return resp
+}
+
+// inSession is x with its MCP session's fields (made first when
+// needed); x itself for GraphQL and JSON-RPC.
+func (a *Answering) inSession(ctx context.Context, x Exchange) (Exchange, error) {
+	if !a.http.Target.IsMCP() {
+		return x, nil
+	}
+	s, err := a.session(ctx, x)
+	if err != nil {
+		return x, err
+	}
+	x.Request.Header = x.Request.Header.Clone()
+	s.stamp(x.Request.Header)
+	return x, nil
+}
+
+// Reach implements Carrier: an HTTP answer at base, and for MCP a
+// session made there.
+func (a *Answering) Reach(ctx context.Context, base string) (string, error) {
+	proto, err := a.http.Reach(ctx, base)
+	if err != nil || !a.http.Target.IsMCP() || len(a.http.Target.Operations) == 0 {
+		return proto, err
+	}
+	op := &a.http.Target.Operations[0]
+	x := a.Build(op, Request{Base: base, NoKey: true})
+	if _, err := a.session(ctx, x); err != nil {
+		return "", err
+	}
+	return proto, nil
+}
+
+// Close implements Carrier.
+func (a *Answering) Close() { a.http.Close() }
+
+// Warm implements Warmer: HTTP's warmed connections, the same sessions.
+func (a *Answering) Warm(ctx context.Context, n int, bases ...string) Carrier {
+	return &Answering{http: a.http.Warm(ctx, n, bases...).(HTTP), sessions: a.sessions}
+}
+
+// SendLastBytes implements LastBytes: HTTP's, each answer read.
+func (a *Answering) SendLastBytes(ctx context.Context, xs []Exchange, bases []string, timeout time.Duration, around func(i int) (done func())) ([]Resp, []Exchange, string, bool, string) {
+	in := make([]Exchange, len(xs))
+	for i, x := range xs {
+		var err error
+		if in[i], err = a.inSession(ctx, x); err != nil {
+			return nil, nil, "", false, err.Error()
+		}
+	}
+	rs, out, how, ok, why := a.http.SendLastBytes(ctx, in, bases, timeout, around)
+	for i := range rs {
+		rs[i] = a.read(rs[i])
+	}
+	return rs, out, how, ok, why
 }
 
 func withError(x Exchange, err error) Exchange {
@@ -59,8 +141,8 @@ func withError(x Exchange, err error) Exchange {
 
 // mcpSession is one initialised MCP session.
 type mcpSession struct {
-	once    sync.Once
-	err     error
+	mu      sync.Mutex // held through the handshake
+	ready   bool
 	id      string // Mcp-Session-Id, "" when the server keeps none
 	version string // the protocol version the server chose
 }
@@ -80,22 +162,38 @@ func (s *mcpSession) stamp(h http.Header) {
 const mcpProtocolVersion = "2025-06-18"
 
 // session is the MCP session of x's principal (its header fields but
-// the request's own), made by the handshake the first time: initialize,
+// the request's own) at x's server, made by the handshake the first time: initialize,
 // then notifications/initialized.
 func (a *Answering) session(ctx context.Context, x Exchange) (*mcpSession, error) {
-	id := principalID(x.Request.Header)
-	a.mu.Lock()
-	if a.sessions == nil {
-		a.sessions = map[string]*mcpSession{}
-	}
-	s, ok := a.sessions[id]
+	id := serverOf(x.Request.URL) + "\n" + principalID(x.Request.Header)
+	a.sessions.mu.Lock()
+	s, ok := a.sessions.by[id]
 	if !ok {
 		s = &mcpSession{}
-		a.sessions[id] = s
+		a.sessions.by[id] = s
 	}
-	a.mu.Unlock()
-	s.once.Do(func() { s.err = a.handshake(ctx, x, s) })
-	return s, s.err
+	a.sessions.mu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ready {
+		return s, nil
+	}
+	// A failed handshake is tried again by the next call: one refused
+	// connection on a loaded machine must not end every later case.
+	if err := a.handshake(ctx, x, s); err != nil {
+		return nil, err
+	}
+	s.ready = true
+	return s, nil
+}
+
+// serverOf is the scheme and authority of URL u: a replica keeps
+// sessions of its own.
+func serverOf(u string) string {
+	if p, err := url.Parse(u); err == nil {
+		return p.Scheme + "://" + p.Host
+	}
+	return u
 }
 
 // principalID names the credentials in h: every field but those a
@@ -120,7 +218,7 @@ func (a *Answering) handshake(ctx context.Context, x Exchange, s *mcpSession) er
 		Body: marshal(rpcEnvelope{JSONRPC: "2.0", ID: nextRPCID(), Method: "initialize", Params: marshal(map[string]any{
 			"protocolVersion": mcpProtocolVersion, "capabilities": map[string]any{},
 			"clientInfo": map[string]string{"name": "idemcheck", "version": "1"}})})}}
-	resp, _ := a.HTTP.Do(ctx, init)
+	resp, _ := a.http.Do(ctx, init)
 	if resp.Err != nil {
 		return fmt.Errorf("%w: mcp initialize: %w", ErrNotConnected, resp.Err)
 	}
@@ -137,7 +235,7 @@ func (a *Answering) handshake(ctx context.Context, x Exchange, s *mcpSession) er
 	note := Exchange{Label: "mcp initialized", Request: ExchangeRequest{Method: http.MethodPost, URL: x.Request.URL, Header: h.Clone(),
 		Body: []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)}}
 	s.stamp(note.Request.Header)
-	if resp, _ := a.HTTP.Do(ctx, note); resp.Err != nil || resp.Status >= 300 {
+	if resp, _ := a.http.Do(ctx, note); resp.Err != nil || resp.Status >= 300 {
 		return fmt.Errorf("%w: mcp notifications/initialized at %s answered %d %s", ErrNotConnected, x.Request.URL, resp.Status, clip(resp.Body))
 	}
 	return nil
@@ -151,3 +249,9 @@ func clip(b []byte) string {
 	}
 	return s
 }
+
+var (
+	_ Carrier   = (*Answering)(nil)
+	_ LastBytes = (*Answering)(nil)
+	_ Warmer    = (*Answering)(nil)
+)

@@ -40,14 +40,14 @@ type Answer struct {
 }
 
 // ReadAnswer reads an answer of target t under profile p.
-func ReadAnswer(t *apispec.Target, p *apispec.Profile, status int, header http.Header, body []byte) Answer {
+func ReadAnswer(t *apispec.Target, status int, header http.Header, body []byte) Answer {
 	if t.IsJSONRPC() {
 		if msg, ok := rpcMessage(header, body); ok {
-			return readRPC(t, p, status, msg)
+			return readRPC(t, status, msg)
 		}
 		return Answer{Status: status, Body: body}
 	}
-	return readGraphQL(t, p, status, body)
+	return readGraphQL(t, status, body)
 }
 
 // graphQLAnswer is a GraphQL response's members.
@@ -57,7 +57,7 @@ type graphQLAnswer struct {
 	Extensions json.RawMessage   `json:"extensions"`
 }
 
-func readGraphQL(t *apispec.Target, p *apispec.Profile, status int, body []byte) Answer {
+func readGraphQL(t *apispec.Target, status int, body []byte) Answer {
 	var g graphQLAnswer
 	if err := json.Unmarshal(body, &g); err != nil || (g.Data == nil && g.Errors == nil) {
 		return Answer{Status: status, Body: body} // not a GraphQL response
@@ -87,7 +87,7 @@ func readGraphQL(t *apispec.Target, p *apispec.Profile, status int, body []byte)
 	}
 	switch {
 	case failed:
-		a.Status, a.Code = t.AnswerStatus(p, codes)
+		a.Status, a.Code = t.AnswerStatus(codes)
 	case status == http.StatusOK:
 	default:
 		return a // a GraphQL-over-HTTP status (4xx for a request error) stands
@@ -204,7 +204,7 @@ var rpcCodeStatus = map[string]int{
 	"-32601": http.StatusNotFound, "-32603": http.StatusInternalServerError,
 }
 
-func readRPC(t *apispec.Target, p *apispec.Profile, status int, msg []byte) Answer {
+func readRPC(t *apispec.Target, status int, msg []byte) Answer {
 	var r rpcAnswer
 	d := json.NewDecoder(bytes.NewReader(msg))
 	d.UseNumber()
@@ -217,7 +217,7 @@ func readRPC(t *apispec.Target, p *apispec.Profile, status int, msg []byte) Answ
 			codes = append(codes, codesIn(v, 0)...)
 		}
 		a := Answer{Body: marshal(e)}
-		a.Status, a.Code = t.AnswerStatus(p, codes)
+		a.Status, a.Code = t.AnswerStatus(codes)
 		if a.Code == "" {
 			if s, ok := rpcCodeStatus[e.Code.String()]; ok {
 				a.Status, a.Code = s, e.Code.String()
@@ -244,7 +244,7 @@ func readRPC(t *apispec.Target, p *apispec.Profile, status int, msg []byte) Answ
 			}
 			if res.IsError {
 				v, _ := jsonx.Decode(a.Body)
-				a.Status, a.Code = t.AnswerStatus(p, codesIn(v, 0))
+				a.Status, a.Code = t.AnswerStatus(codesIn(v, 0))
 			}
 		}
 	}
