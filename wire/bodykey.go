@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -228,4 +229,70 @@ func TopField(doc *ast.QueryDocument, name string) *ast.Field {
 		}
 	}
 	return nil
+}
+
+// KeyReader reads the key of a request built for t from its body (a
+// fault proxy's attempts are numbered by key); nil for a target whose
+// key is a header field or gRPC's.
+func KeyReader(t *apispec.Target) func(h http.Header, body []byte) string {
+	if !t.KeyInBody() {
+		return nil
+	}
+	k := t.Key
+	at := func(prefix string) func(http.Header, []byte) string {
+		return func(_ http.Header, body []byte) string { return jsonx.PointerText(body, prefix+k.Pointer) }
+	}
+	switch t.CarrierKind() {
+	case apispec.CarrierGraphQL:
+		if k.Directive != "" {
+			return func(_ http.Header, body []byte) string { return directiveKey(body, k.Directive, k.Argument) }
+		}
+		return at("/variables")
+	case apispec.CarrierJSONRPC:
+		return at("/params")
+	case apispec.CarrierMCP:
+		if k.Meta != "" {
+			p := "/params/_meta/" + strings.ReplaceAll(strings.ReplaceAll(k.Meta, "~", "~0"), "/", "~1")
+			return func(_ http.Header, body []byte) string { return jsonx.PointerText(body, p) }
+		}
+		return at("/params/arguments")
+	}
+	return at("")
+}
+
+// directiveKey is the key a GraphQL request carries in its directive: a
+// string literal, or the variable it names.
+func directiveKey(body []byte, directive, argument string) string {
+	if argument == "" {
+		argument = "key"
+	}
+	var req struct {
+		Query         string         `json:"query"`
+		OperationName string         `json:"operationName"`
+		Variables     map[string]any `json:"variables"`
+	}
+	if json.Unmarshal(body, &req) != nil {
+		return ""
+	}
+	doc, err := parser.ParseQuery(&ast.Source{Input: req.Query})
+	if err != nil {
+		return ""
+	}
+	f := TopField(doc, req.OperationName)
+	if f == nil {
+		return ""
+	}
+	d := f.Directives.ForName(directive)
+	if d == nil {
+		return ""
+	}
+	a := d.Arguments.ForName(argument)
+	switch {
+	case a == nil || a.Value == nil:
+		return ""
+	case a.Value.Kind == ast.Variable:
+		s, _ := req.Variables[a.Value.Raw].(string)
+		return s
+	}
+	return a.Value.Raw
 }
