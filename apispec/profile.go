@@ -365,7 +365,7 @@ var presets = map[string]Profile{
 	"adcp": {
 		KeySyntax: Raw, KeyRequired: Yes, KeyMinLen: 16, KeyMaxLen: 255, KeyFormat: `[A-Za-z0-9_.:-]{16,255}`,
 		MismatchStatus: []int{422},
-		BlockOK: true, MaxBlock: 10 * time.Second,
+		BlockOK:        true, MaxBlock: 10 * time.Second,
 		ReplayCompare: CompareJSON, ProblemJSON: No, RetryAfterOn409: No,
 		Cache5xx: Unknown, Cache4xxBusiness: Unknown, CacheValidation: No,
 		ScopeEndpoint: ScopeUnknown, ScopeUser: "isolated", BlankKey: BlankReject, KeyCase: KeyCaseSensitive, CanonicalJSON: Yes, StaleReplayOnMismatch: No,

@@ -19,7 +19,9 @@ type JSONBody struct{ http HTTP }
 func (JSONBody) Name() string { return "HTTP (key in the JSON body)" }
 
 // Build implements Carrier.
-func (j JSONBody) Build(op *apispec.Operation, r Request) Exchange { return Build(j.http.Target, op, r) }
+func (j JSONBody) Build(op *apispec.Operation, r Request) Exchange {
+	return Build(j.http.Target, op, r)
+}
 
 // Do implements Carrier.
 func (j JSONBody) Do(ctx context.Context, x Exchange) (Resp, Exchange) { return j.http.Do(ctx, x) }
