@@ -67,6 +67,12 @@ type Answers struct {
 	// (AdCP's /replayed): left out of what replays are compared by, and
 	// noted.
 	Replayed string `yaml:"replayed" json:"replayed,omitempty"`
+	// TTLTool and TTLPointer: an MCP server that declares its replay TTL
+	// in a tool's result (AdCP's get_adcp_capabilities,
+	// /adcp/idempotency/replay_ttl_seconds): when the config gives no
+	// ttl, the run reads it there, in seconds, before planning.
+	TTLTool    string `yaml:"ttl_tool" json:"ttl_tool,omitempty"`
+	TTLPointer string `yaml:"ttl_pointer" json:"ttl_pointer,omitempty"`
 
 	// missing, mismatch and inFlight are the profile's statuses for the
 	// three (resolve; 0: the defaults).
@@ -244,6 +250,12 @@ func (t *Target) validateCarrier() error {
 		if a.Error != 0 && (a.Error < 400 || a.Error > 599) {
 			return fmt.Errorf("answers.error %d: want an error status (400-599)", a.Error)
 		}
+		if (a.TTLTool == "") != (a.TTLPointer == "") || (a.TTLTool != "" && kind != CarrierMCP) {
+			return fmt.Errorf("answers.ttl_tool %q / ttl_pointer %q: an MCP tool and the pointer to its declared TTL in seconds, both or neither", a.TTLTool, a.TTLPointer)
+		}
+		if a.TTLTool != "" && t.Command != "" {
+			return fmt.Errorf("answers.ttl_tool: not with target_cmd (the TTL is read before the target starts): declare ttl")
+		}
 		if a.Replayed != "" {
 			if toks, err := jsonx.ParsePointer(a.Replayed); err != nil || len(toks) == 0 {
 				return fmt.Errorf("answers.replayed %q: want an RFC 6901 pointer into the result (/replayed)", a.Replayed)
@@ -338,7 +350,8 @@ func presetAnswers(preset string) *Answers {
 		// IDEMPOTENCY_CONFLICT and RATE_LIMITED are AdCP's; it names no
 		// code for a missing key (a schema error) or a duplicate in flight
 		// (the storyboard wants it to converge on one resource).
-		return &Answers{Mismatch: []string{"IDEMPOTENCY_CONFLICT"}, Codes: map[string]int{"RATE_LIMITED": 429}, Replayed: "/replayed"}
+		return &Answers{Mismatch: []string{"IDEMPOTENCY_CONFLICT"}, Codes: map[string]int{"RATE_LIMITED": 429}, Replayed: "/replayed",
+			TTLTool: "get_adcp_capabilities", TTLPointer: "/adcp/idempotency/replay_ttl_seconds"}
 	}
 	return nil
 }

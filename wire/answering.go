@@ -7,11 +7,13 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/idemcheck/idemcheck/apispec"
+	"github.com/idemcheck/idemcheck/internal/jsonx"
 )
 
 // Answering is the carrier of graphql, jsonrpc and mcp targets: requests
@@ -255,3 +257,27 @@ var (
 	_ LastBytes = (*Answering)(nil)
 	_ Warmer    = (*Answering)(nil)
 )
+
+// DeclaredTTL reads the replay TTL an MCP server declares in a tool's
+// result (answers.ttl_tool, ttl_pointer: AdCP's get_adcp_capabilities)
+// into t.TTL, when the config gives none. It does nothing for any other
+// target. The error is one line: the call failed or declared nothing.
+func DeclaredTTL(ctx context.Context, t *apispec.Target) error {
+	a := t.Answers
+	if !t.IsMCP() || a == nil || a.TTLTool == "" || t.TTL != 0 || t.NeverExpires || len(t.Operations) == 0 {
+		return nil
+	}
+	c := NewAnswering(t, Client(t, t.Timeout))
+	defer c.Close()
+	op := apispec.Operation{Name: a.TTLTool, Method: http.MethodPost, Path: t.Operations[0].Path, Tool: a.TTLTool, Body: json.RawMessage(`{}`)}
+	resp, _ := c.Do(ctx, c.Build(&op, Request{Label: "declared ttl", NoKey: true}))
+	if resp.Err != nil || !resp.OK() {
+		return fmt.Errorf("answers.ttl_tool %s: %s (declare ttl: to skip the call)", a.TTLTool, resp.String())
+	}
+	secs, err := strconv.ParseFloat(jsonx.PointerText(resp.Body, a.TTLPointer), 64)
+	if err != nil || secs <= 0 {
+		return fmt.Errorf("answers.ttl_tool %s: no positive number of seconds at %s in %s (declare ttl:)", a.TTLTool, a.TTLPointer, clip(resp.Body))
+	}
+	t.TTL = time.Duration(secs * float64(time.Second))
+	return nil
+}
