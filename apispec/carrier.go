@@ -282,12 +282,24 @@ func (t *Target) validateCarrier() error {
 			return fmt.Errorf("%s.method %q: carrier %s posts every call", at, op.Method, kind)
 		}
 		if k.Pointer != "" {
-			if v, ok := jsonx.Pointer(decodeOrNil(op.Body), k.Pointer); ok && v != nil {
+			doc := decodeOrNil(op.Body)
+			if v, ok := jsonx.Pointer(doc, k.Pointer); ok && v != nil {
 				return fmt.Errorf("%s.body: holds key.pointer %s; the key is set by the suite", at, k.Pointer)
+			}
+			// The key is written into the body's own bytes: its parent
+			// object must be there.
+			parent := k.Pointer[:strings.LastIndexByte(k.Pointer, '/')]
+			if v, ok := jsonx.Pointer(doc, parent); kind == CarrierJSONBody && !isObject(v, ok) {
+				return fmt.Errorf("%s.body: key.pointer %s needs an object at %q in the body", at, k.Pointer, parent)
 			}
 		}
 	}
 	return nil
+}
+
+func isObject(v any, ok bool) bool {
+	_, obj := v.(map[string]any)
+	return ok && obj
 }
 
 func decodeOrNil(b []byte) any {

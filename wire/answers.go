@@ -87,10 +87,11 @@ func readGraphQL(t *apispec.Target, status int, body []byte) Answer {
 	}
 	switch {
 	case failed:
-		a.Status, a.Code = t.AnswerStatus(codes)
-	case status == http.StatusOK:
-	default:
-		return a // a GraphQL-over-HTTP status (4xx for a request error) stands
+		if st, code := t.AnswerStatus(codes); code != "" || status == http.StatusOK {
+			a.Status, a.Code = st, code
+		} // else a GraphQL-over-HTTP status (401, 4xx for a request error) stands
+	case status != http.StatusOK:
+		return a
 	}
 	a.Body, a.Replayed = withoutMarker(t, a.Body)
 	return a
@@ -216,12 +217,15 @@ func readRPC(t *apispec.Target, status int, msg []byte) Answer {
 		if v, err := jsonx.Decode(e.Data); err == nil {
 			codes = append(codes, codesIn(v, 0)...)
 		}
-		a := Answer{Body: marshal(e)}
-		a.Status, a.Code = t.AnswerStatus(codes)
-		if a.Code == "" {
+		a := Answer{Body: marshal(e), Status: status}
+		st, code := t.AnswerStatus(codes)
+		if code == "" {
 			if s, ok := rpcCodeStatus[e.Code.String()]; ok {
-				a.Status, a.Code = s, e.Code.String()
+				st, code = s, e.Code.String()
 			}
+		}
+		if code != "" || status == http.StatusOK { // else the HTTP status stands
+			a.Status, a.Code = st, code
 		}
 		return a
 	}

@@ -29,7 +29,10 @@ import (
 // key placed (absent when !present), in the carrier's envelope.
 func bodyWithKey(t *apispec.Target, op *apispec.Operation, payload []byte, key string, present bool) []byte {
 	k := t.Key
-	if k.Pointer != "" {
+	switch {
+	case k.Pointer != "" && t.CarrierKind() == apispec.CarrierJSONBody:
+		return inPlace(payload, k.Pointer, key, present)
+	case k.Pointer != "":
 		payload = withPointer(payload, k.Pointer, key, present)
 	}
 	switch t.CarrierKind() {
@@ -119,6 +122,36 @@ func withPointer(doc []byte, p, key string, present bool) []byte {
 		return doc
 	}
 	return marshal(v)
+}
+
+// inPlace is doc with the string key at pointer p and every other byte
+// as it was (member order, spacing: what the cases that send a body's
+// own bytes need), or doc itself when !present and p names nothing. p's
+// parent is an object of doc (apispec validates the bodies); a document
+// where it is not (a variant's raw payload) goes as it is.
+func inPlace(doc []byte, p, key string, present bool) []byte {
+	_, _, found := jsonx.Span(doc, p)
+	switch {
+	case !present && !found:
+		return doc
+	case !present:
+		return withPointer(doc, p, key, false)
+	case found:
+		out, _ := jsonx.Replace(doc, p, marshal(key))
+		return out
+	}
+	i := strings.LastIndexByte(p, '/')
+	start, end, ok := jsonx.Span(doc, p[:i])
+	if !ok || doc[start] != '{' {
+		return doc
+	}
+	name, _ := jsonx.ParsePointer(p[i:])
+	member := append(append(marshal(name[0]), ':'), marshal(key)...)
+	if len(bytes.TrimSpace(doc[start+1:end-1])) > 0 {
+		member = append(member, ',')
+	}
+	out := make([]byte, 0, len(doc)+len(member))
+	return append(append(append(out, doc[:start+1]...), member...), doc[start+1:]...)
 }
 
 // setPointer sets (or removes) the member toks names under v; ok is false

@@ -9,10 +9,10 @@ import (
 
 // JSONBody is the carrier of an HTTP target whose key is a member of the
 // JSON body (carrier: json-body, key: {pointer: ...}): HTTP's, but for
-// what a header key has. Not HeaderKeys (no header carries the key: no
-// spelling or sf-string to probe), nor RawBodies (the body is re-encoded
-// to place the key, so member order and whitespace do not reach the
-// server as built).
+// what a header key has. Not HeaderKeys: no header carries the key, so
+// there is no spelling or sf-string to probe. It keeps RawBodies: the
+// key is written into the body's own bytes (member order and spacing as
+// built).
 type JSONBody struct{ http HTTP }
 
 // Name implements Carrier.
@@ -56,6 +56,9 @@ func (JSONBody) AnswersProblems() {}
 // NegotiatesCoding implements ContentCoding.
 func (JSONBody) NegotiatesCoding() {}
 
+// KeepsBodyBytes implements RawBodies.
+func (JSONBody) KeepsBodyBytes() {}
+
 var (
 	_ Carrier       = JSONBody{}
 	_ LastBytes     = JSONBody{}
@@ -64,4 +67,5 @@ var (
 	_ HeaderFields  = JSONBody{}
 	_ Problems      = JSONBody{}
 	_ ContentCoding = JSONBody{}
+	_ RawBodies     = JSONBody{}
 )
