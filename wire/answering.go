@@ -3,6 +3,7 @@ package wire
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -65,7 +66,13 @@ func (a *Answering) Build(op *apispec.Operation, r Request) Exchange {
 // Do implements Carrier.
 func (a *Answering) Do(ctx context.Context, x Exchange) (Resp, Exchange) {
 	x, err := a.inSession(ctx, x)
-	if err != nil {
+	var refused *refusal
+	switch {
+	case errors.As(err, &refused):
+		// The server answered the handshake, refusing it (401 without
+		// credentials): that is its answer to this request.
+		return refused.resp, refused.x
+	case err != nil:
 		return Resp{Err: err, Start: time.Now(), End: time.Now()}, withError(x, err)
 	}
 	resp, x := a.http.Do(ctx, x)
@@ -213,6 +220,17 @@ func principalID(h http.Header) string {
 	return strings.Join(parts, "\n")
 }
 
+// refusal is an initialize the server answered with an HTTP error: the
+// request that needed the session gets that answer.
+type refusal struct {
+	resp Resp
+	x    Exchange
+}
+
+func (r *refusal) Error() string {
+	return fmt.Sprintf("mcp initialize refused: %d %s", r.resp.Status, clip(r.resp.Body))
+}
+
 // handshake initialises s with the server x is for, as x's principal.
 func (a *Answering) handshake(ctx context.Context, x Exchange, s *mcpSession) error {
 	h := x.Request.Header.Clone()
@@ -220,9 +238,12 @@ func (a *Answering) handshake(ctx context.Context, x Exchange, s *mcpSession) er
 		Body: marshal(rpcEnvelope{JSONRPC: "2.0", ID: nextRPCID(), Method: "initialize", Params: marshal(map[string]any{
 			"protocolVersion": mcpProtocolVersion, "capabilities": map[string]any{},
 			"clientInfo": map[string]string{"name": "idemcheck", "version": "1"}})})}}
-	resp, _ := a.http.Do(ctx, init)
+	resp, ix := a.http.Do(ctx, init)
 	if resp.Err != nil {
 		return fmt.Errorf("%w: mcp initialize: %w", ErrNotConnected, resp.Err)
+	}
+	if resp.Status >= 400 {
+		return &refusal{resp: resp, x: ix}
 	}
 	msg, ok := rpcMessage(resp.Header, resp.Body)
 	var r struct {

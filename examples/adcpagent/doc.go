@@ -12,8 +12,8 @@
 // later request must carry; answers come as one SSE event when the
 // client accepts text/event-stream (as MCP SDKs answer), else as JSON.
 // Keys are scoped by the caller (Authorization: Bearer alice|bob) and the
-// tool. GET /effects?key=K says how many media buys key K executed:
-// idemcheck's oracle.
+// tool. GET /effects?key=K says how many media buys key K executed
+// (GET /effects: how many in all): idemcheck's oracle.
 //
 //	go run ./examples/adcpagent -addr 127.0.0.1:8091 -ttl 3s
 //

@@ -63,7 +63,12 @@ func (s *server) routes() http.Handler {
 	mux.HandleFunc("POST /mcp", s.mcp)
 	mux.HandleFunc("GET /effects", func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
-		n := s.effects[r.URL.Query().Get("key")]
+		n := 0
+		for k, c := range s.effects { // under ?key=, or every key when it names none
+			if key, ok := r.URL.Query()["key"]; !ok || key[0] == k {
+				n += c
+			}
+		}
 		s.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = fmt.Fprintf(w, `{"executions":%d}`, n)

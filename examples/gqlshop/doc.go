@@ -9,7 +9,8 @@
 // variable of the wrong type as a validation error before any lookup.
 // Keys are scoped by the caller (Authorization: Bearer alice|bob) and the
 // mutation's field, kept -ttl long. GET /effects?key=K says how many
-// charges key K executed: idemcheck's oracle.
+// charges key K executed (GET /effects: how many in all): idemcheck's
+// oracle.
 //
 //	go run ./examples/gqlshop -addr 127.0.0.1:8090 -ttl 3s
 //

@@ -81,10 +81,22 @@ func (s *server) routes() http.Handler {
 }
 
 func (s *server) effectsOf(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]int{"executions": s.executions(r)})
+}
+
+// executions are the charges executed under the request's ?key=, or
+// under every key when it names none.
+func (s *server) executions(r *http.Request) int {
 	s.mu.Lock()
-	n := s.effects[r.URL.Query().Get("key")]
-	s.mu.Unlock()
-	writeJSON(w, http.StatusOK, map[string]int{"executions": n})
+	defer s.mu.Unlock()
+	if key, ok := r.URL.Query()["key"]; ok {
+		return s.effects[key[0]]
+	}
+	n := 0
+	for _, c := range s.effects {
+		n += c
+	}
+	return n
 }
 
 // gqlError is one entry of a response's errors.
