@@ -134,9 +134,9 @@ func FromGraphQL(o GraphQLOptions) ([]byte, error) {
 	ans := newMapping()
 	ans.set("mismatch", todo(sequence(str("IDEMPOTENCY_KEY_PARAMETER_MISMATCH")), "the extensions.code or userErrors code of a reused key with other variables (Shopify's, as its docs give it)"))
 	ans.set("in_flight", todo(sequence(str("IDEMPOTENCY_CONCURRENT_REQUEST")), "the code of a duplicate still in flight"))
-	ans.set("missing", todo(sequence(), "the code of a mutation sent without its key (empty: any error)"))
+	ans.set("missing", todo(emptySequence(), "the code of a mutation sent without its key (empty: any error)"))
 	root.set("answers", ans.n)
-	foot(root.n.Content[len(root.n.Content)-2], "oracle: {url: /effects?key={key}, pointer: /executions}  # TODO: how executions are counted (docs/oracles.md)")
+	foot(root.n.Content[len(root.n.Content)-2], "oracle: {url: \"/effects?key={key}\", pointer: /executions}  # TODO: how executions are counted (docs/oracles.md)")
 	ops := sequence()
 	for _, p := range picks {
 		ops.Content = append(ops.Content, graphQLOperation(schema, p.f, p.pointer))
@@ -368,4 +368,11 @@ func fromOrTodoStr(v, where, what string) *yaml.Node {
 		return todo(str("https://api.example.com"), what)
 	}
 	return from(str(v), where)
+}
+
+// emptySequence is [] written in flow style (a block one has no form).
+func emptySequence() *yaml.Node {
+	n := sequence()
+	n.Style = yaml.FlowStyle
+	return n
 }

@@ -302,3 +302,33 @@ func DeclaredTTL(ctx context.Context, t *apispec.Target) error {
 	t.TTL = time.Duration(secs * float64(time.Second))
 	return nil
 }
+
+// Call sends one JSON-RPC call to url with header h, in an MCP session
+// when the target is MCP (tools/list for init), and returns its result.
+func (a *Answering) Call(ctx context.Context, url string, h http.Header, method string, params any) (json.RawMessage, error) {
+	x := Exchange{Label: method, Request: ExchangeRequest{Method: http.MethodPost, URL: url, Header: h.Clone(),
+		Body: marshal(rpcEnvelope{JSONRPC: "2.0", ID: nextRPCID(), Method: method, Params: marshal(params)})}}
+	x.Request.Header.Set("Content-Type", "application/json")
+	x.Request.Header.Set("Accept", "application/json, text/event-stream")
+	x, err := a.inSession(ctx, x)
+	var refused *refusal
+	if errors.As(err, &refused) {
+		return nil, fmt.Errorf("%s: %w", url, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", apispec.ErrUnreachable, err)
+	}
+	resp, _ := a.http.Do(ctx, x)
+	if resp.Err != nil {
+		return nil, fmt.Errorf("%w: %s %s: %v", apispec.ErrUnreachable, method, url, resp.Err)
+	}
+	msg, ok := rpcMessage(resp.Header, resp.Body)
+	var r rpcAnswer
+	if !ok || json.Unmarshal(msg, &r) != nil || resp.Status != http.StatusOK {
+		return nil, fmt.Errorf("%s %s: answered %d %s", method, url, resp.Status, clip(resp.Body))
+	}
+	if r.Error != nil {
+		return nil, fmt.Errorf("%s %s: error %s %s", method, url, r.Error.Code, r.Error.Message)
+	}
+	return r.Result, nil
+}

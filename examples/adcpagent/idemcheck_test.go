@@ -2,6 +2,9 @@ package main
 
 import (
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,5 +48,29 @@ func TestDefects(t *testing.T) {
 				t.Errorf("exit %d, failing %v: want exit 1 with %s failing", code, failing, want)
 			}
 		})
+	}
+}
+
+// TestInitFromToolsList: init --mcp writes a config for create_media_buy
+// from the agent's tools/list, with AdCP's idempotency_key as the key and
+// the adcp preset, that idemcheck reads (list).
+func TestInitFromToolsList(t *testing.T) {
+	srv := httptest.NewServer(newServer(3*time.Second, "").routes())
+	t.Cleanup(srv.Close)
+	config := filepath.Join(t.TempDir(), "idemcheck.yaml")
+	if code, out := testenv.Idemcheck(t, nil, "init", "--mcp", srv.URL+"/mcp", "--header", "Authorization: Bearer alice", "-o", config); code != 0 {
+		t.Fatalf("init exit %d: %s", code, out)
+	}
+	raw, err := os.ReadFile(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"carrier: mcp", "key: {pointer: /idempotency_key}", "tool: create_media_buy", "ttl_tool: get_adcp_capabilities", "preset: adcp"} {
+		if !strings.Contains(string(raw), want) {
+			t.Errorf("config lacks %q:\n%s", want, raw)
+		}
+	}
+	if code, out := testenv.Idemcheck(t, []string{"IDEMCHECK_TOKEN_1=alice", "IDEMCHECK_TOKEN_2=bob"}, "list", "--config", config); code != 0 {
+		t.Errorf("list exit %d: %s", code, out)
 	}
 }

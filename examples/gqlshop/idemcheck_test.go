@@ -2,6 +2,9 @@ package main
 
 import (
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,5 +51,31 @@ func TestDefects(t *testing.T) {
 				t.Errorf("exit %d, failing %v: want exit 1 with %s failing", code, failing, want)
 			}
 		})
+	}
+}
+
+// TestInitFromSchema: init --graphql-schema writes a config for
+// chargeCreate from gqlshop's SDL, with Shopify's directive as the key,
+// that idemcheck reads (list).
+func TestInitFromSchema(t *testing.T) {
+	dir := t.TempDir()
+	schema, config := filepath.Join(dir, "schema.graphql"), filepath.Join(dir, "idemcheck.yaml")
+	if err := os.WriteFile(schema, []byte(schemaSDL), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := testenv.Idemcheck(t, nil, "init", "--graphql-schema", schema, "--graphql-url", "http://127.0.0.1:8090", "-o", config); code != 0 {
+		t.Fatalf("init exit %d: %s", code, out)
+	}
+	raw, err := os.ReadFile(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"carrier: graphql", "key: {directive: idempotent}", "chargeCreate(input: $input)", "id_pointer: /data/chargeCreate/charge/id", "preset: shopify"} {
+		if !strings.Contains(string(raw), want) {
+			t.Errorf("config lacks %q:\n%s", want, raw)
+		}
+	}
+	if code, out := testenv.Idemcheck(t, []string{"IDEMCHECK_TOKEN_1=alice", "IDEMCHECK_TOKEN_2=bob"}, "list", "--config", config); code != 0 {
+		t.Errorf("list exit %d: %s", code, out)
 	}
 }

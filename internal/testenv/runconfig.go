@@ -103,3 +103,22 @@ func RunConfig(t testing.TB, path string, edit func(cfg map[string]any), args ..
 	}
 	return code, &rep
 }
+
+// Idemcheck runs the idemcheck binary with args and env added, and
+// returns its exit code and combined output.
+func Idemcheck(t testing.TB, env []string, args ...string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, BuildIdemcheck(t), args...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		return exit.ExitCode(), string(out)
+	case err != nil:
+		t.Fatal(err)
+	}
+	return 0, string(out)
+}
