@@ -12,10 +12,14 @@
 // charges key K executed (GET /effects: how many in all): idemcheck's
 // oracle.
 //
+// POST /v1/charges is the same charge over REST with the key in the JSON
+// body, under the Agentic Commerce Protocol's statuses (rest.go).
+//
 //	go run ./examples/gqlshop -addr 127.0.0.1:8090 -ttl 3s
 //
 // GQLSHOP_DEFECT=name starts a broken build instead (defects.go);
-// idemcheck.yaml describes the API to idemcheck, and idemcheck_test.go
+// idemcheck.yaml (GraphQL) and idemcheck-rest.yaml (json-body, preset
+// acp) describe the API to idemcheck, and idemcheck_test.go
 // proves each build gets the verdict it deserves.
 //
 // It imports nothing of idemcheck's (internal/archtest), only a GraphQL

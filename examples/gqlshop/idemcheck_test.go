@@ -13,9 +13,9 @@ import (
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-// check runs the catalog under --strict against build d of gqlshop,
-// served over loopback.
-func check(t *testing.T, d defect) (int, *testenv.RunReport) {
+// check runs the catalog under --strict with config against build d of
+// gqlshop, served over loopback.
+func check(t *testing.T, config string, d defect) (int, *testenv.RunReport) {
 	t.Helper()
 	s, err := newServer(3*time.Second, d)
 	if err != nil {
@@ -23,15 +23,23 @@ func check(t *testing.T, d defect) (int, *testenv.RunReport) {
 	}
 	srv := httptest.NewServer(s.routes())
 	t.Cleanup(srv.Close)
-	return testenv.RunConfig(t, "idemcheck.yaml", func(c map[string]any) { c["base_url"] = srv.URL }, "--strict")
+	return testenv.RunConfig(t, config, func(c map[string]any) { c["base_url"] = srv.URL }, "--strict")
 }
+
+// configs are the API's two faces: GraphQL (Shopify's directive) and
+// REST with the key in the JSON body (ACP's rules).
+var configs = []string{"idemcheck.yaml", "idemcheck-rest.yaml"}
 
 // TestCorrectBuild: the correct build passes the whole catalog under
 // --strict: nothing fails, warns or stays undecided.
 func TestCorrectBuild(t *testing.T) {
-	code, rep := check(t, "")
-	if code != 0 {
-		t.Errorf("exit %d (%s), want 0; failing %v; undecided %v", code, rep.Outcome, rep.Failing(), rep.Undecided())
+	for _, config := range configs {
+		t.Run(config, func(t *testing.T) {
+			code, rep := check(t, config, "")
+			if code != 0 {
+				t.Errorf("exit %d (%s), want 0; failing %v; undecided %v", code, rep.Outcome, rep.Failing(), rep.Undecided())
+			}
+		})
 	}
 }
 
@@ -44,13 +52,15 @@ func TestDefects(t *testing.T) {
 		leaksPayload:       "mismatch/changed-body",
 		executesOnMismatch: "mismatch/original-survives",
 	} {
-		t.Run(string(d), func(t *testing.T) {
-			code, rep := check(t, d)
-			failing := rep.Failing()
-			if code != 1 || failing[want] == "" {
-				t.Errorf("exit %d, failing %v: want exit 1 with %s failing", code, failing, want)
-			}
-		})
+		for _, config := range configs {
+			t.Run(string(d)+"/"+config, func(t *testing.T) {
+				code, rep := check(t, config, d)
+				failing := rep.Failing()
+				if code != 1 || failing[want] == "" {
+					t.Errorf("exit %d, failing %v: want exit 1 with %s failing", code, failing, want)
+				}
+			})
+		}
 	}
 }
 

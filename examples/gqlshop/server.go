@@ -75,6 +75,7 @@ func newServer(ttl time.Duration, d defect) (*server, error) {
 func (s *server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /graphql", s.graphql)
+	mux.HandleFunc("POST /v1/charges", s.restCharge)
 	mux.HandleFunc("GET /effects", s.effectsOf)
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("gqlshop\n")) })
 	return mux
@@ -178,10 +179,20 @@ func digestOf(field string, input map[string]any) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// charge runs chargeCreate under key for customer, once per key.
-func (s *server) charge(w http.ResponseWriter, customer, key string, field *ast.Field, input map[string]any) {
-	id := customer + "\x00" + field.Name + "\x00" + key
-	digest := digestOf(field.Name, input)
+// outcome is what once did with a request.
+type outcome int
+
+const (
+	executed   outcome = iota // run, its answer kept unless it failed
+	replayed                  // the stored answer
+	mismatched                // the key was used with other arguments
+	inFlight                  // the key's first request is still running
+)
+
+// once runs run at most once per id (customer, operation, key) while its
+// answer is kept; answer is the kept one when the outcome is replayed or
+// mismatched.
+func (s *server) once(id, digest string, run func() (answer []byte, keep bool)) (answer []byte, o outcome) {
 	s.mu.Lock()
 	rec, found := s.records[id]
 	if found && !rec.expires.IsZero() && time.Now().After(rec.expires) {
@@ -191,47 +202,66 @@ func (s *server) charge(w http.ResponseWriter, customer, key string, field *ast.
 	if found && s.defect != ignoresKey {
 		switch {
 		case rec.digest != digest && s.defect != noFingerprint:
+			stored := rec.answer
 			s.mu.Unlock()
-			msg := "the idempotency key was used with other arguments"
-			if s.defect == leaksPayload && rec.answer != nil {
-				msg += ": stored " + string(rec.answer)
-			}
 			if s.defect == executesOnMismatch {
-				s.execute(key, field, input) // answered below as a mismatch all the same
+				run() // answered as a mismatch all the same
 			}
-			writeJSON(w, http.StatusOK, errorsAnswer(codeMismatch, msg))
+			return stored, mismatched
 		case rec.answer == nil:
 			s.mu.Unlock()
-			writeJSON(w, http.StatusOK, errorsAnswer(codeInFlight, "a request with this idempotency key is in progress"))
-		default:
-			answer := rec.answer
-			s.mu.Unlock()
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = w.Write(answer)
+			return nil, inFlight
 		}
-		return
+		answer := rec.answer
+		s.mu.Unlock()
+		return answer, replayed
 	}
 	rec = &record{digest: digest}
 	s.records[id] = rec
 	s.mu.Unlock()
 
-	answer, keep := s.execute(key, field, input)
-	b, _ := json.Marshal(answer)
+	answer, keep := run()
 	s.mu.Lock()
 	if keep {
-		rec.answer, rec.expires = b, time.Now().Add(s.ttl)
+		rec.answer, rec.expires = answer, time.Now().Add(s.ttl)
 	} else if s.records[id] == rec {
 		delete(s.records, id) // a failure of ours: the retry executes
 	}
 	s.mu.Unlock()
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(b)
+	return answer, executed
 }
 
-// execute charges: the card provider is called (an execution), then the
-// answer is made for the selected fields. keep is false for a failure of
-// gqlshop's own, which is not an outcome to replay.
-func (s *server) execute(key string, field *ast.Field, input map[string]any) (answer map[string]any, keep bool) {
+// charge runs chargeCreate under key for customer, once per key.
+func (s *server) charge(w http.ResponseWriter, customer, key string, field *ast.Field, input map[string]any) {
+	answer, o := s.once(customer+"\x00"+field.Name+"\x00"+key, digestOf(field.Name, input), func() ([]byte, bool) {
+		a, keep := s.execute(key, input)
+		doc := map[string]any{"data": map[string]any{alias(field): project(field.SelectionSet, a["payload"])}}
+		if a["errors"] != nil {
+			doc = map[string]any{"data": map[string]any{alias(field): nil}, "errors": a["errors"]}
+		}
+		b, _ := json.Marshal(doc)
+		return b, keep
+	})
+	switch o {
+	case mismatched:
+		msg := "the idempotency key was used with other arguments"
+		if s.defect == leaksPayload && answer != nil {
+			msg += ": stored " + string(answer)
+		}
+		writeJSON(w, http.StatusOK, errorsAnswer(codeMismatch, msg))
+	case inFlight:
+		writeJSON(w, http.StatusOK, errorsAnswer(codeInFlight, "a request with this idempotency key is in progress"))
+	default:
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(answer)
+	}
+}
+
+// execute charges: the card provider is called (an execution). It
+// returns the payload (charge, userErrors) or the errors of a failure;
+// keep is false for a failure of gqlshop's own, which is not an outcome
+// to replay.
+func (s *server) execute(key string, input map[string]any) (answer map[string]any, keep bool) {
 	if ms, ok := input["delayMs"].(json.Number); ok {
 		if d, err := ms.Int64(); err == nil && d > 0 {
 			time.Sleep(min(time.Duration(d)*time.Millisecond, 10*time.Second))
@@ -243,14 +273,14 @@ func (s *server) execute(key string, field *ast.Field, input map[string]any) (an
 	payload := map[string]any{"charge": nil, "userErrors": []any{}}
 	switch input["fail"] {
 	case "transient":
-		return errorsAnswer(codeInternal, "the card provider is unavailable"), false
+		return map[string]any{"errors": []gqlError{{Message: "the card provider is unavailable", Extensions: map[string]string{"code": codeInternal}}}}, false
 	case "decline":
 		payload["userErrors"] = []any{map[string]any{"code": codeDeclined, "message": "the card was declined", "field": []any{"input"}}}
 	default:
 		payload["charge"] = map[string]any{"id": fmt.Sprintf("gid://gqlshop/Charge/%d", s.ids.Add(1)),
 			"amount": input["amount"], "currency": input["currency"], "description": input["description"]}
 	}
-	return map[string]any{"data": map[string]any{alias(field): project(field.SelectionSet, payload)}}, true
+	return map[string]any{"payload": payload}, true
 }
 
 func alias(f *ast.Field) string {
