@@ -349,7 +349,7 @@ var presets = map[string]Profile{
 		BlockOK: false, MaxBlock: 10 * time.Second,
 		ReplayCompare: CompareJSON, ProblemJSON: No, RetryAfterOn409: No,
 		Cache5xx: Unknown, Cache4xxBusiness: Unknown, CacheValidation: Unknown,
-		ScopeEndpoint: ScopeUnknown, ScopeUser: "isolated", BlankKey: BlankUnknown, KeyCase: KeyCaseUnknown, CanonicalJSON: Unknown, StaleReplayOnMismatch: No,
+		ScopeEndpoint: ScopeUnknown, ScopeUser: "isolated", BlankKey: BlankUnknown, KeyCase: KeyCaseUnknown, CanonicalJSON: Unknown, StaleReplayOnMismatch: No, ReplayCredentials: Unknown, RetryCompletes: Unknown,
 		QueryMismatch: QueryEither, Expiry: ExpiryUnknown, Margin: 500 * time.Millisecond, Grace: time.Second,
 	},
 	// The Ad Context Protocol v3 (adcontextprotocol/adcp PR #2315, its
@@ -368,7 +368,7 @@ var presets = map[string]Profile{
 		BlockOK:        true, MaxBlock: 10 * time.Second,
 		ReplayCompare: CompareJSON, ProblemJSON: No, RetryAfterOn409: No,
 		Cache5xx: Unknown, Cache4xxBusiness: Unknown, CacheValidation: No,
-		ScopeEndpoint: ScopeUnknown, ScopeUser: "isolated", BlankKey: BlankReject, KeyCase: KeyCaseSensitive, CanonicalJSON: Yes, StaleReplayOnMismatch: No,
+		ScopeEndpoint: ScopeUnknown, ScopeUser: "isolated", BlankKey: BlankReject, KeyCase: KeyCaseSensitive, CanonicalJSON: Yes, StaleReplayOnMismatch: No, ReplayCredentials: Unknown, RetryCompletes: Unknown,
 		QueryMismatch: QueryEither, Expiry: ExpiryUnknown, Margin: 500 * time.Millisecond, Grace: time.Second,
 	},
 	// The Agentic Commerce Protocol (agentic-commerce-protocol PR #121):
@@ -385,7 +385,7 @@ var presets = map[string]Profile{
 		ReplayHeader: "Idempotent-Replayed", ReplayHeaderValue: "true",
 		ReplayCompare: CompareJSON, ProblemJSON: Unknown, RetryAfterOn409: Yes,
 		Cache5xx: Unknown, Cache4xxBusiness: Unknown, CacheValidation: Unknown,
-		ScopeEndpoint: ScopeUnknown, ScopeUser: "isolated", BlankKey: BlankUnknown, KeyCase: KeyCaseUnknown, CanonicalJSON: Unknown, StaleReplayOnMismatch: No,
+		ScopeEndpoint: ScopeUnknown, ScopeUser: "isolated", BlankKey: BlankUnknown, KeyCase: KeyCaseUnknown, CanonicalJSON: Unknown, StaleReplayOnMismatch: No, ReplayCredentials: Unknown, RetryCompletes: Unknown,
 		QueryMismatch: QueryEither, Expiry: ExpiryFresh, Margin: 500 * time.Millisecond, Grace: time.Second,
 	},
 	// Only the outcomes every source agrees on are judged.

@@ -38,7 +38,7 @@ func TestDefects(t *testing.T) {
 	for d, want := range map[defect]string{
 		ignoresKey:         "replay/single-execution",
 		noFingerprint:      "mismatch/changed-body",
-		leaksPayload:       "mismatch/changed-body",
+		leaksPayload:       "security/conflict-no-leak",
 		executesOnMismatch: "mismatch/original-survives",
 	} {
 		t.Run(string(d), func(t *testing.T) {

@@ -49,7 +49,7 @@ func TestDefects(t *testing.T) {
 	for d, want := range map[defect]string{
 		ignoresKey:         "replay/single-execution",
 		noFingerprint:      "mismatch/changed-body",
-		leaksPayload:       "mismatch/changed-body",
+		leaksPayload:       "security/conflict-no-leak",
 		executesOnMismatch: "mismatch/original-survives",
 	} {
 		for _, config := range configs {
