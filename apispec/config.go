@@ -49,6 +49,10 @@ type configFile struct {
 	Protoset string    `yaml:"protoset"`
 	// Events: the broker the API publishes its events to (evidence/events).
 	Events *events.Config `yaml:"events"`
+	// Carrier and Answers: a key in the body, GraphQL, JSON-RPC, MCP
+	// (carrier.go).
+	Carrier string   `yaml:"carrier"`
+	Answers *Answers `yaml:"answers"`
 }
 
 type keySourceConfig struct {
@@ -86,6 +90,11 @@ type operationConfig struct {
 	Variants  map[string]variantConfig `yaml:"variants"`
 	Oracle    *Oracle                  `yaml:"oracle"`
 	Marker    *Marker                  `yaml:"marker"`
+	// The body carriers' words (carrier.go).
+	Query         string `yaml:"query"`
+	OperationName string `yaml:"operation_name"`
+	Call          string `yaml:"call"`
+	Tool          string `yaml:"tool"`
 }
 
 type mutationConfig struct {
@@ -243,6 +252,12 @@ func parseConfig(raw []byte, preset, base string) (*Target, *Profile, error) {
 	}
 	if t.KeySyntax == "" {
 		t.KeySyntax = p.KeySyntax
+		if t.KeyInBody() { // a JSON or GraphQL string holds the bare key
+			t.KeySyntax = Raw
+		}
+	}
+	if t.Answers == nil && t.ReadsAnswers() {
+		t.Answers = presetAnswers(p.Name)
 	}
 	if err := t.Validate(); err != nil {
 		return nil, nil, err
@@ -252,6 +267,9 @@ func parseConfig(raw []byte, preset, base string) (*Target, *Profile, error) {
 			return nil, nil, fmt.Errorf("profile replay_binary: compares a gRPC answer's binary encoding; an HTTP body's bytes are compared by replay_compare: bytes")
 		}
 		p.HTTPStatuses()
+	}
+	if t.Answers != nil {
+		t.Answers.resolve(p)
 	}
 	return t, p, nil
 }
@@ -413,7 +431,7 @@ func (cf *configFile) target() (*Target, error) {
 		BaseURL: strings.TrimRight(cf.BaseURL, "/"), KeyHeader: cf.KeyHeader, KeySyntax: cf.KeySyntax,
 		Timeout: cf.Timeout, Principals: cf.Principals, Oracle: cf.Oracle, TTL: cf.TTL.d, NeverExpires: cf.TTL.never,
 		Lease: cf.Lease, Command: cf.TargetCmd, Downstream: cf.Downstream, HTTP2: cf.HTTP2, Events: cf.Events,
-		Key: cf.Key, Protoset: cf.Protoset,
+		Key: cf.Key, Protoset: cf.Protoset, Carrier: cf.Carrier, Answers: cf.Answers,
 	}
 	if err := cf.grpcTarget(t); err != nil {
 		return nil, err
@@ -438,6 +456,9 @@ func (cf *configFile) target() (*Target, error) {
 				return nil, fmt.Errorf("%s.rpc: a gRPC operation has no method or path (rpc: package.Service/Method is both)", at)
 			}
 			op.Method, op.Path = http.MethodPost, "/"+oc.RPC
+		}
+		if err := carrierOperation(t, oc, &op, at); err != nil {
+			return nil, err
 		}
 		if oc.Body != nil {
 			b, err := jsonx.Encode(oc.Body)
@@ -529,6 +550,9 @@ func (t *Target) Validate() error {
 		return fmt.Errorf("base_url %q: want an absolute http(s) URL (grpc:// or grpcs:// for a gRPC target)", t.BaseURL)
 	}
 	if err := t.validateGRPC(); err != nil {
+		return err
+	}
+	if err := t.validateCarrier(); err != nil {
 		return err
 	}
 	if err := t.validateReplicas(); err != nil {

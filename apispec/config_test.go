@@ -85,7 +85,7 @@ func TestConfigErrors(t *testing.T) {
 		{"unclosed flow sequence", base + "operations:\n  - name: c\n    body: {a: [1, 2}\n", "line 5: did not find expected ',' or ']'"},
 		{"unknown top-level field", base + op + "colour: red\n", `line 4: unknown field "colour"`},
 		{"unknown operation field", base + "operations: [{name: c, method: POST, path: /c, verb: x}]\n", `unknown field "verb"`},
-		{"unknown profile", base + op + "profile: {preset: paypal}\n", `unknown profile "paypal" (valid: aep-155, aip-155, grpc-metadata, ietf, lenient, reference, seeds, stripe)`},
+		{"unknown profile", base + op + "profile: {preset: paypal}\n", `unknown profile "paypal" (valid: acp, adcp, aep-155, aip-155, grpc-metadata, ietf, lenient, reference, seeds, shopify, stripe)`},
 		{"unknown override", base + op + "profile: {overrides: {mismatch: [409]}}\n", `line 4: profile.overrides: unknown field "mismatch"`},
 		{"bad override value", base + op + "profile: {overrides: {cache_5xx: maybe}}\n", `"maybe" is not true, false or "?"`},
 		{"bad replay_compare", base + op + "profile: {overrides: {replay_compare: fuzzy}}\n", "profile replay_compare \"fuzzy\""},

@@ -37,6 +37,14 @@ type KeyPlace struct {
 	// Metadata is a metadata key (x-idempotency-key): the key is sent as
 	// that metadata entry, raw.
 	Metadata string `yaml:"metadata" json:"metadata,omitempty"`
+	// Pointer, Directive (with Argument) and Meta are a body carrier's
+	// key place (carrier.go): an RFC 6901 pointer into the body, the
+	// variables, the params or the tool arguments; a GraphQL directive
+	// on the mutation's field (@idempotent(key: "…")); an MCP _meta key.
+	Pointer   string `yaml:"pointer" json:"pointer,omitempty"`
+	Directive string `yaml:"directive" json:"directive,omitempty"`
+	Argument  string `yaml:"argument" json:"argument,omitempty"`
+	Meta      string `yaml:"meta" json:"meta,omitempty"`
 }
 
 // IsGRPC reports a gRPC target (a grpc:// or grpcs:// base URL).
@@ -116,7 +124,7 @@ var metadataRe = regexp.MustCompile(`^[0-9a-z_.-]+$`)
 // validateGRPC checks what only a gRPC target has, or must not have.
 func (t *Target) validateGRPC() error {
 	if !t.IsGRPC() {
-		if t.Key != nil {
+		if t.Key != nil && !t.KeyInBody() {
 			return fmt.Errorf("key: a gRPC target's key place; an HTTP target's key is key_header")
 		}
 		if t.Protoset != "" {
@@ -140,6 +148,8 @@ func (t *Target) validateGRPC() error {
 	switch {
 	case k == nil:
 		return fmt.Errorf("key: a gRPC target says where its key goes: {field: request_id}, {field: idempotency_key, first_sent: true} or {metadata: x-idempotency-key}")
+	case k.Pointer != "" || k.Directive != "" || k.Meta != "":
+		return fmt.Errorf("key: pointer, directive and meta are a body carrier's; a gRPC key is a field or metadata")
 	case (k.Field == "") == (k.Metadata == ""):
 		return fmt.Errorf("key: give field (a request message field) or metadata (a metadata key), one of them")
 	case k.Field != "" && !fieldRe.MatchString(k.Field):

@@ -332,6 +332,62 @@ var presets = map[string]Profile{
 	// unknown but the one execution per key the MUSTs judge and the
 	// in-flight codes ABORTED and ALREADY_EXISTS (grpcPreset).
 	"grpc-metadata": grpcPreset(Unknown, 0),
+	// Shopify's GraphQL Admin API (shopify.dev/docs/api/usage/
+	// implementing-idempotency, the 2026-04 changelog): the key is the
+	// @idempotent(key: "…") directive on the mutation's field (key:
+	// {directive: idempotent}), carrier graphql; required on the
+	// mutations that take it ("calling these mutations without an
+	// idempotency directive will result in an error at runtime", whose
+	// code it does not name: any error meets it); a duplicate returns "the
+	// result of the original operation instead of creating a new one";
+	// the codes of a reused key with other variables and of a concurrent
+	// duplicate are presetAnswers'. Every answer comes under HTTP 200:
+	// no problem document, no Retry-After, no replay header.
+	"shopify": {
+		KeySyntax: Raw, KeyRequired: Yes,
+		MismatchStatus: []int{422}, InFlightStatus: []int{409},
+		BlockOK: false, MaxBlock: 10 * time.Second,
+		ReplayCompare: CompareJSON, ProblemJSON: No, RetryAfterOn409: No,
+		Cache5xx: Unknown, Cache4xxBusiness: Unknown, CacheValidation: Unknown,
+		ScopeEndpoint: ScopeUnknown, ScopeUser: "isolated", BlankKey: BlankUnknown, KeyCase: KeyCaseUnknown, CanonicalJSON: Unknown, StaleReplayOnMismatch: No, ReplayCredentials: Unknown, RetryCompletes: Unknown,
+		QueryMismatch: QueryEither, Expiry: ExpiryUnknown, Margin: 500 * time.Millisecond, Grace: time.Second,
+	},
+	// The Ad Context Protocol v3 (adcontextprotocol/adcp PR #2315, its
+	// universal/idempotency storyboard): an idempotency_key argument on
+	// every mutating tool call (carrier mcp, key: {pointer:
+	// /idempotency_key}), required, matching ^[A-Za-z0-9_.:-]{16,255}$;
+	// equivalence on the canonical (JCS) payload; a replay carries
+	// replayed: true (answers.replayed); a reused key with another
+	// payload is IDEMPOTENCY_CONFLICT, whose error carries code and
+	// message only (security/conflict-no-leak); the replay TTL is what the
+	// seller declares in get_adcp_capabilities (adcp.idempotency.
+	// replay_ttl_seconds, read when the config gives no ttl).
+	"adcp": {
+		KeySyntax: Raw, KeyRequired: Yes, KeyMinLen: 16, KeyMaxLen: 255, KeyFormat: `[A-Za-z0-9_.:-]{16,255}`,
+		MismatchStatus: []int{422},
+		BlockOK:        true, MaxBlock: 10 * time.Second,
+		ReplayCompare: CompareJSON, ProblemJSON: No, RetryAfterOn409: No,
+		Cache5xx: Unknown, Cache4xxBusiness: Unknown, CacheValidation: No,
+		ScopeEndpoint: ScopeUnknown, ScopeUser: "isolated", BlankKey: BlankReject, KeyCase: KeyCaseSensitive, CanonicalJSON: Yes, StaleReplayOnMismatch: No, ReplayCredentials: Unknown, RetryCompletes: Unknown,
+		QueryMismatch: QueryEither, Expiry: ExpiryUnknown, Margin: 500 * time.Millisecond, Grace: time.Second,
+	},
+	// The Agentic Commerce Protocol (agentic-commerce-protocol PR #121):
+	// Idempotency-Key on every POST, at most 255 characters, raw;
+	// idempotency_key_required 400, idempotency_in_flight 409 with
+	// Retry-After, idempotency_conflict 422; a replay is marked
+	// Idempotent-Replayed: true. Scope is the authenticated identity and
+	// the endpoint (another endpoint: a key of its own, or refused: not
+	// said). TTL guidance is an open proposal (/issues/97): declare ttl:.
+	"acp": {
+		KeySyntax: Raw, KeyRequired: Yes, KeyMaxLen: 255,
+		MissingStatus: []int{400}, MismatchStatus: []int{422}, InFlightStatus: []int{409},
+		BlockOK: false, MaxBlock: 10 * time.Second,
+		ReplayHeader: "Idempotent-Replayed", ReplayHeaderValue: "true",
+		ReplayCompare: CompareJSON, ProblemJSON: Unknown, RetryAfterOn409: Yes,
+		Cache5xx: Unknown, Cache4xxBusiness: Unknown, CacheValidation: Unknown,
+		ScopeEndpoint: ScopeUnknown, ScopeUser: "isolated", BlankKey: BlankUnknown, KeyCase: KeyCaseUnknown, CanonicalJSON: Unknown, StaleReplayOnMismatch: No, ReplayCredentials: Unknown, RetryCompletes: Unknown,
+		QueryMismatch: QueryEither, Expiry: ExpiryFresh, Margin: 500 * time.Millisecond, Grace: time.Second,
+	},
 	// Only the outcomes every source agrees on are judged.
 	"lenient": {
 		KeySyntax: SFString, KeyRequired: Unknown,

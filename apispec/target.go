@@ -83,6 +83,11 @@ type Target struct {
 	// its broker (evidence/events): the run's oracle when no oracle is
 	// configured, else a second source the outbox cases compare with it.
 	Events *events.Config `yaml:"events,omitempty" json:"events,omitempty"`
+	// Carrier is how an HTTP target's requests carry the key and how its
+	// answers are read (carrier.go): "" or header, json-body, graphql,
+	// jsonrpc, mcp. Answers reads GraphQL, JSON-RPC and MCP answers.
+	Carrier string   `yaml:"carrier,omitempty" json:"carrier,omitempty"`
+	Answers *Answers `yaml:"answers,omitempty" json:"answers,omitempty"`
 
 	managed *Managed    // the started Command, set for the length of a run
 	tls     *tls.Config // built from TLS by SetTLS
@@ -131,6 +136,14 @@ type Operation struct {
 	// Marker is where a key's token for the downstream double goes in the
 	// key's requests (nil: the key itself is the token).
 	Marker *Marker `yaml:"marker,omitempty" json:"marker,omitempty"`
+	// Query and OperationName are a GraphQL operation's document and the
+	// name of the operation in it to run; Body is then its variables.
+	Query         string `yaml:"query,omitempty" json:"query,omitempty"`
+	OperationName string `yaml:"operation_name,omitempty" json:"operation_name,omitempty"`
+	// Call is a JSON-RPC operation's method (Body its params); Tool an
+	// MCP operation's tool (Body its arguments).
+	Call string `yaml:"call,omitempty" json:"call,omitempty"`
+	Tool string `yaml:"tool,omitempty" json:"tool,omitempty"`
 }
 
 // Mutation is a named materially different request: a body patch, query

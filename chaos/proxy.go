@@ -35,6 +35,9 @@ type options struct {
 	timeout   time.Duration
 	tls       *tls.Config
 	maxKeys   int
+	// keyOf, when set, reads the key from a request (a key in the body:
+	// JSON, GraphQL, JSON-RPC) instead of keyHeader.
+	keyOf func(h http.Header, body []byte) string
 	// A gRPC proxy's (grpc.go).
 	keyField string
 	resolve  Resolver
@@ -54,6 +57,14 @@ func WithReplicas(urls ...string) Option {
 // WithKeyHeader names the idempotency key header (default
 // Idempotency-Key).
 func WithKeyHeader(name string) Option { return func(o *options) { o.keyHeader = name } }
+
+// WithKeyOf reads each request's key with f, given its header and body,
+// instead of the key header: an API that keeps its key in the body.
+// Every request then takes the parsing path (the byte pump reads only
+// heads).
+func WithKeyOf(f func(h http.Header, body []byte) string) Option {
+	return func(o *options) { o.keyOf = f }
+}
 
 // WithIDPointer is the RFC 6901 pointer to the created id in a response
 // body (default /id); the history records it for the checker.
@@ -198,6 +209,9 @@ func (p *Proxy) handle(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	body, err := readAll(r.Body, r.ContentLength, p.opts.maxBody)
 	key := unquoteKey(r.Header.Get(p.opts.keyHeader))
+	if p.opts.keyOf != nil && err == nil {
+		key = p.opts.keyOf(r.Header, body)
+	}
 	attempt, rule := p.pick(r, key)
 	x := &Relay{w: w, r: r, p: p, Body: body, ev: Event{
 		Type: "attempt", Time: start.UTC(), Key: key, Attempt: attempt,

@@ -198,6 +198,9 @@ func parseRespHead(b []byte) (h respHead, ok bool) {
 // parsing path takes it); keep says the connection can carry another.
 func (c *clientConn) pump() (handled, keep bool) {
 	p := c.s.p
+	if p.opts.keyOf != nil { // the key is in the body: the parsing path reads it
+		return false, false
+	}
 	buffered, _ := c.br.Peek(c.br.Buffered())
 	h, ok := parseReqHead(buffered, p.opts.keyHeader)
 	// The whole request is read before anything is forwarded, as on the

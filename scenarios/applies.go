@@ -35,13 +35,16 @@ func needs[C any](why string) Unfit {
 }
 
 // notForKeyField is the Unfit of a case that needs the key outside the
-// request message (a header field, a metadata entry).
+// request message or body (a header field, a metadata entry).
 func notForKeyField(why string) Unfit {
 	return func(_ wire.Carrier, t *apispec.Target) string {
-		if t.KeyField() == "" {
-			return ""
+		switch {
+		case t.KeyField() != "":
+			return "does not apply to a key in a message field: " + why
+		case t.KeyInBody():
+			return "does not apply to a key in the request body: " + why
 		}
-		return "does not apply to a key in a message field: " + why
+		return ""
 	}
 }
 
@@ -58,9 +61,9 @@ func notForFirstSent(why string) Unfit {
 
 // The reasons more than one case gives.
 var (
-	unlessProblems = needs[wire.Problems]("problem+json is HTTP's error document; the carrier's errors have their own shape (a gRPC error is a google.rpc.Status)")
-	unlessMethods  = needs[wire.Methods]("the call has no HTTP method to choose (an RPC's method is the call itself)")
-	unlessSFKeys   = needs[wire.HeaderKeys]("the key is a message field or a metadata value, not an RFC 9651 sf-string")
+	unlessProblems = needs[wire.Problems]("problem+json is HTTP's error document; the carrier's errors have their own shape (a gRPC error is a google.rpc.Status, a GraphQL one an errors entry, a JSON-RPC one an error object)")
+	unlessMethods  = needs[wire.Methods]("the call has no HTTP method to choose (an RPC's method is the call itself; a GraphQL or JSON-RPC call is always a POST)")
+	unlessSFKeys   = needs[wire.HeaderKeys]("the key is a message field, a metadata value or a member of the body, not an RFC 9651 sf-string")
 )
 
 // unfit is why c does not apply over carrier k to t ("" when it does).

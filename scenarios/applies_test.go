@@ -44,6 +44,13 @@ func TestEveryCaseDecidedForEveryCarrier(t *testing.T) {
 	meta := &apispec.Target{BaseURL: "grpc://127.0.0.1:1"}
 	field := &apispec.Target{BaseURL: "grpc://127.0.0.1:1", Key: &apispec.KeyPlace{Field: "request_id"}}
 	aep := &apispec.Target{BaseURL: "grpc://127.0.0.1:1", Key: &apispec.KeyPlace{Field: "idempotency_key", FirstSent: true}}
+	body := func(kind string) *apispec.Target {
+		return &apispec.Target{BaseURL: "http://127.0.0.1:1", Carrier: kind, Key: &apispec.KeyPlace{Pointer: "/idempotency_key"}}
+	}
+	jsonBody, graphQL, jsonRPC, mcp := body(apispec.CarrierJSONBody), body(apispec.CarrierGraphQL), body(apispec.CarrierJSONRPC), body(apispec.CarrierMCP)
+	// What a carrier reading its answers from a JSON document lacks: every
+	// header, method and raw-body case; what it keeps: the rest.
+	answered := slices.Sorted(slices.Values(append(slices.Clone(grpcNever), "syntax/repeated-header")))
 	for _, tc := range []struct {
 		name  string
 		c     wire.Carrier
@@ -54,6 +61,10 @@ func TestEveryCaseDecidedForEveryCarrier(t *testing.T) {
 		{"gRPC metadata key", carrierOf(meta), meta, grpcNever},
 		{"gRPC field key", carrierOf(field), field, slices.Sorted(slices.Values(append(slices.Clone(grpcNever), "syntax/repeated-header")))},
 		{"gRPC AEP-155 key", carrierOf(aep), aep, slices.Sorted(slices.Values(append(slices.Clone(grpcNever), "expiry/counted-from", "expiry/fresh-after-ttl", "syntax/repeated-header")))},
+		{"JSON body key", carrierOf(jsonBody), jsonBody, []string{"replay/key-field-spelling", "syntax/cross-form", "syntax/malformed-sf-string", "syntax/repeated-header"}},
+		{"GraphQL", carrierOf(graphQL), graphQL, answered},
+		{"JSON-RPC", carrierOf(jsonRPC), jsonRPC, answered},
+		{"MCP", carrierOf(mcp), mcp, answered},
 		{"no capabilities", bare{}, http, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -31,11 +31,11 @@ func init() {
 			Requirement: "draft §2.6: the resource SHOULD respond with the result of the previously completed operation: a binary (non-JSON) response replays byte-identical, not re-encoded as text.",
 			Explanation: "The binary variant's response replays byte for byte (bytes that are not UTF-8 included).",
 			Needs:       []Need{NeedBinary}},
-			PerOperation: true, UsesOracle: true, Unfit: needs[wire.RawBodies]("a gRPC answer is a message: there is no non-JSON body to keep"), Run: fidelityBinaryBody},
+			PerOperation: true, UsesOracle: true, Unfit: needs[wire.RawBodies]("the answer is a message or a JSON document (gRPC, GraphQL, JSON-RPC): there is no non-JSON body to keep"), Run: fidelityBinaryBody},
 		Case{Meta: Meta{ID: "fidelity/content-coding", Family: "fidelity", Requirements: []string{"IK-REPLAY-2"}, Level: Should,
 			Requirement: "draft §2.6 with RFC 9110 §12.5.3: the replay is the result of the completed operation in a content coding the retry accepts: a retry that accepts only identity never gets the gzip body stored for an original that accepted gzip.",
 			Explanation: "The original sent with Accept-Encoding: gzip, its retry with identity, and the other way round: each answer comes in a coding its request accepted (no Content-Encoding it did not ask for) and the retry's decodes to the original's (compared per profile)."},
-			PerOperation: true, UsesOracle: true, Unfit: needs[wire.ContentCoding]("gRPC compresses each message below the handler (grpc-encoding, chosen for each call from that call's grpc-accept-encoding): a service stores and replays the message, re-compressed for the retry's own call, and replay/same-body compares it decompressed"), Run: fidelityContentCoding},
+			PerOperation: true, UsesOracle: true, Unfit: needs[wire.ContentCoding]("the carrier negotiates no content coding of its own answers (GraphQL, JSON-RPC) or compresses below the handler (gRPC compresses each message below the handler (grpc-encoding, chosen for each call from that call's grpc-accept-encoding): a service stores and replays the message, re-compressed for the retry's own call, and replay/same-body compares it decompressed)"), Run: fidelityContentCoding},
 	)
 }
 

@@ -24,7 +24,7 @@ func init() {
 			Requirement: "Practice: a request aborted mid-body (the server never received it whole) leaves no key record; the retry executes once.",
 			Explanation: "The proxy sends the headers and half the body, then closes; the full retry with the same key succeeds and executes exactly once.",
 			Needs:       []Need{NeedEffects}},
-			PerOperation: true, Unfit: needs[wire.RawBodies]("a unary method is called with its whole request message: the message is length-prefixed and decoded before the method runs (grpc-go's generated handler decodes it first and returns the error), so a cut message never reaches a handler that could keep its key (TestGRPCCutMessageNeverRuns)"), Run: lostTruncatedRequest},
+			PerOperation: true, Unfit: needs[wire.RawBodies]("the request is sent whole inside the carrier's envelope or message (GraphQL, JSON-RPC: a cut body is no call at all; gRPC: a unary method is called with its whole request message: the message is length-prefixed and decoded before the method runs (grpc-go's generated handler decodes it first and returns the error), so a cut message never reaches a handler that could keep its key (TestGRPCCutMessageNeverRuns))"), Run: lostTruncatedRequest},
 		Case{Meta: Meta{ID: "lost/retry-storm", Family: "lost", Requirements: []string{"IK-LOST-3"}, Level: Must,
 			Requirement: "Practice: a retry storm (k jittered retries, some overlapping the original) still gives exactly one execution.",
 			Explanation: "A slow request whose response the proxy drops is retried 3 times while still in flight, then until done: one execution, one created id, and the client ends with it.",

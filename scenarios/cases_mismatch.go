@@ -22,7 +22,7 @@ func init() {
 			Requirement: "draft §2.7: a different request payload under a used key SHOULD get HTTP 422 (status per profile); an added member makes the payload different.",
 			Explanation: "The body plus a member idemcheck adds under a used key gets the mismatch error (a replay warns: unknown members may be outside the fingerprint); an execution fails.",
 			Needs:       []Need{NeedEffects}},
-			PerOperation: true, Unfit: needs[wire.RawBodies]("a protobuf message has no member outside its schema to add (mutations: changes a field for mismatch/changed-body)"), Run: mismatchAddedField},
+			PerOperation: true, Unfit: needs[wire.RawBodies]("the payload is re-encoded inside the carrier's message or envelope: a protobuf message has no member outside its schema to add, and a GraphQL operation reads only the variables it declares (mutations: changes a field for mismatch/changed-body)"), Run: mismatchAddedField},
 		Case{Meta: Meta{ID: "mismatch/problem-link", Family: "mismatch", Requirements: []string{"IK-MISMATCH-2", "IK-PROBLEM-1", "IK-PROBLEM-2"}, Level: Should,
 			Requirement: "draft §2.7: the 422 response SHOULD carry a body or Link header pointing to relevant documentation (problem+json type, or Link rel=\"describedby\").",
 			Explanation: "The mismatch error links to the idempotency documentation."},

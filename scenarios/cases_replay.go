@@ -50,7 +50,7 @@ func init() {
 		Case{Meta: Meta{ID: "replay/canonical-json", Family: "replay", Requirements: []string{"IK-REPLAY-7"}, Level: Should,
 			Requirement: "draft §2.4 (MAY fingerprint) and profile canonical_json: a semantically equal JSON body (member order, whitespace) is the same payload.",
 			Explanation: "The same key with the same JSON document spelled differently replays rather than mismatching, and never executes again."},
-			PerOperation: true, UsesOracle: true, Unfit: needs[wire.RawBodies]("the request travels as binary protobuf: JSON member order and whitespace never reach the server"), Run: replayCanonicalJSON},
+			PerOperation: true, UsesOracle: true, Unfit: needs[wire.RawBodies]("the request travels re-encoded (binary protobuf; a GraphQL or JSON-RPC envelope): JSON member order and whitespace never reach the server as built"), Run: replayCanonicalJSON},
 		Case{Meta: Meta{ID: "replay/volatile-fields", Family: "replay", Requirements: []string{"IK-REPLAY-8"}, Level: Should,
 			Requirement: "Profile volatile_fields (seeds: fingerprint excludes volatile fields): a body differing only in those fields is the same payload.",
 			Explanation: "Changing only a configured volatile field under the same key replays the original."},

@@ -74,6 +74,25 @@ func Build(t *apispec.Target, op *apispec.Operation, r Request) Exchange {
 	for k, v := range r.Headers {
 		x.Request.Header.Set(k, v)
 	}
+	if t.KeyInBody() {
+		// The key is in the payload or the GraphQL document; a probe's
+		// raw key lines are its first line's value, as for a gRPC field.
+		key, present := r.Key, !r.NoKey
+		if r.KeyLines != nil {
+			key, present = "", len(r.KeyLines) > 0
+			if present {
+				key = r.KeyLines[0]
+			}
+		}
+		x.Request.Body = bodyWithKey(t, op, body, key, present)
+		if t.ReadsAnswers() {
+			x.Request.Header.Set("Content-Type", "application/json")
+		}
+		if t.IsMCP() { // streamable HTTP: the server may answer either way
+			x.Request.Header.Set("Accept", "application/json, text/event-stream")
+		}
+		return x
+	}
 	if t.KeyField() != "" {
 		// The key is a field of the request message (AIP-155, AEP-155);
 		// a probe's raw key lines are its first line's value.

@@ -102,7 +102,8 @@ type RawBodies interface{ KeepsBodyBytes() }
 type HeaderKeys interface{ SpellsKeyHeader() }
 
 // NewCarrier is t's carrier: GRPC for a grpc:// or grpcs:// base URL,
-// else HTTP over hc (one that never re-sends: Client). A gRPC call is
+// Answering for a graphql, jsonrpc or mcp target, JSONBody for a key in
+// the JSON body, else HTTP over hc (one that never re-sends: Client). A gRPC call is
 // bounded by hc.Timeout, as an HTTP request is. The caller closes it.
 // With hc nil it is a carrier only asked what it can do (a plan), never
 // sent through.
@@ -113,6 +114,12 @@ func NewCarrier(t *apispec.Target, hc *http.Client) Carrier {
 			g.Timeout = hc.Timeout
 		}
 		return g
+	}
+	switch {
+	case t.ReadsAnswers():
+		return NewAnswering(t, hc)
+	case t.KeyInBody():
+		return JSONBody{http: HTTP{Target: t, Client: hc}}
 	}
 	return HTTP{Target: t, Client: hc}
 }

@@ -100,8 +100,12 @@ func startHTTP(t *apispec.Target, bases []string, o Options) (*Front, error) {
 	if conns <= 0 {
 		conns = 16
 	}
-	p, err := chaos.New(bases[0], chaos.WithReplicas(bases[1:]...), chaos.WithKeyHeader(t.KeyHeader), chaos.WithIDPointer(o.IDPointer),
-		chaos.WithTransport(wire.Transport(t, conns)), chaos.WithHistory(o.History), chaos.WithSeed(o.Seed), chaos.WithTimeout(t.Timeout))
+	opts := []chaos.Option{chaos.WithReplicas(bases[1:]...), chaos.WithKeyHeader(t.KeyHeader), chaos.WithIDPointer(o.IDPointer),
+		chaos.WithTransport(wire.Transport(t, conns)), chaos.WithHistory(o.History), chaos.WithSeed(o.Seed), chaos.WithTimeout(t.Timeout)}
+	if keyOf := wire.KeyReader(t); keyOf != nil { // a key in the body: JSON, GraphQL, JSON-RPC
+		opts = append(opts, chaos.WithKeyOf(keyOf))
+	}
+	p, err := chaos.New(bases[0], opts...)
 	if err != nil {
 		return nil, err
 	}

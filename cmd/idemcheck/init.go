@@ -31,16 +31,21 @@ type initFlags struct {
 	rpcs        []string
 	metadata    []string
 	keyMetadata string
-	out         string
-	force       bool
-	timeout     time.Duration
-	tls         apispec.TLS
+	// --graphql-schema, --graphql-url, --mutation; --mcp (with --header).
+	graphqlSchema string
+	graphqlURL    string
+	mutations     []string
+	mcp           string
+	out           string
+	force         bool
+	timeout       time.Duration
+	tls           apispec.TLS
 }
 
 func init() {
 	var f initFlags
 	cmd := &cobra.Command{
-		Use:   "init (--openapi FILE|URL | --probe URL --body JSON | --grpc grpc://HOST:PORT)",
+		Use:   "init (--openapi FILE|URL | --probe URL --body JSON | --grpc grpc://HOST:PORT | --graphql-schema FILE | --mcp URL)",
 		Short: "Write a commented config from an OpenAPI document, a live endpoint or a gRPC service's descriptors",
 		Long: "Write an idemcheck config for an API. From an OpenAPI 3.0 or 3.1 document (YAML or JSON):\n" +
 			"the operations declaring the key header (else every POST and PATCH), bodies from examples or\n" +
@@ -51,12 +56,18 @@ func init() {
 			"(--grpc): its descriptors, by server reflection or --protoset, give the methods whose request carries\n" +
 			"AIP-155's request_id or AEP-155's {key, first_sent} (or, with --key-metadata, the unary methods not\n" +
 			"named like reads), a request skeleton in protojson, id_pointer, a mutation and the preset.\n" +
+			"From a GraphQL schema (--graphql-schema: SDL or the introspection answer as JSON): the mutations\n" +
+			"carrying a key directive (Shopify's @idempotent) or a key argument or input field, a document and\n" +
+			"variables for each. From an MCP server (--mcp): tools/list after the initialize handshake, the tools\n" +
+			"taking a key argument (AdCP's idempotency_key) (docs/carriers.md).\n" +
 			"Every guess is marked '# guessed:', every gap '# TODO:' (docs/getting-started.md).",
 		Example: `  idemcheck init --openapi examples/payments.openapi.yaml -o idemcheck.yaml
   idemcheck init --openapi https://api.example.com/openapi.json --operation createOrder -o orders.yaml
   idemcheck init --probe http://127.0.0.1:8080/v1/charges --body '{"amount":1000,"currency":"usd"}' --header 'Authorization: Bearer alice'
   idemcheck init --grpc grpc://127.0.0.1:50051 --metadata 'authorization: Bearer alice'
-  idemcheck init --grpc grpcs://payments.example.com:443 --protoset payments.protoset --rpc acme.payments.v1.PaymentService/CreatePayment`,
+  idemcheck init --grpc grpcs://payments.example.com:443 --protoset payments.protoset --rpc acme.payments.v1.PaymentService/CreatePayment
+  idemcheck init --graphql-schema admin.graphql --graphql-url https://shop.example.com --mutation refundCreate
+  idemcheck init --mcp http://127.0.0.1:8091/mcp --header 'Authorization: Bearer alice'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runInit(cmd, f) },
 	}
@@ -75,6 +86,10 @@ func init() {
 	fl.StringArrayVar(&f.rpcs, "rpc", nil, "--grpc: package.Service/Method to write (default: those whose request carries a key); repeatable")
 	fl.StringArrayVar(&f.metadata, "metadata", nil, "--grpc: 'name: value' sent with every call (credentials are written as ${IDEMCHECK_TOKEN_1}); repeatable")
 	fl.StringVar(&f.keyMetadata, "key-metadata", "", "--grpc: the metadata key carrying the idempotency key (x-idempotency-key), for messages without a key field")
+	fl.StringVar(&f.graphqlSchema, "graphql-schema", "", "a GraphQL schema file: SDL, or the introspection answer as JSON (nothing is sent)")
+	fl.StringVar(&f.graphqlURL, "graphql-url", "", "--graphql-schema: the API's origin (https://shop.example.com)")
+	fl.StringArrayVar(&f.mutations, "mutation", nil, "--graphql-schema: a mutation to write (default: those carrying a key); repeatable")
+	fl.StringVar(&f.mcp, "mcp", "", "an MCP server's streamable HTTP endpoint (http://HOST:PORT/mcp): its tools/list (--header for credentials)")
 	fl.StringVarP(&f.out, "output", "o", "idemcheck.yaml", "file to write ('-': stdout)")
 	fl.BoolVar(&f.force, "force", false, "overwrite the output file")
 	addTimeoutFlag(fl, &f.timeout, "the --probe requests and a document URL's download; the TLS flags apply to both")
@@ -84,13 +99,22 @@ func init() {
 
 func runInit(cmd *cobra.Command, f initFlags) error {
 	given := 0
-	for _, v := range []string{f.openapi, f.probe, f.grpc} {
+	for _, v := range []string{f.openapi, f.probe, f.grpc, f.graphqlSchema, f.mcp} {
 		if v != "" {
 			given++
 		}
 	}
 	if given != 1 {
-		return usageErrorf("init: give exactly one of --openapi, --probe and --grpc")
+		return usageErrorf("init: give exactly one of --openapi, --probe, --grpc, --graphql-schema and --mcp")
+	}
+	if f.graphqlSchema == "" && (f.graphqlURL != "" || len(f.mutations) > 0) {
+		return usageErrorf("init: --graphql-url and --mutation go with --graphql-schema")
+	}
+	if (f.graphqlSchema != "" || f.mcp != "") && (cmd.Flags().Changed("body") || len(f.query) > 0 || cmd.Flags().Changed("method") || f.keyHeader != "" || f.noValidate) {
+		return usageErrorf("init --graphql-schema, --mcp: --body, --query, --method, --key-header and --no-validate go with --probe or --openapi")
+	}
+	if f.graphqlSchema != "" && len(f.headers) > 0 {
+		return usageErrorf("init --graphql-schema: --header goes with --mcp or --probe (the schema is read, nothing is sent)")
 	}
 	if f.openapi != "" && (cmd.Flags().Changed("body") || len(f.headers) > 0 || len(f.query) > 0 || cmd.Flags().Changed("method")) {
 		return usageErrorf("init: --body, --header, --query and --method go with --probe")
@@ -120,6 +144,12 @@ func runInit(cmd *cobra.Command, f initFlags) error {
 		err error
 	)
 	switch {
+	case f.graphqlSchema != "":
+		out, err = initconfig.FromGraphQL(initconfig.GraphQLOptions{Schema: f.graphqlSchema, URL: f.graphqlURL, Mutations: f.mutations,
+			Command: "idemcheck init --graphql-schema " + f.graphqlSchema})
+	case f.mcp != "":
+		out, err = initconfig.FromMCP(cmd.Context(), initconfig.MCPOptions{URL: f.mcp, Headers: f.headers, Timeout: f.timeout,
+			Command: "idemcheck init --mcp " + f.mcp})
 	case f.grpc != "":
 		out, err = initconfig.FromGRPC(cmd.Context(), initconfig.GRPCOptions{
 			URL: f.grpc, Protoset: f.protoset, RPCs: f.rpcs, Metadata: f.metadata, KeyMetadata: f.keyMetadata,

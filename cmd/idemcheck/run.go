@@ -18,6 +18,7 @@ import (
 	"github.com/idemcheck/idemcheck/internal/progress"
 	"github.com/idemcheck/idemcheck/reports"
 	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/wire"
 )
 
 type runFlags struct {
@@ -163,6 +164,11 @@ func runConformance(ctx context.Context, stdout, stderr io.Writer, f runFlags, a
 	tgt, profile, err := f.sel.Load()
 	if err != nil {
 		return withCode(exitUsage, err)
+	}
+	// A TTL the API declares by a call (AdCP's capabilities) is read
+	// before planning: the expiry cases need it.
+	if err := wire.DeclaredTTL(context.Background(), tgt); err != nil {
+		return withCode(exitUnreachable, err)
 	}
 	config, err := configResource(f.sel.Config)
 	if err != nil {

@@ -106,19 +106,25 @@ func applyMerge(target, patch any) any {
 // JSON) and every other byte kept as it was, so a body's formatting and
 // member order survive. ok is false when p is invalid or names nothing.
 func Replace(doc []byte, p string, value []byte) (out []byte, ok bool) {
-	toks, err := ParsePointer(p)
-	if err != nil {
-		return nil, false
-	}
-	dec := json.NewDecoder(bytes.NewReader(doc))
-	dec.UseNumber()
-	start, end, ok := valueSpan(dec, doc, toks)
+	start, end, ok := Span(doc, p)
 	if !ok {
 		return nil, false
 	}
 	out = make([]byte, 0, len(doc)-(end-start)+len(value))
 	out = append(append(append(out, doc[:start]...), value...), doc[end:]...)
 	return out, true
+}
+
+// Span is where the value at pointer p lies in doc: doc[start:end]. ok is
+// false when p is invalid or names nothing.
+func Span(doc []byte, p string) (start, end int, ok bool) {
+	toks, err := ParsePointer(p)
+	if err != nil {
+		return 0, 0, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.UseNumber()
+	return valueSpan(dec, doc, toks)
 }
 
 // valueSpan finds the bytes [start, end) of the value at toks, reading the

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idemcheck/idemcheck/internal/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// check runs the catalog under --strict against build d of adcpagent,
+// served over loopback.
+func check(t *testing.T, d defect) (int, *testenv.RunReport) {
+	t.Helper()
+	s := newServer(3*time.Second, d)
+	srv := httptest.NewServer(s.routes())
+	t.Cleanup(srv.Close)
+	return testenv.RunConfig(t, "idemcheck.yaml", func(c map[string]any) { c["base_url"] = srv.URL }, "--strict")
+}
+
+// TestCorrectBuild: the correct build passes the whole catalog under
+// --strict: nothing fails, warns or stays undecided.
+func TestCorrectBuild(t *testing.T) {
+	code, rep := check(t, "")
+	if code != 0 {
+		t.Errorf("exit %d (%s), want 0; failing %v; undecided %v", code, rep.Outcome, rep.Failing(), rep.Undecided())
+	}
+}
+
+// TestDefects: each planted defect fails the run, naming the case that
+// catches it.
+func TestDefects(t *testing.T) {
+	for d, want := range map[defect]string{
+		ignoresKey:         "replay/single-execution",
+		noFingerprint:      "mismatch/changed-body",
+		leaksPayload:       "security/conflict-no-leak",
+		executesOnMismatch: "mismatch/original-survives",
+	} {
+		t.Run(string(d), func(t *testing.T) {
+			code, rep := check(t, d)
+			failing := rep.Failing()
+			if code != 1 || failing[want] == "" {
+				t.Errorf("exit %d, failing %v: want exit 1 with %s failing", code, failing, want)
+			}
+		})
+	}
+}
+
+// TestInitFromToolsList: init --mcp writes a config for create_media_buy
+// from the agent's tools/list, with AdCP's idempotency_key as the key and
+// the adcp preset, that idemcheck reads (list).
+func TestInitFromToolsList(t *testing.T) {
+	srv := httptest.NewServer(newServer(3*time.Second, "").routes())
+	t.Cleanup(srv.Close)
+	config := filepath.Join(t.TempDir(), "idemcheck.yaml")
+	if code, out := testenv.Idemcheck(t, nil, "init", "--mcp", srv.URL+"/mcp", "--header", "Authorization: Bearer alice", "-o", config); code != 0 {
+		t.Fatalf("init exit %d: %s", code, out)
+	}
+	raw, err := os.ReadFile(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"carrier: mcp", "key: {pointer: /idempotency_key}", "tool: create_media_buy", "ttl_tool: get_adcp_capabilities", "preset: adcp"} {
+		if !strings.Contains(string(raw), want) {
+			t.Errorf("config lacks %q:\n%s", want, raw)
+		}
+	}
+	if code, out := testenv.Idemcheck(t, []string{"IDEMCHECK_TOKEN_1=alice", "IDEMCHECK_TOKEN_2=bob"}, "list", "--config", config); code != 0 {
+		t.Errorf("list exit %d: %s", code, out)
+	}
+}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idemcheck/idemcheck/internal/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// check runs the catalog under --strict with config against build d of
+// gqlshop, served over loopback.
+func check(t *testing.T, config string, d defect) (int, *testenv.RunReport) {
+	t.Helper()
+	s, err := newServer(3*time.Second, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s.routes())
+	t.Cleanup(srv.Close)
+	return testenv.RunConfig(t, config, func(c map[string]any) { c["base_url"] = srv.URL }, "--strict")
+}
+
+// configs are the API's two faces: GraphQL (Shopify's directive) and
+// REST with the key in the JSON body (ACP's rules).
+var configs = []string{"idemcheck.yaml", "idemcheck-rest.yaml"}
+
+// TestCorrectBuild: the correct build passes the whole catalog under
+// --strict: nothing fails, warns or stays undecided.
+func TestCorrectBuild(t *testing.T) {
+	for _, config := range configs {
+		t.Run(config, func(t *testing.T) {
+			code, rep := check(t, config, "")
+			if code != 0 {
+				t.Errorf("exit %d (%s), want 0; failing %v; undecided %v", code, rep.Outcome, rep.Failing(), rep.Undecided())
+			}
+		})
+	}
+}
+
+// TestDefects: each planted defect fails the run, naming the case that
+// catches it.
+func TestDefects(t *testing.T) {
+	for d, want := range map[defect]string{
+		ignoresKey:         "replay/single-execution",
+		noFingerprint:      "mismatch/changed-body",
+		leaksPayload:       "security/conflict-no-leak",
+		executesOnMismatch: "mismatch/original-survives",
+	} {
+		for _, config := range configs {
+			t.Run(string(d)+"/"+config, func(t *testing.T) {
+				code, rep := check(t, config, d)
+				failing := rep.Failing()
+				if code != 1 || failing[want] == "" {
+					t.Errorf("exit %d, failing %v: want exit 1 with %s failing", code, failing, want)
+				}
+			})
+		}
+	}
+}
+
+// TestInitFromSchema: init --graphql-schema writes a config for
+// chargeCreate from gqlshop's SDL, with Shopify's directive as the key,
+// that idemcheck reads (list).
+func TestInitFromSchema(t *testing.T) {
+	dir := t.TempDir()
+	schema, config := filepath.Join(dir, "schema.graphql"), filepath.Join(dir, "idemcheck.yaml")
+	if err := os.WriteFile(schema, []byte(schemaSDL), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := testenv.Idemcheck(t, nil, "init", "--graphql-schema", schema, "--graphql-url", "http://127.0.0.1:8090", "-o", config); code != 0 {
+		t.Fatalf("init exit %d: %s", code, out)
+	}
+	raw, err := os.ReadFile(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"carrier: graphql", "key: {directive: idempotent}", "chargeCreate(input: $input)", "id_pointer: /data/chargeCreate/charge/id", "preset: shopify"} {
+		if !strings.Contains(string(raw), want) {
+			t.Errorf("config lacks %q:\n%s", want, raw)
+		}
+	}
+	if code, out := testenv.Idemcheck(t, []string{"IDEMCHECK_TOKEN_1=alice", "IDEMCHECK_TOKEN_2=bob"}, "list", "--config", config); code != 0 {
+		t.Errorf("list exit %d: %s", code, out)
+	}
+}
