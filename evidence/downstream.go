@@ -419,6 +419,9 @@ func (d *Downstream) Check(ctx context.Context, c *http.Client) (note string, ok
 	route := t.OracleOf(op).Downstream
 	untokened := d.Untokened(op)
 	x := wire.Build(t, op, wire.Request{Label: "double check", Key: k})
+	if err := wire.WithFreshResource(ctx, wire.HTTP{Client: c}, t, op, 0, "", &x); err != nil {
+		return fmt.Sprintf("downstream %s: %v, so the double could not be checked; its counts are not used", route, err), false
+	}
 	x.Request.URL, x.Request.Body = d.Mark(op, k, x.Request.URL, x.Request.Header, x.Request.Body)
 	r, _ := wire.HTTP{Client: c}.Do(ctx, x)
 	if !r.OK() {

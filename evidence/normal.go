@@ -91,6 +91,9 @@ func probeNormal(ctx context.Context, t *apispec.Target, client *http.Client, d 
 	}
 	before := d.callsSoFar()
 	x := wire.Build(t, op, wire.Request{Label: "preflight: the normal request", Key: k, Base: base})
+	if err := wire.WithFreshResource(ctx, wire.HTTP{Client: client}, t, op, 0, base, &x); err != nil {
+		return err.Error() // a setup error, named in one line
+	}
 	x.Request.URL, x.Request.Body = d.Mark(op, k, x.Request.URL, x.Request.Header, x.Request.Body)
 	r, _ := wire.HTTP{Client: client}.Do(ctx, x)
 	if r.OK() {

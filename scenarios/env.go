@@ -62,6 +62,11 @@ type Env struct {
 	// unseen, when set, names an error answer whose execution the
 	// evidence (created ids alone) cannot see: the case cannot pass.
 	unseen string
+
+	// setups are the values each key's setup request answered
+	// (bindSetup), made once per key and principal.
+	setupMu sync.Mutex
+	setups  map[string]wire.SetupValues
 }
 
 type sentKey struct {
@@ -250,6 +255,7 @@ func (e *Env) exchange(r Req) wire.Exchange {
 	x := wire.Build(e.Target, op, wire.Request{Label: r.Label, Key: r.Key, NoKey: r.NoKey, KeyLines: r.KeyLines,
 		Principal: r.Principal, Body: r.Body, Method: r.Method, Path: r.Path, Base: r.Base,
 		Query: r.Query, Headers: r.Headers, KeyName: r.KeyName, FirstSent: r.FirstSent})
+	e.bindSetup(op, r, &x)
 	e.markForDouble(op, r, &x)
 	return x
 }

@@ -130,10 +130,12 @@ func Run(ctx context.Context, t *apispec.Target, p *apispec.Profile, o RunOption
 	if err := evidence.CheckNormal(ctx, t, client, d, keys, sentOps(t, ins)); err != nil {
 		return nil, err
 	}
-	if err := checkIDPointers(ctx, s, ins); err != nil {
+	idNotes, err := checkIDPointers(ctx, s, ins)
+	if err != nil {
 		return nil, err
 	}
 	problems, notes := calibrate(ctx, s, ins)
+	notes = append(idNotes, notes...)
 	var outboxNotes []string
 	s.eventProblems, outboxNotes = calibrateOutbox(ctx, s, ins)
 	notes = append(notes, outboxNotes...)
