@@ -13,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/idemcheck/idemcheck/internal/jsonx"
 )
 
 // Exchange is one client attempt as a fault sees it: the buffered request
@@ -71,7 +70,7 @@ func (x *Exchange) forward(body []byte) *Upstream {
 	if p.opts.history != nil {
 		u.SHA256 = digest(u.body)
 		if u.Status >= 200 && u.Status < 300 {
-			u.ID = jsonx.PointerText(decoded(u.body, u.header, p.opts.maxBody), p.opts.idPointer)
+			u.ID = p.opts.idOf(x.ev.Key, decoded(u.body, u.header, p.opts.maxBody))
 		}
 	}
 	return u

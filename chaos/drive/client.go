@@ -13,7 +13,6 @@ import (
 	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/chaos"
 	"github.com/idemcheck/idemcheck/evidence"
-	"github.com/idemcheck/idemcheck/internal/jsonx"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -93,6 +92,16 @@ func (d *driver) run(ctx context.Context, s shape) (rec chaos.Op, ok bool) {
 	}
 	t, op := d.cfg.target, s.op
 	rec = chaos.Op{Key: key, Operation: op.Name, Kind: s.kind}
+	d.cfg.keyOps.set(key, op)
+	vals, err := d.setup(ctx, op)
+	if err != nil {
+		d.mu.Lock()
+		if d.keyErr == nil && ctx.Err() == nil {
+			d.keyErr = err // a setup error stops the run, as a key that could not be had
+		}
+		d.mu.Unlock()
+		return rec, false
+	}
 	first, later := t.Body(op), []byte(nil)
 	attempts := d.cfg.maxAttempts
 	variant := ""
@@ -114,7 +123,7 @@ func (d *driver) run(ctx context.Context, s shape) (rec chaos.Op, ok bool) {
 	}
 	var last answer
 	if s.kind == chaos.KindStorm {
-		last = d.storm(ctx, op, key, first, &rec)
+		last = d.storm(ctx, op, key, first, vals, &rec)
 	}
 	for !last.definite() && rec.Attempts < attempts && ctx.Err() == nil {
 		if rec.Attempts > 0 && !d.wait(ctx, rec.Attempts, last) {
@@ -124,7 +133,7 @@ func (d *driver) run(ctx context.Context, s shape) (rec chaos.Op, ok bool) {
 		if rec.Attempts > 0 && later != nil {
 			body = later
 		}
-		last = d.send(ctx, op, key, body)
+		last = d.send(ctx, op, key, body, vals)
 		rec.Attempts++
 	}
 	switch {
@@ -152,7 +161,7 @@ func (d *driver) run(ctx context.Context, s shape) (rec chaos.Op, ok bool) {
 // with the same key at jittered moments: the overlapping retries of a
 // client whose timeout is shorter than the server's work. It returns the
 // best answer (a 2xx over anything else).
-func (d *driver) storm(ctx context.Context, op *apispec.Operation, key string, body []byte, rec *chaos.Op) answer {
+func (d *driver) storm(ctx context.Context, op *apispec.Operation, key string, body []byte, vals wire.SetupValues, rec *chaos.Op) answer {
 	slow := op.Variants[apispec.VariantSlow].Duration
 	answers := make([]answer, 1+stormHedges)
 	var wg sync.WaitGroup
@@ -172,7 +181,7 @@ func (d *driver) storm(ctx context.Context, op *apispec.Operation, key string, b
 					return
 				}
 			}
-			answers[i] = d.send(ctx, op, key, body)
+			answers[i] = d.send(ctx, op, key, body, vals)
 		})
 	}
 	wg.Wait()
@@ -206,14 +215,17 @@ func (d *driver) wait(ctx context.Context, n int, last answer) bool {
 	}
 }
 
-// send makes one attempt through the proxy.
-func (d *driver) send(ctx context.Context, op *apispec.Operation, key string, body []byte) answer {
+// send makes one attempt through the proxy, acting on the resource vals
+// name (the key's setup).
+func (d *driver) send(ctx context.Context, op *apispec.Operation, key string, body []byte, vals wire.SetupValues) answer {
 	if d.calls != nil {
-		return d.call(ctx, op, key, body)
+		return d.call(ctx, op, key, body, vals)
 	}
 	t := d.cfg.target
 	h := t.Header(op, 0, true)
-	u, body := d.double.Mark(op, key, d.proxy+op.Path, h, body)
+	x := wire.Exchange{Request: wire.ExchangeRequest{URL: d.proxy + op.Path, Header: h, Body: body}}
+	vals.Bind(&x)
+	u, body := d.double.Mark(op, key, x.Request.URL, h, x.Request.Body)
 	req, err := http.NewRequestWithContext(ctx, op.Method, u, bytes.NewReader(body))
 	if err != nil {
 		return answer{err: err}
@@ -232,7 +244,7 @@ func (d *driver) send(ctx context.Context, op *apispec.Operation, key string, bo
 	}
 	a := answer{status: resp.StatusCode, injected: resp.Header.Get(chaos.FaultHeader) != "" && resp.StatusCode >= 500}
 	if a.status >= 200 && a.status < 300 {
-		a.id = jsonx.PointerText(b, op.IDPointer)
+		a.id = op.ExecutionMark(b) // the operation's own pointer; none: no id, never the whole body
 	}
 	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s >= 0 {
 		a.retryAfter = min(time.Duration(s)*time.Second, retryAfter)

@@ -33,6 +33,8 @@ type config struct {
 	replicas    int
 	killEvery   time.Duration
 	margin      time.Duration
+	operations  []string // WithOperations: the names run, nil all
+	keyOps      *keyOps  // each key's operation, for the proxy's ids
 }
 
 // Option configures Run.
@@ -159,6 +161,10 @@ func Run(ctx context.Context, t *apispec.Target, opts ...Option) (*Result, error
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	if err := cfg.selectOperations(); err != nil {
+		return nil, err
+	}
+	cfg.keyOps = &keyOps{}
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, cfg.deadline)
 	defer cancel()
@@ -361,10 +367,9 @@ func startProxy(ctx context.Context, cfg config, path string, kills bool) (*chao
 }
 
 func startHTTPProxy(_ context.Context, cfg config, hist *chaos.History) (*front, error) {
-	idPtr := cfg.target.Operations[0].IDPointer
 	bases := cfg.target.Bases()
 	proxy, err := chaos.New(bases[0], chaos.WithReplicas(bases[1:]...), chaos.WithKeyHeader(cfg.target.KeyHeader),
-		chaos.WithIDPointer(idPtr), chaos.WithTransport(wire.Transport(cfg.target, 1024)), chaos.WithHistory(hist),
+		chaos.WithMarks(cfg.keyOps.mark), chaos.WithTransport(wire.Transport(cfg.target, 1024)), chaos.WithHistory(hist),
 		chaos.WithSeed(cfg.seed), chaos.WithTimeout(cfg.target.Timeout))
 	if err != nil {
 		return nil, err

@@ -7,7 +7,6 @@ import (
 
 	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/chaos"
-	"github.com/idemcheck/idemcheck/internal/jsonx"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -25,7 +24,7 @@ func startGRPCProxy(ctx context.Context, cfg config, hist *chaos.History) (*fron
 		}
 	}
 	upstream := wire.NewGRPC(t) // the descriptors' source
-	opts := []chaos.Option{chaos.WithMethods(upstream.Method, methods...), chaos.WithIDPointer(t.Operations[0].IDPointer),
+	opts := []chaos.Option{chaos.WithMethods(upstream.Method, methods...), chaos.WithMarks(cfg.keyOps.mark),
 		chaos.WithHistory(hist), chaos.WithSeed(cfg.seed), chaos.WithTimeout(t.Timeout), chaos.WithTLS(t.TLSConfig())}
 	if f := t.KeyField(); f != "" {
 		opts = append(opts, chaos.WithKeyField(f))
@@ -83,7 +82,7 @@ func startGRPCProxy(ctx context.Context, cfg config, hist *chaos.History) (*fron
 // where the target puts it (a message field, AEP-155's first_sent the
 // same on every retry of the key, or metadata), bounded by the target's
 // timeout as an HTTP attempt is: the call's deadline.
-func (d *driver) call(ctx context.Context, op *apispec.Operation, key string, body []byte) answer {
+func (d *driver) call(ctx context.Context, op *apispec.Operation, key string, body []byte, vals wire.SetupValues) answer {
 	t := d.cfg.target
 	if t.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -91,6 +90,7 @@ func (d *driver) call(ctx context.Context, op *apispec.Operation, key string, bo
 		defer cancel()
 	}
 	x := wire.Build(t, op, wire.Request{Key: key, Body: body, Base: d.proxy})
+	vals.Bind(&x)
 	x.Request.URL, x.Request.Body = d.double.Mark(op, key, x.Request.URL, x.Request.Header, x.Request.Body)
 	resp, _ := d.calls.Do(ctx, x)
 	if resp.Err != nil {
@@ -100,7 +100,7 @@ func (d *driver) call(ctx context.Context, op *apispec.Operation, key string, bo
 	// as over HTTP).
 	a := answer{status: resp.Status, injected: resp.Header.Get(chaos.FaultHeader) != "" && resp.Status >= 500}
 	if resp.OK() {
-		a.id = jsonx.PointerText(resp.Body, op.IDPointer)
+		a.id = op.ExecutionMark(resp.Body)
 	}
 	return a
 }
