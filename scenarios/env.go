@@ -132,6 +132,10 @@ type Req struct {
 	Path   string
 	// Base replaces Target.BaseURL: one of Target.Replicas.
 	Base string
+	// SetupOf, for an operation with a setup:, acts on the resource made
+	// for that key instead of a fresh one (another key on the same
+	// resource).
+	SetupOf string
 	// Query and Headers are set on the request (a mutation's); KeyName
 	// spells the key field's name as given (wire.Request).
 	Query   map[string]string

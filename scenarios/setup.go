@@ -24,7 +24,11 @@ func (e *Env) bindSetup(op *apispec.Operation, r Req, x *wire.Exchange) {
 	if op.Setup == nil {
 		return
 	}
-	scope := op.Name + "\x00" + scopeOf(r) + "\x00" + strconv.Itoa(r.Principal)
+	of := scopeOf(r)
+	if r.SetupOf != "" {
+		of = r.SetupOf
+	}
+	scope := op.Name + "\x00" + of + "\x00" + strconv.Itoa(r.Principal)
 	e.setupMu.Lock()
 	defer e.setupMu.Unlock()
 	vals, ok := e.setups[scope]
