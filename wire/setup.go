@@ -86,9 +86,14 @@ func (vals SetupValues) Bind(x *Exchange) {
 	}
 	x.Request.URL = apispec.BindSetup(x.Request.URL, esc, false)
 	for k, vs := range x.Request.Header {
-		for i, v := range vs {
-			x.Request.Header[k][i] = apispec.BindSetup(v, vals, false)
+		if !slices.ContainsFunc(vs, func(v string) bool { return strings.Contains(v, "{setup.") }) {
+			continue
 		}
+		bound := make([]string, len(vs)) // the values may be shared with other requests
+		for i, v := range vs {
+			bound[i] = apispec.BindSetup(v, vals, false)
+		}
+		x.Request.Header[k] = bound
 	}
 	if len(x.Request.Body) > 0 {
 		x.Request.Body = []byte(apispec.BindSetup(string(x.Request.Body), vals, true))
