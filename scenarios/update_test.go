@@ -1,10 +1,15 @@
 package scenarios_test
 
 import (
+	"bytes"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/idemcheck/idemcheck/apispec"
@@ -116,5 +121,83 @@ func TestUpdateDefects(t *testing.T) {
 				t.Fatalf("%s on %s not failed by %s", row.defect, row.op, row.id)
 			}
 		})
+	}
+}
+
+// ledgerAPI is one account that every principal may deposit to with a
+// PATCH (a correct per-principal idempotency layer): every answer is
+// {"id":"acc_5", ...}, and /effects?key= counts each key's executions.
+type ledgerAPI struct {
+	mu      sync.Mutex
+	balance int
+	stored  map[string][]byte // principal + key → stored answer
+	runs    map[string]int    // key → executions
+}
+
+func (l *ledgerAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if r.URL.Path == "/effects" {
+		fmt.Fprintf(w, `{"executions":%d}`, l.runs[r.URL.Query().Get("key")])
+		return
+	}
+	key := strings.Trim(r.Header.Get("Idempotency-Key"), `"`)
+	if key == "" {
+		http.Error(w, `{"error":"key required"}`, http.StatusBadRequest)
+		return
+	}
+	scope := r.Header.Get("Authorization") + "\x00" + key
+	body, _ := io.ReadAll(r.Body)
+	if b, ok := l.stored[scope]; ok {
+		if !bytes.Equal(b[:bytes.IndexByte(b, '\n')], body) {
+			w.WriteHeader(http.StatusUnprocessableEntity)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(b[bytes.IndexByte(b, '\n')+1:])
+		return
+	}
+	l.runs[key]++
+	l.balance++
+	out := fmt.Appendf(nil, `{"id":"acc_5","balance":%d}`, l.balance)
+	l.stored[scope] = append(append(body, '\n'), out...)
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(out)
+}
+
+// TestLearnedUpdate: a PATCH of one existing charge whose config says
+// nothing of its kind, with id_pointer /id (what init guessed): every
+// answer carries that id. The start check learns it is an update and says
+// so; the scope and security cases then never read the shared id as a
+// leak, and the replay cases count by the oracle.
+func TestLearnedUpdate(t *testing.T) {
+	srv := httptest.NewServer(&ledgerAPI{stored: map[string][]byte{}, runs: map[string]int{}})
+	defer srv.Close()
+	tg, _, err := apispec.ParseConfig(fmt.Appendf(nil, `base_url: %s
+key_syntax: sf-string
+principals:
+  - {name: alice, headers: {Authorization: Bearer alice}}
+  - {name: bob, headers: {Authorization: Bearer bob}}
+oracle: {url: "/effects?key={key}", pointer: /executions}
+operations:
+  - name: deposit
+    method: PATCH
+    path: /accounts/acc_5
+    headers: {Content-Type: application/json}
+    body: {amount: 1}
+    id_pointer: /id
+    mutations: [{name: more, patch: {amount: 2}}]
+`, srv.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := runSelected(t, tg, ietf(t), "scope/other-user-isolated", "security/cross-principal-guess", "replay/single-execution", "mismatch/changed-body")
+	if !slices.ContainsFunc(rep.Notes, func(n string) bool { return strings.Contains(n, "judged as kind: update") }) {
+		t.Errorf("no note on the learned kind: %q", rep.Notes)
+	}
+	for _, r := range rep.Results {
+		if r.Status != scenarios.Pass {
+			t.Errorf("%s: %s: %s %s", r.Name(), r.Status, r.Observed, r.Reason)
+		}
 	}
 }
