@@ -18,16 +18,7 @@ func cancelTarget(t *testing.T, o demo.Options) *apispec.Target {
 	tg, _, err := apispec.ParseConfig(fmt.Appendf(nil, `base_url: %s
 principals: [{name: alice, headers: {Authorization: Bearer alice}}]
 operations:
-  - name: cancel-charge
-    method: POST
-    path: /v1/charges/{setup.id}/cancel
-    kind: update
-    id_pointer: /id
-    version_pointer: /version
-    headers: {Content-Type: application/json}
-    body: {reason: requested}
-    setup: {method: POST, path: /v1/charges, body: {amount: 1000, currency: usd}}
-`, demotest.Serve(t, o)))
+%s`, demotest.Serve(t, o), demotest.CancelOperation))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/idemcheck/idemcheck/apispec"
+	"github.com/idemcheck/idemcheck/internal/demotest"
 	"github.com/idemcheck/idemcheck/reference/demo"
 	"github.com/idemcheck/idemcheck/scenarios"
 )
@@ -38,16 +39,7 @@ operations:
       - {name: changed-description, patch: {description: changed}}
     setup: {method: POST, path: /v1/charges, body: {amount: 1000, currency: usd}}
     oracle: {url: "/v1/effects?key={key}", pointer: /by_operation/updates}
-  - name: cancel-charge
-    method: POST
-    path: /v1/charges/{setup.id}/cancel
-    kind: update
-    id_pointer: /id
-    version_pointer: /version
-    headers: {Content-Type: application/json}
-    body: {reason: requested}
-    setup: {method: POST, path: /v1/charges, body: {amount: 1000, currency: usd}}
-    oracle: {url: "/v1/effects?key={key}", pointer: /by_operation/cancels}
+%s    oracle: {url: "/v1/effects?key={key}", pointer: /by_operation/cancels}
 `
 
 var updateGlobs = []string{"update/**", "replay/**", "mismatch/**", "scope/**"}
@@ -64,7 +56,7 @@ func updateTarget(t *testing.T, defects ...string) *apispec.Target {
 		app.Close()
 	})
 	path := t.TempDir() + "/idemcheck.yaml"
-	if err := os.WriteFile(path, fmt.Appendf(nil, updateConfig, srv.URL), 0o600); err != nil {
+	if err := os.WriteFile(path, fmt.Appendf(nil, updateConfig, srv.URL, demotest.CancelOperation), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	tg, _, err := apispec.LoadConfig(path)

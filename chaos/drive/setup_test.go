@@ -26,16 +26,7 @@ operations:
     id_pointer: /id
     headers: {Content-Type: application/json}
     body: {amount: 1000, currency: usd}
-  - name: cancel-charge
-    method: POST
-    path: /v1/charges/{setup.id}/cancel
-    kind: update
-    id_pointer: /id
-    version_pointer: /version
-    headers: {Content-Type: application/json}
-    body: {reason: requested}
-    setup: {method: POST, path: /v1/charges, body: {amount: 1000, currency: usd}}
-`, demotest.Serve(t, demo.Options{Defects: defects})))
+%s`, demotest.Serve(t, demo.Options{Defects: defects}), demotest.CancelOperation))
 	if err != nil {
 		t.Fatal(err)
 	}
