@@ -197,7 +197,7 @@ var defectCatalog = []DefectInfo{
 	{EventOutsideTx, "the event is published before the outcome is stored: an execution that is then rolled back or retried publishes twice, a failed publish is lost", "one event per execution (events source, outbox)"},
 	{EventOnReplay, "each replay publishes the key's event again", "one event per execution; none for a replay (events source)"},
 	{RelayRepublish, "a restarted relay republishes sent events without their ids: duplicates no consumer can dedupe", "one event per execution (events source, outbox)"},
-	{UpdateReplaysCurrentState, "update family: a replayed PATCH or cancel answers the charge's current state, another key's change included, not the stored answer", "IK-REPLAY-2 (stored response), IK-UPDATE-1"},
+	{UpdateReplaysCurrentState, "update family: a replayed PATCH or cancel answers the charge's current state, another key's change included, not the stored answer", "IK-UPDATE-1"},
 	{UpdateIgnoresFingerprint, "update family: a PATCH under a used key with a changed body replays the old answer instead of 422", "IK-MISMATCH-1"},
 	{ActionReexecutes, "update family: a retried cancel executes again (400 already cancelled) instead of replaying", "IK-REPLAY-3"},
 	{FirstSentIgnored, "gRPC only: an AEP-155 first_sent expired or in the future is accepted, and a changed one replays", "IK-FIRSTSENT-1 (AEP-155 must reject), IK-MISMATCH-1"},

@@ -13,7 +13,7 @@ import (
 // run on updates too, judged by the oracle or the version_pointer.
 func init() {
 	register(
-		Case{Meta: Meta{ID: "update/after-other-key", Family: "update", Requirements: []string{"IK-UPDATE-1", "IK-REPLAY-2"}, Level: Must,
+		Case{Meta: Meta{ID: "update/after-other-key", Family: "update", Requirements: []string{"IK-UPDATE-1"}, Level: Must,
 			Requirement: "draft §2.6: a retry under a used key returns the stored response of its first execution; on an update, after another key changed the same resource, that is still the first answer, not the resource's current state (unless the API documents replaying the current state: profile replay_current_state).",
 			Explanation: "Key A changes the resource, key B (another body: the operation's first body mutation) changes the same resource, then A is retried: its answer must equal A's first answer and add no execution."},
 			PerOperation: true, UsesOracle: true, Skips: skipNotUpdate, Run: updateAfterOtherKey},
