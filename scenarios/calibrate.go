@@ -166,7 +166,11 @@ func checkIDPointer(ctx context.Context, s *session, op *apispec.Operation) (not
 		case mark == "":
 			return "", fmt.Errorf("%s: nothing there in the %d body%s%s", at, r.Status, bodyMembers(doc), jsonNameHint(t, pointer))
 		case len(marks) == 1 && marks[0] == mark:
-			return sharedMark(at, op, t.IsGRPC(), mark, bodyMembers(doc))
+			note, err := sharedMark(at, op, t.IsGRPC(), mark, bodyMembers(doc))
+			if i >= 0 {
+				t.Operations[i].Kind = op.Kind // the run's own copy, which a re-plan reads
+			}
+			return note, err
 		}
 		marks = append(marks, mark)
 	}
