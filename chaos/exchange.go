@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
 )
 
 // Exchange is one client attempt as a fault sees it: the buffered request
