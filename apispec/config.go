@@ -86,6 +86,9 @@ type operationConfig struct {
 	Headers   map[string]string        `yaml:"headers"`
 	Body      any                      `yaml:"body"`
 	IDPointer string                   `yaml:"id_pointer"`
+	Kind      string                   `yaml:"kind"`
+	Version   string                   `yaml:"version_pointer"`
+	Setup     *setupConfig             `yaml:"setup"`
 	Mutations []mutationConfig         `yaml:"mutations"`
 	Variants  map[string]variantConfig `yaml:"variants"`
 	Oracle    *Oracle                  `yaml:"oracle"`
@@ -450,7 +453,13 @@ func (cf *configFile) target() (*Target, error) {
 	}
 	for i, oc := range cf.Operations {
 		at := fmt.Sprintf("operations[%d]", i)
-		op := Operation{Name: oc.Name, Method: strings.ToUpper(oc.Method), Path: oc.Path, RPC: oc.RPC, Headers: oc.Headers, IDPointer: oc.IDPointer, Oracle: oc.Oracle, Marker: oc.Marker}
+		op := Operation{Name: oc.Name, Method: strings.ToUpper(oc.Method), Path: oc.Path, RPC: oc.RPC, Headers: oc.Headers, IDPointer: oc.IDPointer, Oracle: oc.Oracle, Marker: oc.Marker,
+			Kind: strings.ToLower(oc.Kind), VersionPointer: oc.Version}
+		setup, err := setupOf(at, oc.Setup)
+		if err != nil {
+			return nil, err
+		}
+		op.Setup = setup
 		if oc.RPC != "" {
 			if oc.Method != "" || oc.Path != "" {
 				return nil, fmt.Errorf("%s.rpc: a gRPC operation has no method or path (rpc: package.Service/Method is both)", at)
@@ -655,6 +664,9 @@ func (t *Target) validateOperation(at string, op *Operation) error {
 	}
 	if _, err := jsonx.ParsePointer(op.IDPointer); err != nil {
 		return fmt.Errorf("%s.id_pointer %q: %v", at, op.IDPointer, err)
+	}
+	if err := t.validateKind(at, op); err != nil {
+		return err
 	}
 	names := map[string]bool{}
 	for j, m := range op.Mutations {

@@ -124,6 +124,10 @@ type Profile struct {
 	// the replay (trap C1), answered within MaxBlock.
 	BlockOK  bool          `yaml:"block_ok" json:"block_ok"`
 	MaxBlock time.Duration `yaml:"max_block" json:"max_block"`
+	// ReplayCurrentState: the API documents that a retry of an update
+	// answers the resource's current state (Baselayer), not the stored
+	// answer (update/after-other-key).
+	ReplayCurrentState bool `yaml:"replay_current_state" json:"replay_current_state,omitempty"`
 	// ReplayHeader names the replay marker ("" = none is defined);
 	// ReplayHeaderValue is its value on replays.
 	ReplayHeader      string `yaml:"replay_header" json:"replay_header,omitempty"`

@@ -122,6 +122,14 @@ type Operation struct {
 	// IDPointer is the RFC 6901 pointer to the created resource's id in a
 	// success response (e.g. /id). Empty: identity oracle unavailable.
 	IDPointer string `yaml:"id_pointer" json:"id_pointer"`
+	// Kind is what the operation does to resources: create (the default)
+	// or update (operation_kind.go). VersionPointer is an update's
+	// revision member, which every execution changes (/version).
+	Kind           string `yaml:"kind,omitempty" json:"kind,omitempty"`
+	VersionPointer string `yaml:"version_pointer,omitempty" json:"version_pointer,omitempty"`
+	// Setup, when set, makes a fresh resource for each key before its
+	// first request (operation_kind.go).
+	Setup *Setup `yaml:"-" json:"setup,omitempty"`
 	// Mutations are materially different requests: each changes the body
 	// (a JSON merge patch, RFC 7386, applied to Body), the query or the
 	// header fields, or several of them.

@@ -12,8 +12,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/idemcheck/idemcheck/internal/jsonx"
 )
 
 // Relay is one client attempt as a fault sees it: the buffered request
@@ -71,7 +69,7 @@ func (x *Relay) forward(body []byte) *Upstream {
 	if p.opts.history != nil {
 		u.SHA256 = digest(u.body)
 		if u.Status >= 200 && u.Status < 300 {
-			u.ID = jsonx.PointerText(decoded(u.body, u.header, p.opts.maxBody), p.opts.idPointer)
+			u.ID = p.opts.idOf(x.ev.Key, decoded(u.body, u.header, p.opts.maxBody))
 		}
 	}
 	return u

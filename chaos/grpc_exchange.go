@@ -14,7 +14,6 @@ import (
 
 	"github.com/idemcheck/idemcheck/internal/clock"
 	"github.com/idemcheck/idemcheck/internal/grpccode"
-	"github.com/idemcheck/idemcheck/internal/jsonx"
 )
 
 // callExchange is one gRPC call as a fault's gRPC form sees it (Relay
@@ -92,7 +91,7 @@ func (x *callExchange) forward() *Upstream {
 	u.SHA256 = canonicalDigest(m, a.msg)
 	if m != nil {
 		if js, err := protojson.Marshal(m); err == nil {
-			u.ID = jsonx.PointerText(js, p.opts.idPointer)
+			u.ID = p.opts.idOf(x.ev.Key, js)
 		}
 	}
 	return u

@@ -28,6 +28,9 @@ type options struct {
 	replicas  []string
 	keyHeader string
 	idPointer string
+	// markOf, when set, reads a 2xx answer's id under a key instead of
+	// idPointer (WithMarks).
+	markOf    func(key string, body []byte) string
 	transport http.RoundTripper
 	history   *History
 	seed      uint64
@@ -69,6 +72,21 @@ func WithKeyOf(f func(h http.Header, body []byte) string) Option {
 // WithIDPointer is the RFC 6901 pointer to the created id in a response
 // body (default /id); the history records it for the checker.
 func WithIDPointer(ptr string) Option { return func(o *options) { o.idPointer = ptr } }
+
+// WithMarks reads the id the history records for a 2xx answer under a key
+// with mark (the key's operation's own pointer; "" when that operation's
+// answers carry none) instead of one pointer for every operation.
+func WithMarks(mark func(key string, body []byte) string) Option {
+	return func(o *options) { o.markOf = mark }
+}
+
+// idOf is the id the history records for body, a 2xx answer under key.
+func (o *options) idOf(key string, body []byte) string {
+	if o.markOf != nil {
+		return o.markOf(key, body)
+	}
+	return jsonx.PointerText(body, o.idPointer)
+}
 
 // WithTransport sends upstream requests through rt instead of the
 // proxy's own HTTP/1.1 keep-alive pool (upstream.go: no goroutine

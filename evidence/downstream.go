@@ -419,6 +419,9 @@ func (d *Downstream) Check(ctx context.Context, c wire.Carrier) (note string, ok
 	route := t.OracleOf(op).Downstream
 	untokened := d.Untokened(op)
 	x := c.Build(op, wire.Request{Label: "double check", Key: k})
+	if err := wire.WithFreshResource(ctx, c, t, op, 0, "", &x); err != nil {
+		return fmt.Sprintf("downstream %s: %v, so the double could not be checked; its counts are not used", route, err), false
+	}
 	x.Request.URL, x.Request.Body = d.Mark(op, k, x.Request.URL, x.Request.Header, x.Request.Body)
 	r, _ := c.Do(ctx, x)
 	if !r.OK() {

@@ -91,6 +91,9 @@ func probeNormal(ctx context.Context, t *apispec.Target, c wire.Carrier, d *Down
 	}
 	before := d.callsSoFar()
 	x := c.Build(op, wire.Request{Label: "preflight: the normal request", Key: k, Base: base})
+	if err := wire.WithFreshResource(ctx, c, t, op, 0, base, &x); err != nil {
+		return err.Error() // a setup error, named in one line
+	}
 	x.Request.URL, x.Request.Body = d.Mark(op, k, x.Request.URL, x.Request.Header, x.Request.Body)
 	r, _ := c.Do(ctx, x)
 	if r.OK() {

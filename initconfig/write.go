@@ -172,13 +172,21 @@ func (a *analysis) operationNode(o operation, seen map[string]bool, taken map[in
 	}
 	m.set("name", nn)
 	m.set("method", str(o.method))
-	path, gap := a.fillPath(o)
+	setup, hasSetup := a.proposeSetup(o)
+	bound := o
+	if hasSetup {
+		bound.path = setup.path // the resource's id comes from the setup's answer
+	}
+	path, gap := a.fillPath(bound)
 	query, fields, paramMuts := a.requestParams(o)
 	pn := str(withQuery(path, query))
 	if gap != "" {
 		todo(pn, gap)
 	}
 	m.set("path", pn)
+	if hasSetup && updatesResource(o, setup) {
+		m.set("kind", guessed(str("update"), "it changes the resource its path names: every answer names that one, so ids are no evidence; add version_pointer (its revision member) or an oracle to count executions"))
+	}
 
 	b, bodyGap := a.body(o)
 	if b != nil || len(fields) > 0 {
@@ -197,6 +205,9 @@ func (a *analysis) operationNode(o operation, seen map[string]bool, taken map[in
 			todo(bn, b.gap)
 		}
 		m.set("body", bn)
+	}
+	if hasSetup {
+		m.set("setup", a.setupNode(setup).n)
 	}
 	var notes []string
 	if bodyGap != "" {

@@ -123,6 +123,9 @@ type request struct {
 	// mark, when a downstream double runs, writes a key's token into its
 	// request (Downstream.Mark): the URL and body to send.
 	mark func(key, u string, h http.Header, body []byte) (string, []byte)
+	// setups, for an operation with a setup:, binds each key's fresh
+	// resource into its requests (nil: none).
+	setups *setups
 }
 
 // target fills t for path p and key (empty for NoKey) at the next replica.
@@ -142,6 +145,7 @@ func (rq *request) replica() int {
 // targetAt fills t for the replica at index i.
 func (rq *request) targetAt(t *vegeta.Target, i int, p Path, key string) {
 	x := wire.Build(rq.t, rq.op, wire.Request{Key: key, NoKey: key == "", Body: rq.body, Base: rq.bases[i]}).Request
+	x.URL, x.Body = rq.setups.bind(key, x.URL, x.Header, x.Body)
 	if rq.mark != nil {
 		x.URL, x.Body = rq.mark(key, x.URL, x.Header, x.Body)
 	}

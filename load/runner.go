@@ -229,6 +229,11 @@ func buildRequest(t *apispec.Target, d *evidence.Downstream, c *config) (*reques
 		}
 	}
 	c.idPointer = op.IDPointer
+	if op.Updates() {
+		// Every answer of an update names one resource: its id is no
+		// sign of a new execution; its version is (within one key).
+		c.idPointer = op.VersionPointer
+	}
 	rq := &request{t: t, op: &op, bases: t.Bases(), body: body}
 	if d != nil {
 		// The downstream double: each key's token in its requests, and
@@ -315,6 +320,11 @@ func Run(ctx context.Context, t *apispec.Target, opts ...Option) (*Report, error
 	if err := evidence.CheckNormal(ctx, t, pc, d, evidence.NormalKeys(t, probe), []*apispec.Operation{op}); err != nil {
 		return nil, err
 	}
+	setupClient := wire.Client(t, c.timeout)
+	defer setupClient.CloseIdleConnections()
+	setupCarrier := wire.NewCarrier(t, setupClient)
+	defer setupCarrier.Close()
+	rq.setups = newSetups(ctx, t, op, setupCarrier)
 	// next numbers client-generated keys across phases so none repeats.
 	var next atomic.Uint64
 	// c.keys already is Target.KeyGen (--hash-keys) when set, split into
@@ -358,6 +368,9 @@ func Run(ctx context.Context, t *apispec.Target, opts ...Option) (*Report, error
 	rep.Oracle = orep
 	if err := keys.failed(); err != nil {
 		return rep, err
+	}
+	if err := rq.setups.failed(); err != nil {
+		return rep, fmt.Errorf("%w: %v", ErrConfig, err)
 	}
 	return rep, s.err
 }

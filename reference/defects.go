@@ -148,6 +148,18 @@ const (
 	// as 5 ms): an in-flight claim is taken over by any duplicate that
 	// arrives a few milliseconds into the original's run.
 	LeaseAsMillis Defect = "lease-as-millis"
+	// UpdateReplaysCurrentState: a replayed update or action (PATCH of a
+	// charge, its cancel) answers the resource's current state instead of
+	// the stored answer: a retry after another key changed the resource
+	// gets that key's change.
+	UpdateReplaysCurrentState Defect = "update-replays-current-state"
+	// UpdateIgnoresFingerprint: the payload of an update (PATCH) is never
+	// compared; a changed body under a used key replays the old answer.
+	UpdateIgnoresFingerprint Defect = "update-ignores-fingerprint"
+	// ActionReexecutes: an action on an existing resource (a charge's
+	// cancel) runs outside the idempotency layer: its retry executes again
+	// and answers 400 already cancelled.
+	ActionReexecutes Defect = "action-reexecutes"
 )
 
 // DefectInfo documents one defect: what it breaks, and the requirement
@@ -196,6 +208,9 @@ var defectCatalog = []DefectInfo{
 	{RelayRepublish, "a restarted relay republishes sent events without their ids: duplicates no consumer can dedupe", "one event per execution (events source, outbox)"},
 	{ReleaseBeforeStore, "the claim is released before the response is stored: a duplicate arriving at the original's completion executes again", "IK-CONCURRENT-2"},
 	{LeaseAsMillis, "the lease is read in milliseconds (5 s as 5 ms): a duplicate a few milliseconds into the original's run takes the claim over and executes", "IK-CONCURRENT-1, IK-CONCURRENT-2, IK-LEASE-3"},
+	{UpdateReplaysCurrentState, "update family: a replayed PATCH or cancel answers the charge's current state, another key's change included, not the stored answer", "IK-UPDATE-1"},
+	{UpdateIgnoresFingerprint, "update family: a PATCH under a used key with a changed body replays the old answer instead of 422", "IK-MISMATCH-1"},
+	{ActionReexecutes, "update family: a retried cancel executes again (400 already cancelled) instead of replaying", "IK-REPLAY-3"},
 	{FirstSentIgnored, "gRPC only: an AEP-155 first_sent expired or in the future is accepted, and a changed one replays", "IK-FIRSTSENT-1 (AEP-155 must reject), IK-MISMATCH-1"},
 }
 
@@ -254,6 +269,13 @@ func (d Defect) NeedsEvents() bool {
 // GRPCOnly reports whether d has a gRPC form only (the gRPC reference,
 // serve --grpc): the HTTP reference has no first_sent to ignore.
 func (d Defect) GRPCOnly() bool { return d == FirstSentIgnored }
+
+// UpdateOnly reports a defect of the operations on an existing charge
+// (PATCH, cancel), which the reference contract's operations never send:
+// its row is in the scenarios' update test, not the defect matrix.
+func (d Defect) UpdateOnly() bool {
+	return d == UpdateReplaysCurrentState || d == UpdateIgnoresFingerprint || d == ActionReexecutes
+}
 
 type defectSet map[Defect]bool
 

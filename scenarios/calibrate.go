@@ -104,60 +104,93 @@ func sharedCounterNote(t *apispec.Target, checked map[string]bool, problems map[
 		o.URL, o.Pointer, strings.Join(seen, ", "), strings.Join(unseen, ", "))
 }
 
-// checkIDPointers checks each id_pointer a selected, supplied instance
-// relies on before any verdict rests on it: two normal requests under two
-// fresh keys must answer ids at the pointer, and two different ones for a
-// POST (a PUT or PATCH of one resource names the same one). A typo
-// (/id for /order_id) would otherwise read as "0 executions" and fail a
-// correct server. The error is one line naming the pointer and the body's
-// members. An operation whose normal call does not succeed is left to the
-// cases (and to the oracle check) to report.
-func checkIDPointers(ctx context.Context, s *session, ins []instance) error {
+// checkIDPointers checks each id_pointer (an update's version_pointer) a
+// selected, supplied instance relies on before any verdict rests on it:
+// two normal requests under two fresh keys must answer a value at the
+// pointer, and two different ones. A typo (/id for /order_id) would
+// otherwise read as "0 executions" and fail a correct server. The error is
+// one line naming the pointer and the body's members. An id that two keys
+// share names one existing resource: on a POST (or a declared kind:
+// create) that is an error saying what to use instead; on another method
+// the operation is learned as an update (kind: update, set on the
+// target's operation) and a note says so: its ids are then no evidence of
+// a replay, a leak or an execution. An operation whose normal call does
+// not succeed is left to the cases (and to the oracle check) to report.
+func checkIDPointers(ctx context.Context, s *session, ins []instance) (notes []string, err error) {
 	checked := map[string]bool{}
 	for _, in := range ins {
 		op := in.op
-		if !in.Supplied || op == nil || op.IDPointer == "" || checked[op.Name] ||
+		if !in.Supplied || op == nil || op.IDPointer == "" && op.VersionPointer == "" || checked[op.Name] ||
 			!(countsEffects(in.c) || slices.Contains(in.c.Needs, NeedIDPointer)) {
 			continue
 		}
 		checked[op.Name] = true
-		if err := checkIDPointer(ctx, s, op); err != nil {
-			return err
+		note, err := checkIDPointer(ctx, s, op)
+		if err != nil {
+			return nil, err
+		}
+		if note != "" {
+			notes = append(notes, note)
 		}
 	}
-	return nil
+	return notes, nil
 }
 
-func checkIDPointer(ctx context.Context, s *session, op *apispec.Operation) error {
+func checkIDPointer(ctx context.Context, s *session, op *apispec.Operation) (note string, err error) {
 	t := s.t
 	ctx, cancel := context.WithTimeout(ctx, 2*t.Timeout)
 	defer cancel()
 	e := s.env(ctx, op)
 	defer e.drain(ctx)
-	at := fmt.Sprintf("operations[%d].id_pointer %s", slices.IndexFunc(t.Operations, func(o apispec.Operation) bool { return o.Name == op.Name }), op.IDPointer)
-	var ids []string
+	i := slices.IndexFunc(t.Operations, func(o apispec.Operation) bool { return o.Name == op.Name })
+	field, pointer := "id_pointer", op.IDPointer
+	if op.Updates() {
+		if op.VersionPointer == "" {
+			return "", nil // an update's ids are never read as evidence
+		}
+		field, pointer = "version_pointer", op.VersionPointer
+	}
+	at := fmt.Sprintf("operations[%d].%s %s", i, field, pointer)
+	var marks []string
 	for range 2 {
 		k := e.NewKey()
 		if e.keyError() != nil {
-			return nil // the cases report it
+			return "", nil // the cases report it
 		}
-		r := e.Send(ctx, Req{Label: "id_pointer check", Key: k})
+		r := e.Send(ctx, Req{Label: field + " check", Key: k})
 		if !r.OK() {
-			return nil
+			return "", nil
 		}
-		id := e.CreatedID(r)
+		mark := e.CreatedID(r)
 		doc, _ := jsonx.Decode(r.Body)
 		switch {
-		case id == "":
-			return fmt.Errorf("%s: nothing there in the %d body%s%s", at, r.Status, bodyMembers(doc), jsonNameHint(t, op.IDPointer))
-		case len(ids) == 1 && ids[0] == id && op.Method == http.MethodPost:
-			// A PUT or PATCH of one resource legally names it in every
-			// answer; a POST that creates one must not.
-			return fmt.Errorf("%s: the same value %q for two keys: not the created resource's id%s", at, id, bodyMembers(doc))
+		case mark == "":
+			return "", fmt.Errorf("%s: nothing there in the %d body%s%s", at, r.Status, bodyMembers(doc), jsonNameHint(t, pointer))
+		case len(marks) == 1 && marks[0] == mark:
+			note, err := sharedMark(at, op, t.IsGRPC(), mark, bodyMembers(doc))
+			if i >= 0 {
+				t.Operations[i].Kind = op.Kind // the run's own copy, which a re-plan reads
+			}
+			return note, err
 		}
-		ids = append(ids, id)
+		marks = append(marks, mark)
 	}
-	return nil
+	return "", nil
+}
+
+// sharedMark is checkIDPointer's answer when two keys' answers carry one
+// mark: an error for a version pointer, an HTTP POST or a declared create;
+// else (a gRPC method names no verb) op is learned as an update, with the
+// note that says so.
+func sharedMark(at string, op *apispec.Operation, grpc bool, mark, members string) (string, error) {
+	switch {
+	case op.Updates():
+		return "", fmt.Errorf("%s: the same value %q for two keys: not a revision every execution changes%s", at, mark, members)
+	case op.Kind == apispec.KindCreate || op.Method == http.MethodPost && !grpc:
+		return "", fmt.Errorf("%s: the same value %q for two keys: not the created resource's id%s; if %s changes one existing resource, say kind: update (with a version_pointer or an oracle to count its executions), or give it a setup: that makes a fresh resource per key", at, mark, members, op.Name)
+	}
+	op.Kind = apispec.KindUpdate
+	return fmt.Sprintf("%s: the same value %q for two keys: %s %s changes one existing resource, judged as kind: update: equal ids are no evidence of a replay, a leak or an execution; executions are counted by the oracle, or by a version_pointer (its revision member) if you add one (say kind: update to silence this note)", at, mark, op.Method, op.Name), nil
 }
 
 // jsonNameHint is, for a pointer naming a field as the .proto does

@@ -174,7 +174,7 @@ func securityCrossPrincipalGuess(ctx context.Context, e *Env) Verdict {
 	// Both principals executed under k: without ids, the retry replays
 	// when it adds no execution.
 	before := 0
-	if e.Op.IDPointer == "" {
+	if !hasMarks(e.Op) {
 		n, err := e.Executions(ctx, k)
 		if err != nil {
 			return e.Inconclusive(err.Error())
@@ -187,7 +187,7 @@ func securityCrossPrincipalGuess(ctx context.Context, e *Env) Verdict {
 		return *v
 	}
 	replayed := again.OK()
-	if id := e.CreatedID(a); e.Op.IDPointer != "" {
+	if id := e.CreatedID(a); hasMarks(e.Op) {
 		replayed = replayed && id != "" && id == e.CreatedID(again)
 	} else if n, err := e.Executions(ctx, k); err != nil {
 		return e.Inconclusive(err.Error() + ": " + observed)

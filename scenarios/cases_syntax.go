@@ -73,7 +73,7 @@ func syntaxCrossForm(ctx context.Context, e *Env) Verdict {
 	other := e.otherForm(k)
 	lines := []string{other}
 	var before int
-	if e.Op.IDPointer == "" && e.HasOracle() {
+	if !hasMarks(e.Op) && e.HasOracle() {
 		n, err := e.linesCount(ctx, lines, k, other)
 		if err != nil {
 			return e.Inconclusive(err.Error())
@@ -96,7 +96,7 @@ func syntaxCrossForm(ctx context.Context, e *Env) Verdict {
 	// (same key); 1: a distinct key; 2: the field was ignored.
 	var executed int
 	switch {
-	case e.Op.IDPointer != "":
+	case hasMarks(e.Op):
 		ids := map[string]bool{e.CreatedID(first): true}
 		for _, r := range []wire.Resp{a, b} {
 			if id := e.CreatedID(r); r.OK() && (id == "" || !ids[id]) {
@@ -173,7 +173,7 @@ func syntaxRepeatedHeader(ctx context.Context, e *Env) Verdict {
 			}
 			executed = n - before
 			seen[len(seen)-1] += fmt.Sprintf(", %d executions (oracle)", executed)
-		} else if a.OK() && b.OK() && e.Op.IDPointer != "" {
+		} else if a.OK() && b.OK() && hasMarks(e.Op) {
 			executed = 1
 			if id := e.CreatedID(a); id == "" || id != e.CreatedID(b) {
 				executed = 2

@@ -97,7 +97,7 @@ func (e *Env) Replayed(ctx context.Context, first, second wire.Resp, keys ...str
 	if !first.OK() || !second.OK() {
 		return false, nil
 	}
-	if e.Op.IDPointer != "" {
+	if hasMarks(e.Op) {
 		id := e.CreatedID(first)
 		return id != "" && id == e.CreatedID(second), nil
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/evidence"
 	"github.com/idemcheck/idemcheck/internal/clock"
-	"github.com/idemcheck/idemcheck/internal/jsonx"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -282,24 +281,29 @@ func scopeOf(r Req) string {
 	return r.Key
 }
 
-// CreatedID returns the created resource id in r ("" if none or no pointer).
+// CreatedID returns what tells r's execution from another's: the created
+// resource id, or an update's version (apispec.Operation.ExecutionMark);
+// "" if none or no pointer.
 func (e *Env) CreatedID(r wire.Resp) string { return createdIDOf(e.Op, r) }
 
 // createdIDOf is CreatedID for a response of operation op (scope cases
-// compare responses of two operations).
+// compare responses of two operations). An update's resource id alone is
+// never returned: every answer names the same resource, so equal ids are
+// no evidence of a replay, a leak or an execution.
 func createdIDOf(op *apispec.Operation, r wire.Resp) string {
-	if op.IDPointer == "" || !r.OK() {
+	if !r.OK() {
 		return ""
 	}
-	doc, err := jsonx.Decode(r.Body)
-	if err != nil {
-		return ""
+	return op.ExecutionMark(r.Body)
+}
+
+// hasMarks reports that op's answers carry an execution mark: a create's
+// id pointer, an update's version pointer.
+func hasMarks(op *apispec.Operation) bool {
+	if op.Updates() {
+		return op.VersionPointer != ""
 	}
-	v, ok := jsonx.Pointer(doc, op.IDPointer)
-	if !ok {
-		return ""
-	}
-	return jsonx.ScalarText(v)
+	return op.IDPointer != ""
 }
 
 // Effects counts the executions caused under key. With an oracle the count
@@ -314,10 +318,10 @@ func (e *Env) Effects(ctx context.Context, key string, rs ...wire.Resp) (n int, 
 		n, err = e.Executions(ctx, key)
 		return n, "oracle", err == nil, err
 	}
-	if e.Op.IDPointer == "" {
+	if !hasMarks(e.Op) {
 		return 0, "", false, nil
 	}
-	return len(e.DistinctIDs(rs...)), "distinct created ids", true, nil
+	return len(e.DistinctIDs(rs...)), "distinct " + marksName(e.Op), true, nil
 }
 
 // sees is what the case's evidence sees: the oracle's sources, else
@@ -378,4 +382,12 @@ func (e *Env) DistinctIDs(rs ...wire.Resp) []string {
 	}
 	sort.Strings(ids)
 	return ids
+}
+
+// marksName is what hasMarks' marks are called in a verdict.
+func marksName(op *apispec.Operation) string {
+	if op.Updates() {
+		return "versions"
+	}
+	return "created ids"
 }

@@ -65,6 +65,11 @@ type Env struct {
 	// unseen, when set, names an error answer whose execution the
 	// evidence (created ids alone) cannot see: the case cannot pass.
 	unseen string
+
+	// setups are the values each key's setup request answered
+	// (bindSetup), made once per key and principal.
+	setupMu sync.Mutex
+	setups  map[string]wire.SetupValues
 }
 
 type sentKey struct {
@@ -135,6 +140,10 @@ type Req struct {
 	Path   string
 	// Base replaces Target.BaseURL: one of Target.Replicas.
 	Base string
+	// SetupOf, for an operation with a setup:, acts on the resource made
+	// for that key instead of a fresh one (another key on the same
+	// resource).
+	SetupOf string
 	// Query and Headers are set on the request (a mutation's); KeyName
 	// spells the key field's name as given (wire.Request).
 	Query   map[string]string
@@ -262,6 +271,7 @@ func (e *Env) exchange(r Req) wire.Exchange {
 	x := e.carrier.Build(op, wire.Request{Label: r.Label, Key: r.Key, NoKey: r.NoKey, KeyLines: r.KeyLines,
 		Principal: r.Principal, Body: r.Body, Method: r.Method, Path: r.Path, Base: r.Base,
 		Query: r.Query, Headers: r.Headers, KeyName: r.KeyName, FirstSent: r.FirstSent})
+	e.bindSetup(op, r, &x)
 	e.markForDouble(op, r, &x)
 	return x
 }

@@ -148,7 +148,7 @@ func TestIDPointerChecked(t *testing.T) {
 	api := startOrders(t, &ordersAPI{}, "")
 	for _, c := range []struct{ pointer, want string }{
 		{"/id", "operations[0].id_pointer /id: nothing there in the 201 body (members: amount, order_id, status)"},
-		{"/status", `operations[0].id_pointer /status: the same value "created" for two keys: not the created resource's id (members: amount, order_id, status)`},
+		{"/status", `operations[0].id_pointer /status: the same value "created" for two keys: not the created resource's id (members: amount, order_id, status); if orders changes one existing resource, say kind: update (with a version_pointer or an oracle to count its executions), or give it a setup: that makes a fresh resource per key`},
 	} {
 		tg := ordersTarget(t, api.BaseURL, c.pointer, "")
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

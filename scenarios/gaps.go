@@ -97,7 +97,7 @@ func EvidenceLine(t *apispec.Target) string {
 		return t.Redact("evidence: events on " + t.Events.String() + " (per key: each key's published events, once settled)")
 	}
 	for _, op := range t.Operations {
-		if op.IDPointer != "" {
+		if hasMarks(&op) {
 			return "evidence: created ids only (id_pointer): they cannot see an execution that answered an error, nor one whose response was lost (docs/evidence.md)"
 		}
 	}

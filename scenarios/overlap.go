@@ -132,7 +132,7 @@ func (e *Env) replayOf(first, second wire.Resp, n int, how string) bool {
 	if !first.OK() || !second.OK() {
 		return false
 	}
-	if e.Op.IDPointer == "" {
+	if !hasMarks(e.Op) {
 		return how == "oracle" && n == 1
 	}
 	id := e.CreatedID(first)
@@ -336,7 +336,7 @@ func (e *Env) offsetsAttempt(ctx context.Context, attempt int, shift time.Durati
 	switch {
 	// Created ids name the duplicate that executed; the oracle alone only
 	// counts, so with a late duplicate it cannot say whose execution it was.
-	case (len(again) > 0 && (e.Op.IDPointer != "" || len(missed) == 0)) || (n != 1 && len(missed) == 0):
+	case (len(again) > 0 && (hasMarks(e.Op) || len(missed) == 0)) || (n != 1 && len(missed) == 0):
 		at := ""
 		if len(again) > 0 {
 			at = " (the duplicate at the " + strings.Join(again, ", ") + ")"

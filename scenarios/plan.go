@@ -44,7 +44,7 @@ func oracleMode(t *apispec.Target, op *apispec.Operation, c Case) string {
 		return OracleGlobalSerial
 	case len(t.Oracles()) > 0 || t.Events != nil:
 		return OraclePerKey
-	case op != nil && op.IDPointer != "":
+	case op != nil && hasMarks(op):
 		return OracleIdentity
 	}
 	return OracleNone

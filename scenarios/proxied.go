@@ -94,7 +94,7 @@ func (pr *proxied) upstreamSettled(ctx context.Context, k string) []chaos.Upstre
 // operation declares no id pointer: a member the user did not name as the
 // created id (a request id, say) differs on every answer and proves nothing.
 func (pr *proxied) upstreamID(u chaos.Upstream) string {
-	if pr.Op.IDPointer == "" {
+	if !hasMarks(pr.Op) || pr.Op.Updates() {
 		return ""
 	}
 	return u.ID

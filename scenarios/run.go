@@ -125,19 +125,26 @@ func Run(ctx context.Context, t *apispec.Target, p *apispec.Profile, o RunOption
 	// --hash-keys and key_source override it.
 	keys := wire.NewKeys(t, client, func(uint64) string { return p.NewKey() })
 	s := &session{t: t, p: p, carrier: carrier, timeout: client.Timeout, ev: ev, double: d, keys: keys, inproc: o.InProcess}
-	if o.Seed != 0 {
-		r := rand.New(rand.NewPCG(o.Seed, 0x1dc))
-		r.Shuffle(len(ins), func(i, j int) { ins[i], ins[j] = ins[j], ins[i] })
-	}
+	shuffle(ins, o.Seed)
 	rep := &Report{Target: t.Redact(t.BaseURL), Profile: p.Name, Protocol: proto, Strict: o.Strict, Seed: o.Seed, Started: time.Now()}
 	// No verdict is drawn on a target whose normal request fails.
 	if err := evidence.CheckNormal(ctx, t, carrier, d, keys, sentOps(t, ins)); err != nil {
 		return nil, err
 	}
-	if err := checkIDPointers(ctx, s, ins); err != nil {
+	idNotes, err := checkIDPointers(ctx, s, ins)
+	if err != nil {
 		return nil, err
 	}
+	if len(idNotes) > 0 {
+		// An operation learned to be an update has other evidence: its
+		// cases' supplies and skips are planned again.
+		if ins, err = plan(s.t, p, o); err != nil {
+			return nil, err
+		}
+		shuffle(ins, o.Seed)
+	}
 	problems, notes := calibrate(ctx, s, ins)
+	notes = append(idNotes, notes...)
 	var outboxNotes []string
 	s.eventProblems, outboxNotes = calibrateOutbox(ctx, s, ins)
 	notes = append(notes, outboxNotes...)
@@ -168,6 +175,14 @@ func Run(ctx context.Context, t *apispec.Target, p *apispec.Profile, o RunOption
 	// context ended after the last verdict (a test's, say) took nothing.
 	rep.Interrupted = slices.ContainsFunc(results, func(r Result) bool { return r.Status == Interrupted })
 	return rep, nil
+}
+
+// shuffle orders ins by seed (0: as planned).
+func shuffle(ins []instance, seed uint64) {
+	if seed != 0 {
+		r := rand.New(rand.NewPCG(seed, 0x1dc))
+		r.Shuffle(len(ins), func(i, j int) { ins[i], ins[j] = ins[j], ins[i] })
+	}
 }
 
 // runNotes are the start-up notes on t's declared TTL (the instances it

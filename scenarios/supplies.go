@@ -26,13 +26,13 @@ func suppliesFor(t *apispec.Target, op *apispec.Operation, n Need) bool {
 	case NeedOracle:
 		return t.OracleOf(op) != nil || t.Events != nil // events count when no oracle does
 	case NeedEffects:
-		return t.OracleOf(op) != nil || t.Events != nil || (op != nil && op.IDPointer != "")
+		return t.OracleOf(op) != nil || t.Events != nil || (op != nil && hasMarks(op))
 	case NeedEvents:
 		return t.Events != nil
 	case NeedFirstSent:
 		return t.Key != nil && t.Key.FirstSent
 	case NeedIDPointer:
-		return op != nil && op.IDPointer != ""
+		return op != nil && hasMarks(op)
 	case NeedSecondPrincipal:
 		return len(t.Principals) >= 2
 	case NeedSecondOperation:

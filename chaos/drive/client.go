@@ -13,7 +13,6 @@ import (
 	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/chaos"
 	"github.com/idemcheck/idemcheck/evidence"
-	"github.com/idemcheck/idemcheck/internal/jsonx"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -24,7 +23,10 @@ type driver struct {
 	cfg config
 	// calls carries every attempt to the in-process proxy (its
 	// chaos.Front's carrier: requests built and sent as the engine's).
-	calls  wire.Carrier
+	calls wire.Carrier
+	// direct carries the setups straight to the target (no fault, no
+	// history: nothing is judged of them).
+	direct wire.Carrier
 	hist   *chaos.History
 	onOp   func(chaos.Op) // progress hook, nil when not asked
 	keys   *wire.Keys
@@ -109,6 +111,16 @@ func (d *driver) run(ctx context.Context, s shape) (rec chaos.Op, ok bool) {
 	}
 	t, op := d.cfg.target, s.op
 	rec = chaos.Op{Key: key, Operation: op.Name, Kind: s.kind}
+	d.cfg.keyOps.set(key, op)
+	vals, err := d.setup(ctx, op)
+	if err != nil {
+		d.mu.Lock()
+		if d.keyErr == nil && ctx.Err() == nil {
+			d.keyErr = err // a setup error stops the run, as a key that could not be had
+		}
+		d.mu.Unlock()
+		return rec, false
+	}
 	first, later := t.Body(op), []byte(nil)
 	attempts := d.cfg.maxAttempts
 	variant := ""
@@ -135,7 +147,7 @@ func (d *driver) run(ctx context.Context, s shape) (rec chaos.Op, ok bool) {
 	}
 	var last answer
 	if s.kind == chaos.KindStorm {
-		last = d.storm(ctx, op, key, first, &rec)
+		last = d.storm(ctx, op, key, first, vals, &rec)
 	}
 	for !d.definite(last, business) && rec.Attempts < attempts && ctx.Err() == nil {
 		if rec.Attempts > 0 && !d.wait(ctx, rec.Attempts, last) {
@@ -145,7 +157,7 @@ func (d *driver) run(ctx context.Context, s shape) (rec chaos.Op, ok bool) {
 		if rec.Attempts > 0 && later != nil {
 			body = later
 		}
-		last = d.send(ctx, op, key, body)
+		last = d.send(ctx, op, key, body, vals)
 		rec.Attempts++
 	}
 	switch {
@@ -178,7 +190,7 @@ func (d *driver) run(ctx context.Context, s shape) (rec chaos.Op, ok bool) {
 // with the same key at jittered moments: the overlapping retries of a
 // client whose timeout is shorter than the server's work. It returns the
 // best answer (a 2xx over anything else).
-func (d *driver) storm(ctx context.Context, op *apispec.Operation, key string, body []byte, rec *chaos.Op) answer {
+func (d *driver) storm(ctx context.Context, op *apispec.Operation, key string, body []byte, vals wire.SetupValues, rec *chaos.Op) answer {
 	slow := op.Variants[apispec.VariantSlow].Duration
 	answers := make([]answer, 1+stormHedges)
 	var wg sync.WaitGroup
@@ -198,7 +210,7 @@ func (d *driver) storm(ctx context.Context, op *apispec.Operation, key string, b
 					return
 				}
 			}
-			answers[i] = d.send(ctx, op, key, body)
+			answers[i] = d.send(ctx, op, key, body, vals)
 		})
 	}
 	wg.Wait()
@@ -232,13 +244,15 @@ func (d *driver) wait(ctx context.Context, n int, last answer) bool {
 	}
 }
 
-// send makes one attempt through the proxy: built and sent by the
-// proxy's carrier (the key where the target puts it: a header, a message
-// field, AEP-155's first_sent the same on every retry of the key, or
-// metadata), bounded by the target's timeout. The proxy labels what it
-// made up (Idemcheck-Fault, in a gRPC call's trailer).
-func (d *driver) send(ctx context.Context, op *apispec.Operation, key string, body []byte) answer {
+// send makes one attempt through the proxy, acting on the resource vals
+// name (the key's setup): built and sent by the proxy's carrier (the key
+// where the target puts it: a header, a message field, AEP-155's
+// first_sent the same on every retry of the key, or metadata), bounded by
+// the target's timeout. The proxy labels what it made up (Idemcheck-Fault,
+// in a gRPC call's trailer).
+func (d *driver) send(ctx context.Context, op *apispec.Operation, key string, body []byte, vals wire.SetupValues) answer {
 	x := d.calls.Build(op, wire.Request{Key: key, Body: body})
+	vals.Bind(&x)
 	x.Request.URL, x.Request.Body = d.double.Mark(op, key, x.Request.URL, x.Request.Header, x.Request.Body)
 	resp, _ := d.calls.Do(ctx, x)
 	if resp.Err != nil {
@@ -248,7 +262,7 @@ func (d *driver) send(ctx context.Context, op *apispec.Operation, key string, bo
 	}
 	a := answer{status: resp.Status, injected: resp.Header.Get(chaos.FaultHeader) != "" && resp.Status >= 500}
 	if resp.OK() {
-		a.id = jsonx.PointerText(resp.Body, op.IDPointer)
+		a.id = op.ExecutionMark(resp.Body) // the operation's own pointer; none: no id, never the whole body
 	}
 	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s >= 0 {
 		a.retryAfter = min(time.Duration(s)*time.Second, retryAfter)

@@ -35,7 +35,9 @@ type config struct {
 	margin      time.Duration
 	// inFlight: the profile's in-flight answers as HTTP statuses, which
 	// the client waits out and retries (nil: 409, the draft's).
-	inFlight []int
+	inFlight   []int
+	operations []string // WithOperations: the names run, nil all
+	keyOps     *keyOps  // each key's operation, for the proxy's ids
 }
 
 // Option configures Run.
@@ -172,6 +174,10 @@ func Run(ctx context.Context, t *apispec.Target, opts ...Option) (*Result, error
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	if err := cfg.selectOperations(); err != nil {
+		return nil, err
+	}
+	cfg.keyOps = &keyOps{}
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, cfg.deadline)
 	defer cancel()
@@ -236,7 +242,7 @@ func Run(ctx context.Context, t *apispec.Target, opts ...Option) (*Result, error
 		gen = apispec.UUIDKeys
 	}
 	d := newDriver(cfg, proxy.Calls, hist, wire.NewKeys(cfg.target, client, gen))
-	d.ev, d.double = ev, double
+	d.ev, d.double, d.direct = ev, double, carrier
 	d.onOp = newTracker(cfg, proxy, hist)
 	start := time.Now()
 	d.runAll(ctx)
@@ -351,7 +357,7 @@ func startProxy(ctx context.Context, cfg config, path string, kills bool) (*chao
 		return nil, nil, err
 	}
 	f, err := front.Start(ctx, cfg.target, front.Options{History: hist, Seed: cfg.seed, Replicas: true,
-		IDPointer: cfg.target.Operations[0].IDPointer, Timeout: cfg.target.Timeout, Conns: 1024, Resolve: true})
+		Marks: cfg.keyOps.mark, Timeout: cfg.target.Timeout, Conns: 1024, Resolve: true})
 	if err != nil {
 		hist.Close()
 		return nil, nil, err

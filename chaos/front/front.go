@@ -46,6 +46,10 @@ type Options struct {
 	Replicas bool
 	// IDPointer is where an answer holds the created id.
 	IDPointer string
+	// Marks, when set, reads the id the history records for a 2xx answer
+	// under a key (each key's own operation's pointer, or its version for
+	// an update) instead of IDPointer.
+	Marks func(key string, body []byte) string
 	// Timeout bounds each call through the proxy (the client's); the
 	// proxy bounds its upstream leg by the target's timeout.
 	Timeout time.Duration
@@ -105,6 +109,9 @@ func startHTTP(t *apispec.Target, bases []string, o Options) (*Front, error) {
 	if keyOf := wire.KeyReader(t); keyOf != nil { // a key in the body: JSON, GraphQL, JSON-RPC
 		opts = append(opts, chaos.WithKeyOf(keyOf))
 	}
+	if o.Marks != nil {
+		opts = append(opts, chaos.WithMarks(o.Marks))
+	}
 	p, err := chaos.New(bases[0], opts...)
 	if err != nil {
 		return nil, err
@@ -144,6 +151,9 @@ func startGRPC(ctx context.Context, t *apispec.Target, bases []string, m wire.Me
 		opts = append(opts, chaos.WithKeyField(f))
 	} else {
 		opts = append(opts, chaos.WithKeyHeader(t.KeyHeader))
+	}
+	if o.Marks != nil {
+		opts = append(opts, chaos.WithMarks(o.Marks))
 	}
 	p, err := chaos.NewGRPC(bases[0], opts...)
 	if err != nil {

@@ -45,13 +45,14 @@ type chaosRun struct {
 	deadline         time.Duration
 	replicas         int
 	killEvery        time.Duration
+	operations       []string // --operation: the operations driven, none all
 }
 
 // options are r's drive.Run options.
 func (r chaosRun) options() []drive.Option {
 	return []drive.Option{drive.WithOps(r.ops), drive.WithConcurrency(r.concurrency), drive.WithSeed(r.seed),
 		drive.WithHistory(r.history), drive.WithMaxAttempts(r.maxAttempts), drive.WithDeadline(r.deadline),
-		drive.WithReplicas(r.replicas), drive.WithKillEvery(r.killEvery)}
+		drive.WithReplicas(r.replicas), drive.WithKillEvery(r.killEvery), drive.WithOperations(r.operations...)}
 }
 
 func init() {
@@ -101,6 +102,7 @@ func init() {
 	fl.DurationVar(&f.run.killEvery, "kill-every", 2*time.Second, "with --replicas: SIGKILL a random replica this often and restart it (0: never)")
 	addTTLFlag(fl, &f.sel.TTL, "the config", "executions after it are legal")
 	fl.IntVar(&f.run.ops, "ops", 1000, "logical operations, each with a fresh key")
+	fl.StringArrayVar(&f.run.operations, "operation", nil, "drive only this configured operation (by name; repeatable; default: all, in turn)")
 	fl.IntVar(&f.run.concurrency, "concurrency", 16, "operations in flight at once")
 	addFaultFlag(fl, &f.faults)
 	fl.Uint64Var(&f.run.seed, "seed", 1, "seed of fault draws, op mix and backoff jitter")

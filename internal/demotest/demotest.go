@@ -19,3 +19,17 @@ func Serve(t testing.TB, o demo.Options) string {
 	t.Cleanup(func() { srv.Close(); _ = app.Close() })
 	return srv.URL
 }
+
+// CancelOperation is a config's operations entry (YAML, indented for an
+// operations: list) for the reference's cancel of a charge, each key on a
+// fresh charge made by its setup: an update whose answers carry a version.
+const CancelOperation = `  - name: cancel-charge
+    method: POST
+    path: /v1/charges/{setup.id}/cancel
+    kind: update
+    id_pointer: /id
+    version_pointer: /version
+    headers: {Content-Type: application/json}
+    body: {reason: requested}
+    setup: {method: POST, path: /v1/charges, body: {amount: 1000, currency: usd}}
+`

@@ -52,6 +52,7 @@ type App struct {
 	// rolled back is taken back from the oracle (serveUndoable).
 	undoable bool
 	events   *events // nil: no events published
+	states   states  // the operations on an existing charge (updates.go)
 }
 
 const (
@@ -82,7 +83,7 @@ func New(o Options) (*App, error) {
 	if lease == 0 {
 		lease = reference.DefaultLease
 	}
-	a := &App{store: o.Store, ledger: o.Ledger, effects: newEffects(ttl, lease), maxBody: o.MaxBody}
+	a := &App{store: o.Store, ledger: o.Ledger, effects: newEffects(ttl, lease), maxBody: o.MaxBody, states: states{byID: map[string]*chargeState{}}}
 	if a.maxBody == 0 {
 		a.maxBody = reference.DefaultMaxBody
 	}
@@ -137,6 +138,8 @@ func New(o Options) (*App, error) {
 	api.HandleFunc("POST /v1/refunds", a.create(opRefunds, "re_", "refund"))
 	api.HandleFunc("GET /v1/charges/{id}", a.get("charge"))
 	api.HandleFunc("GET /v1/refunds/{id}", a.get("refund"))
+	api.HandleFunc("PATCH /v1/charges/{id}", a.onCharge(opUpdates, setDescription))
+	api.HandleFunc("POST /v1/charges/{id}/cancel", a.onCharge(opCancels, cancelCharge))
 	// Authentication runs before any idempotency work: a 401 never
 	// touches, reads or stores a record.
 	idem := reference.Middleware(a.store, opts...)(api)
@@ -149,6 +152,9 @@ func New(o Options) (*App, error) {
 	for _, p := range []string{"/v1/charges", "/v1/charges/", "/v1/refunds", "/v1/refunds/"} {
 		mux.Handle(p, protected)
 	}
+	a.onChargeRoutes(mux, defects, idem, api, func(more ...reference.Defect) http.Handler {
+		return reference.Middleware(a.store, append(slices.Clone(opts), reference.WithDefects(more...))...)(api)
+	})
 	mux.Handle("GET /v1/effects", a.effects)
 	// The keys' lifetime, advertised as Iceberg's config endpoint does
 	// (an ISO 8601 duration), so a client need not be told it.

@@ -34,23 +34,28 @@ type keyEffects struct {
 type opCounts struct {
 	Charges int64 `json:"charges"`
 	Refunds int64 `json:"refunds"`
+	// Updates and Cancels count executions on an existing charge (PATCH,
+	// cancel: updates.go).
+	Updates int64 `json:"updates"`
+	Cancels int64 `json:"cancels"`
 }
 
-func (o *opCounts) sub(op string) {
-	if op == opCharges {
-		o.Charges--
-	} else {
-		o.Refunds--
+// of is op's counter.
+func (o *opCounts) of(op string) *int64 {
+	switch op {
+	case opCharges:
+		return &o.Charges
+	case opUpdates:
+		return &o.Updates
+	case opCancels:
+		return &o.Cancels
 	}
+	return &o.Refunds
 }
 
-func (o *opCounts) add(op string) {
-	if op == opCharges {
-		o.Charges++
-	} else {
-		o.Refunds++
-	}
-}
+func (o *opCounts) sub(op string) { *o.of(op)-- }
+
+func (o *opCounts) add(op string) { *o.of(op)++ }
 
 // retainSlack keeps a count past its record's lifetime for probes that
 // read it a while after the execution (a chaos driver, a load oracle).
@@ -133,7 +138,7 @@ func (e *effects) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rep.ByOperation = e.total
 	}
 	e.mu.Unlock()
-	rep.Executions = rep.ByOperation.Charges + rep.ByOperation.Refunds
+	rep.Executions = rep.ByOperation.Charges + rep.ByOperation.Refunds + rep.ByOperation.Updates + rep.ByOperation.Cancels
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	_ = json.NewEncoder(w).Encode(rep)
