@@ -23,7 +23,7 @@ func init() {
 func skipNotUpdate(_ *apispec.Target, _ *apispec.Profile, op *apispec.Operation) string {
 	switch _, ok := op.BodyMutation(); {
 	case !op.Updates():
-		return "not an update (kind: update)"
+		return NotApplicable + " to a create: the operation is no update (kind: update, or a PATCH/PUT learned as one)"
 	case !ok:
 		return "needs a body mutation: another key's change of the same resource"
 	}
