@@ -211,10 +211,10 @@ func TestBoundedBackoff(t *testing.T) {
 		want scenarios.Status
 	}{
 		{"none", func(int) time.Duration { return 0 }, scenarios.Warn},
-		{"constant", func(int) time.Duration { return 50 * time.Millisecond }, scenarios.Warn},
+		{"constant", func(int) time.Duration { return 100 * time.Millisecond }, scenarios.Warn},
 		// equal jitter: half the doubling wait fixed, half random
 		{"jittered", func(i int) time.Duration {
-			half := 10 * time.Millisecond << i
+			half := 40 * time.Millisecond << i
 			return half + time.Duration(rand.Int64N(int64(half)))
 		}, scenarios.Pass},
 	} {

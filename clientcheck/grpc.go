@@ -45,17 +45,20 @@ var grpcCodes = map[int]codes.Code{
 type grpcStandIn struct {
 	target *apispec.Target
 	hold   time.Duration
+	// keyRequired: a protoset service refuses a call without a key, as
+	// the reference does under a profile that requires one.
+	keyRequired bool
 	// methods are the protoset's methods the config's operations name,
 	// by full method (/pkg.Service/Method); nil: the reference's
 	// PaymentService.
 	methods map[string]*protosetMethod
 }
 
-func newGRPCStandIn(t *apispec.Target, hold time.Duration) (*grpcStandIn, error) {
+func newGRPCStandIn(t *apispec.Target, p *apispec.Profile, hold time.Duration) (*grpcStandIn, error) {
 	if t.Key == nil || t.Key.Field == "" && t.Key.Metadata == "" {
 		return nil, setupErrorf(2, "key: a gRPC config names where the key goes (key: {field: request_id})")
 	}
-	g := &grpcStandIn{target: t, hold: hold}
+	g := &grpcStandIn{target: t, hold: hold, keyRequired: p.KeyRequired == apispec.Yes}
 	if t.Protoset != "" {
 		methods, err := protosetMethods(t)
 		if err != nil {
@@ -91,7 +94,7 @@ func (g *grpcStandIn) newRun(caseID string, plan Plan) (caseRun, error) {
 	}
 	r := &grpcRun{journal: newJournal(caseID, plan), target: g.target, hold: g.hold, ln: ln, names: map[string]bool{}}
 	if g.methods != nil {
-		r.keyed = protosetStore{answers: map[string]*keyedAnswer{}}
+		r.keyed = protosetStore{answers: map[string]*keyedAnswer{}, keyRequired: g.keyRequired}
 		r.srv = grpc.NewServer(grpc.UnknownServiceHandler(r.protosetHandler(g.methods)))
 	} else {
 		svc, err := grpcref.New(grpcref.Options{}) // its own memory store, closed with it

@@ -26,7 +26,9 @@ import (
 // default). Keys are honoured as the reference does: the first attempt
 // under a key executes and its answer is kept, a later one with the same
 // request gets that answer again (no execution), one with another request
-// is refused INVALID_ARGUMENT; a call without a key executes each time.
+// is refused INVALID_ARGUMENT; a call without a key is refused
+// INVALID_ARGUMENT where the profile requires the key, else executes
+// each time.
 
 // protosetMethod is one operation's method in the protoset.
 type protosetMethod struct {
@@ -72,8 +74,9 @@ func protosetMethods(t *apispec.Target) (map[string]*protosetMethod, error) {
 
 // protosetStore keeps a run's answers by key.
 type protosetStore struct {
-	mu      sync.Mutex
-	answers map[string]*keyedAnswer
+	keyRequired bool
+	mu          sync.Mutex
+	answers     map[string]*keyedAnswer
 }
 
 // keyedAnswer is the answer kept for a key, with the request it answered.
@@ -116,6 +119,9 @@ func (r *grpcRun) protosetHandler(methods map[string]*protosetMethod) grpc.Strea
 // with the same request, a refusal when with another, else a new
 // resource.
 func (s *protosetStore) execute(key string, keyed bool, req proto.Message, m *protosetMethod) (proto.Message, string, error) {
+	if !keyed && s.keyRequired {
+		return nil, "", status.Error(codes.InvalidArgument, "the request carries no idempotency key")
+	}
 	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(req)
 	if err != nil {
 		return nil, "", status.Errorf(codes.Internal, "the request could not be marshalled: %v", err)

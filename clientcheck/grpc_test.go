@@ -102,8 +102,10 @@ func (c shopClient) call(ctx context.Context, base string) (string, error) {
 	var last error
 	for attempt := 1; attempt <= 4; attempt++ {
 		if attempt > 1 {
-			if err := sleepCtx(ctx, time.Duration(50<<attempt)*time.Millisecond); err != nil {
-				return "", err
+			select { // a doubling back-off from 200ms
+			case <-ctx.Done():
+				return "", ctx.Err()
+			case <-time.After(time.Duration(50<<attempt) * time.Millisecond):
 			}
 		}
 		actx, cancel := context.WithTimeout(ctx, time.Second)
@@ -138,17 +140,6 @@ func (c shopClient) call(ctx context.Context, base string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("gave up after 4 attempts: %w", last)
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // A service read from a protoset, driven by a client on grpc's retry
