@@ -77,7 +77,7 @@ func Check(ctx context.Context, o Options) (*scenarios.Report, error) {
 	probe := wire.NewCarrier(o.Target, nil) // asked what it carries, never sent through
 	probe.Close()
 	if _, rpc := probe.(wire.Messages); rpc {
-		g, err := newGRPCStandIn(o.Target, o.Hold)
+		g, err := newGRPCStandIn(o.Target, o.Profile, o.Hold)
 		if err != nil {
 			return nil, err
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -69,12 +70,21 @@ func TestReferenceClientPasses(t *testing.T) {
 	t.Logf("catalog wall time for the reference client: %s", rep.Duration)
 }
 
+// catalogRun narrows BenchmarkCatalog to the cases of one glob, for
+// scripts/bench-faces-client.sh's smoke form.
+var catalogRun = flag.String("catalog.run", "", "BenchmarkCatalog runs only the cases matching this glob")
+
 // BenchmarkCatalog reports the client catalog's wall time for the
 // reference client (in-process), dominated by the cases' back-off waits:
 // go test -run '^$' -bench Catalog -benchtime 1x ./clientcheck/
+// (scripts/bench-faces-client.sh sets it beside the CLI's).
 func BenchmarkCatalog(b *testing.B) {
+	var run []string
+	if *catalogRun != "" {
+		run = []string{*catalogRun}
+	}
 	for b.Loop() {
-		rep, err := clientcheck.Check(b.Context(), clientcheck.Options{Driver: refDriver{}, Subject: "refclient", Strict: true})
+		rep, err := clientcheck.Check(b.Context(), clientcheck.Options{Driver: refDriver{}, Subject: "refclient", Run: run, Strict: true})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -201,10 +211,10 @@ func TestBoundedBackoff(t *testing.T) {
 		want scenarios.Status
 	}{
 		{"none", func(int) time.Duration { return 0 }, scenarios.Warn},
-		{"constant", func(int) time.Duration { return 50 * time.Millisecond }, scenarios.Warn},
+		{"constant", func(int) time.Duration { return 100 * time.Millisecond }, scenarios.Warn},
 		// equal jitter: half the doubling wait fixed, half random
 		{"jittered", func(i int) time.Duration {
-			half := 10 * time.Millisecond << i
+			half := 40 * time.Millisecond << i
 			return half + time.Duration(rand.Int64N(int64(half)))
 		}, scenarios.Pass},
 	} {

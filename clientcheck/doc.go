@@ -11,8 +11,9 @@
 // original answer and a reused key with another payload gets 422. Each
 // case run gets its own base URL prefix and its own store: concurrent and
 // repeated runs never mix. For a gRPC config it serves the reference's
-// PaymentService (reference/grpcref) instead, a server per case run
-// (grpc.go), with the same faults as gRPC statuses.
+// PaymentService (reference/grpcref) instead, or any service of the
+// config's protoset (grpc_protoset.go, read with wire.ReadProtoset), a
+// server per case run (grpc.go), with the same faults as gRPC statuses.
 //
 // A client is driven through a Driver: the CLI's (Command) runs a process
 // per case run under the fixed driving contract (docs/clients.md); the go

@@ -20,12 +20,14 @@ import (
 	"github.com/idemcheck/idemcheck/reference/grpcref/paymentsv1"
 )
 
-// The gRPC stand-in serves the reference's PaymentService (AIP-155's
-// request_id on CreatePayment, AEP-155's idempotency_key on CreateRefund)
-// through grpcref over a memory store, one server per case run on its
-// own loopback port (a gRPC client has no path prefix to tell runs
-// apart). The faults are the HTTP stand-in's as gRPC statuses; a lost
-// answer is the committed call ended UNAVAILABLE.
+// The gRPC stand-in serves, one server per case run on its own loopback
+// port (a gRPC client has no path prefix to tell runs apart), either the
+// reference's PaymentService (AIP-155's request_id on CreatePayment,
+// AEP-155's idempotency_key on CreateRefund) through grpcref over a
+// memory store, or, when the config names a protoset, the config's
+// methods of any service in it (grpc_protoset.go). The faults are the
+// HTTP stand-in's as gRPC statuses; a lost answer is the committed call
+// ended UNAVAILABLE.
 
 // grpcCodes are the statuses the HTTP faults become.
 var grpcCodes = map[int]codes.Code{
@@ -43,18 +45,34 @@ var grpcCodes = map[int]codes.Code{
 type grpcStandIn struct {
 	target *apispec.Target
 	hold   time.Duration
+	// keyRequired: a protoset service refuses a call without a key, as
+	// the reference does under a profile that requires one.
+	keyRequired bool
+	// methods are the protoset's methods the config's operations name,
+	// by full method (/pkg.Service/Method); nil: the reference's
+	// PaymentService.
+	methods map[string]*protosetMethod
 }
 
-func newGRPCStandIn(t *apispec.Target, hold time.Duration) (*grpcStandIn, error) {
-	for _, op := range t.Operations {
-		if op.RPC != paymentsv1.PaymentService_CreatePayment_FullMethodName[1:] && op.RPC != paymentsv1.PaymentService_CreateRefund_FullMethodName[1:] {
-			return nil, setupErrorf(2, "operation %s: the gRPC stand-in serves the reference's PaymentService only (rpc %s is not implemented yet)", op.Name, op.RPC)
-		}
-	}
+func newGRPCStandIn(t *apispec.Target, p *apispec.Profile, hold time.Duration) (*grpcStandIn, error) {
 	if t.Key == nil || t.Key.Field == "" && t.Key.Metadata == "" {
 		return nil, setupErrorf(2, "key: a gRPC config names where the key goes (key: {field: request_id})")
 	}
-	return &grpcStandIn{target: t, hold: hold}, nil
+	g := &grpcStandIn{target: t, hold: hold, keyRequired: p.KeyRequired == apispec.Yes}
+	if t.Protoset != "" {
+		methods, err := protosetMethods(t)
+		if err != nil {
+			return nil, err
+		}
+		g.methods = methods
+		return g, nil
+	}
+	for _, op := range t.Operations {
+		if op.RPC != paymentsv1.PaymentService_CreatePayment_FullMethodName[1:] && op.RPC != paymentsv1.PaymentService_CreateRefund_FullMethodName[1:] {
+			return nil, setupErrorf(2, "operation %s: rpc %s is not the reference's PaymentService: give protoset: (a descriptor set with its service) for any other", op.Name, op.RPC)
+		}
+	}
+	return g, nil
 }
 
 type grpcRun struct {
@@ -63,8 +81,10 @@ type grpcRun struct {
 	hold   time.Duration
 	ln     net.Listener
 	srv    *grpc.Server
-	svc    *grpcref.Service
+	svc    *grpcref.Service // the reference's; nil for a protoset's service
 	names  map[string]bool
+	// keyed is a protoset service's answers by key (protosetRun).
+	keyed protosetStore
 }
 
 func (g *grpcStandIn) newRun(caseID string, plan Plan) (caseRun, error) {
@@ -72,14 +92,30 @@ func (g *grpcStandIn) newRun(caseID string, plan Plan) (caseRun, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stand-in: %w", err)
 	}
-	svc, err := grpcref.New(grpcref.Options{}) // its own memory store, closed with it
-	if err != nil {
-		ln.Close()
-		return nil, err
+	r := &grpcRun{journal: newJournal(caseID, plan), target: g.target, hold: g.hold, ln: ln, names: map[string]bool{}}
+	if g.methods != nil {
+		r.keyed = protosetStore{answers: map[string]*keyedAnswer{}, keyRequired: g.keyRequired}
+		r.srv = grpc.NewServer(grpc.UnknownServiceHandler(r.protosetHandler(g.methods)))
+	} else {
+		svc, err := grpcref.New(grpcref.Options{}) // its own memory store, closed with it
+		if err != nil {
+			ln.Close()
+			return nil, err
+		}
+		r.svc = svc
+		r.srv = grpc.NewServer(grpc.UnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+			msg, _ := req.(proto.Message)
+			return r.attempt(ctx, info.FullMethod, msg, func(ctx context.Context) (proto.Message, string, error) {
+				resp, err := handler(ctx, req)
+				p, _ := resp.(*paymentsv1.Payment)
+				if err != nil || p == nil {
+					return nil, "", err
+				}
+				return p, p.GetName(), nil
+			})
+		}))
+		svc.Register(r.srv)
 	}
-	r := &grpcRun{journal: newJournal(caseID, plan), target: g.target, hold: g.hold, ln: ln, svc: svc, names: map[string]bool{}}
-	r.srv = grpc.NewServer(grpc.UnaryInterceptor(r.intercept))
-	svc.Register(r.srv)
 	go func() { _ = r.srv.Serve(ln) }()
 	return r, nil
 }
@@ -90,10 +126,18 @@ func (r *grpcRun) Close() {
 	r.cancel()
 	r.srv.Stop()
 	r.inflight.Wait()
-	_ = r.svc.Close()
+	if r.svc != nil {
+		_ = r.svc.Close()
+	}
 }
 
-func (r *grpcRun) intercept(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+// execFunc runs one attempt's call: its answer, the created resource's
+// id (the same id again for a replay) or an error.
+type execFunc func(ctx context.Context) (resp proto.Message, id string, err error)
+
+// attempt journals one attempt of method with request msg and answers
+// it under the run's fault, run executing the call itself.
+func (r *grpcRun) attempt(ctx context.Context, method string, msg proto.Message, run execFunc) (proto.Message, error) {
 	r.inflight.Add(1)
 	defer r.inflight.Done()
 	md, _ := metadata.FromIncomingContext(ctx)
@@ -101,46 +145,47 @@ func (r *grpcRun) intercept(ctx context.Context, req any, info *grpc.UnaryServer
 	for k, vs := range md {
 		h[http.CanonicalHeaderKey(k)] = vs
 	}
-	msg, _ := req.(proto.Message)
 	body, _ := protojson.MarshalOptions{}.Marshal(msg)
-	a := &Attempt{Start: time.Now(), Method: "RPC", Path: info.FullMethod, Header: h, Keys: r.keyOf(msg, md), Body: body}
-	served := r.served(info.FullMethod)
+	a := &Attempt{Start: time.Now(), Method: "RPC", Path: method, Header: h, Keys: r.keyOf(msg, md), Body: body}
+	served := r.served(method)
 	if !served {
 		r.addStray(a)
-		return nil, status.Errorf(codes.Unimplemented, "%s is not an operation of the stand-in's config", info.FullMethod)
+		return nil, status.Errorf(codes.Unimplemented, "%s is not an operation of the stand-in's config", method)
 	}
 	r.add(a, "rpc")
 	f := r.faultFor(a)
-	answer := func(resp any, err error) {
+	handler := func(ctx context.Context) (proto.Message, error) {
+		resp, id, err := run(ctx)
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		a.End = time.Now()
-		if p, ok := resp.(*paymentsv1.Payment); ok && err == nil {
-			a.Status, a.RespBody = http.StatusOK, []byte(protojson.Format(p))
-			if !r.names[p.GetName()] { // a resource name never seen: an execution
-				r.names[p.GetName()] = true
-				r.executions = append(r.executions, Execution{Key: a.Key(), ID: p.GetName(), At: a.End})
+		if err == nil {
+			a.Status, a.RespBody = http.StatusOK, []byte(protojson.Format(resp))
+			if !r.names[id] { // a resource never seen: an execution
+				r.names[id] = true
+				r.executions = append(r.executions, Execution{Key: a.Key(), ID: id, At: a.End})
 			}
-		} else if err != nil && f.Kind != Drop && f.Kind != Hold {
+		} else if f.Kind != Drop && f.Kind != Hold {
 			a.Status, a.RespBody = httpOf(status.Code(err)), []byte(status.Convert(err).Message())
 		}
+		return resp, err
 	}
 	switch f.Kind {
 	case Status:
 		code := grpcCodes[f.Status]
+		r.mu.Lock()
+		a.End = time.Now()
+		a.Status, a.RespBody = httpOf(code), []byte(statusDetail(f.Status))
 		a.Fault = fmt.Sprintf("answered %s without executing", code)
-		err := status.Error(code, statusDetail(f.Status))
-		answer(nil, err)
-		return nil, err
+		r.mu.Unlock()
+		return nil, status.Error(code, statusDetail(f.Status))
 	case Drop:
-		resp, err := handler(context.WithoutCancel(ctx), req)
-		answer(resp, err)
+		_, _ = handler(context.WithoutCancel(ctx))
 		a.Fault = "executed, then ended the call UNAVAILABLE without its answer"
 		a.Status = 0
 		return nil, status.Error(codes.Unavailable, "the connection was lost")
 	case Hold:
-		resp, err := handler(context.WithoutCancel(ctx), req)
-		answer(resp, err)
+		resp, err := handler(context.WithoutCancel(ctx))
 		a.Status = 0
 		held := time.Now()
 		t := time.NewTimer(r.hold)
@@ -159,16 +204,13 @@ func (r *grpcRun) intercept(ctx context.Context, req any, info *grpc.UnaryServer
 			return nil, status.Error(codes.Unavailable, "the run ended")
 		case <-t.C:
 			a.Fault = fmt.Sprintf("executed, held the answer %s (the bound): the client was still waiting", r.hold)
-			if p, ok := resp.(*paymentsv1.Payment); ok && err == nil {
+			if err == nil {
 				a.Status = http.StatusOK
-				return p, nil
 			}
 			return resp, err
 		}
 	}
-	resp, err := handler(ctx, req)
-	answer(resp, err)
-	return resp, err
+	return handler(ctx)
 }
 
 func (r *grpcRun) served(method string) bool {

@@ -81,8 +81,15 @@ func rank(v Verdict) int {
 // the outcome with its exit code.
 func Console(w io.Writer, rep *scenarios.Report, opt ConsoleOptions) error {
 	c := &console{rep: rep, opt: opt}
-	fmt.Fprintf(&c.b, "idemcheck conformance: target %s%s, profile %s, strict %t, seed %d\n",
-		rep.Target, over(rep), rep.Profile, rep.Strict, rep.Seed)
+	if rep.Client {
+		// A client run's subject is the client, its cases run against the
+		// stand-in, and it has no seed of its own.
+		fmt.Fprintf(&c.b, "idemcheck client: %s against the stand-in%s, profile %s, strict %t\n",
+			strings.TrimPrefix(rep.Target, "client: "), over(rep), rep.Profile, rep.Strict)
+	} else {
+		fmt.Fprintf(&c.b, "idemcheck conformance: target %s%s, profile %s, strict %t, seed %d\n",
+			rep.Target, over(rep), rep.Profile, rep.Strict, rep.Seed)
+	}
 	if rep.Command != "" {
 		fmt.Fprintf(&c.b, "command: %s\n", rep.Command)
 	}
@@ -139,10 +146,7 @@ func (c *console) tree() {
 			b.WriteString(head + "\n")
 			for _, r := range cs {
 				v := Effective(rep, r)
-				op := r.Operation
-				if op == "" {
-					op = "(target)"
-				}
+				op := subject(rep, r)
 				fmt.Fprintf(b, "      %s %s", c.mark(v), op)
 				if d := r.Duration.Round(time.Millisecond); d > 0 {
 					fmt.Fprintf(b, " %s", c.paint(ansiGrey, d.String()))
@@ -252,13 +256,21 @@ func sameSkip(rep *scenarios.Report, c []scenarios.Result) (reason string, ops [
 		if v := rep.Effective(r); v.Status != scenarios.Skip || v.Expected || r.Reason != c[0].Reason {
 			return "", nil, false
 		}
-		op := r.Operation
-		if op == "" {
-			op = "(target)"
-		}
-		ops = append(ops, op)
+		ops = append(ops, subject(rep, r))
 	}
 	return oneLine(c[0].Reason), ops, true
+}
+
+// subject names what a result line judged: its operation, else the whole
+// target, or the client of a client run.
+func subject(rep *scenarios.Report, r scenarios.Result) string {
+	switch {
+	case r.Operation != "":
+		return r.Operation
+	case rep.Client:
+		return "(client)"
+	}
+	return "(target)"
 }
 
 // groupCases splits a family's results into runs of the same case ID.
