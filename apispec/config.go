@@ -16,7 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/idemcheck/idemcheck/evidence/double"
-	"github.com/idemcheck/idemcheck/evidence/events"
+	"github.com/idemcheck/idemcheck/evidence/eventspec"
 	"github.com/idemcheck/idemcheck/internal/jsonx"
 )
 
@@ -48,7 +48,7 @@ type configFile struct {
 	Key      *KeyPlace `yaml:"key"`
 	Protoset string    `yaml:"protoset"`
 	// Events: the broker the API publishes its events to (evidence/events).
-	Events *events.Config `yaml:"events"`
+	Events *eventspec.Config `yaml:"events"`
 	// Carrier and Answers: a key in the body, GraphQL, JSON-RPC, MCP
 	// (carrier.go).
 	Carrier string   `yaml:"carrier"`
@@ -543,7 +543,7 @@ func (t *Target) Validate() error {
 	// A managed target's base URL may be left out or name the picked {port}.
 	base := t.BaseURL
 	if t.Command != "" {
-		base = strings.ReplaceAll(base, portPlaceholder, "1")
+		base = strings.ReplaceAll(base, PortPlaceholder, "1")
 	}
 	u, err := url.Parse(base)
 	if (t.BaseURL != "" || t.Command == "") && !t.IsGRPC() && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {

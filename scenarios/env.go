@@ -12,6 +12,7 @@ import (
 
 	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/evidence"
+	"github.com/idemcheck/idemcheck/internal/managed"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -36,6 +37,9 @@ type Env struct {
 	// inproc, when set, is the handler behind BaseURL: same-key bursts
 	// call it in-process (RunOptions.InProcess).
 	inproc http.Handler
+	// proc is the target process the harness started (target_cmd), nil
+	// when it started none.
+	proc *managed.Process
 	// oracle counts executions (nil: no oracle configured); blind names
 	// the operations it was found not to count, with the calibration's
 	// finding (see oracleSees).

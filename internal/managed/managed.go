@@ -1,4 +1,4 @@
-package apispec
+package managed
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/internal/freeport"
 )
 
@@ -30,17 +31,9 @@ const (
 // A variable so that tests can shorten it.
 var managedReadyTimeout = 15 * time.Second
 
-// portPlaceholder in target_cmd and base_url is replaced by the port the
-// harness picked.
-const portPlaceholder = "{port}"
-
-// downstreamPlaceholder in target_cmd is replaced by the downstream
-// double's base URL (the API's provider URL).
-const downstreamPlaceholder = "{downstream}"
-
-// Managed is a target process the harness started: its own process group,
+// Process is a target process the harness started: its own process group,
 // killed with the harness (Pdeathsig), output kept for evidence.
-type Managed struct {
+type Process struct {
 	argv    []string
 	baseURL string
 	tls     *tls.Config // a grpcs:// target's, for the readiness probe
@@ -51,88 +44,12 @@ type Managed struct {
 	done chan struct{} // closed when the current process has been waited for
 }
 
-// FromCommand returns the reference contract's Target for a server the
-// harness starts with command (see Target.Command); its base URL is
-// http://127.0.0.1:{port}.
-func FromCommand(command string, ttl, lease time.Duration) (*Target, error) {
-	if _, err := SplitCommand(command); err != nil {
-		return nil, fmt.Errorf("--target-cmd %q: %v", command, err)
-	}
-	t, err := FromURL("http://127.0.0.1", ttl, lease)
-	if err != nil {
-		return nil, err
-	}
-	t.BaseURL, t.Command = "", command
-	// Each started process counts its own executions (StartReplicas
-	// may start several).
-	t.Oracle.PerReplica = true
-	return t, nil
-}
-
-// SplitCommand splits a command line the way a shell splits words, without
-// running a shell: blanks separate words, '...' is literal, "..." honours
-// backslash escapes of \ " $ and `, and a backslash outside quotes escapes
-// the next character.
-func SplitCommand(s string) ([]string, error) {
-	var (
-		words []string
-		cur   strings.Builder
-		inW   bool
-	)
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == ' ' || c == '\t' || c == '\n':
-			if inW {
-				words, inW = append(words, cur.String()), false
-				cur.Reset()
-			}
-		case c == '\'':
-			j := strings.IndexByte(s[i+1:], '\'')
-			if j < 0 {
-				return nil, errors.New("unterminated single quote")
-			}
-			cur.WriteString(s[i+1 : i+1+j])
-			i, inW = i+1+j, true
-		case c == '"':
-			i++
-			for ; i < len(s) && s[i] != '"'; i++ {
-				if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("\\\"$`", s[i+1]) >= 0 {
-					i++
-				}
-				cur.WriteByte(s[i])
-			}
-			if i >= len(s) {
-				return nil, errors.New("unterminated double quote")
-			}
-			inW = true
-		case c == '\\':
-			if i+1 == len(s) {
-				return nil, errors.New("trailing backslash")
-			}
-			i++
-			cur.WriteByte(s[i])
-			inW = true
-		default:
-			cur.WriteByte(c)
-			inW = true
-		}
-	}
-	if inW {
-		words = append(words, cur.String())
-	}
-	if len(words) == 0 {
-		return nil, errors.New("empty command")
-	}
-	return words, nil
-}
-
-// StartManaged starts t's command on a free loopback port and waits until
+// Start starts t's command on a free loopback port and waits until
 // it answers HTTP. It returns a copy of t aimed at the started process.
-// An error wrapping ErrUnreachable means the process started but never
+// An error wrapping apispec.ErrUnreachable means the process started but never
 // answered; any other error means it could not be started.
-func StartManaged(ctx context.Context, t *Target, downstreamURL string) (*Target, *Managed, error) {
-	argv, err := SplitCommand(t.Command)
+func Start(ctx context.Context, t *apispec.Target, downstreamURL string) (*apispec.Target, *Process, error) {
+	argv, err := apispec.SplitCommand(t.Command)
 	if err != nil {
 		return nil, nil, fmt.Errorf("target_cmd %q: %v", t.Command, err)
 	}
@@ -142,16 +59,16 @@ func StartManaged(ctx context.Context, t *Target, downstreamURL string) (*Target
 	}
 	p := strconv.Itoa(port)
 	for i := range argv {
-		argv[i] = strings.ReplaceAll(argv[i], portPlaceholder, p)
+		argv[i] = strings.ReplaceAll(argv[i], apispec.PortPlaceholder, p)
 		if downstreamURL != "" { // the API's provider URL
-			argv[i] = strings.ReplaceAll(argv[i], downstreamPlaceholder, downstreamURL)
+			argv[i] = strings.ReplaceAll(argv[i], apispec.DownstreamPlaceholder, downstreamURL)
 		}
 	}
 	base := t.BaseURL
 	if base == "" {
-		base = "http://127.0.0.1:" + portPlaceholder
+		base = "http://127.0.0.1:" + apispec.PortPlaceholder
 	}
-	m := &Managed{argv: argv, baseURL: strings.ReplaceAll(base, portPlaceholder, p), tls: t.TLSConfig(), out: &tailBuffer{max: managedOutputMax}}
+	m := &Process{argv: argv, baseURL: strings.ReplaceAll(base, apispec.PortPlaceholder, p), tls: t.TLSConfig(), out: &tailBuffer{max: managedOutputMax}}
 	if err := m.start(); err != nil {
 		return nil, nil, fmt.Errorf("target_cmd %q: %v", t.Command, err)
 	}
@@ -160,18 +77,18 @@ func StartManaged(ctx context.Context, t *Target, downstreamURL string) (*Target
 		return nil, nil, err
 	}
 	mt := *t
-	mt.BaseURL, mt.managed = m.baseURL, m
+	mt.BaseURL = m.baseURL
 	return &mt, m, nil
 }
 
 // BaseURL is where the managed target listens.
-func (m *Managed) BaseURL() string { return m.baseURL }
+func (m *Process) BaseURL() string { return m.baseURL }
 
 // Output returns the tail of the target's captured stdout and stderr.
-func (m *Managed) Output() string { return m.out.String() }
+func (m *Process) Output() string { return m.out.String() }
 
 // start runs a new process of argv in its own process group.
-func (m *Managed) start() error {
+func (m *Process) start() error {
 	cmd := exec.Command(m.argv[0], m.argv[1:]...)
 	// Own group: Kill reaches whatever the command spawned. Pdeathsig: the
 	// target dies with the harness even if the harness is killed.
@@ -191,12 +108,12 @@ func (m *Managed) start() error {
 
 // waitReady polls until the target answers any HTTP response, the process
 // exits, or managedReadyTimeout passes.
-func (m *Managed) waitReady(ctx context.Context) error {
+func (m *Process) waitReady(ctx context.Context) error {
 	m.mu.Lock()
 	cmd, done := m.cmd, m.done
 	m.mu.Unlock()
 	client, method, probe, speaks := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}, http.MethodGet, m.baseURL+"/", "HTTP"
-	if IsGRPCURL(m.baseURL) {
+	if apispec.IsGRPCURL(m.baseURL) {
 		client, method, probe, speaks = grpcProbe(m.baseURL, m.tls)
 	}
 	deadline := time.Now().Add(managedReadyTimeout)
@@ -217,13 +134,13 @@ func (m *Managed) waitReady(ctx context.Context) error {
 		}
 		select {
 		case <-done:
-			return fmt.Errorf("%w: target_cmd %s exited before answering at %s (%v)%s", ErrUnreachable, m.argv[0], m.baseURL, cmd.ProcessState, m.lastLine())
+			return fmt.Errorf("%w: target_cmd %s exited before answering at %s (%v)%s", apispec.ErrUnreachable, m.argv[0], m.baseURL, cmd.ProcessState, m.lastLine())
 		case <-ctx.Done():
-			return fmt.Errorf("%w: target_cmd %s: %v", ErrUnreachable, m.argv[0], ctx.Err())
+			return fmt.Errorf("%w: target_cmd %s: %v", apispec.ErrUnreachable, m.argv[0], ctx.Err())
 		case <-time.After(managedPoll):
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%w: target_cmd %s started but did not answer %s at %s within %s%s", ErrUnreachable, m.argv[0], speaks, m.baseURL, managedReadyTimeout, m.lastLine())
+			return fmt.Errorf("%w: target_cmd %s started but did not answer %s at %s within %s%s", apispec.ErrUnreachable, m.argv[0], speaks, m.baseURL, managedReadyTimeout, m.lastLine())
 		}
 	}
 }
@@ -250,7 +167,7 @@ func isGRPCAnswer(r *http.Response) bool {
 }
 
 // lastLine is the last line the target printed, for one-line errors.
-func (m *Managed) lastLine() string {
+func (m *Process) lastLine() string {
 	out := strings.TrimSpace(m.out.String())
 	if out == "" {
 		return ""
@@ -260,7 +177,7 @@ func (m *Managed) lastLine() string {
 
 // signal sends sig to the current process group and waits up to wait for
 // the process to end.
-func (m *Managed) signal(sig syscall.Signal, wait time.Duration) bool {
+func (m *Process) signal(sig syscall.Signal, wait time.Duration) bool {
 	m.mu.Lock()
 	cmd, done := m.cmd, m.done
 	m.mu.Unlock()
@@ -283,11 +200,11 @@ func (m *Managed) signal(sig syscall.Signal, wait time.Duration) bool {
 
 // Kill ends the target abruptly (SIGKILL to its process group), like a
 // crash, and waits until it is gone.
-func (m *Managed) Kill() { m.signal(syscall.SIGKILL, managedKillWait) }
+func (m *Process) Kill() { m.signal(syscall.SIGKILL, managedKillWait) }
 
 // Restart starts the target again on the same port and waits until it
 // answers HTTP.
-func (m *Managed) Restart(ctx context.Context) error {
+func (m *Process) Restart(ctx context.Context) error {
 	m.Kill()
 	if err := m.start(); err != nil {
 		return fmt.Errorf("restart %s: %v", m.argv[0], err)
@@ -297,7 +214,7 @@ func (m *Managed) Restart(ctx context.Context) error {
 
 // Stop ends the target at the end of a run: SIGTERM, then SIGKILL after a
 // grace period.
-func (m *Managed) Stop() {
+func (m *Process) Stop() {
 	if !m.signal(syscall.SIGTERM, managedStopGrace) {
 		m.Kill()
 	}
@@ -326,6 +243,39 @@ func (t *tailBuffer) String() string {
 	return string(t.b)
 }
 
-// Managed is the process StartManaged started for t, nil when t's server
-// was not started by the harness.
-func (t *Target) Managed() *Managed { return t.managed }
+// maxManagedReplicas bounds StartReplicas.
+const maxManagedReplicas = 32
+
+// StartReplicas starts n processes of t's command (target_cmd,
+// --target-cmd), each on its own free loopback port, and returns a copy of
+// t aimed at them (BaseURL the first, Replicas all of them when n > 1)
+// with their handles; the caller stops them. For them to be replicas of
+// one API the command must name a shared store (e.g. idemcheck serve
+// --store postgres --dsn ...).
+func StartReplicas(ctx context.Context, t *apispec.Target, n int, downstreamURL string) (*apispec.Target, []*Process, error) {
+	if t.Command == "" {
+		return nil, nil, errors.New("replicas: no target command (target_cmd, --target-cmd) to start")
+	}
+	if n < 1 || n > maxManagedReplicas {
+		return nil, nil, fmt.Errorf("replicas %d: want 1..%d", n, maxManagedReplicas)
+	}
+	var ms []*Process
+	var bases []string
+	for range n {
+		_, m, err := Start(ctx, t, downstreamURL)
+		if err != nil {
+			for _, m := range ms {
+				m.Stop()
+			}
+			return nil, nil, err
+		}
+		ms = append(ms, m)
+		bases = append(bases, m.BaseURL())
+	}
+	out := *t
+	out.BaseURL, out.Replicas = bases[0], nil
+	if n > 1 {
+		out.Replicas = bases
+	}
+	return &out, ms, nil
+}
