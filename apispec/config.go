@@ -487,8 +487,10 @@ func (cf *configFile) target() (*Target, error) {
 				return nil, fmt.Errorf("%s.variants.%s: give either patch or raw, not both", at, name)
 			case vc.Raw != nil:
 				v.Raw = []byte(*vc.Raw)
-			case vc.Patch == nil && vc.Downstream != nil:
-				// The double makes the call behave: the body stays.
+			case vc.Patch == nil:
+				// The double makes the call behave, or the API needs no
+				// knob (a duration alone: it is slow as it is): the body
+				// stays.
 			default:
 				b, err := jsonx.Encode(vc.Patch)
 				if err != nil {
@@ -530,6 +532,10 @@ func (cf *configFile) target() (*Target, error) {
 	}
 	return t, nil
 }
+
+// bodyVariants are the variants whose point is another body: a duration
+// or status alone cannot make one.
+var bodyVariants = map[string]bool{VariantInvalid: true, VariantLarge: true, VariantBinary: true}
 
 var validMethods = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "DELETE": true, "GET": true}
 
@@ -670,8 +676,11 @@ func (t *Target) validateOperation(at string, op *Operation) error {
 		if !knownVariants[name] {
 			return fmt.Errorf("%s.variants.%s: unknown variant (valid: binary, business_error, crash, invalid, large, slow, timeout, transient_error)", at, name)
 		}
-		if v.Raw == nil && !jsonx.IsObject(v.Patch) && (v.Downstream == nil || v.Patch != nil) {
+		if v.Raw == nil && v.Patch != nil && !jsonx.IsObject(v.Patch) {
 			return fmt.Errorf("%s.variants.%s.patch: want a JSON object (RFC 7386 merge patch), raw: a whole body sent as is, or downstream: the double's answer", at, name)
+		}
+		if v.Raw == nil && v.Patch == nil && v.Downstream == nil && bodyVariants[name] {
+			return fmt.Errorf("%s.variants.%s: want patch (RFC 7386 merge patch) or raw (a whole body): the %s variant is another body", at, name, name)
 		}
 		if v.Duration < 0 {
 			return fmt.Errorf("%s.variants.%s.duration %s: must not be negative", at, name, v.Duration)
@@ -734,7 +743,7 @@ func (op *Operation) VariantBody(name string) (json.RawMessage, Variant, bool) {
 	if v.Raw != nil {
 		return v.Raw, v, true
 	}
-	if v.Patch == nil { // a variant the downstream double makes behave
+	if v.Patch == nil { // the double makes it behave, or a duration alone describes it
 		return op.Body, v, true
 	}
 	b, err := jsonx.MergePatch(op.Body, v.Patch)
