@@ -94,6 +94,8 @@ func TestConfigErrors(t *testing.T) {
 		{"oracle url", base + op + "oracle: {url: \"effects?key={key}\", pointer: /n}\n", `oracle.url "effects?key={key}"`},
 		{"per_replica on one absolute counter", base + op + "oracle: {url: \"http://127.0.0.1:2/e?key={key}\", pointer: /n, per_replica: true}\n", `oracle.per_replica: needs a url that is a path`},
 		{"oracle principal out of range", base + op + "oracle: {url: /e, pointer: /n, principal: 3}\n", "oracle.principal 3"},
+		{"per_principal beside principal", base + op + "oracle: {url: /e, pointer: /n, principal: 1, per_principal: true}\n", "oracle.principal 1: per_principal reads with every principal's headers"},
+		{"per_principal on sql", base + op + "oracle: {sql: {dsn: \"postgres://h/db\", query: \"select 1\"}, per_principal: true}\n", "a database sees every principal's rows"},
 		{"bad method", base + "operations: [{name: c, method: FETCH, path: /c}]\n", `operations[0].method "FETCH"`},
 		{"relative base_url", "base_url: /api\nprincipals: [{name: a}]\n" + op, `base_url "/api"`},
 		{"no principals", "base_url: http://127.0.0.1:1\n" + op, "principals: at least one"},

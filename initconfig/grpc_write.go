@@ -261,19 +261,10 @@ func (d *description) operation(m method, k keyKind, seen map[string]bool) *yaml
 }
 
 // updates reports a method that changes an existing resource (AIP-134's
-// Update, or a request carrying the resource it answers): its answers
-// all name that resource.
+// Update…): its answers all name that resource. (A request carrying the
+// resource it answers is no sign: AIP-133's Create carries it too.)
 func updates(md protoreflect.MethodDescriptor) bool {
-	if strings.HasPrefix(string(md.Name()), "Update") {
-		return true
-	}
-	fields := md.Input().Fields()
-	for i := 0; i < fields.Len(); i++ {
-		if f := fields.Get(i); f.Message() != nil && f.Message().FullName() == md.Output().FullName() && md.Output().FullName() != "google.longrunning.Operation" {
-			return true
-		}
-	}
-	return false
+	return strings.HasPrefix(string(md.Name()), "Update")
 }
 
 // responseID is the pointer to the created resource's id in the answer's

@@ -288,9 +288,9 @@ func (e *Env) proveBy(r Req, resp wire.Resp) {
 	}
 	switch {
 	case resp.OK():
-		c.prove(r.Key, createdIDOf(op, resp))
+		c.prove(r.Key, createdIDOf(op, resp), r.Principal)
 	case declinedAsDeclared(op, body, resp):
-		c.prove(r.Key, "") // a business error is an execution, stored
+		c.prove(r.Key, "", r.Principal) // a business error is an execution, stored
 	}
 }
 

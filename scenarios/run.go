@@ -395,7 +395,7 @@ type session struct {
 
 // env is an Env of s for op, bounded by ctx.
 func (s *session) env(ctx context.Context, op *apispec.Operation) *Env {
-	return &Env{Target: s.t, Profile: s.p, Op: op, carrier: s.carrier, timeout: s.timeout, double: s.double, inproc: s.inproc, proc: s.proc, oracle: newCounter(s.ev), events: s.ev.Events(), keys: s.keys, ctx: ctx}
+	return &Env{Target: s.t, Profile: s.p, Op: op, carrier: s.carrier, timeout: s.timeout, double: s.double, inproc: s.inproc, proc: s.proc, oracle: newCounter(s.ev, s.t), events: s.ev.Events(), keys: s.keys, ctx: ctx}
 }
 
 // attempt runs in's case once, under fresh keys and its own budget.
