@@ -67,3 +67,17 @@ func TestConfigTargetCmd(t *testing.T) {
 		}
 	}
 }
+
+// --target-cmd beside a config: the file's base_url may name {port},
+// which it could not without a command.
+func TestFileCommandFromFlag(t *testing.T) {
+	f := &File{Path: "c.yaml", Raw: []byte("base_url: http://127.0.0.1:{port}\nprincipals: [{name: a}]\noperations: [{name: o, method: POST, path: /o}]\n")}
+	if _, _, err := f.Load("", ""); err == nil || !strings.Contains(err.Error(), "{port}") {
+		t.Errorf("{port} without a command: %v", err)
+	}
+	f.Command = "serve --addr 127.0.0.1:{port}"
+	tg, _, err := f.Load("", "")
+	if err != nil || tg.Command != f.Command {
+		t.Errorf("{port} with --target-cmd: %v, command %q", err, tg.Command)
+	}
+}

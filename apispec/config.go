@@ -180,6 +180,10 @@ func LoadConfigPreset(path, preset string) (*Target, *Profile, error) {
 type File struct {
 	Path string
 	Raw  []byte
+	// Command stands in for a target_cmd the file leaves out
+	// (--target-cmd): validation then knows the harness starts the API,
+	// so base_url may name the picked {port}.
+	Command string
 }
 
 // ReadFile reads the config file at path; the error is one line.
@@ -195,7 +199,7 @@ func ReadFile(path string) (*File, error) {
 // base_url the file leaves out (--base-url; idemchecktest.Handler's own
 // server); errors name the file and the field.
 func (f *File) Load(preset, base string) (*Target, *Profile, error) {
-	t, p, err := parseConfig(f.Raw, preset, base)
+	t, p, err := parseConfig(f.Raw, preset, base, f.Command)
 	if err != nil {
 		return nil, nil, fmt.Errorf("config %s: %v", f.Path, err)
 	}
@@ -213,9 +217,9 @@ func (f *File) Redacted() ([]byte, error) {
 }
 
 // ParseConfig is LoadConfig on bytes.
-func ParseConfig(raw []byte) (*Target, *Profile, error) { return parseConfig(raw, "", "") }
+func ParseConfig(raw []byte) (*Target, *Profile, error) { return parseConfig(raw, "", "", "") }
 
-func parseConfig(raw []byte, preset, base string) (*Target, *Profile, error) {
+func parseConfig(raw []byte, preset, base, command string) (*Target, *Profile, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(raw))
 	dec.KnownFields(true)
 	var cf configFile
@@ -245,6 +249,9 @@ func parseConfig(raw []byte, preset, base string) (*Target, *Profile, error) {
 	}
 	if cf.BaseURL == "" {
 		cf.BaseURL = base
+	}
+	if command != "" {
+		cf.TargetCmd = command
 	}
 	t, err := cf.target()
 	if err != nil {

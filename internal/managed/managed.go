@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -64,11 +66,7 @@ func Start(ctx context.Context, t *apispec.Target, downstreamURL string) (*apisp
 			argv[i] = strings.ReplaceAll(argv[i], apispec.DownstreamPlaceholder, downstreamURL)
 		}
 	}
-	base := t.BaseURL
-	if base == "" {
-		base = "http://127.0.0.1:" + apispec.PortPlaceholder
-	}
-	m := &Process{argv: argv, baseURL: strings.ReplaceAll(base, apispec.PortPlaceholder, p), tls: t.TLSConfig(), out: &tailBuffer{max: managedOutputMax}}
+	m := &Process{argv: argv, baseURL: strings.ReplaceAll(baseTemplate(t), apispec.PortPlaceholder, p), tls: t.TLSConfig(), out: &tailBuffer{max: managedOutputMax}}
 	if err := m.start(); err != nil {
 		return nil, nil, fmt.Errorf("target_cmd %q: %v", t.Command, err)
 	}
@@ -79,6 +77,30 @@ func Start(ctx context.Context, t *apispec.Target, downstreamURL string) (*apisp
 	mt := *t
 	mt.BaseURL = m.baseURL
 	return &mt, m, nil
+}
+
+// baseTemplate is where the started command listens, {port} to be
+// replaced: base_url, http://127.0.0.1:{port} without one. A fixed
+// base_url (a config written for a server started apart, given
+// --target-cmd) is aimed at the picked port when the command listens on
+// it: a command naming {port} listens nowhere else.
+func baseTemplate(t *apispec.Target) string {
+	base := t.BaseURL
+	switch {
+	case base == "":
+		return "http://127.0.0.1:" + apispec.PortPlaceholder
+	case strings.Contains(base, apispec.PortPlaceholder) || !strings.Contains(t.Command, apispec.PortPlaceholder):
+		return base
+	}
+	u, err := url.Parse(base)
+	if err != nil || u.Host == "" {
+		return base
+	}
+	rest := u.EscapedPath()
+	if u.RawQuery != "" {
+		rest += "?" + u.RawQuery
+	}
+	return u.Scheme + "://" + net.JoinHostPort(u.Hostname(), apispec.PortPlaceholder) + rest
 }
 
 // BaseURL is where the managed target listens.

@@ -51,3 +51,20 @@ func TestTailBufferKeepsTheTail(t *testing.T) {
 		t.Fatalf("tail = %q, want %q", got, "efghijkl")
 	}
 }
+
+// A command naming {port} listens on the picked port: a fixed base_url
+// (a config written for a server started apart) is aimed at it; a
+// command without {port} keeps the base_url it listens on.
+func TestBaseTemplate(t *testing.T) {
+	for _, c := range []struct{ cmd, base, want string }{
+		{"serve --addr 127.0.0.1:{port}", "", "http://127.0.0.1:{port}"},
+		{"serve --addr 127.0.0.1:{port}", "http://127.0.0.1:8080/api?v=1", "http://127.0.0.1:{port}/api?v=1"},
+		{"serve --addr 127.0.0.1:{port}", "grpc://localhost:50051", "grpc://localhost:{port}"},
+		{"serve --addr 127.0.0.1:{port}", "http://127.0.0.1:{port}/v1", "http://127.0.0.1:{port}/v1"},
+		{"serve --addr 127.0.0.1:8080", "http://127.0.0.1:8080", "http://127.0.0.1:8080"},
+	} {
+		if got := baseTemplate(&apispec.Target{Command: c.cmd, BaseURL: c.base}); got != c.want {
+			t.Errorf("command %q, base_url %q: %q, want %q", c.cmd, c.base, got, c.want)
+		}
+	}
+}
