@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -134,23 +135,18 @@ func (m *Process) waitReady(ctx context.Context) error {
 	m.mu.Lock()
 	cmd, done := m.cmd, m.done
 	m.mu.Unlock()
-	client, method, probe, speaks := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}, http.MethodGet, m.baseURL+"/", "HTTP"
-	if apispec.IsGRPCURL(m.baseURL) {
-		client, method, probe, speaks = grpcProbe(m.baseURL, m.tls)
-	}
+	probe := apispec.NewReadinessProbe(m.baseURL, m.tls)
 	deadline := time.Now().Add(managedReadyTimeout)
 	for {
-		req, err := http.NewRequestWithContext(ctx, method, probe, nil)
+		req, err := http.NewRequestWithContext(ctx, probe.Method, probe.URL, nil)
 		if err != nil {
 			return fmt.Errorf("target_cmd: base URL %q: %v", m.baseURL, err)
 		}
-		if speaks == "gRPC" {
-			req.Header.Set("Content-Type", "application/grpc")
-		}
-		if resp, err := client.Do(req); err == nil {
+		maps.Copy(req.Header, probe.Header)
+		if resp, err := probe.Client.Do(req); err == nil {
 			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<10)) // the trailers follow the body
 			resp.Body.Close()
-			if speaks == "HTTP" || isGRPCAnswer(resp) {
+			if probe.Answered(resp) {
 				return nil
 			}
 		}
@@ -162,30 +158,9 @@ func (m *Process) waitReady(ctx context.Context) error {
 		case <-time.After(managedPoll):
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%w: target_cmd %s started but did not answer %s at %s within %s%s", apispec.ErrUnreachable, m.argv[0], speaks, m.baseURL, managedReadyTimeout, m.lastLine())
+			return fmt.Errorf("%w: target_cmd %s started but did not answer %s at %s within %s%s", apispec.ErrUnreachable, m.argv[0], probe.Speaks, m.baseURL, managedReadyTimeout, m.lastLine())
 		}
 	}
-}
-
-// grpcProbe is the readiness probe of a gRPC target at base: a call of a
-// method no server has, over HTTP/2 (prior knowledge on grpc://, ALPN on
-// grpcs://), which a gRPC server answers (UNIMPLEMENTED); an HTTP/1 server
-// or a closed port does not. Any gRPC status will do, as any HTTP status
-// does for an HTTP target (isGRPCAnswer).
-func grpcProbe(base string, tc *tls.Config) (*http.Client, string, string, string) {
-	tr := &http.Transport{DisableKeepAlives: true, TLSClientConfig: tc, Protocols: new(http.Protocols)}
-	tr.Protocols.SetUnencryptedHTTP2(true)
-	tr.Protocols.SetHTTP2(true)
-	u := "http" + strings.TrimPrefix(base, "grpc")
-	return &http.Client{Timeout: 2 * time.Second, Transport: tr}, http.MethodPost, u + "/idemcheck.ready.v1.Ready/Probe", "gRPC"
-}
-
-// isGRPCAnswer reports an answer of a gRPC server: its content type, or
-// a grpc-status (a trailers-only answer carries it in the header). An
-// HTTP server speaking HTTP/2 (h2c) answers too, with neither.
-func isGRPCAnswer(r *http.Response) bool {
-	return strings.HasPrefix(r.Header.Get("Content-Type"), "application/grpc") ||
-		r.Header.Get("Grpc-Status") != "" || r.Trailer.Get("Grpc-Status") != ""
 }
 
 // lastLine is the last line the target printed, for one-line errors.
