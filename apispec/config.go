@@ -16,7 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/idemcheck/idemcheck/evidence/double"
-	"github.com/idemcheck/idemcheck/evidence/events"
+	"github.com/idemcheck/idemcheck/evidence/eventspec"
 	"github.com/idemcheck/idemcheck/internal/jsonx"
 )
 
@@ -48,7 +48,7 @@ type configFile struct {
 	Key      *KeyPlace `yaml:"key"`
 	Protoset string    `yaml:"protoset"`
 	// Events: the broker the API publishes its events to (evidence/events).
-	Events *events.Config `yaml:"events"`
+	Events *eventspec.Config `yaml:"events"`
 	// Carrier and Answers: a key in the body, GraphQL, JSON-RPC, MCP
 	// (carrier.go).
 	Carrier string   `yaml:"carrier"`
@@ -183,6 +183,10 @@ func LoadConfigPreset(path, preset string) (*Target, *Profile, error) {
 type File struct {
 	Path string
 	Raw  []byte
+	// Command stands in for a target_cmd the file leaves out
+	// (--target-cmd): validation then knows the harness starts the API,
+	// so base_url may name the picked {port}.
+	Command string
 }
 
 // ReadFile reads the config file at path; the error is one line.
@@ -198,7 +202,7 @@ func ReadFile(path string) (*File, error) {
 // base_url the file leaves out (--base-url; idemchecktest.Handler's own
 // server); errors name the file and the field.
 func (f *File) Load(preset, base string) (*Target, *Profile, error) {
-	t, p, err := parseConfig(f.Raw, preset, base)
+	t, p, err := parseConfig(f.Raw, preset, base, f.Command)
 	if err != nil {
 		return nil, nil, fmt.Errorf("config %s: %v", f.Path, err)
 	}
@@ -216,9 +220,9 @@ func (f *File) Redacted() ([]byte, error) {
 }
 
 // ParseConfig is LoadConfig on bytes.
-func ParseConfig(raw []byte) (*Target, *Profile, error) { return parseConfig(raw, "", "") }
+func ParseConfig(raw []byte) (*Target, *Profile, error) { return parseConfig(raw, "", "", "") }
 
-func parseConfig(raw []byte, preset, base string) (*Target, *Profile, error) {
+func parseConfig(raw []byte, preset, base, command string) (*Target, *Profile, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(raw))
 	dec.KnownFields(true)
 	var cf configFile
@@ -248,6 +252,9 @@ func parseConfig(raw []byte, preset, base string) (*Target, *Profile, error) {
 	}
 	if cf.BaseURL == "" {
 		cf.BaseURL = base
+	}
+	if command != "" {
+		cf.TargetCmd = command
 	}
 	t, err := cf.target()
 	if err != nil {
@@ -496,8 +503,10 @@ func (cf *configFile) target() (*Target, error) {
 				return nil, fmt.Errorf("%s.variants.%s: give either patch or raw, not both", at, name)
 			case vc.Raw != nil:
 				v.Raw = []byte(*vc.Raw)
-			case vc.Patch == nil && vc.Downstream != nil:
-				// The double makes the call behave: the body stays.
+			case vc.Patch == nil:
+				// The double makes the call behave, or the API needs no
+				// knob (a duration alone: it is slow as it is): the body
+				// stays.
 			default:
 				b, err := jsonx.Encode(vc.Patch)
 				if err != nil {
@@ -540,6 +549,10 @@ func (cf *configFile) target() (*Target, error) {
 	return t, nil
 }
 
+// bodyVariants are the variants whose point is another body: a duration
+// or status alone cannot make one.
+var bodyVariants = map[string]bool{VariantInvalid: true, VariantLarge: true, VariantBinary: true}
+
 var validMethods = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "DELETE": true, "GET": true}
 
 // Validate checks a Target; the error names the field.
@@ -552,7 +565,7 @@ func (t *Target) Validate() error {
 	// A managed target's base URL may be left out or name the picked {port}.
 	base := t.BaseURL
 	if t.Command != "" {
-		base = strings.ReplaceAll(base, portPlaceholder, "1")
+		base = strings.ReplaceAll(base, PortPlaceholder, "1")
 	}
 	u, err := url.Parse(base)
 	if (t.BaseURL != "" || t.Command == "") && !t.IsGRPC() && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
@@ -682,8 +695,11 @@ func (t *Target) validateOperation(at string, op *Operation) error {
 		if !knownVariants[name] {
 			return fmt.Errorf("%s.variants.%s: unknown variant (valid: binary, business_error, crash, invalid, large, slow, timeout, transient_error)", at, name)
 		}
-		if v.Raw == nil && !jsonx.IsObject(v.Patch) && (v.Downstream == nil || v.Patch != nil) {
+		if v.Raw == nil && v.Patch != nil && !jsonx.IsObject(v.Patch) {
 			return fmt.Errorf("%s.variants.%s.patch: want a JSON object (RFC 7386 merge patch), raw: a whole body sent as is, or downstream: the double's answer", at, name)
+		}
+		if v.Raw == nil && v.Patch == nil && v.Downstream == nil && bodyVariants[name] {
+			return fmt.Errorf("%s.variants.%s: want patch (RFC 7386 merge patch) or raw (a whole body): the %s variant is another body", at, name, name)
 		}
 		if v.Duration < 0 {
 			return fmt.Errorf("%s.variants.%s.duration %s: must not be negative", at, name, v.Duration)
@@ -746,7 +762,7 @@ func (op *Operation) VariantBody(name string) (json.RawMessage, Variant, bool) {
 	if v.Raw != nil {
 		return v.Raw, v, true
 	}
-	if v.Patch == nil { // a variant the downstream double makes behave
+	if v.Patch == nil { // the double makes it behave, or a duration alone describes it
 		return op.Body, v, true
 	}
 	b, err := jsonx.MergePatch(op.Body, v.Patch)

@@ -94,6 +94,8 @@ func TestConfigErrors(t *testing.T) {
 		{"oracle url", base + op + "oracle: {url: \"effects?key={key}\", pointer: /n}\n", `oracle.url "effects?key={key}"`},
 		{"per_replica on one absolute counter", base + op + "oracle: {url: \"http://127.0.0.1:2/e?key={key}\", pointer: /n, per_replica: true}\n", `oracle.per_replica: needs a url that is a path`},
 		{"oracle principal out of range", base + op + "oracle: {url: /e, pointer: /n, principal: 3}\n", "oracle.principal 3"},
+		{"per_principal beside principal", base + op + "oracle: {url: /e, pointer: /n, principal: 1, per_principal: true}\n", "oracle.principal 1: per_principal reads with every principal's headers"},
+		{"per_principal on sql", base + op + "oracle: {sql: {dsn: \"postgres://h/db\", query: \"select 1\"}, per_principal: true}\n", "a database sees every principal's rows"},
 		{"bad method", base + "operations: [{name: c, method: FETCH, path: /c}]\n", `operations[0].method "FETCH"`},
 		{"relative base_url", "base_url: /api\nprincipals: [{name: a}]\n" + op, `base_url "/api"`},
 		{"no principals", "base_url: http://127.0.0.1:1\n" + op, "principals: at least one"},
@@ -101,6 +103,7 @@ func TestConfigErrors(t *testing.T) {
 		{"patch not an object", base + "operations: [{name: c, method: POST, path: /c, body: {a: 1}, mutations: [{name: m, patch: [1]}]}]\n", "operations[0].mutations[0].patch: want a JSON object"},
 		{"body not an object", base + "operations: [{name: c, method: POST, path: /c, body: [1, 2]}]\n", "operations[0].body: want a JSON object"},
 		{"unknown variant", base + "operations: [{name: c, method: POST, path: /c, body: {a: 1}, variants: {crashy: {patch: {a: 2}}}}]\n", "operations[0].variants.crashy: unknown variant"},
+		{"a body variant without a body", base + "operations: [{name: c, method: POST, path: /c, body: {a: 1}, variants: {invalid: {status: 400}}}]\n", "operations[0].variants.invalid: want patch (RFC 7386 merge patch) or raw"},
 		{"slow without duration", base + "operations: [{name: c, method: POST, path: /c, body: {a: 1}, variants: {slow: {patch: {d: 1}}}}]\n", "operations[0].variants.slow.duration"},
 		{"bad duration", base + op + "lease: soon\n", "line 4: lease: cannot unmarshal"},
 		{"ttl neither a duration nor never", base + op + "ttl: soon\n", `line 4: ttl: "soon" is not a duration (e.g. 2s, 24h) or never`},
@@ -257,5 +260,23 @@ func TestConfigEvents(t *testing.T) {
 	}
 	if got := tg.Redact("dial redis://:hunter2@127.0.0.1:6379/0: refused"); strings.Contains(got, "hunter2") {
 		t.Fatalf("the broker URL's password is not redacted: %s", got)
+	}
+}
+
+// A variant may be a duration alone (an API slow as it is, with no knob)
+// or patch: {}: the body is sent as declared.
+func TestVariantWithoutPatch(t *testing.T) {
+	for _, v := range []string{"slow: {duration: 30ms}", "slow: {patch: {}, duration: 30ms}", "transient_error: {status: 503}"} {
+		tg, _, err := ParseConfig([]byte("base_url: http://127.0.0.1:1\nprincipals: [{name: a}]\noperations: [{name: c, method: POST, path: /c, body: {a: 1}, variants: {" + v + "}}]\n"))
+		if err != nil {
+			t.Errorf("%s: %v", v, err)
+			continue
+		}
+		op := &tg.Operations[0]
+		for name := range op.Variants {
+			if b, _, _ := op.VariantBody(name); string(b) != `{"a":1}` {
+				t.Errorf("%s: body %s, want the declared {\"a\":1}", v, b)
+			}
+		}
 	}
 }

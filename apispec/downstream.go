@@ -70,8 +70,8 @@ func (t *Target) validateDownstream() error {
 			return err
 		}
 	}
-	if strings.Contains(t.Command, downstreamPlaceholder) && d == nil {
-		return fmt.Errorf("target_cmd %q: %s is the downstream double's URL; add a downstream: section", t.Command, downstreamPlaceholder)
+	if strings.Contains(t.Command, DownstreamPlaceholder) && d == nil {
+		return fmt.Errorf("target_cmd %q: %s is the downstream double's URL; add a downstream: section", t.Command, DownstreamPlaceholder)
 	}
 	route := func(at, name string) error {
 		if d == nil {

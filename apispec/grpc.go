@@ -139,7 +139,7 @@ func (t *Target) validateGRPC() error {
 	}
 	base := t.BaseURL
 	if t.Command != "" { // a managed target's base_url names the picked {port}
-		base = strings.ReplaceAll(base, portPlaceholder, "1")
+		base = strings.ReplaceAll(base, PortPlaceholder, "1")
 	}
 	if !grpcAddress(base) {
 		return fmt.Errorf("base_url %q: want grpc://host:port or grpcs://host:port (grpc://127.0.0.1:{port} with target_cmd)", t.BaseURL)

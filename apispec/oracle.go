@@ -39,6 +39,10 @@ type Oracle struct {
 	Downstream string `yaml:"downstream,omitempty" json:"downstream,omitempty"`
 	// Principal (index into Principals) whose headers the probe sends.
 	Principal int `yaml:"principal" json:"principal"`
+	// PerPrincipal: each principal sees only its own executions (a
+	// tenant-scoped list or counter), so the probe is sent with every
+	// principal's headers and the counts summed. Principal is then unused.
+	PerPrincipal bool `yaml:"per_principal" json:"per_principal,omitempty"`
 	// PerReplica: each replica counts only its own executions (an
 	// in-memory counter, like the reference's), so a relative URL is read
 	// on every replica and the counts summed. Default: one shared count,
@@ -72,7 +76,7 @@ func (o *Oracle) String() string {
 
 // identity is what makes two oracles count the same executions.
 func (o *Oracle) identity() string {
-	return fmt.Sprintf("%s|%s|%v|%v|%d|%v|%s", o.URL, o.Pointer, o.Count, o.SQL, o.Principal, o.PerReplica, o.Downstream)
+	return fmt.Sprintf("%s|%s|%v|%v|%d|%v|%v|%s", o.URL, o.Pointer, o.Count, o.SQL, o.Principal, o.PerReplica, o.PerPrincipal, o.Downstream)
 }
 
 // validate checks an oracle (nil is fine); at names it in errors.
@@ -81,16 +85,19 @@ func (o *Oracle) validate(at string, principals int) error {
 		return nil
 	}
 	if o.Downstream != "" { // its route is checked by validateDownstream
-		if o.URL != "" || o.Pointer != "" || o.Count != nil || o.SQL != nil || o.PerReplica {
-			return fmt.Errorf("%s.downstream %q: an oracle is one source; drop url, pointer, count, sql and per_replica beside downstream", at, o.Downstream)
+		if o.URL != "" || o.Pointer != "" || o.Count != nil || o.SQL != nil || o.PerReplica || o.PerPrincipal {
+			return fmt.Errorf("%s.downstream %q: an oracle is one source; drop url, pointer, count, sql, per_replica and per_principal beside downstream", at, o.Downstream)
 		}
 		return nil
 	}
 	if o.SQL != nil {
-		if o.URL != "" || o.Pointer != "" || o.Count != nil || o.PerReplica {
-			return fmt.Errorf("%s.sql: an oracle is one source; drop url, pointer, count and per_replica beside sql", at)
+		if o.URL != "" || o.Pointer != "" || o.Count != nil || o.PerReplica || o.PerPrincipal {
+			return fmt.Errorf("%s.sql: an oracle is one source; drop url, pointer, count, per_replica and per_principal beside sql (a database sees every principal's rows)", at)
 		}
 		return o.SQL.validate(at + ".sql")
+	}
+	if o.PerPrincipal && o.Principal != 0 {
+		return fmt.Errorf("%s.principal %d: per_principal reads with every principal's headers; drop principal", at, o.Principal)
 	}
 	if u, err := url.Parse(o.URL); o.URL == "" || err != nil ||
 		(!strings.HasPrefix(o.URL, "/") && ((u.Scheme != "http" && u.Scheme != "https") || u.Host == "")) {
@@ -115,6 +122,21 @@ func (o *Oracle) validate(at string, principals int) error {
 		return fmt.Errorf("%s.principal %d: want an index into principals (0..%d)", at, o.Principal, principals-1)
 	}
 	return nil
+}
+
+// ByPrincipal returns o once per principal (Principal set) when o reads
+// per principal; else o alone.
+func (o *Oracle) ByPrincipal(t *Target) []*Oracle {
+	if !o.PerPrincipal {
+		return []*Oracle{o}
+	}
+	out := make([]*Oracle, len(t.Principals))
+	for i := range t.Principals {
+		p := *o
+		p.Principal = i
+		out[i] = &p
+	}
+	return out
 }
 
 // Header is what an HTTP probe sends: the headers of the oracle's principal.

@@ -1,15 +1,10 @@
 package apispec
 
 import (
-	"database/sql/driver"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
-	"time"
-
-	"github.com/go-sql-driver/mysql"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
 )
 
 // SQLOracle counts executions in the API's own database: Query returns
@@ -19,9 +14,11 @@ import (
 // goes serial).
 //
 // DSN kinds: postgres://… or postgresql://… or "host=… user=…"
-// (PostgreSQL, pgx); mysql://user:pass@tcp(host:3306)/db (MySQL or
-// MariaDB, go-sql-driver/mysql's DSN after the mysql:// prefix). For MySQL
-// each $1 becomes a ? placeholder.
+// (PostgreSQL); mysql://user:pass@tcp(host:3306)/db (MySQL or MariaDB,
+// go-sql-driver/mysql's DSN after the mysql:// prefix); sqlite:PATH or
+// file:PATH (a SQLite database file, opened read-only). For MySQL and
+// SQLite each $1 becomes a ? placeholder. This package only reads the
+// DSN; evidence opens it with the driver.
 type SQLOracle struct {
 	// DSN is never shown: reports name it by its ${NAME} or redact its
 	// password.
@@ -29,12 +26,30 @@ type SQLOracle struct {
 	Query string `yaml:"query" json:"query"`
 }
 
-// sqlDialTimeout bounds connecting to the database (the SQL source bounds
-// each query too).
-const sqlDialTimeout = 5 * time.Second
+// SQLKind is the database a DSN names.
+type SQLKind string
 
-// MySQLScheme prefixes a MySQL DSN in the config.
-const MySQLScheme = "mysql://"
+// The databases the SQL oracle reads.
+const (
+	SQLPostgres SQLKind = "postgres"
+	SQLMySQL    SQLKind = "mysql"
+	SQLSQLite   SQLKind = "sqlite"
+)
+
+// DSN prefixes in the config.
+const (
+	MySQLScheme  = "mysql://"
+	SQLiteScheme = "sqlite:"
+	fileScheme   = "file:"
+)
+
+// SQLSource is a parsed DSN: the database kind, the DSN in its driver's
+// own form, and the password that errors must not show.
+type SQLSource struct {
+	Kind     SQLKind
+	DSN      string
+	Password string
+}
 
 func (o *SQLOracle) perKey() bool {
 	_, n, _ := Placeholders(o.Query, "$1")
@@ -48,41 +63,92 @@ func (o *SQLOracle) validate(at string) error {
 	if _, _, err := Placeholders(o.Query, "$1"); err != nil {
 		return fmt.Errorf("%s.query: %v", at, err)
 	}
-	if _, _, err := o.Connector(); err != nil {
+	if _, err := o.Source(); err != nil {
 		return fmt.Errorf("%s.dsn: %v", at, err)
 	}
 	return nil
 }
 
-// Connector parses the DSN: the driver's connector and the password that
-// errors must not show.
-func (o *SQLOracle) Connector() (c driver.Connector, password string, err error) {
+// Source reads the DSN's kind, driver form and password. It checks the
+// DSN's shape only: the driver parses it in full when evidence opens it.
+func (o *SQLOracle) Source() (SQLSource, error) {
 	switch dsn := o.DSN; {
 	case dsn == "":
-		return nil, "", errors.New("want a database URL: postgres://user:pass@host:5432/db, host=… user=… (PostgreSQL) or mysql://user:pass@tcp(host:3306)/db")
+		return SQLSource{}, errors.New("want a database: postgres://user:pass@host:5432/db, host=… user=… (PostgreSQL), mysql://user:pass@tcp(host:3306)/db or sqlite:/path/to/app.db")
 	case strings.HasPrefix(dsn, MySQLScheme):
-		cfg, err := mysql.ParseDSN(strings.TrimPrefix(dsn, MySQLScheme))
-		if err != nil {
-			return nil, "", errors.New("not a MySQL DSN (want mysql://user:pass@tcp(host:3306)/db)")
+		my := strings.TrimPrefix(dsn, MySQLScheme)
+		// [user[:password]@][net[(addr)]]/dbname[?params]: the database
+		// follows the last slash, the account precedes the last @ before it.
+		slash := strings.LastIndexByte(my, '/')
+		if slash < 0 {
+			return SQLSource{}, errors.New("not a MySQL DSN (want mysql://user:pass@tcp(host:3306)/db)")
 		}
-		if cfg.Timeout == 0 {
-			cfg.Timeout = sqlDialTimeout
+		src := SQLSource{Kind: SQLMySQL, DSN: my}
+		if at := strings.LastIndexByte(my[:slash], '@'); at > 0 {
+			if _, pw, ok := strings.Cut(my[:at], ":"); ok {
+				src.Password = pw
+			}
 		}
-		conn, err := mysql.NewConnector(cfg)
-		if err != nil {
-			return nil, cfg.Passwd, errors.New(RedactPassword(err.Error(), cfg.Passwd))
+		return src, nil
+	case strings.HasPrefix(dsn, SQLiteScheme), strings.HasPrefix(dsn, fileScheme):
+		path := strings.TrimPrefix(strings.TrimPrefix(dsn, SQLiteScheme), fileScheme)
+		if strings.HasPrefix(path, "//") { // sqlite:///abs/app.db
+			path = path[2:]
 		}
-		return conn, cfg.Passwd, nil
+		if path, _, _ = strings.Cut(path, "?"); path == "" || path == ":memory:" {
+			return SQLSource{}, errors.New("want a SQLite database file (sqlite:/path/to/app.db): an in-memory database is the API's own, never shared")
+		}
+		return SQLSource{Kind: SQLSQLite, DSN: path}, nil
+	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
+		u, err := url.Parse(dsn)
+		if err != nil || u.Host == "" && u.Query().Get("host") == "" {
+			return SQLSource{}, errors.New("not a PostgreSQL URL (want postgres://user:pass@host:5432/db)")
+		}
+		pw, _ := u.User.Password()
+		if q := u.Query().Get("password"); q != "" {
+			pw = q
+		}
+		return SQLSource{Kind: SQLPostgres, DSN: dsn, Password: pw}, nil
+	case strings.Contains(dsn, "="): // host=… user=… password=…
+		return SQLSource{Kind: SQLPostgres, DSN: dsn, Password: keywordValue(dsn, "password")}, nil
 	default:
-		cfg, err := pgx.ParseConfig(dsn)
-		if err != nil {
-			return nil, "", errors.New("not a PostgreSQL DSN (want postgres://user:pass@host:5432/db or host=… user=…; mysql://… for MySQL)")
-		}
-		if cfg.ConnectTimeout == 0 {
-			cfg.ConnectTimeout = sqlDialTimeout
-		}
-		return stdlib.GetConnector(*cfg), cfg.Password, nil
+		return SQLSource{}, errors.New("not a DSN the SQL oracle reads (want postgres://user:pass@host:5432/db or host=… user=… for PostgreSQL; mysql://… for MySQL or MariaDB; sqlite:/path/to/app.db for SQLite)")
 	}
+}
+
+// keywordValue is key's value in a PostgreSQL keyword/value connection
+// string (key=value or key='quoted \' value'), "" when absent.
+func keywordValue(dsn, key string) string {
+	for s := dsn; s != ""; {
+		s = strings.TrimLeft(s, " \t\n")
+		k, rest, ok := strings.Cut(s, "=")
+		if !ok {
+			return ""
+		}
+		rest = strings.TrimLeft(rest, " ")
+		var v strings.Builder
+		if strings.HasPrefix(rest, "'") {
+			i := 1
+			for ; i < len(rest) && rest[i] != '\''; i++ {
+				if rest[i] == '\\' && i+1 < len(rest) {
+					i++
+				}
+				v.WriteByte(rest[i])
+			}
+			s = rest[min(i+1, len(rest)):]
+		} else {
+			end := strings.IndexAny(rest, " \t\n")
+			if end < 0 {
+				end = len(rest)
+			}
+			v.WriteString(rest[:end])
+			s = rest[end:]
+		}
+		if strings.TrimSpace(k) == key {
+			return v.String()
+		}
+	}
+	return ""
 }
 
 // Placeholders counts the occurrences of ph outside quoted text in q and

@@ -1,7 +1,6 @@
 package apispec
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/url"
@@ -77,41 +76,4 @@ func (o *Oracle) ByReplica(t *Target) []*Oracle {
 		out[i] = &r
 	}
 	return out
-}
-
-// maxManagedReplicas bounds StartReplicas.
-const maxManagedReplicas = 32
-
-// StartReplicas starts n processes of t's command (target_cmd,
-// --target-cmd), each on its own free loopback port, and returns a copy of
-// t aimed at them (BaseURL the first, Replicas all of them when n > 1)
-// with their handles; the caller stops them. For them to be replicas of
-// one API the command must name a shared store (e.g. idemcheck serve
-// --store postgres --dsn ...).
-func StartReplicas(ctx context.Context, t *Target, n int, downstreamURL string) (*Target, []*Managed, error) {
-	if t.Command == "" {
-		return nil, nil, errors.New("replicas: no target command (target_cmd, --target-cmd) to start")
-	}
-	if n < 1 || n > maxManagedReplicas {
-		return nil, nil, fmt.Errorf("replicas %d: want 1..%d", n, maxManagedReplicas)
-	}
-	var ms []*Managed
-	var bases []string
-	for range n {
-		_, m, err := StartManaged(ctx, t, downstreamURL)
-		if err != nil {
-			for _, m := range ms {
-				m.Stop()
-			}
-			return nil, nil, err
-		}
-		ms = append(ms, m)
-		bases = append(bases, m.BaseURL())
-	}
-	out := *t
-	out.BaseURL, out.Replicas = bases[0], nil
-	if n > 1 {
-		out.Replicas = bases
-	}
-	return &out, ms, nil
 }

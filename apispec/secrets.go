@@ -93,8 +93,8 @@ func (t *Target) expandConfig(secretHeaders []string) error {
 			return err
 		}
 		if dsn == o.SQL.DSN {
-			if _, pw, _ := o.SQL.Connector(); pw != "" {
-				t.addSecret(dsn, RedactPassword(dsn, pw))
+			if src, _ := o.SQL.Source(); src.Password != "" {
+				t.addSecret(dsn, RedactPassword(dsn, src.Password))
 			}
 		}
 		o.SQL.DSN = dsn

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck/evidence/double"
-	"github.com/idemcheck/idemcheck/evidence/events"
+	"github.com/idemcheck/idemcheck/evidence/eventspec"
 )
 
 // KeySyntax is how the key is written in its header.
@@ -44,7 +44,7 @@ type Target struct {
 	// Command, when set, is a command line (split like a shell, no shell
 	// run) the harness starts as the target, with {port} replaced by a free
 	// loopback port; BaseURL then defaults to http://127.0.0.1:{port}. The
-	// LEASE crash case kills and restarts it (see managed.go).
+	// LEASE crash case kills and restarts it (internal/managed starts it).
 	Command string `yaml:"target_cmd" json:"target_cmd,omitempty"`
 	// Replicas are the base URLs of several replicas of this one API (one
 	// store behind them): the replicas/ family spreads a key over them and
@@ -82,15 +82,14 @@ type Target struct {
 	// Events, when set, reads the events the API publishes per key from
 	// its broker (evidence/events): the run's oracle when no oracle is
 	// configured, else a second source the outbox cases compare with it.
-	Events *events.Config `yaml:"events,omitempty" json:"events,omitempty"`
+	Events *eventspec.Config `yaml:"events,omitempty" json:"events,omitempty"`
 	// Carrier is how an HTTP target's requests carry the key and how its
 	// answers are read (carrier.go): "" or header, json-body, graphql,
 	// jsonrpc, mcp. Answers reads GraphQL, JSON-RPC and MCP answers.
 	Carrier string   `yaml:"carrier,omitempty" json:"carrier,omitempty"`
 	Answers *Answers `yaml:"answers,omitempty" json:"answers,omitempty"`
 
-	managed *Managed    // the started Command, set for the length of a run
-	tls     *tls.Config // built from TLS by SetTLS
+	tls *tls.Config // built from TLS by SetTLS
 	// secrets are (value, placeholder) pairs Redact replaces, longest
 	// value first (secrets.go).
 	secrets  [][2]string

@@ -9,6 +9,7 @@ import (
 
 	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/evidence/events"
+	"github.com/idemcheck/idemcheck/evidence/eventspec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -77,7 +78,7 @@ func (s *Events) Settle(ctx context.Context, since time.Time, keys ...string) ([
 	for _, t := range ts {
 		if !t.Settled {
 			return ts, fmt.Errorf("events: the count of key %s still changed within the last %s after %s of re-reading (%s): no count to judge by",
-				ShortKey(t.Key), s.r.Config().Settle, events.SettleFactor*s.r.Config().Settle, EventList(t.Events, time.Time{}))
+				ShortKey(t.Key), s.r.Config().Settle, eventspec.SettleFactor*s.r.Config().Settle, EventList(t.Events, time.Time{}))
 		}
 	}
 	return ts, nil
@@ -85,14 +86,14 @@ func (s *Events) Settle(ctx context.Context, since time.Time, keys ...string) ([
 
 // SettleAtLeast is Settle for keys whose executions are known to be at
 // least floors[i] (an answer proved them): a relay that publishes late
-// under load is waited for up to the settle bound (events.SettleFactor
+// under load is waited for up to the settle bound (eventspec.SettleFactor
 // settle times from since) before a count below its floor is returned as
 // final. A count at or above its floor is returned once settled.
 func (s *Events) SettleAtLeast(ctx context.Context, since time.Time, floors []int, keys ...string) ([]events.Tally, error) {
 	if since.IsZero() {
 		since = time.Now()
 	}
-	bound := since.Add(events.SettleFactor * s.r.Config().Settle)
+	bound := since.Add(eventspec.SettleFactor * s.r.Config().Settle)
 	ts, err := s.Settle(ctx, since, keys...)
 	for err == nil && time.Now().Before(bound) && below(ts, floors) {
 		ts, err = s.Settle(ctx, time.Now(), keys...)
@@ -113,7 +114,7 @@ func below(ts []events.Tally, floors []int) bool {
 func (s *Events) Stats(ctx context.Context) (events.Stats, error) { return s.r.Stats(ctx) }
 
 // Config is the events: section, defaults filled in.
-func (s *Events) Config() events.Config { return s.r.Config() }
+func (s *Events) Config() eventspec.Config { return s.r.Config() }
 
 // Close releases the broker connection; nil-safe.
 func (s *Events) Close() error {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/evidence/events"
+	"github.com/idemcheck/idemcheck/evidence/eventspec"
 	"github.com/idemcheck/idemcheck/internal/testenv"
 )
 
@@ -29,8 +30,8 @@ func eventsTarget(t *testing.T, settle time.Duration) (*apispec.Target, func(key
 		t.Fatal(err)
 	}
 	t.Cleanup(cl.Close)
-	tg := &apispec.Target{BaseURL: "http://127.0.0.1:9", Events: &events.Config{
-		Kafka: &events.Kafka{Brokers: brokers, Topic: topic}, Key: events.Key{Header: "idempotency-key"}, EventID: "/id", Settle: settle}}
+	tg := &apispec.Target{BaseURL: "http://127.0.0.1:9", Events: &eventspec.Config{
+		Kafka: &eventspec.Kafka{Brokers: brokers, Topic: topic}, Key: eventspec.Key{Header: "idempotency-key"}, EventID: "/id", Settle: settle}}
 	publish := func(key, id string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -150,7 +151,7 @@ func TestEventsBesideAnOracle(t *testing.T) {
 
 // A broker that is not there fails Open with one line naming the field.
 func TestEventsOpenError(t *testing.T) {
-	tg := &apispec.Target{Events: &events.Config{Kafka: &events.Kafka{Brokers: []string{"127.0.0.1:9"}, Topic: "t"}, Key: events.Key{Header: "h"}}}
+	tg := &apispec.Target{Events: &eventspec.Config{Kafka: &eventspec.Kafka{Brokers: []string{"127.0.0.1:9"}, Topic: "t"}, Key: eventspec.Key{Header: "h"}}}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	ev, err := Open(ctx, tg, http.DefaultClient, nil)
@@ -161,7 +162,7 @@ func TestEventsOpenError(t *testing.T) {
 	if !strings.HasPrefix(err.Error(), "events.kafka.brokers") || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("error %q: want one line naming events.kafka.brokers", err)
 	}
-	nats := &apispec.Target{Events: &events.Config{NATS: &events.NATS{URL: "nats://u:secret@127.0.0.1:9", Stream: "S"}, Key: events.Key{Header: "h"}}}
+	nats := &apispec.Target{Events: &eventspec.Config{NATS: &eventspec.NATS{URL: "nats://u:secret@127.0.0.1:9", Stream: "S"}, Key: eventspec.Key{Header: "h"}}}
 	if _, err := Open(ctx, nats, http.DefaultClient, nil); err == nil || !strings.HasPrefix(err.Error(), "events.nats.url 127.0.0.1:9: ") ||
 		strings.Contains(err.Error(), "secret") || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("nats: %v; want one line naming events.nats.url without its password", err)
@@ -173,7 +174,7 @@ func TestEventsOpenError(t *testing.T) {
 // token (not the key) is that key's: attributed by marker.
 func TestEventsByMarkerWithoutADouble(t *testing.T) {
 	tg, publish := eventsTarget(t, 50*time.Millisecond)
-	tg.Events.Key = events.Key{Pointer: "/ref"}
+	tg.Events.Key = eventspec.Key{Pointer: "/ref"}
 	tg.Operations = []apispec.Operation{{Name: "orders", Method: http.MethodPost, Path: "/orders",
 		Body: []byte(`{"sku":"a","reference":""}`), Marker: &apispec.Marker{Pointer: "/reference"}}}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

@@ -29,7 +29,7 @@ func (s *httpSource) PerKey() bool { return s.o.PerKey() }
 // an execution however it answered, on every replica (summed when they
 // count apart).
 func (s *httpSource) Sees() Sight {
-	return Sight{ErrorAnswers: true, LostResponses: true, Replicas: true}
+	return Sight{ErrorAnswers: true, LostResponses: true, Replicas: true, Principals: []int{s.o.Principal}}
 }
 
 func (s *httpSource) Count(ctx context.Context, key string, rec func(wire.Exchange)) (int, error) {

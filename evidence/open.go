@@ -7,7 +7,8 @@ import (
 )
 
 // open makes the oracle's sources for t: one per replica for a per-replica
-// HTTP counter, else one. HTTP sources send over c.
+// HTTP counter and, for a per-principal one, per principal too (summed
+// like the replicas'), else one. HTTP sources send over c.
 func open(o *apispec.Oracle, t *apispec.Target, c *http.Client, d *Downstream) ([]Source, error) {
 	if o.Downstream != "" {
 		s, err := openDownstream(d, o.Downstream)
@@ -25,9 +26,11 @@ func open(o *apispec.Oracle, t *apispec.Target, c *http.Client, d *Downstream) (
 	}
 	var out []Source
 	for _, r := range o.ByReplica(t) {
-		abs := *r
-		abs.URL = r.Abs(t, r.URL)
-		out = append(out, &httpSource{o: &abs, t: t, d: d, client: c})
+		for _, p := range r.ByPrincipal(t) {
+			abs := *p
+			abs.URL = p.Abs(t, p.URL)
+			out = append(out, &httpSource{o: &abs, t: t, d: d, client: c})
+		}
 	}
 	return out, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/idemcheck/idemcheck/apispec"
@@ -42,6 +43,11 @@ type Sight struct {
 	LostResponses bool
 	// Replicas: executions on every replica are counted.
 	Replicas bool
+	// Principals are the principals (indexes) whose executions are
+	// counted, when the source reads with their credentials (an HTTP
+	// oracle: a tenant-scoped view may show no one else's); nil: every
+	// principal's (a database, the double).
+	Principals []int
 }
 
 // Evidence is a run's open sources: the target's oracles, one source per
@@ -146,11 +152,21 @@ func (ev *Evidence) Total(ctx context.Context, rec func(wire.Exchange)) (int, bo
 // Sees is what every source sees.
 func (ev *Evidence) Sees() Sight {
 	all := Sight{ErrorAnswers: true, LostResponses: true, Replicas: true}
+	everyone := false // a source sees every principal's executions
 	for _, s := range ev.sources {
 		x := s.Sees()
 		all.ErrorAnswers = all.ErrorAnswers && x.ErrorAnswers
 		all.LostResponses = all.LostResponses && x.LostResponses
 		all.Replicas = all.Replicas && x.Replicas
+		everyone = everyone || x.Principals == nil
+		for _, p := range x.Principals {
+			if !slices.Contains(all.Principals, p) {
+				all.Principals = append(all.Principals, p)
+			}
+		}
+	}
+	if everyone {
+		all.Principals = nil
 	}
 	return all
 }

@@ -3,10 +3,18 @@ package evidence
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"net/url"
+	"os"
 	"strings"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	"modernc.org/sqlite"
 
 	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
@@ -17,6 +25,9 @@ import (
 const (
 	sqlMaxConns     = 4
 	sqlQueryTimeout = 5 * time.Second
+	sqlDialTimeout  = 5 * time.Second
+	// sqliteBusy is how long a SQLite read waits for the API's write lock.
+	sqliteBusy = 5 * time.Second
 )
 
 // sqlSource is an open SQL oracle: a bounded pool and its query.
@@ -29,15 +40,19 @@ type sqlSource struct {
 }
 
 func openSQL(o *apispec.SQLOracle) (*sqlSource, error) {
-	conn, password, err := o.Connector()
+	src, err := o.Source()
 	if err != nil {
 		return nil, fmt.Errorf("oracle.sql.dsn: %v", err)
+	}
+	conn, err := connector(src)
+	if err != nil {
+		return nil, fmt.Errorf("oracle.sql.dsn: %s", apispec.RedactPassword(err.Error(), src.Password))
 	}
 	q, nargs, err := apispec.Placeholders(o.Query, "$1")
 	if err != nil {
 		return nil, fmt.Errorf("oracle.sql.query: %v", err)
 	}
-	if !strings.HasPrefix(o.DSN, apispec.MySQLScheme) {
+	if src.Kind == apispec.SQLPostgres {
 		// PostgreSQL reads $1 itself, however often it appears.
 		q, nargs = o.Query, min(nargs, 1)
 	}
@@ -45,8 +60,51 @@ func openSQL(o *apispec.SQLOracle) (*sqlSource, error) {
 	db.SetMaxOpenConns(sqlMaxConns)
 	db.SetMaxIdleConns(sqlMaxConns)
 	db.SetConnMaxIdleTime(time.Minute)
-	return &sqlSource{db: db, query: q, nargs: nargs, password: password, dsn: o.DSN}, nil
+	return &sqlSource{db: db, query: q, nargs: nargs, password: src.Password, dsn: o.DSN}, nil
 }
+
+// connector is the one pinned driver of each database kind: pgx for
+// PostgreSQL, go-sql-driver/mysql for MySQL and MariaDB, modernc.org/sqlite
+// (pure Go) for SQLite.
+func connector(src apispec.SQLSource) (driver.Connector, error) {
+	switch src.Kind {
+	case apispec.SQLMySQL:
+		cfg, err := mysql.ParseDSN(src.DSN)
+		if err != nil {
+			return nil, errors.New("not a MySQL DSN (want mysql://user:pass@tcp(host:3306)/db)")
+		}
+		if cfg.Timeout == 0 {
+			cfg.Timeout = sqlDialTimeout
+		}
+		return mysql.NewConnector(cfg)
+	case apispec.SQLSQLite:
+		// Read-only: the oracle never writes to, nor creates, the API's
+		// database. A missing file is an error now, not an empty count later.
+		if _, err := os.Stat(src.DSN); err != nil {
+			return nil, fmt.Errorf("SQLite database: %v", err)
+		}
+		q := url.Values{"mode": {"ro"}, "_pragma": {fmt.Sprintf("busy_timeout(%d)", sqliteBusy.Milliseconds())}}
+		return dsnConnector{d: &sqlite.Driver{}, dsn: "file:" + src.DSN + "?" + q.Encode()}, nil
+	default:
+		cfg, err := pgx.ParseConfig(src.DSN)
+		if err != nil {
+			return nil, errors.New("not a PostgreSQL DSN (want postgres://user:pass@host:5432/db or host=… user=…)")
+		}
+		if cfg.ConnectTimeout == 0 {
+			cfg.ConnectTimeout = sqlDialTimeout
+		}
+		return stdlib.GetConnector(*cfg), nil
+	}
+}
+
+// dsnConnector is a driver.Connector for a driver that offers none.
+type dsnConnector struct {
+	d   driver.Driver
+	dsn string
+}
+
+func (c dsnConnector) Connect(context.Context) (driver.Conn, error) { return c.d.Open(c.dsn) }
+func (c dsnConnector) Driver() driver.Driver                        { return c.d }
 
 func (s *sqlSource) PerKey() bool { return s.nargs > 0 }
 

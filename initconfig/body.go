@@ -111,6 +111,15 @@ func (a *analysis) mutations(b *body) []mutation {
 	if b.schema != nil {
 		f = flatten(b.schema)
 	}
+	out := a.memberMutations(b, f)
+	// One per repeated member too: a fingerprint that leaves an array
+	// (the order's items) out is a defect only a changed array shows.
+	return append(out, a.arrayMutations(b, f)...)
+}
+
+// memberMutations change up to two scalar members (the required ones
+// first), else add an optional member.
+func (a *analysis) memberMutations(b *body, f flat) []mutation {
 	var out []mutation
 	members := sortedKeys(b.value)
 	if len(f.required) > 0 {
@@ -152,6 +161,60 @@ func (a *analysis) mutations(b *body) []mutation {
 		}
 	}
 	return out
+}
+
+// arrayMutations change each array member of the body: its first item
+// changed, else one more item (a copy of the first), whichever the schema
+// allows.
+func (a *analysis) arrayMutations(b *body, f flat) []mutation {
+	var out []mutation
+	for _, name := range sortedKeys(b.value) {
+		arr, ok := b.value[name].([]any)
+		if !ok || len(arr) == 0 {
+			continue
+		}
+		var items *openapi3.Schema
+		if p := f.properties[name]; p != nil {
+			items = itemSchema(p)
+		}
+		var candidates [][]any
+		if nv, ok := changedItem(items, arr[0]); ok {
+			candidates = append(candidates, append([]any{nv}, arr[1:]...))
+		}
+		candidates = append(candidates, append(append([]any{}, arr...), arr[0]))
+		for _, c := range candidates {
+			patch := map[string]any{name: c}
+			if a.validPatch(b, patch) {
+				out = append(out, mutation{"changed-" + slug(name), patch})
+				break
+			}
+		}
+	}
+	return out
+}
+
+// changedItem is an array item changed: a scalar as changed does, an
+// object in its first member that changes.
+func changedItem(s *openapi3.Schema, v any) (any, bool) {
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return changed(s, v)
+	}
+	var props map[string]*openapi3.Schema
+	if s != nil {
+		props = flatten(s).properties
+	}
+	for _, k := range sortedKeys(obj) {
+		if nv, ok := changed(props[k], obj[k]); ok {
+			out := make(map[string]any, len(obj))
+			for kk, vv := range obj {
+				out[kk] = vv
+			}
+			out[k] = nv
+			return out, true
+		}
+	}
+	return nil, false
 }
 
 func (a *analysis) validPatch(b *body, patch map[string]any) bool {

@@ -291,6 +291,20 @@ func (d *description) selectMethods(rpcs []string) (*selection, error) {
 	return s, nil
 }
 
+// rules is what the key field's annotations say, where every selected
+// method's request says it.
+func (s *selection) rules() keyRules {
+	if len(s.methods) == 0 {
+		return keyRules{}
+	}
+	all := keyRules{uuid: true, required: true}
+	for _, m := range s.methods {
+		r := keyFieldRules(m.md.Input(), s.key)
+		all.uuid, all.required = all.uuid && r.uuid, all.required && r.required
+	}
+	return all
+}
+
 // summary says what the descriptors hold, for an error.
 func (d *description) summary() string {
 	var names []string

@@ -25,6 +25,17 @@ type skeleton struct {
 	// numeric and text are the paths (JSON names) of the first integer
 	// and string scalars written: a mutation changes one.
 	numeric, text []string
+	// repeated are the repeated fields left out, each with one element:
+	// a mutation per field adds it (a fingerprint that skips a list is a
+	// defect only a changed list shows).
+	repeated []repeatedField
+}
+
+// repeatedField is a repeated field's path (JSON names) and a placeholder
+// element.
+type repeatedField struct {
+	path []string
+	elem any
 }
 
 // messageSkeleton writes msg's fields but skip (the key field, which the
@@ -56,6 +67,9 @@ func (s *skeleton) message(msg protoreflect.MessageDescriptor, skip string, path
 		}
 		if why != "" {
 			s.leftOut = append(s.leftOut, fmt.Sprintf("%s (%s)", strings.Join(at, "."), why))
+			if why == "repeated" {
+				s.addRepeated(f, at, depth)
+			}
 			continue
 		}
 		v, ok := s.field(f, at, depth)
@@ -139,6 +153,35 @@ func (s *skeleton) nested(f protoreflect.FieldDescriptor, at []string, depth int
 		return nil, false
 	}
 	return n, true
+}
+
+// addRepeated records f with a placeholder element (a message's in
+// protojson), built apart so that the skeleton's own paths stay its.
+func (s *skeleton) addRepeated(f protoreflect.FieldDescriptor, at []string, depth int) {
+	elem, ok := (&skeleton{}).field(f, at, depth)
+	if !ok {
+		return
+	}
+	if n, isNode := elem.(*yaml.Node); isNode {
+		var m any
+		if n.Decode(&m) != nil {
+			return
+		}
+		elem = m
+	}
+	s.repeated = append(s.repeated, repeatedField{path: at, elem: elem})
+}
+
+// listMutations add one element to each repeated field, named after it.
+func (s *skeleton) listMutations() (patches []map[string]any, names []string) {
+	for _, r := range s.repeated {
+		patch := map[string]any{r.path[len(r.path)-1]: []any{r.elem}}
+		for i := len(r.path) - 2; i >= 0; i-- {
+			patch = map[string]any{r.path[i]: patch}
+		}
+		patches, names = append(patches, patch), append(names, r.path[len(r.path)-1])
+	}
+	return patches, names
 }
 
 // mutation is a patch changing one field of the body, the first integer

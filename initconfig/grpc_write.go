@@ -73,7 +73,7 @@ func (d *description) write(o GRPCOptions, t *apispec.Target, s *selection, meta
 		ops.Content = append(ops.Content, d.operation(m, s.key, seen))
 	}
 	root.set("operations", ops)
-	root.set("profile", grpcProfile(s.key))
+	root.set("profile", grpcProfile(s.key, s.rules()))
 	return render(root, headLines)
 }
 
@@ -160,13 +160,18 @@ func metadataNode(meta map[string]string, n int) *yaml.Node {
 	return m.n
 }
 
+// column is the key's likely column in the API's table.
+func (k keyKind) column() string {
+	if k.metadata != "" || k.firstSent {
+		return "idempotency_key"
+	}
+	return "request_id"
+}
+
 // grpcEvidence are the evidence sources a gRPC target can use, as
 // commented config.
 func grpcEvidence(k keyKind) []string {
-	column := "request_id"
-	if k.metadata != "" || k.firstSent {
-		column = "idempotency_key"
-	}
+	column := k.column()
 	return []string{
 		"TODO: evidence: how idemcheck counts executions (" + evidenceDoc + "). With only id_pointer, a call that executed",
 		"but answered an error is invisible and those cases say unverifiable. Pick one source:",
@@ -216,17 +221,32 @@ func (d *description) operation(m method, k keyKind, seen map[string]bool) *yaml
 
 	ptr, why := responseID(m.md.Output())
 	var lines []string
-	if ptr != "" {
+	switch {
+	case ptr != "" && updates(m.md):
+		lines = append(lines, sharedIDLines(ptr, fmt.Sprintf("(%s) names the resource %s updates, the same in every answer", why, m.md.Name()), k.column())...)
+	case ptr != "":
 		op.set("id_pointer", guessed(str(ptr), why))
-	} else {
+	default:
 		lines = append(lines, fmt.Sprintf("id_pointer: /name  # TODO: %s has no name, id or *_id field: the created resource's id in the answer's protojson (camelCase)", m.md.Output().FullName()))
 	}
+	muts := sequence()
 	if patch, field, ok := body.mutation(); ok {
 		mm := flowMapping()
 		mm.set("name", str("changed-"+kebab(field)))
 		mm.set("patch", value(patch))
 		guessed(mm.n, "a changed field: a materially different request under the same key")
-		op.set("mutations", sequence(mm.n))
+		muts.Content = append(muts.Content, mm.n)
+	}
+	patches, fields := body.listMutations()
+	for i, patch := range patches {
+		mm := flowMapping()
+		mm.set("name", str("added-"+kebab(fields[i])))
+		mm.set("patch", value(patch))
+		guessed(mm.n, "an element in the repeated "+fields[i]+": a request whose list differs is another request")
+		muts.Content = append(muts.Content, mm.n)
+	}
+	if len(muts.Content) > 0 {
+		op.set("mutations", muts)
 	} else {
 		lines = append(lines, "mutations: [{name: changed, patch: {TODO: 2}}]  # TODO: a request under a used key that differs materially (the mismatch cases)")
 	}
@@ -238,6 +258,13 @@ func (d *description) operation(m method, k keyKind, seen map[string]bool) *yaml
 		"  invalid: {patch: {TODO: -1}, status: INVALID_ARGUMENT}  # a request the API refuses")
 	foot(op.n.Content[len(op.n.Content)-2], lines...)
 	return op.n
+}
+
+// updates reports a method that changes an existing resource (AIP-134's
+// Update…): its answers all name that resource. (A request carrying the
+// resource it answers is no sign: AIP-133's Create carries it too.)
+func updates(md protoreflect.MethodDescriptor) bool {
+	return strings.HasPrefix(string(md.Name()), "Update")
 }
 
 // responseID is the pointer to the created resource's id in the answer's
@@ -266,9 +293,10 @@ func responseID(msg protoreflect.MessageDescriptor) (ptr, why string) {
 	return "", ""
 }
 
-// grpcProfile is the preset of the key's document with the overrides a
-// gRPC API documents, commented: no gRPC document names their codes.
-func grpcProfile(k keyKind) *yaml.Node {
+// grpcProfile is the preset of the key's document with what the key
+// field's annotations say (rules) as overrides, and the overrides a gRPC
+// API documents, commented: no gRPC document names their codes.
+func grpcProfile(k keyKind, rules keyRules) *yaml.Node {
 	prof := newMapping()
 	why := map[string]string{
 		"aip-155":       "AIP-155: a string request_id",
@@ -276,15 +304,39 @@ func grpcProfile(k keyKind) *yaml.Node {
 		"grpc-metadata": "a metadata key (the Nebius and Yandex Cloud SDKs' convention)",
 	}[k.preset()]
 	pk := prof.set("preset", from(str(k.preset()), why))
-	foot(pk,
+	ov := newMapping()
+	if rules.uuid {
+		ov.set("key_format", from(str("uuid"), "the key field's google.api.field_info.format = UUID4: every case sends a UUID"))
+	}
+	if rules.required {
+		ov.set("key_required", from(value(true), "the key field's google.api.field_behavior = REQUIRED"))
+	}
+	prose := []string{
 		"TODO: the codes the API documents (gRPC code names, judged by the exact code; docs/grpc.md). The preset",
-		"names none for these: any error that executed nothing meets them until they are set.",
-		"overrides:",
-		"  mismatch_status: INVALID_ARGUMENT   # TODO: a used key with another request",
-		"  stale_replay_on_mismatch: false     # TODO: if that request is refused, never answered with the first one's response",
-		"  in_flight_status: ABORTED           # TODO: a duplicate while the first call runs (the preset takes ABORTED or ALREADY_EXISTS)",
-		"  missing_status: INVALID_ARGUMENT    # TODO: no key, where the API requires one (with key_required: true)",
-		"  key_required: true                  # TODO: if a call without a key is refused")
+		"names none for these: any error that executed nothing meets them until they are set; the fields it",
+		"leaves open skip their cases (a finding, no verdict) until they are set.",
+	}
+	list := []string{
+		"mismatch_status: INVALID_ARGUMENT   # TODO: a used key with another request",
+		"stale_replay_on_mismatch: false     # TODO: if that request is refused, never answered with the first one's response",
+		"in_flight_status: ABORTED           # TODO: a duplicate while the first call runs (the preset takes ABORTED or ALREADY_EXISTS)",
+		"missing_status: INVALID_ARGUMENT    # TODO: no key, where the API requires one (with key_required: true)",
+	}
+	written := map[string]bool{"mismatch_status": true, "stale_replay_on_mismatch": true, "in_flight_status": true, "missing_status": true, "key_format": rules.uuid, "key_required": true}
+	if !rules.required {
+		list = append(list, "key_required: true                  # TODO: if a call without a key is refused")
+	}
+	list = append(list, openLines(k.preset(), true, func(f string) bool { return written[f] })...)
+	if len(ov.n.Content) > 0 {
+		prof.set("overrides", ov.n)
+		foot(ov.n.Content[len(ov.n.Content)-2], append(prose, list...)...)
+		return prof.n
+	}
+	lines := append(prose, "overrides:")
+	for _, l := range list {
+		lines = append(lines, "  "+l)
+	}
+	foot(pk, lines...)
 	return prof.n
 }
 

@@ -622,6 +622,10 @@ func TestCommentedConfig(t *testing.T) {
 		"marker":          {{}},
 		"ttl":             {{}},
 		"id_pointer":      {{}},
+		"overrides":       {{}},
+	}
+	for _, f := range openFields { // the profile fields a preset leaves open
+		shapes[f.name] = [][]string{{}}
 	}
 	for _, tc := range []struct {
 		doc  string

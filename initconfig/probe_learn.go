@@ -21,6 +21,7 @@ import (
 type learnt struct {
 	syntax, syntaxWhy string
 	idPointer, idWhy  string
+	idShared          string // a pointer two keys' answers share: no id
 	replayHeader      string
 	replayValue       string
 	replayWhy         string
@@ -137,7 +138,7 @@ func (p *probe) learnID(ctx context.Context, l *learnt, first, second *accepted)
 	case second.resp.OK() && a != b:
 		l.idPointer, l.idWhy = ptr, fmt.Sprintf("exchanges %d and %d (two keys) created %s and %s", min(first.n, second.n), max(first.n, second.n), a, b)
 	case second.resp.OK():
-		l.idWhy = fmt.Sprintf("%s is %s for two keys (exchanges %d and %d): not a created id", ptr, a, first.n, second.n)
+		l.idShared, l.idWhy = ptr, fmt.Sprintf("%s for two keys (exchanges %d and %d): not a created id", a, first.n, second.n)
 	default:
 		l.idPointer, l.idWhy = ptr, fmt.Sprintf("exchange %d created %s (%s: check it differs per execution)", first.n, a, p.describe(second.n))
 	}

@@ -119,9 +119,13 @@ func (p *probe) operation(l *learnt) *yaml.Node {
 		op.set("body", from(value(body), "from --body"))
 	}
 	var idGap string
-	if l.idPointer != "" {
+	var shared []string
+	switch {
+	case l.idPointer != "":
 		op.set("id_pointer", from(str(l.idPointer), l.idWhy))
-	} else {
+	case l.idShared != "":
+		shared = sharedIDLines(l.idShared, "is "+l.idWhy, "idempotency_key")
+	default:
 		idGap = "no id member in the answer: set id_pointer to the created resource's id"
 		if l.idWhy != "" {
 			idGap += " (" + l.idWhy + ")"
@@ -150,7 +154,7 @@ func (p *probe) operation(l *learnt) *yaml.Node {
 		op.set("mutations", muts)
 	}
 	last := op.n.Content[len(op.n.Content)-2]
-	lines := []string{}
+	lines := shared
 	if idGap != "" {
 		lines = append(lines, "id_pointer: /id  # TODO: "+idGap)
 	}
@@ -193,6 +197,7 @@ func learntProfile(l *learnt) *yaml.Node {
 	if len(ov.n.Content) > 0 {
 		prof.set("overrides", ov.n)
 	}
+	footOpenFields(prof, apispec.DefaultProfile, ov)
 	return prof.n
 }
 

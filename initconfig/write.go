@@ -92,9 +92,11 @@ func (a *analysis) write(ops []operation, command string) ([]byte, error) {
 
 	prof := newMapping()
 	prof.set("preset", str(apispec.DefaultProfile))
-	if ov := a.overrides(ops, keyParam, syntax); len(ov.n.Content) > 0 {
+	ov := a.overrides(ops, keyParam, syntax)
+	if len(ov.n.Content) > 0 {
 		prof.set("overrides", ov.n)
 	}
+	footOpenFields(prof, apispec.DefaultProfile, ov)
 	pk = root.set("profile", prof.n)
 	head(pk, "The draft's expectations (422 on a changed body, 409 in flight, 400 without a key); override what the API documents otherwise.")
 	if len(notes) > 0 {
@@ -218,6 +220,8 @@ func (a *analysis) operationNode(o operation, seen map[string]bool, taken map[in
 	ptr, why := idMember(responseSchema(resp), resource(o.path))
 	var idLine []string // a commented id_pointer, when the guess is weak
 	switch src := fmt.Sprintf("%s in the %d response", why, code); {
+	case ptr != "" && sharesID(o):
+		idLine = sharedIDLines(ptr, fmt.Sprintf("(%s) names the resource %s %s acts on, the same in every answer", src, o.method, o.path), "idempotency_key")
 	case ptr != "" && strings.HasPrefix(why, "marked"):
 		m.set("id_pointer", from(str(ptr), src))
 	case ptr != "" && strings.HasPrefix(why, "a member named *_id"):
@@ -269,6 +273,13 @@ func (a *analysis) operationNode(o operation, seen map[string]bool, taken map[in
 		foot(m.n.Content[len(m.n.Content)-2], append(append(append(commented, prose...), "variants:"), lines...)...)
 	}
 	return m, notes
+}
+
+// sharesID reports an operation on an existing resource, whose answers
+// all carry that resource's id: an update (PATCH, PUT) or a request on a
+// path ending in the resource's own parameter.
+func sharesID(o operation) bool {
+	return o.method == "PATCH" || o.method == "PUT" || strings.HasSuffix(o.path, "}")
 }
 
 // mutationsNode is the mutations sequence init writes: each changed body
@@ -334,17 +345,26 @@ func (a *analysis) overrides(ops []operation, p *openapi3.Parameter, syntax apis
 		return m
 	}
 	s := p.Schema.Value
-	if s.MaxLength != nil {
-		m.set("key_max_len", from(value(int(*s.MaxLength)), "the "+p.Name+" schema's maxLength"))
+	// The schema describes the header's value: an sf-string's two quotes
+	// count in its lengths, never in the key's (key_max_len). A uuid
+	// format describes the key itself (see keySyntax).
+	quotes, less := 0, ""
+	if syntax == apispec.SFString && s.Format != "uuid" {
+		quotes, less = 2, " less the sf-string's two quotes"
 	}
-	if s.MinLength > 0 {
-		m.set("key_min_len", from(value(int(s.MinLength)), "the "+p.Name+" schema's minLength"))
+	if s.MaxLength != nil && int(*s.MaxLength) > quotes {
+		m.set("key_max_len", from(value(int(*s.MaxLength)-quotes), fmt.Sprintf("the %s schema's maxLength %d%s", p.Name, *s.MaxLength, less)))
+	}
+	if n := int(s.MinLength) - quotes; n > 0 {
+		m.set("key_min_len", from(value(n), fmt.Sprintf("the %s schema's minLength %d%s", p.Name, s.MinLength, less)))
 	}
 	if s.Format == "uuid" {
 		m.set("key_format", from(str("uuid"), "the "+p.Name+" schema's format"))
 	}
 	if p.Required {
-		m.set("key_required", from(str("yes"), "the "+p.Name+" parameter is required"))
+		m.set("key_required", from(value(true), "the "+p.Name+" parameter is required"))
+	} else {
+		m.set("key_required", from(value(false), "the "+p.Name+" parameter is not required: a request without it executes"))
 	}
 	return m
 }

@@ -65,6 +65,14 @@ func TestGRPCMix(t *testing.T) {
 	if hit.StatusCodes["200"] != hit.Requests || miss.StatusCodes["200"] != miss.Requests {
 		t.Fatalf("status codes: %s; want 200 (OK) only", pathSummary(rep))
 	}
+	// A ghz user reads code names: OK, ABORTED, not 200, 409.
+	if len(hit.GRPCCodes) != 1 || hit.GRPCCodes["OK"] != hit.Requests || miss.GRPCCodes["OK"] != miss.Requests {
+		t.Fatalf("gRPC codes: hit %v, miss %v; want OK only", hit.GRPCCodes, miss.GRPCCodes)
+	}
+	var table strings.Builder
+	if err := rep.WriteText(&table); err != nil || !strings.Contains(table.String(), "OK:") || strings.Contains(table.String(), "200:") {
+		t.Errorf("the console table lists HTTP statuses, not gRPC codes (%v):\n%s", err, table.String())
+	}
 	if hit.LatencyMs.P50 <= 0 || rep.Ratios["hit.p50/miss.p50"] <= 0 {
 		t.Fatalf("hit p50 %.3fms, ratios %v: want the hit path's p50 and its ratio to the miss path's", hit.LatencyMs.P50, rep.Ratios)
 	}

@@ -90,13 +90,18 @@ func (r *Report) injectedLine() string {
 		return ""
 	}
 	var what []string
-	if in.Variant != "" {
-		what = append(what, fmt.Sprintf("variant %s (patch %s)", in.Variant, compactJSON(in.Patch)))
+	if p := compactJSON(in.Patch); in.Variant != "" && p != "" && p != "{}" && p != "null" {
+		what = append(what, fmt.Sprintf("variant %s (patch %s)", in.Variant, p))
 	}
 	if in.BodyPatch != nil {
 		what = append(what, "--body-patch "+compactJSON(in.BodyPatch))
 	}
 	line := fmt.Sprintf("injected: every request's body is operation %s's with %s merged in", in.Operation, strings.Join(what, " and "))
+	if len(what) == 0 {
+		// A variant without a body patch (a duration alone, patch: {},
+		// or the double's delay) sends the body as declared.
+		line = fmt.Sprintf("injected: every request is operation %s's variant %s, its body as declared (the variant patches nothing)", in.Operation, in.Variant)
+	}
 	if in.ExecutionDelayMs > 0 {
 		line += fmt.Sprintf(", which asks each execution for %s more (%s)", time.Duration(in.ExecutionDelayMs*float64(time.Millisecond)), in.DelayBasis)
 		var who []string

@@ -1,12 +1,15 @@
 package load
 
 import (
+	"maps"
 	"sort"
 	"strconv"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/idemcheck/idemcheck/internal/grpccode"
 )
 
 // HDR range: 1 µs to 2 min at 3 significant digits (0.1% resolution).
@@ -23,6 +26,7 @@ type pathMetrics struct {
 	success     uint64
 	verySlow    uint64
 	codes       map[uint16]uint64
+	grpcCodes   map[string]uint64 // gRPC answers by code name (Grpc-Status)
 	errors      map[string]uint64
 	first, last time.Time // first send, last send
 	lastEnd     time.Time
@@ -30,9 +34,10 @@ type pathMetrics struct {
 
 func newPathMetrics() *pathMetrics {
 	return &pathMetrics{
-		hist:   hdrhistogram.New(hdrMin, hdrMax, hdrDigits),
-		codes:  map[uint16]uint64{},
-		errors: map[string]uint64{},
+		hist:      hdrhistogram.New(hdrMin, hdrMax, hdrDigits),
+		codes:     map[uint16]uint64{},
+		grpcCodes: map[string]uint64{},
+		errors:    map[string]uint64{},
 	}
 }
 
@@ -53,6 +58,10 @@ func (m *pathMetrics) add(r *vegeta.Result, verySlow time.Duration) {
 		m.verySlow++
 	}
 	m.codes[r.Code]++
+	if gs := r.Headers.Get("Grpc-Status"); gs != "" {
+		n, _ := strconv.Atoi(gs)
+		m.grpcCodes[grpccode.Name(n)]++
+	}
 	if r.Code >= 200 && r.Code < 400 {
 		m.success++
 	}
@@ -95,7 +104,10 @@ type PathStats struct {
 	Throughput  float64           `json:"throughput"`
 	Success     float64           `json:"success"`
 	StatusCodes map[string]uint64 `json:"status_codes"`
-	Errors      map[string]uint64 `json:"errors,omitempty"`
+	// GRPCCodes are a gRPC run's answers by code name (OK, ABORTED), as
+	// ghz reports them; StatusCodes holds their HTTP statuses.
+	GRPCCodes map[string]uint64 `json:"grpc_codes,omitempty"`
+	Errors    map[string]uint64 `json:"errors,omitempty"`
 	// VerySlow counts requests at or above the very-slow bound
 	// (Report.VerySlowMs); read percentiles beside it.
 	VerySlow   uint64     `json:"very_slow"`
@@ -119,6 +131,12 @@ func (m *pathMetrics) stats() *PathStats {
 	s := &PathStats{Requests: m.requests, StatusCodes: map[string]uint64{}, VerySlow: m.verySlow, hist: m.hist}
 	for code, n := range m.codes {
 		s.StatusCodes[strconv.Itoa(int(code))] = n
+	}
+	if len(m.grpcCodes) > 0 {
+		s.GRPCCodes = maps.Clone(m.grpcCodes)
+		if n := m.codes[0]; n > 0 { // no answer at all: no code
+			s.GRPCCodes["(no answer)"] = n
+		}
 	}
 	if len(m.errors) > 0 {
 		s.Errors = m.errors

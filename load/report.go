@@ -139,16 +139,25 @@ func (r *Report) CheckHealth(maxShare float64) {
 		switch share := float64(bad) / float64(s.Requests); {
 		case ok == 0:
 			r.Failures = append(r.Failures, PathFailure{Path: p, Reason: fmt.Sprintf(
-				"none of %d requests got an expected answer (status codes %s)", s.Requests, codeList(s.StatusCodes))})
+				"none of %d requests got an expected answer (%s)", s.Requests, s.codes())})
 		case share > maxShare:
 			r.Failures = append(r.Failures, PathFailure{Path: p, Reason: fmt.Sprintf(
-				"%.2f%% of %d requests were transport errors or unexpected 5xx (max %.2f%%; status codes %s)",
-				100*share, s.Requests, 100*maxShare, codeList(s.StatusCodes))})
+				"%.2f%% of %d requests were transport errors or unexpected 5xx (max %.2f%%; %s)",
+				100*share, s.Requests, 100*maxShare, s.codes())})
 		}
 	}
 }
 
 // codeList is "500:12 0:3", codes in order.
+// codes lists the answers: by gRPC code name in a gRPC run (OK:346
+// ABORTED:154, as ghz does), else by HTTP status.
+func (s *PathStats) codes() string {
+	if len(s.GRPCCodes) > 0 {
+		return "codes " + codeList(s.GRPCCodes)
+	}
+	return "status codes " + codeList(s.StatusCodes)
+}
+
 func codeList(codes map[string]uint64) string {
 	var parts []string
 	for _, k := range sortedKeys(codes) {
@@ -381,7 +390,13 @@ func (r *Report) table() (cols []Path, rows []tableRow) {
 	lat("p99.9", func(l Latency) float64 { return l.P999 })
 	lat("max", func(l Latency) float64 { return l.Max })
 	row(fmt.Sprintf("very slow (>=%s)", fmtMs(r.VerySlowMs)), func(s *PathStats) string { return fmt.Sprint(s.VerySlow) })
-	row("status codes", func(s *PathStats) string { return codeList(s.StatusCodes) })
+	codesRow, codesOf := "status codes", func(s *PathStats) map[string]uint64 { return s.StatusCodes }
+	for _, s := range r.Paths {
+		if s != nil && len(s.GRPCCodes) > 0 { // a gRPC run: its code names, as ghz reports them
+			codesRow, codesOf = "codes", func(s *PathStats) map[string]uint64 { return s.GRPCCodes }
+		}
+	}
+	row(codesRow, func(s *PathStats) string { return codeList(codesOf(s)) })
 	return cols, rows
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/evidence"
 	"github.com/idemcheck/idemcheck/internal/jsonx"
+	"github.com/idemcheck/idemcheck/internal/managed"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -267,8 +268,8 @@ func Run(ctx context.Context, t *apispec.Target, opts ...Option) (*Report, error
 	defer d.Close()
 	// A managed target (target_cmd) is started here, as run and chaos
 	// start it: its base_url is a template ({port}) until then.
-	if t.Command != "" && t.Managed() == nil {
-		mt, m, err := apispec.StartManaged(ctx, t, d.URL())
+	if t.Command != "" {
+		mt, m, err := managed.Start(ctx, t, d.URL())
 		if errors.Is(err, apispec.ErrUnreachable) {
 			return nil, fmt.Errorf("%w: %v", ErrUnreachable, err)
 		}

@@ -167,7 +167,7 @@ func checkIDPointer(ctx context.Context, s *session, op *apispec.Operation) (not
 		case mark == "":
 			return "", fmt.Errorf("%s: nothing there in the %d body%s%s", at, r.Status, bodyMembers(doc), jsonNameHint(t, pointer))
 		case len(marks) == 1 && marks[0] == mark:
-			note, err := sharedMark(at, op, t.IsGRPC(), mark, bodyMembers(doc))
+			note, err := sharedMark(at, op, has[wire.Methods](carrierOf(t)), mark, bodyMembers(doc))
 			if i >= 0 {
 				t.Operations[i].Kind = op.Kind // the run's own copy, which a re-plan reads
 			}
@@ -182,11 +182,11 @@ func checkIDPointer(ctx context.Context, s *session, op *apispec.Operation) (not
 // mark: an error for a version pointer, an HTTP POST or a declared create;
 // else (a gRPC method names no verb) op is learned as an update, with the
 // note that says so.
-func sharedMark(at string, op *apispec.Operation, grpc bool, mark, members string) (string, error) {
+func sharedMark(at string, op *apispec.Operation, methods bool, mark, members string) (string, error) {
 	switch {
 	case op.Updates():
 		return "", fmt.Errorf("%s: the same value %q for two keys: not a revision every execution changes%s", at, mark, members)
-	case op.Kind == apispec.KindCreate || op.Method == http.MethodPost && !grpc:
+	case op.Kind == apispec.KindCreate || op.Method == http.MethodPost && methods: // a POST creates where the carrier sends the method
 		return "", fmt.Errorf("%s: the same value %q for two keys: not the created resource's id%s; if %s changes one existing resource, say kind: update (with a version_pointer or an oracle to count its executions), or give it a setup: that makes a fresh resource per key", at, mark, members, op.Name)
 	}
 	op.Kind = apispec.KindUpdate

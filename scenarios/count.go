@@ -102,7 +102,11 @@ func (c *counter) settle(ctx context.Context, key string, n int, read func() (in
 	wait := 50 * time.Millisecond
 	for n < lower {
 		if read == nil || time.Now().Add(wait).After(deadline) || clock.Until(ctx, time.Now().Add(wait)) != nil {
-			return 0, fmt.Errorf("oracle: counts %d executions under this key, but its answers prove at least %d (%s); re-read for %s, the count never caught up: it lags (a read replica, an asynchronous counter) or misses executions", n, lower, why, evidence.LagSettle)
+			cause := "it lags (a read replica, an asynchronous counter) or misses executions"
+			if who := c.unseen(key); who != "" {
+				cause = who
+			}
+			return 0, fmt.Errorf("oracle: counts %d executions under this key, but its answers prove at least %d (%s); re-read for %s, the count never caught up: %s", n, lower, why, evidence.LagSettle, cause)
 		}
 		wait *= 2
 		var err error
@@ -115,13 +119,15 @@ func (c *counter) settle(ctx context.Context, key string, n int, read func() (in
 
 // prove notes an answer under key that shows an execution, with the id it
 // created ("" none).
-func (c *counter) prove(key, id string) {
+func (c *counter) prove(key, id string, principal int) {
 	c.pmu.Lock()
 	defer c.pmu.Unlock()
 	if c.proofs[key] == nil {
 		c.proofs[key] = map[string]bool{}
+		c.provers[key] = map[int]bool{}
 	}
 	c.proofs[key][id] = true
+	c.provers[key][principal] = true
 }
 
 // proven is the fewest executions key's answers prove, and why.
@@ -170,13 +176,52 @@ type counter struct {
 
 	pmu    sync.Mutex
 	proofs map[string]map[string]bool // created ids of 2xx answers by key ("": none)
+	// provers are the principals whose answers proved key's executions.
+	provers    map[string]map[int]bool
+	principals []apispec.Principal // their names, for messages
 }
 
-func newCounter(ev *evidence.Evidence) *counter {
+func newCounter(ev *evidence.Evidence, t *apispec.Target) *counter {
 	if ev == nil {
 		return nil
 	}
-	return &counter{ev: ev, global: !ev.PerKey(), counts: map[string]int{}, proofs: map[string]map[string]bool{}}
+	return &counter{ev: ev, global: !ev.PerKey(), counts: map[string]int{}, proofs: map[string]map[string]bool{},
+		provers: map[string]map[int]bool{}, principals: t.Principals}
+}
+
+// unseen says whose proved executions of key the oracle cannot see: the
+// principals it does not read with ("" when it reads with them all, or
+// reads a database that sees everyone's).
+func (c *counter) unseen(key string) string {
+	seen := c.ev.Sees().Principals
+	if seen == nil {
+		return ""
+	}
+	c.pmu.Lock()
+	var blind []string
+	for p := range c.provers[key] {
+		if p >= 0 && !slices.Contains(seen, p) {
+			blind = append(blind, c.principalName(p))
+		}
+	}
+	c.pmu.Unlock()
+	if len(blind) == 0 {
+		return ""
+	}
+	sort.Strings(blind)
+	var readers []string
+	for _, p := range seen {
+		readers = append(readers, c.principalName(p))
+	}
+	return fmt.Sprintf("it reads with the credentials of %s only, and the executions were proved by answers to %s, whose executions a view scoped to its own principal (a tenant's list) never shows: set oracle.per_principal: true to read with each principal's own credentials, counts summed",
+		strings.Join(readers, ", "), strings.Join(blind, ", "))
+}
+
+func (c *counter) principalName(i int) string {
+	if i < len(c.principals) {
+		return fmt.Sprintf("principal %d (%s)", i, c.principals[i].Name)
+	}
+	return fmt.Sprintf("principal %d", i)
 }
 
 // readLocked reads the summed global counter and credits its rise since

@@ -12,6 +12,7 @@ import (
 
 	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/evidence"
+	"github.com/idemcheck/idemcheck/internal/managed"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -36,6 +37,9 @@ type Env struct {
 	// inproc, when set, is the handler behind BaseURL: same-key bursts
 	// call it in-process (RunOptions.InProcess).
 	inproc http.Handler
+	// proc is the target process the harness started (target_cmd), nil
+	// when it started none.
+	proc *managed.Process
 	// oracle counts executions (nil: no oracle configured); blind names
 	// the operations it was found not to count, with the calibration's
 	// finding (see oracleSees).
@@ -294,9 +298,9 @@ func (e *Env) proveBy(r Req, resp wire.Resp) {
 	}
 	switch {
 	case resp.OK():
-		c.prove(r.Key, createdIDOf(op, resp))
+		c.prove(r.Key, createdIDOf(op, resp), r.Principal)
 	case declinedAsDeclared(op, body, resp):
-		c.prove(r.Key, "") // a business error is an execution, stored
+		c.prove(r.Key, "", r.Principal) // a business error is an execution, stored
 	}
 }
 

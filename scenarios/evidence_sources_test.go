@@ -270,3 +270,26 @@ func passesOnOracle(t *testing.T, tg *apispec.Target) {
 		t.Errorf("want verdicts on the oracle's count and no note; notes %q", rep.Notes)
 	}
 }
+
+// TestOraclePerPrincipal: a list that shows each tenant only its own
+// orders. Read with one principal's credentials, the second principal's
+// executions are invisible: the count is inconclusive and says whose it
+// could not see (not replica lag). With per_principal the list is read
+// with each principal's own credentials, the counts summed, and the scope
+// case passes on the oracle.
+func TestOraclePerPrincipal(t *testing.T) {
+	const perKey = "{url: /orders, count: {array: /data, where: /idempotency_key}"
+	one := startOrders(t, &ordersAPI{tenants: true}, "oracle: "+perKey+"}\n")
+	rep := runSelected(t, one, ietf(t), "scope/other-user-isolated")
+	r := rep.Results[0]
+	if r.Status != scenarios.Inconclusive || !strings.Contains(r.Reason+r.Observed, "principal 1 (bob)") || !strings.Contains(r.Reason+r.Observed, "per_principal: true") || strings.Contains(r.Reason+r.Observed, "read replica") {
+		t.Errorf("one principal's view: %s: %s %s; want inconclusive naming bob's unseen executions and per_principal", r.Status, r.Reason, r.Observed)
+	}
+	each := startOrders(t, &ordersAPI{tenants: true}, "oracle: "+perKey+", per_principal: true}\n")
+	rep = runSelected(t, each, ietf(t), "scope/other-user-isolated", "replay/single-execution")
+	for _, r := range rep.Results {
+		if r.Status != scenarios.Pass || !strings.Contains(r.Observed, "oracle") {
+			t.Errorf("per_principal: %s: %s: %s %s", r.Name(), r.Status, r.Reason, r.Observed)
+		}
+	}
+}

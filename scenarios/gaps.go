@@ -43,14 +43,19 @@ var errorAnswerCases = map[string]bool{
 	"missing/rejected":           true,
 }
 
+// optInNeeds make a family opt-in: an API without an outbox (events:) or
+// without replicas does not break their rules, it has none to keep.
+var optInNeeds = []Need{NeedEvents, NeedReplicas}
+
 // Gaps lists the MUST instances of planned that the config cannot verify:
 // one lacks what it needs, or counts executions by created ids alone where
 // an execution that answered an error decides the verdict. An instance
 // that needs an AEP-155 key is no gap of a target without one: its
-// requirement is the AEP's, not this API's. The fixes are written for a
-// gRPC target when grpc is set (code names, message fields, metadata).
-func Gaps(planned []Planned, carrier string) []Gap {
-	var out []Gap
+// requirement is the AEP's, not this API's. Those of the opt-in families
+// (events, replicas) are notAsked, apart: the config did not ask for them.
+// The fixes are written for the target's carrier (code names, message
+// fields, metadata for gRPC).
+func Gaps(planned []Planned, carrier string) (gaps, notAsked []Gap) {
 	for _, p := range planned {
 		if p.Level != Must || slices.Contains(p.Missing, NeedFirstSent) {
 			continue
@@ -66,11 +71,15 @@ func Gaps(planned []Planned, carrier string) []Gap {
 		if p.Supplied && p.OracleMode == OracleIdentity && errorAnswerCases[p.ID] {
 			fixes = append(fixes, "created ids cannot see an execution that answered an error: "+needFix(NeedOracle, carrier))
 		}
-		if len(fixes) > 0 {
-			out = append(out, Gap{Case: p.Name(), Requirements: p.Requirements, Fix: strings.Join(fixes, "; ")})
+		switch g := (Gap{Case: p.Name(), Requirements: p.Requirements, Fix: strings.Join(fixes, "; ")}); {
+		case len(fixes) == 0:
+		case slices.ContainsFunc(p.Missing, func(n Need) bool { return slices.Contains(optInNeeds, n) }):
+			notAsked = append(notAsked, g)
+		default:
+			gaps = append(gaps, g)
 		}
 	}
-	return out
+	return gaps, notAsked
 }
 
 // EvidenceLine says what t's config counts executions with: its oracles,

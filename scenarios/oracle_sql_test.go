@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -47,6 +48,15 @@ func mysqlDatabase(t *testing.T) sqlDatabase {
 		insert: "insert into orders (idempotency_key) values (?)"}
 }
 
+// sqliteDatabase is a SQLite file the API writes (WAL, so the oracle's
+// read-only connection reads beside it) and the oracle names as sqlite:PATH.
+func sqliteDatabase(t *testing.T) sqlDatabase {
+	path := filepath.Join(t.TempDir(), "orders.db")
+	return sqlDatabase{driver: "sqlite", dsn: "file:" + path + "?_pragma=journal_mode(wal)&_pragma=busy_timeout(5000)", oracleDSN: "sqlite:" + path,
+		create: "create table orders (idempotency_key text not null)",
+		insert: "insert into orders (idempotency_key) values (?)"}
+}
+
 // TestSQLOracle: the orders API stores an order per execution in a real
 // database; the SQL oracle counts its rows for the bare key (the API
 // receives the sf-string "k" and stores k) and the correct API passes the
@@ -63,6 +73,7 @@ func TestSQLOracle(t *testing.T) {
 	}{
 		{"postgres", postgresDatabase, "select count(*) from orders where idempotency_key = $1"},
 		{"mysql", mysqlDatabase, "select count(*) from orders where idempotency_key = $1 and (idempotency_key = $1 or '$1' = 'x')"},
+		{"sqlite", sqliteDatabase, "select count(*) from orders where idempotency_key = $1 and (idempotency_key = $1 or '$1' = 'x')"},
 	} {
 		t.Run(row.name, func(t *testing.T) {
 			db := row.open(t)
@@ -130,6 +141,8 @@ func TestSQLOracleErrors(t *testing.T) {
 		{"mysql unreachable", "mysql://app:" + dsnPassword + "@tcp(127.0.0.1:1)/db", "select 1 where $1 <> ''", "127.0.0.1:1"},
 		{"second argument", db.oracleDSN, "select count(*) from orders where a = $1 and b = $2", "$2: the key is the only argument"},
 		{"not a DSN", "mysql://" + dsnPassword + "@@", "select 1 where $1 <> ''", "not a MySQL DSN"},
+		{"sqlite file missing", "sqlite:" + filepath.Join(t.TempDir(), "none.db"), "select 1 where $1 <> ''", "none.db: no such file"},
+		{"sqlite in memory", "sqlite::memory:", "select 1 where $1 <> ''", "an in-memory database is the API's own"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, _, err := count(c.dsn, c.query, "k")

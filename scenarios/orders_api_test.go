@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -32,6 +33,9 @@ type ordersAPI struct {
 	// lag: GET /orders serves a snapshot refreshed every lag, as a read
 	// replica or an asynchronous index does.
 	lag time.Duration
+	// tenants: GET /orders lists only the caller's own orders (by
+	// Authorization), as a multi-tenant API does.
+	tenants bool
 
 	mu      sync.Mutex
 	records map[string]orderRecord // by principal and key
@@ -58,6 +62,9 @@ func (a *ordersAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		list := append(make([]map[string]any, 0, len(a.orders)), a.orders...) // [] when empty, not null
 		if a.lag > 0 {
 			list = a.snap
+		}
+		if a.tenants {
+			list = slices.DeleteFunc(slices.Clone(list), func(o map[string]any) bool { return o["owner"] != r.Header.Get("Authorization") })
 		}
 		_ = json.NewEncoder(w).Encode(map[string]any{"data": list})
 	case r.Method == http.MethodPost && r.URL.Path == "/orders":
@@ -86,7 +93,7 @@ func (a *ordersAPI) post(w http.ResponseWriter, r *http.Request) {
 	if rec, ok := a.records[scope]; ok {
 		if rec.fingerprint != string(canon) {
 			if a.executeOnMismatch {
-				a.create(key, body)
+				a.create(r.Header.Get("Authorization"), key, body)
 			}
 			w.Header().Set("Content-Type", "application/problem+json")
 			w.WriteHeader(http.StatusUnprocessableEntity)
@@ -98,17 +105,18 @@ func (a *ordersAPI) post(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write(rec.body)
 		return
 	}
-	id := a.create(key, body)
+	id := a.create(r.Header.Get("Authorization"), key, body)
 	out, _ := json.Marshal(map[string]any{"order_id": id, "status": "created", "amount": body["amount"]})
 	a.records[scope] = orderRecord{fingerprint: string(canon), status: http.StatusCreated, body: out}
 	w.WriteHeader(http.StatusCreated)
 	_, _ = w.Write(out)
 }
 
-// create is the handler's side effect: one order, listed and stored.
-func (a *ordersAPI) create(key string, body map[string]any) string {
+// create is the handler's side effect: one order of owner, listed and
+// stored.
+func (a *ordersAPI) create(owner, key string, body map[string]any) string {
 	id := fmt.Sprintf("ord_%d", len(a.orders)+1)
-	a.orders = append(a.orders, map[string]any{"order_id": id, "idempotency_key": key, "amount": body["amount"], "reference": body["reference"]})
+	a.orders = append(a.orders, map[string]any{"order_id": id, "idempotency_key": key, "amount": body["amount"], "reference": body["reference"], "owner": owner})
 	if a.db != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

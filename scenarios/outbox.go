@@ -9,7 +9,7 @@ import (
 
 	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/evidence"
-	"github.com/idemcheck/idemcheck/evidence/events"
+	"github.com/idemcheck/idemcheck/evidence/eventspec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -132,7 +132,7 @@ func (e *Env) outboxWhy(got, want int, failed bool) string {
 		return "; a second event (not a redelivery of the first one's id): published outside the outcome's transaction, on a replay, or again by a relay"
 	}
 	c := e.events.Config()
-	return fmt.Sprintf("; an executed key without its event within %s of its answer (%d × events.settle): the event was lost (published outside the outcome's transaction), or the relay lags more than that", events.SettleFactor*c.Settle, events.SettleFactor)
+	return fmt.Sprintf("; an executed key without its event within %s of its answer (%d × events.settle): the event was lost (published outside the outcome's transaction), or the relay lags more than that", eventspec.SettleFactor*c.Settle, eventspec.SettleFactor)
 }
 
 // noteEvents keeps lines for the verdict.
@@ -164,7 +164,7 @@ func plural(n int, noun string) string {
 func calibrateEvents(ctx context.Context, s *session, op *apispec.Operation) string {
 	es := s.ev.Events()
 	cfg := es.Config()
-	ctx, cancel := context.WithTimeout(ctx, 2*s.t.Timeout+(events.SettleFactor+1)*cfg.Settle)
+	ctx, cancel := context.WithTimeout(ctx, 2*s.t.Timeout+(eventspec.SettleFactor+1)*cfg.Settle)
 	defer cancel()
 	e := s.env(ctx, op)
 	k := e.NewKey()
@@ -190,7 +190,7 @@ func calibrateEvents(ctx context.Context, s *session, op *apispec.Operation) str
 	if err != nil {
 		return fmt.Sprintf("events check on %s: %v", op.Name, err)
 	}
-	seen := fmt.Sprintf("a %d answer to %s %s under a fresh key published no event for it within %s (%d × events.settle): ", r.Status, op.Method, op.Path, events.SettleFactor*cfg.Settle, events.SettleFactor)
+	seen := fmt.Sprintf("a %d answer to %s %s under a fresh key published no event for it within %s (%d × events.settle): ", r.Status, op.Method, op.Path, eventspec.SettleFactor*cfg.Settle, eventspec.SettleFactor)
 	switch {
 	case st.Read == 0:
 		seen += fmt.Sprintf("no event at all reached %s since the run started (a wrong topic or stream, or the API publishes nowhere yet)", cfg.String())

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck/apispec"
-	"github.com/idemcheck/idemcheck/evidence/events"
+	"github.com/idemcheck/idemcheck/evidence/eventspec"
 	"github.com/idemcheck/idemcheck/internal/testenv"
 	"github.com/idemcheck/idemcheck/reference"
 	"github.com/idemcheck/idemcheck/reference/demo"
@@ -36,7 +36,7 @@ func eventsDemo(t testing.TB, store reference.Store, lease time.Duration, defect
 	brokers, _ := testenv.RequireKafka(t)
 	topic := testenv.KafkaTopic(t, brokers, 2)
 	return eventsDemoOn(t, "kafka://"+strings.Join(brokers, ",")+"/"+topic,
-		&events.Config{Kafka: &events.Kafka{Brokers: brokers, Topic: topic}}, store, lease, defects...)
+		&eventspec.Config{Kafka: &eventspec.Kafka{Brokers: brokers, Topic: topic}}, store, lease, defects...)
 }
 
 // eventsDemoRedis is eventsDemo publishing to a Redis stream of its own.
@@ -44,7 +44,7 @@ func eventsDemoRedis(t testing.TB, defects ...string) *apispec.Target {
 	t.Helper()
 	url := testenv.RequireRedis(t)
 	stream := testenv.KeyPrefix(t) + "events"
-	return eventsDemoOn(t, url+"?stream="+stream, &events.Config{Redis: &events.Redis{URL: url, Stream: stream}}, nil, demoLease, defects...)
+	return eventsDemoOn(t, url+"?stream="+stream, &eventspec.Config{Redis: &eventspec.Redis{URL: url, Stream: stream}}, nil, demoLease, defects...)
 }
 
 // eventsDemoNATS is eventsDemo publishing to a JetStream stream of its
@@ -56,12 +56,12 @@ func eventsDemoNATS(t testing.TB, defects ...string) *apispec.Target {
 	stream, subject := testenv.NATSStream(t, url)
 	subject += ".charges"
 	return eventsDemoOn(t, url+"/"+stream+"?subject="+subject,
-		&events.Config{NATS: &events.NATS{URL: url, Stream: stream, Subject: subject}}, nil, demoLease, defects...)
+		&eventspec.Config{NATS: &eventspec.NATS{URL: url, Stream: stream, Subject: subject}}, nil, demoLease, defects...)
 }
 
 // eventsDemoOn serves the reference publishing to the broker at pubURL,
 // its Target reading the stream cfg names.
-func eventsDemoOn(t testing.TB, pubURL string, cfg *events.Config, store reference.Store, lease time.Duration, defects ...string) *apispec.Target {
+func eventsDemoOn(t testing.TB, pubURL string, cfg *eventspec.Config, store reference.Store, lease time.Duration, defects ...string) *apispec.Target {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -87,7 +87,7 @@ func eventsDemoOn(t testing.TB, pubURL string, cfg *events.Config, store referen
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Key, cfg.EventID, cfg.Settle = events.Key{Header: outbox.HeaderKey}, "/id", outboxSettle
+	cfg.Key, cfg.EventID, cfg.Settle = eventspec.Key{Header: outbox.HeaderKey}, "/id", outboxSettle
 	tg.Events = cfg
 	return tg
 }
@@ -270,7 +270,7 @@ func TestOutboxByMarker(t *testing.T) {
 			}
 			tg := eventsDemo(t, nil, demoLease, defects...)
 			tg.Oracle = nil
-			tg.Events.Key = events.Key{Pointer: "/data/description"}
+			tg.Events.Key = eventspec.Key{Pointer: "/data/description"}
 			for i := range tg.Operations {
 				tg.Operations[i].Marker = &apispec.Marker{Pointer: "/description"}
 			}
@@ -355,7 +355,7 @@ func TestOutboxNoneForFailed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tg.Events = &events.Config{Kafka: &events.Kafka{Brokers: brokers, Topic: topic}, Key: events.Key{Header: outbox.HeaderKey}, EventID: "/id", Settle: outboxSettle}
+		tg.Events = &eventspec.Config{Kafka: &eventspec.Kafka{Brokers: brokers, Topic: topic}, Key: eventspec.Key{Header: outbox.HeaderKey}, EventID: "/id", Settle: outboxSettle}
 		rep := runOutbox(t, tg, "outbox/none-for-failed", "outbox/one-per-execution")
 		if got := failing(t, rep); !slices.Equal(got, []string{"outbox/none-for-failed"}) {
 			t.Errorf("failed: %v, want [outbox/none-for-failed]", got)

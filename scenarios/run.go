@@ -14,6 +14,7 @@ import (
 	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/evidence"
 	"github.com/idemcheck/idemcheck/internal/clock"
+	"github.com/idemcheck/idemcheck/internal/managed"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -91,13 +92,14 @@ func Run(ctx context.Context, t *apispec.Target, p *apispec.Profile, o RunOption
 		return nil, err
 	}
 	defer d.Close()
-	if t.Command != "" && t.Managed() == nil {
-		mt, m, err := apispec.StartManaged(ctx, t, d.URL())
+	var proc *managed.Process
+	if t.Command != "" {
+		mt, m, err := managed.Start(ctx, t, d.URL())
 		if err != nil {
 			return nil, err
 		}
 		defer m.Stop()
-		t = mt
+		t, proc = mt, m
 	}
 	// One carrier for the run's requests to the target; client is the
 	// HTTP client under it (an HTTP target's) and of the evidence.
@@ -124,7 +126,7 @@ func Run(ctx context.Context, t *apispec.Target, p *apispec.Profile, o RunOption
 	// The profile's key_format generator is the client-generated default;
 	// --hash-keys and key_source override it.
 	keys := wire.NewKeys(t, client, func(uint64) string { return p.NewKey() })
-	s := &session{t: t, p: p, carrier: carrier, timeout: client.Timeout, ev: ev, double: d, keys: keys, inproc: o.InProcess}
+	s := &session{t: t, p: p, carrier: carrier, timeout: client.Timeout, ev: ev, double: d, keys: keys, inproc: o.InProcess, proc: proc}
 	shuffle(ins, o.Seed)
 	rep := &Report{Target: t.Redact(t.BaseURL), Profile: p.Name, Protocol: proto, Strict: o.Strict, Seed: o.Seed, Started: time.Now()}
 	// No verdict is drawn on a target whose normal request fails.
@@ -400,6 +402,7 @@ type session struct {
 	double  *evidence.Downstream
 	keys    *wire.Keys
 	inproc  http.Handler
+	proc    *managed.Process // the started target_cmd, nil when none was
 	// eventProblems are the events check's findings per operation when
 	// the events sit beside an oracle (calibrateOutbox).
 	eventProblems map[string]string
@@ -407,7 +410,7 @@ type session struct {
 
 // env is an Env of s for op, bounded by ctx.
 func (s *session) env(ctx context.Context, op *apispec.Operation) *Env {
-	return &Env{Target: s.t, Profile: s.p, Op: op, carrier: s.carrier, timeout: s.timeout, double: s.double, inproc: s.inproc, oracle: newCounter(s.ev), events: s.ev.Events(), keys: s.keys, ctx: ctx}
+	return &Env{Target: s.t, Profile: s.p, Op: op, carrier: s.carrier, timeout: s.timeout, double: s.double, inproc: s.inproc, proc: s.proc, oracle: newCounter(s.ev, s.t), events: s.ev.Events(), keys: s.keys, ctx: ctx}
 }
 
 // attempt runs in's case once, under fresh keys and its own budget.

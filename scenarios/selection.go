@@ -64,6 +64,7 @@ func (s Selection) Load() (*apispec.Target, *apispec.Profile, error) {
 		if err != nil {
 			return nil, nil, err
 		}
+		f.Command = s.TargetCmd
 		if t, p, err = f.Load(s.Profile, s.BaseURL); err != nil {
 			return nil, nil, err
 		}

@@ -232,7 +232,14 @@ func (d *driver) storm(ctx context.Context, op *apispec.Operation, key string, b
 func (d *driver) wait(ctx context.Context, n int, last answer) bool {
 	delay := last.retryAfter
 	if delay == 0 {
-		delay = d.jitter(min(backoffCap, backoffBase<<min(n, 10)))
+		// A conflict may be a key held by an attempt killed mid-flight:
+		// the retries wait out the target's lease rather than spend their
+		// attempts before it ends.
+		limit := backoffCap
+		if last.status == http.StatusConflict && d.cfg.target.Lease > 0 {
+			limit = max(limit, d.cfg.target.Lease/4)
+		}
+		delay = d.jitter(min(limit, backoffBase<<min(n, 10)))
 	}
 	t := time.NewTimer(delay)
 	defer t.Stop()

@@ -15,6 +15,7 @@ import (
 	"github.com/idemcheck/idemcheck/chaos"
 	"github.com/idemcheck/idemcheck/chaos/front"
 	"github.com/idemcheck/idemcheck/evidence"
+	"github.com/idemcheck/idemcheck/internal/managed"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -188,12 +189,12 @@ func Run(ctx context.Context, t *apispec.Target, opts ...Option) (*Result, error
 		return nil, err
 	}
 	defer double.Close()
-	managed, stopReplicas, err := startReplicas(ctx, &cfg, double)
+	procs, stopReplicas, err := startReplicas(ctx, &cfg, double)
 	if err != nil {
 		return nil, err
 	}
 	defer stopReplicas()
-	killing := len(managed) > 0 && cfg.replicas > 0 && cfg.killEvery > 0
+	killing := len(procs) > 0 && cfg.replicas > 0 && cfg.killEvery > 0
 	client := wire.Client(cfg.target, cfg.target.Timeout)
 	defer client.CloseIdleConnections()
 	carrier := wire.NewCarrier(cfg.target, client)
@@ -233,7 +234,7 @@ func Run(ctx context.Context, t *apispec.Target, opts ...Option) (*Result, error
 	// see every replica up.
 	var k *killer
 	if killing {
-		k = startKiller(ctx, managed, cfg.killEvery, cfg.seed)
+		k = startKiller(ctx, procs, cfg.killEvery, cfg.seed)
 		defer k.stop() // before the replicas stop
 	}
 
@@ -278,11 +279,11 @@ func Run(ctx context.Context, t *apispec.Target, opts ...Option) (*Result, error
 // least one) and points cfg.target at them; without a command it starts
 // nothing. When replicas are to be killed, a reference process's own
 // counts are dropped from the evidence. stop ends the processes.
-func startReplicas(ctx context.Context, cfg *config, double *evidence.Downstream) (ms []*apispec.Managed, stop func(), err error) {
+func startReplicas(ctx context.Context, cfg *config, double *evidence.Downstream) (ms []*managed.Process, stop func(), err error) {
 	if cfg.target.Command == "" {
 		return nil, func() {}, nil
 	}
-	t, ms, err := apispec.StartReplicas(ctx, cfg.target, max(cfg.replicas, 1), double.URL())
+	t, ms, err := managed.StartReplicas(ctx, cfg.target, max(cfg.replicas, 1), double.URL())
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrUnreachable, err)
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/idemcheck/idemcheck/chaos"
 	"github.com/idemcheck/idemcheck/evidence"
-	"github.com/idemcheck/idemcheck/evidence/events"
+	"github.com/idemcheck/idemcheck/evidence/eventspec"
 )
 
 // EventsReport is what the events source (events:) showed over the whole
@@ -50,7 +50,7 @@ func checkEvents(ctx context.Context, es *evidence.Events, outs []chaos.KeyOutco
 	if len(keys) == 0 {
 		return rep, nil
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), events.SettleFactor*cfg.Settle+eventsSettleTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), eventspec.SettleFactor*cfg.Settle+eventsSettleTimeout)
 	defer cancel()
 	floors := make([]int, len(outs))
 	for i, o := range outs {

@@ -11,7 +11,7 @@ import (
 	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/chaos"
 	"github.com/idemcheck/idemcheck/evidence"
-	"github.com/idemcheck/idemcheck/evidence/events"
+	"github.com/idemcheck/idemcheck/evidence/eventspec"
 	"github.com/idemcheck/idemcheck/internal/testenv"
 )
 
@@ -29,8 +29,8 @@ func TestCheckEvents(t *testing.T) {
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	tg := &apispec.Target{Events: &events.Config{Kafka: &events.Kafka{Brokers: brokers, Topic: topic},
-		Key: events.Key{Header: "idempotency-key"}, EventID: "/id", Settle: 100 * time.Millisecond}}
+	tg := &apispec.Target{Events: &eventspec.Config{Kafka: &eventspec.Kafka{Brokers: brokers, Topic: topic},
+		Key: eventspec.Key{Header: "idempotency-key"}, EventID: "/id", Settle: 100 * time.Millisecond}}
 	es, err := evidence.OpenEvents(ctx, tg, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -67,8 +67,8 @@ func TestCheckEventsWrongStream(t *testing.T) {
 	topic := testenv.KafkaTopic(t, brokers, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	tg := &apispec.Target{Events: &events.Config{Kafka: &events.Kafka{Brokers: brokers, Topic: topic},
-		Key: events.Key{Header: "idempotency-key"}, Settle: 20 * time.Millisecond}}
+	tg := &apispec.Target{Events: &eventspec.Config{Kafka: &eventspec.Kafka{Brokers: brokers, Topic: topic},
+		Key: eventspec.Key{Header: "idempotency-key"}, Settle: 20 * time.Millisecond}}
 	es, err := evidence.OpenEvents(ctx, tg, nil)
 	if err != nil {
 		t.Fatal(err)

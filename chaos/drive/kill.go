@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/idemcheck/idemcheck/apispec"
+	"github.com/idemcheck/idemcheck/internal/managed"
 )
 
 // killer SIGKILLs a random replica every interval and restarts it: a
@@ -18,7 +18,7 @@ type killer struct {
 	kills  int
 }
 
-func startKiller(ctx context.Context, ms []*apispec.Managed, every time.Duration, seed uint64) *killer {
+func startKiller(ctx context.Context, ms []*managed.Process, every time.Duration, seed uint64) *killer {
 	ctx, cancel := context.WithCancel(ctx)
 	k := &killer{cancel: cancel, done: make(chan struct{})}
 	rng := rand.New(rand.NewPCG(seed, 0x6b111))

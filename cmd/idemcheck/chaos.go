@@ -101,6 +101,7 @@ func init() {
 	fl.IntVar(&f.run.replicas, "replicas", 0, "with --target-cmd: start this many processes of it as replicas of one API")
 	fl.DurationVar(&f.run.killEvery, "kill-every", 2*time.Second, "with --replicas: SIGKILL a random replica this often and restart it (0: never)")
 	addTTLFlag(fl, &f.sel.TTL, "the config", "executions after it are legal")
+	addLeaseFlag(fl, &f.sel.Lease) // retries answered in flight wait out a killed attempt's lease
 	fl.IntVar(&f.run.ops, "ops", 1000, "logical operations, each with a fresh key")
 	fl.StringArrayVar(&f.run.operations, "operation", nil, "drive only this configured operation (by name; repeatable; default: all, in turn)")
 	fl.IntVar(&f.run.concurrency, "concurrency", 16, "operations in flight at once")

@@ -79,8 +79,16 @@ func TestListGaps(t *testing.T) {
 		}
 	}
 	r = runCLI(t, append([]string{"list", "--config", full}, globs...)...)
-	if r.code != 0 || !strings.Contains(r.stdout, "Every MUST requirement listed is verifiable with this config.") || strings.Contains(r.stdout, "pw@") ||
+	if r.code != 0 || !strings.Contains(r.stdout, "Every MUST requirement listed that applies to this API is verifiable with this config.") || strings.Contains(r.stdout, "pw@") ||
 		!strings.Contains(r.stdout, `evidence: sql "select count(*) from orders where k = $1" (per key)`) {
 		t.Errorf("oracle and slow variant: exit %d, want no gap and no password\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// The opt-in families (events, replicas) are no gaps of an API without
+	// an outbox or replicas: listed apart, as not asked for.
+	r = runCLI(t, "list", "--config", full, "--run", "outbox/**", "--run", "replicas/**", "--run", "scope/other-user-in-flight")
+	before, after, _ := strings.Cut(r.stdout, "Opt-in families not asked for")
+	if r.code != 0 || !strings.Contains(before, "Every MUST requirement listed that applies to this API is verifiable") ||
+		!strings.Contains(after, "replicas/") || !strings.Contains(after, "outbox/") || strings.Contains(before, "MUST requirements this config cannot verify") {
+		t.Errorf("opt-in families: exit %d, want them apart as not asked for, no gap\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }

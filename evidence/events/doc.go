@@ -16,9 +16,10 @@
 // which never settled within its bound: such a count is inconclusive
 // evidence, never a failure.
 //
-// Imports: the broker clients and idemcheck's internal helpers
-// (internal/jsonx) only, never the engine (scenarios, apispec, wire) nor
-// the reference server: the engine wires this package in, not the other
-// way round. target imports it for Config (the config file's events:
-// section) and evidence for the Reader (evidence.Events, the Source).
+// Imports: the broker clients, evidence/eventspec (the events: section's
+// Config it reads by) and idemcheck's internal helpers (internal/jsonx)
+// only, never the engine (scenarios, apispec, wire) nor the reference
+// server: the engine wires this package in, not the other way round.
+// evidence imports it for the Reader (evidence.Events, the Source); the
+// config model imports only eventspec, so that no broker client is in it.
 package events

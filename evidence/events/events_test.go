@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/idemcheck/idemcheck/evidence/events"
+	"github.com/idemcheck/idemcheck/evidence/eventspec"
 	"github.com/idemcheck/idemcheck/internal/testenv"
 )
 
@@ -23,7 +24,7 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 // and publishes raw events to the stream that config names.
 type broker struct {
 	name    string
-	config  func(*events.Config)
+	config  func(*eventspec.Config)
 	publish func(t *testing.T, headers map[string]string, payload string)
 }
 
@@ -43,7 +44,7 @@ func kafkaBrokerOn(t *testing.T, brokers []string, partitions int32) broker {
 	n := 0
 	return broker{
 		name:   "kafka",
-		config: func(c *events.Config) { c.Kafka = &events.Kafka{Brokers: brokers, Topic: topic} },
+		config: func(c *eventspec.Config) { c.Kafka = &eventspec.Kafka{Brokers: brokers, Topic: topic} },
 		publish: func(t *testing.T, headers map[string]string, payload string) {
 			t.Helper()
 			n++ // a record key of its own spreads the events over the partitions
@@ -71,7 +72,7 @@ func redisBroker(t *testing.T) broker {
 	t.Cleanup(func() { rdb.Close() })
 	return broker{
 		name:   "redis",
-		config: func(c *events.Config) { c.Redis = &events.Redis{URL: url, Stream: stream} },
+		config: func(c *eventspec.Config) { c.Redis = &eventspec.Redis{URL: url, Stream: stream} },
 		publish: func(t *testing.T, headers map[string]string, payload string) {
 			t.Helper()
 			values := []any{"payload", payload}
@@ -109,7 +110,7 @@ func natsBroker(t *testing.T, filter bool) broker {
 	}
 	return broker{
 		name:   "nats",
-		config: func(c *events.Config) { c.NATS = &events.NATS{URL: url, Stream: stream, Subject: read} },
+		config: func(c *eventspec.Config) { c.NATS = &eventspec.NATS{URL: url, Stream: stream, Subject: read} },
 		publish: func(t *testing.T, headers map[string]string, payload string) {
 			t.Helper()
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -146,7 +147,7 @@ func eachBroker(t *testing.T, f func(t *testing.T, b broker)) {
 	t.Run("nats subject", func(t *testing.T) { f(t, natsBroker(t, true)) })
 }
 
-func open(t *testing.T, b broker, c events.Config, opts ...events.Option) *events.Reader {
+func open(t *testing.T, b broker, c eventspec.Config, opts ...events.Option) *events.Reader {
 	t.Helper()
 	b.config(&c)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -183,7 +184,7 @@ func TestStartPosition(t *testing.T) {
 		for range 3 {
 			b.publish(t, hdr("a"), `{}`)
 		}
-		r := open(t, b, events.Config{Key: events.Key{Header: "idempotency-key"}})
+		r := open(t, b, eventspec.Config{Key: eventspec.Key{Header: "idempotency-key"}})
 		if n, _ := count(t, r, "a"); n != 0 {
 			t.Fatalf("key a: %d executions right after Open, want 0 (the 3 older events are before the start)", n)
 		}
@@ -205,7 +206,7 @@ func TestStartPosition(t *testing.T) {
 // as read but attributed to no key, and Stats says why.
 func TestAttributionByHeader(t *testing.T) {
 	eachBroker(t, func(t *testing.T, b broker) {
-		r := open(t, b, events.Config{Key: events.Key{Header: "Idempotency-Key"}})
+		r := open(t, b, eventspec.Config{Key: eventspec.Key{Header: "Idempotency-Key"}})
 		b.publish(t, map[string]string{"idempotency-key": "k1"}, `{}`)
 		b.publish(t, map[string]string{"other": "k1"}, `{}`)
 		if n, _ := count(t, r, "k1"); n != 1 {
@@ -225,7 +226,7 @@ func TestAttributionByHeader(t *testing.T) {
 // payload that is not JSON or lacks the member is unattributed.
 func TestAttributionByPointer(t *testing.T) {
 	eachBroker(t, func(t *testing.T, b broker) {
-		r := open(t, b, events.Config{Key: events.Key{Pointer: "/data/reference"}})
+		r := open(t, b, eventspec.Config{Key: eventspec.Key{Pointer: "/data/reference"}})
 		b.publish(t, nil, `{"data":{"reference":"order-7"}}`)
 		b.publish(t, nil, `{"data":{"reference":42}}`)
 		b.publish(t, nil, `{"data":{}}`)
@@ -249,7 +250,7 @@ func TestAttributionByPointer(t *testing.T) {
 func TestAttributionByMarker(t *testing.T) {
 	eachBroker(t, func(t *testing.T, b broker) {
 		token := func(k string) string { return "ref_" + k }
-		r := open(t, b, events.Config{Key: events.Key{Pointer: "/data/reference"}, EventID: "/id", Settle: 50 * time.Millisecond}, events.WithMarker(token))
+		r := open(t, b, eventspec.Config{Key: eventspec.Key{Pointer: "/data/reference"}, EventID: "/id", Settle: 50 * time.Millisecond}, events.WithMarker(token))
 		b.publish(t, nil, `{"id":"e1","data":{"reference":"ref_k"}}`)
 		b.publish(t, nil, `{"id":"e2","data":{"reference":"k"}}`)
 		b.publish(t, nil, `{"id":"e2","data":{"reference":"ref_k"}}`)
@@ -289,7 +290,7 @@ func TestAttributionByMarker(t *testing.T) {
 // lacks an id counts on its own.
 func TestEventIDDedupe(t *testing.T) {
 	eachBroker(t, func(t *testing.T, b broker) {
-		r := open(t, b, events.Config{Key: events.Key{Header: "idempotency-key"}, EventID: "/id", Settle: 50 * time.Millisecond})
+		r := open(t, b, eventspec.Config{Key: eventspec.Key{Header: "idempotency-key"}, EventID: "/id", Settle: 50 * time.Millisecond})
 		b.publish(t, hdr("k"), `{"id":"evt_1"}`)
 		b.publish(t, hdr("k"), `{"id":"evt_1"}`)
 		b.publish(t, hdr("j"), `{"id":"evt_2"}`)
@@ -313,7 +314,7 @@ func TestEventIDDedupe(t *testing.T) {
 // has been unchanged for the settle time, with the late event in it.
 func TestSettleWaitsForLateEvents(t *testing.T) {
 	eachBroker(t, func(t *testing.T, b broker) {
-		r := open(t, b, events.Config{Key: events.Key{Header: "idempotency-key"}, Settle: 600 * time.Millisecond})
+		r := open(t, b, eventspec.Config{Key: eventspec.Key{Header: "idempotency-key"}, Settle: 600 * time.Millisecond})
 		b.publish(t, hdr("late"), `{}`)
 		var wg sync.WaitGroup
 		wg.Add(1)
@@ -344,7 +345,7 @@ func TestSettleWaitsForLateEvents(t *testing.T) {
 // (ten settle times) and says so, and a quiet key beside it is settled.
 func TestSettleUnsettled(t *testing.T) {
 	eachBroker(t, func(t *testing.T, b broker) {
-		r := open(t, b, events.Config{Key: events.Key{Header: "idempotency-key"}, Settle: 150 * time.Millisecond})
+		r := open(t, b, eventspec.Config{Key: eventspec.Key{Header: "idempotency-key"}, Settle: 150 * time.Millisecond})
 		b.publish(t, hdr("quiet"), `{}`)
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
@@ -389,8 +390,8 @@ func TestKafkaTransactions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	r := open(t, broker{config: func(c *events.Config) { c.Kafka = &events.Kafka{Brokers: brokers, Topic: topic} }},
-		events.Config{Key: events.Key{Header: "idempotency-key"}})
+	r := open(t, broker{config: func(c *eventspec.Config) { c.Kafka = &eventspec.Kafka{Brokers: brokers, Topic: topic} }},
+		eventspec.Config{Key: eventspec.Key{Header: "idempotency-key"}})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	for _, commit := range []kgo.TransactionEndTry{kgo.TryCommit, kgo.TryAbort} {
@@ -424,15 +425,15 @@ func TestOpenErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		cfg  events.Config
+		cfg  eventspec.Config
 		want string
 	}{
-		{events.Config{Kafka: &events.Kafka{Brokers: brokers, Topic: "no-such-topic"}, Key: events.Key{Header: "h"}}, `events.kafka.topic "no-such-topic": no such topic`},
-		{events.Config{Redis: &events.Redis{URL: url, Stream: key}, Key: events.Key{Header: "h"}}, "the key holds a string, not a stream"},
-		{events.Config{Redis: &events.Redis{URL: "redis://127.0.0.1:1/0", Stream: "s"}, Key: events.Key{Header: "h"}}, "events.redis.url 127.0.0.1:1:"},
-		{events.Config{NATS: &events.NATS{URL: natsURL, Stream: "NO_SUCH"}, Key: events.Key{Header: "h"}}, `events.nats.stream "NO_SUCH": no such stream on 127.0.0.1:`},
-		{events.Config{NATS: &events.NATS{URL: natsURL, Stream: stream, Subject: "elsewhere.>"}, Key: events.Key{Header: "h"}}, `events.nats.subject "elsewhere.>": `},
-		{events.Config{NATS: &events.NATS{URL: "nats://user:secret@127.0.0.1:1", Stream: "s"}, Key: events.Key{Header: "h"}}, "events.nats.url 127.0.0.1:1:"},
+		{eventspec.Config{Kafka: &eventspec.Kafka{Brokers: brokers, Topic: "no-such-topic"}, Key: eventspec.Key{Header: "h"}}, `events.kafka.topic "no-such-topic": no such topic`},
+		{eventspec.Config{Redis: &eventspec.Redis{URL: url, Stream: key}, Key: eventspec.Key{Header: "h"}}, "the key holds a string, not a stream"},
+		{eventspec.Config{Redis: &eventspec.Redis{URL: "redis://127.0.0.1:1/0", Stream: "s"}, Key: eventspec.Key{Header: "h"}}, "events.redis.url 127.0.0.1:1:"},
+		{eventspec.Config{NATS: &eventspec.NATS{URL: natsURL, Stream: "NO_SUCH"}, Key: eventspec.Key{Header: "h"}}, `events.nats.stream "NO_SUCH": no such stream on 127.0.0.1:`},
+		{eventspec.Config{NATS: &eventspec.NATS{URL: natsURL, Stream: stream, Subject: "elsewhere.>"}, Key: eventspec.Key{Header: "h"}}, `events.nats.subject "elsewhere.>": `},
+		{eventspec.Config{NATS: &eventspec.NATS{URL: "nats://user:secret@127.0.0.1:1", Stream: "s"}, Key: eventspec.Key{Header: "h"}}, "events.nats.url 127.0.0.1:1:"},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		r, err := events.Open(ctx, tc.cfg)
@@ -453,7 +454,7 @@ func TestOpenErrors(t *testing.T) {
 // behind on the server: each catch-up's own is deleted after it.
 func TestNATSManyEventsNoConsumerLeft(t *testing.T) {
 	b := natsBroker(t, true)
-	r := open(t, b, events.Config{Key: events.Key{Header: "idempotency-key"}})
+	r := open(t, b, eventspec.Config{Key: eventspec.Key{Header: "idempotency-key"}})
 	for i := range 300 {
 		b.publish(t, hdr(fmt.Sprintf("k%d", i%2)), `{}`)
 	}
@@ -468,7 +469,7 @@ func TestNATSManyEventsNoConsumerLeft(t *testing.T) {
 	if st.Read != 301 || st.Unattributed != 0 {
 		t.Fatalf("stats %+v: want the 301 events of the filtered subject, the 301 others skipped", st)
 	}
-	var c events.Config
+	var c eventspec.Config
 	b.config(&c)
 	nc, err := nats.Connect(c.NATS.URL)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idemcheck/idemcheck/evidence/eventspec"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -28,7 +29,7 @@ type kafkaSource struct {
 	next  map[int32]int64 // per partition, the offset of the next record to read
 }
 
-func openKafka(ctx context.Context, c *Kafka) (*kafkaSource, error) {
+func openKafka(ctx context.Context, c *eventspec.Kafka) (*kafkaSource, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Brokers...),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(),
 		kgo.FetchMaxWait(200*time.Millisecond))

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idemcheck/idemcheck/evidence/eventspec"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -33,7 +34,7 @@ const natsBatch = 256
 // that was never deleted (the reader died mid catch-up).
 const natsConsumerIdle = 30 * time.Second
 
-func openNATS(ctx context.Context, c *NATS) (*natsSource, error) {
+func openNATS(ctx context.Context, c *eventspec.NATS) (*natsSource, error) {
 	host := natsHost(c.URL)
 	nc, err := nats.Connect(c.URL, nats.Name("idemcheck events"), nats.Timeout(5*time.Second))
 	if err != nil {

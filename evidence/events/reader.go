@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/idemcheck/idemcheck/evidence/eventspec"
 	"github.com/idemcheck/idemcheck/internal/jsonx"
 )
 
@@ -83,7 +84,7 @@ const catchUpTimeout = 20 * time.Second
 // Reader counts the events of each key published since Open. It is safe
 // for concurrent use.
 type Reader struct {
-	cfg    Config
+	cfg    eventspec.Config
 	src    source
 	marker func(key string) string
 
@@ -114,7 +115,7 @@ func WithMarker(token func(key string) string) Option {
 
 // Open validates cfg and opens its stream at the position the stream has
 // now. The error is one line naming the field at fault.
-func Open(ctx context.Context, cfg Config, opts ...Option) (*Reader, error) {
+func Open(ctx context.Context, cfg eventspec.Config, opts ...Option) (*Reader, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -142,7 +143,7 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (*Reader, error) {
 func (r *Reader) Close() error { return r.src.close() }
 
 // Config is the validated configuration (defaults filled in).
-func (r *Reader) Config() Config { return r.cfg }
+func (r *Reader) Config() eventspec.Config { return r.cfg }
 
 // Count reads up to the stream's head and returns key's executions (each
 // event id once) and its events, without waiting for late ones.
@@ -177,7 +178,7 @@ func (r *Reader) Settle(ctx context.Context, since time.Time, keys ...string) ([
 		since = start
 	}
 	settle := r.cfg.Settle
-	bound := start.Add(SettleFactor * settle)
+	bound := start.Add(eventspec.SettleFactor * settle)
 	poll := min(max(settle/5, 20*time.Millisecond), 250*time.Millisecond)
 	changed := make([]time.Time, len(keys))
 	counts := make([]int, len(keys))

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idemcheck/idemcheck/evidence/eventspec"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -24,7 +25,7 @@ type redisSource struct {
 // redisBatch is how many entries one XRANGE returns at most.
 const redisBatch = 500
 
-func openRedis(ctx context.Context, c *Redis) (*redisSource, error) {
+func openRedis(ctx context.Context, c *eventspec.Redis) (*redisSource, error) {
 	ro, err := redis.ParseURL(c.URL)
 	if err != nil {
 		return nil, fmt.Errorf("events.redis.url: %v", err)

@@ -33,6 +33,9 @@ type rule struct {
 	only  []string // when set, nothing of idemcheck's outside these
 	never []string // none of these
 	own   bool     // a package may still import the packages below it (an example's generated code)
+	// thirdOut are module paths outside idemcheck none of whose packages
+	// may be reached (a database driver, a broker client).
+	thirdOut []string
 }
 
 // frontEnds are the faces above the engine (DESIGN.md: cmd -> suite,
@@ -48,10 +51,18 @@ var rules = []rule{
 		never: []string{"scenarios"},
 	},
 	{
-		says: "apispec, the config model, imports nothing of idemcheck's but internal/*, evidence/double and evidence/events " +
-			"(the config types of the double and of the events: section, which live with the leaves that use them)",
-		of:   []string{"apispec"},
-		only: []string{"internal/...", "evidence/double", "evidence/events"},
+		says: "apispec, the config model, imports nothing of idemcheck's but internal/* (not internal/managed, the process control built on it), " +
+			"evidence/double and evidence/eventspec (the config types of the double and of the events: section)",
+		of:    []string{"apispec"},
+		only:  []string{"internal/...", "evidence/double", "evidence/eventspec"},
+		never: []string{"internal/managed"},
+	},
+	{
+		says: "apispec is a leaf: no package it reaches is a database driver or a broker client " +
+			"(connectors live in evidence, process control in internal/managed)",
+		of:       []string{"apispec"},
+		deep:     true,
+		thirdOut: []string{"github.com/jackc/pgx", "github.com/go-sql-driver/mysql", "modernc.org/sqlite", "github.com/mattn/go-sqlite3", "github.com/twmb/franz-go", "github.com/redis/go-redis", "github.com/nats-io"},
 	},
 	{
 		says: "wire, the carrier, imports only apispec and internal/*",
@@ -59,9 +70,9 @@ var rules = []rule{
 		only: []string{"apispec", "internal/..."},
 	},
 	{
-		says: "evidence (not its subpackages) imports only apispec, wire, its subpackages evidence/double and evidence/events, and internal/*",
+		says: "evidence (not its subpackages) imports only apispec, wire, its subpackages evidence/double, evidence/events and evidence/eventspec, and internal/*",
 		of:   []string{"evidence"},
-		only: []string{"apispec", "wire", "evidence/double", "evidence/events", "internal/..."},
+		only: []string{"apispec", "wire", "evidence/double", "evidence/events", "evidence/eventspec", "internal/..."},
 	},
 	{
 		says: "chaos/front, the fault-proxy front of every carrier, imports only apispec, wire, chaos and internal/*",
@@ -69,9 +80,19 @@ var rules = []rule{
 		only: []string{"apispec", "wire", "chaos", "internal/..."},
 	},
 	{
-		says: "chaos, evidence/double and evidence/events are leaves: they import nothing of idemcheck's but internal/*",
-		of:   []string{"chaos", "evidence/double", "evidence/events"},
+		says: "chaos, evidence/double and evidence/eventspec are leaves: they import nothing of idemcheck's but internal/*",
+		of:   []string{"chaos", "evidence/double", "evidence/eventspec"},
 		only: []string{"internal/..."},
+	},
+	{
+		says: "evidence/events, the events reader, imports nothing of idemcheck's but evidence/eventspec (its config) and internal/*",
+		of:   []string{"evidence/events"},
+		only: []string{"evidence/eventspec", "internal/..."},
+	},
+	{
+		says: "internal/managed, process control, imports nothing of idemcheck's but apispec (what to start) and internal/freeport",
+		of:   []string{"internal/managed"},
+		only: []string{"apispec", "internal/freeport"},
 	},
 	{
 		says: "the layers under the engine (apispec, wire, evidence, chaos) never reach the engine, a front end, " +
@@ -115,7 +136,7 @@ var rules = []rule{
 		says: "the internal helpers (but testenv and the reference's fixtures demotest and knobless), " +
 			"the example APIs and the replay floor import nothing of idemcheck's (an example but its own generated code)",
 		of:    []string{"internal/...", "examples/...", "reference/internal/replayfloor"},
-		but:   []string{"internal/testenv", "internal/demotest", "internal/knobless/..."},
+		but:   []string{"internal/testenv", "internal/demotest", "internal/knobless/...", "internal/managed"},
 		never: []string{"..."},
 		own:   true,
 	},
@@ -176,6 +197,9 @@ func TestDependencyDirection(t *testing.T) {
 				for _, imp := range reached {
 					to, ours := strings.CutPrefix(imp, module+"/")
 					if !ours {
+						if slices.ContainsFunc(r.thirdOut, func(m string) bool { return imp == m || strings.HasPrefix(imp, m+"/") }) {
+							t.Errorf("%s reaches %s and breaks it", p.rel, imp)
+						}
 						continue
 					}
 					if !r.forbids(to) || (r.own && strings.HasPrefix(to, p.rel+"/")) {

@@ -1,14 +1,11 @@
 package apispec
 
 import (
-	"context"
-	"errors"
 	"os"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 )
 
 func TestSplitCommand(t *testing.T) {
@@ -31,48 +28,6 @@ func TestSplitCommand(t *testing.T) {
 		if (err == nil) != (r.err == "") || (err != nil && err.Error() != r.err) || !slices.Equal(got, r.want) {
 			t.Errorf("%s: SplitCommand(%q) = %q, %v; want %q, %q", r.explain, r.in, got, err, r.want, r.err)
 		}
-	}
-}
-
-// A process that starts but never answers HTTP is an unreachable target,
-// reported within the readiness bound and then stopped.
-func TestManagedNeverReady(t *testing.T) {
-	defer func(d time.Duration) { managedReadyTimeout = d }(managedReadyTimeout)
-	managedReadyTimeout = 300 * time.Millisecond
-	tg, err := FromCommand("sleep 30", 0, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now()
-	_, m, err := StartManaged(context.Background(), tg, "")
-	if m != nil || !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), "did not answer HTTP") {
-		t.Fatalf("StartManaged(sleep) = %v, %v; want ErrUnreachable naming the wait", m, err)
-	}
-	if d := time.Since(start); d > managedReadyTimeout+managedStopGrace+2*time.Second {
-		t.Fatalf("gave up after %s", d)
-	}
-}
-
-// A process that exits before answering is reported with its exit status
-// and last output line.
-func TestManagedExitsEarly(t *testing.T) {
-	tg, err := FromCommand(`sh -c "echo listening on nothing >&2; exit 3"`, 0, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _, err = StartManaged(context.Background(), tg, "")
-	if !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), "exit status 3") || !strings.Contains(err.Error(), "last output: listening on nothing") {
-		t.Fatalf("StartManaged(exit 3) = %v; want the exit status and last output", err)
-	}
-}
-
-func TestTailBufferKeepsTheTail(t *testing.T) {
-	b := &tailBuffer{max: 8}
-	for _, s := range []string{"abc", "defgh", "ijkl"} {
-		_, _ = b.Write([]byte(s))
-	}
-	if got := b.String(); got != "efghijkl" {
-		t.Fatalf("tail = %q, want %q", got, "efghijkl")
 	}
 }
 
@@ -110,5 +65,19 @@ func TestConfigTargetCmd(t *testing.T) {
 		if (tg.Command != "") != r.supplied {
 			t.Errorf("%s: a target command = %v", r.name, !r.supplied)
 		}
+	}
+}
+
+// --target-cmd beside a config: the file's base_url may name {port},
+// which it could not without a command.
+func TestFileCommandFromFlag(t *testing.T) {
+	f := &File{Path: "c.yaml", Raw: []byte("base_url: http://127.0.0.1:{port}\nprincipals: [{name: a}]\noperations: [{name: o, method: POST, path: /o}]\n")}
+	if _, _, err := f.Load("", ""); err == nil || !strings.Contains(err.Error(), "{port}") {
+		t.Errorf("{port} without a command: %v", err)
+	}
+	f.Command = "serve --addr 127.0.0.1:{port}"
+	tg, _, err := f.Load("", "")
+	if err != nil || tg.Command != f.Command {
+		t.Errorf("{port} with --target-cmd: %v, command %q", err, tg.Command)
 	}
 }
