@@ -58,7 +58,7 @@ func init() {
 		Case{Meta: Meta{ID: "replay/no-credentials", Family: "replay", Requirements: []string{"IK-REPLAY-9"}, Level: Should,
 			Requirement: "draft §2.6 replays \"the result of the previously completed operation\", not the first client's session: a replay carries none of the credential fields the original set (Set-Cookie, WWW-Authenticate, Authentication-Info), unless the profile allows them (replay_credentials).",
 			Explanation: "The original sets a per-execution cookie or challenge; its replay does not hand it out again (granit-fx/granit-dotnet PR #1151). Lines every answer carries (a load balancer's cookie) are told apart by a fresh execution's answer."},
-			PerOperation: true, Skips: skipCredentialsAllowed, Unfit: needs[wire.HeaderFields]("Set-Cookie and HTTP authentication challenges are HTTP fields: a gRPC answer sets no cookie"), Run: replayNoCredentials},
+			PerOperation: true, UsesOracle: true, Skips: skipCredentialsAllowed, Unfit: needs[wire.HeaderFields]("Set-Cookie and HTTP authentication challenges are HTTP fields: a gRPC answer sets no cookie"), Run: replayNoCredentials},
 	)
 }
 
