@@ -134,6 +134,14 @@ const (
 	// sent once more, without their ids, so no consumer can tell them
 	// from new executions.
 	RelayRepublish Defect = "relay-republish"
+	// CancelledResultWrite: the handler's work does not watch the client,
+	// but the result write runs under the request's context: a client that
+	// hangs up while the handler runs cancels it, the write fails, the
+	// failure path releases the claim and the effect stays, so the retry
+	// executes again (fullstackhero/dotnet-starter-kit PR #1333). A store
+	// that commits the effects with the record (PostgreSQL) rolls both
+	// back instead, which is safe.
+	CancelledResultWrite Defect = "cancelled-result-write"
 	// FirstSentIgnored: AEP-155's first_sent is not read (a server that
 	// takes the key alone): an expired or future first_sent is accepted,
 	// and a reused key with another first_sent is the same request. Only
@@ -211,6 +219,7 @@ var defectCatalog = []DefectInfo{
 	{UpdateReplaysCurrentState, "update family: a replayed PATCH or cancel answers the charge's current state, another key's change included, not the stored answer", "IK-UPDATE-1"},
 	{UpdateIgnoresFingerprint, "update family: a PATCH under a used key with a changed body replays the old answer instead of 422", "IK-MISMATCH-1"},
 	{ActionReexecutes, "update family: a retried cancel executes again (400 already cancelled) instead of replaying", "IK-REPLAY-3"},
+	{CancelledResultWrite, "a client that hangs up while the handler runs cancels the result write: the claim is released, the effect stays, the retry executes again", "IK-LOST-4"},
 	{FirstSentIgnored, "gRPC only: an AEP-155 first_sent expired or in the future is accepted, and a changed one replays", "IK-FIRSTSENT-1 (AEP-155 must reject), IK-MISMATCH-1"},
 }
 

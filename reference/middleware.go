@@ -473,6 +473,10 @@ func (x *exchange) execute(token string, owned bool) {
 	ctx := context.WithValue(x.r.Context(), ctxKey{}, st)
 	// Completion must survive a client that hangs up after the handler ran.
 	bg := context.WithoutCancel(x.r.Context())
+	if m.defects.has(CancelledResultWrite) {
+		// The handler's work does not watch the client; the bug is below.
+		ctx = context.WithoutCancel(ctx)
+	}
 	var unit Unit
 	if owned && m.atomic != nil {
 		var err error
@@ -535,12 +539,23 @@ func (x *exchange) execute(token string, owned bool) {
 				if eu, ok := unit.(EventUnit); ok && len(st.events) > 0 {
 					eu.AddEvents(st.events)
 				}
-				if err := unit.Commit(bg, resp); err != nil {
+				commit := bg
+				if m.defects.has(CancelledResultWrite) {
+					commit = x.r.Context() // the bug (no harm here: the effects roll back too)
+				}
+				if err := unit.Commit(commit, resp); err != nil {
 					// The effects were rolled back with the record: a retry is safe.
 					_ = m.store.Release(bg, x.scope, token)
 					m.problems.write(x.w, probUnavailable)
 					return
 				}
+			} else if m.defects.has(CancelledResultWrite) && x.r.Context().Err() != nil {
+				// The bug: the write ran under the request's context, which
+				// the hang-up cancelled, and its failure path releases the
+				// claim; the effect stays.
+				m.appendEvents(bg, st.events)
+				_ = m.store.Release(bg, x.scope, token)
+				return
 			} else {
 				if m.defects.has(ReleaseBeforeStore) {
 					token = m.releaseThenClaim(bg, x, token)

@@ -98,6 +98,7 @@ func (a *App) create(op, idPrefix, object string) http.HandlerFunc {
 			select {
 			case <-r.Context().Done():
 				t.Stop()
+				a.effects.undo(key, op) // given up before any effect: not an execution
 				writeProblem(w, http.StatusServiceUnavailable, "cancelled", "Request cancelled", "The client went away; nothing was charged.")
 				return
 			case <-t.C:
