@@ -134,14 +134,14 @@ func TestOutboxCorrectReference(t *testing.T) {
 				t.Errorf("%s: events %q, want the key's events listed with their positions", r.Name(), r.Events)
 			}
 		}
-		if len(rep.Results) != 16 {
-			t.Errorf("%d results, want the 8 outbox cases on 2 operations", len(rep.Results))
+		if len(rep.Results) != 18 {
+			t.Errorf("%d results, want the 9 outbox cases on 2 operations", len(rep.Results))
 		}
 	})
 	t.Run("as the oracle", func(t *testing.T) {
 		tg := eventsDemo(t, nil, demoLease)
 		tg.Oracle = nil
-		rep := runOutbox(t, tg, "outbox/**", "replay/single-execution", "lost/dropped-response-retry")
+		rep := runOutbox(t, tg, "outbox/**", "replay/single-execution", "lost/dropped-response-retry", "lost/client-hangup")
 		if got := failing(t, rep); len(got) > 0 {
 			t.Errorf("failed: %v", got)
 		}
