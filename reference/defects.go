@@ -142,6 +142,13 @@ const (
 	// that commits the effects with the record (PostgreSQL) rolls both
 	// back instead, which is safe.
 	CancelledResultWrite Defect = "cancelled-result-write"
+	// ExpiredRowBlocksClaim: the claim is an insert that fails on the
+	// key's expired record until a purge removes it (500 ms after its
+	// TTL), and the re-read that follows skips expired records and finds
+	// nothing: every request in that window runs without a claim and
+	// stores nothing, so same-key retries at the TTL edge all execute
+	// (granit VULN-301).
+	ExpiredRowBlocksClaim Defect = "expired-row-blocks-claim"
 	// FirstSentIgnored: AEP-155's first_sent is not read (a server that
 	// takes the key alone): an expired or future first_sent is accepted,
 	// and a reused key with another first_sent is the same request. Only
@@ -220,6 +227,7 @@ var defectCatalog = []DefectInfo{
 	{UpdateIgnoresFingerprint, "update family: a PATCH under a used key with a changed body replays the old answer instead of 422", "IK-MISMATCH-1"},
 	{ActionReexecutes, "update family: a retried cancel executes again (400 already cancelled) instead of replaying", "IK-REPLAY-3"},
 	{CancelledResultWrite, "a client that hangs up while the handler runs cancels the result write: the claim is released, the effect stays, the retry executes again", "IK-LOST-4"},
+	{ExpiredRowBlocksClaim, "at the TTL edge the claim fails on the expired record and the re-read misses it: same-key requests there all execute", "IK-CONCURRENT-2, IK-EXPIRY-5"},
 	{FirstSentIgnored, "gRPC only: an AEP-155 first_sent expired or in the future is accepted, and a changed one replays", "IK-FIRSTSENT-1 (AEP-155 must reject), IK-MISMATCH-1"},
 }
 

@@ -174,8 +174,8 @@ func TestGRPCOutbox(t *testing.T) {
 					t.Errorf("%s: no events listed, want the key's events", r.Name())
 				}
 			}
-			if len(rep.Results) != 8 {
-				t.Errorf("%d results, want the 8 outbox cases", len(rep.Results))
+			if len(rep.Results) != 9 {
+				t.Errorf("%d results, want the 9 outbox cases", len(rep.Results))
 			}
 			if row.defect == reference.EventOnReplay {
 				for _, id := range []string{"outbox/lost-answer-retry", "outbox/none-for-replay"} {
