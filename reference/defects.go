@@ -149,6 +149,14 @@ const (
 	// stores nothing, so same-key retries at the TTL edge all execute
 	// (granit VULN-301).
 	ExpiredRowBlocksClaim Defect = "expired-row-blocks-claim"
+	// EventForDecline: a declined request (402), which changed nothing,
+	// publishes an event all the same (charge.declined). Needs events.
+	EventForDecline Defect = "event-for-decline"
+	// StaleIDAfterExpiry: the event of a key's execution names the
+	// resource its first execution created, so a re-execution after the
+	// key expired announces the old id instead of its new one. Needs
+	// events.
+	StaleIDAfterExpiry Defect = "stale-id-after-expiry"
 	// FirstSentIgnored: AEP-155's first_sent is not read (a server that
 	// takes the key alone): an expired or future first_sent is accepted,
 	// and a reused key with another first_sent is the same request. Only
@@ -228,6 +236,8 @@ var defectCatalog = []DefectInfo{
 	{ActionReexecutes, "update family: a retried cancel executes again (400 already cancelled) instead of replaying", "IK-REPLAY-3"},
 	{CancelledResultWrite, "a client that hangs up while the handler runs cancels the result write: the claim is released, the effect stays, the retry executes again", "IK-LOST-4"},
 	{ExpiredRowBlocksClaim, "at the TTL edge the claim fails on the expired record and the re-read misses it: same-key requests there all execute", "IK-CONCURRENT-2, IK-EXPIRY-5"},
+	{EventForDecline, "a declined request, which changed nothing, publishes an event", "IK-OUTBOX-1 (events source, outbox)"},
+	{StaleIDAfterExpiry, "a re-execution after expiry announces the first execution's resource id, not its own", "IK-OUTBOX-2 (events source, outbox)"},
 	{FirstSentIgnored, "gRPC only: an AEP-155 first_sent expired or in the future is accepted, and a changed one replays", "IK-FIRSTSENT-1 (AEP-155 must reject), IK-MISMATCH-1"},
 }
 
@@ -277,7 +287,7 @@ func defectNames() []string {
 // publishes, so that it shows only with events on (demo Options.Events).
 func (d Defect) NeedsEvents() bool {
 	switch d {
-	case EventOutsideTx, EventOnReplay, RelayRepublish:
+	case EventOutsideTx, EventOnReplay, RelayRepublish, EventForDecline, StaleIDAfterExpiry:
 		return true
 	}
 	return false

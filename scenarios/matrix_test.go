@@ -127,6 +127,10 @@ var defectMatrix = []struct {
 		why: "only a client that hangs up while the handler runs cancels the result write; the proxy's hangup fault in lost/client-hangup does"},
 	{defect: "expired-row-blocks-claim", want: []string{"expiry/edge-burst"},
 		why: "for 500 ms after the TTL the claim fails on the expired record and the re-read misses it: the sweep's bursts in that window all execute (TestExpiryEdgeBurst); expiry/expired-key-burst, a grace after the TTL, misses it"},
+	{defect: "event-for-decline", events: true, want: []string{"outbox/none-for-declined"},
+		why: "a declined request publishes an event although it changed nothing"},
+	{defect: "stale-id-after-expiry", events: true, want: []string{"outbox/fresh-id-after-expiry"},
+		why: "the re-execution after expiry announces the first execution's resource id (events.resource_id), not its own"},
 	{defect: "relay-republish", pending: "chaos with replica kills (cmd/idemcheck TestChaosEventsKills): the relay republishes only when it restarts",
 		why: "a restarted relay republishes sent events without their ids"},
 }

@@ -75,8 +75,15 @@ func (e *Env) wantOf(key, name string, rs ...wire.Resp) outboxWant {
 // else against what its answers show. A count that does not settle, or an oracle that cannot
 // count, is inconclusive. Every key's events are listed for the verdict.
 func (e *Env) judgeOutbox(ctx context.Context, ws ...outboxWant) Verdict {
+	v, _ := e.judgeOutboxTallies(ctx, ws...)
+	return v
+}
+
+// judgeOutboxTallies is judgeOutbox with the keys' tallies (nil when the
+// events did not settle).
+func (e *Env) judgeOutboxTallies(ctx context.Context, ws ...outboxWant) (Verdict, []events.Tally) {
 	if e.events == nil {
-		return e.Skip("needs " + string(NeedEvents) + ": the broker the API publishes its events to")
+		return e.Skip("needs " + string(NeedEvents) + ": the broker the API publishes its events to"), nil
 	}
 	since := time.Time{}
 	keys := make([]string, len(ws))
@@ -91,7 +98,7 @@ func (e *Env) judgeOutbox(ctx context.Context, ws ...outboxWant) Verdict {
 		if e.oracle != nil && !e.oracle.ev.EventsOnly() && !w.byAnswers {
 			n, err := e.Executions(ctx, w.key)
 			if err != nil {
-				return e.Inconclusive(err.Error())
+				return e.Inconclusive(err.Error()), nil
 			}
 			wants[i], hows[i] = n, "the oracle counts "+plural(n, "execution")
 		}
@@ -103,7 +110,7 @@ func (e *Env) judgeOutbox(ctx context.Context, ws ...outboxWant) Verdict {
 		e.noteEvents(e.events.Lines(t, ws[i].name+" "+evidence.ShortKey(t.Key), ws[i].first))
 	}
 	if err != nil {
-		return e.Inconclusive(err.Error())
+		return e.Inconclusive(err.Error()), nil
 	}
 	var seen []string
 	for i, w := range ws {
@@ -113,11 +120,11 @@ func (e *Env) judgeOutbox(ctx context.Context, ws ...outboxWant) Verdict {
 			got = fmt.Sprintf("%s: %s, %d of them redeliveries of an id (%s)", w.name, plural(len(t.Events), "event"), t.Redeliveries, evidence.EventList(t.Events, w.first))
 		}
 		if t.Executions != want {
-			return e.Fail(fmt.Sprintf("exactly one event per execution: %s for %s (%s)", plural(want, "event"), w.name, how), got+e.outboxWhy(t.Executions, want, w.byAnswers))
+			return e.Fail(fmt.Sprintf("exactly one event per execution: %s for %s (%s)", plural(want, "event"), w.name, how), got+e.outboxWhy(t.Executions, want, w.byAnswers)), ts
 		}
 		seen = append(seen, fmt.Sprintf("%s: %s for %s (%s)", w.name, plural(t.Executions, "event"), plural(want, "execution"), how))
 	}
-	return e.Pass(strings.Join(seen, "; "))
+	return e.Pass(strings.Join(seen, "; ")), ts
 }
 
 // outboxWhy names the likely cause of a wrong count; failed: the key had

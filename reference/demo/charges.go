@@ -106,6 +106,7 @@ func (a *App) create(op, idPrefix, object string) http.HandlerFunc {
 		}
 		switch in.Fail {
 		case "decline":
+			a.events.declined(r.Context(), key, Charge{Object: object, Principal: bearerUser(r), Amount: *in.Amount, Currency: strings.ToLower(in.Currency), IdempotencyKey: key})
 			writeProblem(w, http.StatusPaymentRequired, "card-declined", "Card declined", "The card was declined; nothing was charged.")
 			return
 		case "transient":
