@@ -3,6 +3,8 @@ package scenarios_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -81,4 +83,61 @@ func TestOutboxRepublishNewIDEveryRun(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestExtraEventAfter422Blamed: an API that publishes an event after each
+// 422 (the refused mismatch executed nothing), with the events as the only
+// oracle: outbox/none-for-mismatch fails it (IK-OUTBOX-1), and the
+// mismatch cases, whose answers show one execution, do not blame the
+// extra event on the mismatch rules (IK-MISMATCH-1, IK-MISMATCH-3).
+func TestExtraEventAfter422Blamed(t *testing.T) {
+	brokers, _ := testenv.RequireKafka(t)
+	topic := testenv.KafkaTopic(t, brokers, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	pub, err := outbox.Open(ctx, "kafka://"+strings.Join(brokers, ",")+"/"+topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, err := demo.New(demo.Options{TTL: demoTTL, Lease: demoLease, Events: pub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusRecorder{ResponseWriter: w}
+		app.ServeHTTP(sw, r)
+		if k := strings.Trim(r.Header.Get("Idempotency-Key"), `"`); sw.status == http.StatusUnprocessableEntity && k != "" {
+			id := fmt.Sprintf("evt_refused_%d", n.Add(1))
+			if err := pub.Publish(r.Context(), reference.Event{ID: id, Key: k, Type: "charge.refused", Payload: []byte(`{"id":"` + id + `"}`)}); err != nil {
+				t.Errorf("publish: %v", err)
+			}
+		}
+	}))
+	t.Cleanup(func() {
+		srv.Close()
+		_ = app.Close()
+		_ = pub.Close()
+	})
+	tg, err := apispec.FromURL(srv.URL, demoTTL, demoLease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg.Oracle = nil
+	tg.Events = &events.Config{Kafka: &events.Kafka{Brokers: brokers, Topic: topic}, Key: events.Key{Header: outbox.HeaderKey}, EventID: "/id", Settle: outboxSettle}
+	rep := runOutbox(t, tg, "outbox/none-for-mismatch@charges", "mismatch/original-survives@charges", "mismatch/changed-body@charges")
+	if got := failing(t, rep); !slices.Equal(got, []string{"outbox/none-for-mismatch"}) {
+		t.Errorf("failed %v, want [outbox/none-for-mismatch] alone", got)
+	}
+}
+
+// statusRecorder remembers the status written through it.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusRecorder) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
 }
