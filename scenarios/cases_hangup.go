@@ -3,7 +3,6 @@ package scenarios
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/internal/clock"
@@ -29,30 +28,34 @@ func init() {
 	)
 }
 
-// hangupWindow is the slow variant a hang-up case sends (the case needs
-// it: NeedSlow) and when the proxy hangs up, halfway through its duration.
-func (e *Env) hangupWindow() (body []byte, v apispec.Variant, after time.Duration) {
-	body, v, _ = e.Variant(apispec.VariantSlow)
-	return body, v, v.Duration / 2
-}
-
-// hangUp sends the slow original under k through pr, whose rule hangs up
-// after; bad is the verdict when the hang-up did not fall inside the
-// handler (the proxy did not cut it, or the upstream answered first).
-func (pr *proxied) hangUp(ctx context.Context, k string, body []byte, v apispec.Variant, after time.Duration) (first wire.Resp, bad *Verdict) {
+// hangupOriginal sends the slow variant (the case needs it: NeedSlow)
+// under a fresh key k through a chaos proxy that hangs up halfway through
+// its duration, then waits until the handler has had its time. The
+// caller closes pr (set even with bad); bad is the verdict when the
+// hang-up did not fall inside the handler (the proxy did not cut it, or
+// the upstream answered first).
+func (e *Env) hangupOriginal(ctx context.Context) (pr *proxied, k string, body []byte, first wire.Resp, bad *Verdict) {
+	body, v, _ := e.Variant(apispec.VariantSlow)
+	after := v.Duration / 2
+	pr, err := e.viaProxy(fmt.Sprintf("hangup:attempt=1,after=%s", after))
+	if err != nil {
+		x := e.Inconclusive("chaos proxy: " + err.Error())
+		return nil, "", nil, first, &x
+	}
+	k = e.NewKey()
 	first = pr.Send(ctx, Req{Label: fmt.Sprintf("slow original (%s); the proxy hangs up %s after sending it", v.Duration, after), Key: k, Body: body})
 	if !pr.answerLost(first) {
 		x := pr.Inconclusive("the proxy did not hang up: " + first.String())
-		return first, &x
+		return pr, k, body, first, &x
 	}
 	up := pr.upstreamSettled(ctx, k)
 	switch {
 	case len(up) == 0:
 		x := pr.Inconclusive("the proxy recorded no attempt under the key")
-		return first, &x
+		return pr, k, body, first, &x
 	case up[0].Error == "":
 		x := pr.Missed(fmt.Sprintf("the upstream answered (%d) within %s, before the hang-up: the slow variant did not keep the handler running", up[0].Status, after))
-		return first, &x
+		return pr, k, body, first, &x
 	}
 	// A server that ignores the hang-up still runs the handler to its
 	// end: the retries wait for it, and half as much again (a retry while
@@ -60,23 +63,19 @@ func (pr *proxied) hangUp(ctx context.Context, k string, body []byte, v apispec.
 	// slow variant would take the key over, legally).
 	if err := clock.Until(ctx, first.Start.Add(v.Duration+v.Duration/2)); err != nil {
 		x := pr.Inconclusive(err.Error())
-		return first, &x
+		return pr, k, body, first, &x
 	}
-	return first, nil
+	return pr, k, body, first, nil
 }
 
 func lostClientHangup(ctx context.Context, e *Env) Verdict {
 	if !e.HasOracle() {
 		return e.Unverifiable("the hang-up keeps the original's answer (and its created id) from everyone: only an oracle (sql:, a list or counter url, downstream:, events:) can count its execution")
 	}
-	body, v, after := e.hangupWindow()
-	pr, err := e.viaProxy(fmt.Sprintf("hangup:attempt=1,after=%s", after))
-	if err != nil {
-		return e.Inconclusive("chaos proxy: " + err.Error())
+	pr, k, body, first, bad := e.hangupOriginal(ctx)
+	if pr != nil {
+		defer pr.close()
 	}
-	defer pr.close()
-	k := e.NewKey()
-	first, bad := pr.hangUp(ctx, k, body, v, after)
 	if bad != nil {
 		return *bad
 	}

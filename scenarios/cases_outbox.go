@@ -114,14 +114,10 @@ func outboxLostAnswerRetry(ctx context.Context, e *Env) Verdict {
 }
 
 func outboxClientHangupRetry(ctx context.Context, e *Env) Verdict {
-	body, v, after := e.hangupWindow()
-	pr, err := e.viaProxy(fmt.Sprintf("hangup:attempt=1,after=%s", after))
-	if err != nil {
-		return e.Inconclusive("chaos proxy: " + err.Error())
+	pr, k, body, first, bad := e.hangupOriginal(ctx)
+	if pr != nil {
+		defer pr.close()
 	}
-	defer pr.close()
-	k := e.NewKey()
-	first, bad := pr.hangUp(ctx, k, body, v, after)
 	if bad != nil {
 		return *bad
 	}

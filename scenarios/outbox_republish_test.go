@@ -49,31 +49,15 @@ func (p *republisher) Publish(ctx context.Context, e reference.Event) error {
 // otherwise; now the check notes it and the outbox cases judge it: failed
 // in each of five runs, beside the oracle and as the only oracle.
 func TestOutboxRepublishNewIDEveryRun(t *testing.T) {
-	brokers, _ := testenv.RequireKafka(t)
-	topic := testenv.KafkaTopic(t, brokers, 2)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	pub, err := outbox.Open(ctx, "kafka://"+strings.Join(brokers, ",")+"/"+topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	app, err := demo.New(demo.Options{TTL: demoTTL, Lease: demoLease, Events: &republisher{Publisher: pub}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(app)
-	t.Cleanup(func() {
-		srv.Close()
-		_ = app.Close()
-		_ = pub.Close()
-	})
+	base, cfg := kafkaDemo(t, func(p reference.Publisher) reference.Publisher { return &republisher{Publisher: p} }, nil)
 	for _, asOracle := range []bool{false, true} {
 		for run := 1; run <= 5; run++ {
-			tg, err := apispec.FromURL(srv.URL, demoTTL, demoLease)
+			tg, err := apispec.FromURL(base, demoTTL, demoLease)
 			if err != nil {
 				t.Fatal(err)
 			}
-			tg.Events = &events.Config{Kafka: &events.Kafka{Brokers: brokers, Topic: topic}, Key: events.Key{Header: outbox.HeaderKey}, EventID: "/id", Settle: outboxSettle}
+			c := *cfg
+			tg.Events = &c
 			if asOracle {
 				tg.Oracle = nil
 			}
@@ -91,40 +75,26 @@ func TestOutboxRepublishNewIDEveryRun(t *testing.T) {
 // mismatch cases, whose answers show one execution, do not blame the
 // extra event on the mismatch rules (IK-MISMATCH-1, IK-MISMATCH-3).
 func TestExtraEventAfter422Blamed(t *testing.T) {
-	brokers, _ := testenv.RequireKafka(t)
-	topic := testenv.KafkaTopic(t, brokers, 2)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	pub, err := outbox.Open(ctx, "kafka://"+strings.Join(brokers, ",")+"/"+topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	app, err := demo.New(demo.Options{TTL: demoTTL, Lease: demoLease, Events: pub})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var n atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sw := &statusRecorder{ResponseWriter: w}
-		app.ServeHTTP(sw, r)
-		if k := strings.Trim(r.Header.Get("Idempotency-Key"), `"`); sw.status == http.StatusUnprocessableEntity && k != "" {
-			id := fmt.Sprintf("evt_refused_%d", n.Add(1))
-			if err := pub.Publish(r.Context(), reference.Event{ID: id, Key: k, Type: "charge.refused", Payload: []byte(`{"id":"` + id + `"}`)}); err != nil {
-				t.Errorf("publish: %v", err)
+	var pub reference.Publisher
+	base, cfg := kafkaDemo(t, func(p reference.Publisher) reference.Publisher { pub = p; return p }, func(app http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			sw := &statusRecorder{ResponseWriter: w}
+			app.ServeHTTP(sw, r)
+			if k := strings.Trim(r.Header.Get("Idempotency-Key"), `"`); sw.status == http.StatusUnprocessableEntity && k != "" {
+				id := fmt.Sprintf("evt_refused_%d", n.Add(1))
+				if err := pub.Publish(r.Context(), reference.Event{ID: id, Key: k, Type: "charge.refused", Payload: []byte(`{"id":"` + id + `"}`)}); err != nil {
+					t.Errorf("publish: %v", err)
+				}
 			}
-		}
-	}))
-	t.Cleanup(func() {
-		srv.Close()
-		_ = app.Close()
-		_ = pub.Close()
+		})
 	})
-	tg, err := apispec.FromURL(srv.URL, demoTTL, demoLease)
+	tg, err := apispec.FromURL(base, demoTTL, demoLease)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tg.Oracle = nil
-	tg.Events = &events.Config{Kafka: &events.Kafka{Brokers: brokers, Topic: topic}, Key: events.Key{Header: outbox.HeaderKey}, EventID: "/id", Settle: outboxSettle}
+	tg.Events = cfg
 	rep := runOutbox(t, tg, "outbox/none-for-mismatch@charges", "mismatch/original-survives@charges", "mismatch/changed-body@charges")
 	if got := failing(t, rep); !slices.Equal(got, []string{"outbox/none-for-mismatch"}) {
 		t.Errorf("failed %v, want [outbox/none-for-mismatch] alone", got)
@@ -140,4 +110,34 @@ type statusRecorder struct {
 func (w *statusRecorder) WriteHeader(code int) {
 	w.status = code
 	w.ResponseWriter.WriteHeader(code)
+}
+
+// kafkaDemo serves the reference publishing through pubOf(the topic's
+// publisher), behind wrap (nil: none), on a Kafka topic of its own; it
+// returns the base URL and the events: section that reads the topic.
+func kafkaDemo(t *testing.T, pubOf func(reference.Publisher) reference.Publisher, wrap func(http.Handler) http.Handler) (string, *events.Config) {
+	t.Helper()
+	brokers, _ := testenv.RequireKafka(t)
+	topic := testenv.KafkaTopic(t, brokers, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	pub, err := outbox.Open(ctx, "kafka://"+strings.Join(brokers, ",")+"/"+topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, err := demo.New(demo.Options{TTL: demoTTL, Lease: demoLease, Events: pubOf(pub)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h http.Handler = app
+	if wrap != nil {
+		h = wrap(app)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() {
+		srv.Close()
+		_ = app.Close()
+		_ = pub.Close()
+	})
+	return srv.URL, &events.Config{Kafka: &events.Kafka{Brokers: brokers, Topic: topic}, Key: events.Key{Header: outbox.HeaderKey}, EventID: "/id", Settle: outboxSettle}
 }
