@@ -55,24 +55,31 @@ func (x *Relay) forward(body []byte) *Upstream {
 	}
 	resp, err := p.opts.transport.RoundTrip(p.upstreamRequest(ctx, x.r, body))
 	if err == nil {
-		u.Status, u.header = resp.StatusCode, resp.Header
-		u.buf = bufPool.Get().(*bytes.Buffer)
-		err = readBody(u.buf, resp, p.opts.maxBody)
-		u.body = u.buf.Bytes()
+		err = p.read(u, resp, x.ev.Key)
 	}
 	p.count(true, err != nil)
 	if err != nil {
 		u.Error = err.Error()
-		return u
-	}
-	// Digest and id only matter to the history's reader.
-	if p.opts.history != nil {
-		u.SHA256 = digest(u.body)
-		if u.Status >= 200 && u.Status < 300 {
-			u.ID = p.opts.idOf(x.ev.Key, decoded(u.body, u.header, p.opts.maxBody))
-		}
 	}
 	return u
+}
+
+// read reads resp, the answer to an attempt under key, whole into u: its
+// status, header and body, and for the history's reader (only) its digest
+// and created id.
+func (p *Proxy) read(u *Upstream, resp *http.Response, key string) error {
+	u.Status, u.header = resp.StatusCode, resp.Header
+	u.buf = bufPool.Get().(*bytes.Buffer)
+	err := readBody(u.buf, resp, p.opts.maxBody)
+	u.body = u.buf.Bytes()
+	if err != nil || p.opts.history == nil {
+		return err
+	}
+	u.SHA256 = digest(u.body)
+	if u.Status >= 200 && u.Status < 300 {
+		u.ID = p.opts.idOf(key, decoded(u.body, u.header, p.opts.maxBody))
+	}
+	return nil
 }
 
 // deadlineCtx carries a deadline without a timer: the proxy's own

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"time"
 )
@@ -44,10 +45,21 @@ func (f truncateRequest) Serve(x *Relay) {
 func (x *Relay) sendPartial(n int) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(x.r.Context()), 5*time.Second)
 	defer cancel()
+	conn, _, err := x.sendOwn(ctx, n)
+	if err != nil {
+		return fmt.Errorf("truncate-request: %w", err)
+	}
+	return conn.Close()
+}
+
+// sendOwn writes the serialized request, its body cut to n bytes, on a
+// fresh upstream connection of its own (no pool: the fault then closes
+// it as it likes) and returns the connection and the request written.
+func (x *Relay) sendOwn(ctx context.Context, n int) (net.Conn, *http.Request, error) {
 	out := x.p.upstreamRequest(ctx, x.r, x.Body)
 	var buf bytes.Buffer
 	if err := out.Write(&buf); err != nil {
-		return err
+		return nil, nil, err
 	}
 	wire := buf.Bytes()[:buf.Len()-len(x.Body)+n]
 	var (
@@ -56,19 +68,26 @@ func (x *Relay) sendPartial(n int) error {
 	)
 	d := &net.Dialer{Timeout: 5 * time.Second}
 	if out.URL.Scheme == "https" {
-		conn, err = (&tls.Dialer{NetDialer: d}).DialContext(ctx, "tcp", hostPort(out.URL))
+		cfg := &tls.Config{}
+		if x.p.opts.tls != nil {
+			cfg = x.p.opts.tls.Clone()
+		}
+		// The request is written as HTTP/1.1.
+		cfg.ServerName, cfg.NextProtos = out.URL.Hostname(), []string{"http/1.1"}
+		conn, err = (&tls.Dialer{NetDialer: d, Config: cfg}).DialContext(ctx, "tcp", hostPort(out.URL))
 	} else {
 		conn, err = d.DialContext(ctx, "tcp", hostPort(out.URL))
 	}
 	if err != nil {
-		return fmt.Errorf("truncate-request: %w", err)
+		return nil, nil, err
 	}
-	defer conn.Close()
 	_ = conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
 	if _, err := conn.Write(wire); err != nil {
-		return fmt.Errorf("truncate-request: %w", err)
+		_ = conn.Close()
+		return nil, nil, err
 	}
-	return nil
+	_ = conn.SetWriteDeadline(time.Time{})
+	return conn, out, nil
 }
 
 // hostPort is the URL's host with its scheme's default port filled in.

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -53,10 +54,23 @@ func (x *callExchange) Forward() *Upstream {
 
 // forward is Forward without recording, for faults that run copies
 // concurrently and record them in order afterwards.
-func (x *callExchange) forward() *Upstream {
+func (x *callExchange) forward() *Upstream { return x.forwardCut(0) }
+
+// forwardCut is forward, the call cancelled cut after it was sent unless
+// it was answered first (cut 0: never): the upstream then sees its
+// client give up (hangup).
+func (x *callExchange) forwardCut(cut time.Duration) *Upstream {
 	p := x.p
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(x.ss.Context()), p.opts.timeout)
 	defer cancel()
+	var hungUp atomic.Bool
+	if cut > 0 {
+		t := time.AfterFunc(cut, func() {
+			hungUp.Store(true)
+			cancel()
+		})
+		defer t.Stop()
+	}
 	var answered atomic.Bool
 	ctx = metadata.NewOutgoingContext(context.WithValue(ctx, answeredKey{}, &answered), forwardMetadata(x.md))
 	u := &Upstream{}
@@ -69,6 +83,9 @@ func (x *callExchange) forward() *Upstream {
 	p.count(true, failed)
 	if failed {
 		u.Error = err.Error()
+		if hungUp.Load() {
+			u.Error = fmt.Sprintf("cancelled the call %s after sending it, before any answer", cut)
+		}
 		return u
 	}
 	a.st = grpcstatus.Convert(err)

@@ -126,7 +126,7 @@ const (
 // faultColors colours fault kinds in a fixed order (others grey).
 var faultColors = map[string]string{
 	"drop-response": "#bc4c00", "duplicate": "#8250df", "delay": "#0969da", "status": "#9a6700",
-	"reset-midbody": "#cf222e", "truncate-request": "#1b7c83", "drop-request": "#6e7781",
+	"reset-midbody": "#cf222e", "truncate-request": "#1b7c83", "drop-request": "#6e7781", "hangup": "#953800",
 }
 
 // WriteHTML writes the chaos report as one self-contained page (no

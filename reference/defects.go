@@ -134,6 +134,29 @@ const (
 	// sent once more, without their ids, so no consumer can tell them
 	// from new executions.
 	RelayRepublish Defect = "relay-republish"
+	// CancelledResultWrite: the handler's work does not watch the client,
+	// but the result write runs under the request's context: a client that
+	// hangs up while the handler runs cancels it, the write fails, the
+	// failure path releases the claim and the effect stays, so the retry
+	// executes again (fullstackhero/dotnet-starter-kit PR #1333). A store
+	// that commits the effects with the record (PostgreSQL) rolls both
+	// back instead, which is safe.
+	CancelledResultWrite Defect = "cancelled-result-write"
+	// ExpiredRowBlocksClaim: the claim is an insert that fails on the
+	// key's expired record until a purge removes it (500 ms after its
+	// TTL), and the re-read that follows skips expired records and finds
+	// nothing: every request in that window runs without a claim and
+	// stores nothing, so same-key retries at the TTL edge all execute
+	// (granit VULN-301).
+	ExpiredRowBlocksClaim Defect = "expired-row-blocks-claim"
+	// EventForDecline: a declined request (402), which changed nothing,
+	// publishes an event all the same (charge.declined). Needs events.
+	EventForDecline Defect = "event-for-decline"
+	// StaleIDAfterExpiry: the event of a key's execution names the
+	// resource its first execution created, so a re-execution after the
+	// key expired announces the old id instead of its new one. Needs
+	// events.
+	StaleIDAfterExpiry Defect = "stale-id-after-expiry"
 	// FirstSentIgnored: AEP-155's first_sent is not read (a server that
 	// takes the key alone): an expired or future first_sent is accepted,
 	// and a reused key with another first_sent is the same request. Only
@@ -211,6 +234,10 @@ var defectCatalog = []DefectInfo{
 	{UpdateReplaysCurrentState, "update family: a replayed PATCH or cancel answers the charge's current state, another key's change included, not the stored answer", "IK-UPDATE-1"},
 	{UpdateIgnoresFingerprint, "update family: a PATCH under a used key with a changed body replays the old answer instead of 422", "IK-MISMATCH-1"},
 	{ActionReexecutes, "update family: a retried cancel executes again (400 already cancelled) instead of replaying", "IK-REPLAY-3"},
+	{CancelledResultWrite, "a client that hangs up while the handler runs cancels the result write: the claim is released, the effect stays, the retry executes again", "IK-LOST-4"},
+	{ExpiredRowBlocksClaim, "at the TTL edge the claim fails on the expired record and the re-read misses it: same-key requests there all execute", "IK-CONCURRENT-2, IK-EXPIRY-5"},
+	{EventForDecline, "a declined request, which changed nothing, publishes an event", "IK-OUTBOX-1 (events source, outbox)"},
+	{StaleIDAfterExpiry, "a re-execution after expiry announces the first execution's resource id, not its own", "IK-OUTBOX-2 (events source, outbox)"},
 	{FirstSentIgnored, "gRPC only: an AEP-155 first_sent expired or in the future is accepted, and a changed one replays", "IK-FIRSTSENT-1 (AEP-155 must reject), IK-MISMATCH-1"},
 }
 
@@ -260,7 +287,7 @@ func defectNames() []string {
 // publishes, so that it shows only with events on (demo Options.Events).
 func (d Defect) NeedsEvents() bool {
 	switch d {
-	case EventOutsideTx, EventOnReplay, RelayRepublish:
+	case EventOutsideTx, EventOnReplay, RelayRepublish, EventForDecline, StaleIDAfterExpiry:
 		return true
 	}
 	return false

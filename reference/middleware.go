@@ -37,7 +37,7 @@ func Middleware(store Store, opts ...Option) func(http.Handler) http.Handler {
 	events, _ := store.(EventStore)
 	probs := newProblems(c.docsURL)
 	return func(next http.Handler) http.Handler {
-		return &middleware{config: c, store: store, atomic: atomic, local: local, events: events, next: next, problems: probs, poisoned: newPoisonCache(), wedged: newPoisonCache(), completed: newPoisonCache(), unfinished: newUnfinished(), localLocks: newLocalLocks()}
+		return &middleware{config: c, store: store, atomic: atomic, local: local, events: events, next: next, problems: probs, poisoned: newPoisonCache(), wedged: newPoisonCache(), completed: newPoisonCache(), unfinished: newUnfinished(), localLocks: newLocalLocks(), expired: newExpiredRows()}
 	}
 }
 
@@ -56,7 +56,8 @@ type middleware struct {
 	completed *poisonCache
 	// unfinished: outcomes to store before their scope is claimed again.
 	unfinished *unfinished
-	localLocks *localLocks // process-local-lock defect only
+	localLocks *localLocks  // process-local-lock defect only
+	expired    *expiredRows // expired-row-blocks-claim defect only
 }
 
 // requestState travels in the handler's context.
@@ -348,6 +349,12 @@ func (x *exchange) claim() {
 			return
 		}
 	}
+	if x.m.defects.has(ExpiredRowBlocksClaim) && x.m.expired.unpurged(x.scope) {
+		// The bug: the insert failed on the expired row, the re-read
+		// skipped it; the request runs unclaimed and stores nothing.
+		x.execute("", false)
+		return
+	}
 	ttl, lease := x.m.ttlAndLease()
 	req := ClaimRequest{Scope: x.scope, Fingerprint: x.fingerprint(), RawHash: x.rawHash(), Lease: lease, TTL: ttl}
 	deadline := time.Now().Add(lease)
@@ -358,6 +365,9 @@ func (x *exchange) claim() {
 			return
 		}
 		if c.Outcome == Claimed {
+			if x.m.defects.has(ExpiredRowBlocksClaim) {
+				x.m.expired.claimed(x.scope, time.Now().Add(ttl))
+			}
 			if _, ok := x.m.completed.get(x.scope); ok && x.m.defects.has(ExpiredReclaimUnlocked) {
 				// The bug: the expired key's reclaim keeps no marker.
 				_ = x.m.store.Release(context.WithoutCancel(x.r.Context()), x.scope, c.Token)
@@ -473,6 +483,10 @@ func (x *exchange) execute(token string, owned bool) {
 	ctx := context.WithValue(x.r.Context(), ctxKey{}, st)
 	// Completion must survive a client that hangs up after the handler ran.
 	bg := context.WithoutCancel(x.r.Context())
+	if m.defects.has(CancelledResultWrite) {
+		// The handler's work does not watch the client; the bug is below.
+		ctx = context.WithoutCancel(ctx)
+	}
 	var unit Unit
 	if owned && m.atomic != nil {
 		var err error
@@ -535,12 +549,23 @@ func (x *exchange) execute(token string, owned bool) {
 				if eu, ok := unit.(EventUnit); ok && len(st.events) > 0 {
 					eu.AddEvents(st.events)
 				}
-				if err := unit.Commit(bg, resp); err != nil {
+				commit := bg
+				if m.defects.has(CancelledResultWrite) {
+					commit = x.r.Context() // the bug (no harm here: the effects roll back too)
+				}
+				if err := unit.Commit(commit, resp); err != nil {
 					// The effects were rolled back with the record: a retry is safe.
 					_ = m.store.Release(bg, x.scope, token)
 					m.problems.write(x.w, probUnavailable)
 					return
 				}
+			} else if m.defects.has(CancelledResultWrite) && x.r.Context().Err() != nil {
+				// The bug: the write ran under the request's context, which
+				// the hang-up cancelled, and its failure path releases the
+				// claim; the effect stays.
+				m.appendEvents(bg, st.events)
+				_ = m.store.Release(bg, x.scope, token)
+				return
 			} else {
 				if m.defects.has(ReleaseBeforeStore) {
 					token = m.releaseThenClaim(bg, x, token)

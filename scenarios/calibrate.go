@@ -43,8 +43,15 @@ func calibrate(ctx context.Context, s *session, ins []instance) (problems map[st
 		if ev.EventsOnly() {
 			// The events are the oracle: their own check says what a
 			// wrong topic or key looks like.
-			if f := calibrateEvents(ctx, s, op); f != "" {
+			f, several := calibrateEvents(ctx, s, op)
+			switch {
+			case f != "":
 				problem = f + "; effect-counting cases are inconclusive"
+			case several != "":
+				// The outbox cases judge it; the rest would count each
+				// execution more than once.
+				problem = several + "; the other effect-counting cases are inconclusive"
+				s.severalEvents[op.Name] = true
 			}
 		} else {
 			problem, note = calibrateOp(ctx, s, op)

@@ -102,6 +102,9 @@ func skipNoCache4xx(_ *apispec.Target, p *apispec.Profile, _ *apispec.Operation)
 }
 
 func errorsBusinessErrorKept(ctx context.Context, e *Env) Verdict {
+	if e.declinesUnseen() {
+		return e.declinesUnseenVerdict()
+	}
 	k := e.NewKey()
 	first, body, bad := e.failedFirst(ctx, k, apispec.VariantBusinessError)
 	if bad != nil {

@@ -22,6 +22,7 @@ func TestLostFamily(t *testing.T) {
 	}{
 		{"", "the correct reference replays the committed result after every lost response", ""},
 		{"no-inflight-lock", "the storm retries execute while the dropped original is still running", "lost/retry-storm"},
+		{"cancelled-result-write", "the hang-up cancels the result write, the claim is released and the retry executes again", "lost/client-hangup"},
 	}
 	for _, tc := range cases {
 		t.Run("defect="+tc.defect, func(t *testing.T) {

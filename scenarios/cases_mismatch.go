@@ -91,6 +91,9 @@ func mismatchOriginalSurvives(ctx context.Context, e *Env) Verdict {
 		return e.Inconclusive(err.Error())
 	}
 	observed := fmt.Sprintf("%s answered %s; original again answered %s; %d executions (%s)", pr.name, mis.String(), again.String(), n, how)
+	if x := e.extraEventOnly(n, first, mis, again); x != nil {
+		return *x
+	}
 	if n != 1 {
 		return e.inTTL(e.Fail("exactly 1 execution", observed), first, again)
 	}

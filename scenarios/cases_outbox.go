@@ -35,6 +35,9 @@ func init() {
 		outbox("lost-answer-retry", "A retry after a lost answer publishes nothing more.",
 			"The proxy lets the original commit and drops its answer; the retries get the committed outcome: one event for the key.",
 			nil, outboxLostAnswerRetry),
+		outbox("client-hangup-retry", "A retry after the client gave up while the handler ran publishes one event per execution.",
+			"The proxy sends the slow variant and hangs up halfway through it (over gRPC: cancels the call); the retries get the outcome: one event per execution, one when the API executed once.",
+			[]Need{NeedSlow}, outboxClientHangupRetry),
 		outbox("same-key-burst", "Same-key requests at once publish one event per execution.",
 			"Eight same-key requests released together: as many events as executions, one when the API executed once.",
 			nil, outboxSameKeyBurst),
@@ -108,6 +111,21 @@ func outboxLostAnswerRetry(ctx context.Context, e *Env) Verdict {
 		w.answered = len(ids) // the proxy saw more created ids than the client
 	}
 	return pr.judgeOutbox(ctx, w)
+}
+
+func outboxClientHangupRetry(ctx context.Context, e *Env) Verdict {
+	pr, k, body, first, bad := e.hangupOriginal(ctx)
+	if pr != nil {
+		defer pr.close()
+	}
+	if bad != nil {
+		return *bad
+	}
+	rs := append([]wire.Resp{first}, pr.untilDone(ctx, "retry", k, body)...)
+	if !rs[len(rs)-1].OK() {
+		return e.Inconclusive("the retries did not end with an outcome: " + rs[len(rs)-1].String())
+	}
+	return pr.judgeOutbox(ctx, e.wantOf(k, "the key", rs...))
 }
 
 // outboxBurstSize is the same-key burst of outbox/same-key-burst: enough

@@ -197,6 +197,9 @@ func replayMarkerHeader(ctx context.Context, e *Env) Verdict {
 }
 
 func replayBusinessError(ctx context.Context, e *Env) Verdict {
+	if e.declinesUnseen() {
+		return e.declinesUnseenVerdict()
+	}
 	body, v, _ := e.Variant(apispec.VariantBusinessError)
 	k := e.NewKey()
 	first := e.Send(ctx, Req{Label: "original (business error)", Key: k, Body: body})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/evidence"
+	"github.com/idemcheck/idemcheck/evidence/eventspec"
 	"github.com/idemcheck/idemcheck/internal/managed"
 	"github.com/idemcheck/idemcheck/wire"
 )
@@ -299,9 +300,22 @@ func (e *Env) proveBy(r Req, resp wire.Resp) {
 	switch {
 	case resp.OK():
 		c.prove(r.Key, createdIDOf(op, resp), r.Principal)
-	case declinedAsDeclared(op, body, resp):
+	case declinedAsDeclared(op, body, resp) && !e.declinesUnseen():
 		c.prove(r.Key, "", r.Principal) // a business error is an execution, stored
 	}
+}
+
+// declinesUnseen reports that the events are the only oracle and the API
+// announces no decline (events.declines silent): a business error then
+// executed without an event, and no count can show it.
+func (e *Env) declinesUnseen() bool {
+	return e.oracle != nil && e.oracle.ev.EventsOnly() && e.events != nil && e.events.Config().Declines != eventspec.DeclinesAnnounced
+}
+
+// declinesUnseenVerdict is the verdict of a case that counts a declined
+// execution when declinesUnseen.
+func (e *Env) declinesUnseenVerdict() Verdict {
+	return e.Unverifiable("the events are the only oracle and a declined request publishes none (events.declines: silent): its execution cannot be counted; configure an oracle (sql:, a list or counter url, downstream:) or events.declines: announced")
 }
 
 // declinedAsDeclared reports that resp answers op's business_error variant

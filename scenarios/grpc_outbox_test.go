@@ -79,6 +79,7 @@ events:
   %s
   key: %s
   event_id: /id
+  resource_id: /data/name
   settle: %s
 operations:
   - name: payments
@@ -90,6 +91,7 @@ operations:
       slow: {patch: {knobs: {delay_ms: %d}}, duration: %s}
       invalid: {patch: {payment: {amount: -1}}, status: INVALID_ARGUMENT}
       transient_error: {patch: {knobs: {fail: transient}}, status: UNAVAILABLE}
+      business_error: {patch: {knobs: {fail: decline}}, status: FAILED_PRECONDITION}
 profile:
   preset: %s
   overrides: {key_required: true, missing_status: INVALID_ARGUMENT, mismatch_status: INVALID_ARGUMENT, in_flight_status: ABORTED, block_ok: false}
@@ -163,6 +165,9 @@ func TestGRPCOutbox(t *testing.T) {
 				}
 				// A retry the machine's load sent after the slow original
 				// ended did not overlap it: the case says so, judging nothing.
+				if r.ID == "outbox/fresh-id-after-expiry" && row.carrier == "aep" && r.Status == scenarios.Skip && strings.Contains(r.Reason, "AEP-155") {
+					continue
+				}
 				if r.ID == "outbox/lease-takeover" && r.Status == scenarios.Inconclusive && strings.Contains(r.Reason, "could not overlap") {
 					t.Logf("%s: %s", r.Name(), r.Reason)
 					continue
@@ -170,12 +175,12 @@ func TestGRPCOutbox(t *testing.T) {
 				if r.Status != expect {
 					t.Errorf("%s: %s, want %s (%d answers replayed): %s %s", r.Name(), r.Status, expect, replayedAnswers(r), r.Observed, r.Reason)
 				}
-				if r.ID != "outbox/none-for-rejected" && r.ID != "outbox/none-for-failed" && len(r.Events) == 0 {
+				if r.ID != "outbox/none-for-rejected" && r.ID != "outbox/none-for-failed" && r.ID != "outbox/none-for-declined" && len(r.Events) == 0 {
 					t.Errorf("%s: no events listed, want the key's events", r.Name())
 				}
 			}
-			if len(rep.Results) != 8 {
-				t.Errorf("%d results, want the 8 outbox cases", len(rep.Results))
+			if len(rep.Results) != 12 {
+				t.Errorf("%d results, want the 12 outbox cases", len(rep.Results))
 			}
 			if row.defect == reference.EventOnReplay {
 				for _, id := range []string{"outbox/lost-answer-retry", "outbox/none-for-replay"} {

@@ -68,6 +68,9 @@ func (e *Env) judgeProbe(ctx context.Context, pr probe, k string, first, r wire.
 		if err != nil {
 			return mismatchOutcome{Inconclusive, pr.name + ": " + err.Error()}
 		}
+		if x := e.extraEventOnly(n, first, r); x != nil {
+			return mismatchOutcome{Inconclusive, pr.name + ": " + x.Reason}
+		}
 		// Another resource's execution is counted under the same key.
 		if fresh := n == 2 && r.OK() && e.freshLegal(pr); n != 1 && !fresh {
 			return mismatchOutcome{Fail, fmt.Sprintf("%s: %d executions under one key (oracle), answer %s", pr.name, n, r.String())}

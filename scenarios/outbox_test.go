@@ -87,7 +87,7 @@ func eventsDemoOn(t testing.TB, pubURL string, cfg *eventspec.Config, store refe
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Key, cfg.EventID, cfg.Settle = eventspec.Key{Header: outbox.HeaderKey}, "/id", outboxSettle
+	cfg.Key, cfg.EventID, cfg.ResourceID, cfg.Settle = eventspec.Key{Header: outbox.HeaderKey}, "/id", "/data/id", outboxSettle
 	tg.Events = cfg
 	return tg
 }
@@ -130,18 +130,18 @@ func TestOutboxCorrectReference(t *testing.T) {
 				}
 			case r.Status != scenarios.Pass:
 				t.Errorf("%s: %s: %s %s", r.Name(), r.Status, r.Observed, r.Reason)
-			case r.ID != "outbox/none-for-rejected" && r.ID != "outbox/none-for-failed" && (len(r.Events) == 0 || !strings.Contains(r.Events[0], "partition ")):
+			case r.ID != "outbox/none-for-rejected" && r.ID != "outbox/none-for-failed" && r.ID != "outbox/none-for-declined" && (len(r.Events) == 0 || !strings.Contains(r.Events[0], "partition ")):
 				t.Errorf("%s: events %q, want the key's events listed with their positions", r.Name(), r.Events)
 			}
 		}
-		if len(rep.Results) != 16 {
-			t.Errorf("%d results, want the 8 outbox cases on 2 operations", len(rep.Results))
+		if len(rep.Results) != 24 {
+			t.Errorf("%d results, want the 12 outbox cases on 2 operations", len(rep.Results))
 		}
 	})
 	t.Run("as the oracle", func(t *testing.T) {
 		tg := eventsDemo(t, nil, demoLease)
 		tg.Oracle = nil
-		rep := runOutbox(t, tg, "outbox/**", "replay/single-execution", "lost/dropped-response-retry")
+		rep := runOutbox(t, tg, "outbox/**", "replay/single-execution", "lost/dropped-response-retry", "lost/client-hangup")
 		if got := failing(t, rep); len(got) > 0 {
 			t.Errorf("failed: %v", got)
 		}
@@ -223,6 +223,20 @@ func TestOutboxDefectsCaught(t *testing.T) {
 			}
 		}
 	})
+	for _, tc := range []struct {
+		defect reference.Defect
+		want   string
+	}{
+		{reference.EventForDecline, "outbox/none-for-declined"},
+		{reference.StaleIDAfterExpiry, "outbox/fresh-id-after-expiry"},
+	} {
+		t.Run(string(tc.defect), func(t *testing.T) {
+			rep := runOutbox(t, eventsDemo(t, nil, demoLease, string(tc.defect)), "outbox/**@charges")
+			if got := failing(t, rep); !slices.Equal(got, []string{tc.want}) {
+				t.Errorf("caught by %v, want [%s]", got, tc.want)
+			}
+		})
+	}
 	dsn := testenv.RequirePostgres(t)
 	for _, defect := range []string{"", string(reference.EventOutsideTx)} {
 		t.Run("postgres "+defect, func(t *testing.T) {

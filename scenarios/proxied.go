@@ -165,7 +165,7 @@ func (pr *proxied) judgeLostRaw(ctx context.Context, k, committed string, rs []w
 	if n != 1 {
 		return e.Fail("exactly 1 execution", fmt.Sprintf("%d executions (%s)", n, how))
 	}
-	return e.Pass(fmt.Sprintf("response lost after commit; %d retries; got %s; 1 execution (%s)", len(rs), last.String(), how))
+	return e.Pass(fmt.Sprintf("the original's answer lost; %d retries; got %s; 1 execution (%s)", len(rs), last.String(), how))
 }
 
 // committedID is the first 2xx the target gave (as the proxy saw it).
@@ -227,10 +227,11 @@ func stormOverlapped(first wire.Resp, storm []wire.Resp) bool {
 // answerLost reports whether the proxy kept r's answer from the client,
 // whatever the carrier: it cut the connection (a transport error: HTTP),
 // or ended the call as a lost connection does, UNAVAILABLE (503), labelled
-// with the fault (drop-response: gRPC, whose proxy answers each call).
+// with the fault (drop-response, hangup: gRPC, whose proxy answers each call).
 func (pr *proxied) answerLost(r wire.Resp) bool {
 	if r.Err != nil {
 		return true
 	}
-	return r.Status == http.StatusServiceUnavailable && r.Header.Get(chaos.FaultHeader) == "drop-response"
+	f := r.Header.Get(chaos.FaultHeader)
+	return r.Status == http.StatusServiceUnavailable && (f == "drop-response" || f == "hangup")
 }

@@ -24,6 +24,11 @@ type EventsReport struct {
 	// event-duplicated).
 	Lost       int `json:"lost"`
 	Duplicated int `json:"duplicated"`
+	// Redeliveries counts the events that re-sent an earlier event's id
+	// (at-least-once delivery: the same execution again, not counted as
+	// another, so apart from Duplicated), on RedeliveredKeys keys.
+	Redeliveries    int `json:"redeliveries"`
+	RedeliveredKeys int `json:"redelivered_keys"`
 	// Unsettled keys' counts still changed at the settle bound: not
 	// judged. Error, when set, is why nothing was judged.
 	Unsettled int    `json:"unsettled,omitempty"`
@@ -72,6 +77,10 @@ func checkEvents(ctx context.Context, es *evidence.Events, outs []chaos.KeyOutco
 		}
 		rep.Keys++
 		rep.Events += t.Executions
+		if t.Redeliveries > 0 {
+			rep.Redeliveries += t.Redeliveries
+			rep.RedeliveredKeys++
+		}
 		committed := floors[i]
 		v := chaos.KeyViolation{Key: o.Key, IDs: o.IDs}
 		if o.Op != nil {

@@ -51,8 +51,8 @@ func TestCheckEvents(t *testing.T) {
 		{Key: "failed", Op: &chaos.Op{Kind: chaos.KindTransient, Outcome: chaos.ClientFail, Status: 503}},
 	}
 	rep, vs := checkEvents(ctx, es, outs, time.Now())
-	if rep.Keys != 5 || rep.Events != 5 || rep.Lost != 1 || rep.Duplicated != 1 || rep.Error != "" {
-		t.Fatalf("report %+v: want 5 keys, 5 events (each id once), 1 lost, 1 duplicated", rep)
+	if rep.Keys != 5 || rep.Events != 5 || rep.Lost != 1 || rep.Duplicated != 1 || rep.Redeliveries != 1 || rep.RedeliveredKeys != 1 || rep.Error != "" {
+		t.Fatalf("report %+v: want 5 keys, 5 events (each id once), 1 lost, 1 duplicated, 1 redelivery on 1 key apart from them", rep)
 	}
 	if len(vs) != 2 || vs[0].Key != "twice" || vs[0].Rule != chaos.RuleEventDuplicated || !strings.Contains(vs[0].Detail, "2 events for 1 execution: partition 0 offset ") ||
 		vs[1].Key != "lost" || vs[1].Rule != chaos.RuleEventLost || !strings.Contains(vs[1].Detail, "published 0 events: no event") {

@@ -179,8 +179,8 @@ func runChaos(ctx context.Context, stdout io.Writer, f chaosFlags) error {
 		if e.Error != "" {
 			fmt.Fprintf(stdout, "events: not judged: %s\n", target.Redact(e.Error))
 		} else {
-			fmt.Fprintf(stdout, "events (%s): %d keys published %d events: %d lost, %d duplicated (their keys are among the violations below); %d still changing, not judged\n",
-				e.Where, e.Keys, e.Events, e.Lost, e.Duplicated, e.Unsettled)
+			fmt.Fprintf(stdout, "events (%s): %d keys published %d events: %d lost, %d duplicated (their keys are among the violations below); %d redeliveries of an event's id on %d keys (the same execution delivered again, not counted); %d still changing, not judged\n",
+				e.Where, e.Keys, e.Events, e.Lost, e.Duplicated, e.Redeliveries, e.RedeliveredKeys, e.Unsettled)
 		}
 	}
 	printChaosReport(stdout, res.Findings)

@@ -154,7 +154,7 @@ func dropsAfterCommit(t *testing.T, path string) (committed, replayed int) {
 func TestChaosGRPCRefuses(t *testing.T) {
 	cfg := grpcReferenceConfig(t, "http://127.0.0.1:1", "grpc://"+strings.TrimPrefix(closedPort(t), "http://"))
 	for spec, want := range map[string]string{
-		"reset-midbody":          "reset-midbody has no gRPC form yet (docs/grpc.md); over gRPC: delay, drop-request, drop-response, duplicate, status",
+		"reset-midbody":          "reset-midbody has no gRPC form yet (docs/grpc.md); over gRPC: delay, drop-request, drop-response, duplicate, hangup, status",
 		"drop-response:mode=rst": `token "mode=rst": want one of unavailable, deadline`,
 	} {
 		code, stderr := runCaptured(t, "chaos", "--config", cfg, "--ops", "1", "--fault", spec)

@@ -26,6 +26,9 @@ type Event struct {
 	Position string `json:"position"`
 	// Time is the broker's (or the producer's) timestamp.
 	Time time.Time `json:"time"`
+	// Resource is the value at Config.ResourceID: the id of the resource
+	// the event announces ("" when none is configured or found).
+	Resource string `json:"resource,omitempty"`
 	// Redelivery: an earlier event of the key had the same ID. It is the
 	// same execution delivered again (at-least-once delivery), not counted
 	// as another.
@@ -297,7 +300,7 @@ func (r *Reader) catchUp(ctx context.Context) error {
 
 // add attributes one message to its key.
 func (r *Reader) add(m message, seen time.Time) {
-	key, id, why := r.attribute(m)
+	key, id, resource, why := r.attribute(m)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.stats.Read++
@@ -317,7 +320,7 @@ func (r *Reader) add(m message, seen time.Time) {
 		ke = &keyEvents{ids: map[string]bool{}}
 		r.keys[key] = ke
 	}
-	e := Event{Key: key, ID: id, Position: m.position, Time: m.time, read: r.stats.Read}
+	e := Event{Key: key, ID: id, Resource: resource, Position: m.position, Time: m.time, read: r.stats.Read}
 	if id != "" {
 		e.Redelivery = ke.ids[id]
 		ke.ids[id] = true
@@ -326,8 +329,8 @@ func (r *Reader) add(m message, seen time.Time) {
 	ke.seen = seen
 }
 
-// attribute finds m's key and id; why says why it has no key.
-func (r *Reader) attribute(m message) (key, id, why string) {
+// attribute finds m's key, id and resource id; why says why it has no key.
+func (r *Reader) attribute(m message) (key, id, resource, why string) {
 	var doc any
 	var docErr error
 	decoded := false
@@ -356,20 +359,23 @@ func (r *Reader) attribute(m message) (key, id, why string) {
 	if h := r.cfg.Key.Header; h != "" {
 		v, ok := m.header(h)
 		if !ok {
-			return "", "", "no header " + h
+			return "", "", "", "no header " + h
 		}
 		key = v
 	} else if key, why = at(r.cfg.Key.Pointer); why != "" {
-		return "", "", why
+		return "", "", "", why
 	}
 	if key == "" {
-		return "", "", "an empty key"
+		return "", "", "", "an empty key"
 	}
 	if r.cfg.EventID != "" {
 		// An event without an id is still an event: it counts on its own.
 		id, _ = at(r.cfg.EventID)
 	}
-	return key, id, ""
+	if r.cfg.ResourceID != "" {
+		resource, _ = at(r.cfg.ResourceID)
+	}
+	return key, id, resource, ""
 }
 
 // headerFold looks name up case-insensitively in pairs of (name, value).

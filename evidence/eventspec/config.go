@@ -30,6 +30,15 @@ type Config struct {
 	// (optional). Events of one key sharing an id are one execution
 	// delivered more than once (at-least-once delivery), not two.
 	EventID string `yaml:"event_id,omitempty" json:"event_id,omitempty"`
+	// ResourceID is an RFC 6901 pointer to the id of the resource an event
+	// announces (optional): outbox/announces-created-id holds it against
+	// the created id the answer carries.
+	ResourceID string `yaml:"resource_id,omitempty" json:"resource_id,omitempty"`
+	// Declines says whether the API announces a declined request (the
+	// business_error variant's answer) with an event: "silent" (the
+	// default: no event, it changed nothing) or "announced" (one event, as
+	// for any stored outcome).
+	Declines string `yaml:"declines,omitempty" json:"declines,omitempty"`
 	// Settle is how long a key's count must stay unchanged before it is
 	// taken as final: at least the longest time the API's relay takes to
 	// publish an event after answering (default DefaultSettle).
@@ -68,6 +77,12 @@ type Key struct {
 	// field).
 	Header string `yaml:"header,omitempty" json:"header,omitempty"`
 }
+
+// The values of Config.Declines.
+const (
+	DeclinesSilent    = "silent"
+	DeclinesAnnounced = "announced"
+)
 
 // DefaultSettle is the settle time when none is configured: the engine's
 // lag rule re-reads a count for as long.
@@ -114,6 +129,18 @@ func (c *Config) Validate() error {
 		if err := checkPointer(c.EventID); err != nil {
 			return fmt.Errorf("events.event_id %q: %v", c.EventID, err)
 		}
+	}
+	if c.ResourceID != "" {
+		if err := checkPointer(c.ResourceID); err != nil {
+			return fmt.Errorf("events.resource_id %q: %v", c.ResourceID, err)
+		}
+	}
+	switch c.Declines {
+	case "":
+		c.Declines = DeclinesSilent
+	case DeclinesSilent, DeclinesAnnounced:
+	default:
+		return fmt.Errorf("events.declines %q: want %s or %s", c.Declines, DeclinesSilent, DeclinesAnnounced)
 	}
 	switch {
 	case c.Settle < 0:

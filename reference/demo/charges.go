@@ -98,6 +98,7 @@ func (a *App) create(op, idPrefix, object string) http.HandlerFunc {
 			select {
 			case <-r.Context().Done():
 				t.Stop()
+				a.effects.undo(key, op) // given up before any effect: not an execution
 				writeProblem(w, http.StatusServiceUnavailable, "cancelled", "Request cancelled", "The client went away; nothing was charged.")
 				return
 			case <-t.C:
@@ -105,6 +106,7 @@ func (a *App) create(op, idPrefix, object string) http.HandlerFunc {
 		}
 		switch in.Fail {
 		case "decline":
+			a.events.declined(r.Context(), key, Charge{Object: object, Principal: bearerUser(r), Amount: *in.Amount, Currency: strings.ToLower(in.Currency), IdempotencyKey: key})
 			writeProblem(w, http.StatusPaymentRequired, "card-declined", "Card declined", "The card was declined; nothing was charged.")
 			return
 		case "transient":

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"sync"
 
 	"github.com/idemcheck/idemcheck/reference"
 	"github.com/idemcheck/idemcheck/reference/outbox"
@@ -28,7 +29,15 @@ type events struct {
 	store   reference.EventStore
 	relay   *outbox.Relay
 	outside bool // event-outside-tx defect
+	decline bool // event-for-decline defect
+	// firstIDs: the first resource id announced per key, under the
+	// stale-id-after-expiry defect (nil otherwise).
+	mu       sync.Mutex
+	firstIDs map[string]string
 }
+
+// maxFirstIDs bounds firstIDs: past it the map starts over.
+const maxFirstIDs = 1 << 16
 
 // startEvents sets up publishing through store's outbox.
 func startEvents(pub reference.Publisher, store reference.Store, defects []reference.Defect) (*events, error) {
@@ -36,8 +45,46 @@ func startEvents(pub reference.Publisher, store reference.Store, defects []refer
 	if !ok {
 		return nil, errors.New("demo: events need a store with an outbox (memory, postgres, redis)")
 	}
-	return &events{pub: pub, store: es, relay: outbox.NewRelay(es, pub, defects...),
-		outside: slices.Contains(defects, reference.EventOutsideTx)}, nil
+	e := &events{pub: pub, store: es, relay: outbox.NewRelay(es, pub, defects...),
+		outside: slices.Contains(defects, reference.EventOutsideTx), decline: slices.Contains(defects, reference.EventForDecline)}
+	if slices.Contains(defects, reference.StaleIDAfterExpiry) {
+		e.firstIDs = map[string]string{}
+	}
+	return e, nil
+}
+
+// stale is the stale-id-after-expiry defect: c with the id the key's
+// first execution announced.
+func (e *events) stale(key string, c Charge) Charge {
+	if e.firstIDs == nil || key == "" {
+		return c
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if id, ok := e.firstIDs[key]; ok {
+		c.ID = id
+		return c
+	}
+	if len(e.firstIDs) >= maxFirstIDs {
+		clear(e.firstIDs)
+	}
+	e.firstIDs[key] = c.ID
+	return c
+}
+
+// declined is the event-for-decline defect: a decline announced as if it
+// were an outcome that changed something.
+func (e *events) declined(ctx context.Context, key string, c Charge) {
+	if e == nil || !e.decline {
+		return
+	}
+	id := "evt_" + randomID()
+	typ := c.Object + ".declined"
+	payload, _ := json.Marshal(eventBody{ID: id, Type: typ, IdempotencyKey: key, Data: c}) // plain fields: cannot fail
+	ev := reference.Event{ID: id, Key: key, Type: typ, Payload: payload}
+	if !reference.Emit(ctx, ev) {
+		_ = e.store.AppendEvents(context.WithoutCancel(ctx), []reference.Event{ev})
+	}
 }
 
 func (e *events) close() {
@@ -61,7 +108,7 @@ func (e *events) emit(ctx context.Context, key string, c Charge) {
 	if e == nil {
 		return
 	}
-	ev := chargeEvent(key, c)
+	ev := chargeEvent(key, e.stale(key, c))
 	if e.outside {
 		// The defect: straight to the broker, before the outcome is
 		// stored; a failure to publish loses the event.
