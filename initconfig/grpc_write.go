@@ -213,16 +213,26 @@ func (d *description) operation(m method, k keyKind, seen map[string]bool) *yaml
 	if len(body.json) == 0 {
 		bn = flowMapping().n
 	}
+	setup, hasSetup := proposeGRPCSetup(m.md)
+	if hasSetup && bn.Kind == yaml.MappingNode {
+		setup.bind(bn)
+	}
 	todo(bn, fmt.Sprintf("a request the server accepts (%s in protojson, placeholders by type; idemcheck sets the key)", m.md.Input().Name()))
 	bk := op.set("body", bn)
 	if len(body.leftOut) > 0 {
 		head(bk, "TODO: left out of the body: "+strings.Join(body.leftOut, ", ")+"; add what a request needs.")
 	}
 
+	if hasSetup {
+		op.set("setup", setup.node(k.field))
+		if setup.update {
+			op.set("kind", guessed(str("update"), fmt.Sprintf("%s answers the %s it acts on: every answer names that one resource", m.md.Name(), m.md.Output().Name())))
+		}
+	}
 	ptr, why := responseID(m.md.Output())
 	var lines []string
 	switch {
-	case ptr != "" && updates(m.md):
+	case ptr != "" && (updates(m.md) || hasSetup && setup.update):
 		lines = append(lines, sharedIDLines(ptr, fmt.Sprintf("(%s) names the resource %s updates, the same in every answer", why, m.md.Name()), k.column())...)
 	case ptr != "":
 		op.set("id_pointer", guessed(str(ptr), why))

@@ -229,10 +229,13 @@ func annotatedService(t *testing.T) string {
 				requestID(), field("amount", 2, i64, "", opt), field("line_items", 3, str, "", rep)}},
 			{Name: proto.String("UpdatePaymentRequest"), Field: []*descriptorpb.FieldDescriptorProto{
 				requestID(), field("payment", 2, msg, ".pay.v1.Payment", opt)}},
+			{Name: proto.String("CancelPaymentRequest"), Field: []*descriptorpb.FieldDescriptorProto{
+				requestID(), field("payment_id", 2, str, "", opt)}},
 		},
 		Service: []*descriptorpb.ServiceDescriptorProto{{Name: proto.String("Payments"), Method: []*descriptorpb.MethodDescriptorProto{
 			{Name: proto.String("CreatePayment"), InputType: proto.String(".pay.v1.CreatePaymentRequest"), OutputType: proto.String(".pay.v1.Payment")},
 			{Name: proto.String("UpdatePayment"), InputType: proto.String(".pay.v1.UpdatePaymentRequest"), OutputType: proto.String(".pay.v1.Payment")},
+			{Name: proto.String("CancelPayment"), InputType: proto.String(".pay.v1.CancelPaymentRequest"), OutputType: proto.String(".pay.v1.Payment")},
 		}}},
 	}
 	b, err := proto.Marshal(&descriptorpb.FileDescriptorSet{File: []*descriptorpb.FileDescriptorProto{fd}})
@@ -296,6 +299,15 @@ func TestGRPCNoTraps(t *testing.T) {
 			}
 			if p := byName["create-payment"].IDPointer; p != "/name" {
 				t.Errorf("create-payment id_pointer %q, want /name", p)
+			}
+		}},
+		{"an action on a resource another RPC creates (payment_id, CreatePayment): setup: per key, its id bound, kind: update", func(t *testing.T) {
+			op := byName["cancel-payment"]
+			if op.Setup == nil || op.Setup.RPC != "pay.v1.Payments/CreatePayment" || !strings.Contains(string(op.Body), `"paymentId":"{setup.name}"`) || !op.Updates() || op.IDPointer != "" {
+				t.Errorf("cancel-payment: setup %+v, body %s, updates %v, id_pointer %q; want a CreatePayment setup bound as {setup.name}, an update, no id pointer\n%s", op.Setup, op.Body, op.Updates(), op.IDPointer, text)
+			}
+			if byName["create-payment"].Setup != nil {
+				t.Errorf("create-payment got a setup: it makes the resource")
 			}
 		}},
 		{"a mutation per repeated field", func(t *testing.T) {

@@ -121,7 +121,7 @@ func TestInitProbeCLI(t *testing.T) {
 		want string
 	}{
 		{probe, exitUsage, "exists (--force overwrites it)"},
-		{[]string{"init", "-o", "-"}, exitUsage, "exactly one of --openapi, --probe and --grpc"},
+		{[]string{"init", "-o", "-"}, exitUsage, "exactly one of --openapi, --probe, --grpc, --graphql-schema and --mcp"},
 		{[]string{"init", "--openapi", "x.yaml", "--body", "{}", "-o", "-"}, exitUsage, "go with --probe"},
 		{[]string{"init", "--probe", base + "/v1/charges", "--operation", "x", "-o", "-"}, exitUsage, "--operation goes with --openapi"},
 		{[]string{"init", "--probe", base + "/v1/charges", "--body", "nope", "-o", "-"}, exitUsage, "--body"},
