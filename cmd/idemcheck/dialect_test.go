@@ -285,6 +285,14 @@ func TestExamples(t *testing.T) {
 				t.Errorf("%s: example %q: no such command (%v)", c.CommandPath(), line, err)
 				continue
 			}
+			// Past "--" the words are a command of the user's (idemcheck
+			// client -- COMMAND): neither flags nor arguments of ours.
+			if i := slices.Index(rest, "--"); i >= 0 {
+				rest = rest[:i]
+			}
+			if i := slices.Index(args, "--"); i >= 0 {
+				args = args[:i]
+			}
 			var positional []string
 			for i := 0; i < len(rest); i++ {
 				w := rest[i]

@@ -56,7 +56,7 @@ operations:
 			[]string{
 				"(IK-CONCURRENT-1,IK-CONCURRENT-2,IK-LEASE-3): add a slow variant (variants.slow: a message field, or the downstream double's delay, that keeps the call in flight)",
 				"add replicas: two or more grpc:// addresses of one service",
-				"skips: does not apply to gRPC: a gRPC answer is a message",
+				"skips: does not apply to gRPC: the answer is a message",
 				"(status per profile). Over gRPC: a changed request message under a used key gets INVALID_ARGUMENT (gRPC has no 422).",
 				"Over gRPC: the conflict is ABORTED.",
 				"Over gRPC: the key is the request_id field of the request message; a call without one (the field unset, or empty) gets INVALID_ARGUMENT",
