@@ -72,8 +72,11 @@ func TestWorkerCapDelaysReported(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ctl.Delayed != 0 {
-		t.Fatalf("unsaturated run (20 req/s, 4 workers, 20 ms): %d delayed", ctl.Delayed)
+	// A stalled scheduler (make test runs four packages on two cores)
+	// can hold a 20 ms handler past a tick or two; saturation delays
+	// nearly every request (above), an unsaturated run a few at most.
+	if ctl.Delayed > 3 {
+		t.Fatalf("unsaturated run (20 req/s, 4 workers, 20 ms): %d of 20 delayed", ctl.Delayed)
 	}
 	applyThresholds(t, ctl, ths[:1])
 	if !ctl.Thresholds[0].OK {
