@@ -1,0 +1,244 @@
+// A payments API in plain Node.js (node:http, no packages) with its own
+// Idempotency-Key layer, written without reading idemcheck's code. Its
+// legal choices differ from the reference's:
+//   - the key is a raw token (Stripe style), not an sf-string;
+//   - errors are plain JSON {"error":{"code","message"}}, not problem+json;
+//   - replays carry "Idempotent-Replayed: true";
+//   - the first answer sets a session cookie (with a comma in Expires) that
+//     a replay never repeats;
+//   - PATCH /v1/accounts/acct_1 updates an existing account: every answer
+//     has the same id and a version that counts the executions;
+//   - POST /v1/charges/{id}/capture is an action on a charge created first,
+//     allowed once per charge;
+//   - validation errors (400) and declines (402) are stored and replayed,
+//     a 503 releases the key; the TTL counts from the first request.
+//
+// Env: PORT (default 0: any free port; the bound address is printed as
+// "listening 127.0.0.1:PORT"), TTL_MS (default 3000), DEFECT (a broken
+// build, see DEFECTS below).
+'use strict';
+
+const http = require('node:http');
+const crypto = require('node:crypto');
+
+const TTL_MS = Number(process.env.TTL_MS || 3000);
+const DEFECT = process.env.DEFECT || '';
+const DEFECTS = {
+  // The claim is dropped when the handler returns and the answer is
+  // stored a moment later: a retry in that gap executes again.
+  'release-before-store': true,
+  // A replay of the PATCH renders the account as it is now, not the
+  // stored answer.
+  'replay-current-state': true,
+  // The 422 for a reused key quotes the stored answer.
+  'conflict-leaks': true,
+  // A replay repeats the first answer's Set-Cookie.
+  'replays-cookie': true,
+};
+if (DEFECT && !DEFECTS[DEFECT]) {
+  console.error(`DEFECT=${DEFECT}: unknown; want one of ${Object.keys(DEFECTS).join(', ')}`);
+  process.exit(2);
+}
+
+const USERS = { 'Bearer tok_alice': 'alice', 'Bearer tok_bob': 'bob' };
+const KEY_RE = /^[\x21-\x7e]{1,255}$/; // a visible-ASCII token, as sent
+const MAX_DELAY_MS = 5000;
+
+// records: scope -> {state: 'running'|'done', fingerprint, created, answer}
+const records = new Map();
+// executions per key (any user, any endpoint): the test oracle.
+const executions = new Map();
+const charges = new Map(); // user + id -> charge
+const accounts = new Map(); // user -> account
+
+function account(user) {
+  if (!accounts.has(user)) {
+    accounts.set(user, { id: 'acct_1', nickname: 'main', limit: 100, version: 1 });
+  }
+  return accounts.get(user);
+}
+
+// canonical renders JSON with sorted members, so member order and
+// whitespace never change the fingerprint.
+function canonical(v) {
+  if (Array.isArray(v)) return '[' + v.map(canonical).join(',') + ']';
+  if (v && typeof v === 'object') {
+    return '{' + Object.keys(v).sort().map((k) => JSON.stringify(k) + ':' + canonical(v[k])).join(',') + '}';
+  }
+  return JSON.stringify(v);
+}
+
+function json(status, body, headers = {}) {
+  return { status, headers: { 'Content-Type': 'application/json', ...headers }, body: Buffer.from(JSON.stringify(body)) };
+}
+
+function error(status, code, message, headers) {
+  return json(status, { error: { code, message } }, headers);
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, Math.min(ms, MAX_DELAY_MS)));
+
+// Operations: each returns the answer, after its side effect.
+async function createCharge(user, req) {
+  const { amount, currency } = req.body;
+  if (!Number.isInteger(amount) || amount <= 0 || typeof currency !== 'string') {
+    return error(400, 'invalid_request', 'amount must be a positive integer and currency a string');
+  }
+  if (req.body.delay_ms) await sleep(req.body.delay_ms);
+  if (req.body.simulate === 'outage') return error(503, 'unavailable', 'try again later', { 'Retry-After': '1' });
+  if (req.body.card === 'declined') {
+    return error(402, 'card_declined', `declined, trace ${crypto.randomUUID()}`);
+  }
+  const charge = { id: 'ch_' + crypto.randomBytes(8).toString('hex'), object: 'charge', amount, currency, captured: false, created: Date.now() };
+  charges.set(user + '/' + charge.id, charge);
+  return json(201, charge, { Location: `/v1/charges/${charge.id}` });
+}
+
+async function capture(user, req, id) {
+  const charge = charges.get(user + '/' + id);
+  if (!charge) return error(404, 'not_found', `no charge ${id}`);
+  const amount = req.body.amount ?? charge.amount;
+  if (!Number.isInteger(amount) || amount <= 0 || amount > charge.amount) {
+    return error(400, 'invalid_request', 'amount must be a positive integer up to the charge amount');
+  }
+  if (req.body.delay_ms) await sleep(req.body.delay_ms);
+  if (req.body.simulate === 'outage') return error(503, 'unavailable', 'try again later', { 'Retry-After': '1' });
+  if (charge.captured) return error(409, 'charge_already_captured', `charge ${id} is captured`);
+  charge.captured = true;
+  charge.amount_captured = amount;
+  return json(200, { ...charge, capture_id: 'cap_' + crypto.randomBytes(6).toString('hex') });
+}
+
+function renderAccount(a) {
+  return json(200, { id: a.id, object: 'account', nickname: a.nickname, limit: a.limit, version: a.version });
+}
+
+async function updateAccount(user, req) {
+  const { nickname, limit } = req.body;
+  if ((nickname !== undefined && typeof nickname !== 'string') || (limit !== undefined && !Number.isInteger(limit))) {
+    return error(400, 'invalid_request', 'nickname must be a string and limit an integer');
+  }
+  if (req.body.delay_ms) await sleep(req.body.delay_ms);
+  if (req.body.simulate === 'outage') return error(503, 'unavailable', 'try again later', { 'Retry-After': '1' });
+  const a = account(user);
+  if (nickname !== undefined) a.nickname = nickname;
+  if (limit !== undefined) a.limit = limit;
+  a.version++;
+  return renderAccount(a);
+}
+
+function route(method, path) {
+  if (method === 'POST' && path === '/v1/charges') return { op: createCharge };
+  let m = /^\/v1\/charges\/([A-Za-z0-9_]+)\/capture$/.exec(path);
+  if (method === 'POST' && m) return { op: (u, r) => capture(u, r, m[1]) };
+  if (method === 'PATCH' && path === '/v1/accounts/acct_1') return { op: updateAccount, update: true };
+  m = /^\/v1\/charges\/([A-Za-z0-9_]+)$/.exec(path);
+  if (method === 'GET' && m) return { read: (u) => { const c = charges.get(u + '/' + m[1]); return c ? json(200, c) : error(404, 'not_found', `no charge ${m[1]}`); } };
+  if (method === 'GET' && path === '/v1/accounts/acct_1') return { read: (u) => renderAccount(account(u)) };
+  return null;
+}
+
+function sweep(now) {
+  for (const [scope, rec] of records) {
+    if (rec.state === 'done' && now - rec.created >= TTL_MS) records.delete(scope);
+  }
+}
+
+// idempotent runs op under the request's key.
+async function idempotent(user, req, key, op, update) {
+  const scope = JSON.stringify([user, req.method, req.path, key]);
+  const fingerprint = crypto.createHash('sha256').update(req.method + ' ' + req.path + ' ' + canonical(req.body)).digest('hex');
+  const now = Date.now();
+  sweep(now);
+  const rec = records.get(scope);
+  if (rec && rec.fingerprint !== fingerprint) {
+    const body = { error: { code: 'idempotency_key_reused', message: 'this key was used with another request body' } };
+    if (DEFECT === 'conflict-leaks' && rec.answer) body.error.original = JSON.parse(rec.answer.body.toString() || 'null');
+    return json(422, body);
+  }
+  if (rec && rec.state === 'running') {
+    return error(409, 'idempotency_request_in_progress', 'a request with this key is in progress', { 'Retry-After': '1' });
+  }
+  if (rec) {
+    const replay = { ...rec.answer, headers: { ...rec.answer.headers, 'Idempotent-Replayed': 'true' } };
+    if (DEFECT === 'replay-current-state' && update) {
+      const now = renderAccount(account(user));
+      replay.body = now.body;
+    }
+    if (DEFECT !== 'replays-cookie') delete replay.headers['Set-Cookie'];
+    return replay;
+  }
+  const mine = { state: 'running', fingerprint, created: now };
+  records.set(scope, mine);
+  executions.set(key, (executions.get(key) || 0) + 1);
+  let answer;
+  try {
+    answer = await op(user, req);
+  } catch (e) {
+    records.delete(scope);
+    throw e;
+  }
+  if (answer.status >= 500) {
+    records.delete(scope); // nothing stored: a retry runs again
+    return answer;
+  }
+  answer.headers['Set-Cookie'] = `sid=${crypto.randomBytes(6).toString('hex')}; Expires=Wed, 21 Oct 2037 07:28:00 GMT; Path=/; HttpOnly`;
+  if (DEFECT === 'release-before-store') {
+    records.delete(scope);
+    await sleep(30);
+  }
+  records.set(scope, { ...mine, state: 'done', answer });
+  return answer;
+}
+
+async function handle(req) {
+  if (req.method === 'GET' && req.path === '/_test/executions') {
+    return json(200, { executions: executions.get(req.query.get('key')) || 0 });
+  }
+  const r = route(req.method, req.path);
+  if (!r) return error(404, 'not_found', `no route ${req.method} ${req.path}`);
+  const user = USERS[req.headers.authorization || ''];
+  if (!user) return error(401, 'unauthenticated', 'a valid bearer token is required', { 'WWW-Authenticate': 'Bearer' });
+  if (r.read) return r.read(user);
+  const keys = req.rawHeaders.filter((_, i) => i % 2 === 0 && req.rawHeaders[i].toLowerCase() === 'idempotency-key');
+  if (keys.length === 0) return error(400, 'idempotency_key_missing', 'this endpoint requires an Idempotency-Key header');
+  const key = req.headers['idempotency-key'];
+  if (keys.length > 1 || !KEY_RE.test(key)) {
+    return error(400, 'idempotency_key_invalid', 'the Idempotency-Key must be one token of 1 to 255 visible ASCII characters');
+  }
+  if (!(req.headers['content-type'] || '').startsWith('application/json')) {
+    return error(415, 'unsupported_media_type', 'send application/json');
+  }
+  try {
+    req.body = req.raw.length ? JSON.parse(req.raw) : {};
+  } catch {
+    return error(400, 'invalid_json', 'the body is not JSON');
+  }
+  if (!req.body || typeof req.body !== 'object' || Array.isArray(req.body)) return error(400, 'invalid_request', 'the body must be a JSON object');
+  return idempotent(user, req, key, r.op, r.update);
+}
+
+const server = http.createServer((req, res) => {
+  const chunks = [];
+  req.on('data', (c) => chunks.push(c));
+  req.on('end', async () => {
+    const u = new URL(req.url, 'http://localhost');
+    req.path = u.pathname;
+    req.query = u.searchParams;
+    req.raw = Buffer.concat(chunks).toString();
+    let answer;
+    try {
+      answer = await handle(req);
+    } catch (e) {
+      answer = error(500, 'internal', String(e));
+    }
+    if (res.destroyed) return;
+    res.writeHead(answer.status, { ...answer.headers, 'Content-Length': answer.body.length });
+    res.end(answer.body);
+  });
+});
+server.listen(Number(process.env.PORT || 0), '127.0.0.1', () => {
+  const a = server.address();
+  console.log(`listening ${a.address}:${a.port}`);
+});
+process.on('SIGTERM', () => server.close(() => process.exit(0)));
