@@ -2,7 +2,8 @@
 // Idempotency-Key layer, written without reading idemcheck's code. Its
 // legal choices differ from the reference's:
 //   - the key is a raw token (Stripe style), not an sf-string;
-//   - errors are plain JSON {"error":{"code","message"}}, not problem+json;
+//   - errors are plain JSON {"error":{"code","message","doc_url"}}, not
+//     problem+json: doc_url is the draft's link to documentation;
 //   - replays carry "Idempotent-Replayed: true";
 //   - the first answer sets a session cookie (with a comma in Expires) that
 //     a replay never repeats;
@@ -73,7 +74,7 @@ function json(status, body, headers = {}) {
 }
 
 function error(status, code, message, headers) {
-  return json(status, { error: { code, message } }, headers);
+  return json(status, { error: { code, message, doc_url: `https://docs.example.test/errors#${code}` } }, headers);
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, Math.min(ms, MAX_DELAY_MS)));
@@ -152,7 +153,7 @@ async function idempotent(user, req, key, op, update) {
   sweep(now);
   const rec = records.get(scope);
   if (rec && rec.fingerprint !== fingerprint) {
-    const body = { error: { code: 'idempotency_key_reused', message: 'this key was used with another request body' } };
+    const body = JSON.parse(error(422, 'idempotency_key_reused', 'this key was used with another request body').body);
     if (DEFECT === 'conflict-leaks' && rec.answer) body.error.original = JSON.parse(rec.answer.body.toString() || 'null');
     return json(422, body);
   }

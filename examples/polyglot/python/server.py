@@ -44,7 +44,7 @@ if DEFECT and DEFECT not in DEFECTS:
     print(f"DEFECT={DEFECT}: unknown; want one of {', '.join(sorted(DEFECTS))}", file=sys.stderr)
     sys.exit(2)
 
-USERS = {"u_alice:pw": "alice", "u_bob:pw": "bob"}  # X-User header
+USERS = {"u_alice": "alice", "u_bob": "bob"}  # X-Auth-Token header
 MAX_DELAY = 5.0
 # sf-string per RFC 8941 3.3.3: printable ASCII, with \" and \\ escapes.
 SF_STRING = re.compile(r'^"((?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\["\\])*)"$')
@@ -53,6 +53,7 @@ lock = threading.Lock()
 records = {}  # scope -> dict(state, fingerprint, done_at, answer)
 executions = {}  # key -> handler runs (any user, any endpoint): the oracle
 ids = {"orders": 0, "payments": 0}
+created = {}  # (user, table, id) -> the stored representation
 
 
 def parse_key(values):
@@ -101,7 +102,7 @@ def validate(table, body):
     return None
 
 
-def effect(table, body):
+def effect(user, table, body):
     if body.get("slow_ms"):
         time.sleep(min(body["slow_ms"] / 1000, MAX_DELAY))
     if body.get("outage"):
@@ -109,6 +110,8 @@ def effect(table, body):
     if body.get("declined"):
         return decline()
     doc = {f"{table[:-1]}_id": next_id(table), **{k: v for k, v in body.items() if k != "slow_ms"}, "state": "accepted"}
+    with lock:
+        created[(user, table, doc[f"{table[:-1]}_id"])] = doc
     status, headers, raw = ok(201, doc)
     headers["Location"] = f"/{table}/{doc[table[:-1] + '_id']}"
     return status, headers, raw
@@ -169,7 +172,15 @@ class Handler(BaseHTTPRequestHandler):
             with lock:
                 n = executions.get(key, 0)
             return self.send(ok(200, {"executions": n}))
-        self.send(problem(404, "not-found", f"no route GET {u.path}"))
+        m = re.fullmatch(r"/(orders|payments)/(\d+)", u.path)
+        user = USERS.get(self.headers.get("X-Auth-Token", ""))
+        if m and user is None:
+            return self.send(problem(401, "unauthenticated", "send X-Auth-Token"))
+        with lock:
+            doc = created.get((user, m.group(1), int(m.group(2)))) if m else None
+        if doc is None:
+            return self.send(problem(404, "not-found", f"nothing at GET {u.path}"))
+        self.send(ok(200, doc))
 
     def do_POST(self):
         length = int(self.headers.get("Content-Length") or 0)
@@ -178,9 +189,9 @@ class Handler(BaseHTTPRequestHandler):
         table = {"/orders": "orders", "/payments": "payments"}.get(u.path)
         if table is None:
             return self.send(problem(404, "not-found", f"no route POST {u.path}"))
-        user = USERS.get(self.headers.get("X-User", ""))
+        user = USERS.get(self.headers.get("X-Auth-Token", ""))
         if user is None:
-            return self.send(problem(401, "unauthenticated", "send X-User"))
+            return self.send(problem(401, "unauthenticated", "send X-Auth-Token"))
         key, bad = parse_key(self.headers.get_all("Idempotency-Key"))
         if bad:
             return self.send(problem(400, "invalid-idempotency-key", bad))
@@ -194,7 +205,7 @@ class Handler(BaseHTTPRequestHandler):
         if invalid:
             return self.send(invalid)
         if key is None:  # the key is optional: no key, no protection
-            return self.send(effect(table, body))
+            return self.send(effect(user, table, body))
         lookup = key.lower() if DEFECT == "folds-case" else key
         scope = json.dumps([user, "POST", u.path, lookup])
         fingerprint = hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
@@ -204,7 +215,7 @@ class Handler(BaseHTTPRequestHandler):
         with lock:
             executions[key] = executions.get(key, 0) + 1
         try:
-            answer = effect(table, body)
+            answer = effect(user, table, body)
         except Exception as e:  # noqa: BLE001 - the key must not stay claimed
             with lock:
                 records.pop(scope, None)
@@ -217,9 +228,15 @@ class Handler(BaseHTTPRequestHandler):
         self.send(answer)
 
 
+class Server(ThreadingHTTPServer):
+    # socketserver's default backlog of 5 drops or resets a burst of
+    # connections opened together.
+    request_queue_size = 128
+    daemon_threads = True
+
+
 def main():
-    srv = ThreadingHTTPServer(("127.0.0.1", int(os.environ.get("PORT", "0"))), Handler)
-    srv.daemon_threads = True
+    srv = Server(("127.0.0.1", int(os.environ.get("PORT", "0"))), Handler)
     print(f"listening 127.0.0.1:{srv.server_address[1]}", flush=True)
     srv.serve_forever()
 

@@ -1,0 +1,93 @@
+package polyglot
+
+import (
+	"context"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/idemcheck/idemcheck/apispec"
+	"github.com/idemcheck/idemcheck/initconfig"
+	"github.com/idemcheck/idemcheck/scenarios"
+)
+
+// probed is one endpoint a newcomer points `idemcheck init --probe` at.
+type probed struct {
+	name, lang    string
+	method, path  string
+	body          string
+	headers       []string
+	tokens        [2]string // IDEMCHECK_TOKEN_1 and _2
+	syntax        apispec.KeySyntax
+	oracle        string // the evidence block the newcomer adds (docs/evidence.md)
+	pending       map[string]string
+	pendingSyntax string // why init's key syntax is known to be wrong today
+}
+
+var probes = []probed{
+	{name: "node-charges", lang: "node", method: "POST", path: "/v1/charges", body: `{"amount":1200,"currency":"eur"}`,
+		headers: []string{"Authorization: Bearer tok_alice", "Content-Type: application/json"}, tokens: [2]string{"tok_alice", "tok_bob"},
+		syntax: apispec.Raw, oracle: "oracle:\n  url: /_test/executions?key={key}\n  pointer: /executions\n"},
+	{name: "node-accounts", lang: "node", method: "PATCH", path: "/v1/accounts/acct_1", body: `{"nickname":"savings","limit":500}`,
+		headers: []string{"Authorization: Bearer tok_alice", "Content-Type: application/json"}, tokens: [2]string{"tok_alice", "tok_bob"},
+		syntax: apispec.Raw, oracle: "oracle:\n  url: /_test/executions?key={key}\n  pointer: /executions\n",
+		// FALSE GUESS (initconfig/probe_learn.go learnSyntax): the bare
+		// form of the quoted key answered version 4 where the quoted key's
+		// answer had version 2, a fresh execution; init read the shared
+		// id "acct_1" as a replay and chose sf-string. The run then sends
+		// quoted keys to a raw-token API: the oracle never sees them, and
+		// the sf-string cases judge quotes the API keeps as key bytes.
+		pendingSyntax: "an update's answers share their id: equal ids are no replay",
+		pending: map[string]string{
+			"syntax/empty-key":           `follows from the wrong key syntax: "" is a 2-byte raw key`,
+			"syntax/malformed-sf-string": "follows from the wrong key syntax: a raw API has no sf-string to malform",
+		}},
+	{name: "python-orders", lang: "python", method: "POST", path: "/orders", body: `{"item":"book","qty":2}`,
+		headers: []string{"X-Auth-Token: u_alice", "Content-Type: application/json"}, tokens: [2]string{"u_alice", "u_bob"},
+		syntax: apispec.SFString, oracle: "oracle:\n  url: /debug/executions?key={key}\n  pointer: /executions\n"},
+}
+
+var ttlTODO = regexp.MustCompile(`(?m)^# ttl: .*$`)
+
+// TestInitProbe writes each endpoint's config with `init --probe`, makes
+// only the edits getting-started.md asks for (the TTL, the two users'
+// secrets, an evidence source) and runs the catalog under --strict: a
+// correct server must get no fail and no warn.
+func TestInitProbe(t *testing.T) {
+	for _, p := range probes {
+		t.Run(p.name, func(t *testing.T) {
+			base := start(t, build{name: p.name, lang: p.lang}, 3*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			out, err := initconfig.Probe(ctx, initconfig.ProbeOptions{URL: base + p.path, Method: p.method, Body: p.body,
+				Headers: p.headers, Command: "idemcheck init --probe"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Setenv("IDEMCHECK_TOKEN_1", p.tokens[0])
+			t.Setenv("IDEMCHECK_TOKEN_2", p.tokens[1])
+			edited := append(ttlTODO.ReplaceAll(out, []byte("ttl: 3s")), "\n"+p.oracle...)
+			tg, profile, err := apispec.ParseConfig(edited)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, edited)
+			}
+			switch {
+			case tg.KeySyntax != p.syntax && p.pendingSyntax != "":
+				t.Logf("PENDING false guess: key_syntax %s, the server's is %s (%s)", tg.KeySyntax, p.syntax, p.pendingSyntax)
+			case tg.KeySyntax != p.syntax:
+				t.Errorf("init learnt key_syntax %s; the server's is %s\n%s", tg.KeySyntax, p.syntax, out)
+			case p.pendingSyntax != "":
+				t.Errorf("init now learns key_syntax %s: remove pendingSyntax", p.syntax)
+			}
+			rep, err := scenarios.Run(ctx, tg, profile, scenarios.RunOptions{Strict: true})
+			if err != nil {
+				t.Fatalf("%v\n%s", err, edited)
+			}
+			b := build{name: p.name, pending: p.pending}
+			b.judge(t, rep)
+			if t.Failed() {
+				t.Logf("the config run:\n%s", edited)
+			}
+		})
+	}
+}
