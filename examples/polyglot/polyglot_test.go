@@ -30,6 +30,10 @@ type build struct {
 	// instance must fail, or warn: the run is strict, where an unmet
 	// SHOULD fails it (exit 1) as a failed MUST does.
 	catches []string
+	// refusal: when set, the engine may refuse the config at its start
+	// with an error containing this (a config error, exit 2), which is
+	// no verdict on the server.
+	refusal string
 	// pending: case IDs whose verdict is known to be wrong in the engine
 	// today, each with why (a false fail or warn on a correct build, a
 	// missed defect on a broken one). Such a verdict is logged, not
@@ -41,6 +45,19 @@ type build struct {
 var builds = []build{
 	{name: "node", lang: "node", config: "node.yaml"},
 	{name: "python", lang: "python", config: "python.yaml"},
+	// FALSE VERDICTS (issue 37 point 1): every answer of the PATCH has
+	// id acct_1, and the judging reads equal ids as a replay or a leak
+	// (scenarios/compare.go, scenarios/scope.go); the start check exempts
+	// PATCH (scenarios/calibrate.go). Refusing the pointer at the start
+	// is a right answer too.
+	{name: "node-id-pointer", lang: "node", config: "node-id-pointer.yaml", refusal: "id_pointer",
+		pending: map[string]string{
+			"scope/other-user-isolated":      "bob's own execution answers acct_1 too: read as alice's response leaked",
+			"scope/other-user-in-flight":     "as scope/other-user-isolated",
+			"security/cross-principal-guess": "as scope/other-user-isolated",
+			"scope/case-sensitive":           "two keys differing in case both answer acct_1 (versions differ): read as one key",
+			"security/hostile-keys":          "a wildcard key's own execution answers acct_1: read as the stored key's replay",
+		}},
 
 	{name: "node-release-before-store", lang: "node", defect: "release-before-store", config: "node.yaml",
 		only:    []string{"concurrent/**", "lost/**", "replay/**"},
@@ -199,6 +216,10 @@ func (b build) check(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	rep, err := scenarios.Run(ctx, tg, profile, scenarios.RunOptions{Run: b.only, Strict: true})
+	if err != nil && b.refusal != "" && strings.Contains(err.Error(), b.refusal) {
+		t.Logf("the config is refused at the start, no verdict: %v", err)
+		return
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
