@@ -16,10 +16,12 @@
 //
 // Env: PORT (default 0: any free port; the bound address is printed as
 // "listening 127.0.0.1:PORT"), TTL_MS (default 3000), DEFECT (a broken
-// build, see DEFECTS below).
+// build, see DEFECTS below), H2C=1 (serve cleartext HTTP/2 only, with prior
+// knowledge, as gRPC-era gateways do; HTTP/1.1 is refused).
 'use strict';
 
 const http = require('node:http');
+const http2 = require('node:http2');
 const crypto = require('node:crypto');
 
 const TTL_MS = Number(process.env.TTL_MS || 3000);
@@ -219,7 +221,7 @@ async function handle(req) {
   return idempotent(user, req, key, r.op, r.update);
 }
 
-const server = http.createServer((req, res) => {
+const serve = (req, res) => {
   const chunks = [];
   req.on('data', (c) => chunks.push(c));
   req.on('end', async () => {
@@ -233,11 +235,12 @@ const server = http.createServer((req, res) => {
     } catch (e) {
       answer = error(500, 'internal', String(e));
     }
-    if (res.destroyed) return;
+    if (res.destroyed || res.stream?.destroyed) return; // the client hung up
     res.writeHead(answer.status, { ...answer.headers, 'Content-Length': answer.body.length });
     res.end(answer.body);
   });
-});
+};
+const server = process.env.H2C === '1' ? http2.createServer(serve) : http.createServer(serve);
 server.listen(Number(process.env.PORT || 0), '127.0.0.1', () => {
   const a = server.address();
   console.log(`listening ${a.address}:${a.port}`);
