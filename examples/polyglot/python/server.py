@@ -15,7 +15,9 @@ choices differ from the reference's:
 
 Env: PORT (default 0; the bound address is printed as "listening
 127.0.0.1:PORT"), TTL_MS (default 3000), DEFECT (a broken build, see
-DEFECTS).
+DEFECTS), CHOICE=no-fingerprint (another legal build: no request
+fingerprint at all, as Worldline and Qonto document; a reused key replays
+its stored answer whatever the body).
 """
 
 import hashlib
@@ -40,6 +42,10 @@ DEFECTS = {
     # A stored decline is rebuilt on replay with a new trace id.
     "declines-rebuilt",
 }
+CHOICE = os.environ.get("CHOICE", "")
+if CHOICE not in ("", "no-fingerprint"):
+    print(f"CHOICE={CHOICE}: unknown; want no-fingerprint", file=sys.stderr)
+    sys.exit(2)
 if DEFECT and DEFECT not in DEFECTS:
     print(f"DEFECT={DEFECT}: unknown; want one of {', '.join(sorted(DEFECTS))}", file=sys.stderr)
     sys.exit(2)
@@ -137,7 +143,7 @@ def claim(scope, fingerprint):
         if rec is None:
             records[scope] = {"state": "running", "fingerprint": fingerprint}
             return None, True
-    if rec["fingerprint"] != fingerprint:
+    if rec["fingerprint"] != fingerprint and CHOICE != "no-fingerprint":
         return problem(409, "key-reused", "this Idempotency-Key was used with another request"), False
     if rec["state"] == "running":
         return problem(409, "request-in-progress", "a request with this key is still running", {"Retry-After": "1"}), False
