@@ -37,6 +37,11 @@ const DEFECTS = {
   'conflict-leaks': true,
   // A replay repeats the first answer's Set-Cookie.
   'replays-cookie': true,
+  // When the client hangs up while the handler runs, the handler's
+  // effect stays but its answer is not stored and the claim is released
+  // (a cancelled request context, fullstackhero/dotnet-starter-kit
+  // PR #1333): the retry executes again.
+  'cancelled-result-write': true,
 };
 if (DEFECT && !DEFECTS[DEFECT]) {
   console.error(`DEFECT=${DEFECT}: unknown; want one of ${Object.keys(DEFECTS).join(', ')}`);
@@ -148,7 +153,7 @@ function sweep(now) {
 }
 
 // idempotent runs op under the request's key.
-async function idempotent(user, req, key, op, update) {
+async function idempotent(user, req, key, op, update, gone) {
   const scope = JSON.stringify([user, req.method, req.path, key]);
   const fingerprint = crypto.createHash('sha256').update(req.method + ' ' + req.path + ' ' + canonical(req.body)).digest('hex');
   const now = Date.now();
@@ -181,7 +186,7 @@ async function idempotent(user, req, key, op, update) {
     records.delete(scope);
     throw e;
   }
-  if (answer.status >= 500) {
+  if (answer.status >= 500 || (DEFECT === 'cancelled-result-write' && gone())) {
     records.delete(scope); // nothing stored: a retry runs again
     return answer;
   }
@@ -194,7 +199,7 @@ async function idempotent(user, req, key, op, update) {
   return answer;
 }
 
-async function handle(req) {
+async function handle(req, gone) {
   if (req.method === 'GET' && req.path === '/_test/executions') {
     return json(200, { executions: executions.get(req.query.get('key')) || 0 });
   }
@@ -218,10 +223,12 @@ async function handle(req) {
     return error(400, 'invalid_json', 'the body is not JSON');
   }
   if (!req.body || typeof req.body !== 'object' || Array.isArray(req.body)) return error(400, 'invalid_request', 'the body must be a JSON object');
-  return idempotent(user, req, key, r.op, r.update);
+  return idempotent(user, req, key, r.op, r.update, gone);
 }
 
 const serve = (req, res) => {
+  let hungUp = false;
+  res.on('close', () => { hungUp = !res.writableFinished; });
   const chunks = [];
   req.on('data', (c) => chunks.push(c));
   req.on('end', async () => {
@@ -231,7 +238,7 @@ const serve = (req, res) => {
     req.raw = Buffer.concat(chunks).toString();
     let answer;
     try {
-      answer = await handle(req);
+      answer = await handle(req, () => hungUp);
     } catch (e) {
       answer = error(500, 'internal', String(e));
     }

@@ -41,6 +41,10 @@ DEFECTS = {
     "check-then-insert",
     # A stored decline is rebuilt on replay with a new trace id.
     "declines-rebuilt",
+    # An expired record is found, then (2 ms later, outside the lock)
+    # replaced by a new claim without checking: retries at expiry execute
+    # more than once.
+    "racy-expiry",
 }
 CHOICE = os.environ.get("CHOICE", "")
 if CHOICE not in ("", "no-fingerprint"):
@@ -130,6 +134,14 @@ def sweep(now):
 
 def claim(scope, fingerprint):
     """Returns (answer or None, won)."""
+    if DEFECT == "racy-expiry":
+        with lock:
+            rec = records.get(scope)
+        if rec and rec["state"] == "done" and time.monotonic() - rec["done_at"] >= TTL:
+            time.sleep(0.002)
+            with lock:
+                records[scope] = {"state": "running", "fingerprint": fingerprint}
+            return None, True
     with lock:
         sweep(time.monotonic())
         rec = records.get(scope)
