@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/scenarios"
 )
@@ -62,6 +64,7 @@ var builds = []build{
 		pending: map[string]string{
 			"mismatch/repeat-fails-again": "inconclusive (exit 5) on a choice the profile names: it should not apply",
 		}},
+	{name: "node-fresh-cookie", lang: "node", choice: "fresh-cookie", config: "node.yaml"},
 	{name: "node-h2c", lang: "node", config: "node-h2c.yaml", h2c: true,
 		pending: map[string]string{
 			"concurrent/same-key-burst": "0 executions, statuses error×32: the burst spoke HTTP/1.1 to an h2c-only server",
@@ -321,3 +324,5 @@ func (b build) judge(t *testing.T, rep *scenarios.Report) {
 		}
 	}
 }
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

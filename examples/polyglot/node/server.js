@@ -16,7 +16,9 @@
 //
 // Env: PORT (default 0: any free port; the bound address is printed as
 // "listening 127.0.0.1:PORT"), TTL_MS (default 3000), DEFECT (a broken
-// build, see DEFECTS below), H2C=1 (serve cleartext HTTP/2 only, with prior
+// build, see DEFECTS below), CHOICE=fresh-cookie (another legal build:
+// every answer, a replay too, sets a session cookie of its own, as
+// rolling sessions do; a replay never repeats the original's), H2C=1 (serve cleartext HTTP/2 only, with prior
 // knowledge, as gRPC-era gateways do; HTTP/1.1 is refused).
 'use strict';
 
@@ -26,6 +28,11 @@ const crypto = require('node:crypto');
 
 const TTL_MS = Number(process.env.TTL_MS || 3000);
 const DEFECT = process.env.DEFECT || '';
+const CHOICE = process.env.CHOICE || '';
+if (!['', 'fresh-cookie'].includes(CHOICE)) {
+  console.error(`CHOICE=${CHOICE}: unknown; want fresh-cookie`);
+  process.exit(2);
+}
 const DEFECTS = {
   // The claim is dropped when the handler returns and the answer is
   // stored a moment later: a retry in that gap executes again.
@@ -146,6 +153,11 @@ function route(method, path) {
   return null;
 }
 
+// sessionCookie is a new session, with the comma an Expires date holds.
+function sessionCookie() {
+  return `sid=${crypto.randomBytes(6).toString('hex')}; Expires=Wed, 21 Oct 2037 07:28:00 GMT; Path=/; HttpOnly`;
+}
+
 function sweep(now) {
   for (const [scope, rec] of records) {
     if (rec.state === 'done' && now - rec.created >= TTL_MS) records.delete(scope);
@@ -174,6 +186,7 @@ async function idempotent(user, req, key, op, update, gone) {
       replay.body = now.body;
     }
     if (DEFECT !== 'replays-cookie') delete replay.headers['Set-Cookie'];
+    if (CHOICE === 'fresh-cookie') replay.headers['Set-Cookie'] = sessionCookie();
     return replay;
   }
   const mine = { state: 'running', fingerprint, created: now };
@@ -190,7 +203,7 @@ async function idempotent(user, req, key, op, update, gone) {
     records.delete(scope); // nothing stored: a retry runs again
     return answer;
   }
-  answer.headers['Set-Cookie'] = `sid=${crypto.randomBytes(6).toString('hex')}; Expires=Wed, 21 Oct 2037 07:28:00 GMT; Path=/; HttpOnly`;
+  answer.headers['Set-Cookie'] = sessionCookie();
   if (DEFECT === 'release-before-store') {
     records.delete(scope);
     await sleep(30);
