@@ -64,6 +64,7 @@ var builds = []build{
 		pending: map[string]string{
 			"mismatch/repeat-fails-again": "inconclusive (exit 5) on a choice the profile names: it should not apply",
 		}},
+	{name: "node-global-missing", lang: "node", config: "node-global.yaml", only: []string{"missing/**"}},
 	{name: "node-fresh-cookie", lang: "node", choice: "fresh-cookie", config: "node.yaml"},
 	{name: "node-h2c", lang: "node", config: "node-h2c.yaml", h2c: true,
 		pending: map[string]string{
@@ -96,6 +97,9 @@ var builds = []build{
 		only:    []string{"replay/**"},
 		catches: []string{"replay/no-credentials"}},
 
+	{name: "node-missing-executes", lang: "node", defect: "missing-executes", config: "node-global.yaml",
+		only:    []string{"missing/**"},
+		catches: []string{"missing/rejected"}},
 	{name: "node-cancelled-result-write", lang: "node", defect: "cancelled-result-write", config: "node.yaml",
 		only:    []string{"lost/**"},
 		catches: []string{"lost/client-hangup"},
