@@ -15,9 +15,10 @@ choices differ from the reference's:
 
 Env: PORT (default 0; the bound address is printed as "listening
 127.0.0.1:PORT"), TTL_MS (default 3000), DEFECT (a broken build, see
-DEFECTS), CHOICE=no-fingerprint (another legal build: no request
+DEFECTS), CHOICE (another legal build): no-fingerprint (no request
 fingerprint at all, as Worldline and Qonto document; a reused key replays
-its stored answer whatever the body).
+its stored answer whatever the body), http10 (http.server's default
+HTTP/1.0: one request per connection, closed after the answer).
 """
 
 import hashlib
@@ -47,8 +48,8 @@ DEFECTS = {
     "racy-expiry",
 }
 CHOICE = os.environ.get("CHOICE", "")
-if CHOICE not in ("", "no-fingerprint"):
-    print(f"CHOICE={CHOICE}: unknown; want no-fingerprint", file=sys.stderr)
+if CHOICE not in ("", "no-fingerprint", "http10"):
+    print(f"CHOICE={CHOICE}: unknown; want no-fingerprint or http10", file=sys.stderr)
     sys.exit(2)
 if DEFECT and DEFECT not in DEFECTS:
     print(f"DEFECT={DEFECT}: unknown; want one of {', '.join(sorted(DEFECTS))}", file=sys.stderr)
@@ -166,7 +167,7 @@ def claim(scope, fingerprint):
 
 
 class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+    protocol_version = "HTTP/1.0" if CHOICE == "http10" else "HTTP/1.1"
 
     def log_message(self, *args):
         pass
