@@ -67,6 +67,7 @@ var builds = []build{
 	{name: "node-global-missing", lang: "node", config: "node-global.yaml", only: []string{"missing/**"}},
 	{name: "node-fresh-cookie", lang: "node", choice: "fresh-cookie", config: "node.yaml"},
 	{name: "python-http10", lang: "python", choice: "http10", config: "python.yaml"},
+	{name: "python-mismatch-400", lang: "python", choice: "mismatch-400", config: "python-mismatch-400.yaml"},
 	{name: "node-h2c", lang: "node", config: "node-h2c.yaml", h2c: true,
 		pending: map[string]string{
 			"concurrent/same-key-burst": "0 executions, statuses error×32: the burst spoke HTTP/1.1 to an h2c-only server",

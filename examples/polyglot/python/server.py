@@ -18,7 +18,9 @@ Env: PORT (default 0; the bound address is printed as "listening
 DEFECTS), CHOICE (another legal build): no-fingerprint (no request
 fingerprint at all, as Worldline and Qonto document; a reused key replays
 its stored answer whatever the body), http10 (http.server's default
-HTTP/1.0: one request per connection, closed after the answer).
+HTTP/1.0: one request per connection, closed after the answer),
+mismatch-400 (Stripe's idempotency_error: a reused key with another body
+gets 400, the status of a validation error too).
 """
 
 import hashlib
@@ -48,8 +50,8 @@ DEFECTS = {
     "racy-expiry",
 }
 CHOICE = os.environ.get("CHOICE", "")
-if CHOICE not in ("", "no-fingerprint", "http10"):
-    print(f"CHOICE={CHOICE}: unknown; want no-fingerprint or http10", file=sys.stderr)
+if CHOICE not in ("", "no-fingerprint", "http10", "mismatch-400"):
+    print(f"CHOICE={CHOICE}: unknown; want no-fingerprint, http10 or mismatch-400", file=sys.stderr)
     sys.exit(2)
 if DEFECT and DEFECT not in DEFECTS:
     print(f"DEFECT={DEFECT}: unknown; want one of {', '.join(sorted(DEFECTS))}", file=sys.stderr)
@@ -157,7 +159,8 @@ def claim(scope, fingerprint):
             records[scope] = {"state": "running", "fingerprint": fingerprint}
             return None, True
     if rec["fingerprint"] != fingerprint and CHOICE != "no-fingerprint":
-        return problem(409, "key-reused", "this Idempotency-Key was used with another request"), False
+        status = 400 if CHOICE == "mismatch-400" else 409
+        return problem(status, "key-reused", "this Idempotency-Key was used with another request"), False
     if rec["state"] == "running":
         return problem(409, "request-in-progress", "a request with this key is still running", {"Retry-After": "1"}), False
     status, headers, raw = rec["answer"]
