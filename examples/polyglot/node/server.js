@@ -51,6 +51,9 @@ const DEFECTS = {
   'cancelled-result-write': true,
   // A request without a key is executed, then answered 400.
   'missing-executes': true,
+  // The fingerprint covers the amount (or limit) alone: another currency
+  // or nickname under a used key gets the stored answer.
+  'partial-fingerprint': true,
 };
 if (DEFECT && !DEFECTS[DEFECT]) {
   console.error(`DEFECT=${DEFECT}: unknown; want one of ${Object.keys(DEFECTS).join(', ')}`);
@@ -170,7 +173,8 @@ function sweep(now) {
 // idempotent runs op under the request's key.
 async function idempotent(user, req, key, op, update, gone) {
   const scope = JSON.stringify([user, req.method, req.path, key]);
-  const fingerprint = crypto.createHash('sha256').update(req.method + ' ' + req.path + ' ' + canonical(req.body)).digest('hex');
+  const fingerprinted = DEFECT === 'partial-fingerprint' ? { amount: req.body.amount, limit: req.body.limit } : req.body;
+  const fingerprint = crypto.createHash('sha256').update(req.method + ' ' + req.path + ' ' + canonical(fingerprinted)).digest('hex');
   const now = Date.now();
   sweep(now);
   const rec = records.get(scope);

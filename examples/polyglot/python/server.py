@@ -44,6 +44,9 @@ DEFECTS = {
     "check-then-insert",
     # A stored decline is rebuilt on replay with a new trace id.
     "declines-rebuilt",
+    # Keys are scoped to the endpoint, not to the user: bob reusing
+    # alice's key gets alice's answer.
+    "shared-scope",
     # An expired record is found, then (2 ms later, outside the lock)
     # replaced by a new claim without checking: retries at expiry execute
     # more than once.
@@ -229,7 +232,7 @@ class Handler(BaseHTTPRequestHandler):
         if key is None:  # the key is optional: no key, no protection
             return self.send(effect(user, table, body))
         lookup = key.lower() if DEFECT == "folds-case" else key
-        scope = json.dumps([user, "POST", u.path, lookup])
+        scope = json.dumps(["*" if DEFECT == "shared-scope" else user, "POST", u.path, lookup])
         fingerprint = hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
         answer, won = claim(scope, fingerprint)
         if not won:
