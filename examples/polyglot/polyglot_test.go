@@ -49,10 +49,6 @@ type build struct {
 var builds = []build{
 	{name: "node", lang: "node", config: "node.yaml"},
 	{name: "python", lang: "python", config: "python.yaml"},
-	// FALSE VERDICT (issue 37 point 2): under http2 the last-byte burst
-	// still goes out over HTTP/1.1 (wire/lastbyte_h2.go), which an
-	// h2c-only server cannot answer: every request is a transport error,
-	// judged as the API's answer.
 	// FALSE "NOT ENOUGH EVIDENCE" (issue 33 point 7): with no fingerprint,
 	// declared as stale_replay_on_mismatch: yes, a changed body gets the
 	// stored answer, so the MUST mismatch/repeat-fails-again has no
@@ -68,10 +64,10 @@ var builds = []build{
 	{name: "node-fresh-cookie", lang: "node", choice: "fresh-cookie", config: "node.yaml"},
 	{name: "python-http10", lang: "python", choice: "http10", config: "python.yaml"},
 	{name: "python-mismatch-400", lang: "python", choice: "mismatch-400", config: "python-mismatch-400.yaml"},
-	{name: "node-h2c", lang: "node", config: "node-h2c.yaml", h2c: true,
-		pending: map[string]string{
-			"concurrent/same-key-burst": "0 executions, statuses error×32: the burst spoke HTTP/1.1 to an h2c-only server",
-		}},
+	// issue 37 point 2: under http2 every burst speaks HTTP/2 to this
+	// h2c-only server (it went out over HTTP/1.1 before: every request a
+	// transport error, judged as the API's answer).
+	{name: "node-h2c", lang: "node", config: "node-h2c.yaml", h2c: true},
 	// FALSE VERDICTS (issue 37 point 1): every answer of the PATCH has
 	// id acct_1, and the judging reads equal ids as a replay or a leak
 	// (scenarios/compare.go, scenarios/scope.go); the start check exempts
