@@ -51,6 +51,10 @@ const DEFECTS = {
   'cancelled-result-write': true,
   // A request without a key is executed, then answered 400.
   'missing-executes': true,
+  // A replay sends each stored header value split at its commas, one
+  // field line per piece (gofiber/fiber PR #4693): the receipt's
+  // Content-Disposition filename breaks.
+  'splits-headers': true,
   // The fingerprint covers the amount (or limit) alone: another currency
   // or nickname under a used key gets the stored answer.
   'partial-fingerprint': true,
@@ -112,7 +116,7 @@ async function createCharge(user, req) {
   }
   const charge = { id: 'ch_' + crypto.randomBytes(8).toString('hex'), object: 'charge', amount, currency, captured: false, created: Date.now() };
   charges.set(user + '/' + charge.id, charge);
-  return json(201, charge, { Location: `/v1/charges/${charge.id}` });
+  return json(201, charge, { Location: `/v1/charges/${charge.id}`, 'Content-Disposition': `inline; filename="receipt ${charge.id}, ${currency}.json"` });
 }
 
 async function capture(user, req, id) {
@@ -194,6 +198,11 @@ async function idempotent(user, req, key, op, update, gone) {
     }
     if (DEFECT !== 'replays-cookie') delete replay.headers['Set-Cookie'];
     if (CHOICE === 'fresh-cookie') replay.headers['Set-Cookie'] = sessionCookie();
+    if (DEFECT === 'splits-headers') {
+      for (const [k, v] of Object.entries(replay.headers)) {
+        if (typeof v === 'string' && v.includes(', ')) replay.headers[k] = v.split(', ');
+      }
+    }
     return replay;
   }
   const mine = { state: 'running', fingerprint, created: now };
