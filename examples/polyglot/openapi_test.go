@@ -2,17 +2,12 @@ package polyglot
 
 import (
 	"context"
-	"regexp"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/initconfig"
-	"github.com/idemcheck/idemcheck/scenarios"
 )
-
-var baseURLLine = regexp.MustCompile(`(?m)^base_url: .*$`)
 
 // TestInitOpenAPI writes the Node server's config from its OpenAPI
 // document (node/openapi.yaml, written as its team would) with `init
@@ -42,25 +37,12 @@ func TestInitOpenAPI(t *testing.T) {
 	}
 	t.Setenv("IDEMCHECK_TOKEN_1", "tok_alice")
 	t.Setenv("IDEMCHECK_TOKEN_2", "tok_bob")
-	edited := ttlTODO.ReplaceAll(out, []byte("ttl: 3s"))
-	edited = baseURLLine.ReplaceAll(edited, []byte("base_url: "+base))
-	edited = append(edited, "\noracle:\n  url: /_test/executions?key={key}\n  pointer: /executions\n"...)
+	edited := newcomerEdits(out, base, "oracle:\n  url: /_test/executions?key={key}\n  pointer: /executions\n")
 	tg, profile, err := apispec.ParseConfig(edited)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, edited)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	rep, err := scenarios.Run(ctx, tg, profile, scenarios.RunOptions{Strict: true})
-	if err != nil && strings.Contains(err.Error(), b.refusal) {
-		t.Logf("PENDING: the run stops at its start, no verdict: %v", err)
-		return
-	}
-	if err != nil {
-		t.Fatalf("%v\n%s", err, edited)
-	}
-	b.judge(t, rep)
-	if t.Failed() {
-		t.Logf("the config run:\n%s", edited)
-	}
+	b.runConfig(ctx, t, tg, profile, edited)
 }

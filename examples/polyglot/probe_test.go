@@ -69,7 +69,39 @@ var probes = []probed{
 		syntax: apispec.SFString, oracle: "oracle:\n  url: /debug/executions?key={key}\n  pointer: /executions\n"},
 }
 
-var ttlTODO = regexp.MustCompile(`(?m)^# ttl: .*$`)
+var (
+	ttlTODO     = regexp.MustCompile(`(?m)^# ttl: .*$`)
+	baseURLLine = regexp.MustCompile(`(?m)^base_url: .*$`)
+)
+
+// newcomerEdits makes the edits getting-started.md asks for in a config
+// init wrote: the TTL (the servers keep keys 3 s), the evidence source and,
+// when base is set, the base URL.
+func newcomerEdits(out []byte, base, oracle string) []byte {
+	edited := ttlTODO.ReplaceAll(out, []byte("ttl: 3s"))
+	if base != "" {
+		edited = baseURLLine.ReplaceAll(edited, []byte("base_url: "+base))
+	}
+	return append(edited, "\n"+oracle...)
+}
+
+// runConfig runs the catalog under --strict with a config init wrote and
+// judges the correct build's report, showing the config when it fails.
+func (b build) runConfig(ctx context.Context, t *testing.T, tg *apispec.Target, profile *apispec.Profile, edited []byte) {
+	t.Helper()
+	rep, err := scenarios.Run(ctx, tg, profile, scenarios.RunOptions{Strict: true})
+	if err != nil && b.refusal != "" && strings.Contains(err.Error(), b.refusal) {
+		t.Logf("PENDING: the run stops at its start, no verdict: %v", err)
+		return
+	}
+	if err != nil {
+		t.Fatalf("%v\n%s", err, edited)
+	}
+	b.judge(t, rep)
+	if t.Failed() {
+		t.Logf("the config run:\n%s", edited)
+	}
+}
 
 // createCharge makes a charge on the Node server, as a newcomer would with
 // curl before probing its capture, and returns its id.
@@ -115,7 +147,7 @@ func TestInitProbe(t *testing.T) {
 			}
 			t.Setenv("IDEMCHECK_TOKEN_1", p.tokens[0])
 			t.Setenv("IDEMCHECK_TOKEN_2", p.tokens[1])
-			edited := append(ttlTODO.ReplaceAll(out, []byte("ttl: 3s")), "\n"+p.oracle...)
+			edited := newcomerEdits(out, "", p.oracle)
 			tg, profile, err := apispec.ParseConfig(edited)
 			if err != nil {
 				t.Fatalf("%v\n%s", err, edited)
@@ -139,15 +171,7 @@ func TestInitProbe(t *testing.T) {
 			if p.setup {
 				return
 			}
-			rep, err := scenarios.Run(ctx, tg, profile, scenarios.RunOptions{Strict: true})
-			if err != nil {
-				t.Fatalf("%v\n%s", err, edited)
-			}
-			b := build{name: p.name, pending: p.pending}
-			b.judge(t, rep)
-			if t.Failed() {
-				t.Logf("the config run:\n%s", edited)
-			}
+			build{name: p.name, pending: p.pending}.runConfig(ctx, t, tg, profile, edited)
 		})
 	}
 }
