@@ -15,21 +15,17 @@ import (
 // the two users' secrets, an evidence source, the base URL) and runs the
 // catalog under --strict: no fail, no warn.
 func TestInitOpenAPI(t *testing.T) {
-	b := build{name: "node-openapi", lang: "node",
-		// On main today init writes the capture with the document's
-		// example charge id, which does not exist: the run stops at its
-		// start (exit 4, no verdict). init --openapi's setup: proposal
-		// (issue 33 point 2) makes each key's charge.
-		refusal: "the normal request does not succeed",
-		pending: map[string]string{
-			// init guesses id_pointer /id on the PATCH (every answer is
-			// acct_1): issue 37 point 1, as node-id-pointer.
-			"scope/other-user-isolated":      "the PATCH's shared id read as a leak",
-			"scope/other-user-in-flight":     "the PATCH's shared id read as a leak",
-			"security/cross-principal-guess": "the PATCH's shared id read as a leak",
-			"scope/case-sensitive":           "the PATCH's shared id read as one key",
-			"security/hostile-keys":          "the PATCH's shared id read as a replay",
-		}}
+	pending := map[string]string{
+		// init guesses the mutation amount 1201 for the capture; the
+		// setup's charge is 1200 and the API refuses to capture more (400),
+		// which the schema does not say: a guess to check.
+		"security/cross-principal-guess": "init's mutation amount 1201 exceeds the setup's charge: 400",
+	}
+	for id, why := range actionFalseVerdicts {
+		pending[id] = why
+	}
+	delete(pending, "lost/retry-storm") // needs the slow variant init leaves a TODO
+	b := build{name: "node-openapi", lang: "node", pending: pending}
 	base := start(t, b, 3*time.Second)
 	out, err := initconfig.FromOpenAPI(context.Background(), initconfig.OpenAPIOptions{Source: "node/openapi.yaml", Command: "idemcheck init --openapi"})
 	if err != nil {

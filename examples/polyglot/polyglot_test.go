@@ -50,17 +50,18 @@ type build struct {
 var builds = []build{
 	{name: "node", lang: "node", config: "node.yaml"},
 	{name: "python", lang: "python", config: "python.yaml"},
-	// FALSE "NOT ENOUGH EVIDENCE" (issue 33 point 7): with no fingerprint,
-	// declared as stale_replay_on_mismatch: yes, a changed body gets the
-	// stored answer, so the MUST mismatch/repeat-fails-again has no
-	// refusal to repeat and ends inconclusive (scenarios/cases_mismatch.go
-	// mismatchRepeatFailsAgain): a strict run exits 5, where the case does
-	// not apply to this API. The other inconclusive cases it notes are
-	// SHOULDs and do not change the exit code.
+	// FALSE MUST FAIL (issue 33 point 7): with no fingerprint, declared as
+	// stale_replay_on_mismatch: yes, a changed body gets the stored
+	// answer; mismatch/repeat-fails-again fails it as "the changed request
+	// succeeded" (scenarios/cases_mismatch.go mismatchRepeatFailsAgain,
+	// the mis.OK() && !pr.generated branch, since 5af265f; inconclusive,
+	// exit 5, before), where the profile makes the case inapplicable. The
+	// other inconclusive cases it notes are SHOULDs.
 	{name: "python-no-fingerprint", lang: "python", choice: "no-fingerprint", config: "python-no-fingerprint.yaml",
 		pending: map[string]string{
-			"mismatch/repeat-fails-again": "inconclusive (exit 5) on a choice the profile names: it should not apply",
+			"mismatch/repeat-fails-again": "fail (exit 1) on a choice the profile names: it should not apply",
 		}},
+	{name: "node-actions", lang: "node", config: "node-actions.yaml", pending: actionFalseVerdicts},
 	{name: "node-global-missing", lang: "node", config: "node-global.yaml", only: []string{"missing/**"}},
 	{name: "node-fresh-cookie", lang: "node", choice: "fresh-cookie", config: "node.yaml"},
 	{name: "python-http10", lang: "python", choice: "http10", config: "python.yaml"},
@@ -69,23 +70,18 @@ var builds = []build{
 	// h2c-only server (it went out over HTTP/1.1 before: every request a
 	// transport error, judged as the API's answer).
 	{name: "node-h2c", lang: "node", config: "node-h2c.yaml", h2c: true},
-	// FALSE VERDICTS (issue 37 point 1): every answer of the PATCH has
-	// id acct_1, and the judging reads equal ids as a replay or a leak
-	// (scenarios/compare.go, scenarios/scope.go); the start check exempts
-	// PATCH (scenarios/calibrate.go). Refusing the pointer at the start
-	// is a right answer too.
-	{name: "node-id-pointer", lang: "node", config: "node-id-pointer.yaml", refusal: "id_pointer",
-		pending: map[string]string{
-			"scope/other-user-isolated":      "bob's own execution answers acct_1 too: read as alice's response leaked",
-			"scope/other-user-in-flight":     "as scope/other-user-isolated",
-			"security/cross-principal-guess": "as scope/other-user-isolated",
-			"scope/case-sensitive":           "two keys differing in case both answer acct_1 (versions differ): read as one key",
-			"security/hostile-keys":          "a wildcard key's own execution answers acct_1: read as the stored key's replay",
-		}},
+	// issue 37 point 1: every answer of the PATCH has id acct_1, the
+	// pointer init --openapi guesses; the run learns it is an update and
+	// reads no replay or leak from the shared id (before, four MUSTs
+	// failed). Refusing the pointer at the start would be right too.
+	{name: "node-id-pointer", lang: "node", config: "node-id-pointer.yaml", refusal: "id_pointer"},
 
 	{name: "node-release-before-store", lang: "node", defect: "release-before-store", config: "node.yaml",
 		only:    []string{"concurrent/**", "lost/**", "replay/**"},
 		catches: []string{"concurrent/same-key-burst"}},
+	{name: "node-replay-current-state", lang: "node", defect: "replay-current-state", config: "node-actions.yaml",
+		only:    []string{"update/**"},
+		catches: []string{"update/after-other-key"}},
 	{name: "node-conflict-leaks", lang: "node", defect: "conflict-leaks", config: "node.yaml",
 		only:    []string{"security/**", "mismatch/**"},
 		catches: []string{"security/conflict-no-leak"}},
@@ -121,6 +117,27 @@ var builds = []build{
 	{name: "python-declines-rebuilt", lang: "python", defect: "declines-rebuilt", config: "python.yaml",
 		only:    []string{"replay/**", "errors/**"},
 		catches: []string{"replay/business-error"}},
+}
+
+// actionFalseVerdicts are the verdicts known to be false today on the
+// capture action (kind: update, a setup: per key), which only its first
+// capture may perform: a charge is captured once.
+var actionFalseVerdicts = map[string]string{
+	// scenarios/proxied.go: a proxied case's Env sends the setup through
+	// the fault front too, whose attempt=1 rule drops or cuts the SETUP;
+	// bindSetup leaves the path unbound and the case still sends POST
+	// /v1/charges/%7Bsetup.id%7D/capture (404) and judges that answer.
+	"lost/truncated-request":      "warn: the 404 of the unbound {setup.id} path judged as the retry's answer",
+	"lost/dropped-response-retry": "inconclusive (MUST, exit 5): the original 404s on the unbound path",
+	"lost/retry-storm":            "inconclusive (MUST, exit 5): the original 404s on the unbound path, so no retry overlaps it",
+	// scenarios/cases_update.go updateAfterOtherKey: key B's capture of
+	// key A's charge is refused (409 charge_already_captured), as it must
+	// be; the MUST goes inconclusive instead of judging A's retry.
+	"update/after-other-key": "inconclusive (MUST, exit 5): a once-only action refuses the other key's change",
+	// scenarios/cases_expiry.go expiryFreshAfterTTL (`!executed ||
+	// !retry.OK()`): after the TTL the retry executes again (oracle: 2)
+	// and meets its already captured charge: 409, a business answer.
+	"expiry/fresh-after-ttl": "warn: the oracle saw the fresh execution, its 409 business answer read as none",
 }
 
 // interpreter finds the build's language, or skips (fails under CI).
