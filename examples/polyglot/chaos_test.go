@@ -23,6 +23,7 @@ func TestChaos(t *testing.T) {
 		// issue 37 point 1: the PATCH has no id_pointer; chaos once took
 		// its whole body as the created id (92 false double executions).
 		{name: "node", lang: "node", config: "node.yaml"},
+		{name: "node-actions", lang: "node", config: "node-actions.yaml"},
 		{name: "python", lang: "python", config: "python.yaml"},
 	} {
 		t.Run(b.name, func(t *testing.T) {
