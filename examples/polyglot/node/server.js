@@ -94,7 +94,7 @@ function canonical(v) {
 }
 
 function json(status, body, headers = {}) {
-  return { status, headers: { 'Content-Type': 'application/json', ...headers }, body: Buffer.from(JSON.stringify(body)) };
+  return { status, headers: { 'Content-Type': 'application/json; charset=utf-8', ...headers }, body: Buffer.from(JSON.stringify(body)) };
 }
 
 function error(status, code, message, headers) {
