@@ -63,6 +63,7 @@ var builds = []build{
 		}},
 	{name: "node-actions", lang: "node", config: "node-actions.yaml", pending: actionFalseVerdicts},
 	{name: "node-global-missing", lang: "node", config: "node-global.yaml", only: []string{"missing/**"}},
+	{name: "node-marker-false", lang: "node", choice: "marker-false", config: "node.yaml"},
 	{name: "node-fresh-cookie", lang: "node", choice: "fresh-cookie", config: "node.yaml"},
 	{name: "python-http10", lang: "python", choice: "http10", config: "python.yaml"},
 	{name: "python-mismatch-400", lang: "python", choice: "mismatch-400", config: "python-mismatch-400.yaml"},

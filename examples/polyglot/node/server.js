@@ -16,9 +16,10 @@
 //
 // Env: PORT (default 0: any free port; the bound address is printed as
 // "listening 127.0.0.1:PORT"), TTL_MS (default 3000), DEFECT (a broken
-// build, see DEFECTS below), CHOICE=fresh-cookie (another legal build:
-// every answer, a replay too, sets a session cookie of its own, as
-// rolling sessions do; a replay never repeats the original's), H2C=1 (serve cleartext HTTP/2 only, with prior
+// build, see DEFECTS below), CHOICE (another legal build): fresh-cookie
+// (every answer, a replay too, sets a session cookie of its own, as
+// rolling sessions do; a replay never repeats the original's) or
+// marker-false (a first answer carries Idempotent-Replayed: false), H2C=1 (serve cleartext HTTP/2 only, with prior
 // knowledge, as gRPC-era gateways do; HTTP/1.1 is refused).
 'use strict';
 
@@ -29,8 +30,8 @@ const crypto = require('node:crypto');
 const TTL_MS = Number(process.env.TTL_MS || 3000);
 const DEFECT = process.env.DEFECT || '';
 const CHOICE = process.env.CHOICE || '';
-if (!['', 'fresh-cookie'].includes(CHOICE)) {
-  console.error(`CHOICE=${CHOICE}: unknown; want fresh-cookie`);
+if (!['', 'fresh-cookie', 'marker-false'].includes(CHOICE)) {
+  console.error(`CHOICE=${CHOICE}: unknown; want fresh-cookie or marker-false`);
   process.exit(2);
 }
 const DEFECTS = {
@@ -220,6 +221,7 @@ async function idempotent(user, req, key, op, update, gone) {
     return answer;
   }
   answer.headers['Set-Cookie'] = sessionCookie();
+  if (CHOICE === 'marker-false') answer.headers['Idempotent-Replayed'] = 'false';
   if (DEFECT === 'release-before-store') {
     records.delete(scope);
     await sleep(5);
