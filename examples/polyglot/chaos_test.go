@@ -12,7 +12,8 @@ import (
 )
 
 // TestChaos drives every operation of each correct build through the
-// fault proxy (`idemcheck chaos --config`, all operations): dropped and cut
+// fault proxy as `idemcheck chaos --config` does (all operations, the
+// config's profile): dropped and cut
 // answers and duplicated requests must show no exactly-once violation.
 func TestChaos(t *testing.T) {
 	faults, err := chaos.ParseRules([]string{"drop-response:0.2", "reset-midbody:0.05", "duplicate:0.1"})
@@ -25,9 +26,18 @@ func TestChaos(t *testing.T) {
 		{name: "node", lang: "node", config: "node.yaml"},
 		{name: "node-actions", lang: "node", config: "node-actions.yaml"},
 		{name: "python", lang: "python", config: "python.yaml"},
+		// FALSE VIOLATIONS: the profile declares no fingerprint
+		// (stale_replay_on_mismatch: yes: a changed body under a used key
+		// gets the stored answer, one execution), but chaos judges every
+		// 2xx to a changed body as fingerprint-ignored: drive.WithProfile
+		// passes the margin alone (chaos/drive/drive.go), and the check
+		// (chaos/check.go) has no way to be told.
+		{name: "python-no-fingerprint", lang: "python", choice: "no-fingerprint", config: "python-no-fingerprint.yaml", pending: map[string]string{
+			chaos.RuleFingerprintIgnored: "a stale replay the profile allows, read as a changed body executed or accepted",
+		}},
 	} {
 		t.Run(b.name, func(t *testing.T) {
-			tg, _, err := apispec.LoadConfig(filepath.Join("testdata", b.config))
+			tg, profile, err := apispec.LoadConfig(filepath.Join("testdata", b.config))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -35,7 +45,7 @@ func TestChaos(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			res, err := drive.Run(ctx, tg, drive.WithOps(200), drive.WithConcurrency(16), drive.WithFaults(faults...),
-				drive.WithSeed(7), drive.WithDeadline(90*time.Second))
+				drive.WithProfile(profile), drive.WithSeed(7), drive.WithDeadline(90*time.Second))
 			if err != nil {
 				t.Fatal(err)
 			}
