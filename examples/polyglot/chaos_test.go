@@ -25,6 +25,7 @@ func TestChaos(t *testing.T) {
 		// its whole body as the created id (92 false double executions).
 		{name: "node", lang: "node", config: "node.yaml"},
 		{name: "node-actions", lang: "node", config: "node-actions.yaml"},
+		{name: "node-h2c", lang: "node", config: "node-h2c.yaml", h2c: true},
 		{name: "python", lang: "python", config: "python.yaml"},
 		// FALSE VIOLATIONS: the profile declares no fingerprint
 		// (stale_replay_on_mismatch: yes: a changed body under a used key
