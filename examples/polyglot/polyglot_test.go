@@ -130,6 +130,7 @@ var actionFalseVerdicts = map[string]string{
 	"lost/truncated-request":      "warn: the 404 of the unbound {setup.id} path judged as the retry's answer",
 	"lost/dropped-response-retry": "inconclusive (MUST, exit 5): the original 404s on the unbound path",
 	"lost/retry-storm":            "inconclusive (MUST, exit 5): the original 404s on the unbound path, so no retry overlaps it",
+	"lost/client-hangup":          "inconclusive (MUST, exit 5): the unbound path's 404 comes before the hang-up",
 	// scenarios/cases_update.go updateAfterOtherKey: key B's capture of
 	// key A's charge is refused (409 charge_already_captured), as it must
 	// be; the MUST goes inconclusive instead of judging A's retry.
