@@ -2,11 +2,9 @@ package polyglot
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/chaos"
 	"github.com/idemcheck/idemcheck/chaos/drive"
 )
@@ -38,11 +36,7 @@ func TestChaos(t *testing.T) {
 		}},
 	} {
 		t.Run(b.name, func(t *testing.T) {
-			tg, profile, err := apispec.LoadConfig(filepath.Join("testdata", b.config))
-			if err != nil {
-				t.Fatal(err)
-			}
-			tg.BaseURL = start(t, b, tg.TTL)
+			tg, profile := b.serve(t)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			res, err := drive.Run(ctx, tg, drive.WithOps(200), drive.WithConcurrency(16), drive.WithFaults(faults...),

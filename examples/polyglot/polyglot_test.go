@@ -271,12 +271,20 @@ func TestPolyglot(t *testing.T) {
 	wg.Wait()
 }
 
-func (b build) check(t *testing.T) {
+// serve loads the build's config and points it at the build, started for
+// the test.
+func (b build) serve(t *testing.T) (*apispec.Target, *apispec.Profile) {
+	t.Helper()
 	tg, profile, err := apispec.LoadConfig(filepath.Join("testdata", b.config))
 	if err != nil {
 		t.Fatal(err)
 	}
 	tg.BaseURL = start(t, b, tg.TTL)
+	return tg, profile
+}
+
+func (b build) check(t *testing.T) {
+	tg, profile := b.serve(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	rep, err := scenarios.Run(ctx, tg, profile, scenarios.RunOptions{Run: b.only, Strict: true})
