@@ -28,6 +28,11 @@ type Checker struct {
 	// upstream exchange that failed (connection refused or reset) may be
 	// its doing, like a fault's. A history's "run" line sets it.
 	ReplicaKills bool
+	// StaleReplay: the profile lets a changed body under a used key get
+	// the stored answer (stale_replay_on_mismatch: no fingerprint, as
+	// Worldline and Qonto document): different bodies answered with one
+	// created resource are then legal. A history's "run" line sets it.
+	StaleReplay bool
 	// Protocol is what the proxy carried (Run.Protocol), for the report.
 	Protocol string
 	keys     map[string]*keyState
@@ -224,7 +229,7 @@ func (c *Checker) KeyViolations(key string) int {
 		return 0
 	}
 	delete(c.keys, key)
-	viol, _, _ := s.check(key, c.TTL, c.Margin)
+	viol, _, _ := s.check(key, c.TTL, c.Margin, c.StaleReplay)
 	return len(viol)
 }
 
@@ -370,7 +375,7 @@ func (c *Checker) Report() Findings {
 		if s.executed() {
 			r.Executed++
 		}
-		viol, legal, unjudged := s.check(k, c.TTL, c.Margin)
+		viol, legal, unjudged := s.check(k, c.TTL, c.Margin, c.StaleReplay)
 		r.Violations = append(r.Violations, viol...)
 		r.AfterTTL = append(r.AfterTTL, legal...)
 		r.Unjudged = append(r.Unjudged, unjudged...)
@@ -420,7 +425,7 @@ func (s *keyState) live(sent map[string]time.Time, all []string, ttl, margin tim
 // check applies the rules to one key: violations, and executions that a
 // key expiry makes legal, and evidence with another explanation (both
 // shown, not counted).
-func (s *keyState) check(key string, ttl, margin time.Duration) (out, legal, unjudged []KeyViolation) {
+func (s *keyState) check(key string, ttl, margin time.Duration, stale bool) (out, legal, unjudged []KeyViolation) {
 	v := func(list *[]KeyViolation, rule, format string, args ...any) *KeyViolation {
 		viol := KeyViolation{Key: key, Rule: rule, Detail: fmt.Sprintf(format, args...), IDs: s.ids, Statuses: s.statuses, Codes: s.codes}
 		if s.op != nil {
@@ -435,7 +440,9 @@ func (s *keyState) check(key string, ttl, margin time.Duration) (out, legal, unj
 	} else if len(s.ids) > 1 {
 		v(&legal, RuleDoubleExecution, "%d distinct created ids for one key, the later ones%s", len(s.ids), afterTTL)
 	}
-	if n := s.live(s.bodySent, s.okBodies, ttl, margin); n > 1 {
+	if n := s.live(s.bodySent, s.okBodies, ttl, margin); n > 1 && stale && len(s.ids) <= 1 {
+		v(&legal, RuleFingerprintIgnored, "%d different request %s under one key got %s with one created resource: the stored answer replayed, as the profile allows (stale_replay_on_mismatch)", len(s.okBodies), s.words().reqs, s.words().ok)
+	} else if n > 1 {
 		if s.grpc {
 			v(&out, RuleFingerprintIgnored, "%d different request messages under one key all got OK (a changed message must be rejected, e.g. INVALID_ARGUMENT)", len(s.okBodies))
 		} else {

@@ -34,6 +34,9 @@ type Run struct {
 	// ReplicaKills: the run SIGKILLed replicas (the checker's
 	// ReplicaKills).
 	ReplicaKills bool `json:"replica_kills,omitempty"`
+	// StaleReplay: the profile's stale_replay_on_mismatch (the checker's
+	// StaleReplay).
+	StaleReplay bool `json:"stale_replay,omitempty"`
 	// Protocol is what the proxy carried: HTTP/1.1, or gRPC (whose
 	// answers the attempts give in HTTP terms, the code in grpc_code).
 	// Older histories have none.
@@ -224,6 +227,7 @@ func ReadHistory(r io.Reader, c *Checker, skipTornTail bool) (torn string, err e
 				c.Margin = time.Duration(run.MarginNS)
 			}
 			c.ReplicaKills = c.ReplicaKills || run.ReplicaKills
+			c.StaleReplay = c.StaleReplay || run.StaleReplay
 			if c.Protocol == "" {
 				c.Protocol = run.Protocol
 			}

@@ -100,8 +100,13 @@ func expiryFreshAfterTTL(ctx context.Context, e *Env) Verdict {
 		return e.Pass(observed)
 	case stale:
 		return e.Unmet(fmt.Sprintf("a new execution after TTL + grace (%s)", after), "the stale replay: "+observed)
-	case !executed || !retry.OK():
+	case !executed:
 		return e.Unmet("a new execution (profile expiry fresh)", observed)
+	case !retry.OK():
+		// Executed afresh and answered by its outcome: a once-only action
+		// on its resource meets what the first execution left ("already
+		// captured"), a business error. The key was fresh; that is the rule.
+		return e.Pass(observed + " (a new execution, answered with its own outcome)")
 	}
 	return e.Pass(observed)
 }

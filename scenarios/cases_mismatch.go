@@ -26,7 +26,7 @@ func init() {
 		Case{Meta: Meta{ID: "mismatch/problem-link", Family: "mismatch", Requirements: []string{"IK-MISMATCH-2", "IK-PROBLEM-1", "IK-PROBLEM-2"}, Level: Should,
 			Requirement: "draft §2.7: the 422 response SHOULD carry a body or Link header pointing to relevant documentation (problem+json type, or Link rel=\"describedby\").",
 			Explanation: "The mismatch error links to the idempotency documentation."},
-			PerOperation: true, Skips: skipNoProblemJSON, Unfit: unlessProblems, Run: mismatchProblemLink},
+			PerOperation: true, Skips: skipsAll(skipNoProblemJSON, skipStaleReplay), Unfit: unlessProblems, Run: mismatchProblemLink},
 		Case{Meta: Meta{ID: "mismatch/original-survives", Family: "mismatch", Requirements: []string{"IK-MISMATCH-3"}, Level: Must,
 			Requirement: "A mismatched request executes nothing and the original record survives: replaying the original payload still returns the original response.",
 			Explanation: "After a mismatch error, the original request with its key still replays the original response, with one execution in all.",
@@ -59,6 +59,28 @@ func mismatchChangedBody(ctx context.Context, e *Env) Verdict {
 
 func mismatchAddedField(ctx context.Context, e *Env) Verdict {
 	return e.judgeProbes(ctx, []probe{addedFieldProbe()})
+}
+
+// skipStaleReplay: where a changed payload replays the stored answer (no
+// fingerprint at all: stale_replay_on_mismatch true) there is no mismatch
+// error to judge.
+func skipStaleReplay(_ *apispec.Target, p *apispec.Profile, _ *apispec.Operation) string {
+	if p.StaleReplayOnMismatch == apispec.Yes {
+		return NotApplicable + " where a changed payload replays the stored answer (profile stale_replay_on_mismatch true): there is no mismatch error"
+	}
+	return ""
+}
+
+// skipsAll is the first reason of skips.
+func skipsAll(skips ...func(*apispec.Target, *apispec.Profile, *apispec.Operation) string) func(*apispec.Target, *apispec.Profile, *apispec.Operation) string {
+	return func(t *apispec.Target, p *apispec.Profile, op *apispec.Operation) string {
+		for _, s := range skips {
+			if why := s(t, p, op); why != "" {
+				return why
+			}
+		}
+		return ""
+	}
 }
 
 func skipNoProblemJSON(_ *apispec.Target, p *apispec.Profile, _ *apispec.Operation) string {
@@ -122,6 +144,14 @@ func mismatchRepeatFailsAgain(ctx context.Context, e *Env) Verdict {
 	switch {
 	case mis.Err != nil:
 		return e.Inconclusive(pr.name + " got no answer: " + mis.String())
+	case mis.OK() && !pr.generated && e.Profile.StaleReplayOnMismatch != apispec.No && e.staleReplay(ctx, k, first, mis):
+		// No fingerprint (Worldline, Qonto): the changed request got the
+		// stored answer and ran nothing, as the profile allows; there is
+		// no error to repeat (mismatch/changed-body judges the replay).
+		if e.Profile.StaleReplayOnMismatch == apispec.Unknown {
+			return e.Finding("stale_replay_on_mismatch", pr.name+" under the used key got the stored answer, no error: "+mis.String())
+		}
+		return e.Skip(NotApplicable + " where a changed payload replays the stored answer (stale_replay_on_mismatch): " + pr.name + " got " + mis.String())
 	case mis.OK() && !pr.generated:
 		// A configured mutation is material: its success under the used
 		// key did not fail the request, which this MUST forbids.
@@ -141,4 +171,11 @@ func mismatchRepeatFailsAgain(ctx context.Context, e *Env) Verdict {
 		return e.inTTL(e.Unmet(fmt.Sprintf("%d again", mis.Status), observed), first, again)
 	}
 	return e.Pass(observed)
+}
+
+// staleReplay reports that r, the answer to a changed request under k,
+// is first's stored answer replayed with no new execution.
+func (e *Env) staleReplay(ctx context.Context, k string, first, r wire.Resp) bool {
+	replayed, err := e.Replayed(ctx, first, r, k)
+	return err == nil && replayed
 }

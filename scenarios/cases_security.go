@@ -41,7 +41,7 @@ func init() {
 		Case{Meta: Meta{ID: "security/conflict-no-leak", Family: "security", Requirements: []string{"IK-SECURITY-6"}, Level: Should,
 			Requirement: "draft §5 (data leaks) and AdCP's conflict_no_payload_leak: an idempotency error reveals nothing of the stored request or response: none of its ids or distinctive values, no fingerprint, no field diff.",
 			Explanation: "A changed payload under a used key is refused with a body that carries no id or per-execution value of the stored answer, no value of the stored request the new one lacks, and no SHA-256 of either (hex, its 16-character prefix, base64)."},
-			PerOperation: true, Skips: skipNoMutations, Run: securityConflictNoLeak},
+			PerOperation: true, Skips: skipsAll(skipNoMutations, skipStaleReplay), Run: securityConflictNoLeak},
 	)
 }
 

@@ -41,7 +41,7 @@ func updateAfterOtherKey(ctx context.Context, e *Env) Verdict {
 	if v := e.lostConn(other); v != nil {
 		return *v
 	}
-	if !other.OK() {
+	if !other.OK() && !other.Is4xx() {
 		return e.Inconclusive("the other key's change did not succeed, the resource is unchanged: " + other.String())
 	}
 	retry := e.Send(ctx, Req{Label: "retry of the first key", Key: a})
@@ -49,6 +49,15 @@ func updateAfterOtherKey(ctx context.Context, e *Env) Verdict {
 		return *v
 	}
 	observed := fmt.Sprintf("first %s; other key %s; retry %s", first.String(), other.String(), retry.String())
+	if !other.OK() {
+		// A once-only action (a capture, a cancel): no other key can change
+		// the resource, so the rule has nothing to hold; a retry that is
+		// not the stored answer still breaks the replay.
+		if same, diff := e.SameResponse(first, retry); !same {
+			return e.inTTL(e.Unmet("the stored answer of the first key's execution", diff+": "+observed), first, retry)
+		}
+		return e.Skip(NotApplicable + " to a once-only action: the other key's change was refused, no key changes the resource after the first (the retry got the stored answer): " + observed)
+	}
 	if same, diff := e.SameResponse(first, retry); !same {
 		what := "not the stored answer (" + diff + ")"
 		if jsonEqual(retry.Body, other.Body) {

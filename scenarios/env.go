@@ -61,6 +61,9 @@ type Env struct {
 	mu        sync.Mutex
 	exchanges []wire.Exchange
 	keyErr    error // the first key that could not be fetched
+	// setupVia, when set, sends this Env's setups (an Env behind a fault
+	// proxy: its outer one, straight to the target).
+	setupVia *Env
 	// noKey names the case's keyless requests for the downstream double
 	// (noKeyScope).
 	noKey string

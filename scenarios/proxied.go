@@ -47,7 +47,7 @@ func (e *Env) viaProxy(rules ...string) (*proxied, error) {
 	pr.front = f
 	// The counter is shared: same keys, and its probes go to the target
 	// directly, not through the proxy.
-	pr.Env = &Env{Target: f.Target, Profile: e.Profile, Op: e.Op, Case: e.Case, carrier: f.Calls, timeout: e.timeout, double: e.double, oracle: e.oracle, events: e.events, keys: e.keys, ctx: e.ctx}
+	pr.Env = &Env{Target: f.Target, Profile: e.Profile, Op: e.Op, Case: e.Case, carrier: f.Calls, timeout: e.timeout, double: e.double, oracle: e.oracle, events: e.events, keys: e.keys, ctx: e.ctx, setupVia: e}
 	return pr, nil
 }
 

@@ -45,6 +45,12 @@ func (e *Env) bindSetup(op *apispec.Operation, r Req, x *wire.Exchange) {
 // setup sends op's setup request for r and returns the values it binds
 // (nil when it failed: the failure is kept for keyError).
 func (e *Env) setup(op *apispec.Operation, r Req) wire.SetupValues {
+	if e.setupVia != nil {
+		// Through a fault proxy the case's own requests are cut or
+		// dropped; a setup is no request of the case's: it goes straight
+		// to the target, and its failure makes the outer case inconclusive.
+		return e.setupVia.setup(op, r)
+	}
 	ctx := e.ctx
 	if ctx == nil {
 		ctx = context.Background()

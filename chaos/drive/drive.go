@@ -36,9 +36,12 @@ type config struct {
 	margin      time.Duration
 	// inFlight: the profile's in-flight answers as HTTP statuses, which
 	// the client waits out and retries (nil: 409, the draft's).
-	inFlight   []int
-	operations []string // WithOperations: the names run, nil all
-	keyOps     *keyOps  // each key's operation, for the proxy's ids
+	inFlight []int
+	// staleReplay: the profile lets a changed body get the stored answer
+	// (stale_replay_on_mismatch), which the checker then takes as legal.
+	staleReplay bool
+	operations  []string // WithOperations: the names run, nil all
+	keyOps      *keyOps  // each key's operation, for the proxy's ids
 }
 
 // Option configures Run.
@@ -100,6 +103,7 @@ func WithKillEvery(d time.Duration) Option { return func(c *config) { c.killEver
 func WithProfile(p *apispec.Profile) Option {
 	return func(c *config) {
 		c.margin = p.Margin
+		c.staleReplay = p.StaleReplayOnMismatch == apispec.Yes
 		c.inFlight = c.inFlight[:0]
 		for _, s := range p.InFlightStatus {
 			c.inFlight = append(c.inFlight, apispec.HTTPStatusOf(s))
@@ -371,7 +375,7 @@ func startProxy(ctx context.Context, cfg config, path string, kills bool) (*chao
 		}
 	}
 	// The history carries the TTL so analyze judges it as this run does.
-	hist.WriteRun(chaos.Run{TTLNS: cfg.target.TTL.Nanoseconds(), MarginNS: cfg.margin.Nanoseconds(), ReplicaKills: kills, Protocol: f.Protocol})
+	hist.WriteRun(chaos.Run{TTLNS: cfg.target.TTL.Nanoseconds(), MarginNS: cfg.margin.Nanoseconds(), ReplicaKills: kills, Protocol: f.Protocol, StaleReplay: cfg.staleReplay})
 	return hist, f, nil
 }
 

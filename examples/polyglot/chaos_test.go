@@ -25,15 +25,10 @@ func TestChaos(t *testing.T) {
 		{name: "node-actions", lang: "node", config: "node-actions.yaml"},
 		{name: "node-h2c", lang: "node", config: "node-h2c.yaml", h2c: true},
 		{name: "python", lang: "python", config: "python.yaml"},
-		// FALSE VIOLATIONS: the profile declares no fingerprint
-		// (stale_replay_on_mismatch: yes: a changed body under a used key
-		// gets the stored answer, one execution), but chaos judges every
-		// 2xx to a changed body as fingerprint-ignored: drive.WithProfile
-		// passes the margin alone (chaos/drive/drive.go), and the check
-		// (chaos/check.go) has no way to be told.
-		{name: "python-no-fingerprint", lang: "python", choice: "no-fingerprint", config: "python-no-fingerprint.yaml", pending: map[string]string{
-			chaos.RuleFingerprintIgnored: "a stale replay the profile allows, read as a changed body executed or accepted",
-		}},
+		// The profile declares no fingerprint (stale_replay_on_mismatch:
+		// yes): a changed body under a used key gets the stored answer,
+		// one created resource, which the checker takes as legal.
+		{name: "python-no-fingerprint", lang: "python", choice: "no-fingerprint", config: "python-no-fingerprint.yaml"},
 	} {
 		t.Run(b.name, func(t *testing.T) {
 			tg, profile := b.serve(t)

@@ -50,17 +50,11 @@ type build struct {
 var builds = []build{
 	{name: "node", lang: "node", config: "node.yaml"},
 	{name: "python", lang: "python", config: "python.yaml"},
-	// FALSE MUST FAIL (issue 33 point 7): with no fingerprint, declared as
-	// stale_replay_on_mismatch: yes, a changed body gets the stored
-	// answer; mismatch/repeat-fails-again fails it as "the changed request
-	// succeeded" (scenarios/cases_mismatch.go mismatchRepeatFailsAgain,
-	// the mis.OK() && !pr.generated branch, since 5af265f; inconclusive,
-	// exit 5, before), where the profile makes the case inapplicable. The
-	// other inconclusive cases it notes are SHOULDs.
-	{name: "python-no-fingerprint", lang: "python", choice: "no-fingerprint", config: "python-no-fingerprint.yaml",
-		pending: map[string]string{
-			"mismatch/repeat-fails-again": "fail (exit 1) on a choice the profile names: it should not apply",
-		}},
+	// No fingerprint (issue 33 point 7), declared as
+	// stale_replay_on_mismatch: yes: a changed body gets the stored
+	// answer; the cases that need a mismatch error do not apply (a false
+	// MUST failure of mismatch/repeat-fails-again before).
+	{name: "python-no-fingerprint", lang: "python", choice: "no-fingerprint", config: "python-no-fingerprint.yaml"},
 	{name: "node-actions", lang: "node", config: "node-actions.yaml", pending: actionFalseVerdicts},
 	{name: "node-global-missing", lang: "node", config: "node-global.yaml", only: []string{"missing/**"}},
 	{name: "node-marker-false", lang: "node", choice: "marker-false", config: "node.yaml"},
@@ -121,25 +115,11 @@ var builds = []build{
 
 // actionFalseVerdicts are the verdicts known to be false today on the
 // capture action (kind: update, a setup: per key), which only its first
-// capture may perform: a charge is captured once.
-var actionFalseVerdicts = map[string]string{
-	// scenarios/proxied.go: a proxied case's Env sends the setup through
-	// the fault front too, whose attempt=1 rule drops or cuts the SETUP;
-	// bindSetup leaves the path unbound and the case still sends POST
-	// /v1/charges/%7Bsetup.id%7D/capture (404) and judges that answer.
-	"lost/truncated-request":      "warn: the 404 of the unbound {setup.id} path judged as the retry's answer",
-	"lost/dropped-response-retry": "inconclusive (MUST, exit 5): the original 404s on the unbound path",
-	"lost/retry-storm":            "inconclusive (MUST, exit 5): the original 404s on the unbound path, so no retry overlaps it",
-	"lost/client-hangup":          "inconclusive (MUST, exit 5): the unbound path's 404 comes before the hang-up",
-	// scenarios/cases_update.go updateAfterOtherKey: key B's capture of
-	// key A's charge is refused (409 charge_already_captured), as it must
-	// be; the MUST goes inconclusive instead of judging A's retry.
-	"update/after-other-key": "inconclusive (MUST, exit 5): a once-only action refuses the other key's change",
-	// scenarios/cases_expiry.go expiryFreshAfterTTL (`!executed ||
-	// !retry.OK()`): after the TTL the retry executes again (oracle: 2)
-	// and meets its already captured charge: 409, a business answer.
-	"expiry/fresh-after-ttl": "warn: the oracle saw the fresh execution, its 409 business answer read as none",
-}
+// capture may perform: a charge is captured once. None since the setups
+// of proxied cases go straight to the target, update/after-other-key does
+// not apply to a once-only action and expiry/fresh-after-ttl takes an
+// executed retry's business answer as the fresh execution it is.
+var actionFalseVerdicts = map[string]string{}
 
 // interpreter finds the build's language, or skips (fails under CI).
 func interpreter(t *testing.T, lang string) (string, string) {
