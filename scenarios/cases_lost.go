@@ -27,7 +27,7 @@ func init() {
 			PerOperation: true, Unfit: needs[wire.RawBodies]("the request is sent whole inside the carrier's envelope or message (GraphQL, JSON-RPC: a cut body is no call at all; gRPC: a unary method is called with its whole request message: the message is length-prefixed and decoded before the method runs (grpc-go's generated handler decodes it first and returns the error), so a cut message never reaches a handler that could keep its key (TestGRPCCutMessageNeverRuns))"), Run: lostTruncatedRequest},
 		Case{Meta: Meta{ID: "lost/retry-storm", Family: "lost", Requirements: []string{"IK-LOST-3"}, Level: Must,
 			Requirement: "Practice: a retry storm (k jittered retries, some overlapping the original) still gives exactly one execution.",
-			Explanation: "A slow request whose response the proxy drops is retried 3 times while still in flight, then until done: one execution, one created id, and the client ends with it.",
+			Explanation: "A slow request whose response the proxy drops is retried 3 times at once while still in flight and twice more late in it (at 75% and 90% of the slow duration: a lease shorter than the work lapses before them), then until done: one execution, one created id, and the client ends with it.",
 			Needs:       []Need{NeedSlow, NeedEffects}},
 			PerOperation: true, Run: lostRetryStorm},
 	)

@@ -300,11 +300,17 @@ func (e *Env) proveBy(r Req, resp wire.Resp) {
 	if body == nil {
 		body = op.Body
 	}
+	// A request sent as the same bytes as SameAs's carries SameAs's
+	// marker token: a double counting tokens credits its execution there.
+	key := r.Key
+	if r.SameAs != "" && e.double.CountsScopes() {
+		key = r.SameAs
+	}
 	switch {
 	case resp.OK():
-		c.prove(r.Key, createdIDOf(op, resp), r.Principal)
+		c.prove(key, createdIDOf(op, resp), r.Principal)
 	case declinedAsDeclared(op, body, resp) && !e.declinesUnseen():
-		c.prove(r.Key, "", r.Principal) // a business error is an execution, stored
+		c.prove(key, "", r.Principal) // a business error is an execution, stored
 	}
 }
 

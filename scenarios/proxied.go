@@ -58,6 +58,13 @@ func (pr *proxied) close() {
 	pr.outer.mu.Lock()
 	pr.outer.exchanges = append(pr.outer.exchanges, pr.Exchanges()...)
 	pr.outer.eventLines = append(pr.outer.eventLines, pr.eventEvidence()...)
+	// The keys the double marked through the proxy: the outer Env's
+	// downstream evidence lists their provider calls.
+	for _, s := range pr.sentKeys() {
+		if !slices.ContainsFunc(pr.outer.sent, func(o sentKey) bool { return o.key == s.key }) {
+			pr.outer.sent = append(pr.outer.sent, s)
+		}
+	}
 	pr.outer.mu.Unlock()
 }
 
@@ -180,7 +187,8 @@ func (pr *proxied) committedID(up []chaos.Upstream) (string, bool) {
 
 // storm sends the slow original under a fresh key k and, once it is in
 // flight (attempt 1 at the proxy, running upstream), stormRetries jittered
-// same-key retries. As duringSlow does, it tries again with a fresh key
+// same-key retries, and one more at each stormLate fraction of the slow
+// duration. As duringSlow does, it tries again with a fresh key
 // (the drop rule counts attempts per key) when the proxy did not drop the
 // original or every retry was sent after it completed, at most
 // overlapAttempts times: a stall then costs an attempt, not the verdict.
@@ -193,17 +201,29 @@ func (pr *proxied) storm(ctx context.Context, body []byte) (k string, first wire
 		if attempt > 1 {
 			label += fmt.Sprintf(", attempt %d", attempt)
 		}
+		sent := time.Now()
 		wait := pr.startInFlight(ctx, k, Req{Label: label, Key: k, Body: body}, v.Duration)
-		storm = make([]wire.Resp, stormRetries)
+		running := time.Now()
+		storm = make([]wire.Resp, stormRetries+len(stormLate))
 		var wg sync.WaitGroup
 		for i := range storm {
-			at := time.Duration(i) * 20 * time.Millisecond
+			// The burst goes at once; the late retries at fixed fractions
+			// of the slow duration from the original's send: a claim that
+			// lapses before the work ends (a lease shorter than the work)
+			// is taken over by them, as a real client's later retries do.
+			at := running.Add(time.Duration(i) * 20 * time.Millisecond)
+			label := fmt.Sprintf("storm retry %d", i+1)
+			if i >= stormRetries {
+				f := stormLate[i-stormRetries]
+				at = sent.Add(time.Duration(f * float64(v.Duration)))
+				label = fmt.Sprintf("late storm retry %d (at %d%% of the slow %s)", i+1, int(f*100), v.Duration)
+			}
 			wg.Go(func() {
 				select {
-				case <-time.After(at):
+				case <-time.After(time.Until(at)):
 				case <-ctx.Done():
 				}
-				storm[i] = pr.Send(ctx, Req{Label: fmt.Sprintf("storm retry %d", i+1), Key: k, Body: body})
+				storm[i] = pr.Send(ctx, Req{Label: label, Key: k, Body: body})
 			})
 		}
 		wg.Wait()
@@ -215,8 +235,15 @@ func (pr *proxied) storm(ctx context.Context, body []byte) (k string, first wire
 	return k, first, storm
 }
 
-// stormRetries is how many same-key retries overlap the slow original.
+// stormRetries is how many same-key retries overlap the slow original
+// at once, 20ms apart.
 const stormRetries = 3
+
+// stormLate are the fractions of the slow duration, from the original's
+// send, at which one more same-key retry each goes: still in flight on a
+// correct server (its answer is the in-flight one or the replay), past a
+// lapsed claim on a server whose lease is shorter than the work.
+var stormLate = []float64{0.75, 0.9}
 
 // stormOverlapped reports whether a storm retry was sent before the
 // original's (dropped) answer came back.
