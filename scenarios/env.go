@@ -297,12 +297,31 @@ func (e *Env) proveBy(r Req, resp wire.Resp) {
 	if body == nil {
 		body = op.Body
 	}
+	key := r.Key
+	if r.SameAs != "" && e.double != nil && e.countsDoubleCalls() {
+		// The double filed the request under SameAs's token
+		// (markForDouble), and an oracle counting its calls counts the
+		// execution there: the proof goes where the count can meet it.
+		key = r.SameAs
+	}
 	switch {
 	case resp.OK():
-		c.prove(r.Key, createdIDOf(op, resp), r.Principal)
+		c.prove(key, createdIDOf(op, resp), r.Principal)
 	case declinedAsDeclared(op, body, resp) && !e.declinesUnseen():
-		c.prove(r.Key, "", r.Principal) // a business error is an execution, stored
+		c.prove(key, "", r.Principal) // a business error is an execution, stored
 	}
+}
+
+// countsDoubleCalls reports whether one of the target's oracles counts
+// the downstream double's calls (oracle: {downstream: …}), which it files
+// under each request's marker token.
+func (e *Env) countsDoubleCalls() bool {
+	for _, o := range e.Target.Oracles() {
+		if o.Downstream != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // declinesUnseen reports that the events are the only oracle and the API
