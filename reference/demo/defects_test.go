@@ -2,6 +2,7 @@ package demo
 
 import (
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -350,6 +351,48 @@ func TestDefects(t *testing.T) {
 				}
 			}
 			return true, strings.Join(saw, "; ")
+		}},
+		{reference.CancelledResultWrite, Options{}, func(t *testing.T, h *harness) (bool, string) {
+			// The client hangs up while the handler runs, then retries
+			// after the handler's time: the correct build's handler gives
+			// up with the client (no effect), the defect's runs on, its
+			// result write fails, the claim is released and the retry
+			// executes again.
+			k, slow := newKey(), `{"amount":1000,"currency":"usd","delay_ms":400}`
+			ctx, cancel := context.WithCancel(t.Context())
+			req, err := http.NewRequestWithContext(ctx, "POST", h.srv.URL+"/v1/charges", strings.NewReader(slow))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header = http.Header{"Content-Type": {"application/json"}, "Authorization": {"Bearer alice"}, "Idempotency-Key": {k}}
+			done := make(chan error, 1)
+			go func() {
+				resp, err := h.client.Do(req)
+				if err == nil {
+					resp.Body.Close()
+				}
+				done <- err
+			}()
+			h.waitExecutions(k, 1)
+			cancel()
+			hung := <-done
+			time.Sleep(800 * time.Millisecond) // past the handler's 400 ms
+			r := h.post("/v1/charges", "alice", k, slow)
+			n, _, _ := h.executions(k)
+			return r.status == http.StatusCreated && n == 1, fmt.Sprintf("hang-up (%v) mid-handler, retry -> %d, %d executions", hung, r.status, n)
+		}},
+		{reference.ExpiredRowBlocksClaim, Options{TTL: 300 * time.Millisecond}, func(t *testing.T, h *harness) (bool, string) {
+			// Just past the TTL, two same-key requests one after the
+			// other: the first executes afresh and the second replays it;
+			// with the defect both fall in the expired record's purge
+			// window (500 ms), run unclaimed and store nothing.
+			k := newKey()
+			h.post("/v1/charges", "alice", k, chargeBody)
+			time.Sleep(350 * time.Millisecond)
+			a := h.post("/v1/charges", "alice", k, chargeBody)
+			r := h.post("/v1/charges", "alice", k, chargeBody)
+			n, _, _ := h.executions(k)
+			return n == 2 && r.header.Get("Idempotent-Replayed") == "true", fmt.Sprintf("after the TTL -> %d then %d replayed=%q, %d executions", a.status, r.status, r.header.Get("Idempotent-Replayed"), n)
 		}},
 	}
 	// The event defects are probed with a broker (events_test.go, and

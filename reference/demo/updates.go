@@ -146,21 +146,25 @@ func (a *App) onChargeRoutes(mux *http.ServeMux, defects []reference.Defect, ide
 		}
 		return false
 	}
-	update := idem
+	// Whether a route leaves the shared middleware is tracked by flags, not
+	// by comparing handlers: idem may be an http.HandlerFunc, and comparing
+	// func values panics.
+	update, ownUpdate := idem, false
 	if has(reference.UpdateIgnoresFingerprint) {
-		update = withDefects(reference.NoFingerprint)
+		update, ownUpdate = withDefects(reference.NoFingerprint), true
 	}
-	cancel := idem
+	cancel, ownCancel := idem, false
 	if has(reference.ActionReexecutes) {
-		cancel = api // no idempotency: every retry cancels again
+		cancel, ownCancel = api, true // no idempotency: every retry cancels again
 	}
 	if has(reference.UpdateReplaysCurrentState) {
 		update, cancel = a.currentState(update), a.currentState(cancel)
+		ownUpdate, ownCancel = true, true
 	}
-	if update != idem {
+	if ownUpdate {
 		mux.Handle("PATCH /v1/charges/{id}", requireBearer(update))
 	}
-	if cancel != idem {
+	if ownCancel {
 		mux.Handle("POST /v1/charges/{id}/cancel", requireBearer(cancel))
 	}
 }
