@@ -79,5 +79,40 @@ func lostClientHangup(ctx context.Context, e *Env) Verdict {
 	if bad != nil {
 		return *bad
 	}
-	return pr.judgeLost(ctx, k, "", first, pr.untilDone(ctx, "retry", k, body))
+	v := pr.judgeLost(ctx, k, "", first, pr.untilDone(ctx, "retry", k, body))
+	if v.Status == Fail {
+		if x, ok := e.abandonedDownstream(ctx, k); ok {
+			return x
+		}
+	}
+	return v
+}
+
+// abandonedDownstream: when the oracle counts the downstream double's
+// calls and the extra execution is a call the API gave up while the
+// double held its answer back (the hang-up cancelled the handler's
+// provider call, e.g. under the request's context, the slow window being
+// the double's delay), nothing shows whether a provider executed that
+// call: the API got no answer, failed, and the retry called again. Not a
+// proof of a second execution, so inconclusive; ok is false otherwise
+// (every counted call was answered: the failure stands).
+func (e *Env) abandonedDownstream(ctx context.Context, k string) (Verdict, bool) {
+	o := e.Target.OracleOf(e.Op)
+	if e.double == nil || o == nil || o.Downstream == "" {
+		return Verdict{}, false
+	}
+	n, err := e.Executions(ctx, k)
+	if err != nil {
+		return Verdict{}, false
+	}
+	gone := 0
+	for _, c := range e.double.Journal(k) {
+		if c.Route == o.Downstream && c.Abandoned {
+			gone++
+		}
+	}
+	if gone == 0 || n-gone != 1 {
+		return Verdict{}, false
+	}
+	return e.Inconclusive(fmt.Sprintf("downstream %s counted %d calls of the key, %d of them given up by the API while the double held its answer back (the hang-up cancelled the handler's provider call): only 1 was answered, and whether a provider executed the abandoned one is unknown", o.Downstream, n, gone)), true
 }

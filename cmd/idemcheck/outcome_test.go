@@ -45,14 +45,14 @@ func TestNullServerNeverPasses(t *testing.T) {
 		args               []string
 		codes              []int // acceptable exit codes
 	}{
-		{"bare", "no oracle, no id_pointer: the MUSTs that need one lack evidence (5), never a pass",
-			base + strings.Replace(op, "%s", "", 1), nil, []int{exitIncomplete}},
+		{"bare", "no oracle, no id_pointer: the MUSTs that need one lack evidence, never a pass; the answers alone catch it (1): a 201 to a keyless request and to a changed body under a used key",
+			base + strings.Replace(op, "%s", "", 1), nil, []int{exitFail}},
 		{"id-pointer-finds-nothing", "an id_pointer that matches nothing in the body stops the run before any verdict: a config error (2), not a pass",
 			base + strings.Replace(op, "%s", ", id_pointer: /id", 1), nil, []int{exitUsage}},
 		{"oracle-never-moves", "an oracle whose counter never moves is misconfigured: not a pass",
 			base + "oracle: {url: /_effects, pointer: /executions}\n" + strings.Replace(op, "%s", "", 1), nil, []int{exitFail, exitIncomplete}},
-		{"allow-incomplete", "--allow-incomplete accepts missing evidence: the user said so",
-			base + strings.Replace(op, "%s", "", 1), []string{"--allow-incomplete"}, []int{exitOK}},
+		{"allow-incomplete", "--allow-incomplete accepts missing evidence, not the failures the answers alone show (1)",
+			base + strings.Replace(op, "%s", "", 1), []string{"--allow-incomplete"}, []int{exitFail}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := writeTemp(t, "null.yaml", tc.config)
@@ -70,6 +70,19 @@ func TestNullServerNeverPasses(t *testing.T) {
 			if r.code == exitIncomplete && (!strings.Contains(r.stdout, "Not enough evidence (MUST):") ||
 				!strings.Contains(r.stdout, "outcome: not enough evidence (exit 5)") || !strings.Contains(r.stderr, "not enough evidence")) {
 				t.Errorf("rule: exit 5 is explained in the report and on stderr\nstdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+			}
+			if strings.Contains(tc.config, "oracle:") || strings.Contains(tc.config, "id_pointer") {
+				t.Logf("exit %d; %s", r.code, lastLines(r.stdout, 5))
+				return
+			}
+			// No oracle, no id: only the answers are evidence. A failure
+			// is one they show (a success where the MUST says the request
+			// fails); the cases that need to count a replay lack evidence.
+			if want := "idemcheck: 3 failing: mismatch/repeat-fails-again@things: fail; missing/rejected@things: fail; missing/repeat-fails-again@things: fail\n"; r.stderr != want {
+				t.Errorf("rule: only the answer-evidenced cases fail: stderr %q, want %q", r.stderr, want)
+			}
+			if !strings.Contains(r.stdout, "0 requirements verified") || !strings.Contains(r.stdout, "without evidence") {
+				t.Errorf("rule: no MUST verified without evidence, the replay MUSTs listed without evidence:\n%s", r.stdout)
 			}
 			t.Logf("exit %d; %s", r.code, lastLines(r.stdout, 5))
 		})

@@ -17,8 +17,13 @@ type Call struct {
 	Status int           `json:"status"`
 	Delay  time.Duration `json:"delay,omitempty"`
 	Hung   bool          `json:"hung,omitempty"`
+	// Abandoned: the caller gave up (closed the call) while the double
+	// held its answer back (Delay or Hang), so it never got one. Whether a
+	// real provider would have executed such a call is unknown.
+	Abandoned bool `json:"abandoned,omitempty"`
 
 	route int
+	seq   int // totals.Calls when added: finds the entry again
 }
 
 // Totals counts every call the double received, whatever the journal
@@ -45,8 +50,9 @@ func newJournal(capacity, routes int) journal {
 	return journal{ring: make([]Call, capacity), untokened: make([]int, routes), routed: make([]int, routes)}
 }
 
-func (j *journal) add(c Call) {
+func (j *journal) add(c Call) (at int) {
 	j.totals.Calls++
+	c.seq = j.totals.Calls
 	switch {
 	case c.route < 0:
 		j.totals.Unrouted++
@@ -60,10 +66,20 @@ func (j *journal) add(c Call) {
 	if j.full {
 		j.totals.Dropped++
 	}
+	at = j.next
 	j.ring[j.next] = c
 	j.next++
 	if j.next == len(j.ring) {
 		j.next, j.full = 0, true
+	}
+	return at
+}
+
+// abandon marks the entry added at at with seq as abandoned, unless the
+// ring has dropped it since.
+func (j *journal) abandon(at, seq int) {
+	if j.ring[at].seq == seq {
+		j.ring[at].Abandoned = true
 	}
 }
 

@@ -215,7 +215,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if answer.Hang {
 		call.Status = 0
 	}
-	s.j.add(call)
+	at := s.j.add(call)
+	seq := s.j.totals.Calls
 	s.mu.Unlock()
 
 	if answer.Hang || answer.Delay > 0 {
@@ -228,6 +229,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-wait:
 		case <-r.Context().Done():
+			s.mu.Lock()
+			s.j.abandon(at, seq)
+			s.mu.Unlock()
 			return // the client gave up
 		case <-s.closing:
 			panic(http.ErrAbortHandler) // cut the connection: no answer, as from a crashed provider

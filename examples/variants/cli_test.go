@@ -26,13 +26,15 @@ func TestCLIExitCodes(t *testing.T) {
 		server       func(ttl time.Duration) http.Handler
 		want         int
 		why          string
+		failing      string // the last line, when set: only these cases fail
 	}{
 		{name: "core", config: "core.yaml", server: func(ttl time.Duration) http.Handler { return New(Choices{TTL: ttl}) }, want: 0,
 			why: "a correct server passes"},
 		{name: "null-key-oracle", config: "core.yaml", server: func(time.Duration) http.Handler { return Null() }, want: 1,
 			why: "the oracle sees the ignored key's retries execute: MUST failures"},
-		{name: "null-no-oracle", config: "null.yaml", server: func(time.Duration) http.Handler { return Null() }, want: 5,
-			why: "no oracle, no id: nothing proves a replay, so the MUST cases lack evidence"},
+		{name: "null-no-oracle", config: "null.yaml", server: func(time.Duration) http.Handler { return Null() }, want: 1,
+			why:     "no oracle, no id: nothing proves a replay, so the replay MUSTs lack evidence; the answers alone fail the MUSTs that the request be failed (a 201 to a keyless request, to a changed body under a used key)",
+			failing: "idemcheck: 6 failing: mismatch/repeat-fails-again@charges: fail; mismatch/repeat-fails-again@refunds: fail; missing/rejected@charges: fail; missing/rejected@refunds: fail; missing/repeat-fails-again@charges: fail; missing/repeat-fails-again@refunds: fail\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -66,6 +68,9 @@ func TestCLIExitCodes(t *testing.T) {
 			}
 			if code != tc.want {
 				t.Errorf("%s: exit %d, want %d (%s); output tail:\n%s", tc.name, code, tc.want, tc.why, tail(out, 15))
+			}
+			if tc.failing != "" && !strings.HasSuffix(string(out), tc.failing) {
+				t.Errorf("%s: the failures are not only %q (%s); output tail:\n%s", tc.name, tc.failing, tc.why, tail(out, 5))
 			}
 			srv.CloseClientConnections()
 		})
