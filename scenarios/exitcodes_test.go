@@ -76,6 +76,11 @@ var noViolatingBuild = map[string]string{
 	"syntax/first-sent-future":           "gRPC only: TestGRPCDefects (first-sent-ignored)",
 	"syntax/key-accepted":                "no reference defect refuses a valid key",
 	"syntax/repeated-header":             "no reference defect reads a repeated key field",
+	"lost/client-hangup":                 "the fault proxy's case: cases_lost_test.go TestLostFamily (cancelled-result-write)",
+	"outbox/announces-created-id":        "needs an events source with resource_id: TestOutboxDefectsCaught (stale-id-after-expiry), examples/shop",
+	"outbox/client-hangup-retry":         "needs an events source and the fault proxy: examples/shop TestEventsOutbox (publish-on-replay)",
+	"outbox/fresh-id-after-expiry":       "needs an events source with resource_id: TestOutboxDefectsCaught (stale-id-after-expiry)",
+	"outbox/none-for-declined":           "needs an events source: TestOutboxDefectsCaught (event-for-decline)",
 	"update/after-other-key":             "needs an update operation (the reference's PATCH on a charge made by setup:): TestUpdateDefects (update-replays-current-state)",
 }
 
