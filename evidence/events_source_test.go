@@ -105,6 +105,9 @@ func TestEventsAsOracle(t *testing.T) {
 func TestEventsUnsettledIsAnError(t *testing.T) {
 	tg, publish := eventsTarget(t, 100*time.Millisecond)
 	ev := openEvidence(t, tg)
+	// The key has events before the count starts (a loaded machine may
+	// start the publisher late): it never stops changing after.
+	publish("busy", "evt_first")
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {

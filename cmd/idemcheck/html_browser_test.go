@@ -108,7 +108,7 @@ func TestHTMLReportsInBrowser(t *testing.T) {
 		}
 		for name := range reasons {
 			id, _, _ := strings.Cut(name, "@")
-			if !strings.Contains(groups, id) {
+			if !strings.Contains(groups, id) && !groupCut(groups, reasons[name]) {
 				t.Errorf("skipped %s is not in the skips grouped by reason:\n%s", id, groups)
 			}
 		}
@@ -291,4 +291,16 @@ func TestHTMLReportsInBrowser(t *testing.T) {
 		}
 		browsertest.Screenshot(t, ctx, filepath.Join(screenshotDir, "chaos-report.png"))
 	})
+}
+
+// groupCut reports that the skip group of reason lists only its first
+// cases ("… and 3 more"): a case left out of its names is still in it.
+func groupCut(groups, reason string) bool {
+	reason = strings.Join(strings.Fields(reason), " ")
+	for _, line := range strings.Split(groups, "\n") {
+		if strings.Contains(line, reason) && strings.Contains(line, " more") {
+			return true
+		}
+	}
+	return false
 }
