@@ -42,17 +42,11 @@ var probes = []probed{
 	{name: "node-accounts", lang: "node", method: "PATCH", path: "/v1/accounts/acct_1", body: `{"nickname":"savings","limit":500}`,
 		headers: []string{"Authorization: Bearer tok_alice", "Content-Type: application/json"}, tokens: [2]string{"tok_alice", "tok_bob"},
 		syntax: apispec.Raw, oracle: "oracle:\n  url: /_test/executions?key={key}\n  pointer: /executions\n",
-		// FALSE GUESS (initconfig/probe_learn.go learnSyntax): the bare
-		// form of the quoted key answered version 4 where the quoted key's
-		// answer had version 2, a fresh execution; init read the shared
-		// id "acct_1" as a replay and chose sf-string. The run then sends
-		// quoted keys to a raw-token API: the oracle never sees them, and
-		// the sf-string cases judge quotes the API keeps as key bytes.
-		pendingSyntax: "an update's answers share their id: equal ids are no replay",
-		pending: map[string]string{
-			"syntax/empty-key":           `follows from the wrong key syntax: "" is a 2-byte raw key`,
-			"syntax/malformed-sf-string": "follows from the wrong key syntax: a raw API has no sf-string to malform",
-		}},
+		// The bare form of the quoted key answered version 4 where the
+		// quoted key's had version 2, a fresh execution: the answers share
+		// their id "acct_1", so init compares whole answers (it read the
+		// shared id as a replay and chose sf-string before).
+	},
 	{name: "node-capture", lang: "node", method: "POST", path: "/v1/charges/{charge}/capture", body: `{"amount":1200}`, setup: true,
 		headers: []string{"Authorization: Bearer tok_alice", "Content-Type: application/json"}, tokens: [2]string{"tok_alice", "tok_bob"},
 		syntax: apispec.Raw,
