@@ -119,15 +119,18 @@ func TestRunGRPCEvents(t *testing.T) {
 				t.Fatalf("exit %d, want %d (naming outbox/none-for-replay with the defect): %s", code, row.code, stderr)
 			}
 			results, _ := readJSON(t, out)["results"].([]any)
-			passed := 0
+			passed, other := 0, 0
 			for _, r := range results {
-				if r.(map[string]any)["status"] == "pass" {
+				switch r.(map[string]any)["status"] {
+				case "pass":
 					passed++
+				case "skip": // lease-takeover (no lease declared), the resource_id cases
+				default:
+					other++
 				}
 			}
-			// lease-takeover skips: the config declares no lease.
-			if row.defect == "" && (len(results) != 8 || passed != 7) {
-				t.Errorf("%d outbox results, %d passed: want 8, all but lease-takeover passed: %s", len(results), passed, stderr)
+			if row.defect == "" && (passed < 8 || other > 0) {
+				t.Errorf("%d outbox results, %d passed, %d neither passed nor skipped: want at least the 8 that need no lease or resource_id passed, none failed: %s", len(results), passed, other, stderr)
 			}
 		})
 	}

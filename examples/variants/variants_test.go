@@ -204,7 +204,8 @@ func (v variant) run(t *testing.T, tg *apispec.Target, profile *apispec.Profile)
 	defer srv.CloseClientConnections()
 	tg.BaseURL = srv.URL
 
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// A global counter runs the catalog serially: a few minutes.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	rep, err := scenarios.Run(ctx, tg, profile, scenarios.RunOptions{Run: v.only})
 	if err != nil {
