@@ -60,7 +60,7 @@ func TestEveryCaseDecidedForEveryCarrier(t *testing.T) {
 		{"HTTP", carrierOf(http), http, []string{}},
 		{"gRPC metadata key", carrierOf(meta), meta, grpcNever},
 		{"gRPC field key", carrierOf(field), field, slices.Sorted(slices.Values(append(slices.Clone(grpcNever), "syntax/repeated-header")))},
-		{"gRPC AEP-155 key", carrierOf(aep), aep, slices.Sorted(slices.Values(append(slices.Clone(grpcNever), "expiry/counted-from", "expiry/fresh-after-ttl", "syntax/repeated-header")))},
+		{"gRPC AEP-155 key", carrierOf(aep), aep, slices.Sorted(slices.Values(append(slices.Clone(grpcNever), "expiry/counted-from", "expiry/edge-burst", "expiry/fresh-after-ttl", "outbox/fresh-id-after-expiry", "syntax/repeated-header")))},
 		{"JSON body key", carrierOf(jsonBody), jsonBody, []string{"replay/key-field-spelling", "syntax/cross-form", "syntax/malformed-sf-string", "syntax/repeated-header"}},
 		{"GraphQL", carrierOf(graphQL), graphQL, answered},
 		{"JSON-RPC", carrierOf(jsonRPC), jsonRPC, answered},

@@ -115,8 +115,8 @@ func TestExpiryLongTTLSkips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Results) != 8 {
-		t.Fatalf("%d results, want 8 (4 expiry cases x 2 operations)", len(rep.Results))
+	if len(rep.Results) != 10 {
+		t.Fatalf("%d results, want 10 (5 expiry cases x 2 operations)", len(rep.Results))
 	}
 	for _, r := range rep.Results {
 		if r.Status != scenarios.Skip || !strings.Contains(r.Reason, "short TTL") {
