@@ -97,6 +97,12 @@ const (
 )
 
 // Replay comparison modes (IK-REPLAY-2).
+// The profile's replay values.
+const (
+	ReplayStored       = "stored"
+	ReplayCurrentState = "current-state"
+)
+
 const (
 	CompareBytes  = "bytes"
 	CompareJSON   = "json"
@@ -124,10 +130,11 @@ type Profile struct {
 	// the replay (trap C1), answered within MaxBlock.
 	BlockOK  bool          `yaml:"block_ok" json:"block_ok"`
 	MaxBlock time.Duration `yaml:"max_block" json:"max_block"`
-	// ReplayCurrentState: the API documents that a retry of an update
-	// answers the resource's current state (Baselayer), not the stored
-	// answer (update/after-other-key).
-	ReplayCurrentState bool `yaml:"replay_current_state" json:"replay_current_state,omitempty"`
+	// Replay is what a retry under a used key answers: ReplayStored (the
+	// default, "" too) or ReplayCurrentState, the resource's current state
+	// on an update, as an API may document (Baselayer); only
+	// update/after-other-key reads it.
+	Replay string `yaml:"replay" json:"replay,omitempty"`
 	// ReplayHeader names the replay marker ("" = none is defined);
 	// ReplayHeaderValue is its value on replays.
 	ReplayHeader      string `yaml:"replay_header" json:"replay_header,omitempty"`
@@ -287,6 +294,11 @@ func (p *Profile) Validate() error {
 	}
 	if p.ReplayHeaderValue != "" && p.ReplayHeader == "" {
 		return fmt.Errorf("profile replay_header_value %q set without replay_header", p.ReplayHeaderValue)
+	}
+	switch p.Replay {
+	case "", ReplayStored, ReplayCurrentState:
+	default:
+		return fmt.Errorf("profile replay %q: want stored or current-state", p.Replay)
 	}
 	switch p.ReplayCompare {
 	case CompareBytes, CompareJSON, CompareStatus:

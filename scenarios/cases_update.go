@@ -14,7 +14,7 @@ import (
 func init() {
 	register(
 		Case{Meta: Meta{ID: "update/after-other-key", Family: "update", Requirements: []string{"IK-UPDATE-1"}, Level: Must,
-			Requirement: "draft §2.6: a retry under a used key returns the stored response of its first execution; on an update, after another key changed the same resource, that is still the first answer, not the resource's current state (unless the API documents replaying the current state: profile replay_current_state).",
+			Requirement: "draft §2.6: a retry under a used key returns the stored response of its first execution; on an update, after another key changed the same resource, that is still the first answer, not the resource's current state (unless the API documents replaying the current state: profile replay: current-state).",
 			Explanation: "Key A changes the resource, key B (another body: the operation's first body mutation) changes the same resource, then A is retried: its answer must equal A's first answer and add no execution."},
 			PerOperation: true, UsesOracle: true, Skips: skipNotUpdate, Run: updateAfterOtherKey},
 	)
@@ -62,8 +62,8 @@ func updateAfterOtherKey(ctx context.Context, e *Env) Verdict {
 		what := "not the stored answer (" + diff + ")"
 		if jsonEqual(retry.Body, other.Body) {
 			what = "the resource's current state, the other key's change (" + diff + ")"
-			if e.Profile.ReplayCurrentState {
-				return e.Pass("the current state, as the profile documents (replay_current_state): " + observed)
+			if e.Profile.Replay == apispec.ReplayCurrentState {
+				return e.Pass("the current state, as the profile documents (replay: current-state): " + observed)
 			}
 		}
 		return e.inTTL(e.Unmet("the stored answer of the first key's execution", what+": "+observed), first, retry)

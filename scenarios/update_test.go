@@ -116,6 +116,24 @@ func TestUpdateDefects(t *testing.T) {
 	}
 }
 
+// TestUpdateReplayCurrentStateDocumented: an API that documents replaying
+// the resource's current state (profile replay: current-state) passes
+// update/after-other-key with exactly that answer — a legal choice, never a
+// failure — and a profile value outside the two is refused by name.
+func TestUpdateReplayCurrentStateDocumented(t *testing.T) {
+	p := referenceProfile(t)
+	p.Replay = apispec.ReplayCurrentState
+	rep := runSelected(t, updateTarget(t, "update-replays-current-state"), p, "update/after-other-key")
+	i := slices.IndexFunc(rep.Results, func(r scenarios.Result) bool { return r.Operation == "update-charge" })
+	if i < 0 || rep.Results[i].Status != scenarios.Pass || !strings.Contains(rep.Results[i].Observed, "replay: current-state") {
+		t.Fatalf("update/after-other-key on a documented current-state replay: %+v", rep.Results)
+	}
+	p.Replay = "latest"
+	if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "profile replay \"latest\"") {
+		t.Errorf("profile replay latest: %v, want it refused by name", err)
+	}
+}
+
 // ledgerAPI is one account that every principal may deposit to with a
 // PATCH (a correct per-principal idempotency layer): every answer is
 // {"id":"acc_5", ...}, and /effects?key= counts each key's executions.
