@@ -64,12 +64,15 @@ func (p *probe) sendReq(ctx context.Context, what, keyLine string, r scenarios.R
 }
 
 func (p *probe) describe(n int) string {
-	s := p.steps[n-1]
-	got := "no answer"
-	if s.resp.Err == nil {
-		got = fmt.Sprint(s.resp.Status)
+	return fmt.Sprintf("exchange %d (%s) got %s", n, p.steps[n-1].what, p.statusOf(n))
+}
+
+// statusOf is exchange n's status, or "no answer".
+func (p *probe) statusOf(n int) string {
+	if s := p.steps[n-1]; s.resp.Err == nil {
+		return fmt.Sprint(s.resp.Status)
 	}
-	return fmt.Sprintf("exchange %d (%s) got %s", n, s.what, got)
+	return "no answer"
 }
 
 // Probe sends a few requests to a live endpoint and writes a config with

@@ -100,11 +100,9 @@ func (p *probe) learnSyntax(ctx context.Context, base string, l *learnt) (first,
 		return nil, nil, fmt.Errorf("--probe %s: no request succeeded (%s: %s; %s: %s): check --body, --header and --key-header",
 			base, p.describe(nq), clip(q.Body), p.describe(nr), clip(r.Body))
 	case q.OK() && !r.OK():
-		l.syntax, l.syntaxWhy = string(apispec.SFString), p.describe(nq)+", "+p.describe(nr)
-		return quoted, nil, nil
+		return p.oneFormAccepted(ctx, l, quoted, nr, apispec.SFString, `"`+uuid.NewString()+`"`, k1)
 	case r.OK() && !q.OK():
-		l.syntax, l.syntaxWhy = string(apispec.Raw), p.describe(nr)+", "+p.describe(nq)
-		return bare, nil, nil
+		return p.oneFormAccepted(ctx, l, bare, nq, apispec.Raw, uuid.NewString(), `"`+k2+`"`)
 	}
 	// Both accepted: the bare form of the quoted key tells a server that
 	// parses the sf-string (the same key: a replay) from one that keeps
@@ -124,6 +122,53 @@ func (p *probe) learnSyntax(ctx context.Context, base string, l *learnt) (first,
 	l.syntax = string(apispec.Raw)
 	l.syntaxWhy = fmt.Sprintf("exchanges %d and %d accepted a quoted and a bare key; exchange %d, exchange %d's key bare, did not replay it: the quotes are part of the key", nq, nr, nb, nq)
 	return bare, quoted, nil
+}
+
+// oneFormAccepted decides the syntax when only ok's form was accepted and
+// exchange refused's other form was not. A fresh key in ok's form is the
+// control: accepted, or refused otherwise, the refusal was of the form
+// (syntax). Refused alike,
+// the API refuses any second execution (an action a resource takes once,
+// a capture): the refusal says nothing of the form, so ok's key in the
+// other form (other) decides instead: a replay of ok means the API reads
+// both forms as one key (sf-string), the control's refusal means it is
+// another key (raw). Anything else leaves key_syntax to the user.
+func (p *probe) oneFormAccepted(ctx context.Context, l *learnt, ok *accepted, refused int, syntax apispec.KeySyntax, fresh, other string) (first, second *accepted, err error) {
+	no := p.steps[refused-1].resp
+	nc, c := p.send(ctx, "another key, in the accepted form", fresh, nil)
+	shown := p.describe(ok.n) + ", " + p.describe(refused) + ", " + p.describe(nc)
+	switch {
+	case c.Err != nil:
+		l.syntaxWhy = "undecided: " + shown
+		return ok, nil, nil
+	case c.OK():
+		l.syntax, l.syntaxWhy = string(syntax), shown
+		return ok, &accepted{nc, c, fresh}, nil
+	case c.Status != no.Status:
+		// A second execution is refused otherwise: the form was.
+		l.syntax, l.syntaxWhy = string(syntax), shown+": the other form's refusal is not a second execution's"
+		return ok, nil, nil
+	}
+	no2, o := p.send(ctx, fmt.Sprintf("exchange %d's key in the other form", ok.n), other, nil)
+	refusedAll := fmt.Sprintf("%s, then refused every other key alike (%s, %s: not the form's refusal, a second execution's)", p.describe(ok.n), p.describe(refused), p.describe(nc))
+	switch {
+	case o.OK() && sameAnswer(o, ok.resp):
+		l.syntax, l.syntaxWhy = string(apispec.SFString), refusedAll+"; "+p.describe(no2)+", its replay: the quotes are parsed"
+	case o.Status == no.Status:
+		l.syntax, l.syntaxWhy = string(apispec.Raw), refusedAll+"; "+p.describe(no2)+", another key's refusal: the quotes are part of the key"
+	default:
+		l.syntaxWhy = "undecided: " + refusedAll + "; " + p.describe(no2)
+	}
+	return ok, nil, nil
+}
+
+// sameAnswer: b repeats a (its id, where a has one two keys do not share,
+// else its whole body).
+func sameAnswer(b, a wire.Resp) bool {
+	if ptr := findID(a.Body); ptr != "" {
+		return idAt(b.Body, ptr) == idAt(a.Body, ptr)
+	}
+	return string(b.Body) == string(a.Body)
 }
 
 // learnID finds the created id in first's answer and checks that two keys
@@ -175,9 +220,17 @@ func (p *probe) learnReplay(ctx context.Context, l *learnt, first *accepted) {
 // UUIDs only.
 func (p *probe) learnKeyForm(ctx context.Context, l *learnt, first *accepted) {
 	k := l.sfKey("idemcheck-" + strings.ReplaceAll(uuid.NewString(), "-", ""))
-	if n, r := p.send(ctx, "a key that is not a UUID", k, nil); r.Is4xx() {
-		l.uuidOnly = fmt.Sprintf("%s, exchange %d (a UUID) got %d", p.describe(n), first.n, first.resp.Status)
+	n, r := p.send(ctx, "a key that is not a UUID", k, nil)
+	if !r.Is4xx() {
+		return
 	}
+	// The control: a fresh UUID refused alike is a second execution's
+	// refusal (a once-only action), not the format's.
+	nc, c := p.send(ctx, "another UUID key", l.sfKey(uuid.NewString()), nil)
+	if c.Status == r.Status {
+		return
+	}
+	l.uuidOnly = fmt.Sprintf("%s, exchange %d (a UUID) got %d, %s", p.describe(n), first.n, first.resp.Status, p.describe(nc))
 }
 
 // learnMismatch sends first's key with a changed body.

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -110,6 +111,72 @@ func TestProbeUUIDKeys(t *testing.T) {
 	}
 	if tg.KeySyntax != apispec.Raw || profile.KeyFormat != "uuid" || !strings.Contains(string(out), "key_format: uuid # exchange ") {
 		t.Errorf("learnt %s, key_format %q; want raw, uuid\n%s", tg.KeySyntax, profile.KeyFormat, out)
+	}
+}
+
+// onceOnly is an action a resource takes once (a capture) behind a
+// correct key layer: a used key replays, and every other execution after
+// the first is refused 409. sf parses the key as an sf-string (a bare key
+// is refused 400); otherwise the key is a raw token, quotes and all.
+type onceOnly struct {
+	sf       bool
+	mu       sync.Mutex
+	captured bool
+	stored   map[string]string
+}
+
+func (o *onceOnly) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	key := r.Header.Get("Idempotency-Key")
+	if o.sf {
+		if len(key) < 3 || key[0] != '"' || key[len(key)-1] != '"' {
+			http.Error(w, `{"error":"the key must be an sf-string"}`, http.StatusBadRequest)
+			return
+		}
+		key = key[1 : len(key)-1]
+	}
+	if key == "" {
+		http.Error(w, `{"error":"key required"}`, http.StatusBadRequest)
+		return
+	}
+	if a, ok := o.stored[key]; ok {
+		_, _ = w.Write([]byte(a))
+		return
+	}
+	if o.captured {
+		http.Error(w, `{"error":"charge_already_captured"}`, http.StatusConflict)
+		return
+	}
+	o.captured, o.stored[key] = true, `{"id":"ch_1","status":"captured"}`
+	_, _ = w.Write([]byte(o.stored[key]))
+}
+
+// TestProbeOnceOnlyAction: on an action a resource takes once, every
+// exchange after the first gets the business refusal. Rule: a refusal
+// that a fresh key in the accepted form gets alike is no sign of the key's
+// form or format; the accepted key in the other form decides the syntax.
+func TestProbeOnceOnlyAction(t *testing.T) {
+	setTokens(t)
+	for _, tc := range []struct {
+		sf   bool
+		want apispec.KeySyntax
+	}{{false, apispec.Raw}, {true, apispec.SFString}} {
+		t.Run(string(tc.want), func(t *testing.T) {
+			base := serve(t, &onceOnly{sf: tc.sf, stored: map[string]string{}})
+			out, err := Probe(context.Background(), ProbeOptions{URL: base + "/v1/charges/ch_1/capture", Body: `{"amount":1200}`,
+				Headers: []string{"Authorization: Bearer tok_alice"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tg, profile, err := apispec.ParseConfig(out)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			if tg.KeySyntax != tc.want || profile.KeyFormat != "" {
+				t.Errorf("learnt %s, key_format %q; want %s and no format\n%s", tg.KeySyntax, profile.KeyFormat, tc.want, out)
+			}
+		})
 	}
 }
 

@@ -19,8 +19,13 @@ func (p *probe) write(o ProbeOptions, l *learnt) ([]byte, error) {
 		kh = guessed(str(p.target.KeyHeader), "the draft's header, which every exchange sent (--key-header names another)")
 	}
 	root.set("key_header", kh)
-	root.set("key_syntax", from(str(l.syntax), l.syntaxWhy))
+	if l.syntax != "" {
+		root.set("key_syntax", from(str(l.syntax), l.syntaxWhy))
+	}
 	tk := root.set("timeout", str(shortDuration(p.target.Timeout)))
+	if l.syntax == "" {
+		head(tk, "TODO: key_syntax: sf-string or raw (the exchanges could not tell: "+l.syntaxWhy+")")
+	}
 	foot(tk, "ttl: 24h  # TODO: how long the API keeps a key (a probe cannot see it); enables the expiry cases")
 
 	seq, secHead := p.principals()
