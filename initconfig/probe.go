@@ -28,6 +28,10 @@ type ProbeOptions struct {
 	Query   []string
 	Timeout time.Duration // per request (0: 10s)
 	TLS     apispec.TLS
+	// HTTP2 speaks HTTP/2 only (--http2: h2 by ALPN, h2c with prior
+	// knowledge), for a server that speaks nothing else; the config
+	// written says http2: true.
+	HTTP2   bool
 	Command string
 }
 
@@ -151,7 +155,7 @@ func probeTarget(o ProbeOptions) (*apispec.Target, *apispec.Operation, error) {
 	}
 	t := &apispec.Target{
 		BaseURL: u.Scheme + "://" + u.Host, KeyHeader: keyHeader, KeySyntax: apispec.SFString, Timeout: timeout,
-		Principals: []apispec.Principal{{Name: "user1", Headers: creds}}, Operations: []apispec.Operation{*op},
+		Principals: []apispec.Principal{{Name: "user1", Headers: creds}}, Operations: []apispec.Operation{*op}, HTTP2: o.HTTP2,
 	}
 	if err := t.SetTLS(o.TLS); err != nil {
 		return nil, nil, fmt.Errorf("tls.%v", err)

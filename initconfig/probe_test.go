@@ -180,6 +180,37 @@ func TestProbeOnceOnlyAction(t *testing.T) {
 	}
 }
 
+// TestProbeHTTP2: against a server that speaks only h2c, --http2's
+// probe reaches it (every exchange over HTTP/2) and the config it writes
+// says http2: true; without it the probe cannot reach the server.
+func TestProbeHTTP2(t *testing.T) {
+	setTokens(t)
+	app, err := demo.New(demo.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = app.Close() })
+	srv := httptest.NewUnstartedServer(app)
+	srv.Config.Protocols = new(http.Protocols)
+	srv.Config.Protocols.SetHTTP1(false)
+	srv.Config.Protocols.SetUnencryptedHTTP2(true)
+	srv.Start()
+	t.Cleanup(srv.Close)
+	o := ProbeOptions{URL: srv.URL + "/v1/charges", Body: `{"amount":1000,"currency":"usd"}`, Headers: []string{"Authorization: Bearer alice"}, HTTP2: true}
+	out, err := Probe(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg, _, err := apispec.ParseConfig(out)
+	if err != nil || !tg.HTTP2 || tg.KeySyntax != apispec.SFString || tg.Operations[0].IDPointer != "/id" {
+		t.Fatalf("%v: http2 %v, %s %q; want http2, sf-string, /id\n%s", err, tg != nil && tg.HTTP2, tg.KeySyntax, tg.Operations[0].IDPointer, out)
+	}
+	o.HTTP2 = false
+	if _, err := Probe(context.Background(), o); err == nil {
+		t.Error("an HTTP/1.1 probe of an h2c-only server succeeded: the HTTP/2 probe proves nothing")
+	}
+}
+
 // TestProbeLegalChoices: the probe reads other legal choices of
 // examples/variants: an optional key, 409 for a changed body, integer ids.
 func TestProbeLegalChoices(t *testing.T) {

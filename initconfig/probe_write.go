@@ -22,6 +22,9 @@ func (p *probe) write(o ProbeOptions, l *learnt) ([]byte, error) {
 	if l.syntax != "" {
 		root.set("key_syntax", from(str(l.syntax), l.syntaxWhy))
 	}
+	if p.target.HTTP2 {
+		root.set("http2", from(&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: "true"}, "from --http2: every exchange spoke HTTP/2"))
+	}
 	tk := root.set("timeout", str(shortDuration(p.target.Timeout)))
 	if l.syntax == "" {
 		head(tk, "TODO: key_syntax: sf-string or raw (the exchanges could not tell: "+l.syntaxWhy+")")

@@ -40,6 +40,7 @@ type initFlags struct {
 	force         bool
 	timeout       time.Duration
 	tls           apispec.TLS
+	http2         bool
 }
 
 func init() {
@@ -77,6 +78,7 @@ func init() {
 	fl.StringArrayVar(&f.operations, "operation", nil, "operationId to write (default: those declaring the key header, else every POST and PATCH); repeatable")
 	fl.StringVar(&f.probe, "probe", "", "absolute URL of a live endpoint to learn from (sends seven requests)")
 	fl.StringVar(&f.method, "method", "POST", "--probe: the endpoint's method")
+	fl.BoolVar(&f.http2, "http2", false, "--probe: speak HTTP/2 only (h2 by ALPN over https, h2c with prior knowledge over http); the config says http2: true")
 	fl.StringVar(&f.body, "body", "", "--probe: a JSON object the endpoint accepts")
 	fl.StringArrayVar(&f.headers, "header", nil, "--probe: 'Name: value' sent with every request (credentials are written as ${IDEMCHECK_TOKEN_1}); repeatable")
 	fl.StringArrayVar(&f.query, "query", nil, "--probe: 'name=value' of another query, sent under a used key and written as a query mutation; repeatable")
@@ -118,6 +120,9 @@ func runInit(cmd *cobra.Command, f initFlags) error {
 	}
 	if f.openapi != "" && (cmd.Flags().Changed("body") || len(f.headers) > 0 || len(f.query) > 0 || cmd.Flags().Changed("method")) {
 		return usageErrorf("init: --body, --header, --query and --method go with --probe")
+	}
+	if f.probe == "" && f.http2 {
+		return usageErrorf("init: --http2 goes with --probe")
 	}
 	if f.openapi == "" && len(f.operations) > 0 {
 		return usageErrorf("init: --operation goes with --openapi")
@@ -163,7 +168,7 @@ func runInit(cmd *cobra.Command, f initFlags) error {
 	default:
 		out, err = initconfig.Probe(cmd.Context(), initconfig.ProbeOptions{
 			URL: f.probe, Method: f.method, Body: f.body, Headers: f.headers, Query: f.query, KeyHeader: f.keyHeader,
-			Timeout: f.timeout, TLS: f.tls, Command: "idemcheck init --probe " + f.probe + " --method " + strings.ToUpper(f.method),
+			Timeout: f.timeout, TLS: f.tls, HTTP2: f.http2, Command: "idemcheck init --probe " + f.probe + " --method " + strings.ToUpper(f.method),
 		})
 	}
 	if errors.Is(err, apispec.ErrUnreachable) {
