@@ -202,6 +202,11 @@ func TestGRPCDefects(t *testing.T) {
 			t.Errorf("%s: the gRPC reference plays it, and no row here checks it is caught", d.Defect)
 		}
 	}
+	// Cases that catch a row's defect too when the run is slow: a true
+	// catch, never required. Without the in-flight lock the hang-up's
+	// retry executes again when it comes while the slowed handler still
+	// runs (it waits 1.5x the slow variant, which a loaded machine stretches).
+	alsoCaught := map[reference.Defect][]string{reference.NoInflightLock: {"lost/client-hangup"}}
 	for _, tc := range rows {
 		t.Run(string(tc.defect)+"/"+tc.carrier, func(t *testing.T) {
 			t.Parallel()
@@ -209,6 +214,7 @@ func TestGRPCDefects(t *testing.T) {
 			var failed, warned []string
 			for _, r := range rep.Results {
 				switch {
+				case (r.Status == Fail || (tc.strict && r.Status == Warn)) && slices.Contains(alsoCaught[tc.defect], r.ID):
 				case r.Status == Fail || (tc.strict && r.Status == Warn):
 					failed = append(failed, r.ID)
 				case r.Status == Warn:
