@@ -26,9 +26,10 @@ func check(t *testing.T, config string, d defect) (int, *testenv.RunReport) {
 	return testenv.RunConfig(t, config, func(c map[string]any) { c["base_url"] = srv.URL }, "--strict")
 }
 
-// configs are the API's two faces: GraphQL (Shopify's directive) and
-// REST with the key in the JSON body (ACP's rules).
-var configs = []string{"idemcheck.yaml", "idemcheck-rest.yaml"}
+// configs are the API's three faces: GraphQL with Shopify's directive,
+// GraphQL with the key as an input field, and REST with the key in the
+// JSON body (ACP's rules).
+var configs = []string{"idemcheck.yaml", "idemcheck-input.yaml", "idemcheck-rest.yaml"}
 
 // TestCorrectBuild: the correct build passes the whole catalog under
 // --strict: nothing fails, warns or stays undecided.

@@ -46,19 +46,18 @@ func (s *server) restCharge(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	answer, o := s.once(customer+"\x00rest-charges\x00"+key, digestOf("rest-charges", in), func() ([]byte, bool) {
-		a, keep := s.execute(key, in)
+		c := s.execute(key, in)
 		ans := restAnswer{Status: http.StatusCreated}
-		p, _ := a["payload"].(map[string]any)
 		switch {
-		case a["errors"] != nil:
+		case c.failed:
 			ans.Status, ans.Body = http.StatusServiceUnavailable, []byte(`{"error":"the card provider is unavailable"}`)
-		case p["charge"] == nil:
+		case c.charge == nil:
 			ans.Status, ans.Body = http.StatusPaymentRequired, []byte(`{"error":"card_declined"}`)
 		default:
-			ans.Body, _ = json.Marshal(p["charge"])
+			ans.Body, _ = json.Marshal(c.charge)
 		}
 		b, _ := json.Marshal(ans)
-		return b, keep
+		return b, !c.failed
 	})
 	switch o {
 	case mismatched:

@@ -17,15 +17,22 @@ import (
 )
 
 // schemaSDL is the API. The directive is declared, as Shopify's schema
-// declares it, and not required by the schema: the runtime requires it.
+// declares it, and not required by the schema: the runtime requires it
+// on chargeCreate. paymentCreate takes its key as an input field instead
+// (payment.go), required by the schema.
 const schemaSDL = `
 directive @idempotent(key: String!) on FIELD
 type Query { charge(id: ID!): Charge }
-type Mutation { chargeCreate(input: ChargeInput!): ChargeCreatePayload }
+type Mutation {
+  chargeCreate(input: ChargeInput!): ChargeCreatePayload
+  paymentCreate(input: PaymentInput!): PaymentCreatePayload
+}
 input ChargeInput { amount: Int!, currency: String!, description: String, delayMs: Int, fail: String }
+input PaymentInput { idempotencyKey: String!, amount: Int!, currency: String!, description: String, delayMs: Int, fail: String }
 type Charge { id: ID!, amount: Int!, currency: String!, description: String }
 type UserError { code: String!, message: String!, field: [String!] }
 type ChargeCreatePayload { charge: Charge, userErrors: [UserError!]! }
+type PaymentCreatePayload { payment: Charge, userErrors: [UserError!]! }
 `
 
 // The codes of the errors gqlshop answers with (extensions.code).
@@ -153,11 +160,15 @@ func (s *server) graphql(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	field, ok := op.SelectionSet[0].(*ast.Field)
-	if !ok || field.Name != "chargeCreate" {
+	if !ok || (field.Name != "chargeCreate" && field.Name != "paymentCreate") {
 		writeJSON(w, http.StatusOK, errorsAnswer(codeBadInput, "unknown mutation"))
 		return
 	}
 	input, _ := field.ArgumentMap(vars)["input"].(map[string]any)
+	if field.Name == "paymentCreate" {
+		s.payment(w, customer, field, input)
+		return
+	}
 	dir := field.Directives.ForName("idempotent")
 	if dir == nil {
 		writeJSON(w, http.StatusOK, errorsAnswer(codeMissingKey, "chargeCreate requires the @idempotent directive"))
@@ -234,13 +245,8 @@ func (s *server) once(id, digest string, run func() (answer []byte, keep bool)) 
 // charge runs chargeCreate under key for customer, once per key.
 func (s *server) charge(w http.ResponseWriter, customer, key string, field *ast.Field, input map[string]any) {
 	answer, o := s.once(customer+"\x00"+field.Name+"\x00"+key, digestOf(field.Name, input), func() ([]byte, bool) {
-		a, keep := s.execute(key, input)
-		doc := map[string]any{"data": map[string]any{alias(field): project(field.SelectionSet, a["payload"])}}
-		if a["errors"] != nil {
-			doc = map[string]any{"data": map[string]any{alias(field): nil}, "errors": a["errors"]}
-		}
-		b, _ := json.Marshal(doc)
-		return b, keep
+		c := s.execute(key, input)
+		return c.answer(field, "charge"), !c.failed
 	})
 	switch o {
 	case mismatched:
@@ -257,11 +263,27 @@ func (s *server) charge(w http.ResponseWriter, customer, key string, field *ast.
 	}
 }
 
-// execute charges: the card provider is called (an execution). It
-// returns the payload (charge, userErrors) or the errors of a failure;
-// keep is false for a failure of gqlshop's own, which is not an outcome
-// to replay.
-func (s *server) execute(key string, input map[string]any) (answer map[string]any, keep bool) {
+// charged is what one execution of a charge did.
+type charged struct {
+	charge     map[string]any // nil when declined or failed
+	userErrors []any          // a declined card: an outcome, kept
+	failed     bool           // gqlshop's own failure: not kept, a retry executes
+}
+
+// answer is c as the GraphQL answer of field, whose payload holds the
+// charge under member.
+func (c charged) answer(field *ast.Field, member string) []byte {
+	doc := map[string]any{"data": map[string]any{alias(field): project(field.SelectionSet, map[string]any{member: c.charge, "userErrors": c.userErrors})}}
+	if c.failed {
+		doc = map[string]any{"data": map[string]any{alias(field): nil},
+			"errors": []gqlError{{Message: "the card provider is unavailable", Extensions: map[string]string{"code": codeInternal}}}}
+	}
+	b, _ := json.Marshal(doc)
+	return b
+}
+
+// execute charges: the card provider is called (an execution).
+func (s *server) execute(key string, input map[string]any) charged {
 	if ms, ok := input["delayMs"].(json.Number); ok {
 		if d, err := ms.Int64(); err == nil && d > 0 {
 			time.Sleep(min(time.Duration(d)*time.Millisecond, 10*time.Second))
@@ -270,17 +292,14 @@ func (s *server) execute(key string, input map[string]any) (answer map[string]an
 	s.mu.Lock()
 	s.effects[key]++
 	s.mu.Unlock()
-	payload := map[string]any{"charge": nil, "userErrors": []any{}}
 	switch input["fail"] {
 	case "transient":
-		return map[string]any{"errors": []gqlError{{Message: "the card provider is unavailable", Extensions: map[string]string{"code": codeInternal}}}}, false
+		return charged{failed: true}
 	case "decline":
-		payload["userErrors"] = []any{map[string]any{"code": codeDeclined, "message": "the card was declined", "field": []any{"input"}}}
-	default:
-		payload["charge"] = map[string]any{"id": fmt.Sprintf("gid://gqlshop/Charge/%d", s.ids.Add(1)),
-			"amount": input["amount"], "currency": input["currency"], "description": input["description"]}
+		return charged{userErrors: []any{map[string]any{"code": codeDeclined, "message": "the card was declined", "field": []any{"input"}}}}
 	}
-	return map[string]any{"payload": payload}, true
+	return charged{userErrors: []any{}, charge: map[string]any{"id": fmt.Sprintf("gid://gqlshop/Charge/%d", s.ids.Add(1)),
+		"amount": input["amount"], "currency": input["currency"], "description": input["description"]}}
 }
 
 func alias(f *ast.Field) string {
