@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"regexp"
@@ -61,6 +62,7 @@ func newServer(ttl time.Duration, d defect) *server {
 func (s *server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /mcp", s.mcp)
+	mux.HandleFunc("POST /rpc", s.rpc)
 	mux.HandleFunc("GET /effects", func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		n := 0
@@ -162,8 +164,8 @@ func (s *server) mcp(w http.ResponseWriter, r *http.Request) {
 // tools is what tools/list answers.
 var tools = []map[string]any{
 	{"name": "get_adcp_capabilities", "description": "What this seller supports.", "inputSchema": map[string]any{"type": "object"}},
-	{"name": "create_media_buy", "description": "Book a media buy.", "inputSchema": map[string]any{
-		"type": "object", "required": []string{"idempotency_key", "buyer_ref", "budget"},
+	{"name": "create_media_buy", "description": "Book a media buy. The key is the idempotency_key argument, or _meta[\"" + metaKey + "\"] for a client whose SDK sends request metadata (one of the two, or both alike).", "inputSchema": map[string]any{
+		"type": "object", "required": []string{"buyer_ref", "budget"},
 		"properties": map[string]any{
 			"idempotency_key": map[string]any{"type": "string", "pattern": keyPattern.String()},
 			"buyer_ref":       map[string]any{"type": "string"},
@@ -184,14 +186,16 @@ func toolResult(structured map[string]any, isError bool) map[string]any {
 	return map[string]any{"content": []any{map[string]any{"type": "text", "text": string(text)}}, "structuredContent": structured, "isError": isError}
 }
 
-func toolError(code, msg string) map[string]any {
-	return toolResult(map[string]any{"errors": []any{map[string]any{"code": code, "message": msg}}}, true)
+// toolErrors is an error result carrying code and message only.
+func toolErrors(code, msg string) map[string]any {
+	return map[string]any{"errors": []any{map[string]any{"code": code, "message": msg}}}
 }
 
 func (s *server) call(w http.ResponseWriter, r *http.Request, customer string, req rpcRequest) {
 	var p struct {
 		Name      string         `json:"name"`
 		Arguments map[string]any `json:"arguments"`
+		Meta      map[string]any `json:"_meta"`
 	}
 	d := json.NewDecoder(bytes.NewReader(req.Params))
 	d.UseNumber()
@@ -201,29 +205,53 @@ func (s *server) call(w http.ResponseWriter, r *http.Request, customer string, r
 	}
 	switch p.Name {
 	case "get_adcp_capabilities":
-		reply(w, r, req.ID, toolResult(map[string]any{"adcp": map[string]any{"idempotency": map[string]any{
-			"supported": true, "replay_ttl_seconds": int(math.Ceil(s.ttl.Seconds()))}}}, false), nil)
+		reply(w, r, req.ID, toolResult(s.capabilities(), false), nil)
 		return
 	case "create_media_buy":
 	default:
 		reply(w, r, req.ID, nil, &rpcError{Code: rpcInvalidParams, Message: "no tool " + p.Name})
 		return
 	}
-	// Schema validation first: a malformed request never reaches the
-	// idempotency store (AdCP closes the timing side channel so).
-	args := p.Arguments
-	key, _ := args["idempotency_key"].(string)
+	key, rerr := keyOf(p.Arguments, p.Meta)
+	if rerr != nil {
+		reply(w, r, req.ID, nil, rerr)
+		return
+	}
+	res, isError := s.book(customer, key, p.Arguments)
+	reply(w, r, req.ID, toolResult(res, isError), nil)
+}
+
+func (s *server) capabilities() map[string]any {
+	return map[string]any{"adcp": map[string]any{"idempotency": map[string]any{
+		"supported": true, "replay_ttl_seconds": int(math.Ceil(s.ttl.Seconds()))}}}
+}
+
+// metaKey is the _meta field that may carry the key instead of the
+// idempotency_key argument: request metadata, as MCP reserves _meta for
+// (gsd-workflow's write tools take io.opengsd/idempotency-key so).
+const metaKey = "io.adcpagent/idempotency-key"
+
+// keyOf is a create_media_buy call's key, from its arguments or its
+// _meta, and its arguments checked: schema validation first, so a
+// malformed request never reaches the idempotency store (AdCP closes the
+// timing side channel so).
+func keyOf(args, meta map[string]any) (string, *rpcError) {
+	key, inArgs := args["idempotency_key"].(string)
+	if m, inMeta := meta[metaKey].(string); inMeta {
+		if inArgs && m != key {
+			return "", &rpcError{Code: rpcInvalidParams, Message: "idempotency_key and _meta." + metaKey + " differ", Data: map[string]any{"field": "idempotency_key"}}
+		}
+		key = m
+	}
 	_, budgetOK := args["budget"].(json.Number)
 	ref, _ := args["buyer_ref"].(string)
 	switch {
 	case !keyPattern.MatchString(key):
-		reply(w, r, req.ID, nil, &rpcError{Code: rpcInvalidParams, Message: "idempotency_key: required, matching " + keyPattern.String(), Data: map[string]any{"field": "idempotency_key"}})
-		return
+		return "", &rpcError{Code: rpcInvalidParams, Message: "idempotency_key: required, matching " + keyPattern.String(), Data: map[string]any{"field": "idempotency_key"}}
 	case !budgetOK || ref == "":
-		reply(w, r, req.ID, nil, &rpcError{Code: rpcInvalidParams, Message: "budget (a number) and buyer_ref are required", Data: map[string]any{"field": "budget"}})
-		return
+		return "", &rpcError{Code: rpcInvalidParams, Message: "budget (a number) and buyer_ref are required", Data: map[string]any{"field": "budget"}}
 	}
-	s.book(w, r, req.ID, customer, key, args)
+	return key, nil
 }
 
 // digestOf is the payload's canonical JSON without the key (json.Marshal
@@ -239,7 +267,10 @@ func digestOf(args map[string]any) string {
 	return string(b)
 }
 
-func (s *server) book(w http.ResponseWriter, r *http.Request, id json.RawMessage, customer, key string, args map[string]any) {
+// book runs create_media_buy under key for customer, once per key: the
+// structured result and whether it is an error (a tool error of the
+// agent's idempotency layer or of the buy).
+func (s *server) book(customer, key string, args map[string]any) (map[string]any, bool) {
 	rid := customer + "\x00create_media_buy\x00" + key
 	digest := digestOf(args)
 	s.mu.Lock()
@@ -253,30 +284,25 @@ func (s *server) book(w http.ResponseWriter, r *http.Request, id json.RawMessage
 		case rec.digest != digest && s.defect != noFingerprint:
 			stored := rec.result
 			s.mu.Unlock()
-			res := toolError(codeConflict, "idempotency_key was used with another payload")
+			conflict := map[string]any{"code": codeConflict, "message": "idempotency_key was used with another payload"}
 			if s.defect == leaksPayload && stored != nil {
-				res = toolResult(map[string]any{"errors": []any{map[string]any{"code": codeConflict, "message": "key used for another payload", "original": stored}}}, true)
+				conflict["original"] = stored
 			}
 			if s.defect == executesOnMismatch {
 				s.execute(key, args)
 			}
-			reply(w, r, id, res, nil)
+			return map[string]any{"errors": []any{conflict}}, true
 		case rec.result == nil:
 			s.mu.Unlock()
-			reply(w, r, id, toolError(codeInFlight, "a request with this idempotency_key is in progress"), nil)
-		default:
-			replay := map[string]any{}
-			for k, v := range rec.result {
-				replay[k] = v
-			}
-			isError := rec.isError
-			s.mu.Unlock()
-			if !isError {
-				replay["replayed"] = true
-			}
-			reply(w, r, id, toolResult(replay, isError), nil)
+			return toolErrors(codeInFlight, "a request with this idempotency_key is in progress"), true
 		}
-		return
+		replay := maps.Clone(rec.result)
+		isError := rec.isError
+		s.mu.Unlock()
+		if !isError {
+			replay["replayed"] = true
+		}
+		return replay, isError
 	}
 	rec = &record{digest: digest}
 	s.records[rid] = rec
@@ -290,7 +316,7 @@ func (s *server) book(w http.ResponseWriter, r *http.Request, id json.RawMessage
 		delete(s.records, rid)
 	}
 	s.mu.Unlock()
-	reply(w, r, id, toolResult(result, isError), nil)
+	return result, isError
 }
 
 // execute books the media buy (an execution). keep is false for a
@@ -306,9 +332,9 @@ func (s *server) execute(key string, args map[string]any) (result map[string]any
 	s.mu.Unlock()
 	switch args["fail"] {
 	case "transient":
-		return toolError(codeUnavailable, "the ad server is unavailable")["structuredContent"].(map[string]any), true, false
+		return toolErrors(codeUnavailable, "the ad server is unavailable"), true, false
 	case "budget":
-		return map[string]any{"errors": []any{map[string]any{"code": codeBudget, "message": "budget below the product's floor"}}}, true, true
+		return toolErrors(codeBudget, "budget below the product's floor"), true, true
 	}
 	return map[string]any{"media_buy_id": fmt.Sprintf("mb_%d", s.ids.Add(1)), "buyer_ref": args["buyer_ref"], "budget": args["budget"], "status": "pending_activation"}, false, true
 }

@@ -32,13 +32,18 @@ func check(t *testing.T, config string, d defect) (int, *testenv.RunReport) {
 var configs = []string{"idemcheck.yaml", "idemcheck-input.yaml", "idemcheck-rest.yaml"}
 
 // TestCorrectBuild: the correct build passes the whole catalog under
-// --strict: nothing fails, warns or stays undecided.
+// --strict: nothing fails or warns, and nothing stays undecided but
+// missing/rejected, whose keyless request a per-key oracle cannot count
+// (unverifiable by design: the configs keep the per-key oracle users
+// write, which lets the cases run in parallel).
 func TestCorrectBuild(t *testing.T) {
 	for _, config := range configs {
 		t.Run(config, func(t *testing.T) {
 			code, rep := check(t, config, "")
-			if code != 0 {
-				t.Errorf("exit %d (%s), want 0; failing %v; undecided %v", code, rep.Outcome, rep.Failing(), rep.Undecided())
+			undecided := rep.Undecided()
+			delete(undecided, "missing/rejected")
+			if code != 0 || len(undecided) > 0 {
+				t.Errorf("exit %d (%s), want 0; failing %v; undecided %v", code, rep.Outcome, rep.Failing(), undecided)
 			}
 		})
 	}
