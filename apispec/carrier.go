@@ -355,8 +355,25 @@ func carrierOperation(t *Target, oc operationConfig, op *Operation, at string) e
 func presetAnswers(preset string) *Answers {
 	switch preset {
 	case "shopify":
-		// The codes Shopify's "Implementing idempotency" page gives for
-		// the mutations taking @idempotent.
+		// The codes of the mutations taking @idempotent, as the Admin
+		// API's schema declares them: values of each mutation's
+		// UserErrorCode enum, so they come as userErrors[].code (read like
+		// extensions.code). "IDEMPOTENCY_CONCURRENT_REQUEST — This request
+		// is currently in progress, please try again";
+		// "IDEMPOTENCY_KEY_PARAMETER_MISMATCH — The same idempotency key
+		// cannot be used with different operation parameters"
+		// (shopify.dev/docs/api/admin-graphql/latest/enums/
+		// InventorySetQuantitiesUserErrorCode; the same two in
+		// InventoryAdjustQuantitiesUserErrorCode,
+		// InventoryMoveQuantitiesUserErrorCode and
+		// InventoryShipmentAddItemsUserErrorCode, as nozzlegear/ShopifySharp's
+		// types generated from the schema list them). Left out:
+		// IDEMPOTENCY_PREVIOUS_ATTEMPT_FAILED ("A previous request with this
+		// idempotency key failed. Retry with a new idempotency key", in the
+		// enum as of 2026-10): a retry after a failure refused, neither
+		// replayed nor executed, which no status of the profile stands
+		// for; and the missing directive, whose runtime error the 2026-04
+		// changelog names no code for.
 		return &Answers{Mismatch: []string{"IDEMPOTENCY_KEY_PARAMETER_MISMATCH"}, InFlight: []string{"IDEMPOTENCY_CONCURRENT_REQUEST"}}
 	case "adcp":
 		// IDEMPOTENCY_CONFLICT and RATE_LIMITED are AdCP's; it names no

@@ -123,8 +123,9 @@ var presets = map[string]Profile{
 	// code it does not name: any error meets it); a duplicate returns "the
 	// result of the original operation instead of creating a new one";
 	// the codes of a reused key with other variables and of a concurrent
-	// duplicate are presetAnswers'. Every answer comes under HTTP 200:
-	// no problem document, no Retry-After, no replay header.
+	// duplicate are presetAnswers' (checked against the schema's enums,
+	// see there). Every answer comes under HTTP 200: no problem document,
+	// no Retry-After, no replay header.
 	"shopify": {
 		KeySyntax: Raw, KeyRequired: Yes,
 		MismatchStatus: []int{422}, InFlightStatus: []int{409},

@@ -120,6 +120,20 @@ carrier: mcp
 key: {pointer: /idempotency_key}
 answers: {mismatch: [IDEMPOTENCY_CONFLICT], replayed: /replayed}
 operations: [{name: o, tool: make}]`)
+	shopify := bodyTarget(t, `
+base_url: http://127.0.0.1:1
+principals: [{name: a, headers: {Authorization: Bearer a}}]
+carrier: graphql
+key: {directive: idempotent}
+operations: [{name: o, query: "mutation { inventorySetQuantities { userErrors { code } } }"}]
+profile: {preset: shopify}`)
+	rpc := bodyTarget(t, `
+base_url: http://127.0.0.1:1
+principals: [{name: a, headers: {Authorization: Bearer a}}]
+carrier: jsonrpc
+key: {pointer: /idempotency_key}
+answers: {mismatch: ["-32001"], codes: {"-32003": 402}}
+operations: [{name: o, call: make}]`)
 	js := http.Header{"Content-Type": {"application/json"}}
 	sse := http.Header{"Content-Type": {"text/event-stream"}}
 	for _, tc := range []struct {
@@ -142,6 +156,13 @@ operations: [{name: o, tool: make}]`)
 		{"mcp conflict", mcp, js, 200, `{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"{\"errors\":[{\"code\":\"IDEMPOTENCY_CONFLICT\"}]}"}],"isError":true}}`, 422, ""},
 		{"jsonrpc invalid params", mcp, js, 200, `{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"bad"}}`, 400, ""},
 		{"mcp expired session", mcp, js, 404, `{"error":"unknown session"}`, 404, ""},
+		// The shopify preset's codes, where Shopify's schema puts them: the
+		// mutation's userErrors (InventorySetQuantitiesUserErrorCode).
+		{"shopify mismatch", shopify, js, 200, `{"data":{"inventorySetQuantities":{"inventoryAdjustmentGroup":null,"userErrors":[{"code":"IDEMPOTENCY_KEY_PARAMETER_MISMATCH","field":null,"message":"m"}]}}}`, 422, ""},
+		{"shopify in flight", shopify, js, 200, `{"data":{"inventorySetQuantities":{"inventoryAdjustmentGroup":null,"userErrors":[{"code":"IDEMPOTENCY_CONCURRENT_REQUEST","field":null,"message":"m"}]}}}`, 409, ""},
+		{"jsonrpc numeric code", rpc, js, 200, `{"jsonrpc":"2.0","id":3,"error":{"code":-32001,"message":"reused"}}`, 422, ""},
+		{"jsonrpc numeric business code", rpc, js, 200, `{"jsonrpc":"2.0","id":3,"error":{"code":-32003,"message":"budget"}}`, 402, ""},
+		{"jsonrpc result", rpc, js, 200, `{"jsonrpc":"2.0","id":3,"result":{"media_buy_id":"mb_1"}}`, 200, `{"media_buy_id":"mb_1"}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := ReadAnswer(tc.t, tc.status, tc.h, []byte(tc.body))
