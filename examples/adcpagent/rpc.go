@@ -25,21 +25,11 @@ var rpcCodes = map[string]int{
 }
 
 func (s *server) rpc(w http.ResponseWriter, r *http.Request) {
-	customer, ok := s.users[r.Header.Get("Authorization")]
+	customer, req, ok := s.request(w, r)
 	if !ok {
-		http.Error(w, `{"error":"invalid token"}`, http.StatusUnauthorized)
 		return
 	}
-	var req rpcRequest
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&req); err != nil {
-		reply(w, r, json.RawMessage("null"), nil, &rpcError{Code: rpcParse, Message: "parse error: " + err.Error()})
-		return
-	}
-	switch {
-	case req.JSONRPC != "2.0" || req.Method == "":
-		reply(w, r, req.ID, nil, &rpcError{Code: rpcInvalidRequest, Message: "not a JSON-RPC 2.0 request"})
-		return
-	case len(req.ID) == 0: // a notification: nothing to answer, nothing done
+	if len(req.ID) == 0 { // a notification: nothing to answer, nothing done
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}

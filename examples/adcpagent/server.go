@@ -112,19 +112,28 @@ func reply(w http.ResponseWriter, r *http.Request, id json.RawMessage, result an
 	_, _ = w.Write(b)
 }
 
-func (s *server) mcp(w http.ResponseWriter, r *http.Request) {
-	customer, ok := s.users[r.Header.Get("Authorization")]
+// request is the caller and the JSON-RPC request of r; ok is false when
+// w was answered instead (no credentials, not a JSON-RPC 2.0 request).
+func (s *server) request(w http.ResponseWriter, r *http.Request) (customer string, req rpcRequest, ok bool) {
+	customer, ok = s.users[r.Header.Get("Authorization")]
 	if !ok {
 		http.Error(w, `{"error":"invalid token"}`, http.StatusUnauthorized)
-		return
+		return "", req, false
 	}
-	var req rpcRequest
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&req); err != nil {
 		reply(w, r, json.RawMessage("null"), nil, &rpcError{Code: rpcParse, Message: "parse error: " + err.Error()})
-		return
+		return "", req, false
 	}
 	if req.JSONRPC != "2.0" || req.Method == "" {
 		reply(w, r, req.ID, nil, &rpcError{Code: rpcInvalidRequest, Message: "not a JSON-RPC 2.0 request"})
+		return "", req, false
+	}
+	return customer, req, true
+}
+
+func (s *server) mcp(w http.ResponseWriter, r *http.Request) {
+	customer, req, ok := s.request(w, r)
+	if !ok {
 		return
 	}
 	if req.Method == "initialize" {

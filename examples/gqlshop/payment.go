@@ -20,7 +20,8 @@ import (
 // IDEMPOTENCY_CONCURRENT_REQUEST), beside the charge's own (CARD_DECLINED).
 // The fingerprint is the input without its key.
 
-// payment runs paymentCreate for customer, once per key.
+// payment runs paymentCreate for customer, once per key; its
+// idempotency errors are userErrors entries.
 func (s *server) payment(w http.ResponseWriter, customer string, field *ast.Field, input map[string]any) {
 	key, _ := input["idempotencyKey"].(string)
 	if strings.TrimSpace(key) == "" || len(key) > maxKey {
@@ -29,23 +30,10 @@ func (s *server) payment(w http.ResponseWriter, customer string, field *ast.Fiel
 	}
 	args := maps.Clone(input)
 	delete(args, "idempotencyKey")
-	answer, o := s.once(customer+"\x00"+field.Name+"\x00"+key, digestOf(field.Name, args), func() ([]byte, bool) {
+	s.answerOnce(w, customer+"\x00"+field.Name+"\x00"+key, digestOf(field.Name, args), func() ([]byte, bool) {
 		c := s.execute(key, args)
 		return c.answer(field, "payment"), !c.failed
-	})
-	switch o {
-	case mismatched:
-		msg := "the idempotency key was used with other arguments"
-		if s.defect == leaksPayload && answer != nil {
-			msg += ": stored " + string(answer)
-		}
-		writeUserError(w, field, codeMismatch, msg)
-	case inFlight:
-		writeUserError(w, field, codeInFlight, "a request with this idempotency key is in progress")
-	default:
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(answer)
-	}
+	}, func(code, msg string) { writeUserError(w, field, code, msg) })
 }
 
 // writeUserError answers field with no payment and one userErrors entry

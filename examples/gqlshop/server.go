@@ -242,21 +242,29 @@ func (s *server) once(id, digest string, run func() (answer []byte, keep bool)) 
 	return answer, executed
 }
 
-// charge runs chargeCreate under key for customer, once per key.
+// charge runs chargeCreate under key for customer, once per key; its
+// idempotency errors are top-level errors.
 func (s *server) charge(w http.ResponseWriter, customer, key string, field *ast.Field, input map[string]any) {
-	answer, o := s.once(customer+"\x00"+field.Name+"\x00"+key, digestOf(field.Name, input), func() ([]byte, bool) {
+	s.answerOnce(w, customer+"\x00"+field.Name+"\x00"+key, digestOf(field.Name, input), func() ([]byte, bool) {
 		c := s.execute(key, input)
 		return c.answer(field, "charge"), !c.failed
-	})
+	}, func(code, msg string) { writeJSON(w, http.StatusOK, errorsAnswer(code, msg)) })
+}
+
+// answerOnce runs run at most once per id (once) and answers w with its
+// answer, kept or fresh, or with the idempotency error fail writes: a
+// key used with other arguments, or one still in flight.
+func (s *server) answerOnce(w http.ResponseWriter, id, digest string, run func() ([]byte, bool), fail func(code, msg string)) {
+	answer, o := s.once(id, digest, run)
 	switch o {
 	case mismatched:
 		msg := "the idempotency key was used with other arguments"
 		if s.defect == leaksPayload && answer != nil {
 			msg += ": stored " + string(answer)
 		}
-		writeJSON(w, http.StatusOK, errorsAnswer(codeMismatch, msg))
+		fail(codeMismatch, msg)
 	case inFlight:
-		writeJSON(w, http.StatusOK, errorsAnswer(codeInFlight, "a request with this idempotency key is in progress"))
+		fail(codeInFlight, "a request with this idempotency key is in progress")
 	default:
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(answer)
