@@ -23,7 +23,9 @@ import (
 // exchange keeps the answer as it came (its HTTP 200 and whole body).
 // An MCP target's calls go in a session: the initialize handshake once
 // per server and principal, its Mcp-Session-Id and protocol version on
-// every call.
+// every call, and a new session when the server answers a call 404 for
+// its session id (it ended the session: a restart, a lifetime of its
+// own), the call then sent again in it.
 //
 // Its capabilities: LastBytes and Warmer (its requests are HTTP
 // requests). Not Methods (every call is a POST), HeaderFields and
@@ -65,6 +67,7 @@ func (a *Answering) Build(op *apispec.Operation, r Request) Exchange {
 
 // Do implements Carrier.
 func (a *Answering) Do(ctx context.Context, x Exchange) (Resp, Exchange) {
+	original := x
 	x, err := a.inSession(ctx, x)
 	var refused *refusal
 	switch {
@@ -75,8 +78,19 @@ func (a *Answering) Do(ctx context.Context, x Exchange) (Resp, Exchange) {
 	case err != nil:
 		return Resp{Err: err, Start: time.Now(), End: time.Now()}, withError(x, err)
 	}
-	resp, x := a.http.Do(ctx, x)
-	return a.read(resp), x
+	resp, out := a.http.Do(ctx, x)
+	if stale := x.Request.Header.Get("Mcp-Session-Id"); stale != "" && resp.Err == nil && resp.Status == http.StatusNotFound {
+		// "When a client receives HTTP 404 in response to a request
+		// containing an Mcp-Session-Id, it MUST start a new session"
+		// (MCP, streamable HTTP): the server refused the call unread, so
+		// it goes once more, in the new session (ctx's WithSent hook
+		// fired at the refused write already). A burst's calls
+		// (SendLastBytes) are not sent again: their overlap is gone.
+		if again, err := a.renewed(ctx, original, stale); err == nil {
+			resp, out = a.http.Do(ctx, again)
+		}
+	}
+	return a.read(resp), out
 }
 
 // read is resp as the status its answer stands for.
@@ -100,8 +114,31 @@ func (a *Answering) inSession(ctx context.Context, x Exchange) (Exchange, error)
 		return x, err
 	}
 	x.Request.Header = x.Request.Header.Clone()
+	s.mu.Lock() // a renewal may be changing its fields
 	s.stamp(x.Request.Header)
+	s.mu.Unlock()
 	return x, nil
+}
+
+// renewed is x (as built, before its session's fields) in a new session
+// of its principal, made in place of the one whose id stale the server
+// no longer knows; a call that found it renewed already uses the new one.
+func (a *Answering) renewed(ctx context.Context, x Exchange, stale string) (Exchange, error) {
+	s, err := a.session(ctx, x)
+	if err != nil {
+		return x, err
+	}
+	s.mu.Lock()
+	if s.id == stale {
+		s.ready = false
+		if err := a.handshake(ctx, x, s); err != nil {
+			s.mu.Unlock()
+			return x, err
+		}
+		s.ready = true
+	}
+	s.mu.Unlock()
+	return a.inSession(ctx, x)
 }
 
 // Reach implements Carrier: an HTTP answer at base, and for MCP a
@@ -233,6 +270,7 @@ func (r *refusal) Error() string {
 
 // handshake initialises s with the server x is for, as x's principal.
 func (a *Answering) handshake(ctx context.Context, x Exchange, s *mcpSession) error {
+	ctx = withoutSent(ctx) // the call that needed the session is what is timed
 	h := x.Request.Header.Clone()
 	init := Exchange{Label: "mcp initialize", Request: ExchangeRequest{Method: http.MethodPost, URL: x.Request.URL, Header: h,
 		Body: marshal(rpcEnvelope{JSONRPC: "2.0", ID: nextRPCID(), Method: "initialize", Params: marshal(map[string]any{

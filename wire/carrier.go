@@ -136,6 +136,12 @@ func WithSent(ctx context.Context, f func()) context.Context {
 	return context.WithValue(ctx, sentHook{}, f)
 }
 
+// withoutSent is ctx with no WithSent hook: for a request a carrier
+// sends of its own before the one timed (an MCP handshake).
+func withoutSent(ctx context.Context) context.Context {
+	return context.WithValue(ctx, sentHook{}, func() {})
+}
+
 // notifySent calls ctx's WithSent hook, if any.
 func notifySent(ctx context.Context) {
 	if f, _ := ctx.Value(sentHook{}).(func()); f != nil {
