@@ -36,9 +36,8 @@ func TestCorrectBuild(t *testing.T) {
 	for _, config := range configs {
 		t.Run(config, func(t *testing.T) {
 			code, rep := check(t, config, "")
-			undecided := rep.Undecided("missing/rejected")
-			if code != 0 || len(undecided) > 0 {
-				t.Errorf("exit %d (%s), want 0; failing %v; undecided %v", code, rep.Outcome, rep.Failing(), undecided)
+			if err := rep.Passed(code, "missing/rejected"); err != nil {
+				t.Error(err)
 			}
 		})
 	}
@@ -56,9 +55,8 @@ func TestDefects(t *testing.T) {
 		for _, config := range configs {
 			t.Run(string(d)+"/"+config, func(t *testing.T) {
 				code, rep := check(t, config, d)
-				failing := rep.Failing()
-				if code != 1 || failing[want] == "" {
-					t.Errorf("exit %d, failing %v: want exit 1 with %s failing", code, failing, want)
+				if err := rep.Caught(code, want); err != nil {
+					t.Error(err)
 				}
 			})
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -54,6 +55,25 @@ func (r *RunReport) Undecided(except ...string) map[string]string {
 		}
 	}
 	return out
+}
+
+// Passed is nil when a --strict run with report r exited code 0 with
+// nothing failing and nothing undecided but the cases except names, else
+// what it did instead.
+func (r *RunReport) Passed(code int, except ...string) error {
+	if undecided := r.Undecided(except...); code != 0 || len(undecided) > 0 {
+		return fmt.Errorf("exit %d (%s), want 0; failing %v; undecided %v", code, r.Outcome, r.Failing(), undecided)
+	}
+	return nil
+}
+
+// Caught is nil when a --strict run with report r exited code 1 with
+// case want failing, else what it did instead.
+func (r *RunReport) Caught(code int, want string) error {
+	if failing := r.Failing(); code != 1 || failing[want] == "" {
+		return fmt.Errorf("exit %d, failing %v: want exit 1 with %s failing", code, failing, want)
+	}
+	return nil
 }
 
 // RunConfig runs `idemcheck run --config` with the YAML config at path,
