@@ -19,6 +19,7 @@ import (
 	"github.com/idemcheck/idemcheck/chaos"
 	"github.com/idemcheck/idemcheck/chaos/drive"
 	"github.com/idemcheck/idemcheck/chaos/front"
+	"github.com/idemcheck/idemcheck/reports/chaosreport"
 	"github.com/idemcheck/idemcheck/scenarios"
 )
 
@@ -183,9 +184,9 @@ func runChaos(ctx context.Context, stdout io.Writer, f chaosFlags) error {
 				e.Where, e.Keys, e.Events, e.Lost, e.Duplicated, e.Redeliveries, e.RedeliveredKeys, e.Unsettled)
 		}
 	}
-	printChaosReport(stdout, res.Findings)
+	chaosreport.Console(stdout, res.Findings)
 	if f.htmlPath != "" {
-		run := chaos.HTMLRun{Target: against, Requested: res.Requested, Elapsed: res.Elapsed.Round(time.Millisecond),
+		run := chaosreport.HTMLRun{Target: against, Requested: res.Requested, Elapsed: res.Elapsed.Round(time.Millisecond),
 			Faults: f.faults, Seed: f.run.seed, Interrupted: res.Interrupted, Notes: res.Notes}
 		if err := writeChaosHTML(f.htmlPath, f.run.history, res.Findings, run); err != nil {
 			return withCode(exitUsage, err)
@@ -214,7 +215,7 @@ func runChaos(ctx context.Context, stdout io.Writer, f chaosFlags) error {
 }
 
 // writeChaosHTML draws the page of a run from its history file.
-func writeChaosHTML(path, history string, rep chaos.Findings, run chaos.HTMLRun) error {
+func writeChaosHTML(path, history string, rep chaos.Findings, run chaosreport.HTMLRun) error {
 	in, err := os.Open(history)
 	if err != nil {
 		return fmt.Errorf("--html: %v", err)
@@ -224,7 +225,7 @@ func writeChaosHTML(path, history string, rep chaos.Findings, run chaos.HTMLRun)
 	if err != nil {
 		return fmt.Errorf("--html: %v", err)
 	}
-	if err := chaos.WriteHTML(out, bufio.NewReader(in), rep, run); err != nil {
+	if err := chaosreport.HTML(out, bufio.NewReader(in), rep, run); err != nil {
 		out.Close()
 		return fmt.Errorf("--html: %v", err)
 	}

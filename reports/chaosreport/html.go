@@ -1,8 +1,7 @@
-package chaos
+package chaosreport
 
 import (
 	_ "embed"
-	"encoding/json"
 	"fmt"
 	"html/template"
 	"io"
@@ -11,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/idemcheck/idemcheck/chaos"
 )
 
 //go:embed html/report.tmpl
@@ -49,8 +50,8 @@ const (
 
 type htmlKey struct {
 	Key, Class, Label string
-	Findings          []KeyViolation
-	Op                *Op
+	Findings          []chaos.KeyViolation
+	Op                *chaos.Op
 	OracleText        string
 	// OpStatus is the op's final status: "409", or over gRPC its code
 	// as the client got it ("ABORTED (409)").
@@ -95,7 +96,7 @@ type htmlSeg struct {
 type htmlLegend struct{ Kind, Color string }
 
 type htmlData struct {
-	R                   Findings
+	R                   chaos.Findings
 	Run                 HTMLRun
 	Verdict, VerdictCls string
 	Faults, Outcomes    string
@@ -129,7 +130,7 @@ var faultColors = map[string]string{
 	"reset-midbody": "#cf222e", "truncate-request": "#1b7c83", "drop-request": "#6e7781", "hangup": "#953800",
 }
 
-// WriteHTML writes the chaos report as one self-contained page (no
+// HTML writes the chaos report as one self-contained page (no
 // script, no network): the verdict and counts, a timeline of the run
 // (attempts per slice, the faults injected in them by kind, and a tick per
 // key with a finding: violation, legal fresh execution after the TTL, not
@@ -137,7 +138,7 @@ var faultColors = map[string]string{
 // with a finding (violations first, open) and up to 200 others, each with
 // its operation and every attempt (fault, upstream answers, what the
 // client got). hist is the run's JSONL history, rep its checker's report.
-func WriteHTML(w io.Writer, hist io.Reader, rep Findings, run HTMLRun) error {
+func HTML(w io.Writer, hist io.Reader, rep chaos.Findings, run HTMLRun) error {
 	d := htmlData{R: rep, Run: run, Faults: countList(rep.Faults), NotJudged: countList(rep.NotJudged)}
 	if rep.TTL > 0 {
 		d.TTL = fmt.Sprintf("%s − margin %s", rep.TTL, rep.Margin)
@@ -182,9 +183,9 @@ type moment struct {
 
 // keysWithFindings starts the drill-down with the report's findings, in
 // the report's order, classed by kind.
-func keysWithFindings(rep Findings) *htmlKeys {
+func keysWithFindings(rep chaos.Findings) *htmlKeys {
 	ks := &htmlKeys{byKey: map[string]*htmlKey{}}
-	add := func(vs []KeyViolation, class string) {
+	add := func(vs []chaos.KeyViolation, class string) {
 		for _, v := range vs {
 			k := ks.byKey[v.Key]
 			if k == nil {
@@ -205,7 +206,7 @@ func keysWithFindings(rep Findings) *htmlKeys {
 func (ks *htmlKeys) readHistory(hist io.Reader) ([]moment, error) {
 	keys := ks.byKey
 	var all []moment
-	err := scanHistory(hist, func(ev *Event) {
+	err := chaos.ScanHistory(hist, func(ev *chaos.Event) {
 		all = append(all, moment{ev.Time, ev.Fault})
 		if ev.Key == "" {
 			return
@@ -231,7 +232,7 @@ func (ks *htmlKeys) readHistory(hist io.Reader) ([]moment, error) {
 		if ev.Time.After(k.last) {
 			k.last = ev.Time
 		}
-	}, func(op *Op) {
+	}, func(op *chaos.Op) {
 		if k := keys[op.Key]; k != nil && k.Class != "hidden" {
 			k.Op = op
 		}
@@ -353,46 +354,12 @@ func (d *htmlData) drillDown(keys *htmlKeys, start time.Time, x func(time.Time) 
 	}
 }
 
-// scanHistory calls attempt and op for every line of a history; the run
-// line and blank lines are skipped. Errors name the line.
-func scanHistory(r io.Reader, attempt func(*Event), op func(*Op)) error {
-	dec := json.NewDecoder(r)
-	for n := 1; ; n++ {
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err == io.EOF {
-			return nil
-		} else if err != nil {
-			return fmt.Errorf("history line %d: %v", n, err)
-		}
-		var head struct {
-			Type string `json:"type"`
-		}
-		if err := json.Unmarshal(raw, &head); err != nil {
-			return fmt.Errorf("history line %d: %v", n, err)
-		}
-		switch head.Type {
-		case "attempt":
-			var ev Event
-			if err := json.Unmarshal(raw, &ev); err != nil {
-				return fmt.Errorf("history line %d: %v", n, err)
-			}
-			attempt(&ev)
-		case "op":
-			var o Op
-			if err := json.Unmarshal(raw, &o); err != nil {
-				return fmt.Errorf("history line %d: %v", n, err)
-			}
-			op(&o)
-		}
-	}
-}
-
 // attemptOf is one attempt's row of the drill-down.
-func attemptOf(ev *Event) htmlAttempt {
+func attemptOf(ev *chaos.Event) htmlAttempt {
 	a := htmlAttempt{at: ev.Time, N: ev.Attempt, Duration: time.Duration(ev.DurationNS).Round(100 * time.Microsecond).String(),
-		Fault: ev.Fault, Client: ev.Client, Status: ev.Status, Faulted: ev.Fault != "", Cut: cutByHarness(ev)}
-	a.code = clientCode(ev)
-	a.StatusText = statusText(ev.Status, a.code)
+		Fault: ev.Fault, Client: ev.Client, Status: ev.Status, Faulted: ev.Fault != "", Cut: ev.CutByHarness()}
+	a.code = ev.ClientCode()
+	a.StatusText = chaos.StatusText(ev.Status, a.code)
 	for _, u := range ev.Upstream {
 		s := fmt.Sprintf("sent +%s", time.Duration(u.SentNS).Round(100*time.Microsecond))
 		switch {
@@ -400,7 +367,7 @@ func attemptOf(ev *Event) htmlAttempt {
 			s += ": error " + u.Error
 			a.Errors = true
 		case u.Status != 0:
-			s += ": " + statusText(u.Status, u.GRPCCode)
+			s += ": " + chaos.StatusText(u.Status, u.GRPCCode)
 		}
 		if u.ID != "" {
 			s += " id " + u.ID
@@ -431,7 +398,7 @@ func keyLabel(k *htmlKey) string {
 }
 
 // verdict is the page's headline and its colour, in the console's words.
-func verdict(r Findings) (string, string) {
+func verdict(r chaos.Findings) (string, string) {
 	judged := fmt.Sprintf("in %d of %d keys judged", r.Judged, r.Keys)
 	switch {
 	case len(r.Violations) > 0:
@@ -473,5 +440,5 @@ func (k *htmlKey) opStatus() string {
 			codes = append(codes, a.code)
 		}
 	}
-	return statusText(k.Op.Status, strings.Join(codes, " or "))
+	return chaos.StatusText(k.Op.Status, strings.Join(codes, " or "))
 }
