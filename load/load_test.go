@@ -18,6 +18,7 @@ import (
 	"github.com/idemcheck/idemcheck/internal/demotest"
 	"github.com/idemcheck/idemcheck/load"
 	"github.com/idemcheck/idemcheck/reference/demo"
+	"github.com/idemcheck/idemcheck/reports/loadreport"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -83,7 +84,7 @@ func TestMixSlowMiss(t *testing.T) {
 	const injected = `injected: every request's body is operation charges's with --body-patch {"delay_ms":50} merged in, ` +
 		`which asks each execution for 50ms more (delay_ms 50, scaled by the slow variant's delay_ms 1500 = 1.5s): the misses pay it, the hits (replays) do not`
 	var text bytes.Buffer
-	if err := rep.WriteText(&text); err != nil || !strings.HasPrefix(text.String(), injected+"\n") ||
+	if err := loadreport.Console(&text, rep); err != nil || !strings.HasPrefix(text.String(), injected+"\n") ||
 		rep.Injected == nil || rep.Injected.ExecutionDelayMs != 50 || string(rep.Injected.BodyPatch) != `{"delay_ms":50}` {
 		t.Fatalf("injected %+v; the console's first line must be\n%s\ngot:\n%s", rep.Injected, injected, text.String())
 	}
@@ -105,7 +106,7 @@ func TestMixSlowMiss(t *testing.T) {
 		t.Errorf("merged results carry no bodies, yet the report says %+v was injected", merged.Injected)
 	}
 	var html, svg bytes.Buffer
-	if err := rep.WriteHTML(&html); err != nil || !strings.Contains(html.String(), `data-path="miss" data-stat="p50"`) {
+	if err := loadreport.HTML(&html, rep); err != nil || !strings.Contains(html.String(), `data-path="miss" data-stat="p50"`) {
 		t.Fatalf("html report: %v", err)
 	}
 	if !strings.Contains(html.String(), `data-injected="50">`+template.HTMLEscapeString(injected)+`</p>`) {
@@ -117,7 +118,7 @@ func TestMixSlowMiss(t *testing.T) {
 		!strings.Contains(html.String(), judged) || !strings.Contains(html.String(), `data-not-judged="0"`) {
 		t.Fatalf("judged %d of %d keyed answers, not judged %v; html headline lacks %q", rep.Judged, hit.Requests+miss.Requests, rep.NotJudged, judged)
 	}
-	if err := rep.WriteHDRPlot(&svg); err != nil || !strings.Contains(svg.String(), "<polyline") {
+	if err := loadreport.HDRPlot(&svg, rep); err != nil || !strings.Contains(svg.String(), "<polyline") {
 		t.Fatalf("hdr plot: %v", err)
 	}
 }

@@ -167,6 +167,15 @@ func (m *pathMetrics) stats() *PathStats {
 	return s
 }
 
+// LatencyAt is the latency in ms at percentile q (0 to 100) of the
+// path's histogram; false when the stats carry none (read back from JSON).
+func (s *PathStats) LatencyAt(q float64) (float64, bool) {
+	if s.hist == nil {
+		return 0, false
+	}
+	return ms(s.hist.ValueAtQuantile(q)), true
+}
+
 // sortedKeys returns a map's keys in order, for stable output.
 func sortedKeys[V any](m map[string]V) []string {
 	ks := make([]string, 0, len(m))

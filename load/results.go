@@ -39,7 +39,7 @@ func ReadResults(paths []string, verySlow, ttl, margin time.Duration, timePlot b
 	col := newCollector(verySlow, ttl, margin)
 	s := &sink{col: col}
 	if timePlot {
-		s.plot = newTimePlot()
+		s.plot = NewTimePlot()
 	}
 	dec := vegeta.NewRoundRobinDecoder(decs...)
 	n := 0

@@ -140,7 +140,8 @@ func WithVerySlow(d time.Duration) Option { return func(c *config) { c.verySlow 
 // re-checked offline) to w as vegeta gob, mergeable by ReadResults.
 func WithResults(w io.Writer) Option { return func(c *config) { c.results = w } }
 
-// WithTimePlot collects the latency-over-time plot of Report.WriteHTML.
+// WithTimePlot collects the latency-over-time plot of the HTML report
+// (Report.TimePlot).
 func WithTimePlot() Option { return func(c *config) { c.timePlot = true } }
 
 // WithProgress is called about once a second during each phase.
@@ -338,7 +339,7 @@ func Run(ctx context.Context, t *apispec.Target, opts ...Option) (*Report, error
 		s.enc = vegeta.NewEncoder(c.results)
 	}
 	if c.timePlot {
-		s.plot = newTimePlot()
+		s.plot = NewTimePlot()
 	}
 
 	pool, hot, err := warmUp(ctx, &c, t, rq, client, keys, s)
@@ -508,7 +509,7 @@ func (c *config) report(t *apispec.Target, col *collector, s *sink, interrupted 
 type sink struct {
 	col  *collector
 	enc  vegeta.Encoder
-	plot *timePlot
+	plot *TimePlot
 	err  error // first results-file error
 	// delayed counts sends the worker cap held back (capPacer).
 	delayed uint64

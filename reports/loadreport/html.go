@@ -1,4 +1,4 @@
-package load
+package loadreport
 
 import (
 	"bytes"
@@ -7,7 +7,11 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"maps"
+	"slices"
 	"time"
+
+	"github.com/idemcheck/idemcheck/load"
 )
 
 //go:embed html/report.tmpl
@@ -16,12 +20,12 @@ var htmlTemplate string
 var htmlPage = template.Must(template.New("load").Parse(htmlTemplate))
 
 type htmlData struct {
-	R        *Report
+	R        *load.Report
 	Started  string
 	Duration string
 	TimePlot template.HTML
 	HDRPlot  template.HTML
-	Cols     []Path
+	Cols     []load.Path
 	Rows     []tableRow
 	Ratios   []htmlKV
 	Oracle   string
@@ -29,7 +33,7 @@ type htmlData struct {
 	// output must not look better than the run was.
 	Delayed string
 	// Injected says what the run merged into every request body and
-	// the delay that asks of each execution (Report.injectedLine).
+	// the delay that asks of each execution (injectedLine).
 	Injected string
 	Breached int
 	// Judged is the checks' headline: violations of the answers judged,
@@ -44,20 +48,20 @@ type htmlKV struct {
 	V string
 }
 
-// WriteHTML writes the load report as one self-contained page: the
+// HTML writes the load report as one self-contained page: the
 // verdict (thresholds with pass/breach, violations), the latency over time
 // with every path its own series, the percentile table of the paths side
 // by side, the HDR percentile plot, ratios, phases and the oracle. It
 // needs the time plot (WithTimePlot, or ReadResults with timePlot).
-func (r *Report) WriteHTML(w io.Writer) error {
-	if r.plot == nil {
+func HTML(w io.Writer, r *load.Report) error {
+	if r.TimePlot() == nil {
 		return errors.New("no time plot collected (WithTimePlot)")
 	}
 	var tp, hdr bytes.Buffer
-	if err := r.plot.writeSVG(&tp, "Latency over time — "+r.Target); err != nil {
+	if err := timePlotSVG(&tp, r.TimePlot(), "Latency over time — "+r.Target); err != nil {
 		return err
 	}
-	if err := r.WriteHDRPlot(&hdr); err != nil {
+	if err := HDRPlot(&hdr, r); err != nil {
 		return err
 	}
 	d := htmlData{
@@ -65,11 +69,11 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		Duration: (time.Duration(r.DurationS * float64(time.Second))).Round(time.Millisecond).String(),
 		// Both SVGs are written by this package with escaped text.
 		TimePlot: template.HTML(tp.String()), HDRPlot: template.HTML(hdr.String()),
-		Oracle: r.oracleLine(), Breached: len(r.Breached()), Delayed: r.DelayWarning(), Judged: r.JudgedLine(),
-		Injected: r.injectedLine(),
+		Oracle: oracleLine(r), Breached: len(r.Breached()), Delayed: r.DelayWarning(), Judged: judgedLine(r),
+		Injected: injectedLine(r),
 	}
-	d.Cols, d.Rows = r.table()
-	for _, k := range sortedKeys(r.Ratios) {
+	d.Cols, d.Rows = table(r)
+	for _, k := range slices.Sorted(maps.Keys(r.Ratios)) {
 		d.Ratios = append(d.Ratios, htmlKV{K: k, V: fmt.Sprintf("%.3f", r.Ratios[k])})
 	}
 	switch {

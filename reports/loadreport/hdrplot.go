@@ -1,4 +1,4 @@
-package load
+package loadreport
 
 import (
 	"fmt"
@@ -6,17 +6,19 @@ import (
 	"io"
 	"math"
 	"strings"
+
+	"github.com/idemcheck/idemcheck/load"
 )
 
 // colours per path in the HDR plot.
-var pathColour = map[Path]string{Hit: "#1b9e77", Miss: "#d95f02", Contention: "#7570b3", NoKey: "#666666"}
+var pathColour = map[load.Path]string{load.Hit: "#1b9e77", load.Miss: "#d95f02", load.Contention: "#7570b3", load.NoKey: "#666666"}
 
-// WriteHDRPlot writes a self-contained SVG of the latency percentile
+// HDRPlot writes a self-contained SVG of the latency percentile
 // spectrum per path (HdrHistogram style: the x axis stretches the tail,
 // 90% 99% 99.9% ... equally spaced), one line per path. The y axis is
 // logarithmic, a decade per grid line: on a linear one a miss tail of
 // seconds flattens a hit curve of tenths of a millisecond into the floor.
-func (r *Report) WriteHDRPlot(w io.Writer) error {
+func HDRPlot(w io.Writer, r *load.Report) error {
 	const (
 		width, height = 820.0, 460.0
 		left, right   = 70.0, 140.0
@@ -25,21 +27,24 @@ func (r *Report) WriteHDRPlot(w io.Writer) error {
 		steps         = 100
 	)
 	type series struct {
-		path Path
+		path load.Path
 		pts  [][2]float64 // x in nines, y in ms
 	}
 	var all []series
 	maxY, minY := 0.0, math.Inf(1)
-	for _, p := range Paths {
+	for _, p := range load.Paths {
 		s := r.Paths[p]
-		if s == nil || s.hist == nil || s.Requests == 0 {
+		if s == nil || s.Requests == 0 {
+			continue
+		}
+		if _, ok := s.LatencyAt(0); !ok {
 			continue
 		}
 		ser := series{path: p}
 		for i := 0; i <= steps; i++ {
 			x := nines * float64(i) / steps
 			q := 100 * (1 - math.Pow(10, -x))
-			y := ms(s.hist.ValueAtQuantile(q))
+			y, _ := s.LatencyAt(q)
 			ser.pts = append(ser.pts, [2]float64{x, y})
 			maxY = math.Max(maxY, y)
 			if y > 0 {
