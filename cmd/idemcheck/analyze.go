@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -87,16 +86,10 @@ func init() {
 // writeAnalyzeJSON writes the report as indented JSON to path, or to
 // stdout when path is "-".
 func writeAnalyzeJSON(path string, stdout io.Writer, rep chaos.Findings) error {
-	b, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return err
-	}
-	b = append(b, '\n')
 	if path == "-" {
-		_, err = stdout.Write(b)
-		return err
+		return chaosreport.JSON(stdout, rep)
 	}
-	return os.WriteFile(path, b, 0o644)
+	return createAndWrite(path, func(w io.Writer) error { return chaosreport.JSON(w, rep) })
 }
 
 // A run that exercised nothing, or judged fewer keys than it left

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -196,11 +195,7 @@ func runChaos(ctx context.Context, stdout io.Writer, f chaosFlags) error {
 		fmt.Fprintf(stdout, "history: %s (idemcheck analyze %s)\n", res.History, res.History)
 	}
 	if f.jsonPath != "" {
-		b, err := json.MarshalIndent(res, "", "  ")
-		if err == nil {
-			err = os.WriteFile(f.jsonPath, append(b, '\n'), 0o644)
-		}
-		if err != nil {
+		if err := createAndWrite(f.jsonPath, func(w io.Writer) error { return chaosreport.JSON(w, res) }); err != nil {
 			return withCode(exitUsage, fmt.Errorf("--json: %v", err))
 		}
 	}
@@ -221,16 +216,22 @@ func writeChaosHTML(path, history string, rep chaos.Findings, run chaosreport.HT
 		return fmt.Errorf("--html: %v", err)
 	}
 	defer in.Close()
-	out, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("--html: %v", err)
-	}
-	if err := chaosreport.HTML(out, bufio.NewReader(in), rep, run); err != nil {
-		out.Close()
-		return fmt.Errorf("--html: %v", err)
-	}
-	if err := out.Close(); err != nil {
+	if err := createAndWrite(path, func(w io.Writer) error { return chaosreport.HTML(w, bufio.NewReader(in), rep, run) }); err != nil {
 		return fmt.Errorf("--html: %v", err)
 	}
 	return nil
+}
+
+// createAndWrite creates path and writes it with write; a failed write or
+// close is an error, so a full disk is not silent.
+func createAndWrite(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

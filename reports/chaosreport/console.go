@@ -9,13 +9,14 @@ import (
 	"strings"
 
 	"github.com/idemcheck/idemcheck/chaos"
+	"github.com/idemcheck/idemcheck/reports/internal/words"
 )
 
 // Console writes the human summary: counts, faults, violations
 // with evidence (at most 20, then a count), and how many keys were judged.
 func Console(w io.Writer, r chaos.Findings) {
 	fmt.Fprintf(w, "keys %d, operations %d, attempts %d, unresolved %d, interrupted %d\n", r.Keys, r.Ops, r.Attempts, r.Unresolved, r.Interrupted)
-	fmt.Fprintf(w, "faults injected: %s\n", counts(r.Faults))
+	fmt.Fprintf(w, "faults injected: %s\n", words.Counts(r.Faults))
 	if r.Ops > 0 {
 		fmt.Fprintf(w, "client outcomes: %s\n", outcomeList(r.Outcomes, r.FailsByKind, r.Protocol == "gRPC"))
 	}
@@ -30,7 +31,7 @@ func Console(w io.Writer, r chaos.Findings) {
 		fmt.Fprintf(w, "not judged: %d keys whose evidence against the server has another explanation (answers the harness dropped, 5xx of two sources)\n", len(r.Unjudged))
 		printViolations(w, r.Unjudged, 5, func(v chaos.KeyViolation) string { return "not judged (" + v.Reason + ")" })
 	}
-	judged := fmt.Sprintf("in %d of %d keys judged", r.Judged, r.Keys)
+	judged := keysJudged(r)
 	if len(r.NotJudged) > 0 {
 		judged += fmt.Sprintf("; %d not judged: %s", r.Keys-r.Judged, Reasons(r.NotJudged))
 	}
@@ -40,12 +41,12 @@ func Console(w io.Writer, r chaos.Findings) {
 		for _, v := range r.Violations {
 			byRule[v.Rule]++
 		}
-		fmt.Fprintf(w, "exactly-once: %d VIOLATIONS (%s) %s\n", len(r.Violations), counts(byRule), judged)
+		fmt.Fprintf(w, "exactly-once: %d VIOLATIONS (%s) %s\n", len(r.Violations), words.Counts(byRule), judged)
 		printViolations(w, r.Violations, 20, func(v chaos.KeyViolation) string { return v.Rule })
 	case !r.Exercised:
 		fmt.Fprintf(w, "exactly-once: NOT EXERCISED: none of %d operations shows an execution (no 2xx, created id or oracle count), so nothing committed could run twice (check the operation's body, path and credentials)\n", r.Ops)
 	case r.MostlyUnjudged():
-		fmt.Fprintf(w, "exactly-once: NOT ENOUGH EVIDENCE: 0 violations %s\n", judged)
+		fmt.Fprintf(w, "exactly-once: %s: 0 violations %s\n", strings.ToUpper(words.NotEnoughEvidence), judged)
 	default:
 		fmt.Fprintf(w, "exactly-once: OK: 0 violations %s\n", judged)
 	}
@@ -155,20 +156,6 @@ func printViolation(w io.Writer, label string, v chaos.KeyViolation) {
 	fmt.Fprintf(w, "  %s key=%s kind=%s: %s; ids=%s %s oracle=%s\n", label, v.Key, v.Kind, detail, list(v.IDs), answers, oracle)
 }
 
-// counts prints a tally as people read it, "drop-response 239, duplicate
-// 74" sorted by name, instead of Go's map[drop-response:239 ...]; an empty
-// tally is "none".
-func counts[N int | int64](m map[string]N) string {
-	if len(m) == 0 {
-		return "none"
-	}
-	parts := make([]string, 0, len(m))
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
-	}
-	return strings.Join(parts, ", ")
-}
-
 // list prints values comma-separated instead of Go's [a b]; empty is "-".
 func list[T any](vs []T) string {
 	if len(vs) == 0 {
@@ -180,3 +167,13 @@ func list[T any](vs []T) string {
 	}
 	return strings.Join(parts, ",")
 }
+
+// keysJudged is "in 211 of 260 keys judged", the summary's and the
+// page's.
+func keysJudged(r chaos.Findings) string {
+	return fmt.Sprintf("in %d of %d keys judged", r.Judged, r.Keys)
+}
+
+// JSON writes a chaos run's result or a history's findings as indented
+// JSON (--json).
+func JSON(w io.Writer, v any) error { return words.JSON(w, v) }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck/chaos"
+	"github.com/idemcheck/idemcheck/reports/internal/words"
 )
 
 //go:embed html/report.tmpl
@@ -139,12 +140,12 @@ var faultColors = map[string]string{
 // its operation and every attempt (fault, upstream answers, what the
 // client got). hist is the run's JSONL history, rep its checker's report.
 func HTML(w io.Writer, hist io.Reader, rep chaos.Findings, run HTMLRun) error {
-	d := htmlData{R: rep, Run: run, Faults: countList(rep.Faults), NotJudged: countList(rep.NotJudged)}
+	d := htmlData{R: rep, Run: run, Faults: words.Counts(rep.Faults), NotJudged: words.Counts(rep.NotJudged)}
 	if rep.TTL > 0 {
 		d.TTL = fmt.Sprintf("%s − margin %s", rep.TTL, rep.Margin)
 	}
 	d.Verdict, d.VerdictCls = verdict(rep)
-	d.Outcomes = countList(rep.Outcomes)
+	d.Outcomes = words.Counts(rep.Outcomes)
 
 	keys := keysWithFindings(rep)
 	all, err := keys.readHistory(hist)
@@ -155,7 +156,7 @@ func HTML(w io.Writer, hist io.Reader, rep chaos.Findings, run HTMLRun) error {
 
 	// The timeline: slices over the run, from its first attempt.
 	start, span := runSpan(all)
-	d.Span = span.Round(time.Millisecond).String()
+	d.Span = words.Duration(span)
 	x := func(t time.Time) float64 {
 		return tlLeft + tlWidth*float64(t.Sub(start))/float64(span)
 	}
@@ -296,7 +297,7 @@ func (d *htmlData) drawTimeline(all []moment, start time.Time, span time.Duratio
 			b.Faults = append(b.Faults, htmlSeg{Y: y, H: h, Kind: k, Color: faultColor(k)})
 			parts = append(parts, fmt.Sprintf("%s %d", k, c))
 		}
-		b.Title = fmt.Sprintf("%s–%s: %d attempts", (sliceDur * time.Duration(i)).Round(time.Millisecond), (sliceDur * time.Duration(i+1)).Round(time.Millisecond), n)
+		b.Title = fmt.Sprintf("%s–%s: %d attempts", words.Duration(sliceDur*time.Duration(i)), words.Duration(sliceDur*time.Duration(i+1)), n)
 		if len(parts) > 0 {
 			b.Title += ", faults: " + strings.Join(parts, ", ")
 		}
@@ -304,7 +305,7 @@ func (d *htmlData) drawTimeline(all []moment, start time.Time, span time.Duratio
 	}
 	for i := range 5 {
 		f := float64(i) / 4
-		d.Axis = append(d.Axis, htmlAxis{X: tlLeft + tlWidth*f, Label: (time.Duration(float64(span) * f)).Round(time.Millisecond).String()})
+		d.Axis = append(d.Axis, htmlAxis{X: tlLeft + tlWidth*f, Label: words.Duration(time.Duration(float64(span) * f))})
 	}
 }
 
@@ -333,7 +334,7 @@ func (d *htmlData) drillDown(keys *htmlKeys, start time.Time, x func(time.Time) 
 	opened := 0
 	for _, k := range shown {
 		for i := range k.Attempts {
-			k.Attempts[i].At = "+" + k.Attempts[i].at.Sub(start).Round(time.Millisecond).String()
+			k.Attempts[i].At = "+" + words.Duration(k.Attempts[i].at.Sub(start))
 		}
 		k.Label = keyLabel(k)
 		if k.Op != nil && k.Op.Oracle != nil {
@@ -399,28 +400,16 @@ func keyLabel(k *htmlKey) string {
 
 // verdict is the page's headline and its colour, in the console's words.
 func verdict(r chaos.Findings) (string, string) {
-	judged := fmt.Sprintf("in %d of %d keys judged", r.Judged, r.Keys)
+	judged := keysJudged(r)
 	switch {
 	case len(r.Violations) > 0:
 		return fmt.Sprintf("%d exactly-once violations %s", len(r.Violations), judged), "bad"
 	case !r.Exercised:
 		return fmt.Sprintf("not exercised: none of %d operations shows an execution", r.Ops), "bad"
 	case r.MostlyUnjudged():
-		return "not enough evidence: 0 violations " + judged, "bad"
+		return words.NotEnoughEvidence + ": 0 violations " + judged, "bad"
 	}
 	return "exactly-once OK: 0 violations " + judged, "good"
-}
-
-// countList is "drop-response 235, duplicate 74" (names sorted), or none.
-func countList(m map[string]int) string {
-	if len(m) == 0 {
-		return "none"
-	}
-	var parts []string
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
-	}
-	return strings.Join(parts, ", ")
 }
 
 func faultColor(kind string) string {

@@ -12,15 +12,12 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck/load"
+	"github.com/idemcheck/idemcheck/reports/internal/words"
 )
 
 // JSON writes the summary as indented JSON: the schema idemcheck.load/v1
 // (docs/load.md).
-func JSON(w io.Writer, r *load.Report) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
-}
+func JSON(w io.Writer, r *load.Report) error { return words.JSON(w, r) }
 
 // tableRow is one figure for every path of the side-by-side table.
 type tableRow struct {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck/load"
+	"github.com/idemcheck/idemcheck/reports/internal/words"
 )
 
 //go:embed html/report.tmpl
@@ -66,7 +67,7 @@ func HTML(w io.Writer, r *load.Report) error {
 	}
 	d := htmlData{
 		R: r, Started: r.Started.UTC().Format(time.RFC3339),
-		Duration: (time.Duration(r.DurationS * float64(time.Second))).Round(time.Millisecond).String(),
+		Duration: words.Duration(time.Duration(r.DurationS * float64(time.Second))),
 		// Both SVGs are written by this package with escaped text.
 		TimePlot: template.HTML(tp.String()), HDRPlot: template.HTML(hdr.String()),
 		Oracle: oracleLine(r), Breached: len(r.Breached()), Delayed: r.DelayWarning(), Judged: judgedLine(r),
@@ -82,7 +83,7 @@ func HTML(w io.Writer, r *load.Report) error {
 	case r.Violations > 0:
 		d.VerdictClass, d.Verdict = "bad", fmt.Sprintf("%d idempotency violations (exit 1)", r.Violations)
 	case r.MostlyUnjudged():
-		d.VerdictClass, d.Verdict = "bad", fmt.Sprintf("not enough evidence: %d of %d answers not judged (exit 5 unless --allow-incomplete)", r.NotJudgedCount(), r.NotJudgedCount()+r.Judged)
+		d.VerdictClass, d.Verdict = "bad", fmt.Sprintf("%s: %d of %d answers not judged (exit 5 unless --allow-incomplete)", words.NotEnoughEvidence, r.NotJudgedCount(), r.NotJudgedCount()+r.Judged)
 	default:
 		d.VerdictClass, d.Verdict = "good", "no violation, no threshold breached"
 	}
