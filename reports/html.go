@@ -11,11 +11,13 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/idemcheck/idemcheck/reports/internal/page"
 	"github.com/idemcheck/idemcheck/reports/internal/words"
 	"github.com/idemcheck/idemcheck/scenarios"
 )
 
-// The page's template, style and script, inlined so the report is one
+// The page's template (beside the shell of every report page,
+// reports/internal/page), style and script, inlined so the report is one
 // self-contained file (no network, opens from disk).
 var (
 	//go:embed html/report.tmpl
@@ -26,7 +28,7 @@ var (
 	htmlJS string
 )
 
-var htmlPage = template.Must(template.New("report").Parse(htmlTemplate))
+var htmlPage = page.New("report", htmlTemplate)
 
 // maxHTMLBody bounds a body shown in the HTML report; the JSON report
 // keeps it whole.

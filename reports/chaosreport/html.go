@@ -3,7 +3,6 @@ package chaosreport
 import (
 	_ "embed"
 	"fmt"
-	"html/template"
 	"io"
 	"maps"
 	"slices"
@@ -12,13 +11,14 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck/chaos"
+	"github.com/idemcheck/idemcheck/reports/internal/page"
 	"github.com/idemcheck/idemcheck/reports/internal/words"
 )
 
 //go:embed html/report.tmpl
 var htmlTemplate string
 
-var htmlPage = template.Must(template.New("chaos").Parse(htmlTemplate))
+var htmlPage = page.New("chaos", htmlTemplate)
 
 // HTMLRun is what the page says about the run beside the checker's
 // report: the target, what was asked for and how long it took.
@@ -97,19 +97,19 @@ type htmlSeg struct {
 type htmlLegend struct{ Kind, Color string }
 
 type htmlData struct {
-	R                   chaos.Findings
-	Run                 HTMLRun
-	Verdict, VerdictCls string
-	Faults, Outcomes    string
-	NotJudged           string
-	Span                string
-	Bars                []htmlBar
-	Ticks               []htmlTick
-	Legend              []htmlLegend
-	Axis                []htmlAxis
-	Keys                []htmlKey
-	Shown, More         int
-	TTL                 string
+	R                chaos.Findings
+	Run              HTMLRun
+	Verdict          page.Verdict
+	Faults, Outcomes string
+	NotJudged        string
+	Span             string
+	Bars             []htmlBar
+	Ticks            []htmlTick
+	Legend           []htmlLegend
+	Axis             []htmlAxis
+	Keys             []htmlKey
+	Shown, More      int
+	TTL              string
 }
 
 type htmlAxis struct {
@@ -144,7 +144,7 @@ func HTML(w io.Writer, hist io.Reader, rep chaos.Findings, run HTMLRun) error {
 	if rep.TTL > 0 {
 		d.TTL = fmt.Sprintf("%s − margin %s", rep.TTL, rep.Margin)
 	}
-	d.Verdict, d.VerdictCls = verdict(rep)
+	d.Verdict = verdict(rep)
 	d.Outcomes = words.Counts(rep.Outcomes)
 
 	keys := keysWithFindings(rep)
@@ -399,17 +399,17 @@ func keyLabel(k *htmlKey) string {
 }
 
 // verdict is the page's headline and its colour, in the console's words.
-func verdict(r chaos.Findings) (string, string) {
+func verdict(r chaos.Findings) page.Verdict {
 	judged := keysJudged(r)
 	switch {
 	case len(r.Violations) > 0:
-		return fmt.Sprintf("%d exactly-once violations %s", len(r.Violations), judged), "bad"
+		return page.Verdict{Text: fmt.Sprintf("%d exactly-once violations %s", len(r.Violations), judged), Class: page.Bad}
 	case !r.Exercised:
-		return fmt.Sprintf("not exercised: none of %d operations shows an execution", r.Ops), "bad"
+		return page.Verdict{Text: fmt.Sprintf("not exercised: none of %d operations shows an execution", r.Ops), Class: page.Bad}
 	case r.MostlyUnjudged():
-		return words.NotEnoughEvidence + ": 0 violations " + judged, "bad"
+		return page.Verdict{Text: words.NotEnoughEvidence + ": 0 violations " + judged, Class: page.Bad}
 	}
-	return "exactly-once OK: 0 violations " + judged, "good"
+	return page.Verdict{Text: "exactly-once OK: 0 violations " + judged, Class: page.Good}
 }
 
 func faultColor(kind string) string {

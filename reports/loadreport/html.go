@@ -12,13 +12,14 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck/load"
+	"github.com/idemcheck/idemcheck/reports/internal/page"
 	"github.com/idemcheck/idemcheck/reports/internal/words"
 )
 
 //go:embed html/report.tmpl
 var htmlTemplate string
 
-var htmlPage = template.Must(template.New("load").Parse(htmlTemplate))
+var htmlPage = page.New("load", htmlTemplate)
 
 type htmlData struct {
 	R        *load.Report
@@ -39,9 +40,8 @@ type htmlData struct {
 	Breached int
 	// Judged is the checks' headline: violations of the answers judged,
 	// and how many were not judged and why.
-	Judged       string
-	VerdictClass string
-	Verdict      string
+	Judged  string
+	Verdict page.Verdict
 }
 
 type htmlKV struct {
@@ -79,13 +79,13 @@ func HTML(w io.Writer, r *load.Report) error {
 	}
 	switch {
 	case d.Breached > 0:
-		d.VerdictClass, d.Verdict = "bad", fmt.Sprintf("%d of %d thresholds breached (exit 3)", d.Breached, len(r.Thresholds))
+		d.Verdict = page.Verdict{Class: page.Bad, Text: fmt.Sprintf("%d of %d thresholds breached (exit 3)", d.Breached, len(r.Thresholds))}
 	case r.Violations > 0:
-		d.VerdictClass, d.Verdict = "bad", fmt.Sprintf("%d idempotency violations (exit 1)", r.Violations)
+		d.Verdict = page.Verdict{Class: page.Bad, Text: fmt.Sprintf("%d idempotency violations (exit 1)", r.Violations)}
 	case r.MostlyUnjudged():
-		d.VerdictClass, d.Verdict = "bad", fmt.Sprintf("%s: %d of %d answers not judged (exit 5 unless --allow-incomplete)", words.NotEnoughEvidence, r.NotJudgedCount(), r.NotJudgedCount()+r.Judged)
+		d.Verdict = page.Verdict{Class: page.Bad, Text: fmt.Sprintf("%s: %d of %d answers not judged (exit 5 unless --allow-incomplete)", words.NotEnoughEvidence, r.NotJudgedCount(), r.NotJudgedCount()+r.Judged)}
 	default:
-		d.VerdictClass, d.Verdict = "good", "no violation, no threshold breached"
+		d.Verdict = page.Verdict{Class: page.Good, Text: "no violation, no threshold breached"}
 	}
 	return htmlPage.Execute(w, d)
 }
