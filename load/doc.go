@@ -1,7 +1,7 @@
 // Package load drives vegeta attacks that separate an idempotent API's
 // replay (hit) path from its execute (miss) path, hammers hot keys
 // (contention), checks correctness under load and gates on thresholds.
-// It measures and judges into a Report; reports/loadreport renders it
+// It measures and judges into a Summary; reports/loadreport renders it
 // (console, JSON, HTML, HDR plot).
 // A gRPC target's calls run on a paced open-model client of its own
 // (paced.go) behind the same attacker seam, with the same results.

@@ -85,7 +85,7 @@ func TestWorkerCapDelaysReported(t *testing.T) {
 	}
 }
 
-func applyThresholds(t *testing.T, rep *load.Report, exprs []string) {
+func applyThresholds(t *testing.T, rep *load.Summary, exprs []string) {
 	t.Helper()
 	var ths []load.Threshold
 	for _, e := range exprs {

@@ -109,7 +109,7 @@ type PathStats struct {
 	GRPCCodes map[string]uint64 `json:"grpc_codes,omitempty"`
 	Errors    map[string]uint64 `json:"errors,omitempty"`
 	// VerySlow counts requests at or above the very-slow bound
-	// (Report.VerySlowMs); read percentiles beside it.
+	// (Summary.VerySlowMs); read percentiles beside it.
 	VerySlow   uint64     `json:"very_slow"`
 	LatencyMs  Latency    `json:"latency_ms"`
 	Percentile []Quantile `json:"percentiles"`

@@ -12,9 +12,10 @@ import (
 // Schema versions the JSON summary; bump on an incompatible change.
 const Schema = "idemcheck.load/v1"
 
-// Report is the run summary; its JSON form is the documented schema
-// idemcheck.load/v1 (docs/load.md).
-type Report struct {
+// Summary is what a load run measured and judged (named apart from the
+// conformance run's scenarios.Report); its JSON form is the documented
+// schema idemcheck.load/v1 (docs/load.md).
+type Summary struct {
 	Schema   string  `json:"schema"`
 	Target   string  `json:"target,omitempty"`
 	Mode     Mode    `json:"mode,omitempty"`
@@ -89,7 +90,7 @@ type Report struct {
 
 // TimePlot is the latency over time per path, nil unless collected
 // (WithTimePlot, or ReadResults with timePlot).
-func (r *Report) TimePlot() *TimePlot { return r.plot }
+func (r *Summary) TimePlot() *TimePlot { return r.plot }
 
 // PhaseStats is the achieved figures of one plan phase.
 type PhaseStats struct {
@@ -115,7 +116,7 @@ const DefaultMaxErrorShare = 0.01
 // more than maxShare of them were transport errors or 5xx the variant
 // does not declare. A run that measured only failures proves nothing,
 // whatever its thresholds say. An interrupted run is not judged.
-func (r *Report) CheckHealth(maxShare float64) {
+func (r *Summary) CheckHealth(maxShare float64) {
 	r.MaxErrorShare = maxShare
 	r.Failures = []PathFailure{}
 	if r.Interrupted {
@@ -169,7 +170,7 @@ func CodeList(codes map[string]uint64) string {
 }
 
 // Breached returns the thresholds that did not pass.
-func (r *Report) Breached() []ThresholdResult {
+func (r *Summary) Breached() []ThresholdResult {
 	var out []ThresholdResult
 	for _, t := range r.Thresholds {
 		if !t.OK {
@@ -180,7 +181,7 @@ func (r *Report) Breached() []ThresholdResult {
 }
 
 // ApplyThresholds evaluates ths and records the verdicts in the report.
-func (r *Report) ApplyThresholds(ths []Threshold) {
+func (r *Summary) ApplyThresholds(ths []Threshold) {
 	r.Thresholds = r.Thresholds[:0]
 	for _, th := range ths {
 		r.Thresholds = append(r.Thresholds, th.Evaluate(r))
@@ -194,7 +195,7 @@ type phaseCount struct {
 	first, last time.Time
 }
 
-// collector turns a stream of results into a Report. It is fed either by
+// collector turns a stream of results into a Summary. It is fed either by
 // a live run or by decoding results files (load report).
 type collector struct {
 	verySlow time.Duration
@@ -245,9 +246,9 @@ func (c *collector) add(r *vegeta.Result) {
 	}
 }
 
-func (c *collector) report() *Report {
+func (c *collector) report() *Summary {
 	c.check.finish()
-	rep := &Report{
+	rep := &Summary{
 		Schema:     Schema,
 		VerySlowMs: float64(c.verySlow) / float64(time.Millisecond),
 		Paths:      map[Path]*PathStats{},
@@ -306,7 +307,7 @@ func (c *collector) report() *Report {
 }
 
 // NotJudgedCount is how many keyed answers were not judged.
-func (r *Report) NotJudgedCount() uint64 {
+func (r *Summary) NotJudgedCount() uint64 {
 	var n uint64
 	for _, c := range r.NotJudged {
 		n += c
@@ -317,11 +318,11 @@ func (r *Report) NotJudgedCount() uint64 {
 // MostlyUnjudged reports whether more keyed answers were left unjudged
 // than were judged: "0 violations" then says little, and the run exits 5
 // unless incomplete evidence is accepted.
-func (r *Report) MostlyUnjudged() bool { return r.NotJudgedCount() > r.Judged }
+func (r *Summary) MostlyUnjudged() bool { return r.NotJudgedCount() > r.Judged }
 
 // refreshViolations copies checker findings made after report() (the
 // oracle runs last) into rep.
-func (c *collector) refreshViolations(rep *Report) {
+func (c *collector) refreshViolations(rep *Summary) {
 	rep.Violations = c.check.count
 	rep.ViolationList = append([]Violation{}, c.check.examples...)
 }

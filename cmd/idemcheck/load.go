@@ -288,13 +288,13 @@ func runLoad(cmd *cobra.Command, f loadFlags) error {
 // requested output and maps the verdict to an exit code: 130 if
 // interrupted, else 1 if a path failed outright (thresholds or not), else
 // 3 if a threshold breached, else 1 if the run saw violations.
-func finishLoad(stdout io.Writer, rep *load.Report, ths []load.Threshold, out loadOutputs, judge loadJudging) error {
+func finishLoad(stdout io.Writer, rep *load.Summary, ths []load.Threshold, out loadOutputs, judge loadJudging) error {
 	rep.ApplyThresholds(ths)
 	rep.CheckHealth(judge.maxErrorShare)
 	if err := loadreport.Console(stdout, rep); err != nil {
 		return err
 	}
-	write := func(name string, fn func(io.Writer, *load.Report) error) error {
+	write := func(name string, fn func(io.Writer, *load.Summary) error) error {
 		if name == "" {
 			return nil
 		}
@@ -310,7 +310,7 @@ func finishLoad(stdout io.Writer, rep *load.Report, ths []load.Threshold, out lo
 	}
 	for _, o := range []struct {
 		name string
-		fn   func(io.Writer, *load.Report) error
+		fn   func(io.Writer, *load.Summary) error
 	}{{out.json, loadreport.JSON}, {out.html, loadreport.HTML}, {out.hdr, loadreport.HDRPlot}} {
 		if err := write(o.name, o.fn); err != nil {
 			return withCode(exitFail, err)

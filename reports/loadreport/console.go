@@ -17,7 +17,7 @@ import (
 
 // JSON writes the summary as indented JSON: the schema idemcheck.load/v1
 // (docs/load.md).
-func JSON(w io.Writer, r *load.Report) error { return words.JSON(w, r) }
+func JSON(w io.Writer, r *load.Summary) error { return words.JSON(w, r) }
 
 // tableRow is one figure for every path of the side-by-side table.
 type tableRow struct {
@@ -27,7 +27,7 @@ type tableRow struct {
 
 // table is the figures of every measured path side by side, the console's
 // and the HTML report's.
-func table(r *load.Report) (cols []load.Path, rows []tableRow) {
+func table(r *load.Summary) (cols []load.Path, rows []tableRow) {
 	for _, p := range load.Paths {
 		if r.Paths[p] != nil {
 			cols = append(cols, p)
@@ -65,7 +65,7 @@ func table(r *load.Report) (cols []load.Path, rows []tableRow) {
 
 // Console writes the console table: paths side by side, after what
 // the run injected into the requests.
-func Console(w io.Writer, r *load.Report) error {
+func Console(w io.Writer, r *load.Summary) error {
 	if line := injectedLine(r); line != "" {
 		fmt.Fprintln(w, line)
 	}
@@ -137,7 +137,7 @@ func Console(w io.Writer, r *load.Report) error {
 
 // protocolLine says what the requests were sent in and where their
 // latencies start ("" in merged reports, which do not know).
-func protocolLine(r *load.Report) string {
+func protocolLine(r *load.Summary) string {
 	if r.Protocol == "" {
 		return ""
 	}
@@ -149,7 +149,7 @@ func protocolLine(r *load.Report) string {
 }
 
 // oracleLine says what the effects oracle established.
-func oracleLine(r *load.Report) string {
+func oracleLine(r *load.Summary) string {
 	switch {
 	case r.Oracle == nil:
 		return "oracle: not run (merged results carry no oracle counts)"
@@ -192,7 +192,7 @@ func fmtMs(v float64) string {
 // judgedLine is the headline of the checks: "0 violations of 3600 answers
 // judged; 14418 not judged: 14418 sent after its key may have expired
 // (TTL 2s − margin 500ms; ...)".
-func judgedLine(r *load.Report) string {
+func judgedLine(r *load.Summary) string {
 	if r.Judged == 0 && r.NotJudgedCount() == 0 {
 		return fmt.Sprintf("%d (no keyed answer to judge)", r.Violations)
 	}
@@ -225,7 +225,7 @@ var payers = map[load.Path]string{
 
 // injectedLine says what the run injected in one line, and which paths
 // pay the delay it asks of each execution ("" when nothing was).
-func injectedLine(r *load.Report) string {
+func injectedLine(r *load.Summary) string {
 	in := r.Injected
 	if in == nil {
 		return ""

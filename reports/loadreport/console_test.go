@@ -12,7 +12,7 @@ import (
 // never "(patch )".
 func TestInjectedLineNoPatch(t *testing.T) {
 	for _, patch := range []string{"", "{}"} {
-		r := &load.Report{Injected: &load.Injected{Operation: "charges", Variant: apispec.VariantSlow, Patch: json.RawMessage(patch)}}
+		r := &load.Summary{Injected: &load.Injected{Operation: "charges", Variant: apispec.VariantSlow, Patch: json.RawMessage(patch)}}
 		if got := injectedLine(r); got != "injected: every request is operation charges's variant slow, its body as declared (the variant patches nothing)" {
 			t.Errorf("patch %q: %s", patch, got)
 		}

@@ -1,4 +1,4 @@
-// Package loadreport writes a load run's summary (load.Report) for people
+// Package loadreport writes a load run's summary (load.Summary) for people
 // and machines: the console table, the JSON form (schema
 // idemcheck.load/v1, docs/load.md), a self-contained HTML page with the
 // latency over time per path (load.TimePlot), and the HDR percentile plot

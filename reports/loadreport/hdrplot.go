@@ -18,7 +18,7 @@ var pathColour = map[load.Path]string{load.Hit: "#1b9e77", load.Miss: "#d95f02",
 // 90% 99% 99.9% ... equally spaced), one line per path. The y axis is
 // logarithmic, a decade per grid line: on a linear one a miss tail of
 // seconds flattens a hit curve of tenths of a millisecond into the floor.
-func HDRPlot(w io.Writer, r *load.Report) error {
+func HDRPlot(w io.Writer, r *load.Summary) error {
 	const (
 		width, height = 820.0, 460.0
 		left, right   = 70.0, 140.0

@@ -22,7 +22,7 @@ var htmlTemplate string
 var htmlPage = page.New("load", htmlTemplate)
 
 type htmlData struct {
-	R        *load.Report
+	R        *load.Summary
 	Started  string
 	Duration string
 	TimePlot template.HTML
@@ -54,7 +54,7 @@ type htmlKV struct {
 // with every path its own series, the percentile table of the paths side
 // by side, the HDR percentile plot, ratios, phases and the oracle. It
 // needs the time plot (WithTimePlot, or ReadResults with timePlot).
-func HTML(w io.Writer, r *load.Report) error {
+func HTML(w io.Writer, r *load.Summary) error {
 	if r.TimePlot() == nil {
 		return errors.New("no time plot collected (WithTimePlot)")
 	}
