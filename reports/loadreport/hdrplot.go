@@ -2,7 +2,6 @@ package loadreport
 
 import (
 	"fmt"
-	"html"
 	"io"
 	"math"
 	"strings"
@@ -56,11 +55,7 @@ func HDRPlot(w io.Writer, r *load.Summary) error {
 	if maxY == 0 {
 		maxY, minY = 1, 1
 	}
-	// Whole decades around the data, at least one.
-	lo, hi := math.Floor(math.Log10(minY)), math.Ceil(math.Log10(maxY))
-	if hi <= lo {
-		hi = lo + 1
-	}
+	lo, hi := decades(minY, maxY)
 	plotW, plotH := width-left-right, height-top-bottom
 	px := func(x float64) float64 { return left + x/nines*plotW }
 	py := func(y float64) float64 {
@@ -73,8 +68,7 @@ func HDRPlot(w io.Writer, r *load.Summary) error {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" font-family="sans-serif" font-size="12">`+"\n", width, height)
-	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
-	fmt.Fprintf(&b, `<text x="%.0f" y="22" font-size="15">%s</text>`+"\n", left, html.EscapeString("Latency by percentile (HDR) — "+r.Target))
+	backdrop(&b, left, "Latency by percentile (HDR) — "+r.Target)
 	for i := 0; i <= int(nines); i++ {
 		x := px(float64(i))
 		label := "0%"
@@ -84,11 +78,7 @@ func HDRPlot(w io.Writer, r *load.Summary) error {
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", x, top, x, top+plotH)
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", x, top+plotH+18, label)
 	}
-	for d := lo; d <= hi; d++ {
-		y := math.Pow(10, d)
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", left, py(y), left+plotW, py(y))
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end">%s</text>`+"\n", left-6, py(y)+4, fmtMs(y))
-	}
+	decadeGrid(&b, left, plotW, lo, hi, py)
 	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">percentile</text>`+"\n", left+plotW/2, height-8)
 	fmt.Fprintf(&b, `<text x="14" y="%.1f" text-anchor="middle" transform="rotate(-90 14 %.1f)">latency (log scale)</text>`+"\n", top+plotH/2, top+plotH/2)
 	for i, s := range all {

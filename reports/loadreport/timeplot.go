@@ -2,7 +2,6 @@ package loadreport
 
 import (
 	"fmt"
-	"html"
 	"io"
 	"math"
 	"slices"
@@ -65,11 +64,7 @@ func timePlotSVG(w io.Writer, p *load.TimePlot, title string) error {
 	if math.IsInf(lo, 0) {
 		lo, hi = 0.01, 1
 	}
-	// Whole decades around the data.
-	dLo, dHi := math.Floor(math.Log10(lo)), math.Ceil(math.Log10(hi))
-	if dHi <= dLo {
-		dHi = dLo + 1
-	}
+	dLo, dHi := decades(lo, hi)
 	plotW, plotH := width-left-right, height-top-bottom
 	px := func(x float64) float64 { return left + x/span*plotW }
 	py := func(ms float64) float64 {
@@ -78,13 +73,8 @@ func timePlotSVG(w io.Writer, p *load.TimePlot, title string) error {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg class="timeplot" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %.0f %.0f" width="%.0f" height="%.0f" font-family="sans-serif" font-size="12">`+"\n", width, height, width, height)
-	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
-	fmt.Fprintf(&b, `<text x="%.0f" y="22" font-size="15">%s</text>`+"\n", left, html.EscapeString(title))
-	for d := dLo; d <= dHi; d++ {
-		y := py(math.Pow(10, d))
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", left, y, left+plotW, y)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end">%s</text>`+"\n", left-6, y+4, fmtMs(math.Pow(10, d)))
-	}
+	backdrop(&b, left, title)
+	decadeGrid(&b, left, plotW, dLo, dHi, py)
 	for i := 0; i <= 5; i++ {
 		x := span * float64(i) / 5
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#eee"/>`+"\n", px(x), top, px(x), top+plotH)
