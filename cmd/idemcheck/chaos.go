@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"slices"
-	"strings"
 	"syscall"
 	"time"
 
@@ -167,22 +166,7 @@ func runChaos(ctx context.Context, stdout io.Writer, f chaosFlags) error {
 	if target.Command != "" { // started by the run: base_url is at most a template ({port})
 		against = "--target-cmd"
 	}
-	fmt.Fprintf(stdout, "chaos: %d/%d operations against %s over %s in %s (proxy: %d requests, %d forwarded)\n",
-		res.Ops, res.Requested, against, res.Protocol, res.Elapsed.Round(time.Millisecond), res.Proxy.Requests, res.Proxy.Forwarded)
-	if len(res.Replicas) > 0 {
-		fmt.Fprintf(stdout, "replicas: %s; %d killed and restarted mid-run\n", target.Redact(strings.Join(res.Replicas, " ")), res.Kills)
-	}
-	for _, n := range res.Notes {
-		fmt.Fprintf(stdout, "note: %s\n", n)
-	}
-	if e := res.Events; e != nil {
-		if e.Error != "" {
-			fmt.Fprintf(stdout, "events: not judged: %s\n", target.Redact(e.Error))
-		} else {
-			fmt.Fprintf(stdout, "events (%s): %d keys published %d events: %d lost, %d duplicated (their keys are among the violations below); %d redeliveries of an event's id on %d keys (the same execution delivered again, not counted); %d still changing, not judged\n",
-				e.Where, e.Keys, e.Events, e.Lost, e.Duplicated, e.Redeliveries, e.RedeliveredKeys, e.Unsettled)
-		}
-	}
+	chaosreport.Header(stdout, res, against, target.Redact)
 	chaosreport.Console(stdout, res.Findings)
 	if f.htmlPath != "" {
 		run := chaosreport.HTMLRun{Target: against, Requested: res.Requested, Elapsed: res.Elapsed.Round(time.Millisecond),
