@@ -11,7 +11,10 @@ import (
 // The checker's lines name answers as the target's protocol does: HTTP
 // statuses, or over gRPC the codes (their names), with the HTTP status
 // google.rpc.Code maps each to where the rule compared that status
-// ("ABORTED (409)"). The rules themselves classify by the status.
+// ("ABORTED (409)"). The rules themselves classify by the status. These
+// words stay with the checker, which writes them into each finding's
+// Detail; reports/chaosreport, which renders the findings, names an
+// answer with the same StatusText.
 
 // ClientCode is the gRPC code of the answer the client got to ev ("":
 // an HTTP attempt, or none). A history written before events carried it
