@@ -93,9 +93,9 @@ func (a *sent) after(b *sent) bool {
 	return b == nil || a.at.After(b.at) || (a.at.Equal(b.at) && a.attempt > b.attempt)
 }
 
-// cutByHarness reports whether the client did not get the server's own
+// CutByHarness reports whether the client did not get the server's own
 // answer to ev because a fault dropped, reset, truncated or replaced it.
-func cutByHarness(ev *Event) bool { return ev.Fault != "" && ev.Client != ClientOK }
+func (ev *Event) CutByHarness() bool { return ev.Fault != "" && ev.Client != ClientOK }
 
 // NewChecker returns an empty checker.
 func NewChecker() *Checker {
@@ -140,7 +140,7 @@ func (c *Checker) Attempt(ev Event) {
 	if ev.Time.After(s.lastSent) {
 		s.lastSent = ev.Time
 	}
-	a := &sent{at: at, attempt: ev.Attempt, status: ev.Status, code: clientCode(&ev), cut: cutByHarness(&ev)}
+	a := &sent{at: at, attempt: ev.Attempt, status: ev.Status, code: ev.ClientCode(), cut: ev.CutByHarness()}
 	fault := ev.Fault
 	if !a.cut && c.ReplicaKills && ev.Client != ClientOK && len(ev.Upstream) > 0 && ev.Upstream[0].Error != "" {
 		a.cut, fault = true, "replica killed"
@@ -492,9 +492,9 @@ func (s *keyState) check(key string, ttl, margin time.Duration, stale bool) (out
 	case KindBusiness:
 		if op.Outcome != ClientUnknown && s.definite != 0 && op.Status != s.definite {
 			if s.final != nil && s.final.cut {
-				v(&unjudged, RuleWrongAnswer, "client got %s, the committed answer was %s, but the harness made up or cut the last answer (%s)", s.opAnswer(op), statusText(s.definite, s.definiteCode), s.cutList()).Reason = NotJudgedHarness
+				v(&unjudged, RuleWrongAnswer, "client got %s, the committed answer was %s, but the harness made up or cut the last answer (%s)", s.opAnswer(op), StatusText(s.definite, s.definiteCode), s.cutList()).Reason = NotJudgedHarness
 			} else {
-				v(&out, RuleWrongAnswer, "client got %s, the committed answer was %s", s.opAnswer(op), statusText(s.definite, s.definiteCode))
+				v(&out, RuleWrongAnswer, "client got %s, the committed answer was %s", s.opAnswer(op), StatusText(s.definite, s.definiteCode))
 			}
 		}
 	}
@@ -519,7 +519,7 @@ func (s *keyState) lost(op *Op, v func(*[]KeyViolation, string, string, ...any) 
 		// The server answered 2xx after the commit and the client still
 		// ended without it: the client's side, not the server's.
 		v(unjudged, RuleLost, "not judged: the server answered %s to the attempt sent last, yet the client ended %s (%s); the harness cut %s",
-			statusText(srv.status, srv.code), op.Outcome, op.Error, s.cutList()).Reason = NotJudgedAfterCommit
+			StatusText(srv.status, srv.code), op.Outcome, op.Error, s.cutList()).Reason = NotJudgedAfterCommit
 	default:
 		v(out, RuleLost, "the upstream created %s, then answered a retry sent after the commit with %s; the client ended %s (%s, %s)", s.ids[0], answer(srv.status, srv.code), op.Outcome, s.opAnswer(op), op.Error)
 	}

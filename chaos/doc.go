@@ -2,7 +2,9 @@
 // it can let the upstream commit a request and then lose the response,
 // which no TCP-level proxy can do per request. Faults are small types
 // behind one interface (one file each); every attempt is written to a
-// JSONL history that the exactly-once checker reads.
+// JSONL history that the exactly-once checker reads. The checker's
+// Findings are data: reports/chaosreport renders them (the console
+// summary, JSON, the HTML page drawn from the history).
 //
 // GRPCProxy is its gRPC form (grpc.go): a grpc.Server forwarding each
 // call's bytes to the upstream, the faults' gRPC forms (ParseGRPCRule)

@@ -265,3 +265,37 @@ func ReadHistory(r io.Reader, c *Checker, skipTornTail bool) (torn string, err e
 	}
 	return torn, nil
 }
+
+// ScanHistory calls attempt and op for every line of a history; the run
+// line and blank lines are skipped. Errors name the line.
+func ScanHistory(r io.Reader, attempt func(*Event), op func(*Op)) error {
+	dec := json.NewDecoder(r)
+	for n := 1; ; n++ {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err == io.EOF {
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("history line %d: %v", n, err)
+		}
+		var head struct {
+			Type string `json:"type"`
+		}
+		if err := json.Unmarshal(raw, &head); err != nil {
+			return fmt.Errorf("history line %d: %v", n, err)
+		}
+		switch head.Type {
+		case "attempt":
+			var ev Event
+			if err := json.Unmarshal(raw, &ev); err != nil {
+				return fmt.Errorf("history line %d: %v", n, err)
+			}
+			attempt(&ev)
+		case "op":
+			var o Op
+			if err := json.Unmarshal(raw, &o); err != nil {
+				return fmt.Errorf("history line %d: %v", n, err)
+			}
+			op(&o)
+		}
+	}
+}

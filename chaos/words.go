@@ -11,12 +11,15 @@ import (
 // The checker's lines name answers as the target's protocol does: HTTP
 // statuses, or over gRPC the codes (their names), with the HTTP status
 // google.rpc.Code maps each to where the rule compared that status
-// ("ABORTED (409)"). The rules themselves classify by the status.
+// ("ABORTED (409)"). The rules themselves classify by the status. These
+// words stay with the checker, which writes them into each finding's
+// Detail; reports/chaosreport, which renders the findings, names an
+// answer with the same StatusText.
 
-// clientCode is the gRPC code of the answer the client got to ev ("":
+// ClientCode is the gRPC code of the answer the client got to ev ("":
 // an HTTP attempt, or none). A history written before events carried it
 // has the upstream's code when the client got the upstream's answer.
-func clientCode(ev *Event) string {
+func (ev *Event) ClientCode() string {
 	if ev.GRPCCode != "" {
 		return ev.GRPCCode
 	}
@@ -43,11 +46,12 @@ func answer(status int, code string) string {
 	if code == "" {
 		return "status " + strconv.Itoa(status)
 	}
-	return statusText(status, code)
+	return StatusText(status, code)
 }
 
-// statusText is "409", or over gRPC "ABORTED (409)".
-func statusText(status int, code string) string {
+// StatusText is "409", or over gRPC "ABORTED (409)": how the checker's
+// lines and the report name an answer.
+func StatusText(status int, code string) string {
 	if code == "" {
 		return strconv.Itoa(status)
 	}

@@ -90,7 +90,7 @@ type checker struct {
 	finished  bool
 }
 
-// Reasons an answer is not judged (Report.NotJudged).
+// Reasons an answer is not judged (Summary.NotJudged).
 const (
 	NotJudgedExpired    = "sent after its key may have expired"
 	NotJudgedNoOriginal = "no warm-up response for the key"

@@ -14,6 +14,7 @@ import (
 	"github.com/idemcheck/idemcheck/load"
 	"github.com/idemcheck/idemcheck/reference"
 	"github.com/idemcheck/idemcheck/reference/demo"
+	"github.com/idemcheck/idemcheck/reports/loadreport"
 )
 
 // startGRPC serves the reference gRPC payments service (with defects) on
@@ -70,7 +71,7 @@ func TestGRPCMix(t *testing.T) {
 		t.Fatalf("gRPC codes: hit %v, miss %v; want OK only", hit.GRPCCodes, miss.GRPCCodes)
 	}
 	var table strings.Builder
-	if err := rep.WriteText(&table); err != nil || !strings.Contains(table.String(), "OK:") || strings.Contains(table.String(), "200:") {
+	if err := loadreport.Console(&table, rep); err != nil || !strings.Contains(table.String(), "OK:") || strings.Contains(table.String(), "200:") {
 		t.Errorf("the console table lists HTTP statuses, not gRPC codes (%v):\n%s", err, table.String())
 	}
 	if hit.LatencyMs.P50 <= 0 || rep.Ratios["hit.p50/miss.p50"] <= 0 {
@@ -98,13 +99,13 @@ func TestGRPCMix(t *testing.T) {
 		t.Fatalf("breached %+v, failures %+v", b, rep.Failures)
 	}
 	var text, html, js bytes.Buffer
-	if err := rep.WriteText(&text); err != nil || !strings.Contains(text.String(), "protocol gRPC, latency timed from each call's intended send time") {
+	if err := loadreport.Console(&text, rep); err != nil || !strings.Contains(text.String(), "protocol gRPC, latency timed from each call's intended send time") {
 		t.Fatalf("text report (%v) lacks the protocol line:\n%s", err, text.String())
 	}
-	if err := rep.WriteHTML(&html); err != nil || !strings.Contains(html.String(), `data-protocol="gRPC"`) {
+	if err := loadreport.HTML(&html, rep); err != nil || !strings.Contains(html.String(), `data-protocol="gRPC"`) {
 		t.Fatalf("html report (%v) lacks the protocol", err)
 	}
-	if err := rep.WriteJSON(&js); err != nil || !strings.Contains(js.String(), `"protocol": "gRPC"`) || !strings.Contains(js.String(), `"latency_from": "intended"`) {
+	if err := loadreport.JSON(&js, rep); err != nil || !strings.Contains(js.String(), `"protocol": "gRPC"`) || !strings.Contains(js.String(), `"latency_from": "intended"`) {
 		t.Fatalf("json report (%v) lacks protocol and latency_from", err)
 	}
 

@@ -40,7 +40,7 @@ func TestCheckHealth(t *testing.T) {
 		{"all 401", "every request refused (wrong credentials) proves nothing", load.Miss, map[string]uint64{"401": 100}, 0, false, "none of 100"},
 		{"interrupted", "an interrupted run is not judged", load.Miss, map[string]uint64{"0": 100}, 0, true, ""},
 	} {
-		rep := &load.Report{Paths: map[load.Path]*load.PathStats{tc.p: path(tc.codes)}, ExpectedStatus: tc.expect, Interrupted: tc.intr}
+		rep := &load.Summary{Paths: map[load.Path]*load.PathStats{tc.p: path(tc.codes)}, ExpectedStatus: tc.expect, Interrupted: tc.intr}
 		rep.CheckHealth(load.DefaultMaxErrorShare)
 		got := ""
 		for _, f := range rep.Failures {

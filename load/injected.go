@@ -1,11 +1,8 @@
 package load
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/idemcheck/idemcheck/apispec"
@@ -71,57 +68,4 @@ func injectedDelay(op *apispec.Operation, patch json.RawMessage) (time.Duration,
 		return d, fmt.Sprintf("%s %g, scaled by the slow variant's %s %g = %s", name, asked, name, full, slow.Duration)
 	}
 	return 0, ""
-}
-
-// payers says which of a mode's paths execute the handler (and so pay
-// an injected delay) and which replay.
-var payers = map[Path]string{
-	Miss:       "the misses pay it",
-	Contention: "each contention key's one execution pays it",
-	NoKey:      "every request without a key pays it",
-	Hit:        "the hits (replays) do not",
-}
-
-// injectedLine says what the run injected in one line, and which paths
-// pay the delay it asks of each execution ("" when nothing was).
-func (r *Report) injectedLine() string {
-	in := r.Injected
-	if in == nil {
-		return ""
-	}
-	var what []string
-	if p := compactJSON(in.Patch); in.Variant != "" && p != "" && p != "{}" && p != "null" {
-		what = append(what, fmt.Sprintf("variant %s (patch %s)", in.Variant, p))
-	}
-	if in.BodyPatch != nil {
-		what = append(what, "--body-patch "+compactJSON(in.BodyPatch))
-	}
-	line := fmt.Sprintf("injected: every request's body is operation %s's with %s merged in", in.Operation, strings.Join(what, " and "))
-	if len(what) == 0 {
-		// A variant without a body patch (a duration alone, patch: {},
-		// or the double's delay) sends the body as declared.
-		line = fmt.Sprintf("injected: every request is operation %s's variant %s, its body as declared (the variant patches nothing)", in.Operation, in.Variant)
-	}
-	if in.ExecutionDelayMs > 0 {
-		line += fmt.Sprintf(", which asks each execution for %s more (%s)", time.Duration(in.ExecutionDelayMs*float64(time.Millisecond)), in.DelayBasis)
-		var who []string
-		for _, p := range []Path{Miss, Contention, NoKey, Hit} { // those who pay first
-			if slices.Contains(r.Mode.Produces(), p) {
-				who = append(who, payers[p])
-			}
-		}
-		if len(who) > 0 {
-			line += ": " + strings.Join(who, ", ")
-		}
-	}
-	return line
-}
-
-// compactJSON is raw without insignificant spaces (as given when invalid).
-func compactJSON(raw json.RawMessage) string {
-	var b bytes.Buffer
-	if err := json.Compact(&b, raw); err != nil {
-		return string(raw)
-	}
-	return b.String()
 }

@@ -50,14 +50,3 @@ func TestInjected(t *testing.T) {
 		t.Errorf("rule: a run sending the declared body injects nothing, got %+v", in)
 	}
 }
-
-// A variant that patches nothing (a duration alone, patch: {}) says so,
-// never "(patch )".
-func TestInjectedLineNoPatch(t *testing.T) {
-	for _, patch := range []string{"", "{}"} {
-		r := &Report{Injected: &Injected{Operation: "charges", Variant: apispec.VariantSlow, Patch: json.RawMessage(patch)}}
-		if got := r.injectedLine(); got != "injected: every request is operation charges's variant slow, its body as declared (the variant patches nothing)" {
-			t.Errorf("patch %q: %s", patch, got)
-		}
-	}
-}

@@ -64,7 +64,7 @@ func (p *capPacer) Pace(elapsed time.Duration, hits uint64) (time.Duration, bool
 }
 
 // delayedShare is the share of measured requests the worker cap delayed.
-func (r *Report) delayedShare() float64 {
+func (r *Summary) delayedShare() float64 {
 	var n uint64
 	for _, s := range r.Paths {
 		n += s.Requests
@@ -77,7 +77,7 @@ func (r *Report) delayedShare() float64 {
 
 // DelayWarning is a one-line warning when the worker cap delayed sends,
 // empty otherwise.
-func (r *Report) DelayWarning() string {
+func (r *Summary) DelayWarning() string {
 	if r.Delayed == 0 {
 		return ""
 	}

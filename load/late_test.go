@@ -9,6 +9,7 @@ import (
 
 	"github.com/idemcheck/idemcheck/load"
 	"github.com/idemcheck/idemcheck/reference/demo"
+	"github.com/idemcheck/idemcheck/reports/loadreport"
 )
 
 // TestWorkerCapDelaysReported: 4 workers against a 20 ms handler carry at
@@ -49,13 +50,13 @@ func TestWorkerCapDelaysReported(t *testing.T) {
 		t.Fatalf("thresholds %+v (p99 %.1fms): the p99 bound must fail, the ratio and the success share pass", rep.Thresholds, miss.LatencyMs.P99)
 	}
 	var text, page, js bytes.Buffer
-	if err := rep.WriteText(&text); err != nil {
+	if err := loadreport.Console(&text, rep); err != nil {
 		t.Fatal(err)
 	}
-	if err := rep.WriteHTML(&page); err != nil {
+	if err := loadreport.HTML(&page, rep); err != nil {
 		t.Fatal(err)
 	}
-	if err := rep.WriteJSON(&js); err != nil {
+	if err := loadreport.JSON(&js, rep); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(text.String(), "max-workers were busy") || !strings.Contains(page.String(), "max-workers were busy") {
@@ -84,7 +85,7 @@ func TestWorkerCapDelaysReported(t *testing.T) {
 	}
 }
 
-func applyThresholds(t *testing.T, rep *load.Report, exprs []string) {
+func applyThresholds(t *testing.T, rep *load.Summary, exprs []string) {
 	t.Helper()
 	var ths []load.Threshold
 	for _, e := range exprs {

@@ -18,6 +18,7 @@ import (
 	"github.com/idemcheck/idemcheck/internal/demotest"
 	"github.com/idemcheck/idemcheck/load"
 	"github.com/idemcheck/idemcheck/reference/demo"
+	"github.com/idemcheck/idemcheck/reports/loadreport"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -83,7 +84,7 @@ func TestMixSlowMiss(t *testing.T) {
 	const injected = `injected: every request's body is operation charges's with --body-patch {"delay_ms":50} merged in, ` +
 		`which asks each execution for 50ms more (delay_ms 50, scaled by the slow variant's delay_ms 1500 = 1.5s): the misses pay it, the hits (replays) do not`
 	var text bytes.Buffer
-	if err := rep.WriteText(&text); err != nil || !strings.HasPrefix(text.String(), injected+"\n") ||
+	if err := loadreport.Console(&text, rep); err != nil || !strings.HasPrefix(text.String(), injected+"\n") ||
 		rep.Injected == nil || rep.Injected.ExecutionDelayMs != 50 || string(rep.Injected.BodyPatch) != `{"delay_ms":50}` {
 		t.Fatalf("injected %+v; the console's first line must be\n%s\ngot:\n%s", rep.Injected, injected, text.String())
 	}
@@ -105,7 +106,7 @@ func TestMixSlowMiss(t *testing.T) {
 		t.Errorf("merged results carry no bodies, yet the report says %+v was injected", merged.Injected)
 	}
 	var html, svg bytes.Buffer
-	if err := rep.WriteHTML(&html); err != nil || !strings.Contains(html.String(), `data-path="miss" data-stat="p50"`) {
+	if err := loadreport.HTML(&html, rep); err != nil || !strings.Contains(html.String(), `data-path="miss" data-stat="p50"`) {
 		t.Fatalf("html report: %v", err)
 	}
 	if !strings.Contains(html.String(), `data-injected="50">`+template.HTMLEscapeString(injected)+`</p>`) {
@@ -117,14 +118,14 @@ func TestMixSlowMiss(t *testing.T) {
 		!strings.Contains(html.String(), judged) || !strings.Contains(html.String(), `data-not-judged="0"`) {
 		t.Fatalf("judged %d of %d keyed answers, not judged %v; html headline lacks %q", rep.Judged, hit.Requests+miss.Requests, rep.NotJudged, judged)
 	}
-	if err := rep.WriteHDRPlot(&svg); err != nil || !strings.Contains(svg.String(), "<polyline") {
+	if err := loadreport.HDRPlot(&svg, rep); err != nil || !strings.Contains(svg.String(), "<polyline") {
 		t.Fatalf("hdr plot: %v", err)
 	}
 }
 
 // pathSummary prints each measured path's request count, status codes
 // and latency quantiles: values, not the pointers %v shows of the map.
-func pathSummary(rep *load.Report) string {
+func pathSummary(rep *load.Summary) string {
 	var parts []string
 	for _, p := range load.Paths {
 		if s := rep.Paths[p]; s != nil {
@@ -199,12 +200,12 @@ func TestModes(t *testing.T) {
 		name    string
 		app     demo.Options
 		opts    []load.Option
-		check   func(t *testing.T, rep *load.Report)
+		check   func(t *testing.T, rep *load.Summary)
 		explain string
 	}{
 		{"nokey-steps", demo.Options{KeyOptional: true},
 			[]load.Option{load.WithMode(load.ModeNoKey), load.WithPlan(plan(t, "200@600ms 400@600ms"))},
-			func(t *testing.T, rep *load.Report) {
+			func(t *testing.T, rep *load.Summary) {
 				n := rep.Paths[load.NoKey]
 				if len(rep.Phases) != 2 || rep.Phases[1].Requests <= rep.Phases[0].Requests || n.StatusCodes["201"] != n.Requests {
 					t.Fatalf("phases %+v codes %v", rep.Phases, n.StatusCodes)
@@ -215,7 +216,7 @@ func TestModes(t *testing.T) {
 			}, "every keyless request executes once; a step plan runs one attack per phase"},
 		{"hit-only", demo.Options{},
 			[]load.Option{load.WithMode(load.ModeHit), load.WithPool(20), load.WithPlan(plan(t, "300@1s"))},
-			func(t *testing.T, rep *load.Report) {
+			func(t *testing.T, rep *load.Summary) {
 				h := rep.Paths[load.Hit]
 				if rep.Violations != 0 || h.StatusCodes["201"] != h.Requests || rep.Oracle.After != rep.Oracle.Before {
 					t.Fatalf("violations %v codes %v oracle %+v", rep.ViolationList, h.StatusCodes, rep.Oracle)
@@ -223,14 +224,14 @@ func TestModes(t *testing.T) {
 			}, "replays execute nothing: the oracle total does not move"},
 		{"replay-as-200", demo.Options{Defects: []string{"replay-as-200"}},
 			[]load.Option{load.WithMode(load.ModeHit), load.WithPool(20), load.WithPlan(plan(t, "300@500ms"))},
-			func(t *testing.T, rep *load.Report) {
+			func(t *testing.T, rep *load.Summary) {
 				if rep.Violations == 0 || rep.ViolationList[0].Kind != load.ReplayDiffers {
 					t.Fatalf("a replay answering 200 for a 201 original went unnoticed: %+v", rep.ViolationList)
 				}
 			}, "hits are compared with their key's original status and body"},
 		{"hash-keys", demo.Options{},
 			[]load.Option{load.WithMode(load.ModeMiss), load.WithHashKeys("orders-42"), load.WithPlan(plan(t, "100->300@600ms"))},
-			func(t *testing.T, rep *load.Report) {
+			func(t *testing.T, rep *load.Summary) {
 				m := rep.Paths[load.Miss]
 				if rep.KeySeed != "orders-42" || rep.Violations != 0 || rep.Oracle.After-rep.Oracle.Before != int64(m.Requests) {
 					t.Fatalf("seed %q violations %v oracle %+v for %d misses", rep.KeySeed, rep.ViolationList, rep.Oracle, m.Requests)

@@ -109,7 +109,7 @@ type PathStats struct {
 	GRPCCodes map[string]uint64 `json:"grpc_codes,omitempty"`
 	Errors    map[string]uint64 `json:"errors,omitempty"`
 	// VerySlow counts requests at or above the very-slow bound
-	// (Report.VerySlowMs); read percentiles beside it.
+	// (Summary.VerySlowMs); read percentiles beside it.
 	VerySlow   uint64     `json:"very_slow"`
 	LatencyMs  Latency    `json:"latency_ms"`
 	Percentile []Quantile `json:"percentiles"`
@@ -165,6 +165,15 @@ func (m *pathMetrics) stats() *PathStats {
 		s.Percentile = append(s.Percentile, Quantile{Percentile: q, Ms: ms(h.ValueAtQuantile(q))})
 	}
 	return s
+}
+
+// LatencyAt is the latency in ms at percentile q (0 to 100) of the
+// path's histogram; false when the stats carry none (read back from JSON).
+func (s *PathStats) LatencyAt(q float64) (float64, bool) {
+	if s.hist == nil {
+		return 0, false
+	}
+	return ms(s.hist.ValueAtQuantile(q)), true
 }
 
 // sortedKeys returns a map's keys in order, for stable output.

@@ -32,6 +32,10 @@ type OracleReport struct {
 	Note string `json:"note,omitempty"`
 }
 
+// Unbounded reports whether the measured requests explain any count: keys
+// outlived their TTL, so the upper bound is open.
+func (o *OracleReport) Unbounded() bool { return o.ExpectedMax >= unbounded }
+
 // oracle asks the target's evidence sources how often the handler ran.
 type oracle struct {
 	ev *evidence.Evidence

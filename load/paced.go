@@ -23,11 +23,11 @@ type attacker interface {
 	Stop() bool
 }
 
-// How Report.LatencyFrom says latencies were timed.
+// How Summary.LatencyFrom says latencies were timed.
 const (
 	// LatencyFromSend: from when a worker sent the request, as reports
 	// of HTTP runs said before their latencies were retimed; a send the
-	// worker cap held back omits its wait (Report.Delayed).
+	// worker cap held back omits its wait (Summary.Delayed).
 	LatencyFromSend = "send"
 	// LatencyFromIntended: from when the rate plan meant the request to
 	// leave (the paced client; vegeta's results retimed by runPhase's
@@ -58,7 +58,7 @@ type pacedAttacker struct {
 	stopOnce         sync.Once
 	stopch           chan struct{}
 	// delayed counts sends that left more than lateTolerance after they
-	// were due because every worker was busy (Report.Delayed).
+	// were due because every worker was busy (Summary.Delayed).
 	delayed atomic.Uint64
 }
 

@@ -103,7 +103,7 @@ func TestParseThreshold(t *testing.T) {
 // TestThresholdEvaluate: verdicts against a fixed report, including the
 // rule that a threshold without data cannot pass.
 func TestThresholdEvaluate(t *testing.T) {
-	rep := &load.Report{Violations: 2, Paths: map[load.Path]*load.PathStats{
+	rep := &load.Summary{Violations: 2, Paths: map[load.Path]*load.PathStats{
 		load.Hit:  {Requests: 10, Success: 1, LatencyMs: load.Latency{P50: 0.5, P99: 4}},
 		load.Miss: {Requests: 10, Success: 0.9, LatencyMs: load.Latency{P50: 50, P99: 60}},
 	}}

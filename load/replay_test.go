@@ -63,7 +63,7 @@ func TestReplayOneByteDiffers(t *testing.T) {
 	}
 }
 
-func checkOneByte(t *testing.T, how string, rep *load.Report, at int) {
+func checkOneByte(t *testing.T, how string, rep *load.Summary, at int) {
 	t.Helper()
 	switch {
 	case at < 0 && rep.Violations != 0:

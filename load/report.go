@@ -1,12 +1,9 @@
 package load
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
@@ -15,9 +12,10 @@ import (
 // Schema versions the JSON summary; bump on an incompatible change.
 const Schema = "idemcheck.load/v1"
 
-// Report is the run summary; its JSON form is the documented schema
-// idemcheck.load/v1 (docs/load.md).
-type Report struct {
+// Summary is what a load run measured and judged (named apart from the
+// conformance run's scenarios.Report); its JSON form is the documented
+// schema idemcheck.load/v1 (docs/load.md).
+type Summary struct {
 	Schema   string  `json:"schema"`
 	Target   string  `json:"target,omitempty"`
 	Mode     Mode    `json:"mode,omitempty"`
@@ -87,8 +85,12 @@ type Report struct {
 	Oracle        *OracleReport     `json:"oracle"`
 	Thresholds    []ThresholdResult `json:"thresholds"`
 
-	plot *timePlot // set when the time plot was collected
+	plot *TimePlot // set when the time plot was collected
 }
+
+// TimePlot is the latency over time per path, nil unless collected
+// (WithTimePlot, or ReadResults with timePlot).
+func (r *Summary) TimePlot() *TimePlot { return r.plot }
 
 // PhaseStats is the achieved figures of one plan phase.
 type PhaseStats struct {
@@ -114,7 +116,7 @@ const DefaultMaxErrorShare = 0.01
 // more than maxShare of them were transport errors or 5xx the variant
 // does not declare. A run that measured only failures proves nothing,
 // whatever its thresholds say. An interrupted run is not judged.
-func (r *Report) CheckHealth(maxShare float64) {
+func (r *Summary) CheckHealth(maxShare float64) {
 	r.MaxErrorShare = maxShare
 	r.Failures = []PathFailure{}
 	if r.Interrupted {
@@ -148,17 +150,18 @@ func (r *Report) CheckHealth(maxShare float64) {
 	}
 }
 
-// codeList is "500:12 0:3", codes in order.
 // codes lists the answers: by gRPC code name in a gRPC run (OK:346
 // ABORTED:154, as ghz does), else by HTTP status.
 func (s *PathStats) codes() string {
 	if len(s.GRPCCodes) > 0 {
-		return "codes " + codeList(s.GRPCCodes)
+		return "codes " + CodeList(s.GRPCCodes)
 	}
-	return "status codes " + codeList(s.StatusCodes)
+	return "status codes " + CodeList(s.StatusCodes)
 }
 
-func codeList(codes map[string]uint64) string {
+// CodeList is "500:12 0:3", codes in order: how a failure's reason and
+// the report's table list the answers.
+func CodeList(codes map[string]uint64) string {
 	var parts []string
 	for _, k := range sortedKeys(codes) {
 		parts = append(parts, fmt.Sprintf("%s:%d", k, codes[k]))
@@ -167,7 +170,7 @@ func codeList(codes map[string]uint64) string {
 }
 
 // Breached returns the thresholds that did not pass.
-func (r *Report) Breached() []ThresholdResult {
+func (r *Summary) Breached() []ThresholdResult {
 	var out []ThresholdResult
 	for _, t := range r.Thresholds {
 		if !t.OK {
@@ -178,7 +181,7 @@ func (r *Report) Breached() []ThresholdResult {
 }
 
 // ApplyThresholds evaluates ths and records the verdicts in the report.
-func (r *Report) ApplyThresholds(ths []Threshold) {
+func (r *Summary) ApplyThresholds(ths []Threshold) {
 	r.Thresholds = r.Thresholds[:0]
 	for _, th := range ths {
 		r.Thresholds = append(r.Thresholds, th.Evaluate(r))
@@ -192,7 +195,7 @@ type phaseCount struct {
 	first, last time.Time
 }
 
-// collector turns a stream of results into a Report. It is fed either by
+// collector turns a stream of results into a Summary. It is fed either by
 // a live run or by decoding results files (load report).
 type collector struct {
 	verySlow time.Duration
@@ -243,9 +246,9 @@ func (c *collector) add(r *vegeta.Result) {
 	}
 }
 
-func (c *collector) report() *Report {
+func (c *collector) report() *Summary {
 	c.check.finish()
-	rep := &Report{
+	rep := &Summary{
 		Schema:     Schema,
 		VerySlowMs: float64(c.verySlow) / float64(time.Millisecond),
 		Paths:      map[Path]*PathStats{},
@@ -304,7 +307,7 @@ func (c *collector) report() *Report {
 }
 
 // NotJudgedCount is how many keyed answers were not judged.
-func (r *Report) NotJudgedCount() uint64 {
+func (r *Summary) NotJudgedCount() uint64 {
 	var n uint64
 	for _, c := range r.NotJudged {
 		n += c
@@ -315,213 +318,11 @@ func (r *Report) NotJudgedCount() uint64 {
 // MostlyUnjudged reports whether more keyed answers were left unjudged
 // than were judged: "0 violations" then says little, and the run exits 5
 // unless incomplete evidence is accepted.
-func (r *Report) MostlyUnjudged() bool { return r.NotJudgedCount() > r.Judged }
-
-// JudgedLine is the headline of the checks: "0 violations of 3600 answers
-// judged; 14418 not judged: 14418 sent after its key may have expired
-// (TTL 2s − margin 500ms; ...)".
-func (r *Report) JudgedLine() string {
-	if r.Judged == 0 && r.NotJudgedCount() == 0 {
-		return fmt.Sprintf("%d (no keyed answer to judge)", r.Violations)
-	}
-	line := fmt.Sprintf("%d violations of %d answers judged", r.Violations, r.Judged)
-	if n := r.NotJudgedCount(); n > 0 {
-		var parts []string
-		for _, k := range sortedKeys(r.NotJudged) {
-			part := fmt.Sprintf("%d %s", r.NotJudged[k], k)
-			if k == NotJudgedExpired {
-				ttl := time.Duration(r.TTLS * float64(time.Second))
-				margin := time.Duration(r.MarginS * float64(time.Second))
-				part += fmt.Sprintf(" (TTL %s − margin %s; a target TTL ≥ the run's %s, --ttl to match, judges them)",
-					ttl, margin, time.Duration(r.DurationS*float64(time.Second)).Round(time.Second))
-			}
-			parts = append(parts, part)
-		}
-		line += fmt.Sprintf("; %d not judged: %s", n, strings.Join(parts, ", "))
-	}
-	return line
-}
+func (r *Summary) MostlyUnjudged() bool { return r.NotJudgedCount() > r.Judged }
 
 // refreshViolations copies checker findings made after report() (the
 // oracle runs last) into rep.
-func (c *collector) refreshViolations(rep *Report) {
+func (c *collector) refreshViolations(rep *Summary) {
 	rep.Violations = c.check.count
 	rep.ViolationList = append([]Violation{}, c.check.examples...)
-}
-
-// WriteJSON writes the summary as indented JSON.
-func (r *Report) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
-}
-
-// tableRow is one figure for every path of the side-by-side table.
-type tableRow struct {
-	Name  string
-	Cells []string
-}
-
-// table is the figures of every measured path side by side, the console's
-// and the HTML report's.
-func (r *Report) table() (cols []Path, rows []tableRow) {
-	for _, p := range Paths {
-		if r.Paths[p] != nil {
-			cols = append(cols, p)
-		}
-	}
-	row := func(name string, f func(*PathStats) string) {
-		tr := tableRow{Name: name}
-		for _, p := range cols {
-			tr.Cells = append(tr.Cells, f(r.Paths[p]))
-		}
-		rows = append(rows, tr)
-	}
-	row("requests", func(s *PathStats) string { return fmt.Sprint(s.Requests) })
-	row("achieved rate/s", func(s *PathStats) string { return fmt.Sprintf("%.1f", s.Rate) })
-	row("throughput/s", func(s *PathStats) string { return fmt.Sprintf("%.1f", s.Throughput) })
-	row("success", func(s *PathStats) string { return fmt.Sprintf("%.2f%%", 100*s.Success) })
-	lat := func(name string, get func(Latency) float64) {
-		row(name, func(s *PathStats) string { return fmtMs(get(s.LatencyMs)) })
-	}
-	lat("p50", func(l Latency) float64 { return l.P50 })
-	lat("p90", func(l Latency) float64 { return l.P90 })
-	lat("p99", func(l Latency) float64 { return l.P99 })
-	lat("p99.9", func(l Latency) float64 { return l.P999 })
-	lat("max", func(l Latency) float64 { return l.Max })
-	row(fmt.Sprintf("very slow (>=%s)", fmtMs(r.VerySlowMs)), func(s *PathStats) string { return fmt.Sprint(s.VerySlow) })
-	codesRow, codesOf := "status codes", func(s *PathStats) map[string]uint64 { return s.StatusCodes }
-	for _, s := range r.Paths {
-		if s != nil && len(s.GRPCCodes) > 0 { // a gRPC run: its code names, as ghz reports them
-			codesRow, codesOf = "codes", func(s *PathStats) map[string]uint64 { return s.GRPCCodes }
-		}
-	}
-	row(codesRow, func(s *PathStats) string { return codeList(codesOf(s)) })
-	return cols, rows
-}
-
-// WriteText writes the console table: paths side by side, after what
-// the run injected into the requests.
-func (r *Report) WriteText(w io.Writer) error {
-	if line := r.injectedLine(); line != "" {
-		fmt.Fprintln(w, line)
-	}
-	cols, rows := r.table()
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprint(tw, "\t")
-	for _, p := range cols {
-		fmt.Fprint(tw, p, "\t")
-	}
-	fmt.Fprintln(tw)
-	for _, row := range rows {
-		fmt.Fprint(tw, row.Name, "\t")
-		for _, c := range row.Cells {
-			fmt.Fprint(tw, c, "\t")
-		}
-		fmt.Fprintln(tw)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if line := r.protocolLine(); line != "" {
-		fmt.Fprintln(w, line)
-	}
-	for _, ph := range r.Phases {
-		fmt.Fprintf(w, "phase %-24s %8d requests  achieved %.1f/s\n", ph.Spec, ph.Requests, ph.Rate)
-	}
-	if r.Shard != "" {
-		fmt.Fprintf(w, "shard %s (merge the shards' --results with idemcheck load report)\n", r.Shard)
-	}
-	for _, k := range sortedKeys(r.Ratios) {
-		fmt.Fprintf(w, "ratio %-24s %.3f\n", k, r.Ratios[k])
-	}
-	if r.ObservedHitRatio > 0 {
-		fmt.Fprintf(w, "observed hit ratio %.3f\n", r.ObservedHitRatio)
-	}
-	fmt.Fprintln(w, r.oracleLine())
-	if r.UncheckedHits > 0 {
-		fmt.Fprintf(w, "unchecked hits (no warm-up response for the key): %d\n", r.UncheckedHits)
-	}
-	if r.TTLS > 0 {
-		fmt.Fprintf(w, "key TTL %gs − margin %gs: %d answers differed after their key may have expired (legal fresh executions, not judged)\n", r.TTLS, r.MarginS, r.AfterTTL)
-	}
-	fmt.Fprintf(w, "violations: %s\n", r.JudgedLine())
-	for _, v := range r.ViolationList {
-		if v.Key != "" {
-			fmt.Fprintf(w, "  %s key=%s: %s\n", v.Kind, v.Key, v.Detail)
-		} else {
-			fmt.Fprintf(w, "  %s: %s\n", v.Kind, v.Detail)
-		}
-	}
-	if msg := r.DelayWarning(); msg != "" {
-		fmt.Fprintln(w, msg)
-	}
-	for _, t := range r.Thresholds {
-		verdict := "ok"
-		if !t.OK {
-			verdict = "BREACHED"
-		}
-		fmt.Fprintf(w, "threshold %-28s %-9s value %s\n", t.Expr, verdict, t.Value)
-	}
-	for _, f := range r.Failures {
-		fmt.Fprintf(w, "FAILED path %s: %s\n", f.Path, f.Reason)
-	}
-	if r.Interrupted {
-		fmt.Fprintln(w, "interrupted: partial report; requests cut short are not judged")
-	}
-	return nil
-}
-
-// protocolLine says what the requests were sent in and where their
-// latencies start ("" in merged reports, which do not know).
-func (r *Report) protocolLine() string {
-	if r.Protocol == "" {
-		return ""
-	}
-	from := "each request's send"
-	if r.LatencyFrom == LatencyFromIntended {
-		from = "each call's intended send time in the rate plan (open model)"
-	}
-	return fmt.Sprintf("protocol %s, latency timed from %s", r.Protocol, from)
-}
-
-// oracleLine says what the effects oracle established.
-func (r *Report) oracleLine() string {
-	switch {
-	case r.Oracle == nil:
-		return "oracle: not run (merged results carry no oracle counts)"
-	case !r.Oracle.Available && r.Oracle.Note != "":
-		return "oracle: not used — " + r.Oracle.Note + "; replay equality checked"
-	case !r.Oracle.Available:
-		return "oracle: none declared — execution counts unverified; replay equality checked"
-	}
-	var line string
-	if !r.Oracle.Totals {
-		line = fmt.Sprintf("oracle: no total count, %d keys probed", r.Oracle.KeysProbed)
-	} else {
-		most := fmt.Sprint(r.Oracle.ExpectedMax)
-		if r.Oracle.ExpectedMax >= unbounded {
-			most = "any (keys outlived their TTL)"
-		}
-		line = fmt.Sprintf("oracle: %d executions in the window (explained: %d..%s), %d keys probed",
-			r.Oracle.After-r.Oracle.Before, r.Oracle.ExpectedMin, most, r.Oracle.KeysProbed)
-	}
-	if r.Oracle.Error != "" {
-		line += " — error: " + r.Oracle.Error
-	}
-	if r.Oracle.Note != "" {
-		line += " — note: " + r.Oracle.Note
-	}
-	return line
-}
-
-func fmtMs(v float64) string {
-	switch {
-	case v >= 1000:
-		return fmt.Sprintf("%.2fs", v/1000)
-	case v >= 1:
-		return fmt.Sprintf("%.2fms", v)
-	default:
-		return fmt.Sprintf("%.0fµs", v*1000)
-	}
 }

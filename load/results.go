@@ -19,7 +19,7 @@ const maxMergedResults = 50_000_000
 // report's Oracle is nil. ttl is the target's key lifetime (0: forever or
 // unknown) and margin the profile's margin before it, for the replay
 // check; the files carry the sums of the replay forms the run compared.
-func ReadResults(paths []string, verySlow, ttl, margin time.Duration, timePlot bool) (*Report, error) {
+func ReadResults(paths []string, verySlow, ttl, margin time.Duration, timePlot bool) (*Summary, error) {
 	if len(paths) == 0 {
 		return nil, errors.New("no results files")
 	}
@@ -39,7 +39,7 @@ func ReadResults(paths []string, verySlow, ttl, margin time.Duration, timePlot b
 	col := newCollector(verySlow, ttl, margin)
 	s := &sink{col: col}
 	if timePlot {
-		s.plot = newTimePlot()
+		s.plot = NewTimePlot()
 	}
 	dec := vegeta.NewRoundRobinDecoder(decs...)
 	n := 0

@@ -52,7 +52,7 @@ type config struct {
 	idPointer string
 	// expectStatus is the declared status of the variant sent (0: none).
 	expectStatus int
-	// injected is what buildRequest merged into the body (Report.Injected).
+	// injected is what buildRequest merged into the body (Summary.Injected).
 	injected *Injected
 	results  io.Writer
 	timePlot bool
@@ -60,7 +60,7 @@ type config struct {
 	shard    Shard
 	// paced: the run's attacks use the paced client (a gRPC target)
 	// instead of vegeta's Attacker; protocol is what the target answered
-	// in (Report.Protocol).
+	// in (Summary.Protocol).
 	paced    bool
 	protocol string
 }
@@ -140,7 +140,8 @@ func WithVerySlow(d time.Duration) Option { return func(c *config) { c.verySlow 
 // re-checked offline) to w as vegeta gob, mergeable by ReadResults.
 func WithResults(w io.Writer) Option { return func(c *config) { c.results = w } }
 
-// WithTimePlot collects the latency-over-time plot of Report.WriteHTML.
+// WithTimePlot collects the latency-over-time plot of the HTML report
+// (Summary.TimePlot).
 func WithTimePlot() Option { return func(c *config) { c.timePlot = true } }
 
 // WithProgress is called about once a second during each phase.
@@ -253,7 +254,7 @@ func buildRequest(t *apispec.Target, d *evidence.Downstream, c *config) (*reques
 // plan on a fresh attacker (vegeta's; for a gRPC target the paced client,
 // paced.go), then asks the oracle. Cancelling ctx stops the running phase;
 // the partial report is still returned.
-func Run(ctx context.Context, t *apispec.Target, opts ...Option) (*Report, error) {
+func Run(ctx context.Context, t *apispec.Target, opts ...Option) (*Summary, error) {
 	t = t.WithDefaults()
 	c, err := newConfig(t, opts)
 	if err != nil {
@@ -338,7 +339,7 @@ func Run(ctx context.Context, t *apispec.Target, opts ...Option) (*Report, error
 		s.enc = vegeta.NewEncoder(c.results)
 	}
 	if c.timePlot {
-		s.plot = newTimePlot()
+		s.plot = NewTimePlot()
 	}
 
 	pool, hot, err := warmUp(ctx, &c, t, rq, client, keys, s)
@@ -482,7 +483,7 @@ func runPlan(ctx context.Context, c *config, client *http.Client, tr vegeta.Targ
 
 // report is the collector's report with what the run was: target, mode,
 // plan, shard and what was sent.
-func (c *config) report(t *apispec.Target, col *collector, s *sink, interrupted bool) *Report {
+func (c *config) report(t *apispec.Target, col *collector, s *sink, interrupted bool) *Summary {
 	rep := col.report()
 	rep.Target, rep.Mode, rep.Plan, rep.KeySeed = t.Redact(t.BaseURL), c.mode, c.plan.String(), c.keySeed
 	// Over HTTP too: runPhase retimes vegeta's results (schedule).
@@ -508,7 +509,7 @@ func (c *config) report(t *apispec.Target, col *collector, s *sink, interrupted 
 type sink struct {
 	col  *collector
 	enc  vegeta.Encoder
-	plot *timePlot
+	plot *TimePlot
 	err  error // first results-file error
 	// delayed counts sends the worker cap held back (capPacer).
 	delayed uint64

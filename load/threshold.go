@@ -139,7 +139,7 @@ type ThresholdResult struct {
 }
 
 // lookup returns the metric in the report's units (seconds for latency).
-func lookup(r *Report, m metricRef) (float64, bool) {
+func lookup(r *Summary, m metricRef) (float64, bool) {
 	if m.path == "" {
 		return float64(r.Violations), true
 	}
@@ -181,7 +181,7 @@ func lookup(r *Report, m metricRef) (float64, bool) {
 // makes a slow server look fast when latencies start at the send: past
 // the delayed-share limit, no threshold reading a latency passes. Timed
 // from the intended send (the paced client), they include the wait.
-func (th Threshold) Evaluate(r *Report) ThresholdResult {
+func (th Threshold) Evaluate(r *Summary) ThresholdResult {
 	res := th.evaluate(r)
 	if share := r.delayedShare(); share > delayedShareLimit && th.readsLatency() && !res.NoData && r.LatencyFrom != LatencyFromIntended {
 		res.OK = false
@@ -190,7 +190,7 @@ func (th Threshold) Evaluate(r *Report) ThresholdResult {
 	return res
 }
 
-func (th Threshold) evaluate(r *Report) ThresholdResult {
+func (th Threshold) evaluate(r *Summary) ThresholdResult {
 	res := ThresholdResult{Expr: th.Expr}
 	v, ok := lookup(r, th.left)
 	if ok && th.right != nil {

@@ -1,9 +1,6 @@
 package load
 
 import (
-	"bytes"
-	"regexp"
-	"strconv"
 	"testing"
 	"time"
 
@@ -15,65 +12,21 @@ func result(p Path, t0 time.Time, at, lat time.Duration) *vegeta.Result {
 	return &vegeta.Result{URL: "http://127.0.0.1:1/v1/charges#path=" + string(p) + "&key=k", Timestamp: t0.Add(at), Latency: lat, Code: 201}
 }
 
-// TestTimePlotDrawsEveryPath: in a 90/10 mix the miss results are never
-// adjacent in time to each other; every path must still be drawn as its
-// own line with several points (vegeta's plot drew none for miss).
-func TestTimePlotDrawsEveryPath(t *testing.T) {
-	p := newTimePlot()
-	t0 := time.Now()
-	for i := range 2000 {
-		path, lat := Hit, 200*time.Microsecond
-		switch {
-		case i%10 == 0:
-			path, lat = Miss, 50*time.Millisecond
-		case i%97 == 0:
-			path, lat = Contention, 5*time.Millisecond
-		}
-		p.Add(result(path, t0, time.Duration(i)*time.Millisecond, lat))
-	}
-	p.Add(result(warmup, t0, 0, time.Second)) // never measured: not drawn
-	var b bytes.Buffer
-	if err := p.writeSVG(&b, "t"); err != nil {
-		t.Fatal(err)
-	}
-	lines := regexp.MustCompile(`data-path="(\w+)" data-stat="p50" data-points="(\d+)"`).FindAllStringSubmatch(b.String(), -1)
-	got := map[string]int{}
-	for _, m := range lines {
-		got[m[1]], _ = strconv.Atoi(m[2])
-	}
-	for _, c := range []struct {
-		path Path
-		min  int
-		why  string
-	}{
-		{Hit, 100, "1,780 results: a point per time slice"},
-		{Miss, 40, "200 results interleaved with hits still make a line"},
-		{Contention, 3, "a path with 20 results gets fewer, fuller slices"},
-	} {
-		if got[string(c.path)] < c.min {
-			t.Errorf("%s: %d points, want >= %d: %s", c.path, got[string(c.path)], c.min, c.why)
-		}
-	}
-	if _, drawn := got[string(warmup)]; drawn || len(got) != 3 {
-		t.Errorf("series drawn: %v, want hit, miss, contention", got)
-	}
-}
-
 // TestTimePlotBounded: past maxTimePoints a series halves its points and
 // its sampling rate, so memory stays bounded and the run's whole span
 // stays drawn.
 func TestTimePlotBounded(t *testing.T) {
-	p := newTimePlot()
+	p := NewTimePlot()
 	t0 := time.Now()
 	n := 3*maxTimePoints + 7
 	for i := range n {
 		p.Add(result(Hit, t0, time.Duration(i)*time.Microsecond, time.Millisecond))
 	}
-	s := p.paths[Hit]
-	if len(s.at) > maxTimePoints || len(s.at) < maxTimePoints/2 || s.seen != uint64(n) {
-		t.Fatalf("%d points kept of %d seen (stride %d), want between %d and %d", len(s.at), s.seen, s.stride, maxTimePoints/2, maxTimePoints)
+	s := p.Paths[Hit]
+	if len(s.At) > maxTimePoints || len(s.At) < maxTimePoints/2 || s.Seen != uint64(n) {
+		t.Fatalf("%d points kept of %d seen (stride %d), want between %d and %d", len(s.At), s.Seen, s.stride, maxTimePoints/2, maxTimePoints)
 	}
-	if last := time.Duration(s.at[len(s.at)-1] - t0.UnixNano()); last < time.Duration(n-int(s.stride)*2)*time.Microsecond {
+	if last := time.Duration(s.At[len(s.At)-1] - t0.UnixNano()); last < time.Duration(n-int(s.stride)*2)*time.Microsecond {
 		t.Errorf("the last kept point is at %s of %s: the end of the run is lost", last, time.Duration(n)*time.Microsecond)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idemcheck/idemcheck/reports/internal/words"
 	"github.com/idemcheck/idemcheck/scenarios"
 )
 
@@ -206,7 +207,7 @@ func (c *console) summary() {
 		interrupted = fmt.Sprintf(", %d interrupted", n.Interrupted)
 	}
 	fmt.Fprintf(b, "%d unverifiable, %d inconclusive, %d failed as expected%s; %d results in %s\n",
-		n.Unverifiable, n.Inconclusive, n.ExpectedFailures, interrupted, n.Total(), rep.Duration.Round(time.Millisecond))
+		n.Unverifiable, n.Inconclusive, n.ExpectedFailures, interrupted, n.Total(), words.Duration(rep.Duration))
 	if rep.TTLSkipped > 0 {
 		fmt.Fprintf(b, "ttl too short: %d case instances skipped; a declared ttl ≥ %s runs them all\n", rep.TTLSkipped, rep.NeedsTTL)
 	}

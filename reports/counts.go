@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/idemcheck/idemcheck/reports/internal/words"
 	"github.com/idemcheck/idemcheck/scenarios"
 )
 
@@ -89,7 +90,7 @@ func outcomeText(o scenarios.RunOutcome) string {
 	text := map[scenarios.RunOutcome]string{
 		scenarios.OutcomePass:        "pass",
 		scenarios.OutcomeFail:        "fail",
-		scenarios.OutcomeIncomplete:  "not enough evidence",
+		scenarios.OutcomeIncomplete:  words.NotEnoughEvidence,
 		scenarios.OutcomeInterrupted: "interrupted",
 	}[o]
 	return fmt.Sprintf("%s (exit %d)", text, o.ExitCode())

@@ -11,10 +11,13 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/idemcheck/idemcheck/reports/internal/page"
+	"github.com/idemcheck/idemcheck/reports/internal/words"
 	"github.com/idemcheck/idemcheck/scenarios"
 )
 
-// The page's template, style and script, inlined so the report is one
+// The page's template (beside the shell of every report page,
+// reports/internal/page), style and script, inlined so the report is one
 // self-contained file (no network, opens from disk).
 var (
 	//go:embed html/report.tmpl
@@ -25,7 +28,7 @@ var (
 	htmlJS string
 )
 
-var htmlPage = template.Must(template.New("report").Parse(htmlTemplate))
+var htmlPage = page.New("report", htmlTemplate)
 
 // maxHTMLBody bounds a body shown in the HTML report; the JSON report
 // keeps it whole.
@@ -134,7 +137,7 @@ func HTML(w io.Writer, rep *scenarios.Report) error {
 		Target: rep.Target, Profile: rep.Profile, Protocol: rep.Protocol, Strict: rep.Strict, Allow: rep.AllowIncomplete,
 		Interrupted: rep.Interrupted, Seed: rep.Seed,
 		Started:  rep.Started.UTC().Format(time.RFC3339),
-		Duration: rep.Duration.Round(time.Millisecond).String(),
+		Duration: words.Duration(rep.Duration),
 		Outcome:  string(j.Outcome), OutcomeText: outcomeText(j.Outcome), ExitCode: j.Outcome.ExitCode(),
 		Counts: Tally(rep),
 		CSS:    template.CSS(htmlCSS), JS: template.JS(htmlJS),
@@ -179,7 +182,7 @@ func htmlResultOf(rep *scenarios.Report, r scenarios.Result) htmlResult {
 		Key: filterKey(v), Status: string(r.Status),
 		Expected: r.Expected, Observed: r.Observed, Reason: r.Reason, Note: v.Note, Downstream: r.Downstream, Events: r.Events,
 		Why:      treeDetail(r, v, false),
-		Duration: r.Duration.Round(time.Millisecond).String(),
+		Duration: words.Duration(r.Duration),
 	}
 	hr.Label = string(v.Status)
 	for _, f := range filterLabels {

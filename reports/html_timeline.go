@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idemcheck/idemcheck/reports/internal/words"
 	"github.com/idemcheck/idemcheck/scenarios"
 	"github.com/idemcheck/idemcheck/wire"
 )
@@ -50,7 +51,7 @@ func timelines(r scenarios.Result) []htmlTimeline {
 			t1 = maxTime(t1, ex.Start.Add(ex.Duration))
 		}
 		span := max(t1.Sub(t0), time.Millisecond)
-		out[i].Span = span.Round(time.Millisecond).String()
+		out[i].Span = words.Duration(span)
 		for _, ex := range exs {
 			left := float64(ex.Start.Sub(t0)) / float64(span) * 100
 			width := max(float64(ex.Duration)/float64(span)*100, 0.6)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idemcheck/idemcheck/reports/internal/words"
 	"github.com/idemcheck/idemcheck/scenarios"
 )
 
@@ -109,7 +110,7 @@ func JUnit(w io.Writer, rep *scenarios.Report) error {
 				}
 				c.Failure = &junitMessage{Message: oneLine(msg), Type: string(r.Level), Text: FailureText(r, "")}
 			case v.Incomplete:
-				c.Error = &junitMessage{Message: oneLine("not enough evidence: " + string(r.Status) + ": " + r.Reason),
+				c.Error = &junitMessage{Message: oneLine(words.NotEnoughEvidence + ": " + string(r.Status) + ": " + r.Reason),
 					Type: "insufficient-evidence", Text: v.Note}
 			case v.Status == scenarios.Interrupted:
 				c.Error = &junitMessage{Message: oneLine("interrupted: " + r.Reason), Type: "interrupted"}

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
+	"github.com/idemcheck/idemcheck/reports/internal/words"
 	"github.com/idemcheck/idemcheck/scenarios"
 )
 
@@ -47,7 +47,7 @@ func markdown(w io.Writer, rep *scenarios.Report, exp *expectation) error {
 		fmt.Fprintf(&b, "## idemcheck conformance: ✅ no verdict worse than expected (the run itself: %s)\n\n", outcomeText(o))
 	}
 	fmt.Fprintf(&b, "Target `%s`%s · profile `%s` · strict `%t` · seed `%d` · %s\n\n",
-		rep.Target, over(rep), rep.Profile, rep.Strict, rep.Seed, rep.Duration.Round(time.Millisecond))
+		rep.Target, over(rep), rep.Profile, rep.Strict, rep.Seed, words.Duration(rep.Duration))
 	fmt.Fprintf(&b, "**Conformance: %s**\n\n", mdEscape(conformanceText(rep, rep.Conformance())))
 	if rep.Command != "" {
 		fmt.Fprintf(&b, "Command: `%s`\n\n", strings.ReplaceAll(rep.Command, "`", "'"))

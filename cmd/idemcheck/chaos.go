@@ -3,14 +3,12 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"slices"
-	"strings"
 	"syscall"
 	"time"
 
@@ -19,6 +17,7 @@ import (
 	"github.com/idemcheck/idemcheck/chaos"
 	"github.com/idemcheck/idemcheck/chaos/drive"
 	"github.com/idemcheck/idemcheck/chaos/front"
+	"github.com/idemcheck/idemcheck/reports/chaosreport"
 	"github.com/idemcheck/idemcheck/scenarios"
 )
 
@@ -167,25 +166,10 @@ func runChaos(ctx context.Context, stdout io.Writer, f chaosFlags) error {
 	if target.Command != "" { // started by the run: base_url is at most a template ({port})
 		against = "--target-cmd"
 	}
-	fmt.Fprintf(stdout, "chaos: %d/%d operations against %s over %s in %s (proxy: %d requests, %d forwarded)\n",
-		res.Ops, res.Requested, against, res.Protocol, res.Elapsed.Round(time.Millisecond), res.Proxy.Requests, res.Proxy.Forwarded)
-	if len(res.Replicas) > 0 {
-		fmt.Fprintf(stdout, "replicas: %s; %d killed and restarted mid-run\n", target.Redact(strings.Join(res.Replicas, " ")), res.Kills)
-	}
-	for _, n := range res.Notes {
-		fmt.Fprintf(stdout, "note: %s\n", n)
-	}
-	if e := res.Events; e != nil {
-		if e.Error != "" {
-			fmt.Fprintf(stdout, "events: not judged: %s\n", target.Redact(e.Error))
-		} else {
-			fmt.Fprintf(stdout, "events (%s): %d keys published %d events: %d lost, %d duplicated (their keys are among the violations below); %d redeliveries of an event's id on %d keys (the same execution delivered again, not counted); %d still changing, not judged\n",
-				e.Where, e.Keys, e.Events, e.Lost, e.Duplicated, e.Redeliveries, e.RedeliveredKeys, e.Unsettled)
-		}
-	}
-	printChaosReport(stdout, res.Findings)
+	chaosreport.Header(stdout, res, against, target.Redact)
+	chaosreport.Console(stdout, res.Findings)
 	if f.htmlPath != "" {
-		run := chaos.HTMLRun{Target: against, Requested: res.Requested, Elapsed: res.Elapsed.Round(time.Millisecond),
+		run := chaosreport.HTMLRun{Target: against, Requested: res.Requested, Elapsed: res.Elapsed.Round(time.Millisecond),
 			Faults: f.faults, Seed: f.run.seed, Interrupted: res.Interrupted, Notes: res.Notes}
 		if err := writeChaosHTML(f.htmlPath, f.run.history, res.Findings, run); err != nil {
 			return withCode(exitUsage, err)
@@ -195,11 +179,7 @@ func runChaos(ctx context.Context, stdout io.Writer, f chaosFlags) error {
 		fmt.Fprintf(stdout, "history: %s (idemcheck analyze %s)\n", res.History, res.History)
 	}
 	if f.jsonPath != "" {
-		b, err := json.MarshalIndent(res, "", "  ")
-		if err == nil {
-			err = os.WriteFile(f.jsonPath, append(b, '\n'), 0o644)
-		}
-		if err != nil {
+		if err := createAndWrite(f.jsonPath, func(w io.Writer) error { return chaosreport.JSON(w, res) }); err != nil {
 			return withCode(exitUsage, fmt.Errorf("--json: %v", err))
 		}
 	}
@@ -214,22 +194,28 @@ func runChaos(ctx context.Context, stdout io.Writer, f chaosFlags) error {
 }
 
 // writeChaosHTML draws the page of a run from its history file.
-func writeChaosHTML(path, history string, rep chaos.Findings, run chaos.HTMLRun) error {
+func writeChaosHTML(path, history string, rep chaos.Findings, run chaosreport.HTMLRun) error {
 	in, err := os.Open(history)
 	if err != nil {
 		return fmt.Errorf("--html: %v", err)
 	}
 	defer in.Close()
-	out, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("--html: %v", err)
-	}
-	if err := chaos.WriteHTML(out, bufio.NewReader(in), rep, run); err != nil {
-		out.Close()
-		return fmt.Errorf("--html: %v", err)
-	}
-	if err := out.Close(); err != nil {
+	if err := createAndWrite(path, func(w io.Writer) error { return chaosreport.HTML(w, bufio.NewReader(in), rep, run) }); err != nil {
 		return fmt.Errorf("--html: %v", err)
 	}
 	return nil
+}
+
+// createAndWrite creates path and writes it with write; a failed write or
+// close is an error, so a full disk is not silent.
+func createAndWrite(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -3,8 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -69,30 +67,4 @@ func flagError(err error) error {
 		}
 	}
 	return fmt.Errorf("--%s %q: %s", ive.GetFlag().Name, ive.GetValue(), reason)
-}
-
-// counts prints a tally as people read it, "drop-response 239, duplicate
-// 74" sorted by name, instead of Go's map[drop-response:239 ...]; an empty
-// tally is "none".
-func counts[N int | int64](m map[string]N) string {
-	if len(m) == 0 {
-		return "none"
-	}
-	parts := make([]string, 0, len(m))
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
-	}
-	return strings.Join(parts, ", ")
-}
-
-// list prints values comma-separated instead of Go's [a b]; empty is "-".
-func list[T any](vs []T) string {
-	if len(vs) == 0 {
-		return "-"
-	}
-	parts := make([]string, len(vs))
-	for i, v := range vs {
-		parts[i] = fmt.Sprint(v)
-	}
-	return strings.Join(parts, ",")
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/load"
+	"github.com/idemcheck/idemcheck/reports/loadreport"
 	"github.com/idemcheck/idemcheck/scenarios"
 )
 
@@ -287,13 +288,13 @@ func runLoad(cmd *cobra.Command, f loadFlags) error {
 // requested output and maps the verdict to an exit code: 130 if
 // interrupted, else 1 if a path failed outright (thresholds or not), else
 // 3 if a threshold breached, else 1 if the run saw violations.
-func finishLoad(stdout io.Writer, rep *load.Report, ths []load.Threshold, out loadOutputs, judge loadJudging) error {
+func finishLoad(stdout io.Writer, rep *load.Summary, ths []load.Threshold, out loadOutputs, judge loadJudging) error {
 	rep.ApplyThresholds(ths)
 	rep.CheckHealth(judge.maxErrorShare)
-	if err := rep.WriteText(stdout); err != nil {
+	if err := loadreport.Console(stdout, rep); err != nil {
 		return err
 	}
-	write := func(name string, fn func(io.Writer) error) error {
+	write := func(name string, fn func(io.Writer, *load.Summary) error) error {
 		if name == "" {
 			return nil
 		}
@@ -301,7 +302,7 @@ func finishLoad(stdout io.Writer, rep *load.Report, ths []load.Threshold, out lo
 		if err != nil {
 			return err
 		}
-		if err := fn(fh); err != nil {
+		if err := fn(fh, rep); err != nil {
 			fh.Close()
 			return fmt.Errorf("%s: %w", name, err)
 		}
@@ -309,8 +310,8 @@ func finishLoad(stdout io.Writer, rep *load.Report, ths []load.Threshold, out lo
 	}
 	for _, o := range []struct {
 		name string
-		fn   func(io.Writer) error
-	}{{out.json, rep.WriteJSON}, {out.html, rep.WriteHTML}, {out.hdr, rep.WriteHDRPlot}} {
+		fn   func(io.Writer, *load.Summary) error
+	}{{out.json, loadreport.JSON}, {out.html, loadreport.HTML}, {out.hdr, loadreport.HDRPlot}} {
 		if err := write(o.name, o.fn); err != nil {
 			return withCode(exitFail, err)
 		}

@@ -38,10 +38,10 @@ type rule struct {
 	thirdOut []string
 }
 
-// frontEnds are the faces above the engine (DESIGN.md: cmd -> suite,
-// idemchecktest, initconfig, chaos/drive, load, reference, reports ->
-// scenarios).
-var frontEnds = []string{"suite", "idemchecktest", "initconfig", "load/...", "chaos/drive", "reports"}
+// frontEnds are the faces above the engine (docs/architecture.md: cmd ->
+// suite, idemchecktest, initconfig, chaos/drive, load, reference, the
+// report writers under reports -> scenarios).
+var frontEnds = []string{"suite", "idemchecktest", "initconfig", "load/...", "chaos/drive", "reports/..."}
 
 var rules = []rule{
 	{
@@ -108,10 +108,50 @@ var rules = []rule{
 		never: append([]string{"cmd/...", "reference/..."}, frontEnds...),
 	},
 	{
-		says:  "initconfig, load, chaos/drive and reports depend on no other front end",
-		of:    []string{"initconfig", "load", "chaos/drive", "reports"},
+		says:  "initconfig, load and chaos/drive depend on no other front end",
+		of:    []string{"initconfig", "load", "chaos/drive"},
 		deep:  true,
 		never: frontEnds,
+	},
+	{
+		says:  "the conformance writers (reports) depend on no other front end, nor on the chaos and load writers",
+		of:    []string{"reports"},
+		deep:  true,
+		never: []string{"suite", "idemchecktest", "initconfig", "load/...", "chaos/drive", "reports/chaosreport", "reports/loadreport"},
+	},
+	{
+		says:  "the chaos and load writers reach no front end but the run they render (chaos/drive's, load's)",
+		of:    []string{"reports/chaosreport", "reports/loadreport"},
+		deep:  true,
+		never: []string{"suite", "idemchecktest", "initconfig", "reports"},
+	},
+	{
+		says:  "the engines never import their writers: chaos and load, with their subpackages, never reach reports (the CLI wires them)",
+		of:    []string{"chaos/...", "load/..."},
+		deep:  true,
+		never: []string{"reports/..."},
+	},
+	{
+		says: "reports/chaosreport imports only chaos and chaos/drive (the findings, the run), the words and page shell of reports/internal and internal/*",
+		of:   []string{"reports/chaosreport"},
+		only: []string{"chaos", "chaos/drive", "reports/internal/...", "internal/..."},
+	},
+	{
+		says: "reports/loadreport imports only load, the words and page shell of reports/internal and internal/*",
+		of:   []string{"reports/loadreport"},
+		only: []string{"load", "reports/internal/...", "internal/..."},
+	},
+	{
+		says:  "the words and page shell the writers share (reports/internal/...) import nothing of idemcheck's",
+		of:    []string{"reports/internal/..."},
+		never: []string{"..."},
+	},
+	{
+		says: "report rendering lives under reports: no package outside it imports html/template (a page) or text/tabwriter (a console table), " +
+			"so a writer cannot drift back into an engine or the CLI",
+		of:       []string{"..."},
+		but:      []string{"reports/..."},
+		thirdOut: []string{"html/template", "text/tabwriter"},
 	},
 	{
 		says:  "the go test faces (idemchecktest, suite) depend on no front end but each other and reports",

@@ -1,47 +1,47 @@
-package chaos
+package chaosreport
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/idemcheck/idemcheck/chaos"
 )
 
-// TestWriteHTML: the page is drawn from the history and the checker's
+// TestHTML: the page is drawn from the history and the checker's
 // report: every key with a finding is drilled down (violations open),
 // other keys up to the bound, text from the target escaped; its counts
 // are the report's. The page as a reader sees it is checked in Chromium
 // by cmd/idemcheck's TestHTMLReportsInBrowser.
-func TestWriteHTML(t *testing.T) {
+func TestHTML(t *testing.T) {
 	var hist bytes.Buffer
-	h := NewHistory(&hist)
+	h := json.NewEncoder(&hist) // the history's lines, as the proxy and the driver write them
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	const hostile = `<script>alert(1)</script>`
 	n := htmlOtherKeys + 5
 	for i := range n {
 		key := fmt.Sprintf("k%03d", i)
-		ev := Event{Type: "attempt", Time: t0.Add(time.Duration(i) * time.Millisecond), Key: key, Attempt: 1, Method: "POST", Path: "/v1/charges",
-			Client: ClientOK, Status: 201, Upstream: []Upstream{{Status: 201, ID: "ch_" + key}}}
+		ev := chaos.Event{Type: "attempt", Time: t0.Add(time.Duration(i) * time.Millisecond), Key: key, Attempt: 1, Method: "POST", Path: "/v1/charges",
+			Client: chaos.ClientOK, Status: 201, Upstream: []chaos.Upstream{{Status: 201, ID: "ch_" + key}}}
 		if i == n-1 { // the last key executes twice: a violation past the bound
-			ev.Fault, ev.Client, ev.Status = "drop-response", ClientUnknown, 0
-			h.write(&ev)
-			ev = Event{Type: "attempt", Time: ev.Time.Add(time.Second), Key: key, Attempt: 2, Method: "POST", Path: "/v1/charges",
-				Client: ClientOK, Status: 201, Upstream: []Upstream{{Status: 201, ID: "ch_again"}}}
+			ev.Fault, ev.Client, ev.Status = "drop-response", chaos.ClientUnknown, 0
+			must(t, h.Encode(&ev))
+			ev = chaos.Event{Type: "attempt", Time: ev.Time.Add(time.Second), Key: key, Attempt: 2, Method: "POST", Path: "/v1/charges",
+				Client: chaos.ClientOK, Status: 201, Upstream: []chaos.Upstream{{Status: 201, ID: "ch_again"}}}
 		}
-		h.write(&ev)
-		op := Op{Key: key, Operation: "charges", Kind: KindNormal, Attempts: ev.Attempt, Outcome: ClientOK, Status: 201, ID: ev.Upstream[0].ID}
+		must(t, h.Encode(&ev))
+		op := chaos.Op{Type: "op", Key: key, Operation: "charges", Kind: chaos.KindNormal, Attempts: ev.Attempt, Outcome: chaos.ClientOK, Status: 201, ID: ev.Upstream[0].ID}
 		if i == n-1 {
 			op.Error = hostile
 		}
-		h.WriteOp(op)
+		must(t, h.Encode(&op))
 	}
-	if err := h.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	c := NewChecker()
-	if _, err := ReadHistory(bytes.NewReader(hist.Bytes()), c, false); err != nil {
+	c := chaos.NewChecker()
+	if _, err := chaos.ReadHistory(bytes.NewReader(hist.Bytes()), c, false); err != nil {
 		t.Fatal(err)
 	}
 	rep := c.Report()
@@ -49,7 +49,7 @@ func TestWriteHTML(t *testing.T) {
 		t.Fatalf("want the one double execution: %+v", rep.Violations)
 	}
 	var out bytes.Buffer
-	if err := WriteHTML(&out, bytes.NewReader(hist.Bytes()), rep, HTMLRun{Target: "http://127.0.0.1:9", Requested: n}); err != nil {
+	if err := HTML(&out, bytes.NewReader(hist.Bytes()), rep, HTMLRun{Target: "http://127.0.0.1:9", Requested: n}); err != nil {
 		t.Fatal(err)
 	}
 	page := out.String()
@@ -74,5 +74,12 @@ func TestWriteHTML(t *testing.T) {
 	}
 	if regexp.MustCompile(`<(script|link|img)[^>]+src=`).MatchString(page) {
 		t.Error("rule: self-contained: nothing is loaded")
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }

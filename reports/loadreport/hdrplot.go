@@ -1,22 +1,23 @@
-package load
+package loadreport
 
 import (
 	"fmt"
-	"html"
 	"io"
 	"math"
 	"strings"
+
+	"github.com/idemcheck/idemcheck/load"
 )
 
 // colours per path in the HDR plot.
-var pathColour = map[Path]string{Hit: "#1b9e77", Miss: "#d95f02", Contention: "#7570b3", NoKey: "#666666"}
+var pathColour = map[load.Path]string{load.Hit: "#1b9e77", load.Miss: "#d95f02", load.Contention: "#7570b3", load.NoKey: "#666666"}
 
-// WriteHDRPlot writes a self-contained SVG of the latency percentile
+// HDRPlot writes a self-contained SVG of the latency percentile
 // spectrum per path (HdrHistogram style: the x axis stretches the tail,
 // 90% 99% 99.9% ... equally spaced), one line per path. The y axis is
 // logarithmic, a decade per grid line: on a linear one a miss tail of
 // seconds flattens a hit curve of tenths of a millisecond into the floor.
-func (r *Report) WriteHDRPlot(w io.Writer) error {
+func HDRPlot(w io.Writer, r *load.Summary) error {
 	const (
 		width, height = 820.0, 460.0
 		left, right   = 70.0, 140.0
@@ -25,21 +26,24 @@ func (r *Report) WriteHDRPlot(w io.Writer) error {
 		steps         = 100
 	)
 	type series struct {
-		path Path
+		path load.Path
 		pts  [][2]float64 // x in nines, y in ms
 	}
 	var all []series
 	maxY, minY := 0.0, math.Inf(1)
-	for _, p := range Paths {
+	for _, p := range load.Paths {
 		s := r.Paths[p]
-		if s == nil || s.hist == nil || s.Requests == 0 {
+		if s == nil || s.Requests == 0 {
+			continue
+		}
+		if _, ok := s.LatencyAt(0); !ok {
 			continue
 		}
 		ser := series{path: p}
 		for i := 0; i <= steps; i++ {
 			x := nines * float64(i) / steps
 			q := 100 * (1 - math.Pow(10, -x))
-			y := ms(s.hist.ValueAtQuantile(q))
+			y, _ := s.LatencyAt(q)
 			ser.pts = append(ser.pts, [2]float64{x, y})
 			maxY = math.Max(maxY, y)
 			if y > 0 {
@@ -51,11 +55,7 @@ func (r *Report) WriteHDRPlot(w io.Writer) error {
 	if maxY == 0 {
 		maxY, minY = 1, 1
 	}
-	// Whole decades around the data, at least one.
-	lo, hi := math.Floor(math.Log10(minY)), math.Ceil(math.Log10(maxY))
-	if hi <= lo {
-		hi = lo + 1
-	}
+	lo, hi := decades(minY, maxY)
 	plotW, plotH := width-left-right, height-top-bottom
 	px := func(x float64) float64 { return left + x/nines*plotW }
 	py := func(y float64) float64 {
@@ -68,8 +68,7 @@ func (r *Report) WriteHDRPlot(w io.Writer) error {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" font-family="sans-serif" font-size="12">`+"\n", width, height)
-	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
-	fmt.Fprintf(&b, `<text x="%.0f" y="22" font-size="15">%s</text>`+"\n", left, html.EscapeString("Latency by percentile (HDR) — "+r.Target))
+	backdrop(&b, left, "Latency by percentile (HDR) — "+r.Target)
 	for i := 0; i <= int(nines); i++ {
 		x := px(float64(i))
 		label := "0%"
@@ -79,11 +78,7 @@ func (r *Report) WriteHDRPlot(w io.Writer) error {
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", x, top, x, top+plotH)
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", x, top+plotH+18, label)
 	}
-	for d := lo; d <= hi; d++ {
-		y := math.Pow(10, d)
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", left, py(y), left+plotW, py(y))
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end">%s</text>`+"\n", left-6, py(y)+4, fmtMs(y))
-	}
+	decadeGrid(&b, left, plotW, lo, hi, py)
 	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">percentile</text>`+"\n", left+plotW/2, height-8)
 	fmt.Fprintf(&b, `<text x="14" y="%.1f" text-anchor="middle" transform="rotate(-90 14 %.1f)">latency (log scale)</text>`+"\n", top+plotH/2, top+plotH/2)
 	for i, s := range all {

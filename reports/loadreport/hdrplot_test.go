@@ -1,29 +1,49 @@
-package load
+package loadreport
 
 import (
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/idemcheck/idemcheck/load"
 )
 
 // TestHDRPlotLogAxis: a hit path of ~0.3 ms beside a miss tail of ~2 s
 // keeps its curve off the floor. On the linear axis it was drawn within
 // 0.015% of the plot's height of zero, indistinguishable from it.
 func TestHDRPlotLogAxis(t *testing.T) {
-	r := &Report{Target: "http://127.0.0.1:1", Paths: map[Path]*PathStats{}}
-	for path, us := range map[Path]int64{Hit: 300, Miss: 2_000_000} {
-		m := newPathMetrics()
+	// The histograms come from results as a run records them.
+	results := filepath.Join(t.TempDir(), "r.bin")
+	f, err := os.Create(results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc := vegeta.NewEncoder(f)
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for path, us := range map[load.Path]int64{load.Hit: 300, load.Miss: 2_000_000} {
 		for i := int64(0); i < 1000; i++ {
-			if err := m.hist.RecordValue(us + i%10); err != nil {
+			r := result(path, t0, time.Duration(i)*time.Millisecond, time.Duration(us+i%10)*time.Microsecond)
+			if err := enc.Encode(r); err != nil {
 				t.Fatal(err)
 			}
-			m.requests++
 		}
-		r.Paths[path] = m.stats()
 	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := load.ReadResults([]string{results}, time.Second, 0, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Target = "http://127.0.0.1:1"
 	var svg strings.Builder
-	if err := r.WriteHDRPlot(&svg); err != nil {
+	if err := HDRPlot(&svg, r); err != nil {
 		t.Fatal(err)
 	}
 	out := svg.String()
@@ -31,7 +51,7 @@ func TestHDRPlotLogAxis(t *testing.T) {
 		t.Error("the y axis does not say it is logarithmic")
 	}
 	// The hit line's points (first polyline: Paths order puts hit first).
-	m := regexp.MustCompile(`<polyline fill="none" stroke="` + pathColour[Hit] + `" stroke-width="2" points="([^"]+)"`).FindStringSubmatch(out)
+	m := regexp.MustCompile(`<polyline fill="none" stroke="` + pathColour[load.Hit] + `" stroke-width="2" points="([^"]+)"`).FindStringSubmatch(out)
 	if m == nil {
 		t.Fatalf("no hit line in the plot:\n%s", out)
 	}

@@ -1,22 +1,24 @@
-package chaos
+package chaosreport
 
 import (
 	_ "embed"
-	"encoding/json"
 	"fmt"
-	"html/template"
 	"io"
 	"maps"
 	"slices"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/idemcheck/idemcheck/chaos"
+	"github.com/idemcheck/idemcheck/reports/internal/page"
+	"github.com/idemcheck/idemcheck/reports/internal/words"
 )
 
 //go:embed html/report.tmpl
 var htmlTemplate string
 
-var htmlPage = template.Must(template.New("chaos").Parse(htmlTemplate))
+var htmlPage = page.New("chaos", htmlTemplate)
 
 // HTMLRun is what the page says about the run beside the checker's
 // report: the target, what was asked for and how long it took.
@@ -49,8 +51,8 @@ const (
 
 type htmlKey struct {
 	Key, Class, Label string
-	Findings          []KeyViolation
-	Op                *Op
+	Findings          []chaos.KeyViolation
+	Op                *chaos.Op
 	OracleText        string
 	// OpStatus is the op's final status: "409", or over gRPC its code
 	// as the client got it ("ABORTED (409)").
@@ -95,19 +97,19 @@ type htmlSeg struct {
 type htmlLegend struct{ Kind, Color string }
 
 type htmlData struct {
-	R                   Findings
-	Run                 HTMLRun
-	Verdict, VerdictCls string
-	Faults, Outcomes    string
-	NotJudged           string
-	Span                string
-	Bars                []htmlBar
-	Ticks               []htmlTick
-	Legend              []htmlLegend
-	Axis                []htmlAxis
-	Keys                []htmlKey
-	Shown, More         int
-	TTL                 string
+	R                chaos.Findings
+	Run              HTMLRun
+	Verdict          page.Verdict
+	Faults, Outcomes string
+	NotJudged        string
+	Span             string
+	Bars             []htmlBar
+	Ticks            []htmlTick
+	Legend           []htmlLegend
+	Axis             []htmlAxis
+	Keys             []htmlKey
+	Shown, More      int
+	TTL              string
 }
 
 type htmlAxis struct {
@@ -129,7 +131,7 @@ var faultColors = map[string]string{
 	"reset-midbody": "#cf222e", "truncate-request": "#1b7c83", "drop-request": "#6e7781", "hangup": "#953800",
 }
 
-// WriteHTML writes the chaos report as one self-contained page (no
+// HTML writes the chaos report as one self-contained page (no
 // script, no network): the verdict and counts, a timeline of the run
 // (attempts per slice, the faults injected in them by kind, and a tick per
 // key with a finding: violation, legal fresh execution after the TTL, not
@@ -137,13 +139,13 @@ var faultColors = map[string]string{
 // with a finding (violations first, open) and up to 200 others, each with
 // its operation and every attempt (fault, upstream answers, what the
 // client got). hist is the run's JSONL history, rep its checker's report.
-func WriteHTML(w io.Writer, hist io.Reader, rep Findings, run HTMLRun) error {
-	d := htmlData{R: rep, Run: run, Faults: countList(rep.Faults), NotJudged: countList(rep.NotJudged)}
+func HTML(w io.Writer, hist io.Reader, rep chaos.Findings, run HTMLRun) error {
+	d := htmlData{R: rep, Run: run, Faults: words.Counts(rep.Faults), NotJudged: words.Counts(rep.NotJudged)}
 	if rep.TTL > 0 {
 		d.TTL = fmt.Sprintf("%s − margin %s", rep.TTL, rep.Margin)
 	}
-	d.Verdict, d.VerdictCls = verdict(rep)
-	d.Outcomes = countList(rep.Outcomes)
+	d.Verdict = verdict(rep)
+	d.Outcomes = words.Counts(rep.Outcomes)
 
 	keys := keysWithFindings(rep)
 	all, err := keys.readHistory(hist)
@@ -154,7 +156,7 @@ func WriteHTML(w io.Writer, hist io.Reader, rep Findings, run HTMLRun) error {
 
 	// The timeline: slices over the run, from its first attempt.
 	start, span := runSpan(all)
-	d.Span = span.Round(time.Millisecond).String()
+	d.Span = words.Duration(span)
 	x := func(t time.Time) float64 {
 		return tlLeft + tlWidth*float64(t.Sub(start))/float64(span)
 	}
@@ -182,9 +184,9 @@ type moment struct {
 
 // keysWithFindings starts the drill-down with the report's findings, in
 // the report's order, classed by kind.
-func keysWithFindings(rep Findings) *htmlKeys {
+func keysWithFindings(rep chaos.Findings) *htmlKeys {
 	ks := &htmlKeys{byKey: map[string]*htmlKey{}}
-	add := func(vs []KeyViolation, class string) {
+	add := func(vs []chaos.KeyViolation, class string) {
 		for _, v := range vs {
 			k := ks.byKey[v.Key]
 			if k == nil {
@@ -205,7 +207,7 @@ func keysWithFindings(rep Findings) *htmlKeys {
 func (ks *htmlKeys) readHistory(hist io.Reader) ([]moment, error) {
 	keys := ks.byKey
 	var all []moment
-	err := scanHistory(hist, func(ev *Event) {
+	err := chaos.ScanHistory(hist, func(ev *chaos.Event) {
 		all = append(all, moment{ev.Time, ev.Fault})
 		if ev.Key == "" {
 			return
@@ -231,7 +233,7 @@ func (ks *htmlKeys) readHistory(hist io.Reader) ([]moment, error) {
 		if ev.Time.After(k.last) {
 			k.last = ev.Time
 		}
-	}, func(op *Op) {
+	}, func(op *chaos.Op) {
 		if k := keys[op.Key]; k != nil && k.Class != "hidden" {
 			k.Op = op
 		}
@@ -295,7 +297,7 @@ func (d *htmlData) drawTimeline(all []moment, start time.Time, span time.Duratio
 			b.Faults = append(b.Faults, htmlSeg{Y: y, H: h, Kind: k, Color: faultColor(k)})
 			parts = append(parts, fmt.Sprintf("%s %d", k, c))
 		}
-		b.Title = fmt.Sprintf("%s–%s: %d attempts", (sliceDur * time.Duration(i)).Round(time.Millisecond), (sliceDur * time.Duration(i+1)).Round(time.Millisecond), n)
+		b.Title = fmt.Sprintf("%s–%s: %d attempts", words.Duration(sliceDur*time.Duration(i)), words.Duration(sliceDur*time.Duration(i+1)), n)
 		if len(parts) > 0 {
 			b.Title += ", faults: " + strings.Join(parts, ", ")
 		}
@@ -303,7 +305,7 @@ func (d *htmlData) drawTimeline(all []moment, start time.Time, span time.Duratio
 	}
 	for i := range 5 {
 		f := float64(i) / 4
-		d.Axis = append(d.Axis, htmlAxis{X: tlLeft + tlWidth*f, Label: (time.Duration(float64(span) * f)).Round(time.Millisecond).String()})
+		d.Axis = append(d.Axis, htmlAxis{X: tlLeft + tlWidth*f, Label: words.Duration(time.Duration(float64(span) * f))})
 	}
 }
 
@@ -332,7 +334,7 @@ func (d *htmlData) drillDown(keys *htmlKeys, start time.Time, x func(time.Time) 
 	opened := 0
 	for _, k := range shown {
 		for i := range k.Attempts {
-			k.Attempts[i].At = "+" + k.Attempts[i].at.Sub(start).Round(time.Millisecond).String()
+			k.Attempts[i].At = "+" + words.Duration(k.Attempts[i].at.Sub(start))
 		}
 		k.Label = keyLabel(k)
 		if k.Op != nil && k.Op.Oracle != nil {
@@ -353,46 +355,12 @@ func (d *htmlData) drillDown(keys *htmlKeys, start time.Time, x func(time.Time) 
 	}
 }
 
-// scanHistory calls attempt and op for every line of a history; the run
-// line and blank lines are skipped. Errors name the line.
-func scanHistory(r io.Reader, attempt func(*Event), op func(*Op)) error {
-	dec := json.NewDecoder(r)
-	for n := 1; ; n++ {
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err == io.EOF {
-			return nil
-		} else if err != nil {
-			return fmt.Errorf("history line %d: %v", n, err)
-		}
-		var head struct {
-			Type string `json:"type"`
-		}
-		if err := json.Unmarshal(raw, &head); err != nil {
-			return fmt.Errorf("history line %d: %v", n, err)
-		}
-		switch head.Type {
-		case "attempt":
-			var ev Event
-			if err := json.Unmarshal(raw, &ev); err != nil {
-				return fmt.Errorf("history line %d: %v", n, err)
-			}
-			attempt(&ev)
-		case "op":
-			var o Op
-			if err := json.Unmarshal(raw, &o); err != nil {
-				return fmt.Errorf("history line %d: %v", n, err)
-			}
-			op(&o)
-		}
-	}
-}
-
 // attemptOf is one attempt's row of the drill-down.
-func attemptOf(ev *Event) htmlAttempt {
+func attemptOf(ev *chaos.Event) htmlAttempt {
 	a := htmlAttempt{at: ev.Time, N: ev.Attempt, Duration: time.Duration(ev.DurationNS).Round(100 * time.Microsecond).String(),
-		Fault: ev.Fault, Client: ev.Client, Status: ev.Status, Faulted: ev.Fault != "", Cut: cutByHarness(ev)}
-	a.code = clientCode(ev)
-	a.StatusText = statusText(ev.Status, a.code)
+		Fault: ev.Fault, Client: ev.Client, Status: ev.Status, Faulted: ev.Fault != "", Cut: ev.CutByHarness()}
+	a.code = ev.ClientCode()
+	a.StatusText = chaos.StatusText(ev.Status, a.code)
 	for _, u := range ev.Upstream {
 		s := fmt.Sprintf("sent +%s", time.Duration(u.SentNS).Round(100*time.Microsecond))
 		switch {
@@ -400,7 +368,7 @@ func attemptOf(ev *Event) htmlAttempt {
 			s += ": error " + u.Error
 			a.Errors = true
 		case u.Status != 0:
-			s += ": " + statusText(u.Status, u.GRPCCode)
+			s += ": " + chaos.StatusText(u.Status, u.GRPCCode)
 		}
 		if u.ID != "" {
 			s += " id " + u.ID
@@ -431,29 +399,17 @@ func keyLabel(k *htmlKey) string {
 }
 
 // verdict is the page's headline and its colour, in the console's words.
-func verdict(r Findings) (string, string) {
-	judged := fmt.Sprintf("in %d of %d keys judged", r.Judged, r.Keys)
+func verdict(r chaos.Findings) page.Verdict {
+	judged := keysJudged(r)
 	switch {
 	case len(r.Violations) > 0:
-		return fmt.Sprintf("%d exactly-once violations %s", len(r.Violations), judged), "bad"
+		return page.Verdict{Text: fmt.Sprintf("%d exactly-once violations %s", len(r.Violations), judged), Class: page.Bad}
 	case !r.Exercised:
-		return fmt.Sprintf("not exercised: none of %d operations shows an execution", r.Ops), "bad"
+		return page.Verdict{Text: fmt.Sprintf("not exercised: none of %d operations shows an execution", r.Ops), Class: page.Bad}
 	case r.MostlyUnjudged():
-		return "not enough evidence: 0 violations " + judged, "bad"
+		return page.Verdict{Text: words.NotEnoughEvidence + ": 0 violations " + judged, Class: page.Bad}
 	}
-	return "exactly-once OK: 0 violations " + judged, "good"
-}
-
-// countList is "drop-response 235, duplicate 74" (names sorted), or none.
-func countList(m map[string]int) string {
-	if len(m) == 0 {
-		return "none"
-	}
-	var parts []string
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
-	}
-	return strings.Join(parts, ", ")
+	return page.Verdict{Text: "exactly-once OK: 0 violations " + judged, Class: page.Good}
 }
 
 func faultColor(kind string) string {
@@ -473,5 +429,5 @@ func (k *htmlKey) opStatus() string {
 			codes = append(codes, a.code)
 		}
 	}
-	return statusText(k.Op.Status, strings.Join(codes, " or "))
+	return chaos.StatusText(k.Op.Status, strings.Join(codes, " or "))
 }
