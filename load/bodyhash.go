@@ -38,15 +38,56 @@ const evidenceBytes = clipBytes + 1
 // created id; a longer body is compared as bytes and shows no id.
 const maxFormBody = 4 << 20
 
+// replaySums is what the replay check reads of each answer, set as
+// bodySumHeader (and createdIDHeader) on the result's header: over HTTP
+// by sumTransport as vegeta reads a body, over a carrier's Do by
+// wholeBody (the paced client's answers arrive whole).
+type replaySums struct {
+	compare   string // the profile's replay_compare ("": bytes)
+	idPointer string
+	facts     *bodyFacts // what the bodies seen showed, by their bytes' sum
+}
+
+// needsBody reports whether the sums of a body need the body itself, not
+// only its bytes' sum: its JSON form (compare json), its created id (a
+// 2xx with an id_pointer).
+func (s *replaySums) needsBody(created bool) bool {
+	return s.compare == apispec.CompareJSON || (created && s.idPointer != "")
+}
+
+// set sets h's sums for the body whose bytes sum is k; body is the whole
+// body when it was kept (needsBody, within maxFormBody), else nil.
+func (s *replaySums) set(h http.Header, k sumKey, body []byte, created bool) {
+	f := s.facts.of(k, body, s.compare, s.idPointer)
+	h[bodySumHeader] = f.form
+	if s.compare == apispec.CompareStatus {
+		h[bodySumHeader] = statusOnlyValue // the status alone is compared
+	}
+	if f.id != nil && created {
+		h[createdIDHeader] = f.id
+	}
+}
+
+// wholeBody sets h's sums for an answer read whole (a carrier's Do),
+// replacing any the server sent.
+func (s *replaySums) wholeBody(h http.Header, status int, body []byte) {
+	delete(h, bodySumHeader)
+	delete(h, createdIDHeader)
+	created := status >= 200 && status < 300
+	k := sumKey{sum: sha256.Sum256(body), n: int64(len(body))}
+	if !s.needsBody(created) || len(body) > maxFormBody {
+		body = nil // compared as bytes, as sumTransport does
+	}
+	s.set(h, k, body, created)
+}
+
 // sumTransport sets bodySumHeader (and createdIDHeader) on every
 // response whose body is read to its end. It hashes the bytes as they
 // stream; with compare json, or an idPointer on a 2xx, it also buffers
 // the body.
 type sumTransport struct {
-	base      http.RoundTripper
-	compare   string // the profile's replay_compare ("": bytes)
-	idPointer string
-	facts     *bodyFacts // what the bodies seen showed, by their bytes' sum
+	base http.RoundTripper
+	sums *replaySums
 }
 
 // bodyFacts maps a body's bytes sum to what the check reads of it: the
@@ -116,9 +157,9 @@ func (t sumTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// A server's own values must not count.
 	delete(resp.Header, bodySumHeader)
 	delete(resp.Header, createdIDHeader)
-	b := &summingBody{ReadCloser: resp.Body, h: hashes.Get().(hash.Hash), header: resp.Header, compare: t.compare,
-		idPointer: t.idPointer, facts: t.facts, created: resp.StatusCode >= 200 && resp.StatusCode < 300}
-	if t.compare == apispec.CompareJSON || (b.created && t.idPointer != "") {
+	b := &summingBody{ReadCloser: resp.Body, h: hashes.Get().(hash.Hash), header: resp.Header, sums: t.sums,
+		created: resp.StatusCode >= 200 && resp.StatusCode < 300}
+	if t.sums.needsBody(b.created) {
 		b.buf = bufs.Get().(*bytes.Buffer)
 	}
 	resp.Body = b
@@ -126,8 +167,7 @@ func (t sumTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // CloseIdleConnections forwards to the wrapped transport: the run's
-// deferred client.CloseIdleConnections closes its connections (a gRPC
-// target's carrier connection among them).
+// deferred client.CloseIdleConnections closes its connections.
 func (t sumTransport) CloseIdleConnections() {
 	if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
 		c.CloseIdleConnections()
@@ -143,14 +183,13 @@ var (
 
 type summingBody struct {
 	io.ReadCloser
-	h                  hash.Hash     // the bytes' sum; nil once summed
-	buf                *bytes.Buffer // the body, for its form or id, or nil
-	compare, idPointer string
-	facts              *bodyFacts
-	created            bool // a 2xx: its id counts
-	n                  int64
-	header             http.Header
-	key                sumKey
+	h       hash.Hash     // the bytes' sum; nil once summed
+	buf     *bytes.Buffer // the body, for its form or id, or nil
+	sums    *replaySums
+	created bool // a 2xx: its id counts
+	n       int64
+	header  http.Header
+	key     sumKey
 }
 
 func (b *summingBody) Read(p []byte) (int, error) {
@@ -186,14 +225,7 @@ func (b *summingBody) finish() {
 	if b.buf != nil {
 		body = b.buf.Bytes() // the body fitted: its form (json) and id
 	}
-	f := b.facts.of(b.key, body, b.compare, b.idPointer)
-	b.header[bodySumHeader] = f.form
-	if b.compare == apispec.CompareStatus {
-		b.header[bodySumHeader] = statusOnlyValue // the status alone is compared
-	}
-	if f.id != nil && b.created {
-		b.header[createdIDHeader] = f.id
-	}
+	b.sums.set(b.header, b.key, body, b.created)
 	b.release()
 }
 

@@ -35,6 +35,7 @@ func benchHitResult(b *testing.B, body []byte, bare bool) {
 	defer srv.Close()
 	c := defaults()
 	c.mode = ModeHit
+	c.sums = c.replaySums()
 	var rt http.RoundTripper = wire.NewTransport(1)
 	if !bare {
 		rt = c.resultTransport(rt)

@@ -3,8 +3,12 @@
 // (contention), checks correctness under load and gates on thresholds.
 // It measures and judges into a Summary; reports/loadreport renders it
 // (console, JSON, HTML, HDR plot).
-// A gRPC target's calls run on a paced open-model client of its own
-// (paced.go) behind the same attacker seam, with the same results.
+// An HTTP target's requests are built by wire.Build and sent by vegeta
+// through one adapter (vegetaTarget); a gRPC target's calls run on a
+// paced open-model client of its own (paced.go) that sends them through
+// the run's wire.Carrier (Do, as every other face sends) and makes
+// vegeta Results of its answers, behind the same attacker seam: one
+// collector, replay check, results file and report read either.
 //
 // It is a front end (the CLI's `idemcheck load`): it reaches targets,
 // requests and evidence through apispec, wire and evidence, with

@@ -3,17 +3,23 @@ package load_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/internal/demotest"
 	"github.com/idemcheck/idemcheck/load"
 	"github.com/idemcheck/idemcheck/reference"
 	"github.com/idemcheck/idemcheck/reference/demo"
+	"github.com/idemcheck/idemcheck/reference/grpcref/paymentsv1"
 	"github.com/idemcheck/idemcheck/reports/loadreport"
 )
 
@@ -145,6 +151,49 @@ func TestGRPCCarriers(t *testing.T) {
 				t.Fatalf("violations %+v, oracle %+v: replays execute nothing, each pool key once", rep.ViolationList, *rep.Oracle)
 			}
 		})
+	}
+}
+
+// TestGRPCReplayDiffers: the replay check holds over gRPC as over HTTP.
+// A service whose replays answer another message than their original
+// (each replay's description respelt) gets a replay-differs violation
+// under load, from the sums taken of the carrier's answers.
+func TestGRPCReplayDiffers(t *testing.T) {
+	var mu sync.Mutex
+	calls := map[string]int{}
+	respell := grpc.UnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
+		resp, err := next(ctx, req)
+		r, isCreate := req.(*paymentsv1.CreatePaymentRequest)
+		p, isPayment := resp.(*paymentsv1.Payment)
+		if err != nil || !isCreate || !isPayment {
+			return resp, err
+		}
+		mu.Lock()
+		calls[r.GetRequestId()]++
+		n := calls[r.GetRequestId()]
+		mu.Unlock()
+		if n > 1 { // a replay: the same payment, spelt anew
+			p = proto.CloneOf(p)
+			p.Description = fmt.Sprintf("replay %d", n)
+		}
+		return p, nil
+	})
+	httpBase, g := demotest.GRPCServer(t, demo.Options{}, nil, respell)
+	tg, p, err := apispec.ParseConfig([]byte(demotest.GRPCConfig(httpBase, demotest.ServeGRPCServer(t, g))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := load.Run(context.Background(), tg, load.WithProfile(p),
+		load.WithMode(load.ModeHit), load.WithPool(5), load.WithPlan(plan(t, "100@500ms")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := rep.Paths[load.Hit]
+	if h == nil || h.Requests != 50 || h.StatusCodes["200"] != h.Requests {
+		t.Fatalf("hits: %s; want the 50 planned, every one OK", pathSummary(rep))
+	}
+	if uint64(rep.Violations) != h.Requests || rep.ViolationList[0].Kind != load.ReplayDiffers || !strings.Contains(rep.ViolationList[0].Detail, "replay ") {
+		t.Fatalf("violations %d %+v; want every hit a replay-differs, quoting the respelt answer", rep.Violations, rep.ViolationList)
 	}
 }
 

@@ -1,10 +1,11 @@
 package load
 
 import (
+	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,6 +13,7 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/idemcheck/idemcheck/apispec"
+	"github.com/idemcheck/idemcheck/wire"
 )
 
 // attacker sends the requests of one phase (or of the warm-up) and
@@ -40,20 +42,22 @@ const (
 // (an HTTP load tool) cannot call: it paces sends with the plan's vegeta
 // pacer, hands each to one of a bounded set of workers (more started, up
 // to maxWork, when all are busy, as vegeta does), bounds each call by the
-// client's timeout, and times each result from the send's intended time.
+// carrier's timeout, and times each result from the send's intended time.
 // Every send the plan schedules within the phase is made, however late
 // (the users of an open model arrive on schedule): the phase ends once the
 // last one was handed out. A send that waited longer than the timeout for
 // a free worker is not made: its user would have given up; its result is
 // a transport error. So a phase ends at most about two timeouts late.
-// Calls go through the run's http.Client, whose transport sends a
-// grpc:// request through wire's gRPC carrier (the key in its field or
-// metadata as Build wrote it, the answer in HTTP terms) and sums the
-// answer for the replay check as for HTTP (sumTransport).
+// Calls go through the run's carrier (wire.Carrier's Do, as the engine's
+// and chaos's: the key in its field or metadata as Build wrote it, the
+// answer in the profile's terms), and each answer's sums for the replay
+// check are taken from the whole body Do returns (replaySums.wholeBody),
+// as sumTransport takes them over HTTP.
 type pacedAttacker struct {
-	client           *http.Client
+	carrier          wire.Carrier
+	sums             *replaySums // nil: no replay check (nokey)
 	workers, maxWork uint64
-	timeout          time.Duration // the client's per-call bound
+	timeout          time.Duration // the carrier's per-call bound
 	maxBody          int64         // as vegeta.MaxBody: -1 keeps whole bodies
 	stopOnce         sync.Once
 	stopch           chan struct{}
@@ -62,8 +66,8 @@ type pacedAttacker struct {
 	delayed atomic.Uint64
 }
 
-func newPaced(client *http.Client, workers, maxWork uint64, maxBody int64) *pacedAttacker {
-	return &pacedAttacker{client: client, workers: min(workers, maxWork), maxWork: maxWork, timeout: client.Timeout,
+func newPaced(carrier wire.Carrier, sums *replaySums, timeout time.Duration, workers, maxWork uint64, maxBody int64) *pacedAttacker {
+	return &pacedAttacker{carrier: carrier, sums: sums, workers: min(workers, maxWork), maxWork: maxWork, timeout: timeout,
 		maxBody: maxBody, stopch: make(chan struct{})}
 }
 
@@ -184,49 +188,41 @@ func (a *pacedAttacker) hit(tr vegeta.Targeter, name string, due time.Time, seq 
 	}
 	abandoned := a.timeout > 0 && time.Since(due) > a.timeout
 	res := &vegeta.Result{Attack: name, Seq: seq, Timestamp: due}
-	var err error
-	defer func() {
-		res.Latency = time.Since(due)
-		if err != nil {
-			res.Error = err.Error()
-		}
-	}()
+	defer func() { res.Latency = time.Since(due) }()
 	var tgt vegeta.Target
-	if err = tr(&tgt); err != nil {
+	if err := tr(&tgt); err != nil {
 		a.Stop()
+		res.Error = err.Error()
 		return res
 	}
 	res.Method, res.URL = tgt.Method, tgt.URL
 	if abandoned {
-		err = fmt.Errorf("not sent: no worker was free within the %s timeout of its intended send", a.timeout)
+		res.Error = fmt.Sprintf("not sent: no worker was free within the %s timeout of its intended send", a.timeout)
 		return res
 	}
-	req, err := tgt.Request()
-	if err != nil {
+	// The fragment (path and key, vegetaTarget) is the result's, never sent.
+	u, _, _ := strings.Cut(tgt.URL, "#")
+	resp, _ := a.carrier.Do(context.Background(), wire.Exchange{Request: wire.ExchangeRequest{Method: tgt.Method, URL: u, Header: tgt.Header, Body: tgt.Body}})
+	if resp.Err != nil {
+		res.Error = resp.Err.Error()
 		return res
 	}
-	resp, err := a.client.Do(req)
-	if err != nil {
-		return res
+	if resp.Header == nil {
+		resp.Header = http.Header{}
 	}
-	defer resp.Body.Close()
-	body := io.Reader(resp.Body)
-	if a.maxBody >= 0 {
-		body = io.LimitReader(resp.Body, a.maxBody)
-	}
-	if res.Body, err = io.ReadAll(body); err != nil {
-		return res
-	}
-	// Read to the end: sumTransport sums the answer at EOF.
-	if _, err = io.Copy(io.Discard, resp.Body); err != nil {
-		return res
+	if a.sums != nil {
+		a.sums.wholeBody(resp.Header, resp.Status, resp.Body)
 	}
 	// BytesIn/Out are the protojson's: the binary message's size on the
 	// wire is not seen through the carrier.
-	res.BytesIn, res.BytesOut = uint64(len(res.Body)), uint64(len(tgt.Body))
-	res.Code = uint16(resp.StatusCode)
+	res.BytesIn, res.BytesOut = uint64(len(resp.Body)), uint64(len(tgt.Body))
+	res.Body = resp.Body
+	if a.maxBody >= 0 && int64(len(res.Body)) > a.maxBody {
+		res.Body = res.Body[:a.maxBody:a.maxBody]
+	}
+	res.Code = uint16(resp.Status)
 	if res.Code < 200 || res.Code >= 400 {
-		res.Error = strconv.Itoa(resp.StatusCode) + " " + grpcCode(resp.Header)
+		res.Error = strconv.Itoa(resp.Status) + " " + grpcCode(resp.Header)
 	}
 	res.Headers = resp.Header
 	return res

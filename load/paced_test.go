@@ -10,6 +10,9 @@ import (
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/idemcheck/idemcheck/apispec"
+	"github.com/idemcheck/idemcheck/wire"
 )
 
 // TestPacedOpenModel: with too few workers for the plan (2 workers, a
@@ -19,14 +22,12 @@ import (
 // sends it held back, and times each from its intended send, so the
 // queueing shows in the latency instead of being omitted. The server is
 // HTTP on loopback: the client is protocol blind (its calls go through
-// the run's http.Client).
+// the run's carrier).
 func TestPacedOpenModel(t *testing.T) {
 	const serverTime = 40 * time.Millisecond
 	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { time.Sleep(serverTime) }))
 	defer srv.Close()
-	client := &http.Client{Timeout: 5 * time.Second}
-	defer client.CloseIdleConnections()
-	a := newPaced(client, 2, 2, 0)
+	a := newPaced(httpCarrier(t, srv.URL, 5*time.Second), nil, 5*time.Second, 2, 2, 0)
 	tr := func(tg *vegeta.Target) error {
 		tg.Method, tg.URL = http.MethodGet, srv.URL+"/#path=miss"
 		return nil
@@ -67,9 +68,7 @@ func TestPacedOpenModel(t *testing.T) {
 func TestPacedAbandons(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { time.Sleep(40 * time.Millisecond) }))
 	defer srv.Close()
-	client := &http.Client{Timeout: 100 * time.Millisecond}
-	defer client.CloseIdleConnections()
-	a := newPaced(client, 1, 1, 0)
+	a := newPaced(httpCarrier(t, srv.URL, 100*time.Millisecond), nil, 100*time.Millisecond, 1, 1, 0)
 	tr := func(tg *vegeta.Target) error {
 		tg.Method, tg.URL = http.MethodGet, srv.URL+"/#path=miss"
 		return nil
@@ -104,8 +103,6 @@ func TestPacedAbandons(t *testing.T) {
 func TestPacedClosedLoop(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	defer srv.Close()
-	client := &http.Client{Timeout: 5 * time.Second}
-	defer client.CloseIdleConnections()
 	var n atomic.Int64
 	tr := func(tg *vegeta.Target) error {
 		if n.Add(1) > 10 {
@@ -114,7 +111,7 @@ func TestPacedClosedLoop(t *testing.T) {
 		tg.Method, tg.URL = http.MethodGet, srv.URL+"/#path=warmup"
 		return nil
 	}
-	a := newPaced(client, 3, 3, -1)
+	a := newPaced(httpCarrier(t, srv.URL, 5*time.Second), nil, 5*time.Second, 3, 3, -1)
 	ok := 0
 	for r := range a.Attack(tr, vegeta.Rate{Freq: 0}, 0, "w") {
 		if r.URL != "" && r.Code == 200 {
@@ -124,4 +121,13 @@ func TestPacedClosedLoop(t *testing.T) {
 	if ok != 10 || a.delayed.Load() != 0 {
 		t.Fatalf("%d calls answered, %d delayed; want 10 and none (nothing is due in a closed loop)", ok, a.delayed.Load())
 	}
+}
+
+// httpCarrier is an HTTP carrier to base whose requests are bounded by
+// timeout, closed when t ends.
+func httpCarrier(t *testing.T, base string, timeout time.Duration) wire.Carrier {
+	tg := &apispec.Target{BaseURL: base}
+	c := wire.NewCarrier(tg, wire.Client(tg, timeout))
+	t.Cleanup(c.Close)
+	return c
 }

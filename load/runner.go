@@ -58,11 +58,14 @@ type config struct {
 	timePlot bool
 	progress func(Progress)
 	shard    Shard
-	// paced: the run's attacks use the paced client (a gRPC target)
-	// instead of vegeta's Attacker; protocol is what the target answered
-	// in (Summary.Protocol).
-	paced    bool
+	// paced, when set, is the carrier the run's attacks send through on
+	// the paced client (a gRPC target) instead of vegeta's Attacker;
+	// protocol is what the target answered in (Summary.Protocol).
+	paced    wire.Carrier
 	protocol string
+	// sums is what the replay check reads of each answer (nil in nokey),
+	// one per run: its cache serves the warm-up and every phase.
+	sums *replaySums
 }
 
 // Option configures Run.
@@ -288,9 +291,10 @@ func Run(ctx context.Context, t *apispec.Target, opts ...Option) (*Summary, erro
 	if c.ttl == 0 {
 		c.ttl = t.TTL
 	}
-	// A gRPC target's client sends its calls through wire's gRPC
-	// carrier (wire.Transport), paced by the paced client: vegeta is an
-	// HTTP load tool.
+	c.sums = c.replaySums()
+	// vegeta sends an HTTP target's requests over client; a gRPC
+	// target's calls go through the run's carrier, paced by the paced
+	// client (vegeta is an HTTP load tool).
 	client := &http.Client{
 		Transport:     c.resultTransport(wire.Transport(t, int(c.maxWork))),
 		Timeout:       c.timeout,
@@ -304,7 +308,9 @@ func Run(ctx context.Context, t *apispec.Target, opts ...Option) (*Summary, erro
 	}
 	// vegeta drives HTTP requests: a carrier of protobuf messages
 	// (gRPC) runs on the paced client, its protocol the RPC's (Reach).
-	_, c.paced = carrier.(wire.Messages)
+	if _, ok := carrier.(wire.Messages); ok {
+		c.paced = carrier
+	}
 	// No number is drawn on an operation whose normal request fails. A
 	// client of its own: the probe is no measured request. Over gRPC the
 	// run's own carrier probes: the call resolves the method (server
@@ -314,7 +320,7 @@ func Run(ctx context.Context, t *apispec.Target, opts ...Option) (*Summary, erro
 		op = &t.Operations[i]
 	}
 	probe, pc := client, carrier
-	if !c.paced {
+	if c.paced == nil {
 		probe = wire.Client(t, c.timeout)
 		defer probe.CloseIdleConnections()
 		pc = wire.NewCarrier(t, probe)
@@ -402,7 +408,7 @@ func newConfig(t *apispec.Target, opts []Option) (config, error) {
 // connections to every base, the completed pool hits replay (hit, mix)
 // and the hot keys contention hammers.
 func warmUp(ctx context.Context, c *config, t *apispec.Target, rq *request, client *http.Client, keys *keySource, s *sink) (pool, hot []string, err error) {
-	if !c.paced { // one gRPC connection per server carries every call: the preflight opened them
+	if c.paced == nil { // one gRPC connection per server carries every call: the preflight opened them
 		for _, b := range t.Bases() {
 			warmConnections(ctx, client, b+"/", int(c.workers))
 		}
@@ -603,14 +609,23 @@ func warmPool(ctx context.Context, c *config, rq *request, client *http.Client, 
 	return pool, nil
 }
 
-// resultTransport wraps the run's transport for the replay check: every
-// mode but nokey compares bodies, by the sums sumTransport computes
-// under the profile's replay_compare, and executions by created ids.
-func (c *config) resultTransport(base http.RoundTripper) http.RoundTripper {
+// replaySums is what the replay check reads of each answer: every mode
+// but nokey (nil) compares bodies, by their sums under the profile's
+// replay_compare, and executions by created ids.
+func (c *config) replaySums() *replaySums {
 	if c.mode == ModeNoKey {
+		return nil
+	}
+	return &replaySums{compare: c.compare, idPointer: c.idPointer, facts: &bodyFacts{}}
+}
+
+// resultTransport wraps the run's HTTP transport for the replay check
+// (c.sums): sumTransport computes the sums as vegeta reads a body.
+func (c *config) resultTransport(base http.RoundTripper) http.RoundTripper {
+	if c.sums == nil {
 		return base
 	}
-	return sumTransport{base: base, compare: c.compare, idPointer: c.idPointer, facts: &bodyFacts{}}
+	return sumTransport{base: base, sums: c.sums}
 }
 
 // phaseMaxBody is how much of each measured body vegeta keeps: a results
@@ -626,11 +641,11 @@ func (c *config) phaseMaxBody() int64 {
 	return evidenceBytes
 }
 
-// attacker is a new attacker over client (each is single-use): the
-// paced client for a gRPC target, else vegeta's.
+// attacker is a new attacker (each is single-use): the paced client over
+// the run's carrier for a gRPC target, else vegeta's over client.
 func (c *config) attacker(client *http.Client, workers, maxWork uint64, maxBody int64) attacker {
-	if c.paced {
-		return newPaced(client, workers, maxWork, maxBody)
+	if c.paced != nil {
+		return newPaced(c.paced, c.sums, c.timeout, workers, maxWork, maxBody)
 	}
 	return vegeta.NewAttacker(vegeta.Client(client), vegeta.Workers(workers), vegeta.MaxWorkers(maxWork), vegeta.MaxBody(maxBody))
 }

@@ -9,15 +9,11 @@ import (
 	"github.com/idemcheck/idemcheck/apispec"
 )
 
-// Transport is NewTransport with the target's TLS settings. A gRPC
-// target's calls go through a GRPC carrier of their own (closed by
-// CloseIdleConnections); its other requests (an HTTP oracle) over HTTP:
-// the paced client of load, until it sends through the carrier. Every
-// other face sends through NewCarrier.
+// Transport is NewTransport with the target's TLS settings (and HTTP/2
+// only when it says so): the transport of an HTTP target's load (vegeta)
+// and of the chaos proxy's upstream. A gRPC target's calls go through
+// its carrier (NewCarrier), on every face.
 func Transport(t *apispec.Target, maxConns int) http.RoundTripper {
-	if t.IsGRPC() {
-		return grpcTransport{grpc: NewGRPC(t), http: newTransport(maxConns, t.TLSConfig(), t.HTTP2)}
-	}
 	return newTransport(maxConns, t.TLSConfig(), t.HTTP2)
 }
 

@@ -42,9 +42,9 @@
 // (GraphQL, JSON-RPC) builds on Build and HTTP.Do and implements what it
 // has; the engine runs it unchanged.
 //
-// Transport still tunnels a gRPC target's calls through an
-// http.RoundTripper for one caller only, load's paced client; every other
-// face sends through its carrier.
+// Every face sends a gRPC target's calls through its carrier's Do: the
+// engine, chaos's driver and load's paced client alike. No gRPC call
+// goes through an http.RoundTripper (Transport is HTTP's only).
 //
 // It may import apispec and internal/ packages. It must not import
 // evidence, scenarios or any front end, and it knows nothing of cases,

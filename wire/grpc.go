@@ -552,64 +552,6 @@ func (g *GRPC) reachable(ctx context.Context, u *url.URL) error {
 	}
 }
 
-// RoundTrip lets an http.Client reach the target (Transport): a GET of
-// the base URL is the preflight's reachability probe, answered 200 once
-// the connection is ready; any other request is a call (Do).
-func (g *GRPC) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Method == http.MethodGet && (r.URL.Path == "" || r.URL.Path == "/") {
-		if err := g.reachable(r.Context(), r.URL); err != nil {
-			return nil, err
-		}
-		return httpResponse(r, http.StatusOK, http.Header{}, nil), nil
-	}
-	var body []byte
-	if r.Body != nil {
-		b, err := io.ReadAll(io.LimitReader(r.Body, MaxBody))
-		r.Body.Close()
-		if err != nil {
-			return nil, err
-		}
-		body = b
-	}
-	resp, _ := g.Do(r.Context(), Exchange{Request: ExchangeRequest{Method: r.Method, URL: r.URL.String(), Header: r.Header, Body: body}})
-	if resp.Err != nil {
-		return nil, resp.Err
-	}
-	return httpResponse(r, resp.Status, resp.Header, resp.Body), nil
-}
-
-func httpResponse(r *http.Request, status int, h http.Header, body []byte) *http.Response {
-	return &http.Response{
-		Status: fmt.Sprintf("%d %s", status, http.StatusText(status)), StatusCode: status,
-		Proto: "HTTP/2.0", ProtoMajor: 2, Header: h, Body: io.NopCloser(bytes.NewReader(body)),
-		ContentLength: int64(len(body)), Request: r,
-	}
-}
-
-// grpcTransport is the RoundTripper of a gRPC target's http.Client: calls
-// to grpc:// and grpcs:// URLs go to the carrier, anything else (an HTTP
-// oracle, a downstream double) over HTTP.
-type grpcTransport struct {
-	grpc *GRPC
-	http http.RoundTripper
-}
-
-func (t grpcTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if apispec.IsGRPCURL(r.URL.String()) {
-		return t.grpc.RoundTrip(r)
-	}
-	return t.http.RoundTrip(r)
-}
-
-// CloseIdleConnections closes the gRPC connection and the HTTP idle ones:
-// callers close a client when they are done with it.
-func (t grpcTransport) CloseIdleConnections() {
-	t.grpc.Close()
-	if c, ok := t.http.(interface{ CloseIdleConnections() }); ok {
-		c.CloseIdleConnections()
-	}
-}
-
 // grpcCurl is the grpcurl command reproducing a gRPC exchange.
 func grpcCurl(x Exchange) string {
 	u, err := url.Parse(x.Request.URL)
