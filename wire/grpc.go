@@ -37,7 +37,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 	"google.golang.org/protobuf/types/descriptorpb"
-	"google.golang.org/protobuf/types/dynamicpb"
+	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/idemcheck/idemcheck/apispec"
 )
@@ -69,13 +69,13 @@ type GRPC struct {
 	mu      sync.Mutex
 	conns   map[string]*grpc.ClientConn // by scheme://host
 	files   *protoregistry.Files        // the protoset's, once read
-	methods map[string]protoreflect.MethodDescriptor
+	methods map[string]*grpcMethod
 }
 
 // NewGRPC is the carrier of t's calls; it dials each server when first
 // used. Close ends its connections.
 func NewGRPC(t *apispec.Target) *GRPC {
-	return &GRPC{t: t, conns: map[string]*grpc.ClientConn{}, methods: map[string]protoreflect.MethodDescriptor{}}
+	return &GRPC{t: t, conns: map[string]*grpc.ClientConn{}, methods: map[string]*grpcMethod{}}
 }
 
 // Close closes the connections, if any; a later call dials again.
@@ -221,15 +221,15 @@ func (g *GRPC) call(ctx context.Context, r ExchangeRequest) (httpStatus int, h h
 	if err != nil {
 		return 0, nil, nil, nil, sent, err
 	}
-	md, err := g.method(ctx, conn, u.Path)
+	m, err := g.resolved(ctx, conn, u.Path)
 	if err != nil {
 		return 0, nil, nil, nil, sent, err
 	}
-	in := dynamicpb.NewMessage(md.Input())
-	if err := protojson.Unmarshal(r.Body, in); err != nil {
-		return 0, nil, nil, nil, sent, fmt.Errorf("the request body is not a %s in protojson: %v", md.Input().FullName(), err)
+	in, err := m.memo.request(m.md, r.Body)
+	if err != nil {
+		return 0, nil, nil, nil, sent, err
 	}
-	out := dynamicpb.NewMessage(md.Output())
+	out := &emptypb.Empty{} // the answer's bytes, undecoded (messageMemo)
 	o := &observed{}
 	cctx := metadata.NewOutgoingContext(context.WithValue(ctx, callKey{}, o), outgoing(r.Header))
 	var hdr, trl metadata.MD
@@ -245,6 +245,14 @@ func (g *GRPC) call(ctx context.Context, r ExchangeRequest) (httpStatus int, h h
 		// server answered, but not with this status.
 		return 0, nil, nil, nil, sent, fmt.Errorf("the answer message is over the client's %d-byte receive limit: %w", MaxBody, cerr)
 	}
+	var a answer
+	if cerr == nil {
+		if a, err = m.memo.answer(m.md, out.ProtoReflect().GetUnknown()); err != nil {
+			// What grpc-go says of an answer that does not decode as the
+			// method's output, had it decoded it.
+			cerr = status.Errorf(codes.Internal, "grpc: failed to unmarshal the received message: %v", err)
+		}
+	}
 	st := status.Convert(cerr)
 	h = http.Header{}
 	for _, m := range []metadata.MD{hdr, trl} {
@@ -256,21 +264,18 @@ func (g *GRPC) call(ctx context.Context, r ExchangeRequest) (httpStatus int, h h
 	if st.Message() != "" {
 		h.Set("Grpc-Message", st.Message())
 	}
-	var msg proto.Message = out
 	if cerr == nil {
-		body, err = compactJSON(protojson.Marshal(out))
-	} else {
-		msg = st.Proto()
-		body, err = compactJSON(protojson.Marshal(msg))
-		if err != nil { // details of a type this binary does not know
-			body, err = json.Marshal(rawStatus(st))
-		}
+		return apispec.GRPCHTTPStatus(int(st.Code())), h, a.body, a.binary, sent, nil
+	}
+	msg := st.Proto()
+	body, err = compactJSON(protojson.Marshal(msg))
+	if err != nil { // details of a type this binary does not know
+		body, err = json.Marshal(rawStatus(st))
 	}
 	if err != nil {
 		return 0, nil, nil, nil, sent, fmt.Errorf("the answer does not encode as protojson: %v", err)
 	}
-	// Deterministic: the same message is always the same bytes, what the
-	// server's own (map) order would not give; unknown fields are kept.
+	// Deterministic, as an answer message's (messageMemo.answer).
 	binary, err = proto.MarshalOptions{Deterministic: true}.Marshal(msg)
 	if err != nil {
 		return 0, nil, nil, nil, sent, fmt.Errorf("the answer does not encode: %v", err)
@@ -330,7 +335,11 @@ func (g *GRPC) Method(ctx context.Context, path string) (protoreflect.MethodDesc
 	if err != nil {
 		return nil, err
 	}
-	return g.method(ctx, conn, path)
+	m, err := g.resolved(ctx, conn, path)
+	if err != nil {
+		return nil, err
+	}
+	return m.md, nil
 }
 
 // baseClient is the connection to the base URL's server (replicas serve
@@ -343,12 +352,13 @@ func (g *GRPC) baseClient() (*grpc.ClientConn, error) {
 	return g.client(u)
 }
 
-// method resolves path (/package.Service/Method) once.
-func (g *GRPC) method(ctx context.Context, conn *grpc.ClientConn, path string) (protoreflect.MethodDescriptor, error) {
+// resolved is the method at path (/package.Service/Method), resolved
+// once.
+func (g *GRPC) resolved(ctx context.Context, conn *grpc.ClientConn, path string) (*grpcMethod, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if md, ok := g.methods[path]; ok {
-		return md, nil
+	if m, ok := g.methods[path]; ok {
+		return m, nil
 	}
 	svc, name, ok := strings.Cut(strings.TrimPrefix(path, "/"), "/")
 	if !ok || svc == "" || name == "" {
@@ -381,8 +391,9 @@ func (g *GRPC) method(ctx context.Context, conn *grpc.ClientConn, path string) (
 	if md.IsStreamingClient() || md.IsStreamingServer() {
 		return nil, fmt.Errorf("%s is a streaming method; idemcheck calls unary methods", path)
 	}
-	g.methods[path] = md
-	return md, nil
+	m := &grpcMethod{md: md}
+	g.methods[path] = m
+	return m, nil
 }
 
 // where says where the descriptors came from, for an error.

@@ -33,7 +33,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // healthServer serves grpc.health.v1.Health on a loopback port, refusing
 // calls without "authorization: Bearer t" (so metadata must get through);
 // reflect registers the reflection service(s) it is given.
-func healthServer(t *testing.T, reflect func(*grpc.Server)) string {
+func healthServer(t testing.TB, reflect func(*grpc.Server)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
