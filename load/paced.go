@@ -95,7 +95,9 @@ func (a *pacedAttacker) Attack(tr vegeta.Targeter, p vegeta.Pacer, du time.Durat
 	// A tick is the time its send is due; zero in a closed loop (due when
 	// taken).
 	ticks := make(chan time.Time)
-	results := make(chan *vegeta.Result)
+	// Buffered: a worker hands its result over and takes the next tick
+	// without waiting for the collector to be scheduled.
+	results := make(chan *vegeta.Result, a.maxWork)
 	var wg sync.WaitGroup
 	var seq atomic.Uint64
 	spawn := func() {

@@ -70,6 +70,21 @@ type GRPC struct {
 	conns   map[string]*grpc.ClientConn // by scheme://host
 	files   *protoregistry.Files        // the protoset's, once read
 	methods map[string]*grpcMethod
+
+	// routes remembers where each URL called goes (up to maxMemo URLs),
+	// so that a repeated call parses nothing and takes no lock but a
+	// read lock; Close forgets them with the connections.
+	rmu    sync.RWMutex
+	routes map[string]route
+	gen    uint64 // Closes so far: a route found before one is not kept
+}
+
+// route is where a call's URL goes: its server's connection and its
+// method.
+type route struct {
+	conn *grpc.ClientConn
+	path string
+	m    *grpcMethod
 }
 
 // NewGRPC is the carrier of t's calls; it dials each server when first
@@ -82,6 +97,10 @@ func NewGRPC(t *apispec.Target) *GRPC {
 func (g *GRPC) Close() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.rmu.Lock()
+	clear(g.routes)
+	g.gen++
+	g.rmu.Unlock()
 	for at, c := range g.conns {
 		_ = c.Close()
 		delete(g.conns, at)
@@ -213,18 +232,11 @@ func (callStats) HandleRPC(ctx context.Context, s stats.RPCStats) {
 
 // call makes the call r describes.
 func (g *GRPC) call(ctx context.Context, r ExchangeRequest) (httpStatus int, h http.Header, body, binary []byte, sent time.Time, err error) {
-	u, err := url.Parse(r.URL)
+	rt, err := g.route(ctx, r.URL)
 	if err != nil {
 		return 0, nil, nil, nil, sent, err
 	}
-	conn, err := g.client(u)
-	if err != nil {
-		return 0, nil, nil, nil, sent, err
-	}
-	m, err := g.resolved(ctx, conn, u.Path)
-	if err != nil {
-		return 0, nil, nil, nil, sent, err
-	}
+	m := rt.m
 	in, err := m.memo.request(m.md, r.Body)
 	if err != nil {
 		return 0, nil, nil, nil, sent, err
@@ -233,7 +245,7 @@ func (g *GRPC) call(ctx context.Context, r ExchangeRequest) (httpStatus int, h h
 	o := &observed{}
 	cctx := metadata.NewOutgoingContext(context.WithValue(ctx, callKey{}, o), outgoing(r.Header))
 	var hdr, trl metadata.MD
-	cerr := conn.Invoke(cctx, u.Path, in, out, grpc.Header(&hdr), grpc.Trailer(&trl))
+	cerr := rt.conn.Invoke(cctx, rt.path, in, out, grpc.Header(&hdr), grpc.Trailer(&trl))
 	if n := o.sent.Load(); n != 0 {
 		sent = time.Unix(0, n)
 	}
@@ -254,13 +266,14 @@ func (g *GRPC) call(ctx context.Context, r ExchangeRequest) (httpStatus int, h h
 		}
 	}
 	st := status.Convert(cerr)
-	h = http.Header{}
+	h = make(http.Header, len(hdr)+len(trl)+2)
 	for _, m := range []metadata.MD{hdr, trl} {
 		for k, vs := range m {
-			h[http.CanonicalHeaderKey(k)] = append(h[http.CanonicalHeaderKey(k)], vs...)
+			k = canonicalNames.of(k, http.CanonicalHeaderKey)
+			h[k] = append(h[k], vs...)
 		}
 	}
-	h.Set("Grpc-Status", strconv.Itoa(int(st.Code())))
+	h["Grpc-Status"] = []string{strconv.Itoa(int(st.Code()))}
 	if st.Message() != "" {
 		h.Set("Grpc-Message", st.Message())
 	}
@@ -281,6 +294,63 @@ func (g *GRPC) call(ctx context.Context, r ExchangeRequest) (httpStatus int, h h
 		return 0, nil, nil, nil, sent, fmt.Errorf("the answer does not encode: %v", err)
 	}
 	return apispec.GRPCHTTPStatus(int(st.Code())), h, body, binary, sent, nil
+}
+
+// route is where a call to rawURL goes: the connection to its server,
+// dialled on first use, and its method, resolved once.
+func (g *GRPC) route(ctx context.Context, rawURL string) (route, error) {
+	g.rmu.RLock()
+	rt, ok := g.routes[rawURL]
+	gen := g.gen
+	g.rmu.RUnlock()
+	if ok {
+		return rt, nil
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return route{}, err
+	}
+	conn, err := g.client(u)
+	if err != nil {
+		return route{}, err
+	}
+	m, err := g.resolved(ctx, conn, u.Path)
+	if err != nil {
+		return route{}, err
+	}
+	rt = route{conn: conn, path: u.Path, m: m}
+	g.rmu.Lock()
+	if g.routes == nil {
+		g.routes = map[string]route{}
+	}
+	if g.gen == gen && len(g.routes) < maxMemo { // no Close closed conn meanwhile
+		g.routes[rawURL] = rt
+	}
+	g.rmu.Unlock()
+	return rt, nil
+}
+
+// names remembers a conversion of header field names (a metadata key's
+// canonical spelling, a field's lower-case one), done for every field
+// of every call otherwise: a call's names are its API's few. Past
+// maxMemo names each is converted on its own.
+type names struct {
+	m sync.Map // string -> string
+	n atomic.Int64
+}
+
+var canonicalNames, lowerNames names
+
+// of is conv(k), remembered.
+func (c *names) of(k string, conv func(string) string) string {
+	if v, ok := c.m.Load(k); ok {
+		return v.(string)
+	}
+	v := conv(k)
+	if c.n.Add(1) <= maxMemo {
+		c.m.Store(k, v)
+	}
+	return v
 }
 
 // rawStatus is st in protojson's shape when a detail's type is one this
@@ -315,9 +385,9 @@ func compactJSON(b []byte, err error) ([]byte, error) {
 // outgoing is the metadata of a request's header: names in lower case, as
 // gRPC sends them; the fields HTTP/2 and gRPC reserve are left to gRPC.
 func outgoing(h http.Header) metadata.MD {
-	md := metadata.MD{}
+	md := make(metadata.MD, len(h))
 	for k, vs := range h {
-		k = strings.ToLower(k)
+		k = lowerNames.of(k, strings.ToLower)
 		switch {
 		case k == "content-type", k == "te", k == "user-agent", strings.HasPrefix(k, "grpc-"), strings.HasPrefix(k, ":"):
 			continue
