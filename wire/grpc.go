@@ -202,12 +202,25 @@ type callKey struct{}
 
 // observed is what the stats handler saw of one call.
 type observed struct {
-	sent     atomic.Int64 // UnixNano of the request message's write
-	answered atomic.Bool  // a header or trailer came back
+	sent atomic.Int64 // UnixNano of the request message's write
+	// header and trailer are the answer's metadata, as grpc-go hands them
+	// to a stats handler (its own copies, what grpc.Header and
+	// grpc.Trailer would copy again); answered: either came back.
+	mu              sync.Mutex
+	header, trailer metadata.MD
+	answered        bool
 }
 
-// callStats records, per call, when its message went out and whether the
-// server answered at all.
+// answer is what the server sent back: whether it answered at all, and
+// its header and trailer metadata.
+func (o *observed) answer() (answered bool, header, trailer metadata.MD) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.answered, o.header, o.trailer
+}
+
+// callStats records, per call, when its message went out, whether the
+// server answered at all and its metadata.
 type callStats struct{}
 
 func (callStats) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }
@@ -225,8 +238,14 @@ func (callStats) HandleRPC(ctx context.Context, s stats.RPCStats) {
 		if o.sent.CompareAndSwap(0, s.SentTime.UnixNano()) {
 			notifySent(ctx)
 		}
-	case *stats.InHeader, *stats.InTrailer:
-		o.answered.Store(true)
+	case *stats.InHeader:
+		o.mu.Lock()
+		o.answered, o.header = true, s.Header
+		o.mu.Unlock()
+	case *stats.InTrailer:
+		o.mu.Lock()
+		o.answered, o.trailer = true, s.Trailer
+		o.mu.Unlock()
 	}
 }
 
@@ -244,12 +263,12 @@ func (g *GRPC) call(ctx context.Context, r ExchangeRequest) (httpStatus int, h h
 	out := &emptypb.Empty{} // the answer's bytes, undecoded (messageMemo)
 	o := &observed{}
 	cctx := metadata.NewOutgoingContext(context.WithValue(ctx, callKey{}, o), outgoing(r.Header))
-	var hdr, trl metadata.MD
-	cerr := rt.conn.Invoke(cctx, rt.path, in, out, grpc.Header(&hdr), grpc.Trailer(&trl))
+	cerr := rt.conn.Invoke(cctx, rt.path, in, out)
+	answered, hdr, trl := o.answer()
 	if n := o.sent.Load(); n != 0 {
 		sent = time.Unix(0, n)
 	}
-	if cerr != nil && !o.answered.Load() {
+	if cerr != nil && !answered {
 		return 0, nil, nil, nil, sent, fmt.Errorf("no gRPC answer: %w", cerr)
 	}
 	if st, _ := status.FromError(cerr); st.Code() == codes.ResourceExhausted && strings.HasPrefix(st.Message(), "grpc: received message") {

@@ -28,7 +28,8 @@ import (
 
 // structServer serves /memo.S/M (google.protobuf.Struct in and out)
 // without generated code: it records each request's bytes and answers
-// the i-th call with answers[i % len(answers)] as raw bytes. It returns
+// the i-th call with answers[i % len(answers)] as raw bytes, header
+// metadata x-h: 1 and trailer metadata x-t: 2. It returns
 // the target (its protoset describing the method) and the requests seen.
 func structServer(t *testing.T, answers ...[]byte) (*apispec.Target, func() [][]byte) {
 	t.Helper()
@@ -44,6 +45,10 @@ func structServer(t *testing.T, answers ...[]byte) (*apispec.Target, func() [][]
 		out := &emptypb.Empty{}
 		out.ProtoReflect().SetUnknown(answers[(len(seen)-1)%len(answers)])
 		mu.Unlock()
+		if err := st.SetHeader(metadata.Pairs("x-h", "1")); err != nil {
+			return err
+		}
+		st.SetTrailer(metadata.Pairs("x-t", "2"))
 		return st.SendMsg(out)
 	}))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -94,7 +99,8 @@ func fields(t *testing.T, kv ...string) []byte {
 // ones each call would compute. A repeated request body goes out as the
 // same bytes as a fresh encoding of it; one answer message in two wire
 // orders is one body and one binary; an answer that does not decode as
-// the method's output is INTERNAL, as grpc-go makes it; and a remembered
+// the method's output is INTERNAL, as grpc-go makes it; the answer's
+// header and trailer metadata are its header fields; and a remembered
 // answer is shared with no room for an append to write into.
 func TestGRPCMemo(t *testing.T) {
 	ab, ba := fields(t, "a", "1", "b", "2"), fields(t, "b", "2", "a", "1")
@@ -117,7 +123,8 @@ func TestGRPCMemo(t *testing.T) {
 		}
 	}
 	for _, i := range []int{0, 1, 3, 4} {
-		if r := rs[i]; r.Err != nil || r.Status != 200 || string(r.Body) != `{"a":"1","b":"2"}` || !bytes.Equal(r.Binary, rs[0].Binary) {
+		if r := rs[i]; r.Err != nil || r.Status != 200 || string(r.Body) != `{"a":"1","b":"2"}` || !bytes.Equal(r.Binary, rs[0].Binary) ||
+			r.Header.Get("X-H") != "1" || r.Header.Get("X-T") != "2" || r.Header.Get("Grpc-Status") != "0" {
 			t.Fatalf("answer %d: %s (binary %x, the first's %x); want one message whatever its wire order", i, r, r.Binary, rs[0].Binary)
 		}
 	}
