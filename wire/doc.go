@@ -36,7 +36,8 @@
 // HTTP carries HTTP/1.1 and HTTP/2 (an http.Client that never re-sends,
 // TLS from the target's settings) and has every capability. GRPC (a method
 // found by server reflection or a protoset, the request built as a
-// dynamic message from its protojson, the answer's code kept beside the
+// dynamic message from its protojson, each distinct body encoded and each
+// distinct answer decoded once per method, the answer's code kept beside the
 // HTTP status google.rpc.Code maps it to) has Warmer and Messages. A carrier over
 // HTTP with its own encoding of the key and its own reading of answers
 // (GraphQL, JSON-RPC) builds on Build and HTTP.Do and implements what it

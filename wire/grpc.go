@@ -47,7 +47,8 @@ import (
 // operation with rpc: method POST, path /package.Service/Method, body the
 // request message in protojson, header the metadata. GRPC resolves the
 // method by server reflection (v1, else v1alpha) or from the target's
-// protoset, builds the message as a dynamic one, calls it once (no
+// protoset, builds the message as a dynamic one (each distinct body once,
+// each distinct answer decoded once: messageMemo), calls it once (no
 // retries) and records the answer in HTTP terms so that the engine and
 // the reports read it unchanged: status the HTTP status google.rpc.Code
 // maps the code to, header the response metadata and trailers plus

@@ -21,7 +21,7 @@ type grpcMethod struct {
 // maxMemo bounds each of a method's memos: past it, a body or an answer
 // not yet seen is encoded or decoded for its call alone. A load run's
 // pool (100 keys by default) fits many times over.
-const maxMemo = 1 << 14
+const maxMemo = 1 << 13
 
 // messageMemo remembers, for one method, the binary message each request
 // body (protojson) encodes to and what each answer's binary message
