@@ -302,6 +302,14 @@ func Run(ctx context.Context, t *apispec.Target, opts ...Option) (*Summary, erro
 	}
 	defer client.CloseIdleConnections()
 	carrier := wire.NewCarrier(t, client)
+	// load times every request from its intended send, never from its
+	// write: a carrier that can leave the send untimed does (gRPC: no
+	// stats handler per call).
+	if u, ok := carrier.(wire.Untimed); ok {
+		timed := carrier
+		carrier = u.Untimed()
+		timed.Close() // it never dialled
+	}
 	defer carrier.Close()
 	if c.protocol, err = wire.Preflight(ctx, t, carrier, client); err != nil {
 		return nil, err

@@ -20,7 +20,7 @@ import (
 //
 // What a carrier cannot do is a capability it lacks: the optional
 // interfaces below (LastBytes, Warmer, Methods, HeaderFields, Problems,
-// ContentCoding, RawBodies, HeaderKeys, Messages). Callers ask for them with a type
+// ContentCoding, RawBodies, HeaderKeys, Messages, Untimed). Callers ask for them with a type
 // assertion, never by the carrier's name.
 type Carrier interface {
 	// Name is the carrier as the reports name it ("HTTP", "gRPC"): for
@@ -131,7 +131,7 @@ type sentHook struct{}
 // WithSent is ctx with f to be called once, when the request sent under
 // it is fully written to its connection: the moment overlaps are timed
 // from, on every carrier (Do calls it; HTTP from the client trace, GRPC
-// from its stats handler).
+// from its stats handler), but one made Untimed.
 func WithSent(ctx context.Context, f func()) context.Context {
 	return context.WithValue(ctx, sentHook{}, f)
 }
@@ -147,6 +147,15 @@ func notifySent(ctx context.Context) {
 	if f, _ := ctx.Value(sentHook{}).(func()); f != nil {
 		f()
 	}
+}
+
+// Untimed is a carrier that can make one whose requests are not timed at
+// the send: Resp.Sent stays zero and WithSent is never called, for a face
+// that times every request itself (load, from its intended send) and
+// would pay per request for a time it never reads. The carrier made
+// answers as this one does. The caller closes it.
+type Untimed interface {
+	Untimed() Carrier
 }
 
 // Messages is a carrier whose calls carry protobuf messages of methods it

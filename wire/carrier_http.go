@@ -102,4 +102,5 @@ var (
 	_ Carrier       = (*GRPC)(nil)
 	_ Warmer        = (*GRPC)(nil)
 	_ Messages      = (*GRPC)(nil)
+	_ Untimed       = (*GRPC)(nil)
 )

@@ -25,20 +25,22 @@
 // (answers carry replayable header fields: Location, Retry-After),
 // Problems (RFC 9457 problem documents), ContentCoding (Accept-Encoding
 // negotiated, coded bytes replayed), RawBodies (bodies travel as the bytes
-// built and written) and HeaderKeys (a key header field goes spelt and
-// written as built) and Messages (calls carry protobuf messages of
-// methods the carrier resolves: a fault proxy reads them by descriptors).
+// built and written), HeaderKeys (a key header field goes spelt and
+// written as built), Messages (calls carry protobuf messages of
+// methods the carrier resolves: a fault proxy reads them by descriptors)
+// and Untimed (a copy whose requests are not timed at the send, for a
+// face that times them itself: load).
 // A case that needs one says so beside its definition and does not apply
 // over a carrier without it. Do calls the WithSent hook of its context
-// once the request is written, on every carrier: overlaps are timed from
-// it.
+// once the request is written, on every carrier (but an Untimed copy):
+// overlaps are timed from it.
 //
 // HTTP carries HTTP/1.1 and HTTP/2 (an http.Client that never re-sends,
-// TLS from the target's settings) and has every capability. GRPC (a method
+// TLS from the target's settings) and has every capability but Untimed. GRPC (a method
 // found by server reflection or a protoset, the request built as a
 // dynamic message from its protojson, each distinct body encoded and each
 // distinct answer decoded once per method, the answer's code kept beside the
-// HTTP status google.rpc.Code maps it to) has Warmer and Messages. A carrier over
+// HTTP status google.rpc.Code maps it to) has Warmer, Messages and Untimed. A carrier over
 // HTTP with its own encoding of the key and its own reading of answers
 // (GraphQL, JSON-RPC) builds on Build and HTTP.Do and implements what it
 // has; the engine runs it unchanged.

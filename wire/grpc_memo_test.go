@@ -3,6 +3,7 @@ package wire_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -101,14 +102,24 @@ func fields(t *testing.T, kv ...string) []byte {
 // orders is one body and one binary; an answer that does not decode as
 // the method's output is INTERNAL, as grpc-go makes it; the answer's
 // header and trailer metadata are its header fields; and a remembered
-// answer is shared with no room for an append to write into.
+// answer is shared with no room for an append to write into. All of it
+// holds over a carrier made Untimed too.
 func TestGRPCMemo(t *testing.T) {
+	for _, untimed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("untimed=%v", untimed), func(t *testing.T) { testGRPCMemo(t, untimed) })
+	}
+}
+
+func testGRPCMemo(t *testing.T, untimed bool) {
 	ab, ba := fields(t, "a", "1", "b", "2"), fields(t, "b", "2", "a", "1")
 	// Well-formed protobuf, but a map key that is not UTF-8: no Struct.
 	entry := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), []byte{0xff})
 	notUTF8 := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), entry)
 	tg, seen := structServer(t, ab, ba, notUTF8, ab)
-	c := wire.NewGRPC(tg)
+	var c wire.Carrier = wire.NewGRPC(tg)
+	if untimed {
+		c = c.(wire.Untimed).Untimed()
+	}
 	defer c.Close()
 	op := &apispec.Operation{Method: "POST", Path: "/memo.S/M", Body: json.RawMessage(`{"k":"v"}`)}
 	var rs []wire.Resp

@@ -1,12 +1,14 @@
 package wire_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -95,6 +97,43 @@ func TestGRPCCarrier(t *testing.T) {
 	// No principal, no metadata: UNAUTHENTICATED, 401.
 	if r, _ := check(t, c, base, "", -1); r.Status != 401 {
 		t.Fatalf("no credentials: %s", r)
+	}
+}
+
+// TestGRPCUntimed: a carrier made Untimed (no stats handler on its
+// connection) answers as the timed one does: OK with its metadata, an
+// error status in a trailers-only answer, no credentials; a call nobody
+// answered is still a transport error. Only the send is not timed.
+func TestGRPCUntimed(t *testing.T) {
+	base := healthServer(t, func(g *grpc.Server) { reflection.Register(g) })
+	timed := wire.NewGRPC(healthTarget(base))
+	defer timed.Close()
+	untimed := timed.Untimed().(*wire.GRPC)
+	defer untimed.Close()
+	for _, c := range []struct {
+		service   string
+		principal int
+	}{{"", 0}, {"nope", 0}, {"", -1}} {
+		a, _ := check(t, timed, base, c.service, c.principal)
+		b, _ := check(t, untimed, base, c.service, c.principal)
+		if a.Err != nil || b.Err != nil || a.Status != b.Status || string(a.Body) != string(b.Body) ||
+			!reflect.DeepEqual(a.Header, b.Header) || !bytes.Equal(a.Binary, b.Binary) {
+			t.Fatalf("service %q principal %d: timed %s %v, untimed %s %v", c.service, c.principal, a, a.Header, b, b.Header)
+		}
+		if a.Sent.IsZero() || !b.Sent.IsZero() {
+			t.Fatalf("sent: timed %v, untimed %v; want only the timed one's", a.Sent, b.Sent)
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := "grpc://" + ln.Addr().String()
+	ln.Close()
+	nobody := wire.NewGRPC(healthTarget(gone)).Untimed().(*wire.GRPC)
+	defer nobody.Close()
+	if r, _ := check(t, nobody, gone, "", 0); r.Err == nil {
+		t.Fatalf("a call nobody answered: %s, want a transport error", r)
 	}
 }
 
