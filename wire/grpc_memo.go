@@ -39,9 +39,33 @@ const maxMemo = 1 << 13
 // undecoded, to be decoded here (only when not seen before). The wire
 // and its content type are those of any proto call.
 type messageMemo struct {
-	mu       sync.RWMutex
-	requests map[string]*emptypb.Empty // by the request body
-	answers  map[string]answer         // by the answer message's bytes
+	requests memo[*emptypb.Empty] // by the request body
+	answers  memo[answer]         // by the answer message's bytes
+}
+
+// memo is a map read under a read lock, holding up to maxMemo values:
+// past that, what is not in it is computed each time.
+type memo[V any] struct {
+	mu sync.RWMutex
+	m  map[string]V
+}
+
+func (c *memo[V]) get(k []byte) (V, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	v, ok := c.m[string(k)]
+	return v, ok
+}
+
+func (c *memo[V]) put(k []byte, v V) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]V{}
+	}
+	if len(c.m) < maxMemo {
+		c.m[string(k)] = v
+	}
 }
 
 // answer is an answer message as the carrier records it: Body (compact
@@ -53,10 +77,7 @@ type answer struct{ body, binary []byte }
 // ready to send: its bytes as the unknown fields of an empty message.
 // Read-only: grpc-go only marshals it, which concurrent calls may do.
 func (m *messageMemo) request(md protoreflect.MethodDescriptor, body []byte) (*emptypb.Empty, error) {
-	m.mu.RLock()
-	raw, ok := m.requests[string(body)]
-	m.mu.RUnlock()
-	if ok {
+	if raw, ok := m.requests.get(body); ok {
 		return raw, nil
 	}
 	in := dynamicpb.NewMessage(md.Input())
@@ -67,16 +88,9 @@ func (m *messageMemo) request(md protoreflect.MethodDescriptor, body []byte) (*e
 	if err != nil {
 		return nil, fmt.Errorf("the request does not encode: %v", err)
 	}
-	raw = &emptypb.Empty{}
+	raw := &emptypb.Empty{}
 	raw.ProtoReflect().SetUnknown(b)
-	m.mu.Lock()
-	if m.requests == nil {
-		m.requests = map[string]*emptypb.Empty{}
-	}
-	if len(m.requests) < maxMemo {
-		m.requests[string(body)] = raw
-	}
-	m.mu.Unlock()
+	m.requests.put(body, raw)
 	return raw, nil
 }
 
@@ -84,10 +98,7 @@ func (m *messageMemo) request(md protoreflect.MethodDescriptor, body []byte) (*e
 // decodes to. The error is grpc-go's own for a message that does not
 // decode as the output type.
 func (m *messageMemo) answer(md protoreflect.MethodDescriptor, wire []byte) (answer, error) {
-	m.mu.RLock()
-	a, ok := m.answers[string(wire)]
-	m.mu.RUnlock()
-	if ok {
+	if a, ok := m.answers.get(wire); ok {
 		return a, nil
 	}
 	out := dynamicpb.NewMessage(md.Output())
@@ -104,14 +115,7 @@ func (m *messageMemo) answer(md protoreflect.MethodDescriptor, wire []byte) (ans
 	if err != nil {
 		return answer{}, fmt.Errorf("the answer does not encode: %v", err)
 	}
-	a = answer{body: slices.Clip(body), binary: slices.Clip(binary)}
-	m.mu.Lock()
-	if m.answers == nil {
-		m.answers = map[string]answer{}
-	}
-	if len(m.answers) < maxMemo {
-		m.answers[string(wire)] = a
-	}
-	m.mu.Unlock()
+	a := answer{body: slices.Clip(body), binary: slices.Clip(binary)}
+	m.answers.put(wire, a)
 	return a, nil
 }
