@@ -92,6 +92,7 @@ type operationConfig struct {
 	Variants  map[string]variantConfig `yaml:"variants"`
 	Oracle    *Oracle                  `yaml:"oracle"`
 	Marker    *Marker                  `yaml:"marker"`
+	Response  *responseConfig          `yaml:"response"`
 	// The body carriers' words (carrier.go).
 	Query         string `yaml:"query"`
 	OperationName string `yaml:"operation_name"`
@@ -341,6 +342,9 @@ func (cf *configFile) target() (*Target, error) {
 			return nil, err
 		}
 		op.Setup = setup
+		if op.Response, err = oc.Response.response(at); err != nil {
+			return nil, err
+		}
 		if oc.RPC != "" {
 			if oc.Method != "" || oc.Path != "" {
 				return nil, fmt.Errorf("%s.rpc: a gRPC operation has no method or path (rpc: package.Service/Method is both)", at)

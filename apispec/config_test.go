@@ -85,6 +85,12 @@ func TestConfigErrors(t *testing.T) {
 		{"unclosed flow sequence", base + "operations:\n  - name: c\n    body: {a: [1, 2}\n", "line 5: did not find expected ',' or ']'"},
 		{"unknown top-level field", base + op + "colour: red\n", `line 4: unknown field "colour"`},
 		{"unknown operation field", base + "operations: [{name: c, method: POST, path: /c, verb: x}]\n", `unknown field "verb"`},
+		{"response not a success", base + "operations: [{name: c, method: POST, path: /c, response: {status: 302}}]\n", `operations[0].response.status 302: want a 2xx success status`},
+		{"response body not an object", base + "operations: [{name: c, method: POST, path: /c, response: {body: [1]}}]\n", `operations[0].response.body: want a JSON object`},
+		{"response empty", base + "operations: [{name: c, method: POST, path: /c, response: {}}]\n", `operations[0].response: give body`},
+		{"unknown response field", base + "operations: [{name: c, method: POST, path: /c, response: {code: 201}}]\n", `unknown field "code"`},
+		{"gRPC response status", "base_url: grpc://127.0.0.1:1\nkey: {field: request_id}\nprincipals: [{name: a, metadata: {authorization: Bearer a}}]\n" +
+			"operations: [{name: c, rpc: a.B/C, response: {status: 200, body: {name: x}}}]\n", `operations[0].response.status 200: a gRPC answer has no HTTP status`},
 		{"unknown profile", base + op + "profile: {preset: paypal}\n", `unknown profile "paypal" (valid: acp, adcp, aep-155, aip-155, grpc-metadata, ietf, lenient, reference, seeds, shopify, stripe)`},
 		{"unknown override", base + op + "profile: {overrides: {mismatch: [409]}}\n", `line 4: profile.overrides: unknown field "mismatch"`},
 		{"bad override value", base + op + "profile: {overrides: {cache_5xx: maybe}}\n", `"maybe" is not true, false or "?"`},

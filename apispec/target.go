@@ -121,6 +121,9 @@ type Operation struct {
 	// IDPointer is the RFC 6901 pointer to the created resource's id in a
 	// success response (e.g. /id). Empty: identity oracle unavailable.
 	IDPointer string `yaml:"id_pointer" json:"id_pointer"`
+	// Response is the success answer idemcheck client's stand-in gives
+	// (response.go); nil: it echoes the request.
+	Response *Response `yaml:"-" json:"response,omitempty"`
 	// Kind is what the operation does to resources: create (the default)
 	// or update (operation_kind.go). VersionPointer is an update's
 	// revision member, which every execution changes (/version).

@@ -142,6 +142,9 @@ func (t *Target) validateOperation(at string, op *Operation) error {
 	if err := t.validateKind(at, op); err != nil {
 		return err
 	}
+	if err := t.validateResponse(at, op); err != nil {
+		return err
+	}
 	names := map[string]bool{}
 	for j, m := range op.Mutations {
 		if m.Name == "" || names[m.Name] {

@@ -7,6 +7,8 @@ import (
 	"flag"
 	"math/rand/v2"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -287,6 +289,48 @@ func TestGivingUpWarns(t *testing.T) {
 	for _, r := range rep.Results {
 		if r.Status != want[r.ID] {
 			t.Errorf("%s: %s (%s), want %s", r.ID, r.Status, r.Reason, want[r.ID])
+		}
+	}
+}
+
+// An HTTP operation's configured response: is what the stand-in answers
+// each execution with, its status and body, a fresh id into the "{id}" at
+// id_pointer; a retry gets the same answer replayed.
+func TestConfiguredResponse(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "charges.yaml")
+	yaml := "base_url: http://127.0.0.1:1\nprincipals: [{name: a, headers: {Authorization: Bearer a}}]\n" +
+		"operations: [{name: charges, method: POST, path: /v1/charges, body: {amount: 1000, currency: usd}, id_pointer: /id,\n" +
+		"  response: {status: 200, body: {object: charge, id: 'ch_{id}', status: succeeded}}}]\n"
+	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tgt, profile, err := apispec.LoadConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := clientcheck.Check(t.Context(), clientcheck.Options{Target: tgt, Profile: profile, Driver: refDriver{}, Subject: "refclient",
+		Run: []string{"lost/one-execution", "retry/lost-answer"}, Hold: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Results {
+		if r.Status != scenarios.Pass {
+			t.Errorf("%s: %s: %s", r.ID, r.Status, r.Reason)
+		}
+		if r.ID != "lost/one-execution" {
+			continue
+		}
+		if !strings.Contains(r.Observed, "the client reported ch_id_") {
+			t.Errorf("observed %q: want the client to report the templated id ch_id_…", r.Observed)
+		}
+		answered := 0
+		for _, x := range r.Exchanges {
+			if x.Response != nil && x.Response.Status == http.StatusOK && strings.Contains(string(x.Response.Body), `"object":"charge"`) {
+				answered++
+			}
+		}
+		if answered == 0 {
+			t.Errorf("no answer 200 with the configured body among %d attempts", len(r.Exchanges))
 		}
 	}
 }

@@ -67,9 +67,12 @@ func newGRPCStandIn(t *apispec.Target, p *apispec.Profile, hold time.Duration) (
 		g.methods = methods
 		return g, nil
 	}
-	for _, op := range t.Operations {
-		if op.RPC != paymentsv1.PaymentService_CreatePayment_FullMethodName[1:] && op.RPC != paymentsv1.PaymentService_CreateRefund_FullMethodName[1:] {
-			return nil, setupErrorf(2, "operation %s: rpc %s is not the reference's PaymentService: give protoset: (a descriptor set with its service) for any other", op.Name, op.RPC)
+	for i, op := range t.Operations {
+		switch {
+		case op.RPC != paymentsv1.PaymentService_CreatePayment_FullMethodName[1:] && op.RPC != paymentsv1.PaymentService_CreateRefund_FullMethodName[1:]:
+			return nil, setupErrorf(2, "operations[%d].rpc %s is not the reference's PaymentService: give protoset: (a descriptor set with its service) for any other", i, op.RPC)
+		case op.Response != nil:
+			return nil, setupErrorf(2, "operations[%d].response: the reference's PaymentService answers its own Payment; a configured response is for a service from protoset:", i)
 		}
 	}
 	return g, nil

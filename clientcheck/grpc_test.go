@@ -29,8 +29,9 @@ import (
 
 // shopConfig is a config for examples/grpcshop's CheckoutService, a
 // service the stand-in has no code of: it reads it from a protoset.
-// aep: CreateRefund with AEP-155's idempotency_key {key, first_sent};
-// else CreateOrder with AIP-155's request_id.
+// aep: CreateRefund with AEP-155's idempotency_key {key, first_sent} and
+// docs/clients.md's configured response; else CreateOrder with AIP-155's
+// request_id, answered from the request (the default).
 func shopConfig(t *testing.T, aep bool) (*apispec.Target, *apispec.Profile) {
 	t.Helper()
 	set := &descriptorpb.FileDescriptorSet{File: []*descriptorpb.FileDescriptorProto{
@@ -49,7 +50,8 @@ func shopConfig(t *testing.T, aep bool) (*apispec.Target, *apispec.Profile) {
 	op := `{name: orders, rpc: shop.v1.CheckoutService/CreateOrder, body: {order: {sku: sku_1, quantity: 1, card: tok_visa}}, id_pointer: /name}`
 	key, preset := "{field: request_id}", "aip-155"
 	if aep {
-		op = `{name: refunds, rpc: shop.v1.CheckoutService/CreateRefund, body: {payment: orders/o1, amount_cents: 500, reason: damaged}, id_pointer: /name}`
+		op = `{name: refunds, rpc: shop.v1.CheckoutService/CreateRefund, body: {payment: orders/o1, amount_cents: 500, reason: damaged}, id_pointer: /name,
+		  response: {body: {name: 'customers/c1/refunds/{id}', payment: orders/o1, amountCents: 500, providerRefundId: re_1}}}`
 		key, preset = "{field: idempotency_key, first_sent: true}", "aep-155"
 	}
 	cfg := filepath.Join(dir, "shop.yaml")
@@ -87,11 +89,7 @@ type shopClient struct {
 }
 
 func (c shopClient) call(ctx context.Context, base string) (string, error) {
-	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
-	if c.policy {
-		opts = append(opts, grpc.WithDefaultServiceConfig(retryPolicy))
-	}
-	conn, err := grpc.NewClient(strings.TrimPrefix(base, "grpc://"), opts...)
+	conn, err := dial(base, c.policy)
 	if err != nil {
 		return "", err
 	}
@@ -99,42 +97,62 @@ func (c shopClient) call(ctx context.Context, base string) (string, error) {
 	stub := shopv1.NewCheckoutServiceClient(conn)
 	key := rand.Text()
 	firstSent := timestamppb.Now()
+	return retryCall(ctx, c.policy, c.ownRetries, func(actx context.Context) (string, error) {
+		if !c.aep {
+			o, err := stub.CreateOrder(actx, &shopv1.CreateOrderRequest{RequestId: key, Order: &shopv1.OrderDraft{Sku: "sku_1", Quantity: 1, Card: "tok_visa"}})
+			return o.GetName(), err
+		}
+		if c.firstSentPerAttempt {
+			firstSent = timestamppb.Now()
+		}
+		r, err := stub.CreateRefund(actx, &shopv1.CreateRefundRequest{Payment: "orders/o1", AmountCents: 500, Reason: "damaged",
+			IdempotencyKey: &shopv1.IdempotencyKey{Key: key, FirstSent: firstSent}})
+		if err == nil && (r.GetProviderRefundId() != "re_1" || !strings.HasPrefix(r.GetName(), "customers/c1/refunds/id_")) {
+			return "", fmt.Errorf("refund %v: not the configured response", r)
+		}
+		return r.GetName(), err
+	})
+}
+
+// dial connects a test client to a gRPC stand-in's base URL, on grpc's
+// retry policy when policy is set.
+func dial(base string, policy bool) (*grpc.ClientConn, error) {
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	if policy {
+		opts = append(opts, grpc.WithDefaultServiceConfig(retryPolicy))
+	}
+	return grpc.NewClient(strings.TrimPrefix(base, "grpc://"), opts...)
+}
+
+// retryCall is a test client's retry loop around one logical call: up to
+// 4 attempts of a second each on a doubling back-off from 200ms,
+// retrying a timeout and, unless grpc's policy retried them already, the
+// statuses that say nothing ran, it is still running, or the answer was
+// lost. ownRetries counts the loop's retries of those.
+func retryCall(ctx context.Context, policy bool, ownRetries *atomic.Int64, attempt func(ctx context.Context) (string, error)) (string, error) {
 	var last error
-	for attempt := 1; attempt <= 4; attempt++ {
-		if attempt > 1 {
-			select { // a doubling back-off from 200ms
+	for n := 1; n <= 4; n++ {
+		if n > 1 {
+			select {
 			case <-ctx.Done():
 				return "", ctx.Err()
-			case <-time.After(time.Duration(50<<attempt) * time.Millisecond):
+			case <-time.After(time.Duration(50<<n) * time.Millisecond):
 			}
 		}
 		actx, cancel := context.WithTimeout(ctx, time.Second)
-		var name string
-		if c.aep {
-			if c.firstSentPerAttempt {
-				firstSent = timestamppb.Now()
-			}
-			var r *shopv1.Refund
-			r, err = stub.CreateRefund(actx, &shopv1.CreateRefundRequest{Payment: "orders/o1", AmountCents: 500, Reason: "damaged",
-				IdempotencyKey: &shopv1.IdempotencyKey{Key: key, FirstSent: firstSent}})
-			name = r.GetName()
-		} else {
-			var o *shopv1.Order
-			o, err = stub.CreateOrder(actx, &shopv1.CreateOrderRequest{RequestId: key, Order: &shopv1.OrderDraft{Sku: "sku_1", Quantity: 1, Card: "tok_visa"}})
-			name = o.GetName()
-		}
+		id, err := attempt(actx)
 		cancel()
 		if err == nil {
-			return name, nil
+			return id, nil
 		}
 		last = err
 		switch status.Code(err) {
 		case codes.DeadlineExceeded:
 		case codes.Unavailable, codes.Aborted, codes.ResourceExhausted, codes.Internal:
-			if c.policy { // grpc's policy retried it already, and gave up
+			if policy { // grpc's policy retried it already, and gave up
 				return "", err
 			}
-			c.ownRetries.Add(1)
+			ownRetries.Add(1)
 		default:
 			return "", err
 		}

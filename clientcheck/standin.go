@@ -498,40 +498,52 @@ func (r *Run) barrier() {
 	}
 }
 
-// execute is the operation itself: it creates a resource with a fresh id.
+// execute is the operation itself: it creates a resource with a fresh id,
+// answering the operation's configured response, else the request's JSON
+// object, with the id at id_pointer.
 func (r *Run) execute(w http.ResponseWriter, req *http.Request) {
 	key, _ := reference.KeyFromContext(req.Context())
-	id := "id_" + randomHex(8)
-	r.mu.Lock()
-	r.executions = append(r.executions, Execution{Key: key, ID: id, At: time.Now()})
-	r.mu.Unlock()
-	obj := map[string]any{}
-	body, _ := io.ReadAll(req.Body)
-	_ = json.Unmarshal(body, &obj) // a body that is no object is echoed as nothing
-	pointer := "/id"
-	if op := r.operation(req); op != nil && op.IDPointer != "" {
-		pointer = op.IDPointer
-	}
-	setPointer(obj, pointer, id)
-	out, _ := json.Marshal(obj)
-	w.Header().Set("Content-Type", "application/json")
+	op := r.operation(req)
 	status := http.StatusCreated
 	if req.Method != http.MethodPost {
 		status = http.StatusOK
 	}
+	obj := map[string]any{}
+	pointer := "/id"
+	if op != nil && op.IDPointer != "" {
+		pointer = op.IDPointer
+	}
+	if op != nil && op.Response != nil {
+		_ = json.Unmarshal(op.Response.Body, &obj) // an object or nothing (validated at load)
+		if op.Response.Status != 0 {
+			status = op.Response.Status
+		}
+	} else {
+		body, _ := io.ReadAll(req.Body)
+		_ = json.Unmarshal(body, &obj) // a body that is no object is echoed as nothing
+	}
+	id := putID(obj, pointer, "id_"+randomHex(8))
+	r.mu.Lock()
+	r.executions = append(r.executions, Execution{Key: key, ID: id, At: time.Now()})
+	r.mu.Unlock()
+	out, _ := json.Marshal(obj)
+	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(out)
 }
 
-// setPointer puts v at the RFC 6901 pointer p of obj, making the objects
-// on the way.
-func setPointer(obj map[string]any, p string, v any) {
+// putID puts a fresh id at the RFC 6901 pointer p of obj, making the
+// objects on the way (apispec.WithID: into a configured "{id}" template),
+// and returns the id as put.
+func putID(obj map[string]any, p, fresh string) string {
 	parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
 	for i, part := range parts {
 		part = strings.NewReplacer("~1", "/", "~0", "~").Replace(part)
 		if i == len(parts)-1 {
-			obj[part] = v
-			return
+			was, _ := obj[part].(string)
+			id := apispec.WithID(was, fresh)
+			obj[part] = id
+			return id
 		}
 		next, ok := obj[part].(map[string]any)
 		if !ok {
@@ -540,6 +552,7 @@ func setPointer(obj map[string]any, p string, v any) {
 		}
 		obj = next
 	}
+	return fresh
 }
 
 func randomHex(n int) string {
