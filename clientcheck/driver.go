@@ -1,10 +1,10 @@
 package clientcheck
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -53,8 +53,12 @@ type Driver interface {
 	Drive(ctx context.Context, env Env) (Exit, error)
 }
 
-// stderrTail bounds how much of a command's stderr is kept.
-const stderrTail = 2 << 10
+// stderrTail bounds how much of a command's stderr is kept; maxStdout
+// how much of its stdout is read for ids.
+const (
+	stderrTail = 2 << 10
+	maxStdout  = 1 << 20
+)
 
 // Command drives a process per case run: Args[0] with the rest as its
 // arguments, idemcheck's environment plus Env's variables.
@@ -63,19 +67,34 @@ type Command struct {
 }
 
 // Drive runs the command once and waits for it; ctx's end kills it (and
-// its process group where the platform has one).
+// its process group where the platform has one), and so does its exit
+// what it left running in its group: nothing of one run outlives it.
 func (c Command) Drive(ctx context.Context, env Env) (Exit, error) {
 	cmd := exec.CommandContext(ctx, c.Args[0], c.Args[1:]...)
 	cmd.Env = append(os.Environ(), env.Vars()...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// Files, not pipes: the wait ends when the command exits, even if
+	// what it left running still holds its output.
+	var files [2]*os.File
+	for i := range files {
+		f, err := os.CreateTemp("", "idemcheck-client-*")
+		if err != nil {
+			return Exit{}, err
+		}
+		defer os.Remove(f.Name())
+		defer f.Close()
+		files[i] = f
+	}
+	cmd.Stdout, cmd.Stderr = files[0], files[1]
 	detach(cmd)
 	cmd.WaitDelay = 2 * time.Second
 	if err := cmd.Start(); err != nil {
 		return Exit{}, err
 	}
 	err := cmd.Wait()
-	x := Exit{IDs: lines(stdout.String()), Code: cmd.ProcessState.ExitCode(), Stderr: tail(stderr.String())}
+	_ = killGroup(cmd) // nothing may be left, or be gone by now: either is fine
+	// tail keeps stderrTail bytes and marks the cut: read a little more.
+	stdout, stderr := readBack(files[0], 0, maxStdout), readBack(files[1], 2*stderrTail, 2*stderrTail)
+	x := Exit{IDs: lines(stdout), Code: cmd.ProcessState.ExitCode(), Stderr: tail(stderr)}
 	var ee *exec.ExitError
 	if ctx.Err() != nil {
 		x.Killed = true
@@ -83,6 +102,21 @@ func (c Command) Drive(ctx context.Context, env Env) (Exit, error) {
 		return x, err
 	}
 	return x, nil
+}
+
+// readBack reads what the command wrote to f: its last tail bytes when
+// tail > 0, else its first limit bytes; an unreadable file reads as
+// nothing.
+func readBack(f *os.File, tail, limit int64) string {
+	at := int64(0)
+	if st, err := f.Stat(); err == nil && tail > 0 && st.Size() > tail {
+		at = st.Size() - tail
+	}
+	if _, err := f.Seek(at, io.SeekStart); err != nil {
+		return ""
+	}
+	b, _ := io.ReadAll(io.LimitReader(f, limit))
+	return string(b)
 }
 
 // Func drives a Go function per logical call: the go test face's driver.

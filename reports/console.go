@@ -58,6 +58,18 @@ var severity = map[scenarios.Status]int{
 // rank is a verdict's severity; an expected failure ranks like a skip,
 // a MUST without evidence just below a warning.
 // over is " over PROTOCOL" when the run recorded its protocol.
+// heading is what a report is: a server's conformance run, or a client's
+// certification (idemcheck client, judged by the client catalog).
+func heading(rep *scenarios.Report) string {
+	if rep.Client {
+		return "idemcheck client certification"
+	}
+	return "idemcheck conformance"
+}
+
+// clientSubject is the client a client run certified: its command.
+func clientSubject(rep *scenarios.Report) string { return strings.TrimPrefix(rep.Target, "client: ") }
+
 func over(rep *scenarios.Report) string {
 	if rep.Protocol == "" {
 		return ""
@@ -85,11 +97,11 @@ func Console(w io.Writer, rep *scenarios.Report, opt ConsoleOptions) error {
 	if rep.Client {
 		// A client run's subject is the client, its cases run against the
 		// stand-in, and it has no seed of its own.
-		fmt.Fprintf(&c.b, "idemcheck client: %s against the stand-in%s, profile %s, strict %t\n",
-			strings.TrimPrefix(rep.Target, "client: "), over(rep), rep.Profile, rep.Strict)
+		fmt.Fprintf(&c.b, "%s: %s against the stand-in%s, profile %s, strict %t\n",
+			heading(rep), clientSubject(rep), over(rep), rep.Profile, rep.Strict)
 	} else {
-		fmt.Fprintf(&c.b, "idemcheck conformance: target %s%s, profile %s, strict %t, seed %d\n",
-			rep.Target, over(rep), rep.Profile, rep.Strict, rep.Seed)
+		fmt.Fprintf(&c.b, "%s: target %s%s, profile %s, strict %t, seed %d\n",
+			heading(rep), rep.Target, over(rep), rep.Profile, rep.Strict, rep.Seed)
 	}
 	if rep.Command != "" {
 		fmt.Fprintf(&c.b, "command: %s\n", rep.Command)

@@ -39,6 +39,10 @@ const maxHTMLBody = 8 << 10
 const maxHTMLExchanges = 40
 
 type htmlData struct {
+	// Heading says what the page reports (heading); Subject is what was
+	// judged: the target, or the client of a client run.
+	Heading, Subject     string
+	Client               bool
 	Target, Profile      string
 	Protocol             string
 	Strict, Allow        bool
@@ -134,6 +138,7 @@ var filterLabels = []htmlFilter{
 func HTML(w io.Writer, rep *scenarios.Report) error {
 	j := rep.Judge()
 	d := htmlData{
+		Heading: heading(rep), Subject: rep.Target, Client: rep.Client,
 		Target: rep.Target, Profile: rep.Profile, Protocol: rep.Protocol, Strict: rep.Strict, Allow: rep.AllowIncomplete,
 		Interrupted: rep.Interrupted, Seed: rep.Seed,
 		Started:  rep.Started.UTC().Format(time.RFC3339),
@@ -143,6 +148,9 @@ func HTML(w io.Writer, rep *scenarios.Report) error {
 		CSS:    template.CSS(htmlCSS), JS: template.JS(htmlJS),
 		Problems: j.Problems, NoEvidence: j.WithoutEvidence,
 		Command: rep.Command, Untested: untestedLines(rep),
+	}
+	if rep.Client {
+		d.Subject = clientSubject(rep)
 	}
 	for _, g := range skipGroups(rep) {
 		d.SkipGroups = append(d.SkipGroups, g.line())

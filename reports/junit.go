@@ -18,7 +18,8 @@ import (
 // except a MUST without evidence, which is an <error> (it holds the run
 // back: exit 5) as is an instance cut short by an interruption (exit 130).
 // The suites' properties carry the run's outcome, exit code, conformance
-// level (and what blocks the next one) and command line.
+// level (and what blocks the next one) and command line; a client run's
+// suites are named "idemcheck client certification" and name the client.
 
 type junitSuites struct {
 	XMLName  xml.Name     `xml:"testsuites"`
@@ -73,6 +74,9 @@ type junitText struct {
 // testcase per result (classname = family, name = case@operation).
 func JUnit(w io.Writer, rep *scenarios.Report) error {
 	out := junitSuites{Name: "idemcheck", Time: seconds(rep.Duration)}
+	if rep.Client {
+		out.Name = heading(rep)
+	}
 	stamp := rep.Started.UTC().Format(time.RFC3339)
 	outcome := rep.Judge().Outcome
 	level := rep.Conformance()
@@ -94,6 +98,9 @@ func JUnit(w io.Writer, rep *scenarios.Report) error {
 				{Name: "conformance_detail", Value: conformanceText(rep, level)},
 				{Name: "command", Value: rep.Command},
 			},
+		}
+		if rep.Client { // the client certified, beside the stand-in's profile
+			s.Properties = append(s.Properties, junitProperty{Name: "client", Value: clientSubject(rep)})
 		}
 		var total time.Duration
 		for _, r := range fam.Results {

@@ -38,16 +38,22 @@ var outcomeIcon = map[scenarios.RunOutcome]string{scenarios.OutcomePass: "✅", 
 func markdown(w io.Writer, rep *scenarios.Report, exp *expectation) error {
 	var b strings.Builder
 	o := rep.Judge().Outcome
+	h := heading(rep)
 	switch {
 	case exp == nil || o == scenarios.OutcomeInterrupted:
-		fmt.Fprintf(&b, "## idemcheck conformance: %s %s\n\n", outcomeIcon[o], outcomeText(o))
+		fmt.Fprintf(&b, "## %s: %s %s\n\n", h, outcomeIcon[o], outcomeText(o))
 	case len(exp.worse) > 0:
-		fmt.Fprintf(&b, "## idemcheck conformance: ❌ %d verdicts worse than expected (the run itself: %s)\n\n", len(exp.worse), outcomeText(o))
+		fmt.Fprintf(&b, "## %s: ❌ %d verdicts worse than expected (the run itself: %s)\n\n", h, len(exp.worse), outcomeText(o))
 	default:
-		fmt.Fprintf(&b, "## idemcheck conformance: ✅ no verdict worse than expected (the run itself: %s)\n\n", outcomeText(o))
+		fmt.Fprintf(&b, "## %s: ✅ no verdict worse than expected (the run itself: %s)\n\n", h, outcomeText(o))
 	}
-	fmt.Fprintf(&b, "Target `%s`%s · profile `%s` · strict `%t` · seed `%d` · %s\n\n",
-		rep.Target, over(rep), rep.Profile, rep.Strict, rep.Seed, words.Duration(rep.Duration))
+	if rep.Client {
+		fmt.Fprintf(&b, "Client `%s` against the stand-in%s · profile `%s` · strict `%t` · %s\n\n",
+			strings.ReplaceAll(clientSubject(rep), "`", "'"), over(rep), rep.Profile, rep.Strict, words.Duration(rep.Duration))
+	} else {
+		fmt.Fprintf(&b, "Target `%s`%s · profile `%s` · strict `%t` · seed `%d` · %s\n\n",
+			rep.Target, over(rep), rep.Profile, rep.Strict, rep.Seed, words.Duration(rep.Duration))
+	}
 	fmt.Fprintf(&b, "**Conformance: %s**\n\n", mdEscape(conformanceText(rep, rep.Conformance())))
 	if rep.Command != "" {
 		fmt.Fprintf(&b, "Command: `%s`\n\n", strings.ReplaceAll(rep.Command, "`", "'"))

@@ -88,6 +88,16 @@ func ReadAttestation(raw []byte) (*Attested, error) {
 // install, a source tarball), which only its version identifies.
 func (a *Attested) ToolRevision() string { return a.annotation(RoleTool, "revision") }
 
+// Claim is what the attestation claims, in one line: a client
+// certification or a server's conformance run, and its level.
+func (a *Attested) Claim() string {
+	what := "a conformance run"
+	if a.annotation(RoleRun, "client") == "true" {
+		what = "a client certification"
+	}
+	return what + ", level " + a.annotation(RoleRun, "level")
+}
+
 // annotation is a descriptor's annotation as text ("" when absent).
 func (a *Attested) annotation(role, key string) string {
 	v := a.ByRole[role].GetAnnotations().GetFields()[key]

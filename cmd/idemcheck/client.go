@@ -130,6 +130,14 @@ func listClientCases(w io.Writer) error {
 }
 
 func runClient(ctx context.Context, stdout, stderr io.Writer, f clientFlags, args []string) error {
+	switch {
+	case f.hold <= 0:
+		return usageErrorf("--hold %s: must be positive (how long the timeout case holds its answer)", f.hold)
+	case f.bound <= 0:
+		return usageErrorf("--case-timeout %s: must be positive (the most one case run of COMMAND may take)", f.bound)
+	case f.hold >= f.bound:
+		return usageErrorf("--hold %s: must be shorter than --case-timeout %s, so that a client waiting out the hold can still finish its case run", f.hold, f.bound)
+	}
 	var tgt *apispec.Target
 	var profile *apispec.Profile
 	var err error
