@@ -5,12 +5,14 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -205,29 +207,37 @@ func postCharge(ctx context.Context, base, key string) (int, error) {
 }
 
 // retry/bounded flags no back-off and a constant one, and passes a
-// jittered exponential one.
+// jittered exponential one; a client that does not retry skips it, and
+// waits too few to show growth are inconclusive, never a pass.
 func TestBoundedBackoff(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		wait func(attempt int) time.Duration
-		want scenarios.Status
+		name     string
+		attempts int
+		wait     func(attempt int) time.Duration
+		want     scenarios.Status
 	}{
-		{"none", func(int) time.Duration { return 0 }, scenarios.Warn},
-		{"constant", func(int) time.Duration { return 100 * time.Millisecond }, scenarios.Warn},
+		{"none", 4, func(int) time.Duration { return 0 }, scenarios.Warn},
+		{"constant", 4, func(int) time.Duration { return 100 * time.Millisecond }, scenarios.Warn},
 		// equal jitter: half the doubling wait fixed, half random
-		{"jittered", func(i int) time.Duration {
+		{"jittered", 4, func(i int) time.Duration {
 			half := 40 * time.Millisecond << i
 			return half + time.Duration(rand.Int64N(int64(half)))
 		}, scenarios.Pass},
+		{"gives-up-at-once", 1, func(int) time.Duration { return 0 }, scenarios.Skip},
+		{"one-retry", 2, func(int) time.Duration { return 100 * time.Millisecond }, scenarios.Inconclusive},
+		{"two-equal-waits", 3, func(int) time.Duration { return 100 * time.Millisecond }, scenarios.Inconclusive},
+		{"two-growing-waits", 3, func(i int) time.Duration { return 100 * time.Millisecond << (2 * i) }, scenarios.Pass},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			call := func(ctx context.Context, base string) (string, error) {
 				key := "bounded-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-random-part"
-				for i := range 4 {
+				for i := range tc.attempts {
+					if i > 0 {
+						time.Sleep(tc.wait(i - 1))
+					}
 					if _, err := postCharge(ctx, base, key); err != nil {
 						return "", err
 					}
-					time.Sleep(tc.wait(i))
 				}
 				return "", errors.New("gave up")
 			}
@@ -332,5 +342,39 @@ func TestConfiguredResponse(t *testing.T) {
 		if answered == 0 {
 			t.Errorf("no answer 200 with the configured body among %d attempts", len(r.Exchanges))
 		}
+	}
+}
+
+// key/unique-parallel is provoked only by calls in flight at once: a
+// client that serialises its calls (a lock around each) with distinct
+// keys is inconclusive, never a pass; with one key it fails all the same.
+func TestParallelNeedsOverlap(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		key  func() string
+		want scenarios.Status
+	}{
+		{"distinct-keys", func() string { return "serial-" + strconv.FormatInt(rand.Int64(), 36) + "-random-part" }, scenarios.Inconclusive},
+		{"one-key", func() string { return "the-one-key" }, scenarios.Fail},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			call := func(ctx context.Context, base string) (string, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				status, err := postCharge(ctx, base, tc.key())
+				if err != nil || status/100 != 2 {
+					return "", fmt.Errorf("status %d: %v", status, err)
+				}
+				return "ok", nil
+			}
+			rep, err := clientcheck.Check(t.Context(), clientcheck.Options{Driver: clientcheck.Func(call), Run: []string{"key/unique-parallel"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := rep.Results[0]; r.Status != tc.want {
+				t.Errorf("%s: %s (%s%s), want %s", r.ID, r.Status, r.Observed, r.Reason, tc.want)
+			}
+		})
 	}
 }

@@ -266,7 +266,34 @@ func unique(o *outcome, how string) verdict {
 		}
 		return failf(scenarios.Fail, expected, "%d calls sent %d distinct key fields: %s", calls, len(keys), strings.Join(parts, ", "))
 	}
-	return pass(expected, fmt.Sprintf("%d requests, %d distinct keys", len(at), len(keys)))
+	obs := fmt.Sprintf("%d requests, %d distinct keys", len(at), len(keys))
+	if o.Journal.Plan.Parallel > 1 {
+		// Distinct keys from calls that never overlapped say nothing of
+		// calls at once (a key generator racing with itself).
+		n := mostAtOnce(at)
+		if n < 2 {
+			return inconclusive("the client sent its %d calls one at a time, none while another was in flight (the stand-in held the first %s for the others): no calls were made at once", calls, barrierWait)
+		}
+		obs += fmt.Sprintf(", up to %d in flight at once", n)
+	}
+	return pass(expected, obs)
+}
+
+// mostAtOnce is how many of the attempts were in flight at one time, by
+// their arrival and end (an attempt not ended counts as in flight to the
+// end).
+func mostAtOnce(at []Attempt) int {
+	most := 0
+	for _, a := range at {
+		n := 1
+		for _, b := range at {
+			if b.N != a.N && !b.Start.After(a.Start) && (b.End.IsZero() || b.End.After(a.Start)) {
+				n++ // b was in flight when a arrived
+			}
+		}
+		most = max(most, n)
+	}
+	return most
 }
 
 func joinInts(ns []int) string {
@@ -535,17 +562,34 @@ func bounded(in input) verdict {
 	if o.Exit.Code == 0 && !o.Exit.Killed {
 		return failf(scenarios.Warn, expected, "every attempt got 503, yet the client exited 0 (reported %q)", o.Exit.IDs)
 	}
+	if len(at) < 2 {
+		return notApplicable("the client did not retry the 503 (it %s after one attempt): no retries to bound or back off; a client may give up", exitWord(o.Exit))
+	}
 	var waits []time.Duration
 	for i := 0; i+1 < len(at); i++ {
 		waits = append(waits, roundMS(at[i+1].Start.Sub(at[i].End)))
 	}
 	// Jittered back-off waits at random: only what no back-off policy
-	// does is a finding, so that a correct client never flaps.
+	// does is a finding, so that a correct client never flaps; and growth
+	// is only seen when a later wait clearly outlasts an earlier one.
+	grows := func() bool {
+		for i, w := range waits {
+			for _, later := range waits[i+1:] {
+				if later > w*constantBackoff/100+waitSlack {
+					return true
+				}
+			}
+		}
+		return false
+	}
 	switch {
-	case len(waits) > 0 && secondLongest(waits) < noBackoff:
+	case secondLongest(waits) < noBackoff:
 		return failf(scenarios.Warn, expected, "the client retried a 503 %d times without waiting (waits %s): no back-off", len(waits), durations(waits))
 	case len(waits) >= 3 && slices.Max(waits) <= slices.Min(waits)*constantBackoff/100+waitSlack:
 		return failf(scenarios.Warn, expected, "the waits between attempts (%s) stay the same: a constant back-off, not a growing one", durations(waits))
+	case len(waits) < 3 && !grows():
+		return inconclusive("%d attempts, then the client %s: bounded, but the waits (%s) are too few to tell a growing back-off from a constant or jittered one (3 or more, or a later wait clearly longer, tell)",
+			len(at), exitWord(o.Exit), durations(waits))
 	}
 	return pass(expected, fmt.Sprintf("%d attempts, waits %s, then the client %s", len(at), durations(waits), exitWord(o.Exit)))
 }
