@@ -156,6 +156,9 @@ func (r *grpcRun) attempt(ctx context.Context, method string, msg proto.Message,
 		return nil, status.Errorf(codes.Unimplemented, "%s is not an operation of the stand-in's config", method)
 	}
 	r.add(a, "rpc")
+	if r.Plan.Parallel > 1 {
+		r.barrier()
+	}
 	f := r.faultFor(a)
 	handler := func(ctx context.Context) (proto.Message, error) {
 		resp, id, err := run(ctx)

@@ -191,6 +191,12 @@ type journal struct {
 	// answer: the client stopped waiting for it.
 	held     chan struct{}
 	heldOnce sync.Once
+	// The parallel run's barrier (barrier): how many wait, the channel
+	// that releases them, and whether it gave up waiting (later attempts
+	// pass).
+	waiting int
+	release chan struct{}
+	opened  bool
 }
 
 func newJournal(caseID string, plan Plan) journal {
@@ -242,10 +248,6 @@ type Run struct {
 	prefix  string
 	store   *memstore.Store
 	handler http.Handler
-	waiting int
-	release chan struct{}
-	// opened: the barrier gave up waiting; later attempts pass.
-	opened bool
 }
 
 // Execution is one run of the operation behind the key check.
@@ -461,40 +463,40 @@ func (j *journal) faultFor(a *Attempt) Fault {
 
 // barrier holds a parallel run's attempts until Plan.Parallel of them
 // wait (or barrierWait passes), so that the calls overlap.
-func (r *Run) barrier() {
-	r.mu.Lock()
-	if r.opened {
-		r.mu.Unlock()
+func (j *journal) barrier() {
+	j.mu.Lock()
+	if j.opened {
+		j.mu.Unlock()
 		return
 	}
-	if r.release == nil {
-		r.release = make(chan struct{})
+	if j.release == nil {
+		j.release = make(chan struct{})
 		go func(release chan struct{}) {
 			t := time.NewTimer(barrierWait)
 			defer t.Stop()
 			select {
 			case <-t.C:
-				r.mu.Lock()
-				if r.release == release {
-					r.release, r.opened = nil, true
+				j.mu.Lock()
+				if j.release == release {
+					j.release, j.opened = nil, true
 					close(release)
 				}
-				r.mu.Unlock()
-			case <-r.ctx.Done():
+				j.mu.Unlock()
+			case <-j.ctx.Done():
 			}
-		}(r.release)
+		}(j.release)
 	}
-	release := r.release
-	r.waiting++
-	if r.waiting >= r.Plan.Parallel {
-		r.waiting = 0
-		r.release = nil
+	release := j.release
+	j.waiting++
+	if j.waiting >= j.Plan.Parallel {
+		j.waiting = 0
+		j.release = nil
 		close(release)
 	}
-	r.mu.Unlock()
+	j.mu.Unlock()
 	select {
 	case <-release:
-	case <-r.ctx.Done():
+	case <-j.ctx.Done():
 	}
 }
 
