@@ -6,8 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -214,6 +217,49 @@ func TestGRPCResponseSetupErrors(t *testing.T) {
 			var se *clientcheck.SetupError
 			if !errors.As(err, &se) || se.Code != 2 || !strings.Contains(err.Error(), tc.says) || strings.Contains(err.Error(), "\n") {
 				t.Fatalf("err %v, want a one-line setup error (2) saying %q", err, tc.says)
+			}
+		})
+	}
+}
+
+// Both stand-ins listen on loopback only: every base URL a client is
+// given names 127.0.0.1.
+func TestStandInLoopback(t *testing.T) {
+	ledger, ledgerProfile := ledgerConfig(t)
+	method := ledgerMethod(t)
+	for _, tc := range []struct {
+		name    string
+		target  *apispec.Target
+		profile *apispec.Profile
+		call    func(ctx context.Context, base string) (string, error)
+	}{
+		{"http", nil, nil, func(ctx context.Context, base string) (string, error) {
+			_, err := postCharge(ctx, base, rand.Text())
+			return "id", err
+		}},
+		{"grpc", ledger, ledgerProfile, ledgerClient{method: method}.call},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var bases []string
+			var mu sync.Mutex
+			record := func(ctx context.Context, base string) (string, error) {
+				mu.Lock()
+				bases = append(bases, base)
+				mu.Unlock()
+				return tc.call(ctx, base)
+			}
+			if _, err := clientcheck.Check(t.Context(), clientcheck.Options{Target: tc.target, Profile: tc.profile, Driver: clientcheck.Func(record),
+				Run: []string{"key/unique-*"}}); err != nil {
+				t.Fatal(err)
+			}
+			for _, b := range bases {
+				u, err := url.Parse(b)
+				if err != nil || !net.ParseIP(u.Hostname()).IsLoopback() {
+					t.Errorf("base URL %q: not on loopback", b)
+				}
+			}
+			if len(bases) == 0 {
+				t.Error("the client was never called")
 			}
 		})
 	}
