@@ -145,7 +145,11 @@ func Statement(rep *scenarios.Report, o AttestOptions) (*ita1.Statement, error) 
 	if runURI == "" {
 		runURI = "urn:idemcheck:run" // a descriptor needs a uri or a digest
 	}
-	descs = append(descs, descriptor{&ita1.ResourceDescriptor{Name: "idemcheck run", Uri: runURI}, RoleRun, map[string]any{
+	runName := "idemcheck run"
+	if rep.Client {
+		runName = heading(rep)
+	}
+	descs = append(descs, descriptor{&ita1.ResourceDescriptor{Name: runName, Uri: runURI}, RoleRun, map[string]any{
 		"level": c.Level, "blocker": c.Blocker, "why": c.Why,
 		"must": fmt.Sprintf("%d/%d", c.Must.Verified, c.Must.Total), "should": fmt.Sprintf("%d/%d", c.Should.Verified, c.Should.Total),
 		"outcome": string(j.Outcome), "exitCode": float64(j.Outcome.ExitCode()),

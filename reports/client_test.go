@@ -68,3 +68,39 @@ func TestClientReportsSayCertification(t *testing.T) {
 		}
 	}
 }
+
+// A client run's attestation names itself a client certification with
+// its level, and verifies against the client catalog as one.
+func TestClientAttestation(t *testing.T) {
+	for _, fail := range []bool{false, true} {
+		rep := clientReport(fail)
+		var catalog []scenarios.Meta
+		for _, r := range rep.Results {
+			catalog = append(catalog, r.Meta)
+		}
+		var b bytes.Buffer
+		o := reports.AttestOptions{Tool: reports.Tool{Version: "dev"}, ClientCatalog: catalog,
+			Subjects: []reports.Subject{{Name: "sdk", SHA256: strings.Repeat("ab", 32)}}}
+		if err := reports.Attest(&b, rep, o); err != nil {
+			t.Fatal(err)
+		}
+		level, claim := "draft-07 client", "a client certification, level draft-07 client"
+		if fail {
+			level, claim = "not conformant", "a client certification, level not conformant"
+		}
+		if !strings.Contains(b.String(), `"name": "idemcheck client certification"`) || !strings.Contains(b.String(), `"level": "`+level+`"`) {
+			t.Errorf("fail %v: the attestation does not name a client certification at %s:\n%s", fail, level, b.String())
+		}
+		bad, err := reports.Verify(reports.VerifyInput{Attestation: b.Bytes(), Tool: o.Tool, ClientCatalog: catalog})
+		if err != nil || len(bad) > 0 {
+			t.Errorf("fail %v: verify: %v %v", fail, err, bad)
+		}
+		a, err := reports.ReadAttestation(b.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Claim() != claim {
+			t.Errorf("fail %v: claim %q, want %q", fail, a.Claim(), claim)
+		}
+	}
+}

@@ -46,7 +46,11 @@ func TestClientFace(t *testing.T) {
 				t.Errorf("verify: exit %d\n%s%s", v.code, v.stdout, v.stderr)
 			}
 		}},
-		{"fresh-key-per-retry", []string{"client", "--strict", "--run", "retry/lost-answer", "--", bin, "refclient", "--defect", "fresh-key-per-retry"}, 1, "retry/lost-answer: fail", nil},
+		{"fresh-key-per-retry", []string{"client", "--strict", "--", bin, "refclient", "--defect", "fresh-key-per-retry"}, 1, "retry/lost-answer: fail", func(t *testing.T, r cliRun) {
+			if !strings.Contains(r.stdout, "conformance: not conformant: IK-CLIENT-5") {
+				t.Errorf("console does not say not conformant: IK-CLIENT-5:\n%s", r.stdout)
+			}
+		}},
 		{"no-such-command", []string{"client", "--", "/no/such/client"}, 2, "cannot start", nil},
 		{"never-calls", []string{"client", "--", "true"}, 4, "without calling the stand-in", nil},
 		{"wrong-path", []string{"client", "--", "sh", "-c", `curl -s -X POST "$IDEMCHECK_BASE_URL/v2/nothing"`}, 4, "no operation of the stand-in's config", nil},
