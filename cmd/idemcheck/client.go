@@ -45,7 +45,8 @@ func init() {
 			"COMMAND gets IDEMCHECK_BASE_URL, IDEMCHECK_CALLS, IDEMCHECK_PARALLEL, IDEMCHECK_TOKEN and\n" +
 			"IDEMCHECK_CASE; it makes the calls through its SDK, prints one created id per successful call and\n" +
 			"exits 0 when every call succeeded (docs/clients.md). A COMMAND that cannot start exits 2; one that\n" +
-			"never calls the stand-in or hangs past --case-timeout exits 4.",
+			"never calls the stand-in or hangs past --case-timeout exits 4. COMMAND runs in its own process\n" +
+			"group, killed when it exits or is stopped. The stand-in listens on 127.0.0.1 only.",
 		Example: `  idemcheck client -- idemcheck refclient
   idemcheck client --strict --junit client.xml -- node harness.js
   idemcheck client --run 'retry/*' -- idemcheck refclient --defect fresh-key-per-retry`,
