@@ -38,8 +38,9 @@ const (
 	LatencyFromIntended = "intended"
 )
 
-// pacedAttacker is the open-model client of gRPC targets, which vegeta
-// (an HTTP load tool) cannot call: it paces sends with the plan's vegeta
+// pacedAttacker is the open-model client of the targets whose carrier is
+// not wire.Verbatim (gRPC; GraphQL, JSON-RPC and MCP, whose sessions and
+// answers the carrier keeps), which vegeta (an HTTP load tool) cannot call: it paces sends with the plan's vegeta
 // pacer, hands each to one of a bounded set of workers (more started, up
 // to maxWork, when all are busy, as vegeta does), bounds each call by the
 // carrier's timeout, and times each result from the send's intended time.
@@ -224,18 +225,19 @@ func (a *pacedAttacker) hit(tr vegeta.Targeter, name string, due time.Time, seq 
 	}
 	res.Code = uint16(resp.Status)
 	if res.Code < 200 || res.Code >= 400 {
-		res.Error = strconv.Itoa(resp.Status) + " " + grpcCode(resp.Header)
+		res.Error = strconv.Itoa(resp.Status) + " " + codeName(resp.Header, resp.Status)
 	}
 	res.Headers = resp.Header
 	return res
 }
 
-// grpcCode names the gRPC code of an answer the carrier recorded
-// (Grpc-Status), e.g. ABORTED; the HTTP status text when there is none.
-func grpcCode(h http.Header) string {
+// codeName names the gRPC code of an answer the carrier recorded
+// (Grpc-Status), e.g. ABORTED; the HTTP status text of status when there
+// is none (an answering carrier's answer).
+func codeName(h http.Header, status int) string {
 	n, err := strconv.Atoi(h.Get("Grpc-Status"))
 	if err != nil {
-		return "(no grpc-status)"
+		return http.StatusText(status)
 	}
 	return apispec.GRPCCodeName(n)
 }

@@ -314,9 +314,10 @@ func Run(ctx context.Context, t *apispec.Target, opts ...Option) (*Summary, erro
 	if c.protocol, err = wire.Preflight(ctx, t, carrier, client); err != nil {
 		return nil, err
 	}
-	// vegeta drives HTTP requests: a carrier of protobuf messages
-	// (gRPC) runs on the paced client, its protocol the RPC's (Reach).
-	if _, ok := carrier.(wire.Messages); ok {
+	// vegeta drives HTTP requests as built: any other carrier (gRPC's
+	// messages, an answering carrier's sessions and documents) runs on
+	// the paced client, through its Do, its protocol the carrier's (Reach).
+	if _, ok := carrier.(wire.Verbatim); !ok {
 		c.paced = carrier
 	}
 	// No number is drawn on an operation whose normal request fails. A

@@ -101,6 +101,13 @@ type RawBodies interface{ KeepsBodyBytes() }
 // gRPC metadata is lower case on the wire and holds a bare value.
 type HeaderKeys interface{ SpellsKeyHeader() }
 
+// Verbatim is a carrier whose Do sends the built request as it stands,
+// over plain HTTP, and returns the HTTP answer as it came: any HTTP client
+// (load's vegeta) may send what Build wrote in its stead. An answering
+// carrier (GraphQL, JSON-RPC, MCP) is none: it opens sessions and reads
+// the answer from the document; nor is gRPC's.
+type Verbatim interface{ SendsAsBuilt() }
+
 // NewCarrier is t's carrier: GRPC for a grpc:// or grpcs:// base URL,
 // Answering for a graphql, jsonrpc or mcp target, JSONBody for a key in
 // the JSON body, else HTTP over hc (one that never re-sends: Client). A gRPC call is

@@ -89,6 +89,9 @@ func (HTTP) KeepsBodyBytes() {}
 // SpellsKeyHeader implements HeaderKeys.
 func (HTTP) SpellsKeyHeader() {}
 
+// SendsAsBuilt implements Verbatim.
+func (HTTP) SendsAsBuilt() {}
+
 var (
 	_ Carrier       = HTTP{}
 	_ LastBytes     = HTTP{}

@@ -59,6 +59,9 @@ func (JSONBody) NegotiatesCoding() {}
 // KeepsBodyBytes implements RawBodies.
 func (JSONBody) KeepsBodyBytes() {}
 
+// SendsAsBuilt implements Verbatim.
+func (JSONBody) SendsAsBuilt() {}
+
 var (
 	_ Carrier       = JSONBody{}
 	_ LastBytes     = JSONBody{}

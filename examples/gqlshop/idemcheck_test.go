@@ -92,3 +92,31 @@ func TestInitFromSchema(t *testing.T) {
 		t.Errorf("list exit %d: %s", code, out)
 	}
 }
+
+// TestLoad: idemcheck load over the GraphQL carrier (the paced client, through
+// the carrier's Do: its sessions, the answer read from the document) on
+// keys that outlive the run. The correct build replays every hit (exit 0,
+// none differed); the build that ignores its key executes each hit anew,
+// and every second execution is a violation (exit 1).
+func TestLoad(t *testing.T) {
+	for _, tc := range []struct {
+		d    defect
+		code int
+		want string
+	}{{"", 0, "violations: 0 violations of "}, {ignoresKey, 1, "second-execution key="}} {
+		t.Run("build "+string(tc.d), func(t *testing.T) {
+			s, err := newServer(time.Hour, tc.d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewServer(s.routes())
+			t.Cleanup(srv.Close)
+			config := testenv.EditConfig(t, "idemcheck.yaml", func(c map[string]any) { c["base_url"] = srv.URL })
+			code, out := testenv.Idemcheck(t, []string{"IDEMCHECK_TOKEN_1=alice", "IDEMCHECK_TOKEN_2=bob"},
+				"load", "--config", config, "--mode", "hit", "--rate", "100", "--duration", "2s", "--ttl", "1h")
+			if code != tc.code || !strings.Contains(out, tc.want) {
+				t.Fatalf("exit %d, want %d with %q:\n%s", code, tc.code, tc.want, out)
+			}
+		})
+	}
+}

@@ -24,6 +24,7 @@ var smoke = map[string]struct {
 }{
 	// Third-party baselines are installed from the network by the real
 	// run only: their rows are recorded as not run.
+	"bench-carriers": {[]string{"CARRIER_BENCH_RATE=200", "CARRIER_BENCH_DURATION=1s", "CARRIER_BENCH_ROUNDS=1"}, 2},
 	"bench-chaos": {[]string{"CHAOS_BENCH_RATE=300", "CHAOS_BENCH_DURATION=1s", "CHAOS_BENCH_ROUNDS=1",
 		"CHAOS_BENCH_MAX=1s", "TOXIPROXY_VERSION=none"}, 1},
 	"bench-double": {[]string{"DOUBLE_BENCHTIME=200x", "DOUBLE_BENCH_ROUNDS=1", "DOUBLE_BENCH_RUN=replay/*"}, 2},

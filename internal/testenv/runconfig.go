@@ -76,10 +76,9 @@ func (r *RunReport) Caught(code int, want string) error {
 	return nil
 }
 
-// RunConfig runs `idemcheck run --config` with the YAML config at path,
-// edited by edit (base_url, ...), and args, and returns its exit code and
-// JSON report.
-func RunConfig(t testing.TB, path string, edit func(cfg map[string]any), args ...string) (int, *RunReport) {
+// EditConfig writes the YAML config at path, edited by edit (base_url,
+// ...), into a directory of the test's, and returns the file written.
+func EditConfig(t testing.TB, path string, edit func(cfg map[string]any)) string {
 	t.Helper()
 	raw, err := os.ReadFile(path)
 	if err != nil {
@@ -96,11 +95,20 @@ func RunConfig(t testing.TB, path string, edit func(cfg map[string]any), args ..
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	config, report := filepath.Join(dir, filepath.Base(path)), filepath.Join(dir, "report.json")
+	config := filepath.Join(t.TempDir(), filepath.Base(path))
 	if err := os.WriteFile(config, out, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return config
+}
+
+// RunConfig runs `idemcheck run --config` with the YAML config at path,
+// edited by edit (base_url, ...), and args, and returns its exit code and
+// JSON report.
+func RunConfig(t testing.TB, path string, edit func(cfg map[string]any), args ...string) (int, *RunReport) {
+	t.Helper()
+	config := EditConfig(t, path, edit)
+	report := filepath.Join(filepath.Dir(config), "report.json")
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, BuildIdemcheck(t), append([]string{"run", "--config", config, "--json", report}, args...)...)
