@@ -138,6 +138,25 @@ func (t *Target) AnswerStatus(codes []string) (int, string) {
 	return http.StatusBadRequest, ""
 }
 
+// AnswerSignals are the statuses an answer carrying one of the answers'
+// mismatch or in_flight codes stands for on a carrier reading its
+// answers (GraphQL, JSON-RPC, MCP); 0 for a code list left empty, and
+// both 0 on other carriers.
+func (t *Target) AnswerSignals() (mismatch, inFlight int) {
+	a := t.Answers
+	if !t.ReadsAnswers() || a == nil {
+		return 0, 0
+	}
+	_, mismatch, inFlight = a.statuses()
+	if len(a.Mismatch) == 0 {
+		mismatch = 0
+	}
+	if len(a.InFlight) == 0 {
+		inFlight = 0
+	}
+	return mismatch, inFlight
+}
+
 // statuses are the statuses the three idempotency errors stand for: the
 // profile's first (resolve), else 400, 422 and 409.
 func (a *Answers) statuses() (missing, mismatch, inFlight int) {

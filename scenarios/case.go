@@ -46,7 +46,12 @@ type Case struct {
 	// (nil: none fits): the run checks the oracle on it too, and the
 	// case judges those requests by its evidence.
 	Peer func(t *apispec.Target, op *apispec.Operation) *apispec.Operation
-	Run  func(ctx context.Context, e *Env) Verdict
+	// Proof says which answers prove what the case expects (proof.go):
+	// set on every case that expects a refusal or a fresh execution, and
+	// on those the profile's mismatch or in-flight answer proves. A pass
+	// resting on a signal it does not name is held (provenVerdict).
+	Proof Proof
+	Run   func(ctx context.Context, e *Env) Verdict
 }
 
 // Verdict is what a case concluded.

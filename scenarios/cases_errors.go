@@ -19,6 +19,7 @@ func init() {
 			Requirement: "draft §2.6 \"success or an error\" vs §2.7 (other errors per the docs): Stripe replays a 5xx once execution began; seeds do not cache transient 5xx. Profile cache_5xx decides.",
 			Explanation: "A retry of a request that failed with a transient 5xx is replayed (cache_5xx true) or executed again (cache_5xx false).",
 			Needs:       []Need{NeedTransientError, NeedOracle}},
+			Proof:        ByFresh,
 			PerOperation: true, Run: errorsTransient5xx},
 		Case{Meta: Meta{ID: "errors/business-error-kept", Family: "errors", Requirements: []string{"IK-ERRORS-2"}, Level: Should,
 			Requirement: "draft §2.6: respond with the result of the completed operation, \"success or an error\" (seeds, Stripe, rocket-rides store a 402).",
@@ -29,21 +30,25 @@ func init() {
 			Requirement: "Stripe: if incoming parameters fail validation, no idempotent result is saved; rocket-rides: 422 before the key exists. Profile cache_validation.",
 			Explanation: "After an invalid body is rejected under a key, the same invalid body again is refused again (or, where the profile stores validation errors, replayed whole) and never executes, and the corrected body with the same key executes normally (not a mismatch, not the old 4xx).",
 			Needs:       []Need{NeedInvalid, NeedEffects}},
+			Proof:        ByFresh,
 			PerOperation: true, Run: errorsValidationNotStored},
 		Case{Meta: Meta{ID: "errors/auth-not-stored", Family: "errors", Requirements: []string{"IK-ERRORS-4"}, Level: Should,
 			Requirement: "Stripe: authentication (401) and rate limiting (429) run before the idempotency layer, so they are never stored against the key (trap C11).",
 			Explanation: "A request rejected for missing credentials leaves its key unused: the same key with credentials executes.",
 			Needs:       []Need{NeedEffects}},
+			Proof:        ByFresh,
 			PerOperation: true, Run: errorsAuthNotStored},
 		Case{Meta: Meta{ID: "errors/failure-releases-key", Family: "errors", Requirements: []string{"IK-ERRORS-5"}, Level: Should,
 			Requirement: "Powertools (a raised exception deletes the record), rocket-rides (an unhandled exception releases the lock): after a failed execution a retry runs again, and the key is never left locked in flight.",
 			Explanation: "After a 5xx (the transient_error variant stands in for a handler failure) the retry re-executes or replays per cache_5xx, never meeting an in-flight conflict.",
 			Needs:       []Need{NeedTransientError, NeedOracle}},
+			Proof:        ByFresh,
 			PerOperation: true, Run: errorsFailureReleasesKey},
 		Case{Meta: Meta{ID: "errors/idempotency-errors-not-stored", Family: "errors", Requirements: []string{"IK-ERRORS-6"}, Level: Should,
 			Requirement: "Stripe, Echo (\"nothing was recorded\"): the idempotency errors themselves (400 invalid key, 409 in flight, 422 mismatch) are never stored as the key's outcome (trap C12).",
 			Explanation: "A key first met in an invalid field (two lines) executes normally afterwards, and a key answered 422 still replays its original.",
 			Needs:       []Need{NeedEffects}},
+			Proof:        ByRefusal | ByMismatch,
 			PerOperation: true, Run: errorsIdempotencyErrorsNotStored},
 	)
 }
@@ -257,7 +262,7 @@ func errorsIdempotencyErrorsNotStored(ctx context.Context, e *Env) Verdict {
 	// A 400 for an invalid key field (two lines of the same key) must not
 	// bind the key.
 	k := e.NewKey()
-	twice := e.Send(ctx, Req{Label: "the key in two field lines", KeyLines: []string{e.KeyValue(k), e.KeyValue(k)}})
+	twice := e.Send(ctx, Req{Label: "the key in two field lines", KeyLines: []string{e.KeyValue(k), e.KeyValue(k)}, SameAs: k})
 	if twice.Is4xx() {
 		after := e.Send(ctx, Req{Label: "the key in one line", Key: k})
 		seen = append(seen, fmt.Sprintf("two lines %d, then one line %s", twice.Status, after.String()))

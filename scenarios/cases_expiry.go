@@ -28,11 +28,13 @@ func init() {
 			Requirement: "Stripe (a key reused after the original is pruned is a new request), seeds (fresh after expiry); Echo alternative: 409 \"result expired\". Profile expiry decides which.",
 			Explanation: "After TTL + grace the same key executes as a new request (expiry fresh) or gets 409 (expiry expired-409), never the stale replay.",
 			Needs:       []Need{NeedTTL, NeedEffects}},
+			Proof:        ByFresh,
 			PerOperation: true, Skips: expiryWaitTooLong, Unfit: notForFirstSent("a key past its retention is refused by its first_sent, never fresh (security/invalid-format-rejected probes it)"), Run: expiryFreshAfterTTL},
 		Case{Meta: Meta{ID: "expiry/counted-from", Family: "expiry", Requirements: []string{"IK-EXPIRY-4"}, Level: Info,
 			Requirement: "No source defines it: is retention measured from the first request (rocket-rides: created_at) or slid forward by replays?",
 			Explanation: "A replay near the TTL edge, then a retry past the original's expiry, shows whether replays extend a key's life.",
 			Needs:       []Need{NeedTTL, NeedEffects}},
+			Proof:        ByFresh,
 			PerOperation: true, Skips: expiryWaitTooLong, MinTTL: ttlSlidWindow, Unfit: notForFirstSent("a key past its retention is refused by its first_sent, never fresh: there is no moment it turns fresh to measure"), Run: expiryCountedFrom},
 	)
 }

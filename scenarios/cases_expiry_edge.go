@@ -25,6 +25,7 @@ func init() {
 			Requirement: "All sources (IK-CONCURRENT-2): parallel identical requests with the same key cause at most one execution — also at the instant the key expires (granit VULN-301: the claim fails on the expired record, the re-read misses it, and both retries run).",
 			Explanation: "Keys stored together, then a same-key burst for each at its own point from TTL − margin (counted from the request) to TTL + grace (counted from the answer): each burst executes at most once, a replay before the edge, one fresh execution after it.",
 			Needs:       []Need{NeedTTL, NeedEffects}},
+			Proof:        ByFresh,
 			PerOperation: true, Skips: expiryWaitTooLong, MinTTL: ttlPastMargin,
 			Unfit: notForFirstSent("a key past its retention is refused by its first_sent: past the edge nothing can execute, so there is no edge to race"), Run: expiryEdgeBurst},
 	)

@@ -32,11 +32,13 @@ func init() {
 			Requirement: firstSentRequirement,
 			Explanation: "A fresh key whose first_sent lies past the declared ttl (twice it, at least a minute past it) is refused with an error and executes nothing, while the same message with first_sent now is accepted.",
 			Needs:       []Need{NeedFirstSent, NeedTTL}},
+			Proof:        ByRefusal,
 			PerOperation: true, UsesOracle: true, Run: firstSentExpired},
 		Case{Meta: Meta{ID: "syntax/first-sent-future", Family: "syntax", Requirements: []string{"IK-FIRSTSENT-1"}, Level: Must,
 			Requirement: firstSentRequirement,
 			Explanation: "A fresh key whose first_sent is an hour in the future is refused with an error and executes nothing, while the same message with first_sent now is accepted.",
 			Needs:       []Need{NeedFirstSent}},
+			Proof:        ByRefusal,
 			PerOperation: true, UsesOracle: true, Run: firstSentFutureCase},
 	)
 }

@@ -23,6 +23,7 @@ func init() {
 			Requirement: "seeds (locked_until), rocket-rides IDEMPOTENCY_KEY_LOCK_TIMEOUT: if the first attempt dies mid-flight, retries get 409 until the lease ends; after lease + grace a retry proceeds and completes. Never blocked forever.",
 			Explanation: "A request killed mid-flight (SIGKILL of the managed target) does not block its key beyond the lease + grace.",
 			Needs:       []Need{NeedSlow, NeedLease, NeedTargetCmd}},
+			Proof:        ByFresh,
 			PerOperation: true, UsesOracle: true, Run: leaseCrashRecovers},
 		Case{Meta: Meta{ID: "lease/slow-outlives-lease", Family: "lease", Requirements: []string{"IK-LEASE-3"}, Level: Should,
 			Requirement: "seeds, trap C17: a legitimately slow request that outlives the lease must not lead to a second concurrent execution, or the profile must document that risk.",

@@ -17,24 +17,29 @@ func init() {
 			Requirement: "draft §2.7: if there is an attempt to reuse an idempotency key with a different request payload, the resource SHOULD reply with HTTP 422 (status per profile).",
 			Explanation: "Every configured mutation under a used key (of the body, the query or a header field; and an AEP-155 key's first_sent, changed) gets the profile's mismatch error, or for another query a fresh execution where query_mismatch allows it; a replay of the old response, or an execution of a changed body or header, fails.",
 			Needs:       []Need{NeedEffects}},
+			Proof:        ByMismatch,
 			PerOperation: true, Skips: skipNoMutations, Run: mismatchChangedBody},
 		Case{Meta: Meta{ID: "mismatch/added-field", Family: "mismatch", Requirements: []string{"IK-MISMATCH-1", "IK-MISMATCH-5"}, Level: Should,
 			Requirement: "draft §2.7: a different request payload under a used key SHOULD get HTTP 422 (status per profile); an added member makes the payload different.",
 			Explanation: "The body plus a member idemcheck adds under a used key gets the mismatch error (a replay warns: unknown members may be outside the fingerprint); an execution fails.",
 			Needs:       []Need{NeedEffects}},
+			Proof:        ByMismatch,
 			PerOperation: true, Unfit: needs[wire.RawBodies]("the payload is re-encoded inside the carrier's message or envelope: a protobuf message has no member outside its schema to add, and a GraphQL operation reads only the variables it declares (mutations: changes a field for mismatch/changed-body)"), Run: mismatchAddedField},
 		Case{Meta: Meta{ID: "mismatch/problem-link", Family: "mismatch", Requirements: []string{"IK-MISMATCH-2", "IK-PROBLEM-1", "IK-PROBLEM-2"}, Level: Should,
 			Requirement: "draft §2.7: the 422 response SHOULD carry a body or Link header pointing to relevant documentation (problem+json type, or Link rel=\"describedby\").",
 			Explanation: "The mismatch error links to the idempotency documentation."},
+			Proof:        ByMismatch,
 			PerOperation: true, Skips: skipsAll(skipNoProblemJSON, skipStaleReplay), Unfit: unlessProblems, Run: mismatchProblemLink},
 		Case{Meta: Meta{ID: "mismatch/original-survives", Family: "mismatch", Requirements: []string{"IK-MISMATCH-3"}, Level: Must,
 			Requirement: "A mismatched request executes nothing and the original record survives: replaying the original payload still returns the original response.",
 			Explanation: "After a mismatch error, the original request with its key still replays the original response, with one execution in all.",
 			Needs:       []Need{NeedEffects}},
+			Proof:        ByMismatch,
 			PerOperation: true, Run: mismatchOriginalSurvives},
 		Case{Meta: Meta{ID: "mismatch/repeat-fails-again", Family: "mismatch", Requirements: []string{"IK-MISMATCH-4"}, Level: Must,
 			Requirement: "draft §2.7: clients MUST correct the request before retrying, or the resource MUST fail the request and return one of the above errors.",
 			Explanation: "Repeating the uncorrected mismatched request fails again the same way; the error is never turned into a stored success."},
+			Proof:        ByMismatch,
 			PerOperation: true, Run: mismatchRepeatFailsAgain},
 	)
 }
@@ -95,7 +100,7 @@ func mismatchProblemLink(ctx context.Context, e *Env) Verdict {
 	if v != nil {
 		return *v
 	}
-	if !r.Is4xx() {
+	if !r.Is4xx() || e.unproven(r) {
 		return e.Inconclusive(pr.name + " did not produce a mismatch error (see mismatch/changed-body): " + r.String())
 	}
 	return e.docLinkVerdict(r)
@@ -158,6 +163,11 @@ func mismatchRepeatFailsAgain(ctx context.Context, e *Env) Verdict {
 		return e.inTTL(e.Fail("an error (the changed request failed), then the same error again", pr.name+" under the used key succeeded: "+mis.String()), first, mis)
 	case mis.OK():
 		return e.Inconclusive(pr.name + " (a member idemcheck made up, which a partial fingerprint may leave out) did not fail in the first place (see mismatch/added-field): " + mis.String())
+	}
+	if e.unproven(mis) {
+		// The in-flight answer to a changed request whose original has
+		// completed is no mismatch error: there is none to repeat.
+		return e.Inconclusive(fmt.Sprintf("%s got the profile's in-flight answer after the original completed, not a mismatch error (see mismatch/changed-body): %s", pr.name, mis.String()))
 	}
 	again := e.Send(ctx, pr.req("same key, "+pr.name+" again", k, e.Body(pr.patch)))
 	observed := fmt.Sprintf("%s then %s", mis.StatusText(), again.String())

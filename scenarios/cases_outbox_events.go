@@ -34,6 +34,7 @@ func init() {
 			Requirement: "seeds: a key reused after it expired is a new request; its execution creates a new resource and its event announces that new id, not the first execution's.",
 			Explanation: "The original, then the same key after TTL + grace executes afresh: two events, the first naming the original's id, the second the retry's.",
 			Needs:       []Need{NeedEvents, NeedTTL}},
+			Proof:        ByFresh,
 			PerOperation: true, UsesOracle: true, Skips: skipFreshIDAfterExpiry,
 			Unfit: notForFirstSent("a key past its retention is refused by its first_sent, never fresh: nothing re-executes to announce a new id"), Run: outboxFreshIDAfterExpiry},
 	)

@@ -23,6 +23,7 @@ func init() {
 			Requirement: "All sources (IK-CONCURRENT-2): N parallel identical requests with the same key cause exactly one execution; draft §2.3 lets a key expire, and the purge of an expired record racing the new claims must not let two of them through.",
 			Explanation: "A burst of same-key requests released together right after the key expired (riding the slow variant where configured) executes at most once (a fresh execution, or a replay/409 where the record lingers), never twice.",
 			Needs:       []Need{NeedTTL, NeedEffects}},
+			Proof:        ByFresh,
 			PerOperation: true, Skips: expiryWaitTooLong, Run: expiryExpiredKeyBurst},
 		Case{Meta: Meta{ID: "concurrent/in-flight-offsets", Family: "concurrent", Requirements: []string{"IK-CONCURRENT-1", "IK-CONCURRENT-2", "IK-LEASE-3"}, Level: Must,
 			Requirement: "draft §2.6/§2.7: a request with the same key while the original is still being processed gets a conflict (409), and never executes again (IK-CONCURRENT-2) — for the whole of the original's run, not only its first milliseconds (trap C17: a lock that lapses before the request ends).",

@@ -352,6 +352,10 @@ func replayNoCredentials(ctx context.Context, e *Env) Verdict {
 	if v := e.notAReplay(ctx, k, first, replay); v != nil {
 		return *v
 	}
+	if !replay.OK() {
+		// An error is no replay: what a replay would carry is unseen.
+		return e.Inconclusive("the retry was not replayed (replay/same-status judges it): " + replay.String())
+	}
 	set, resent := e.resentCredentials(first, replay, control)
 	if len(set) == 0 {
 		return e.Skip("the original answer sets no credential field of its own (" + strings.Join(credentialFields, ", ") + "): nothing a replay could hand out again")

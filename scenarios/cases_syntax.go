@@ -21,22 +21,27 @@ func init() {
 		Case{Meta: Meta{ID: "syntax/cross-form", Family: "syntax", Requirements: []string{"IK-SYNTAX-2"}, Level: Info,
 			Requirement: "RFC 9651 §2: a non-String item violates the field's constraints and the field is ignored by default; servers differ (quotes stripped, part of the key, rejected). Trap C5: a finding, unless it executes twice.",
 			Explanation: "The same key in the other spelling (quoted vs bare) is recorded as replayed, rejected or a distinct key; a field silently ignored on every retry fails."},
+			Proof:        ByRefusal | ByFresh,
 			PerOperation: true, UsesOracle: true, Unfit: unlessSFKeys, Run: syntaxCrossForm},
 		Case{Meta: Meta{ID: "syntax/malformed-sf-string", Family: "syntax", Requirements: []string{"IK-SYNTAX-3", "IK-SECURITY-1"}, Level: Should,
 			Requirement: "draft §5: always validate the key as per its published specification before processing the request; malformed sf-strings get 4xx, never 5xx.",
 			Explanation: "Unterminated, badly escaped, trailing-garbage and non-ASCII sf-strings are rejected with a 4xx, never a 5xx or an execution."},
+			Proof:        ByRefusal,
 			PerOperation: true, Skips: skipRawKeys, Unfit: unlessSFKeys, Run: syntaxMalformed},
 		Case{Meta: Meta{ID: "syntax/repeated-header", Family: "syntax", Requirements: []string{"IK-SYNTAX-4"}, Level: Should,
 			Requirement: "draft -00..-04: clients MUST NOT include more than one Idempotency-Key field; an Item field given as a list fails parsing (RFC 9651 §4.2). Expected: 400 or deterministic handling, never two executions.",
 			Explanation: "Two key field lines, or two keys in one line, are rejected (or handled deterministically) and never execute on every retry."},
+			Proof:        ByRefusal,
 			PerOperation: true, UsesOracle: true, Unfit: notForKeyField("a field holds one key: there is no second one to send beside it"), Run: syntaxRepeatedHeader},
 		Case{Meta: Meta{ID: "syntax/max-length", Family: "syntax", Requirements: []string{"IK-SYNTAX-5"}, Level: Should,
 			Requirement: "Profile key_max_len (Stripe 255, Adyen 64): a key of exactly the maximum length is accepted and replayed; one character more gets a 4xx, never a 5xx and never truncation onto another key.",
 			Explanation: "The longest allowed key works; a longer one is rejected rather than silently truncated."},
+			Proof:        ByRefusal,
 			PerOperation: true, UsesOracle: true, Skips: skipNoMaxLen, Run: syntaxMaxLength},
 		Case{Meta: Meta{ID: "syntax/empty-key", Family: "syntax", Requirements: []string{"IK-SYNTAX-6", "IK-SECURITY-4"}, Level: Should,
 			Requirement: "draft §5: validate the key against its published format; an empty key (or one below key_min_len) gets 400, and a blank one (\"   \", a valid sf-string) where the profile's blank_key says reject.",
 			Explanation: "Empty and too-short keys (and blank ones, per blank_key) are rejected with a 4xx, never a 5xx or an execution."},
+			Proof:        ByRefusal,
 			PerOperation: true, Run: syntaxEmptyKey},
 	)
 }
@@ -72,16 +77,24 @@ func syntaxCrossForm(ctx context.Context, e *Env) Verdict {
 	}
 	other := e.otherForm(k)
 	lines := []string{other}
+	// The other form is the same request, key field aside (SameAs): a
+	// double counting tokens credits its executions to k.
+	count := func() (int, error) {
+		if e.double.CountsScopes() {
+			return e.Executions(ctx, k)
+		}
+		return e.linesCount(ctx, lines, k, other)
+	}
 	var before int
 	if !hasMarks(e.Op) && e.HasOracle() {
-		n, err := e.linesCount(ctx, lines, k, other)
+		n, err := count()
 		if err != nil {
 			return e.Inconclusive(err.Error())
 		}
 		before = n
 	}
-	a := e.Send(ctx, Req{Label: "other form", KeyLines: lines})
-	b := e.Send(ctx, Req{Label: "other form again", KeyLines: lines})
+	a := e.Send(ctx, Req{Label: "other form", KeyLines: lines, SameAs: k})
+	b := e.Send(ctx, Req{Label: "other form again", KeyLines: lines, SameAs: k})
 	observed := fmt.Sprintf("%s then %s: %s, then %s", e.KeyValue(k), other, a.String(), b.String())
 	if v := e.lostConn(a, b); v != nil {
 		return *v
@@ -105,7 +118,7 @@ func syntaxCrossForm(ctx context.Context, e *Env) Verdict {
 			}
 		}
 	case e.HasOracle():
-		n, err := e.linesCount(ctx, lines, k, other)
+		n, err := count()
 		if err != nil {
 			return e.Inconclusive(err.Error() + ": " + observed)
 		}
@@ -252,10 +265,28 @@ func syntaxMaxLength(ctx context.Context, e *Env) Verdict {
 	if !replayed {
 		return e.inTTL(e.Unmet(fmt.Sprintf("the %d-character key replays", n), retry.String()), first, retry)
 	}
-	over := e.Send(ctx, Req{Label: fmt.Sprintf("that key plus one char (%d chars)", n+1), Key: longest + "x"})
+	// The same request, key aside (SameAs: the marker's token stays the
+	// shorter key's), so that a server truncating the key onto the
+	// shorter one meets the same body and replays, not a changed one.
+	over := e.Send(ctx, Req{Label: fmt.Sprintf("that key plus one char (%d chars)", n+1), Key: longest + "x", SameAs: longest})
 	observed := fmt.Sprintf("%d chars accepted and replayed; %d chars: %s", n, n+1, over.String())
 	if v := e.lostConn(over); v != nil {
 		return *v
+	}
+	if e.unproven(over) {
+		// A mismatch or in-flight answer is about a record: the only one
+		// near is the shorter key's. A fresh key of n+1 characters tells
+		// a refusal of the length (refused alike) from truncation
+		// (executed: its shorter prefix was new).
+		fresh := e.Send(ctx, Req{Label: fmt.Sprintf("a fresh key of %d chars (is the refusal about the length?)", n+1), Key: keyOfLen(n + 1)})
+		observed += fmt.Sprintf("; %s is the profile's %s answer; a fresh key of %d chars: %s", over.StatusText(), e.signal(over), n+1, fresh.String())
+		switch {
+		case fresh.OK():
+			return e.Unmet(fmt.Sprintf("a 4xx for %d characters, never truncation onto another key", n+1), "truncated onto the shorter key (it met that key's record, while a fresh key of the same length executed): "+observed)
+		case !fresh.SameStatus(over):
+			return e.Inconclusive("cannot tell a refusal of the length from truncation onto the shorter key's record: " + observed)
+		}
+		return e.Pass(observed)
 	}
 	// One execution under both spellings: the longer key executed nothing,
 	// so its 2xx came from the shorter key's record.

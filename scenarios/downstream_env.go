@@ -21,6 +21,8 @@ func (e *Env) markForDouble(op *apispec.Operation, r Req, x *wire.Exchange) {
 	}
 	var scope string
 	switch {
+	case r.KeyLines != nil && r.SameAs != "":
+		scope = r.SameAs // the same request as SameAs's, key field aside
 	case r.KeyLines != nil:
 		if !d.CountsScopes() {
 			return

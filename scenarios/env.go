@@ -73,6 +73,10 @@ type Env struct {
 	// unseen, when set, names an error answer whose execution the
 	// evidence (created ids alone) cannot see: the case cannot pass.
 	unseen string
+	// keyed counts the keyed answers the case got, signals those that
+	// were a profile signal its Proof does not take (provenVerdict).
+	keyed   int
+	signals []string
 
 	// setups are the values each key's setup request answered
 	// (bindSetup), made once per key and principal.
@@ -129,8 +133,9 @@ type Req struct {
 	// Key is the idempotency key, written in the target's syntax.
 	Key string
 	// SameAs, when set, is the key of an earlier request this one means
-	// to repeat under another spelling of its key (scope/case-sensitive):
-	// the downstream double's token is SameAs's, so that the marker never
+	// to repeat under another spelling of its key or key field
+	// (scope/case-sensitive, syntax/max-length, syntax/cross-form): the
+	// downstream double's token is SameAs's, so that the marker never
 	// makes the two requests' bytes differ.
 	SameAs string
 	// NoKey sends no key header at all.
@@ -249,6 +254,7 @@ func (e *Env) Send(ctx context.Context, r Req) wire.Resp {
 	}
 	resp.Work = e.workOf(op, body)
 	e.proveBy(r, resp)
+	e.noteAnswer(r, resp)
 	return resp
 }
 

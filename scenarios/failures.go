@@ -52,7 +52,9 @@ func (e *Env) failureRetryable(ctx context.Context, name string) Verdict {
 		switch {
 		case r.NotReached() && late:
 			return *e.lostConn(r)
-		case r.NotReached(), r.StatusIn(e.Profile.InFlightStatus):
+		case r.NotReached(), r.StatusIn(e.Profile.InFlightStatus), e.unproven(r):
+			// The mismatch answer to the unchanged retry refuses it as
+			// surely as the in-flight one: the retry did not proceed.
 			if late {
 				expected := fmt.Sprintf("a retry proceeds once lease %s + grace %s have passed", lease, e.Profile.Grace)
 				if e.Profile.FailedKey == apispec.FailedKeyLocked {

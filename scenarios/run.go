@@ -430,7 +430,7 @@ func attempt(parent context.Context, s *session, in instance, oracleProblems map
 			a.exchanges = e.Exchanges()
 		}
 	}()
-	v := e.unseenVerdict(in.c.Run(ctx, e))
+	v := e.provenVerdict(ctx, e.unseenVerdict(in.c.Run(ctx, e)))
 	e.drain(ctx)
 	if err := e.keyError(); err != nil {
 		// A case that could not get its keys judged nothing about them.
