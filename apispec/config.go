@@ -308,6 +308,10 @@ func applyOverrides(p *Profile, n *yaml.Node) error {
 	if err := n.Decode(p); err != nil {
 		return fmt.Errorf("profile.overrides: %v", yamlError(err))
 	}
+	p.overridden = map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		p.overridden[n.Content[i].Value] = true
+	}
 	return nil
 }
 

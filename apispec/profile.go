@@ -229,7 +229,16 @@ type Profile struct {
 	// it where freshness is asserted (trap C9: expiry is a floor).
 	Margin time.Duration `yaml:"margin" json:"margin"`
 	Grace  time.Duration `yaml:"grace" json:"grace"`
+
+	// overridden are the fields the config's profile.overrides set, by
+	// yaml name (Overridden).
+	overridden map[string]bool
 }
+
+// Overridden reports whether the config's profile.overrides set field
+// (its yaml name): a value the run may not replace with what it learns
+// (a gRPC key field's annotations).
+func (p *Profile) Overridden(field string) bool { return p.overridden[field] }
 
 // DefaultProfile is the preset used when none is named.
 const DefaultProfile = "ietf"

@@ -293,14 +293,14 @@ func (d *description) selectMethods(rpcs []string) (*selection, error) {
 
 // rules is what the key field's annotations say, where every selected
 // method's request says it.
-func (s *selection) rules() keyRules {
+func (s *selection) rules() wire.KeyRules {
 	if len(s.methods) == 0 {
-		return keyRules{}
+		return wire.KeyRules{}
 	}
-	all := keyRules{uuid: true, required: true}
+	all := wire.KeyRules{UUID: true, Required: true}
 	for _, m := range s.methods {
-		r := keyFieldRules(m.md.Input(), s.key)
-		all.uuid, all.required = all.uuid && r.uuid, all.required && r.required
+		r := wire.KeyFieldRules(m.md.Input(), s.key.field, s.key.firstSent)
+		all.UUID, all.Required = all.UUID && r.UUID, all.Required && r.Required
 	}
 	return all
 }

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/idemcheck/idemcheck/apispec"
+	"github.com/idemcheck/idemcheck/wire"
 )
 
 // write is the config of the selected methods.
@@ -306,7 +307,7 @@ func responseID(msg protoreflect.MessageDescriptor) (ptr, why string) {
 // grpcProfile is the preset of the key's document with what the key
 // field's annotations say (rules) as overrides, and the overrides a gRPC
 // API documents, commented: no gRPC document names their codes.
-func grpcProfile(k keyKind, rules keyRules) *yaml.Node {
+func grpcProfile(k keyKind, rules wire.KeyRules) *yaml.Node {
 	prof := newMapping()
 	why := map[string]string{
 		"aip-155":       "AIP-155: a string request_id",
@@ -315,10 +316,10 @@ func grpcProfile(k keyKind, rules keyRules) *yaml.Node {
 	}[k.preset()]
 	pk := prof.set("preset", from(str(k.preset()), why))
 	ov := newMapping()
-	if rules.uuid {
+	if rules.UUID {
 		ov.set("key_format", from(str("uuid"), "the key field's google.api.field_info.format = UUID4: every case sends a UUID"))
 	}
-	if rules.required {
+	if rules.Required {
 		ov.set("key_required", from(value(true), "the key field's google.api.field_behavior = REQUIRED"))
 	}
 	prose := []string{
@@ -332,8 +333,8 @@ func grpcProfile(k keyKind, rules keyRules) *yaml.Node {
 		"in_flight_status: ABORTED           # TODO: a duplicate while the first call runs (the preset takes ABORTED or ALREADY_EXISTS)",
 		"missing_status: INVALID_ARGUMENT    # TODO: no key, where the API requires one (with key_required: true)",
 	}
-	written := map[string]bool{"mismatch_status": true, "stale_replay_on_mismatch": true, "in_flight_status": true, "missing_status": true, "key_format": rules.uuid, "key_required": true}
-	if !rules.required {
+	written := map[string]bool{"mismatch_status": true, "stale_replay_on_mismatch": true, "in_flight_status": true, "missing_status": true, "key_format": rules.UUID, "key_required": true}
+	if !rules.Required {
 		list = append(list, "key_required: true                  # TODO: if a call without a key is refused")
 	}
 	list = append(list, openLines(k.preset(), true, func(f string) bool { return written[f] })...)

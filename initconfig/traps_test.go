@@ -193,6 +193,16 @@ func openFieldsWritten(t *testing.T, p *apispec.Profile, text string) {
 	}
 }
 
+// The google.api annotations' numbers (google/api/field_behavior.proto,
+// field_info.proto), as annotatedService writes them.
+const (
+	fieldBehaviorExt = 1052      // FieldOptions: repeated google.api.FieldBehavior
+	fieldInfoExt     = 291403980 // FieldOptions: google.api.FieldInfo
+	behaviorRequired = 2         // FieldBehavior.REQUIRED
+	fieldInfoFormat  = 1         // FieldInfo.format
+	formatUUID4      = 1         // FieldInfo.Format.UUID4
+)
+
 // annotatedService is a gRPC service written here whose request_id
 // carries google.api.field_info.format = UUID4 and field_behavior =
 // REQUIRED (as their extension bytes, which a reader that does not know

@@ -111,9 +111,10 @@ func Run(ctx context.Context, t *apispec.Target, p *apispec.Profile, o RunOption
 	if err != nil {
 		return nil, err
 	}
-	if t.TTLFrom != nil {
-		// The TTL the API advertises is known only now: the cases that
-		// need one are planned again with it.
+	p, keyNotes := keyFieldProfile(ctx, t, p, carrier)
+	if t.TTLFrom != nil || keyNotes != nil {
+		// The TTL the API advertises, and the key field's annotations,
+		// are known only now: the cases are planned again with them.
 		if ins, err = plan(t, p, o); err != nil {
 			return nil, err
 		}
@@ -157,7 +158,7 @@ func Run(ctx context.Context, t *apispec.Target, p *apispec.Profile, o RunOption
 	if ev != nil && !ev.PerKey() { // known once calibrated: a downstream double may have turned global
 		parallel = 1
 	}
-	notes = append(notes, runNotes(t, rep, ins)...)
+	notes = append(append(keyNotes, notes...), runNotes(t, rep, ins)...)
 	if t.KeySeed != "" && t.KeySource == nil {
 		// Printed so that a run can be repeated with the same keys.
 		notes = append([]string{fmt.Sprintf("keys are business-id hashes SHA-256(%s:n) (--key-seed %s repeats them)", t.KeySeed, t.KeySeed)}, notes...)

@@ -1,12 +1,17 @@
-package initconfig
+package wire
 
 import (
+	"context"
+
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/idemcheck/idemcheck/apispec"
 )
 
-// The google.api field annotations init reads from the key field, by their
+// The google.api field annotations read from a gRPC key field (init writes
+// them into the config; a run reads them where the config is silent), by their
 // extension numbers on google.protobuf.FieldOptions (google/api/
 // field_behavior.proto, field_info.proto): read from the options' wire
 // form, so that they count whether or not the descriptors' reader knew
@@ -19,35 +24,55 @@ const (
 	formatUUID4      = 1         // FieldInfo.Format.UUID4
 )
 
-// keyRules is what the key field's annotations say of the key.
-type keyRules struct {
-	uuid     bool // google.api.field_info.format = UUID4
-	required bool // google.api.field_behavior = REQUIRED
+// KeyRuler is a carrier that can read what op's key field's annotations
+// say of the key (gRPC: google.api.field_info and field_behavior, from
+// server reflection or the protoset).
+type KeyRuler interface {
+	KeyRules(ctx context.Context, op *apispec.Operation) (KeyRules, error)
 }
 
-// keyFieldRules reads the annotations of the key field of msg (for
-// AEP-155's {key, first_sent}, of the field and of its key).
-func keyFieldRules(msg protoreflect.MessageDescriptor, k keyKind) keyRules {
-	var r keyRules
-	if k.field == "" {
+// KeyRules implements KeyRuler: none for a metadata key.
+func (g *GRPC) KeyRules(ctx context.Context, op *apispec.Operation) (KeyRules, error) {
+	k := g.t.Key
+	if k == nil || k.Field == "" {
+		return KeyRules{}, nil
+	}
+	md, err := g.Method(ctx, op.Path)
+	if err != nil {
+		return KeyRules{}, err
+	}
+	return KeyFieldRules(md.Input(), k.Field, k.FirstSent), nil
+}
+
+// KeyRules is what a key field's annotations say of the key.
+type KeyRules struct {
+	UUID     bool // google.api.field_info.format = UUID4
+	Required bool // google.api.field_behavior = REQUIRED
+}
+
+// KeyFieldRules reads the annotations of the key field named field of msg
+// (for AEP-155's {key, first_sent}, of the field and of its key).
+func KeyFieldRules(msg protoreflect.MessageDescriptor, field string, firstSent bool) KeyRules {
+	var r KeyRules
+	if field == "" {
 		return r
 	}
-	f := msg.Fields().ByName(protoreflect.Name(k.field))
+	f := msg.Fields().ByName(protoreflect.Name(field))
 	if f == nil {
 		return r
 	}
 	r = fieldRules(f)
-	if k.firstSent && f.Message() != nil {
+	if firstSent && f.Message() != nil {
 		if inner := f.Message().Fields().ByName("key"); inner != nil {
 			ir := fieldRules(inner)
-			r.uuid, r.required = r.uuid || ir.uuid, r.required || ir.required
+			r.UUID, r.Required = r.UUID || ir.UUID, r.Required || ir.Required
 		}
 	}
 	return r
 }
 
-func fieldRules(f protoreflect.FieldDescriptor) keyRules {
-	var r keyRules
+func fieldRules(f protoreflect.FieldDescriptor) KeyRules {
+	var r KeyRules
 	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(f.Options())
 	if err != nil {
 		return r
@@ -61,7 +86,7 @@ func fieldRules(f protoreflect.FieldDescriptor) keyRules {
 		switch {
 		case num == fieldBehaviorExt && typ == protowire.VarintType:
 			v, m := protowire.ConsumeVarint(b)
-			r.required = r.required || v == behaviorRequired
+			r.Required = r.Required || v == behaviorRequired
 			n = m
 		case num == fieldBehaviorExt && typ == protowire.BytesType: // packed
 			packed, m := protowire.ConsumeBytes(b)
@@ -70,13 +95,13 @@ func fieldRules(f protoreflect.FieldDescriptor) keyRules {
 				if k < 0 {
 					break
 				}
-				r.required = r.required || v == behaviorRequired
+				r.Required = r.Required || v == behaviorRequired
 				packed = packed[k:]
 			}
 			n = m
 		case num == fieldInfoExt && typ == protowire.BytesType:
 			info, m := protowire.ConsumeBytes(b)
-			r.uuid = r.uuid || infoUUID(info)
+			r.UUID = r.UUID || infoUUID(info)
 			n = m
 		default:
 			n = protowire.ConsumeFieldValue(num, typ, b)
