@@ -25,7 +25,7 @@ func init() {
 			Requirement: "All sources (IK-CONCURRENT-2): parallel identical requests with the same key cause at most one execution — also at the instant the key expires (granit VULN-301: the claim fails on the expired record, the re-read misses it, and both retries run).",
 			Explanation: "Keys stored together, then a same-key burst for each at its own point from TTL − margin (counted from the request) to TTL + grace (counted from the answer): each burst executes at most once, a replay before the edge, one fresh execution after it.",
 			Needs:       []Need{NeedTTL, NeedEffects}},
-			Proof:        ByFresh,
+			Proof:        ByFresh | ByInFlight,
 			PerOperation: true, Skips: expiryWaitTooLong, MinTTL: ttlPastMargin,
 			Unfit: notForFirstSent("a key past its retention is refused by its first_sent: past the edge nothing can execute, so there is no edge to race"), Run: expiryEdgeBurst},
 	)
@@ -91,18 +91,25 @@ func expiryEdgeBurst(ctx context.Context, e *Env) Verdict {
 	}
 	var notes []string
 	var before, after bool // a burst sent before the edge, one after it
+	signalled := 0         // points whose every answer was a signal the case does not take
 	for i, p := range points {
 		if len(p.rs) == 0 {
 			return e.Inconclusive(fmt.Sprintf("point %d sent no burst", i+1))
 		}
 		sent := earliest(p.rs).Start
-		before = before || sent.Before(p.first.Start.Add(ttl))
-		after = after || sent.After(p.first.End.Add(ttl))
 		all, how, _, err := e.Effects(ctx, p.key, append([]wire.Resp{p.first}, p.rs...)...)
 		if err != nil {
 			return e.Inconclusive(err.Error())
 		}
 		n := all - p.before
+		if n == 0 && e.allUnproven(p.rs) {
+			// The mismatch answer to the same request is about no claim:
+			// this point raced nothing, on either side of the edge.
+			signalled++
+		} else {
+			before = before || sent.Before(p.first.Start.Add(ttl))
+			after = after || sent.After(p.first.End.Add(ttl))
+		}
 		fresh := 0
 		for _, id := range e.DistinctIDs(p.rs...) {
 			if id != e.CreatedID(p.first) {
@@ -124,7 +131,10 @@ func expiryEdgeBurst(ctx context.Context, e *Env) Verdict {
 		}
 	}
 	observed := strings.Join(notes, "; ")
-	if !before || !after {
+	switch {
+	case (!before || !after) && signalled > 0:
+		return e.Inconclusive(fmt.Sprintf("%d of %d points got only the profile's mismatch or in-flight answer and executed nothing, so the sweep raced no claim on one side of the TTL edge: %s", signalled, len(points), observed))
+	case !before || !after:
 		return e.Missed("the sweep did not straddle the TTL edge (a stall moved its bursts): " + observed)
 	}
 	return e.Pass(observed)

@@ -296,8 +296,10 @@ func securityConflictNoLeak(ctx context.Context, e *Env) Verdict {
 	if v := e.lostConn(r, control); v != nil {
 		return *v
 	}
-	if !r.Is4xx() {
-		return e.Inconclusive(fmt.Sprintf("the changed request (%s) was not refused with a 4xx: no idempotency error to read (mismatch/changed-body judges the answer): %s", pr.name, r.String()))
+	if !r.Is4xx() || e.unproven(r) {
+		// The in-flight answer after the original completed is no
+		// mismatch error either.
+		return e.Inconclusive(fmt.Sprintf("the changed request (%s) was not refused with a mismatch error: no idempotency error to read (mismatch/changed-body judges the answer): %s", pr.name, r.String()))
 	}
 	leaked := newLeakProbe(first, control, stored, sent, e.Target.BaseURL+e.Op.Path, k).found(r.Body)
 	observed := fmt.Sprintf("%s, %d bytes", r.StatusText(), len(r.Body))

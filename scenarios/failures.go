@@ -63,7 +63,11 @@ func (e *Env) failureRetryable(ctx context.Context, name string) Verdict {
 				if lease <= 0 {
 					expected = fmt.Sprintf("a retry proceeds within grace %s + %s of the failure (no lease declared: declare one to judge this at MUST)", e.Profile.Grace, wedgeWait)
 				}
-				return e.unmetAt(level, expected, observed+": the key is still in flight")
+				still := ": the key is still in flight"
+				if e.unproven(r) && !r.StatusIn(e.Profile.InFlightStatus) {
+					still = ": the key still refuses the unchanged retry (" + e.signal(r) + " answer)"
+				}
+				return e.unmetAt(level, expected, observed+still)
 			}
 		default:
 			return e.Pass(observed)

@@ -86,6 +86,18 @@ func (e *Env) unproven(r wire.Resp) bool {
 	return (m || f) && !(m && e.Case.Proof&ByMismatch != 0) && !(f && e.Case.Proof&ByInFlight != 0)
 }
 
+// allUnproven reports that every answer of rs is a signal the case's
+// Proof does not take (false for none): a burst so answered raced no
+// claim.
+func (e *Env) allUnproven(rs []wire.Resp) bool {
+	for _, r := range rs {
+		if !e.unproven(r) {
+			return false
+		}
+	}
+	return len(rs) > 0
+}
+
 // noteAnswer keeps what the proof rule needs of resp, the answer to r: a
 // keyed answer, and the signal it is.
 func (e *Env) noteAnswer(r Req, resp wire.Resp) {
