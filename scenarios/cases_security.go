@@ -46,7 +46,7 @@ func init() {
 		Case{Meta: Meta{ID: "security/conflict-no-leak", Family: "security", Requirements: []string{"IK-SECURITY-6"}, Level: Should,
 			Requirement: "draft §5 (data leaks) and AdCP's conflict_no_payload_leak: an idempotency error reveals nothing of the stored request or response: none of its ids or distinctive values, no fingerprint, no field diff.",
 			Explanation: "A changed payload under a used key is refused with a body that carries no id or per-execution value of the stored answer, no value of the stored request the new one lacks, and no SHA-256 of either (hex, its 16-character prefix, base64)."},
-			Proof:        ByMismatch,
+			Proof:        ByRefusal | ByMismatch | ByInFlight,
 			PerOperation: true, Skips: skipsAll(skipNoMutations, skipStaleReplay), Run: securityConflictNoLeak},
 	)
 }
@@ -296,10 +296,8 @@ func securityConflictNoLeak(ctx context.Context, e *Env) Verdict {
 	if v := e.lostConn(r, control); v != nil {
 		return *v
 	}
-	if !r.Is4xx() || e.unproven(r) {
-		// The in-flight answer after the original completed is no
-		// mismatch error either.
-		return e.Inconclusive(fmt.Sprintf("the changed request (%s) was not refused with a mismatch error: no idempotency error to read (mismatch/changed-body judges the answer): %s", pr.name, r.String()))
+	if !r.Is4xx() {
+		return e.Inconclusive(fmt.Sprintf("the changed request (%s) was not refused with a 4xx: no idempotency error to read (mismatch/changed-body judges the answer): %s", pr.name, r.String()))
 	}
 	leaked := newLeakProbe(first, control, stored, sent, e.Target.BaseURL+e.Op.Path, k).found(r.Body)
 	observed := fmt.Sprintf("%s, %d bytes", r.StatusText(), len(r.Body))

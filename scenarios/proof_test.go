@@ -115,7 +115,7 @@ func TestNoPassOnSignal(t *testing.T) {
 		{rule: "the mismatch signal to the unchanged retry after a crash does not proceed", profile: "ietf", mode: "per-key", signal: "mismatch",
 			run: []string{"crash/handler-crash@charges"}, want: []scenarios.Status{scenarios.Warn, scenarios.Fail}},
 		{rule: "the in-flight signal to a changed request after the original completed is no mismatch error", profile: "ietf", mode: "per-key", signal: "in-flight",
-			run: []string{"mismatch/repeat-fails-again@charges", "mismatch/problem-link@charges", "security/conflict-no-leak@charges"}, want: []scenarios.Status{scenarios.Inconclusive}},
+			run: []string{"mismatch/repeat-fails-again@charges", "mismatch/problem-link@charges"}, want: []scenarios.Status{scenarios.Inconclusive}},
 		{rule: "a same-key burst answered only with the mismatch signal raced no claim: no fresh execution shown", profile: "ietf", mode: "per-key", signal: "mismatch",
 			run: []string{"expiry/expired-key-burst@charges", "expiry/edge-burst@charges"}, want: []scenarios.Status{scenarios.Inconclusive}},
 		{rule: "a key one character too long that meets the shorter key's record is truncated, not refused", profile: "reference", mode: "truncate", signal: "mismatch",
