@@ -102,9 +102,10 @@ func expiryEdgeBurst(ctx context.Context, e *Env) Verdict {
 			return e.Inconclusive(err.Error())
 		}
 		n := all - p.before
-		if n == 0 && e.allUnproven(p.rs) {
-			// The mismatch answer to the same request is about no claim:
-			// this point raced nothing, on either side of the edge.
+		if n == 0 && e.allSignals(p.rs) {
+			// A mismatch or in-flight answer to every request, and no
+			// execution: this point raced nothing, on either side of the
+			// edge.
 			signalled++
 		} else {
 			before = before || sent.Before(p.first.Start.Add(ttl))

@@ -100,9 +100,9 @@ func expiryExpiredKeyBurst(ctx context.Context, e *Env) Verdict {
 		return v
 	case errs == len(rs):
 		return e.Inconclusive("no request of the burst got an answer: " + observed)
-	case n == 0 && e.allUnproven(rs):
-		// The mismatch answer to the same request is about no claim: the
-		// expired record was never raced.
+	case n == 0 && e.allSignals(rs):
+		// A mismatch or in-flight answer to every request, and no
+		// execution: the expired record was never raced.
 		return e.Inconclusive(fmt.Sprintf("every request of the burst got the profile's %s answer and none executed: no claim of the expired key was raced: %s", e.signal(rs[0]), observed))
 	case fives > 0:
 		return e.shouldAside("a fresh execution, a replay or an idempotency error for each request, never a 5xx", observed, "concurrent/in-flight-conflict")

@@ -86,12 +86,12 @@ func (e *Env) unproven(r wire.Resp) bool {
 	return (m || f) && !(m && e.Case.Proof&ByMismatch != 0) && !(f && e.Case.Proof&ByInFlight != 0)
 }
 
-// allUnproven reports that every answer of rs is a signal the case's
-// Proof does not take (false for none): a burst so answered raced no
-// claim.
-func (e *Env) allUnproven(rs []wire.Resp) bool {
+// allSignals reports that every answer of rs is the profile's mismatch
+// or in-flight signal (false for none): a same-key burst so answered
+// that executed nothing raced no claim, whatever the case's Proof.
+func (e *Env) allSignals(rs []wire.Resp) bool {
 	for _, r := range rs {
-		if !e.unproven(r) {
+		if e.signal(r) == "" {
 			return false
 		}
 	}

@@ -118,6 +118,8 @@ func TestNoPassOnSignal(t *testing.T) {
 			run: []string{"mismatch/repeat-fails-again@charges", "mismatch/problem-link@charges"}, want: []scenarios.Status{scenarios.Inconclusive}},
 		{rule: "a same-key burst answered only with the mismatch signal raced no claim: no fresh execution shown", profile: "ietf", mode: "per-key", signal: "mismatch",
 			run: []string{"expiry/expired-key-burst@charges", "expiry/edge-burst@charges"}, want: []scenarios.Status{scenarios.Inconclusive}},
+		{rule: "a same-key burst answered only with the in-flight signal raced no claim either", profile: "ietf", mode: "per-key", signal: "in-flight",
+			run: []string{"expiry/expired-key-burst@charges", "expiry/edge-burst@charges"}, want: []scenarios.Status{scenarios.Inconclusive}},
 		{rule: "a key one character too long that meets the shorter key's record is truncated, not refused", profile: "reference", mode: "truncate", signal: "mismatch",
 			run: []string{"syntax/max-length@charges"}, want: []scenarios.Status{scenarios.Warn}},
 		{rule: "a correct server refusing invalid keys with the status the profile also names for a mismatch passes", profile: "ietf", mode: "", signal: "mismatch",
