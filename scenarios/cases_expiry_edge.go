@@ -102,7 +102,7 @@ func expiryEdgeBurst(ctx context.Context, e *Env) Verdict {
 			return e.Inconclusive(err.Error())
 		}
 		n := all - p.before
-		if n == 0 && e.allSignals(p.rs) {
+		if e.noClaimRaced(n, p.rs) {
 			// A mismatch or in-flight answer to every request, and no
 			// execution: this point raced nothing, on either side of the
 			// edge.

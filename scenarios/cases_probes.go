@@ -100,7 +100,7 @@ func expiryExpiredKeyBurst(ctx context.Context, e *Env) Verdict {
 		return v
 	case errs == len(rs):
 		return e.Inconclusive("no request of the burst got an answer: " + observed)
-	case n == 0 && e.allSignals(rs):
+	case e.noClaimRaced(n, rs):
 		// A mismatch or in-flight answer to every request, and no
 		// execution: the expired record was never raced.
 		return e.Inconclusive(fmt.Sprintf("every request of the burst got the profile's %s answer and none executed: no claim of the expired key was raced: %s", e.signal(rs[0]), observed))

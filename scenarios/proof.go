@@ -3,8 +3,10 @@ package scenarios
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 
+	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/wire"
 )
 
@@ -86,16 +88,33 @@ func (e *Env) unproven(r wire.Resp) bool {
 	return (m || f) && !(m && e.Case.Proof&ByMismatch != 0) && !(f && e.Case.Proof&ByInFlight != 0)
 }
 
-// allSignals reports that every answer of rs is the profile's mismatch
-// or in-flight signal (false for none): a same-key burst so answered
-// that executed nothing raced no claim, whatever the case's Proof.
-func (e *Env) allSignals(rs []wire.Resp) bool {
+// noClaimRaced reports that a same-key burst rs, which executed n times
+// after its key's record, raced no claim: it executed nothing and every
+// answer was the profile's mismatch or in-flight signal, where the
+// profile says an expired key executes afresh. Under expiry unknown a
+// plain refusal (400, INVALID_ARGUMENT, the missing status: AEP-155
+// refuses an expired key) or a 409 (expired-409's "result expired") may
+// be the expired key's legal answer, so only another signal counts;
+// under expired-409 none does.
+func (e *Env) noClaimRaced(n int, rs []wire.Resp) bool {
+	if n != 0 || len(rs) == 0 {
+		return false
+	}
+	legal := false // an answer that may be an expired key's own
 	for _, r := range rs {
 		if e.signal(r) == "" {
 			return false
 		}
+		_, inFlight := e.signalOf(r)
+		legal = legal || inFlight || r.Status == http.StatusBadRequest || r.Status == http.StatusConflict || r.StatusIn(e.Profile.MissingStatus)
 	}
-	return len(rs) > 0
+	switch e.Profile.Expiry {
+	case apispec.ExpiryFresh:
+		return true
+	case apispec.ExpiryUnknown:
+		return !legal
+	}
+	return false
 }
 
 // noteAnswer keeps what the proof rule needs of resp, the answer to r: a
