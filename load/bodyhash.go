@@ -46,6 +46,7 @@ type replaySums struct {
 	compare   string // the profile's replay_compare ("": bytes)
 	idPointer string
 	facts     *bodyFacts // what the bodies seen showed, by their bytes' sum
+	headers   sync.Pool  // http.Header maps past smallHeader (withSums)
 }
 
 // needsBody reports whether the sums of a body need the body itself, not
@@ -55,22 +56,64 @@ func (s *replaySums) needsBody(created bool) bool {
 	return s.compare == apispec.CompareJSON || (created && s.idPointer != "")
 }
 
-// set sets h's sums for the body whose bytes sum is k; body is the whole
-// body when it was kept (needsBody, within maxFormBody), else nil.
-func (s *replaySums) set(h http.Header, k sumKey, body []byte, created bool) {
+// set is h with the sums of the body whose bytes sum is k; body is the
+// whole body when it was kept (needsBody, within maxFormBody), else nil.
+func (s *replaySums) set(h http.Header, k sumKey, body []byte, created bool) http.Header {
 	f := s.facts.of(k, body, s.compare, s.idPointer)
-	h[bodySumHeader] = f.form
+	form := f.form
 	if s.compare == apispec.CompareStatus {
-		h[bodySumHeader] = statusOnlyValue // the status alone is compared
+		form = statusOnlyValue // the status alone is compared
 	}
-	if f.id != nil && created {
-		h[createdIDHeader] = f.id
+	id := f.id
+	if !created {
+		id = nil
+	}
+	return s.withSums(h, form, id)
+}
+
+// smallHeader is how many entries a Go map holds before its first
+// growth (one swiss-table group): a server's header of 8 fields (the
+// reference's replay) would grow into a table, about 700 bytes, for the
+// sums alone.
+const smallHeader = 8
+
+// withSums is h with the sums set: h itself when they fit without
+// growing it, else a copy in a recycled map (sink.recycle returns it
+// once its result is read), so a hit allocates no header table.
+func (s *replaySums) withSums(h http.Header, form, id []string) http.Header {
+	n := 1
+	if id != nil {
+		n++
+	}
+	if len(h)+n > smallHeader {
+		big, _ := s.headers.Get().(http.Header)
+		if big == nil {
+			big = make(http.Header, 2*smallHeader)
+		}
+		for k, v := range h {
+			big[k] = v
+		}
+		h = big
+	}
+	h[bodySumHeader] = form
+	if id != nil {
+		h[createdIDHeader] = id
+	}
+	return h
+}
+
+// recycle takes back a result's header once nothing reads it any more
+// (the sink, after the collector, the results file and the plot).
+func (s *replaySums) recycle(h http.Header) {
+	if len(h) > smallHeader {
+		clear(h)
+		s.headers.Put(h)
 	}
 }
 
-// wholeBody sets h's sums for an answer read whole (a carrier's Do),
-// replacing any the server sent.
-func (s *replaySums) wholeBody(h http.Header, status int, body []byte) {
+// wholeBody is h with the sums of an answer read whole (a carrier's
+// Do), replacing any the server sent.
+func (s *replaySums) wholeBody(h http.Header, status int, body []byte) http.Header {
 	delete(h, bodySumHeader)
 	delete(h, createdIDHeader)
 	created := status >= 200 && status < 300
@@ -78,7 +121,7 @@ func (s *replaySums) wholeBody(h http.Header, status int, body []byte) {
 	if !s.needsBody(created) || len(body) > maxFormBody {
 		body = nil // compared as bytes, as sumTransport does
 	}
-	s.set(h, k, body, created)
+	return s.set(h, k, body, created)
 }
 
 // sumTransport sets bodySumHeader (and createdIDHeader) on every
@@ -157,7 +200,8 @@ func (t sumTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// A server's own values must not count.
 	delete(resp.Header, bodySumHeader)
 	delete(resp.Header, createdIDHeader)
-	b := &summingBody{ReadCloser: resp.Body, h: hashes.Get().(hash.Hash), header: resp.Header, sums: t.sums,
+	b := bodies.Get().(*summingBody)
+	*b = summingBody{ReadCloser: resp.Body, h: hashes.Get().(hash.Hash), resp: resp, sums: t.sums,
 		created: resp.StatusCode >= 200 && resp.StatusCode < 300}
 	if t.sums.needsBody(b.created) {
 		b.buf = bufs.Get().(*bytes.Buffer)
@@ -175,10 +219,12 @@ func (t sumTransport) CloseIdleConnections() {
 }
 
 // hashes recycles the digests of bodies read to their end; bufs the
-// bodies buffered for their form or id.
+// bodies buffered for their form or id; bodies the readers themselves,
+// returned on Close (a hit allocates none of them).
 var (
 	hashes = sync.Pool{New: func() any { return sha256.New() }}
 	bufs   = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+	bodies = sync.Pool{New: func() any { return new(summingBody) }}
 )
 
 type summingBody struct {
@@ -188,8 +234,21 @@ type summingBody struct {
 	sums    *replaySums
 	created bool // a 2xx: its id counts
 	n       int64
-	header  http.Header
+	resp    *http.Response // whose Header gets the sums
 	key     sumKey
+}
+
+// Close closes the body and recycles the reader: nothing reads a body
+// after closing it (vegeta, the run's own requests).
+func (b *summingBody) Close() error {
+	err := b.ReadCloser.Close()
+	if b.h != nil { // closed before its end: no sums
+		hashes.Put(b.h)
+	}
+	b.release()
+	*b = summingBody{}
+	bodies.Put(b)
+	return err
 }
 
 func (b *summingBody) Read(p []byte) (int, error) {
@@ -225,7 +284,7 @@ func (b *summingBody) finish() {
 	if b.buf != nil {
 		body = b.buf.Bytes() // the body fitted: its form (json) and id
 	}
-	b.sums.set(b.header, b.key, body, b.created)
+	b.resp.Header = b.sums.set(b.resp.Header, b.key, body, b.created)
 	b.release()
 }
 

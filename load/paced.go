@@ -214,7 +214,7 @@ func (a *pacedAttacker) hit(tr vegeta.Targeter, name string, due time.Time, seq 
 		resp.Header = http.Header{}
 	}
 	if a.sums != nil {
-		a.sums.wholeBody(resp.Header, resp.Status, resp.Body)
+		resp.Header = a.sums.wholeBody(resp.Header, resp.Status, resp.Body)
 	}
 	// BytesIn/Out are the protojson's: the binary message's size on the
 	// wire is not seen through the carrier.

@@ -18,21 +18,26 @@ import (
 // TestReplayOneByteDiffers: the replay check compares body sums, and
 // vegeta keeps only a short prefix of each body; a replay that differs
 // from its original in a single byte, wherever it is, is still a
-// replay-differs, live and when `load report` re-checks the results file.
+// replay-differs, live and when `load report` re-checks the results file;
+// also when answers carry more header fields than the sums fit beside
+// without growing the map (withSums copies them into a recycled one).
 func TestReplayOneByteDiffers(t *testing.T) {
 	const size = 4096
 	cases := []struct {
-		name string
-		at   int // offset of the byte replays change; -1: faithful replays
+		name   string
+		at     int // offset of the byte replays change; -1: faithful replays
+		fields int // extra header fields on every answer
 	}{
-		{"faithful replays are clean", -1},
-		{"first byte: inside the quoted evidence", 0},
-		{"middle byte: past the prefix vegeta keeps", size / 2},
-		{"last byte", size - 1},
+		{"faithful replays are clean", -1, 0},
+		{"first byte: inside the quoted evidence", 0, 0},
+		{"middle byte: past the prefix vegeta keeps", size / 2, 0},
+		{"last byte", size - 1, 0},
+		{"faithful replays, many header fields", -1, 12},
+		{"middle byte, many header fields", size / 2, 12},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			tg := oneByteServer(t, size, tc.at)
+			tg := oneByteServer(t, size, tc.at, tc.fields)
 			file := filepath.Join(t.TempDir(), "results.gob")
 			for _, withFile := range []bool{false, true} {
 				opts := []load.Option{load.WithMode(load.ModeHit), load.WithPool(4),
@@ -77,8 +82,9 @@ func checkOneByte(t *testing.T, how string, rep *load.Summary, at int) {
 
 // oneByteServer answers the first request of each key with size bytes
 // and every later one with the same bytes but the one at offset at
-// changed (at < 0: none); keyless requests (the preflight) get 200.
-func oneByteServer(t *testing.T, size, at int) *apispec.Target {
+// changed (at < 0: none), each with fields extra header fields; keyless
+// requests (the preflight) get 200.
+func oneByteServer(t *testing.T, size, at, fields int) *apispec.Target {
 	body := bytes.Repeat([]byte("a"), size)
 	changed := bytes.Clone(body)
 	if at >= 0 {
@@ -95,6 +101,9 @@ func oneByteServer(t *testing.T, size, at int) *apispec.Target {
 		replay := seen[key]
 		seen[key] = true
 		mu.Unlock()
+		for i := range fields {
+			w.Header().Set(fmt.Sprintf("X-Field-%d", i), "v")
+		}
 		w.WriteHeader(http.StatusCreated)
 		if replay {
 			_, _ = w.Write(changed)

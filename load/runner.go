@@ -350,6 +350,10 @@ func Run(ctx context.Context, t *apispec.Target, opts ...Option) (*Summary, erro
 
 	col := newCollector(c.verySlow, c.ttl, c.margin)
 	s := &sink{col: col}
+	if c.sums != nil && c.paced == nil {
+		// vegeta's results only: nothing holds their header past the sink.
+		s.recycle = c.sums.recycle
+	}
 	if c.results != nil {
 		s.enc = vegeta.NewEncoder(c.results)
 	}
@@ -528,6 +532,8 @@ type sink struct {
 	err  error // first results-file error
 	// delayed counts sends the worker cap held back (capPacer).
 	delayed uint64
+	// recycle, when set, takes back each result's header map once added.
+	recycle func(http.Header)
 }
 
 func (s *sink) add(r *vegeta.Result) {
@@ -539,6 +545,10 @@ func (s *sink) add(r *vegeta.Result) {
 	}
 	if s.plot != nil {
 		s.plot.Add(r)
+	}
+	if s.recycle != nil {
+		s.recycle(r.Headers)
+		r.Headers = nil
 	}
 }
 
