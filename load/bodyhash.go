@@ -238,8 +238,9 @@ type summingBody struct {
 	key     sumKey
 }
 
-// Close closes the body and recycles the reader: nothing reads a body
-// after closing it (vegeta, the run's own requests).
+// Close closes the body and recycles the reader: nothing reads or closes
+// a body after closing it (vegeta, the run's own requests; io.Closer
+// leaves a second Close undefined).
 func (b *summingBody) Close() error {
 	err := b.ReadCloser.Close()
 	if b.h != nil { // closed before its end: no sums
