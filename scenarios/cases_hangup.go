@@ -3,6 +3,7 @@ package scenarios
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/idemcheck/idemcheck/apispec"
 	"github.com/idemcheck/idemcheck/internal/clock"
@@ -79,11 +80,22 @@ func lostClientHangup(ctx context.Context, e *Env) Verdict {
 	if bad != nil {
 		return *bad
 	}
-	v := pr.judgeLost(ctx, k, "", first, pr.untilDone(ctx, "retry", k, body))
-	if v.Status == Fail {
-		if x, ok := e.abandonedDownstream(ctx, k); ok {
-			return x
-		}
+	rs := pr.untilDone(ctx, "retry", k, body)
+	v := pr.judgeLost(ctx, k, "", first, rs)
+	if v.Status != Fail {
+		return v
+	}
+	if x, ok := e.abandonedDownstream(ctx, k); ok {
+		return x
+	}
+	// The client's answer ended at the hang-up; the handler did not: it
+	// may still have been running when a retry came. A retry answered
+	// past the declared lease − margin may then have legally taken over
+	// its claim (a stalled machine stretches the slow run past the wait).
+	running := first
+	running.End = time.Time{}
+	if x := e.leaseTakeover(v, running, rs...); x != nil {
+		return *x
 	}
 	return v
 }

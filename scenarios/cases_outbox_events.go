@@ -22,7 +22,7 @@ func init() {
 		// which publishes nothing; events.declines decides.
 		Case{Meta: Meta{ID: "outbox/none-for-declined", Family: "outbox", Requirements: []string{"IK-OUTBOX-1"}, Level: Must,
 			Requirement: outboxRequirement + "A declined request (a business error) changed nothing and publishes no event, unless the API announces declines (events.declines: announced): then exactly one.",
-			Explanation: "The business_error variant under a fresh key is answered with its declared status: no event for its key (one under events.declines: announced).",
+			Explanation: "The business_error variant under a fresh key is answered with its declared status: no event for its key (one under events.declines: announced), judged once a normal request sent after it (the control) has its event: the relay published past the decline.",
 			Needs:       []Need{NeedEvents, NeedBusinessError}},
 			PerOperation: true, Run: outboxNoneForDeclined},
 		Case{Meta: Meta{ID: "outbox/announces-created-id", Family: "outbox", Requirements: []string{"IK-OUTBOX-2"}, Level: Must,
@@ -79,7 +79,19 @@ func outboxNoneForDeclined(ctx context.Context, e *Env) Verdict {
 	if e.events.Config().Declines == eventspec.DeclinesAnnounced {
 		w.answered, w.how = 1, "events.declines: announced; "+w.how
 	}
-	return e.judgeOutbox(ctx, w)
+	// An absence is only seen once the relay has published past it: a
+	// normal request after the decline is the control, and the decline's
+	// count is judged once the control's event came (a relay stalled for
+	// longer than the settle time would otherwise show no event yet).
+	ck := e.NewKey()
+	c := e.Send(ctx, Req{Label: "control: a normal request after the decline (its event shows the relay published past it)", Key: ck})
+	if x := e.lostConn(c); x != nil {
+		return *x
+	}
+	if !c.OK() {
+		return e.Inconclusive("the control request after the decline did not succeed: " + c.String())
+	}
+	return e.judgeOutbox(ctx, w, e.wantOf(ck, "the control key", c))
 }
 
 func outboxAnnouncesCreatedID(ctx context.Context, e *Env) Verdict {
