@@ -1,11 +1,8 @@
 package load
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"hash"
-	"io"
 	"net/http"
 	"strconv"
 	"sync"
@@ -19,10 +16,10 @@ import (
 // bodySumHeader carries, on each response the runner reads, the SHA-256
 // and length of what the replay check compares of the body ("<hex>
 // <bytes>"): the body itself, or its apispec.ReplayForm under the
-// profile's replay_compare, computed while vegeta reads it. The check
-// compares these sums, so vegeta keeps only an evidence prefix of each
-// body instead of a copy of it; results files keep the header, so `load
-// report` compares the same sums.
+// profile's replay_compare, computed from the answer as it is read. The
+// check compares these sums, so a result keeps only an evidence prefix of
+// each body instead of a copy of it; results files keep the header, so
+// `load report` compares the same sums.
 const bodySumHeader = "Idemcheck-Body-Sha256"
 
 // createdIDHeader carries the created id at the operation's id_pointer
@@ -39,9 +36,9 @@ const evidenceBytes = clipBytes + 1
 const maxFormBody = 4 << 20
 
 // replaySums is what the replay check reads of each answer, set as
-// bodySumHeader (and createdIDHeader) on the result's header: over HTTP
-// by sumTransport as vegeta reads a body, over a carrier's Do by
-// wholeBody (the paced client's answers arrive whole).
+// bodySumHeader (and createdIDHeader) on the result's header by
+// wholeBody, from the whole answer (a carrier's Do, or the direct send's
+// body read into a recycled buffer).
 type replaySums struct {
 	compare   string // the profile's replay_compare ("": bytes)
 	idPointer string
@@ -111,26 +108,17 @@ func (s *replaySums) recycle(h http.Header) {
 	}
 }
 
-// wholeBody is h with the sums of an answer read whole (a carrier's
-// Do), replacing any the server sent.
+// wholeBody is h with the sums of an answer read whole, replacing any the
+// server sent.
 func (s *replaySums) wholeBody(h http.Header, status int, body []byte) http.Header {
 	delete(h, bodySumHeader)
 	delete(h, createdIDHeader)
 	created := status >= 200 && status < 300
 	k := sumKey{sum: sha256.Sum256(body), n: int64(len(body))}
 	if !s.needsBody(created) || len(body) > maxFormBody {
-		body = nil // compared as bytes, as sumTransport does
+		body = nil // too long to decode: compared as bytes
 	}
 	return s.set(h, k, body, created)
-}
-
-// sumTransport sets bodySumHeader (and createdIDHeader) on every
-// response whose body is read to its end. It hashes the bytes as they
-// stream; with compare json, or an idPointer on a 2xx, it also buffers
-// the body.
-type sumTransport struct {
-	base http.RoundTripper
-	sums *replaySums
 }
 
 // bodyFacts maps a body's bytes sum to what the check reads of it: the
@@ -192,113 +180,8 @@ func (c *bodyFacts) of(k sumKey, body []byte, compare, idPointer string) *facts 
 	return f
 }
 
-func (t sumTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := t.base.RoundTrip(req)
-	if err != nil {
-		return resp, err
-	}
-	// A server's own values must not count.
-	delete(resp.Header, bodySumHeader)
-	delete(resp.Header, createdIDHeader)
-	b := bodies.Get().(*summingBody)
-	*b = summingBody{ReadCloser: resp.Body, h: hashes.Get().(hash.Hash), resp: resp, sums: t.sums,
-		created: resp.StatusCode >= 200 && resp.StatusCode < 300}
-	if t.sums.needsBody(b.created) {
-		b.buf = bufs.Get().(*bytes.Buffer)
-	}
-	resp.Body = b
-	return resp, nil
-}
-
-// CloseIdleConnections forwards to the wrapped transport: the run's
-// deferred client.CloseIdleConnections closes its connections.
-func (t sumTransport) CloseIdleConnections() {
-	if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
-		c.CloseIdleConnections()
-	}
-}
-
-// hashes recycles the digests of bodies read to their end; bufs the
-// bodies buffered for their form or id; bodies the readers themselves,
-// returned on Close (a hit allocates none of them).
-var (
-	hashes = sync.Pool{New: func() any { return sha256.New() }}
-	bufs   = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-	bodies = sync.Pool{New: func() any { return new(summingBody) }}
-)
-
-type summingBody struct {
-	io.ReadCloser
-	h       hash.Hash     // the bytes' sum; nil once summed
-	buf     *bytes.Buffer // the body, for its form or id, or nil
-	sums    *replaySums
-	created bool // a 2xx: its id counts
-	n       int64
-	resp    *http.Response // whose Header gets the sums
-	key     sumKey
-}
-
-// Close closes the body and recycles the reader: nothing reads or closes
-// a body after closing it (vegeta, the run's own requests; io.Closer
-// leaves a second Close undefined).
-func (b *summingBody) Close() error {
-	err := b.ReadCloser.Close()
-	if b.h != nil { // closed before its end: no sums
-		hashes.Put(b.h)
-	}
-	b.release()
-	*b = summingBody{}
-	bodies.Put(b)
-	return err
-}
-
-func (b *summingBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if b.h == nil { // summed already
-		return n, err
-	}
-	b.h.Write(p[:n])
-	b.n += int64(n)
-	if b.buf != nil {
-		if b.buf.Len()+n > maxFormBody {
-			b.release() // too long: compared as bytes
-		} else {
-			b.buf.Write(p[:n])
-		}
-	}
-	if err == io.EOF {
-		// vegeta reads to EOF before it takes the header map into the
-		// result, in the same goroutine.
-		b.finish()
-	}
-	return n, err
-}
-
-// finish sets the headers from what was read and returns the buffers.
-func (b *summingBody) finish() {
-	b.key.n = b.n
-	b.h.Sum(b.key.sum[:0])
-	b.h.Reset()
-	hashes.Put(b.h)
-	b.h = nil
-	var body []byte
-	if b.buf != nil {
-		body = b.buf.Bytes() // the body fitted: its form (json) and id
-	}
-	b.resp.Header = b.sums.set(b.resp.Header, b.key, body, b.created)
-	b.release()
-}
-
 // statusOnlyValue is the header value of statusOnlySum.
 var statusOnlyValue = []string{statusOnlySum}
-
-func (b *summingBody) release() {
-	if b.buf != nil {
-		b.buf.Reset()
-		bufs.Put(b.buf)
-		b.buf = nil
-	}
-}
 
 func formatSum(sum []byte, n int64) string {
 	b := make([]byte, 0, 2*sha256.Size+21)

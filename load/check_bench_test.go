@@ -6,14 +6,16 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/idemcheck/idemcheck/wire"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
 // BenchmarkHitResult measures the per-result path of a hit-mode run: one
-// replay read over loopback the way runPhase reads it (the run's transport
-// and body limit) and checked against its warm-up original. allocs/op
+// replay read over loopback the way runPhase reads it (the paced client's
+// direct send, the run's body limit) and checked against its warm-up
+// original. allocs/op
 // includes net/http's own; what the check adds is the difference between
 // versions (docs/performance.md).
 func BenchmarkHitResult(b *testing.B) {
@@ -46,14 +48,12 @@ func benchHitResult(b *testing.B, body []byte, bare bool) {
 	c := defaults()
 	c.mode = ModeHit
 	c.sums = c.replaySums()
-	var rt http.RoundTripper = wire.NewTransport(1)
-	if !bare {
-		rt = c.resultTransport(rt)
-	}
+	rt := wire.NewTransport(1)
 	client := &http.Client{Transport: rt}
 	defer client.CloseIdleConnections()
+	c.direct = &directHTTP{rt: rt, timeout: c.timeout}
 	col := newCollector(0, 0, 0)
-	s := &sink{col: col, recycle: c.sums.recycle} // as Run's, over vegeta
+	s := &sink{col: col, recycle: c.sums.recycle} // as Run's
 	for _, p := range []Path{warmup, Hit} {
 		n, maxBody := uint64(b.N), c.phaseMaxBody()
 		if p == warmup || bare {
@@ -64,7 +64,12 @@ func benchHitResult(b *testing.B, body []byte, bare bool) {
 			b.ReportAllocs()
 			b.ResetTimer()
 		}
-		atk := vegeta.NewAttacker(vegeta.Client(client), vegeta.Workers(1), vegeta.MaxWorkers(1), vegeta.MaxBody(maxBody))
+		var atk interface {
+			Attack(vegeta.Targeter, vegeta.Pacer, time.Duration, string) <-chan *vegeta.Result
+		} = c.attacker(1, 1, maxBody)
+		if bare {
+			atk = vegeta.NewAttacker(vegeta.Client(client), vegeta.Workers(1), vegeta.MaxWorkers(1), vegeta.MaxBody(maxBody))
+		}
 		tgt := vegeta.Target{Method: http.MethodPost, URL: srv.URL + "/v1/charges#path=" + string(p) + "&key=k"}
 		sent := uint64(0)
 		tr := func(t *vegeta.Target) error {

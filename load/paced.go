@@ -16,15 +16,6 @@ import (
 	"github.com/idemcheck/idemcheck/wire"
 )
 
-// attacker sends the requests of one phase (or of the warm-up) and
-// streams their results: vegeta's Attacker for HTTP targets, pacedAttacker
-// for gRPC ones. Both give vegeta Results tagged the same way, so one
-// collector, checker, results file and report read either.
-type attacker interface {
-	Attack(tr vegeta.Targeter, p vegeta.Pacer, du time.Duration, name string) <-chan *vegeta.Result
-	Stop() bool
-}
-
 // How Summary.LatencyFrom says latencies were timed.
 const (
 	// LatencyFromSend: from when a worker sent the request, as reports
@@ -32,18 +23,21 @@ const (
 	// worker cap held back omits its wait (Summary.Delayed).
 	LatencyFromSend = "send"
 	// LatencyFromIntended: from when the rate plan meant the request to
-	// leave (the paced client; vegeta's results retimed by runPhase's
-	// schedule), so a send held back by busy workers counts its wait, as
-	// its user would have (no coordinated omission). Every run now.
+	// leave (the paced client), so a send held back by busy workers
+	// counts its wait, as its user would have (no coordinated omission).
+	// Every run now.
 	LatencyFromIntended = "intended"
 )
 
-// pacedAttacker is the open-model client of the targets whose carrier is
-// not wire.Verbatim (gRPC; GraphQL, JSON-RPC and MCP, whose sessions and
-// answers the carrier keeps), which vegeta (an HTTP load tool) cannot call: it paces sends with the plan's vegeta
-// pacer, hands each to one of a bounded set of workers (more started, up
-// to maxWork, when all are busy, as vegeta does), bounds each call by the
-// carrier's timeout, and times each result from the send's intended time.
+// pacedAttacker is the open-model client of every run, in place of
+// vegeta's Attacker: over HTTP it sends the requests as built (directHTTP,
+// leaner than vegeta's worker), over any carrier that is not wire.Verbatim
+// (gRPC; GraphQL, JSON-RPC and MCP, whose sessions and answers the carrier
+// keeps) through the carrier's Do. Both give vegeta Results tagged the
+// same way, so one collector, checker, results file and report read
+// either. It paces sends with the plan's vegeta pacer, hands each to one
+// of a bounded set of workers (more started, up to maxWork, when all are
+// busy, as vegeta does), bounds each call by the run's timeout, and times each result from the send's intended time.
 // Every send the plan schedules within the phase is made, however late
 // (the users of an open model arrive on schedule): the phase ends once the
 // last one was handed out. A send that waited longer than the timeout for
@@ -53,9 +47,10 @@ const (
 // and chaos's: the key in its field or metadata as Build wrote it, the
 // answer in the profile's terms), and each answer's sums for the replay
 // check are taken from the whole body Do returns (replaySums.wholeBody),
-// as sumTransport takes them over HTTP.
+// as the direct send takes them from an HTTP answer.
 type pacedAttacker struct {
-	carrier          wire.Carrier
+	carrier          wire.Carrier // nil when direct sends
+	direct           *directHTTP  // a wire.Verbatim carrier's requests, as built
 	sums             *replaySums // nil: no replay check (nokey)
 	workers, maxWork uint64
 	timeout          time.Duration // the carrier's per-call bound
@@ -205,6 +200,10 @@ func (a *pacedAttacker) hit(tr vegeta.Targeter, name string, due time.Time, seq 
 	}
 	// The fragment (path and key, vegetaTarget) is the result's, never sent.
 	u, _, _ := strings.Cut(tgt.URL, "#")
+	if a.direct != nil {
+		a.direct.send(res, &tgt, u, a.sums, a.maxBody)
+		return res
+	}
 	resp, _ := a.carrier.Do(context.Background(), wire.Exchange{Request: wire.ExchangeRequest{Method: tgt.Method, URL: u, Header: tgt.Header, Body: tgt.Body}})
 	if resp.Err != nil {
 		res.Error = resp.Err.Error()

@@ -30,10 +30,10 @@ type Summary struct {
 	// the target answered the preflight), or gRPC; absent in merged
 	// reports.
 	Protocol string `json:"protocol,omitempty"`
-	// LatencyFrom says where each latency starts: LatencyFromSend (vegeta,
-	// over HTTP) or LatencyFromIntended (the paced client, over gRPC; a
-	// max@ phase's send is due when a worker takes it); absent in merged
-	// reports.
+	// LatencyFrom says where each latency starts: LatencyFromIntended
+	// (the paced client: every run now; a max@ phase's send is due when a
+	// worker takes it), LatencyFromSend in results of older versions;
+	// absent in merged reports.
 	LatencyFrom string    `json:"latency_from,omitempty"`
 	Started     time.Time `json:"started"`
 	DurationS   float64   `json:"duration_s"`

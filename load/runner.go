@@ -59,9 +59,11 @@ type config struct {
 	progress func(Progress)
 	shard    Shard
 	// paced, when set, is the carrier the run's attacks send through on
-	// the paced client (a gRPC target) instead of vegeta's Attacker;
+	// the paced client (one that is not wire.Verbatim: gRPC, GraphQL,
+	// JSON-RPC, MCP); else direct sends the requests as built;
 	// protocol is what the target answered in (Summary.Protocol).
 	paced    wire.Carrier
+	direct   *directHTTP
 	protocol string
 	// sums is what the replay check reads of each answer (nil in nokey),
 	// one per run: its cache serves the warm-up and every phase.
@@ -295,8 +297,9 @@ func Run(ctx context.Context, t *apispec.Target, opts ...Option) (*Summary, erro
 	// vegeta sends an HTTP target's requests over client; a gRPC
 	// target's calls go through the run's carrier, paced by the paced
 	// client (vegeta is an HTTP load tool).
+	transport := wire.Transport(t, int(c.maxWork))
 	client := &http.Client{
-		Transport:     c.resultTransport(wire.Transport(t, int(c.maxWork))),
+		Transport:     transport,
 		Timeout:       c.timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
@@ -317,7 +320,9 @@ func Run(ctx context.Context, t *apispec.Target, opts ...Option) (*Summary, erro
 	// vegeta drives HTTP requests as built: any other carrier (gRPC's
 	// messages, an answering carrier's sessions and documents) runs on
 	// the paced client, through its Do, its protocol the carrier's (Reach).
-	if _, ok := carrier.(wire.Verbatim); !ok {
+	if _, ok := carrier.(wire.Verbatim); ok {
+		c.direct = &directHTTP{rt: transport, timeout: c.timeout}
+	} else {
 		c.paced = carrier
 	}
 	// No number is drawn on an operation whose normal request fails. A
@@ -600,7 +605,7 @@ func warmPool(ctx context.Context, c *config, rq *request, client *http.Client, 
 		rq.target(t, warmup, pool[n])
 		return nil
 	}
-	atk := c.attacker(client, c.workers, c.workers, vegeta.DefaultMaxBody)
+	atk := c.attacker(c.workers, c.workers, vegeta.DefaultMaxBody)
 	failed, first := 0, ""
 	done := 0
 	for r := range atk.Attack(tr, vegeta.Rate{Freq: 0}, 0, string(warmup)) {
@@ -638,16 +643,7 @@ func (c *config) replaySums() *replaySums {
 	return &replaySums{compare: c.compare, idPointer: c.idPointer, facts: &bodyFacts{}}
 }
 
-// resultTransport wraps the run's HTTP transport for the replay check
-// (c.sums): sumTransport computes the sums as vegeta reads a body.
-func (c *config) resultTransport(base http.RoundTripper) http.RoundTripper {
-	if c.sums == nil {
-		return base
-	}
-	return sumTransport{base: base, sums: c.sums}
-}
-
-// phaseMaxBody is how much of each measured body vegeta keeps: a results
+// phaseMaxBody is how much of each measured body a result keeps: a results
 // file keeps whole bodies; otherwise the check needs only the sums and a
 // quotable prefix, and nokey nothing at all (a cheap baseline).
 func (c *config) phaseMaxBody() int64 {
@@ -660,35 +656,22 @@ func (c *config) phaseMaxBody() int64 {
 	return evidenceBytes
 }
 
-// attacker is a new attacker (each is single-use): the paced client over
-// the run's carrier for a gRPC target, else vegeta's over client.
-func (c *config) attacker(client *http.Client, workers, maxWork uint64, maxBody int64) attacker {
-	if c.paced != nil {
-		return newPaced(c.paced, c.sums, c.timeout, workers, maxWork, maxBody)
+// attacker is a new paced client (each is single-use): over the run's
+// carrier, or sending a wire.Verbatim carrier's requests as built.
+func (c *config) attacker(workers, maxWork uint64, maxBody int64) *pacedAttacker {
+	a := newPaced(c.paced, c.sums, c.timeout, workers, maxWork, maxBody)
+	if c.paced == nil {
+		a.direct = c.direct
 	}
-	return vegeta.NewAttacker(vegeta.Client(client), vegeta.Workers(workers), vegeta.MaxWorkers(maxWork), vegeta.MaxBody(maxBody))
+	return a
 }
 
 // runPhase runs one phase on a new attacker; it reports whether ctx
 // stopped it.
 func runPhase(ctx context.Context, c *config, client *http.Client, tr vegeta.Targeter, ph Phase, i int, s *sink) bool {
-	atk := c.attacker(client, c.workers, c.maxWork, c.phaseMaxBody())
-	// A max@ phase is closed-loop by design: nothing is due, nothing late.
-	// The paced client counts its delayed sends itself.
-	var cp *capPacer
-	var sched *schedule // vegeta's sends retimed from their due time
-	pacer := ph.Pacer
-	if p, ok := atk.(*pacedAttacker); ok {
-		defer func() { s.delayed += p.delayed.Load() }()
-	} else if !ph.Max {
-		cp = &capPacer{inner: ph.Pacer, maxWork: c.maxWork}
-		pacer = cp
-		defer func() { s.delayed += cp.delayed.Load() }()
-		// Just before vegeta takes its start: every due time is at most
-		// the microseconds between the two early.
-		sched = newSchedule(ph.Pacer, time.Now())
-	}
-	results := atk.Attack(tr, pacer, ph.Duration, ph.Spec)
+	atk := c.attacker(c.workers, c.maxWork, c.phaseMaxBody())
+	defer func() { s.delayed += atk.delayed.Load() }()
+	results := atk.Attack(tr, ph.Pacer, ph.Duration, ph.Spec)
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	began := time.Now()
@@ -708,12 +691,6 @@ func runPhase(ctx context.Context, c *config, client *http.Client, tr vegeta.Tar
 			if !ok {
 				report() // the phase's final figures
 				return stopped
-			}
-			if cp != nil {
-				cp.received.Add(1)
-			}
-			if sched != nil {
-				sched.retime(r)
 			}
 			s.add(r)
 			pr.Sent++
