@@ -51,7 +51,7 @@ const (
 type pacedAttacker struct {
 	carrier          wire.Carrier // nil when direct sends
 	direct           *directHTTP  // a wire.Verbatim carrier's requests, as built
-	sums             *replaySums // nil: no replay check (nokey)
+	sums             *replaySums  // nil: no replay check (nokey)
 	workers, maxWork uint64
 	timeout          time.Duration // the carrier's per-call bound
 	maxBody          int64         // as vegeta.MaxBody: -1 keeps whole bodies
