@@ -40,6 +40,9 @@ type directHTTP struct {
 // replica and operation) unless setup: binds an id into each path.
 const maxURLs = 1 << 12
 
+// noHeader is the header of a target without one: shared, never written.
+var noHeader = http.Header{}
+
 // bodyBufs recycles the buffers answers are read into.
 var bodyBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
@@ -83,7 +86,11 @@ func (d *directHTTP) send(res *vegeta.Result, tgt *vegeta.Target, u string, sums
 		ctx, cancel = context.WithTimeoutCause(ctx, d.timeout, fmt.Errorf("no answer within the %s timeout", d.timeout))
 	}
 	defer cancel()
-	req := &http.Request{Method: tgt.Method, URL: pu, Host: pu.Host, Header: tgt.Header,
+	h := tgt.Header
+	if h == nil {
+		h = noHeader // the transport refuses a nil one
+	}
+	req := &http.Request{Method: tgt.Method, URL: pu, Host: pu.Host, Header: h,
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1}
 	if len(tgt.Body) > 0 {
 		req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(tgt.Body)), int64(len(tgt.Body))
@@ -102,7 +109,7 @@ func (d *directHTTP) send(res *vegeta.Result, tgt *vegeta.Target, u string, sums
 		return
 	}
 	body := buf.Bytes()
-	h := resp.Header
+	h = resp.Header
 	if sums != nil {
 		h = sums.wholeBody(h, resp.StatusCode, body)
 	}
