@@ -3,12 +3,14 @@
 // (contention), checks correctness under load and gates on thresholds.
 // It measures and judges into a Summary; reports/loadreport renders it
 // (console, JSON, HTML, HDR plot).
-// An HTTP target's requests are built by wire.Build and sent by vegeta
-// through one adapter (vegetaTarget); a gRPC target's calls run on a
-// paced open-model client of its own (paced.go) that sends them through
-// the run's wire.Carrier (Do, as every other face sends) and makes
-// vegeta Results of its answers, behind the same attacker seam: one
-// collector, replay check, results file and report read either.
+// Every run's requests are built by wire.Build, handed out as vegeta
+// Targets (vegetaTarget) and paced by vegeta's pacers on an open-model
+// client of its own (paced.go), timed from each send's intended time: an
+// HTTP target's requests are sent as built straight to the transport
+// (direct.go), any other carrier's calls through the run's wire.Carrier
+// (Do, as every other face sends). Either way the answers become vegeta
+// Results: one collector, replay check, results file and report read
+// them.
 //
 // It is a front end (the CLI's `idemcheck load`): it reaches targets,
 // requests and evidence through apispec, wire and evidence, with

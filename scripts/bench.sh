@@ -4,13 +4,11 @@
 # records the ratios with goals (issues 13, 36; scripts/benchlib.sh ratio);
 # the last table lists them all with their goals.
 #
-# Issue 36 point 6, the new faces' costs (the client catalog's wall time
-# for one client; the GraphQL and JSON-RPC carriers' CPU per request
-# against plain HTTP): each lands as its own scripts/bench-faces-*.sh
-# (bench-faces-client.sh, bench-faces-carriers.sh), picked up by the loop
-# below; record its ratios with benchlib.sh's ratio_rounds and give it
-# smoke settings in internal/benchsmoke. Not written yet: the client face
-# and the carriers were not on main when this was (docs/performance.md).
+# Issue 36 point 6, the new faces' costs: the client catalog's wall time
+# for one client (bench-faces-client.sh) and the GraphQL and JSON-RPC/MCP
+# carriers' CPU per request against plain HTTP (bench-carriers.sh); a new
+# script records its ratios with benchlib.sh's ratio_rounds and gets smoke
+# settings in internal/benchsmoke.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-out/bench}
