@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -256,8 +255,7 @@ func buildRequest(t *apispec.Target, d *evidence.Downstream, c *config) (*reques
 }
 
 // Run warms up (connections, then the hit pool), runs every phase of the
-// plan on a fresh attacker (vegeta's; for a gRPC target the paced client,
-// paced.go), then asks the oracle. Cancelling ctx stops the running phase;
+// plan on a fresh paced client (paced.go), then asks the oracle. Cancelling ctx stops the running phase;
 // the partial report is still returned.
 func Run(ctx context.Context, t *apispec.Target, opts ...Option) (*Summary, error) {
 	t = t.WithDefaults()
@@ -294,9 +292,9 @@ func Run(ctx context.Context, t *apispec.Target, opts ...Option) (*Summary, erro
 		c.ttl = t.TTL
 	}
 	c.sums = c.replaySums()
-	// vegeta sends an HTTP target's requests over client; a gRPC
-	// target's calls go through the run's carrier, paced by the paced
-	// client (vegeta is an HTTP load tool).
+	// client carries the preflight, the warm connections and an HTTP
+	// carrier's calls; the measured requests of a wire.Verbatim carrier
+	// go straight to its transport (directHTTP).
 	transport := wire.Transport(t, int(c.maxWork))
 	client := &http.Client{
 		Transport:     transport,
@@ -317,9 +315,9 @@ func Run(ctx context.Context, t *apispec.Target, opts ...Option) (*Summary, erro
 	if c.protocol, err = wire.Preflight(ctx, t, carrier, client); err != nil {
 		return nil, err
 	}
-	// vegeta drives HTTP requests as built: any other carrier (gRPC's
-	// messages, an answering carrier's sessions and documents) runs on
-	// the paced client, through its Do, its protocol the carrier's (Reach).
+	// HTTP requests are sent as built: any other carrier (gRPC's
+	// messages, an answering carrier's sessions and documents) is called
+	// through its Do, its protocol the carrier's (Reach).
 	if _, ok := carrier.(wire.Verbatim); ok {
 		c.direct = &directHTTP{rt: transport, timeout: c.timeout}
 	} else {
@@ -381,7 +379,7 @@ func Run(ctx context.Context, t *apispec.Target, opts ...Option) (*Summary, erro
 	orc = c.oracleBefore(ctx, t, orc, oclient, d, orep)
 
 	tr := rq.targeter(c.mode, c.hitRatio, pool, hot, keys)
-	interrupted := runPlan(ctx, &c, client, tr, s)
+	interrupted := runPlan(ctx, &c, tr, s)
 	rep := c.report(t, col, s, interrupted)
 	if orc != nil {
 		// The run's ctx may be cancelled (Ctrl-C): the oracle still gets
@@ -420,32 +418,6 @@ func newConfig(t *apispec.Target, opts []Option) (config, error) {
 	}
 	c.keys = c.shard.keys(c.keys)
 	return c, nil
-}
-
-// warmUp prepares what the measured window needs before it starts: open
-// connections to every base, the completed pool hits replay (hit, mix)
-// and the hot keys contention hammers.
-func warmUp(ctx context.Context, c *config, t *apispec.Target, rq *request, client *http.Client, keys *keySource, s *sink) (pool, hot []string, err error) {
-	if c.paced == nil { // one gRPC connection per server carries every call: the preflight opened them
-		for _, b := range t.Bases() {
-			warmConnections(ctx, client, b+"/", int(c.workers))
-		}
-	}
-	if c.mode == ModeHit || c.mode == ModeMix {
-		if pool, err = warmPool(ctx, c, rq, client, keys, s); err != nil {
-			return nil, nil, err
-		}
-	}
-	if c.mode == ModeContention {
-		for i := 0; i < c.hot; i++ {
-			k, err := keys.new()
-			if err != nil {
-				return nil, nil, err
-			}
-			hot = append(hot, k)
-		}
-	}
-	return pool, hot, nil
 }
 
 // oracleBefore calibrates the oracle and reads the totals before the
@@ -493,12 +465,12 @@ func (c *config) oracleBefore(ctx context.Context, t *apispec.Target, orc *oracl
 
 // runPlan runs the plan's phases in order; it reports whether ctx
 // stopped the run.
-func runPlan(ctx context.Context, c *config, client *http.Client, tr vegeta.Targeter, s *sink) bool {
+func runPlan(ctx context.Context, c *config, tr vegeta.Targeter, s *sink) bool {
 	for i, ph := range c.plan {
 		if ctx.Err() != nil {
 			return true
 		}
-		if runPhase(ctx, c, client, tr, ph, i, s) {
+		if runPhase(ctx, c, tr, ph, i, s) {
 			return true
 		}
 	}
@@ -557,82 +529,6 @@ func (s *sink) add(r *vegeta.Result) {
 	}
 }
 
-// warmConnections opens n connections before the measured window: n
-// concurrent GETs, answered with anything, leave n idle keep-alive
-// connections in the pool (vegeta otherwise dials hundreds in the first
-// milliseconds of a phase and those requests dominate p99).
-func warmConnections(ctx context.Context, client *http.Client, u string, n int) {
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-			if err != nil {
-				return
-			}
-			resp, err := client.Do(req)
-			if err != nil {
-				return
-			}
-			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
-			_ = resp.Body.Close()
-		}()
-	}
-	close(start)
-	wg.Wait()
-}
-
-// warmPool completes c.pool keys before the window (not measured) and
-// records their responses as the originals hits must replay.
-func warmPool(ctx context.Context, c *config, rq *request, client *http.Client, keys *keySource, s *sink) ([]string, error) {
-	pool := make([]string, c.pool)
-	for i := range pool {
-		k, err := keys.new()
-		if err != nil {
-			return nil, err
-		}
-		pool[i] = k
-	}
-	var i atomic.Int64
-	tr := func(t *vegeta.Target) error {
-		n := i.Add(1) - 1
-		if n >= int64(len(pool)) {
-			return vegeta.ErrNoTargets
-		}
-		rq.target(t, warmup, pool[n])
-		return nil
-	}
-	atk := c.attacker(c.workers, c.workers, vegeta.DefaultMaxBody)
-	failed, first := 0, ""
-	done := 0
-	for r := range atk.Attack(tr, vegeta.Rate{Freq: 0}, 0, string(warmup)) {
-		if ctx.Err() != nil {
-			atk.Stop()
-		}
-		if r.URL == "" { // the targeter ran dry
-			continue
-		}
-		done++
-		s.add(r)
-		if r.Code < 200 || r.Code >= 300 {
-			failed++
-			if first == "" {
-				first = fmt.Sprintf("status %d %s %s", r.Code, r.Error, clip(r.Body))
-			}
-		}
-	}
-	if ctx.Err() != nil {
-		return nil, fmt.Errorf("warm-up interrupted: %w", ctx.Err())
-	}
-	if failed > 0 || done != len(pool) {
-		return nil, fmt.Errorf("warm-up: %d of %d pool keys did not complete with 2xx (first: %s)", failed+len(pool)-done, len(pool), first)
-	}
-	return pool, nil
-}
-
 // replaySums is what the replay check reads of each answer: every mode
 // but nokey (nil) compares bodies, by their sums under the profile's
 // replay_compare, and executions by created ids.
@@ -668,7 +564,7 @@ func (c *config) attacker(workers, maxWork uint64, maxBody int64) *pacedAttacker
 
 // runPhase runs one phase on a new attacker; it reports whether ctx
 // stopped it.
-func runPhase(ctx context.Context, c *config, client *http.Client, tr vegeta.Targeter, ph Phase, i int, s *sink) bool {
+func runPhase(ctx context.Context, c *config, tr vegeta.Targeter, ph Phase, i int, s *sink) bool {
 	atk := c.attacker(c.workers, c.maxWork, c.phaseMaxBody())
 	defer func() { s.delayed += atk.delayed.Load() }()
 	results := atk.Attack(tr, ph.Pacer, ph.Duration, ph.Spec)
