@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	"google.golang.org/grpc"
 	rpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
@@ -72,13 +71,11 @@ func (g *GRPC) Services(ctx context.Context) ([]protoreflect.ServiceDescriptor, 
 // reflectServices asks the reflection service at method for the names
 // of the services the server offers.
 func reflectServices(ctx context.Context, conn *grpc.ClientConn, method string) ([]string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	st, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, method)
+	st, done, err := openReflection(ctx, conn, method)
 	if err != nil {
 		return nil, err
 	}
-	defer func() { _ = st.CloseSend() }()
+	defer done()
 	resp, err := reflectionAsk(st, &rpb.ServerReflectionRequest{MessageRequest: &rpb.ServerReflectionRequest_ListServices{}})
 	if err != nil {
 		return nil, err

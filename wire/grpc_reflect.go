@@ -163,17 +163,26 @@ func ReadProtoset(path string) (*protoregistry.Files, error) {
 // larger than this is not a payments API.
 const maxReflected = 1000
 
+// openReflection opens a stream to the reflection service at method,
+// bounded to 10 s; done closes it.
+func openReflection(ctx context.Context, conn *grpc.ClientConn, method string) (st grpc.ClientStream, done func(), err error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	if st, err = conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, method); err != nil {
+		cancel()
+		return nil, nil, err
+	}
+	return st, func() { _ = st.CloseSend(); cancel() }, nil
+}
+
 // reflectFiles asks the reflection service at method (v1 or v1alpha: the
 // same messages on the wire) for the file defining symbol, then for each
 // file it imports that did not come with it.
 func reflectFiles(ctx context.Context, conn *grpc.ClientConn, method, symbol string) ([]*descriptorpb.FileDescriptorProto, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	st, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, method)
+	st, done, err := openReflection(ctx, conn, method)
 	if err != nil {
 		return nil, err
 	}
-	defer func() { _ = st.CloseSend() }()
+	defer done()
 	have := map[string]*descriptorpb.FileDescriptorProto{}
 	ask := func(req *rpb.ServerReflectionRequest) error {
 		resp, err := reflectionAsk(st, req)
