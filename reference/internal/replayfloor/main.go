@@ -9,14 +9,33 @@ import (
 	"time"
 )
 
-// A replay of the demo's charge, byte for byte in size and headers.
+// A replay of the demo's charge as `idemcheck serve` sends it: the same
+// status, header fields and body size (TestFloorAnswersAsTheReference
+// keeps the two in step, so the floor cannot drift below what a replay
+// must write).
 var (
-	body     = []byte(`{"id":"ch_1dbe0c27f03b8361a15e2328","object":"charge","amount":1000,"currency":"usd","created":"2026-11-24T03:47:32.798572697Z"}`)
-	hvJSON   = []string{"application/json"}
-	hvTrue   = []string{"true"}
-	hvLoc    = []string{"/v1/charges/ch_1dbe0c27f03b8361a15e2328"}
-	hvLength = []string{fmt.Sprint(len(body))}
+	body     = []byte(`{"id":"ch_8041eeb4a2505ff5575e9144","object":"charge","amount":1000,"currency":"usd","captured":true,"created":"2026-12-07T06:36:03.245984849Z"}`)
+	replayed = http.Header{
+		"Content-Disposition": {`inline; filename="charge, ch_8041eeb4a2505ff5575e9144.json"`},
+		"Content-Type":        {"application/json"},
+		"Etag":                {`"ch_8041eeb4a2505ff5575e9144"`},
+		"Idempotent-Replayed": {"true"},
+		"Location":            {"/v1/charges/ch_8041eeb4a2505ff5575e9144"},
+		"Vary":                {"Accept-Encoding"},
+		"Content-Length":      {fmt.Sprint(len(body))},
+	}
 )
+
+// floor reads the request body and writes the stored replay: nothing else.
+func floor(w http.ResponseWriter, r *http.Request) {
+	_, _ = io.Copy(io.Discard, r.Body)
+	h := w.Header()
+	for k, v := range replayed {
+		h[k] = v
+	}
+	w.WriteHeader(http.StatusCreated)
+	_, _ = w.Write(body)
+}
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "listen address")
@@ -28,13 +47,7 @@ func main() {
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      75 * time.Second,
 		IdleTimeout:       120 * time.Second,
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			_, _ = io.Copy(io.Discard, r.Body)
-			h := w.Header()
-			h["Content-Type"], h["Idempotent-Replayed"], h["Location"], h["Content-Length"] = hvJSON, hvTrue, hvLoc, hvLength
-			w.WriteHeader(http.StatusCreated)
-			_, _ = w.Write(body)
-		}),
+		Handler:           http.HandlerFunc(floor),
 	}
 	if err := srv.ListenAndServe(); err != nil {
 		fmt.Fprintln(os.Stderr, "replayfloor:", err)
