@@ -10,5 +10,5 @@
 // with what it is compared to. Its test does: the floor's answer must have
 // the reference replay's status, header fields and body size (it had
 // drifted to four fields and 129 bytes while the replay grew to seven and
-// 144, flattering the ratio's denominator).
+// 144: a floor below what any replay must write).
 package main
