@@ -92,6 +92,9 @@ func (d *directHTTP) send(res *vegeta.Result, tgt *vegeta.Target, u string, sums
 	}
 	req := &http.Request{Method: tgt.Method, URL: pu, Host: pu.Host, Header: h,
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1}
+	if host := h.Get("Host"); host != "" { // a configured Host field names the virtual host, as in vegeta
+		req.Host = host
+	}
 	if len(tgt.Body) > 0 {
 		req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(tgt.Body)), int64(len(tgt.Body))
 	}

@@ -104,3 +104,21 @@ func TestDirectSendTimeout(t *testing.T) {
 		t.Fatalf("took %s for a 100 ms timeout", took)
 	}
 }
+
+// TestDirectSendHost: a Host field in the target's header is the
+// request's Host, as vegeta's Target.Request makes it.
+func TestDirectSendHost(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(r.Host))
+	}))
+	defer srv.Close()
+	rt := wire.NewTransport(1)
+	defer rt.(interface{ CloseIdleConnections() }).CloseIdleConnections()
+	d := &directHTTP{rt: rt, timeout: 5 * time.Second}
+	tgt := vegeta.Target{Method: http.MethodGet, URL: srv.URL + "/", Header: http.Header{"Host": {"api.example.test"}}}
+	var r vegeta.Result
+	d.send(&r, &tgt, tgt.URL, nil, -1)
+	if r.Code != 200 || string(r.Body) != "api.example.test" {
+		t.Fatalf("code %d body %q error %q; want the Host field as the request's host", r.Code, r.Body, r.Error)
+	}
+}
