@@ -73,9 +73,7 @@ func (d *directHTTP) url(s string) (*url.URL, error) {
 // replay sums when sums is set), the body cut at maxBody (-1: whole), and
 // a non-2xx/3xx answer's status line as its error.
 func (d *directHTTP) send(res *vegeta.Result, tgt *vegeta.Target, u string, sums *replaySums, maxBody int64) {
-	fail := func(err error) {
-		res.Error = (&url.Error{Op: methodOp(tgt.Method), URL: u, Err: err}).Error()
-	}
+	fail := func(err error) { res.Error = (&url.Error{Op: methodOp(tgt.Method), URL: u, Err: err}).Error() }
 	pu, err := d.url(u)
 	if err != nil {
 		fail(err)

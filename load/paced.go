@@ -37,7 +37,8 @@ const (
 // same way, so one collector, checker, results file and report read
 // either. It paces sends with the plan's vegeta pacer, hands each to one
 // of a bounded set of workers (more started, up to maxWork, when all are
-// busy, as vegeta does), bounds each call by the run's timeout, and times each result from the send's intended time.
+// busy, as vegeta does), bounds each call by the run's timeout, and times
+// each result from the send's intended time.
 // Every send the plan schedules within the phase is made, however late
 // (the users of an open model arrive on schedule): the phase ends once the
 // last one was handed out. A send that waited longer than the timeout for

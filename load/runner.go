@@ -255,8 +255,9 @@ func buildRequest(t *apispec.Target, d *evidence.Downstream, c *config) (*reques
 }
 
 // Run warms up (connections, then the hit pool), runs every phase of the
-// plan on a fresh paced client (paced.go), then asks the oracle. Cancelling ctx stops the running phase;
-// the partial report is still returned.
+// plan on a fresh paced client (paced.go), then asks the oracle.
+// Cancelling ctx stops the running phase; the partial report is still
+// returned.
 func Run(ctx context.Context, t *apispec.Target, opts ...Option) (*Summary, error) {
 	t = t.WithDefaults()
 	c, err := newConfig(t, opts)
@@ -556,9 +557,7 @@ func (c *config) phaseMaxBody() int64 {
 // carrier, or sending a wire.Verbatim carrier's requests as built.
 func (c *config) attacker(workers, maxWork uint64, maxBody int64) *pacedAttacker {
 	a := newPaced(c.paced, c.sums, c.timeout, workers, maxWork, maxBody)
-	if c.paced == nil {
-		a.direct = c.direct
-	}
+	a.direct = c.direct // nil unless the carrier is wire.Verbatim
 	return a
 }
 
