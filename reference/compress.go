@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"io"
-	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -19,7 +18,8 @@ import (
 // is coded, so any operation's answer shows the coding.
 func Compress(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		cw := &codingWriter{ResponseWriter: w, gzip: acceptsGzip(r), head: r.Method == http.MethodHead}
+		cw := codingWriters.Get().(*codingWriter)
+		*cw = codingWriter{ResponseWriter: w, gzip: acceptsGzip(r), head: r.Method == http.MethodHead}
 		defer cw.finish()
 		next.ServeHTTP(cw, r)
 	})
@@ -74,17 +74,40 @@ func weight(params string) float64 {
 // codable reports whether a response with header h and status may be
 // given a content coding: text or JSON with a body, not coded already.
 func codable(h http.Header, status int) bool {
-	if status < 200 || status == http.StatusNoContent || status == http.StatusNotModified || h.Get("Content-Encoding") != "" {
+	if status < 200 || status == http.StatusNoContent || status == http.StatusNotModified || first(h, "Content-Encoding") != "" {
 		return false
 	}
-	mt, _, err := mime.ParseMediaType(h.Get("Content-Type"))
-	if err != nil {
-		return false
-	}
-	return strings.HasPrefix(mt, "text/") || mt == "application/json" || strings.HasSuffix(mt, "+json")
+	mt, _, _ := strings.Cut(first(h, "Content-Type"), ";")
+	mt = strings.TrimSpace(mt)
+	return hasPrefixFold(mt, "text/") || strings.EqualFold(mt, "application/json") || hasSuffixFold(mt, "+json")
 }
 
-var gzipPool = sync.Pool{New: func() any { return gzip.NewWriter(io.Discard) }}
+// first is h's first value under the canonical name: Get would
+// canonicalize the name on every answer.
+func first(h http.Header, name string) string {
+	if v := h[name]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// The media type is compared without mime.ParseMediaType, which builds a
+// parameter map per call: this runs on every answer, replays included.
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+}
+
+func hasSuffixFold(s, suffix string) bool {
+	return len(s) >= len(suffix) && strings.EqualFold(s[len(s)-len(suffix):], suffix)
+}
+
+var (
+	gzipPool      = sync.Pool{New: func() any { return gzip.NewWriter(io.Discard) }}
+	codingWriters = sync.Pool{New: func() any { return new(codingWriter) }}
+	// hvAcceptEncoding is shared by every answer's Vary; clipped, so an
+	// append copies it.
+	hvAcceptEncoding = []string{"Accept-Encoding"}[:1:1]
+)
 
 // codingWriter decides at the first body byte (or at the end) whether to
 // code the response: the status and header are known by then.
@@ -123,7 +146,11 @@ func (c *codingWriter) decide(body bool) {
 	h := c.Header()
 	if codable(h, c.status) {
 		// The representation depends on Accept-Encoding, coded or not.
-		h.Add("Vary", "Accept-Encoding")
+		if v := h["Vary"]; len(v) > 0 {
+			h["Vary"] = append(v, hvAcceptEncoding...)
+		} else {
+			h["Vary"] = hvAcceptEncoding
+		}
 		if c.gzip && body && !c.head {
 			h.Set("Content-Encoding", "gzip")
 			h.Del("Content-Length")
@@ -142,8 +169,9 @@ func (c *codingWriter) finish() {
 		_ = c.gz.Close()
 		c.gz.Reset(io.Discard) // drop the reference to the response
 		gzipPool.Put(c.gz)
-		c.gz = nil
 	}
+	*c = codingWriter{} // drop the references to the response
+	codingWriters.Put(c)
 }
 
 // gzipBody is body in gzip coding, as the replay-coded-body defect stores

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -112,6 +113,47 @@ func TestCompressLeavesAlone(t *testing.T) {
 		h.ServeHTTP(rec, req)
 		if enc := rec.Header().Get("Content-Encoding"); enc == "gzip" {
 			t.Errorf("%s: coded gzip", path)
+		}
+	}
+}
+
+// TestCompressMediaTypes: text and JSON (any case, with parameters, +json
+// suffixes) are coded and vary on Accept-Encoding, a Vary the handler set
+// kept before it; other types are sent as they are.
+func TestCompressMediaTypes(t *testing.T) {
+	cases := []struct {
+		contentType string
+		coded       bool
+	}{
+		{"application/json", true},
+		{"Application/JSON; charset=utf-8", true},
+		{"application/problem+json", true},
+		{"application/vnd.api+JSON ;x=1", true},
+		{"text/plain;charset=utf-8", true},
+		{" text/html", true},
+		{"application/octet-stream", false},
+		{"image/png", false},
+		{"application/jsonx", false},
+		{"", false},
+	}
+	for _, c := range cases {
+		h := reference.Compress(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", c.contentType)
+			w.Header().Set("Vary", "Origin")
+			_, _ = w.Write([]byte(`{"a":1}`))
+		}))
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest("GET", "/", nil)
+		req.Header.Set("Accept-Encoding", "gzip")
+		h.ServeHTTP(rec, req)
+		coded := rec.Header().Get("Content-Encoding") == "gzip"
+		vary := rec.Header().Values("Vary")
+		wantVary := []string{"Origin"}
+		if c.coded {
+			wantVary = append(wantVary, "Accept-Encoding")
+		}
+		if coded != c.coded || !slices.Equal(vary, wantVary) {
+			t.Errorf("Content-Type %q: coded %v, Vary %q; want coded %v, Vary %q", c.contentType, coded, vary, c.coded, wantVary)
 		}
 	}
 }

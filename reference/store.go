@@ -106,13 +106,16 @@ type Store interface {
 }
 
 // Local is implemented by stores that keep their records in process memory,
-// where a Lookup costs no round trip (memstore). The middleware then looks
+// where a lookup costs no round trip (memstore). The middleware then looks
 // a keyed request up before fingerprinting it: a replay whose body bytes
 // equal the original's is answered without canonicalizing the body.
 type Local interface {
 	Store
-	// LocalLookups marks the store; it does nothing.
-	LocalLookups()
+	// Peek returns the live record of scope as the store holds it, nil
+	// when there is none. Unlike Lookup's copy it is shared with the store
+	// and every other reader: read it, never modify it (a store that
+	// changes a record replaces it instead).
+	Peek(scope Scope) *Record
 }
 
 // Atomic is implemented by stores that can commit the handler's side

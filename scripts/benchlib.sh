@@ -44,6 +44,51 @@ group_cpu_us() {
   echo $((total * 1000000 / tck))
 }
 
+# sample_cpu PID FILE: in the background, until PID exits, appends
+# "unix_ns cpu_ns" to FILE every 20 ms (PID's CPU read as cpu_us does), so
+# that window_cpu_per_req can take the CPU of the measured window alone,
+# not of the load's preflight, warm-up and oracle probes around it.
+sample_cpu() {
+  python3 - "$1" "$2" <<'PY' &
+import glob, os, sys, time
+pid, out = sys.argv[1], sys.argv[2]
+with open(out, "w", buffering=1) as f:
+    while os.path.exists(f"/proc/{pid}"):
+        ns = 0
+        for p in glob.glob(f"/proc/{pid}/task/*/schedstat"):
+            try:
+                ns += int(open(p).read().split()[0])
+            except (OSError, ValueError, IndexError):
+                pass
+        f.write(f"{time.time_ns()} {ns}\n")
+        time.sleep(0.02)
+PY
+}
+
+# window_cpu_per_req FILE JSON PATH: CPU per request (µs) of the process
+# sample_cpu watched, over the measured window of the load report JSON:
+# from the first sample after the window opened + 0.1 s to the last one
+# before it closed − 0.1 s, divided by the requests sent in that span
+# (the open model sends at the planned rate, so the window's requests
+# times the span's share of it).
+window_cpu_per_req() {
+  python3 - "$1" "$2" "$3" <<'PY'
+import datetime, json, sys
+d = json.load(open(sys.argv[2]))
+st = d["started"]
+whole, frac = st.rstrip("Z").split(".")
+t0 = int(datetime.datetime.fromisoformat(whole).replace(tzinfo=datetime.timezone.utc).timestamp()) * 10**9 + int(frac.ljust(9, "0")[:9])
+t1 = t0 + int(d["duration_s"] * 1e9)
+s = [tuple(map(int, l.split())) for l in open(sys.argv[1]) if len(l.split()) == 2]
+inside = [x for x in s if t0 + 10**8 <= x[0] <= t1 - 10**8]
+if len(inside) < 2:
+    print("nan"); sys.exit()
+(a, ca), (b, cb) = inside[0], inside[-1]
+reqs = d["paths"][sys.argv[3]]["requests"] * (b - a) / (t1 - t0)
+print((cb - ca) / 1000 / reqs if reqs > 0 else "nan")
+PY
+}
+
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{v[NR]=$1} END {if (NR == 0) print "nan"; else print (NR%2)? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 
 # ratio NAME VALUE OP GOAL [NOTE]: records one ratio with a goal for the

@@ -179,7 +179,11 @@ func (a *App) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusRequestEntityTooLarge, "request-too-large", "Request body too large", "The request body exceeds the size limit.")
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, a.maxBody)
+	if r.ContentLength < 0 {
+		// A declared length (checked above) already bounds the body: net/http
+		// reads no further. Only a body of unknown length needs the bound.
+		r.Body = http.MaxBytesReader(w, r.Body, a.maxBody)
+	}
 	if a.undoable {
 		a.serveUndoable(w, r)
 		return

@@ -64,7 +64,9 @@ func New(opts ...Option) *Store {
 }
 
 func (s *Store) shardOf(sc reference.Scope) *shard {
-	return &s.shards[maphash.Comparable(s.seed, sc)%shardCount]
+	// The key alone picks the shard: it is what tells scopes apart, and one
+	// string hashes in a fraction of the whole scope's time.
+	return &s.shards[maphash.String(s.seed, sc.Key)%shardCount]
 }
 
 // live reports whether rec still holds its scope at now.
@@ -129,8 +131,7 @@ func (s *Store) completeLocked(sh *shard, scope reference.Scope, token string, r
 	if !ok || rec.Token != token || rec.State != reference.InFlight {
 		return reference.ErrNotOwner
 	}
-	// Replace rather than mutate: readers hold copies of the old pointer's
-	// value, never the pointer itself.
+	// Replace rather than mutate: Peek's readers hold the old pointer.
 	done := *rec
 	done.State = reference.Completed
 	done.Response = resp
@@ -228,8 +229,20 @@ func newToken() string {
 	return hex.EncodeToString(b[:])
 }
 
-// LocalLookups implements reference.Local: a Lookup is a map read.
-func (*Store) LocalLookups() {}
+// Peek implements reference.Local: a map read, no copy. Records are
+// replaced, never changed in place (completeLocked), so a peeked one stays
+// as it was read.
+func (s *Store) Peek(scope reference.Scope) *reference.Record {
+	now := s.now()
+	sh := s.shardOf(scope)
+	sh.mu.Lock()
+	rec, ok := sh.records[scope]
+	sh.mu.Unlock()
+	if !ok || !live(rec, now) {
+		return nil
+	}
+	return rec
+}
 
 var (
 	_ reference.Local      = (*Store)(nil)
