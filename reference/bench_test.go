@@ -2,7 +2,6 @@ package reference_test
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -55,16 +54,24 @@ func benchRequest(key string) *http.Request {
 	return r
 }
 
+// rewound is a request body the loop rewinds: the loop itself allocates
+// nothing per request but a changed key's field line.
+type rewound struct{ *strings.Reader }
+
+func (rewound) Close() error { return nil }
+
 func serveBench(b *testing.B, h http.Handler, key func(i int) string) {
 	b.ReportAllocs()
 	w := &discard{h: http.Header{}}
-	body := strings.NewReader(benchBody)
+	body := &rewound{strings.NewReader(benchBody)}
 	r := benchRequest("")
+	r.Body = body
+	last := ""
 	for i := 0; b.Loop(); i++ {
 		body.Reset(benchBody)
-		r.Body = io.NopCloser(body)
-		if k := key(i); k != "" {
+		if k := key(i); k != last {
 			r.Header["Idempotency-Key"] = []string{k}
+			last = k
 		}
 		clear(w.h)
 		h.ServeHTTP(w, r)

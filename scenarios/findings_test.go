@@ -207,6 +207,7 @@ func TestLostWithoutIDPointer(t *testing.T) {
 // (a 1 s TTL against the 1.5 s slow variant) may legally execute again:
 // the case is inconclusive, never a failure of a correct server.
 func TestLostTTLGuard(t *testing.T) {
+	t.Parallel() // waits on slow variants, TTLs or a broker: overlaps the rest
 	const ttl = time.Second
 	tg := serveTest(t, demoApp(t, ttl), ttl)
 	rs := runIDs(t, tg, ietf(t), "lost/retry-storm")
@@ -478,6 +479,7 @@ func holdPastTTL(next http.Handler, ttl time.Duration) http.Handler {
 // a fail (judged by when they were sent, it failed a correct server on a
 // loaded machine).
 func TestInFlightOffsetsStalledDuplicate(t *testing.T) {
+	t.Parallel() // waits on slow variants, TTLs or a broker: overlaps the rest
 	app, err := demo.New(demo.Options{TTL: demoTTL, Lease: demoLease})
 	if err != nil {
 		t.Fatal(err)

@@ -130,6 +130,7 @@ func replayedAnswers(r scenarios.Result) int {
 // the proxy dropped), same-key-burst when one of the burst was replayed
 // rather than refused in flight (timing decides; the trailer tells).
 func TestGRPCOutbox(t *testing.T) {
+	t.Parallel() // waits on slow variants, TTLs or a broker: overlaps the rest
 	// Every event defect the gRPC service plays has its rows here
 	// (TestGRPCDefects leaves them out: they need a broker).
 	for _, d := range reference.Defects() {

@@ -89,6 +89,7 @@ var countingFamilies = []string{"concurrent/**", "errors/**", "lost/**", "mismat
 // counter was read around each key, a case's second key (mutation probes,
 // duringSlow's fresh-key re-attempts) counted as a second execution.
 func TestGlobalCounterOracle(t *testing.T) {
+	t.Parallel() // waits on slow variants, TTLs or a broker: overlaps the rest
 	rows := []struct {
 		name   string
 		opts   demo.Options

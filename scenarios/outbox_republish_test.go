@@ -49,6 +49,7 @@ func (p *republisher) Publish(ctx context.Context, e reference.Event) error {
 // otherwise; now the check notes it and the outbox cases judge it: failed
 // in each of five runs, beside the oracle and as the only oracle.
 func TestOutboxRepublishNewIDEveryRun(t *testing.T) {
+	t.Parallel() // waits on slow variants, TTLs or a broker: overlaps the rest
 	base, cfg := kafkaDemo(t, func(p reference.Publisher) reference.Publisher { return &republisher{Publisher: p} }, nil)
 	for _, asOracle := range []bool{false, true} {
 		for run := 1; run <= 5; run++ {

@@ -120,6 +120,7 @@ func failing(t *testing.T, rep *scenarios.Report) []string {
 // The correct reference passes every outbox case, beside the oracle and
 // with the events as the only oracle; each verdict lists the key's events.
 func TestOutboxCorrectReference(t *testing.T) {
+	t.Parallel() // waits on slow variants, TTLs or a broker: overlaps the rest
 	t.Run("beside the oracle", func(t *testing.T) {
 		rep := runOutbox(t, eventsDemo(t, nil, demoLease), "outbox/**")
 		for _, r := range rep.Results {
@@ -157,6 +158,7 @@ func TestOutboxCorrectReference(t *testing.T) {
 // reference passes the outbox cases (on NATS all of them), event-on-replay
 // fails them.
 func TestOutboxRedisAndNATS(t *testing.T) {
+	t.Parallel() // waits on slow variants, TTLs or a broker: overlaps the rest
 	for _, b := range []struct {
 		name  string
 		demo  func(testing.TB, ...string) *apispec.Target
@@ -195,6 +197,7 @@ func TestOutboxRedisAndNATS(t *testing.T) {
 // A wrong topic is found at the start: one note line says no event
 // arrived, and the outbox cases are inconclusive, never failed.
 func TestOutboxWrongTopic(t *testing.T) {
+	t.Parallel() // waits on slow variants, TTLs or a broker: overlaps the rest
 	tg := eventsDemo(t, nil, demoLease)
 	tg.Events.Kafka.Topic = testenv.KafkaTopic(t, tg.Events.Kafka.Brokers, 1) // a topic the API does not publish to
 	rep := runOutbox(t, tg, "outbox/one-per-execution")
