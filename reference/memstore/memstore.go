@@ -155,17 +155,13 @@ func (s *Store) Release(ctx context.Context, scope reference.Scope, token string
 	return nil
 }
 
-// Lookup implements reference.Store.
+// Lookup implements reference.Store: a copy of what Peek reads.
 func (s *Store) Lookup(ctx context.Context, scope reference.Scope) (*reference.Record, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	now := s.now()
-	sh := s.shardOf(scope)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	rec, ok := sh.records[scope]
-	if !ok || !live(rec, now) {
+	rec := s.Peek(scope)
+	if rec == nil {
 		return nil, nil
 	}
 	cp := *rec
