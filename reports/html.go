@@ -179,7 +179,7 @@ func HTML(w io.Writer, rep *scenarios.Report) error {
 			d.Filters = append(d.Filters, f)
 		}
 	}
-	return htmlPage.Execute(w, d)
+	return htmlPage().Execute(w, d)
 }
 
 func htmlResultOf(rep *scenarios.Report, r scenarios.Result) htmlResult {

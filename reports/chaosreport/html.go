@@ -163,7 +163,7 @@ func HTML(w io.Writer, hist io.Reader, rep chaos.Findings, run HTMLRun) error {
 	d.drawTimeline(all, start, span)
 	d.drillDown(keys, start, x)
 	d.Shown = len(d.Keys)
-	return htmlPage.Execute(w, d)
+	return htmlPage().Execute(w, d)
 }
 
 // htmlKeys are the keys the drill-down may show: every key with a

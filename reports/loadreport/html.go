@@ -87,5 +87,5 @@ func HTML(w io.Writer, r *load.Summary) error {
 	default:
 		d.Verdict = page.Verdict{Class: page.Good, Text: "no violation, no threshold breached"}
 	}
-	return htmlPage.Execute(w, d)
+	return htmlPage().Execute(w, d)
 }
