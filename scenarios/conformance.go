@@ -104,7 +104,7 @@ func (r *Report) Conformance() Conformance {
 	case known > 0:
 		return none("", fmt.Sprintf("%d instances on the known-failing list: a run with known failures claims no level", known))
 	case len(r.LeftOut) > 0:
-		return none("", fmt.Sprintf("--run/--skip left out %d MUST instances (first %s): a run that leaves out a MUST claims no level", len(r.LeftOut), r.LeftOut[0]))
+		return none("", fmt.Sprintf("%s left out %d MUST instances (first %s): a run that leaves out a MUST claims no level", r.selectors(), len(r.LeftOut), r.LeftOut[0]))
 	}
 	if st := first(Must, reqNoEvidence); st != nil {
 		return none(st.describe(), "MUST "+st.ID+" has no evidence: a claim needs every MUST verified")
@@ -194,9 +194,18 @@ func (r *Report) UntestedMust() []Untested {
 		out = append(out, u)
 	}
 	for _, name := range r.LeftOut {
-		out = append(out, Untested{Instance: name, Reason: "left out by --run/--skip"})
+		out = append(out, Untested{Instance: name, Reason: "left out by " + r.selectors()})
 	}
 	return out
+}
+
+// selectors names the flags that choose a run's cases: the client face
+// has --run alone.
+func (r *Report) selectors() string {
+	if r.Client {
+		return "--run"
+	}
+	return "--run/--skip"
 }
 
 // closestToTested is the skipped instance citing an untested requirement

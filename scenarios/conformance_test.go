@@ -105,6 +105,11 @@ func TestUntestedMust(t *testing.T) {
 	if got[2].Instance != "concurrent/same-key-burst@charges" || got[2].Reason != "left out by --run/--skip" {
 		t.Errorf("a left-out MUST is untested: %+v", got[2])
 	}
+	// The client face selects with --run alone: its words name no --skip.
+	cl := &Report{Client: true, LeftOut: []string{"key/unique-parallel"}}
+	if u := cl.UntestedMust(); len(u) != 1 || u[0].Reason != "left out by --run" {
+		t.Errorf("a client run's left-out MUST names --run alone: %+v", u)
+	}
 	for _, n := range []Need{NeedOracle, NeedEffects, NeedIDPointer, NeedSecondPrincipal, NeedSecondOperation, NeedSlow, NeedBusinessError,
 		NeedTransientError, NeedInvalid, NeedTTL, NeedLease, NeedTargetCmd, NeedReplicas, NeedEvents, NeedFirstSent} {
 		if h := n.ConfigHint(); h == string(n) || !strings.Contains(h, ":") {
