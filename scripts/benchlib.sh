@@ -100,21 +100,51 @@ ratio() {
   printf '%s\t%s\t%s %s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$met" "${5:-}" "$(basename "$0" .sh)" >>"$out/ratios.tsv"
 }
 
+# median_interval "VALUES": the distribution-free interval of the median
+# from order statistics, "LO HI CONFIDENCE": the widest pair x(k), x(n+1-k)
+# whose coverage is at least 95 % (a binomial(n, 1/2) tail), or min and max
+# with their own coverage when fewer than 6 values allow no 95 % pair.
+median_interval() {
+  tr ' ' '\n' | grep -v '^$' | sort -g | awk '
+    { v[NR] = $1 }
+    END {
+      n = NR; k = 1; tail = 0.5 ^ n; c = 1; below = 0
+      # below: P(B < j), j = 1, 2, ...; k: the largest j with 2 P(B < j) <= 0.05.
+      for (j = 1; j <= n / 2; j++) {
+        below += c * tail            # adds P(B = j-1)
+        if (2 * below > 0.05) break
+        k = j; cover = 1 - 2 * below
+        c = c * (n - j + 1) / j
+      }
+      if (k == 1 && cover == "") cover = 1 - 2 * 0.5 ^ n
+      printf "%s %s %.3f\n", v[k], v[n + 1 - k], cover
+    }'
+}
+
 # ratio_rounds NAME "PER-ROUND VALUES" OP GOAL [NOTE]: records the median of
-# per-round ratios like ratio, with their spread (min–max over the rounds)
-# in the note; when some rounds meet the goal and others miss it, the
-# spread is wider than the median's margin to it and the note says the run
+# per-round ratios like ratio, with their spread (min-max) and the median's
+# interval (median_interval) in the note. When that interval holds the
+# goal, one run cannot tell met from missed, and the note says the run
 # does not decide (more rounds or a quieter machine do).
 ratio_rounds() {
-  local m sp note
+  local m sp iv note
   m=$(echo "$2" | median)
-  sp=$(echo "$2" | tr ' ' '\n' | grep -v '^$' | sort -g | awk -v op="$3" -v g="$4" '
+  iv=$(echo "$2" | median_interval)
+  sp=$(echo "$2" | tr ' ' '\n' | grep -v '^$' | sort -g | awk -v op="$3" -v g="$4" -v iv="$iv" '
     NR == 1 { lo = $1 } { hi = $1; n++ }
     END {
-      # Some rounds meet the goal and some miss it.
-      cross = (op == "<=") ? (lo <= g && hi > g) : (lo < g && hi >= g)
-      printf "%d rounds %.3f-%.3f%s", n, lo, hi, cross ? "; spread wider than the margin: undecided" : "" }')
+      split(iv, i, " ")
+      # The goal lies inside the median interval: either side is plausible.
+      open = (op == "<=") ? (i[1] <= g && i[2] > g) : (i[1] < g && i[2] >= g)
+      printf "%d rounds %.3f-%.3f, median in %.3f-%.3f (%.0f %%)%s", n, lo, hi, i[1], i[2], 100 * i[3], open ? "; the goal is inside: undecided" : "" }')
   note=$sp
   [ -n "${5:-}" ] && note="$sp; $5"
   ratio "$1" "$m" "$3" "$4" "$note"
+}
+
+# undecided "VALUES" OP GOAL: true while the median's interval holds the
+# goal (a script may then add rounds, up to its bound).
+undecided() {
+  echo "$1" | median_interval | awk -v op="$2" -v g="$3" '
+    { open = (op == "<=") ? ($1 <= g && $2 > g) : ($1 < g && $2 >= g); exit !open }'
 }
