@@ -170,11 +170,24 @@ func TestProgressCountsWhatTheCheckCounts(t *testing.T) {
 				tg.Operations[i].Variants[apispec.VariantSlow] = apispec.Variant{Patch: json.RawMessage(`{"delay_ms":300}`), Duration: 300 * time.Millisecond}
 			}
 			var last drive.Progress
-			res, err := drive.Run(context.Background(), tg, drive.WithOps(300), drive.WithConcurrency(16),
-				drive.WithFaults(standardFaults...), drive.WithSeed(7), drive.WithDeadline(2*time.Minute),
-				drive.WithProfile(ietf(t)), drive.WithProgress(func(p drive.Progress) { last = p }))
-			if err != nil {
-				t.Fatal(err)
+			var res *drive.Result
+			// An after-TTL execution needs a retry that waited out a
+			// Retry-After past the key's second: two or three in 300
+			// operations, and none in some runs on a loaded machine. A run
+			// without one proves nothing about excusing them, so up to
+			// three seeds are tried before that counts as a failure.
+			for seed := uint64(7); seed < 10; seed++ {
+				var err error
+				res, err = drive.Run(context.Background(), tg, drive.WithOps(300), drive.WithConcurrency(16),
+					drive.WithFaults(standardFaults...), drive.WithSeed(seed), drive.WithDeadline(2*time.Minute),
+					drive.WithProfile(ietf(t)), drive.WithProgress(func(p drive.Progress) { last = p }))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tc.defect != "" || len(res.AfterTTL) > 0 || last.Violations != 0 || len(res.Violations) != 0 {
+					break
+				}
+				t.Logf("seed %d: no after-TTL execution, trying the next seed", seed)
 			}
 			if last.Done != res.Ops {
 				t.Fatalf("progress saw %d of %d operations", last.Done, res.Ops)
