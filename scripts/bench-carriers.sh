@@ -87,10 +87,5 @@ printf '\nload runner marginal CPU per request by carrier, hit mode at %s/s, %s 
   "$rate" "$dur" "$short" "$rounds" "$(nproc)" "$(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-34s %12s\n' carrier "µs/request"
 for c in http graphql mcp; do printf '%-34s %12.2f\n' "$c" "$(echo "${per[$c]}" | median)"; done
-ratios() {
-  local a=($1) b=($2) s="" i
-  for i in "${!a[@]}"; do s="$s $(awk -v x="${a[$i]}" -v y="${b[$i]}" 'BEGIN { print (y > 0 ? x / y : "nan") }')"; done
-  echo "$s"
-}
-ratio_rounds "load CPU/req, GraphQL vs plain HTTP" "$(ratios "${per[graphql]}" "${per[http]}")" "<=" 2 "the issue sets no goal: 2 is ours"
-ratio_rounds "load CPU/req, MCP vs plain HTTP" "$(ratios "${per[mcp]}" "${per[http]}")" "<=" 2 "the issue sets no goal: 2 is ours"
+ratio_rounds "load CPU/req, GraphQL vs plain HTTP" "$(per_round "${per[graphql]}" "${per[http]}")" "<=" 2 "the issue sets no goal: 2 is ours"
+ratio_rounds "load CPU/req, MCP vs plain HTTP" "$(per_round "${per[mcp]}" "${per[http]}")" "<=" 2 "the issue sets no goal: 2 is ours"

@@ -110,9 +110,6 @@ done
 # Issue 13, point 1: medians of the per-round ratios against toxiproxy,
 # with their spread and the median's interval.
 if [ -n "${tp[toxiproxy]:-}" ]; then
-  per_round() { # values-of-proxy values-of-toxiproxy -> per-round ratios
-    paste <(echo "$1" | tr ' ' '\n' | grep -v '^$') <(echo "$2" | tr ' ' '\n' | grep -v '^$') | awk '{ printf "%s ", ($2 > 0 ? $1 / $2 : "nan") }'
-  }
   ratio_rounds "proxy CPU/req vs toxiproxy at ${rate}/s" "$(per_round "${cr[idemcheck-proxy]}" "${cr[toxiproxy]}")" "<=" 1.0
   ratio_rounds "proxy CPU/req vs toxiproxy at saturation" "$(per_round "${cm[idemcheck-proxy]}" "${cm[toxiproxy]}")" "<=" 1.0
   ratio_rounds "proxy max throughput vs toxiproxy" "$(per_round "${tp[idemcheck-proxy]}" "${tp[toxiproxy]}")" ">=" 1.0

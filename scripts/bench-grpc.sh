@@ -92,7 +92,6 @@ for r in $(seq "$rounds"); do
     rt[$name]="${rt[$name]:-} $a"; cpu[$name]="${cpu[$name]:-} $b"
   done
 done
-per_round() { paste <(echo "$1" | tr ' ' '\n' | grep -v '^$') <(echo "$2" | tr ' ' '\n' | grep -v '^$') | awk '{ printf "%s ", ($2 > 0 ? $1 / $2 : "nan") }'; }
 printf '\ngRPC hit calls at saturation (%s workers, one connection, %s), %s alternating rounds (medians)\n' "$workers" "$dur" "$rounds"
 printf '%-10s %12s %14s\n' client calls_per_s cpu_us_per_call
 for name in idemcheck ghz; do

@@ -85,7 +85,6 @@ one_round() {
     cpu[$path]="${cpu[$path]:-} $a"; p50[$path]="${p50[$path]:-} $b"
   done
 }
-per_round() { paste <(echo "$1" | tr ' ' '\n' | grep -v '^$') <(echo "$2" | tr ' ' '\n' | grep -v '^$') | awk '{ printf "%s ", ($2 > 0 ? $1 / $2 : "nan") }'; }
 # Issue 36, point 4: the replay against the floor itself, round by round.
 # Rounds are added, up to max_rounds, while the median's interval holds
 # the goal: the noise of one round (about 10 % here) is not the answer.

@@ -87,7 +87,6 @@ PY
     kill "$spid"; wait "$spid" 2>/dev/null || true; spid=
   done
 done
-per_round() { paste <(echo "$1" | tr ' ' '\n' | grep -v '^$') <(echo "$2" | tr ' ' '\n' | grep -v '^$') | awk '{ printf "%s ", ($2 > 0 ? $1 / $2 : "nan") }'; }
 printf '\nover HTTP at %s/s for %s per path, %s alternating rounds (medians); cpu = serve + database\n' "$rate" "$dur" "$rounds"
 printf '%-20s %-5s %10s %10s %12s %8s %8s\n' store path p50_ms p99_ms cpu_us/req x_p99 x_cpu
 for cfg in "${configs[@]}"; do

@@ -100,15 +100,20 @@ ratio() {
   printf '%s\t%s\t%s %s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$met" "${5:-}" "$(basename "$0" .sh)" >>"$out/ratios.tsv"
 }
 
+# per_round "A-VALUES" "B-VALUES": the ratios A/B of values paired by
+# round ("nan" where B is not positive), space-separated.
+per_round() { paste <(echo "$1" | tr ' ' '\n' | grep -v '^$') <(echo "$2" | tr ' ' '\n' | grep -v '^$') | awk '{ printf "%s ", ($2 > 0 ? $1 / $2 : "nan") }'; }
+
 # median_interval "VALUES": the distribution-free interval of the median
-# from order statistics, "LO HI CONFIDENCE": the widest pair x(k), x(n+1-k)
-# whose coverage is at least 95 % (a binomial(n, 1/2) tail), or min and max
-# with their own coverage when fewer than 6 values allow no 95 % pair.
+# from order statistics, "LO HI CONFIDENCE": the narrowest pair x(k),
+# x(n+1-k) whose coverage is still at least 95 % (a binomial(n, 1/2)
+# tail), or min and max with their own coverage when fewer than 6 values
+# allow no 95 % pair.
 median_interval() {
   tr ' ' '\n' | grep -v '^$' | sort -g | awk '
     { v[NR] = $1 }
     END {
-      n = NR; k = 1; tail = 0.5 ^ n; c = 1; below = 0
+      n = NR; k = 1; cover = 1 - 2 * 0.5 ^ n; tail = 0.5 ^ n; c = 1; below = 0
       # below: P(B < j), j = 1, 2, ...; k: the largest j with 2 P(B < j) <= 0.05.
       for (j = 1; j <= n / 2; j++) {
         below += c * tail            # adds P(B = j-1)
@@ -116,7 +121,6 @@ median_interval() {
         k = j; cover = 1 - 2 * below
         c = c * (n - j + 1) / j
       }
-      if (k == 1 && cover == "") cover = 1 - 2 * 0.5 ^ n
       printf "%s %s %.3f\n", v[k], v[n + 1 - k], cover
     }'
 }
@@ -127,16 +131,12 @@ median_interval() {
 # goal, one run cannot tell met from missed, and the note says the run
 # does not decide (more rounds or a quieter machine do).
 ratio_rounds() {
-  local m sp iv note
+  local m sp note
   m=$(echo "$2" | median)
-  iv=$(echo "$2" | median_interval)
-  sp=$(echo "$2" | tr ' ' '\n' | grep -v '^$' | sort -g | awk -v op="$3" -v g="$4" -v iv="$iv" '
-    NR == 1 { lo = $1 } { hi = $1; n++ }
-    END {
-      split(iv, i, " ")
-      # The goal lies inside the median interval: either side is plausible.
-      open = (op == "<=") ? (i[1] <= g && i[2] > g) : (i[1] < g && i[2] >= g)
-      printf "%d rounds %.3f-%.3f, median in %.3f-%.3f (%.0f %%)%s", n, lo, hi, i[1], i[2], 100 * i[3], open ? "; the goal is inside: undecided" : "" }')
+  sp=$( (echo "$2" | tr ' ' '\n' | grep -v '^$' | sort -g; echo "$2" | median_interval) | awk '
+    NR == 1 { lo = $1 } NF == 1 { hi = $1; n++ } NF == 3 { a = $1; b = $2; c = $3 }
+    END { printf "%d rounds %.3f-%.3f, median in %.3f-%.3f (%.0f %%)", n, lo, hi, a, b, 100 * c }')
+  undecided "$2" "$3" "$4" && sp="$sp; the goal is inside: undecided"
   note=$sp
   [ -n "${5:-}" ] && note="$sp; $5"
   ratio "$1" "$m" "$3" "$4" "$note"
