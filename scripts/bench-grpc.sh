@@ -10,6 +10,8 @@
 # compares the same client with a bare grpc-go loop in one process.)
 # Usage: bench-grpc.sh [OUTDIR]
 # Env: GRPC_BENCH_DURATION (3s), GRPC_BENCH_ROUNDS (5), GRPC_BENCH_WORKERS (32),
+#      GRPC_BENCH_MAX_ROUNDS (11: rounds are added while the rate ratio's
+#      median interval holds its goal, up to this many),
 #      GHZ_VERSION (v0.93.0, the one the module proxy serves; "none" skips ghz).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +20,8 @@ mkdir -p "$out"
 . scripts/benchlib.sh
 dur=${GRPC_BENCH_DURATION:-3s}
 rounds=${GRPC_BENCH_ROUNDS:-5}
+max_rounds=${GRPC_BENCH_MAX_ROUNDS:-11}
+[ "$max_rounds" -ge "$rounds" ] || max_rounds=$rounds
 workers=${GRPC_BENCH_WORKERS:-32}
 ghz_version=${GHZ_VERSION:-v0.93.0}
 tmp=$(mktemp -d)
@@ -84,13 +88,20 @@ PY
 }
 
 declare -A rt cpu
-for r in $(seq "$rounds"); do
-  order="idemcheck ghz"
+one_round() {
+  local r=$1 order="idemcheck ghz" name a b
   [ $((r % 2)) = 0 ] && order="ghz idemcheck"
   for name in $order; do
     read -r a b < <(measure "$name" "$r")
     rt[$name]="${rt[$name]:-} $a"; cpu[$name]="${cpu[$name]:-} $b"
   done
+}
+# Rounds are added, up to max_rounds, while the rate's median interval
+# holds the goal: one round's noise at saturation is about 10 %.
+for r in $(seq "$rounds"); do one_round "$r"; done
+while [ "$rounds" -lt "$max_rounds" ] && undecided "$(per_round "${rt[idemcheck]}" "${rt[ghz]}")" ">=" 0.95; do
+  rounds=$((rounds + 1))
+  one_round "$rounds"
 done
 printf '\ngRPC hit calls at saturation (%s workers, one connection, %s), %s alternating rounds (medians)\n' "$workers" "$dur" "$rounds"
 printf '%-10s %12s %14s\n' client calls_per_s cpu_us_per_call

@@ -233,6 +233,7 @@ func loadOptions(cmd *cobra.Command, f *loadFlags) ([]load.Option, load.Mode, er
 }
 
 func runLoad(cmd *cobra.Command, f loadFlags) error {
+	tuneLoadGC()
 	t, profile, err := loadTarget(&f)
 	if err != nil {
 		return err
