@@ -33,7 +33,7 @@ var smoke = map[string]struct {
 	"bench-faces-client": {[]string{"CLIENT_BENCH_ROUNDS=1", "CLIENT_BENCH_RUN=key/*"}, 1},
 	"bench-grpc":         {[]string{"GRPC_BENCH_DURATION=1s", "GRPC_BENCH_ROUNDS=1", "GRPC_BENCH_WORKERS=8", "GHZ_VERSION=none"}, 1},
 	"bench-reference": {[]string{"BENCH_COUNT=1", "REF_BENCHTIME=200x", "REF_BENCH_RATE=300",
-		"REF_BENCH_DURATION=1s", "REF_BENCH_ROUNDS=1", "REF_BENCH_MAX_ROUNDS=1"}, 7},
+		"REF_BENCH_DURATION=1s", "REF_BENCH_ROUNDS=1", "REF_BENCH_MAX_ROUNDS=1", "REF_BENCH_AA_ROUNDS=1"}, 7},
 	"bench-shards": {[]string{"SHARDS_N=2", "SHARDS_RATE=200", "SHARDS_DURATION=1s", "SHARDS_ROUNDS=1"}, 6},
 	"bench-stores": {[]string{"BENCHTIME=20x", "STORES_BENCH_RATE=200", "STORES_BENCH_DURATION=1s",
 		"STORES_BENCH_ROUNDS=1"}, 6},
