@@ -5,6 +5,8 @@
 # side in one run. Toxiproxy is installed from the Go module proxy into a
 # temporary GOBIN for the measurement only. Usage: bench-chaos.sh [OUTDIR]
 # Env: CHAOS_BENCH_RATE (2000), CHAOS_BENCH_DURATION (5s), CHAOS_BENCH_ROUNDS (3),
+#      CHAOS_BENCH_MAX_ROUNDS (9: rounds are added while a ratio against
+#      toxiproxy has its goal inside its median's interval, up to this many),
 #      CHAOS_BENCH_MAX (3s: the saturation phase),
 #      TOXIPROXY_VERSION (v2.5.0; set to "none" to skip toxiproxy),
 #      CHAOS_BENCH_BASELINE (an older idemcheck binary: its proxy is measured
@@ -16,6 +18,8 @@ mkdir -p "$out"
 rate=${CHAOS_BENCH_RATE:-2000}
 dur=${CHAOS_BENCH_DURATION:-5s}
 rounds=${CHAOS_BENCH_ROUNDS:-3}
+max_rounds=${CHAOS_BENCH_MAX_ROUNDS:-9}
+[ "$max_rounds" -ge "$rounds" ] || max_rounds=$rounds
 maxdur=${CHAOS_BENCH_MAX:-3s}
 toxi_version=${TOXIPROXY_VERSION:-v2.5.0}
 
@@ -83,7 +87,8 @@ PY
 # same neighbour).
 declare -A p50 p99 rt tp cr cm
 n=${#paths[@]}
-for r in $(seq "$rounds"); do
+one_round() {
+  local r=$1 i entry name port pid a b c d e f
   for i in $(seq 0 $((n - 1))); do
     entry=${paths[$(((i + r - 1) % n))]}
     IFS== read -r name port pid <<<"$entry"
@@ -91,6 +96,19 @@ for r in $(seq "$rounds"); do
     p50[$name]="${p50[$name]:-} $a"; p99[$name]="${p99[$name]:-} $b"; rt[$name]="${rt[$name]:-} $c"; tp[$name]="${tp[$name]:-} $d"
     cr[$name]="${cr[$name]:-} $e"; cm[$name]="${cm[$name]:-} $f"
   done
+}
+# undecided_vs_toxiproxy: true while one of the three ratios below still
+# has its goal inside its median's interval.
+undecided_vs_toxiproxy() {
+  [ -n "${tp[toxiproxy]:-}" ] || return 1
+  undecided "$(per_round "${cr[idemcheck-proxy]}" "${cr[toxiproxy]}")" "<=" 1.0 ||
+    undecided "$(per_round "${cm[idemcheck-proxy]}" "${cm[toxiproxy]}")" "<=" 1.0 ||
+    undecided "$(per_round "${tp[idemcheck-proxy]}" "${tp[toxiproxy]}")" ">=" 1.0
+}
+for r in $(seq "$rounds"); do one_round "$r"; done
+while [ "$rounds" -lt "$max_rounds" ] && undecided_vs_toxiproxy; do
+  rounds=$((rounds + 1))
+  one_round "$rounds"
 done
 
 {
