@@ -105,11 +105,7 @@ undecided_vs_toxiproxy() {
     undecided "$(per_round "${cm[idemcheck-proxy]}" "${cm[toxiproxy]}")" "<=" 1.0 ||
     undecided "$(per_round "${tp[idemcheck-proxy]}" "${tp[toxiproxy]}")" ">=" 1.0
 }
-for r in $(seq "$rounds"); do one_round "$r"; done
-while [ "$rounds" -lt "$max_rounds" ] && undecided_vs_toxiproxy; do
-  rounds=$((rounds + 1))
-  one_round "$rounds"
-done
+run_rounds "$max_rounds" undecided_vs_toxiproxy
 
 {
   echo "chaos proxy overhead: hit-mode POSTs at ${rate}/s for ${dur}, ${rounds} alternating rounds (median), then max throughput (64 workers, ${maxdur})"

@@ -98,11 +98,8 @@ one_round() {
 }
 # Rounds are added, up to max_rounds, while the rate's median interval
 # holds the goal: one round's noise at saturation is about 10 %.
-for r in $(seq "$rounds"); do one_round "$r"; done
-while [ "$rounds" -lt "$max_rounds" ] && undecided "$(per_round "${rt[idemcheck]}" "${rt[ghz]}")" ">=" 0.95; do
-  rounds=$((rounds + 1))
-  one_round "$rounds"
-done
+rate_undecided() { undecided "$(per_round "${rt[idemcheck]}" "${rt[ghz]}")" ">=" 0.95; }
+run_rounds "$max_rounds" rate_undecided
 printf '\ngRPC hit calls at saturation (%s workers, one connection, %s), %s alternating rounds (medians)\n' "$workers" "$dur" "$rounds"
 printf '%-10s %12s %14s\n' client calls_per_s cpu_us_per_call
 for name in idemcheck ghz; do

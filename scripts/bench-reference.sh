@@ -131,13 +131,9 @@ one_round() {
 for r in $(seq "$aa_rounds"); do paired "$r" floor floor2 aa; done
 # Rounds are added, up to max_rounds, while the median's interval of the
 # paired ratio holds the goal.
-for r in $(seq "$rounds"); do one_round "$r"; done
+pair_undecided() { undecided "$(per_round "${pair[serve]}" "${pair[floor]}")" "<=" 1.05; }
+run_rounds "$max_rounds" pair_undecided
 hfp=$(per_round "${pair[serve]}" "${pair[floor]}")
-while [ "$rounds" -lt "$max_rounds" ] && undecided "$hfp" "<=" 1.05; do
-  rounds=$((rounds + 1))
-  one_round "$rounds"
-  hfp=$(per_round "${pair[serve]}" "${pair[floor]}")
-done
 hfc=$(per_round "${cpu[hit]}" "${cpu[floor]}")
 aa=$(per_round "${pair[aafloor]}" "${pair[aafloor2]}")
 cr=$(per_round "${cpu[hit]}" "${cpu[nokey]}" | median)

@@ -142,6 +142,19 @@ ratio_rounds() {
   ratio "$1" "$m" "$3" "$4" "$note"
 }
 
+# run_rounds MAX CHECK...: the script's one_round for rounds 1..$rounds,
+# then for one more at a time while the command CHECK succeeds (a goal
+# still inside its interval), up to MAX; $rounds ends as the count run.
+run_rounds() {
+  local max=$1 r
+  shift
+  for r in $(seq "$rounds"); do one_round "$r"; done
+  while [ "$rounds" -lt "$max" ] && "$@"; do
+    rounds=$((rounds + 1))
+    one_round "$rounds"
+  done
+}
+
 # undecided "VALUES" OP GOAL: true while the median's interval holds the
 # goal (a script may then add rounds, up to its bound).
 undecided() {
