@@ -100,8 +100,8 @@ func init() {
 			"Replays are compared under the profile's replay_compare (bytes, the JSON document, or the\n" +
 			"status) and executions told apart by created ids at the operation's id_pointer, as in run.\n" +
 			"The report says how many answers were judged, how many were not and why.\n" +
-			"Go's collector runs at GOGC=400 unless GOGC is set (over gRPC at saturation: a fifth less\n" +
-			"CPU per call, some 11 MB more memory; docs/load.md, The collector).\n" +
+			"Go's collector runs at GOGC=400 unless GOGC is set (at saturation: 9-14 % less CPU per HTTP\n" +
+			"request, a fifth less per gRPC call, some 11 MB more memory; docs/load.md, The collector).\n" +
 			"Exit codes: 0 ok, 1 a failed path (before thresholds) or violations (double execution, wrong\n" +
 			"replay), 2 usage, 3 threshold breached, 4 unreachable, 5 most answers not judged (keys that\n" +
 			"may have expired: a target TTL shorter than the run; --allow-incomplete accepts it), 130\n" +
