@@ -19,7 +19,6 @@ rate=${CHAOS_BENCH_RATE:-2000}
 dur=${CHAOS_BENCH_DURATION:-5s}
 rounds=${CHAOS_BENCH_ROUNDS:-3}
 max_rounds=${CHAOS_BENCH_MAX_ROUNDS:-9}
-[ "$max_rounds" -ge "$rounds" ] || max_rounds=$rounds
 maxdur=${CHAOS_BENCH_MAX:-3s}
 toxi_version=${TOXIPROXY_VERSION:-v2.5.0}
 

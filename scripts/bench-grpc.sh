@@ -21,7 +21,6 @@ mkdir -p "$out"
 dur=${GRPC_BENCH_DURATION:-3s}
 rounds=${GRPC_BENCH_ROUNDS:-5}
 max_rounds=${GRPC_BENCH_MAX_ROUNDS:-11}
-[ "$max_rounds" -ge "$rounds" ] || max_rounds=$rounds
 workers=${GRPC_BENCH_WORKERS:-32}
 ghz_version=${GHZ_VERSION:-v0.93.0}
 tmp=$(mktemp -d)

@@ -59,7 +59,6 @@ rate=${REF_BENCH_RATE:-2000}
 dur=${REF_BENCH_DURATION:-5s}
 rounds=${REF_BENCH_ROUNDS:-9}
 max_rounds=${REF_BENCH_MAX_ROUNDS:-21}
-[ "$max_rounds" -ge "$rounds" ] || max_rounds=$rounds
 aa_rounds=${REF_BENCH_AA_ROUNDS:-3}
 tmp=$(mktemp -d)
 spid= fpid= f2pid=
