@@ -20,6 +20,7 @@ import (
 
 	"github.com/idemcheck/idemcheck/reference"
 	"github.com/idemcheck/idemcheck/reference/demo"
+	"github.com/idemcheck/idemcheck/reference/minheap"
 	"github.com/idemcheck/idemcheck/reference/outbox"
 )
 
@@ -61,6 +62,8 @@ func init() {
 			"(Authorization: Bearer <user>), GET /v1/effects?key=K (execution oracle), GET /healthz.\n" +
 			"A request's identity under its key is its body, its query (POST /v1/charges?capture=false\n" +
 			"authorises only) and the --fingerprint-header fields (Api-Version, echoed as api_version).\n" +
+			"Unless GOGC is set, Go's collector waits for the heap to reach 16 MB before it runs\n" +
+			"(reference/minheap); above that it runs as at Go's default.\n" +
 			"Defects: " + strings.Join(demo.DefectNames(), ", "),
 		Example: `  idemcheck serve --addr 127.0.0.1:8080
   idemcheck serve --addr 127.0.0.1:8082 --h2c
@@ -71,6 +74,9 @@ func init() {
   idemcheck serve --store postgres --dsn "$DATABASE_URL" --events kafka://127.0.0.1:9092/charges.events`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// The process's setting, so here and not in runServe, which
+			// tests run side by side in one process.
+			defer minheap.KeepUnlessSet(minheap.Default)()
 			return runServe(cmd.Context(), cmd.OutOrStdout(), f)
 		},
 	}

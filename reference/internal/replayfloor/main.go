@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"os"
 	"time"
+
+	"github.com/idemcheck/idemcheck/reference/minheap"
 )
 
 // A replay of the demo's charge as `idemcheck serve` sends it: the same
@@ -40,6 +42,9 @@ func floor(w http.ResponseWriter, r *http.Request) {
 func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "listen address")
 	flag.Parse()
+	// serve's collector policy, as its timeouts below: the two differ
+	// only in how they answer.
+	defer minheap.KeepUnlessSet(minheap.Default)()
 	srv := &http.Server{
 		Addr: *addr,
 		// As cmd/idemcheck/serve.go sets them: net/http re-arms them per request.
