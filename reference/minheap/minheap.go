@@ -27,12 +27,6 @@ func Percent(live, scan, floor uint64) int {
 	return int(max(100, min(byMinimum, byGoal)))
 }
 
-var samples = []metrics.Sample{
-	{Name: "/gc/heap/live:bytes"},
-	{Name: "/gc/scan/stack:bytes"},
-	{Name: "/gc/scan/globals:bytes"},
-}
-
 // Keep holds the heap goal at floor bytes or more until stop is called,
 // which restores the percent Keep found. It re-reads the live heap after
 // every collection (a finalizer on a sentinel the collection frees), so
@@ -42,6 +36,11 @@ func Keep(floor uint64) (stop func()) {
 	gogc := []metrics.Sample{{Name: "/gc/gogc:percent"}}
 	metrics.Read(gogc)
 	prev := int(gogc[0].Value.Uint64())
+	samples := []metrics.Sample{ // this Keep's: metrics.Read writes into them
+		{Name: "/gc/heap/live:bytes"},
+		{Name: "/gc/scan/stack:bytes"},
+		{Name: "/gc/scan/globals:bytes"},
+	}
 	var (
 		mu      sync.Mutex // a tune in progress cannot outlive stop
 		stopped bool

@@ -9,8 +9,8 @@
 // It imports nothing of idemcheck's but reference/minheap: it is the floor,
 // so it shares no code with what it is compared to except serve's collector
 // policy, which it runs under too (a floor at Go's default collector would
-// measure the two policies, not the two answers). Its test does: the floor's answer must have
-// the reference replay's status, header fields and body size (it had
-// drifted to four fields and 129 bytes while the replay grew to seven and
-// 144: a floor below what any replay must write).
+// measure the two policies, not the two answers). Its test does: the
+// floor's answer must have the reference replay's status, header fields
+// and body size (it had drifted to four fields and 129 bytes while the
+// replay grew to seven and 144: a floor below what any replay must write).
 package main
